@@ -1,0 +1,77 @@
+/**
+ * @pi/course: the public surface, listed explicitly. Chapters add to it in order.
+ */
+
+// Chapter 02: the event stream
+export { EventStream } from "./event-stream.js";
+// #region ch03
+
+// Chapter 03: canonical messages
+export { AssistantMessageEventStream } from "./event-stream.js";
+export {
+  EMPTY_USAGE,
+  assistantMessage,
+  textOf,
+  toolResultMessage,
+  userMessage,
+} from "./messages.js";
+export type { AssistantMessageOverrides, TextInput, ToolResultInput } from "./messages.js";
+export type {
+  AgentContext,
+  AgentMessage,
+  AssistantContent,
+  AssistantMessage,
+  Context,
+  CustomAgentMessages,
+  Message,
+  Model,
+  ModelEvent,
+  StopReason,
+  StreamOptions,
+  TextContent,
+  ToolCall,
+  ToolDefinition,
+  ToolResultMessage,
+  Usage,
+  UserMessage,
+} from "./types.js";
+// #endregion
+// #region ch04
+
+// Chapter 04: the scripted model
+export { ScriptedModel } from "./scripted-model.js";
+export type {
+  ScriptedFailure,
+  ScriptedModelOptions,
+  ScriptedResponder,
+  ScriptedTurn,
+} from "./scripted-model.js";
+// #endregion
+// #region ch05
+
+// Chapter 05: the OpenAI-compatible provider
+export type { ThinkingContent } from "./types.js";
+// #endregion
+// #region ch06
+
+// Chapter 06: tools
+export type {
+  AgentTool,
+  AgentToolResult,
+  AgentToolUpdateCallback,
+  ToolExecutionMode,
+} from "./types.js";
+// #endregion
+// #region ch07
+
+// Chapter 07: the agent loop
+export type {
+  AfterToolCallContext,
+  AfterToolCallResult,
+  AgentEvent,
+  AgentEventStream,
+  AgentLoopConfig,
+  BeforeToolCallContext,
+  BeforeToolCallResult,
+} from "./types.js";
+// #endregion

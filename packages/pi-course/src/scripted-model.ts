@@ -1,0 +1,229 @@
+/**
+ * `ScriptedModel`: a deterministic `Model` that plays scripted turns as model events.
+ *
+ * It is the course's test double and the embedded default model of the main job. Each call to
+ * `stream()` plays the next turn: `start`, the content as deltas (text in `text_delta`s, each
+ * tool call's JSON text in `toolcall_delta`s, then `toolcall_end`), then `done`. Failures,
+ * scripted or not, are `error` events, never throws.
+ */
+import { AssistantMessageEventStream } from "./event-stream.js";
+import { EMPTY_USAGE } from "./messages.js";
+import type { AssistantMessage, Context, Model, StreamOptions, ToolCall } from "./types.js";
+
+/** A scripted failure: played as an `error` event, after `partialText` if given. */
+export interface ScriptedFailure {
+  stopReason: "error" | "aborted";
+  errorMessage: string;
+  /** Text streamed before the failure; kept on the error message. */
+  partialText?: string;
+}
+
+/** Computes a turn from the context the model was asked with. May be async; may throw. */
+export type ScriptedResponder = (
+  context: Context,
+  turnIndex: number,
+) => AssistantMessage | ScriptedFailure | Promise<AssistantMessage | ScriptedFailure>;
+
+/** One scripted turn: a final message to play, a failure, or a responder. */
+export type ScriptedTurn = AssistantMessage | ScriptedFailure | ScriptedResponder;
+
+export interface ScriptedModelOptions {
+  /** Defaults to `"scripted"`. */
+  provider?: string;
+  /** Defaults to `"scripted-model"`. */
+  id?: string;
+  /** Characters per delta (never splitting a surrogate pair). Defaults to 8. */
+  chunkSize?: number;
+  /** The clock for timestamps. Defaults to `Date.now`. */
+  now?: () => number;
+  /** Milliseconds to wait between events; 0 (default) yields one microtask instead. */
+  delayMs?: number;
+}
+
+export class ScriptedModel implements Model {
+  readonly provider: string;
+  readonly id: string;
+  /** A deep copy of every context the model was asked with, in order. */
+  readonly requests: Context[] = [];
+  private readonly turns: ScriptedTurn[];
+  private readonly chunkSize: number;
+  private readonly now: () => number;
+  private readonly delayMs: number;
+
+  constructor(turns: readonly ScriptedTurn[], options: ScriptedModelOptions = {}) {
+    const chunkSize = options.chunkSize ?? 8;
+    if (!Number.isInteger(chunkSize) || chunkSize < 1) {
+      throw new RangeError(`ScriptedModel: chunkSize must be a positive integer, got ${chunkSize}`);
+    }
+    this.turns = [...turns];
+    this.provider = options.provider ?? "scripted";
+    this.id = options.id ?? "scripted-model";
+    this.chunkSize = chunkSize;
+    this.now = options.now ?? Date.now;
+    this.delayMs = options.delayMs ?? 0;
+  }
+
+  stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
+    const stream = new AssistantMessageEventStream();
+    const turnIndex = this.requests.length;
+    let snapshot: Context;
+    try {
+      snapshot = structuredClone(context);
+    } catch (error) {
+      this.fail(stream, "error", `ScriptedModel: the context cannot be copied: ${describe(error)}`);
+      return stream;
+    }
+    this.requests.push(snapshot);
+    void this.play(stream, structuredClone(snapshot), turnIndex, options.signal);
+    return stream;
+  }
+
+  private async play(
+    stream: AssistantMessageEventStream,
+    context: Context,
+    turnIndex: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    // #region lab 4.1 play
+    if (signal?.aborted) return this.fail(stream, "aborted", "Request was aborted");
+    let turn = this.turns[turnIndex];
+    if (turn === undefined) {
+      const count = this.turns.length;
+      return this.fail(
+        stream,
+        "error",
+        `ScriptedModel: the script has no turn ${turnIndex + 1} (it has ${count}). ` +
+          `Add a turn to the script, or stop the run sooner.`,
+      );
+    }
+    if (typeof turn === "function") {
+      try {
+        turn = await turn(context, turnIndex);
+      } catch (error) {
+        return this.fail(stream, "error", `ScriptedModel: the responder threw: ${describe(error)}`);
+      }
+    }
+    const script = "role" in turn ? turn : failureScript(turn);
+    const partial: AssistantMessage = {
+      role: "assistant",
+      content: [],
+      provider: this.provider,
+      model: this.id,
+      usage: { ...EMPTY_USAGE },
+      stopReason: "stop",
+      timestamp: this.now(),
+    };
+    stream.push({ type: "start", partial });
+    for (const block of script.content) {
+      const contentIndex = partial.content.length;
+      if (block.type === "text") {
+        const target = { type: "text" as const, text: "" };
+        partial.content.push(target);
+        for (const delta of chunk(block.text, this.chunkSize)) {
+          if (await this.interrupted(signal)) return this.abort(stream, partial);
+          target.text += delta;
+          stream.push({ type: "text_delta", contentIndex, delta, partial });
+        }
+        // #region ch05
+      } else if (block.type === "thinking") {
+        const target = { type: "thinking" as const, thinking: "" };
+        partial.content.push(target);
+        for (const delta of chunk(block.thinking, this.chunkSize)) {
+          if (await this.interrupted(signal)) return this.abort(stream, partial);
+          target.thinking += delta;
+          stream.push({ type: "thinking_delta", contentIndex, delta, partial });
+        }
+        // #endregion
+      } else {
+        const target: ToolCall = { type: "toolCall", id: block.id, name: block.name, arguments: {} };
+        target.rawArguments = "";
+        partial.content.push(target);
+        const json = block.rawArguments ?? JSON.stringify(block.arguments ?? {});
+        for (const delta of chunk(json, this.chunkSize)) {
+          if (await this.interrupted(signal)) return this.abort(stream, partial);
+          target.rawArguments += delta;
+          stream.push({ type: "toolcall_delta", contentIndex, delta, partial });
+        }
+        // A truncated (`length`) turn never completes its calls: no toolcall_end.
+        if (script.stopReason === "length") continue;
+        target.arguments = structuredClone(block.arguments);
+        if (block.rawArguments === undefined) delete target.rawArguments;
+        stream.push({ type: "toolcall_end", contentIndex, toolCall: target, partial });
+      }
+    }
+    if (await this.interrupted(signal)) return this.abort(stream, partial);
+    partial.usage = { ...script.usage };
+    partial.stopReason = script.stopReason;
+    if (script.errorMessage !== undefined) partial.errorMessage = script.errorMessage;
+    if (script.stopReason === "error" || script.stopReason === "aborted") {
+      stream.push({ type: "error", reason: script.stopReason, error: partial });
+    } else {
+      stream.push({ type: "done", reason: script.stopReason, message: partial });
+    }
+    // #endregion
+  }
+
+  /** Yields (a microtask, or `delayMs`), then tells whether the signal has fired. */
+  private async interrupted(signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    else await Promise.resolve();
+    return signal?.aborted === true;
+  }
+
+  private abort(stream: AssistantMessageEventStream, partial: AssistantMessage): void {
+    partial.stopReason = "aborted";
+    partial.errorMessage = "Request was aborted";
+    stream.push({ type: "error", reason: "aborted", error: partial });
+  }
+
+  private fail(
+    stream: AssistantMessageEventStream,
+    reason: "error" | "aborted",
+    errorMessage: string,
+  ): void {
+    const error: AssistantMessage = {
+      role: "assistant",
+      content: [],
+      provider: this.provider,
+      model: this.id,
+      usage: { ...EMPTY_USAGE },
+      stopReason: reason,
+      errorMessage,
+      timestamp: this.now(),
+    };
+    stream.push({ type: "error", reason, error });
+  }
+}
+
+/** A scripted failure as a message to play: its partial text, then the error. */
+function failureScript(failure: ScriptedFailure): AssistantMessage {
+  const text = failure.partialText;
+  return {
+    role: "assistant",
+    content: text === undefined || text === "" ? [] : [{ type: "text", text }],
+    provider: "scripted",
+    model: "scripted-model",
+    usage: { ...EMPTY_USAGE },
+    stopReason: failure.stopReason,
+    errorMessage: failure.errorMessage,
+    timestamp: 0,
+  };
+}
+
+/** Splits text into pieces of `size` UTF-16 units, never between the halves of a surrogate pair. */
+export function chunk(text: string, size: number): string[] {
+  const pieces: string[] = [];
+  let start = 0;
+  while (start < text.length) {
+    let end = Math.min(start + size, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end++;
+    pieces.push(text.slice(start, end));
+    start = end;
+  }
+  return pieces;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

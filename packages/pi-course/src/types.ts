@@ -1,0 +1,395 @@
+/**
+ * The vocabulary of @pi/course: canonical messages, model events, the `Model` contract,
+ * and (from chapter 06 on) tools and the agent loop.
+ *
+ * Everything a transcript stores is plain JSON-serialisable data. Provider wire formats and
+ * UI text are other layers; only these shapes are stored and replayed.
+ */
+// #region ch06
+import type { Static, TSchema } from "typebox";
+// #endregion
+import type { AssistantMessageEventStream } from "./event-stream.js";
+// #region ch07
+import type { EventStream } from "./event-stream.js";
+// #endregion
+
+// ---------------------------------------------------------------------------------------------
+// Content blocks
+// ---------------------------------------------------------------------------------------------
+
+/** A block of plain text. */
+export interface TextContent {
+  type: "text";
+  /** The text, exactly as produced; never trimmed. */
+  text: string;
+}
+
+// #region ch05
+/** The model's visible reasoning (`reasoning_content` / `reasoning` on the wire). */
+export interface ThinkingContent {
+  type: "thinking";
+  /** The reasoning text, accumulated over `thinking_delta`s. */
+  thinking: string;
+}
+// #endregion
+
+/** A request from the model to run one tool. */
+export interface ToolCall {
+  type: "toolCall";
+  /** Provider-assigned id; the matching `ToolResultMessage.toolCallId` carries it back. */
+  id: string;
+  /** The tool's name, as the model wrote it (it may name no tool at all). */
+  name: string;
+  /**
+   * The parsed arguments. Parsed JSON only means the text was complete, not that the arguments
+   * are valid for the tool: the tool layer validates them.
+   */
+  arguments: unknown;
+  /** The argument text as it arrived on the wire; kept when it could not be parsed. */
+  rawArguments?: string;
+  // #region ch05
+  /**
+   * Set when `rawArguments` is not valid JSON at the end of the stream. Such a call is never
+   * executed: the tool layer answers it with an error result carrying this message, so the model
+   * can correct itself. `arguments` is then `{}`.
+   */
+  argumentsError?: string;
+  // #endregion
+}
+
+/** What an assistant message may hold. */
+export type AssistantContent =
+  | TextContent
+  // #region ch05
+  | ThinkingContent
+  // #endregion
+  | ToolCall;
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Why an assistant turn ended. `stop`, `length` and `toolUse` come with a `done` event;
+ * `error` and `aborted` with an `error` event.
+ */
+export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
+
+/** Token accounting. Protocol data: always numbers, never guessed from text length. */
+export interface Usage {
+  /** Prompt tokens. */
+  input: number;
+  /** Completion tokens (reasoning included). */
+  output: number;
+  /** As reported by the provider, or `input + output`. */
+  totalTokens: number;
+}
+
+/** What the user (or a program speaking for the user) says. */
+export interface UserMessage {
+  role: "user";
+  content: TextContent[];
+  /** Milliseconds since the epoch, set when the message is made. */
+  timestamp: number;
+}
+
+/** One model turn, final or partial. */
+export interface AssistantMessage {
+  role: "assistant";
+  /** Blocks in the order the model produced them; `contentIndex` in events points here. */
+  content: AssistantContent[];
+  /** Who served it, e.g. `"openai"`, `"scripted"`. */
+  provider: string;
+  /** The model id as the provider named it. */
+  model: string;
+  usage: Usage;
+  stopReason: StopReason;
+  /** Set when `stopReason` is `error` or `aborted`: what went wrong, readable by a person. */
+  errorMessage?: string;
+  // #region ch05
+  /**
+   * Notes about how the message was made that are not errors, e.g. "the server sent no usage;
+   * usage is the explicit default (all zero)". Never sent back to a model.
+   */
+  diagnostics?: string[];
+  // #endregion
+  /** Milliseconds since the epoch, set when the message is made. */
+  timestamp: number;
+}
+
+/** The result of one tool call, sent back to the model. */
+export interface ToolResultMessage<TDetails = unknown> {
+  role: "toolResult";
+  /** The `ToolCall.id` this answers. */
+  toolCallId: string;
+  /** The tool's name as the call gave it. */
+  toolName: string;
+  /** What the model reads. */
+  content: TextContent[];
+  /** Structured data for programs and UIs; never sent to the model. */
+  details?: TDetails;
+  /** True when the call failed; `content` then says why, for the model to read. */
+  isError: boolean;
+  /** Milliseconds since the epoch, set when the message is made. */
+  timestamp: number;
+}
+
+/** The three canonical roles a model understands. */
+export type Message = UserMessage | AssistantMessage | ToolResultMessage;
+
+/**
+ * Application-defined message types, added by declaration merging:
+ *
+ * ```ts
+ * declare module "@pi/course" {
+ *   interface CustomAgentMessages { note: { role: "note"; text: string; timestamp: number } }
+ * }
+ * ```
+ *
+ * Each value type must have a `role` that no canonical message uses.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface CustomAgentMessages {}
+
+/** Anything an agent's transcript may hold: canonical messages and the app's own. */
+export type AgentMessage = Message | CustomAgentMessages[keyof CustomAgentMessages];
+
+/** What an agent keeps between turns. */
+export interface AgentContext {
+  systemPrompt?: string;
+  messages: AgentMessage[];
+  // #region ch06
+  /** The tools the model may call in this run. */
+  tools?: AgentTool<any, any>[];
+  // #endregion
+}
+
+/** What a model may call: a name, a description, and a JSON Schema for the arguments. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** A JSON Schema object describing the arguments. */
+  parameters: Record<string, unknown>;
+}
+
+/** What a model receives for one turn. */
+export interface Context {
+  systemPrompt?: string;
+  messages: Message[];
+  tools?: ToolDefinition[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model events and the Model contract
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The events of one model turn. `partial` is the message as built so far (the same object
+ * throughout one turn; read it, don't keep it). The stream ends with exactly one `done` or
+ * `error`, whose message is final.
+ */
+export type ModelEvent =
+  | { type: "start"; partial: AssistantMessage }
+  | { type: "text_delta"; contentIndex: number; delta: string; partial: AssistantMessage }
+  // #region ch05
+  | { type: "thinking_delta"; contentIndex: number; delta: string; partial: AssistantMessage }
+  // #endregion
+  | {
+      type: "toolcall_delta";
+      contentIndex: number;
+      /** A piece of the call's JSON argument text. */
+      delta: string;
+      partial: AssistantMessage;
+      // #region ch05
+      /**
+       * Best-effort value of the arguments so far (from an incremental parser), for UIs that
+       * want to show a path or a command early. Never execute it.
+       */
+      partialArguments?: unknown;
+      // #endregion
+    }
+  | { type: "toolcall_end"; contentIndex: number; toolCall: ToolCall; partial: AssistantMessage }
+  | { type: "done"; reason: "stop" | "length" | "toolUse"; message: AssistantMessage }
+  | { type: "error"; reason: "error" | "aborted"; error: AssistantMessage };
+
+/** Per-call options of `Model.stream`. */
+export interface StreamOptions {
+  /** Aborting ends the turn with an `error` event whose reason is `aborted`. */
+  signal?: AbortSignal;
+}
+
+/** Anything that can play one assistant turn. */
+export interface Model {
+  /** Who serves it, copied to `AssistantMessage.provider`. */
+  provider: string;
+  /** The model id, copied to `AssistantMessage.model`. */
+  id: string;
+  /**
+   * Contract: returns at once and never throws, nor returns a rejected promise. Every failure,
+   * an abort before the first byte included, is an `error` event carrying a final message with
+   * `errorMessage`.
+   */
+  stream(context: Context, options?: StreamOptions): AssistantMessageEventStream;
+}
+// #region ch06
+
+// ---------------------------------------------------------------------------------------------
+// Tools (chapter 06)
+// ---------------------------------------------------------------------------------------------
+
+/** What a tool returns. */
+export interface AgentToolResult<TDetails = unknown> {
+  /** What the model reads. */
+  content: TextContent[];
+  /** Structured data for programs and UIs. */
+  details: TDetails;
+  /** Suggests ending the run; a batch ends it only when every result in it says so. */
+  terminate?: boolean;
+  /** The call failed; `content` says why. */
+  isError?: boolean;
+}
+
+/** Streams a partial result while a tool runs (becomes `tool_execution_update`). */
+export type AgentToolUpdateCallback<TDetails = unknown> = (
+  partialResult: AgentToolResult<TDetails>,
+) => void;
+
+/** `parallel` (default) or `sequential`; one sequential tool makes its whole batch sequential. */
+export type ToolExecutionMode = "parallel" | "sequential";
+
+/** A tool the agent can run, with a TypeBox schema for its parameters. */
+export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unknown> {
+  /** The name the model calls it by. */
+  name: string;
+  /** A short human label for UIs. */
+  label: string;
+  /** What it does, written for the model. */
+  description: string;
+  /** JSON Schema for the model and static type for `execute`. */
+  parameters: TParameters;
+  /**
+   * Contract: may throw or reject; the loop turns that into an error result the model can read.
+   * Honour `signal`. `onUpdate` may be called any number of times before the promise settles.
+   */
+  execute(
+    toolCallId: string,
+    params: Static<TParameters>,
+    signal?: AbortSignal,
+    onUpdate?: AgentToolUpdateCallback<TDetails>,
+  ): Promise<AgentToolResult<TDetails>>;
+  /**
+   * Contract: repairs raw arguments before validation (e.g. a renamed field). Receives a copy;
+   * the tool call in the transcript is never changed.
+   */
+  prepareArguments?(args: unknown): unknown;
+  /** Defaults to `parallel`. */
+  executionMode?: ToolExecutionMode;
+}
+// #endregion
+// #region ch07
+
+// ---------------------------------------------------------------------------------------------
+// The agent loop (chapter 07)
+// ---------------------------------------------------------------------------------------------
+
+/** The lifecycle of an agent run, in the order a consumer sees it. */
+export type AgentEvent =
+  | { type: "agent_start" }
+  | { type: "agent_end"; messages: AgentMessage[] }
+  | { type: "turn_start" }
+  | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
+  | { type: "message_start"; message: AgentMessage }
+  | { type: "message_update"; message: AssistantMessage; event: ModelEvent }
+  | { type: "message_end"; message: AgentMessage }
+  | { type: "tool_execution_start"; toolCallId: string; toolName: string; args: unknown }
+  | {
+      type: "tool_execution_update";
+      toolCallId: string;
+      toolName: string;
+      args: unknown;
+      partialResult: AgentToolResult<unknown>;
+    }
+  | {
+      type: "tool_execution_end";
+      toolCallId: string;
+      toolName: string;
+      result: AgentToolResult<unknown>;
+      isError: boolean;
+    };
+
+/** What `beforeToolCall` sees. */
+export interface BeforeToolCallContext {
+  toolCall: ToolCall;
+  /** The validated arguments the tool would receive. */
+  args: unknown;
+  tool: AgentTool<any, any>;
+  context: AgentContext;
+}
+
+/** `{ block: true, reason }` stops the call; the reason becomes its error result. */
+export interface BeforeToolCallResult {
+  block?: boolean;
+  reason?: string;
+}
+
+/** What `afterToolCall` sees. */
+export interface AfterToolCallContext extends BeforeToolCallContext {
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/** Field-by-field override of a tool result; a field left out keeps the tool's value. */
+export interface AfterToolCallResult {
+  content?: TextContent[];
+  details?: unknown;
+  isError?: boolean;
+  terminate?: boolean;
+}
+
+/** How the agent loop is driven. */
+export interface AgentLoopConfig {
+  /** The model for every turn. */
+  model: Model;
+  /**
+   * Contract: projects the transcript onto what the model understands: keep or convert the
+   * canonical roles, convert or drop custom messages. May throw; the run then ends cleanly.
+   * The default keeps `user`, `assistant` and `toolResult` and drops everything else.
+   */
+  convertToLlm?: (messages: AgentMessage[]) => Message[] | Promise<Message[]>;
+  /**
+   * Contract: runs before `convertToLlm` on every turn (pruning, injecting context). Returns a
+   * new array; may throw, and the run then ends cleanly.
+   */
+  transformContext?: (
+    messages: AgentMessage[],
+    signal?: AbortSignal,
+  ) => AgentMessage[] | Promise<AgentMessage[]>;
+  /** `parallel` (default) or `sequential` for every batch. */
+  toolExecution?: ToolExecutionMode;
+  /** Contract: runs after validation, before `execute`; may block the call. May throw. */
+  beforeToolCall?: (
+    ctx: BeforeToolCallContext,
+    signal?: AbortSignal,
+  ) => BeforeToolCallResult | undefined | Promise<BeforeToolCallResult | undefined>;
+  /** Contract: runs after `execute`; may override fields of the result. May throw. */
+  afterToolCall?: (
+    ctx: AfterToolCallContext,
+    signal?: AbortSignal,
+  ) => AfterToolCallResult | undefined | Promise<AfterToolCallResult | undefined>;
+  /**
+   * Contract: polled after each tool batch; messages returned are injected before the next
+   * model call. May throw; the run then ends cleanly.
+   */
+  getSteeringMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
+  /**
+   * Contract: polled when the model stops naturally; messages returned start another turn.
+   * May throw; the run then ends cleanly.
+   */
+  getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
+  /** The most model turns one run may take (default 50); the run then ends with an error. */
+  maxTurns?: number;
+}
+
+/** The stream `agentLoop` returns: lifecycle events, and the new messages as the result. */
+export type AgentEventStream = EventStream<AgentEvent, AgentMessage[]>;
+// #endregion
