@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// Runs the side-by-side benchmarks: installs bench/ on first use, builds @pi/course, then runs
+// every bench/*.bench.ts (or those whose name contains one of the arguments), one process each.
+//   npm run bench                 all of them
+//   npm run bench -- event-stream only the matching ones
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..");
+
+function run(command, args, cwd) {
+  const result = spawnSync(command, args, { cwd, stdio: "inherit" });
+  if (result.status !== 0) {
+    console.error(`bench: \`${command} ${args.join(" ")}\` failed in ${cwd}`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+if (!existsSync(join(here, "node_modules", "@earendil-works", "pi-ai"))) {
+  console.log("bench: installing the upstream packages (first run only)…");
+  run("npm", ["ci", "--no-audit", "--no-fund"], here);
+}
+run("npm", ["run", "build"], root);
+
+const filters = process.argv.slice(2);
+const files = readdirSync(here)
+  .filter((name) => name.endsWith(".bench.ts"))
+  .filter((name) => filters.length === 0 || filters.some((f) => name.includes(f)))
+  .sort();
+if (files.length === 0) {
+  console.error(`bench: no bench/*.bench.ts matches ${filters.join(", ") || "(none present)"}`);
+  process.exit(1);
+}
+const tsx = join(root, "node_modules", "tsx", "dist", "esm", "index.mjs");
+for (const file of files) {
+  console.log(`\n=== ${file}`);
+  run(process.execPath, ["--expose-gc", "--import", tsx, join(here, file)], here);
+}
