@@ -1,0 +1,128 @@
+/**
+ * A tiny shared harness for `bench/*.bench.ts`: median of N timed runs after warm-up, and a
+ * table of medians with ratios checked against bars.
+ *
+ * Usage (see bench/02-event-stream.bench.ts for a full example):
+ *
+ *   import { measure, printTable } from "./harness.js";
+ *
+ *   const results = await measure(
+ *     [
+ *       { name: "ours", run: () => workload(OursStream) },
+ *       { name: "pi-ai 1.6", run: () => workload(Upstream16Stream) },
+ *       { name: "floor", run: () => floor() },
+ *     ],
+ *     { warmup: 2, runs: 7 },
+ *   );
+ *   printTable("push 1,000,000 then drain", results, [
+ *     { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 0.8 },
+ *     { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 2 },
+ *   ]);
+ *
+ * - Each `run` is one whole workload (sync or async); only its duration is measured.
+ * - Runs are interleaved round-robin across the cases (a, b, c, a, b, c, …) so that noise from
+ *   other processes on a shared machine spreads over all cases instead of hitting one of them.
+ * - If node runs with `--expose-gc` (the bench runner does), a full GC happens before every run.
+ * - A `run` may return a value; it is kept in `last` so the bench can check the work was done.
+ * - `printTable` returns false if a bar was missed (it never exits: a bench is a report).
+ */
+import { performance } from "node:perf_hooks";
+
+export interface Case {
+  name: string;
+  run: () => unknown;
+}
+
+export interface MeasureOptions {
+  /** Untimed runs per case before timing starts. Default 2. */
+  warmup?: number;
+  /** Timed runs per case; the median is reported. Default 7. */
+  runs?: number;
+}
+
+export interface Result {
+  name: string;
+  /** Milliseconds, sorted ascending. */
+  samples: number[];
+  median: number;
+  min: number;
+  max: number;
+  /** What the last timed run returned (awaited). */
+  last: unknown;
+}
+
+export interface Ratio {
+  label: string;
+  /** Case name whose median is the numerator. */
+  num: string;
+  /** Case name whose median is the denominator. */
+  den: string;
+  /** Optional bar: the ratio must be `<=` or `>=` `value`. */
+  bar?: "<=" | ">=";
+  value?: number;
+}
+
+const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
+
+/** Median of an ascending-sorted, non-empty list. */
+export function median(sorted: readonly number[]): number {
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function timeOnce(run: () => unknown): Promise<{ ms: number; value: unknown }> {
+  gc?.();
+  const start = performance.now();
+  const value = await run();
+  return { ms: performance.now() - start, value };
+}
+
+/** Warms up every case, then times them round-robin; returns one Result per case, in order. */
+export async function measure(cases: readonly Case[], options: MeasureOptions = {}): Promise<Result[]> {
+  const warmup = options.warmup ?? 2;
+  const runs = options.runs ?? 7;
+  for (let i = 0; i < warmup; i++) for (const c of cases) await timeOnce(c.run);
+  const samples = cases.map(() => [] as number[]);
+  const last: unknown[] = cases.map(() => undefined);
+  for (let i = 0; i < runs; i++) {
+    for (let k = 0; k < cases.length; k++) {
+      const { ms, value } = await timeOnce(cases[k]!.run);
+      samples[k]!.push(ms);
+      last[k] = value;
+    }
+  }
+  return cases.map((c, k) => {
+    const sorted = samples[k]!.sort((a, b) => a - b);
+    return { name: c.name, samples: sorted, median: median(sorted), min: sorted[0]!, max: sorted.at(-1)!, last: last[k] };
+  });
+}
+
+const fmt = (ms: number): string => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
+
+/**
+ * Prints the medians (with min–max) and the ratios of medians, each marked `ok` / `MISS`
+ * against its bar. Returns true when every bar holds.
+ */
+export function printTable(title: string, results: readonly Result[], ratios: readonly Ratio[] = []): boolean {
+  const byName = new Map(results.map((r) => [r.name, r]));
+  const width = Math.max(...results.map((r) => r.name.length), ...ratios.map((r) => r.label.length));
+  console.log(`\n${title}  (median of ${results[0]?.samples.length ?? 0} runs, ms)`);
+  for (const r of results) {
+    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.median).padStart(9)}   [${fmt(r.min)} – ${fmt(r.max)}]`);
+  }
+  let allOk = true;
+  for (const q of ratios) {
+    const num = byName.get(q.num);
+    const den = byName.get(q.den);
+    if (num === undefined || den === undefined) throw new Error(`printTable: no case named "${q.num}" or "${q.den}"`);
+    const ratio = num.median / den.median;
+    let verdict = "";
+    if (q.bar !== undefined && q.value !== undefined) {
+      const ok = q.bar === "<=" ? ratio <= q.value : ratio >= q.value;
+      allOk &&= ok;
+      verdict = `   bar ${q.bar} ${q.value}  ${ok ? "ok" : "MISS"}`;
+    }
+    console.log(`  ${q.label.padEnd(width)}  ${ratio.toFixed(2).padStart(8)}x${verdict}`);
+  }
+  return allOk;
+}
