@@ -91,6 +91,7 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
+    // #region lab 2.2 [Symbol.asyncIterator]
     if (this.hasReader) {
       throw new Error(
         "EventStream already has a reader: a stream delivers each event once, to one consumer. " +
@@ -105,6 +106,7 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
         return Promise.resolve({ value: undefined, done: true });
       },
     };
+    // #endregion
   }
 
   private next(): Promise<IteratorResult<T>> {

@@ -74,7 +74,10 @@ export class ScriptedModel implements Model {
       return stream;
     }
     this.requests.push(snapshot);
-    void this.play(stream, structuredClone(snapshot), turnIndex, options.signal);
+    // A bug in a script (say, a responder returning garbage) still ends the turn as an event.
+    this.play(stream, structuredClone(snapshot), turnIndex, options.signal).catch((error) =>
+      this.fail(stream, "error", `ScriptedModel: cannot play turn ${turnIndex + 1}: ${describe(error)}`),
+    );
     return stream;
   }
 
@@ -84,26 +87,9 @@ export class ScriptedModel implements Model {
     turnIndex: number,
     signal: AbortSignal | undefined,
   ): Promise<void> {
+    const script = await this.resolveTurn(stream, context, turnIndex, signal);
+    if (script === undefined) return;
     // #region lab 4.1 play
-    if (signal?.aborted) return this.fail(stream, "aborted", "Request was aborted");
-    let turn = this.turns[turnIndex];
-    if (turn === undefined) {
-      const count = this.turns.length;
-      return this.fail(
-        stream,
-        "error",
-        `ScriptedModel: the script has no turn ${turnIndex + 1} (it has ${count}). ` +
-          `Add a turn to the script, or stop the run sooner.`,
-      );
-    }
-    if (typeof turn === "function") {
-      try {
-        turn = await turn(context, turnIndex);
-      } catch (error) {
-        return this.fail(stream, "error", `ScriptedModel: the responder threw: ${describe(error)}`);
-      }
-    }
-    const script = "role" in turn ? turn : failureScript(turn);
     const partial: AssistantMessage = {
       role: "assistant",
       content: [],
@@ -163,6 +149,40 @@ export class ScriptedModel implements Model {
     // #endregion
   }
 
+  /**
+   * Finds the script of turn `turnIndex`: a scripted message, a failure, or a responder's answer.
+   * Ends the stream with an `error` event (and returns undefined) when the turn cannot be played.
+   */
+  private async resolveTurn(
+    stream: AssistantMessageEventStream,
+    context: Context,
+    turnIndex: number,
+    signal: AbortSignal | undefined,
+  ): Promise<AssistantMessage | undefined> {
+    // #region lab 4.2 resolveTurn
+    if (signal?.aborted) return this.fail(stream, "aborted", "Request was aborted");
+    let turn = this.turns[turnIndex];
+    if (turn === undefined) {
+      const count = this.turns.length;
+      return this.fail(
+        stream,
+        "error",
+        `ScriptedModel: the script has no turn ${turnIndex + 1} (it has ${count}). ` +
+          `Add a turn to the script, or stop the run sooner.`,
+      );
+    }
+    if (typeof turn === "function") {
+      try {
+        turn = await turn(context, turnIndex);
+      } catch (error) {
+        return this.fail(stream, "error", `ScriptedModel: the responder threw: ${describe(error)}`);
+      }
+      if (signal?.aborted) return this.fail(stream, "aborted", "Request was aborted");
+    }
+    return "role" in turn ? turn : failureScript(turn);
+    // #endregion
+  }
+
   /** Yields (a microtask, or `delayMs`), then tells whether the signal has fired. */
   private async interrupted(signal: AbortSignal | undefined): Promise<boolean> {
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
@@ -180,7 +200,7 @@ export class ScriptedModel implements Model {
     stream: AssistantMessageEventStream,
     reason: "error" | "aborted",
     errorMessage: string,
-  ): void {
+  ): undefined {
     const error: AssistantMessage = {
       role: "assistant",
       content: [],
@@ -192,6 +212,7 @@ export class ScriptedModel implements Model {
       timestamp: this.now(),
     };
     stream.push({ type: "error", reason, error });
+    return undefined;
   }
 }
 
