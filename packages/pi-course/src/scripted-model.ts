@@ -36,7 +36,7 @@ export interface ScriptedModelOptions {
   chunkSize?: number;
   /** The clock for timestamps. Defaults to `Date.now`. */
   now?: () => number;
-  /** Milliseconds to wait between events; 0 (default) yields one microtask instead. */
+  /** Milliseconds to wait between events; 0 (default) yields one macrotask (`setImmediate`). */
   delayMs?: number;
 }
 
@@ -102,20 +102,22 @@ export class ScriptedModel implements Model {
     stream.push({ type: "start", partial });
     for (const block of script.content) {
       const contentIndex = partial.content.length;
+      // Each event waits its turn (see `interrupted`), and the partial changes only right before
+      // its event is pushed: a prompt reader sees every partial as of its event.
       if (block.type === "text") {
         const target = { type: "text" as const, text: "" };
-        partial.content.push(target);
-        for (const delta of chunk(block.text, this.chunkSize)) {
+        for (const delta of pieces(block.text, this.chunkSize)) {
           if (await this.interrupted(signal)) return this.abort(stream, partial);
+          if (partial.content.length === contentIndex) partial.content.push(target);
           target.text += delta;
           stream.push({ type: "text_delta", contentIndex, delta, partial });
         }
         // #region ch05
       } else if (block.type === "thinking") {
         const target = { type: "thinking" as const, thinking: "" };
-        partial.content.push(target);
-        for (const delta of chunk(block.thinking, this.chunkSize)) {
+        for (const delta of pieces(block.thinking, this.chunkSize)) {
           if (await this.interrupted(signal)) return this.abort(stream, partial);
+          if (partial.content.length === contentIndex) partial.content.push(target);
           target.thinking += delta;
           stream.push({ type: "thinking_delta", contentIndex, delta, partial });
         }
@@ -123,15 +125,16 @@ export class ScriptedModel implements Model {
       } else {
         const target: ToolCall = { type: "toolCall", id: block.id, name: block.name, arguments: {} };
         target.rawArguments = "";
-        partial.content.push(target);
         const json = block.rawArguments ?? JSON.stringify(block.arguments ?? {});
-        for (const delta of chunk(json, this.chunkSize)) {
+        for (const delta of pieces(json, this.chunkSize)) {
           if (await this.interrupted(signal)) return this.abort(stream, partial);
+          if (partial.content.length === contentIndex) partial.content.push(target);
           target.rawArguments += delta;
           stream.push({ type: "toolcall_delta", contentIndex, delta, partial });
         }
         // A truncated (`length`) turn never completes its calls: no toolcall_end.
         if (script.stopReason === "length") continue;
+        if (await this.interrupted(signal)) return this.abort(stream, partial);
         target.arguments = structuredClone(block.arguments);
         if (block.rawArguments === undefined) delete target.rawArguments;
         stream.push({ type: "toolcall_end", contentIndex, toolCall: target, partial });
@@ -183,10 +186,15 @@ export class ScriptedModel implements Model {
     // #endregion
   }
 
-  /** Yields (a microtask, or `delayMs`), then tells whether the signal has fired. */
+  /**
+   * Yields to the event loop (one macrotask, or `delayMs`), then tells whether the signal has
+   * fired. A macrotask lets a prompt reader handle the previous event, and abort in response to
+   * it, before the next one is made.
+   */
   private async interrupted(signal: AbortSignal | undefined): Promise<boolean> {
-    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
-    else await Promise.resolve();
+    await new Promise((resolve) =>
+      this.delayMs > 0 ? setTimeout(resolve, this.delayMs) : setImmediate(resolve),
+    );
     return signal?.aborted === true;
   }
 
@@ -243,6 +251,12 @@ export function chunk(text: string, size: number): string[] {
     start = end;
   }
   return pieces;
+}
+
+/** The deltas of one block: at least one, so that an empty block still appears. */
+function pieces(text: string, size: number): string[] {
+  const parts = chunk(text, size);
+  return parts.length === 0 ? [""] : parts;
 }
 
 function describe(error: unknown): string {

@@ -1,0 +1,261 @@
+import { describe, expect, it } from "vitest";
+import { ScriptedModel, assistantMessage, userMessage } from "../src/index.js";
+import type { AssistantMessage, Context, ModelEvent, ToolCall } from "../src/index.js";
+
+const T = 1000;
+const clock = () => T;
+
+const readCall: ToolCall = {
+  type: "toolCall",
+  id: "call_1",
+  name: "read",
+  arguments: { path: "a.ts" },
+};
+
+const context = (text = "go"): Context => ({
+  systemPrompt: "be brief",
+  messages: [userMessage(text, { timestamp: 1 })],
+});
+
+/** Every event of one turn, with `partial` copied as it was when the event was seen. */
+async function play(stream: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
+  const seen: ModelEvent[] = [];
+  for await (const event of stream) {
+    seen.push("partial" in event ? { ...event, partial: structuredClone(event.partial) } : event);
+  }
+  return seen;
+}
+
+/** The message as it stands mid-stream: the scripted model's identity and the given content. */
+const partialWith = (content: AssistantMessage["content"]): AssistantMessage => ({
+  role: "assistant",
+  content,
+  provider: "scripted",
+  model: "scripted-model",
+  usage: { input: 0, output: 0, totalTokens: 0 },
+  stopReason: "stop",
+  timestamp: T,
+});
+
+describe("chapter 04 · ScriptedModel", () => {
+  it("Lab 4.1 · plays text then a tool call: start, deltas with cumulative partials, toolcall_end, done", async () => {
+    const usage = { input: 10, output: 5, totalTokens: 15 };
+    const model = new ScriptedModel(
+      [assistantMessage([{ type: "text", text: "Hello world" }, readCall], "toolUse", { usage })],
+      { chunkSize: 4, now: clock },
+    );
+    const stream = model.stream(context());
+    const events = await play(stream);
+    const raw = (text: string): ToolCall => ({ ...readCall, arguments: {}, rawArguments: text });
+    const text = (t: string) => ({ type: "text" as const, text: t });
+    expect(events).toEqual([
+      { type: "start", partial: partialWith([]) },
+      { type: "text_delta", contentIndex: 0, delta: "Hell", partial: partialWith([text("Hell")]) },
+      { type: "text_delta", contentIndex: 0, delta: "o wo", partial: partialWith([text("Hello wo")]) },
+      { type: "text_delta", contentIndex: 0, delta: "rld", partial: partialWith([text("Hello world")]) },
+      {
+        type: "toolcall_delta",
+        contentIndex: 1,
+        delta: '{"pa',
+        partial: partialWith([text("Hello world"), raw('{"pa')]),
+      },
+      {
+        type: "toolcall_delta",
+        contentIndex: 1,
+        delta: 'th":',
+        partial: partialWith([text("Hello world"), raw('{"path":')]),
+      },
+      {
+        type: "toolcall_delta",
+        contentIndex: 1,
+        delta: '"a.t',
+        partial: partialWith([text("Hello world"), raw('{"path":"a.t')]),
+      },
+      {
+        type: "toolcall_delta",
+        contentIndex: 1,
+        delta: 's"}',
+        partial: partialWith([text("Hello world"), raw('{"path":"a.ts"}')]),
+      },
+      {
+        type: "toolcall_end",
+        contentIndex: 1,
+        toolCall: readCall,
+        partial: partialWith([text("Hello world"), readCall]),
+      },
+      {
+        type: "done",
+        reason: "toolUse",
+        message: {
+          ...partialWith([text("Hello world"), readCall]),
+          usage,
+          stopReason: "toolUse",
+        },
+      },
+    ]);
+    const final = await stream.result();
+    expect(final).toBe((events.at(-1) as Extract<ModelEvent, { type: "done" }>).message);
+    // The call at toolcall_end is the very block of the final message.
+    expect((events[8] as Extract<ModelEvent, { type: "toolcall_end" }>).toolCall).toBe(final.content[1]);
+  });
+
+  it("Lab 4.1 · stream() returns at once and plays asynchronously", async () => {
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "x" }], "stop")]);
+    const stream = model.stream(context());
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const event of stream) seen.push(event.type);
+    })();
+    expect(seen).toEqual([]);
+    await reading;
+    expect(seen).toEqual(["start", "text_delta", "done"]);
+  });
+
+  it("Lab 4.1 · plays two turns from one instance and records a deep copy of each request", async () => {
+    const model = new ScriptedModel(
+      [
+        assistantMessage([readCall], "toolUse"),
+        assistantMessage([{ type: "text", text: "done" }], "stop"),
+      ],
+      { now: clock },
+    );
+    const first = context("one");
+    const a = await model.stream(first).result();
+    first.messages.push(userMessage("mutated later", { timestamp: 2 }));
+    (first.messages[0]!.content[0] as { text: string }).text = "changed";
+    const b = await model.stream(context("two")).result();
+    expect(a.stopReason).toBe("toolUse");
+    expect(a.content).toEqual([readCall]);
+    expect(b.stopReason).toBe("stop");
+    expect(b.content).toEqual([{ type: "text", text: "done" }]);
+    expect(model.requests).toEqual([context("one"), context("two")]);
+  });
+
+  it("Lab 4.1 · an error turn keeps its partial text and ends with an error event", async () => {
+    const model = new ScriptedModel(
+      [{ stopReason: "error", errorMessage: "overloaded", partialText: "I will" }],
+      { chunkSize: 3, now: clock },
+    );
+    const stream = model.stream(context());
+    const events = await play(stream);
+    const failed: AssistantMessage = {
+      ...partialWith([{ type: "text", text: "I will" }]),
+      stopReason: "error",
+      errorMessage: "overloaded",
+    };
+    expect(events).toEqual([
+      { type: "start", partial: partialWith([]) },
+      { type: "text_delta", contentIndex: 0, delta: "I w", partial: partialWith([{ type: "text", text: "I w" }]) },
+      { type: "text_delta", contentIndex: 0, delta: "ill", partial: partialWith([{ type: "text", text: "I will" }]) },
+      { type: "error", reason: "error", error: failed },
+    ]);
+    expect(await stream.result()).toEqual(failed);
+  });
+
+  it("Lab 4.1 · an abort mid-play ends with an aborted error event that keeps the partial content", async () => {
+    const controller = new AbortController();
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "abcdefgh" }], "stop")], {
+      chunkSize: 2,
+      now: clock,
+    });
+    const stream = model.stream(context(), { signal: controller.signal });
+    const types: string[] = [];
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === "text_delta" && event.partial.content.length === 1) {
+        if ((event.partial.content[0] as { text: string }).text === "abcd") controller.abort();
+      }
+    }
+    expect(types).toEqual(["start", "text_delta", "text_delta", "error"]);
+    const message = await stream.result();
+    expect(message).toEqual({
+      ...partialWith([{ type: "text", text: "abcd" }]),
+      stopReason: "aborted",
+      errorMessage: "Request was aborted",
+    });
+  });
+
+  it("Lab 4.1 · a length turn streams its calls' text but never completes them (no toolcall_end)", async () => {
+    const truncated: ToolCall = { ...readCall, arguments: {}, rawArguments: '{"path":"a.' };
+    const model = new ScriptedModel([assistantMessage([truncated], "length")], { chunkSize: 64, now: clock });
+    const events = await play(model.stream(context()));
+    expect(events.map((e) => e.type)).toEqual(["start", "toolcall_delta", "done"]);
+    const done = events[2] as Extract<ModelEvent, { type: "done" }>;
+    expect(done.reason).toBe("length");
+    expect(done.message.content).toEqual([truncated]);
+  });
+
+  it("Lab 4.1 · never splits a surrogate pair across deltas", async () => {
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "a😀b😀" }], "stop")], {
+      chunkSize: 2,
+    });
+    const deltas: string[] = [];
+    for await (const event of model.stream(context())) {
+      if (event.type === "text_delta") deltas.push(event.delta);
+    }
+    expect(deltas).toEqual(["a😀", "b😀"]);
+  });
+
+  it("Lab 4.2 · a pre-aborted signal is an aborted error event, not a throw", async () => {
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "x" }], "stop")], { now: clock });
+    const stream = model.stream(context(), { signal: AbortSignal.abort() });
+    const events = await play(stream);
+    const aborted: AssistantMessage = { ...partialWith([]), stopReason: "aborted", errorMessage: "Request was aborted" };
+    expect(events).toEqual([{ type: "error", reason: "aborted", error: aborted }]);
+    expect(await stream.result()).toBe((events[0] as Extract<ModelEvent, { type: "error" }>).error);
+  });
+
+  it("Lab 4.2 · an exhausted script is an error event that says what to do", async () => {
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "only" }], "stop")], { now: clock });
+    await model.stream(context()).result();
+    const stream = model.stream(context());
+    const events = await play(stream);
+    expect(events.map((e) => e.type)).toEqual(["error"]);
+    const message = await stream.result();
+    expect(message.stopReason).toBe("error");
+    expect(message.errorMessage).toMatch(/no turn 2 \(it has 1\).*Add a turn/);
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it("Lab 4.2 · a responder computes the turn from the context it was asked with", async () => {
+    const model = new ScriptedModel(
+      [
+        (ctx, turnIndex) =>
+          assistantMessage([{ type: "text", text: `${turnIndex}:${ctx.messages.length}` }], "stop"),
+        async () => ({ stopReason: "error" as const, errorMessage: "later" }),
+      ],
+      { now: clock },
+    );
+    const first = await model.stream(context()).result();
+    expect(first.content).toEqual([{ type: "text", text: "0:1" }]);
+    const second = await model.stream(context()).result();
+    expect(second.stopReason).toBe("error");
+    expect(second.errorMessage).toBe("later");
+  });
+
+  it("Lab 4.2 · a throwing or broken responder becomes an error event, never a throw", async () => {
+    const model = new ScriptedModel(
+      [
+        () => {
+          throw new Error("bad script");
+        },
+        () => null as unknown as AssistantMessage,
+      ],
+      { now: clock },
+    );
+    const threw = await model.stream(context()).result();
+    expect(threw.stopReason).toBe("error");
+    expect(threw.errorMessage).toBe("ScriptedModel: the responder threw: bad script");
+    const broken = await model.stream(context()).result();
+    expect(broken.stopReason).toBe("error");
+    expect(broken.errorMessage).toMatch(/^ScriptedModel: cannot play turn 2: /);
+  });
+
+  it("Lab 4.2 · a context that cannot be copied is an error event", async () => {
+    const model = new ScriptedModel([assistantMessage([], "stop")]);
+    const bad = { messages: [], extra: () => 1 } as unknown as Context;
+    const message = await model.stream(bad).result();
+    expect(message.stopReason).toBe("error");
+    expect(message.errorMessage).toMatch(/cannot be copied/);
+  });
+});
