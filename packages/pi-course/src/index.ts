@@ -55,6 +55,14 @@ export type { ThinkingContent } from "./types.js";
 // #region ch06
 
 // Chapter 06: tools
+export {
+  ToolArgumentsError,
+  defineTool,
+  prepareToolArguments,
+  toToolDefinition,
+  validateToolArguments,
+} from "./tools.js";
+export type { ToolArgumentIssue } from "./tools.js";
 export type {
   AgentTool,
   AgentToolResult,
