@@ -1,0 +1,53 @@
+/**
+ * Chapter 08: the coding tools, `read`, `write`, `edit`, `ls` and `bash`, over one workspace.
+ *
+ * ```ts
+ * const tools = createCodingTools("/path/to/project");
+ * agentLoop([userMessage("Fix the failing test")], { messages: [], tools }, { model });
+ * ```
+ */
+import type { AgentTool } from "../types.js";
+import { createBashTool, type BashToolOptions } from "./bash.js";
+import { createEditTool } from "./edit.js";
+import { createLsTool } from "./ls.js";
+import { createReadTool } from "./read.js";
+import { createWriteTool } from "./write.js";
+import { Workspace, type WorkspaceOptions } from "./workspace.js";
+
+export interface CodingToolsOptions extends WorkspaceOptions {
+  /** Caps of `read`. */
+  read?: { maxLines?: number; maxBytes?: number };
+  /** Limits of `bash`. */
+  bash?: BashToolOptions;
+}
+
+/**
+ * The five coding tools over the folder `root` (or an existing `Workspace`), in the order
+ * `read`, `write`, `edit`, `ls`, `bash`. Throws when `root` is not an existing folder.
+ */
+export function createCodingTools(
+  root: string | Workspace,
+  options: CodingToolsOptions = {},
+): AgentTool<any, any>[] {
+  const workspace = typeof root === "string" ? new Workspace(root, options) : root;
+  return [
+    createReadTool(workspace, options.read),
+    createWriteTool(workspace),
+    createEditTool(workspace),
+    createLsTool(workspace),
+    createBashTool(workspace, options.bash),
+  ];
+}
+
+export { createBashTool, runCommand } from "./bash.js";
+export type { BashDetails, BashToolOptions, CommandResult, RunCommandOptions } from "./bash.js";
+export { applyEdits, createEditTool } from "./edit.js";
+export type { AppliedEdit, EditDetails, TextEdit } from "./edit.js";
+export { createLsTool } from "./ls.js";
+export type { ListEntry, LsDetails } from "./ls.js";
+export { createReadTool, formatReadOutput } from "./read.js";
+export type { FormatReadOptions, ReadDetails, ReadWindow } from "./read.js";
+export { createWriteTool, writeFileAtomic } from "./write.js";
+export type { AtomicWriteOptions, WriteDetails } from "./write.js";
+export { PathLocks, Workspace, WorkspaceEscapeError } from "./workspace.js";
+export type { ResolvedPath, WorkspaceOptions } from "./workspace.js";

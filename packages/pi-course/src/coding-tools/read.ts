@@ -1,0 +1,147 @@
+/**
+ * The `read` tool: shows a window of a text file with line numbers.
+ *
+ * A model's context is small, so the window is bounded twice: by lines and by bytes. When the
+ * output is cut, it ends with a hint that says exactly how to continue (`offset=N`).
+ */
+import { constants } from "node:fs";
+import { Type } from "typebox";
+import type { AgentTool } from "../types.js";
+import type { Workspace } from "./workspace.js";
+
+/** The default caps of one read. */
+export const READ_MAX_LINES = 2000;
+export const READ_MAX_BYTES = 50 * 1024;
+
+/** Where the window is and how it was cut. */
+export interface ReadWindow {
+  /** The first line shown, 1-based (0 when the file is empty). */
+  startLine: number;
+  /** The last line shown, 1-based (0 when nothing is shown). */
+  endLine: number;
+  totalLines: number;
+  /** Why the output stops before the end of the file: `lines`, `bytes`, or null (it does not). */
+  truncatedBy: "lines" | "bytes" | null;
+}
+
+export interface FormatReadOptions {
+  /** The first line to show, 1-based. Defaults to 1. */
+  offset?: number;
+  /** The most lines to show. Defaults to (and is capped by) `maxLines`. */
+  limit?: number;
+  maxLines?: number;
+  maxBytes?: number;
+}
+
+/**
+ * Numbers the lines of `text` (`"  12\tcode"`) from `offset`, up to `limit` lines and `maxBytes`
+ * bytes of output, and appends a continuation hint when the window ends before the file does.
+ * Throws when `offset` lies past the end of the file.
+ */
+export function formatReadOutput(
+  text: string,
+  options: FormatReadOptions = {},
+): { text: string; window: ReadWindow } {
+  // #region lab 8.3 formatReadOutput
+  const maxLines = options.maxLines ?? READ_MAX_LINES;
+  const maxBytes = options.maxBytes ?? READ_MAX_BYTES;
+  const lines = text === "" ? [] : text.replace(/\r?\n$/, "").split(/\r?\n/);
+  const totalLines = lines.length;
+  const offset = options.offset ?? 1;
+  if (totalLines === 0) {
+    return { text: "(empty file)", window: { startLine: 0, endLine: 0, totalLines: 0, truncatedBy: null } };
+  }
+  if (offset > totalLines) {
+    throw new Error(`offset ${offset} is past the end of the file (${totalLines} lines).`);
+  }
+  const limit = Math.min(options.limit ?? maxLines, maxLines);
+  const last = Math.min(totalLines, offset + limit - 1);
+  const width = String(last).length;
+  const out: string[] = [];
+  let bytes = 0;
+  let truncatedBy: ReadWindow["truncatedBy"] = null;
+  let endLine = offset - 1;
+  for (let n = offset; n <= last; n++) {
+    let line = `${String(n).padStart(width)}\t${lines[n - 1]}`;
+    const size = Buffer.byteLength(line, "utf8") + 1;
+    if (bytes + size > maxBytes) {
+      if (out.length === 0) {
+        // One line longer than the whole budget: show its beginning, then move on.
+        line = `${Buffer.from(line, "utf8").subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "")} … [line cut at ${maxBytes} bytes]`;
+        out.push(line);
+        endLine = n;
+      }
+      truncatedBy = "bytes";
+      break;
+    }
+    out.push(line);
+    bytes += size;
+    endLine = n;
+  }
+  if (truncatedBy === null && endLine < totalLines) truncatedBy = "lines";
+  if (truncatedBy !== null) {
+    const why = truncatedBy === "bytes" ? `, ${Math.round(maxBytes / 1024)} KB limit` : "";
+    out.push(
+      "",
+      `[Showing lines ${offset}-${endLine} of ${totalLines}${why}. Use offset=${endLine + 1} to continue.]`,
+    );
+  }
+  return { text: out.join("\n"), window: { startLine: offset, endLine, totalLines, truncatedBy } };
+  // #endregion
+}
+
+const readParameters = Type.Object({
+  path: Type.String({ description: "File path, relative to the workspace root." }),
+  offset: Type.Optional(Type.Integer({ minimum: 1, description: "First line to show (1-based)." })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: "Most lines to show." })),
+});
+
+/** What `read` reports to programs. */
+export interface ReadDetails extends ReadWindow {
+  /** Relative to the workspace root. */
+  path: string;
+  /** The file's size in bytes. */
+  bytes: number;
+}
+
+/** The `read` tool over one workspace. */
+export function createReadTool(
+  workspace: Workspace,
+  caps: { maxLines?: number; maxBytes?: number } = {},
+): AgentTool<typeof readParameters, ReadDetails> {
+  return {
+    name: "read",
+    label: "Read file",
+    description:
+      `Read a text file with line numbers. Shows at most ${caps.maxLines ?? READ_MAX_LINES} lines ` +
+      `or ${Math.round((caps.maxBytes ?? READ_MAX_BYTES) / 1024)} KB; use offset and limit for more.`,
+    parameters: readParameters,
+    async execute(_toolCallId, params, signal) {
+      signal?.throwIfAborted();
+      const resolved = await workspace.resolve(params.path);
+      if (!resolved.exists) throw new Error(`${resolved.relative} does not exist.`);
+      const handle = await workspace.open(resolved, constants.O_RDONLY);
+      let data: Buffer;
+      try {
+        if ((await handle.stat()).isDirectory()) {
+          throw new Error(`${resolved.relative} is a folder; use ls to list it.`);
+        }
+        data = await handle.readFile();
+      } finally {
+        await handle.close();
+      }
+      if (data.subarray(0, 8192).includes(0)) {
+        throw new Error(`${resolved.relative} looks like a binary file (${data.length} bytes); it is not shown.`);
+      }
+      const { text, window } = formatReadOutput(data.toString("utf8"), {
+        ...(params.offset !== undefined && { offset: params.offset }),
+        ...(params.limit !== undefined && { limit: params.limit }),
+        ...caps,
+      });
+      return {
+        content: [{ type: "text", text }],
+        details: { path: resolved.relative, bytes: data.length, ...window },
+      };
+    },
+  };
+}

@@ -1,0 +1,244 @@
+/**
+ * `Workspace`: one root folder that every coding tool stays inside.
+ *
+ * A path is checked twice before use: lexically (after `..` and absolute paths are resolved it
+ * must lie under the root) and on disk (its real path, with every symlink followed, must lie under
+ * the root's real path; for a file that does not exist yet, the nearest existing ancestor is
+ * checked). A check is not enough on its own: between the check and the use, a file can be
+ * swapped for a symlink. So files are opened with `O_NOFOLLOW` and the opened descriptor's real
+ * path is checked again after the open.
+ *
+ * `bash` is not confined by this: it runs in the root, but a shell can reach anything the user
+ * can. The workspace guards the file tools, it is not a sandbox.
+ */
+import { constants, realpathSync, statSync } from "node:fs";
+import { lstat, open, readlink, realpath, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+
+/** A path that passed both checks. */
+export interface ResolvedPath {
+  /** The real absolute path (the root's real path, then the rest). */
+  absolute: string;
+  /** Relative to the root, `"."` for the root itself; for messages to the model. */
+  relative: string;
+  /** False when the path does not exist yet (its nearest existing ancestor was checked). */
+  exists: boolean;
+}
+
+export interface WorkspaceOptions {
+  /**
+   * Contract: called after a path passed its checks and right before it is opened. Tests use it
+   * to play a check-then-use race (swap a file for a symlink); it may be async.
+   */
+  beforeOpen?: (absolutePath: string) => void | Promise<void>;
+}
+
+/** A path the model asked for lies outside the workspace. */
+export class WorkspaceEscapeError extends Error {
+  override name = "WorkspaceEscapeError";
+}
+
+export class Workspace {
+  /** The root's real path (symlinks resolved). */
+  readonly root: string;
+  /** The root as given, made absolute (absolute paths under it are accepted too). */
+  private readonly givenRoot: string;
+  /** Per-path serialisation for writes and edits. */
+  readonly locks = new PathLocks();
+  private readonly beforeOpenHook: WorkspaceOptions["beforeOpen"];
+
+  /** Throws when `root` does not exist or is not a folder (a caller's mistake). */
+  constructor(root: string, options: WorkspaceOptions = {}) {
+    this.givenRoot = path.resolve(root);
+    let real: string;
+    try {
+      real = realpathSync(this.givenRoot);
+    } catch {
+      throw new Error(
+        `Workspace: the folder ${this.givenRoot} does not exist. Create it, or pass an existing folder.`,
+      );
+    }
+    if (!statSync(real).isDirectory()) {
+      throw new Error(`Workspace: ${this.givenRoot} is not a folder. Pass a folder as the root.`);
+    }
+    this.root = real;
+    this.beforeOpenHook = options.beforeOpen;
+  }
+
+  /**
+   * Resolves a path the model gave (relative to the root, or absolute inside it) and checks it
+   * lexically and on disk. Throws `WorkspaceEscapeError` with a message the model can read.
+   */
+  async resolve(input: string): Promise<ResolvedPath> {
+    // #region lab 8.1 resolve
+    if (typeof input !== "string" || input.trim() === "") {
+      throw new Error("The path is empty. Give a path relative to the workspace root.");
+    }
+    if (input.includes("\0")) throw new Error("The path contains a NUL character.");
+    // 1. Lexical: `..` and absolute paths, before touching the disk.
+    const lexical = this.lexicalRelative(input);
+    if (lexical === undefined) {
+      throw new WorkspaceEscapeError(
+        `The path ${JSON.stringify(input)} is outside the workspace ${this.root}. ` +
+          `Use a path inside it (relative paths are relative to the workspace root).`,
+      );
+    }
+    // 2. On disk: the real path of the nearest existing ancestor must stay inside.
+    const tail: string[] = [];
+    let current = path.join(this.root, lexical);
+    let real: string;
+    for (;;) {
+      try {
+        real = await realpath(current);
+        break;
+      } catch (error) {
+        if (!isCode(error, "ENOENT") && !isCode(error, "ENOTDIR")) throw error;
+        // A link whose target is missing exists, but has no real path: refuse it.
+        if (await lexists(current)) {
+          throw new WorkspaceEscapeError(
+            `The path ${JSON.stringify(input)} goes through a symbolic link whose target does ` +
+              `not exist; it is refused.`,
+          );
+        }
+        tail.unshift(path.basename(current));
+        current = path.dirname(current);
+      }
+    }
+    if (!this.contains(real)) {
+      throw new WorkspaceEscapeError(
+        `The path ${JSON.stringify(input)} leads outside the workspace through a symbolic link ` +
+          `(to ${real}); it is refused.`,
+      );
+    }
+    const absolute = path.join(real, ...tail);
+    return {
+      absolute,
+      relative: path.relative(this.root, absolute) || ".",
+      exists: tail.length === 0,
+    };
+    // #endregion
+  }
+
+  /**
+   * Opens a checked path without following a final symlink, then checks the opened descriptor's
+   * real path. `flags` are `fs.constants` bits; `O_NOFOLLOW` is added.
+   */
+  async open(resolved: ResolvedPath, flags: number, mode?: number): Promise<FileHandle> {
+    await this.beforeOpen(resolved.absolute);
+    let handle: FileHandle;
+    try {
+      handle = await open(resolved.absolute, flags | constants.O_NOFOLLOW, mode);
+    } catch (error) {
+      if (isCode(error, "ELOOP")) {
+        throw new WorkspaceEscapeError(
+          `${resolved.relative} became a symbolic link after it was checked; it is refused.`,
+        );
+      }
+      throw error;
+    }
+    try {
+      await this.verifyOpened(handle, resolved.absolute);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    return handle;
+  }
+
+  /** Runs the `beforeOpen` hook, if any (writers that open a temporary file call it too). */
+  async beforeOpen(absolutePath: string): Promise<void> {
+    await this.beforeOpenHook?.(absolutePath);
+  }
+
+  /**
+   * Checks, after the open, that a descriptor really lies inside the root: on Linux through
+   * `/proc/self/fd`, elsewhere by comparing the descriptor with the real path's inode.
+   */
+  async verifyOpened(handle: FileHandle, expected: string): Promise<void> {
+    // #region lab 8.1 verifyOpened
+    let actual: string | undefined;
+    try {
+      actual = await readlink(`/proc/self/fd/${handle.fd}`);
+    } catch {
+      actual = undefined;
+    }
+    if (actual === undefined) {
+      const [opened, real] = await Promise.all([handle.stat(), realpath(expected).catch(() => "")]);
+      const onDisk = real === "" ? undefined : await lstat(real).catch(() => undefined);
+      if (onDisk !== undefined && onDisk.ino === opened.ino && onDisk.dev === opened.dev) {
+        actual = real;
+      }
+    }
+    if (actual === undefined || !this.contains(actual)) {
+      throw new WorkspaceEscapeError(
+        `${path.relative(this.root, expected) || "."} was moved outside the workspace while it ` +
+          `was being opened; it is refused.`,
+      );
+    }
+    // #endregion
+  }
+
+  /** True when a real absolute path is the root or lies under it. */
+  contains(realAbsolute: string): boolean {
+    const relative = path.relative(this.root, realAbsolute);
+    return isInside(relative);
+  }
+
+  /** The input relative to the root after lexical resolution, or undefined when outside. */
+  private lexicalRelative(input: string): string | undefined {
+    for (const base of [this.root, this.givenRoot]) {
+      const relative = path.relative(base, path.resolve(base, input));
+      if (isInside(relative)) return relative;
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Runs tasks one at a time per key (a real path), in the order they were queued. Tasks on other
+ * keys run concurrently. A failing task does not stop the ones queued after it.
+ */
+export class PathLocks {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    // #region lab 8.2 PathLocks.run
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+    // #endregion
+  }
+
+  /** How many keys have queued or running tasks (for tests: the map does not grow forever). */
+  get size(): number {
+    return this.tails.size;
+  }
+}
+
+/** A `path.relative` result that does not climb out of its base. */
+function isInside(relative: string): boolean {
+  if (relative === "") return true;
+  if (path.isAbsolute(relative)) return false;
+  return relative !== ".." && !relative.startsWith(`..${path.sep}`);
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === code;
+}
+
+async function lexists(target: string): Promise<boolean> {
+  try {
+    await lstat(target);
+    return true;
+  } catch {
+    return false;
+  }
+}

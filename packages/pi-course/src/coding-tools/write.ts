@@ -1,0 +1,121 @@
+/**
+ * The `write` tool: creates or replaces a file inside the workspace, atomically.
+ *
+ * Atomic means a reader sees the old content or the new, never half of it: the content goes to
+ * a temporary file in the same folder, is flushed, and is renamed over the target (`rename` is
+ * atomic within one file system, and replaces a symlink rather than writing through it). Writes
+ * to one path are serialised, so two writes never interleave and the last one queued wins.
+ */
+import { constants } from "node:fs";
+import { mkdir, open, rename, stat, unlink, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { Type } from "typebox";
+import type { AgentTool } from "../types.js";
+import type { ResolvedPath, Workspace } from "./workspace.js";
+
+/** What `writeFileAtomic` may be told. */
+export interface AtomicWriteOptions {
+  /** File mode for a new file (before the umask). Defaults to the old file's mode, or 0o644. */
+  mode?: number;
+  /** Contract: checks the opened temporary file (e.g. `Workspace.verifyOpened`); may throw. */
+  verify?: (handle: FileHandle, tempPath: string) => Promise<void>;
+  /** Contract: called right before the temporary file is opened (tests play races here). */
+  beforeOpen?: (targetPath: string) => void | Promise<void>;
+}
+
+/**
+ * Writes `content` to `target` through a temporary file and a rename. On any failure the target
+ * is unchanged and the temporary file is removed. Does not lock: callers serialise per path.
+ */
+export async function writeFileAtomic(
+  target: string,
+  content: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
+  // #region lab 8.2 writeFileAtomic
+  const dir = path.dirname(target);
+  const temp = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const mode = options.mode ?? (await stat(target).then((s) => s.mode & 0o7777, () => 0o644));
+  await options.beforeOpen?.(target);
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  const handle = await open(temp, flags, mode);
+  let renamed = false;
+  try {
+    try {
+      await options.verify?.(handle, temp);
+      await handle.writeFile(content);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, target);
+    renamed = true;
+  } finally {
+    if (!renamed) await unlink(temp).catch(() => {});
+  }
+  // #endregion
+}
+
+/** Creates the missing folders above a checked path, then checks the folder again. */
+export async function ensureParent(workspace: Workspace, resolved: ResolvedPath): Promise<void> {
+  const parent = path.dirname(resolved.absolute);
+  await mkdir(parent, { recursive: true });
+  await workspace.resolve(path.relative(workspace.root, parent) || ".");
+}
+
+const writeParameters = Type.Object({
+  path: Type.String({ description: "File path, relative to the workspace root." }),
+  content: Type.String({ description: "The complete new content of the file." }),
+});
+
+/** What `write` reports to programs. */
+export interface WriteDetails {
+  /** Relative to the workspace root. */
+  path: string;
+  /** Bytes written (UTF-8). */
+  bytes: number;
+  /** True when the file did not exist before. */
+  created: boolean;
+}
+
+/** The `write` tool over one workspace. */
+export function createWriteTool(workspace: Workspace): AgentTool<typeof writeParameters, WriteDetails> {
+  return {
+    name: "write",
+    label: "Write file",
+    description:
+      "Create or overwrite a file with the given content (parent folders are created). " +
+      "Use edit for a small change to an existing file.",
+    parameters: writeParameters,
+    executionMode: "sequential",
+    async execute(_toolCallId, params, signal) {
+      signal?.throwIfAborted();
+      const resolved = await workspace.resolve(params.path);
+      return workspace.locks.run(resolved.absolute, async () => {
+        const existed = await stat(resolved.absolute).then(
+          (s) => {
+            if (!s.isFile()) throw new Error(`${resolved.relative} exists and is not a file.`);
+            return true;
+          },
+          () => false,
+        );
+        await ensureParent(workspace, resolved);
+        await writeFileAtomic(resolved.absolute, params.content, {
+          verify: (handle, temp) => workspace.verifyOpened(handle, temp),
+          beforeOpen: (target) => workspace.beforeOpen(target),
+        });
+        const bytes = Buffer.byteLength(params.content, "utf8");
+        return {
+          content: [
+            {
+              type: "text",
+              text: `${existed ? "Wrote" : "Created"} ${resolved.relative} (${bytes} bytes).`,
+            },
+          ],
+          details: { path: resolved.relative, bytes, created: !existed },
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,514 @@
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  PathLocks,
+  Workspace,
+  WorkspaceEscapeError,
+  applyEdits,
+  createBashTool,
+  createCodingTools,
+  createEditTool,
+  createLsTool,
+  createReadTool,
+  createWriteTool,
+  formatReadOutput,
+  runCommand,
+  writeFileAtomic,
+} from "../src/coding-tools/index.js";
+import type { AgentTool, AgentToolResult } from "../src/types.js";
+
+let base: string;
+let root: string;
+let outside: string;
+
+beforeEach(async () => {
+  base = await mkdtemp(path.join(tmpdir(), "pi-course-08-"));
+  root = path.join(base, "workspace");
+  outside = path.join(base, "outside");
+  await mkdir(root);
+  await mkdir(outside);
+  await writeFile(path.join(outside, "secret.txt"), "TOP SECRET\n");
+});
+
+afterEach(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+function run<T>(tool: AgentTool<any, T>, params: unknown, signal?: AbortSignal): Promise<AgentToolResult<T>> {
+  const prepared = tool.prepareArguments ? tool.prepareArguments(structuredClone(params)) : params;
+  return tool.execute("call-1", prepared as never, signal);
+}
+
+function textOfResult(result: AgentToolResult<unknown>): string {
+  return result.content.map((block) => block.text).join("\n");
+}
+
+/** Alive and not a zombie (a container's init may not reap orphans at once). */
+function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+async function waitUntilDead(pid: number, ms = 2000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (!isAlive(pid)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return !isAlive(pid);
+}
+
+describe("Lab 8.1 · containment", () => {
+  it("Lab 8.1 · resolves relative, absolute-inside and not-yet-existing paths to real paths", async () => {
+    await writeFile(path.join(root, "a.txt"), "a\n");
+    const ws = new Workspace(root);
+    const real = ws.root;
+    expect(await ws.resolve("a.txt")).toEqual({ absolute: path.join(real, "a.txt"), relative: "a.txt", exists: true });
+    expect(await ws.resolve(path.join(root, "a.txt"))).toEqual({ absolute: path.join(real, "a.txt"), relative: "a.txt", exists: true });
+    expect(await ws.resolve("./sub/../a.txt")).toEqual({ absolute: path.join(real, "a.txt"), relative: "a.txt", exists: true });
+    expect(await ws.resolve("new/deep/b.txt")).toEqual({
+      absolute: path.join(real, "new", "deep", "b.txt"),
+      relative: path.join("new", "deep", "b.txt"),
+      exists: false,
+    });
+    expect(await ws.resolve(".")).toEqual({ absolute: real, relative: ".", exists: true });
+  }, 10_000);
+
+  it("Lab 8.1 · refuses `..` for every file tool and touches nothing outside", async () => {
+    const [read, write, edit, ls] = createCodingTools(root);
+    const escape = "../outside/secret.txt";
+    await expect(run(read!, { path: escape })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(write!, { path: escape, content: "pwned" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(edit!, { path: escape, edits: [{ oldText: "TOP", newText: "NO" }] })).rejects.toBeInstanceOf(
+      WorkspaceEscapeError,
+    );
+    await expect(run(ls!, { path: "../outside" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(write!, { path: "a/../../outside/new.txt", content: "x" })).rejects.toThrow(/outside the workspace/);
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+  }, 10_000);
+
+  it("Lab 8.1 · refuses an absolute path outside the root", async () => {
+    const [read, write] = createCodingTools(root);
+    await expect(run(read!, { path: path.join(outside, "secret.txt") })).rejects.toThrow(/outside the workspace/);
+    await expect(run(write!, { path: path.join(outside, "new.txt"), content: "x" })).rejects.toBeInstanceOf(
+      WorkspaceEscapeError,
+    );
+    await expect(run(read!, { path: "/etc/passwd" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+  }, 10_000);
+
+  it("Lab 8.1 · refuses a symlink that points out, for reading, writing and editing", async () => {
+    await symlink(path.join(outside, "secret.txt"), path.join(root, "link.txt"));
+    const [read, write, edit] = createCodingTools(root);
+    await expect(run(read!, { path: "link.txt" })).rejects.toThrow(/symbolic link/);
+    await expect(run(write!, { path: "link.txt", content: "pwned" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(edit!, { path: "link.txt", edits: [{ oldText: "TOP", newText: "NO" }] })).rejects.toBeInstanceOf(
+      WorkspaceEscapeError,
+    );
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+  }, 10_000);
+
+  it("Lab 8.1 · refuses a symlinked parent folder, for existing and new files", async () => {
+    await symlink(outside, path.join(root, "door"));
+    const [read, write, , ls] = createCodingTools(root);
+    await expect(run(read!, { path: "door/secret.txt" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(write!, { path: "door/new.txt", content: "x" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(write!, { path: "door/deeper/new.txt", content: "x" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(run(ls!, { path: "door" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+  }, 10_000);
+
+  it("Lab 8.1 · refuses a dangling symlink, and allows a symlink that stays inside", async () => {
+    await symlink(path.join(outside, "missing.txt"), path.join(root, "dangling.txt"));
+    await writeFile(path.join(root, "real.txt"), "inside\n");
+    await symlink(path.join(root, "real.txt"), path.join(root, "alias.txt"));
+    const [read, write] = createCodingTools(root);
+    await expect(run(write!, { path: "dangling.txt", content: "x" })).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    const result = await run(read!, { path: "alias.txt" });
+    expect(textOfResult(result)).toBe("1\tinside");
+    expect(result.details).toMatchObject({ path: "real.txt" });
+  }, 10_000);
+
+  it("Lab 8.1 · a file swapped for a symlink between check and open is not read", async () => {
+    await writeFile(path.join(root, "notes.txt"), "harmless\n");
+    const swap = async (target: string) => {
+      if (path.basename(target) !== "notes.txt") return;
+      await unlink(target);
+      await symlink(path.join(outside, "secret.txt"), target);
+    };
+    const [read] = createCodingTools(root, { beforeOpen: swap });
+    const attempt = run(read!, { path: "notes.txt" });
+    await expect(attempt).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(attempt).rejects.toThrow(/symbolic link after it was checked/);
+  }, 10_000);
+
+  it("Lab 8.1 · a file swapped for a symlink before a write or an edit: the outside file is untouched", async () => {
+    await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
+    const swap = async (target: string) => {
+      if (path.basename(target) !== "notes.txt") return;
+      await rm(target, { force: true });
+      await symlink(path.join(outside, "secret.txt"), target);
+    };
+    const [, write, edit] = createCodingTools(root, { beforeOpen: swap });
+    await run(write!, { path: "notes.txt", content: "new content\n" });
+    // The rename replaced the link itself: the workspace holds the file, the outside is intact.
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    expect((await stat(path.join(root, "notes.txt"))).isFile()).toBe(true);
+    await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
+    await expect(run(edit!, { path: "notes.txt", edits: [{ oldText: "TOP", newText: "NO" }] })).rejects.toBeInstanceOf(
+      WorkspaceEscapeError,
+    );
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+  }, 10_000);
+
+  it("Lab 8.1 · a parent folder swapped for a symlink between check and open is refused after the open", async () => {
+    await mkdir(path.join(root, "dir"));
+    await writeFile(path.join(root, "dir", "secret.txt"), "inside\n");
+    const swap = async (target: string) => {
+      if (!target.includes(`${path.sep}dir${path.sep}`)) return;
+      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
+      await symlink(outside, path.join(root, "dir"));
+    };
+    const [read] = createCodingTools(root, { beforeOpen: swap });
+    await expect(run(read!, { path: "dir/secret.txt" })).rejects.toThrow(/moved outside the workspace/);
+  }, 10_000);
+
+  it("Lab 8.1 · ls lists one folder, sorted and marked, and a missing root is a clear error", async () => {
+    await mkdir(path.join(root, "src"));
+    await writeFile(path.join(root, "b.txt"), "");
+    await writeFile(path.join(root, "a.txt"), "");
+    await symlink(path.join(root, "a.txt"), path.join(root, "c-link"));
+    const ls = createLsTool(new Workspace(root));
+    const result = await run(ls, {});
+    expect(textOfResult(result)).toBe("a.txt\nb.txt\nc-link@\nsrc/");
+    expect(result.details).toEqual({
+      path: ".",
+      entries: [
+        { name: "a.txt", kind: "file" },
+        { name: "b.txt", kind: "file" },
+        { name: "c-link", kind: "symlink" },
+        { name: "src", kind: "directory" },
+      ],
+      total: 4,
+      truncated: false,
+    });
+    expect(textOfResult(await run(ls, { limit: 2 }))).toBe(
+      "a.txt\nb.txt\n\n[Showing 2 of 4 entries. Use limit=4 to see all.]",
+    );
+    await expect(run(ls, { path: "a.txt" })).rejects.toThrow(/not a folder/);
+    expect(() => new Workspace(path.join(base, "nope"))).toThrow(/does not exist/);
+  }, 10_000);
+});
+
+describe("Lab 8.2 · atomic, serialised writes", () => {
+  it("Lab 8.2 · writeFileAtomic replaces the content, keeps the mode, and leaves no temporary file", async () => {
+    const target = path.join(root, "a.sh");
+    await writeFile(target, "old\n");
+    await chmod(target, 0o755);
+    await writeFileAtomic(target, "new\n");
+    expect(await readFile(target, "utf8")).toBe("new\n");
+    expect((await stat(target)).mode & 0o777).toBe(0o755);
+    expect(await readdir(root)).toEqual(["a.sh"]);
+  }, 10_000);
+
+  it("Lab 8.2 · a write that fails before the rename leaves the old content and no temporary file", async () => {
+    const target = path.join(root, "a.txt");
+    await writeFile(target, "old\n");
+    const failing = writeFileAtomic(target, "new\n", {
+      verify: async () => {
+        throw new Error("refused by verify");
+      },
+    });
+    await expect(failing).rejects.toThrow("refused by verify");
+    expect(await readFile(target, "utf8")).toBe("old\n");
+    expect(await readdir(root)).toEqual(["a.txt"]);
+  }, 10_000);
+
+  it("Lab 8.2 · PathLocks runs one task at a time per key, in order, and other keys meanwhile", async () => {
+    const locks = new PathLocks();
+    const log: string[] = [];
+    let running = 0;
+    let most = 0;
+    const task = (name: string, ms: number, fail = false) => async () => {
+      running++;
+      most = Math.max(most, running);
+      log.push(`start ${name}`);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      log.push(`end ${name}`);
+      running--;
+      if (fail) throw new Error(`${name} failed`);
+      return name;
+    };
+    const a1 = locks.run("a", task("a1", 30, true));
+    const a2 = locks.run("a", task("a2", 5));
+    const b1 = locks.run("b", task("b1", 5));
+    await expect(a1).rejects.toThrow("a1 failed");
+    expect(await a2).toBe("a2");
+    expect(await b1).toBe("b1");
+    expect(log).toEqual(["start a1", "start b1", "end b1", "end a1", "start a2", "end a2"]);
+    expect(most).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(locks.size).toBe(0);
+  }, 10_000);
+
+  it("Lab 8.2 · concurrent writes to one path: the last queued wins, parents are created, no temporaries", async () => {
+    const write = createWriteTool(new Workspace(root));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => run(write, { path: "deep/er/out.txt", content: `version ${i}\n`.repeat(500) })),
+    );
+    expect(await readFile(path.join(root, "deep", "er", "out.txt"), "utf8")).toBe("version 19\n".repeat(500));
+    expect(await readdir(path.join(root, "deep", "er"))).toEqual(["out.txt"]);
+    expect(results[0]!.details).toEqual({ path: path.join("deep", "er", "out.txt"), bytes: 5000, created: true });
+    expect(results[19]!.details).toEqual({ path: path.join("deep", "er", "out.txt"), bytes: 5500, created: false });
+    expect(textOfResult(results[0]!)).toBe(`Created ${path.join("deep", "er", "out.txt")} (5000 bytes).`);
+  }, 10_000);
+
+  it("Lab 8.2 · concurrent edits of one file all land (no lost update)", async () => {
+    const lines = Array.from({ length: 20 }, (_, i) => `marker ${i};`);
+    await writeFile(path.join(root, "list.txt"), lines.join("\n") + "\n");
+    const edit = createEditTool(new Workspace(root));
+    await Promise.all(lines.map((line, i) => run(edit, { path: "list.txt", edits: [{ oldText: line, newText: `done ${i};` }] })));
+    expect(await readFile(path.join(root, "list.txt"), "utf8")).toBe(
+      lines.map((_, i) => `done ${i};`).join("\n") + "\n",
+    );
+  }, 10_000);
+});
+
+describe("Lab 8.3 · the read window", () => {
+  it("Lab 8.3 · numbers lines from an offset, within a limit, with a hint to continue", () => {
+    const text = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    expect(formatReadOutput("a\nb\n")).toEqual({
+      text: "1\ta\n2\tb",
+      window: { startLine: 1, endLine: 2, totalLines: 2, truncatedBy: null },
+    });
+    expect(formatReadOutput(text, { offset: 9, limit: 2 })).toEqual({
+      text: " 9\tline 9\n10\tline 10\n\n[Showing lines 9-10 of 12. Use offset=11 to continue.]",
+      window: { startLine: 9, endLine: 10, totalLines: 12, truncatedBy: "lines" },
+    });
+    expect(formatReadOutput(text, { offset: 11 }).text).toBe("11\tline 11\n12\tline 12");
+    expect(formatReadOutput(text, { maxLines: 3 }).window).toEqual({
+      startLine: 1,
+      endLine: 3,
+      totalLines: 12,
+      truncatedBy: "lines",
+    });
+    expect(formatReadOutput("a\r\nb\r\n").text).toBe("1\ta\n2\tb");
+    expect(formatReadOutput("")).toEqual({
+      text: "(empty file)",
+      window: { startLine: 0, endLine: 0, totalLines: 0, truncatedBy: null },
+    });
+    expect(() => formatReadOutput(text, { offset: 13 })).toThrow("offset 13 is past the end of the file (12 lines).");
+  });
+
+  it("Lab 8.3 · stops at the byte cap, and cuts a single huge line instead of showing nothing", () => {
+    const text = Array.from({ length: 100 }, () => "x".repeat(98)).join("\n");
+    const out = formatReadOutput(text, { maxBytes: 1024 });
+    // Each numbered line takes 4 + 98 + 1 = 103 bytes: 9 fit in 1024.
+    expect(out.window).toEqual({ startLine: 1, endLine: 9, totalLines: 100, truncatedBy: "bytes" });
+    expect(out.text.endsWith("[Showing lines 1-9 of 100, 1 KB limit. Use offset=10 to continue.]")).toBe(true);
+    const huge = formatReadOutput("y".repeat(5000) + "\nnext\n", { maxBytes: 100 });
+    expect(huge.window).toEqual({ startLine: 1, endLine: 1, totalLines: 2, truncatedBy: "bytes" });
+    expect(huge.text).toBe(
+      `1\t${"y".repeat(98)} … [line cut at 100 bytes]\n\n[Showing lines 1-1 of 2, 0 KB limit. Use offset=2 to continue.]`,
+    );
+  });
+
+  it("Lab 8.3 · the read tool returns the window and its details, and refuses folders and binaries", async () => {
+    await writeFile(path.join(root, "main.ts"), "const a = 1;\nconst b = 2;\nexport { a, b };\n");
+    await writeFile(path.join(root, "blob.bin"), Buffer.from([1, 0, 2, 3]));
+    await mkdir(path.join(root, "src"));
+    const read = createReadTool(new Workspace(root));
+    const result = await run(read, { path: "main.ts", offset: 2, limit: 1 });
+    expect(result.content).toEqual([
+      { type: "text", text: "2\tconst b = 2;\n\n[Showing lines 2-2 of 3. Use offset=3 to continue.]" },
+    ]);
+    expect(result.details).toEqual({
+      path: "main.ts",
+      bytes: 43,
+      startLine: 2,
+      endLine: 2,
+      totalLines: 3,
+      truncatedBy: "lines",
+    });
+    await expect(run(read, { path: "src" })).rejects.toThrow("src is a folder; use ls to list it.");
+    await expect(run(read, { path: "blob.bin" })).rejects.toThrow(/binary/);
+    await expect(run(read, { path: "missing.ts" })).rejects.toThrow("missing.ts does not exist.");
+  }, 10_000);
+});
+
+describe("Lab 8.4 · exact edits", () => {
+  it("Lab 8.4 · applies several edits, each matched against the original, in one pass", () => {
+    const before = "alpha\nbeta\ngamma\ndelta\n";
+    expect(
+      applyEdits(before, [
+        { oldText: "delta", newText: "DELTA\nEPSILON" },
+        { oldText: "alpha\n", newText: "" },
+        { oldText: "beta", newText: "alpha" },
+      ]),
+    ).toEqual({
+      content: "alpha\ngamma\nDELTA\nEPSILON\n",
+      applied: [
+        { line: 1, removedLines: 2, addedLines: 0 },
+        { line: 2, removedLines: 1, addedLines: 1 },
+        { line: 4, removedLines: 1, addedLines: 2 },
+      ],
+    });
+  });
+
+  it("Lab 8.4 · refuses zero matches, several matches, overlaps, empty oldText and no-ops", () => {
+    const text = "foo bar foo baz\n";
+    expect(() => applyEdits(text, [{ oldText: "qux", newText: "x" }])).toThrow(
+      "oldText was not found in the file. Read the file again and copy the text exactly, including whitespace.",
+    );
+    expect(() => applyEdits(text, [{ oldText: "foo", newText: "x" }])).toThrow(
+      "oldText matches 2 places in the file. Include more surrounding lines so it matches exactly one.",
+    );
+    expect(() =>
+      applyEdits(text, [
+        { oldText: "bar foo", newText: "x" },
+        { oldText: "foo baz", newText: "y" },
+      ]),
+    ).toThrow("edits[0] and edits[1] overlap. Merge them into one edit.");
+    expect(() => applyEdits(text, [{ oldText: "", newText: "x" }])).toThrow("oldText is empty");
+    expect(() => applyEdits(text, [{ oldText: "bar", newText: "bar" }])).toThrow(/change nothing/);
+    expect(() => applyEdits(text, [])).toThrow("No edits were given.");
+    expect(() =>
+      applyEdits(text, [
+        { oldText: "bar", newText: "x" },
+        { oldText: "zzz", newText: "y" },
+      ]),
+    ).toThrow(/^edits\[1\]\.oldText was not found/);
+  });
+
+  it("Lab 8.4 · the edit tool writes once or not at all, keeps CRLF, and accepts a flat edit", async () => {
+    const file = path.join(root, "win.txt");
+    await writeFile(file, "one\r\ntwo\r\nthree\r\n");
+    const edit = createEditTool(new Workspace(root));
+    const result = await run(edit, { path: "win.txt", oldText: "two\nthree", newText: "2\n3" });
+    expect(await readFile(file, "utf8")).toBe("one\r\n2\r\n3\r\n");
+    expect(result.content).toEqual([{ type: "text", text: "Edited win.txt: 1 replacement (first change at line 2)." }]);
+    expect(result.details).toEqual({
+      path: "win.txt",
+      applied: [{ line: 2, removedLines: 2, addedLines: 2 }],
+      firstChangedLine: 2,
+    });
+    const refused = run(edit, {
+      path: "win.txt",
+      edits: [
+        { oldText: "one", newText: "1" },
+        { oldText: "missing", newText: "x" },
+      ],
+    });
+    await expect(refused).rejects.toThrow(/edits\[1\]\.oldText was not found/);
+    expect(await readFile(file, "utf8")).toBe("one\r\n2\r\n3\r\n");
+    expect(await readdir(root)).toEqual(["win.txt"]);
+    await expect(run(edit, { path: "nope.txt", edits: [{ oldText: "a", newText: "b" }] })).rejects.toThrow(
+      "nope.txt does not exist; use write to create it.",
+    );
+  }, 10_000);
+});
+
+describe("Lab 8.5 · bounded bash", () => {
+  it("Lab 8.5 · returns the exit code and stdout and stderr interleaved", async () => {
+    const ok = await runCommand("echo out; echo err >&2; echo done", { cwd: root });
+    expect({ output: ok.output, exitCode: ok.exitCode, signal: ok.signal, timedOut: ok.timedOut, truncated: ok.truncated }).toEqual({
+      output: "out\nerr\ndone\n",
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      truncated: false,
+    });
+    const failed = await runCommand("pwd; exit 3", { cwd: root });
+    expect(failed.exitCode).toBe(3);
+    expect(failed.output).toBe(`${new Workspace(root).root}\n`);
+  }, 10_000);
+
+  it("Lab 8.5 · a timeout kills the whole process group, grandchildren included", async () => {
+    const started = Date.now();
+    const result = await runCommand("sleep 30 & echo $!; wait", { cwd: root, timeoutMs: 300, killGraceMs: 500 });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(result.timedOut).toBe(true);
+    expect(result.exitCode).toBe(null);
+    expect(result.signal).toBe("SIGTERM");
+    const grandchild = Number(result.output.trim());
+    expect(grandchild).toBeGreaterThan(0);
+    expect(await waitUntilDead(grandchild)).toBe(true);
+  }, 10_000);
+
+  it("Lab 8.5 · a child that ignores SIGTERM gets SIGKILL after the grace period", async () => {
+    const started = Date.now();
+    const result = await runCommand("trap '' TERM; sleep 30 & echo $!; wait; wait", {
+      cwd: root,
+      timeoutMs: 200,
+      killGraceMs: 300,
+    });
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(450);
+    expect(elapsed).toBeLessThan(3000);
+    expect(result.timedOut).toBe(true);
+    expect(result.signal).toBe("SIGKILL");
+    expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
+  }, 10_000);
+
+  it("Lab 8.5 · processes left in the background are killed when the command ends", async () => {
+    const started = Date.now();
+    const result = await runCommand("sleep 30 & echo $!", { cwd: root });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(result.exitCode).toBe(0);
+    expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
+  }, 10_000);
+
+  it("Lab 8.5 · stdout and stderr share one cap; the tail is kept and the total counted", async () => {
+    const result = await runCommand(
+      "head -c 8000 /dev/zero | tr '\\0' o; head -c 8000 /dev/zero | tr '\\0' e >&2; printf END",
+      { cwd: root, maxOutputBytes: 10_000 },
+    );
+    expect(result.truncated).toBe(true);
+    expect(result.totalBytes).toBe(16_003);
+    expect(Buffer.byteLength(result.output)).toBe(10_000);
+    expect(result.output).toBe("o".repeat(1997) + "e".repeat(8000) + "END");
+  }, 10_000);
+
+  it("Lab 8.5 · abort kills the command at once; a pre-aborted signal starts nothing", async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 150);
+    const result = await runCommand("echo $$; sleep 30", { cwd: root, signal: controller.signal, killGraceMs: 300 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(result.aborted).toBe(true);
+    expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
+    const never = await runCommand(`touch ${path.join(root, "ran")}`, { cwd: root, signal: AbortSignal.abort() });
+    expect(never).toMatchObject({ aborted: true, exitCode: null, pid: undefined });
+    expect(await readdir(root)).toEqual([]);
+  }, 10_000);
+
+  it("Lab 8.5 · the bash tool reports exit codes, timeouts and cuts to the model, as errors when they fail", async () => {
+    const bash = createBashTool(new Workspace(root), { maxOutputBytes: 64, killGraceMs: 200 });
+    const ok = await run(bash, { command: "printf 'hi\\n'" });
+    expect(ok.content).toEqual([{ type: "text", text: "hi" }]);
+    expect(ok.isError).toBe(false);
+    const failed = await run(bash, { command: "echo nope; exit 2" });
+    expect(failed.content).toEqual([{ type: "text", text: "nope\n[exit code 2]" }]);
+    expect(failed.isError).toBe(true);
+    const slow = await run(bash, { command: "sleep 5", timeout: 0.2 });
+    expect(slow.content).toEqual([{ type: "text", text: "(no output)\n[timed out after 0.2 s: the command was killed]" }]);
+    expect(slow.isError).toBe(true);
+    const long = await run(bash, { command: "seq 1 100" });
+    expect(textOfResult(long).split("\n")[0]).toBe("[output cut: showing the last 64 of 292 bytes]");
+    expect(long.details).toMatchObject({ command: "seq 1 100", exitCode: 0, truncated: true, totalBytes: 292 });
+  }, 10_000);
+});
