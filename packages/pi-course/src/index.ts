@@ -83,3 +83,41 @@ export type {
   BeforeToolCallResult,
 } from "./types.js";
 // #endregion
+// #region ch08
+
+// Chapter 08: coding tools over one workspace
+export {
+  PathLocks,
+  Workspace,
+  WorkspaceEscapeError,
+  applyEdits,
+  createBashTool,
+  createCodingTools,
+  createEditTool,
+  createLsTool,
+  createReadTool,
+  createWriteTool,
+  formatReadOutput,
+  runCommand,
+  writeFileAtomic,
+} from "./coding-tools/index.js";
+export type {
+  AppliedEdit,
+  AtomicWriteOptions,
+  BashDetails,
+  BashToolOptions,
+  CodingToolsOptions,
+  CommandResult,
+  EditDetails,
+  FormatReadOptions,
+  ListEntry,
+  LsDetails,
+  ReadDetails,
+  ReadWindow,
+  ResolvedPath,
+  RunCommandOptions,
+  TextEdit,
+  WorkspaceOptions,
+  WriteDetails,
+} from "./coding-tools/index.js";
+// #endregion
