@@ -1,0 +1,184 @@
+/**
+ * The chapter catalogue: one file per chapter in practice/chapters/NN-<slug>.ts, found by name.
+ *
+ * A chapter file default-exports `defineChapter({...})`. Everything else (which labs exist in
+ * which file and symbol, which regions a chapter has in other chapters' files, which npm packages
+ * its folder needs) is derived from the sources, so a chapter file holds only what a person must
+ * say: the files it owns, its labs' names, and its guide text.
+ */
+import { readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+/** Learner-facing text: Chinese first, with a short English line. */
+export interface Text {
+  zh: string;
+  en: string;
+}
+
+export interface LabSpec {
+  /** "N.M": N is the chapter number. Tests of this lab are named `Lab N.M · …`. */
+  id: string;
+  title: Text;
+  /** A nudge printed in LEARNING.md under the lab. */
+  hint?: Text;
+  /**
+   * Other labs of the same chapter whose construction sites this lab's tests may hit first
+   * (e.g. a `textOf` test that builds its message with `userMessage`). The proof accepts their
+   * not-implemented errors too. Prefer tests that need no other lab.
+   */
+  uses?: string[];
+}
+
+export interface ObserveStep {
+  /** A shell command run in the practice folder. */
+  command: string;
+  text: Text;
+}
+
+export interface ChapterSpec {
+  /** Two digits, as learners type it: "03". Must match the file name. */
+  id: string;
+  /** Must match the file name; the focused test is `test/<id>-<slug>.test.ts`. */
+  slug: string;
+  /** `rebuild` (default): the learner writes the labs. `observe`: run, predict, break. */
+  mode?: "rebuild" | "observe";
+  title: Text;
+  /** One sentence that the chapter's tests defend. */
+  invariant: Text;
+  /** What the chapter adds and why: the opening of the guide. */
+  adds: Text;
+  /**
+   * Files this chapter owns wholly, relative to packages/pi-course ("src/messages.ts",
+   * "test/fixtures/chat.sse"). The focused test file and the test/ files it imports (relative
+   * imports, followed transitively) are included without being listed.
+   */
+  files: string[];
+  /** The labs in the order a learner does them. Empty for observe chapters. */
+  labs: LabSpec[];
+  /** A "break it on purpose" experiment. */
+  breakIt: Text;
+  /** Observe chapters: the commands to run, each with what to predict or look for. */
+  observe?: ObserveStep[];
+  /** Extra package.json scripts for the practice folder (e.g. `start`). */
+  scripts?: Record<string, string>;
+  /** Extra dev dependencies by name (versions are the repository's pins), e.g. `tsx`. */
+  devDependencies?: string[];
+}
+
+/** A chapter as loaded: the spec plus its number and where it was declared. */
+export interface Chapter extends ChapterSpec {
+  number: number;
+  mode: "rebuild" | "observe";
+  /** The focused test, relative to the package: `test/03-message-ir.test.ts`. */
+  testFile: string;
+  /** practice/chapters/03-message-ir.ts */
+  source: string;
+}
+
+/** Type-checks a chapter file's default export. */
+export function defineChapter(spec: ChapterSpec): ChapterSpec {
+  return spec;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The repository root (the folder holding practice/ and packages/). */
+export const REPO_ROOT = dirname(here);
+export const PACKAGE_DIR = join(REPO_ROOT, "packages", "pi-course");
+export const CHAPTERS_DIR = join(here, "chapters");
+
+const FILE_RE = /^(\d\d)-([a-z0-9]+(?:-[a-z0-9]+)*)\.ts$/;
+
+/** The catalogue: every chapter, validated, sorted by number. */
+export class Catalogue {
+  constructor(readonly chapters: readonly Chapter[]) {}
+
+  /** The chapter for "3" or "03"; throws with the valid ids for anything else. */
+  get(arg: string): Chapter {
+    const valid = this.chapters.map((c) => c.id).join(", ");
+    if (!/^\d{1,2}$/.test(arg)) {
+      throw new UsageError(
+        `"${arg}" is not a chapter number. 章节号应为一到两位数字 (a chapter is one or two digits), ` +
+          `one of: ${valid}.`,
+      );
+    }
+    const chapter = this.chapters.find((c) => c.number === Number(arg));
+    if (!chapter) {
+      throw new UsageError(`没有第 ${arg} 章 (no chapter ${arg}). Valid chapters: ${valid}.`);
+    }
+    return chapter;
+  }
+
+  /** Rebuild chapters, in order. */
+  get rebuild(): Chapter[] {
+    return this.chapters.filter((c) => c.mode === "rebuild");
+  }
+
+  /** The chapter that owns a package-relative path, if any. */
+  ownerOf(path: string): Chapter | undefined {
+    return this.chapters.find((c) => c.files.includes(path) || c.testFile === path);
+  }
+}
+
+/** A mistake by the person running a command: printed without a stack trace. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** Validates specs and builds the catalogue. `source` names where each spec came from. */
+export function buildCatalogue(specs: { spec: ChapterSpec; source: string }[]): Catalogue {
+  const chapters: Chapter[] = [];
+  const owners = new Map<string, string>();
+  for (const { spec, source } of specs) {
+    const problem = (what: string) => new Error(`${source}: ${what}`);
+    if (!/^\d\d$/.test(spec.id)) throw problem(`id must be two digits, got "${spec.id}".`);
+    const name = source.split(/[\\/]/).pop()!;
+    const match = FILE_RE.exec(name);
+    if (match && (match[1] !== spec.id || match[2] !== spec.slug)) {
+      throw problem(`the file name must be ${spec.id}-${spec.slug}.ts to match its id and slug.`);
+    }
+    const number = Number(spec.id);
+    const mode = spec.mode ?? "rebuild";
+    if (chapters.some((c) => c.number === number)) throw problem(`chapter ${spec.id} is declared twice.`);
+    if (mode === "rebuild" && spec.labs.length === 0) throw problem("a rebuild chapter needs at least one lab.");
+    if (mode === "observe" && spec.labs.length > 0) throw problem("an observe chapter has no labs.");
+    const seen = new Set<string>();
+    for (const lab of spec.labs) {
+      const m = /^(\d{1,2})\.(\d{1,2})$/.exec(lab.id);
+      if (!m || Number(m[1]) !== number) {
+        throw problem(`lab "${lab.id}" must be "${number}.M" (chapter ${spec.id}'s labs).`);
+      }
+      if (seen.has(lab.id)) throw problem(`lab ${lab.id} is declared twice.`);
+      seen.add(lab.id);
+    }
+    for (const lab of spec.labs) {
+      for (const used of lab.uses ?? []) {
+        if (!seen.has(used)) throw problem(`lab ${lab.id} uses unknown lab ${used}.`);
+      }
+    }
+    const testFile = `test/${spec.id}-${spec.slug}.test.ts`;
+    for (const file of [...spec.files, testFile]) {
+      if (file.startsWith("/") || file.includes("..") || file.includes("\\")) {
+        throw problem(`file "${file}" must be relative to packages/pi-course, with forward slashes.`);
+      }
+      const other = owners.get(file);
+      if (other) throw problem(`${file} is already owned by ${other}; a file has one owner.`);
+      owners.set(file, source);
+    }
+    chapters.push({ ...spec, number, mode, testFile, source });
+  }
+  chapters.sort((a, b) => a.number - b.number);
+  return new Catalogue(chapters);
+}
+
+/** Loads every practice/chapters/NN-<slug>.ts (or those of another folder, for tests). */
+export async function loadCatalogue(dir: string = CHAPTERS_DIR): Promise<Catalogue> {
+  const names = readdirSync(dir).filter((name) => FILE_RE.test(name)).sort();
+  const specs: { spec: ChapterSpec; source: string }[] = [];
+  for (const name of names) {
+    const module = (await import(pathToFileURL(join(dir, name)).href)) as { default?: ChapterSpec };
+    if (!module.default) throw new Error(`${name}: export default defineChapter({...}) is missing.`);
+    specs.push({ spec: module.default, source: `practice/chapters/${name}` });
+  }
+  return buildCatalogue(specs);
+}

@@ -1,0 +1,55 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "02",
+  slug: "event-stream",
+  title: { zh: "事件流 EventStream", en: "EventStream" },
+  invariant: {
+    zh: "每个事件按推送顺序恰好交给唯一的读者一次；终止事件之后迭代结束，result() 一定会兑现或拒绝，绝不永远挂起。",
+    en: "Every event reaches the one reader exactly once, in push order; iteration ends after the terminal event, and result() always settles.",
+  },
+  adds: {
+    zh:
+      "`EventStream<T, R>`：单读者的异步事件队列，以一个结果结束。生产者 `push` 事件，消费者用 `for await` 读取；" +
+      "第一个满足 `isComplete` 的事件是终止事件，它会作为最后一项交给读者，然后 `result()` 以 `extractResult(终止事件)` 兑现。" +
+      "没有读者时事件先缓冲；读者在等待时，下一次 `push` 直接唤醒它。后面每一章（模型流、智能体循环）都建立在它之上。",
+    en:
+      "A single-reader async queue that ends with a result: buffered when nobody reads, handed straight to a waiting reader, " +
+      "terminal event delivered then iteration ends. Every later chapter streams through it.",
+  },
+  files: ["src/event-stream.ts", "src/index.ts"],
+  labs: [
+    {
+      id: "2.1",
+      title: { zh: "push：缓冲或直接交给等待的读者", en: "push: buffer, or hand to the waiting reader" },
+      hint: {
+        zh: "先判断是否已关闭；终止事件要兑现结果，但它本身仍然要交给读者。",
+        en: "Ignore pushes after the end; a terminal event settles the result and is still delivered.",
+      },
+    },
+    {
+      id: "2.2",
+      title: { zh: "next：先取缓冲，再等待", en: "next: drain the buffer, then wait" },
+      hint: {
+        zh: "用一个移动的队头下标代替 shift()，每次读取 O(1)。",
+        en: "A moving head index instead of shift() keeps each read O(1).",
+      },
+    },
+    {
+      id: "2.3",
+      title: { zh: "end：没有终止事件时结束流", en: "end: finishing without a terminal event" },
+      hint: {
+        zh: "end() 不带结果时 result() 必须拒绝，并唤醒正在等待的读者。",
+        en: "end() without a result rejects result() and wakes a waiting reader.",
+      },
+    },
+  ],
+  breakIt: {
+    zh:
+      "在 `push` 里把“先交给等待的读者”改成“总是放进队列”，再运行 `npm test`：哪个测试会挂起到超时？为什么超时比断言失败更难调试？" +
+      "再试试把 `end()` 无结果时的 reject 删掉：哪个测试能抓住“永远挂起的 promise”？",
+    en:
+      "Make push always enqueue, even with a reader waiting: which test hangs until its timeout? Then drop the rejection in end(): " +
+      "which test catches the promise that never settles?",
+  },
+});

@@ -1,0 +1,191 @@
+/**
+ * Learner-facing text: LEARNING.md for a generated folder and the chapter card printed by
+ * `npm run checkpoint`. Chinese first, with a short English line.
+ */
+import type { Chapter, Text } from "./catalogue.js";
+import type { View } from "./generate.js";
+import { notImplementedMessage, pad, type ChapterRegion, type LabRegion } from "./markers.js";
+
+/** A lab with the places (file and symbol) its regions mark. */
+interface LabPlaces {
+  id: string;
+  title: Text;
+  hint?: Text;
+  places: { file: string; symbols: string[] }[];
+}
+
+/** Package-relative form of a scanned file label. */
+function local(file: string): string {
+  return file.replace(/^packages\/pi-course\//, "");
+}
+
+function places(chapter: Chapter, labs: LabRegion[]): LabPlaces[] {
+  return chapter.labs.map((spec) => {
+    const byFile = new Map<string, string[]>();
+    for (const region of labs.filter((l) => l.lab === spec.id)) {
+      const file = local(region.file);
+      const symbols = byFile.get(file) ?? [];
+      if (!symbols.includes(region.symbol)) symbols.push(region.symbol);
+      byFile.set(file, symbols);
+    }
+    return {
+      id: spec.id,
+      title: spec.title,
+      ...(spec.hint && { hint: spec.hint }),
+      places: [...byFile].map(([file, symbols]) => ({ file, symbols })),
+    };
+  });
+}
+
+function where(lab: LabPlaces): string {
+  return lab.places.map((p) => `\`${p.file}\`: ${p.symbols.map((s) => `\`${s}\``).join(", ")}`).join("; ");
+}
+
+function bilingual(text: Text): string {
+  return `${text.zh}\n\n*${text.en}*`;
+}
+
+/** The first construction-site error a learner sees: the first lab's first region. */
+export function firstRed(chapter: Chapter, labs: LabRegion[]): string | undefined {
+  const first = chapter.labs[0];
+  const region = first && labs.find((l) => l.lab === first.id);
+  return region && notImplementedMessage(region.lab, region.symbol);
+}
+
+/** LEARNING.md of a generated folder. */
+export function renderLearning(chapter: Chapter, labs: LabRegion[], view: View): string {
+  return chapter.mode === "observe" ? observeLearning(chapter, view) : rebuildLearning(chapter, labs, view);
+}
+
+function header(chapter: Chapter): string[] {
+  return [`# 第 ${chapter.id} 章 · ${chapter.title.zh}`, "", `*Chapter ${chapter.id}: ${chapter.title.en}*`, ""];
+}
+
+function commandsBlock(lines: [string, string][]): string[] {
+  const width = Math.max(...lines.map(([c]) => c.length));
+  return ["```sh", ...lines.map(([c, note]) => `${c.padEnd(width)}   # ${note}`), "```"];
+}
+
+function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): string {
+  const earlier = view.included.filter((c) => c.number < chapter.number && c.mode === "rebuild");
+  const laid = places(chapter, labs);
+  const firstLab = chapter.labs[0]!.id;
+  const out = [...header(chapter)];
+  if (view.kind === "practice") {
+    out.push(
+      "> 模式：**重建 (rebuild)**。本章的实验 (lab) 由你来写：每个实验的函数体已被替换为“施工现场”，",
+      "> 它会抛出 `Lab N.M 符号：尚未实现` 的错误。签名和类型都在，文件夹可以通过类型检查。",
+      ">",
+      "> *Mode: rebuild. You write this chapter's labs; each lab body is a construction site that throws.*",
+    );
+  } else {
+    out.push(
+      "> 模式：**快照 (snapshot)**。这是第 " + chapter.id + " 章结束时的完整参考代码，所有测试都应通过。",
+      ">",
+      "> *Mode: snapshot. The reference code as it stands at the end of this chapter; every test passes.*",
+    );
+  }
+  out.push("", "## 本章新增 · What this chapter adds", "", bilingual(chapter.adds), "");
+  out.push("## 不变式 · Invariant", "", `> ${chapter.invariant.zh}`, ">", `> *${chapter.invariant.en}*`, "");
+  out.push("## 实验 · Labs", "");
+  laid.forEach((lab, i) => {
+    out.push(`${i + 1}. **Lab ${lab.id} · ${lab.title.zh}** (*${lab.title.en}*) — ${where(lab)}`);
+    if (lab.hint) out.push(`   - 提示：${lab.hint.zh} *(${lab.hint.en})*`);
+  });
+  out.push("");
+  out.push("## 第一个红灯 · The first red", "");
+  const earlierIds = earlier.map((c) => c.id).join("、");
+  out.push(
+    earlier.length > 0
+      ? `运行 \`npm test\`：前面章节（${earlierIds}）的测试应全部通过，本章的测试 \`${chapter.testFile}\` 全部失败，` +
+          "而且是因为施工现场的错误，例如："
+      : `运行 \`npm test\`：本章的测试 \`${chapter.testFile}\` 全部失败，而且是因为施工现场的错误，例如：`,
+    "",
+    "```",
+    `Error: ${firstRed(chapter, labs) ?? notImplementedMessage(firstLab, "…")}`,
+    "```",
+    "",
+    "*Run `npm test`: earlier chapters are green, this chapter's tests are red with the construction-site " +
+      "error. Implement the labs in order until everything is green.*",
+    "",
+  );
+  out.push("## 命令 · Commands", "");
+  out.push(
+    ...commandsBlock([
+      ["npm install", "安装依赖 (install)"],
+      ["npm test", "全部测试 (all tests)"],
+      [`npm test -- -t "Lab ${firstLab}"`, "只跑一个实验 (one lab)"],
+      [`npx vitest run ${chapter.testFile}`, "只跑本章测试 (this chapter's tests)"],
+      ["npm run typecheck", "类型检查 (typecheck)"],
+    ]),
+    "",
+  );
+  out.push("## 故意弄坏 · Break it on purpose", "", bilingual(chapter.breakIt), "");
+  return out.join("\n");
+}
+
+function observeLearning(chapter: Chapter, view: View): string {
+  const out = [...header(chapter)];
+  out.push(
+    "> 模式：**观察 (observe)**。本章不写代码：这里是完整的参考库。先运行，预测会发生什么，再故意弄坏它。",
+    ">",
+    "> *Mode: observe. No code to write: this folder holds the finished library. Run it, predict, break it.*",
+    "",
+  );
+  out.push("## 你将看到 · What you will see", "", bilingual(chapter.adds), "");
+  out.push("## 不变式 · Invariant", "", `> ${chapter.invariant.zh}`, ">", `> *${chapter.invariant.en}*`, "");
+  out.push("## 先预测，再运行 · Predict, then run", "");
+  (chapter.observe ?? []).forEach((step, i) => {
+    out.push(`${i + 1}. \`${step.command}\``, "", `   ${step.text.zh}`, "", `   *${step.text.en}*`, "");
+  });
+  const chapters = view.included.filter((c) => c.mode === "rebuild").map((c) => c.id);
+  out.push("## 命令 · Commands", "");
+  out.push(
+    ...commandsBlock([
+      ["npm install", "安装依赖 (install)"],
+      ...(chapter.scripts?.start ? ([["npm start", "运行一次完整的智能体 (one full agent run)"]] as [string, string][]) : []),
+      ["npm test", "全部测试都应通过 (every test passes)"],
+      ...chapters.slice(0, 1).map((id): [string, string] => [`npx vitest run test/${id}-*.test.ts`, "某一章的测试 (one chapter's tests)"]),
+    ]),
+    "",
+  );
+  if (chapters.length > 0) {
+    out.push(`本文件夹包含第 ${chapters.join("、")} 章的代码与测试。*This folder holds chapters ${chapters.join(", ")}.*`, "");
+  }
+  out.push("## 故意弄坏 · Break it on purpose", "", bilingual(chapter.breakIt), "");
+  return out.join("\n");
+}
+
+/** The chapter card printed by `npm run checkpoint -- NN`. */
+export function renderCard(chapter: Chapter, labs: LabRegion[], regions: ChapterRegion[]): string {
+  const mode = chapter.mode === "observe" ? "观察 observe" : "重建 rebuild";
+  const regionFiles = [...new Set(regions.filter((r) => r.chapter === chapter.number).map((r) => local(r.file)))];
+  const out = [
+    `第 ${chapter.id} 章 · ${chapter.title.zh} — Chapter ${chapter.id}: ${chapter.title.en}   [${mode}]`,
+    "",
+    `不变式 Invariant: ${chapter.invariant.zh}`,
+    `                  ${chapter.invariant.en}`,
+    "",
+    `文件 Files (packages/pi-course): ${chapter.files.length > 0 ? chapter.files.join(", ") : "—"}`,
+  ];
+  if (regionFiles.length > 0) out.push(`区域 Regions (// #region ch${pad(chapter.number)}) in: ${regionFiles.join(", ")}`);
+  if (chapter.labs.length > 0) {
+    out.push("", "实验 Labs:");
+    for (const lab of places(chapter, labs)) {
+      out.push(`  Lab ${lab.id} · ${lab.title.zh} (${lab.title.en})`, `      ${where(lab).replaceAll("`", "")}`);
+    }
+  }
+  out.push(
+    "",
+    `测试 Focused test: packages/pi-course/${chapter.testFile}`,
+    "",
+    "命令 Commands:",
+    `  npx vitest run packages/pi-course/${chapter.testFile}    # 本章测试 (this chapter's tests, reference code)`,
+  );
+  if (chapter.labs[0]) out.push(`  npx vitest run -t "Lab ${chapter.labs[0].id}"    # 一个实验 (one lab)`);
+  out.push(
+    `  npm run practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,
+    `  cd ../my-${chapter.id} && npm install && npm test`,
+  );
+  return out.join("\n");
+}
