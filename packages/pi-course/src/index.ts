@@ -73,6 +73,15 @@ export type {
 // #region ch07
 
 // Chapter 07: the agent loop
+export {
+  DEFAULT_MAX_TURNS,
+  agentLoop,
+  agentLoopContinue,
+  defaultConvertToLlm,
+  runAgentLoop,
+  runAgentLoopContinue,
+} from "./agent-loop.js";
+export type { AgentEventSink } from "./tool-execution.js";
 export type {
   AfterToolCallContext,
   AfterToolCallResult,

@@ -319,6 +319,9 @@ export type AgentEvent =
 
 /** What `beforeToolCall` sees. */
 export interface BeforeToolCallContext {
+  /** The assistant message that issued the call. */
+  assistantMessage: AssistantMessage;
+  /** The call as the model wrote it (never changed). */
   toolCall: ToolCall;
   /** The validated arguments the tool would receive. */
   args: unknown;

@@ -1,0 +1,297 @@
+/**
+ * One tool batch of the agent loop: every tool call of an assistant message, each answered by
+ * exactly one result, whatever happens.
+ *
+ * Per call: find the tool → `prepareArguments` → validate → `beforeToolCall` → `execute` →
+ * `afterToolCall` → result. Any failure on the way (unknown tool, malformed or invalid
+ * arguments, a block, a throw, an abort) becomes an error result the model can read.
+ *
+ * A batch is parallel unless the config or one of its tools asks for sequential execution.
+ * Parallel: calls are prepared one by one in source order, then run together;
+ * `tool_execution_end` is emitted as each finishes, and the result messages follow in source
+ * order. Sequential: each call is prepared, run and answered before the next one starts.
+ */
+import { prepareToolArguments } from "./tools.js";
+import type {
+  AgentContext,
+  AgentEvent,
+  AgentLoopConfig,
+  AgentTool,
+  AgentToolResult,
+  AssistantMessage,
+  ToolCall,
+  ToolResultMessage,
+} from "./types.js";
+
+/** Receives the loop's events. Contract: may return a promise; the loop waits for it. */
+export type AgentEventSink = (event: AgentEvent) => void | Promise<void>;
+
+/** What a batch needs from its run. */
+export interface ToolBatchRun {
+  readonly config: AgentLoopConfig;
+  /** The run's live context (the transcript so far, the tools); hooks see it. */
+  readonly context: AgentContext;
+  readonly signal: AbortSignal | undefined;
+  readonly emit: AgentEventSink;
+}
+
+/** The results of one batch, in source order, and whether every one of them said `terminate`. */
+export interface ToolBatchOutcome {
+  results: ToolResultMessage[];
+  terminate: boolean;
+}
+
+/** A call answered before execution (`answered`), or ready to run. */
+type PreparedCall =
+  | { kind: "answered"; call: ToolCall; result: AgentToolResult<unknown>; isError: boolean }
+  | { kind: "ready"; call: ToolCall; tool: AgentTool<any, any>; args: unknown };
+
+/** A call with its final result. */
+interface FinishedCall {
+  call: ToolCall;
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/** Runs every call of `message` and answers each with one result message. Never rejects for a tool's sake. */
+export async function executeToolBatch(
+  run: ToolBatchRun,
+  message: AssistantMessage,
+  calls: readonly ToolCall[],
+): Promise<ToolBatchOutcome> {
+  // #region lab 7.4 executeToolBatch
+  const sequential =
+    run.config.toolExecution === "sequential" ||
+    calls.some((call) => findTool(run.context, call.name)?.executionMode === "sequential");
+  const finished: FinishedCall[] = [];
+  const results: ToolResultMessage[] = [];
+  if (sequential) {
+    for (const call of calls) {
+      await emitStart(run, call);
+      const prepared = await prepareCall(run, message, call);
+      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, message, prepared);
+      await emitEnd(run, done);
+      finished.push(done);
+      results.push(await emitResult(run, done));
+    }
+  } else {
+    const prepared: PreparedCall[] = [];
+    for (const call of calls) {
+      await emitStart(run, call);
+      const one = await prepareCall(run, message, call);
+      if (one.kind === "answered") await emitEnd(run, one);
+      prepared.push(one);
+    }
+    const settled = await Promise.all(
+      prepared.map(async (one) => {
+        if (one.kind === "answered") return one;
+        const done = await runPreparedCall(run, message, one);
+        await emitEnd(run, done);
+        return done;
+      }),
+    );
+    for (const done of settled) {
+      finished.push(done);
+      results.push(await emitResult(run, done));
+    }
+  }
+  const terminate = finished.length > 0 && finished.every((done) => done.result.terminate === true);
+  return { results, terminate };
+  // #endregion
+}
+
+/**
+ * Answers the calls of a `length` turn without running them: their arguments may be cut off.
+ * Each result asks the model to re-issue the call.
+ */
+export async function refuseTruncatedCalls(
+  run: ToolBatchRun,
+  calls: readonly ToolCall[],
+): Promise<ToolResultMessage[]> {
+  const results: ToolResultMessage[] = [];
+  for (const call of calls) {
+    await emitStart(run, call);
+    const done = answered(
+      call,
+      `Tool call "${call.name}" was not executed: the response was cut off at the output token ` +
+        `limit, so its arguments may be incomplete. Re-issue the call with complete arguments.`,
+    );
+    await emitEnd(run, done);
+    results.push(await emitResult(run, done));
+  }
+  return results;
+}
+
+/** find → prepareArguments → validate → beforeToolCall. Never throws. */
+async function prepareCall(
+  run: ToolBatchRun,
+  message: AssistantMessage,
+  call: ToolCall,
+): Promise<PreparedCall> {
+  // #region lab 7.3 prepareCall
+  if (run.signal?.aborted) return abortedCall(call);
+  const tool = findTool(run.context, call.name);
+  if (tool === undefined) {
+    const names = (run.context.tools ?? []).map((t) => t.name).join(", ") || "(none)";
+    return answered(call, `Tool "${call.name}" not found. Available tools: ${names}.`);
+  }
+  let args: unknown;
+  try {
+    args = prepareToolArguments(tool, call);
+  } catch (error) {
+    return answered(call, messageOf(error));
+  }
+  const before = run.config.beforeToolCall;
+  if (before !== undefined) {
+    const outcome = await settle(
+      () => before({ assistantMessage: message, toolCall: call, args, tool, context: run.context }, run.signal),
+      run.signal,
+    );
+    if (outcome.kind === "aborted") return abortedCall(call);
+    if (outcome.kind === "threw") {
+      return answered(call, `beforeToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+    }
+    if (outcome.value?.block === true) {
+      return answered(call, outcome.value.reason ?? `Tool call "${call.name}" was blocked.`);
+    }
+  }
+  return { kind: "ready", call, tool, args };
+  // #endregion
+}
+
+/** execute → afterToolCall. Never throws; after an abort it answers at once (late results are dropped). */
+async function runPreparedCall(
+  run: ToolBatchRun,
+  message: AssistantMessage,
+  ready: Extract<PreparedCall, { kind: "ready" }>,
+): Promise<FinishedCall> {
+  // #region lab 7.3 runPreparedCall
+  const { call, tool, args } = ready;
+  if (run.signal?.aborted) return abortedCall(call);
+  let open = true; // no tool_execution_update after this call's tool_execution_end
+  const updates: Promise<void>[] = [];
+  const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
+    if (!open) return;
+    const emitted = run.emit({
+      type: "tool_execution_update",
+      toolCallId: call.id,
+      toolName: call.name,
+      args: call.arguments,
+      partialResult,
+    });
+    if (emitted !== undefined) updates.push(emitted);
+  };
+  const executed = await settle(() => tool.execute(call.id, args, run.signal, onUpdate), run.signal);
+  open = false;
+  await Promise.all(updates);
+  if (executed.kind === "aborted") return abortedCall(call);
+  if (executed.kind === "threw") return answered(call, messageOf(executed.error));
+  let result = executed.value;
+  if (typeof result !== "object" || result === null || !Array.isArray(result.content)) {
+    return answered(call, `Tool "${call.name}" returned no valid result: execute must resolve to {content, details}.`);
+  }
+  let isError = result.isError === true;
+  const after = run.config.afterToolCall;
+  if (after !== undefined) {
+    const context = { assistantMessage: message, toolCall: call, args, tool, context: run.context };
+    const outcome = await settle(() => after({ ...context, result, isError }, run.signal), run.signal);
+    if (outcome.kind === "aborted") return abortedCall(call);
+    if (outcome.kind === "threw") {
+      return answered(call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+    }
+    const override = outcome.value;
+    if (override) {
+      result = {
+        ...result,
+        content: override.content ?? result.content,
+        details: override.details !== undefined ? override.details : result.details,
+        terminate: override.terminate ?? result.terminate,
+      };
+      isError = override.isError ?? isError;
+    }
+  }
+  return { call, result, isError };
+  // #endregion
+}
+
+type Settled<T> =
+  | { kind: "value"; value: T }
+  | { kind: "threw"; error: unknown }
+  | { kind: "aborted" };
+
+/**
+ * Runs `work` (sync or async, throwing or not) and settles with its outcome, or with `aborted` as
+ * soon as the signal fires, whichever comes first. A late rejection is handled, never unhandled.
+ */
+function settle<T>(work: () => T | Promise<T>, signal: AbortSignal | undefined): Promise<Settled<Awaited<T>>> {
+  let promise: Promise<Awaited<T>>;
+  try {
+    promise = Promise.resolve(work());
+  } catch (error) {
+    return Promise.resolve({ kind: "threw", error });
+  }
+  const outcome = promise.then(
+    (value): Settled<Awaited<T>> => ({ kind: "value", value }),
+    (error: unknown): Settled<Awaited<T>> => ({ kind: "threw", error }),
+  );
+  if (signal === undefined) return outcome;
+  if (signal.aborted) return Promise.resolve({ kind: "aborted" });
+  return new Promise((resolve) => {
+    const onAbort = (): void => resolve({ kind: "aborted" });
+    signal.addEventListener("abort", onAbort, { once: true });
+    void outcome.then((settled) => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(settled);
+    });
+  });
+}
+
+function findTool(context: AgentContext, name: string): AgentTool<any, any> | undefined {
+  const tools = context.tools;
+  if (tools === undefined) return undefined;
+  for (const tool of tools) if (tool.name === name) return tool;
+  return undefined;
+}
+
+function answered(call: ToolCall, text: string): Extract<PreparedCall, { kind: "answered" }> {
+  return { kind: "answered", call, result: { content: [{ type: "text", text }], details: undefined }, isError: true };
+}
+
+function abortedCall(call: ToolCall): Extract<PreparedCall, { kind: "answered" }> {
+  return answered(call, `Tool call "${call.name}" was aborted: the run was stopped before it finished.`);
+}
+
+async function emitStart(run: ToolBatchRun, call: ToolCall): Promise<void> {
+  await run.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+}
+
+async function emitEnd(run: ToolBatchRun, done: FinishedCall): Promise<void> {
+  await run.emit({
+    type: "tool_execution_end",
+    toolCallId: done.call.id,
+    toolName: done.call.name,
+    result: done.result,
+    isError: done.isError,
+  });
+}
+
+/** The result message of one call, emitted as message_start/message_end. */
+async function emitResult(run: ToolBatchRun, done: FinishedCall): Promise<ToolResultMessage> {
+  const message: ToolResultMessage = {
+    role: "toolResult",
+    toolCallId: done.call.id,
+    toolName: done.call.name,
+    content: done.result.content,
+    isError: done.isError,
+    timestamp: Date.now(),
+  };
+  if (done.result.details !== undefined) message.details = done.result.details;
+  await run.emit({ type: "message_start", message });
+  await run.emit({ type: "message_end", message });
+  return message;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  return String(error);
+}

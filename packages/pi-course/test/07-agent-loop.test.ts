@@ -1,0 +1,965 @@
+import { Type } from "typebox";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  AssistantMessageEventStream,
+  ScriptedModel,
+  agentLoop,
+  agentLoopContinue,
+  assistantMessage,
+  defineTool,
+  textOf,
+  toToolDefinition,
+  toolResultMessage,
+  userMessage,
+} from "../src/index.js";
+import type {
+  AgentContext,
+  AgentEvent,
+  AgentLoopConfig,
+  AgentMessage,
+  AssistantContent,
+  AssistantMessage,
+  Message,
+  Model,
+  StopReason,
+  ToolCall,
+  ToolResultMessage,
+} from "../src/index.js";
+import { finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
+import type { AnyTool, FinishedRun } from "./support/agent-run.js";
+import { ReplayModel } from "./support/replay-model.js";
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------------------------
+
+const call = (id: string, name: string, args: unknown = {}): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
+const text = (t: string): AssistantContent => ({ type: "text", text: t });
+const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse"): AssistantMessage =>
+  assistantMessage(content, stopReason);
+const says = (t: string): AssistantMessage => turn([text(t)], "stop");
+
+/** One delta per block: the event sequences stay short and exact. */
+const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
+  new ScriptedModel(turns, { chunkSize: 10_000 });
+
+function readTool(log: string[] = []): AnyTool {
+  return defineTool({
+    name: "read",
+    label: "Read",
+    description: "Reads a file.",
+    parameters: Type.Object({ path: Type.String() }),
+    async execute(id, { path }) {
+      log.push(`read ${id} ${path}`);
+      return { content: [{ type: "text", text: `contents of ${path}` }], details: { path } };
+    },
+  });
+}
+
+const addTool: AnyTool = defineTool({
+  name: "add",
+  label: "Add",
+  description: "Adds two numbers.",
+  parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
+  async execute(_id, { a, b }) {
+    return textResult(String(a + b));
+  },
+});
+
+/** A tool whose behaviour each test scripts. */
+function probe(
+  name: string,
+  execute: AnyTool["execute"],
+  extra: Partial<AnyTool> = {},
+): AnyTool {
+  return { name, label: name, description: `the ${name} tool`, parameters: Type.Object({}), execute, ...extra };
+}
+
+const ctx = (tools: AnyTool[] = [], messages: AgentMessage[] = []): AgentContext => ({
+  systemPrompt: "You are terse.",
+  messages,
+  tools,
+});
+
+/** Runs a loop to the end and asserts the lifecycle grammar and the pairing invariant. */
+async function run(
+  prompt: string | AgentMessage[],
+  context: AgentContext,
+  config: AgentLoopConfig,
+  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void | Promise<void> } = {},
+): Promise<FinishedRun> {
+  const prompts = typeof prompt === "string" ? [userMessage(prompt)] : prompt;
+  const finished = await finish(agentLoop(prompts, context, config, options.signal), options.onEvent);
+  expect(grammarViolations(finished.events, finished.result)).toEqual([]);
+  return finished;
+}
+
+const resultsOf = (events: AgentEvent[]): ToolResultMessage[] =>
+  events.flatMap((e) => (e.type === "message_end" && e.message.role === "toolResult" ? [e.message] : []));
+/** The shape from the first tool_execution_start on. */
+const fromBatch = (events: AgentEvent[]): string[] => {
+  const all = shape(events);
+  return all.slice(all.findIndex((type) => type.startsWith("tool_execution_start")));
+};
+const lastAssistant = (result: AgentMessage[]): AssistantMessage =>
+  result.filter((m): m is AssistantMessage => m.role === "assistant").at(-1)!;
+
+// Any unhandled rejection during a test is a failure of that test (vitest would also fail the run).
+let unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown): void => {
+  unhandled.push(reason);
+};
+beforeEach(() => {
+  unhandled = [];
+  process.on("unhandledRejection", onUnhandled);
+});
+afterEach(async () => {
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off("unhandledRejection", onUnhandled);
+  expect(unhandled).toEqual([]);
+});
+
+const TURN_ONE_TOOL = [
+  "agent_start",
+  "turn_start",
+  "message_start:user",
+  "message_end:user",
+  "message_start:assistant",
+  "message_update:toolcall_delta",
+  "message_update:toolcall_end",
+  "message_end:assistant",
+];
+
+// ---------------------------------------------------------------------------------------------
+
+describe("chapter 07 · the agent loop", () => {
+  // -------------------------------------------------------------------------------------------
+  // Lab 7.1: one turn, streamed as message events; failures as error messages
+  // -------------------------------------------------------------------------------------------
+
+  it("Lab 7.1 · a text turn: message_start, one update per model event, message_end; result = new messages", async () => {
+    const model = new ScriptedModel([says("Hello there")], { chunkSize: 5 });
+    const prompt = userMessage("hi");
+    const { events, result } = await run([prompt], ctx(), { model });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_update:text_delta",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    const updates = events.filter((e) => e.type === "message_update");
+    expect(updates.map((e) => (e.event.type === "text_delta" ? e.event.delta : ""))).toEqual(["Hello", " ther", "e"]);
+    expect(result).toHaveLength(2);
+    expect(result[0]).toBe(prompt);
+    expect(textOf(result[1] as Message)).toBe("Hello there");
+    expect(model.requests[0]).toEqual({ systemPrompt: "You are terse.", messages: [prompt] });
+  });
+
+  it("Lab 7.1 · the model sees the system prompt, the tools' definitions and only canonical messages", async () => {
+    const read = readTool();
+    const model = scripted([says("ok")]);
+    const note = { role: "note", text: "internal", timestamp: 1 } as unknown as AgentMessage;
+    await run("go", ctx([read], [note]), { model });
+    expect(model.requests[0]!.tools).toEqual([toToolDefinition(read)]);
+    expect(model.requests[0]!.messages.map((m) => m.role)).toEqual(["user"]);
+  });
+
+  it("Lab 7.1 · a custom message type is converted by convertToLlm, or dropped by the default", async () => {
+    const note = { role: "note", text: "the user prefers tabs", timestamp: 1 } as unknown as AgentMessage;
+    const convertToLlm = (messages: AgentMessage[]): Message[] =>
+      messages.map((m) =>
+        (m as { role: string }).role === "note"
+          ? userMessage(`Note: ${(m as unknown as { text: string }).text}`, { timestamp: 1 })
+          : (m as Message),
+      );
+    const converted = scripted([says("ok")]);
+    const { events } = await run([note, userMessage("go")], ctx(), { model: converted, convertToLlm });
+    // custom messages are still reported and kept in the transcript
+    expect(shape(events).slice(0, 6)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:note",
+      "message_end:note",
+      "message_start:user",
+      "message_end:user",
+    ]);
+    expect(converted.requests[0]!.messages.map((m) => textOf(m))).toEqual(["Note: the user prefers tabs", "go"]);
+    const dropped = scripted([says("ok")]);
+    await run([note, userMessage("go")], ctx(), { model: dropped });
+    expect(dropped.requests[0]!.messages.map((m) => textOf(m))).toEqual(["go"]);
+  });
+
+  it("Lab 7.1 · transformContext prunes what the model sees, never the transcript", async () => {
+    const model = scripted([says("ok")]);
+    const old = [userMessage("old 1"), says("old answer"), userMessage("old 2")];
+    const context = ctx([], old);
+    const { result } = await run("new", context, {
+      model,
+      transformContext: (messages) => messages.slice(-1),
+    });
+    expect(model.requests[0]!.messages.map((m) => textOf(m))).toEqual(["new"]);
+    expect(result.map((m) => textOf(m as Message))).toEqual(["new", "ok"]);
+    expect(context.messages).toHaveLength(3); // the caller's context is not changed
+  });
+
+  it("Lab 7.1 · invariant: an error turn keeps its partial text, runs no tools and ends the run", async () => {
+    let executed = 0;
+    const tool = probe("t", async () => {
+      executed++;
+      return textResult("ran");
+    });
+    const model = scripted([
+      assistantMessage([text("Let me"), call("c1", "t")], "error", { errorMessage: "connection reset" }),
+    ]);
+    const { events, result } = await run("go", ctx([tool]), { model });
+    expect(shape(events)).toEqual([...TURN_ONE_TOOL.slice(0, 5), "message_update:text_delta", "message_update:toolcall_delta", "message_update:toolcall_end", "message_end:assistant", "turn_end", "agent_end"]);
+    expect(executed).toBe(0);
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: "connection reset" });
+  });
+
+  it("Lab 7.1 · invariant: a throw from the model's stream() ends the run well formed, no unhandled rejection, no hang", async () => {
+    const model: Model = {
+      provider: "broken",
+      id: "broken-1",
+      stream() {
+        throw new Error("socket gone");
+      },
+    };
+    const { events, result } = await run("go", ctx(), { model });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    const error = lastAssistant(result);
+    expect(error).toMatchObject({ stopReason: "error", provider: "broken", model: "broken-1", content: [] });
+    expect(error.errorMessage).toContain("socket gone");
+  });
+
+  it("Lab 7.1 · invariant: a stream that ends without a final message becomes an error message keeping its partial", async () => {
+    const model: Model = {
+      provider: "p",
+      id: "m",
+      stream() {
+        const stream = new AssistantMessageEventStream();
+        const partial = assistantMessage([text("half")], "stop");
+        queueMicrotask(() => {
+          stream.push({ type: "start", partial });
+          stream.push({ type: "text_delta", contentIndex: 0, delta: "half", partial });
+          stream.end();
+        });
+        return stream;
+      },
+    };
+    const { events, result } = await run("go", ctx(), { model });
+    expect(shape(events).slice(4)).toEqual([
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "error", content: [text("half")] });
+  });
+
+  it("Lab 7.1 · invariant: a throw from convertToLlm or transformContext ends the run well formed, without calling the model", async () => {
+    for (const config of [
+      {
+        convertToLlm: () => {
+          throw new Error("cannot convert");
+        },
+      },
+      { transformContext: async () => Promise.reject(new Error("cannot prune")) },
+    ] satisfies Partial<AgentLoopConfig>[]) {
+      const model = scripted([says("never")]);
+      const { events, result } = await run("go", ctx(), { model, ...config });
+      expect(shape(events)).toEqual([
+        "agent_start",
+        "turn_start",
+        "message_start:user",
+        "message_end:user",
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+      ]);
+      expect(model.requests).toHaveLength(0);
+      expect(lastAssistant(result).errorMessage).toMatch(/^(convertToLlm failed: cannot convert|transformContext failed: cannot prune)$/);
+    }
+  });
+
+  // -------------------------------------------------------------------------------------------
+  // Lab 7.2: the loop — turns, length, terminate, steering, follow-ups, turn limit, abort
+  // -------------------------------------------------------------------------------------------
+
+  it("Lab 7.2 · the seed's \"read main.ts\" run: exactly its 19 steps", async () => {
+    const log: string[] = [];
+    const model = scripted([turn([call("call_1", "read", { path: "main.ts" })]), says("main.ts prints hello")]);
+    const prompt = userMessage("Read main.ts");
+    const { events, result } = await run([prompt], ctx([readTool(log)]), { model });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_end",
+      "message_end:assistant",
+      "tool_execution_start:call_1",
+      "tool_execution_end:call_1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(events).toHaveLength(19);
+    expect(log).toEqual(["read call_1 main.ts"]);
+    expect(events[8]).toEqual({ type: "tool_execution_start", toolCallId: "call_1", toolName: "read", args: { path: "main.ts" } });
+    expect(events[9]).toEqual({
+      type: "tool_execution_end",
+      toolCallId: "call_1",
+      toolName: "read",
+      result: { content: [{ type: "text", text: "contents of main.ts" }], details: { path: "main.ts" } },
+      isError: false,
+    });
+    const [toolResult] = resultsOf(events);
+    expect(toolResult).toMatchObject({ role: "toolResult", toolCallId: "call_1", toolName: "read", isError: false, details: { path: "main.ts" } });
+    expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+  });
+
+  it("Lab 7.2 · invariant: a length turn executes nothing and asks the model to re-issue each call", async () => {
+    const log: string[] = [];
+    const model = scripted([
+      turn([call("c1", "read", { path: "a.ts" }), call("c2", "read", { path: "b.ts" })], "length"),
+      turn([call("c3", "read", { path: "a.ts" })]),
+      says("done"),
+    ]);
+    const { events } = await run("go", ctx([readTool(log)]), { model });
+    expect(shape(events).slice(0, 18)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_delta",
+      "message_end:assistant",
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+    ]);
+    const [r1, r2] = resultsOf(events);
+    for (const r of [r1!, r2!]) {
+      expect(r.isError).toBe(true);
+      expect(textOf(r)).toContain("Re-issue the call with complete arguments");
+    }
+    expect(log).toEqual(["read c3 a.ts"]);
+    expect(model.requests).toHaveLength(3);
+  });
+
+  it("Lab 7.2 · terminate, unanimous: the batch ends the run, no further model call", async () => {
+    const finalTool = probe("final", async () => ({ ...textResult("bye"), terminate: true }));
+    const model = scripted([turn([call("c1", "final"), call("c2", "final")]), says("never")]);
+    const { events } = await run("go", ctx([finalTool]), { model });
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c1",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("Lab 7.2 · terminate, mixed: one result without terminate keeps the run going", async () => {
+    const finalTool = probe("final", async () => ({ ...textResult("bye"), terminate: true }));
+    const model = scripted([turn([call("c1", "final"), call("c2", "read", { path: "x" })]), says("done")]);
+    const { events } = await run("go", ctx([finalTool, readTool()]), { model });
+    expect(shape(events).slice(-7)).toEqual([
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it("Lab 7.2 · steering queued during a batch is injected after the whole batch, before the next model call", async () => {
+    const queue: AgentMessage[] = [];
+    const steer = userMessage("actually, stop after this");
+    const slow = probe("slow", async () => {
+      queue.push(steer); // the user types while tools run
+      await new Promise((resolve) => setImmediate(resolve));
+      return textResult("slow done");
+    });
+    const model = scripted([turn([call("c1", "slow"), call("c2", "read", { path: "x" })]), says("stopping")]);
+    let polls = 0;
+    const { events } = await run("go", ctx([slow, readTool()]), {
+      model,
+      getSteeringMessages: () => {
+        polls++;
+        return queue.splice(0);
+      },
+    });
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "user"]);
+    expect(model.requests[1]!.messages.at(-1)).toEqual(steer);
+    expect(polls).toBe(2);
+  });
+
+  it("Lab 7.2 · a follow-up after a natural stop starts another turn; none ends the run", async () => {
+    const followUps = [[userMessage("and the tests?")], []];
+    let steeringPolls = 0;
+    const model = scripted([says("main.ts prints hello"), says("they pass")]);
+    const { events, result } = await run("what does main.ts do?", ctx(), {
+      model,
+      getSteeringMessages: () => {
+        steeringPolls++;
+        return [];
+      },
+      getFollowUpMessages: () => followUps.shift() ?? [],
+    });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(result.map((m) => textOf(m as Message))).toEqual(["what does main.ts do?", "main.ts prints hello", "and the tests?", "they pass"]);
+    expect(steeringPolls).toBe(2);
+    expect(followUps).toEqual([]);
+  });
+
+  it("Lab 7.2 · invariant: a throw from a queue getter ends the run well formed", async () => {
+    for (const config of [
+      { getSteeringMessages: () => Promise.reject(new Error("queue broke")) },
+      {
+        getFollowUpMessages: () => {
+          throw new Error("queue broke");
+        },
+      },
+    ] satisfies Partial<AgentLoopConfig>[]) {
+      const model = scripted([says("hello"), says("never")]);
+      const { events, result } = await run("go", ctx(), { model, ...config });
+      expect(shape(events).slice(-6)).toEqual([
+        "turn_end",
+        "turn_start",
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+      ]);
+      expect(lastAssistant(result).errorMessage).toMatch(/^get(Steering|FollowUp)Messages failed: queue broke$/);
+      expect(model.requests).toHaveLength(1);
+    }
+  });
+
+  it("Lab 7.2 · the turn limit ends the run with an error message instead of another model call", async () => {
+    const model = scripted([turn([call("c1", "read", { path: "a" })]), turn([call("c2", "read", { path: "b" })]), says("never")]);
+    const { events, result } = await run("go", ctx([readTool()]), { model, maxTurns: 2 });
+    expect(shape(events).slice(-6)).toEqual([
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(model.requests).toHaveLength(2);
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "error" });
+    expect(lastAssistant(result).errorMessage).toContain("maxTurns = 2");
+    expect(() => agentLoop([], ctx(), { model, maxTurns: 0 })).toThrow(/maxTurns/);
+  });
+
+  it("Lab 7.2 · invariant: abort while streaming ends the turn as aborted; no model call after", async () => {
+    const controller = new AbortController();
+    const model = new ScriptedModel([says("a long answer that will be cut"), says("never")], { chunkSize: 2 });
+    const { events, result } = await run("go", ctx(), { model, getFollowUpMessages: () => [userMessage("more")] }, {
+      signal: controller.signal,
+      onEvent: (event) => {
+        if (event.type === "message_update") controller.abort();
+      },
+    });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "aborted", content: [text("a ")] });
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("Lab 7.2 · invariant: abort during preparation answers every call as aborted; no model call after", async () => {
+    const controller = new AbortController();
+    let executed = 0;
+    const tool = probe("t", async () => {
+      executed++;
+      return textResult("ran");
+    });
+    const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
+    const { events } = await run("go", ctx([tool]), {
+      model,
+      beforeToolCall: async () => {
+        controller.abort();
+        return undefined;
+      },
+    }, { signal: controller.signal });
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(executed).toBe(0);
+    expect(resultsOf(events).map((r) => [r.isError, textOf(r)])).toEqual([
+      [true, 'Tool call "t" was aborted: the run was stopped before it finished.'],
+      [true, 'Tool call "t" was aborted: the run was stopped before it finished.'],
+    ]);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("Lab 7.2 · invariant: abort during execution pairs every call at once, even with a tool that ignores the signal", async () => {
+    const controller = new AbortController();
+    const honest = probe("honest", (_id, _args, signal) =>
+      new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("stopped")))),
+    );
+    const deaf = probe("deaf", () => new Promise(() => {})); // never settles
+    const model = scripted([turn([call("c1", "honest"), call("c2", "deaf")]), says("never")]);
+    const { events } = await run("go", ctx([honest, deaf]), { model }, {
+      signal: controller.signal,
+      onEvent: (event) => {
+        if (event.type === "tool_execution_start" && event.toolCallId === "c2") setImmediate(() => controller.abort());
+      },
+    });
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c1",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(resultsOf(events).every((r) => r.isError && textOf(r).includes("aborted"))).toBe(true);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("Lab 7.2 · an already-aborted signal: no model call at all", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const model = scripted([says("never")]);
+    const { events, result } = await run("go", ctx(), { model }, { signal: controller.signal });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(lastAssistant(result).stopReason).toBe("aborted");
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it("Lab 7.2 · agentLoopContinue answers from the transcript as it stands; refuses nothing-to-answer", async () => {
+    const transcript: AgentMessage[] = [
+      userMessage("read a"),
+      turn([call("c1", "read", { path: "a" })]),
+      toolResultMessage({ toolCallId: "c1", toolName: "read", content: "A" }),
+    ];
+    const model = scripted([says("a says A")]);
+    const { events, result } = await finish(agentLoopContinue(ctx([readTool()], transcript), { model }));
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(result).toHaveLength(1);
+    expect(model.requests[0]!.messages).toHaveLength(3);
+    expect(() => agentLoopContinue(ctx([], []), { model })).toThrow(/empty/);
+    expect(() => agentLoopContinue(ctx([], [says("hi")]), { model })).toThrow(/ends with an assistant message/);
+  });
+
+  // -------------------------------------------------------------------------------------------
+  // Lab 7.3: one call — find, prepare, validate, hooks, execute; every failure an error result
+  // -------------------------------------------------------------------------------------------
+
+  it("Lab 7.3 · an unknown, an invalid and a coercible call in one batch", async () => {
+    const model = scripted([
+      turn([call("c1", "nope", {}), call("c2", "add", { a: "x" }), call("c3", "add", { a: "2", b: 3 })]),
+      says("ok"),
+    ]);
+    const { events } = await run("go", ctx([addTool]), { model });
+    expect(fromBatch(events).slice(0, 12)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "tool_execution_start:c3",
+      "tool_execution_end:c3",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+    ]);
+    const [unknown, invalid, coerced] = resultsOf(events);
+    expect([unknown!.isError, textOf(unknown!)]).toEqual([true, 'Tool "nope" not found. Available tools: add.']);
+    expect(invalid!.isError).toBe(true);
+    expect(textOf(invalid!)).toContain('Invalid arguments for tool "add"');
+    expect(textOf(invalid!)).toContain("/a: must be number");
+    expect(textOf(invalid!)).toContain("/b: is required");
+    expect(textOf(invalid!)).toContain('Received arguments: {"a":"x"}');
+    expect([coerced!.isError, textOf(coerced!)]).toEqual([false, "5"]);
+    // the transcript keeps the calls exactly as the model wrote them
+    const sent = model.requests[1]!.messages[1] as AssistantMessage;
+    expect(sent.content[2]).toEqual(call("c3", "add", { a: "2", b: 3 }));
+  });
+
+  it("Lab 7.3 · a call with malformed JSON (argumentsError) is not executed; its error result carries the message", async () => {
+    let executed = 0;
+    const tool = probe("t", async () => {
+      executed++;
+      return textResult("ran");
+    });
+    const bad: ToolCall = { ...call("c1", "t", {}), rawArguments: '{"path": "a', argumentsError: "Unterminated string in JSON at position 11" };
+    const model = new ReplayModel([turn([bad]), says("sorry")]);
+    const { events } = await run("go", ctx([tool]), { model });
+    const [result] = resultsOf(events);
+    expect(executed).toBe(0);
+    expect(result!.isError).toBe(true);
+    expect(textOf(result!)).toContain("Unterminated string in JSON at position 11");
+    expect(textOf(result!)).toContain('{"path": "a');
+  });
+
+  it("Lab 7.3 · a throwing tool (sync or async) becomes an error result the model can read", async () => {
+    const asyncThrow = probe("a", async () => {
+      throw new Error("disk full");
+    });
+    const syncThrow = probe("s", () => {
+      throw new TypeError("bad state");
+    });
+    const model = scripted([turn([call("c1", "a"), call("c2", "s")]), says("noted")]);
+    const { events } = await run("go", ctx([asyncThrow, syncThrow]), { model });
+    // the synchronous throw settles first: ends come in completion order
+    expect(fromBatch(events).slice(0, 4)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "tool_execution_end:c1",
+    ]);
+    expect(resultsOf(events).map((r) => [r.isError, textOf(r)])).toEqual([
+      [true, "disk full"],
+      [true, "bad state"],
+    ]);
+    expect(model.requests[1]!.messages.at(-1)).toMatchObject({ role: "toolResult", isError: true });
+  });
+
+  it("Lab 7.3 · beforeToolCall sees the validated arguments and may block with a reason", async () => {
+    const log: string[] = [];
+    const seen: unknown[] = [];
+    const model = scripted([turn([call("c1", "read", { path: "secret.env" }), call("c2", "add", { a: "1", b: "2" })]), says("ok")]);
+    const { events } = await run("go", ctx([readTool(log), addTool]), {
+      model,
+      beforeToolCall: ({ toolCall, args, tool, assistantMessage: issuer }) => {
+        seen.push([toolCall.id, args, tool.name, issuer.stopReason]);
+        return toolCall.name === "read" ? { block: true, reason: "secret files are off limits" } : undefined;
+      },
+    });
+    expect(seen).toEqual([
+      ["c1", { path: "secret.env" }, "read", "toolUse"],
+      ["c2", { a: 1, b: 2 }, "add", "toolUse"],
+    ]);
+    expect(log).toEqual([]);
+    expect(resultsOf(events).map((r) => [r.isError, textOf(r)])).toEqual([
+      [true, "secret files are off limits"],
+      [false, "3"],
+    ]);
+  });
+
+  it("Lab 7.3 · afterToolCall overrides field by field; a field left out keeps the tool's value", async () => {
+    const tool = probe("t", async () => ({ content: [{ type: "text" as const, text: "raw" }], details: { n: 1 } }));
+    const model = scripted([turn([call("c1", "t"), call("c2", "t"), call("c3", "t")]), says("ok")]);
+    const { events } = await run("go", ctx([tool]), {
+      model,
+      afterToolCall: ({ toolCall, result, isError }) => {
+        expect([result.content, isError]).toEqual([[{ type: "text", text: "raw" }], false]);
+        if (toolCall.id === "c1") return { content: [{ type: "text", text: "redacted" }] };
+        if (toolCall.id === "c2") return { isError: true, details: { n: 2 } };
+        return undefined;
+      },
+    });
+    const ends = events.filter((e) => e.type === "tool_execution_end");
+    expect(ends.map((e) => [e.toolCallId, e.result.content, e.result.details, e.isError])).toEqual([
+      ["c1", [{ type: "text", text: "redacted" }], { n: 1 }, false],
+      ["c2", [{ type: "text", text: "raw" }], { n: 2 }, true],
+      ["c3", [{ type: "text", text: "raw" }], { n: 1 }, false],
+    ]);
+    expect(resultsOf(events).map((r) => [textOf(r), r.details, r.isError])).toEqual([
+      ["redacted", { n: 1 }, false],
+      ["raw", { n: 2 }, true],
+      ["raw", { n: 1 }, false],
+    ]);
+  });
+
+  it("Lab 7.3 · afterToolCall can decide terminate; throwing hooks become error results", async () => {
+    const tool = probe("t", async () => textResult("ran"));
+    const model = scripted([turn([call("c1", "t")]), turn([call("c2", "t"), call("c3", "t")]), says("never")]);
+    let turnNo = 0;
+    const { events } = await run("go", ctx([tool]), {
+      model,
+      beforeToolCall: ({ toolCall }) => {
+        if (toolCall.id === "c2") throw new Error("policy engine down");
+        return undefined;
+      },
+      afterToolCall: ({ toolCall }) => {
+        turnNo++;
+        if (toolCall.id === "c1") throw new Error("audit log down");
+        return { terminate: true };
+      },
+    });
+    expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
+      ["c1", true, 'afterToolCall failed for "t": audit log down'],
+      ["c2", true, 'beforeToolCall failed for "t": policy engine down'],
+      ["c3", false, "ran"],
+    ]);
+    expect(turnNo).toBe(2);
+    // c2's error result carries no terminate, so the batch does not end the run by itself
+    expect(model.requests).toHaveLength(3);
+  });
+
+  it("Lab 7.3 · onUpdate becomes tool_execution_update; never after that call's tool_execution_end", async () => {
+    let late: (() => void) | undefined;
+    const tool = probe("t", async (_id, _args, _signal, onUpdate) => {
+      onUpdate?.({ content: [{ type: "text", text: "10%" }], details: undefined });
+      onUpdate?.({ content: [{ type: "text", text: "90%" }], details: undefined });
+      late = () => onUpdate?.({ content: [{ type: "text", text: "late" }], details: undefined });
+      return textResult("100%");
+    });
+    const model = scripted([turn([call("c1", "t")]), says("ok")]);
+    const { events } = await run("go", ctx([tool]), { model }, {
+      onEvent: (event) => {
+        if (event.type === "tool_execution_end") late?.();
+      },
+    });
+    expect(fromBatch(events).slice(0, 6)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_update:c1",
+      "tool_execution_update:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+    ]);
+    const updates = events.filter((e) => e.type === "tool_execution_update");
+    expect(updates.map((e) => textOf({ ...userMessage(""), content: e.partialResult.content }))).toEqual(["10%", "90%"]);
+    expect(updates[0]).toMatchObject({ toolCallId: "c1", toolName: "t", args: {} });
+  });
+
+  it("Lab 7.3 · prepareArguments repairs a copy: the tool gets the repair, the transcript keeps the original", async () => {
+    const received: unknown[] = [];
+    const tool = defineTool({
+      name: "read",
+      label: "Read",
+      description: "Reads a file.",
+      parameters: Type.Object({ path: Type.String() }),
+      prepareArguments: (args) => {
+        const a = args as { file?: string; path?: string };
+        if (a.file !== undefined) {
+          a.path = a.file;
+          delete a.file;
+        }
+        return a;
+      },
+      async execute(_id, params) {
+        received.push(params);
+        return textResult("ok");
+      },
+    });
+    const model = scripted([turn([call("c1", "read", { file: "a.ts" })]), says("ok")]);
+    const { result } = await run("go", ctx([tool]), { model });
+    expect(received).toEqual([{ path: "a.ts" }]);
+    expect((result[1] as AssistantMessage).content[0]).toEqual(call("c1", "read", { file: "a.ts" }));
+  });
+
+  // -------------------------------------------------------------------------------------------
+  // Lab 7.4: batches — parallel by default, sequential on request
+  // -------------------------------------------------------------------------------------------
+
+  it("Lab 7.4 · two parallel calls, the second finishes first: ends in completion order, results in source order", async () => {
+    const slowDone = gate();
+    const running: string[] = [];
+    const slow = probe("slow", async () => {
+      running.push("slow start");
+      await slowDone.promise;
+      return textResult("slow");
+    });
+    const fast = probe("fast", async () => {
+      running.push("fast start");
+      return textResult("fast");
+    });
+    const model = scripted([turn([call("c1", "slow"), call("c2", "fast")]), says("ok")]);
+    const { events, result } = await run("go", ctx([slow, fast]), { model }, {
+      onEvent: (event) => {
+        if (event.type === "tool_execution_end" && event.toolCallId === "c2") slowDone.open();
+      },
+    });
+    expect(fromBatch(events).slice(0, 9)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+    ]);
+    expect(running).toEqual(["slow start", "fast start"]);
+    expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)])).toEqual([
+      ["c1", "slow"],
+      ["c2", "fast"],
+    ]);
+    const turnEnd = events.find((e) => e.type === "turn_end")!;
+    expect(turnEnd.type === "turn_end" && turnEnd.toolResults.map((r) => r.toolCallId)).toEqual(["c1", "c2"]);
+    expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "assistant"]);
+  });
+
+  it("Lab 7.4 · one sequential tool makes its whole batch sequential", async () => {
+    const log: string[] = [];
+    const step = (name: string, mode?: "sequential"): AnyTool =>
+      probe(
+        name,
+        async () => {
+          log.push(`${name} start`);
+          await new Promise((resolve) => setImmediate(resolve));
+          log.push(`${name} end`);
+          return textResult(name);
+        },
+        mode === undefined ? {} : { executionMode: mode },
+      );
+    const model = scripted([turn([call("c1", "read"), call("c2", "write"), call("c3", "read")]), says("ok")]);
+    const { events } = await run("go", ctx([step("read"), step("write", "sequential")]), { model });
+    expect(fromBatch(events).slice(0, 13)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:c3",
+      "tool_execution_end:c3",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+    ]);
+    expect(log).toEqual(["read start", "read end", "write start", "write end", "read start", "read end"]);
+  });
+
+  it("Lab 7.4 · toolExecution: \"sequential\" in the config makes every batch sequential", async () => {
+    const log: string[] = [];
+    const step = (name: string): AnyTool =>
+      probe(name, async () => {
+        log.push(`${name} start`);
+        await new Promise((resolve) => setImmediate(resolve));
+        log.push(`${name} end`);
+        return textResult(name);
+      });
+    const model = scripted([turn([call("c1", "a"), call("c2", "b")]), says("ok")]);
+    await run("go", ctx([step("a"), step("b")]), { model, toolExecution: "sequential" });
+    expect(log).toEqual(["a start", "a end", "b start", "b end"]);
+  });
+});
