@@ -51,6 +51,33 @@ export type {
 
 // Chapter 05: the OpenAI-compatible provider
 export type { ThinkingContent } from "./types.js";
+export { SseDecoder, readSse } from "./sse.js";
+export type { SseEvent } from "./sse.js";
+export { PartialJsonParser, parseToolArguments } from "./partial-json.js";
+export type { ParsedToolArguments } from "./partial-json.js";
+export {
+  toChatCompletionsRequest,
+  toWireMessages,
+  toWireTools,
+} from "./openai-wire.js";
+export type {
+  ChatCompletionChunk,
+  ChatCompletionsRequest,
+  WireMessage,
+  WireRequestOptions,
+  WireTextPart,
+  WireTool,
+  WireToolCall,
+  WireToolCallDelta,
+  WireUsage,
+} from "./openai-wire.js";
+export {
+  ChatCompletionsTurn,
+  NO_USAGE_DIAGNOSTIC,
+  REFUSAL_DIAGNOSTIC,
+} from "./openai-inbound.js";
+export { createOpenAICompatibleModel } from "./openai-compatible.js";
+export type { OpenAICompatibleOptions } from "./openai-compatible.js";
 // #endregion
 // #region ch06
 

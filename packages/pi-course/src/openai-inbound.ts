@@ -1,0 +1,242 @@
+/**
+ * Inbound translation: Chat Completions chunks → canonical model events for one turn.
+ *
+ * `ChatCompletionsTurn` owns the partial message and pushes events to the turn's stream:
+ * - `content` (and `refusal`) deltas → text blocks and `text_delta`;
+ * - `reasoning_content` or `reasoning` deltas → thinking blocks and `thinking_delta`;
+ * - tool-call fragments, kept apart per wire `index` (indices may interleave and need not start
+ *   at 0), each call placed at the `contentIndex` where its index first appeared. Its text grows
+ *   in `rawArguments`; each `toolcall_delta` carries `partialArguments`, the live best-effort
+ *   value from a `PartialJsonParser` (the block's `arguments` stays `{}` until the end);
+ * - `finish_reason` and `usage` are remembered; the turn ends at `[DONE]` or the end of the body
+ *   (servers send usage, and sometimes errors, after the finish reason).
+ *
+ * Refusals: `delta.refusal` text is surfaced as ordinary text (a refusal is an answer the user
+ * should read, and the run may go on), and a diagnostic on the message says it was a refusal.
+ *
+ * At the end: `tool_calls` → one strict parse per call (`arguments`, or `argumentsError` when
+ * the text is not a JSON object), `toolcall_end` per call in content order, `done(toolUse)`;
+ * `stop` → `done(stop)`; `length` → `done(length)` with `rawArguments` kept and no
+ * `toolcall_end`; anything else, or no finish reason at all, → an `error` event naming it.
+ */
+import type { AssistantMessageEventStream } from "./event-stream.js";
+import type { ChatCompletionChunk, WireToolCallDelta, WireUsage } from "./openai-wire.js";
+import { PartialJsonParser, parseToolArguments } from "./partial-json.js";
+import type { AssistantMessage, TextContent, ThinkingContent, ToolCall } from "./types.js";
+
+/** A streaming tool call: its block, where it sits, and its argument parser. */
+interface OpenCall {
+  block: ToolCall;
+  contentIndex: number;
+  parser: PartialJsonParser;
+}
+
+/** The diagnostic put on a finished message when the server reported no usage. */
+export const NO_USAGE_DIAGNOSTIC =
+  "The server sent no usage; usage is the explicit default (all zero), not an estimate.";
+
+/** The diagnostic put on a message whose text is a refusal. */
+export const REFUSAL_DIAGNOSTIC = "The model refused: its refusal is the text of this message.";
+
+export class ChatCompletionsTurn {
+  /** The message being built; the same object in every event of the turn. */
+  readonly partial: AssistantMessage;
+  private readonly calls = new Map<number, OpenCall>();
+  /** The block that text / thinking deltas currently extend, if it is still the last one. */
+  private openText: TextContent | undefined = undefined;
+  private openThinking: ThinkingContent | undefined = undefined;
+  private finishReason: string | undefined = undefined;
+  private sawUsage = false;
+  private sawRefusal = false;
+  private ended = false;
+
+  constructor(
+    private readonly stream: AssistantMessageEventStream,
+    meta: { provider: string; model: string; timestamp: number },
+  ) {
+    this.partial = {
+      role: "assistant",
+      content: [],
+      provider: meta.provider,
+      model: meta.model,
+      usage: { input: 0, output: 0, totalTokens: 0 },
+      stopReason: "stop",
+      timestamp: meta.timestamp,
+    };
+  }
+
+  /** True once `done` or `error` was pushed. */
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  start(): void {
+    this.stream.push({ type: "start", partial: this.partial });
+  }
+
+  /**
+   * Applies one chunk. Returns the provider's error message when the chunk reports an error
+   * (its usage is applied first); the caller then ends the turn with `fail`.
+   */
+  chunk(chunk: ChatCompletionChunk): string | undefined {
+    // #region lab 5.4 chunk
+    if (chunk === null || typeof chunk !== "object") return "The server sent a chunk that is not a JSON object.";
+    const usage = chunk.usage ?? chunk.x_groq?.usage;
+    if (usage !== null && usage !== undefined && typeof usage === "object") this.applyUsage(usage);
+    if (chunk.error !== null && chunk.error !== undefined) return describeWireError(chunk.error);
+    for (const choice of chunk.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta;
+      if (delta !== null && delta !== undefined) {
+        const reasoning = delta.reasoning_content || delta.reasoning;
+        if (typeof reasoning === "string" && reasoning !== "") this.thinking(reasoning);
+        if (typeof delta.content === "string" && delta.content !== "") this.text(delta.content);
+        if (typeof delta.refusal === "string" && delta.refusal !== "") {
+          if (!this.sawRefusal) this.diagnose(REFUSAL_DIAGNOSTIC);
+          this.sawRefusal = true;
+          this.text(delta.refusal);
+        }
+        const fragments = delta.tool_calls ?? [];
+        for (let k = 0; k < fragments.length; k++) this.toolCall(fragments[k]!, k);
+      }
+      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+        this.finishReason ??= choice.finish_reason;
+      }
+    }
+    return undefined;
+    // #endregion
+  }
+
+  /** The body ended (`[DONE]` or end of stream): pushes the terminal event. */
+  finish(): void {
+    // #region lab 5.4 finish
+    if (this.ended) return;
+    const reason = this.finishReason;
+    if (reason === undefined) {
+      return this.fail("error", "The stream ended before the model finished (no finish_reason was sent).");
+    }
+    if (!this.sawUsage) this.diagnose(NO_USAGE_DIAGNOSTIC);
+    if (reason === "length") return this.done("length");
+    if (reason === "tool_calls" || (reason === "stop" && this.calls.size > 0)) {
+      if (reason === "stop") {
+        this.diagnose('finish_reason was "stop" but the message has tool calls; treated as "tool_calls".');
+      }
+      this.endToolCalls();
+      return this.done("toolUse");
+    }
+    if (reason === "stop") return this.done("stop");
+    this.fail("error", `The provider ended the turn with finish_reason "${reason}".`);
+    // #endregion
+  }
+
+  /** Ends the turn with an `error` event that keeps the partial content. */
+  fail(reason: "error" | "aborted", errorMessage: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.partial.stopReason = reason;
+    this.partial.errorMessage = errorMessage;
+    this.stream.push({ type: "error", reason, error: this.partial });
+  }
+
+  private done(reason: "stop" | "length" | "toolUse"): void {
+    this.ended = true;
+    this.partial.stopReason = reason;
+    this.stream.push({ type: "done", reason, message: this.partial });
+  }
+
+  private text(delta: string): void {
+    let block = this.openText;
+    if (block === undefined || this.partial.content[this.partial.content.length - 1] !== block) {
+      block = { type: "text", text: "" };
+      this.partial.content.push(block);
+      this.openText = block;
+    }
+    block.text += delta;
+    const contentIndex = this.partial.content.length - 1;
+    this.stream.push({ type: "text_delta", contentIndex, delta, partial: this.partial });
+  }
+
+  private thinking(delta: string): void {
+    let block = this.openThinking;
+    if (block === undefined || this.partial.content[this.partial.content.length - 1] !== block) {
+      block = { type: "thinking", thinking: "" };
+      this.partial.content.push(block);
+      this.openThinking = block;
+    }
+    block.thinking += delta;
+    const contentIndex = this.partial.content.length - 1;
+    this.stream.push({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
+  }
+
+  private toolCall(fragment: WireToolCallDelta, position: number): void {
+    const index = typeof fragment.index === "number" ? fragment.index : position;
+    let call = this.calls.get(index);
+    if (call === undefined) {
+      const block: ToolCall = { type: "toolCall", id: "", name: "", arguments: {}, rawArguments: "" };
+      call = { block, contentIndex: this.partial.content.length, parser: new PartialJsonParser() };
+      this.partial.content.push(block);
+      this.calls.set(index, call);
+    }
+    const { block } = call;
+    // A real id or name is set once; later `""` (or repeats) never overwrite it.
+    if (block.id === "" && typeof fragment.id === "string") block.id = fragment.id;
+    const name = fragment.function?.name;
+    if (block.name === "" && typeof name === "string") block.name = name;
+    const delta = fragment.function?.arguments;
+    if (typeof delta !== "string" || delta === "") return;
+    block.rawArguments += delta;
+    call.parser.push(delta);
+    this.stream.push({
+      type: "toolcall_delta",
+      contentIndex: call.contentIndex,
+      delta,
+      partial: this.partial,
+      partialArguments: call.parser.value,
+    });
+  }
+
+  /** One strict parse per call, then `toolcall_end` per call in content order. */
+  private endToolCalls(): void {
+    const calls = [...this.calls.values()].sort((a, b) => a.contentIndex - b.contentIndex);
+    for (const { block, contentIndex } of calls) {
+      if (block.id === "") {
+        block.id = `call_${contentIndex}`;
+        this.diagnose(`The server sent no id for the tool call at content ${contentIndex}; using "${block.id}".`);
+      }
+      const parsed = parseToolArguments(block.rawArguments ?? "");
+      block.arguments = parsed.arguments;
+      if (parsed.error !== undefined) block.argumentsError = parsed.error;
+      else delete block.rawArguments;
+      this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
+    }
+  }
+
+  private applyUsage(usage: WireUsage): void {
+    const input = finite(usage.prompt_tokens);
+    const output = finite(usage.completion_tokens);
+    if (input === undefined && output === undefined) return;
+    this.sawUsage = true;
+    const total = finite(usage.total_tokens) ?? (input ?? 0) + (output ?? 0);
+    this.partial.usage = { input: input ?? 0, output: output ?? 0, totalTokens: total };
+  }
+
+  private diagnose(note: string): void {
+    (this.partial.diagnostics ??= []).push(note);
+  }
+}
+
+function finite(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+/** A readable message from an error object a server sent (in a body, chunk or error frame). */
+export function describeWireError(error: unknown): string {
+  if (typeof error === "string") return error;
+  if (error !== null && typeof error === "object") {
+    const record = error as { message?: unknown; code?: unknown };
+    const message = typeof record.message === "string" ? record.message : JSON.stringify(error);
+    const code = record.code;
+    return code === undefined || code === null || String(code) === "" ? message : `${message} (code ${String(code)})`;
+  }
+  return String(error);
+}

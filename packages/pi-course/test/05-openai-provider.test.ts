@@ -1,0 +1,982 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  NO_USAGE_DIAGNOSTIC,
+  PartialJsonParser,
+  REFUSAL_DIAGNOSTIC,
+  SseDecoder,
+  createOpenAICompatibleModel,
+  parseToolArguments,
+  readSse,
+  toChatCompletionsRequest,
+  toWireMessages,
+} from "../src/index.js";
+import type {
+  AssistantContent,
+  AssistantMessage,
+  Context,
+  Model,
+  ModelEvent,
+  SseEvent,
+  ToolCall,
+} from "../src/index.js";
+import {
+  SseServer,
+  fixtureChunks,
+  fixtureSse,
+  seededRandom,
+  randomPieces,
+  sseOf,
+  sseReply,
+  stallReply,
+  startSse,
+  statusReply,
+  writePieces,
+} from "./support/sse-server.js";
+
+const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";
+const NOW = 1_700_000_000_000;
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------------
+
+function bytesStream(pieces: readonly Uint8Array[]): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (i < pieces.length) controller.enqueue(pieces[i++]!);
+      else controller.close();
+    },
+  });
+}
+
+async function framesOf(pieces: readonly Uint8Array[]): Promise<SseEvent[]> {
+  const out: SseEvent[] = [];
+  for await (const frame of readSse(bytesStream(pieces))) out.push(frame);
+  return out;
+}
+
+function decodeAll(pieces: readonly string[]): SseEvent[] {
+  const decoder = new SseDecoder();
+  const out: SseEvent[] = [];
+  for (const piece of pieces) out.push(...decoder.push(piece));
+  out.push(...decoder.end());
+  return out;
+}
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+
+/** Pushes `text` into a fresh parser in pieces of `size`; returns the parser. */
+function parse(text: string, size = text.length || 1): PartialJsonParser {
+  const parser = new PartialJsonParser();
+  for (let i = 0; i < text.length; i += size) parser.push(text.slice(i, i + size));
+  return parser;
+}
+
+/** What a test sees of one turn: the events, a compact signature, partial arguments as they were. */
+interface Turn {
+  events: ModelEvent[];
+  signature: string[];
+  partials: unknown[];
+  message: AssistantMessage;
+}
+
+/** Reads one turn to its end; checks it ends with one terminal event and leaks no API key. */
+async function runTurn(model: Model, context: Context = { messages: [] }, signal?: AbortSignal): Promise<Turn> {
+  const events: ModelEvent[] = [];
+  const partials: unknown[] = [];
+  const stream = model.stream(context, signal === undefined ? {} : { signal });
+  for await (const event of stream) {
+    events.push(event);
+    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
+  }
+  const message = await stream.result();
+  const last = events.at(-1)!;
+  expect(last.type === "done" || last.type === "error").toBe(true);
+  expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(message);
+  expect(JSON.stringify(events)).not.toContain(KEY);
+  expect(JSON.stringify(message)).not.toContain(KEY);
+  return { events, signature: signatureOf(events), partials, message };
+}
+
+/** `start`, `text_delta@0×8`, `toolcall_end@1`, `done:toolUse`…: run-length coded. */
+function signatureOf(events: readonly ModelEvent[]): string[] {
+  const names = events.map((event) => {
+    if (event.type === "done" || event.type === "error") return `${event.type}:${event.reason}`;
+    if (event.type === "start") return "start";
+    return `${event.type}@${event.contentIndex}`;
+  });
+  const out: [string, number][] = [];
+  for (const name of names) {
+    const last = out.at(-1);
+    if (last !== undefined && last[0] === name) last[1]++;
+    else out.push([name, 1]);
+  }
+  return out.map(([name, count]) => (count > 1 ? `${name}×${count}` : name));
+}
+
+function modelAt(baseUrl: string, extra: Partial<Parameters<typeof createOpenAICompatibleModel>[0]> = {}): Model {
+  return createOpenAICompatibleModel({
+    baseUrl,
+    model: "test-model",
+    provider: "test-provider",
+    apiKey: KEY,
+    now: () => NOW,
+    ...extra,
+  });
+}
+
+function message(
+  content: AssistantContent[],
+  stopReason: AssistantMessage["stopReason"],
+  usage: [number, number, number] | undefined,
+  extra: Partial<AssistantMessage> = {},
+): AssistantMessage {
+  return {
+    role: "assistant",
+    content,
+    provider: "test-provider",
+    model: "test-model",
+    usage: usage === undefined ? { input: 0, output: 0, totalTokens: 0 } : { input: usage[0], output: usage[1], totalTokens: usage[2] },
+    stopReason,
+    ...(usage === undefined && (stopReason === "stop" || stopReason === "length" || stopReason === "toolUse")
+      ? { diagnostics: [NO_USAGE_DIAGNOSTIC] }
+      : {}),
+    ...extra,
+    timestamp: NOW,
+  };
+}
+
+const text = (value: string): AssistantContent => ({ type: "text", text: value });
+const thinking = (value: string): AssistantContent => ({ type: "thinking", thinking: value });
+const call = (id: string, name: string, args: Record<string, unknown>): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
+
+/** Independent oracle: a delta field concatenated over a transcript's chunks. */
+function wireText(file: string, field: "content" | "reasoning"): string {
+  let out = "";
+  for (const chunk of fixtureChunks(file)) {
+    for (const choice of chunk.choices ?? []) {
+      const delta = choice.delta ?? {};
+      out += (field === "content" ? delta.content : delta.reasoning_content || delta.reasoning) ?? "";
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lab 5.1 · SSE
+// ---------------------------------------------------------------------------------------------
+
+describe("chapter 05 · SSE reader", () => {
+  it("Lab 5.1 · reads data, event and id fields, joins multi-line data, skips comments and data-less frames", () => {
+    const body =
+      ": keep-alive\n\n" +
+      "data: {\"a\":1}\n\n" +
+      "event: error\ndata: {\"error\":\ndata:  \"x\"}\nid: 7\n\n" +
+      "event: ping\n\n" +
+      "data\n\n" +
+      "retry: 100\ndata:no-space\n\n" +
+      "data: [DONE]\n\n";
+    expect(decodeAll([body])).toEqual([
+      { event: "message", data: '{"a":1}' },
+      { event: "error", data: '{"error":\n "x"}', id: "7" },
+      { event: "message", data: "" },
+      { event: "message", data: "no-space" },
+      { event: "message", data: "[DONE]" },
+    ]);
+  });
+
+  it("Lab 5.1 · accepts LF, CRLF and CR line endings, a CRLF split across pieces included", () => {
+    const expected = [
+      { event: "message", data: "one" },
+      { event: "message", data: "two" },
+    ];
+    expect(decodeAll(["data: one\n\ndata: two\n\n"])).toEqual(expected);
+    expect(decodeAll(["data: one\r\n\r\ndata: two\r\n\r\n"])).toEqual(expected);
+    expect(decodeAll(["data: one\r\rdata: two\r\r"])).toEqual(expected);
+    expect(decodeAll(["data: one\r", "\n\r", "\ndata: two\r", "", "\n\r\n"])).toEqual(expected);
+  });
+
+  it("Lab 5.1 · every split of the byte stream, inside multi-byte UTF-8 characters too, gives the same frames", async () => {
+    const body = "data: {\"t\":\"é 中文 😀\"}\r\n\r\n: c\n\nevent: x\ndata: ß\ndata: 🎉\n\ndata: [DONE]\n\n";
+    const bytes = utf8(body);
+    const expected = [
+      { event: "message", data: '{"t":"é 中文 😀"}' },
+      { event: "x", data: "ß\n🎉" },
+      { event: "message", data: "[DONE]" },
+    ];
+    expect(await framesOf([bytes])).toEqual(expected);
+    for (let cut = 1; cut < bytes.length; cut++) {
+      expect(await framesOf([bytes.subarray(0, cut), bytes.subarray(cut)])).toEqual(expected);
+    }
+    expect(await framesOf([...bytes].map((byte) => Uint8Array.of(byte)))).toEqual(expected);
+  });
+
+  it("Lab 5.1 · property: random chunkings of random frames decode to those frames", async () => {
+    const field = fc.string({ unit: fc.constantFrom("a", "é", "😀", " ", ":", "{", "}", '"', "\\"), maxLength: 12 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ event: fc.constantFrom("message", "error", "delta"), lines: fc.array(field, { minLength: 1, maxLength: 3 }) }), { maxLength: 6 }),
+        fc.constantFrom("\n", "\r\n", "\r"),
+        fc.integer({ min: 1, max: 1_000_000 }),
+        async (frames, eol, seed) => {
+          const body = frames
+            .map((f) => `${f.event === "message" ? "" : `event: ${f.event}${eol}`}${f.lines.map((l) => `data: ${l}${eol}`).join("")}${eol}`)
+            .join(`: comment${eol}`);
+          const pieces = randomPieces(utf8(body), seededRandom(seed), 9);
+          expect(await framesOf(pieces)).toEqual(frames.map((f) => ({ event: f.event, data: f.lines.join("\n") })));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("Lab 5.1 · a stream that ends without its blank line (or newline) still delivers its last frame", async () => {
+    expect(decodeAll(["data: a\n\ndata: b"])).toEqual([
+      { event: "message", data: "a" },
+      { event: "message", data: "b" },
+    ]);
+    expect(await framesOf([utf8("data: a\n\ndata: b\n")])).toEqual([
+      { event: "message", data: "a" },
+      { event: "message", data: "b" },
+    ]);
+  });
+
+  it("Lab 5.1 · a failing read rejects the iteration; stopping early cancels the body", async () => {
+    let pulls = 0;
+    const failing = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulls++ === 0) controller.enqueue(utf8("data: a\n\n"));
+        else controller.error(new Error("socket reset"));
+      },
+    });
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const frame of readSse(failing)) seen.push(frame.data);
+      })(),
+    ).rejects.toThrow("socket reset");
+    expect(seen).toEqual(["a"]);
+
+    let cancelled = false;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(utf8("data: x\n\n"));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    for await (const frame of readSse(endless)) {
+      expect(frame.data).toBe("x");
+      break;
+    }
+    expect(cancelled).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Lab 5.2 · partial JSON
+// ---------------------------------------------------------------------------------------------
+
+describe("chapter 05 · incremental partial JSON", () => {
+  const prefixes: [string, unknown][] = [
+    ["", undefined],
+    ["  {", {}],
+    ['{"pa', {}],
+    ['{"path"', {}],
+    ['{"path": ', {}],
+    ['{"path": "', { path: "" }],
+    ['{"path": "a.t', { path: "a.t" }],
+    ['{"path": "a\\', { path: "a" }],
+    ['{"path": "a\\n', { path: "a\n" }],
+    ['{"path": "a\\u00', { path: "a" }],
+    ['{"path": "a\\u00e9\\"', { path: 'aé"' }],
+    ['{"path": "a", "n": 12', { path: "a", n: 12 }],
+    ['{"n": -', {}],
+    ['{"n": 1.5e', { n: 1.5 }],
+    ['{"n": 1.5e3,', { n: 1500 }],
+    ['{"ok": tr', {}],
+    ['{"ok": true', { ok: true }],
+    ['{"z": null, "f": false}', { z: null, f: false }],
+    ['{"list": [1, "x", {"a": [', { list: [1, "x", { a: [] }] }],
+    ['{"list": [[], {}, [tru', { list: [[], {}, []] }],
+    ["[1, 2", [1, 2]],
+    ['"str', "str"],
+    ["42", 42],
+  ];
+
+  it("Lab 5.2 · shows the best-effort value of every prefix, whole or one character at a time", () => {
+    for (const [prefix, expected] of prefixes) {
+      expect(parse(prefix).value, `whole: ${prefix}`).toEqual(expected);
+      expect(parse(prefix, 1).value, `by char: ${prefix}`).toEqual(expected);
+      expect(parse(prefix, 1).failed).toBe(false);
+    }
+  });
+
+  it("Lab 5.2 · property: any JSON text, cut anywhere, ends as JSON.parse's value and never throws", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.integer({ min: 1, max: 9 }), fc.boolean(), (value, size, pretty) => {
+        const json = JSON.stringify(value, null, pretty ? 2 : undefined);
+        const parser = parse(json, size);
+        expect(parser.failed).toBe(false);
+        expect(parser.value).toEqual(JSON.parse(json));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("Lab 5.2 · the value is a live view: the same object grows as pieces arrive", () => {
+    const parser = new PartialJsonParser();
+    parser.push('{"path": "src/');
+    const early = parser.value as Record<string, unknown>;
+    expect(early).toEqual({ path: "src/" });
+    parser.push('main.ts", "content": "hi');
+    expect(parser.value).toBe(early);
+    expect(early).toEqual({ path: "src/main.ts", content: "hi" });
+  });
+
+  it("Lab 5.2 · text that cannot be JSON stops the parser and keeps what it showed; text after the root is ignored", () => {
+    const broken = parse('{"a": 1 "b": 2}', 1);
+    expect(broken.failed).toBe(true);
+    expect(broken.value).toEqual({ a: 1 });
+    const raw = parse('{"a": "line\nbreak"}');
+    expect(raw.failed).toBe(true);
+    expect(raw.value).toEqual({ a: "line" });
+    const trailing = parse('{"a": [1]} {"b": 2}', 3);
+    expect(trailing.failed).toBe(false);
+    expect(trailing.value).toEqual({ a: [1] });
+    const proto = parse('{"__proto__": {"x": 1}}', 2);
+    expect(Object.getPrototypeOf(proto.value)).toBe(Object.prototype);
+    expect(proto.value).toEqual(JSON.parse('{"__proto__": {"x": 1}}'));
+  });
+
+  it("Lab 5.2 · parseToolArguments: one strict parse; empty means {}, anything but an object is an error for the model", () => {
+    expect(parseToolArguments('{"path": "a.txt"}')).toEqual({ arguments: { path: "a.txt" } });
+    expect(parseToolArguments("")).toEqual({ arguments: {} });
+    expect(parseToolArguments("  ")).toEqual({ arguments: {} });
+    const truncated = parseToolArguments('{"path": "a.t');
+    expect(truncated.arguments).toEqual({});
+    expect(truncated.error).toMatch(/^The tool call was not run: its arguments are not valid JSON \(.+\)\. Send the call again/);
+    expect(parseToolArguments("[1]")).toEqual({
+      arguments: {},
+      error:
+        "The tool call was not run: its arguments must be a JSON object, got an array. " +
+        "Send the call again with the arguments as one JSON object.",
+    });
+    expect(parseToolArguments("null").error).toContain("got null");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Lab 5.3 · outbound
+// ---------------------------------------------------------------------------------------------
+
+describe("chapter 05 · outbound translation", () => {
+  const readTool = {
+    name: "read",
+    description: "Read a file",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  };
+  const context: Context = {
+    systemPrompt: "You are terse.",
+    tools: [readTool],
+    messages: [
+      { role: "user", content: [{ type: "text", text: "read a.txt" }], timestamp: 1 },
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "I should read it." },
+          { type: "text", text: "Reading." },
+          { type: "toolCall", id: "call_1", name: "read", arguments: { path: "a.txt" } },
+          {
+            type: "toolCall",
+            id: "call_2",
+            name: "read",
+            arguments: {},
+            rawArguments: '{"path": "b',
+            argumentsError: "not valid JSON",
+          },
+        ],
+        provider: "p",
+        model: "m",
+        usage: { input: 1, output: 2, totalTokens: 3 },
+        stopReason: "toolUse",
+        timestamp: 2,
+      },
+      { role: "toolResult", toolCallId: "call_1", toolName: "read", content: [{ type: "text", text: "hello" }, { type: "text", text: "world" }], isError: false, timestamp: 3 },
+      { role: "toolResult", toolCallId: "call_2", toolName: "read", content: [{ type: "text", text: "bad arguments" }], isError: true, timestamp: 4 },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "half an ans" }],
+        provider: "p",
+        model: "m",
+        usage: { input: 0, output: 0, totalTokens: 0 },
+        stopReason: "error",
+        errorMessage: "reset",
+        timestamp: 5,
+      },
+      { role: "assistant", content: [{ type: "thinking", thinking: "only thoughts" }], provider: "p", model: "m", usage: { input: 0, output: 0, totalTokens: 0 }, stopReason: "stop", timestamp: 6 },
+      { role: "user", content: [{ type: "text", text: "part one" }, { type: "text", text: "part two" }], timestamp: 7 },
+    ],
+  };
+
+  it("Lab 5.3 · translates the whole context into one request, exactly", () => {
+    expect(toChatCompletionsRequest(context, { model: "gpt-test", maxTokens: 256, temperature: 0.2 })).toEqual({
+      model: "gpt-test",
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 256,
+      temperature: 0.2,
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "read",
+            description: "Read a file",
+            parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+          },
+        },
+      ],
+      messages: [
+        { role: "system", content: "You are terse." },
+        { role: "user", content: "read a.txt" },
+        {
+          role: "assistant",
+          content: "Reading.",
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "read", arguments: '{"path":"a.txt"}' } },
+            { id: "call_2", type: "function", function: { name: "read", arguments: "{}" } },
+          ],
+        },
+        { role: "tool", tool_call_id: "call_1", content: "hello\nworld" },
+        { role: "tool", tool_call_id: "call_2", content: "bad arguments" },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "part one" },
+            { type: "text", text: "part two" },
+          ],
+        },
+      ],
+    });
+  });
+
+  it("Lab 5.3 · leaves out what is not set: no system prompt, no tools, no limits; tool calls alone send content null", () => {
+    const bare: Context = {
+      messages: [
+        { role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 },
+        { role: "assistant", content: [call("c", "ls", {})], provider: "p", model: "m", usage: { input: 0, output: 0, totalTokens: 0 }, stopReason: "toolUse", timestamp: 2 },
+      ],
+      tools: [],
+    };
+    expect(toChatCompletionsRequest(bare, { model: "m" })).toEqual({
+      model: "m",
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: "ls", arguments: "{}" } }] },
+      ],
+    });
+    expect(toWireMessages({ systemPrompt: "", messages: [] })).toEqual([]);
+  });
+
+  it("Lab 5.3 · never mutates the context, and the request shares nothing mutable with it", () => {
+    const copy = structuredClone(context);
+    const frozen = deepFreeze(structuredClone(context));
+    const request = toChatCompletionsRequest(frozen, { model: "m" });
+    (request.tools![0]!.function.parameters as { type: string }).type = "changed";
+    expect(frozen).toEqual(copy);
+    expect(context).toEqual(copy);
+  });
+});
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object") {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lab 5.4 · the adapter over real HTTP
+// ---------------------------------------------------------------------------------------------
+
+interface FixtureCase {
+  file: string;
+  signature: string[];
+  expected: () => AssistantMessage;
+}
+
+const weatherSF = { location: "San Francisco" };
+
+const FIXTURES: FixtureCase[] = [
+  {
+    file: "alibaba-qwen-tool-call.chunks.txt",
+    signature: ["start", "toolcall_delta@0×2", "toolcall_end@0", "done:toolUse"],
+    expected: () => message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317]),
+  },
+  {
+    file: "anthropic-openai-compat-tool-call-index-1.sse",
+    signature: ["start", "text_delta@0×2", "toolcall_delta@1×2", "toolcall_end@1", "done:toolUse"],
+    expected: () => message([text("Reading it."), call("toolu_sanitized", "read_file", { path: "a.txt" })], "toolUse", undefined),
+  },
+  {
+    file: "azure-openai-model-router-prompt-filter.chunks.txt",
+    signature: ["start", "text_delta@0×4", "done:stop"],
+    expected: () => message([text("Capital of Denmark.")], "stop", [15, 78, 93]),
+  },
+  {
+    file: "deepseek-chat-finish-length.chunks.txt",
+    signature: ["start", "text_delta@0×400", "done:length"],
+    expected: () => message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413]),
+  },
+  {
+    file: "deepseek-reasoner-reasoning-content.chunks.txt",
+    signature: ["start", "thinking_delta@0×205", "text_delta@1×13", "done:stop"],
+    expected: () =>
+      message(
+        [thinking(wireText("deepseek-reasoner-reasoning-content.chunks.txt", "reasoning")), text('The word "strawberry" contains three "r"s.')],
+        "stop",
+        [18, 219, 237],
+      ),
+  },
+  {
+    file: "deepseek-reasoner-reasoning-then-tool-call.chunks.txt",
+    signature: ["start", "thinking_delta@0×39", "toolcall_delta@1×10", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [thinking(wireText("deepseek-reasoner-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", weatherSF)],
+        "toolUse",
+        [339, 83, 422],
+      ),
+  },
+  {
+    file: "groq-gpt-oss-reasoning-then-error-event.sse",
+    signature: ["start", "thinking_delta@0×93", "error:error"],
+    expected: () =>
+      message([thinking(wireText("groq-gpt-oss-reasoning-then-error-event.sse", "reasoning"))], "error", undefined, {
+        errorMessage:
+          "The provider reported an error: Tool call validation failed: tool call validation failed: parameters for tool " +
+          "get_something_by_name did not match schema: errors: [missing properties: 'name', additionalProperties " +
+          "'invalid_param' not allowed] (code tool_use_failed)",
+      }),
+  },
+  {
+    file: "groq-gpt-oss-reasoning-then-tool-call-x-groq-usage.sse",
+    signature: ["start", "thinking_delta@0×22", "toolcall_delta@1", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [
+          thinking(wireText("groq-gpt-oss-reasoning-then-tool-call-x-groq-usage.sse", "reasoning")),
+          call("fc_bfb39741-3748-4def-9886-a93fc9c64a90", "get_something_by_name", { name: "example" }),
+        ],
+        "toolUse",
+        [304, 49, 353],
+      ),
+  },
+  {
+    file: "groq-tool-call-single-chunk.chunks.txt",
+    signature: ["start", "toolcall_delta@0", "toolcall_end@0", "done:toolUse"],
+    expected: () => message([call("tk85n1k4m", "weather", {})], "toolUse", [210, 15, 225]),
+  },
+  {
+    file: "openai-gpt-4.1-nano-text-300-chunks.chunks.txt",
+    signature: ["start", "text_delta@0×300", "done:stop"],
+    expected: () => message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316]),
+  },
+  {
+    file: "openai-gpt-4o-finish-length.sse",
+    signature: ["start", "text_delta@0×50", "done:length"],
+    expected: () =>
+      message(
+        [
+          text(
+            "Here is a list of all 50 U.S. states:\n\n1. Alabama\n2. Alaska\n3. Arizona\n4. Arkansas\n5. California\n" +
+              "6. Colorado\n7. Connecticut\n8. Delaware\n9. Florida\n10",
+          ),
+        ],
+        "length",
+        [14, 50, 64],
+      ),
+  },
+  {
+    file: "openai-gpt-4o-parallel-tool-calls-empty-args.sse",
+    signature: ["start", "toolcall_delta@0×5", "toolcall_delta@1", "toolcall_end@0", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [call("call_NS4iQj14cDFwc0BnrKqDHavt", "get_weather", { city: "Mexico City" }), call("call_SkGkkGDvHQEEk0CGbnAh2AQw", "get_product_name", {})],
+        "toolUse",
+        [417, 44, 461],
+      ),
+  },
+  {
+    file: "openai-gpt-4o-parallel-tool-calls.sse",
+    signature: ["start", "toolcall_delta@0×5", "toolcall_delta@1×5", "toolcall_end@0", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [
+          call("call_M26z19sncd7b4LBgzKRRbaUE", "secret_retrieval_tool", { password: "mellon" }),
+          call("call_KPXe5NX7IcKkaBUhc6dto2QV", "secret_retrieval_tool", { password: "radiance" }),
+        ],
+        "toolUse",
+        [75, 53, 128],
+      ),
+  },
+  {
+    file: "openai-gpt-4o-refusal-deltas.sse",
+    signature: ["start", "text_delta@0×12", "done:stop"],
+    expected: () =>
+      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77], { diagnostics: [REFUSAL_DIAGNOSTIC] }),
+  },
+  {
+    file: "openai-gpt-4o-single-tool-call-54-arg-chunks.sse",
+    signature: ["start", "toolcall_delta@0×53", "toolcall_end@0", "done:toolUse"],
+    expected: () =>
+      message(
+        [
+          call("call_CCGIWaMeYWmxOQ91orkmTvzn", "final_result", {
+            answers: [
+              { label: "Capital", answer: "The capital of Mexico is Mexico City." },
+              { label: "Weather", answer: "The weather in Mexico City is currently sunny." },
+              { label: "Product Name", answer: "The product name is Pydantic AI." },
+            ],
+          }),
+        ],
+        "toolUse",
+        [448, 62, 510],
+      ),
+  },
+  {
+    file: "openai-gpt-4o-text-with-usage.sse",
+    signature: ["start", "text_delta@0×8", "done:stop"],
+    expected: () => message([text("The capital of Mexico is Mexico City.")], "stop", [14, 8, 22]),
+  },
+  {
+    file: "openrouter-minimax-length-then-error-chunk.sse",
+    signature: ["start", "thinking_delta@0×2", "error:error"],
+    expected: () =>
+      message([thinking("We need to respond to a greeting. The user")], "error", [43, 10, 53], {
+        errorMessage: "The provider reported an error: Token limit reached (code 400)",
+      }),
+  },
+  {
+    file: "openrouter-reasoning-with-sse-comments.sse",
+    signature: ["start", "thinking_delta@0×3", "text_delta@1×2", "done:stop"],
+    expected: () => message([thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")], "stop", [43, 36, 79]),
+  },
+  {
+    file: "xai-grok-3-mini-reasoning-then-tool-call.chunks.txt",
+    signature: ["start", "thinking_delta@0×227", "toolcall_delta@1", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [thinking(wireText("xai-grok-3-mini-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_79382389", "weather", weatherSF)],
+        "toolUse",
+        [307, 26, 560],
+      ),
+  },
+  {
+    file: "zai-glm-reasoning-content.sse",
+    signature: ["start", "thinking_delta@0×90", "text_delta@1", "done:stop"],
+    expected: () => message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577]),
+  },
+];
+
+describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
+  let server: SseServer;
+  beforeAll(async () => {
+    server = await SseServer.start();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it("Lab 5.4 · posts the translated request to {baseUrl}/chat/completions with the key, headers and stream options", async () => {
+    server.reply(sseReply(sseOf([{ choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] }])));
+    const context: Context = { systemPrompt: "sys", messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }] };
+    const before = server.requests.length;
+    const turn = await runTurn(modelAt(`${server.baseUrl}/`, { headers: { "x-extra": "1" }, maxTokens: 64 }), context);
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    const request = server.requests[before]!;
+    expect(request.method).toBe("POST");
+    expect(request.url).toBe("/v1/chat/completions");
+    expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(request.headers["content-type"]).toBe("application/json");
+    expect(request.headers.accept).toBe("text/event-stream");
+    expect(request.headers["x-extra"]).toBe("1");
+    expect(JSON.parse(request.body)).toEqual(toChatCompletionsRequest(context, { model: "test-model", maxTokens: 64 }));
+  }, 10_000);
+
+  describe.each(FIXTURES.map((c, i) => [c.file, c, i] as const))("replays %s", (_file, fixture, i) => {
+    it("Lab 5.4 · under random chunking (LF, [DONE] as recorded or appended): exact events and final message", async () => {
+      server.reply(sseReply(fixtureSse(fixture.file), { seed: 11 + i, maxPiece: 97 }));
+      const turn = await runTurn(modelAt(server.baseUrl));
+      expect(turn.signature).toEqual(fixture.signature);
+      expect(turn.message).toEqual(fixture.expected());
+      expectPartialArgumentsEndAsArguments(turn);
+    }, 20_000);
+
+    it("Lab 5.4 · under small random pieces with CRLF line endings (and no [DONE] for chunk files): the same result", async () => {
+      const body = fixtureSse(fixture.file, { done: false }).replace(/\n/g, "\r\n");
+      server.reply(sseReply(body, { seed: 1000 + i, maxPiece: 23 }));
+      const turn = await runTurn(modelAt(server.baseUrl));
+      expect(turn.signature).toEqual(fixture.signature);
+      expect(turn.message).toEqual(fixture.expected());
+    }, 20_000);
+  });
+
+  it("Lab 5.4 · interleaved tool-call indices (starting at 2, ids once then empty) stay apart, in order of first appearance", async () => {
+    const tc = (index: number, fields: Record<string, unknown>) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] } }] });
+    const body = sseOf([
+      { choices: [{ index: 0, delta: { role: "assistant", content: "Both." } }] },
+      tc(2, { id: "call_B", type: "function", function: { name: "read", arguments: "" } }),
+      tc(0, { id: "call_A", type: "function", function: { name: "ls", arguments: '{"di' } }),
+      tc(2, { id: "", function: { arguments: '{"path":' } }),
+      tc(0, { id: "", function: { name: "", arguments: 'r": "src' } }),
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 2, function: { arguments: ' "a.txt"' } }, { index: 0, function: { arguments: '"}' } }] } }] },
+      tc(2, { function: { arguments: "}" } }),
+      { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
+      { choices: [], usage: { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 } },
+    ]);
+    server.reply(sseReply(body, { seed: 7 }));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual([
+      "start",
+      "text_delta@0",
+      "toolcall_delta@2",
+      "toolcall_delta@1",
+      "toolcall_delta@2",
+      "toolcall_delta@1",
+      "toolcall_delta@2",
+      "toolcall_delta@1",
+      "toolcall_end@1",
+      "toolcall_end@2",
+      "done:toolUse",
+    ]);
+    // Captured at each event: a key shows once complete and its value has started.
+    expect(turn.partials).toEqual([{}, {}, { dir: "src" }, { path: "a.txt" }, { dir: "src" }, { path: "a.txt" }]);
+    expect(turn.message).toEqual(
+      message([text("Both."), call("call_B", "read", { path: "a.txt" }), call("call_A", "ls", { dir: "src" })], "toolUse", [5, 7, 12]),
+    );
+    const deltas = turn.events.filter((e) => e.type === "toolcall_delta").map((e) => (e.type === "toolcall_delta" ? e.delta : ""));
+    expect(deltas).toEqual(['{"di', '{"path":', 'r": "src', ' "a.txt"', '"}', "}"]);
+  }, 10_000);
+
+  it("Lab 5.4 · finish_reason length keeps rawArguments, emits no toolcall_end, ends done(length)", async () => {
+    server.reply(
+      sseReply(
+        sseOf([
+          { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "c1", function: { name: "write", arguments: '{"path": "a", "content": "lo' } }] } }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: "length" }], usage: { prompt_tokens: 3, completion_tokens: 9 } },
+        ]),
+      ),
+    );
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "toolcall_delta@0", "done:length"]);
+    expect(turn.partials).toEqual([{ path: "a", content: "lo" }]);
+    expect(turn.message).toEqual(
+      message([{ type: "toolCall", id: "c1", name: "write", arguments: {}, rawArguments: '{"path": "a", "content": "lo' }], "length", [3, 9, 12]),
+    );
+  }, 10_000);
+
+  it("Lab 5.4 · malformed final arguments are marked (argumentsError, arguments {}), never parsed into a value", async () => {
+    server.reply(
+      sseReply(
+        sseOf([
+          { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "c1", function: { name: "bash", arguments: '{"command": "ls" "-la"}' } }] } }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
+        ]),
+      ),
+    );
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "toolcall_delta@0", "toolcall_end@0", "done:toolUse"]);
+    const block = turn.message.content[0] as ToolCall;
+    expect(block).toEqual({
+      type: "toolCall",
+      id: "c1",
+      name: "bash",
+      arguments: {},
+      rawArguments: '{"command": "ls" "-la"}',
+      argumentsError: parseToolArguments('{"command": "ls" "-la"}').error,
+    });
+    expect(block.argumentsError).toMatch(/^The tool call was not run/);
+  }, 10_000);
+
+  it("Lab 5.4 · an unknown finish reason is an error naming it; stop with tool calls is tool use, with a diagnostic", async () => {
+    server.reply(
+      sseReply(sseOf([{ choices: [{ index: 0, delta: { content: "Some" }, finish_reason: "content_filter" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }])),
+    );
+    const filtered = await runTurn(modelAt(server.baseUrl));
+    expect(filtered.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(filtered.message).toEqual(
+      message([text("Some")], "error", [1, 1, 2], { errorMessage: 'The provider ended the turn with finish_reason "content_filter".' }),
+    );
+
+    server.reply(
+      sseReply(
+        sseOf([
+          { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: "ls", arguments: "{}" } }] }, finish_reason: "stop" }] },
+        ]),
+      ),
+    );
+    const ollama = await runTurn(modelAt(server.baseUrl));
+    expect(ollama.signature).toEqual(["start", "toolcall_delta@0", "toolcall_end@0", "done:toolUse"]);
+    expect(ollama.message).toEqual(
+      message([call("call_0", "ls", {})], "toolUse", undefined, {
+        diagnostics: [
+          NO_USAGE_DIAGNOSTIC,
+          'finish_reason was "stop" but the message has tool calls; treated as "tool_calls".',
+          'The server sent no id for the tool call at content 0; using "call_0".',
+        ],
+      }),
+    );
+  }, 10_000);
+
+  it("Lab 5.4 · HTTP errors become error events with the status and the provider's message, key redacted", async () => {
+    server.reply(statusReply(401, JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error", code: "invalid_api_key" } })));
+    const unauthorized = await runTurn(modelAt(server.baseUrl));
+    expect(unauthorized.events).toEqual([
+      {
+        type: "error",
+        reason: "error",
+        error: message([], "error", undefined, {
+          errorMessage: "HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)",
+        }),
+      },
+    ]);
+
+    server.reply(statusReply(500, "upstream exploded\n", "text/plain"));
+    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 500 Internal Server Error: upstream exploded");
+
+    server.reply(statusReply(429, JSON.stringify({ message: "slow down" })));
+    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 429 Too Many Requests: slow down");
+
+    server.reply(statusReply(404, ""));
+    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
+  }, 10_000);
+
+  it("Lab 5.4 · a refused connection is an error event, never a throw", async () => {
+    const closed = await SseServer.start();
+    const url = closed.baseUrl;
+    await closed.close();
+    const turn = await runTurn(modelAt(url));
+    expect(turn.signature).toEqual(["error:error"]);
+    expect(turn.message.errorMessage).toMatch(new RegExp(`^Request to ${url}/chat/completions failed: .*ECONNREFUSED`));
+  }, 10_000);
+
+  it("Lab 5.4 · a reset mid-stream, a malformed chunk, or a body that ends without a finish reason keep the partial content", async () => {
+    const head = sseOf([{ choices: [{ index: 0, delta: { content: "Hel" } }] }, { choices: [{ index: 0, delta: { content: "lo" } }] }], { done: false });
+
+    server.reply(sseReply(head, { then: "reset" }));
+    const reset = await runTurn(modelAt(server.baseUrl));
+    expect(reset.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
+    expect(reset.message.content).toEqual([text("Hello")]);
+    expect(reset.message.errorMessage).toMatch(/^The connection failed mid-stream: /);
+
+    server.reply(sseReply(`${head}data: {"choices": [{"delta": \n\n`));
+    const malformed = await runTurn(modelAt(server.baseUrl));
+    expect(malformed.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
+    expect(malformed.message).toEqual(
+      message([text("Hello")], "error", undefined, { errorMessage: 'The server sent a malformed chunk: {"choices": [{"delta": ' }),
+    );
+
+    server.reply(sseReply(head));
+    const cut = await runTurn(modelAt(server.baseUrl));
+    expect(cut.message).toEqual(
+      message([text("Hello")], "error", undefined, {
+        errorMessage: "The stream ended before the model finished (no finish_reason was sent).",
+      }),
+    );
+  }, 10_000);
+
+  it("Lab 5.4 · chunks after the usage chunk, and comments between frames, are read until [DONE]", async () => {
+    const body =
+      ": hello\n\n" +
+      sseOf(
+        [
+          { choices: [{ index: 0, delta: { content: "A" }, finish_reason: "stop" }] },
+          { choices: [], usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 } },
+          { choices: [{ index: 0, delta: { content: "" } }] },
+        ],
+        { done: true },
+      );
+    server.reply(sseReply(body));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.message).toEqual(message([text("A")], "stop", [2, 1, 3]));
+  }, 10_000);
+
+  it("Lab 5.4 · abort before the request, while waiting for headers, and mid-stream: aborted, partial content kept", async () => {
+    const before = server.requests.length;
+    const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, AbortSignal.abort());
+    expect(early.events).toEqual([
+      { type: "error", reason: "aborted", error: message([], "aborted", undefined, { errorMessage: "Request was aborted before it was sent." }) },
+    ]);
+    expect(server.requests.length).toBe(before);
+
+    server.reply(stallReply);
+    const waiting = new AbortController();
+    const pending = runTurn(modelAt(server.baseUrl), { messages: [] }, waiting.signal);
+    await until(() => server.requests.length === before + 1);
+    waiting.abort();
+    const headers = await pending;
+    expect(headers.signature).toEqual(["error:aborted"]);
+    expect(headers.message.errorMessage).toBe("Request was aborted while waiting for the server.");
+
+    server.reply(async (res) => {
+      startSse(res);
+      await writePieces(res, [utf8(sseOf([{ choices: [{ index: 0, delta: { content: "partial" } }] }], { done: false }))]);
+      // then stall: no more bytes
+    });
+    const midway = new AbortController();
+    const model = modelAt(server.baseUrl);
+    const stream = model.stream({ messages: [] }, { signal: midway.signal });
+    const seen: string[] = [];
+    for await (const event of stream) {
+      seen.push(event.type);
+      if (event.type === "text_delta") midway.abort();
+    }
+    expect(seen).toEqual(["start", "text_delta", "error"]);
+    const aborted = await stream.result();
+    expect(aborted).toEqual(message([text("partial")], "aborted", undefined, { errorMessage: "Request was aborted mid-stream." }));
+  }, 10_000);
+
+  it("Lab 5.4 · never throws: a context that cannot be sent, or a key the HTTP layer rejects, are error events without the key", async () => {
+    const model = modelAt(server.baseUrl);
+    const bad = await runTurn(model, { messages: null as unknown as [] });
+    expect(bad.signature).toEqual(["error:error"]);
+    expect(bad.message.errorMessage).toMatch(/^The request could not be built: /);
+
+    // undici's own error quotes the header value, key included: the adapter must redact it.
+    const weirdKey = `${KEY}\r\nx-injected: 1`;
+    const rejected = await runTurn(modelAt(server.baseUrl, { apiKey: weirdKey }));
+    expect(rejected.signature).toEqual(["error:error"]);
+    expect(rejected.message.errorMessage).toMatch(/^Request to .* failed: /);
+    expect(rejected.message.errorMessage).toContain("[redacted]");
+    expect(JSON.stringify(rejected.events)).not.toContain(KEY);
+
+    expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(/model must be a non-empty model id/);
+  }, 10_000);
+});
+
+/** For every call that ended: the last partial value seen equals the final arguments. */
+function expectPartialArgumentsEndAsArguments(turn: Turn): void {
+  const last = new Map<number, unknown>();
+  let k = 0;
+  for (const event of turn.events) if (event.type === "toolcall_delta") last.set(event.contentIndex, turn.partials[k++]);
+  for (const event of turn.events) {
+    if (event.type === "toolcall_end") expect(last.get(event.contentIndex)).toEqual(event.toolCall.arguments);
+  }
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
