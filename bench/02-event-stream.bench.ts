@@ -1,0 +1,232 @@
+/**
+ * Chapter 02 bench: `EventStream` from @pi/course against pi-ai 1.6, pi-ai 0.73 and a floor.
+ * DESIGN §5 bars: ours <= 0.8x the floor, and pi-ai 1.6 >= 2x slower than ours.
+ *
+ * Workloads (N events, then one terminal event so that `result()` resolves):
+ *
+ * (a) push-then-drain: push all N events with no reader, then drain them with `for await`
+ *     (the queue path). Floor: the same events pushed into an array, then delivered by an async
+ *     generator over the array; production is timed too.
+ *
+ * (b) interleaved: the reader is always waiting when an event arrives (the waiter path). The
+ *     consumer starts first; an async producer pushes one event and then awaits a handshake
+ *     promise the consumer resolves as it handles that event. The consumer resolves it and its
+ *     `for await` immediately asks for the next event, which finds the stream empty and parks a
+ *     waiter; only then does the producer resume and push again. A probe run (not timed) counts
+ *     how many pushes found a parked waiter, per implementation, and prints it.
+ *     Floor: an async generator that produces each event on demand and awaits the same handshake,
+ *     read by the same consumer; i.e. the pull-based way to hand over one event per read.
+ *
+ * Every case constructs the same event objects and runs the same consumer loop, so the
+ * differences are the stream (or generator) machinery.
+ */
+import { EventStream as Ours } from "@pi/course";
+import { EventStream as PiAi16 } from "@earendil-works/pi-ai";
+import { EventStream as PiAi073 } from "@mariozechner/pi-ai";
+import { measure, printTable, type Case } from "./harness.js";
+
+interface Ev {
+  type: "delta" | "done";
+  i: number;
+}
+
+/** What the three EventStream classes have in common. */
+interface Stream {
+  push(event: Ev): void;
+  result(): Promise<number>;
+  [Symbol.asyncIterator](): AsyncIterator<Ev>;
+}
+type StreamClass = new (isComplete: (e: Ev) => boolean, extractResult: (e: Ev) => number) => Stream;
+
+const N = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+
+const isDone = (e: Ev): boolean => e.type === "done";
+const resultOf = (e: Ev): number => e.i;
+
+const impls: ReadonlyArray<readonly [string, StreamClass]> = [
+  ["ours", Ours as unknown as StreamClass],
+  ["pi-ai 1.6", PiAi16 as unknown as StreamClass],
+  ["pi-ai 0.73", PiAi073 as unknown as StreamClass],
+];
+
+/** Every case returns this: N deltas + 1 terminal read, plus the result N. */
+const EXPECTED = N + 1 + N;
+
+// ---------------------------------------------------------------- (a) push then drain
+
+async function pushThenDrain(Stream: StreamClass, n = N): Promise<number> {
+  const stream = new Stream(isDone, resultOf);
+  for (let i = 0; i < n; i++) stream.push({ type: "delta", i });
+  stream.push({ type: "done", i: n });
+  let read = 0;
+  for await (const _ of stream) read += 1;
+  return read + (await stream.result());
+}
+
+async function pushThenDrainFloor(): Promise<number> {
+  const events: Ev[] = [];
+  for (let i = 0; i < N; i++) events.push({ type: "delta", i });
+  const terminal: Ev = { type: "done", i: N };
+  events.push(terminal);
+  const result = resultOf(terminal);
+  async function* deliver(): AsyncGenerator<Ev> {
+    for (const e of events) yield e;
+  }
+  let read = 0;
+  for await (const _ of deliver()) read += 1;
+  return read + result;
+}
+
+// ---------------------------------------------------------------- (b) interleaved
+
+/** The consumer resolves `ack` for each event it handles; the producer awaits it. */
+class Handshake {
+  private resolve!: () => void;
+  private promise!: Promise<void>;
+  constructor() {
+    this.arm();
+  }
+  private arm(): void {
+    this.promise = new Promise<void>((r) => (this.resolve = r));
+  }
+  /** The promise for "the event about to be handed over has been handled". */
+  current(): Promise<void> {
+    return this.promise;
+  }
+  handled(): void {
+    const resolve = this.resolve;
+    this.arm();
+    resolve();
+  }
+}
+
+async function consume(events: AsyncIterable<Ev>, handshake: Handshake): Promise<number> {
+  let read = 0;
+  for await (const e of events) {
+    read += 1;
+    handshake.handled();
+    if (e.type === "done") break;
+  }
+  return read;
+}
+
+/** `probe` (untimed runs only) is called before each push to see if a reader is parked. */
+async function interleaved(Stream: StreamClass, probe?: (s: Stream) => void): Promise<number> {
+  const stream = new Stream(isDone, resultOf);
+  const handshake = new Handshake();
+  const consumed = consume(stream, handshake);
+  for (let i = 0; i < N; i++) {
+    const handled = handshake.current();
+    probe?.(stream);
+    stream.push({ type: "delta", i });
+    await handled;
+  }
+  probe?.(stream);
+  stream.push({ type: "done", i: N });
+  return (await consumed) + (await stream.result());
+}
+
+async function interleavedFloor(): Promise<number> {
+  const handshake = new Handshake();
+  let result = -1;
+  async function* produce(): AsyncGenerator<Ev> {
+    for (let i = 0; i < N; i++) {
+      const handled = handshake.current();
+      yield { type: "delta", i };
+      await handled;
+    }
+    const terminal: Ev = { type: "done", i: N };
+    result = resultOf(terminal);
+    yield terminal;
+  }
+  const read = await consume(produce(), handshake);
+  return read + result;
+}
+
+// ---------------------------------------------------------------- waiter-path probe
+
+/** Whether a reader is parked on the stream right now (reads each class's private state). */
+function readerParked(name: string, s: Stream): boolean {
+  const x = s as unknown as { waiter?: unknown; waiting: { length: number } };
+  return name === "ours" ? x.waiter !== undefined : x.waiting.length > 0;
+}
+
+async function probeWaiterPath(): Promise<void> {
+  console.log(`\nwaiter-path probe for (b): pushes that found a parked reader`);
+  for (const [name, Stream] of impls) {
+    let parked = 0;
+    let pushes = 0;
+    const got = await interleaved(Stream, (s) => {
+      pushes += 1;
+      if (readerParked(name, s)) parked += 1;
+    });
+    if (got !== EXPECTED) throw new Error(`${name} (b) returned ${got}, expected ${EXPECTED}`);
+    console.log(`  ${name.padEnd(10)}  ${parked} / ${pushes}`);
+  }
+}
+
+// ---------------------------------------------------------------- main
+
+function check(label: string, results: ReadonlyArray<{ name: string; last: unknown }>, n = N): void {
+  const expected = n + 1 + n;
+  for (const r of results) {
+    if (r.last !== expected) throw new Error(`${label}: ${r.name} returned ${String(r.last)}, expected ${expected}`);
+  }
+}
+
+const ratios = [
+  { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 0.8 },
+  { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 2 },
+  { label: "pi-ai 0.73 / ours", num: "pi-ai 0.73", den: "ours" },
+] as const;
+
+/**
+ * pi-ai 0.73 drains its queue with `Array.prototype.shift`, which is O(length) on a large
+ * array: push-then-drain is quadratic (about 9 s at 100,000 events, 26 s at 200,000 on the
+ * reference machine), so at 1,000,000 it would take many minutes per run. Workload (a) measures
+ * it separately at this size, next to ours at the same size.
+ */
+const N_073 = Math.min(N, Number(process.env.BENCH_EVENTS_073 ?? 50_000));
+
+const only = process.env.BENCH_ONLY; // "a" or "b" to run one workload while iterating
+console.log(`EventStream: ${N.toLocaleString("en")} events + 1 terminal; ${WARMUP} warm-up + ${RUNS} timed runs per case`);
+let ok = true;
+
+if (only === undefined || only === "a") {
+  const full = impls.filter(([name]) => N_073 === N || name !== "pi-ai 0.73");
+  const cases: Case[] = [
+    ...full.map(([name, S]) => ({ name, run: () => pushThenDrain(S) })),
+    { name: "floor", run: pushThenDrainFloor },
+  ];
+  const results = await measure(cases, { warmup: WARMUP, runs: RUNS });
+  check("(a)", results);
+  ok = printTable("(a) push then drain", results, N_073 === N ? ratios : ratios.slice(0, 2)) && ok;
+  if (N_073 < N) {
+    const small = impls.filter(([name]) => name === "ours" || name === "pi-ai 0.73");
+    const results073 = await measure(
+      small.map(([name, S]) => ({ name, run: () => pushThenDrain(S, N_073) })),
+      { warmup: 1, runs: 3 },
+    );
+    check("(a) small", results073, N_073);
+    printTable(
+      `(a) push then drain at ${N_073.toLocaleString("en")} events (pi-ai 0.73 is quadratic here)`,
+      results073,
+      ratios.slice(2),
+    );
+  }
+}
+
+if (only === undefined || only === "b") {
+  await probeWaiterPath();
+  const cases: Case[] = [
+    ...impls.map(([name, S]) => ({ name, run: () => interleaved(S) })),
+    { name: "floor", run: interleavedFloor },
+  ];
+  const results = await measure(cases, { warmup: WARMUP, runs: RUNS });
+  check("(b)", results);
+  ok = printTable("(b) interleaved producer/consumer (waiter path)", results, ratios) && ok;
+}
+
+console.log(ok ? "\nall bars met" : "\nsome bars MISSED (see MISS above)");
