@@ -13,8 +13,8 @@
  */
 import { EventStream } from "./event-stream.js";
 import { executeToolBatch, refuseTruncatedCalls } from "./tool-execution.js";
-import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
-import { toToolDefinition } from "./tools.js";
+import type { AgentEventSink } from "./tool-execution.js";
+import { LoopRun, messageOf } from "./loop-run.js";
 import type {
   AgentContext,
   AgentEvent,
@@ -23,11 +23,11 @@ import type {
   AgentMessage,
   AssistantMessage,
   Context,
-  Message,
   ToolCall,
-  ToolDefinition,
   ToolResultMessage,
 } from "./types.js";
+
+export { defaultConvertToLlm } from "./loop-run.js";
 
 /** The most model turns one run takes when `maxTurns` is not set. */
 export const DEFAULT_MAX_TURNS = 50;
@@ -74,7 +74,7 @@ export function runAgentLoop(
   signal?: AbortSignal,
 ): Promise<AgentMessage[]> {
   checkConfig(config);
-  return new LoopRun(context, config, sink, signal).run([...prompts]);
+  return new LoopRun(context, config, sink, signal).run([...prompts], runLoop);
 }
 
 /** `agentLoopContinue` with a sink instead of a stream; see `runAgentLoop`. */
@@ -86,143 +86,7 @@ export function runAgentLoopContinue(
 ): Promise<AgentMessage[]> {
   checkConfig(config);
   checkContinuable(context);
-  return new LoopRun(context, config, sink, signal).run([]);
-}
-
-/** Keeps the three canonical roles and drops every other (custom) message. */
-export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
-  return messages.filter(
-    (m) => m.role === "user" || m.role === "assistant" || m.role === "toolResult",
-  ) as Message[];
-}
-
-/** One run: the transcript, the events, and the state that keeps the sequence well formed. */
-class LoopRun implements ToolBatchRun {
-  readonly context: AgentContext;
-  readonly emit: AgentEventSink;
-  /** Messages added by this run, in order: the result. */
-  readonly added: AgentMessage[] = [];
-  /** Model turns taken so far. */
-  turns = 0;
-  private readonly transcript: AgentMessage[];
-  private readonly tools: ToolDefinition[] | undefined;
-  private turnOpen = false;
-  private ended = false;
-  private sinkFailure: { error: unknown } | undefined;
-
-  constructor(
-    context: AgentContext,
-    readonly config: AgentLoopConfig,
-    private readonly sink: AgentEventSink,
-    readonly signal: AbortSignal | undefined,
-  ) {
-    this.transcript = [...context.messages];
-    this.context = { ...context, messages: this.transcript };
-    const tools = context.tools ?? [];
-    this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
-    this.emit = (event) => this.deliver(event);
-  }
-
-  /** Runs the loop; never rejects, except to report a sink failure after the run ended. */
-  async run(pending: AgentMessage[]): Promise<AgentMessage[]> {
-    try {
-      await runLoop(this, pending);
-    } catch (error) {
-      // A bug, not a scripted failure: still end the run in a well-formed way.
-      await this.fail(`The agent loop failed: ${messageOf(error)}`);
-    }
-    if (!this.ended) await this.finish();
-    if (this.sinkFailure !== undefined) throw this.sinkFailure.error;
-    return this.added;
-  }
-
-  /** Delivers one event to the sink; nothing after `agent_end`; sink errors are kept for later. */
-  private deliver(event: AgentEvent): void | Promise<void> {
-    if (this.ended) return;
-    if (event.type === "agent_end") this.ended = true;
-    else if (event.type === "turn_start") this.turnOpen = true;
-    else if (event.type === "turn_end") this.turnOpen = false;
-    try {
-      const delivered = this.sink(event);
-      if (delivered !== undefined && typeof delivered.then === "function") {
-        return delivered.then(undefined, (error: unknown) => {
-          this.sinkFailure ??= { error };
-        });
-      }
-    } catch (error) {
-      this.sinkFailure ??= { error };
-    }
-  }
-
-  /** Adds a message to the transcript and reports it. */
-  async add(message: AgentMessage): Promise<void> {
-    this.transcript.push(message);
-    this.added.push(message);
-    await this.emit({ type: "message_start", message });
-    await this.emit({ type: "message_end", message });
-  }
-
-  /** An assistant message saying what went wrong, made by the loop (no model was called). */
-  failure(stopReason: "error" | "aborted", errorMessage: string): AssistantMessage {
-    return {
-      role: "assistant",
-      content: [],
-      provider: this.config.model.provider,
-      model: this.config.model.id,
-      usage: { input: 0, output: 0, totalTokens: 0 },
-      stopReason,
-      errorMessage,
-      timestamp: Date.now(),
-    };
-  }
-
-  /** Records a finished assistant message (its events already emitted). */
-  record(message: AssistantMessage): void {
-    this.transcript.push(message);
-    this.added.push(message);
-  }
-
-  /** Records tool results, already reported by the batch. */
-  recordResults(results: readonly ToolResultMessage[]): void {
-    for (const result of results) {
-      this.transcript.push(result);
-      this.added.push(result);
-    }
-  }
-
-  async endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): Promise<void> {
-    await this.emit({ type: "turn_end", message, toolResults });
-  }
-
-  async finish(): Promise<void> {
-    await this.emit({ type: "agent_end", messages: this.added });
-  }
-
-  /** Ends the run with an error assistant message in a turn of its own (or the open one). */
-  async fail(errorMessage: string): Promise<void> {
-    if (this.ended) return;
-    if (!this.turnOpen) await this.emit({ type: "turn_start" });
-    const message = this.failure("error", errorMessage);
-    await this.add(message);
-    await this.endTurn(message, []);
-    await this.finish();
-  }
-
-  /** The model's view of the transcript for one turn. Throws what the hooks throw. */
-  async modelContext(): Promise<Context> {
-    const { transformContext, convertToLlm = defaultConvertToLlm } = this.config;
-    let messages: AgentMessage[] = this.transcript;
-    if (transformContext !== undefined) {
-      messages = await describeThrow("transformContext", () => transformContext(this.transcript.slice(), this.signal));
-      if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
-    }
-    const llm = await describeThrow("convertToLlm", () => convertToLlm(messages));
-    if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
-    const context: Context = { messages: llm };
-    if (this.context.systemPrompt !== undefined) context.systemPrompt = this.context.systemPrompt;
-    if (this.tools !== undefined) context.tools = this.tools;
-    return context;
-  }
+  return new LoopRun(context, config, sink, signal).run([], runLoop);
 }
 
 /** The loop proper: turns until the model stops, the batch terminates, an error or an abort. */
@@ -268,10 +132,12 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     if (run.signal?.aborted || terminate) return run.finish();
     const steering = await poll(run, "getSteeringMessages");
     if (steering === undefined) return;
-    if (steering.length > 0 || calls.length > 0) {
-      pending = steering;
+    if (steering.length > 0) {
+      pending = steering; // polled means dequeued: inject them even if an abort came meanwhile
       continue;
     }
+    if (run.signal?.aborted) return run.finish();
+    if (calls.length > 0) continue;
     const followUps = await poll(run, "getFollowUpMessages");
     if (followUps === undefined) return;
     if (followUps.length === 0) return run.finish();
@@ -369,14 +235,6 @@ async function poll(
   }
 }
 
-async function describeThrow<T>(name: string, work: () => T | Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw new Error(`${name} failed: ${messageOf(error)}`);
-  }
-}
-
 /** Wraps a sink-based run as an `EventStream`. */
 function streamOf(start: (sink: AgentEventSink) => Promise<AgentMessage[]>): AgentEventStream {
   const stream: AgentEventStream = new EventStream<AgentEvent, AgentMessage[]>(
@@ -411,9 +269,4 @@ function checkContinuable(context: AgentContext): void {
         "to answer. Add a user message (agentLoop) or the missing tool results first.",
     );
   }
-}
-
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return String(error);
 }
