@@ -64,6 +64,13 @@ export interface ChapterSpec {
   scripts?: Record<string, string>;
   /** Extra dev dependencies by name (versions are the repository's pins), e.g. `tsx`. */
   devDependencies?: string[];
+  /**
+   * A temporary, explicit exception to the proof's "red for the right reason" rule: a test of
+   * this chapter (by its exact name) that does not yet fail with its lab's not-implemented error
+   * in practice(N), and why. The proof prints each waiver and fails once a waived test behaves,
+   * so a fixed test's waiver must be removed. Keep this empty.
+   */
+  waivers?: { test: string; why: string }[];
 }
 
 /** A chapter as loaded: the spec plus its number and where it was declared. */

@@ -26,6 +26,7 @@ export default defineChapter({
         zh: "先判断是否已关闭；终止事件要兑现结果，但它本身仍然要交给读者。",
         en: "Ignore pushes after the end; a terminal event settles the result and is still delivered.",
       },
+      uses: ["2.2"],
     },
     {
       id: "2.2",
@@ -34,6 +35,7 @@ export default defineChapter({
         zh: "用一个移动的队头下标代替 shift()，每次读取 O(1)。",
         en: "A moving head index instead of shift() keeps each read O(1).",
       },
+      uses: ["2.1"],
     },
     {
       id: "2.3",
@@ -42,6 +44,7 @@ export default defineChapter({
         zh: "end() 不带结果时 result() 必须拒绝，并唤醒正在等待的读者。",
         en: "end() without a result rejects result() and wakes a waiting reader.",
       },
+      uses: ["2.1", "2.2"],
     },
   ],
   breakIt: {

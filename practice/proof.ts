@@ -1,0 +1,359 @@
+/**
+ * The CI proof of one chapter: generate snapshot(N) and practice(N) into temporary folders whose
+ * node_modules is a symlink to the repository's (offline, no install), then check them:
+ *
+ * - snapshot(N): typechecks; every test passes; every lab of N has a test named `Lab N.M …`.
+ * - practice(N): typechecks; the tests of chapters < N pass; each test of chapter N fails with
+ *   the not-implemented error of its lab (or of a lab in its `uses`); every lab is a site.
+ * - both: no marker left, no file or region line sequence of a later chapter, and in practice(N)
+ *   no reference lab body of chapter N.
+ * - an observe chapter's view: typechecks, every test passes, no marker left.
+ *
+ * Problems are collected, not thrown, so one run reports everything that is wrong.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
+import { buildView, labsOf, REPO_SOURCES, scanSources, writeView, type SourceScan, type Sources, type View, type ViewKind } from "./generate.js";
+import { notImplementedMessage, pad } from "./markers.js";
+import { typecheckFolder } from "./typecheck.js";
+
+export interface ProofOptions {
+  sources?: Sources;
+  /** The node_modules the generated folders link to. */
+  nodeModules?: string;
+  /** Only the static checks (no tsc, no vitest): for fast tests of the proof itself. */
+  staticOnly?: boolean;
+  /** Which views to build (default: both for a rebuild chapter). */
+  views?: ViewKind[];
+  /** Keep the temporary folders (their paths are in the report). */
+  keep?: boolean;
+}
+
+export interface ProofReport {
+  chapter: string;
+  problems: string[];
+  /** Milliseconds per step, e.g. `practice tsc`. */
+  timings: Record<string, number>;
+  folders: string[];
+}
+
+/** Runs at most `limit` jobs at once (the machine has 2 cores shared by everyone). */
+export class Pool {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+
+  async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await job();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+/** Shared by every proof in one process. */
+export const POOL = new Pool(2);
+
+interface Run {
+  code: number;
+  output: string;
+}
+
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!/^(VITEST|TINYPOOL|__VITEST)/.test(key)) env[key] = value;
+  }
+  env.FORCE_COLOR = "0";
+  env.NO_COLOR = "1";
+  return env;
+}
+
+function run(folder: string, bin: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      join(folder, "node_modules", ".bin", bin),
+      args,
+      { cwd: folder, env: { ...childEnv(), ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        const killed = error && "killed" in error && error.killed ? `\n(killed after ${timeoutMs} ms)` : "";
+        resolve({ code, output: `${stdout}${stderr}${killed}` });
+      },
+    );
+  });
+}
+
+/**
+ * A vitest reporter (written beside the generated folder, never into it) that saves each test's
+ * outcome with its errors' message, stack and diff: a construction site's error may show only in
+ * the diff (e.g. inside an error event a test compared with toEqual).
+ */
+const REPORTER = `import { writeFileSync } from "node:fs";
+export default class ProofReporter {
+  onTestRunEnd(modules, unhandledErrors) {
+    const text = (e) => [e.message, e.stack, e.diff].filter(Boolean).join("\\n");
+    const files = modules.map((m) => ({
+      name: m.moduleId,
+      errors: m.errors().map(text),
+      tests: [...m.children.allTests()].map((t) => {
+        const r = t.result();
+        return { title: t.name, fullName: t.fullName, state: r.state, errors: (r.errors ?? []).map(text) };
+      }),
+    }));
+    writeFileSync(process.env.PI_PROOF_REPORT, JSON.stringify({ files, unhandled: unhandledErrors.map(text) }));
+  }
+}
+`;
+
+/** What the reporter saves. */
+interface RunReport {
+  files: { name: string; errors: string[]; tests: { title: string; fullName: string; state: string; errors: string[] }[] }[];
+  unhandled: string[];
+}
+
+interface TestOutcome {
+  /** Chapter number of the test file (from `test/NN-…`). */
+  chapter: number;
+  file: string;
+  title: string;
+  lab: string | undefined;
+  status: string;
+  failure: string;
+}
+
+const LAB_TITLE_RE = /^Lab (\d{1,2}\.\d{1,2})\b/;
+
+function outcomes(report: RunReport, problems: string[], label: string): TestOutcome[] {
+  const out: TestOutcome[] = [];
+  for (const file of report.files) {
+    const name = file.name.replace(/\\/g, "/").split("/").pop()!;
+    const chapter = Number(/^(\d\d)-/.exec(name)?.[1] ?? NaN);
+    if (file.tests.length === 0 || file.errors.length > 0) {
+      problems.push(`${label}: test/${name} failed to run: ${firstLine(file.errors.join("\n")) || "no tests"}`);
+    }
+    for (const test of file.tests) {
+      const lab = LAB_TITLE_RE.exec(test.title)?.[1];
+      out.push({ chapter, file: `test/${name}`, title: test.title, lab, status: test.state, failure: test.errors.join("\n") });
+    }
+  }
+  return out;
+}
+
+function firstLine(text: string): string {
+  return text.trim().split("\n")[0]?.slice(0, 300) ?? "";
+}
+
+/** Trimmed non-empty lines: what the leak checks compare. */
+function significant(lines: string[]): string[] {
+  return lines.map((l) => l.trim()).filter((l) => l !== "");
+}
+
+function containsSequence(haystack: string[], needle: string[]): boolean {
+  if (needle.length === 0) return false;
+  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
+    return true;
+  }
+  return false;
+}
+
+/** The static checks of one view: markers, later chapters, leaked lab bodies, sites. */
+export function staticProblems(view: View, scan: SourceScan, catalogue: Catalogue): string[] {
+  const problems: string[] = [];
+  const label = `${view.kind}(${view.chapter.id})`;
+  const n = view.chapter.mode === "observe" ? (catalogue.rebuild.at(-1)?.number ?? 0) : view.chapter.number;
+  const texts = new Map<string, string[]>();
+  for (const [file, content] of view.files) {
+    if (typeof content === "string" && /\.(ts|mts|tsx)$/.test(file)) texts.set(file, significant(content.split("\n")));
+  }
+  for (const [file, lines] of texts) {
+    const marker = lines.find((l) => /#\s*(end)?\s*region/i.test(l));
+    if (marker) problems.push(`${label}: ${file} still holds a marker: ${marker}`);
+  }
+  for (const [file, owner] of scan.owners) {
+    const later = owner !== view.chapter && (owner.mode === "observe" || owner.number > n);
+    if (later && view.files.has(file)) problems.push(`${label}: holds ${file}, a file of chapter ${owner.id}`);
+  }
+  for (const region of scan.regions) {
+    if (region.chapter <= n) continue;
+    const body = significant(region.body);
+    for (const [file, lines] of texts) {
+      if (containsSequence(lines, body)) {
+        problems.push(`${label}: ${file} holds lines of chapter ${pad(region.chapter)} (the region at ${region.file}:${region.line})`);
+      }
+    }
+  }
+  for (const lab of scan.labs) {
+    if (lab.chapter <= n) continue;
+    const body = significant(lab.body);
+    for (const [file, lines] of texts) {
+      if (containsSequence(lines, body)) {
+        problems.push(`${label}: ${file} holds the body of lab ${lab.lab} ${lab.symbol}, a later chapter's (${lab.file}:${lab.line})`);
+      }
+    }
+  }
+  if (view.kind === "practice" && view.chapter.mode === "rebuild") {
+    const all = [...texts.values()].map((lines) => lines.join("\n")).join("\n");
+    for (const lab of labsOf(view.chapter, scan)) {
+      const body = significant(lab.body);
+      for (const [file, lines] of texts) {
+        if (containsSequence(lines, body)) {
+          problems.push(`${label}: ${file} holds the reference body of lab ${lab.lab} ${lab.symbol} (${lab.file}:${lab.line})`);
+        }
+      }
+      if (!all.includes(JSON.stringify(notImplementedMessage(lab.lab, lab.symbol)))) {
+        problems.push(`${label}: no construction site for lab ${lab.lab} ${lab.symbol}`);
+      }
+    }
+  }
+  if (!view.files.has("LEARNING.md")) problems.push(`${label}: LEARNING.md is missing`);
+  return problems;
+}
+
+/** Checks vitest's outcomes for a view against what the chapter promises. */
+function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label: string): string[] {
+  const problems: string[] = [];
+  const chapter = view.chapter;
+  const cut = view.kind === "practice" && chapter.mode === "rebuild";
+  for (const c of view.included) {
+    if (!tests.some((t) => t.chapter === c.number)) problems.push(`${label}: no test of chapter ${c.id} ran (${c.testFile})`);
+  }
+  if (chapter.mode === "rebuild") {
+    for (const lab of chapter.labs) {
+      if (!tests.some((t) => t.chapter === chapter.number && t.lab === lab.id)) {
+        problems.push(`${label}: lab ${lab.id} has no test named "Lab ${lab.id} · …" in ${chapter.testFile}`);
+      }
+    }
+  }
+  const labs = labsOf(chapter, scan);
+  const waivers = cut ? (chapter.waivers ?? []) : [];
+  for (const waiver of waivers) {
+    if (!tests.some((t) => t.chapter === chapter.number && t.title === waiver.test)) {
+      problems.push(`${label}: the waiver for "${waiver.test}" names no test of ${chapter.testFile}; remove it`);
+    }
+  }
+  for (const test of tests) {
+    if (test.status === "skipped" || test.status === "pending" || test.status === "todo") {
+      problems.push(`${label}: ${test.file} › ${test.title} is ${test.status}; tests are never skipped`);
+      continue;
+    }
+    if (!(cut && test.chapter === chapter.number)) {
+      if (test.status !== "passed") {
+        problems.push(`${label}: ${test.file} › ${test.title} ${test.status}: ${firstLine(test.failure)}`);
+      }
+      continue;
+    }
+    const waiver = waivers.find((w) => w.test === test.title);
+    const before = problems.length;
+    checkRed(test);
+    if (waiver) {
+      if (problems.length === before) {
+        problems.push(`${label}: ${test.file} › ${test.title} is now red for the right reason; remove its waiver in ${chapter.source}`);
+      } else {
+        console.warn(`[proof] waived in ${chapter.source}: ${problems.splice(before).join("; ")} (why: ${waiver.why})`);
+      }
+    }
+  }
+  return problems;
+
+  function checkRed(test: TestOutcome): void {
+    const spec = chapter.labs.find((l) => l.id === test.lab);
+    if (!spec) {
+      problems.push(`${label}: ${test.file} › "${test.title}" does not start with one of chapter ${chapter.id}'s labs (Lab ${chapter.labs.map((l) => l.id).join(", Lab ")})`);
+      return;
+    }
+    if (test.status === "passed") {
+      problems.push(`${label}: ${test.file} › ${test.title} PASSES against the construction sites; it must fail until lab ${spec.id} is written`);
+      return;
+    }
+    const allowed = [spec.id, ...(spec.uses ?? [])];
+    // The Chinese half is enough: assertion messages may truncate the English one.
+    const sites = labs.filter((l) => allowed.includes(l.lab)).map((l) => notImplementedMessage(l.lab, l.symbol).split(" (")[0]!);
+    if (!sites.some((site) => test.failure.includes(site))) {
+      problems.push(
+        `${label}: ${test.file} › ${test.title} fails, but not with lab ${allowed.join("/")}'s not-implemented error: ${firstLine(test.failure)}`,
+      );
+    }
+  }
+}
+
+async function proveView(
+  view: View,
+  scan: SourceScan,
+  catalogue: Catalogue,
+  options: ProofOptions,
+  report: ProofReport,
+): Promise<void> {
+  const label = `${view.kind}(${view.chapter.id})`;
+  report.problems.push(...staticProblems(view, scan, catalogue));
+  if (options.staticOnly) return;
+  await POOL.run(async () => {
+    const root = mkdtempSync(join(tmpdir(), `pi-proof-${view.chapter.id}-${view.kind}-`));
+    const folder = join(root, "folder");
+    report.folders.push(folder);
+    try {
+      writeView(view, folder, { linkNodeModules: options.nodeModules ?? join(REPO_ROOT, "node_modules") });
+      let started = Date.now();
+      const diagnostics = typecheckFolder(folder);
+      report.timings[`${view.kind} tsc`] = Date.now() - started;
+      if (diagnostics.length > 0) {
+        report.problems.push(`${label}: tsc --noEmit failed:\n${diagnostics.slice(0, 10).join("\n")}`);
+      }
+      started = Date.now();
+      const json = join(root, "outcomes.json");
+      const reporter = join(root, "proof-reporter.mjs");
+      writeFileSync(reporter, REPORTER);
+      const vitest = await run(folder, "vitest", ["run", "--no-cache", `--reporter=${reporter}`], 300_000, { PI_PROOF_REPORT: json });
+      report.timings[`${view.kind} vitest`] = Date.now() - started;
+      let parsed: RunReport;
+      try {
+        parsed = JSON.parse(readFileSync(json, "utf8")) as RunReport;
+      } catch {
+        report.problems.push(`${label}: vitest produced no report (exit ${vitest.code}):\n${vitest.output.trim().slice(-1500)}`);
+        return;
+      }
+      const found: string[] = [];
+      const tests = outcomes(parsed, found, label);
+      found.push(...testProblems(view, scan, tests, label));
+      const mustBeClean = view.kind === "snapshot" || view.chapter.mode === "observe";
+      for (const error of parsed.unhandled) {
+        if (mustBeClean) found.push(`${label}: unhandled error: ${firstLine(error)}`);
+      }
+      if (mustBeClean && vitest.code !== 0 && found.length === 0) {
+        found.push(`${label}: vitest exited with ${vitest.code}:\n${vitest.output.trim().slice(-1500)}`);
+      }
+      report.problems.push(...found);
+    } finally {
+      if (!options.keep) rmSync(root, { recursive: true, force: true });
+    }
+  });
+}
+
+/** Proves one chapter; never throws for a broken course, it reports. */
+export async function proveChapter(catalogue: Catalogue, chapter: Chapter, options: ProofOptions = {}): Promise<ProofReport> {
+  const report: ProofReport = { chapter: chapter.id, problems: [], timings: {}, folders: [] };
+  const sources = options.sources ?? REPO_SOURCES;
+  let scan: SourceScan;
+  const views: View[] = [];
+  try {
+    scan = scanSources(catalogue, sources);
+    const kinds: ViewKind[] = options.views ?? (chapter.mode === "observe" ? ["practice"] : ["snapshot", "practice"]);
+    for (const kind of kinds) views.push(buildView(catalogue, chapter, kind, sources));
+  } catch (error) {
+    report.problems.push(`chapter ${chapter.id}: cannot generate: ${error instanceof Error ? error.message : String(error)}`);
+    return report;
+  }
+  for (const view of views) {
+    for (const missing of view.missingTests) report.problems.push(`${view.kind}(${chapter.id}): ${missing} does not exist`);
+  }
+  await Promise.all(views.map((view) => proveView(view, scan, catalogue, options, report)));
+  return report;
+}

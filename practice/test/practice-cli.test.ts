@@ -1,0 +1,75 @@
+/**
+ * End to end: the real `npm run practice` (root script → workspace script → tsx practice/cli.ts)
+ * writes a chapter folder into a temporary directory, and refuses what it must refuse.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadCatalogue, REPO_ROOT } from "../catalogue.js";
+
+const catalogue = await loadCatalogue();
+const chapter = catalogue.rebuild.find((c) => c.id === "03") ?? catalogue.rebuild[0]!;
+const valid = catalogue.chapters.map((c) => c.id).join(", ");
+const temp = mkdtempSync(join(tmpdir(), "pi-practice-e2e-"));
+afterAll(() => rmSync(temp, { recursive: true, force: true }));
+
+function npm(args: string[]): Promise<{ code: number; out: string }> {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) if (/^(VITEST|TINYPOOL|__VITEST|INIT_CWD|npm_)/i.test(key)) delete env[key];
+  return new Promise((resolve) => {
+    execFile("npm", args, { cwd: REPO_ROOT, env, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, out: `${stdout}${stderr}` });
+    });
+  });
+}
+
+describe("npm run practice, for real", () => {
+  it("makes a standalone chapter folder, then refuses to overwrite it", async () => {
+    const target = join(temp, "my-ch");
+    const made = await npm(["run", "practice", "--", String(chapter.number), target]);
+    expect(made.out).toContain(target);
+    expect(made.code).toBe(0);
+    expect(readdirSync(target).sort()).toEqual(
+      [".gitignore", "LEARNING.md", "package.json", "src", "test", "tsconfig.json", "vitest.config.ts"].sort(),
+    );
+    expect(existsSync(join(target, chapter.testFile))).toBe(true);
+    const sites = readdirSync(join(target, "src"), { recursive: true })
+      .map((f) => join(target, "src", String(f)))
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => readFileSync(f, "utf8"))
+      .join("\n");
+    expect(sites).toContain(`Lab ${chapter.labs[0]!.id} `);
+    expect(sites).toContain("：尚未实现 (not implemented yet)");
+    expect(readFileSync(join(target, "LEARNING.md"), "utf8")).toMatch(new RegExp(`^# 第 ${chapter.id} 章`));
+
+    const again = await npm(["run", "practice", "--", chapter.id, target]);
+    expect(again.code).not.toBe(0);
+    expect(again.out).toContain("already exists");
+  }, 180_000);
+
+  it("with -w @pi/course, resolves a relative folder against where npm was run", async () => {
+    const target = join(temp, "ws");
+    const made = await npm(["run", "practice", "-w", "@pi/course", "--", chapter.id, relative(REPO_ROOT, target)]);
+    expect(made.code).toBe(0);
+    expect(existsSync(join(target, "LEARNING.md"))).toBe(true);
+  }, 180_000);
+
+  it("refuses an unknown chapter (listing the valid ones), a malformed number, and a folder inside packages/", async () => {
+    const [unknown, malformed, inside] = await Promise.all([
+      npm(["run", "practice", "--", "99", join(temp, "x1")]),
+      npm(["run", "practice", "--", "3a", join(temp, "x2")]),
+      npm(["run", "practice", "--", chapter.id, "packages/pi-course/my-ch"]),
+    ]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.out).toContain(`Valid chapters: ${valid}.`);
+    expect(malformed.code).not.toBe(0);
+    expect(malformed.out).toContain('"3a" is not a chapter number');
+    expect(inside.code).not.toBe(0);
+    expect(inside.out).toContain("inside the repository's packages/");
+    expect(existsSync(join(REPO_ROOT, "packages", "pi-course", "my-ch"))).toBe(false);
+    // Nothing half-made: no refused folder, no staging folder.
+    expect(readdirSync(temp).filter((name) => name.startsWith("x") || name.startsWith("."))).toEqual([]);
+  }, 180_000);
+});
