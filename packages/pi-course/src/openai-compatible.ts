@@ -86,7 +86,7 @@ class OpenAICompatibleModel implements Model {
     context: Context,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    // #region lab 5.4 run
+    // #region lab 5.5 OpenAICompatibleModel.run
     if (signal?.aborted) return this.failEarly(stream, "aborted", "Request was aborted before it was sent.");
     let body: string;
     try {

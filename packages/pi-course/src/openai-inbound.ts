@@ -79,7 +79,7 @@ export class ChatCompletionsTurn {
    * (its usage is applied first); the caller then ends the turn with `fail`.
    */
   chunk(chunk: ChatCompletionChunk): string | undefined {
-    // #region lab 5.4 chunk
+    // #region lab 5.4 ChatCompletionsTurn.chunk
     if (chunk === null || typeof chunk !== "object") return "The server sent a chunk that is not a JSON object.";
     const usage = chunk.usage ?? chunk.x_groq?.usage;
     if (usage !== null && usage !== undefined && typeof usage === "object") this.applyUsage(usage);
@@ -109,7 +109,7 @@ export class ChatCompletionsTurn {
 
   /** The body ended (`[DONE]` or end of stream): pushes the terminal event. */
   finish(): void {
-    // #region lab 5.4 finish
+    // #region lab 5.4 ChatCompletionsTurn.finish
     if (this.ended) return;
     const reason = this.finishReason;
     if (reason === undefined) {
@@ -169,6 +169,7 @@ export class ChatCompletionsTurn {
   }
 
   private toolCall(fragment: WireToolCallDelta, position: number): void {
+    // #region lab 5.4 ChatCompletionsTurn.toolCall
     const index = typeof fragment.index === "number" ? fragment.index : position;
     let call = this.calls.get(index);
     if (call === undefined) {
@@ -193,10 +194,12 @@ export class ChatCompletionsTurn {
       partial: this.partial,
       partialArguments: call.parser.value,
     });
+    // #endregion
   }
 
   /** One strict parse per call, then `toolcall_end` per call in content order. */
   private endToolCalls(): void {
+    // #region lab 5.4 ChatCompletionsTurn.endToolCalls
     const calls = [...this.calls.values()].sort((a, b) => a.contentIndex - b.contentIndex);
     for (const { block, contentIndex } of calls) {
       if (block.id === "") {
@@ -209,6 +212,7 @@ export class ChatCompletionsTurn {
       else delete block.rawArguments;
       this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
     }
+    // #endregion
   }
 
   private applyUsage(usage: WireUsage): void {

@@ -84,7 +84,7 @@ export class PartialJsonParser {
 
   /** Reads the next piece of text. Cost: linear in `piece.length` (amortised O(1) per char). */
   push(piece: string): void {
-    // #region lab 5.2 push
+    // #region lab 5.2 PartialJsonParser.push
     // Fast path: a piece that stays inside an open string value (the bulk of large arguments).
     if (this.inString && !this.stringIsKey && this.escape === "") {
       let j = 0;
@@ -123,6 +123,7 @@ export class PartialJsonParser {
 
   /** Reads string characters from `start`; returns the index after what it consumed. */
   private readString(piece: string, start: number): number {
+    // #region lab 5.2 PartialJsonParser.readString
     let run = start;
     let i = start;
     if (this.escape !== "") {
@@ -152,10 +153,12 @@ export class PartialJsonParser {
     }
     if (i > run) this.appendText(piece.slice(run, i));
     return i;
+    // #endregion
   }
 
   /** Continues an escape at `start`; returns the index after the characters it took. */
   private continueEscape(piece: string, start: number): number {
+    // #region lab 5.2 PartialJsonParser.continueEscape
     let i = start;
     while (i < piece.length && this.escape !== "") {
       const ch = piece[i]!;
@@ -180,6 +183,7 @@ export class PartialJsonParser {
       i++;
     }
     return i;
+    // #endregion
   }
 
   private appendText(decoded: string): void {
@@ -188,6 +192,7 @@ export class PartialJsonParser {
   }
 
   private endString(): void {
+    // #region lab 5.2 PartialJsonParser.endString
     this.inString = false;
     const frame = this.stack[this.stack.length - 1];
     if (this.stringIsKey) {
@@ -198,10 +203,12 @@ export class PartialJsonParser {
       this.valueEnded(frame);
     }
     this.text = "";
+    // #endregion
   }
 
   /** Reads number/literal characters up to a delimiter; returns the delimiter's index. */
   private readScalar(piece: string, start: number): number {
+    // #region lab 5.2 PartialJsonParser.readScalar
     let i = start;
     while (i < piece.length && !isDelimiter(piece.charCodeAt(i))) i++;
     this.scalar += piece.slice(start, i);
@@ -213,10 +220,12 @@ export class PartialJsonParser {
       this.valueEnded(this.stack[this.stack.length - 1]);
     }
     return i;
+    // #endregion
   }
 
   /** One character outside strings and scalars. */
   private structural(code: number, ch: string): void {
+    // #region lab 5.2 PartialJsonParser.structural
     if (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) return;
     const frame = this.stack[this.stack.length - 1];
     if (frame === undefined) {
@@ -252,10 +261,12 @@ export class PartialJsonParser {
         if (code === (frame.isArray ? 0x5d : 0x7d)) return this.close();
         return void this.fail("");
     }
+    // #endregion
   }
 
   /** A value starts with `ch` in `frame` (or at the root). */
   private startValue(code: number, ch: string, frame: Frame | undefined): void {
+    // #region lab 5.2 PartialJsonParser.startValue
     if (frame === undefined) {
       this.slotKind = SLOT_ROOT;
       this.slotContainer = undefined;
@@ -288,6 +299,7 @@ export class PartialJsonParser {
       return;
     }
     this.fail("");
+    // #endregion
   }
 
   private close(): void {

@@ -38,7 +38,7 @@ export class SseDecoder {
 
   /** Reads the next piece of text; returns the frames it completed, in order. */
   push(text: string): SseEvent[] {
-    // #region lab 5.1 push
+    // #region lab 5.1 SseDecoder.push
     const out: SseEvent[] = [];
     if (text === "") return out;
     let start = 0;
@@ -79,7 +79,7 @@ export class SseDecoder {
 
   /** Handles one line (without its line break). */
   private line(line: string, out: SseEvent[]): void {
-    // #region lab 5.1 line
+    // #region lab 5.1 SseDecoder.line
     if (line === "") {
       if (this.dataLines.length > 0) {
         const frame: SseEvent = { event: this.eventName || "message", data: this.dataLines.join("\n") };
@@ -110,6 +110,7 @@ export class SseDecoder {
  * failing read (reset, abort) rejects the iteration with that error.
  */
 export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  // #region lab 5.1 readSse
   const reader = body.getReader();
   const decoder = new TextDecoder("utf-8");
   const sse = new SseDecoder();
@@ -127,4 +128,5 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
     if (!finished) await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
+  // #endregion
 }

@@ -1,0 +1,140 @@
+import { defineChapter } from "../catalogue.js";
+
+const FIXTURES = [
+  "SOURCES.md",
+  "alibaba-qwen-tool-call.chunks.txt",
+  "anthropic-openai-compat-tool-call-index-1.sse",
+  "azure-openai-model-router-prompt-filter.chunks.txt",
+  "deepseek-chat-finish-length.chunks.txt",
+  "deepseek-reasoner-reasoning-content.chunks.txt",
+  "deepseek-reasoner-reasoning-then-tool-call.chunks.txt",
+  "groq-gpt-oss-reasoning-then-error-event.sse",
+  "groq-gpt-oss-reasoning-then-tool-call-x-groq-usage.sse",
+  "groq-tool-call-single-chunk.chunks.txt",
+  "openai-gpt-4.1-nano-text-300-chunks.chunks.txt",
+  "openai-gpt-4o-finish-length.sse",
+  "openai-gpt-4o-parallel-tool-calls-empty-args.sse",
+  "openai-gpt-4o-parallel-tool-calls.sse",
+  "openai-gpt-4o-refusal-deltas.sse",
+  "openai-gpt-4o-single-tool-call-54-arg-chunks.sse",
+  "openai-gpt-4o-text-with-usage.sse",
+  "openrouter-minimax-length-then-error-chunk.sse",
+  "openrouter-reasoning-with-sse-comments.sse",
+  "xai-grok-3-mini-reasoning-then-tool-call.chunks.txt",
+  "zai-glm-reasoning-content.sse",
+].map((name) => `test/fixtures/openai-chat/${name}`);
+
+export default defineChapter({
+  id: "05",
+  slug: "openai-provider",
+  title: { zh: "真正的模型：OpenAI 兼容的 Chat Completions 适配器", en: "Provider adapter: OpenAI-compatible Chat Completions" },
+  invariant: {
+    zh:
+      "无论字节流怎样被切碎，每一份录制的真实流都还原成同一条规范消息；每一种失败（HTTP 错误、连接被拒、中途断开、坏的 chunk、中止）" +
+      "都以一个保留已收到内容的 error 事件结束，从不抛出，API key 不出现在任何输出里；工具参数的部分值在线性总时间内随时可读。",
+    en:
+      "However the bytes are chunked, every recorded stream becomes the same canonical message; every failure ends in one " +
+      "error event that keeps the partial content, never a throw, and never shows the API key; partial tool arguments are " +
+      "readable at any time, in linear total work.",
+  },
+  adds: {
+    zh:
+      "第一个连接真实服务器的 `Model`：`createOpenAICompatibleModel({ baseUrl, model, apiKey })` 用 `fetch` 向 " +
+      "`{baseUrl}/chat/completions` 发送流式请求（OpenAI、DeepSeek、Groq、OpenRouter、llama.cpp、Ollama、vLLM 都说这种协议）。" +
+      "它分四层：`sse.ts` 把任意切分的字节流读成 SSE 帧（行被切断、UTF-8 字符被切断、CRLF、注释、`event: error`）；" +
+      "`partial-json.ts` 是增量 JSON 解析器：工具参数每来 4 个字符就能读出当前的部分值，总工作量与参数长度成线性" +
+      "（每次都从头重新解析的做法是平方级的：128 KB 要一分钟）；`openai-wire.ts` 把规范 `Context` 翻译成请求体（纯函数，不改动输入）；" +
+      "`openai-inbound.ts` 把 chunk 翻译成模型事件：文本、推理（`reasoning_content` / `reasoning` → thinking）、" +
+      "按 wire `index` 分开的工具调用片段、finish_reason 与 usage 的映射。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
+      "把 OpenAI、DeepSeek、xAI、Groq、OpenRouter、Azure、Qwen、Z.ai 的真实录制流随机切碎后回放，再注入各种故障。",
+    en:
+      "The first Model that talks to a real server: createOpenAICompatibleModel over fetch, in four layers: an SSE reader " +
+      "robust to any chunking, an incremental partial-JSON parser for streaming tool arguments (linear total work), pure " +
+      "outbound translation, and inbound translation of chunks into model events. Tested over real HTTP on 127.0.0.1 by " +
+      "replaying recorded provider streams in random pieces, plus injected faults.",
+  },
+  files: [
+    "src/sse.ts",
+    "src/partial-json.ts",
+    "src/openai-wire.ts",
+    "src/openai-inbound.ts",
+    "src/openai-compatible.ts",
+    ...FIXTURES,
+  ],
+  labs: [
+    {
+      id: "5.1",
+      title: { zh: "SSE 读取器：任意切分都正确", en: "SSE reader, correct under any chunking" },
+      hint: {
+        zh:
+          "UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码；行可能在 `\\r` 与 `\\n` 之间被切开；" +
+          "未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。空行结束一帧；`:` 开头是注释。",
+        en:
+          "Decode with TextDecoder({stream: true}); a CRLF may be split between reads; keep an unfinished line as pieces and join " +
+          "once when it ends. A blank line ends a frame; lines starting with ':' are comments.",
+      },
+    },
+    {
+      id: "5.2",
+      title: { zh: "增量 JSON 解析器与一次严格解析", en: "Incremental partial JSON, then one strict parse" },
+      hint: {
+        zh:
+          "每个字符只看一次：用一个栈记住打开的对象/数组以及它们在等什么（key、冒号、值、逗号）。值是“活的视图”：在原地构建，" +
+          "字符串变长时只把新字符串重新放回它的位置。转义（`\\n`、`\\u00e9`）完整之后才显示。结束时 `parseToolArguments` 只做一次 " +
+          "`JSON.parse`：不是对象就给出一条模型能读懂、能据此改正的错误。",
+        en:
+          "Read each character once, with a stack of open containers and what each expects next; build the value in place. " +
+          "Show an escape once complete. At the end, one strict JSON.parse; anything but an object is an error the model can read.",
+      },
+    },
+    {
+      id: "5.3",
+      title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
+      hint: {
+        zh:
+          "纯函数，不改动输入、不与输入共享可变对象。系统提示放在最前；工具调用参数用 `JSON.stringify(arguments)`；" +
+          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。",
+        en:
+          "Pure and non-mutating. System prompt first; tool-call arguments as JSON.stringify(arguments); error/aborted and " +
+          "thinking-only assistant messages are left out; ask for usage with stream_options.",
+      },
+    },
+    {
+      id: "5.4",
+      title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
+      hint: {
+        zh:
+          "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
+          "后来的 `\"id\": \"\"` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。" +
+          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。",
+        en:
+          "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
+          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end.",
+      },
+      uses: ["5.2"],
+    },
+    {
+      id: "5.5",
+      title: { zh: "基于 fetch 的 Model：失败都是事件", en: "The Model over fetch: failures are events" },
+      hint: {
+        zh:
+          "`stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）" +
+          "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
+          "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头。",
+        en:
+          "stream() returns at once; every failure path pushes an error event (aborts are 'aborted', partial content kept). " +
+          "Read the provider's message from error bodies. Redact the API key from every error text, fetch's own included.",
+      },
+      uses: ["5.1", "5.2", "5.3", "5.4"],
+    },
+  ],
+  breakIt: {
+    zh:
+      "在 `ChatCompletionsTurn.toolCall` 里，把每次 `parser.push(delta)` 换成对整个 `rawArguments` 重新解析（比如 `JSON.parse` 失败后补全括号再试）。" +
+      "测试还会通过吗？再跑 `npm run bench -- 05`（在完整仓库里）：128 KB 的参数要多久？为什么“每个 delta 都从头解析”是平方级的？" +
+      "另一个实验：把测试服务器的分块上限改成 1 字节，再去掉 `TextDecoder` 的 `{ stream: true }`——哪份录制先失败，为什么？",
+    en:
+      "Re-parse the whole rawArguments on every delta instead of parser.push: do the tests still pass? Run the bench: why is " +
+      "re-parsing quadratic? Then drop TextDecoder's {stream: true} with 1-byte pieces: which recording breaks first, and why?",
+  },
+});
