@@ -1,0 +1,174 @@
+/**
+ * The command line of the main job (`npm start`): parsing and the help text.
+ *
+ * Parsing is pure (argv and environment in, options or a usage error out), so it is tested
+ * without spawning anything.
+ */
+import { existsSync, statSync } from "node:fs";
+import path from "node:path";
+
+/** What the user asked for. */
+export type CliOptions =
+  | { kind: "help" }
+  | {
+      kind: "run";
+      /** One JSON event per line instead of the readable trace. */
+      json: boolean;
+      /** Colour in the readable trace. */
+      color: boolean;
+      /** The break-it experiment of chapter 00: the model never sees the first tool result. */
+      dropToolResult: boolean;
+      /** Absent: the offline demo on the scripted model. */
+      server?: { baseUrl: string; model: string; apiKey?: string; workspace: string; task: string };
+    };
+
+/** A mistake on the command line: printed with a pointer to `--help`, exit code 2. */
+export class CliUsageError extends Error {
+  override name = "CliUsageError";
+}
+
+export const HELP = `npm start: run one complete agent, and watch every event of its lifecycle.
+
+Usage:
+  npm start                                   offline demo: a scripted model fixes a bug in a
+                                              fresh temporary workspace (read, edit, run, answer)
+  npm start -- --json                         the same, one JSON event per line
+  npm start -- --base-url URL --model NAME --cwd DIR "TASK"
+                                              a real OpenAI-compatible server, with the coding
+                                              tools (read, write, edit, ls, bash) confined to DIR
+
+Options:
+  --base-url URL       Chat Completions base URL, e.g. https://api.openai.com/v1 or
+                       http://127.0.0.1:8080/v1 (llama.cpp), http://127.0.0.1:11434/v1 (Ollama)
+  --model NAME         the model id the server knows, e.g. gpt-4o-mini
+  --cwd DIR            the workspace the tools may touch (required with --base-url)
+  --api-key-env NAME   read the API key from $NAME instead of $OPENAI_API_KEY
+  --no-api-key         send no key (local servers that need none)
+  --json               print one JSON event per line (agent, turn, message and tool events)
+  --color / --no-color force colour on or off (default: colour on a terminal, plain when piped;
+                       NO_COLOR is honoured)
+  --drop-tool-result   chapter 00's break-it experiment: hide the first tool result from the
+                       model and watch the pairing check stop the run
+  -h, --help           this text
+
+Exit codes: 0 the run ended normally, 1 it ended with an error, 2 a usage error.
+The bash tool runs commands in DIR with a timeout and an output cap; it is not a sandbox.
+`;
+
+/** Parses `argv` (without `node` and the script). Throws `CliUsageError`. */
+export function parseArgs(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  stdoutIsTTY: boolean,
+): CliOptions {
+  const positional: string[] = [];
+  let json = false;
+  let color: boolean | undefined;
+  let dropToolResult = false;
+  let noApiKey = false;
+  let baseUrl: string | undefined;
+  let model: string | undefined;
+  let cwd: string | undefined;
+  let apiKeyEnv: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = (): string => {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith("--")) {
+        throw new CliUsageError(`${arg} needs a value.`);
+      }
+      i++;
+      return next;
+    };
+    switch (arg) {
+      case "-h":
+      case "--help":
+        return { kind: "help" };
+      case "--json":
+        json = true;
+        break;
+      case "--color":
+        color = true;
+        break;
+      case "--no-color":
+        color = false;
+        break;
+      case "--drop-tool-result":
+        dropToolResult = true;
+        break;
+      case "--no-api-key":
+        noApiKey = true;
+        break;
+      case "--base-url":
+        baseUrl = value();
+        break;
+      case "--model":
+        model = value();
+        break;
+      case "--cwd":
+        cwd = value();
+        break;
+      case "--api-key-env":
+        apiKeyEnv = value();
+        break;
+      default:
+        if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${arg}.`);
+        positional.push(arg);
+    }
+  }
+  const useColor = color ?? (stdoutIsTTY && env.NO_COLOR === undefined);
+  const common = { kind: "run" as const, json, color: useColor, dropToolResult };
+  if (baseUrl === undefined) {
+    if (model !== undefined || cwd !== undefined || apiKeyEnv !== undefined || positional.length > 0) {
+      throw new CliUsageError(
+        "the offline demo plays a fixed script in a fresh temporary folder; --model, --cwd, " +
+          "--api-key-env and a task need --base-url (a real server).",
+      );
+    }
+    return common;
+  }
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new CliUsageError(
+      `--base-url ${JSON.stringify(baseUrl)} is not a URL. Give one like http://127.0.0.1:8080/v1.`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new CliUsageError(`--base-url must be http:// or https://, got ${JSON.stringify(baseUrl)}.`);
+  }
+  if (model === undefined || model === "") {
+    throw new CliUsageError("--base-url needs --model NAME (the model id the server knows).");
+  }
+  if (cwd === undefined) {
+    throw new CliUsageError("--base-url needs --cwd DIR: name the folder the agent may work in.");
+  }
+  const workspace = path.resolve(env.INIT_CWD ?? process.cwd(), cwd);
+  if (!existsSync(workspace) || !statSync(workspace).isDirectory()) {
+    throw new CliUsageError(`the workspace ${workspace} does not exist or is not a folder (--cwd).`);
+  }
+  const task = positional.join(" ").trim();
+  if (task === "") throw new CliUsageError('give the task as an argument, e.g. "list the files and summarise them".');
+  let apiKey: string | undefined;
+  if (!noApiKey) {
+    const name = apiKeyEnv ?? "OPENAI_API_KEY";
+    apiKey = env[name];
+    if (apiKey === undefined || apiKey === "") {
+      throw new CliUsageError(
+        `no API key: $${name} is not set. Set it, name another variable with --api-key-env NAME, ` +
+          `or pass --no-api-key for a local server that needs none.`,
+      );
+    }
+  }
+  return {
+    ...common,
+    server: {
+      baseUrl: baseUrl.replace(/\/+$/, ""),
+      model,
+      ...(apiKey !== undefined && { apiKey }),
+      workspace,
+      task,
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The main job, `npm start`: one complete agent run with the coding tools, and its live trace.
+ *
+ * Offline by default: a scripted model fixes a bug in a fresh temporary workspace. With
+ * `--base-url` and `--model` the same agent runs against an OpenAI-compatible server, in the
+ * folder named by `--cwd`, on the task given as an argument. `--help` says it all.
+ */
+import { agentLoop } from "../agent-loop.js";
+import { createCodingTools } from "../coding-tools/index.js";
+import { textOf, userMessage } from "../messages.js";
+import { createOpenAICompatibleModel } from "../openai-compatible.js";
+import type { AgentMessage, AssistantMessage, Message, Model } from "../types.js";
+import { CliUsageError, HELP, parseArgs } from "./args.js";
+import { DEMO_TASK, createDemoModel, createDemoWorkspace } from "./demo.js";
+import { withPairingCheck } from "./pairing.js";
+import { TracePrinter } from "./trace.js";
+
+/** Where the main job writes; tests pass their own. */
+export interface CliIO {
+  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown };
+  env: NodeJS.ProcessEnv;
+}
+
+const SYSTEM_PROMPT = (workspace: string) =>
+  `You are a careful coding agent working in the folder ${workspace}. ` +
+  `Use the tools (read, write, edit, ls, bash) to inspect and change files there; paths are ` +
+  `relative to that folder. Read before you edit, check your work by running it, and finish ` +
+  `with a short answer that says what you did.`;
+
+/** Runs the main job; resolves with the exit code (0 ok, 1 the run failed, 2 usage). */
+export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
+  let options;
+  try {
+    options = parseArgs(argv, io.env, io.stdout.isTTY === true);
+  } catch (error) {
+    if (!(error instanceof CliUsageError)) throw error;
+    io.stderr.write(`error: ${error.message}\nRun \`npm start -- --help\` for the options.\n`);
+    return 2;
+  }
+  if (options.kind === "help") {
+    io.stdout.write(HELP);
+    return 0;
+  }
+  const info = (text: string) => (options.json ? io.stderr : io.stdout).write(`${text}\n`);
+
+  let model: Model;
+  let workspace: string;
+  let task: string;
+  if (options.server === undefined) {
+    workspace = await createDemoWorkspace();
+    // On a terminal, slow the deltas down a little so they can be watched arriving.
+    model = createDemoModel({ delayMs: io.stdout.isTTY === true && !options.json ? 12 : 0 });
+    task = DEMO_TASK;
+    info(`pi-course · offline demo on the scripted model (no network)`);
+  } else {
+    const server = options.server;
+    workspace = server.workspace;
+    model = createOpenAICompatibleModel({
+      baseUrl: server.baseUrl,
+      model: server.model,
+      ...(server.apiKey !== undefined && { apiKey: server.apiKey }),
+    });
+    task = server.task;
+    info(`pi-course · ${server.model} at ${server.baseUrl}`);
+  }
+  info(`workspace: ${workspace}`);
+  info(`task:      ${task}\n`);
+
+  const printer = new TracePrinter({ write: (text) => io.stdout.write(text), color: options.color, json: options.json });
+  const convertToLlm = (messages: AgentMessage[]): Message[] => {
+    const canonical = messages.filter(
+      (m): m is Message => "role" in m && (m.role === "user" || m.role === "assistant" || m.role === "toolResult"),
+    );
+    if (!options.dropToolResult) return canonical;
+    // The break-it experiment: the model never sees the first tool result.
+    const first = canonical.findIndex((m) => m.role === "toolResult");
+    return first === -1 ? canonical : canonical.filter((_, i) => i !== first);
+  };
+  const stream = agentLoop(
+    [userMessage(task)],
+    { systemPrompt: SYSTEM_PROMPT(workspace), messages: [], tools: createCodingTools(workspace) },
+    { model: withPairingCheck(model), convertToLlm },
+    signal,
+  );
+  for await (const event of stream) printer.print(event);
+  printer.finish();
+  const messages = await stream.result();
+  const last = [...messages].reverse().find((m): m is AssistantMessage => "role" in m && m.role === "assistant");
+  if (last === undefined || last.stopReason === "error" || last.stopReason === "aborted") {
+    const why = last?.errorMessage ?? "the run ended without an answer";
+    io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
+    return 1;
+  }
+  if (!options.json) {
+    info(`\nanswer:\n${textOf(last)}\n`);
+    if (options.server === undefined) info(`The workspace is kept for you to look at: ${workspace}`);
+  }
+  return 0;
+}
+
+/** A next step for the errors people meet first. */
+function hint(message: string, baseUrl: string | undefined): string {
+  if (/ECONNREFUSED/.test(message)) {
+    return `hint: nothing answered at ${baseUrl}: is the server running, and is the port right?\n`;
+  }
+  if (/ENOTFOUND|EAI_AGAIN/.test(message)) return `hint: the host name of ${baseUrl} could not be resolved.\n`;
+  if (/\b401\b|\b403\b/.test(message)) return "hint: the server refused the API key; check it (see --api-key-env).\n";
+  if (/\b404\b/.test(message)) return "hint: check --base-url (usually it ends in /v1) and --model.\n";
+  if (/pairing check/.test(message)) return "hint: this is chapter 00's break-it experiment; run without --drop-tool-result.\n";
+  return "";
+}

@@ -1,0 +1,294 @@
+/**
+ * Chapter 00 (observe): the main job, end to end. Every test spawns the real command, the way a
+ * newcomer runs it, and reads what it prints.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { findPairingProblem } from "../src/cli/pairing.js";
+import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
+import { closedPort, startChatReplayServer } from "./support/chat-replay-server.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const packageDir = path.resolve(here, "..");
+const startScript = path.join(packageDir, "src", "cli", "start.ts");
+const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+
+interface Outcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function collect(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = packageDir): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, NO_COLOR: undefined, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (data: Buffer) => (stdout += data.toString("utf8")));
+    child.stderr.on("data", (data: Buffer) => (stderr += data.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The main job as `npm start -- …` runs it (tsx on the entry point), without npm's start-up cost. */
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
+  return collect(process.execPath, [tsxCli, startScript, ...args], env);
+}
+
+/** Event lines of the readable trace: the first word of each line that names an event. */
+function traceTypes(stdout: string): string[] {
+  return stdout
+    .split("\n")
+    .map((line) => /^\s*([a-z]+_[a-z_]+)\b/.exec(line)?.[1])
+    .filter((type): type is string => type !== undefined);
+}
+
+/** Consecutive repeats collapsed: `message_update×5`. */
+function runs(types: string[]): string[] {
+  const out: string[] = [];
+  let count = 0;
+  types.forEach((type, i) => {
+    count++;
+    if (types[i + 1] !== type) {
+      out.push(count === 1 ? type : `${type}×${count}`);
+      count = 0;
+    }
+  });
+  return out;
+}
+
+/** One tool-using turn as the trace shows it, after the assistant's streaming updates. */
+const TOOL_TURN_TAIL = [
+  "message_end",
+  "tool_execution_start",
+  "tool_execution_end",
+  "message_start",
+  "message_end",
+  "turn_end",
+];
+
+async function removeDemoWorkspace(stdout: string): Promise<string> {
+  const workspace = /^workspace: (.+)$/m.exec(stdout)?.[1];
+  expect(workspace).toMatch(/pi-course-demo-/);
+  const fixed = await readFile(path.join(workspace!, "greeting.mjs"), "utf8").catch(() => "");
+  await rm(workspace!, { recursive: true, force: true });
+  return fixed;
+}
+
+describe("Prologue · the offline demo", () => {
+  it("Prologue · npm start runs one full agent run: read, edit, bash, answer, every event in order", async () => {
+    const result = await collect("npm", ["start", "--silent"], {});
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain("\u001b[");
+    expect(runs(traceTypes(result.stdout))).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start",
+      "message_end",
+      "message_start",
+      "message_update×3",
+      ...TOOL_TURN_TAIL,
+      "turn_start",
+      "message_start",
+      "message_update×3",
+      ...TOOL_TURN_TAIL,
+      "turn_start",
+      "message_start",
+      "message_update×3",
+      ...TOOL_TURN_TAIL,
+      "turn_start",
+      "message_start",
+      "message_update",
+      "message_end",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(result.stdout).toContain("    tool_execution_end     bash call_bash_3 ✓ ok\n        │ ok: Hello, pi!\n");
+    expect(result.stdout).toContain('answer:\nFixed: greeting.mjs now says "Hello, " instead of "Helo, ". `node check.mjs` prints:\nok: Hello, pi!\n');
+    expect(await removeDemoWorkspace(result.stdout)).toContain('return "Hello, " + name + "!";');
+  }, 60_000);
+
+  it("Prologue · --json prints every event as one JSON line, and the colour switch works", async () => {
+    const [json, colored] = await Promise.all([cli(["--json"]), cli(["--color"])]);
+    expect(json.code).toBe(0);
+    const events = json.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as { type: string });
+    const types = events.map((e) => e.type);
+    expect(runs(types)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start",
+      "message_end",
+      "message_start",
+      "message_update×9",
+      ...TOOL_TURN_TAIL,
+      "turn_start",
+      "message_start",
+      "message_update×19",
+      ...TOOL_TURN_TAIL,
+      "turn_start",
+      "message_start",
+      "message_update×7",
+      ...TOOL_TURN_TAIL,
+      "turn_start",
+      "message_start",
+      "message_update×13",
+      "message_end",
+      "turn_end",
+      "agent_end",
+    ]);
+    const ends = events.filter((e): e is any => e.type === "tool_execution_end");
+    expect(ends.map((e) => [e.toolName, e.isError])).toEqual([
+      ["read", false],
+      ["edit", false],
+      ["bash", false],
+    ]);
+    expect(ends[2].result.content).toEqual([{ type: "text", text: "ok: Hello, pi!" }]);
+    expect(events.at(-1)).toMatchObject({ type: "agent_end" });
+    await removeDemoWorkspace(json.stderr);
+    expect(colored.code).toBe(0);
+    expect(colored.stdout).toContain("\u001b[35magent_start");
+    await removeDemoWorkspace(colored.stdout);
+  }, 60_000);
+
+  it("Prologue · break it: with a tool result dropped, the pairing check stops the run", async () => {
+    const result = await cli(["--drop-tool-result"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      "error: pairing check: tool call call_read_1 (read) has no result before the next model call.",
+    );
+    expect(runs(traceTypes(result.stdout)).slice(-6)).toEqual([
+      "turn_end",
+      "turn_start",
+      "message_start",
+      "message_end",
+      "turn_end",
+      "agent_end",
+    ]);
+    // The file was read but never edited: the run stopped before the second model turn.
+    expect(await removeDemoWorkspace(result.stdout)).toContain('"Helo, "');
+  }, 60_000);
+
+  it("Prologue · the pairing check names the first unanswered or unknown tool call", () => {
+    const call = assistantMessage([{ type: "toolCall", id: "c1", name: "read", arguments: {} }], "toolUse");
+    const answer = toolResultMessage({ toolCallId: "c1", toolName: "read", content: "ok" });
+    expect(findPairingProblem([userMessage("hi"), call, answer])).toBe(undefined);
+    expect(findPairingProblem([userMessage("hi"), call])).toBe(
+      "tool call c1 (read) has no result before the next model call. Every tool call needs exactly one result with its id.",
+    );
+    expect(findPairingProblem([userMessage("hi"), call, userMessage("more"), answer])).toMatch(/^tool call c1 \(read\)/);
+    expect(findPairingProblem([userMessage("hi"), call, answer, answer])).toBe(
+      "the tool result for c1 (read) answers no pending tool call.",
+    );
+  });
+});
+
+describe("Prologue · against a real server", () => {
+  it("Prologue · runs the coding tools in --cwd against a local OpenAI-compatible server replaying a recorded conversation", async () => {
+    const fixtures = path.join(here, "fixtures");
+    const bodies = await Promise.all(
+      ["prologue-replay-turn-1.sse", "prologue-replay-turn-2.sse"].map((name) => readFile(path.join(fixtures, name), "utf8")),
+    );
+    const server = await startChatReplayServer(bodies);
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      await writeFile(path.join(workspace, "notes.txt"), "remember the milk\n");
+      const result = await cli(
+        ["--base-url", server.baseUrl, "--model", "replay-model", "--api-key-env", "REPLAY_KEY", "--cwd", workspace, "--json", "What", "do", "my", "notes", "say?"],
+        { REPLAY_KEY: "sk-replay-123" },
+      );
+      expect(result.stderr).toContain(`workspace: ${workspace}`);
+      expect(result.code).toBe(0);
+      const events = result.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as any);
+      expect(runs(events.map((e) => e.type))).toEqual([
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_update×11",
+        ...TOOL_TURN_TAIL,
+        "turn_start",
+        "message_start",
+        "message_update×8",
+        "message_end",
+        "turn_end",
+        "agent_end",
+      ]);
+      const toolEnd = events.find((e) => e.type === "tool_execution_end");
+      expect(toolEnd).toMatchObject({ toolName: "read", toolCallId: "call_4kPq8ZtLwV3n", isError: false });
+      expect(toolEnd.result.content).toEqual([{ type: "text", text: "1\tremember the milk" }]);
+      const final = events.filter((e) => e.type === "message_end").at(-1).message;
+      expect(final).toMatchObject({
+        role: "assistant",
+        stopReason: "stop",
+        model: "replay-model",
+        content: [{ type: "text", text: "notes.txt says: remember the milk." }],
+        usage: { input: 871, output: 9, totalTokens: 880 },
+      });
+      // What the server saw: the key, the tools, then the tool result sent back with its id.
+      expect(server.requests.map((r) => [r.method, r.path, r.authorization])).toEqual([
+        ["POST", "/v1/chat/completions", "Bearer sk-replay-123"],
+        ["POST", "/v1/chat/completions", "Bearer sk-replay-123"],
+      ]);
+      const [first, second] = server.requests.map((r) => r.body);
+      expect(first.model).toBe("replay-model");
+      expect(first.stream).toBe(true);
+      expect(first.tools.map((t: any) => t.function.name)).toEqual(["read", "write", "edit", "ls", "bash"]);
+      expect(first.messages.map((m: any) => m.role)).toEqual(["system", "user"]);
+      expect(second.messages.map((m: any) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+      expect(second.messages[2].tool_calls[0]).toMatchObject({
+        id: "call_4kPq8ZtLwV3n",
+        function: { name: "read", arguments: '{"path":"notes.txt"}' },
+      });
+      expect(second.messages[3]).toMatchObject({ role: "tool", tool_call_id: "call_4kPq8ZtLwV3n" });
+      expect(JSON.stringify(second.messages[3].content)).toContain("remember the milk");
+    } finally {
+      await server.close();
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("Prologue · clear errors: malformed URL, refused connection, missing key, missing workspace, unknown option", async () => {
+    const port = await closedPort();
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      const base = ["--model", "m", "--cwd", workspace, "hello"];
+      const [malformed, refused, noKey, noWorkspace, unknown] = await Promise.all([
+        cli(["--base-url", "localhost:8080", ...base], { OPENAI_API_KEY: "k" }),
+        cli(["--base-url", `http://127.0.0.1:${port}/v1`, ...base], { OPENAI_API_KEY: "k" }),
+        cli(["--base-url", "http://127.0.0.1:1/v1", ...base], { OPENAI_API_KEY: undefined }),
+        cli(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", path.join(workspace, "nope"), "hi"], { OPENAI_API_KEY: "k" }),
+        cli(["--verbose"]),
+      ]);
+      expect(malformed.code).toBe(2);
+      expect(malformed.stderr).toMatch(/--base-url must be http:\/\/ or https:\/\/|is not a URL/);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain("ECONNREFUSED");
+      expect(refused.stderr).toContain(`hint: nothing answered at http://127.0.0.1:${port}/v1: is the server running, and is the port right?`);
+      expect(noKey.code).toBe(2);
+      expect(noKey.stderr).toContain("error: no API key: $OPENAI_API_KEY is not set.");
+      expect(noWorkspace.code).toBe(2);
+      expect(noWorkspace.stderr).toContain(`error: the workspace ${path.join(workspace, "nope")} does not exist or is not a folder (--cwd).`);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toBe("error: unknown option --verbose.\nRun `npm start -- --help` for the options.\n");
+      for (const outcome of [malformed, noKey, noWorkspace, unknown]) expect(outcome.stdout).toBe("");
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("Prologue · --help documents every option", async () => {
+    const result = await cli(["--help"]);
+    expect(result.code).toBe(0);
+    for (const option of ["--base-url", "--model", "--cwd", "--api-key-env", "--no-api-key", "--json", "--color", "--no-color", "--drop-tool-result", "--help", "OPENAI_API_KEY"]) {
+      expect(result.stdout).toContain(option);
+    }
+  }, 60_000);
+});

@@ -1,0 +1,114 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "08",
+  slug: "coding-tools",
+  title: { zh: "编码工具：read / write / edit / ls / bash", en: "Coding tools" },
+  invariant: {
+    zh:
+      "每条路径都留在同一个工作区根目录里（字面检查 + realpath 检查，打开之后再核对一次）；写入是原子的，同一路径的写入排队执行；" +
+      "bash 受时间和输出上限约束，超时或中止时整个进程组都会被杀掉。",
+    en:
+      "Every path stays inside one workspace root (lexical and realpath checks, verified again after the open); writes are " +
+      "atomic and serialised per path; bash is bounded by time and output and its whole process group is killed.",
+  },
+  adds: {
+    zh:
+      "五个真正的 `AgentTool`：`read`（带行号、offset/limit、行数与字节上限、截断时给出继续读取的提示）、" +
+      "`write`（临时文件 + rename 的原子写入）、`edit`（精确文本替换：零处或多处匹配都拒绝，多处编辑先在内存里全部检查再一次写入）、" +
+      "`ls` 和 `bash`（超时、stdout/stderr 共用一个输出上限、杀掉整个进程组、响应中止）。它们共用一个 `Workspace`：" +
+      "模型给出的任何路径都要先过字面检查（`..`、绝对路径），再过磁盘检查（realpath，新文件检查最近的已存在祖先目录），" +
+      "打开时不跟随符号链接（O_NOFOLLOW），打开后再核对描述符的真实路径——因为检查和使用之间，文件可能被换成符号链接。" +
+      "`createCodingTools(root)` 把五个工具交给 `agentLoop`，这就是 `npm start` 里那个智能体的双手。",
+    en:
+      "Five real AgentTools over one Workspace: read (numbered, windowed, capped, with a continuation hint), write (atomic " +
+      "temp + rename, serialised per path), edit (exact unique replacements, all checked before one write), ls, and bash " +
+      "(timeout, one shared output cap, process-group kill, abort). Every path is checked lexically and on disk, opened " +
+      "without following a final symlink, and verified again after the open.",
+  },
+  files: [
+    "src/coding-tools/workspace.ts",
+    "src/coding-tools/read.ts",
+    "src/coding-tools/write.ts",
+    "src/coding-tools/edit.ts",
+    "src/coding-tools/ls.ts",
+    "src/coding-tools/bash.ts",
+    "src/coding-tools/index.ts",
+  ],
+  labs: [
+    {
+      id: "8.1",
+      title: { zh: "把路径关在工作区里（resolve 与 verifyOpened）", en: "containment: resolve and verifyOpened" },
+      hint: {
+        zh:
+          "先做字面检查（已给出 `lexicalRelative`），再从目标往上找最近的已存在祖先，对它 realpath，结果必须仍在 `this.root` 之内；" +
+          "目标不存在的部分原样接回去。悬空的符号链接（lstat 能看到、realpath 失败）直接拒绝。" +
+          "`verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径，其他平台比较 inode。",
+        en:
+          "Lexical check first (lexicalRelative is given), then realpath the nearest existing ancestor and require it inside " +
+          "the root; refuse dangling links. verifyOpened: /proc/self/fd/<fd> on Linux, inode comparison elsewhere.",
+      },
+    },
+    {
+      id: "8.2",
+      title: { zh: "原子写入与按路径排队（writeFileAtomic、PathLocks.run）", en: "atomic writes and per-path serialisation" },
+      hint: {
+        zh:
+          "临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；" +
+          "任何失败都删掉临时文件。PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉。",
+        en:
+          "Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure. PathLocks chains " +
+          "tasks per key, survives failures, and forgets idle keys.",
+      },
+      // The write and edit tool tests resolve their path first.
+      uses: ["8.1"],
+    },
+    {
+      id: "8.3",
+      title: { zh: "read 的窗口：行号、上限与继续提示（formatReadOutput）", en: "the read window" },
+      hint: {
+        zh:
+          "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
+          "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。",
+        en:
+          "1-based numbers padded to the widest shown, a tab, the line. Stop at whichever cap comes first and say how to " +
+          "continue; cut a single oversized line rather than show nothing.",
+      },
+      uses: ["8.1"],
+    },
+    {
+      id: "8.4",
+      title: { zh: "精确编辑（applyEdits）", en: "exact edits" },
+      hint: {
+        zh:
+          "每个 oldText 都对照原始内容匹配，必须恰好出现一次；按位置排序后检查是否重叠，再从头到尾拼出新内容。" +
+          "错误信息要告诉模型下一步怎么做（重新读取文件、多带几行上下文、合并重叠的编辑）。",
+        en:
+          "Match every oldText against the original, exactly once; sort by position, refuse overlaps, then splice once. " +
+          "Error messages tell the model what to do next.",
+      },
+      uses: ["8.1"],
+    },
+    {
+      id: "8.5",
+      title: { zh: "有界的 bash（runCommand）", en: "bounded bash" },
+      hint: {
+        zh:
+          "`spawn(shell, [\"-c\", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。" +
+          "超时或中止：先 SIGTERM，宽限期后 SIGKILL。stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
+          "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。",
+        en:
+          "detached spawn gives the command its own process group; kill(-pid) reaches all of it. SIGTERM, then SIGKILL after " +
+          "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close.",
+      },
+    },
+  ],
+  breakIt: {
+    zh:
+      "把 `Workspace.open` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t \"Lab 8.1\"`：哪个测试先失败？它模拟的是哪一种攻击" +
+      "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？然后把 bash 的 `detached: true` 去掉，看超时测试里的孙进程是否还活着。",
+    en:
+      "Drop O_NOFOLLOW from Workspace.open and run the Lab 8.1 tests: which one fails, and which race does it play? Then " +
+      "drop detached: true from bash and watch the grandchild survive the timeout.",
+  },
+});
