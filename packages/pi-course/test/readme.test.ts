@@ -1,0 +1,77 @@
+/**
+ * The README keeps its promises: the two commands, and a library example that really runs.
+ * (Not a chapter test: no chapter owns it, so it runs in the repository only.)
+ */
+import { spawn } from "node:child_process";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "..", "..", "..");
+const readmePath = path.join(repoRoot, "README.md");
+
+describe("README", () => {
+  it("README · names exactly the two commands: npm install && npm start, and npm test", async () => {
+    const readme = await readFile(readmePath, "utf8");
+    expect(readme).toContain("```sh\nnpm install && npm start\n```");
+    expect(readme).toContain("```sh\nnpm test\n```");
+    const root = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8"));
+    expect(root.scripts.test).toMatch(/vitest run/);
+    expect(root.scripts.start).toBe("npm run start -w @pi/course --");
+  });
+
+  it("README · the library example runs and prints the lifecycle it describes", async () => {
+    const readme = await readFile(readmePath, "utf8");
+    const section = readme.slice(readme.indexOf("## Use the library"));
+    const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(code).toContain('from "@pi/course"');
+    // Under node_modules/ so that "typebox" resolves as it would for a user; "@pi/course" is the source.
+    const dir = path.join(repoRoot, "node_modules", ".cache", `pi-course-readme-${process.pid}`);
+    await mkdir(dir, { recursive: true });
+    const file = path.join(dir, "example.mts");
+    const source = path.join(repoRoot, "packages", "pi-course", "src", "index.ts");
+    await writeFile(file, code!.replace('from "@pi/course"', `from ${JSON.stringify(source)}`));
+    try {
+      const tsx = createRequire(import.meta.url).resolve("tsx/cli");
+      const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, [tsx, file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code, stdout, stderr }));
+      });
+      expect(output.stderr).toBe("");
+      expect(output.code).toBe(0);
+      const lines = output.stdout.trimEnd().split("\n");
+      const collapsed = lines.filter((line, i) => !(line === "message_update" && lines[i - 1] === "message_update"));
+      expect(collapsed).toEqual([
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_update",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "turn_start",
+        "message_start",
+        "message_update",
+        "message_end",
+        "turn_end",
+        "agent_end",
+        "4 new messages",
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
