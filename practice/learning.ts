@@ -145,7 +145,7 @@ function observeLearning(chapter: Chapter, view: View): string {
       ["npm install", "安装依赖 (install)"],
       ...(chapter.scripts?.start ? ([["npm start", "运行一次完整的智能体 (one full agent run)"]] as [string, string][]) : []),
       ["npm test", "全部测试都应通过 (every test passes)"],
-      ...chapters.slice(0, 1).map((id): [string, string] => [`npx vitest run test/${id}-*.test.ts`, "某一章的测试 (one chapter's tests)"]),
+      ...chapters.slice(0, 1).map((id): [string, string] => [`npx vitest run test/${id}-`, "某一章的测试 (one chapter's tests)"]),
     ]),
     "",
   );

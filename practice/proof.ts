@@ -311,7 +311,7 @@ async function proveView(
       const json = join(root, "outcomes.json");
       const reporter = join(root, "proof-reporter.mjs");
       writeFileSync(reporter, REPORTER);
-      const vitest = await run(folder, "vitest", ["run", "--no-cache", `--reporter=${reporter}`], 300_000, { PI_PROOF_REPORT: json });
+      const vitest = await run(folder, "vitest", ["run", "--no-cache", `--reporter=${reporter}`], 300_000, { PI_PROOF_REPORT: json, PI_COURSE_PROOF: "1" });
       report.timings[`${view.kind} vitest`] = Date.now() - started;
       let parsed: RunReport;
       try {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCatalogue, REPO_ROOT, type ChapterSpec } from "../catalogue.js";
-import type { Sources } from "../generate.js";
+import { buildView, type Sources } from "../generate.js";
 import { proveChapter } from "../proof.js";
 
 const ADDER = `/** Adds. */
@@ -46,6 +46,22 @@ it("Lab 2.1 · doubles a number", () => {
 });
 `;
 
+const SHOW = `import { twice } from "./adder.js";
+
+/** What the observe chapter runs. */
+export function show(): string {
+  return \`twice(21) = \${twice(21)}\`;
+}
+`;
+
+const TEST_00 = `import { expect, it } from "vitest";
+import { show } from "../src/show.js";
+
+it("Prologue · shows the whole library at work", () => {
+  expect(show()).toBe("twice(21) = 42");
+});
+`;
+
 const text = (s: string) => ({ zh: s, en: s });
 const spec = (id: string, slug: string, files: string[], lab: string): ChapterSpec => ({
   id,
@@ -58,11 +74,19 @@ const spec = (id: string, slug: string, files: string[], lab: string): ChapterSp
   breakIt: text("break it"),
 });
 
+const observe: ChapterSpec = {
+  ...spec("00", "show", ["src/show.ts"], "0.1"),
+  mode: "observe",
+  labs: [],
+  observe: [{ command: "npm test", text: text("predict the number") }],
+};
 const catalogue = buildCatalogue([
+  { spec: observe, source: "mini/00-show.ts" },
   { spec: spec("01", "adder", ["src/adder.ts"], "1.1"), source: "mini/01-adder.ts" },
   { spec: spec("02", "twice", [], "2.1"), source: "mini/02-twice.ts" },
 ]);
-const [ch01, ch02] = catalogue.chapters as [(typeof catalogue.chapters)[0], (typeof catalogue.chapters)[0]];
+type Chapter = (typeof catalogue.chapters)[0];
+const [ch00, ch01, ch02] = catalogue.chapters as [Chapter, Chapter, Chapter];
 
 const roots: string[] = [];
 afterAll(() => {
@@ -70,7 +94,7 @@ afterAll(() => {
 });
 
 /** A temporary repository holding the mini course, with `edit` applied to its files. */
-function course(edit: Partial<Record<"adder" | "test01" | "test02", string>> = {}): Sources {
+function course(edit: Partial<Record<"adder" | "test01" | "test02" | "test00", string>> = {}): Sources {
   const root = mkdtempSync(join(tmpdir(), "pi-mini-course-"));
   roots.push(root);
   const pkg = join(root, "packages", "pi-course");
@@ -78,6 +102,8 @@ function course(edit: Partial<Record<"adder" | "test01" | "test02", string>> = {
     "src/adder.ts": edit.adder ?? ADDER,
     "test/01-adder.test.ts": edit.test01 ?? TEST_01,
     "test/02-twice.test.ts": edit.test02 ?? TEST_02,
+    "src/show.ts": SHOW,
+    "test/00-show.test.ts": edit.test00 ?? TEST_00,
   };
   for (const [file, content] of Object.entries(files)) {
     mkdirSync(dirname(join(pkg, file)), { recursive: true });
@@ -92,13 +118,33 @@ function course(edit: Partial<Record<"adder" | "test01" | "test02", string>> = {
 describe("the proof catches a broken course", () => {
   it("passes the healthy mini course (so the failures below are the breakages')", async () => {
     const sources = course();
-    const [one, two] = await Promise.all([
+    const [zero, one, two] = await Promise.all([
+      proveChapter(catalogue, ch00, { sources }),
       proveChapter(catalogue, ch01, { sources, staticOnly: true }),
       proveChapter(catalogue, ch02, { sources }),
     ]);
+    expect(zero.problems).toEqual([]);
     expect(one.problems).toEqual([]);
     expect(two.problems).toEqual([]);
   }, 300_000);
+
+  it("an observe chapter shows the whole library plus its own files, which no rebuild view holds", () => {
+    const sources = course();
+    const show = buildView(catalogue, ch00, "practice", sources);
+    expect([...show.files.keys()].filter((f) => f.startsWith("src/") || f.startsWith("test/")).sort()).toEqual([
+      "src/adder.ts",
+      "src/show.ts",
+      "test/00-show.test.ts",
+      "test/01-adder.test.ts",
+      "test/02-twice.test.ts",
+    ]);
+    expect(show.files.get("src/adder.ts")).toContain("return doubled;");
+    expect(show.files.get("LEARNING.md")).toContain("模式：**观察 (observe)**");
+    expect(show.files.get("LEARNING.md")).toContain("1. `npm test`");
+    const two = buildView(catalogue, ch02, "snapshot", sources);
+    expect(two.files.has("src/show.ts")).toBe(false);
+    expect(two.files.has("test/00-show.test.ts")).toBe(false);
+  });
 
   it("fails for a region that is never closed", async () => {
     const sources = course({ adder: ADDER.replace(/\/\/ #endregion\n$/, "") });
