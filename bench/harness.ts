@@ -24,7 +24,12 @@
  *   other processes on a shared machine spreads over all cases instead of hitting one of them.
  * - If node runs with `--expose-gc` (the bench runner does), a full GC happens before every run.
  * - A `run` may return a value; it is kept in `last` so the bench can check the work was done.
- * - `printTable` returns false if a bar was missed (it never exits: a bench is a report).
+ * - CPU time (`process.cpuUsage()`, user + system, GC threads included) is recorded next to wall
+ *   time and printed in its own column and ratio. On a shared, loaded machine wall time swings
+ *   with other processes' load; CPU time of a single-threaded workload barely does, so it shows
+ *   whether a MISS is real. Bars are judged on wall time (the verdict also says `cpu ok`/`cpu MISS`).
+ * - `printTable` returns false if a bar was missed on wall time (it never exits: a bench is a
+ *   report).
  */
 import { performance } from "node:perf_hooks";
 
@@ -49,6 +54,9 @@ export interface Result {
   max: number;
   /** What the last timed run returned (awaited). */
   last: unknown;
+  /** CPU milliseconds (user + system) of each run, sorted ascending, and their median. */
+  cpuSamples: number[];
+  cpuMedian: number;
 }
 
 export interface Ratio {
@@ -70,11 +78,14 @@ export function median(sorted: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function timeOnce(run: () => unknown): Promise<{ ms: number; value: unknown }> {
+async function timeOnce(run: () => unknown): Promise<{ ms: number; cpu: number; value: unknown }> {
   gc?.();
+  const cpu0 = process.cpuUsage();
   const start = performance.now();
   const value = await run();
-  return { ms: performance.now() - start, value };
+  const ms = performance.now() - start;
+  const cpu = process.cpuUsage(cpu0);
+  return { ms, cpu: (cpu.user + cpu.system) / 1000, value };
 }
 
 /** Warms up every case, then times them round-robin; returns one Result per case, in order. */
@@ -83,32 +94,46 @@ export async function measure(cases: readonly Case[], options: MeasureOptions = 
   const runs = options.runs ?? 7;
   for (let i = 0; i < warmup; i++) for (const c of cases) await timeOnce(c.run);
   const samples = cases.map(() => [] as number[]);
+  const cpuSamples = cases.map(() => [] as number[]);
   const last: unknown[] = cases.map(() => undefined);
   for (let i = 0; i < runs; i++) {
     for (let k = 0; k < cases.length; k++) {
-      const { ms, value } = await timeOnce(cases[k]!.run);
+      const { ms, cpu, value } = await timeOnce(cases[k]!.run);
       samples[k]!.push(ms);
+      cpuSamples[k]!.push(cpu);
       last[k] = value;
     }
   }
   return cases.map((c, k) => {
     const sorted = samples[k]!.sort((a, b) => a - b);
-    return { name: c.name, samples: sorted, median: median(sorted), min: sorted[0]!, max: sorted.at(-1)!, last: last[k] };
+    const cpuSorted = cpuSamples[k]!.sort((a, b) => a - b);
+    return {
+      name: c.name,
+      samples: sorted,
+      median: median(sorted),
+      min: sorted[0]!,
+      max: sorted.at(-1)!,
+      last: last[k],
+      cpuSamples: cpuSorted,
+      cpuMedian: median(cpuSorted),
+    };
   });
 }
 
 const fmt = (ms: number): string => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 
 /**
- * Prints the medians (with min–max) and the ratios of medians, each marked `ok` / `MISS`
- * against its bar. Returns true when every bar holds.
+ * Prints the medians (wall, with min–max, and CPU) and the ratios of medians, each marked
+ * `ok` / `MISS` against its bar. Returns true when every bar holds on wall time.
  */
 export function printTable(title: string, results: readonly Result[], ratios: readonly Ratio[] = []): boolean {
   const byName = new Map(results.map((r) => [r.name, r]));
   const width = Math.max(...results.map((r) => r.name.length), ...ratios.map((r) => r.label.length));
   console.log(`\n${title}  (median of ${results[0]?.samples.length ?? 0} runs, ms)`);
+  console.log(`  ${"".padEnd(width)}  ${"wall".padStart(9)}   ${"[min – max]".padEnd(17)}  ${"cpu".padStart(9)}`);
   for (const r of results) {
-    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.median).padStart(9)}   [${fmt(r.min)} – ${fmt(r.max)}]`);
+    const range = `[${fmt(r.min)} – ${fmt(r.max)}]`;
+    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.median).padStart(9)}   ${range.padEnd(17)}  ${fmt(r.cpuMedian).padStart(9)}`);
   }
   let allOk = true;
   for (const q of ratios) {
@@ -116,13 +141,16 @@ export function printTable(title: string, results: readonly Result[], ratios: re
     const den = byName.get(q.den);
     if (num === undefined || den === undefined) throw new Error(`printTable: no case named "${q.num}" or "${q.den}"`);
     const ratio = num.median / den.median;
+    const cpuRatio = num.cpuMedian / den.cpuMedian;
     let verdict = "";
     if (q.bar !== undefined && q.value !== undefined) {
-      const ok = q.bar === "<=" ? ratio <= q.value : ratio >= q.value;
+      const holds = (x: number): boolean => (q.bar === "<=" ? x <= q.value! : x >= q.value!);
+      const ok = holds(ratio);
       allOk &&= ok;
-      verdict = `   bar ${q.bar} ${q.value}  ${ok ? "ok" : "MISS"}`;
+      verdict = `   bar ${q.bar} ${q.value}  ${ok ? "ok" : "MISS"} (cpu ${holds(cpuRatio) ? "ok" : "MISS"})`;
     }
-    console.log(`  ${q.label.padEnd(width)}  ${ratio.toFixed(2).padStart(8)}x${verdict}`);
+    const wallText = `${ratio.toFixed(2)}x`;
+    console.log(`  ${q.label.padEnd(width)}  ${wallText.padStart(9)}   ${"".padEnd(17)}  ${`${cpuRatio.toFixed(2)}x`.padStart(9)}${verdict}`);
   }
   return allOk;
 }
