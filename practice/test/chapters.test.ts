@@ -3,11 +3,16 @@
  * practice(N) are generated into temporary folders and typechecked and tested there, two folders
  * at a time. One test per chapter, so `-t "chapter 05"` proves one chapter.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadCatalogue } from "../catalogue.js";
 import { proveChapter } from "../proof.js";
 
 const catalogue = await loadCatalogue();
+const began = Date.now();
+afterAll(() => {
+  const seconds = ((Date.now() - began) / 1000).toFixed(1);
+  console.log(`course proof: ${catalogue.chapters.length} chapters (${catalogue.chapters.map((c) => c.id).join(", ")}) in ${seconds}s`);
+});
 
 describe("the course: every chapter's snapshot and practice folder", () => {
   it.concurrent.each(catalogue.chapters.map((c) => [`chapter ${c.id} (${c.slug})`, c] as const))(
