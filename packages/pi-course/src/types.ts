@@ -203,7 +203,8 @@ export type ModelEvent =
       // #region ch05
       /**
        * Best-effort value of the arguments so far (from an incremental parser), for UIs that
-       * want to show a path or a command early. Never execute it.
+       * want to show a path or a command early. Never execute it. A live view, like `partial`:
+       * the same object keeps growing with later deltas (read it, don't keep it; copy to keep).
        */
       partialArguments?: unknown;
       // #endregion
