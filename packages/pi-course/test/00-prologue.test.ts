@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { runMain } from "../src/cli/main.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
 import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
 import { closedPort, startChatReplayServer } from "./support/chat-replay-server.js";
@@ -173,6 +174,27 @@ describe("Prologue · the offline demo", () => {
     ]);
     // The file was read but never edited: the run stopped before the second model turn.
     expect(await removeDemoWorkspace(result.stdout)).toContain('"Helo, "');
+  }, 60_000);
+
+  it("Prologue · on a terminal the trace is coloured, unless NO_COLOR is set", async () => {
+    const runOnTerminal = async (env: NodeJS.ProcessEnv) => {
+      let stdout = "";
+      let stderr = "";
+      const code = await runMain([], {
+        stdout: { isTTY: true, write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        env,
+      });
+      return { code, stdout, stderr };
+    };
+    const [terminal, noColor] = await Promise.all([runOnTerminal({}), runOnTerminal({ NO_COLOR: "1" })]);
+    expect([terminal.code, terminal.stderr]).toEqual([0, ""]);
+    expect(terminal.stdout).toContain("\u001b[35magent_start");
+    expect(terminal.stdout).toContain("\u001b[32m✓ ok\u001b[0m");
+    expect([noColor.code, noColor.stderr]).toEqual([0, ""]);
+    expect(noColor.stdout).not.toContain("\u001b[");
+    await removeDemoWorkspace(terminal.stdout);
+    await removeDemoWorkspace(noColor.stdout);
   }, 60_000);
 
   it("Prologue · the pairing check names the first unanswered or unknown tool call", () => {
