@@ -12,7 +12,7 @@
 import type { AssistantMessage, ModelEvent } from "./types.js";
 // #endregion
 
-/** Past this many consumed slots (and half the array), the queue is compacted in one go. */
+/** Past this many consumed slots (and half the array), the next push compacts the queue in one go. */
 const COMPACT_AFTER = 1024;
 
 export class EventStream<T, R = T> implements AsyncIterable<T> {
@@ -57,6 +57,11 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
       this.waiter = undefined;
       waiter({ value: event, done: false });
       return;
+    }
+    // Reclaim the consumed prefix while the producer keeps adding; a drain alone never copies.
+    if (this.head >= COMPACT_AFTER && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
     }
     this.queue.push(event);
     // #endregion
@@ -116,9 +121,6 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
       this.queue[this.head++] = undefined as T; // let the event be collected
       if (this.head === this.queue.length) {
         this.queue.length = 0;
-        this.head = 0;
-      } else if (this.head >= COMPACT_AFTER && this.head * 2 >= this.queue.length) {
-        this.queue = this.queue.slice(this.head);
         this.head = 0;
       }
       return Promise.resolve({ value, done: false });
