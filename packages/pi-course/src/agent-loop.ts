@@ -91,7 +91,7 @@ export function runAgentLoopContinue(
 
 /** The loop proper: turns until the model stops, the batch terminates, an error or an abort. */
 async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
-  // #region lab 7.2 runLoop
+  // #region lab 7.1 runLoop
   const maxTurns = run.config.maxTurns ?? DEFAULT_MAX_TURNS;
   await run.emit({ type: "agent_start" });
   for (;;) {

@@ -41,10 +41,11 @@ export interface ToolBatchOutcome {
   terminate: boolean;
 }
 
-/** A call answered before execution (`answered`), or ready to run. */
-type PreparedCall =
-  | { kind: "answered"; call: ToolCall; result: AgentToolResult<unknown>; isError: boolean }
-  | { kind: "ready"; call: ToolCall; tool: AgentTool<any, any>; args: unknown };
+/** A call answered before execution. */
+type AnsweredCall = { kind: "answered"; call: ToolCall; result: AgentToolResult<unknown>; isError: boolean };
+/** A call found, with valid arguments, allowed to run. */
+type ReadyCall = { kind: "ready"; call: ToolCall; tool: AgentTool<any, any>; args: unknown };
+type PreparedCall = AnsweredCall | ReadyCall;
 
 /** A call with its final result. */
 interface FinishedCall {
@@ -59,7 +60,7 @@ export async function executeToolBatch(
   message: AssistantMessage,
   calls: readonly ToolCall[],
 ): Promise<ToolBatchOutcome> {
-  // #region lab 7.4 executeToolBatch
+  // #region lab 7.2 executeToolBatch
   const sequential =
     run.config.toolExecution === "sequential" ||
     calls.some((call) => findTool(run.context, call.name)?.executionMode === "sequential");
@@ -128,7 +129,7 @@ async function prepareCall(
   message: AssistantMessage,
   call: ToolCall,
 ): Promise<PreparedCall> {
-  // #region lab 7.3 prepareCall
+  // #region lab 7.2 prepareCall
   if (run.signal?.aborted) return abortedCall(call);
   const tool = findTool(run.context, call.name);
   if (tool === undefined) {
@@ -141,21 +142,12 @@ async function prepareCall(
   } catch (error) {
     return answered(call, messageOf(error));
   }
-  const before = run.config.beforeToolCall;
-  if (before !== undefined) {
-    const outcome = await settle(
-      () => before({ assistantMessage: message, toolCall: call, args, tool, context: run.context }, run.signal),
-      run.signal,
-    );
-    if (outcome.kind === "aborted") return abortedCall(call);
-    if (outcome.kind === "threw") {
-      return answered(call, `beforeToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
-    }
-    if (outcome.value?.block === true) {
-      return answered(call, outcome.value.reason ?? `Tool call "${call.name}" was blocked.`);
-    }
+  const ready: ReadyCall = { kind: "ready", call, tool, args };
+  if (run.config.beforeToolCall !== undefined) {
+    const refused = await askBeforeToolCall(run, message, ready);
+    if (refused !== undefined) return refused;
   }
-  return { kind: "ready", call, tool, args };
+  return ready;
   // #endregion
 }
 
@@ -163,9 +155,9 @@ async function prepareCall(
 async function runPreparedCall(
   run: ToolBatchRun,
   message: AssistantMessage,
-  ready: Extract<PreparedCall, { kind: "ready" }>,
+  ready: ReadyCall,
 ): Promise<FinishedCall> {
-  // #region lab 7.3 runPreparedCall
+  // #region lab 7.2 runPreparedCall
   const { call, tool, args } = ready;
   if (run.signal?.aborted) return abortedCall(call);
   let open = true; // no tool_execution_update after this call's tool_execution_end
@@ -186,31 +178,75 @@ async function runPreparedCall(
   await Promise.all(updates);
   if (executed.kind === "aborted") return abortedCall(call);
   if (executed.kind === "threw") return answered(call, messageOf(executed.error));
-  let result = executed.value;
+  const result = executed.value;
   if (typeof result !== "object" || result === null || !Array.isArray(result.content)) {
     return answered(call, `Tool "${call.name}" returned no valid result: execute must resolve to {content, details}.`);
   }
-  let isError = result.isError === true;
-  const after = run.config.afterToolCall;
-  if (after !== undefined) {
-    const context = { assistantMessage: message, toolCall: call, args, tool, context: run.context };
-    const outcome = await settle(() => after({ ...context, result, isError }, run.signal), run.signal);
-    if (outcome.kind === "aborted") return abortedCall(call);
-    if (outcome.kind === "threw") {
-      return answered(call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
-    }
-    const override = outcome.value;
-    if (override) {
-      result = {
-        ...result,
-        content: override.content ?? result.content,
-        details: override.details !== undefined ? override.details : result.details,
-        terminate: override.terminate ?? result.terminate,
-      };
-      isError = override.isError ?? isError;
-    }
+  const done: FinishedCall = { call, result, isError: result.isError === true };
+  if (run.config.afterToolCall === undefined) return done;
+  return applyAfterToolCall(run, message, ready, done);
+  // #endregion
+}
+
+/** `beforeToolCall`: an error result if it blocks, throws or is overtaken by an abort; else undefined. */
+async function askBeforeToolCall(
+  run: ToolBatchRun,
+  message: AssistantMessage,
+  ready: ReadyCall,
+): Promise<AnsweredCall | undefined> {
+  // #region lab 7.3 askBeforeToolCall
+  const { call, tool, args } = ready;
+  const before = run.config.beforeToolCall!;
+  const outcome = await settle(
+    () => before({ assistantMessage: message, toolCall: call, args, tool, context: run.context }, run.signal),
+    run.signal,
+  );
+  if (outcome.kind === "aborted" || run.signal?.aborted) return abortedCall(call);
+  if (outcome.kind === "threw") {
+    return answered(call, `beforeToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
   }
-  return { call, result, isError };
+  if (outcome.value?.block === true) {
+    return answered(call, outcome.value.reason ?? `Tool call "${call.name}" was blocked.`);
+  }
+  return undefined;
+  // #endregion
+}
+
+/** `afterToolCall`: overrides the result field by field; a throw becomes an error result. */
+async function applyAfterToolCall(
+  run: ToolBatchRun,
+  message: AssistantMessage,
+  ready: ReadyCall,
+  done: FinishedCall,
+): Promise<FinishedCall> {
+  // #region lab 7.3 applyAfterToolCall
+  const { call, tool, args } = ready;
+  const after = run.config.afterToolCall!;
+  const outcome = await settle(
+    () =>
+      after(
+        { assistantMessage: message, toolCall: call, args, tool, context: run.context, result: done.result, isError: done.isError },
+        run.signal,
+      ),
+    run.signal,
+  );
+  if (outcome.kind === "aborted") return abortedCall(call);
+  if (outcome.kind === "threw") {
+    return answered(call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+  }
+  const override = outcome.value;
+  if (!override) return done;
+  const result = done.result;
+  return {
+    call,
+    result: {
+      ...result,
+      content: override.content ?? result.content,
+      details: override.details !== undefined ? override.details : result.details,
+      terminate: override.terminate ?? result.terminate,
+    },
+    isError: override.isError ?? done.isError,
+  };
   // #endregion
 }
 
@@ -253,11 +289,11 @@ function findTool(context: AgentContext, name: string): AgentTool<any, any> | un
   return undefined;
 }
 
-function answered(call: ToolCall, text: string): Extract<PreparedCall, { kind: "answered" }> {
+function answered(call: ToolCall, text: string): AnsweredCall {
   return { kind: "answered", call, result: { content: [{ type: "text", text }], details: undefined }, isError: true };
 }
 
-function abortedCall(call: ToolCall): Extract<PreparedCall, { kind: "answered" }> {
+function abortedCall(call: ToolCall): AnsweredCall {
   return answered(call, `Tool call "${call.name}" was aborted: the run was stopped before it finished.`);
 }
 

@@ -139,7 +139,7 @@ const TURN_ONE_TOOL = [
 
 describe("chapter 07 · the agent loop", () => {
   // -------------------------------------------------------------------------------------------
-  // Lab 7.1: one turn, streamed as message events; failures as error messages
+  // One turn streamed as message events, failures as error messages (mostly Lab 7.1)
   // -------------------------------------------------------------------------------------------
 
   it("Lab 7.1 · a text turn: message_start, one update per model event, message_end; result = new messages", async () => {
@@ -306,7 +306,7 @@ describe("chapter 07 · the agent loop", () => {
   });
 
   // -------------------------------------------------------------------------------------------
-  // Lab 7.2: the loop — turns, length, terminate, steering, follow-ups, turn limit, abort
+  // The loop: tools, length, terminate, steering, follow-ups, turn limit, abort (Labs 7.1, 7.2)
   // -------------------------------------------------------------------------------------------
 
   it("Lab 7.2 · the seed's \"read main.ts\" run: exactly its 19 steps", async () => {
@@ -464,7 +464,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(polls).toBe(2);
   });
 
-  it("Lab 7.2 · a follow-up after a natural stop starts another turn; none ends the run", async () => {
+  it("Lab 7.1 · a follow-up after a natural stop starts another turn; none ends the run", async () => {
     const followUps = [[userMessage("and the tests?")], []];
     let steeringPolls = 0;
     const model = scripted([says("main.ts prints hello"), says("they pass")]);
@@ -499,7 +499,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(followUps).toEqual([]);
   });
 
-  it("Lab 7.2 · invariant: a throw from a queue getter ends the run well formed", async () => {
+  it("Lab 7.1 · invariant: a throw from a queue getter ends the run well formed", async () => {
     for (const config of [
       { getSteeringMessages: () => Promise.reject(new Error("queue broke")) },
       {
@@ -523,24 +523,30 @@ describe("chapter 07 · the agent loop", () => {
     }
   });
 
-  it("Lab 7.2 · the turn limit ends the run with an error message instead of another model call", async () => {
-    const model = scripted([turn([call("c1", "read", { path: "a" })]), turn([call("c2", "read", { path: "b" })]), says("never")]);
-    const { events, result } = await run("go", ctx([readTool()]), { model, maxTurns: 2 });
-    expect(shape(events).slice(-6)).toEqual([
+  it("Lab 7.1 · the turn limit ends the run with an error message instead of another model call", async () => {
+    const model = scripted([says("one"), says("two"), says("never")]);
+    const { events, result } = await run("go", ctx(), {
+      model,
+      maxTurns: 2,
+      getFollowUpMessages: () => [userMessage("more")],
+    });
+    expect(shape(events).slice(-8)).toEqual([
       "turn_end",
       "turn_start",
+      "message_start:user",
+      "message_end:user",
       "message_start:assistant",
       "message_end:assistant",
       "turn_end",
       "agent_end",
     ]);
     expect(model.requests).toHaveLength(2);
-    expect(lastAssistant(result)).toMatchObject({ stopReason: "error" });
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "error", content: [] });
     expect(lastAssistant(result).errorMessage).toContain("maxTurns = 2");
     expect(() => agentLoop([], ctx(), { model, maxTurns: 0 })).toThrow(/maxTurns/);
   });
 
-  it("Lab 7.2 · invariant: abort while streaming ends the turn as aborted; no model call after", async () => {
+  it("Lab 7.1 · invariant: abort while streaming ends the turn as aborted; no model call after", async () => {
     const controller = new AbortController();
     const model = new ScriptedModel([says("a long answer that will be cut"), says("never")], { chunkSize: 2 });
     const { events, result } = await run("go", ctx(), { model, getFollowUpMessages: () => [userMessage("more")] }, {
@@ -564,7 +570,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(1);
   });
 
-  it("Lab 7.2 · invariant: abort during preparation answers every call as aborted; no model call after", async () => {
+  it("Lab 7.3 · invariant: abort during beforeToolCall answers every call as aborted; no model call after", async () => {
     const controller = new AbortController();
     let executed = 0;
     const tool = probe("t", async () => {
@@ -599,6 +605,41 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(1);
   });
 
+  it("Lab 7.2 · invariant: abort during preparation (in prepareArguments) answers every call; no model call after", async () => {
+    const controller = new AbortController();
+    let executed = 0;
+    const tool = probe(
+      "t",
+      async () => {
+        executed++;
+        return textResult("ran");
+      },
+      {
+        prepareArguments: (args) => {
+          controller.abort(); // e.g. the user pressed Esc while arguments were being repaired
+          return args;
+        },
+      },
+    );
+    const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
+    const { events } = await run("go", ctx([tool]), { model }, { signal: controller.signal });
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(executed).toBe(0);
+    expect(resultsOf(events).every((r) => r.isError && textOf(r).includes("aborted"))).toBe(true);
+    expect(model.requests).toHaveLength(1);
+  });
+
   it("Lab 7.2 · invariant: abort during execution pairs every call at once, even with a tool that ignores the signal", async () => {
     const controller = new AbortController();
     const honest = probe("honest", (_id, _args, signal) =>
@@ -628,7 +669,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(1);
   });
 
-  it("Lab 7.2 · an already-aborted signal: no model call at all", async () => {
+  it("Lab 7.1 · an already-aborted signal: no model call at all", async () => {
     const controller = new AbortController();
     controller.abort();
     const model = scripted([says("never")]);
@@ -647,7 +688,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(0);
   });
 
-  it("Lab 7.2 · agentLoopContinue answers from the transcript as it stands; refuses nothing-to-answer", async () => {
+  it("Lab 7.1 · agentLoopContinue answers from the transcript as it stands; refuses nothing-to-answer", async () => {
     const transcript: AgentMessage[] = [
       userMessage("read a"),
       turn([call("c1", "read", { path: "a" })]),
@@ -672,10 +713,10 @@ describe("chapter 07 · the agent loop", () => {
   });
 
   // -------------------------------------------------------------------------------------------
-  // Lab 7.3: one call — find, prepare, validate, hooks, execute; every failure an error result
+  // One call: find, prepare, validate, hooks, execute; every failure an error result (7.2, 7.3)
   // -------------------------------------------------------------------------------------------
 
-  it("Lab 7.3 · an unknown, an invalid and a coercible call in one batch", async () => {
+  it("Lab 7.2 · an unknown, an invalid and a coercible call in one batch", async () => {
     const model = scripted([
       turn([call("c1", "nope", {}), call("c2", "add", { a: "x" }), call("c3", "add", { a: "2", b: 3 })]),
       says("ok"),
@@ -708,7 +749,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(sent.content[2]).toEqual(call("c3", "add", { a: "2", b: 3 }));
   });
 
-  it("Lab 7.3 · a call with malformed JSON (argumentsError) is not executed; its error result carries the message", async () => {
+  it("Lab 7.2 · a call with malformed JSON (argumentsError) is not executed; its error result carries the message", async () => {
     let executed = 0;
     const tool = probe("t", async () => {
       executed++;
@@ -724,7 +765,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(textOf(result!)).toContain('{"path": "a');
   });
 
-  it("Lab 7.3 · a throwing tool (sync or async) becomes an error result the model can read", async () => {
+  it("Lab 7.2 · a throwing tool (sync or async) becomes an error result the model can read", async () => {
     const asyncThrow = probe("a", async () => {
       throw new Error("disk full");
     });
@@ -820,7 +861,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(3);
   });
 
-  it("Lab 7.3 · onUpdate becomes tool_execution_update; never after that call's tool_execution_end", async () => {
+  it("Lab 7.2 · onUpdate becomes tool_execution_update; never after that call's tool_execution_end", async () => {
     let late: (() => void) | undefined;
     const tool = probe("t", async (_id, _args, _signal, onUpdate) => {
       onUpdate?.({ content: [{ type: "text", text: "10%" }], details: undefined });
@@ -847,7 +888,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(updates[0]).toMatchObject({ toolCallId: "c1", toolName: "t", args: {} });
   });
 
-  it("Lab 7.3 · prepareArguments repairs a copy: the tool gets the repair, the transcript keeps the original", async () => {
+  it("Lab 7.2 · prepareArguments repairs a copy: the tool gets the repair, the transcript keeps the original", async () => {
     const received: unknown[] = [];
     const tool = defineTool({
       name: "read",
@@ -874,10 +915,10 @@ describe("chapter 07 · the agent loop", () => {
   });
 
   // -------------------------------------------------------------------------------------------
-  // Lab 7.4: batches — parallel by default, sequential on request
+  // Batches: parallel by default, sequential on request (Lab 7.2)
   // -------------------------------------------------------------------------------------------
 
-  it("Lab 7.4 · two parallel calls, the second finishes first: ends in completion order, results in source order", async () => {
+  it("Lab 7.2 · two parallel calls, the second finishes first: ends in completion order, results in source order", async () => {
     const slowDone = gate();
     const running: string[] = [];
     const slow = probe("slow", async () => {
@@ -916,7 +957,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "assistant"]);
   });
 
-  it("Lab 7.4 · one sequential tool makes its whole batch sequential", async () => {
+  it("Lab 7.2 · one sequential tool makes its whole batch sequential", async () => {
     const log: string[] = [];
     const step = (name: string, mode?: "sequential"): AnyTool =>
       probe(
@@ -949,7 +990,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(log).toEqual(["read start", "read end", "write start", "write end", "read start", "read end"]);
   });
 
-  it("Lab 7.4 · toolExecution: \"sequential\" in the config makes every batch sequential", async () => {
+  it("Lab 7.2 · toolExecution: \"sequential\" in the config makes every batch sequential", async () => {
     const log: string[] = [];
     const step = (name: string): AnyTool =>
       probe(name, async () => {

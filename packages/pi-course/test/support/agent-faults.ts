@@ -29,7 +29,7 @@ import type {
   StreamOptions,
   ToolCall,
 } from "../../src/index.js";
-import { finish, grammarViolations } from "./agent-run.js";
+import { constructionSiteError, finish, grammarViolations } from "./agent-run.js";
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
@@ -350,6 +350,8 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   } catch (error) {
     return [`the run did not end: ${error instanceof Error ? error.message : String(error)}`];
   }
+  const site = constructionSiteError(result);
+  if (site !== undefined) return [site];
   problems.push(...grammarViolations(events, result));
   if (model.callsAfterAbort > 0) problems.push(`${model.callsAfterAbort} model call(s) after the abort`);
   if (polledAfterAbort.length > 0) problems.push(`queues polled after the abort: ${polledAfterAbort.join(", ")}`);

@@ -43,10 +43,31 @@ export async function finish(
   });
   try {
     const result = await Promise.race([work, deadline]);
+    const site = constructionSiteError(result);
+    if (site !== undefined) throw new Error(site);
     return { events, result };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The loop turns every throw into data (an error message, an error result). In a practice folder
+ * that would hide which lab is still a construction site, so a test run surfaces it: the
+ * not-implemented error found in the run's messages, if any.
+ */
+export function constructionSiteError(messages: readonly AgentMessage[]): string | undefined {
+  for (const message of messages) {
+    const texts =
+      message.role === "assistant"
+        ? [message.errorMessage ?? ""]
+        : message.role === "toolResult"
+          ? message.content.map((block) => block.text)
+          : [];
+    const site = texts.find((text) => text.includes("(not implemented yet)"));
+    if (site !== undefined) return site;
+  }
+  return undefined;
 }
 
 /** The event types, with the message role for message events: "message_start:user". */

@@ -32,7 +32,7 @@ try {
         console.log(`  ${done} runs ok (${((performance.now() - started) / 1000).toFixed(1)} s)`);
       }
     }),
-    { seed, numRuns: runs },
+    { seed, numRuns: runs, includeErrorInReport: true },
   );
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`soak: all ${runs} runs held every invariant (${seconds} s, seed ${seed})`);

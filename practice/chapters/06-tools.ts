@@ -1,0 +1,84 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "06",
+  slug: "tools",
+  title: { zh: "工具：AgentTool 契约与 TypeBox 校验", en: "Tools: the AgentTool contract, validated with TypeBox" },
+  invariant: {
+    zh:
+      "工具拿到的参数一定通过了它的 schema（只纠正表里列出的几种常见小错），并且是一份新对象；不合格的调用得到一条模型能读懂的错误：" +
+      "逐个列出出错字段的路径，并附上收到的参数；对话记录里的工具调用永远不被改动。",
+    en:
+      "A tool only ever receives arguments that pass its schema (coerced only per the documented table), as a new object; " +
+      "a bad call gets an error a model can act on (each failing field by path, plus the received arguments); the tool " +
+      "call in the transcript is never changed.",
+  },
+  adds: {
+    zh:
+      "`AgentTool<TParameters, TDetails>`：名字、给 UI 的 `label`、写给模型看的 `description`、一个 TypeBox schema 的 `parameters`" +
+      "（对模型是 JSON Schema，对 `execute` 是静态类型），以及可选的 `prepareArguments`（校验前修复参数）和 `executionMode`。" +
+      "本章写的是模型的工具调用到达 `execute` 之前的那条管道：复制 → `prepareArguments` → 纠正 → 校验。" +
+      "“纠正”只做小模型常犯、且意思毫无歧义的几种错：`\"42\"` → 42（number/integer），`\"true\"`/`\"false\"` → 布尔值，" +
+      "数字或布尔值 → 字符串，双重编码的 JSON 字符串 → 对象/数组，`\"3\"` → 字面量 3，可选字段上的 `null` → 删除该字段；" +
+      "其他一概不猜（`\"1\"` 不会变成 true，`4.5` 不会截成整数，单个值不会包成数组）。校验失败时抛出 `ToolArgumentsError`：" +
+      "它作为工具结果回到模型那里，模型据此改正自己的调用。`defineTool` 让单独定义的工具保留参数类型推断，" +
+      "`toToolDefinition` 给出模型看到的样子：名字、描述和一份干净的 JSON Schema。",
+    en:
+      "The AgentTool contract and the pipeline from a model's tool call to execute: copy, prepareArguments, coerce (only the " +
+      "documented slips: numeric and boolean strings, numbers to strings, double-encoded JSON, const members, null for " +
+      "optional fields), validate with a compiled TypeBox validator, and errors that list each failing field by path with the " +
+      "received arguments. defineTool keeps inference; toToolDefinition is what the model sees.",
+  },
+  files: ["src/tools.ts", "src/tool-coercion.ts"],
+  labs: [
+    {
+      id: "6.1",
+      title: { zh: "纠正与校验（coerceValue、validateToolArguments）", en: "coercion and validation" },
+      hint: {
+        zh:
+          "先 `structuredClone` 一份参数（调用本身不许改动），再沿着 schema 往下走：只有当值的类型不符合 schema 要的类型时，" +
+          "才查纠正表；对象逐个属性、数组逐个元素递归；`anyOf` 先看值是否已经符合某个分支，再逐个分支试纠正。" +
+          "最后用编译好的校验器（`Compile(schema)`，每个 schema 只编译一次，放进 WeakMap）检查。" +
+          "错误信息里每个出错字段单独一行，缺失的必填字段报在它自己的路径上（`/path: is required`）。",
+        en:
+          "Clone first; walk the schema and consult the table only where the value's type is wrong; recurse into properties " +
+          "and items; for anyOf keep a fitting value, else try each branch. Check with a compiled validator cached per schema. " +
+          "One line per failing field; a missing required field at its own path.",
+      },
+    },
+    {
+      id: "6.2",
+      title: { zh: "先修复，再校验（prepareToolArguments）", en: "prepare, then validate" },
+      hint: {
+        zh:
+          "`argumentsError`（第 05 章标记的坏 JSON）直接拒绝，连 `prepareArguments` 都不调用，错误里带上原始文本；" +
+          "否则把参数的副本交给 `prepareArguments`，它抛出的错误也要变成模型读得懂的 `ToolArgumentsError`，然后照常校验。",
+        en:
+          "Refuse a call with argumentsError before anything else; give prepareArguments a copy, turn its throw into a " +
+          "ToolArgumentsError, then validate as usual.",
+      },
+      // prepareToolArguments ends in validateToolArguments.
+      uses: ["6.1"],
+    },
+    {
+      id: "6.3",
+      title: { zh: "模型看到的工具（toToolDefinition）", en: "what the model sees" },
+      hint: {
+        zh:
+          "TypeBox 1.x 的 schema 本身就是 JSON Schema，只是带着不可枚举的内部标记；`JSON.parse(JSON.stringify(schema))` " +
+          "得到一份干净的副本。每个 schema 只做一次，冻结后共享（每个回合都要给模型发一次工具列表）。",
+        en:
+          "A TypeBox 1.x schema is JSON Schema with hidden markers: a JSON round trip gives a clean copy. Make it once per " +
+          "schema, freeze it and share it (every turn sends the tool list).",
+      },
+    },
+  ],
+  breakIt: {
+    zh:
+      "把纠正表扩大：让 `\"1\"`/`\"0\"` 也变成布尔值，让 `4.5` 截成整数 4。跑 `npm test -- -t \"Lab 6.1\"`，哪个测试失败？" +
+      "想一想：一个 `limit: 4.5` 的调用被悄悄改成 4，和直接报错让模型重发，哪种对用户更安全？为什么纠正表要小而明确？",
+    en:
+      "Widen the table ('1'/'0' to booleans, truncate 4.5 to 4) and run the Lab 6.1 tests: which fails? Is a silent repair " +
+      "safer than an error the model can correct? Why must the table stay small and explicit?",
+  },
+});
