@@ -103,6 +103,7 @@ class OpenAICompatibleModel implements Model {
     }
     if (!response.ok || response.body === null) {
       const detail = await readErrorBody(response);
+      if (signal?.aborted) return this.failEarly(stream, "aborted", "Request was aborted while reading the error response.");
       const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
       return this.failEarly(stream, "error", response.ok ? `${status}: the response has no body.` : `${status}: ${detail}`);
     }
