@@ -270,7 +270,9 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
   parameters: TParameters;
   /**
    * Contract: may throw or reject; the loop turns that into an error result the model can read.
-   * Honour `signal`. `onUpdate` may be called any number of times before the promise settles.
+   * Honour `signal`: once it fires, the loop answers the call as aborted at once and ignores a
+   * late result. `onUpdate` may be called any number of times; calls after the promise settles
+   * are ignored.
    */
   execute(
     toolCallId: string,
@@ -299,7 +301,9 @@ export type AgentEvent =
   | { type: "agent_end"; messages: AgentMessage[] }
   | { type: "turn_start" }
   | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
+  /** For an assistant message, `message` is the model's partial (live) object: read it, don't keep it. */
   | { type: "message_start"; message: AgentMessage }
+  /** `message` is the partial as of `event` (the same live object throughout the turn). */
   | { type: "message_update"; message: AssistantMessage; event: ModelEvent }
   | { type: "message_end"; message: AgentMessage }
   | { type: "tool_execution_start"; toolCallId: string; toolName: string; args: unknown }
@@ -370,12 +374,18 @@ export interface AgentLoopConfig {
   ) => AgentMessage[] | Promise<AgentMessage[]>;
   /** `parallel` (default) or `sequential` for every batch. */
   toolExecution?: ToolExecutionMode;
-  /** Contract: runs after validation, before `execute`; may block the call. May throw. */
+  /**
+   * Contract: runs after validation, before `execute`; may block the call. May throw: the call
+   * then gets an error result naming the hook (the run goes on).
+   */
   beforeToolCall?: (
     ctx: BeforeToolCallContext,
     signal?: AbortSignal,
   ) => BeforeToolCallResult | undefined | Promise<BeforeToolCallResult | undefined>;
-  /** Contract: runs after `execute`; may override fields of the result. May throw. */
+  /**
+   * Contract: runs after `execute`; may override fields of the result. May throw: the call then
+   * gets an error result naming the hook (the run goes on).
+   */
   afterToolCall?: (
     ctx: AfterToolCallContext,
     signal?: AbortSignal,

@@ -749,6 +749,33 @@ describe("chapter 07 · the agent loop", () => {
     expect(sent.content[2]).toEqual(call("c3", "add", { a: "2", b: 3 }));
   });
 
+  it("Lab 7.2 · invariant: every tool call is paired with exactly one result before the next model call", async () => {
+    const thrower = probe("boom", async () => {
+      throw new Error("boom");
+    });
+    const calls = [
+      call("c1", "read", { path: "a" }),
+      call("c2", "nope"),
+      call("c3", "add", { a: "x" }),
+      { ...call("c4", "add"), rawArguments: '{"a":', argumentsError: "Unexpected end of JSON input" },
+      call("c5", "boom"),
+      call("c6", "add", { a: 1, b: 2 }),
+    ];
+    const model = new ReplayModel([turn(calls), says("ok")]);
+    await run("go", ctx([readTool(), addTool, thrower]), { model });
+    const sent = model.requests[1]!.messages;
+    expect(sent.map((m) => m.role)).toEqual(["user", "assistant", ...calls.map(() => "toolResult")]);
+    const results = sent.slice(2) as ToolResultMessage[];
+    expect(results.map((r) => [r.toolCallId, r.toolName, r.isError])).toEqual([
+      ["c1", "read", false],
+      ["c2", "nope", true],
+      ["c3", "add", true],
+      ["c4", "add", true],
+      ["c5", "boom", true],
+      ["c6", "add", false],
+    ]);
+  });
+
   it("Lab 7.2 · a call with malformed JSON (argumentsError) is not executed; its error result carries the message", async () => {
     let executed = 0;
     const tool = probe("t", async () => {
