@@ -8,8 +8,10 @@
  *
  * Failures are `error` events, never throws: an abort (before the request, while waiting for
  * the headers, mid-stream) ends with reason `aborted`; an HTTP error status (with the
- * provider's message from the body), a refused connection, a reset mid-stream, a malformed
- * chunk, an in-stream error object or `event: error` frame end with reason `error`. Content
+ * provider's message from the body), a JSON answer where a stream was expected, a refused
+ * connection, a reset mid-stream, a malformed chunk, an in-stream error object or
+ * `event: error` frame end with reason `error`. A stalled server is ended by the caller's
+ * signal (there is no built-in timeout). Content
  * received before a failure is kept on the error message. The API key never appears in any
  * event or message: every error text is redacted before it leaves the adapter.
  */
@@ -106,6 +108,11 @@ class OpenAICompatibleModel implements Model {
       if (signal?.aborted) return this.failEarly(stream, "aborted", "Request was aborted while reading the error response.");
       const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
       return this.failEarly(stream, "error", response.ok ? `${status}: the response has no body.` : `${status}: ${detail}`);
+    }
+    if (/^application\/json/i.test(response.headers.get("content-type") ?? "")) {
+      // A server that ignored `stream: true` (or a proxy's error page with status 200).
+      const detail = await readErrorBody(response);
+      return this.failEarly(stream, "error", `HTTP ${response.status}: expected an event stream, got JSON: ${detail}`);
     }
     const turn = new ChatCompletionsTurn(stream, { provider: this.provider, model: this.id, timestamp: this.now() });
     const fail = (reason: "error" | "aborted", message: string) => turn.fail(reason, this.redact(message));

@@ -953,6 +953,11 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
 
     server.reply(statusReply(404, ""));
     expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
+
+    server.reply(statusReply(200, JSON.stringify({ error: { message: "streaming is not supported with tools" } })));
+    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe(
+      "HTTP 200: expected an event stream, got JSON: streaming is not supported with tools",
+    );
   }, 10_000);
 
   it("Lab 5.5 · a refused connection is an error event, never a throw", async () => {
