@@ -1,4 +1,4 @@
-import { defineChapter } from "../../catalogue.js";
+import { defineChapter } from "../catalogue.js";
 
 export default defineChapter({
   id: "08",
