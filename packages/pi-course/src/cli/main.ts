@@ -47,6 +47,8 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   let model: Model;
   let workspace: string;
   let task: string;
+  // Commands the model runs never see the API key.
+  const commandEnv: NodeJS.ProcessEnv = { ...process.env };
   if (options.server === undefined) {
     workspace = await createDemoWorkspace();
     // On a terminal, slow the deltas down a little so they can be watched arriving.
@@ -62,6 +64,9 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
       ...(server.apiKey !== undefined && { apiKey: server.apiKey }),
     });
     task = server.task;
+    for (const name of Object.keys(commandEnv)) {
+      if (server.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
+    }
     info(`pi-course · ${server.model} at ${server.baseUrl}`);
   }
   info(`workspace: ${workspace}`);
@@ -79,7 +84,7 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   };
   const stream = agentLoop(
     [userMessage(task)],
-    { systemPrompt: SYSTEM_PROMPT(workspace), messages: [], tools: createCodingTools(workspace) },
+    { systemPrompt: SYSTEM_PROMPT(workspace), messages: [], tools: createCodingTools(workspace, { bash: { env: commandEnv } }) },
     { model: withPairingCheck(model), convertToLlm },
     signal,
   );

@@ -173,6 +173,8 @@ export interface BashToolOptions {
   maxOutputBytes?: number;
   killGraceMs?: number;
   shell?: string;
+  /** The commands' environment. Defaults to this process's; leave secrets out of it. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The `bash` tool, run in the workspace root. */
@@ -201,6 +203,7 @@ export function createBashTool(
         maxOutputBytes: cap,
         ...(options.killGraceMs !== undefined && { killGraceMs: options.killGraceMs }),
         ...(options.shell !== undefined && { shell: options.shell }),
+        ...(options.env !== undefined && { env: options.env }),
         ...(signal !== undefined && { signal }),
       });
       const { output, ...rest } = result;
