@@ -52,6 +52,9 @@ const SLOT_MEMBER = 1;
 const SLOT_ELEMENT = 2;
 const SLOT_PROTO = 3;
 
+/** Characters of an open string gathered before they are folded into one flat block. */
+const FOLD_AT = 256;
+
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 export class PartialJsonParser {
@@ -60,7 +63,13 @@ export class PartialJsonParser {
   /** Inside a string: its decoded text so far, and whether it is a key or a value. */
   private inString = false;
   private stringIsKey = false;
+  /**
+   * The open string's text: `text` (settled) + `tail` (the latest pieces). The tail is folded
+   * into `text` in flat blocks of `FOLD_AT` characters, so a long string keeps one node per
+   * block alive instead of one per piece: far less work for the garbage collector.
+   */
   private text = "";
+  private tail = "";
   /** A started escape (`\`, `\u12`…) held back until complete. */
   private escape = "";
   /** A number or literal being read. */
@@ -94,8 +103,7 @@ export class PartialJsonParser {
         j++;
       }
       if (j === piece.length) {
-        this.text += piece;
-        this.place(this.text);
+        this.appendText(piece);
         return;
       }
     }
@@ -187,8 +195,14 @@ export class PartialJsonParser {
   }
 
   private appendText(decoded: string): void {
-    this.text += decoded;
-    if (!this.stringIsKey) this.place(this.text);
+    let tail = this.tail + decoded;
+    if (tail.length >= FOLD_AT) {
+      tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
+      this.text += tail;
+      tail = "";
+    }
+    this.tail = tail;
+    if (!this.stringIsKey) this.place(tail === "" ? this.text : this.text + tail);
   }
 
   private endString(): void {
@@ -196,13 +210,14 @@ export class PartialJsonParser {
     this.inString = false;
     const frame = this.stack[this.stack.length - 1];
     if (this.stringIsKey) {
-      frame!.key = this.text;
+      frame!.key = this.text + this.tail;
       frame!.phase = "colon";
     } else {
-      this.place(this.text);
+      this.place(this.text + this.tail);
       this.valueEnded(frame);
     }
     this.text = "";
+    this.tail = "";
     // #endregion
   }
 
@@ -238,6 +253,7 @@ export class PartialJsonParser {
           this.inString = true;
           this.stringIsKey = true;
           this.text = "";
+          this.tail = "";
           return;
         }
         if (code === 0x7d && Object.keys(frame.container).length === 0) return this.close();
@@ -284,6 +300,7 @@ export class PartialJsonParser {
       this.inString = true;
       this.stringIsKey = false;
       this.text = "";
+      this.tail = "";
       this.place("");
       return;
     }

@@ -345,6 +345,24 @@ describe("chapter 05 · incremental partial JSON", () => {
     );
   });
 
+  it("Lab 5.2 · long strings and keys (escapes included) stay exact at every piece", () => {
+    const long = "line \"one\"\tü😀\n".repeat(60);
+    const key = "k".repeat(300);
+    const json = JSON.stringify({ [key]: long, after: [long.slice(0, 20)] });
+    const parser = new PartialJsonParser();
+    let shown = "";
+    for (let i = 0; i < json.length; i += 3) {
+      parser.push(json.slice(i, i + 3));
+      const value = (parser.value as Record<string, string>)[key];
+      if (value !== undefined) {
+        expect(long.startsWith(value)).toBe(true);
+        expect(value.length).toBeGreaterThanOrEqual(shown.length);
+        shown = value;
+      }
+    }
+    expect(parser.value).toEqual(JSON.parse(json));
+  });
+
   it("Lab 5.2 · the value is a live view: the same object grows as pieces arrive", () => {
     const parser = new PartialJsonParser();
     parser.push('{"path": "src/');
