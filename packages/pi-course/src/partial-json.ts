@@ -95,7 +95,7 @@ export class PartialJsonParser {
   push(piece: string): void {
     // #region lab 5.2 PartialJsonParser.push
     // Fast path: a piece that stays inside an open string value (the bulk of large arguments).
-    if (this.inString && !this.stringIsKey && this.escape === "") {
+    if (this.inString && !this.stringIsKey && this.escape === "" && !this.broken) {
       let j = 0;
       while (j < piece.length) {
         const code = piece.charCodeAt(j);

@@ -380,6 +380,9 @@ describe("chapter 05 · incremental partial JSON", () => {
     const raw = parse('{"a": "line\nbreak"}');
     expect(raw.failed).toBe(true);
     expect(raw.value).toEqual({ a: "line" });
+    raw.push(" more");
+    raw.push('"}');
+    expect(raw.value).toEqual({ a: "line" });
     const trailing = parse('{"a": [1]} {"b": 2}', 3);
     expect(trailing.failed).toBe(false);
     expect(trailing.value).toEqual({ a: [1] });
