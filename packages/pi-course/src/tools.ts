@@ -59,11 +59,12 @@ export function validateToolArguments<TParameters extends TSchema>(
   // #region lab 6.1 validateToolArguments
   let copy: unknown;
   try {
-    copy = structuredClone(toolCall.arguments);
+    copy = copyJson(toolCall.arguments);
   } catch (error) {
     throw new ToolArgumentsError(tool.name, [], String(toolCall.arguments), `the arguments are not plain JSON data (${messageOf(error)})`);
   }
   const validator = validatorFor(tool.parameters);
+  if (validator.Check(copy)) return copy as Static<TParameters>; // the common case: nothing to repair
   const coerced = coerceValue(tool.parameters, copy, checkAgainst);
   if (validator.Check(coerced)) return coerced as Static<TParameters>;
   throw new ToolArgumentsError(tool.name, issuesOf(validator, coerced), toolCall.arguments);
@@ -94,7 +95,7 @@ export function prepareToolArguments<TParameters extends TSchema>(
   if (tool.prepareArguments === undefined) return validateToolArguments(tool, toolCall);
   let prepared: unknown;
   try {
-    prepared = tool.prepareArguments(structuredClone(toolCall.arguments));
+    prepared = tool.prepareArguments(copyJson(toolCall.arguments));
   } catch (error) {
     throw new ToolArgumentsError(tool.name, [], toolCall.arguments, `prepareArguments failed: ${messageOf(error)}`);
   }
@@ -211,6 +212,38 @@ function show(value: unknown): string {
     text = String(value);
   }
   return text.length > 2000 ? `${text.slice(0, 2000)}… (${text.length} characters)` : text;
+}
+
+/**
+ * A deep copy of JSON data (what parsed arguments are): plain objects, arrays and primitives.
+ * Lighter than `structuredClone` for the small objects tool calls carry. Throws on anything
+ * else (a function, a Date, a class instance, a cycle): no model sends that.
+ */
+function copyJson(value: unknown, depth = 0): unknown {
+  if (value === null || typeof value !== "object") {
+    if (typeof value === "function" || typeof value === "symbol" || typeof value === "bigint") {
+      throw new TypeError(`a ${typeof value} is not JSON`);
+    }
+    return value;
+  }
+  if (depth > 512) throw new TypeError("nested too deeply (or circular)");
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = copyJson(value[i], depth + 1);
+    return out;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) {
+    throw new TypeError(`a ${(value as object).constructor?.name ?? "class"} instance is not JSON`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const inner = copyJson((value as Record<string, unknown>)[key], depth + 1);
+    // JSON.parse makes "__proto__" an own property; plain assignment would set the prototype
+    if (key === "__proto__") Object.defineProperty(out, key, { value: inner, enumerable: true, writable: true, configurable: true });
+    else out[key] = inner;
+  }
+  return out;
 }
 
 function messageOf(error: unknown): string {

@@ -129,6 +129,17 @@ describe("chapter 06 · tools", () => {
     expect(error.issues).toEqual([{ path: "/mode", message: 'must be one of "fast", "slow"' }]);
   });
 
+  it("Lab 6.1 · a \"__proto__\" key stays an own property of the copy, never a prototype", () => {
+    const params = Type.Object({ path: Type.String() });
+    const t = { ...tool(readParams), parameters: params } as unknown as AgentTool<typeof params>;
+    const args = JSON.parse('{"path":"a","__proto__":{"polluted":true}}') as unknown;
+    const out = validateToolArguments(t, call(args)) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.hasOwn(out, "__proto__")).toBe(true);
+    expect(out.polluted).toBeUndefined();
+    expect(out.path).toBe("a");
+  });
+
   it("Lab 6.1 · arguments that are not an object, or not JSON data, are refused readably", () => {
     const error = errorOf(() => validateToolArguments(tool(readParams), call("not json")));
     expect(error.issues).toEqual([{ path: "", message: "must be object" }]);
