@@ -290,7 +290,12 @@ function findTool(context: AgentContext, name: string): AgentTool<any, any> | un
 }
 
 function answered(call: ToolCall, text: string): AnsweredCall {
-  return { kind: "answered", call, result: { content: [{ type: "text", text }], details: undefined }, isError: true };
+  return {
+    kind: "answered",
+    call,
+    result: { content: [{ type: "text", text }], details: undefined, isError: true },
+    isError: true,
+  };
 }
 
 function abortedCall(call: ToolCall): AnsweredCall {
