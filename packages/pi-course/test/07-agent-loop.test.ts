@@ -229,7 +229,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: "connection reset" });
   });
 
-  it("Lab 7.1 · invariant: a throw from the model's stream() ends the run well formed, no unhandled rejection, no hang", async () => {
+  it("Lab 7.1 · invariant: a throw from the model's stream() ends the run well formed, no unhandled rejection, no hang (pi-agent-core 1.6 hangs here)", async () => {
     const model: Model = {
       provider: "broken",
       id: "broken-1",
@@ -279,7 +279,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(lastAssistant(result)).toMatchObject({ stopReason: "error", content: [text("half")] });
   });
 
-  it("Lab 7.1 · invariant: a throw from convertToLlm or transformContext ends the run well formed, without calling the model", async () => {
+  it("Lab 7.1 · invariant: a throw from convertToLlm or transformContext ends the run well formed, without calling the model (pi-agent-core 1.6 hangs here)", async () => {
     for (const config of [
       {
         convertToLlm: () => {
@@ -640,7 +640,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(1);
   });
 
-  it("Lab 7.2 · invariant: abort during execution pairs every call at once, even with a tool that ignores the signal", async () => {
+  it("Lab 7.2 · invariant: abort during execution pairs every call at once, even with a tool that ignores the signal; no model call after (pi-agent-core 1.6 calls it once more)", async () => {
     const controller = new AbortController();
     const honest = probe("honest", (_id, _args, signal) =>
       new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("stopped")))),
