@@ -85,12 +85,12 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "把 `runLoop` 里“中止之后不再取队列”那一行删掉（`if (run.signal?.aborted) return run.finish();`，在 steering 之后那一处），" +
-      "然后在完整仓库里跑 `npm run soak -- 20000 7`：性质测试多久能找到反例？它缩小（shrink）之后的最小场景是什么？" +
-      "再把 `settle()` 的 signal 参数换成 `undefined`：哪个单元测试会挂到超时？",
+      "把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npm test -- -t \"Lab 7.1\"`：" +
+      "哪个测试失败？中止之后又从哪个队列取了消息？这个 bug 是随机故障的浸泡测试（完整仓库里的 `npm run soak`）先找到的，" +
+      "之后才有了那条点名的测试。再把 `settle()` 的 signal 参数换成 `undefined`：哪个测试会一直等到超时，为什么？",
     en:
-      "Delete the abort check after the steering poll in runLoop and run `npm run soak -- 20000 7` in the full repository: " +
-      "how fast does the property find a counterexample, and what is the shrunk scenario? Then pass undefined as settle()'s " +
-      "signal: which unit test hangs until its deadline?",
+      "Delete the abort check after the steering poll in runLoop and run the Lab 7.1 tests: which fails, and which queue " +
+      "was polled after the abort? (The soak found this bug first.) Then pass undefined as settle()'s signal: which test " +
+      "waits until its deadline, and why?",
   },
 });

@@ -669,6 +669,44 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(1);
   });
 
+  it("Lab 7.1 · invariant: an abort during a queue poll: nothing more is dequeued, nothing dequeued is lost", async () => {
+    // found by the soak: an abort inside getSteeringMessages used to let the follow-up queue be polled
+    for (const steer of [[], [userMessage("steer")]]) {
+      const controller = new AbortController();
+      let followUpPolls = 0;
+      const model = scripted([says("one"), says("never")]);
+      const { events, result } = await run("go", ctx(), {
+        model,
+        getSteeringMessages: () => {
+          controller.abort();
+          return steer;
+        },
+        getFollowUpMessages: () => {
+          followUpPolls++;
+          return [userMessage("follow")];
+        },
+      }, { signal: controller.signal });
+      expect(followUpPolls).toBe(0);
+      expect(model.requests).toHaveLength(1);
+      if (steer.length === 0) {
+        expect(shape(events).slice(-2)).toEqual(["turn_end", "agent_end"]);
+      } else {
+        // the dequeued steering message is kept, in a turn that ends as aborted without a model call
+        expect(shape(events).slice(-7)).toEqual([
+          "turn_start",
+          "message_start:user",
+          "message_end:user",
+          "message_start:assistant",
+          "message_end:assistant",
+          "turn_end",
+          "agent_end",
+        ]);
+        expect(result.at(-2)).toBe(steer[0]);
+        expect(lastAssistant(result).stopReason).toBe("aborted");
+      }
+    }
+  });
+
   it("Lab 7.1 · an already-aborted signal: no model call at all", async () => {
     const controller = new AbortController();
     controller.abort();
