@@ -18,7 +18,6 @@ import { join } from "node:path";
 import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
 import { buildView, labsOf, REPO_SOURCES, scanSources, writeView, type SourceScan, type Sources, type View, type ViewKind } from "./generate.js";
 import { notImplementedMessage, pad } from "./markers.js";
-import { typecheckFolder } from "./typecheck.js";
 
 export interface ProofOptions {
   sources?: Sources;
@@ -285,29 +284,36 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
   }
 }
 
-async function proveView(
-  view: View,
-  scan: SourceScan,
-  catalogue: Catalogue,
-  options: ProofOptions,
-  report: ProofReport,
-): Promise<void> {
-  const label = `${view.kind}(${view.chapter.id})`;
-  report.problems.push(...staticProblems(view, scan, catalogue));
-  if (options.staticOnly) return;
-  await POOL.run(async () => {
-    const root = mkdtempSync(join(tmpdir(), `pi-proof-${view.chapter.id}-${view.kind}-`));
-    const folder = join(root, "folder");
-    report.folders.push(folder);
-    try {
-      writeView(view, folder, { linkNodeModules: options.nodeModules ?? join(REPO_ROOT, "node_modules") });
-      let started = Date.now();
-      const diagnostics = typecheckFolder(folder);
-      report.timings[`${view.kind} tsc`] = Date.now() - started;
-      if (diagnostics.length > 0) {
-        report.problems.push(`${label}: tsc --noEmit failed:\n${diagnostics.slice(0, 10).join("\n")}`);
+/** Runs practice/typecheck.ts over the folders in a child process; folder → diagnostics. */
+function typecheckInChild(folders: string[]): Promise<Record<string, string[]>> {
+  const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
+  const script = join(REPO_ROOT, "practice", "typecheck.ts");
+  return new Promise((resolve) => {
+    execFile(tsx, [script, ...folders], { env: childEnv(), timeout: 600_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      try {
+        resolve(JSON.parse(stdout) as Record<string, string[]>);
+      } catch {
+        const why = `the typecheck process failed (${error?.message ?? "no output"}): ${stderr.slice(-1500)}`;
+        resolve(Object.fromEntries(folders.map((f) => [f, [why]])));
       }
-      started = Date.now();
+    });
+  });
+}
+
+/** A view written to a temporary folder, waiting for its typecheck and its tests. */
+interface Prepared {
+  view: View;
+  report: ProofReport;
+  root: string;
+  folder: string;
+  label: string;
+}
+
+async function testView(prepared: Prepared, scan: SourceScan, options: ProofOptions): Promise<void> {
+  const { view, report, root, folder, label } = prepared;
+  await POOL.run(async () => {
+    try {
+      const started = Date.now();
       const json = join(root, "outcomes.json");
       const reporter = join(root, "proof-reporter.mjs");
       writeFileSync(reporter, REPORTER);
@@ -331,29 +337,103 @@ async function proveView(
         found.push(`${label}: vitest exited with ${vitest.code}:\n${vitest.output.trim().slice(-1500)}`);
       }
       report.problems.push(...found);
-    } finally {
-      if (!options.keep) rmSync(root, { recursive: true, force: true });
+    } catch (error) {
+      report.problems.push(`${label}: the tests could not be run: ${messageOf(error)}`);
     }
   });
 }
 
-/** Proves one chapter; never throws for a broken course, it reports. */
-export async function proveChapter(catalogue: Catalogue, chapter: Chapter, options: ProofOptions = {}): Promise<ProofReport> {
-  const report: ProofReport = { chapter: chapter.id, problems: [], timings: {}, folders: [] };
+/**
+ * Proves several chapters: builds and checks every view statically, writes them all, typechecks
+ * them all in one compiler program (so work such as TypeBox's type machinery is done once, not
+ * once per folder), then runs each folder's tests, two folders at a time. Never throws for a
+ * broken course: each chapter's report lists its problems.
+ */
+export function proveChapters(
+  catalogue: Catalogue,
+  chapters: readonly Chapter[],
+  options: ProofOptions = {},
+): Map<string, Promise<ProofReport>> {
+  const results = new Map<string, Promise<ProofReport>>();
   const sources = options.sources ?? REPO_SOURCES;
-  let scan: SourceScan;
-  const views: View[] = [];
-  try {
-    scan = scanSources(catalogue, sources);
-    const kinds: ViewKind[] = options.views ?? (chapter.mode === "observe" ? ["practice"] : ["snapshot", "practice"]);
-    for (const kind of kinds) views.push(buildView(catalogue, chapter, kind, sources));
-  } catch (error) {
-    report.problems.push(`chapter ${chapter.id}: cannot generate: ${error instanceof Error ? error.message : String(error)}`);
-    return report;
-  }
-  for (const view of views) {
-    for (const missing of view.missingTests) report.problems.push(`${view.kind}(${chapter.id}): ${missing} does not exist`);
-  }
-  await Promise.all(views.map((view) => proveView(view, scan, catalogue, options, report)));
-  return report;
+  const started = Date.now();
+  const reports = chapters.map((chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }));
+  const phase = (async (): Promise<{ scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void> } | undefined> => {
+    await new Promise((resolve) => setImmediate(resolve));
+    let scan: SourceScan;
+    try {
+      scan = scanSources(catalogue, sources);
+    } catch (error) {
+      for (const report of reports) report.problems.push(`chapter ${report.chapter}: cannot generate: ${messageOf(error)}`);
+      return undefined;
+    }
+    const prepared: Prepared[] = [];
+    chapters.forEach((chapter, index) => {
+      const report = reports[index]!;
+      const kinds: ViewKind[] = options.views ?? (chapter.mode === "observe" ? ["practice"] : ["snapshot", "practice"]);
+      let views: View[];
+      try {
+        views = kinds.map((kind) => buildView(catalogue, chapter, kind, sources));
+      } catch (error) {
+        report.problems.push(`chapter ${chapter.id}: cannot generate: ${messageOf(error)}`);
+        return;
+      }
+      for (const view of views) {
+        const label = `${view.kind}(${chapter.id})`;
+        for (const missing of view.missingTests) report.problems.push(`${label}: ${missing} does not exist`);
+        report.problems.push(...staticProblems(view, scan, catalogue));
+        if (options.staticOnly) continue;
+        const root = mkdtempSync(join(tmpdir(), `pi-proof-${chapter.id}-${view.kind}-`));
+        const folder = join(root, "folder");
+        writeView(view, folder, { linkNodeModules: options.nodeModules ?? join(REPO_ROOT, "node_modules") });
+        report.folders.push(folder);
+        prepared.push({ view, report, root, folder, label });
+      }
+    });
+    if (prepared.length === 0) return { scan, prepared };
+    const typecheck = POOL.run(async () => {
+      const typecheckStarted = Date.now();
+      const diagnostics = await typecheckInChild(prepared.map((p) => p.folder));
+      const typecheckMs = Date.now() - typecheckStarted;
+      for (const p of prepared) {
+        p.report.timings["typecheck (all views, one program)"] = typecheckMs;
+        const found = diagnostics[p.folder] ?? ["no typecheck result for this folder"];
+        if (found.length > 0) p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
+      }
+    });
+    return { scan, prepared, typecheck };
+  })();
+  chapters.forEach((chapter, index) => {
+    const report = reports[index]!;
+    const proof = phase.then(async (ready) => {
+      if (ready) {
+        const mine = ready.prepared.filter((p) => p.report === report);
+        // The typecheck (one child process for every folder) and the tests share the pool of 2.
+        try {
+          await Promise.all([ready.typecheck, ...mine.map((p) => testView(p, ready.scan, options))]);
+        } finally {
+          if (!options.keep) for (const p of mine) rmSync(p.root, { recursive: true, force: true });
+        }
+      }
+      report.timings.total = Date.now() - started;
+      return report;
+    });
+    results.set(
+      chapter.id,
+      proof.catch((error: unknown) => {
+        report.problems.push(`chapter ${chapter.id}: the proof itself failed: ${messageOf(error)}`);
+        return report;
+      }),
+    );
+  });
+  return results;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Proves one chapter (see `proveChapters`). */
+export function proveChapter(catalogue: Catalogue, chapter: Chapter, options: ProofOptions = {}): Promise<ProofReport> {
+  return proveChapters(catalogue, [chapter], options).get(chapter.id)!;
 }

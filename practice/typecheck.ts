@@ -25,21 +25,52 @@ function keyOf(fileName: string, version: ts.ScriptTarget | ts.CreateSourceFileO
   return `${real}\0${options.languageVersion}\0${options.impliedNodeFormat ?? ""}`;
 }
 
-/** Typechecks one folder; returns tsc-style diagnostics, empty when it is clean. */
-export function typecheckFolder(folder: string): string[] {
-  const configPath = join(folder, "tsconfig.json");
-  const problems: ts.Diagnostic[] = [];
-  const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => problems.push(d),
-  });
-  const format: ts.FormatDiagnosticsHost = {
-    getCanonicalFileName: (f) => f,
-    getCurrentDirectory: () => folder,
-    getNewLine: () => "\n",
-  };
-  if (!parsed) return problems.map((d) => ts.formatDiagnostic(d, format).trim());
-  const host = ts.createCompilerHost(parsed.options, true);
+/** The tsc-style text of a diagnostic. */
+function formatted(diagnostic: ts.Diagnostic, folder: string): string {
+  return ts
+    .formatDiagnostic(diagnostic, {
+      getCanonicalFileName: (f) => f,
+      getCurrentDirectory: () => folder,
+      getNewLine: () => "\n",
+    })
+    .trim();
+}
+
+/**
+ * Typechecks several generated folders in one program, as `tsc --noEmit -p <folder>` would each
+ * (their tsconfig.json files must agree on compiler options, which generated folders do). The
+ * folders share nothing but node_modules (a symlink to the same place), so one checker resolves
+ * the libraries' types once for all of them. Returns each folder's diagnostics (empty when clean);
+ * a diagnostic outside every folder is reported for all of them.
+ */
+export function typecheckFolders(folders: readonly string[]): Map<string, string[]> {
+  const result = new Map<string, string[]>(folders.map((f) => [f, []]));
+  const rootNames: string[] = [];
+  let options: ts.CompilerOptions | undefined;
+  let optionsKey: string | undefined;
+  const configDiagnostics: ts.Diagnostic[] = [];
+  for (const folder of folders) {
+    const problems: ts.Diagnostic[] = [];
+    const parsed = ts.getParsedCommandLineOfConfigFile(join(folder, "tsconfig.json"), {}, {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => problems.push(d),
+    });
+    if (!parsed) {
+      result.set(folder, problems.map((d) => formatted(d, folder)));
+      continue;
+    }
+    configDiagnostics.push(...ts.getConfigFileParsingDiagnostics(parsed));
+    const { configFilePath: _path, ...rest } = parsed.options;
+    const key = JSON.stringify(rest);
+    if (optionsKey !== undefined && key !== optionsKey) {
+      throw new Error(`typecheckFolders: ${folder}/tsconfig.json has other compiler options than the first folder's.`);
+    }
+    optionsKey = key;
+    options ??= parsed.options;
+    rootNames.push(...parsed.fileNames);
+  }
+  if (!options) return result;
+  const host = ts.createCompilerHost(options, true);
   const original = host.getSourceFile.bind(host);
   host.getSourceFile = (fileName, version, onError, shouldCreate) => {
     const key = keyOf(fileName, version);
@@ -51,13 +82,27 @@ export function typecheckFolder(folder: string): string[] {
     }
     return file;
   };
-  const program = ts.createProgram({
-    rootNames: parsed.fileNames,
-    options: parsed.options,
-    host,
-    configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(parsed),
-    ...(parsed.projectReferences && { projectReferences: parsed.projectReferences }),
-  });
-  const diagnostics = [...ts.getPreEmitDiagnostics(program)];
-  return diagnostics.map((d) => ts.formatDiagnostic(d, format).trim());
+  const program = ts.createProgram({ rootNames, options, host, configFileParsingDiagnostics: configDiagnostics });
+  for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
+    const file = diagnostic.file?.fileName;
+    const owners = folders.filter((f) => file !== undefined && file.startsWith(f + "/"));
+    for (const folder of owners.length > 0 ? owners : folders) {
+      result.get(folder)!.push(formatted(diagnostic, folder));
+    }
+  }
+  return result;
+}
+
+/** Typechecks one folder; returns tsc-style diagnostics, empty when it is clean. */
+export function typecheckFolder(folder: string): string[] {
+  return typecheckFolders([folder]).get(folder)!;
+}
+
+/**
+ * As a command (the proof runs it in a child process, beside the tests of other folders):
+ *   tsx practice/typecheck.ts <folder>...   prints {"<folder>": ["<diagnostic>", …], …}
+ */
+if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(new URL(import.meta.url).pathname)) {
+  const folders = process.argv.slice(2);
+  process.stdout.write(JSON.stringify(Object.fromEntries(typecheckFolders(folders))));
 }
