@@ -120,15 +120,17 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     const calls = message.content.filter((block): block is ToolCall => block.type === "toolCall");
     let results: ToolResultMessage[] = [];
     let terminate = false;
+    let hookFailure: string | undefined;
     if (calls.length > 0) {
       if (message.stopReason === "length") {
         results = await refuseTruncatedCalls(run, calls);
       } else {
-        ({ results, terminate } = await executeToolBatch(run, message, calls));
+        ({ results, terminate, hookFailure } = await executeToolBatch(run, message, calls));
       }
       run.recordResults(results);
     }
     await run.endTurn(message, results);
+    if (hookFailure !== undefined) return run.fail(hookFailure);
     if (run.signal?.aborted || terminate) return run.finish();
     const steering = await poll(run, "getSteeringMessages");
     if (steering === undefined) return;

@@ -137,6 +137,9 @@ export class ScriptedModel implements Model {
         if (await this.interrupted(signal)) return this.abort(stream, partial);
         target.arguments = structuredClone(block.arguments);
         if (block.rawArguments === undefined) delete target.rawArguments;
+        // #region ch05
+        if (block.argumentsError !== undefined) target.argumentsError = block.argumentsError;
+        // #endregion
         stream.push({ type: "toolcall_end", contentIndex, toolCall: target, partial });
       }
     }

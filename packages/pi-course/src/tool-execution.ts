@@ -6,6 +6,10 @@
  * `afterToolCall` → result. Any failure on the way (unknown tool, malformed or invalid
  * arguments, a block, a throw, an abort) becomes an error result the model can read.
  *
+ * A throw from `beforeToolCall` or `afterToolCall` is a bug in the application, not something the
+ * model can fix: the call still gets its error result, calls not yet started are answered
+ * without running, and the outcome's `hookFailure` tells the loop to end the run.
+ *
  * A batch is parallel unless the config or one of its tools asks for sequential execution.
  * Parallel: calls are prepared one by one in source order, then run together;
  * `tool_execution_end` is emitted as each finishes, and the result messages follow in source
@@ -39,6 +43,14 @@ export interface ToolBatchRun {
 export interface ToolBatchOutcome {
   results: ToolResultMessage[];
   terminate: boolean;
+  /** Set when a tool hook threw: what to report as the run's final error. */
+  hookFailure?: string;
+}
+
+/** What the calls of one batch share: the assistant message, and the first hook failure. */
+interface Batch {
+  readonly message: AssistantMessage;
+  hookFailure?: string;
 }
 
 /** A call answered before execution. */
@@ -61,6 +73,7 @@ export async function executeToolBatch(
   calls: readonly ToolCall[],
 ): Promise<ToolBatchOutcome> {
   // #region lab 7.2 executeToolBatch
+  const batch: Batch = { message };
   const sequential =
     run.config.toolExecution === "sequential" ||
     calls.some((call) => findTool(run.context, call.name)?.executionMode === "sequential");
@@ -69,8 +82,8 @@ export async function executeToolBatch(
   if (sequential) {
     for (const call of calls) {
       await emitStart(run, call);
-      const prepared = await prepareCall(run, message, call);
-      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, message, prepared);
+      const prepared = await prepareCall(run, batch, call);
+      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, batch, prepared);
       await emitEnd(run, done);
       finished.push(done);
       results.push(await emitResult(run, done));
@@ -79,14 +92,14 @@ export async function executeToolBatch(
     const prepared: PreparedCall[] = [];
     for (const call of calls) {
       await emitStart(run, call);
-      const one = await prepareCall(run, message, call);
+      const one = await prepareCall(run, batch, call);
       if (one.kind === "answered") await emitEnd(run, one);
       prepared.push(one);
     }
     const settled = await Promise.all(
       prepared.map(async (one) => {
         if (one.kind === "answered") return one;
-        const done = await runPreparedCall(run, message, one);
+        const done = await runPreparedCall(run, batch, one);
         await emitEnd(run, done);
         return done;
       }),
@@ -97,6 +110,7 @@ export async function executeToolBatch(
     }
   }
   const terminate = finished.length > 0 && finished.every((done) => done.result.terminate === true);
+  if (batch.hookFailure !== undefined) return { results, terminate, hookFailure: batch.hookFailure };
   return { results, terminate };
   // #endregion
 }
@@ -124,13 +138,12 @@ export async function refuseTruncatedCalls(
 }
 
 /** find → prepareArguments → validate → beforeToolCall. Never throws. */
-async function prepareCall(
-  run: ToolBatchRun,
-  message: AssistantMessage,
-  call: ToolCall,
-): Promise<PreparedCall> {
+async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Promise<PreparedCall> {
   // #region lab 7.2 prepareCall
   if (run.signal?.aborted) return abortedCall(call);
+  if (batch.hookFailure !== undefined) {
+    return answered(call, `Tool call "${call.name}" was not executed: the run is ending (${batch.hookFailure}).`);
+  }
   const tool = findTool(run.context, call.name);
   if (tool === undefined) {
     const names = (run.context.tools ?? []).map((t) => t.name).join(", ") || "(none)";
@@ -144,7 +157,7 @@ async function prepareCall(
   }
   const ready: ReadyCall = { kind: "ready", call, tool, args };
   if (run.config.beforeToolCall !== undefined) {
-    const refused = await askBeforeToolCall(run, message, ready);
+    const refused = await askBeforeToolCall(run, batch, ready);
     if (refused !== undefined) return refused;
   }
   return ready;
@@ -152,11 +165,7 @@ async function prepareCall(
 }
 
 /** execute → afterToolCall. Never throws; after an abort it answers at once (late results are dropped). */
-async function runPreparedCall(
-  run: ToolBatchRun,
-  message: AssistantMessage,
-  ready: ReadyCall,
-): Promise<FinishedCall> {
+async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall): Promise<FinishedCall> {
   // #region lab 7.2 runPreparedCall
   const { call, tool, args } = ready;
   if (run.signal?.aborted) return abortedCall(call);
@@ -184,26 +193,29 @@ async function runPreparedCall(
   }
   const done: FinishedCall = { call, result, isError: result.isError === true };
   if (run.config.afterToolCall === undefined) return done;
-  return applyAfterToolCall(run, message, ready, done);
+  return applyAfterToolCall(run, batch, ready, done);
   // #endregion
 }
 
-/** `beforeToolCall`: an error result if it blocks, throws or is overtaken by an abort; else undefined. */
+/**
+ * `beforeToolCall`: an error result if it blocks, throws (which also ends the run) or is overtaken
+ * by an abort; else undefined.
+ */
 async function askBeforeToolCall(
   run: ToolBatchRun,
-  message: AssistantMessage,
+  batch: Batch,
   ready: ReadyCall,
 ): Promise<AnsweredCall | undefined> {
   // #region lab 7.3 askBeforeToolCall
   const { call, tool, args } = ready;
   const before = run.config.beforeToolCall!;
   const outcome = await settle(
-    () => before({ assistantMessage: message, toolCall: call, args, tool, context: run.context }, run.signal),
+    () => before({ assistantMessage: batch.message, toolCall: call, args, tool, context: run.context }, run.signal),
     run.signal,
   );
   if (outcome.kind === "aborted" || run.signal?.aborted) return abortedCall(call);
   if (outcome.kind === "threw") {
-    return answered(call, `beforeToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+    return hookThrew(batch, call, `beforeToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
   }
   if (outcome.value?.block === true) {
     return answered(call, outcome.value.reason ?? `Tool call "${call.name}" was blocked.`);
@@ -212,10 +224,10 @@ async function askBeforeToolCall(
   // #endregion
 }
 
-/** `afterToolCall`: overrides the result field by field; a throw becomes an error result. */
+/** `afterToolCall`: overrides the result field by field; a throw becomes an error result and ends the run. */
 async function applyAfterToolCall(
   run: ToolBatchRun,
-  message: AssistantMessage,
+  batch: Batch,
   ready: ReadyCall,
   done: FinishedCall,
 ): Promise<FinishedCall> {
@@ -225,14 +237,14 @@ async function applyAfterToolCall(
   const outcome = await settle(
     () =>
       after(
-        { assistantMessage: message, toolCall: call, args, tool, context: run.context, result: done.result, isError: done.isError },
+        { assistantMessage: batch.message, toolCall: call, args, tool, context: run.context, result: done.result, isError: done.isError },
         run.signal,
       ),
     run.signal,
   );
   if (outcome.kind === "aborted") return abortedCall(call);
   if (outcome.kind === "threw") {
-    return answered(call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+    return hookThrew(batch, call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
   }
   const override = outcome.value;
   if (!override) return done;
@@ -296,6 +308,12 @@ function answered(call: ToolCall, text: string): AnsweredCall {
     result: { content: [{ type: "text", text }], details: undefined, isError: true },
     isError: true,
   };
+}
+
+/** A hook threw: the call is answered with the failure, and the batch remembers the first one. */
+function hookThrew(batch: Batch, call: ToolCall, failure: string): AnsweredCall {
+  batch.hookFailure ??= failure;
+  return answered(call, failure);
 }
 
 function abortedCall(call: ToolCall): AnsweredCall {

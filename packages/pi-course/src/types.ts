@@ -375,8 +375,9 @@ export interface AgentLoopConfig {
   /** `parallel` (default) or `sequential` for every batch. */
   toolExecution?: ToolExecutionMode;
   /**
-   * Contract: runs after validation, before `execute`; may block the call. May throw: the call
-   * then gets an error result naming the hook (the run goes on).
+   * Contract: runs after validation, before `execute`; may block the call. May throw: that is an
+   * application bug, so the call gets an error result naming the hook, the batch's calls not yet
+   * started are answered without running, and the run ends (error message, turn_end, agent_end).
    */
   beforeToolCall?: (
     ctx: BeforeToolCallContext,
@@ -384,7 +385,7 @@ export interface AgentLoopConfig {
   ) => BeforeToolCallResult | undefined | Promise<BeforeToolCallResult | undefined>;
   /**
    * Contract: runs after `execute`; may override fields of the result. May throw: the call then
-   * gets an error result naming the hook (the run goes on).
+   * gets an error result naming the hook and the run ends, as for `beforeToolCall`.
    */
   afterToolCall?: (
     ctx: AfterToolCallContext,

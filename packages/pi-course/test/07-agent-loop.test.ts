@@ -27,7 +27,6 @@ import type {
 } from "../src/index.js";
 import { finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
-import { ReplayModel } from "./support/replay-model.js";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -799,7 +798,7 @@ describe("chapter 07 · the agent loop", () => {
       call("c5", "boom"),
       call("c6", "add", { a: 1, b: 2 }),
     ];
-    const model = new ReplayModel([turn(calls), says("ok")]);
+    const model = scripted([turn(calls), says("ok")]);
     await run("go", ctx([readTool(), addTool, thrower]), { model });
     const sent = model.requests[1]!.messages;
     expect(sent.map((m) => m.role)).toEqual(["user", "assistant", ...calls.map(() => "toolResult")]);
@@ -821,7 +820,7 @@ describe("chapter 07 · the agent loop", () => {
       return textResult("ran");
     });
     const bad: ToolCall = { ...call("c1", "t", {}), rawArguments: '{"path": "a', argumentsError: "Unterminated string in JSON at position 11" };
-    const model = new ReplayModel([turn([bad]), says("sorry")]);
+    const model = scripted([turn([bad]), says("sorry")]);
     const { events } = await run("go", ctx([tool]), { model });
     const [result] = resultsOf(events);
     expect(executed).toBe(0);
@@ -900,30 +899,92 @@ describe("chapter 07 · the agent loop", () => {
     ]);
   });
 
-  it("Lab 7.3 · afterToolCall can decide terminate; throwing hooks become error results", async () => {
+  it("Lab 7.3 · afterToolCall can decide terminate for every call of the batch", async () => {
     const tool = probe("t", async () => textResult("ran"));
-    const model = scripted([turn([call("c1", "t")]), turn([call("c2", "t"), call("c3", "t")]), says("never")]);
-    let turnNo = 0;
+    const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
     const { events } = await run("go", ctx([tool]), {
+      model,
+      afterToolCall: () => ({ terminate: true }),
+    });
+    expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
+      ["c1", false, "ran"],
+      ["c2", false, "ran"],
+    ]);
+    expect(shape(events).slice(-3)).toEqual(["message_end:toolResult", "turn_end", "agent_end"]);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("Lab 7.3 · invariant: a throw from afterToolCall ends the run well formed; the call keeps its result", async () => {
+    const tool = probe("t", async () => textResult("ran"));
+    const model = scripted([turn([call("c1", "t")]), says("never")]);
+    const { events, result } = await run("go", ctx([tool]), {
+      model,
+      afterToolCall: () => {
+        throw new Error("audit log down");
+      },
+    });
+    expect(shape(events)).toEqual([
+      ...TURN_ONE_TOOL,
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    const failure = 'afterToolCall failed for "t": audit log down';
+    expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([["c1", true, failure]]);
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: failure });
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("Lab 7.3 · invariant: a throw from beforeToolCall ends the run; later calls are answered, not run", async () => {
+    const ran: string[] = [];
+    const tool = probe("t", async (id) => {
+      ran.push(id);
+      return textResult("ran");
+    });
+    const model = scripted([turn([call("c1", "t"), call("c2", "t"), call("c3", "t")]), says("never")]);
+    const { events, result } = await run("go", ctx([tool]), {
       model,
       beforeToolCall: ({ toolCall }) => {
         if (toolCall.id === "c2") throw new Error("policy engine down");
         return undefined;
       },
-      afterToolCall: ({ toolCall }) => {
-        turnNo++;
-        if (toolCall.id === "c1") throw new Error("audit log down");
-        return { terminate: true };
-      },
     });
-    expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
-      ["c1", true, 'afterToolCall failed for "t": audit log down'],
-      ["c2", true, 'beforeToolCall failed for "t": policy engine down'],
-      ["c3", false, "ran"],
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "tool_execution_start:c3",
+      "tool_execution_end:c3",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
     ]);
-    expect(turnNo).toBe(2);
-    // c2's error result carries no terminate, so the batch does not end the run by itself
-    expect(model.requests).toHaveLength(3);
+    const failure = 'beforeToolCall failed for "t": policy engine down';
+    expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
+      ["c1", false, "ran"],
+      ["c2", true, failure],
+      ["c3", true, `Tool call "t" was not executed: the run is ending (${failure}).`],
+    ]);
+    expect(ran).toEqual(["c1"]);
+    expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: failure });
+    expect(model.requests).toHaveLength(1);
   });
 
   it("Lab 7.2 · onUpdate becomes tool_execution_update; never after that call's tool_execution_end", async () => {
