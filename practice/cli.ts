@@ -5,10 +5,10 @@
  * package as its cwd, so a relative folder is resolved against INIT_CWD, the directory the
  * learner ran npm from).
  */
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { loadCatalogue, REPO_ROOT, UsageError, type Catalogue } from "./catalogue.js";
-import { buildView, defaultTarget, labsOf, scanSources, writeView } from "./generate.js";
+import { buildView, defaultTarget, fileOwners, labsOf, REPO_SOURCES, scanSources, writeView } from "./generate.js";
 import { firstRed, renderCard } from "./learning.js";
 
 /** The real path of `path`, resolving symlinks in the part that exists. */
@@ -49,6 +49,16 @@ export function resolveTarget(arg: string | undefined, chapterId: string, catalo
     }
   }
   return target;
+}
+
+/** Library sources and tests that no chapter owns (so no view holds them), for maintainers. */
+function unownedFiles(catalogue: Catalogue): string[] {
+  const owners = fileOwners(catalogue, REPO_SOURCES);
+  const all = (dir: string) =>
+    readdirSync(join(REPO_SOURCES.packageDir, dir), { recursive: true })
+      .map((f) => `${dir}/${String(f).replaceAll("\\", "/")}`)
+      .filter((f) => f.endsWith(".ts"));
+  return [...all("src"), ...all("test").filter((f) => !f.includes("/fixtures/"))].filter((f) => !owners.has(f)).sort();
 }
 
 const USAGE = [
@@ -102,6 +112,10 @@ async function checkpoint(args: string[]): Promise<void> {
     console.log("章节 Chapters:");
     for (const c of catalogue.chapters) {
       console.log(`  ${c.id}  ${c.title.zh} — ${c.title.en}${c.mode === "observe" ? "  [observe]" : ""}`);
+    }
+    const unowned = unownedFiles(catalogue);
+    if (unowned.length > 0) {
+      console.log(`\n不属于任何章节、不会出现在任何练习文件夹里的文件 (files in no chapter view):\n  ${unowned.join("\n  ")}`);
     }
     console.log("\nnpm run checkpoint -- NN   打印一章的卡片 (print one chapter's card)");
     return;

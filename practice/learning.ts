@@ -185,7 +185,7 @@ export function renderCard(chapter: Chapter, labs: LabRegion[], regions: Chapter
   if (chapter.labs[0]) out.push(`  npx vitest run -t "Lab ${chapter.labs[0].id}"    # 一个实验 (one lab)`);
   out.push(
     `  npm run practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,
-    `  cd ../my-${chapter.id} && npm install && npm test`,
+    `  cd ../my-${chapter.id} && npm install && ${chapter.scripts?.start ? "npm start && " : ""}npm test`,
   );
   return out.join("\n");
 }
