@@ -21,13 +21,11 @@ export default defineChapter({
   labs: [
     {
       id: "4.1",
-      title: { zh: "把一个回合播放成模型事件", en: "playing a turn as model events" },
+      title: { zh: "stream() 立即返回", en: "stream() returns at once" },
       hint: {
-        zh: "start、逐块的 delta、每个工具调用的 toolcall_end，最后 done 或 error；播放中途中止也是 error 事件，出错的回合保留已经流出的部分文本。",
-        en: "start, deltas, toolcall_end per call, then done or error; an abort mid-play is an error event, and an error turn keeps its partial text.",
+        zh: "深拷贝并记录上下文（拷贝失败也是 error 事件），异步地开始播放，然后立刻返回流；播放中任何意外的抛出都要变成 error 事件。",
+        en: "Deep-copy and record the context (a failed copy is an error event), start playing asynchronously, return the stream at once; any unexpected throw while playing becomes an error event.",
       },
-      // play() resolves the turn first: until lab 4.2 is written its site is what these tests hit.
-      uses: ["4.2"],
     },
     {
       id: "4.2",
@@ -36,24 +34,17 @@ export default defineChapter({
         zh: "预先中止、脚本用完、responder 抛错：全部变成 error 事件，绝不抛出。",
         en: "Pre-aborted, script exhausted, responder threw: all error events, never a throw.",
       },
+      uses: ["4.1"],
     },
-  ],
-  // Temporary: these tests are red in practice(04) but do not show the construction site's error
-  // (they compare event types or content only, so the error event's "Lab 4.x …：尚未实现" message
-  // never appears), or are green against it. The proof lists them on every run; fix the tests
-  // (e.g. assert errorMessage/stopReason first) and delete the waivers.
-  waivers: [
-    ...[
-      "Lab 4.1 · stream() returns at once and plays asynchronously",
-      "Lab 4.1 · plays two turns from one instance and records a deep copy of each request",
-      "Lab 4.1 · an abort mid-play ends with an aborted error event that keeps the partial content",
-      "Lab 4.1 · a length turn streams its calls' text but never completes them (no toolcall_end)",
-      "Lab 4.1 · never splits a surrogate pair across deltas",
-      "Lab 4.2 · a responder computes the turn from the context it was asked with",
-    ].map((test) => ({ test, why: "red, but the failure does not name the lab (the site's error hides in an error event)" })),
     {
-      test: "Lab 4.2 · a context that cannot be copied is an error event",
-      why: "green against the sites: the copy happens in stream(), outside every lab region",
+      id: "4.3",
+      title: { zh: "把一个回合播放成模型事件", en: "playing a turn as model events" },
+      hint: {
+        zh: "start、逐块的 delta、每个工具调用的 toolcall_end，最后 done 或 error；每个事件之前让出一次事件循环，播放中途中止也是 error 事件，出错的回合保留已经流出的部分文本。",
+        en: "start, deltas, toolcall_end per call, then done or error; yield before each event; an abort mid-play is an error event, and an error turn keeps its partial text.",
+      },
+      // stream() and resolveTurn() run before play(): until they are written, their sites are what these tests hit.
+      uses: ["4.1", "4.2"],
     },
   ],
   breakIt: {

@@ -64,6 +64,7 @@ export class ScriptedModel implements Model {
   }
 
   stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
+    // #region lab 4.1 stream
     const stream = new AssistantMessageEventStream();
     const turnIndex = this.requests.length;
     let snapshot: Context;
@@ -79,6 +80,7 @@ export class ScriptedModel implements Model {
       this.fail(stream, "error", `ScriptedModel: cannot play turn ${turnIndex + 1}: ${describe(error)}`),
     );
     return stream;
+    // #endregion
   }
 
   private async play(
@@ -89,7 +91,7 @@ export class ScriptedModel implements Model {
   ): Promise<void> {
     const script = await this.resolveTurn(stream, context, turnIndex, signal);
     if (script === undefined) return;
-    // #region lab 4.1 play
+    // #region lab 4.3 play
     const partial: AssistantMessage = {
       role: "assistant",
       content: [],

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { ScriptedModel, assistantMessage, userMessage } from "../src/index.js";
-import type { AssistantMessage, Context, ModelEvent, ToolCall } from "../src/index.js";
+import type {
+  AssistantMessage,
+  AssistantMessageEventStream,
+  Context,
+  ModelEvent,
+  ToolCall,
+} from "../src/index.js";
 
 const T = 1000;
 const clock = () => T;
@@ -17,10 +23,25 @@ const context = (text = "go"): Context => ({
   messages: [userMessage(text, { timestamp: 1 })],
 });
 
+/**
+ * In a practice folder a construction site throws inside the model, and the model (rightly)
+ * turns that into an error event; make it the test's failure so the learner reads which lab.
+ */
+function surfaceConstructionSite(message: AssistantMessage): AssistantMessage {
+  if (message.errorMessage?.includes("not implemented yet")) throw new Error(message.errorMessage);
+  return message;
+}
+
+/** The final message of one turn (see `surfaceConstructionSite`). */
+async function finalOf(stream: AssistantMessageEventStream): Promise<AssistantMessage> {
+  return surfaceConstructionSite(await stream.result());
+}
+
 /** Every event of one turn, with `partial` copied as it was when the event was seen. */
 async function play(stream: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
   const seen: ModelEvent[] = [];
   for await (const event of stream) {
+    if (event.type === "error") surfaceConstructionSite(event.error);
     seen.push("partial" in event ? { ...event, partial: structuredClone(event.partial) } : event);
   }
   return seen;
@@ -38,7 +59,7 @@ const partialWith = (content: AssistantMessage["content"]): AssistantMessage => 
 });
 
 describe("chapter 04 · ScriptedModel", () => {
-  it("Lab 4.1 · plays text then a tool call: start, deltas with cumulative partials, toolcall_end, done", async () => {
+  it("Lab 4.3 · plays text then a tool call: start, deltas with cumulative partials, toolcall_end, done", async () => {
     const usage = { input: 10, output: 5, totalTokens: 15 };
     const model = new ScriptedModel(
       [assistantMessage([{ type: "text", text: "Hello world" }, readCall], "toolUse", { usage })],
@@ -104,14 +125,17 @@ describe("chapter 04 · ScriptedModel", () => {
     const stream = model.stream(context());
     const seen: string[] = [];
     const reading = (async () => {
-      for await (const event of stream) seen.push(event.type);
+      for await (const event of stream) {
+        if (event.type === "error") surfaceConstructionSite(event.error);
+        seen.push(event.type);
+      }
     })();
     expect(seen).toEqual([]);
     await reading;
     expect(seen).toEqual(["start", "text_delta", "done"]);
   });
 
-  it("Lab 4.1 · plays two turns from one instance and records a deep copy of each request", async () => {
+  it("Lab 4.3 · plays two turns from one instance and records a deep copy of each request", async () => {
     const model = new ScriptedModel(
       [
         assistantMessage([readCall], "toolUse"),
@@ -120,10 +144,10 @@ describe("chapter 04 · ScriptedModel", () => {
       { now: clock },
     );
     const first = context("one");
-    const a = await model.stream(first).result();
+    const a = await finalOf(model.stream(first));
     first.messages.push(userMessage("mutated later", { timestamp: 2 }));
     (first.messages[0]!.content[0] as { text: string }).text = "changed";
-    const b = await model.stream(context("two")).result();
+    const b = await finalOf(model.stream(context("two")));
     expect(a.stopReason).toBe("toolUse");
     expect(a.content).toEqual([readCall]);
     expect(b.stopReason).toBe("stop");
@@ -131,7 +155,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(model.requests).toEqual([context("one"), context("two")]);
   });
 
-  it("Lab 4.1 · an error turn keeps its partial text and ends with an error event", async () => {
+  it("Lab 4.3 · an error turn keeps its partial text and ends with an error event", async () => {
     const model = new ScriptedModel(
       [{ stopReason: "error", errorMessage: "overloaded", partialText: "I will" }],
       { chunkSize: 3, now: clock },
@@ -152,7 +176,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(await stream.result()).toEqual(failed);
   });
 
-  it("Lab 4.1 · an abort mid-play ends with an aborted error event that keeps the partial content", async () => {
+  it("Lab 4.3 · an abort mid-play ends with an aborted error event that keeps the partial content", async () => {
     const controller = new AbortController();
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "abcdefgh" }], "stop")], {
       chunkSize: 2,
@@ -161,6 +185,7 @@ describe("chapter 04 · ScriptedModel", () => {
     const stream = model.stream(context(), { signal: controller.signal });
     const types: string[] = [];
     for await (const event of stream) {
+      if (event.type === "error") surfaceConstructionSite(event.error);
       types.push(event.type);
       if (event.type === "text_delta" && event.partial.content.length === 1) {
         if ((event.partial.content[0] as { text: string }).text === "abcd") controller.abort();
@@ -175,7 +200,7 @@ describe("chapter 04 · ScriptedModel", () => {
     });
   });
 
-  it("Lab 4.1 · a length turn streams its calls' text but never completes them (no toolcall_end)", async () => {
+  it("Lab 4.3 · a length turn streams its calls' text but never completes them (no toolcall_end)", async () => {
     const truncated: ToolCall = { ...readCall, arguments: {}, rawArguments: '{"path":"a.' };
     const model = new ScriptedModel([assistantMessage([truncated], "length")], { chunkSize: 64, now: clock });
     const events = await play(model.stream(context()));
@@ -185,12 +210,13 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(done.message.content).toEqual([truncated]);
   });
 
-  it("Lab 4.1 · never splits a surrogate pair across deltas", async () => {
+  it("Lab 4.3 · never splits a surrogate pair across deltas", async () => {
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "a😀b😀" }], "stop")], {
       chunkSize: 2,
     });
     const deltas: string[] = [];
     for await (const event of model.stream(context())) {
+      if (event.type === "error") surfaceConstructionSite(event.error);
       if (event.type === "text_delta") deltas.push(event.delta);
     }
     expect(deltas).toEqual(["a😀", "b😀"]);
@@ -207,7 +233,7 @@ describe("chapter 04 · ScriptedModel", () => {
 
   it("Lab 4.2 · an exhausted script is an error event that says what to do", async () => {
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "only" }], "stop")], { now: clock });
-    await model.stream(context()).result();
+    await finalOf(model.stream(context()));
     const stream = model.stream(context());
     const events = await play(stream);
     expect(events.map((e) => e.type)).toEqual(["error"]);
@@ -226,9 +252,9 @@ describe("chapter 04 · ScriptedModel", () => {
       ],
       { now: clock },
     );
-    const first = await model.stream(context()).result();
+    const first = await finalOf(model.stream(context()));
     expect(first.content).toEqual([{ type: "text", text: "0:1" }]);
-    const second = await model.stream(context()).result();
+    const second = await finalOf(model.stream(context()));
     expect(second.stopReason).toBe("error");
     expect(second.errorMessage).toBe("later");
   });
@@ -243,18 +269,18 @@ describe("chapter 04 · ScriptedModel", () => {
       ],
       { now: clock },
     );
-    const threw = await model.stream(context()).result();
+    const threw = await finalOf(model.stream(context()));
     expect(threw.stopReason).toBe("error");
     expect(threw.errorMessage).toBe("ScriptedModel: the responder threw: bad script");
-    const broken = await model.stream(context()).result();
+    const broken = await finalOf(model.stream(context()));
     expect(broken.stopReason).toBe("error");
     expect(broken.errorMessage).toMatch(/^ScriptedModel: cannot play turn 2: /);
   });
 
-  it("Lab 4.2 · a context that cannot be copied is an error event", async () => {
+  it("Lab 4.1 · a context that cannot be copied is an error event", async () => {
     const model = new ScriptedModel([assistantMessage([], "stop")]);
     const bad = { messages: [], extra: () => 1 } as unknown as Context;
-    const message = await model.stream(bad).result();
+    const message = await finalOf(model.stream(bad));
     expect(message.stopReason).toBe("error");
     expect(message.errorMessage).toMatch(/cannot be copied/);
   });
