@@ -315,7 +315,7 @@ describe("Lab 8.2 · atomic, serialised writes", () => {
     expect(created.length).toBe(1);
     expect(results[0]!.details).toMatchObject({ path: path.join("deep", "er", "out.txt"), bytes: 5000 });
     expect(textOfResult(created[0]!)).toMatch(/^Created deep\/er\/out\.txt \(\d+ bytes\)\.$/);
-  }, 10_000);
+  }, 30_000);
 
   it("Lab 8.2 · concurrent edits of one file all land (no lost update)", async () => {
     const lines = Array.from({ length: 20 }, (_, i) => `marker ${i};`);
@@ -325,7 +325,7 @@ describe("Lab 8.2 · atomic, serialised writes", () => {
     expect(await readFile(path.join(root, "list.txt"), "utf8")).toBe(
       lines.map((_, i) => `done ${i};`).join("\n") + "\n",
     );
-  }, 10_000);
+  }, 30_000);
 });
 
 describe("Lab 8.3 · the read window", () => {
