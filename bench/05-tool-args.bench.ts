@@ -164,7 +164,8 @@ for (const [kind, make] of [["file", fileDocument], ["edits", editsDocument]] as
         { name: "ours", run: () => ours(deltas) },
         { name: "pi-ai 1.6", run: () => piAi16(deltas) },
       ];
-      const options = { warmup: 3, runs: size.bytes > 512 * KB ? 5 : 9 };
+      const large = size.bytes > 512 * KB;
+      const options = mode === "steady" ? { warmup: 5, runs: large ? 9 : 15 } : { warmup: 3, runs: large ? 5 : 9 };
       const results = mode === "steady" ? await measureSteady(cases, options) : await measure(cases, options);
       for (const r of results) checkFinal(`${r.name} ${kind} ${size.label}`, r, doc);
       medians.set(size.label, results[0]!.median);
