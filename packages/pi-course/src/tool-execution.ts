@@ -224,7 +224,10 @@ async function askBeforeToolCall(
   // #endregion
 }
 
-/** `afterToolCall`: overrides the result field by field; a throw becomes an error result and ends the run. */
+/**
+ * `afterToolCall`: overrides the result field by field; a throw becomes an error result and ends
+ * the run. An abort while it runs keeps the tool's own result: the tool has already run.
+ */
 async function applyAfterToolCall(
   run: ToolBatchRun,
   batch: Batch,
@@ -242,7 +245,9 @@ async function applyAfterToolCall(
       ),
     run.signal,
   );
-  if (outcome.kind === "aborted") return abortedCall(call);
+  // The tool has already run: an abort now keeps its own result (saying "aborted before it
+  // finished" would invite the model to run it again). The hook's late answer is ignored.
+  if (outcome.kind === "aborted") return done;
   if (outcome.kind === "threw") {
     return hookThrew(batch, call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
   }

@@ -385,7 +385,8 @@ export interface AgentLoopConfig {
   ) => BeforeToolCallResult | undefined | Promise<BeforeToolCallResult | undefined>;
   /**
    * Contract: runs after `execute`; may override fields of the result. May throw: the call then
-   * gets an error result naming the hook and the run ends, as for `beforeToolCall`.
+   * gets an error result naming the hook and the run ends, as for `beforeToolCall`. An abort
+   * while it runs keeps the tool's own result (the tool already ran); its late answer is ignored.
    */
   afterToolCall?: (
     ctx: AfterToolCallContext,

@@ -668,6 +668,45 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests).toHaveLength(1);
   });
 
+  it("Lab 7.3 · invariant: an abort during afterToolCall keeps the result of the tool that already ran; no model call after", async () => {
+    // the tool has done its work: answering "aborted … before it finished" would invite a redo
+    const controller = new AbortController();
+    let executed = 0;
+    const tool = probe("t", async () => {
+      executed++;
+      return { content: [{ type: "text" as const, text: "ran" }], details: { n: 1 } };
+    });
+    const model = scripted([turn([call("c1", "t")]), says("never")]);
+    const { events } = await run("go", ctx([tool]), {
+      model,
+      afterToolCall: () => {
+        controller.abort();
+        return new Promise(() => {}); // never settles: the abort must not wait for it
+      },
+    }, { signal: controller.signal });
+    expect(fromBatch(events)).toEqual([
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(executed).toBe(1);
+    const end = events.find((e) => e.type === "tool_execution_end");
+    expect(end).toEqual({
+      type: "tool_execution_end",
+      toolCallId: "c1",
+      toolName: "t",
+      result: { content: [{ type: "text", text: "ran" }], details: { n: 1 } },
+      isError: false,
+    });
+    expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r), r.details])).toEqual([
+      ["c1", false, "ran", { n: 1 }],
+    ]);
+    expect(model.requests).toHaveLength(1);
+  });
+
   it("Lab 7.1 · invariant: an abort during a queue poll: nothing more is dequeued, nothing dequeued is lost", async () => {
     // found by the soak: an abort inside getSteeringMessages used to let the follow-up queue be polled
     for (const steer of [[], [userMessage("steer")]]) {
