@@ -127,6 +127,7 @@ export {
   Workspace,
   WorkspaceEscapeError,
   applyEdits,
+  commandEnvironment,
   createBashTool,
   createCodingTools,
   createEditTool,

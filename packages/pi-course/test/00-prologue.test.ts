@@ -42,6 +42,13 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
   return collect(process.execPath, [tsxCli, startScript, ...args], env);
 }
 
+/** A Chat Completions SSE body: one chunk per delta, then the finish reason and `[DONE]`. */
+function chatSse(deltas: object[], finishReason: string): string {
+  const chunk = (delta: object, finish: string | null) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-test", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  return deltas.map((delta) => chunk(delta, null)).join("") + chunk({}, finishReason) + "data: [DONE]\n\n";
+}
+
 /** Event lines of the readable trace: the first word of each line that names an event. */
 function traceTypes(stdout: string): string[] {
   return stdout
@@ -290,6 +297,36 @@ describe("Prologue · against a real server", () => {
       expect(JSON.stringify(second).includes("sk-replay-123")).toBe(false);
     } finally {
       await server.close();
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("Prologue · commands never see an API key: not with --no-api-key, not with --api-key-env OTHER while OPENAI_API_KEY is exported", async () => {
+    const command = 'echo "openai=$OPENAI_API_KEY llm=$MY_LLM gh=$GITHUB_TOKEN plain=$PI_COURSE_PLAIN"';
+    const bodies = [
+      chatSse([{ role: "assistant", tool_calls: [{ index: 0, id: "call_env", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] }], "tool_calls"),
+      chatSse([{ role: "assistant", content: "done" }], "stop"),
+    ];
+    const [noKeyServer, otherServer] = await Promise.all([startChatReplayServer(bodies), startChatReplayServer(bodies)]);
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      const exported = { OPENAI_API_KEY: "sk-exported-openai", GITHUB_TOKEN: "ghp-exported", PI_COURSE_PLAIN: "plain" };
+      const common = ["--model", "m", "--cwd", workspace, "--json", "show the environment"];
+      const [noKey, other] = await Promise.all([
+        cli(["--base-url", noKeyServer.baseUrl, "--no-api-key", ...common], exported),
+        cli(["--base-url", otherServer.baseUrl, "--api-key-env", "MY_LLM", ...common], { ...exported, MY_LLM: "sk-my-llm" }),
+      ]);
+      const bashOutput = (outcome: Outcome) => {
+        expect(outcome.code).toBe(0);
+        const events = outcome.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as any);
+        return events.filter((e) => e.type === "tool_execution_end").map((e) => e.result.content);
+      };
+      expect(bashOutput(noKey)).toEqual([[{ type: "text", text: "openai= llm= gh= plain=plain" }]]);
+      expect(bashOutput(other)).toEqual([[{ type: "text", text: "openai= llm= gh= plain=plain" }]]);
+      expect(noKeyServer.requests.map((r) => r.authorization)).toEqual([undefined, undefined]);
+      expect(otherServer.requests.map((r) => r.authorization)).toEqual(["Bearer sk-my-llm", "Bearer sk-my-llm"]);
+    } finally {
+      await Promise.all([noKeyServer.close(), otherServer.close()]);
       await rm(workspace, { recursive: true, force: true });
     }
   }, 60_000);

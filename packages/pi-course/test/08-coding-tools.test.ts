@@ -531,6 +531,24 @@ describe("Lab 8.5 · bounded bash", () => {
     expect(await readdir(root)).toEqual([]);
   }, 10_000);
 
+  it("Lab 8.5 · by default the bash tool's commands do not see secret-looking variables; an explicit env wins", async () => {
+    const names = ["OPENAI_API_KEY", "MY_SERVICE_TOKEN", "db_password", "PI_COURSE_PLAIN"] as const;
+    const saved = names.map((name) => process.env[name]);
+    Object.assign(process.env, { OPENAI_API_KEY: "sk-lib", MY_SERVICE_TOKEN: "tok", db_password: "pw", PI_COURSE_PLAIN: "plain" });
+    try {
+      const command = 'echo "k=$OPENAI_API_KEY t=$MY_SERVICE_TOKEN p=$db_password plain=$PI_COURSE_PLAIN"';
+      const safe = await run(createBashTool(new Workspace(root)), { command });
+      expect(safe.content).toEqual([{ type: "text", text: "k= t= p= plain=plain" }]);
+      const given = await run(createBashTool(new Workspace(root), { env: { ...process.env } }), { command });
+      expect(given.content).toEqual([{ type: "text", text: "k=sk-lib t=tok p=pw plain=plain" }]);
+    } finally {
+      names.forEach((name, i) => {
+        if (saved[i] === undefined) delete process.env[name];
+        else process.env[name] = saved[i];
+      });
+    }
+  }, 10_000);
+
   it("Lab 8.5 · the bash tool reports exit codes, timeouts and cuts to the model, as errors when they fail", async () => {
     const bash = createBashTool(new Workspace(root), { maxOutputBytes: 64, killGraceMs: 200 });
     const ok = await run(bash, { command: "printf 'hi\\n'" });

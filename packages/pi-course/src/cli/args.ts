@@ -19,7 +19,15 @@ export type CliOptions =
       /** The break-it experiment of chapter 00: the model never sees the first tool result. */
       dropToolResult: boolean;
       /** Absent: the offline demo on the scripted model. */
-      server?: { baseUrl: string; model: string; apiKey?: string; workspace: string; task: string };
+      server?: {
+        baseUrl: string;
+        model: string;
+        apiKey?: string;
+        /** The variable named by `--api-key-env`, if any: the commands never see it. */
+        apiKeyEnv?: string;
+        workspace: string;
+        task: string;
+      };
     };
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit code 2. */
@@ -53,6 +61,8 @@ Options:
 
 Exit codes: 0 the run ended normally, 1 it ended with an error, 2 a usage error.
 The bash tool runs commands in DIR with a timeout and an output cap; it is not a sandbox.
+Its commands never see OPENAI_API_KEY, the variable named by --api-key-env, or any variable
+whose name contains API_KEY, APIKEY, TOKEN, SECRET, PASSWORD or CREDENTIAL.
 `;
 
 /** Parses `argv` (without `node` and the script). Throws `CliUsageError`. */
@@ -167,6 +177,7 @@ export function parseArgs(
       baseUrl: baseUrl.replace(/\/+$/, ""),
       model,
       ...(apiKey !== undefined && { apiKey }),
+      ...(apiKeyEnv !== undefined && { apiKeyEnv }),
       workspace,
       task,
     },

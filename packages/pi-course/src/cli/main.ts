@@ -6,7 +6,7 @@
  * folder named by `--cwd`, on the task given as an argument. `--help` says it all.
  */
 import { agentLoop } from "../agent-loop.js";
-import { createCodingTools } from "../coding-tools/index.js";
+import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
 import { textOf, userMessage } from "../messages.js";
 import { createOpenAICompatibleModel } from "../openai-compatible.js";
 import type { AgentMessage, AssistantMessage, Message, Model } from "../types.js";
@@ -47,8 +47,8 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   let model: Model;
   let workspace: string;
   let task: string;
-  // Commands the model runs never see the API key.
-  const commandEnv: NodeJS.ProcessEnv = { ...process.env };
+  // Commands the model runs never see the API key: secret-looking variables are dropped.
+  let commandEnv = commandEnvironment(process.env);
   if (options.server === undefined) {
     workspace = await createDemoWorkspace();
     // On a terminal, slow the deltas down a little so they can be watched arriving.
@@ -64,6 +64,8 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
       ...(server.apiKey !== undefined && { apiKey: server.apiKey }),
     });
     task = server.task;
+    // Also the variable named by --api-key-env, and any other holding the key in use.
+    commandEnv = commandEnvironment(process.env, server.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
     for (const name of Object.keys(commandEnv)) {
       if (server.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }

@@ -10,12 +10,37 @@
  *   so nothing holds the output pipes open and the call always returns.
  *
  * The command runs in its own process group (`detached`), so `kill(-pid)` reaches every process
- * it started. It is not a sandbox: the shell can reach anything the user can.
+ * it started. It is not a sandbox: the shell can reach anything the user can, and a command can
+ * leave its group on purpose (`setsid`, `nohup … &` under another session) and outlive the call.
+ *
+ * Secrets: by default the commands get this process's environment without the variables that
+ * look like secrets (`OPENAI_API_KEY`, and every name matching `API_KEY`, `APIKEY`, `TOKEN`,
+ * `SECRET`, `PASSWORD` or `CREDENTIAL`, case-insensitive), so a model cannot print the key it is
+ * called with. An explicit `env` option is used as given.
  */
 import { spawn } from "node:child_process";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
 import type { Workspace } from "./workspace.js";
+
+/** Names of variables `commandEnvironment` leaves out (besides `OPENAI_API_KEY`). */
+export const SECRET_NAME_PATTERN = /(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)/i;
+
+/**
+ * `env` (default: `process.env`) without the variables that look like secrets (see the file
+ * comment) and without the names in `alsoDrop` (e.g. the variable an API key was read from).
+ */
+export function commandEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  alsoDrop: readonly string[] = [],
+): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (name === "OPENAI_API_KEY" || SECRET_NAME_PATTERN.test(name) || alsoDrop.includes(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
 
 /** Defaults of one command. */
 export const BASH_TIMEOUT_MS = 120_000;
@@ -173,7 +198,10 @@ export interface BashToolOptions {
   maxOutputBytes?: number;
   killGraceMs?: number;
   shell?: string;
-  /** The commands' environment. Defaults to this process's; leave secrets out of it. */
+  /**
+   * The commands' environment, used as given. Defaults to `commandEnvironment()`: this
+   * process's environment without the variables that look like secrets.
+   */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -203,7 +231,7 @@ export function createBashTool(
         maxOutputBytes: cap,
         ...(options.killGraceMs !== undefined && { killGraceMs: options.killGraceMs }),
         ...(options.shell !== undefined && { shell: options.shell }),
-        ...(options.env !== undefined && { env: options.env }),
+        env: options.env ?? commandEnvironment(),
         ...(signal !== undefined && { signal }),
       });
       const { output, ...rest } = result;

@@ -39,7 +39,7 @@ export function createCodingTools(
   ];
 }
 
-export { createBashTool, runCommand } from "./bash.js";
+export { commandEnvironment, createBashTool, runCommand } from "./bash.js";
 export type { BashDetails, BashToolOptions, CommandResult, RunCommandOptions } from "./bash.js";
 export { applyEdits, createEditTool } from "./edit.js";
 export type { AppliedEdit, EditDetails, TextEdit } from "./edit.js";
