@@ -48,9 +48,11 @@ export function agentLoop(
 }
 
 /**
- * Continues a run from the transcript as it stands (e.g. after an error, or with tool results
- * already present), without new prompts. Throws if the transcript is empty or ends with an
- * assistant message: there would be nothing for the model to answer.
+ * Continues a run from the transcript as it stands (e.g. after an error or the turn limit, or
+ * with tool results already present), without new prompts. Trailing error/aborted assistant
+ * messages are fine: the model never sees them (`defaultConvertToLlm` and the wire drop them).
+ * Throws if nothing else is left, or if the last other message is an assistant message: there
+ * would be nothing for the model to answer.
  */
 export function agentLoopContinue(
   context: AgentContext,
@@ -261,14 +263,22 @@ function checkConfig(config: AgentLoopConfig): void {
 }
 
 function checkContinuable(context: AgentContext): void {
-  const last = context.messages.at(-1);
-  if (last === undefined) {
+  const messages = context.messages;
+  if (messages.length === 0) {
     throw new Error("agentLoopContinue: the transcript is empty; start a run with agentLoop(prompts, …).");
   }
-  if (last.role === "assistant") {
+  // error/aborted assistant messages (a failed turn, the turn limit) are not in the model's view
+  let k = messages.length - 1;
+  while (k >= 0 && isFailedTurn(messages[k]!)) k--;
+  const last = messages[k];
+  if (last === undefined || last.role === "assistant") {
     throw new Error(
       "agentLoopContinue: the transcript ends with an assistant message, so the model has nothing " +
         "to answer. Add a user message (agentLoop) or the missing tool results first.",
     );
   }
+}
+
+function isFailedTurn(message: AgentMessage): boolean {
+  return message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted");
 }

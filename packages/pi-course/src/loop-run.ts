@@ -17,10 +17,17 @@ import type {
   ToolResultMessage,
 } from "./types.js";
 
-/** Keeps the three canonical roles and drops every other (custom) message. */
+/**
+ * Keeps the three canonical roles and drops every other (custom) message, and every error or
+ * aborted assistant message: a failed turn is not part of the conversation the model continues
+ * (its tool calls were never run nor answered), as on the wire.
+ */
 export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
   return messages.filter(
-    (m) => m.role === "user" || m.role === "assistant" || m.role === "toolResult",
+    (m) =>
+      m.role === "user" ||
+      m.role === "toolResult" ||
+      (m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted"),
   ) as Message[];
 }
 

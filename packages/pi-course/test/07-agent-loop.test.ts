@@ -788,6 +788,43 @@ describe("chapter 07 · the agent loop", () => {
     expect(() => agentLoopContinue(ctx([], [says("hi")]), { model })).toThrow(/ends with an assistant message/);
   });
 
+  it("Lab 7.1 · after a turn-limit stop, agentLoopContinue with the returned transcript runs the next turn", async () => {
+    let followed = 0;
+    const first = scripted([says("one"), says("never")]);
+    const stopped = await run("go", ctx(), {
+      model: first,
+      maxTurns: 1,
+      getFollowUpMessages: () => (followed++ === 0 ? [userMessage("more")] : []),
+    });
+    expect(stopped.result.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(lastAssistant(stopped.result)).toMatchObject({ stopReason: "error", content: [] });
+    expect(lastAssistant(stopped.result).errorMessage).toContain("agentLoopContinue");
+    expect(first.requests).toHaveLength(1);
+
+    const model = scripted([says("two")]);
+    const { events, result } = await finish(agentLoopContinue(ctx([], stopped.result), { model, maxTurns: 1 }));
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(result).toEqual([expect.objectContaining({ role: "assistant", stopReason: "stop", content: [text("two")] })]);
+    // the error message is not part of the model's view: it answers the follow-up
+    expect(model.requests[0]!.messages).toEqual(stopped.result.slice(0, 3));
+    // an aborted last message is accepted too; a normal one still leaves nothing to answer
+    const aborted: AssistantMessage = { ...says("half"), stopReason: "aborted", errorMessage: "stopped" };
+    const resumed = await finish(agentLoopContinue(ctx([], [userMessage("hi"), aborted]), { model: scripted([says("hello")]) }));
+    expect(shape(resumed.events).slice(2, 5)).toEqual(["message_start:assistant", "message_update:text_delta", "message_end:assistant"]);
+    expect(() => agentLoopContinue(ctx([], [userMessage("hi"), says("hello"), aborted]), { model })).toThrow(
+      /ends with an assistant message/,
+    );
+  });
+
   // -------------------------------------------------------------------------------------------
   // One call: find, prepare, validate, hooks, execute; every failure an error result (7.2, 7.3)
   // -------------------------------------------------------------------------------------------
