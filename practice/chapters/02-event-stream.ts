@@ -21,30 +21,26 @@ export default defineChapter({
   labs: [
     {
       id: "2.1",
-      title: { zh: "push：缓冲或直接交给等待的读者", en: "push: buffer, or hand to the waiting reader" },
+      title: { zh: "push 与 next：缓冲，或直接交给等待的读者", en: "push and next: buffer, or hand to the waiting reader" },
       hint: {
-        zh: "先判断是否已关闭；终止事件要兑现结果，但它本身仍然要交给读者。",
-        en: "Ignore pushes after the end; a terminal event settles the result and is still delivered.",
+        zh:
+          "push：已关闭就忽略；终止事件兑现结果，但它本身仍要交给读者；有读者在等就直接交给它，否则放进队列。" +
+          "next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者；同一时刻只允许一个读者、一个未完成的 next()。" +
+          "读者 break 时停止缓冲。",
+        en:
+          "push: ignore after the end; a terminal event settles the result and is still delivered; hand to a waiting reader, else enqueue. " +
+          "next: drain with a moving head (no shift()), else wait; one reader, one pending next(); a reader that breaks stops the buffering.",
       },
-      uses: ["2.2"],
     },
     {
       id: "2.2",
-      title: { zh: "next：先取缓冲，再等待", en: "next: drain the buffer, then wait" },
-      hint: {
-        zh: "用一个移动的队头下标代替 shift()，每次读取 O(1)。",
-        en: "A moving head index instead of shift() keeps each read O(1).",
-      },
-      uses: ["2.1"],
-    },
-    {
-      id: "2.3",
       title: { zh: "end：没有终止事件时结束流", en: "end: finishing without a terminal event" },
       hint: {
-        zh: "end() 不带结果时 result() 必须拒绝，并唤醒正在等待的读者。",
-        en: "end() without a result rejects result() and wakes a waiting reader.",
+        zh: "缓冲的事件照常交付；end() 不带参数时 result() 必须拒绝（显式的 undefined 也算结果），并唤醒正在等待的读者。",
+        en: "Buffered events are still delivered; end() with no argument rejects result() (an explicit undefined is a result) and wakes a waiting reader.",
       },
-      uses: ["2.1", "2.2"],
+      // Its tests push and read first: in practice(02) they meet lab 2.1's site before this one.
+      uses: ["2.1"],
     },
   ],
   breakIt: {

@@ -21,30 +21,25 @@ export default defineChapter({
   labs: [
     {
       id: "4.1",
-      title: { zh: "stream() 立即返回", en: "stream() returns at once" },
+      title: { zh: "stream() 与选回合：立即返回，失败都是事件", en: "stream() and choosing the turn: return at once, failures as events" },
       hint: {
-        zh: "深拷贝并记录上下文（拷贝失败也是 error 事件），异步地开始播放，然后立刻返回流；播放中任何意外的抛出都要变成 error 事件。",
-        en: "Deep-copy and record the context (a failed copy is an error event), start playing asynchronously, return the stream at once; any unexpected throw while playing becomes an error event.",
+        zh:
+          "stream：深拷贝并记录上下文（拷贝失败也是 error 事件），异步开始播放，立刻返回流，播放中任何意外抛出都变成 error 事件。" +
+          "resolveTurn：预先中止（不消耗回合）、脚本用完、responder 抛错或返回坏值：全部是 error 事件，绝不抛出。",
+        en:
+          "stream: deep-copy and record the context (a failed copy is an error event), start playing asynchronously, return at once; " +
+          "resolveTurn: pre-aborted (uses no turn), script exhausted, responder threw: all error events, never a throw.",
       },
     },
     {
       id: "4.2",
-      title: { zh: "找到要播放的回合", en: "resolving the turn to play" },
-      hint: {
-        zh: "预先中止、脚本用完、responder 抛错：全部变成 error 事件，绝不抛出。",
-        en: "Pre-aborted, script exhausted, responder threw: all error events, never a throw.",
-      },
-      uses: ["4.1"],
-    },
-    {
-      id: "4.3",
       title: { zh: "把一个回合播放成模型事件", en: "playing a turn as model events" },
       hint: {
         zh: "start、逐块的 delta、每个工具调用的 toolcall_end，最后 done 或 error；每个事件之前让出一次事件循环，播放中途中止也是 error 事件，出错的回合保留已经流出的部分文本。",
         en: "start, deltas, toolcall_end per call, then done or error; yield before each event; an abort mid-play is an error event, and an error turn keeps its partial text.",
       },
-      // stream() and resolveTurn() run before play(): until they are written, their sites are what these tests hit.
-      uses: ["4.1", "4.2"],
+      // Its tests call stream() first: in practice(04) they meet lab 4.1's site before this one.
+      uses: ["4.1"],
     },
   ],
   breakIt: {

@@ -43,13 +43,22 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
     this.settled.catch(() => {});
   }
 
-  /** Adds an event. Ignored after the terminal event or `end()`. */
+  /**
+   * Adds an event. Ignored after the terminal event or `end()`. If `extractResult` throws on the
+   * terminal event, the stream ends, `result()` rejects with that error, and `push` rethrows it.
+   */
   push(event: T): void {
     // #region lab 2.1 push
     if (this.closed) return;
     if (this.isComplete(event)) {
       this.closed = true;
-      this.resolveResult(this.extractResult(event));
+      try {
+        this.resolveResult(this.extractResult(event));
+      } catch (error) {
+        this.rejectResult(error as Error);
+        this.finishReader();
+        throw error;
+      }
     }
     if (this.detached) return;
     const waiter = this.waiter;
@@ -69,14 +78,14 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
 
   /**
    * Ends the stream without a terminal event. Buffered events are still delivered, then
-   * iteration ends. `result()` resolves with `result`; called with no result, `result()`
+   * iteration ends. `result()` resolves with `result`; called with no argument, `result()`
    * rejects, so that no caller waits forever. Ignored after the stream has ended.
    */
-  end(result?: R): void {
-    // #region lab 2.3 end
+  end(...args: [] | [result: R]): void {
+    // #region lab 2.2 end
     if (this.closed) return;
     this.closed = true;
-    if (result === undefined) {
+    if (args.length === 0) {
       this.rejectResult(
         new Error(
           "EventStream ended without a result: end() was called with no argument before any " +
@@ -84,7 +93,7 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
         ),
       );
     } else {
-      this.resolveResult(result);
+      this.resolveResult(args[0]);
     }
     this.finishReader();
     // #endregion
@@ -96,7 +105,7 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
-    // #region lab 2.2 [Symbol.asyncIterator]
+    // #region lab 2.1 [Symbol.asyncIterator]
     if (this.hasReader) {
       throw new Error(
         "EventStream already has a reader: a stream delivers each event once, to one consumer. " +
@@ -115,7 +124,7 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
   }
 
   private next(): Promise<IteratorResult<T>> {
-    // #region lab 2.2 next
+    // #region lab 2.1 next
     if (this.head < this.queue.length) {
       const value = this.queue[this.head]!;
       this.queue[this.head++] = undefined as T; // let the event be collected
@@ -126,6 +135,11 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
       return Promise.resolve({ value, done: false });
     }
     if (this.closed || this.detached) return Promise.resolve({ value: undefined, done: true });
+    if (this.waiter !== undefined) {
+      return Promise.reject(
+        new Error("EventStream: next() was called again before the previous next() settled. Await each next()."),
+      );
+    }
     return new Promise((resolve) => {
       this.waiter = resolve;
     });
@@ -166,7 +180,17 @@ export class AssistantMessageEventStream extends EventStream<ModelEvent, Assista
    */
   override push(event: ModelEvent): void {
     // #region lab 3.3 push
-    if (event.type === "done" || event.type === "error") assertCoherent(event);
+    if (event.type === "done" || event.type === "error") {
+      const message = event.type === "done" ? event.message : event.error;
+      const allowed = event.type === "done" ? DONE_REASONS : ERROR_REASONS;
+      if (!allowed.has(event.reason) || message.stopReason !== event.reason) {
+        throw new TypeError(
+          `Incoherent "${event.type}" event: reason "${event.reason}" with message stopReason ` +
+            `"${message.stopReason}". A "done" event carries stop/length/toolUse, an "error" event ` +
+            `error/aborted, and the reason must equal the message's stopReason.`,
+        );
+      }
+    }
     super.push(event);
     // #endregion
   }
@@ -184,16 +208,4 @@ function messageOfTerminal(event: ModelEvent): AssistantMessage {
 
 const DONE_REASONS: ReadonlySet<string> = new Set(["stop", "length", "toolUse"]);
 const ERROR_REASONS: ReadonlySet<string> = new Set(["error", "aborted"]);
-
-function assertCoherent(event: Extract<ModelEvent, { type: "done" | "error" }>): void {
-  const message = event.type === "done" ? event.message : event.error;
-  const allowed = event.type === "done" ? DONE_REASONS : ERROR_REASONS;
-  if (!allowed.has(event.reason) || message.stopReason !== event.reason) {
-    throw new TypeError(
-      `Incoherent "${event.type}" event: reason "${event.reason}" with message stopReason ` +
-        `"${message.stopReason}". A "done" event carries stop/length/toolUse, an "error" event ` +
-        `error/aborted, and the reason must equal the message's stopReason.`,
-    );
-  }
-}
 // #endregion

@@ -5,6 +5,9 @@
  * `stream()` plays the next turn: `start`, the content as deltas (text in `text_delta`s, each
  * tool call's JSON text in `toolcall_delta`s, then `toolcall_end`), then `done`. Failures,
  * scripted or not, are `error` events, never throws.
+ *
+ * The played message takes its content, usage, stopReason and errorMessage from the script, and
+ * its provider, model and timestamp from this model (`provider`, `id`, `now`).
  */
 import { AssistantMessageEventStream } from "./event-stream.js";
 import { EMPTY_USAGE } from "./messages.js";
@@ -49,6 +52,8 @@ export class ScriptedModel implements Model {
   private readonly chunkSize: number;
   private readonly now: () => number;
   private readonly delayMs: number;
+  /** Turns played so far: a call refused before it started (pre-aborted) does not use one up. */
+  private played = 0;
 
   constructor(turns: readonly ScriptedTurn[], options: ScriptedModelOptions = {}) {
     const chunkSize = options.chunkSize ?? 8;
@@ -66,7 +71,6 @@ export class ScriptedModel implements Model {
   stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
     // #region lab 4.1 stream
     const stream = new AssistantMessageEventStream();
-    const turnIndex = this.requests.length;
     let snapshot: Context;
     try {
       snapshot = structuredClone(context);
@@ -76,8 +80,9 @@ export class ScriptedModel implements Model {
     }
     this.requests.push(snapshot);
     // A bug in a script (say, a responder returning garbage) still ends the turn as an event.
-    this.play(stream, structuredClone(snapshot), turnIndex, options.signal).catch((error) =>
-      this.fail(stream, "error", `ScriptedModel: cannot play turn ${turnIndex + 1}: ${describe(error)}`),
+    const call = this.requests.length;
+    this.play(stream, structuredClone(snapshot), options.signal).catch((error) =>
+      this.fail(stream, "error", `ScriptedModel: cannot play call ${call}: ${describe(error)}`),
     );
     return stream;
     // #endregion
@@ -86,12 +91,11 @@ export class ScriptedModel implements Model {
   private async play(
     stream: AssistantMessageEventStream,
     context: Context,
-    turnIndex: number,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const script = await this.resolveTurn(stream, context, turnIndex, signal);
+    const script = await this.resolveTurn(stream, context, signal);
     if (script === undefined) return;
-    // #region lab 4.3 play
+    // #region lab 4.2 play
     const partial: AssistantMessage = {
       role: "assistant",
       content: [],
@@ -158,17 +162,18 @@ export class ScriptedModel implements Model {
   }
 
   /**
-   * Finds the script of turn `turnIndex`: a scripted message, a failure, or a responder's answer.
-   * Ends the stream with an `error` event (and returns undefined) when the turn cannot be played.
+   * Takes the next turn of the script: a scripted message, a failure, or a responder's answer.
+   * Ends the stream with an `error` event (and returns undefined) when the turn cannot be played;
+   * a pre-aborted call ends before it takes a turn.
    */
   private async resolveTurn(
     stream: AssistantMessageEventStream,
     context: Context,
-    turnIndex: number,
     signal: AbortSignal | undefined,
   ): Promise<AssistantMessage | undefined> {
-    // #region lab 4.2 resolveTurn
+    // #region lab 4.1 resolveTurn
     if (signal?.aborted) return this.fail(stream, "aborted", "Request was aborted");
+    const turnIndex = this.played++;
     let turn = this.turns[turnIndex];
     if (turn === undefined) {
       const count = this.turns.length;

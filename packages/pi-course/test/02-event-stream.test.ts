@@ -77,7 +77,7 @@ describe("chapter 02 · EventStream", () => {
     await expect(stream.result()).resolves.toBe(pushed);
   });
 
-  it("Lab 2.2 · a waiting reader is woken by the next push", async () => {
+  it("Lab 2.1 · a waiting reader is woken by the next push", async () => {
     const stream = numberStream();
     const iterator = stream[Symbol.asyncIterator]();
     const pending = iterator.next();
@@ -89,7 +89,7 @@ describe("chapter 02 · EventStream", () => {
     expect(await pending).toEqual({ value: item(7), done: false });
   });
 
-  it("Lab 2.2 · a waiting reader receives the terminal event as an item, then iteration ends", async () => {
+  it("Lab 2.1 · a waiting reader receives the terminal event as an item, then iteration ends", async () => {
     const stream = numberStream();
     const reading = collect(stream);
     reading.catch(() => {}); // awaited below; don't let an early failure count as unhandled meanwhile
@@ -102,13 +102,38 @@ describe("chapter 02 · EventStream", () => {
     await expect(stream.result()).resolves.toBe(9);
   });
 
-  it("Lab 2.2 · a second reader is refused with a clear error", () => {
+  it("Lab 2.1 · a second reader is refused with a clear error", () => {
     const stream = numberStream();
     stream[Symbol.asyncIterator]();
     expect(() => stream[Symbol.asyncIterator]()).toThrow(/already has a reader/);
   });
 
-  it("Lab 2.2 · a reader that breaks early ends iteration; result() still settles", async () => {
+  it("Lab 2.1 · a second next() before the first settles is refused, not silently reordered", async () => {
+    const stream = numberStream();
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = iterator.next();
+    await expect(iterator.next()).rejects.toThrow(/before the previous next\(\) settled/);
+    stream.push(item(1));
+    expect(await first).toEqual({ value: item(1), done: false });
+  });
+
+  it("Lab 2.1 · a throwing extractResult ends the stream: push rethrows, result() rejects, the reader is freed", async () => {
+    const stream = new EventStream<Ev, number>(
+      (e) => e.kind === "end",
+      () => {
+        throw new Error("cannot extract");
+      },
+    );
+    const iterator = stream[Symbol.asyncIterator]();
+    const pending = iterator.next();
+    expect(() => stream.push(end(1))).toThrow("cannot extract");
+    await expect(stream.result()).rejects.toThrow("cannot extract");
+    expect(await pending).toEqual({ value: undefined, done: true });
+    stream.push(item(2));
+    expect(await iterator.next()).toEqual({ value: undefined, done: true });
+  });
+
+  it("Lab 2.1 · a reader that breaks early ends iteration; result() still settles", async () => {
     const stream = numberStream();
     const iterator = stream[Symbol.asyncIterator]();
     const seen: Ev[] = [];
@@ -130,7 +155,7 @@ describe("chapter 02 · EventStream", () => {
     expect(await iterator.next()).toEqual({ value: undefined, done: true });
   });
 
-  it("Lab 2.3 · end(result) delivers what is buffered, then ends iteration and resolves result()", async () => {
+  it("Lab 2.2 · end(result) delivers what is buffered, then ends iteration and resolves result()", async () => {
     const stream = numberStream();
     stream.end(5);
     stream.push(item(1));
@@ -138,7 +163,7 @@ describe("chapter 02 · EventStream", () => {
     await expect(stream.result()).resolves.toBe(5);
   });
 
-  it("Lab 2.3 · end(result) drains buffered events first", async () => {
+  it("Lab 2.2 · end(result) drains buffered events first", async () => {
     const stream = numberStream();
     stream.push(item(1));
     stream.push(item(2));
@@ -147,14 +172,14 @@ describe("chapter 02 · EventStream", () => {
     await expect(stream.result()).resolves.toBe(2);
   });
 
-  it("Lab 2.3 · end() with no result before a terminal event makes result() reject clearly", async () => {
+  it("Lab 2.2 · end() with no result before a terminal event makes result() reject clearly", async () => {
     const stream = numberStream();
     stream.end();
     await expect(stream.result()).rejects.toThrow(/ended without a result/);
     expect(await collect(stream)).toEqual([]);
   });
 
-  it("Lab 2.3 · end() with no result causes no unhandled rejection when nobody asks for the result", async () => {
+  it("Lab 2.2 · end() with no result causes no unhandled rejection when nobody asks for the result", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on("unhandledRejection", onUnhandled);
@@ -168,7 +193,7 @@ describe("chapter 02 · EventStream", () => {
     expect(unhandled).toEqual([]);
   });
 
-  it("Lab 2.3 · end() wakes a waiting reader with the end of iteration", async () => {
+  it("Lab 2.2 · end() wakes a waiting reader with the end of iteration", async () => {
     const stream = numberStream();
     const iterator = stream[Symbol.asyncIterator]();
     const pending = iterator.next();
@@ -176,15 +201,30 @@ describe("chapter 02 · EventStream", () => {
     expect(await pending).toEqual({ value: undefined, done: true });
   });
 
-  it("Lab 2.3 · end() after the terminal event changes nothing", async () => {
-    const stream = numberStream();
-    stream.end(1);
-    stream.end(2);
-    stream.end();
-    await expect(stream.result()).resolves.toBe(1);
+  it("Lab 2.2 · end() after the stream has ended changes nothing", async () => {
+    const ended = numberStream();
+    ended.end(1);
+    ended.end(2);
+    ended.end();
+    await expect(ended.result()).resolves.toBe(1);
+    const terminated = numberStream();
+    terminated.push(end(7));
+    terminated.end(8);
+    terminated.end();
+    expect(await collect(terminated)).toEqual([end(7)]);
+    await expect(terminated.result()).resolves.toBe(7);
   });
 
-  it("Lab 2.3 · the types: R defaults to T, iteration yields T", () => {
+  it("Lab 2.2 · end(result) counts an explicit undefined as a result (EventStream<T, void>)", async () => {
+    const stream = new EventStream<number, void>(
+      () => false,
+      () => undefined,
+    );
+    stream.end(undefined);
+    await expect(stream.result()).resolves.toBeUndefined();
+  });
+
+  it("Lab 2.2 · the types: R defaults to T, iteration yields T", () => {
     const plain = new EventStream<string>(
       (e) => e === "end",
       (e) => e,

@@ -59,7 +59,7 @@ const partialWith = (content: AssistantMessage["content"]): AssistantMessage => 
 });
 
 describe("chapter 04 · ScriptedModel", () => {
-  it("Lab 4.3 · plays text then a tool call: start, deltas with cumulative partials, toolcall_end, done", async () => {
+  it("Lab 4.2 · plays text then a tool call: start, deltas with cumulative partials, toolcall_end, done", async () => {
     const usage = { input: 10, output: 5, totalTokens: 15 };
     const model = new ScriptedModel(
       [assistantMessage([{ type: "text", text: "Hello world" }, readCall], "toolUse", { usage })],
@@ -120,22 +120,33 @@ describe("chapter 04 · ScriptedModel", () => {
     expect((events[8] as Extract<ModelEvent, { type: "toolcall_end" }>).toolCall).toBe(final.content[1]);
   });
 
-  it("Lab 4.1 · stream() returns at once and plays asynchronously", async () => {
-    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "x" }], "stop")]);
-    const stream = model.stream(context());
-    const seen: string[] = [];
-    const reading = (async () => {
-      for await (const event of stream) {
-        if (event.type === "error") surfaceConstructionSite(event.error);
-        seen.push(event.type);
-      }
-    })();
-    expect(seen).toEqual([]);
-    await reading;
-    expect(seen).toEqual(["start", "text_delta", "done"]);
+  it("Lab 4.2 · stream() returns at once and plays asynchronously, yielding between events", async () => {
+    const controller = new AbortController();
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "abcdef" }], "stop")], {
+      chunkSize: 2,
+      now: clock,
+    });
+    const stream = model.stream(context(), { signal: controller.signal });
+    // Aborted in the same tick: a model that played synchronously (or on microtasks only)
+    // would already have finished with done.
+    controller.abort();
+    const events = await play(stream);
+    expect(events).toEqual([
+      { type: "start", partial: partialWith([]) },
+      { type: "error", reason: "aborted", error: { ...partialWith([]), stopReason: "aborted", errorMessage: "Request was aborted" } },
+    ]);
   });
 
-  it("Lab 4.3 · plays two turns from one instance and records a deep copy of each request", async () => {
+  it("Lab 4.2 · a pre-aborted call does not use up a turn", async () => {
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "one" }], "stop")], { now: clock });
+    const refused = await model.stream(context(), { signal: AbortSignal.abort() }).result();
+    expect(refused.stopReason).toBe("aborted");
+    const played = await finalOf(model.stream(context()));
+    expect(played.stopReason).toBe("stop");
+    expect(played.content).toEqual([{ type: "text", text: "one" }]);
+  });
+
+  it("Lab 4.2 · plays two turns from one instance and records a deep copy of each request", async () => {
     const model = new ScriptedModel(
       [
         assistantMessage([readCall], "toolUse"),
@@ -155,7 +166,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(model.requests).toEqual([context("one"), context("two")]);
   });
 
-  it("Lab 4.3 · an error turn keeps its partial text and ends with an error event", async () => {
+  it("Lab 4.2 · an error turn keeps its partial text and ends with an error event", async () => {
     const model = new ScriptedModel(
       [{ stopReason: "error", errorMessage: "overloaded", partialText: "I will" }],
       { chunkSize: 3, now: clock },
@@ -176,7 +187,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(await stream.result()).toEqual(failed);
   });
 
-  it("Lab 4.3 · an abort mid-play ends with an aborted error event that keeps the partial content", async () => {
+  it("Lab 4.2 · an abort mid-play ends with an aborted error event that keeps the partial content", async () => {
     const controller = new AbortController();
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "abcdefgh" }], "stop")], {
       chunkSize: 2,
@@ -200,7 +211,7 @@ describe("chapter 04 · ScriptedModel", () => {
     });
   });
 
-  it("Lab 4.3 · a length turn streams its calls' text but never completes them (no toolcall_end)", async () => {
+  it("Lab 4.2 · a length turn streams its calls' text but never completes them (no toolcall_end)", async () => {
     const truncated: ToolCall = { ...readCall, arguments: {}, rawArguments: '{"path":"a.' };
     const model = new ScriptedModel([assistantMessage([truncated], "length")], { chunkSize: 64, now: clock });
     const events = await play(model.stream(context()));
@@ -210,7 +221,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(done.message.content).toEqual([truncated]);
   });
 
-  it("Lab 4.3 · never splits a surrogate pair across deltas", async () => {
+  it("Lab 4.2 · never splits a surrogate pair across deltas", async () => {
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "a😀b😀" }], "stop")], {
       chunkSize: 2,
     });
@@ -222,7 +233,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(deltas).toEqual(["a😀", "b😀"]);
   });
 
-  it("Lab 4.2 · a pre-aborted signal is an aborted error event, not a throw", async () => {
+  it("Lab 4.1 · a pre-aborted signal is an aborted error event, not a throw", async () => {
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "x" }], "stop")], { now: clock });
     const stream = model.stream(context(), { signal: AbortSignal.abort() });
     const events = await play(stream);
@@ -231,16 +242,20 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(await stream.result()).toBe((events[0] as Extract<ModelEvent, { type: "error" }>).error);
   });
 
-  it("Lab 4.2 · an exhausted script is an error event that says what to do", async () => {
-    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "only" }], "stop")], { now: clock });
-    await finalOf(model.stream(context()));
-    const stream = model.stream(context());
+  it("Lab 4.1 · an exhausted script is an error event that says what to do; every request is recorded", async () => {
+    const model = new ScriptedModel([], { now: clock });
+    const asked = context("first");
+    const stream = model.stream(asked);
+    asked.messages.push(userMessage("changed after the call", { timestamp: 9 }));
     const events = await play(stream);
     expect(events.map((e) => e.type)).toEqual(["error"]);
     const message = await stream.result();
     expect(message.stopReason).toBe("error");
-    expect(message.errorMessage).toMatch(/no turn 2 \(it has 1\).*Add a turn/);
-    expect(model.requests).toHaveLength(2);
+    expect(message.errorMessage).toBe(
+      "ScriptedModel: the script has no turn 1 (it has 0). Add a turn to the script, or stop the run sooner.",
+    );
+    await model.stream(context("second")).result();
+    expect(model.requests).toEqual([context("first"), context("second")]);
   });
 
   it("Lab 4.2 · a responder computes the turn from the context it was asked with", async () => {
@@ -259,7 +274,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(second.errorMessage).toBe("later");
   });
 
-  it("Lab 4.2 · a throwing or broken responder becomes an error event, never a throw", async () => {
+  it("Lab 4.1 · a throwing or broken responder becomes an error event, never a throw", async () => {
     const model = new ScriptedModel(
       [
         () => {
@@ -274,7 +289,7 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(threw.errorMessage).toBe("ScriptedModel: the responder threw: bad script");
     const broken = await finalOf(model.stream(context()));
     expect(broken.stopReason).toBe("error");
-    expect(broken.errorMessage).toMatch(/^ScriptedModel: cannot play turn 2: /);
+    expect(broken.errorMessage).toMatch(/^ScriptedModel: cannot play call 2: /);
   });
 
   it("Lab 4.1 · a context that cannot be copied is an error event", async () => {
