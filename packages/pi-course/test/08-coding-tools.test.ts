@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -218,6 +219,17 @@ describe("Lab 8.1 · containment", () => {
     const [read] = createCodingTools(root, { beforeOpen: swap });
     await expectRejection(run(read!, { path: "dir/secret.txt" }), /moved outside the workspace/);
   }, 10_000);
+
+  it("Lab 8.1 · read and edit refuse a FIFO at once, and the path lock is free afterwards", async () => {
+    const fifo = path.join(root, "pipe");
+    execFileSync("mkfifo", [fifo]);
+    const [read, , edit] = createCodingTools(root);
+    const started = Date.now();
+    await expectRejection(run(read!, { path: "pipe" }), "pipe is not a regular file");
+    await expectRejection(run(edit!, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
+    await expectRejection(run(edit!, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
+    expect(Date.now() - started).toBeLessThan(2000);
+  }, 5_000);
 
   it("Lab 8.1 · ls lists one folder, sorted and marked, and a missing root is a clear error", async () => {
     await mkdir(path.join(root, "src"));

@@ -121,13 +121,15 @@ export class Workspace {
 
   /**
    * Opens a checked path without following a final symlink, then checks the opened descriptor's
-   * real path. `flags` are `fs.constants` bits; `O_NOFOLLOW` is added.
+   * real path. `flags` are `fs.constants` bits; `O_NOFOLLOW` and `O_NONBLOCK` are added, so a
+   * FIFO or a device cannot block the open. Anything but a regular file or a folder (a FIFO, a
+   * socket, a device) is refused after the open.
    */
   async open(resolved: ResolvedPath, flags: number, mode?: number): Promise<FileHandle> {
     await this.beforeOpen(resolved.absolute);
     let handle: FileHandle;
     try {
-      handle = await open(resolved.absolute, flags | constants.O_NOFOLLOW, mode);
+      handle = await open(resolved.absolute, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
     } catch (error) {
       if (isCode(error, "ELOOP")) {
         throw new WorkspaceEscapeError(
@@ -137,6 +139,12 @@ export class Workspace {
       throw error;
     }
     try {
+      const info = await handle.stat();
+      if (!info.isFile() && !info.isDirectory()) {
+        throw new Error(
+          `${resolved.relative} is not a regular file (a FIFO, socket or device); it is refused.`,
+        );
+      }
       await this.verifyOpened(handle, resolved.absolute);
     } catch (error) {
       await handle.close();
