@@ -253,17 +253,16 @@ async function applyAfterToolCall(
   }
   const override = outcome.value;
   if (!override) return done;
-  const result = done.result;
-  return {
-    call,
-    result: {
-      ...result,
-      content: override.content ?? result.content,
-      details: override.details !== undefined ? override.details : result.details,
-      terminate: override.terminate ?? result.terminate,
-    },
-    isError: override.isError ?? done.isError,
+  const result: AgentToolResult<unknown> = {
+    ...done.result,
+    content: override.content ?? done.result.content,
+    // a field given, even as undefined, replaces the tool's: `details: undefined` clears it
+    details: "details" in override ? override.details : done.result.details,
+    terminate: override.terminate ?? done.result.terminate,
   };
+  // the override reaches the result itself too, not only tool_execution_end and the message
+  if (override.isError !== undefined) result.isError = override.isError;
+  return { call, result, isError: override.isError ?? done.isError };
   // #endregion
 }
 

@@ -346,7 +346,11 @@ export interface AfterToolCallContext extends BeforeToolCallContext {
   isError: boolean;
 }
 
-/** Field-by-field override of a tool result; a field left out keeps the tool's value. */
+/**
+ * Field-by-field override of a tool result; a field left out keeps the tool's value, a field
+ * present replaces it (`details: undefined` clears the details). `isError` overrides the result's
+ * flag, `tool_execution_end.isError` and the result message alike.
+ */
 export interface AfterToolCallResult {
   content?: TextContent[];
   details?: unknown;

@@ -952,26 +952,29 @@ describe("chapter 07 · the agent loop", () => {
 
   it("Lab 7.3 · afterToolCall overrides field by field; a field left out keeps the tool's value", async () => {
     const tool = probe("t", async () => ({ content: [{ type: "text" as const, text: "raw" }], details: { n: 1 } }));
-    const model = scripted([turn([call("c1", "t"), call("c2", "t"), call("c3", "t")]), says("ok")]);
+    const model = scripted([turn([call("c1", "t"), call("c2", "t"), call("c3", "t"), call("c4", "t")]), says("ok")]);
     const { events } = await run("go", ctx([tool]), {
       model,
       afterToolCall: ({ toolCall, result, isError }) => {
         expect([result.content, isError]).toEqual([[{ type: "text", text: "raw" }], false]);
         if (toolCall.id === "c1") return { content: [{ type: "text", text: "redacted" }] };
         if (toolCall.id === "c2") return { isError: true, details: { n: 2 } };
+        if (toolCall.id === "c4") return { details: undefined }; // a field given as undefined clears it
         return undefined;
       },
     });
     const ends = events.filter((e) => e.type === "tool_execution_end");
-    expect(ends.map((e) => [e.toolCallId, e.result.content, e.result.details, e.isError])).toEqual([
-      ["c1", [{ type: "text", text: "redacted" }], { n: 1 }, false],
-      ["c2", [{ type: "text", text: "raw" }], { n: 2 }, true],
-      ["c3", [{ type: "text", text: "raw" }], { n: 1 }, false],
+    expect(ends.map((e) => [e.toolCallId, e.result.content, e.result.details, e.result.isError, e.isError])).toEqual([
+      ["c1", [{ type: "text", text: "redacted" }], { n: 1 }, undefined, false],
+      ["c2", [{ type: "text", text: "raw" }], { n: 2 }, true, true],
+      ["c3", [{ type: "text", text: "raw" }], { n: 1 }, undefined, false],
+      ["c4", [{ type: "text", text: "raw" }], undefined, undefined, false],
     ]);
-    expect(resultsOf(events).map((r) => [textOf(r), r.details, r.isError])).toEqual([
-      ["redacted", { n: 1 }, false],
-      ["raw", { n: 2 }, true],
-      ["raw", { n: 1 }, false],
+    expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r), "details" in r, r.details, r.isError])).toEqual([
+      ["c1", "redacted", true, { n: 1 }, false],
+      ["c2", "raw", true, { n: 2 }, true],
+      ["c3", "raw", true, { n: 1 }, false],
+      ["c4", "raw", false, undefined, false],
     ]);
   });
 
