@@ -220,6 +220,32 @@ describe("Lab 8.1 · containment", () => {
     await expectRejection(run(read!, { path: "dir/secret.txt" }), /moved outside the workspace/);
   }, 10_000);
 
+  it("Lab 8.1 · a parent folder swapped for a symlink before a write's or an edit's temporary file is opened: refused, nothing written outside", async () => {
+    await mkdir(path.join(root, "dir"));
+    await writeFile(path.join(root, "dir", "notes.txt"), "TOP inside\n");
+    let calls = 0;
+    let swapOn = 1;
+    const swap = async (target: string) => {
+      if (!target.includes(`${path.sep}dir${path.sep}`) || ++calls !== swapOn) return;
+      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
+      await symlink(outside, path.join(root, "dir"));
+    };
+    const [, write, edit] = createCodingTools(root, { beforeOpen: swap });
+    // write: the hook runs once, right before the temporary file is opened.
+    await expectRejection(run(write!, { path: "dir/notes.txt", content: "pwned\n" }), /moved outside the workspace/);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    // edit: the first call is the read of the file, the second the temporary file.
+    await rm(path.join(root, "dir"));
+    await rename(path.join(root, "dir-moved"), path.join(root, "dir"));
+    calls = 0;
+    swapOn = 2;
+    await expectRejection(run(edit!, { path: "dir/notes.txt", edits: [{ oldText: "TOP", newText: "pwned" }] }), /moved outside the workspace/);
+    expect(calls).toBe(2);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("TOP inside\n");
+  }, 10_000);
+
   it("Lab 8.1 · read and edit refuse a FIFO at once, and the path lock is free afterwards", async () => {
     const fifo = path.join(root, "pipe");
     execFileSync("mkfifo", [fifo]);
