@@ -537,6 +537,26 @@ describe("Lab 8.5 · bounded bash", () => {
     expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
   }, 10_000);
 
+  it("Lab 8.5 · timeout and abort signal the whole group: a child dies with SIGTERM even when the shell ignores it", async () => {
+    // The child starts before the trap, so only the shell ignores SIGTERM. A shell-only SIGTERM
+    // would leave both running until the SIGKILL at the end of the 4 s grace period.
+    const command = "echo $$; sleep 30 & echo $!; trap '' TERM; wait; wait";
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    const started = Date.now();
+    const [timedOut, aborted] = await Promise.all([
+      runCommand(command, { cwd: root, timeoutMs: 200, killGraceMs: 4000 }),
+      runCommand(command, { cwd: root, signal: controller.signal, killGraceMs: 4000 }),
+    ]);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect([timedOut.timedOut, aborted.aborted]).toEqual([true, true]);
+    for (const result of [timedOut, aborted]) {
+      const pids = result.output.trim().split("\n").map(Number);
+      expect(pids.length).toBe(2);
+      for (const pid of pids) expect(await waitUntilDead(pid, 300)).toBe(true);
+    }
+  }, 10_000);
+
   it("Lab 8.5 · processes left in the background are killed when the command ends", async () => {
     const started = Date.now();
     const result = await runCommand("sleep 30 & echo $!", { cwd: root });
