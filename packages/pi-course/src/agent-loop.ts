@@ -188,14 +188,32 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
   // #endregion
 }
 
-/** Reports the model's final message (message_start first if none was sent) and records it. */
+const STOP_REASONS: ReadonlySet<unknown> = new Set(["stop", "length", "toolUse", "error", "aborted"]);
+
+/** What is wrong with a model's final message, checked before it is recorded; undefined if nothing. */
+function malformation(message: unknown): string | undefined {
+  if (typeof message !== "object" || message === null) return "it is not an object";
+  const m = message as Partial<AssistantMessage>;
+  if (m.role !== "assistant") return `its role is ${JSON.stringify(m.role)}, not "assistant"`;
+  if (!Array.isArray(m.content)) return "its content is not an array";
+  if (!STOP_REASONS.has(m.stopReason)) {
+    return `its stopReason ${JSON.stringify(m.stopReason)} is not one of stop, length, toolUse, error, aborted`;
+  }
+  return undefined;
+}
+
+/**
+ * Reports the model's final message (message_start first if none was sent) and records it; a
+ * malformed one becomes an error message instead, so nothing after it can throw inside the turn.
+ */
 async function reportFinal(
   run: LoopRun,
   started: AssistantMessage | undefined,
   message: AssistantMessage,
 ): Promise<AssistantMessage> {
-  if (typeof message !== "object" || message === null || message.role !== "assistant") {
-    return reportFailure(run, started, "The model ended its turn without an assistant message.");
+  const problem = malformation(message);
+  if (problem !== undefined) {
+    return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${problem}.`);
   }
   if (started === undefined) await run.emit({ type: "message_start", message });
   await run.emit({ type: "message_end", message });
@@ -211,7 +229,7 @@ async function reportFailure(
   stopReason: "error" | "aborted" = "error",
 ): Promise<AssistantMessage> {
   const message = run.failure(stopReason, errorMessage);
-  if (started !== undefined) {
+  if (started !== undefined && Array.isArray(started.content)) {
     try {
       message.content = structuredClone(started.content);
     } catch {

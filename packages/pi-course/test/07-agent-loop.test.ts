@@ -278,6 +278,59 @@ describe("chapter 07 · the agent loop", () => {
     expect(lastAssistant(result)).toMatchObject({ stopReason: "error", content: [text("half")] });
   });
 
+  it("Lab 7.1 · invariant: a malformed final message (content not an array, unknown stopReason) becomes one error message in its turn", async () => {
+    const malformed = { ...says("x"), content: "not an array" } as unknown as AssistantMessage;
+    const withStart: Model = {
+      provider: "hand",
+      id: "hand-written",
+      stream() {
+        const stream = new AssistantMessageEventStream();
+        setImmediate(() => {
+          stream.push({ type: "start", partial: malformed });
+          stream.push({ type: "done", reason: "stop", message: malformed });
+        });
+        return stream;
+      },
+    };
+    const oddStop = { ...says("x"), stopReason: "finished" } as unknown as AssistantMessage;
+    const withoutStart: Model = {
+      provider: "hand",
+      id: "hand-written",
+      stream() {
+        const events = [{ type: "done", reason: "stop", message: oddStop }];
+        return {
+          async *[Symbol.asyncIterator]() {
+            yield* events;
+          },
+          result: async () => oddStop,
+        } as unknown as AssistantMessageEventStream;
+      },
+    };
+    const cases: [Model, string][] = [
+      [withStart, "its content is not an array"],
+      [withoutStart, 'its stopReason "finished" is not one of stop, length, toolUse, error, aborted'],
+    ];
+    for (const [model, problem] of cases) {
+      const { events, result } = await run("go", ctx(), { model, getFollowUpMessages: () => [userMessage("more")] });
+      expect(shape(events)).toEqual([
+        "agent_start",
+        "turn_start",
+        "message_start:user",
+        "message_end:user",
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+      ]);
+      expect(result).toHaveLength(2);
+      expect(lastAssistant(result)).toMatchObject({
+        stopReason: "error",
+        content: [],
+        errorMessage: `The model ended its turn without a well-formed assistant message: ${problem}.`,
+      });
+    }
+  });
+
   it("Lab 7.1 · invariant: a throw from convertToLlm or transformContext ends the run well formed, without calling the model (pi-agent-core 1.6 hangs here)", async () => {
     for (const config of [
       {
