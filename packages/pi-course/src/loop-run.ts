@@ -149,12 +149,14 @@ export class LoopRun implements ToolBatchRun {
   /** The model's view of the transcript for one turn. Throws what the hooks throw. */
   async modelContext(): Promise<Context> {
     const { transformContext, convertToLlm = defaultConvertToLlm } = this.config;
+    // each hook gets a copy: one that mutates its input cannot corrupt the run's transcript
     let messages: AgentMessage[] = this.transcript;
     if (transformContext !== undefined) {
       messages = await describeThrow("transformContext", () => transformContext(this.transcript.slice(), this.signal));
       if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
     }
-    const llm = await describeThrow("convertToLlm", () => convertToLlm(messages));
+    const input = messages === this.transcript ? messages.slice() : messages;
+    const llm = await describeThrow("convertToLlm", () => convertToLlm(input));
     if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
     const context: Context = { messages: llm };
     if (this.context.systemPrompt !== undefined) context.systemPrompt = this.context.systemPrompt;

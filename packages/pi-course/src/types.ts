@@ -365,7 +365,8 @@ export interface AgentLoopConfig {
   /**
    * Contract: projects the transcript onto what the model understands: keep or convert the
    * canonical roles, convert or drop custom messages. May throw; the run then ends cleanly.
-   * The default keeps `user`, `assistant` and `toolResult` and drops everything else.
+   * Receives a copy of the array (or what `transformContext` returned). The default keeps
+   * `user`, `toolResult` and `assistant` messages except error/aborted ones, and drops the rest.
    */
   convertToLlm?: (messages: AgentMessage[]) => Message[] | Promise<Message[]>;
   /**

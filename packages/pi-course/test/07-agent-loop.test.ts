@@ -213,6 +213,23 @@ describe("chapter 07 · the agent loop", () => {
     expect(context.messages).toHaveLength(3); // the caller's context is not changed
   });
 
+  it("Lab 7.1 · convertToLlm gets a copy: emptying its input changes neither the transcript nor the next turn", async () => {
+    const model = scripted([turn([call("c1", "read", { path: "a" })]), says("done")]);
+    const { result } = await run("go", ctx([readTool()]), {
+      model,
+      convertToLlm: (messages) => {
+        const view = messages.slice() as Message[];
+        messages.length = 0; // a careless hook
+        return view;
+      },
+    });
+    expect(model.requests.map((r) => r.messages.map((m) => m.role))).toEqual([
+      ["user"],
+      ["user", "assistant", "toolResult"],
+    ]);
+    expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+  });
+
   it("Lab 7.1 · invariant: an error turn keeps its partial text, runs no tools and ends the run", async () => {
     let executed = 0;
     const tool = probe("t", async () => {
