@@ -35,7 +35,8 @@ export const DEFAULT_MAX_TURNS = 50;
 /**
  * Starts a run with new prompt messages: they are added to the transcript (and reported as
  * messages) before the first model turn. The stream's result is every message the run added,
- * prompts included. `context` is not changed.
+ * prompts included. `context` is not changed. Breaking out of the stream does not stop the run;
+ * abort `signal` to stop it.
  */
 export function agentLoop(
   prompts: AgentMessage[],

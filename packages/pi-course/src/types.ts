@@ -295,7 +295,13 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
 // The agent loop (chapter 07)
 // ---------------------------------------------------------------------------------------------
 
-/** The lifecycle of an agent run, in the order a consumer sees it. */
+/**
+ * The lifecycle of an agent run, in the order a consumer sees it.
+ *
+ * An error or aborted assistant message ends the run: tool calls inside it are never executed
+ * nor answered (no tool events, `turn_end.toolResults` is empty), and the message is dropped
+ * from the model's view (`defaultConvertToLlm`, the wire), so a continued run stays valid.
+ */
 export type AgentEvent =
   | { type: "agent_start" }
   | { type: "agent_end"; messages: AgentMessage[] }
@@ -398,7 +404,8 @@ export interface AgentLoopConfig {
     signal?: AbortSignal,
   ) => AfterToolCallResult | undefined | Promise<AfterToolCallResult | undefined>;
   /**
-   * Contract: polled after each tool batch; messages returned are injected before the next
+   * Contract: polled after every turn that does not end the run (after a text-only turn as
+   * well as after a tool batch); messages returned are injected before the next
    * model call. May throw; the run then ends cleanly.
    */
   getSteeringMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
@@ -411,6 +418,10 @@ export interface AgentLoopConfig {
   maxTurns?: number;
 }
 
-/** The stream `agentLoop` returns: lifecycle events, and the new messages as the result. */
+/**
+ * The stream `agentLoop` returns: lifecycle events, and the new messages as the result. A reader
+ * that breaks out of it stops reading, not the run: tools and model calls go on until the run
+ * ends. To stop the run, abort the signal given to `agentLoop`.
+ */
 export type AgentEventStream = EventStream<AgentEvent, AgentMessage[]>;
 // #endregion
