@@ -96,13 +96,17 @@ export default defineChapter({
         zh:
           "`spawn(shell, [\"-c\", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。" +
           "超时或中止：先 SIGTERM，宽限期后 SIGKILL。stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
-          "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。",
+          "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。" +
+          "spawn 之后调用 `trackProcessGroup(pid)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。",
         en:
           "detached spawn gives the command its own process group; kill(-pid) reaches all of it. SIGTERM, then SIGKILL after " +
-          "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close.",
+          "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close. " +
+          "trackProcessGroup(pid) after the spawn, untrackProcessGroup(pid) at the end: groups still alive when this process exits get SIGKILL.",
       },
     },
   ],
+  // A Lab 8.5 test runs bash.ts in a child process (through tsx) that exits mid-command.
+  devDependencies: ["tsx"],
   breakIt: {
     zh:
       "把 `Workspace.open` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t \"Lab 8.1\"`：哪个测试先失败？它模拟的是哪一种攻击" +

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   PathLocks,
@@ -21,6 +22,7 @@ import {
 } from "../src/coding-tools/index.js";
 import type { AgentTool, AgentToolResult } from "../src/types.js";
 
+const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 let base: string;
 let root: string;
 let outside: string;
@@ -555,6 +557,27 @@ describe("Lab 8.5 · bounded bash", () => {
       expect(pids.length).toBe(2);
       for (const pid of pids) expect(await waitUntilDead(pid, 300)).toBe(true);
     }
+  }, 10_000);
+
+  it("Lab 8.5 · a process that exits during the grace period takes a TERM-ignoring command down with it", async () => {
+    const pidFile = path.join(base, "pid");
+    const bashModule = path.join(packageDir, "src", "coding-tools", "bash.ts");
+    // The child process starts a command, lets the timeout's SIGTERM be ignored, then exits
+    // (as a second Ctrl-C does) long before the 20 s grace period would send SIGKILL.
+    const script = [
+      `import { runCommand } from ${JSON.stringify(bashModule)};`,
+      `void runCommand("trap '' TERM; sleep 30 & echo $! > ${pidFile}; wait; wait", { cwd: ${JSON.stringify(root)}, timeoutMs: 100, killGraceMs: 20000 });`,
+      `setTimeout(() => process.exit(0), 600);`,
+    ].join("\n");
+    try {
+      execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: packageDir, timeout: 8000, stdio: "pipe" });
+    } catch (error) {
+      // The child's stderr names what failed (e.g. a construction site).
+      throw new Error(String((error as { stderr?: Buffer }).stderr ?? error));
+    }
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    expect(pid).toBeGreaterThan(0);
+    expect(await waitUntilDead(pid, 1000)).toBe(true);
   }, 10_000);
 
   it("Lab 8.5 · processes left in the background are killed when the command ends", async () => {

@@ -42,6 +42,41 @@ export function commandEnvironment(
   return out;
 }
 
+/**
+ * Process groups of commands that are still running. When this process exits (`process.exit`
+ * on a second Ctrl-C or a closed pipe, or the end of the program) there is no time left for a
+ * grace period, so every one still alive gets SIGKILL: a child that ignores SIGTERM does not
+ * outlive the agent.
+ */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+/** Remembers a running command's process group (call right after the spawn). */
+export function trackProcessGroup(pid: number): void {
+  liveGroups.add(pid);
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on("exit", killLiveProcessGroups);
+  }
+}
+
+/** Forgets a process group once its command has ended (and its leftovers were killed). */
+export function untrackProcessGroup(pid: number): void {
+  liveGroups.delete(pid);
+}
+
+/** Sends SIGKILL to every tracked process group; runs on process `exit`. */
+export function killLiveProcessGroups(): void {
+  for (const pid of liveGroups) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // ESRCH: the group is already gone.
+    }
+  }
+  liveGroups.clear();
+}
+
 /** Defaults of one command. */
 export const BASH_TIMEOUT_MS = 120_000;
 export const BASH_MAX_OUTPUT_BYTES = 50 * 1024;
@@ -107,6 +142,7 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    if (child.pid !== undefined) trackProcessGroup(child.pid);
     const killGroup = (sig: NodeJS.Signals) => {
       if (child.pid === undefined) return;
       try {
@@ -141,6 +177,7 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
     const finish = (exitCode: number | null, exitSignal: NodeJS.Signals | null, extra = "") => {
       if (finished) return;
       finished = true;
+      if (child.pid !== undefined) untrackProcessGroup(child.pid);
       clearTimeout(timer);
       clearTimeout(killTimer);
       signal?.removeEventListener("abort", onAbort);
