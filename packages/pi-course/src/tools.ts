@@ -61,7 +61,7 @@ export function validateToolArguments<TParameters extends TSchema>(
   try {
     copy = copyJson(toolCall.arguments);
   } catch (error) {
-    throw new ToolArgumentsError(tool.name, [], String(toolCall.arguments), `the arguments are not plain JSON data (${messageOf(error)})`);
+    throw new ToolArgumentsError(tool.name, [], toolCall.arguments, `the arguments are not plain JSON data (${messageOf(error)})`);
   }
   const validator = validatorFor(tool.parameters);
   if (validator.Check(copy)) return copy as Static<TParameters>; // the common case: nothing to repair
@@ -93,9 +93,16 @@ export function prepareToolArguments<TParameters extends TSchema>(
     );
   }
   if (tool.prepareArguments === undefined) return validateToolArguments(tool, toolCall);
+  let copy: unknown;
+  try {
+    copy = copyJson(toolCall.arguments);
+  } catch (error) {
+    // the arguments' fault, not the hook's: prepareArguments never ran
+    throw new ToolArgumentsError(tool.name, [], toolCall.arguments, `the arguments are not plain JSON data (${messageOf(error)})`);
+  }
   let prepared: unknown;
   try {
-    prepared = tool.prepareArguments(copyJson(toolCall.arguments));
+    prepared = tool.prepareArguments(copy);
   } catch (error) {
     throw new ToolArgumentsError(tool.name, [], toolCall.arguments, `prepareArguments failed: ${messageOf(error)}`);
   }
@@ -207,11 +214,51 @@ function escapePointer(name: string): string {
 function show(value: unknown): string {
   let text: string;
   try {
-    text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
+    text = typeof value === "string" ? value : isJson(value) ? (JSON.stringify(value) ?? String(value)) : render(value, new Set());
   } catch {
     text = String(value);
   }
   return text.length > 2000 ? `${text.slice(0, 2000)}… (${text.length} characters)` : text;
+}
+
+function isJson(value: unknown): boolean {
+  try {
+    copyJson(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** JSON-like text for data that is not JSON: `[function f]`, `10n`, `Date(…)`, `[circular]`. */
+function render(value: unknown, ancestors: Set<object>): string {
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value);
+    case "bigint":
+      return `${value}n`;
+    case "function":
+      return `[function ${value.name || "anonymous"}]`;
+    case "object":
+      break;
+    default:
+      return String(value);
+  }
+  if (value === null) return "null";
+  if (ancestors.has(value)) return "[circular]";
+  if (ancestors.size >= 32) return "[…]";
+  if (value instanceof Date) return `Date(${Number.isNaN(value.getTime()) ? "invalid" : value.toISOString()})`;
+  ancestors.add(value);
+  try {
+    if (Array.isArray(value)) return `[${value.map((item) => render(item, ancestors)).join(",")}]`;
+    const proto = Object.getPrototypeOf(value) as unknown;
+    const prefix = proto === Object.prototype || proto === null ? "" : `${value.constructor?.name ?? "class"} `;
+    const record = value as Record<string, unknown>;
+    const fields = Object.keys(record).map((key) => `${JSON.stringify(key)}:${render(record[key], ancestors)}`);
+    return `${prefix}{${fields.join(",")}}`;
+  } finally {
+    ancestors.delete(value);
+  }
 }
 
 /**

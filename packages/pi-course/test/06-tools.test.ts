@@ -148,6 +148,38 @@ describe("chapter 06 · tools", () => {
     expect(weird.message).toContain("not plain JSON data");
   });
 
+  it("Lab 6.1 · non-JSON arguments are shown readably in the error, never as [object Object]", () => {
+    const args = { path: function opener() {}, size: 10n, at: new Date(0) };
+    const error = errorOf(() => validateToolArguments(tool(readParams), call(args)));
+    expect(error.received).toBe(args);
+    expect(error.message).toBe(
+      'Invalid arguments for tool "read":\n' +
+        "the arguments are not plain JSON data (a function is not JSON)\n" +
+        'Received arguments: {"path":[function opener],"size":10n,"at":Date(1970-01-01T00:00:00.000Z)}',
+    );
+    const cyclic: Record<string, unknown> = { path: "a" };
+    cyclic.self = cyclic;
+    const again = errorOf(() => validateToolArguments(tool(readParams), call(cyclic)));
+    expect(again.message).toContain('Received arguments: {"path":"a","self":[circular]}');
+  });
+
+  it("Lab 6.2 · arguments that cannot be copied are refused as such, before prepareArguments runs", () => {
+    let prepared = false;
+    const t = tool(readParams, {
+      prepareArguments(args) {
+        prepared = true;
+        return args;
+      },
+    });
+    const error = errorOf(() => prepareToolArguments(t, call({ path: "a", size: 1n })));
+    expect(prepared).toBe(false);
+    expect(error.message).toBe(
+      'Invalid arguments for tool "read":\n' +
+        "the arguments are not plain JSON data (a bigint is not JSON)\n" +
+        'Received arguments: {"path":"a","size":1n}',
+    );
+  });
+
   it("Lab 6.2 · prepareArguments repairs a copy before validation; the call is untouched", () => {
     const seen: unknown[] = [];
     const t = tool(readParams, {
