@@ -57,13 +57,13 @@ export default defineChapter({
       },
     },
     {
-      command: "npm start -- --json | head -20",
+      command: "npm start -s -- --json | head -20",
       text: {
         zh:
-          "同样的运行，每行一个 JSON 事件。找到第一个 `message_update`：它的 `event` 字段是哪一种模型事件？" +
+          "同样的运行，每行一个 JSON 事件（`-s` 让 npm 不在 stdout 上打印它自己的 `> start` 行，输出才是纯 JSON）。找到第一个 `message_update`：它的 `event` 字段是哪一种模型事件？" +
           "`message_update` 携带的 `message` 和最后 `message_end` 里的消息有什么区别？",
         en:
-          "The same run, one JSON event per line. Which model event does the first message_update carry, and how does its " +
+          "The same run, one JSON event per line (-s keeps npm's own \"> start\" lines off stdout). Which model event does the first message_update carry, and how does its " +
           "message differ from the one in message_end?",
       },
     },

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { HELP } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
 import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
@@ -124,7 +125,9 @@ describe("Prologue · the offline demo", () => {
   }, 60_000);
 
   it("Prologue · --json prints every event as one JSON line, and the colour switch works", async () => {
-    const [json, colored] = await Promise.all([cli(["--json"]), cli(["--color"])]);
+    // The documented form, through the real npm: -s keeps npm's "> start" lines off stdout.
+    expect(HELP).toContain("npm start -s -- --json");
+    const [json, colored] = await Promise.all([collect("npm", ["start", "-s", "--", "--json"], {}), cli(["--color"])]);
     expect(json.code).toBe(0);
     const events = json.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as { type: string });
     const types = events.map((e) => e.type);

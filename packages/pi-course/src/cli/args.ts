@@ -40,7 +40,8 @@ export const HELP = `npm start: run one complete agent, and watch every event of
 Usage:
   npm start                                   offline demo: a scripted model fixes a bug in a
                                               fresh temporary workspace (read, edit, run, answer)
-  npm start -- --json                         the same, one JSON event per line
+  npm start -s -- --json                      the same, one JSON event per line (-s keeps
+                                              npm's "> start" lines off stdout: pure JSON)
   npm start -- --base-url URL --model NAME --cwd DIR "TASK"
                                               a real OpenAI-compatible server, with the coding
                                               tools (read, write, edit, ls, bash) confined to DIR

@@ -10,7 +10,7 @@ process.on("SIGINT", () => {
   controller.abort();
 });
 
-// A reader that goes away (`npm start -- --json | head`) ends the run quietly.
+// A reader that goes away (`npm start -s -- --json | head`) ends the run quietly.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code !== "EPIPE") throw error;
   controller.abort();
