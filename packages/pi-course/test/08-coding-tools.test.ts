@@ -222,40 +222,11 @@ describe("Lab 8.1 · containment", () => {
     await expectRejection(run(read!, { path: "dir/secret.txt" }), /moved outside the workspace/);
   }, 10_000);
 
-  it("Lab 8.1 · a parent folder swapped for a symlink before a write's or an edit's temporary file is opened: refused, nothing written outside", async () => {
-    await mkdir(path.join(root, "dir"));
-    await writeFile(path.join(root, "dir", "notes.txt"), "TOP inside\n");
-    let calls = 0;
-    let swapOn = 1;
-    const swap = async (target: string) => {
-      if (!target.includes(`${path.sep}dir${path.sep}`) || ++calls !== swapOn) return;
-      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
-      await symlink(outside, path.join(root, "dir"));
-    };
-    const [, write, edit] = createCodingTools(root, { beforeOpen: swap });
-    // write: the hook runs once, right before the temporary file is opened.
-    await expectRejection(run(write!, { path: "dir/notes.txt", content: "pwned\n" }), /moved outside the workspace/);
-    expect(await readdir(outside)).toEqual(["secret.txt"]);
-    // edit: the first call is the read of the file, the second the temporary file.
-    await rm(path.join(root, "dir"));
-    await rename(path.join(root, "dir-moved"), path.join(root, "dir"));
-    calls = 0;
-    swapOn = 2;
-    await expectRejection(run(edit!, { path: "dir/notes.txt", edits: [{ oldText: "TOP", newText: "pwned" }] }), /moved outside the workspace/);
-    expect(calls).toBe(2);
-    expect(await readdir(outside)).toEqual(["secret.txt"]);
-    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
-    expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("TOP inside\n");
-  }, 10_000);
-
-  it("Lab 8.1 · read and edit refuse a FIFO at once, and the path lock is free afterwards", async () => {
-    const fifo = path.join(root, "pipe");
-    execFileSync("mkfifo", [fifo]);
-    const [read, , edit] = createCodingTools(root);
+  it("Lab 8.1 · read refuses a FIFO at once instead of blocking on it", async () => {
+    execFileSync("mkfifo", [path.join(root, "pipe")]);
+    const [read] = createCodingTools(root);
     const started = Date.now();
     await expectRejection(run(read!, { path: "pipe" }), "pipe is not a regular file");
-    await expectRejection(run(edit!, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
-    await expectRejection(run(edit!, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
     expect(Date.now() - started).toBeLessThan(2000);
   }, 5_000);
 
@@ -308,6 +279,41 @@ describe("Lab 8.2 · atomic, serialised writes", () => {
     await expectRejection(failing, "refused by verify");
     expect(await readFile(target, "utf8")).toBe("old\n");
     expect(await readdir(root)).toEqual(["a.txt"]);
+  }, 10_000);
+
+  it("Lab 8.2 · a file name near the 255-byte limit can be written (the temporary name stays short)", async () => {
+    const name = `${"n".repeat(236)}.txt`;
+    expect(name.length).toBe(240);
+    await writeFileAtomic(path.join(root, name), "direct\n");
+    expect(await readFile(path.join(root, name), "utf8")).toBe("direct\n");
+    await run(createWriteTool(new Workspace(root)), { path: name, content: "two\n" });
+    expect(await readFile(path.join(root, name), "utf8")).toBe("two\n");
+    expect(await readdir(root)).toEqual([name]);
+  }, 10_000);
+
+  it("Lab 8.2 · edit refuses a FIFO at once, and the path lock is free afterwards", async () => {
+    execFileSync("mkfifo", [path.join(root, "pipe")]);
+    const edit = createEditTool(new Workspace(root));
+    const started = Date.now();
+    await expectRejection(run(edit, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
+    await expectRejection(run(edit, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
+    expect(Date.now() - started).toBeLessThan(2000);
+  }, 5_000);
+
+  it("Lab 8.2 · a parent folder swapped for an outside symlink before write opens its temporary file: refused, nothing written outside", async () => {
+    await mkdir(path.join(root, "dir"));
+    await writeFile(path.join(root, "dir", "notes.txt"), "inside\n");
+    const swap = async (target: string) => {
+      if (!target.includes(`${path.sep}dir${path.sep}`)) return;
+      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
+      await symlink(outside, path.join(root, "dir"));
+    };
+    // The hook runs once, right before the temporary file is opened; only the check after the
+    // open (Workspace.verifyOpened) can see that the folder now lies outside.
+    const [, write] = createCodingTools(root, { beforeOpen: swap });
+    await expectRejection(run(write!, { path: "dir/notes.txt", content: "pwned\n" }), /moved outside the workspace/);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("inside\n");
   }, 10_000);
 
   it("Lab 8.2 · PathLocks runs one task at a time per key, in order, and other keys meanwhile", async () => {
@@ -467,6 +473,24 @@ describe("Lab 8.4 · exact edits", () => {
         { oldText: "zzz", newText: "y" },
       ]), /^edits\[1\]\.oldText was not found/);
   });
+
+  it("Lab 8.4 · a parent folder swapped for an outside symlink before edit opens its temporary file: refused, nothing written outside", async () => {
+    await mkdir(path.join(root, "dir"));
+    await writeFile(path.join(root, "dir", "notes.txt"), "TOP inside\n");
+    let calls = 0;
+    const swap = async (target: string) => {
+      // The first call opens the file to read it, the second the temporary file.
+      if (!target.includes(`${path.sep}dir${path.sep}`) || ++calls !== 2) return;
+      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
+      await symlink(outside, path.join(root, "dir"));
+    };
+    const [, , edit] = createCodingTools(root, { beforeOpen: swap });
+    await expectRejection(run(edit!, { path: "dir/notes.txt", edits: [{ oldText: "TOP", newText: "pwned" }] }), /moved outside the workspace/);
+    expect(calls).toBe(2);
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("TOP inside\n");
+  }, 10_000);
 
   it("Lab 8.4 · the edit tool writes once or not at all, keeps CRLF, and accepts a flat edit", async () => {
     const file = path.join(root, "win.txt");

@@ -3,7 +3,8 @@
  *
  * Atomic means a reader sees the old content or the new, never half of it: the content goes to
  * a temporary file in the same folder, is flushed, and is renamed over the target (`rename` is
- * atomic within one file system, and replaces a symlink rather than writing through it). Writes
+ * atomic within one file system, and replaces a symlink rather than writing through it). The
+ * temporary file is named `.pi-<16 hex>.tmp`, whatever the target's name is. Writes
  * to one path are serialised, so two writes never interleave and the last one queued wins.
  */
 import { constants } from "node:fs";
@@ -35,7 +36,8 @@ export async function writeFileAtomic(
 ): Promise<void> {
   // #region lab 8.2 writeFileAtomic
   const dir = path.dirname(target);
-  const temp = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  // A short fixed-length name: the target's own name may already be near the 255-byte limit.
+  const temp = path.join(dir, `.pi-${randomBytes(8).toString("hex")}.tmp`);
   const mode = options.mode ?? (await stat(target).then((s) => s.mode & 0o7777, () => 0o644));
   await options.beforeOpen?.(target);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
