@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -412,6 +412,25 @@ describe("Lab 8.3 · the read window", () => {
       `1\t${"y".repeat(98)} … [line cut at 100 bytes]\n\n[Showing lines 1-1 of 2, 0 KB limit. Use offset=2 to continue.]`,
     );
   });
+
+  it("Lab 8.3 · read refuses a file larger than it loads (64 MiB by default), with a hint to use bash", async () => {
+    await writeFile(path.join(root, "small.txt"), "x".repeat(99) + "\n");
+    await writeFile(path.join(root, "big.txt"), "x".repeat(100) + "\n");
+    const read = createReadTool(new Workspace(root), { maxFileBytes: 100 });
+    expect(textOfResult(await run(read, { path: "small.txt" }))).toBe(`1\t${"x".repeat(99)}`);
+    await expectRejection(
+      run(read, { path: "big.txt" }),
+      "big.txt is 101 bytes, more than read loads (100 bytes). Look at parts of it with bash: head -n 100 big.txt,",
+    );
+    // The default: a sparse 64 MiB + 1 file is refused before it is loaded.
+    const handle = await open(path.join(root, "huge.log"), "w");
+    await handle.truncate(64 * 1024 * 1024 + 1);
+    await handle.close();
+    await expectRejection(
+      run(createReadTool(new Workspace(root)), { path: "huge.log" }),
+      `huge.log is ${64 * 1024 * 1024 + 1} bytes, more than read loads (64 MiB).`,
+    );
+  }, 10_000);
 
   it("Lab 8.3 · the read tool returns the window and its details, and refuses folders and binaries", async () => {
     await writeFile(path.join(root, "main.ts"), "const a = 1;\nconst b = 2;\nexport { a, b };\n");

@@ -15,8 +15,8 @@ import { createWriteTool } from "./write.js";
 import { Workspace, type WorkspaceOptions } from "./workspace.js";
 
 export interface CodingToolsOptions extends WorkspaceOptions {
-  /** Caps of `read`. */
-  read?: { maxLines?: number; maxBytes?: number };
+  /** Caps of `read` (`maxFileBytes`: the largest file it loads, default 64 MiB). */
+  read?: { maxLines?: number; maxBytes?: number; maxFileBytes?: number };
   /** Limits of `bash`. */
   bash?: BashToolOptions;
 }

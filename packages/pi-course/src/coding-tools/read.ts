@@ -3,6 +3,9 @@
  *
  * A model's context is small, so the window is bounded twice: by lines and by bytes. When the
  * output is cut, it ends with a hint that says exactly how to continue (`offset=N`).
+ *
+ * The whole file is loaded to find its lines, so files larger than `READ_MAX_FILE_BYTES`
+ * (64 MiB) are refused, with a hint to look at parts of them with `bash` (`head`, `sed -n`, `grep`).
  */
 import { constants } from "node:fs";
 import { Type } from "typebox";
@@ -12,6 +15,8 @@ import type { Workspace } from "./workspace.js";
 /** The default caps of one read. */
 export const READ_MAX_LINES = 2000;
 export const READ_MAX_BYTES = 50 * 1024;
+/** The largest file `read` loads at all. */
+export const READ_MAX_FILE_BYTES = 64 * 1024 * 1024;
 
 /** Where the window is and how it was cut. */
 export interface ReadWindow {
@@ -107,8 +112,9 @@ export interface ReadDetails extends ReadWindow {
 /** The `read` tool over one workspace. */
 export function createReadTool(
   workspace: Workspace,
-  caps: { maxLines?: number; maxBytes?: number } = {},
+  caps: { maxLines?: number; maxBytes?: number; maxFileBytes?: number } = {},
 ): AgentTool<typeof readParameters, ReadDetails> {
+  const { maxFileBytes = READ_MAX_FILE_BYTES, ...windowCaps } = caps;
   return {
     name: "read",
     label: "Read file",
@@ -123,8 +129,16 @@ export function createReadTool(
       const handle = await workspace.open(resolved, constants.O_RDONLY);
       let data: Buffer;
       try {
-        if ((await handle.stat()).isDirectory()) {
+        const info = await handle.stat();
+        if (info.isDirectory()) {
           throw new Error(`${resolved.relative} is a folder; use ls to list it.`);
+        }
+        if (info.size > maxFileBytes) {
+          throw new Error(
+            `${resolved.relative} is ${info.size} bytes, more than read loads (${formatSize(maxFileBytes)}). ` +
+              `Look at parts of it with bash: head -n 100 ${resolved.relative}, ` +
+              `sed -n '1000,1100p' ${resolved.relative}, or grep -n PATTERN ${resolved.relative}.`,
+          );
         }
         data = await handle.readFile();
       } finally {
@@ -136,7 +150,7 @@ export function createReadTool(
       const { text, window } = formatReadOutput(data.toString("utf8"), {
         ...(params.offset !== undefined && { offset: params.offset }),
         ...(params.limit !== undefined && { limit: params.limit }),
-        ...caps,
+        ...windowCaps,
       });
       return {
         content: [{ type: "text", text }],
@@ -144,4 +158,11 @@ export function createReadTool(
       };
     },
   };
+}
+
+/** `64 MiB`, `50 KB`, `100 bytes`: a size for messages. */
+function formatSize(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${bytes} bytes`;
 }
