@@ -6,7 +6,9 @@ import { runScenario, scenarioArbitrary, watchUnhandledRejections } from "./supp
  * Property-based fault injection (DESIGN §6): random scripted runs with faults everywhere. For
  * every run: the stream ends, result() settles, the events follow the lifecycle grammar, every
  * tool call has exactly one result, nothing follows agent_end, no model call or queue poll after
- * an abort, no unhandled rejection. Seeded: a failure prints its seed and path to replay it.
+ * an abort, no unhandled rejection; and the semantics: at most maxTurns model calls, no execute()
+ * after the abort nor in a length turn, a unanimous terminate ends the run, and the run ends only
+ * for a reason (see `endingViolations`). Seeded: a failure prints its seed and path to replay it.
  * The soak script runs the same property 100,000 times (`npm run soak`).
  */
 const SEED = 20_260_702;

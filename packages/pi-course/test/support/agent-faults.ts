@@ -232,13 +232,24 @@ function toolCallOf(spec: CallSpec, id: string): ToolCall {
 
 const params = Type.Object({ ticks: Type.Integer({ minimum: 0 }) });
 
-function toolsOf(): AgentTool<typeof params, unknown>[] {
+/** The scenario's tools; `onExecute` sees every call of `execute`, by tool-call id. */
+function toolsOf(onExecute: (toolCallId: string) => void): AgentTool<typeof params, unknown>[] {
   const result = (text: string, terminate = false) => ({ content: [{ type: "text" as const, text }], details: { text }, ...(terminate && { terminate }) });
   const make = (
     name: string,
-    execute: AgentTool<typeof params, unknown>["execute"],
+    run: AgentTool<typeof params, unknown>["execute"],
     executionMode?: "sequential",
-  ): AgentTool<typeof params, unknown> => ({ name, label: name, description: name, parameters: params, execute, ...(executionMode && { executionMode }) });
+  ): AgentTool<typeof params, unknown> => ({
+    name,
+    label: name,
+    description: name,
+    parameters: params,
+    execute: (id, args, signal, onUpdate) => {
+      onExecute(id);
+      return run(id, args, signal, onUpdate);
+    },
+    ...(executionMode && { executionMode }),
+  });
   const honest = async (n: number, signal?: AbortSignal): Promise<void> => {
     for (let i = 0; i < n; i++) {
       if (signal?.aborted) throw new Error("aborted");
@@ -274,12 +285,24 @@ function toolsOf(): AgentTool<typeof params, unknown>[] {
 export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promise<string[]> {
   const controller = new AbortController();
   const counts = new Map<Hook, number>();
+  const thrown = new Set<Hook>();
   const hookCall = (hook: Hook): void => {
     const nth = counts.get(hook) ?? 0;
     counts.set(hook, nth + 1);
     const abort = scenario.abort;
     if (abort?.kind === "hook" && abort.hook === hook && abort.nth === nth) controller.abort();
-    if (scenario.throws.some((t) => t.hook === hook && t.nth === nth)) throw new Error(`${hook} threw (injected)`);
+    if (scenario.throws.some((t) => t.hook === hook && t.nth === nth)) {
+      thrown.add(hook);
+      throw new Error(`${hook} threw (injected)`);
+    }
+  };
+  /** What each queue poll returned, in order: "steering 0", "followUp 2", … */
+  const polls: string[] = [];
+  const badExecutions: string[] = [];
+  const onExecute = (id: string): void => {
+    if (controller.signal.aborted) badExecutions.push(`${id} executed after the abort`);
+    const kind = scenario.turns[Number(/^t(\d+)c/.exec(id)?.[1])]?.kind;
+    if (kind !== "tools") badExecutions.push(`${id} executed in a ${kind} turn`);
   };
   const model = new FaultModel(scenario.turns, hookCall);
   const steering = [...scenario.steering];
@@ -310,15 +333,19 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     getSteeringMessages: async () => {
       if (controller.signal.aborted) polledAfterAbort.push("steering");
       hookCall("getSteeringMessages");
-      return say(steering.shift() ?? 0);
+      const count = steering.shift() ?? 0;
+      polls.push(`steering ${count}`);
+      return say(count);
     },
     getFollowUpMessages: () => {
       if (controller.signal.aborted) polledAfterAbort.push("followUp");
       hookCall("getFollowUpMessages");
-      return say(followUps.shift() ?? 0);
+      const count = followUps.shift() ?? 0;
+      polls.push(`followUp ${count}`);
+      return say(count);
     },
   };
-  const context = { systemPrompt: "sys", messages: [] as AgentMessage[], tools: toolsOf() };
+  const context = { systemPrompt: "sys", messages: [] as AgentMessage[], tools: toolsOf(onExecute) };
   const prompts = [userMessage("go")];
   const onEvent = (_event: AgentEvent, index: number): void => {
     if (scenario.abort?.kind === "event" && scenario.abort.index === index) controller.abort();
@@ -366,7 +393,68 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     problems.push(`calls ${JSON.stringify(calls)} answered by ${JSON.stringify(answers)}`);
   }
   if (context.messages.length !== 0) problems.push("the caller's context was changed");
+  if (model.calls > scenario.maxTurns) problems.push(`${model.calls} model calls with maxTurns = ${scenario.maxTurns}`);
+  problems.push(...badExecutions);
+  problems.push(...terminateViolations(events));
+  if (problems.length === 0) {
+    problems.push(...endingViolations(events, { model, scenario, thrown, polls, aborted: controller.signal.aborted }));
+  }
   return problems;
+}
+
+/** The tool_execution_end events of each turn, with the turn's assistant message. */
+function turnsOf(events: readonly AgentEvent[]): { message: AssistantMessage; ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] }[] {
+  const turns: { message: AssistantMessage; ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] }[] = [];
+  let ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] = [];
+  for (const event of events) {
+    if (event.type === "turn_start") ends = [];
+    else if (event.type === "tool_execution_end") ends.push(event);
+    else if (event.type === "turn_end") turns.push({ message: event.message, ends });
+  }
+  return turns;
+}
+
+/** A batch whose every result says terminate ends the run; a turn after it is a violation. */
+function terminateViolations(events: readonly AgentEvent[]): string[] {
+  const turns = turnsOf(events);
+  return turns.slice(0, -1).flatMap((turn, k) =>
+    turn.ends.length > 0 && turn.ends.every((end) => end.result.terminate === true)
+      ? [`turn ${k}: every result said terminate, yet the run went on`]
+      : [],
+  );
+}
+
+/**
+ * Why the run ended must be one of: a stop with no calls and no follow-ups (the last polls
+ * returned nothing), a unanimous terminate, an error/aborted turn (from the model, a throwing
+ * hook or getter, or the turn limit), or the abort. Each loop-made failure needs its cause.
+ */
+function endingViolations(
+  events: readonly AgentEvent[],
+  seen: { model: FaultModel; scenario: Scenario; thrown: ReadonlySet<Hook>; polls: readonly string[]; aborted: boolean },
+): string[] {
+  const last = turnsOf(events).at(-1);
+  if (last === undefined) return ["the run ended without a turn"];
+  const { message, ends } = last;
+  const why = message.errorMessage ?? "";
+  if (why.startsWith("The agent loop failed")) return [`the loop itself failed: ${why}`];
+  if (message.stopReason === "error" || message.stopReason === "aborted") {
+    const needs = (ok: boolean, cause: string): string[] => (ok ? [] : [`ended with "${why}" without ${cause}`]);
+    if (why.startsWith("Turn limit reached")) return needs(seen.model.calls === seen.scenario.maxTurns, "reaching maxTurns");
+    if (why.startsWith("The run was aborted")) return needs(seen.aborted, "an abort");
+    const hook = /^(getSteeringMessages|getFollowUpMessages|beforeToolCall|afterToolCall|convertToLlm|transformContext) failed/.exec(why)?.[1];
+    if (hook !== undefined) return needs(seen.thrown.has(hook as Hook), `a throw from ${hook}`);
+    return []; // the model's own error/aborted turn (scripted, torn, thrown, or no turn left)
+  }
+  if (seen.aborted) return [];
+  const calls = message.content.filter((block) => block.type === "toolCall");
+  if (calls.length > 0) {
+    return ends.every((end) => end.result.terminate === true) && ends.length === calls.length
+      ? []
+      : [`the run ended after a batch without a unanimous terminate`];
+  }
+  const lastPolls = seen.polls.slice(-2).join(", ");
+  return lastPolls === "steering 0, followUp 0" ? [] : [`the run ended after a stop, the last polls being: ${lastPolls}`];
 }
 
 /** Collects unhandled rejections while installed; the property checks the list stays empty. */

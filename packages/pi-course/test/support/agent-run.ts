@@ -102,6 +102,8 @@ function callsOf(message: AssistantMessage): ToolCall[] {
  * - a turn holds exactly one assistant message, reported by its turn_end;
  * - message_update only inside an open assistant message; messages never nest;
  * - per call: tool_execution_start, updates, tool_execution_end, once each, updates only between;
+ *   only for a call of the turn's assistant message; tool_execution_end.isError (and its
+ *   result's isError, when set) equals the result message's isError;
  * - every tool call of a turn's assistant message has exactly one result, in source order,
  *   before the turn ends; error/aborted turns run no tools;
  * - agent_end's messages are every message the run reported, in order, and equal `result`.
@@ -120,6 +122,7 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
   let results: ToolResultMessage[] = [];
   let started = new Set<string>();
   let ended = new Set<string>();
+  let endIsError = new Map<string, boolean>();
   let ends = 0;
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!;
@@ -135,6 +138,7 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
         results = [];
         started = new Set();
         ended = new Set();
+        endIsError = new Map();
         break;
       case "message_start":
         if (!inTurn) fail(i, "message outside a turn");
@@ -157,6 +161,9 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
         } else if (message.role === "toolResult") {
           if (assistant === undefined) fail(i, "tool result before the assistant message");
           if (!ended.has(message.toolCallId)) fail(i, `result ${message.toolCallId} before its tool_execution_end`);
+          else if (endIsError.get(message.toolCallId) !== message.isError) {
+            fail(i, `result ${message.toolCallId}: isError ${message.isError}, its tool_execution_end said ${endIsError.get(message.toolCallId)}`);
+          }
           results.push(message);
         } else if (assistant !== undefined) {
           fail(i, `a ${message.role} message after the turn's assistant message`);
@@ -166,6 +173,9 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
       case "tool_execution_start":
         if (assistant === undefined || open !== undefined) fail(i, "tool start outside a batch");
         if (started.has(event.toolCallId)) fail(i, `second start for ${event.toolCallId}`);
+        if (assistant !== undefined && !callsOf(assistant).some((c) => c.id === event.toolCallId)) {
+          fail(i, `tool ${event.toolCallId} is not a call of this turn's assistant message`);
+        }
         started.add(event.toolCallId);
         break;
       case "tool_execution_update":
@@ -175,7 +185,11 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
       case "tool_execution_end":
         if (!started.has(event.toolCallId)) fail(i, `end before start for ${event.toolCallId}`);
         if (ended.has(event.toolCallId)) fail(i, `second end for ${event.toolCallId}`);
+        if (event.result.isError !== undefined && event.result.isError !== event.isError) {
+          fail(i, `tool ${event.toolCallId}: result.isError ${event.result.isError} but isError ${event.isError}`);
+        }
         ended.add(event.toolCallId);
+        endIsError.set(event.toolCallId, event.isError);
         break;
       case "turn_end": {
         if (!inTurn) fail(i, "turn_end outside a turn");
