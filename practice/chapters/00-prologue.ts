@@ -61,10 +61,10 @@ export default defineChapter({
       text: {
         zh:
           "同样的运行，每行一个 JSON 事件（`-s` 让 npm 不在 stdout 上打印它自己的 `> start` 行，输出才是纯 JSON）。找到第一个 `message_update`：它的 `event` 字段是哪一种模型事件？" +
-          "`message_update` 携带的 `message` 和最后 `message_end` 里的消息有什么区别？",
+          "JSON 里的 `message_update` 只带增量（delta），不带“到目前为止的消息”，完整的消息在哪一行？为什么这样输出才不会随回答长度平方增长？",
         en:
-          "The same run, one JSON event per line (-s keeps npm's own \"> start\" lines off stdout). Which model event does the first message_update carry, and how does its " +
-          "message differ from the one in message_end?",
+          "The same run, one JSON event per line (-s keeps npm's own \"> start\" lines off stdout). Which model event does the first message_update carry? In JSON it carries only the delta, " +
+          "not the message so far: which line has the whole message, and why does that keep the output linear in the answer's size?",
       },
     },
     {

@@ -334,6 +334,38 @@ describe("Prologue · against a real server", () => {
     }
   }, 60_000);
 
+  it("Prologue · --json stays linear in the answer's size: message_update lines carry the delta, not the partial message", async () => {
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    const jsonOf = async (pieces: number) => {
+      const piece = "0123456789abcdefghijklmnopqrstuv";
+      const server = await startChatReplayServer([
+        chatSse([{ role: "assistant", content: "" }, ...Array.from({ length: pieces }, () => ({ content: piece }))], "stop"),
+      ]);
+      let stdout = "";
+      try {
+        const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--json", "talk"], {
+          stdout: { write: (text: string) => (stdout += text) },
+          stderr: { write: () => true },
+          env: {},
+        });
+        expect(code).toBe(0);
+      } finally {
+        await server.close();
+      }
+      return stdout;
+    };
+    try {
+      const [small, large] = await Promise.all([jsonOf(200), jsonOf(400)]);
+      const updates = large.trimEnd().split("\n").map((line) => JSON.parse(line)).filter((e) => e.type === "message_update");
+      expect(updates[1]).toEqual({ type: "message_update", event: { type: "text_delta", contentIndex: 0, delta: "0123456789abcdefghijklmnopqrstuv" } });
+      // Twice the answer, about twice the output (a quadratic shape would give about four times).
+      expect(large.length / small.length).toBeLessThan(2.5);
+      expect(large.length).toBeLessThan(400 * 32 * 12);
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it("Prologue · clear errors: malformed URL, refused connection, missing key, missing workspace, unknown option", async () => {
     const port = await closedPort();
     const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));

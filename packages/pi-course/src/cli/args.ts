@@ -53,7 +53,10 @@ Options:
   --cwd DIR            the workspace the tools may touch (required with --base-url)
   --api-key-env NAME   read the API key from $NAME instead of $OPENAI_API_KEY
   --no-api-key         send no key (local servers that need none)
-  --json               print one JSON event per line (agent, turn, message and tool events)
+  --json               print one JSON event per line (agent, turn, message and tool events);
+                       message_update lines carry only the model event (e.g. a text_delta),
+                       without the partial message, so the output stays linear in the answer's
+                       size; message_end carries the whole message
   --color / --no-color force colour on or off (default: colour on a terminal, plain when piped;
                        NO_COLOR is honoured)
   --drop-tool-result   chapter 00's break-it experiment: hide the first tool result from the

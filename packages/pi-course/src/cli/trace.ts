@@ -3,7 +3,10 @@
  * to (the run, a turn, a message or a tool call), so a newcomer can follow the lifecycle.
  *
  * Streaming updates of one content block share a line: the label once, then the deltas as they
- * arrive, then the number of updates. With `json`, every event is one line of JSON instead.
+ * arrive, then the number of updates. With `json`, every event is one line of JSON instead;
+ * `message_update` lines then carry only the model event without its live views (`partial`,
+ * `partialArguments`) and without the partial `message`, so the output grows with the answer,
+ * not with its square (`message_end` carries the whole message).
  */
 import type { AgentEvent, AgentMessage, AgentToolResult, ModelEvent } from "../types.js";
 
@@ -26,7 +29,7 @@ export class TracePrinter {
 
   print(event: AgentEvent): void {
     if (this.options.json) {
-      this.options.write(`${JSON.stringify(event)}\n`);
+      this.options.write(`${JSON.stringify(event.type === "message_update" ? compactUpdate(event.event) : event)}\n`);
       return;
     }
     if (event.type === "message_update") {
@@ -152,4 +155,13 @@ function resultText(result: AgentToolResult<unknown>): string {
 export function preview(text: string, max = 100): string {
   const flat = text.replace(/\n/g, "⏎");
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A `message_update` for `--json`: the model event without the partial message it points to. */
+export function compactUpdate(event: ModelEvent): { type: "message_update"; event: Record<string, unknown> } {
+  const { partial: _partial, partialArguments: _arguments, ...rest } = event as ModelEvent & {
+    partial?: unknown;
+    partialArguments?: unknown;
+  };
+  return { type: "message_update", event: rest };
 }
