@@ -69,10 +69,11 @@ export default defineChapter({
       hint: {
         zh:
           "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
-          "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。",
+          "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。" +
+          "提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
         en:
           "1-based numbers padded to the widest shown, a tab, the line. Stop at whichever cap comes first and say how to " +
-          "continue; cut a single oversized line rather than show nothing.",
+          "continue; cut a single oversized line rather than show nothing. Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
       },
       uses: ["8.1"],
     },

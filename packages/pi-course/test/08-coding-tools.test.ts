@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
+import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -230,6 +230,15 @@ describe("Lab 8.1 · containment", () => {
     expect(Date.now() - started).toBeLessThan(2000);
   }, 5_000);
 
+  it("Lab 8.1 · read refuses a hard link (it may be another name for a file outside)", async () => {
+    await link(path.join(outside, "secret.txt"), path.join(root, "hard.txt"));
+    const [read] = createCodingTools(root);
+    const refusal = await expectEscape(run(read!, { path: "hard.txt" }));
+    expect(refusal.message).toBe(
+      "hard.txt has 2 hard links: another name for it may lie outside the workspace, so it is refused. Copy it (cp) to a new file to work on it.",
+    );
+  }, 10_000);
+
   it("Lab 8.1 · ls lists one folder, sorted and marked, and a missing root is a clear error", async () => {
     await mkdir(path.join(root, "src"));
     await writeFile(path.join(root, "b.txt"), "");
@@ -314,6 +323,15 @@ describe("Lab 8.2 · atomic, serialised writes", () => {
     await expectRejection(run(write!, { path: "dir/notes.txt", content: "pwned\n" }), /moved outside the workspace/);
     expect(await readdir(outside)).toEqual(["secret.txt"]);
     expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("inside\n");
+  }, 10_000);
+
+  it("Lab 8.2 · edit refuses a hard link; write replaces the link and the outside file keeps its content", async () => {
+    await link(path.join(outside, "secret.txt"), path.join(root, "hard.txt"));
+    const [, write, edit] = createCodingTools(root);
+    await expectEscape(run(edit!, { path: "hard.txt", edits: [{ oldText: "TOP", newText: "NO" }] }));
+    await run(write!, { path: "hard.txt", content: "mine\n" });
+    expect(await readFile(path.join(root, "hard.txt"), "utf8")).toBe("mine\n");
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
   }, 10_000);
 
   it("Lab 8.2 · PathLocks runs one task at a time per key, in order, and other keys meanwhile", async () => {
@@ -409,7 +427,7 @@ describe("Lab 8.3 · the read window", () => {
     const huge = formatReadOutput("y".repeat(5000) + "\nnext\n", { maxBytes: 100 });
     expect(huge.window).toEqual({ startLine: 1, endLine: 1, totalLines: 2, truncatedBy: "bytes" });
     expect(huge.text).toBe(
-      `1\t${"y".repeat(98)} … [line cut at 100 bytes]\n\n[Showing lines 1-1 of 2, 0 KB limit. Use offset=2 to continue.]`,
+      `1\t${"y".repeat(98)} … [line cut at 100 bytes]\n\n[Showing lines 1-1 of 2, 100 bytes limit. Use offset=2 to continue.]`,
     );
   });
 

@@ -21,6 +21,7 @@
 import { spawn } from "node:child_process";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
+import { formatSize } from "./read.js";
 import type { Workspace } from "./workspace.js";
 
 /** Names of variables `commandEnvironment` leaves out (besides `OPENAI_API_KEY`). */
@@ -253,7 +254,7 @@ export function createBashTool(
     label: "Run command",
     description:
       `Run a bash command in the workspace root. stdout and stderr are combined; only the last ` +
-      `${Math.round(cap / 1024)} KB are kept. Default timeout ${Math.round((options.timeoutMs ?? BASH_TIMEOUT_MS) / 1000)} s.`,
+      `${formatSize(cap)} are kept. Default timeout ${Math.round((options.timeoutMs ?? BASH_TIMEOUT_MS) / 1000)} s.`,
     parameters: bashParameters,
     executionMode: "sequential",
     async execute(_toolCallId, params, signal) {

@@ -85,7 +85,7 @@ export function formatReadOutput(
   }
   if (truncatedBy === null && endLine < totalLines) truncatedBy = "lines";
   if (truncatedBy !== null) {
-    const why = truncatedBy === "bytes" ? `, ${Math.round(maxBytes / 1024)} KB limit` : "";
+    const why = truncatedBy === "bytes" ? `, ${formatSize(maxBytes)} limit` : "";
     out.push(
       "",
       `[Showing lines ${offset}-${endLine} of ${totalLines}${why}. Use offset=${endLine + 1} to continue.]`,
@@ -120,7 +120,8 @@ export function createReadTool(
     label: "Read file",
     description:
       `Read a text file with line numbers. Shows at most ${caps.maxLines ?? READ_MAX_LINES} lines ` +
-      `or ${Math.round((caps.maxBytes ?? READ_MAX_BYTES) / 1024)} KB; use offset and limit for more.`,
+      `or ${formatSize(caps.maxBytes ?? READ_MAX_BYTES)}; use offset and limit for more. ` +
+      `Files over ${formatSize(maxFileBytes)} are refused (use bash head/sed/grep).`,
     parameters: readParameters,
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
@@ -160,9 +161,9 @@ export function createReadTool(
   };
 }
 
-/** `64 MiB`, `50 KB`, `100 bytes`: a size for messages. */
-function formatSize(bytes: number): string {
+/** `64 MiB`, `50 KB`, `100 bytes`: a size for messages (exact: KB and MiB only when whole). */
+export function formatSize(bytes: number): string {
   if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
-  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KB`;
   return `${bytes} bytes`;
 }

@@ -8,6 +8,11 @@
  * swapped for a symlink. So files are opened with `O_NOFOLLOW` and the opened descriptor's real
  * path is checked again after the open.
  *
+ * Hard links: a hard link inside the root to a file outside is the same file, and no path check
+ * can tell. So `open` refuses a regular file with more than one link (`nlink > 1`): `read` and
+ * `edit` never see such a file. `write` replaces the link by a rename and never opens it, so the
+ * other name keeps its old content.
+ *
  * `bash` is not confined by this: it runs in the root, but a shell can reach anything the user
  * can. The workspace guards the file tools, it is not a sandbox.
  */
@@ -123,7 +128,7 @@ export class Workspace {
    * Opens a checked path without following a final symlink, then checks the opened descriptor's
    * real path. `flags` are `fs.constants` bits; `O_NOFOLLOW` and `O_NONBLOCK` are added, so a
    * FIFO or a device cannot block the open. Anything but a regular file or a folder (a FIFO, a
-   * socket, a device) is refused after the open.
+   * socket, a device) is refused after the open, and so is a regular file with several hard links.
    */
   async open(resolved: ResolvedPath, flags: number, mode?: number): Promise<FileHandle> {
     await this.beforeOpen(resolved.absolute);
@@ -143,6 +148,12 @@ export class Workspace {
       if (!info.isFile() && !info.isDirectory()) {
         throw new Error(
           `${resolved.relative} is not a regular file (a FIFO, socket or device); it is refused.`,
+        );
+      }
+      if (info.isFile() && info.nlink > 1) {
+        throw new WorkspaceEscapeError(
+          `${resolved.relative} has ${info.nlink} hard links: another name for it may lie outside ` +
+            `the workspace, so it is refused. Copy it (cp) to a new file to work on it.`,
         );
       }
       await this.verifyOpened(handle, resolved.absolute);
