@@ -75,10 +75,10 @@ export default defineChapter({
       hint: {
         zh:
           "`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果；钩子抛错是应用的 bug：该调用得到写明钩子名的错误结果（hookThrew），批次里尚未开始的调用不再执行，本轮结束后整个运行以错误消息收尾；" +
-          "钩子执行期间中止了，调用就算中止。`afterToolCall` 逐字段覆盖：没给的字段保留工具自己的值（`content`、`details`、`isError`、`terminate`）。",
+          "`beforeToolCall` 执行期间中止了，调用就算中止；`afterToolCall` 执行期间中止，工具已经跑完，保留它自己的结果。`afterToolCall` 逐字段覆盖：没给的字段保留工具自己的值（`content`、`details`、`isError`、`terminate`）。",
         en:
           "beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw (an app bug) becomes an " +
-          "error result naming the hook, later calls of the batch are not run, and the run ends; an abort meanwhile answers the call as aborted. afterToolCall overrides field by field.",
+          "error result naming the hook, later calls of the batch are not run, and the run ends; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field.",
       },
       uses: ["7.1", "7.2"],
     },
