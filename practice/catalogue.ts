@@ -23,9 +23,10 @@ export interface LabSpec {
   /** A nudge printed in LEARNING.md under the lab. */
   hint?: Text;
   /**
-   * Other labs of the same chapter whose construction sites this lab's tests may hit first
-   * (e.g. a `textOf` test that builds its message with `userMessage`). The proof accepts their
-   * not-implemented errors too. Prefer tests that need no other lab.
+   * Earlier labs of the same chapter whose construction sites this lab's tests may hit first in
+   * practice(N) (e.g. a `textOf` test that builds its message with `userMessage`). The proof
+   * accepts their not-implemented errors there, and fails for an entry no test needs. A later lab
+   * cannot help: the lab-order check needs this lab's tests green before that one is written.
    */
   uses?: string[];
 }

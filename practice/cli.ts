@@ -29,7 +29,7 @@ function inside(path: string, folder: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }
 
-/** Where the folder goes; refuses an existing path and the repository's packages/ and practice/. */
+/** Where the folder goes; refuses an existing path and any folder inside the repository. */
 export function resolveTarget(arg: string | undefined, chapterId: string, catalogue: Catalogue, cwd: string): string {
   const target = arg === undefined ? defaultTarget(catalogue.get(chapterId)) : resolve(cwd, arg);
   if (existsSync(target)) {
@@ -38,17 +38,19 @@ export function resolveTarget(arg: string | undefined, chapterId: string, catalo
         "anything): pick a new folder, or remove this one yourself.",
     );
   }
-  const real = realish(target);
-  for (const forbidden of ["packages", "practice"]) {
-    const folder = realish(join(REPO_ROOT, forbidden));
-    if (inside(real, folder)) {
-      throw new UsageError(
-        `${target} 在仓库的 ${forbidden}/ 里面 (is inside the repository's ${forbidden}/ folder). ` +
-          `Put the practice folder outside it, e.g. ../my-${chapterId} beside the repository.`,
-      );
-    }
+  if (inside(realish(target), realish(REPO_ROOT))) {
+    throw new UsageError(
+      `${target} 在本仓库里面 (is inside the repository ${REPO_ROOT}); it would become an untracked folder ` +
+        `of the course itself. 请放在仓库之外 (put it outside), e.g. ../my-${chapterId} beside the repository.`,
+    );
   }
   return target;
+}
+
+/** How to `cd` to the folder from `cwd`: relative when it is inside cwd's tree, else absolute. */
+export function cdPath(target: string, cwd: string): string {
+  const shown = relative(cwd, target);
+  return inside(target, cwd) && shown !== "" ? `.${sep}${shown}` : target;
 }
 
 /** Library sources and tests that no chapter owns (so no view holds them), for maintainers. */
@@ -78,8 +80,7 @@ async function practice(args: string[], cwd: string): Promise<void> {
   const target = resolveTarget(folderArg, chapter.id, catalogue, cwd);
   const view = buildView(catalogue, chapter, "practice");
   writeView(view, target);
-  const shown = relative(cwd, target);
-  const folder = shown.startsWith("..") || isAbsolute(shown) ? shown : `.${sep}${shown}`;
+  const folder = cdPath(target, cwd);
   const out = [
     `已生成第 ${chapter.id} 章「${chapter.title.zh}」的练习文件夹 (chapter ${chapter.id} practice folder): ${target}`,
     "",
@@ -95,8 +96,10 @@ async function practice(args: string[], cwd: string): Promise<void> {
       `  npm test -- -t "Lab ${chapter.labs[0]!.id}"      # 一个实验 (one lab)`,
     );
     const scan = scanSources(catalogue);
-    const red = firstRed(chapter, labsOf(chapter, scan));
-    if (red) out.push("", `第一个红灯 (first red): ${red}`);
+    const test = view.files.get(chapter.testFile);
+    const red = firstRed(chapter, labsOf(chapter, scan), typeof test === "string" ? test : undefined);
+    if (red.length === 1) out.push("", `第一个红灯 (first red): ${red[0]}`);
+    else if (red.length > 1) out.push("", `第一个红灯，以下之一 (first red, one of):`, ...red.map((m) => `  ${m}`));
   }
   out.push("", "然后阅读 LEARNING.md (then read LEARNING.md).");
   if (view.missingTests.length > 0) {

@@ -38,6 +38,11 @@ export interface View {
   included: Chapter[];
   /** Test files a catalogued chapter declares but that do not exist yet. */
   missingTests: string[];
+  /**
+   * A progress view (the proof's lab-order check): labs of chapter N already written, so their
+   * reference bodies stay and only the later labs are construction sites. Empty for practice(N).
+   */
+  done: string[];
 }
 
 /** The marker facts of every catalogued file. */
@@ -152,8 +157,11 @@ export function buildView(
   chapter: Chapter,
   kind: ViewKind,
   sources: Sources = REPO_SOURCES,
+  options: { done?: readonly string[]; scan?: SourceScan } = {},
 ): View {
-  const scan = scanSources(catalogue, sources);
+  const scan = options.scan ?? scanSources(catalogue, sources);
+  const done = kind === "practice" ? [...(options.done ?? [])] : [];
+  const keep = new Set(done);
   const observe = chapter.mode === "observe";
   const last = catalogue.rebuild.at(-1)?.number ?? 0;
   const upTo = observe ? last : chapter.number;
@@ -166,13 +174,13 @@ export function buildView(
     if (!included.includes(owner)) continue;
     if (TS_RE.test(file)) {
       const number = owner.mode === "observe" ? upTo : owner.number;
-      files.set(file, renderFile(readText(sources, file), file, number, { upTo, ...(cut !== undefined && { cut }) }));
+      files.set(file, renderFile(readText(sources, file), file, number, { upTo, keep, ...(cut !== undefined && { cut }) }));
     } else {
       files.set(file, readFileSync(join(sources.packageDir, file)));
     }
   }
   const missingTests = included.map((c) => c.testFile).filter((f) => !scan.owners.has(f));
-  const view: View = { chapter, kind, files, included, missingTests };
+  const view: View = { chapter, kind, files, included, missingTests, done };
   files.set("package.json", packageJson(view, sources));
   files.set("tsconfig.json", tsconfigJson(sources));
   files.set("vitest.config.ts", VITEST_CONFIG);
@@ -231,7 +239,9 @@ function packageJson(view: View, sources: Sources): string {
     type: "module",
     engines: { node: ">=20" },
     scripts: {
-      test: "vitest run",
+      // Type errors and expectTypeOf tests count: the typecheck runs first (vitest alone strips
+      // types). Arguments (`npm test -- -t "Lab 3.2"`) are appended, so they reach vitest.
+      test: "tsc --noEmit -p tsconfig.json && vitest run",
       "test:watch": "vitest",
       typecheck: "tsc --noEmit -p tsconfig.json",
       ...view.chapter.scripts,

@@ -45,11 +45,36 @@ function bilingual(text: Text): string {
   return `${text.zh}\n\n*${text.en}*`;
 }
 
-/** The first construction-site error a learner sees: the first lab's first region. */
-export function firstRed(chapter: Chapter, labs: LabRegion[]): string | undefined {
+/**
+ * The construction-site errors the first test of the first lab may fail with first: one message
+ * when it is known (the lab has one region, or the first `Lab N.1` test in `testSource` calls one
+ * of the lab's symbols by name before any other), else every region of the first lab. The proof
+ * checks the prediction against what that test really fails with in practice(N).
+ */
+export function firstRed(chapter: Chapter, labs: LabRegion[], testSource?: string): string[] {
   const first = chapter.labs[0];
-  const region = first && labs.find((l) => l.lab === first.id);
-  return region && notImplementedMessage(region.lab, region.symbol);
+  const mine = first ? labs.filter((l) => l.lab === first.id) : [];
+  const messages = (regions: LabRegion[]) => [...new Set(regions.map((r) => notImplementedMessage(r.lab, r.symbol)))];
+  const body = testSource === undefined || !first ? undefined : firstTestText(testSource, first.id);
+  if (body === undefined || messages(mine).length <= 1) return messages(mine);
+  const at = (symbol: string) => {
+    // A call: `.push(` for a method `SseDecoder.push`, `textOf(` (not `.textOf(`) for a function.
+    const parts = symbol.replace(/[[\]]/g, "").split(".");
+    const name = parts.pop()!.replace(/\$/g, "\\$");
+    const re = parts.length > 0 ? new RegExp(`\\.${name}\\s*\\(`) : new RegExp(`(?<![\\w$.])${name}\\s*\\(`);
+    return re.exec(body)?.index ?? Infinity;
+  };
+  const named = [...mine].sort((a, b) => at(a.symbol) - at(b.symbol))[0]!;
+  return at(named.symbol) === Infinity ? messages(mine) : messages([named]);
+}
+
+/** The text of the first test named `Lab <id> …` in a test file, up to the next test. */
+function firstTestText(source: string, id: string): string | undefined {
+  const start = new RegExp(`["'\`]Lab ${id.replace(".", "\\.")}\\b`).exec(source);
+  if (!start) return undefined;
+  const rest = source.slice(start.index);
+  const end = /\n\s*(?:it|test)(?:\.\w+)*\s*\(/.exec(rest.slice(1));
+  return end ? rest.slice(0, end.index + 1) : rest;
 }
 
 /** LEARNING.md of a generated folder. */
@@ -64,6 +89,16 @@ function header(chapter: Chapter): string[] {
 function commandsBlock(lines: [string, string][]): string[] {
   const width = Math.max(...lines.map(([c]) => c.length));
   return ["```sh", ...lines.map(([c, note]) => `${c.padEnd(width)}   # ${note}`), "```"];
+}
+
+function firstRedBlock(messages: string[]): string[] {
+  if (messages.length <= 1) return ["```", `Error: ${messages[0] ?? "Lab N.M …：尚未实现 (not implemented yet)"}`, "```"];
+  return ["（以下之一 · one of these）", "", "```", ...messages.map((m) => `Error: ${m}`), "```"];
+}
+
+function testText(view: View): string | undefined {
+  const text = view.files.get(view.chapter.testFile);
+  return typeof text === "string" ? text : undefined;
 }
 
 function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): string {
@@ -98,12 +133,11 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
   out.push(
     earlier.length > 0
       ? `运行 \`npm test\`：前面章节（${earlierIds}）的测试应全部通过，本章的测试 \`${chapter.testFile}\` 全部失败，` +
-          "而且是因为施工现场的错误，例如："
-      : `运行 \`npm test\`：本章的测试 \`${chapter.testFile}\` 全部失败，而且是因为施工现场的错误，例如：`,
+          `而且是因为施工现场的错误。Lab ${firstLab} 的第一个测试失败于 (the first test of Lab ${firstLab} fails with)：`
+      : `运行 \`npm test\`：本章的测试 \`${chapter.testFile}\` 全部失败，而且是因为施工现场的错误。` +
+          `Lab ${firstLab} 的第一个测试失败于 (the first test of Lab ${firstLab} fails with)：`,
     "",
-    "```",
-    `Error: ${firstRed(chapter, labs) ?? notImplementedMessage(firstLab, "…")}`,
-    "```",
+    ...firstRedBlock(firstRed(chapter, labs, testText(view))),
     "",
     "*Run `npm test`: earlier chapters are green, this chapter's tests are red with the construction-site " +
       "error. Implement the labs in order until everything is green.*",
@@ -182,7 +216,12 @@ export function renderCard(chapter: Chapter, labs: LabRegion[], regions: Chapter
     "命令 Commands:",
     `  npx vitest run packages/pi-course/${chapter.testFile}    # 本章测试 (this chapter's tests, reference code)`,
   );
-  if (chapter.labs[0]) out.push(`  npx vitest run -t "Lab ${chapter.labs[0].id}"    # 一个实验 (one lab)`);
+  if (chapter.labs[0]) {
+    // vitest's -t is a regular expression matched anywhere in the full name: escape the dot and
+    // end with the space after the id, so "Lab 3\.1 " matches neither Lab 3.10 nor "Lab 3x1".
+    const pattern = `Lab ${chapter.labs[0].id.replace(".", "\\.")} `;
+    out.push(`  npx vitest run packages/pi-course/${chapter.testFile} -t "${pattern}"    # 一个实验 (one lab)`);
+  }
   out.push(
     `  npm run practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,
     `  cd ../my-${chapter.id} && npm install && ${chapter.scripts?.start ? "npm start && " : ""}npm test`,

@@ -61,6 +61,8 @@ export interface RenderOptions {
   upTo: number;
   /** Replace the bodies of this chapter's labs with construction sites (practice view). */
   cut?: number;
+  /** Labs of the `cut` chapter whose bodies stay (a learner's progress: the labs already done). */
+  keep?: ReadonlySet<string>;
 }
 
 type Marker =
@@ -190,11 +192,11 @@ export function renderFile(source: string, file: string, owner: number, options:
   walk(source, file, owner, {
     code(text, chapter, lab) {
       if (chapter > options.upTo) return;
-      if (lab && lab.chapter === options.cut) return;
+      if (lab && lab.chapter === options.cut && !options.keep?.has(lab.lab)) return;
       out.push(text);
     },
     openLab(lab, indent) {
-      if (lab.chapter === options.cut && lab.chapter <= options.upTo) {
+      if (lab.chapter === options.cut && lab.chapter <= options.upTo && !options.keep?.has(lab.lab)) {
         out.push(constructionSite(indent, lab.lab, lab.symbol));
       }
     },

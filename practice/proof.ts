@@ -4,7 +4,10 @@
  *
  * - snapshot(N): typechecks; every test passes; every lab of N has a test named `Lab N.M …`.
  * - practice(N): typechecks; the tests of chapters < N pass; each test of chapter N fails with
- *   the not-implemented error of its lab (or of a lab in its `uses`); every lab is a site.
+ *   the not-implemented error of its lab (or of a lab in its `uses`); every lab is a site; every
+ *   `uses` entry is needed; LEARNING.md's first red is what the first test of lab 1 fails with.
+ * - lab order: for each lab K after the first, practice(N) with labs 1..K-1 written (a progress
+ *   view): typechecks; the tests of labs 1..K-1 pass; the tests of lab K fail with K's error.
  * - both: no marker left, no file or region line sequence of a later chapter, and in practice(N)
  *   no reference lab body of chapter N.
  * - an observe chapter's view: typechecks, every test passes, no marker left.
@@ -17,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
 import { buildView, labsOf, REPO_SOURCES, scanSources, writeView, type SourceScan, type Sources, type View, type ViewKind } from "./generate.js";
+import { firstRed } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
 
 export interface ProofOptions {
@@ -29,6 +33,12 @@ export interface ProofOptions {
   views?: ViewKind[];
   /** Keep the temporary folders (their paths are in the report). */
   keep?: boolean;
+  /**
+   * The lab-order check (default on whenever practice(N) is built): for each lab K of a rebuild
+   * chapter after the first, a progress view with labs 1..K-1 written (reference bodies) and
+   * labs K.. still construction sites.
+   */
+  progress?: boolean;
 }
 
 export interface ProofReport {
@@ -261,6 +271,18 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
       }
     }
   }
+  if (cut) {
+    // A `uses` entry that no test needs any more hides nothing but should not stay.
+    for (const spec of chapter.labs) {
+      for (const used of spec.uses ?? []) {
+        const sites = labs.filter((l) => l.lab === used).map((l) => notImplementedMessage(l.lab, l.symbol).split(" (")[0]!);
+        const needed = tests.some((t) => t.chapter === chapter.number && t.lab === spec.id && sites.some((site) => t.failure.includes(site)));
+        if (!needed) {
+          problems.push(`${label}: lab ${spec.id} uses ${used}, but no test of lab ${spec.id} hits lab ${used}'s construction site; remove it from uses in ${chapter.source}`);
+        }
+      }
+    }
+  }
   return problems;
 
   function checkRed(test: TestOutcome): void {
@@ -282,6 +304,90 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
       );
     }
   }
+}
+
+/** The construction-site messages of a chapter's labs (the Chinese half: assertions may truncate the rest). */
+function siteMessages(chapter: Chapter, scan: SourceScan): { lab: string; symbol: string; site: string }[] {
+  return labsOf(chapter, scan).map((l) => ({ lab: l.lab, symbol: l.symbol, site: notImplementedMessage(l.lab, l.symbol).split(" (")[0]! }));
+}
+
+/** vitest arguments for a progress view: the chapter's own test files, the labs up to `next`. */
+function progressFilter(view: View, next: string, scan: SourceScan): string[] {
+  const chapter = view.chapter;
+  const ids = chapter.labs.map((l) => l.id);
+  const upTo = ids.slice(0, ids.indexOf(next) + 1);
+  const files = [...view.files.keys()].filter((f) => f.endsWith(".test.ts") && scan.owners.get(f) === chapter);
+  return ["-t", `Lab (?:${upTo.map((id) => id.replace(".", "\\.")).join("|")})\\b`, ...files];
+}
+
+/**
+ * The lab-order check of one progress view (labs before `next` written, `next` and later labs
+ * construction sites): every test of a written lab passes, every test of `next` fails with
+ * `next`'s not-implemented error (or that of a lab it `uses` that is not written yet).
+ */
+function progressProblems(view: View, next: string, tests: TestOutcome[], label: string, scan: SourceScan): string[] {
+  const problems: string[] = [];
+  const chapter = view.chapter;
+  const ids = chapter.labs.map((l) => l.id);
+  const k = ids.indexOf(next);
+  const sites = siteMessages(chapter, scan);
+  const hit = (failure: string) => sites.filter((s) => failure.includes(s.site));
+  const spec = chapter.labs[k]!;
+  const allowed = [next, ...(spec.uses ?? []).filter((id) => ids.indexOf(id) >= k)];
+  let ranNext = false;
+  for (const test of tests) {
+    if (test.chapter !== chapter.number || test.lab === undefined) continue;
+    const index = ids.indexOf(test.lab);
+    if (index < 0 || index > k) continue;
+    if (index < k) {
+      if (test.status === "passed") continue;
+      const sitesHit = hit(test.failure);
+      problems.push(
+        sitesHit.length > 0
+          ? `${label}: ${test.file} › ${test.title} fails with lab ${sitesHit.map((s) => `${s.lab} ${s.symbol}`).join(" / ")}'s ` +
+              `construction site, a LATER lab than ${test.lab}: a learner doing the labs in order cannot make it pass ` +
+              "(name the test after the lab it needs, reorder the labs, or move the region)"
+          : `${label}: ${test.file} › ${test.title} ${test.status}, though lab ${test.lab} is written: ${firstLine(test.failure)}`,
+      );
+      continue;
+    }
+    ranNext = true;
+    if (test.status === "passed") {
+      problems.push(`${label}: ${test.file} › ${test.title} PASSES before lab ${next} is written; it must fail until it is`);
+    } else if (!sites.some((s) => allowed.includes(s.lab) && test.failure.includes(s.site))) {
+      const other = hit(test.failure);
+      problems.push(
+        `${label}: ${test.file} › ${test.title} fails, but not with lab ${allowed.join("/")}'s not-implemented error` +
+          (other.length > 0 ? ` (it hits lab ${other.map((s) => `${s.lab} ${s.symbol}`).join(" / ")}'s site)` : "") +
+          `: ${firstLine(test.failure)}`,
+      );
+    }
+  }
+  if (!ranNext) problems.push(`${label}: no test of lab ${next} ran`);
+  return problems;
+}
+
+/**
+ * LEARNING.md names the first construction-site error a learner sees: the one the first test of
+ * the first lab fails with in practice(N). Checks that the prediction is what really happens.
+ */
+function firstRedProblems(view: View, scan: SourceScan, tests: TestOutcome[], label: string): string[] {
+  const chapter = view.chapter;
+  const first = chapter.labs[0]?.id;
+  const test = tests.find((t) => t.chapter === chapter.number && t.file === chapter.testFile && t.lab === first);
+  if (!test || test.status === "passed") return [];
+  const sites = siteMessages(chapter, scan)
+    .map((s) => ({ ...s, at: test.failure.indexOf(s.site) }))
+    .filter((s) => s.at >= 0)
+    .sort((a, b) => a.at - b.at);
+  const actual = sites[0] && notImplementedMessage(sites[0].lab, sites[0].symbol);
+  const source = view.files.get(chapter.testFile);
+  const predicted = firstRed(chapter, labsOf(chapter, scan), typeof source === "string" ? source : undefined);
+  if (actual === undefined || predicted.includes(actual)) return [];
+  return [
+    `${label}: LEARNING.md predicts the first red ${predicted.map((m) => `"${m}"`).join(" or ")}, but the first test of lab ${first} ` +
+      `(${test.title}) fails with "${actual}"`,
+  ];
 }
 
 /** Runs practice/typecheck.ts over the folders in a child process; folder → diagnostics. */
@@ -307,6 +413,8 @@ interface Prepared {
   root: string;
   folder: string;
   label: string;
+  /** A progress view: the lab that is next (the one whose tests must be red). */
+  next?: string;
 }
 
 async function testView(prepared: Prepared, scan: SourceScan, options: ProofOptions): Promise<void> {
@@ -317,8 +425,11 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
       const json = join(root, "outcomes.json");
       const reporter = join(root, "proof-reporter.mjs");
       writeFileSync(reporter, REPORTER);
-      const vitest = await run(folder, "vitest", ["run", "--no-cache", `--reporter=${reporter}`], 300_000, { PI_PROOF_REPORT: json, PI_COURSE_PROOF: "1" });
-      report.timings[`${view.kind} vitest`] = Date.now() - started;
+      const args = ["run", "--no-cache", `--reporter=${reporter}`];
+      if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
+      const vitest = await run(folder, "vitest", args, 300_000, { PI_PROOF_REPORT: json, PI_COURSE_PROOF: "1" });
+      const step = prepared.next !== undefined ? "progress vitest" : `${view.kind} vitest`;
+      report.timings[step] = (report.timings[step] ?? 0) + Date.now() - started;
       let parsed: RunReport;
       try {
         parsed = JSON.parse(readFileSync(json, "utf8")) as RunReport;
@@ -328,7 +439,12 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
       }
       const found: string[] = [];
       const tests = outcomes(parsed, found, label);
+      if (prepared.next !== undefined) {
+        report.problems.push(...found, ...progressProblems(view, prepared.next, tests, label, scan));
+        return;
+      }
       found.push(...testProblems(view, scan, tests, label));
+      if (view.kind === "practice" && view.chapter.mode === "rebuild") found.push(...firstRedProblems(view, scan, tests, label));
       const mustBeClean = view.kind === "snapshot" || view.chapter.mode === "observe";
       for (const error of parsed.unhandled) {
         if (mustBeClean) found.push(`${label}: unhandled error: ${firstLine(error)}`);
@@ -372,11 +488,27 @@ export function proveChapters(
       const report = reports[index]!;
       const kinds: ViewKind[] = options.views ?? (chapter.mode === "observe" ? ["practice"] : ["snapshot", "practice"]);
       let views: View[];
+      const progress: { view: View; next: string }[] = [];
       try {
-        views = kinds.map((kind) => buildView(catalogue, chapter, kind, sources));
+        views = kinds.map((kind) => buildView(catalogue, chapter, kind, sources, { scan }));
+        if (chapter.mode === "rebuild" && kinds.includes("practice") && options.progress !== false && !options.staticOnly) {
+          const ids = chapter.labs.map((l) => l.id);
+          for (let k = 1; k < ids.length; k++) {
+            const view = buildView(catalogue, chapter, "practice", sources, { scan, done: ids.slice(0, k) });
+            progress.push({ view, next: ids[k]! });
+          }
+        }
       } catch (error) {
         report.problems.push(`chapter ${chapter.id}: cannot generate: ${messageOf(error)}`);
         return;
+      }
+      for (const { view, next } of progress) {
+        const label = `progress(${chapter.id}: ${view.done.join(", ")} written, ${next} next)`;
+        const root = mkdtempSync(join(tmpdir(), `pi-proof-${chapter.id}-progress-${next}-`));
+        const folder = join(root, "folder");
+        writeView(view, folder, { linkNodeModules: options.nodeModules ?? join(REPO_ROOT, "node_modules") });
+        report.folders.push(folder);
+        prepared.push({ view, report, root, folder, label, next });
       }
       for (const view of views) {
         const label = `${view.kind}(${chapter.id})`;

@@ -111,7 +111,6 @@ export default defineChapter({
           "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
           "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end.",
       },
-      uses: ["5.2"],
     },
     {
       id: "5.5",
@@ -125,7 +124,6 @@ export default defineChapter({
           "stream() returns at once; every failure path pushes an error event (aborts are 'aborted', partial content kept). " +
           "Read the provider's message from error bodies. Redact the API key from every error text, fetch's own included.",
       },
-      uses: ["5.1", "5.2", "5.3", "5.4"],
     },
   ],
   breakIt: {

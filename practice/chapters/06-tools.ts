@@ -57,8 +57,6 @@ export default defineChapter({
           "Refuse a call with argumentsError before anything else; give prepareArguments a copy, turn its throw into a " +
           "ToolArgumentsError, then validate as usual.",
       },
-      // prepareToolArguments ends in validateToolArguments.
-      uses: ["6.1"],
     },
     {
       id: "6.3",

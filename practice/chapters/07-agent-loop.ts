@@ -80,7 +80,7 @@ export default defineChapter({
           "beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw (an app bug) becomes an " +
           "error result naming the hook, later calls of the batch are not run, and the run ends; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field.",
       },
-      uses: ["7.1", "7.2"],
+      uses: ["7.1"],
     },
   ],
   breakIt: {

@@ -176,12 +176,14 @@ describe("where `npm run practice` writes", () => {
     expect(resolveTarget(undefined, "03", catalogue, "/anywhere")).toBe(join(REPO_ROOT, "..", "pi-practice-03"));
   });
 
-  it("refuses an existing path and a folder inside the repository's packages/ or practice/", async () => {
+  it("refuses an existing path and a folder anywhere inside the repository", async () => {
     const catalogue = await loadCatalogue();
     mkdirSync(join(temp, "exists"));
     expect(() => resolveTarget(join(temp, "exists"), "03", catalogue, "/")).toThrow(/already exists/);
-    expect(() => resolveTarget("packages/pi-course/x", "03", catalogue, REPO_ROOT)).toThrow(/inside the repository's packages\//);
-    expect(() => resolveTarget("practice/x", "03", catalogue, REPO_ROOT)).toThrow(/inside the repository's practice\//);
+    for (const inside of ["packages/pi-course/x", "practice/x", "x", "docs/new/x"]) {
+      expect(() => resolveTarget(inside, "03", catalogue, REPO_ROOT)).toThrow(/is inside the repository/);
+    }
+    expect(resolveTarget(join(temp, "fresh"), "03", catalogue, REPO_ROOT)).toBe(join(temp, "fresh"));
     rmSync(join(temp, "exists"), { recursive: true });
   });
 });

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadCatalogue, REPO_ROOT } from "../catalogue.js";
+import { cdPath } from "../cli.js";
 
 const catalogue = await loadCatalogue();
 const chapter = catalogue.rebuild.find((c) => c.id === "03") ?? catalogue.rebuild[0]!;
@@ -26,11 +27,21 @@ function npm(args: string[]): Promise<{ code: number; out: string }> {
 }
 
 describe("npm run practice, for real", () => {
+  it("prints the cd path relative only when the folder is inside the current directory's tree", () => {
+    expect(cdPath("/home/ada/work/my-03", "/home/ada")).toBe("./work/my-03");
+    expect(cdPath("/tmp/x", "/home/ada/repo")).toBe("/tmp/x");
+    expect(cdPath("/home/ada/my-03", "/home/ada/repo")).toBe("/home/ada/my-03");
+  });
+
   it("makes a standalone chapter folder, then refuses to overwrite it", async () => {
     const target = join(temp, "my-ch");
     const made = await npm(["run", "practice", "--", String(chapter.number), target]);
     expect(made.out).toContain(target);
     expect(made.code).toBe(0);
+    // The folder is outside the directory npm ran in: the cd line names it absolutely.
+    expect(made.out).toContain(`  cd ${target}\n`);
+    // npm test typechecks first, so type errors and expectTypeOf tests count.
+    expect(JSON.parse(readFileSync(join(target, "package.json"), "utf8")).scripts.test).toBe("tsc --noEmit -p tsconfig.json && vitest run");
     expect(readdirSync(target).sort()).toEqual(
       [".gitignore", "LEARNING.md", "package.json", "src", "test", "tsconfig.json", "vitest.config.ts"].sort(),
     );
@@ -56,19 +67,24 @@ describe("npm run practice, for real", () => {
     expect(existsSync(join(target, "LEARNING.md"))).toBe(true);
   }, 180_000);
 
-  it("refuses an unknown chapter (listing the valid ones), a malformed number, and a folder inside packages/", async () => {
-    const [unknown, malformed, inside] = await Promise.all([
+  it("refuses an unknown chapter (listing the valid ones), a malformed number, and a folder inside the repository", async () => {
+    const [unknown, malformed, inside, atRoot] = await Promise.all([
       npm(["run", "practice", "--", "99", join(temp, "x1")]),
       npm(["run", "practice", "--", "3a", join(temp, "x2")]),
       npm(["run", "practice", "--", chapter.id, "packages/pi-course/my-ch"]),
+      npm(["run", "practice", "--", chapter.id, "my-ch"]),
     ]);
     expect(unknown.code).not.toBe(0);
     expect(unknown.out).toContain(`Valid chapters: ${valid}.`);
     expect(malformed.code).not.toBe(0);
     expect(malformed.out).toContain('"3a" is not a chapter number');
     expect(inside.code).not.toBe(0);
-    expect(inside.out).toContain("inside the repository's packages/");
+    expect(inside.out).toContain(`is inside the repository ${REPO_ROOT}`);
     expect(existsSync(join(REPO_ROOT, "packages", "pi-course", "my-ch"))).toBe(false);
+    // Not only packages/ and practice/: anywhere in the repository it would be an untracked folder.
+    expect(atRoot.code).not.toBe(0);
+    expect(atRoot.out).toContain(`is inside the repository ${REPO_ROOT}`);
+    expect(existsSync(join(REPO_ROOT, "my-ch"))).toBe(false);
     // Nothing half-made: no refused folder, no staging folder.
     expect(readdirSync(temp).filter((name) => name.startsWith("x") || name.startsWith("."))).toEqual([]);
   }, 180_000);

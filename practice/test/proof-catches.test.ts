@@ -3,6 +3,8 @@
  * each, a chapter-02 region inside chapter 01's file) is written to a temporary repository; the
  * healthy course passes the proof, and each kind of breakage is caught:
  * a broken marker, a lab body leaked outside its region, a test that passes against its site.
+ * A second mini course (one chapter, three labs) shows the lab-order check: a test that needs a
+ * later lab than the one it is named after is caught.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -94,7 +96,7 @@ afterAll(() => {
 });
 
 /** A temporary repository holding the mini course, with `edit` applied to its files. */
-function course(edit: Partial<Record<"adder" | "test01" | "test02" | "test00", string>> = {}): Sources {
+function course(edit: Partial<Record<"adder" | "test01" | "test02" | "test00", string>> = {}, extra: Record<string, string> = {}): Sources {
   const root = mkdtempSync(join(tmpdir(), "pi-mini-course-"));
   roots.push(root);
   const pkg = join(root, "packages", "pi-course");
@@ -104,6 +106,7 @@ function course(edit: Partial<Record<"adder" | "test01" | "test02" | "test00", s
     "test/02-twice.test.ts": edit.test02 ?? TEST_02,
     "src/show.ts": SHOW,
     "test/00-show.test.ts": edit.test00 ?? TEST_00,
+    ...extra,
   };
   for (const [file, content] of Object.entries(files)) {
     mkdirSync(dirname(join(pkg, file)), { recursive: true });
@@ -187,6 +190,108 @@ describe("the proof catches a broken course", () => {
     expect(report.problems).toEqual([
       "practice(01): test/01-adder.test.ts › Lab 1.1 · adds two numbers PASSES against the construction sites; " +
         "it must fail until lab 1.1 is written",
+    ]);
+  }, 300_000);
+});
+
+const CALC = `/** Adds. */
+export function add(a: number, b: number): number {
+  // #region lab 1.1 add
+  return a + b;
+  // #endregion
+}
+
+/** Subtracts. */
+export function sub(a: number, b: number): number {
+  // #region lab 1.2 sub
+  return a - b;
+  // #endregion
+}
+
+/** Negates. */
+export function neg(a: number): number {
+  // #region lab 1.3 neg
+  return -a;
+  // #endregion
+}
+`;
+
+const CALC_TEST = `import { expect, it } from "vitest";
+import { add, neg, sub } from "../src/calc.js";
+
+it("Lab 1.1 · adds", () => {
+  expect(add(2, 3)).toBe(5);
+});
+
+it("Lab 1.2 · subtracts", () => {
+  expect(sub(5, 3)).toBe(2);
+});
+
+it("Lab 1.3 · negates", () => {
+  expect(neg(5)).toBe(-5);
+});
+`;
+
+const calcCatalogue = buildCatalogue([
+  {
+    spec: {
+      ...spec("01", "calc", ["src/calc.ts"], "1.1"),
+      labs: ["1.1", "1.2", "1.3"].map((id) => ({ id, title: text(`lab ${id}`) })),
+    },
+    source: "mini/01-calc.ts",
+  },
+]);
+const calc = calcCatalogue.chapters[0]!;
+const calcCourse = (test: string) => course({}, { "src/calc.ts": CALC, "test/01-calc.test.ts": test });
+
+describe("the lab-order check: labs can be done in the catalogue's order", () => {
+  it("passes the healthy three-lab course, and LEARNING.md names the first red the first test really hits", async () => {
+    const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(CALC_TEST) });
+    expect(report.problems).toEqual([]);
+    expect(report.folders.filter((f) => f.includes("-progress-"))).toHaveLength(2);
+  }, 300_000);
+
+  it.concurrent("fails when a lab's test needs a LATER lab (its test is red after its own lab is written)", async () => {
+    const early = CALC_TEST.replace("expect(add(2, 3)).toBe(5);", "expect(add(2, 3)).toBe(5);\n  expect(neg(add(2, 3))).toBe(-5);");
+    const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(early), views: ["practice"] });
+    expect([...report.problems].sort()).toEqual([
+      "progress(01: 1.1 written, 1.2 next): test/01-calc.test.ts › Lab 1.1 · adds fails with lab 1.3 neg's construction site, " +
+        "a LATER lab than 1.1: a learner doing the labs in order cannot make it pass (name the test after the lab it needs, " +
+        "reorder the labs, or move the region)",
+      "progress(01: 1.1, 1.2 written, 1.3 next): test/01-calc.test.ts › Lab 1.1 · adds fails with lab 1.3 neg's construction site, " +
+        "a LATER lab than 1.1: a learner doing the labs in order cannot make it pass (name the test after the lab it needs, " +
+        "reorder the labs, or move the region)",
+    ]);
+  }, 300_000);
+
+  it.concurrent("fails when a lab's test is red with a later lab's error", async () => {
+    const wrong = CALC_TEST.replace("expect(sub(5, 3)).toBe(2);", "expect(sub(neg(-5), 3)).toBe(2);");
+    const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(wrong), views: ["practice"] });
+    // In the order of sort(): the views finish in any order.
+    expect([...report.problems].sort()).toEqual([
+      expect.stringMatching(/^practice\(01\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails, but not with lab 1\.2's not-implemented error: .*Lab 1\.3 neg：尚未实现/),
+      expect.stringMatching(/^progress\(01: 1\.1 written, 1\.2 next\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails, but not with lab 1\.2's not-implemented error \(it hits lab 1\.3 neg's site\)/),
+      expect.stringMatching(/^progress\(01: 1\.1, 1\.2 written, 1\.3 next\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails with lab 1\.3 neg's construction site, a LATER lab/),
+    ]);
+  }, 300_000);
+
+  it.concurrent("fails when a lab's test is red with another lab's error (hidden in practice(N) by `uses`)", async () => {
+    // Lab 1.2's test reaches lab 1.3 before its own lab; `uses` silences practice(01), not the order.
+    const wrong = CALC_TEST.replace("expect(sub(5, 3)).toBe(2);", "expect(sub(neg(-5), 3)).toBe(2);");
+    const used = buildCatalogue([
+      {
+        spec: {
+          ...spec("01", "calc", ["src/calc.ts"], "1.1"),
+          labs: [{ id: "1.1", title: text("add") }, { id: "1.2", title: text("sub"), uses: ["1.3"] }, { id: "1.3", title: text("neg") }],
+        },
+        source: "mini/01-calc.ts",
+      },
+    ]);
+    const report = await proveChapter(used, used.chapters[0]!, { sources: calcCourse(wrong), views: ["practice"] });
+    expect(report.problems).toEqual([
+      "progress(01: 1.1, 1.2 written, 1.3 next): test/01-calc.test.ts › Lab 1.2 · subtracts fails with lab 1.3 neg's construction site, " +
+        "a LATER lab than 1.2: a learner doing the labs in order cannot make it pass (name the test after the lab it needs, " +
+        "reorder the labs, or move the region)",
     ]);
   }, 300_000);
 });

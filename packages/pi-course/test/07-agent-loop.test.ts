@@ -213,7 +213,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(context.messages).toHaveLength(3); // the caller's context is not changed
   });
 
-  it("Lab 7.1 · convertToLlm gets a copy: emptying its input changes neither the transcript nor the next turn", async () => {
+  it("Lab 7.2 · convertToLlm gets a copy: emptying its input changes neither the transcript nor the next turn", async () => {
     const model = scripted([turn([call("c1", "read", { path: "a" })]), says("done")]);
     const { result } = await run("go", ctx([readTool()]), {
       model,

@@ -114,7 +114,7 @@ async function waitUntilDead(pid: number, ms = 2000): Promise<boolean> {
   return !isAlive(pid);
 }
 
-describe("Lab 8.1 · containment", () => {
+describe("chapter 08 · containment", () => {
   it("Lab 8.1 · resolves relative, absolute-inside and not-yet-existing paths to real paths", async () => {
     await writeFile(path.join(root, "a.txt"), "a\n");
     const ws = new Workspace(root);
@@ -169,7 +169,7 @@ describe("Lab 8.1 · containment", () => {
     expect(await readdir(outside)).toEqual(["secret.txt"]);
   }, 10_000);
 
-  it("Lab 8.1 · refuses a dangling symlink, and allows a symlink that stays inside", async () => {
+  it("Lab 8.3 · refuses a dangling symlink, and reads through a symlink that stays inside", async () => {
     await symlink(path.join(outside, "missing.txt"), path.join(root, "dangling.txt"));
     await writeFile(path.join(root, "real.txt"), "inside\n");
     await symlink(path.join(root, "real.txt"), path.join(root, "alias.txt"));
@@ -193,7 +193,7 @@ describe("Lab 8.1 · containment", () => {
     expect(refusal.message).toMatch(/symbolic link after it was checked/);
   }, 10_000);
 
-  it("Lab 8.1 · a file swapped for a symlink before a write or an edit: the outside file is untouched", async () => {
+  it("Lab 8.2 · a file swapped for a symlink before a write or an edit: the outside file is untouched", async () => {
     await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
     const swap = async (target: string) => {
       if (path.basename(target) !== "notes.txt") return;
@@ -266,7 +266,7 @@ describe("Lab 8.1 · containment", () => {
   }, 10_000);
 });
 
-describe("Lab 8.2 · atomic, serialised writes", () => {
+describe("chapter 08 · atomic, serialised writes", () => {
   it("Lab 8.2 · writeFileAtomic replaces the content, keeps the mode, and leaves no temporary file", async () => {
     const target = path.join(root, "a.sh");
     await writeFile(target, "old\n");
@@ -381,7 +381,7 @@ describe("Lab 8.2 · atomic, serialised writes", () => {
     expect(textOfResult(created[0]!)).toMatch(/^Created deep\/er\/out\.txt \(\d+ bytes\)\.$/);
   }, 30_000);
 
-  it("Lab 8.2 · concurrent edits of one file all land (no lost update)", async () => {
+  it("Lab 8.4 · concurrent edits of one file all land (no lost update)", async () => {
     const lines = Array.from({ length: 20 }, (_, i) => `marker ${i};`);
     await writeFile(path.join(root, "list.txt"), lines.join("\n") + "\n");
     const edit = createEditTool(new Workspace(root));
@@ -392,7 +392,7 @@ describe("Lab 8.2 · atomic, serialised writes", () => {
   }, 30_000);
 });
 
-describe("Lab 8.3 · the read window", () => {
+describe("chapter 08 · the read window", () => {
   it("Lab 8.3 · numbers lines from an offset, within a limit, with a hint to continue", () => {
     const text = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
     expect(formatReadOutput("a\nb\n")).toEqual({
@@ -473,7 +473,7 @@ describe("Lab 8.3 · the read window", () => {
   }, 10_000);
 });
 
-describe("Lab 8.4 · exact edits", () => {
+describe("chapter 08 · exact edits", () => {
   it("Lab 8.4 · applies several edits, each matched against the original, in one pass", () => {
     const before = "alpha\nbeta\ngamma\ndelta\n";
     expect(
@@ -558,7 +558,7 @@ describe("Lab 8.4 · exact edits", () => {
   }, 10_000);
 });
 
-describe("Lab 8.5 · bounded bash", () => {
+describe("chapter 08 · bounded bash", () => {
   it("Lab 8.5 · returns the exit code and stdout and stderr interleaved", async () => {
     const ok = await runCommand("echo out; sleep 0.05; echo err >&2; sleep 0.05; echo done", { cwd: root });
     expect({ output: ok.output, exitCode: ok.exitCode, signal: ok.signal, timedOut: ok.timedOut, truncated: ok.truncated }).toEqual({
