@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Runs the side-by-side benchmarks: installs bench/ on first use, builds @pi/course, then runs
-// every bench/*.bench.ts (or those whose name contains one of the arguments), one process each.
+// Runs the side-by-side benchmarks: installs bench/ on first use and after its lockfile changes,
+// builds @pi/course, then runs every bench/*.bench.ts (or those whose name contains one of the
+// arguments), one process each.
 //   npm run bench                 all of them
 //   npm run bench -- event-stream only the matching ones
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -19,8 +20,17 @@ function run(command, args, cwd) {
   }
 }
 
-if (!existsSync(join(here, "node_modules", "@earendil-works", "pi-ai"))) {
-  console.log("bench: installing the upstream packages (first run only)…");
+// npm ci when bench/ was never installed, or when its lockfile changed since the last install
+// (npm writes node_modules/.package-lock.json at the end of every install).
+const installed = join(here, "node_modules", ".package-lock.json");
+const lockfile = join(here, "package-lock.json");
+const why = !existsSync(join(here, "node_modules", "@earendil-works", "pi-ai")) || !existsSync(installed)
+  ? "first run"
+  : statSync(lockfile).mtimeMs > statSync(installed).mtimeMs
+    ? "bench/package-lock.json changed since the last install"
+    : undefined;
+if (why) {
+  console.log(`bench: installing the upstream packages (${why})…`);
   run("npm", ["ci", "--no-audit", "--no-fund"], here);
 }
 run("npm", ["run", "build"], root);
