@@ -57,15 +57,36 @@ export function firstRed(chapter: Chapter, labs: LabRegion[], testSource?: strin
   const messages = (regions: LabRegion[]) => [...new Set(regions.map((r) => notImplementedMessage(r.lab, r.symbol)))];
   const body = testSource === undefined || !first ? undefined : firstTestText(testSource, first.id);
   if (body === undefined || messages(mine).length <= 1) return messages(mine);
+  // Where the test first calls a symbol: directly, or inside a helper of the test file it calls
+  // (one level: `decodeAll(…)` whose body calls `decoder.push(…)` counts at the helper's call).
+  const helpers = localHelpers(testSource!, body);
   const at = (symbol: string) => {
-    // A call: `.push(` for a method `SseDecoder.push`, `textOf(` (not `.textOf(`) for a function.
+    // A call: `.push(` for a method `SseDecoder.push`; `textOf(` or `ws.resolve(` for `textOf`, `resolve`.
     const parts = symbol.replace(/[[\]]/g, "").split(".");
     const name = parts.pop()!.replace(/\$/g, "\\$");
-    const re = parts.length > 0 ? new RegExp(`\\.${name}\\s*\\(`) : new RegExp(`(?<![\\w$.])${name}\\s*\\(`);
-    return re.exec(body)?.index ?? Infinity;
+    const re = parts.length > 0 ? new RegExp(`\\.${name}\\s*\\(`) : new RegExp(`(?<![\\w$])${name}\\s*\\(`);
+    let best = re.exec(body)?.index ?? Infinity;
+    for (const helper of helpers) {
+      const inner = re.exec(helper.text)?.index;
+      if (inner !== undefined) best = Math.min(best, helper.at + inner / 1e6);
+    }
+    return best;
   };
   const named = [...mine].sort((a, b) => at(a.symbol) - at(b.symbol))[0]!;
   return at(named.symbol) === Infinity ? messages(mine) : messages([named]);
+}
+
+/** Functions of the test file that `body` calls: where it first calls each, and the function's text. */
+function localHelpers(source: string, body: string): { at: number; text: string }[] {
+  const out: { at: number; text: string }[] = [];
+  for (const m of source.matchAll(/^(?:async\s+)?function\s+([\w$]+)\s*[<(]|^const\s+([\w$]+)\s*=\s*(?:async\s*)?\(/gm)) {
+    const name = (m[1] ?? m[2])!;
+    const call = new RegExp(`(?<![\\w$.])${name.replace(/\$/g, "\\$")}\\s*[<(]`).exec(body);
+    if (!call) continue;
+    const end = source.indexOf("\n}", m.index);
+    out.push({ at: call.index, text: source.slice(m.index, end < 0 ? undefined : end) });
+  }
+  return out;
 }
 
 /** The text of the first test named `Lab <id> …` in a test file, up to the next test. */
