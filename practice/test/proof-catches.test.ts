@@ -275,6 +275,21 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
     ]);
   }, 300_000);
 
+  it.concurrent("fails when LEARNING.md's first red is not the error the first test of lab 1 really hits", async () => {
+    // Lab 1.1 has two sites; its first test calls twice( by name, but reaches add's site first.
+    const two = CALC + "\n/** Doubles. */\nexport function twice(a: number): number {\n  // #region lab 1.1 twice\n  return a * 2;\n  // #endregion\n}\n";
+    const test = CALC_TEST.replace('import { add, neg, sub } from "../src/calc.js";', 'import { add, neg, sub, twice } from "../src/calc.js";').replace(
+      "expect(add(2, 3)).toBe(5);",
+      "expect([add].map((f) => f(2, 3))).toEqual([5]);\n  expect(twice(2)).toBe(4);",
+    );
+    const sources = course({}, { "src/calc.ts": two, "test/01-calc.test.ts": test });
+    const report = await proveChapter(calcCatalogue, calc, { sources, views: ["practice"], progress: false });
+    expect(report.problems).toEqual([
+      'practice(01): LEARNING.md predicts the first red "Lab 1.1 twice：尚未实现 (not implemented yet)", but the first test of ' +
+        'lab 1.1 (Lab 1.1 · adds) fails with "Lab 1.1 add：尚未实现 (not implemented yet)"',
+    ]);
+  }, 300_000);
+
   it.concurrent("fails when a lab's test is red with another lab's error (hidden in practice(N) by `uses`)", async () => {
     // Lab 1.2's test reaches lab 1.3 before its own lab; `uses` silences practice(01), not the order.
     const wrong = CALC_TEST.replace("expect(sub(5, 3)).toBe(2);", "expect(sub(neg(-5), 3)).toBe(2);");
