@@ -136,6 +136,8 @@ interface TestOutcome {
   lab: string | undefined;
   status: string;
   failure: string;
+  /** The names of the describe blocks around the test. */
+  suites: string;
 }
 
 const LAB_TITLE_RE = /^Lab (\d{1,2}\.\d{1,2})\b/;
@@ -150,7 +152,8 @@ function outcomes(report: RunReport, problems: string[], label: string): TestOut
     }
     for (const test of file.tests) {
       const lab = LAB_TITLE_RE.exec(test.title)?.[1];
-      out.push({ chapter, file: `test/${name}`, title: test.title, lab, status: test.state, failure: test.errors.join("\n") });
+      const suites = test.fullName.endsWith(test.title) ? test.fullName.slice(0, -test.title.length) : test.fullName;
+      out.push({ chapter, file: `test/${name}`, title: test.title, lab, status: test.state, failure: test.errors.join("\n"), suites });
     }
   }
   return out;
@@ -239,6 +242,15 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
     for (const lab of chapter.labs) {
       if (!tests.some((t) => t.chapter === chapter.number && t.lab === lab.id)) {
         problems.push(`${label}: lab ${lab.id} has no test named "Lab ${lab.id} · …" in ${chapter.testFile}`);
+      }
+    }
+  }
+  if (view.kind === "snapshot") {
+    // `npm test -- -t "Lab N.M"` matches describe names too: one holding a lab id runs every test inside.
+    for (const test of tests) {
+      const named = /\bLab \d{1,2}\.\d{1,2}\b/.exec(test.suites)?.[0];
+      if (test.chapter === chapter.number && named) {
+        problems.push(`${label}: ${test.file} › ${test.title} sits in a describe named "${named} …"; keep lab ids out of describe names`);
       }
     }
   }

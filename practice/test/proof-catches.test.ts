@@ -290,6 +290,15 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
     ]);
   }, 300_000);
 
+  it.concurrent("fails when a describe name holds a lab id (-t \"Lab 1.1\" would run the Lab 1.2 test inside)", async () => {
+    const wrapped = CALC_TEST.replace('it("Lab 1.2 · subtracts", () => {\n  expect(sub(5, 3)).toBe(2);\n});', 'describe("Lab 1.1 · more", () => {\n  it("Lab 1.2 · subtracts", () => {\n    expect(sub(5, 3)).toBe(2);\n  });\n});').replace("import { expect, it }", "import { describe, expect, it }");
+    expect(wrapped).toContain('describe("Lab 1.1 · more"');
+    const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(wrapped), views: ["snapshot"] });
+    expect(report.problems).toEqual([
+      'snapshot(01): test/01-calc.test.ts › Lab 1.2 · subtracts sits in a describe named "Lab 1.1 …"; keep lab ids out of describe names',
+    ]);
+  }, 300_000);
+
   it.concurrent("fails when a lab's test is red with another lab's error (hidden in practice(N) by `uses`)", async () => {
     // Lab 1.2's test reaches lab 1.3 before its own lab; `uses` silences practice(01), not the order.
     const wrong = CALC_TEST.replace("expect(sub(5, 3)).toBe(2);", "expect(sub(neg(-5), 3)).toBe(2);");
