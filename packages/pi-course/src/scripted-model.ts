@@ -10,8 +10,16 @@
  * its provider, model and timestamp from this model (`provider`, `id`, `now`).
  */
 import { AssistantMessageEventStream } from "./event-stream.js";
-import { EMPTY_USAGE } from "./messages.js";
-import type { AssistantMessage, Context, Model, StreamOptions, ToolCall } from "./types.js";
+import { assistantMessage } from "./messages.js";
+import type {
+  AssistantMessage,
+  Context,
+  Model,
+  StopReason,
+  StreamOptions,
+  TextContent,
+  ToolCall,
+} from "./types.js";
 
 /** A scripted failure: played as an `error` event, after `partialText` if given. */
 export interface ScriptedFailure {
@@ -96,15 +104,7 @@ export class ScriptedModel implements Model {
     const script = await this.resolveTurn(stream, context, signal);
     if (script === undefined) return;
     // #region lab 4.2 play
-    const partial: AssistantMessage = {
-      role: "assistant",
-      content: [],
-      provider: this.provider,
-      model: this.id,
-      usage: { ...EMPTY_USAGE },
-      stopReason: "stop",
-      timestamp: this.now(),
-    };
+    const partial = this.blank("stop");
     stream.push({ type: "start", partial });
     for (const block of script.content) {
       const contentIndex = partial.content.length;
@@ -219,34 +219,23 @@ export class ScriptedModel implements Model {
     reason: "error" | "aborted",
     errorMessage: string,
   ): undefined {
-    const error: AssistantMessage = {
-      role: "assistant",
-      content: [],
-      provider: this.provider,
-      model: this.id,
-      usage: { ...EMPTY_USAGE },
-      stopReason: reason,
-      errorMessage,
-      timestamp: this.now(),
-    };
+    const error = this.blank(reason);
+    error.errorMessage = errorMessage;
     stream.push({ type: "error", reason, error });
     return undefined;
+  }
+
+  /** An empty message of this model, stamped now. */
+  private blank(stopReason: StopReason): AssistantMessage {
+    return assistantMessage([], stopReason, { provider: this.provider, model: this.id, timestamp: this.now() });
   }
 }
 
 /** A scripted failure as a message to play: its partial text, then the error. */
 function failureScript(failure: ScriptedFailure): AssistantMessage {
   const text = failure.partialText;
-  return {
-    role: "assistant",
-    content: text === undefined || text === "" ? [] : [{ type: "text", text }],
-    provider: "scripted",
-    model: "scripted-model",
-    usage: { ...EMPTY_USAGE },
-    stopReason: failure.stopReason,
-    errorMessage: failure.errorMessage,
-    timestamp: 0,
-  };
+  const content: TextContent[] = text === undefined || text === "" ? [] : [{ type: "text", text }];
+  return assistantMessage(content, failure.stopReason, { errorMessage: failure.errorMessage });
 }
 
 /** Splits text into pieces of `size` UTF-16 units, never between the halves of a surrogate pair. */
