@@ -345,6 +345,27 @@ describe("chapter 05 · incremental partial JSON", () => {
     );
   });
 
+  it("Lab 5.2 · property: any string (control characters, \\u escapes, surrogates), cut anywhere, only grows and ends exact", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 40 }), fc.integer({ min: 1, max: 7 }), (text, size) => {
+        const json = JSON.stringify({ s: text });
+        const parser = new PartialJsonParser();
+        let shown = "";
+        for (let i = 0; i < json.length; i += size) {
+          parser.push(json.slice(i, i + size));
+          const value = (parser.value as { s?: string } | undefined)?.s;
+          if (value === undefined) continue;
+          expect(text.startsWith(value), `after ${json.slice(0, i + size)}`).toBe(true);
+          expect(value.length).toBeGreaterThanOrEqual(shown.length);
+          shown = value;
+        }
+        expect(parser.failed).toBe(false);
+        expect(parser.value).toEqual({ s: text });
+      }),
+      { numRuns: 500, includeErrorInReport: true },
+    );
+  });
+
   it("Lab 5.2 · long strings and keys (escapes included) stay exact at every piece", () => {
     const long = "line \"one\"\tü😀\n".repeat(60);
     const key = "k".repeat(300);
