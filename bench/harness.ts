@@ -22,7 +22,8 @@
  * - Each `run` is one whole workload (sync or async); only its duration is measured.
  * - Runs are interleaved round-robin across the cases (a, b, c, a, b, c, …) so that noise from
  *   other processes on a shared machine spreads over all cases instead of hitting one of them.
- * - If node runs with `--expose-gc` (the bench runner does), a full GC happens before every run.
+ * - If node runs with `--expose-gc` (the bench runner does), a full GC happens before every run
+ *   (or only a minor one, a scavenge, with `gc: "minor"`).
  * - A `run` may return a value; it is kept in `last` so the bench can check the work was done.
  * - CPU time (`process.cpuUsage()`, user + system, GC threads included) is recorded next to wall
  *   time and printed in its own column and ratio. On a shared, loaded machine wall time swings
@@ -43,6 +44,12 @@ export interface MeasureOptions {
   warmup?: number;
   /** Timed runs per case; the median is reported. Default 7. */
   runs?: number;
+  /**
+   * The collection before every run. "full" (default): no run pays for another's garbage.
+   * "minor": a scavenge only, which leaves the old generation and V8's heap sizing as the
+   * previous run left them, closer to a process that has been streaming for a while.
+   */
+  gc?: "full" | "minor";
 }
 
 export interface Result {
@@ -70,7 +77,8 @@ export interface Ratio {
   value?: number;
 }
 
-const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
+type Gc = (options?: { type: "major" | "minor" }) => void;
+const gc: Gc | undefined = (globalThis as { gc?: Gc }).gc;
 
 /** Median of an ascending-sorted, non-empty list. */
 export function median(sorted: readonly number[]): number {
@@ -78,8 +86,8 @@ export function median(sorted: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function timeOnce(run: () => unknown): Promise<{ ms: number; cpu: number; value: unknown }> {
-  gc?.();
+async function timeOnce(run: () => unknown, kind: "full" | "minor"): Promise<{ ms: number; cpu: number; value: unknown }> {
+  gc?.(kind === "minor" ? { type: "minor" } : undefined);
   const cpu0 = process.cpuUsage();
   const start = performance.now();
   const value = await run();
@@ -92,13 +100,14 @@ async function timeOnce(run: () => unknown): Promise<{ ms: number; cpu: number; 
 export async function measure(cases: readonly Case[], options: MeasureOptions = {}): Promise<Result[]> {
   const warmup = options.warmup ?? 2;
   const runs = options.runs ?? 7;
-  for (let i = 0; i < warmup; i++) for (const c of cases) await timeOnce(c.run);
+  const kind = options.gc ?? "full";
+  for (let i = 0; i < warmup; i++) for (const c of cases) await timeOnce(c.run, kind);
   const samples = cases.map(() => [] as number[]);
   const cpuSamples = cases.map(() => [] as number[]);
   const last: unknown[] = cases.map(() => undefined);
   for (let i = 0; i < runs; i++) {
     for (let k = 0; k < cases.length; k++) {
-      const { ms, cpu, value } = await timeOnce(cases[k]!.run);
+      const { ms, cpu, value } = await timeOnce(cases[k]!.run, kind);
       samples[k]!.push(ms);
       cpuSamples[k]!.push(cpu);
       last[k] = value;
