@@ -35,17 +35,6 @@ interface Frame {
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-const SIMPLE_ESCAPES: Record<string, string> = {
-  '"': '"',
-  "\\": "\\",
-  "/": "/",
-  b: "\b",
-  f: "\f",
-  n: "\n",
-  r: "\r",
-  t: "\t",
-};
-
 /** Where the open value goes. */
 const SLOT_ROOT = 0;
 const SLOT_MEMBER = 1;
@@ -103,7 +92,8 @@ export class PartialJsonParser {
         j++;
       }
       if (j === piece.length) {
-        this.appendText(piece);
+        this.addText(piece);
+        this.show();
         return;
       }
     }
@@ -129,38 +119,55 @@ export class PartialJsonParser {
     // #endregion
   }
 
-  /** Reads string characters from `start`; returns the index after what it consumed. */
+  /**
+   * Reads string characters from `start`; returns the index after what it consumed. The decoded
+   * characters of the piece are gathered first, so an open value is re-placed once per piece.
+   */
   private readString(piece: string, start: number): number {
     // #region lab 5.2 PartialJsonParser.readString
-    let run = start;
+    const n = piece.length;
     let i = start;
     if (this.escape !== "") {
-      i = this.continueEscape(piece, i);
-      run = i;
+      i = this.continueEscape(piece, start); // an escape the previous piece cut off
+      if (this.broken) return n;
     }
-    for (; i < piece.length; i++) {
+    let run = i;
+    let decoded = "";
+    for (; i < n; i++) {
       const code = piece.charCodeAt(i);
+      if (code >= 0x20 && code !== QUOTE && code !== BACKSLASH) continue;
+      if (i > run) decoded += piece.slice(run, i);
       if (code === QUOTE) {
-        if (i > run) this.appendText(piece.slice(run, i));
+        this.addText(decoded);
         this.endString();
         return i + 1;
       }
-      if (code === BACKSLASH) {
-        if (i > run) this.appendText(piece.slice(run, i));
-        this.escape = "\\";
-        i = this.continueEscape(piece, i + 1);
-        run = i;
-        i--; // the loop's i++ moves to `run`
-        if (this.broken) return piece.length;
+      if (code !== BACKSLASH) {
+        this.addText(decoded);
+        this.show();
+        return this.fail(piece); // a raw control character
+      }
+      const simple = i + 1 < n ? simpleEscape(piece.charCodeAt(i + 1)) : undefined;
+      if (simple !== undefined) {
+        decoded += simple;
+        i++; // the escape's letter
+        run = i + 1;
         continue;
       }
-      if (code < 0x20) {
-        if (i > run) this.appendText(piece.slice(run, i));
-        return this.fail(piece);
+      // `\u…`, a bad escape, or one cut off by the end of the piece: the stateful path.
+      this.addText(decoded);
+      decoded = "";
+      this.escape = "\\";
+      i = this.continueEscape(piece, i + 1);
+      if (this.broken) {
+        this.show();
+        return n;
       }
+      run = i--; // the loop's i++ moves to `run`
     }
-    if (i > run) this.appendText(piece.slice(run, i));
-    return i;
+    this.addText(run === 0 ? piece : decoded + piece.slice(run));
+    this.show();
+    return n;
     // #endregion
   }
 
@@ -169,22 +176,22 @@ export class PartialJsonParser {
     // #region lab 5.2 PartialJsonParser.continueEscape
     let i = start;
     while (i < piece.length && this.escape !== "") {
-      const ch = piece[i]!;
+      const code = piece.charCodeAt(i);
       if (this.escape === "\\") {
-        const simple = SIMPLE_ESCAPES[ch];
+        const simple = simpleEscape(code);
         if (simple !== undefined) {
           this.escape = "";
-          this.appendText(simple);
-        } else if (ch === "u") {
+          this.addText(simple);
+        } else if (code === 0x75 /* u */) {
           this.escape = "\\u";
         } else {
           return this.fail(piece);
         }
       } else {
-        if (!/[0-9a-fA-F]/.test(ch)) return this.fail(piece);
-        this.escape += ch;
+        if (!isHexDigit(code)) return this.fail(piece);
+        this.escape += piece[i];
         if (this.escape.length === 6) {
-          this.appendText(String.fromCharCode(Number.parseInt(this.escape.slice(2), 16)));
+          this.addText(String.fromCharCode(Number.parseInt(this.escape.slice(2), 16)));
           this.escape = "";
         }
       }
@@ -194,15 +201,21 @@ export class PartialJsonParser {
     // #endregion
   }
 
-  private appendText(decoded: string): void {
-    let tail = this.tail + decoded;
-    if (tail.length >= FOLD_AT) {
-      tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
-      this.text += tail;
-      tail = "";
+  /** Places the open string value as read so far (keys are not placed). */
+  private show(): void {
+    if (!this.stringIsKey) this.place(this.tail === "" ? this.text : this.text + this.tail);
+  }
+
+  /** Adds decoded characters to the open string (placing it is the caller's job). */
+  private addText(decoded: string): void {
+    const tail = this.tail + decoded;
+    if (tail.length < FOLD_AT) {
+      this.tail = tail;
+      return;
     }
-    this.tail = tail;
-    if (!this.stringIsKey) this.place(tail === "" ? this.text : this.text + tail);
+    tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
+    this.text += tail;
+    this.tail = "";
   }
 
   private endString(): void {
@@ -356,6 +369,25 @@ export class PartialJsonParser {
     this.broken = true;
     return piece.length;
   }
+}
+
+/** The character a one-letter escape (`\n`, `\"`…) stands for, by the letter's code. */
+function simpleEscape(code: number): string | undefined {
+  switch (code) {
+    case QUOTE: return '"';
+    case BACKSLASH: return "\\";
+    case 0x2f: return "/";
+    case 0x62: return "\b";
+    case 0x66: return "\f";
+    case 0x6e: return "\n";
+    case 0x72: return "\r";
+    case 0x74: return "\t";
+    default: return undefined;
+  }
+}
+
+function isHexDigit(code: number): boolean {
+  return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
 }
 
 function isDelimiter(code: number): boolean {
