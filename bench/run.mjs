@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the side-by-side benchmarks: installs bench/ on first use and after its lockfile changes,
-// builds @pi/course, then runs every bench/*.bench.ts (or those whose name contains one of the
-// arguments), one process each.
+// builds @pi/course, typechecks bench/, then runs every bench/*.bench.ts (or those whose name
+// contains one of the arguments), one process each.
 //   npm run bench                 all of them
 //   npm run bench -- event-stream only the matching ones
 import { spawnSync } from "node:child_process";
@@ -34,6 +34,7 @@ if (why) {
   run("npm", ["ci", "--no-audit", "--no-fund"], here);
 }
 run("npm", ["run", "build"], root);
+run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(here, "tsconfig.json")], here);
 
 const filters = process.argv.slice(2);
 const files = readdirSync(here)
