@@ -345,23 +345,94 @@ describe("chapter 05 · incremental partial JSON", () => {
     );
   });
 
-  it("Lab 5.2 · property: any string (control characters, \\u escapes, surrogates), cut anywhere, only grows and ends exact", () => {
+  /**
+   * One UTF-16 code unit of a string value and how it is written in the JSON text: as itself
+   * (escaped only where JSON requires it), as `\uXXXX` in lower or upper case, or `/` as `\/`.
+   */
+  const encodedUnit = fc
+    .tuple(
+      fc.oneof(
+        { arbitrary: fc.constantFrom('"', "\\", "/", "\n", "\t", "\b", "\f", "\r", "\u0000", "\u001f"), weight: 3 },
+        { arbitrary: fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)), weight: 1 },
+        { arbitrary: fc.integer({ min: 0x20, max: 0xffff }).map((code) => String.fromCharCode(code)), weight: 4 },
+      ),
+      fc.constantFrom("natural", "u", "U", "solidus"),
+    )
+    .map(([unit, style]) => {
+      const code = unit.charCodeAt(0);
+      const hex = code.toString(16).padStart(4, "0");
+      const surrogate = code >= 0xd800 && code <= 0xdfff;
+      const natural = surrogate ? unit : JSON.stringify(unit).slice(1, -1);
+      const written =
+        style === "u" ? `\\u${hex}` : style === "U" ? `\\u${hex.toUpperCase()}` : style === "solidus" && unit === "/" ? "\\/" : natural;
+      return { unit, written };
+    });
+
+  /** `{"s":"<written units>"}`, with the offset in it where each unit's writing ends. */
+  function stringDocument(units: readonly { unit: string; written: string }[]): { json: string; ends: number[] } {
+    let json = '{"s":"';
+    const ends: number[] = [];
+    for (const { written } of units) {
+      json += written;
+      ends.push(json.length);
+    }
+    return { json: `${json}"}`, ends };
+  }
+
+  /** Pushes `json` in pieces whose sizes cycle through `sizes`; calls `after` with the length read. */
+  function pushInPieces(parser: PartialJsonParser, json: string, sizes: readonly number[], after: (read: number) => void): void {
+    for (let read = 0, k = 0; read < json.length; k++) {
+      const size = sizes[k % sizes.length]!;
+      parser.push(json.slice(read, read + size));
+      read = Math.min(json.length, read + size);
+      after(read);
+    }
+  }
+
+  it("Lab 5.2 · property: any string, however escaped and cut, shows exactly the characters read so far", () => {
     fc.assert(
-      fc.property(fc.string({ unit: "binary", maxLength: 40 }), fc.integer({ min: 1, max: 7 }), (text, size) => {
-        const json = JSON.stringify({ s: text });
-        const parser = new PartialJsonParser();
-        let shown = "";
-        for (let i = 0; i < json.length; i += size) {
-          parser.push(json.slice(i, i + size));
-          const value = (parser.value as { s?: string } | undefined)?.s;
-          if (value === undefined) continue;
-          expect(text.startsWith(value), `after ${json.slice(0, i + size)}`).toBe(true);
-          expect(value.length).toBeGreaterThanOrEqual(shown.length);
-          shown = value;
-        }
-        expect(parser.failed).toBe(false);
-        expect(parser.value).toEqual({ s: text });
-      }),
+      fc.property(
+        fc.array(encodedUnit, { maxLength: 30 }),
+        fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 6 }),
+        (units, sizes) => {
+          const { json, ends } = stringDocument(units);
+          const parser = new PartialJsonParser();
+          pushInPieces(parser, json, sizes, (read) => {
+            const shown = (parser.value as { s?: string } | undefined)?.s;
+            if (read < '{"s":"'.length) return expect(shown, json.slice(0, read)).toBeUndefined();
+            // A unit shows once its whole writing is read, and not before.
+            const complete = units.filter((_, i) => ends[i]! <= read).map((u) => u.unit).join("");
+            expect(shown, json.slice(0, read)).toBe(complete);
+          });
+          expect(parser.failed).toBe(false);
+          expect(parser.value).toEqual({ s: units.map((u) => u.unit).join("") });
+        },
+      ),
+      { numRuns: 1000, includeErrorInReport: true },
+    );
+  });
+
+  it("Lab 5.2 · property: a raw control character or a bad escape stops the parser, which keeps what it showed", () => {
+    // Each stops the parser within its own characters, whatever follows it.
+    const bad = fc.constantFrom("\u0001", "\n", "\\q", "\\x", "\\ ", "\\U0041", "\\u12G4");
+    fc.assert(
+      fc.property(
+        fc.array(encodedUnit, { maxLength: 12 }),
+        bad,
+        fc.array(encodedUnit, { maxLength: 4 }),
+        fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 6 }),
+        (before, wrong, after, sizes) => {
+          const head = stringDocument(before).json.slice(0, -'"}'.length);
+          const json = `${head}${wrong}${stringDocument(after).json.slice('{"s":"'.length)}`;
+          const shown = { s: before.map((u) => u.unit).join("") };
+          const parser = new PartialJsonParser();
+          pushInPieces(parser, json, sizes, (read) => {
+            if (read <= head.length) expect(parser.failed, json.slice(0, read)).toBe(false);
+            if (read >= head.length + wrong.length) expect(parser.failed, json.slice(0, read)).toBe(true);
+            if (parser.failed) expect(parser.value, json.slice(0, read)).toEqual(shown);
+          });
+        },
+      ),
       { numRuns: 500, includeErrorInReport: true },
     );
   });
