@@ -294,15 +294,20 @@ function streamOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
   });
 }
 
-async function throughAdapter(bytes: Uint8Array): Promise<number> {
+/** Our adapter's events for `bytes`, served by an in-memory `fetch`. */
+function oursOn(bytes: Uint8Array) {
   const model = createOpenAICompatibleModel({
     baseUrl: "http://bench.invalid/v1",
     model: "bench",
     fetch: async () => new Response(streamOf(bytes), { headers: { "content-type": "text/event-stream" } }),
   });
+  return model.stream({ messages: [] });
+}
+
+async function throughAdapter(bytes: Uint8Array): Promise<number> {
   let chars = 0;
   let partial: unknown;
-  for await (const event of model.stream({ messages: [] })) {
+  for await (const event of oursOn(bytes)) {
     if (event.type === "text_delta") {
       chars += event.delta.length;
       if (partial !== undefined && partial !== event.partial) throw new Error("bench: partial was copied");
@@ -326,14 +331,18 @@ const PI_MODEL = {
   maxTokens: 4096,
 };
 
-async function throughPiAi16(bytes: Uint8Array): Promise<number> {
+/** pi-ai 1.6's provider's events for `bytes`, served by the same in-memory `fetch`. */
+function piAi16On(bytes: Uint8Array) {
   const fetch = async () => new Response(streamOf(bytes), { headers: { "content-type": "text/event-stream" } });
-  const events = piAi16Completions(PI_MODEL as never, { messages: [{ role: "user", content: "hi", timestamp: 0 }] } as never, {
+  return piAi16Completions(PI_MODEL as never, { messages: [{ role: "user", content: "hi", timestamp: 0 }] } as never, {
     apiKey: "bench",
     fetch: fetch as never,
   });
+}
+
+async function throughPiAi16(bytes: Uint8Array): Promise<number> {
   let chars = 0;
-  for await (const event of events) {
+  for await (const event of piAi16On(bytes)) {
     if (event.type === "text_delta") chars += event.delta.length;
     else if (event.type === "error") throw new Error(`bench: pi-ai 1.6 ${event.error.errorMessage}`);
   }
@@ -389,13 +398,8 @@ function toolCallSse(args: string): Uint8Array {
 }
 
 async function toolArgsThroughAdapter(bytes: Uint8Array): Promise<unknown> {
-  const model = createOpenAICompatibleModel({
-    baseUrl: "http://bench.invalid/v1",
-    model: "bench",
-    fetch: async () => new Response(streamOf(bytes), { headers: { "content-type": "text/event-stream" } }),
-  });
   let seen = 0;
-  for await (const event of model.stream({ messages: [] })) {
+  for await (const event of oursOn(bytes)) {
     if (event.type === "toolcall_delta") seen += readPath(event.partialArguments);
     else if (event.type === "toolcall_end") return [seen, event.toolCall.arguments];
     else if (event.type === "error") throw new Error(`bench: ${event.error.errorMessage}`);
@@ -404,13 +408,8 @@ async function toolArgsThroughAdapter(bytes: Uint8Array): Promise<unknown> {
 }
 
 async function toolArgsThroughPiAi16(bytes: Uint8Array): Promise<unknown> {
-  const fetch = async () => new Response(streamOf(bytes), { headers: { "content-type": "text/event-stream" } });
-  const events = piAi16Completions(PI_MODEL as never, { messages: [{ role: "user", content: "hi", timestamp: 0 }] } as never, {
-    apiKey: "bench",
-    fetch: fetch as never,
-  });
   let seen = 0;
-  for await (const event of events) {
+  for await (const event of piAi16On(bytes)) {
     if (event.type === "toolcall_delta") {
       const block = event.partial.content[event.contentIndex];
       seen += readPath(block?.type === "toolCall" ? block.arguments : undefined);
