@@ -425,3 +425,76 @@ export interface AgentLoopConfig {
  */
 export type AgentEventStream = EventStream<AgentEvent, AgentMessage[]>;
 // #endregion
+// #region ch10
+
+/**
+ * The first line of a session file. Not an entry of the tree: it says what the file is.
+ * Contract: `version` is the format version of the lines that follow; a reader refuses a
+ * version newer than it knows, with what to do.
+ */
+export interface SessionHeader {
+  type: "session";
+  /** The format version of the file. */
+  version: number;
+  /** The session's id (unique among the sessions of one folder). */
+  id: string;
+  /** When the session was created (ISO 8601). */
+  timestamp: string;
+  /** The working folder the session ran in (absolute). */
+  cwd: string;
+}
+
+/** What every entry of a session tree has. */
+export interface SessionEntryBase {
+  /** Short, unique within the file, made by the component that appends. */
+  id: string;
+  /** The entry this one continues; `null` for a root. Branching is appending a child of an older entry. */
+  parentId: string | null;
+  /** When the entry was appended (ISO 8601). */
+  timestamp: string;
+}
+
+/** One message of the transcript (custom messages included). */
+export interface MessageEntry extends SessionEntryBase {
+  type: "message";
+  message: AgentMessage;
+}
+
+/** A name for an entry (a bookmark); `label: null` clears it. Not part of the model's context. */
+export interface LabelEntry extends SessionEntryBase {
+  type: "label";
+  /** The entry named. */
+  targetId: string;
+  label: string | null;
+}
+// #endregion
+// #region ch11
+
+/**
+ * What compaction leaves in the tree: a summary of everything on the path before
+ * `firstKeptEntryId`. The entries themselves stay in the file; the projection of the path
+ * starts from the summary, then the entries from `firstKeptEntryId` on.
+ */
+export interface CompactionEntry extends SessionEntryBase {
+  type: "compaction";
+  /** The structured summary of what was cut, as text the model reads. */
+  summary: string;
+  /** The first entry of the path that is kept verbatim after the summary. */
+  firstKeptEntryId: string;
+  /** Estimated tokens of the context before compaction. */
+  tokensBefore: number;
+  /** Estimated tokens of the context after compaction (summary + kept entries). */
+  tokensAfter: number;
+}
+// #endregion
+// #region ch10
+
+/** One line of a session file after the header. */
+export type SessionEntry =
+  | MessageEntry
+  | LabelEntry
+  // #region ch11
+  | CompactionEntry
+  // #endregion
+  ;
+// #endregion
