@@ -89,7 +89,7 @@ export {
   toToolDefinition,
   validateToolArguments,
 } from "./tools.js";
-export type { ToolArgumentIssue } from "./tools.js";
+export type { ToolArgumentIssue, ToolSpec } from "./tools.js";
 export type {
   AgentTool,
   AgentToolResult,

@@ -11,7 +11,7 @@
 import type { Static, TSchema } from "typebox";
 import { Compile, type Validator } from "typebox/compile";
 import { coerceValue } from "./tool-coercion.js";
-import type { AgentTool, ToolCall, ToolDefinition } from "./types.js";
+import type { AgentTool, AgentToolResult, AgentToolUpdateCallback, ToolCall, ToolDefinition } from "./types.js";
 
 /** One failing field: a JSON Pointer into the arguments (`""` is the whole object) and why. */
 export interface ToolArgumentIssue {
@@ -123,10 +123,27 @@ export function prepareToolArguments<TParameters extends TSchema>(
  * ```
  */
 export function defineTool<TParameters extends TSchema, TDetails = undefined>(
-  tool: AgentTool<TParameters, TDetails>,
+  tool: ToolSpec<TParameters, TDetails>,
 ): AgentTool<TParameters, TDetails> {
-  return tool;
+  // The same object: only `onUpdate`'s declared type differs (see ToolSpec).
+  return tool as AgentTool<TParameters, TDetails>;
 }
+
+/**
+ * `AgentTool` as `defineTool` takes it. The one difference: `onUpdate` takes partial results
+ * with `details: unknown`. Were it typed by `TDetails`, declaring the parameter would make
+ * TypeScript fix `TDetails` (to its default, `undefined`) before it reads what `execute`
+ * returns, so `details` could no longer be inferred. Partial results are for UIs and are not
+ * checked against `TDetails` either way (`tool_execution_update` carries them as `unknown`).
+ */
+export type ToolSpec<TParameters extends TSchema, TDetails> = Omit<AgentTool<TParameters, TDetails>, "execute"> & {
+  execute(
+    toolCallId: string,
+    params: Static<TParameters>,
+    signal?: AbortSignal,
+    onUpdate?: AgentToolUpdateCallback<unknown>,
+  ): Promise<AgentToolResult<TDetails>>;
+};
 
 /**
  * What a model is shown of a tool: name, description, and the parameters as a plain JSON Schema

@@ -271,4 +271,34 @@ describe("chapter 06 · tools", () => {
     const result = await echo.execute("1", args);
     expect(result.content).toEqual([{ type: "text", text: "abab" }]);
   });
+
+  it("Lab 6.3 · defineTool infers the details type also when execute declares onUpdate (arrow and method forms)", async () => {
+    const parameters = Type.Object({ text: Type.String() });
+    const arrow = defineTool({
+      name: "count",
+      label: "Count",
+      description: "Counts the characters.",
+      parameters,
+      execute: async (_id, params, _signal, onUpdate) => {
+        onUpdate?.({ content: [{ type: "text", text: "counting" }], details: { bytes: 0 } });
+        return { content: [{ type: "text", text: String(params.text.length) }], details: { bytes: params.text.length } };
+      },
+    });
+    const method = defineTool({
+      name: "count",
+      label: "Count",
+      description: "Counts the characters.",
+      parameters,
+      async execute(_id, params, _signal, onUpdate) {
+        onUpdate?.({ content: [], details: { bytes: 0 } });
+        return { content: [], details: { bytes: params.text.length } };
+      },
+    });
+    expectTypeOf(arrow.execute).returns.resolves.toEqualTypeOf<AgentToolResult<{ bytes: number }>>();
+    expectTypeOf(method.execute).returns.resolves.toEqualTypeOf<AgentToolResult<{ bytes: number }>>();
+    const updates: unknown[] = [];
+    const result = await arrow.execute("1", { text: "abc" }, undefined, (partial) => updates.push(partial.details));
+    expect(result.details).toEqual({ bytes: 3 });
+    expect(updates).toEqual([{ bytes: 0 }]);
+  });
 });
