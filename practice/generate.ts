@@ -198,14 +198,23 @@ function packageName(specifier: string): string | undefined {
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
 
-function pins(sources: Sources): { dev: Record<string, string>; runtime: Record<string, string> } {
+function pins(sources: Sources): {
+  dev: Record<string, string>;
+  runtime: Record<string, string>;
+  allowScripts: Record<string, boolean> | undefined;
+} {
   const root = JSON.parse(readFileSync(join(sources.repoRoot, "package.json"), "utf8"));
   const lib = JSON.parse(readFileSync(join(sources.repoRoot, "packages", "pi-course", "package.json"), "utf8"));
-  return { dev: { ...root.devDependencies }, runtime: { ...lib.dependencies } };
+  // The library's runtime packages are pinned in its devDependencies (peer ranges are for users).
+  return {
+    dev: { ...root.devDependencies },
+    runtime: { ...lib.devDependencies, ...lib.dependencies },
+    allowScripts: root.allowScripts,
+  };
 }
 
 function packageJson(view: View, sources: Sources): string {
-  const { dev, runtime } = pins(sources);
+  const { dev, runtime, allowScripts } = pins(sources);
   const dependencies: Record<string, string> = {};
   const devDependencies: Record<string, string> = {};
   const needed = new Set<string>(view.chapter.devDependencies ?? []);
@@ -248,6 +257,8 @@ function packageJson(view: View, sources: Sources): string {
     },
     ...(Object.keys(dependencies).length > 0 && { dependencies: sorted(dependencies) }),
     devDependencies: sorted(devDependencies),
+    // The repository's install-script decisions, so `npm install` there warns about nothing either.
+    ...(allowScripts !== undefined && { allowScripts }),
   };
   return JSON.stringify(pkg, null, 2) + "\n";
 }

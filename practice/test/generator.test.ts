@@ -2,7 +2,8 @@
  * Unit tests of the course machinery: markers, the catalogue, writing a folder, the target
  * rules of `npm run practice`. The per-chapter proof is in chapters.test.ts.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -166,6 +167,18 @@ describe("writing a folder", () => {
     );
     expect(() => writeView(view, target)).toThrow(/already exists/);
     rmSync(target, { recursive: true });
+  });
+
+  it("carries the repository's allowScripts, which cover every installed package with an install script", async () => {
+    const catalogue = await loadCatalogue();
+    const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    for (const chapter of catalogue.rebuild) {
+      const pkg = JSON.parse(buildView(catalogue, chapter, "practice").files.get("package.json") as string);
+      expect(pkg.allowScripts, `chapter ${chapter.id}`).toEqual(root.allowScripts);
+    }
+    // npm 11 warns at install about any install script allowScripts does not decide.
+    const listed = execFileSync("npm", ["install-scripts", "ls"], { cwd: REPO_ROOT, encoding: "utf8" });
+    expect(listed).toMatch(/No packages with unreviewed install scripts/);
   });
 });
 

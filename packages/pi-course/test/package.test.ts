@@ -92,10 +92,13 @@ describe("package · @pi/course as an installed dependency", () => {
           typeRoots: [join(repoRoot, "node_modules", "@types")],
           types: ["node"],
         },
-        files: ["consumer.ts"],
+        files: ["consumer.ts", "readme-example.ts"],
       }),
     );
     writeFileSync(join(app, "consumer.ts"), consumer);
+    // The package README's first example, as a user would paste it (typebox comes as a peer).
+    const readme = readFileSync(join(packageDir, "README.md"), "utf8");
+    writeFileSync(join(app, "readme-example.ts"), /```ts\n([\s\S]*?)```/.exec(readme)![1]!);
     execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], {
       cwd: app,
       stdio: ["ignore", "pipe", "pipe"],
@@ -113,6 +116,34 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(files).toContain("package.json");
     expect(files.filter((f) => f.startsWith("test/") || f.endsWith(".test.ts"))).toEqual([]);
   });
+
+  it("Package · ships a README that says it is ESM-only and how to install it", () => {
+    const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
+    expect(files).toContain("README.md");
+    const readme = readFileSync(join(work, "app", "node_modules", "@pi", "course", "README.md"), "utf8");
+    expect(readme).toMatch(/ESM only/);
+    expect(readme).toContain("npm install @pi/course typebox");
+  });
+
+  it("Package · exports list types first and a default; typebox is a peer; pi-course is a bin that runs", () => {
+    const installed = join(work, "app", "node_modules", "@pi", "course");
+    const pkg = JSON.parse(readFileSync(join(installed, "package.json"), "utf8"));
+    expect(Object.keys(pkg.exports["."])).toEqual(["types", "import", "default"]);
+    expect(pkg.peerDependencies).toEqual({ typebox: expect.any(String) });
+    expect(pkg.dependencies?.typebox).toBeUndefined();
+    // npm installs the peer for a user who did not list it.
+    expect(JSON.parse(readFileSync(join(work, "app", "node_modules", "typebox", "package.json"), "utf8")).name).toBe("typebox");
+    expect(pkg.bin).toEqual({ "pi-course": "./dist/cli/start.js" });
+    const help = execFileSync(join(work, "app", "node_modules", ".bin", "pi-course"), ["--help"], { encoding: "utf8" });
+    expect(help).toMatch(/--base-url/);
+  }, 60_000);
+
+  it("Package · the README's example typechecks and prints what it says", () => {
+    const app = join(work, "app");
+    execFileSync(process.execPath, [tsc, "-p", app], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
+    const out = execFileSync(process.execPath, [join(app, "out", "readme-example.js")], { cwd: app, encoding: "utf8" });
+    expect(out).toBe("2 + 3 = 5\n");
+  }, 120_000);
 
   it("Package · a consumer typechecks (declaration merging included) and runs", () => {
     const app = join(work, "app");

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The entry point of `npm start` (see `main.ts`). Ctrl-C aborts the run cleanly (the trace
  * still ends with `agent_end`); a second Ctrl-C exits at once.
