@@ -143,7 +143,7 @@ function modelAt(baseUrl: string, extra: Partial<Parameters<typeof createOpenAIC
 function message(
   content: AssistantContent[],
   stopReason: AssistantMessage["stopReason"],
-  usage: [number, number, number] | undefined,
+  usage: [input: number, output: number, total: number, cacheRead?: number] | undefined,
   extra: Partial<AssistantMessage> = {},
 ): AssistantMessage {
   return {
@@ -151,7 +151,10 @@ function message(
     content,
     provider: "test-provider",
     model: "test-model",
-    usage: usage === undefined ? { input: 0, output: 0, totalTokens: 0 } : { input: usage[0], output: usage[1], totalTokens: usage[2] },
+    usage:
+      usage === undefined
+        ? { input: 0, output: 0, totalTokens: 0 }
+        : { input: usage[0], output: usage[1], totalTokens: usage[2], ...(usage[3] !== undefined && { cacheRead: usage[3] }) },
     stopReason,
     ...(usage === undefined && (stopReason === "stop" || stopReason === "length" || stopReason === "toolUse")
       ? { diagnostics: [NO_USAGE_DIAGNOSTIC] }
@@ -652,7 +655,7 @@ function translate(chunks: readonly unknown[], options: { end?: boolean } = {}):
   for (const chunk of chunks) {
     const error = turn.chunk(chunk as ChatCompletionChunk);
     if (error !== undefined) {
-      turn.fail("error", `The provider reported an error: ${error}`);
+      turn.fail("error", `The provider reported an error: ${error}`, { kind: "provider", retryable: false });
       break;
     }
   }
@@ -768,12 +771,18 @@ describe("chapter 05 · inbound translation", () => {
     const filtered = translate([{ ...delta({ content: "Some" }, "content_filter"), usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }]);
     expect(filtered.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(filtered.message).toEqual(
-      message([text("Some")], "error", [1, 1, 2], { errorMessage: 'The provider ended the turn with finish_reason "content_filter".' }),
+      message([text("Some")], "error", [1, 1, 2], {
+        errorMessage: 'The provider ended the turn with finish_reason "content_filter".',
+        errorDetails: { kind: "provider", code: "content_filter", retryable: false },
+      }),
     );
 
     const unfinished = translate([delta({ content: "Hel" })]);
     expect(unfinished.message).toEqual(
-      message([text("Hel")], "error", undefined, { errorMessage: "The stream ended before the model finished (no finish_reason was sent)." }),
+      message([text("Hel")], "error", undefined, {
+        errorMessage: "The stream ended before the model finished (no finish_reason was sent).",
+        errorDetails: { kind: "protocol", retryable: false },
+      }),
     );
 
     const ollama = translate([delta({ tool_calls: [{ function: { name: "ls", arguments: "{}" } }] }, "stop")]);
@@ -800,6 +809,14 @@ describe("chapter 05 · inbound translation", () => {
     expect(translate([finish("stop")]).message).toEqual(message([], "stop", undefined));
   });
 
+  it("Lab 5.4 · cached prompt tokens: cacheRead (and OpenRouter's cacheWrite) are parts of input, absent when not reported", () => {
+    const cached = { ...usage(339, 83, 422), usage: { ...usage(339, 83, 422).usage, prompt_tokens_details: { cached_tokens: 320, cache_write_tokens: 7 } } };
+    expect(translate([finish("stop"), cached]).message.usage).toEqual({ input: 339, output: 83, totalTokens: 422, cacheRead: 320, cacheWrite: 7 });
+    const zero = { ...usage(5, 1, 6), usage: { ...usage(5, 1, 6).usage, prompt_tokens_details: { cached_tokens: 0 } } };
+    expect(translate([finish("stop"), zero]).message.usage).toEqual({ input: 5, output: 1, totalTokens: 6, cacheRead: 0 });
+    expect(translate([finish("stop"), usage(5, 1, 6)]).message.usage).toEqual({ input: 5, output: 1, totalTokens: 6 });
+  });
+
   it("Lab 5.4 · an error object in a chunk is reported (after its usage is applied) and the partial content is kept", () => {
     const turn = translate([
       delta({ content: "Part" }),
@@ -808,7 +825,10 @@ describe("chapter 05 · inbound translation", () => {
     ]);
     expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(turn.message).toEqual(
-      message([text("Part")], "error", [2, 1, 3], { errorMessage: "The provider reported an error: Overloaded (code 529)" }),
+      message([text("Part")], "error", [2, 1, 3], {
+        errorMessage: "The provider reported an error: Overloaded (code 529)",
+        errorDetails: { kind: "provider", retryable: false },
+      }),
     );
   });
 });
@@ -829,7 +849,7 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "alibaba-qwen-tool-call.chunks.txt",
     signature: ["start", "toolcall_delta@0×2", "toolcall_end@0", "done:toolUse"],
-    expected: () => message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317]),
+    expected: () => message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317, 0]),
   },
   {
     file: "anthropic-openai-compat-tool-call-index-1.sse",
@@ -839,12 +859,12 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "azure-openai-model-router-prompt-filter.chunks.txt",
     signature: ["start", "text_delta@0×4", "done:stop"],
-    expected: () => message([text("Capital of Denmark.")], "stop", [15, 78, 93]),
+    expected: () => message([text("Capital of Denmark.")], "stop", [15, 78, 93, 0]),
   },
   {
     file: "deepseek-chat-finish-length.chunks.txt",
     signature: ["start", "text_delta@0×400", "done:length"],
-    expected: () => message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413]),
+    expected: () => message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413, 0]),
   },
   {
     file: "deepseek-reasoner-reasoning-content.chunks.txt",
@@ -853,7 +873,7 @@ const FIXTURES: FixtureCase[] = [
       message(
         [thinking(wireText("deepseek-reasoner-reasoning-content.chunks.txt", "reasoning")), text('The word "strawberry" contains three "r"s.')],
         "stop",
-        [18, 219, 237],
+        [18, 219, 237, 0],
       ),
   },
   {
@@ -863,7 +883,7 @@ const FIXTURES: FixtureCase[] = [
       message(
         [thinking(wireText("deepseek-reasoner-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", weatherSF)],
         "toolUse",
-        [339, 83, 422],
+        [339, 83, 422, 320],
       ),
   },
   {
@@ -875,6 +895,7 @@ const FIXTURES: FixtureCase[] = [
           "The provider reported an error: Tool call validation failed: tool call validation failed: parameters for tool " +
           "get_something_by_name did not match schema: errors: [missing properties: 'name', additionalProperties " +
           "'invalid_param' not allowed] (code tool_use_failed)",
+        errorDetails: { kind: "provider", code: "tool_use_failed", retryable: false },
       }),
   },
   {
@@ -898,7 +919,7 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "openai-gpt-4.1-nano-text-300-chunks.chunks.txt",
     signature: ["start", "text_delta@0×300", "done:stop"],
-    expected: () => message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316]),
+    expected: () => message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316, 0]),
   },
   {
     file: "openai-gpt-4o-finish-length.sse",
@@ -912,7 +933,7 @@ const FIXTURES: FixtureCase[] = [
           ),
         ],
         "length",
-        [14, 50, 64],
+        [14, 50, 64, 0],
       ),
   },
   {
@@ -922,7 +943,7 @@ const FIXTURES: FixtureCase[] = [
       message(
         [call("call_NS4iQj14cDFwc0BnrKqDHavt", "get_weather", { city: "Mexico City" }), call("call_SkGkkGDvHQEEk0CGbnAh2AQw", "get_product_name", {})],
         "toolUse",
-        [417, 44, 461],
+        [417, 44, 461, 0],
       ),
   },
   {
@@ -935,14 +956,14 @@ const FIXTURES: FixtureCase[] = [
           call("call_KPXe5NX7IcKkaBUhc6dto2QV", "secret_retrieval_tool", { password: "radiance" }),
         ],
         "toolUse",
-        [75, 53, 128],
+        [75, 53, 128, 0],
       ),
   },
   {
     file: "openai-gpt-4o-refusal-deltas.sse",
     signature: ["start", "text_delta@0×12", "done:stop"],
     expected: () =>
-      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77], { diagnostics: [REFUSAL_DIAGNOSTIC] }),
+      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77, 0], { diagnostics: [REFUSAL_DIAGNOSTIC] }),
   },
   {
     file: "openai-gpt-4o-single-tool-call-54-arg-chunks.sse",
@@ -959,26 +980,27 @@ const FIXTURES: FixtureCase[] = [
           }),
         ],
         "toolUse",
-        [448, 62, 510],
+        [448, 62, 510, 0],
       ),
   },
   {
     file: "openai-gpt-4o-text-with-usage.sse",
     signature: ["start", "text_delta@0×8", "done:stop"],
-    expected: () => message([text("The capital of Mexico is Mexico City.")], "stop", [14, 8, 22]),
+    expected: () => message([text("The capital of Mexico is Mexico City.")], "stop", [14, 8, 22, 0]),
   },
   {
     file: "openrouter-minimax-length-then-error-chunk.sse",
     signature: ["start", "thinking_delta@0×2", "error:error"],
     expected: () =>
-      message([thinking("We need to respond to a greeting. The user")], "error", [43, 10, 53], {
+      message([thinking("We need to respond to a greeting. The user")], "error", [43, 10, 53, 0], {
         errorMessage: "The provider reported an error: Token limit reached (code 400)",
+        errorDetails: { kind: "provider", code: "400", retryable: false },
       }),
   },
   {
     file: "openrouter-reasoning-with-sse-comments.sse",
     signature: ["start", "thinking_delta@0×3", "text_delta@1×2", "done:stop"],
-    expected: () => message([thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")], "stop", [43, 36, 79]),
+    expected: () => message([thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")], "stop", [43, 36, 79, 0]),
   },
   {
     file: "xai-grok-3-mini-reasoning-then-tool-call.chunks.txt",
@@ -987,13 +1009,13 @@ const FIXTURES: FixtureCase[] = [
       message(
         [thinking(wireText("xai-grok-3-mini-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_79382389", "weather", weatherSF)],
         "toolUse",
-        [307, 26, 560],
+        [307, 26, 560, 306],
       ),
   },
   {
     file: "zai-glm-reasoning-content.sse",
     signature: ["start", "thinking_delta@0×90", "text_delta@1", "done:stop"],
-    expected: () => message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577]),
+    expected: () => message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577, 0]),
   },
 ];
 
@@ -1054,23 +1076,30 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
         reason: "error",
         error: message([], "error", undefined, {
           errorMessage: "HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)",
+          errorDetails: { kind: "http", status: 401, code: "invalid_api_key", retryable: false },
         }),
       },
     ]);
 
+    // Retryable statuses, with retries turned off here (retries are tested below).
+    const once = modelAt(server.baseUrl, { maxRetries: 0 });
     server.reply(statusReply(500, "upstream exploded\n", "text/plain"));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 500 Internal Server Error: upstream exploded");
+    const exploded = (await runTurn(once)).message;
+    expect(exploded.errorMessage).toBe("HTTP 500 Internal Server Error: upstream exploded");
+    expect(exploded.errorDetails).toEqual({ kind: "http", status: 500, retryable: true });
 
     server.reply(statusReply(429, JSON.stringify({ message: "slow down" })));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 429 Too Many Requests: slow down");
+    expect((await runTurn(once)).message.errorMessage).toBe("HTTP 429 Too Many Requests: slow down");
 
     server.reply(statusReply(404, ""));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
+    const missing = (await runTurn(modelAt(server.baseUrl))).message;
+    expect(missing.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
+    expect(missing.errorDetails).toEqual({ kind: "http", status: 404, retryable: false });
 
     server.reply(statusReply(200, JSON.stringify({ error: { message: "streaming is not supported with tools" } })));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe(
-      "HTTP 200: expected an event stream, got JSON: streaming is not supported with tools",
-    );
+    const json = (await runTurn(modelAt(server.baseUrl))).message;
+    expect(json.errorMessage).toBe("HTTP 200: expected an event stream, got JSON: streaming is not supported with tools");
+    expect(json.errorDetails).toEqual({ kind: "protocol", retryable: false });
   }, 10_000);
 
   it("Lab 5.5 · a refused connection is an error event, never a throw", async () => {
@@ -1090,12 +1119,16 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(reset.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
     expect(reset.message.content).toEqual([text("Hello")]);
     expect(reset.message.errorMessage).toMatch(/^The connection failed mid-stream: /);
+    expect(reset.message.errorDetails).toEqual({ kind: "network", retryable: true });
 
     server.reply(sseReply(`${head}data: {"choices": [{"delta": \n\n`));
     const malformed = await runTurn(modelAt(server.baseUrl));
     expect(malformed.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
     expect(malformed.message).toEqual(
-      message([text("Hello")], "error", undefined, { errorMessage: 'The server sent a malformed chunk: {"choices": [{"delta": ' }),
+      message([text("Hello")], "error", undefined, {
+        errorMessage: 'The server sent a malformed chunk: {"choices": [{"delta": ',
+        errorDetails: { kind: "protocol", retryable: false },
+      }),
     );
 
     server.reply(sseReply(head));
@@ -1103,6 +1136,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(cut.message).toEqual(
       message([text("Hello")], "error", undefined, {
         errorMessage: "The stream ended before the model finished (no finish_reason was sent).",
+        errorDetails: { kind: "protocol", retryable: false },
       }),
     );
   }, 10_000);
@@ -1127,7 +1161,14 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     const before = server.requests.length;
     const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, AbortSignal.abort());
     expect(early.events).toEqual([
-      { type: "error", reason: "aborted", error: message([], "aborted", undefined, { errorMessage: "Request was aborted before it was sent." }) },
+      {
+        type: "error",
+        reason: "aborted",
+        error: message([], "aborted", undefined, {
+          errorMessage: "Request was aborted before it was sent.",
+          errorDetails: { kind: "aborted", retryable: false },
+        }),
+      },
     ]);
     expect(server.requests.length).toBe(before);
 
@@ -1156,7 +1197,12 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     const aborted = await stream.result();
     surfaceInternalError(aborted);
     expect(seen).toEqual(["start", "text_delta", "error"]);
-    expect(aborted).toEqual(message([text("partial")], "aborted", undefined, { errorMessage: "Request was aborted mid-stream." }));
+    expect(aborted).toEqual(
+      message([text("partial")], "aborted", undefined, {
+        errorMessage: "Request was aborted mid-stream.",
+        errorDetails: { kind: "aborted", retryable: false },
+      }),
+    );
   }, 10_000);
 
   it("Lab 5.5 · never throws: a context that cannot be sent, or a key the HTTP layer rejects, are error events without the key", async () => {
