@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
@@ -7,6 +8,8 @@ import {
   PartialJsonParser,
   REFUSAL_DIAGNOSTIC,
   SseDecoder,
+  DEFAULT_LIMITS,
+  DEFAULT_TRANSPORT,
   createOpenAICompatibleModel,
   parseToolArguments,
   readSse,
@@ -20,12 +23,18 @@ import type {
   Context,
   Model,
   ModelEvent,
+  OpenAICompatibleOptions,
   SseEvent,
+  TextContent,
   ToolCall,
 } from "../src/index.js";
 import {
   SseServer,
+  dripReply,
   fixtureChunks,
+  gzipReply,
+  redirectReply,
+  resetReply,
   fixtureSse,
   seededRandom,
   randomPieces,
@@ -1222,6 +1231,307 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(/baseUrl must be an http\(s\) URL/);
     expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(/model must be a non-empty model id/);
   }, 10_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Lab 5.5 · retries, time, bounds and redirects (the shared transport), against real HTTP
+// ---------------------------------------------------------------------------------------------
+
+const OK_BODY = sseOf([
+  { choices: [{ index: 0, delta: { content: "fine" }, finish_reason: "stop" }] },
+  { choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } },
+]);
+const textChunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+
+/** Gzip of `mib` MiB: one `data:` line that never ends (inflates ~1000× past what is sent). */
+async function hostileGzip(mib: number): Promise<Uint8Array> {
+  const gzip = createGzip({ level: 9 });
+  const out: Buffer[] = [];
+  gzip.on("data", (piece: Buffer) => out.push(piece));
+  const ended = new Promise((resolve) => gzip.on("end", resolve));
+  gzip.write('data: {"choices":[{"index":0,"delta":{"content":"');
+  const unit = Buffer.alloc(1 << 20, 0x61);
+  for (let i = 0; i < mib; i++) if (!gzip.write(unit)) await new Promise((resolve) => gzip.once("drain", resolve));
+  gzip.end();
+  await ended;
+  return Buffer.concat(out);
+}
+
+describe("chapter 05 · a failing or hostile server", () => {
+  let server: SseServer;
+  beforeAll(async () => {
+    server = await SseServer.start();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+  /** Fast backoff so retries take milliseconds. */
+  const model = (extra: Partial<OpenAICompatibleOptions> = {}) => modelAt(server.baseUrl, { retryBaseDelayMs: 5, ...extra });
+  const sent = () => server.requests.length;
+
+  it("Lab 5.5 · retries 500, 503 and a reset before the first byte, then streams the answer as if nothing happened", async () => {
+    const before = sent();
+    server.reply(statusReply(500, "hiccup", "text/plain")).reply(resetReply).reply(statusReply(503, "{}")).reply(sseReply(OK_BODY));
+    const turn = await runTurn(model({ maxRetries: 3 }));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(turn.message).toEqual(message([text("fine")], "stop", [3, 1, 4]));
+    expect(sent() - before).toBe(4);
+    const bodies = server.requests.slice(before).map((r) => r.body);
+    expect(new Set(bodies).size).toBe(1);
+  }, 10_000);
+
+  it("Lab 5.5 · honours Retry-After (seconds) on a 429 before retrying", async () => {
+    const before = sent();
+    server.reply(statusReply(429, JSON.stringify({ error: { message: "slow down", code: "rate_limit_exceeded" } }), "application/json", { "retry-after": "1" }));
+    server.reply(sseReply(OK_BODY));
+    const started = performance.now();
+    const turn = await runTurn(model());
+    expect(performance.now() - started).toBeGreaterThanOrEqual(950);
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(sent() - before).toBe(2);
+  }, 10_000);
+
+  it("Lab 5.5 · gives up after maxRetries, or at once when not retryable or when Retry-After is too long: structured details", async () => {
+    let before = sent();
+    for (let i = 0; i < 3; i++) server.reply(statusReply(503, JSON.stringify({ error: { message: "busy", type: "overloaded_error" } }), "application/json", { "retry-after-ms": "10" }));
+    const busy = await runTurn(model());
+    expect(sent() - before).toBe(3);
+    expect(busy.events).toEqual([
+      {
+        type: "error",
+        reason: "error",
+        error: message([], "error", undefined, {
+          errorMessage: "HTTP 503 Service Unavailable: busy (gave up after 3 attempts)",
+          errorDetails: { kind: "http", status: 503, code: "overloaded_error", retryAfterMs: 10, retryable: true },
+        }),
+      },
+    ]);
+
+    before = sent();
+    server.reply(statusReply(400, JSON.stringify({ error: { message: "bad tools", code: "invalid_request" } })));
+    const bad = await runTurn(model());
+    expect(sent() - before).toBe(1);
+    expect(bad.message.errorDetails).toEqual({ kind: "http", status: 400, code: "invalid_request", retryable: false });
+
+    before = sent();
+    server.reply(statusReply(429, "{}", "application/json", { "retry-after": "3600" }));
+    const later = await runTurn(model({ maxRetryDelayMs: 5_000 }));
+    expect(sent() - before).toBe(1);
+    expect(later.message.errorDetails).toEqual({ kind: "http", status: 429, retryAfterMs: 3_600_000, retryable: true });
+  }, 10_000);
+
+  it("Lab 5.5 · a refused connection is retried, then reported with its cause", async () => {
+    const closed = await SseServer.start();
+    const url = closed.baseUrl;
+    await closed.close();
+    const turn = await runTurn(modelAt(url, { retryBaseDelayMs: 5 }));
+    expect(turn.message.errorMessage).toMatch(/ECONNREFUSED.*\(gave up after 3 attempts\)$/);
+    expect(turn.message.errorDetails).toEqual({ kind: "network", retryable: true });
+  }, 10_000);
+
+  it("Lab 5.5 · never retries once content has streamed: a reset or an overloaded error mid-stream ends the turn", async () => {
+    let before = sent();
+    server.reply(sseReply(textChunk("Hel"), { then: "reset" }));
+    const reset = await runTurn(model());
+    expect(sent() - before).toBe(1);
+    expect(reset.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(reset.message.content).toEqual([text("Hel")]);
+
+    before = sent();
+    server.reply(sseReply(textChunk("Hel") + sseOf([{ error: { message: "Overloaded", type: "overloaded_error" } }], { done: false })));
+    const overloaded = await runTurn(model());
+    expect(sent() - before).toBe(1);
+    expect(overloaded.message).toEqual(
+      message([text("Hel")], "error", undefined, {
+        errorMessage: "The provider reported an error: Overloaded",
+        errorDetails: { kind: "provider", code: "overloaded_error", retryable: true },
+      }),
+    );
+  }, 10_000);
+
+  it("Lab 5.5 · an abort while waiting to retry ends at once as aborted, with no further request", async () => {
+    const before = sent();
+    server.reply(statusReply(503, "{}", "application/json", { "retry-after": "30" }));
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = performance.now();
+    const turn = await runTurn(model(), { messages: [] }, controller.signal);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(sent() - before).toBe(1);
+    expect(turn.message.stopReason).toBe("aborted");
+    expect(turn.message.errorMessage).toBe("Request was aborted while waiting to retry.");
+  }, 10_000);
+
+  it("Lab 5.5 · timeoutMs ends the request as a timeout (stopReason error, kind timeout), not as an abort; partial content kept", async () => {
+    server.reply(stallReply);
+    const headers = await runTurn(model({ timeoutMs: 150 }));
+    expect(headers.events).toEqual([
+      {
+        type: "error",
+        reason: "error",
+        error: message([], "error", undefined, {
+          errorMessage: "The request timed out: timeoutMs (150 ms) ran out while waiting for the server.",
+          errorDetails: { kind: "timeout", retryable: false },
+        }),
+      },
+    ]);
+
+    server.reply(dripReply(textChunk("Hel"), (i) => textChunk(String(i % 10)), 20));
+    const streaming = await runTurn(model({ timeoutMs: 200 }));
+    expect(streaming.message.stopReason).toBe("error");
+    expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (200 ms) ran out mid-stream.");
+    expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false });
+    expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
+  }, 10_000);
+
+  it("Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall", async () => {
+    const stall = { idleTimeoutMs: 150 };
+    server.reply(stallReply);
+    const slowHeaders = await runTurn(model(stall));
+    expect(slowHeaders.signature).toEqual(["error:error"]);
+    expect(slowHeaders.message.errorMessage).toBe("The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).");
+    expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true });
+
+    const midStream = "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 150 ms (idleTimeoutMs).";
+    server.reply(sseReply(textChunk("partial"), { then: "stall" }));
+    const stalled = await runTurn(model(stall));
+    expect(stalled.message).toEqual(
+      message([text("partial")], "error", undefined, { errorMessage: midStream, errorDetails: { kind: "stall", retryable: true } }),
+    );
+
+    server.reply(dripReply("", () => ": keep-alive\n\n", 10));
+    const comments = await runTurn(model(stall));
+    expect(comments.signature).toEqual(["start", "error:error"]);
+    expect(comments.message.errorMessage).toBe(midStream);
+
+    const frame = textChunk("one frame, one byte at a time");
+    server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
+    const slowloris = await runTurn(model(stall));
+    expect(slowloris.signature).toEqual(["start", "error:error"]);
+    expect(slowloris.message.errorMessage).toBe(midStream);
+  }, 10_000);
+
+  it("Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes", async () => {
+    const frames = [...Array.from({ length: 8 }, (_, i) => textChunk(String(i))), sseOf([{ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }])];
+    server.reply(dripReply("", (i) => frames[i], 50));
+    const turn = await runTurn(model({ idleTimeoutMs: 150 }));
+    expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
+  }, 10_000);
+
+  it("Lab 5.5 · maxResponseBytes: an endless stream of small deltas ends in a limit error, partial content kept, connection closed", async () => {
+    const endless = dripReply("", () => textChunk("x".repeat(64)).repeat(16), 0);
+    server.reply(endless);
+    const turn = await runTurn(model({ maxResponseBytes: 64 * 1024 }));
+    expect(turn.message.stopReason).toBe("error");
+    expect(turn.message.errorMessage).toBe(
+      "The response was cut off: the response passed maxResponseBytes (65536 bytes after decompression); the rest was not read.",
+    );
+    expect(turn.message.errorDetails).toEqual({ kind: "limit", retryable: false });
+    const shown = (turn.message.content[0] as TextContent).text.length;
+    expect(shown).toBeGreaterThan(30_000);
+    expect(shown).toBeLessThan(65_536);
+    await until(() => endless.sent() > 0);
+    const sentThen = endless.sent();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(endless.sent() - sentThen).toBeLessThan(1024 * 1024);
+  }, 10_000);
+
+  it("Lab 5.5 · a gzip bomb (64 KB inflating to 64 MiB) stops at maxResponseBytes, decompressed bytes counted", async () => {
+    const bomb = await hostileGzip(64);
+    expect(bomb.byteLength).toBeLessThan(128 * 1024);
+    server.reply(gzipReply(bomb));
+    const rssBefore = process.memoryUsage().rss;
+    const turn = await runTurn(model({ maxResponseBytes: 4 * 1024 * 1024 }));
+    const growth = process.memoryUsage().rss - rssBefore;
+    expect(turn.signature).toEqual(["start", "error:error"]);
+    expect(turn.message.errorMessage).toBe(
+      "The response was cut off: the response passed maxResponseBytes (4194304 bytes after decompression); the rest was not read.",
+    );
+    // At most the bound (one unfinished line, held as text pieces) and a read past it.
+    expect(growth).toBeLessThan(64 * 1024 * 1024);
+  }, 10_000);
+
+  it("Lab 5.5 · the documented default bounds", () => {
+    expect(DEFAULT_LIMITS).toEqual({ maxResponseBytes: 64 * 1024 * 1024, maxContentBlocks: 1024, maxToolCalls: 256 });
+    expect(DEFAULT_TRANSPORT).toEqual({ maxRetries: 2, retryBaseDelayMs: 500, maxRetryDelayMs: 60_000, idleTimeoutMs: 120_000 });
+  });
+
+  it("Lab 5.5 · maxContentBlocks and maxToolCalls: a server opening block after block is stopped", async () => {
+    const flip = (i: number) => (i % 2 === 0 ? textChunk("t") : `data: ${JSON.stringify({ choices: [{ index: 0, delta: { reasoning_content: "r" } }] })}\n\n`);
+    server.reply(dripReply("", flip, 0));
+    const blocks = await runTurn(model({ maxContentBlocks: 20 }));
+    expect(blocks.message.content.length).toBe(21);
+    expect(blocks.message.errorMessage).toBe("The response passed maxContentBlocks (20 content blocks in one turn).");
+    expect(blocks.message.errorDetails).toEqual({ kind: "limit", retryable: false });
+
+    const calls = (i: number) => sseOf([{ choices: [{ index: 0, delta: { tool_calls: [{ index: i, id: `c${i}`, function: { name: "ls", arguments: "{}" } }] } }] }], { done: false });
+    server.reply(dripReply("", calls, 0));
+    const tools = await runTurn(model({ maxToolCalls: 5 }));
+    expect(tools.message.content.length).toBe(6);
+    expect(tools.signature).toEqual(["start", "toolcall_delta@0", "toolcall_delta@1", "toolcall_delta@2", "toolcall_delta@3", "toolcall_delta@4", "toolcall_delta@5", "error:error"]);
+    expect(tools.message.errorMessage).toBe("The response passed maxToolCalls (5 tool calls in one turn).");
+  }, 10_000);
+
+  it("Lab 5.5 · redirects: same-origin 307/308 followed with the same body; another origin refused (nothing sent there); 302 refused", async () => {
+    const other = await SseServer.start();
+    try {
+      const target = `${other.baseUrl}/chat/completions`;
+      server.reply(redirectReply(307, target));
+      const before = sent();
+      const away = await runTurn(model());
+      expect(other.requests.length).toBe(0);
+      expect(sent() - before).toBe(1);
+      expect(away.events).toEqual([
+        {
+          type: "error",
+          reason: "error",
+          error: message([], "error", undefined, {
+            errorMessage:
+              `HTTP 307: the server redirected the request to ${target}, another origin; it was not followed, so the conversation ` +
+              "and the key were not sent there. If that server is the right one, set baseUrl to it.",
+            errorDetails: { kind: "redirect", status: 307, retryable: false },
+          }),
+        },
+      ]);
+
+      server.reply(redirectReply(308, "/v2/chat/completions")).reply(sseReply(OK_BODY));
+      const context: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }] };
+      const moved = await runTurn(model(), context);
+      expect(moved.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+      const [first, second] = server.requests.slice(-2);
+      expect([first!.method, first!.url, second!.method, second!.url]).toEqual(["POST", "/v1/chat/completions", "POST", "/v2/chat/completions"]);
+      expect(second!.body).toBe(first!.body);
+      expect(second!.headers.authorization).toBe(`Bearer ${KEY}`);
+
+      server.reply(redirectReply(302, "/v2/chat/completions"));
+      const found = await runTurn(model());
+      expect(found.message.errorDetails).toEqual({ kind: "redirect", status: 302, retryable: false });
+      expect(found.message.errorMessage).toMatch(/a 302 would turn the POST into a GET/);
+    } finally {
+      await other.close();
+    }
+  }, 10_000);
+
+  it("Lab 5.5 · the key is redacted before an error text is cut: a key across the 500-character cut shows no part of itself", async () => {
+    const pad = "x".repeat(495);
+    server.reply(sseReply(`data: ${pad}${KEY} and more\n\n`));
+    const malformed = await runTurn(model());
+    expect(malformed.message.errorMessage).toBe(`The server sent a malformed chunk: ${pad}[reda…`);
+
+    server.reply(statusReply(400, JSON.stringify({ error: { message: `${pad}${KEY}` } })));
+    const status = await runTurn(model());
+    expect(status.message.errorMessage).toBe(`HTTP 400 Bad Request: ${pad}[reda…`);
+    expect(status.message.errorMessage).not.toContain(KEY.slice(0, 6));
+  }, 10_000);
+
+  it("Lab 5.5 · bounds that cannot work are refused when the model is made, with the option's name", () => {
+    const make = (extra: Partial<OpenAICompatibleOptions>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
+    expect(make({ idleTimeoutMs: 0 })).toThrow(/idleTimeoutMs must be a number ≥ 1 \(or Infinity\), got 0/);
+    expect(make({ maxRetries: -1 })).toThrow(/maxRetries must be a number ≥ 0, got -1/);
+    expect(make({ timeoutMs: Number.NaN })).toThrow(/timeoutMs must be a number ≥ 1, got NaN/);
+    expect(make({ maxResponseBytes: Infinity })).toThrow(/maxResponseBytes must be a number ≥ 1, got Infinity/);
+    expect(make({ idleTimeoutMs: Infinity, maxRetries: 0 })).not.toThrow();
+  });
 });
 
 /** For every call that ended: the last partial value seen equals the final arguments. */
