@@ -122,6 +122,7 @@ export async function openEventStream(
     const last = result.failure;
     const wait = last.retryAfterMs ?? backoffMs(attempt, options.retryBaseDelayMs ?? DEFAULT_TRANSPORT.retryBaseDelayMs);
     const giveUp =
+      deadline.signal.aborted ||
       !last.retryable ||
       attempt > maxRetries ||
       wait > (options.maxRetryDelayMs ?? DEFAULT_TRANSPORT.maxRetryDelayMs) ||
@@ -161,7 +162,7 @@ async function sendOnce(request: StreamingRequest, options: TransportOptions, de
   const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
   if (!response.ok || response.body === null) {
     const payload = await readErrorBody(response, secrets);
-    if (deadline.signal.aborted) return { ok: false, failure: deadlineFailure(deadline, options, "while reading the error response", "headers") };
+    if (deadline.signal.aborted) return { ok: false, failure: deadlineFailure(deadline, options, "while reading the error response", "error body") };
     if (response.ok) return { ok: false, failure: failure("protocol", `${status}: the response has no body.`) };
     const after = retryAfterMs(response.headers);
     return {
@@ -226,14 +227,24 @@ function streamOf(body: ReadableStream<Uint8Array>, deadline: RequestDeadline, o
 }
 
 /** The failure for a fired deadline: the caller's abort, the timeout, or a stall. */
-function deadlineFailure(deadline: RequestDeadline, options: TransportOptions, phase: string, stage: "headers" | "stream"): RequestFailure {
+function deadlineFailure(
+  deadline: RequestDeadline,
+  options: TransportOptions,
+  phase: string,
+  stage: "headers" | "error body" | "stream",
+): RequestFailure {
   deadline.dispose();
   switch (deadline.cause) {
     case "timeout":
       return failure("timeout", `The request timed out: timeoutMs (${options.timeoutMs} ms) ran out ${phase}.`);
     case "stall": {
       const idle = options.idleTimeoutMs ?? DEFAULT_TRANSPORT.idleTimeoutMs;
-      const what = stage === "headers" ? "no response headers arrived" : "no data arrived (keep-alive comments and unfinished frames do not count)";
+      const what =
+        stage === "headers"
+          ? "no response headers arrived"
+          : stage === "error body"
+            ? "the error response stopped arriving"
+            : "no data arrived (keep-alive comments and unfinished frames do not count)";
       return failure("stall", `The server stalled: ${what} for ${idle} ms (idleTimeoutMs).`, { retryable: true });
     }
     default:

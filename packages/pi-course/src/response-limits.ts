@@ -4,7 +4,8 @@
  *
  * - `maxResponseBytes` (default 64 MiB): the body's bytes **after** decompression (`fetch`
  *   inflates gzip/br/deflate before we see them, so ~1 MB of gzip that inflates to 1 GB stops at
- *   the bound). 64 MiB is ~4× a 128k-token answer at OpenAI's ~130 bytes of SSE per token.
+ *   the bound). The recorded OpenAI and DeepSeek streams spend ~300 bytes of SSE per chunk, so
+ *   64 MiB holds ~220k chunks: more than a 128k-token answer.
  * - `maxContentBlocks` (default 1,024) and `maxToolCalls` (default 256) per turn: a server that
  *   opens block after block in tiny pieces is stopped long before the byte bound.
  *

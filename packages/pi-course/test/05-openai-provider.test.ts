@@ -1230,6 +1230,13 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
 
     expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(/baseUrl must be an http\(s\) URL/);
     expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(/model must be a non-empty model id/);
+    // Bounds that cannot work are refused when the model is made, with the option's name.
+    const make = (extra: Partial<OpenAICompatibleOptions>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
+    expect(make({ idleTimeoutMs: 0 })).toThrow(/idleTimeoutMs must be a number ≥ 1 \(or Infinity\), got 0/);
+    expect(make({ maxRetries: -1 })).toThrow(/maxRetries must be a number ≥ 0, got -1/);
+    expect(make({ timeoutMs: Number.NaN })).toThrow(/timeoutMs must be a number ≥ 1, got NaN/);
+    expect(make({ maxResponseBytes: Infinity })).toThrow(/maxResponseBytes must be a number ≥ 1, got Infinity/);
+    expect(make({ idleTimeoutMs: Infinity, maxRetries: 0 })).not.toThrow();
   }, 10_000);
 });
 
@@ -1392,6 +1399,14 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(slowHeaders.message.errorMessage).toBe("The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).");
     expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true });
 
+    server.reply((res) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.write('{"error": {"message": "half an err');
+    });
+    const slowError = await runTurn(model(stall));
+    expect(slowError.message.errorMessage).toBe("The server stalled: the error response stopped arriving for 150 ms (idleTimeoutMs).");
+    expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true });
+
     const midStream = "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 150 ms (idleTimeoutMs).";
     server.reply(sseReply(textChunk("partial"), { then: "stall" }));
     const stalled = await runTurn(model(stall));
@@ -1449,12 +1464,11 @@ describe("chapter 05 · a failing or hostile server", () => {
     );
     // At most the bound (one unfinished line, held as text pieces) and a read past it.
     expect(growth).toBeLessThan(64 * 1024 * 1024);
-  }, 10_000);
-
-  it("Lab 5.5 · the documented default bounds", () => {
+    // The documented defaults.
     expect(DEFAULT_LIMITS).toEqual({ maxResponseBytes: 64 * 1024 * 1024, maxContentBlocks: 1024, maxToolCalls: 256 });
     expect(DEFAULT_TRANSPORT).toEqual({ maxRetries: 2, retryBaseDelayMs: 500, maxRetryDelayMs: 60_000, idleTimeoutMs: 120_000 });
-  });
+  }, 10_000);
+
 
   it("Lab 5.5 · maxContentBlocks and maxToolCalls: a server opening block after block is stopped", async () => {
     const flip = (i: number) => (i % 2 === 0 ? textChunk("t") : `data: ${JSON.stringify({ choices: [{ index: 0, delta: { reasoning_content: "r" } }] })}\n\n`);
@@ -1524,14 +1538,6 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(status.message.errorMessage).not.toContain(KEY.slice(0, 6));
   }, 10_000);
 
-  it("Lab 5.5 · bounds that cannot work are refused when the model is made, with the option's name", () => {
-    const make = (extra: Partial<OpenAICompatibleOptions>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
-    expect(make({ idleTimeoutMs: 0 })).toThrow(/idleTimeoutMs must be a number ≥ 1 \(or Infinity\), got 0/);
-    expect(make({ maxRetries: -1 })).toThrow(/maxRetries must be a number ≥ 0, got -1/);
-    expect(make({ timeoutMs: Number.NaN })).toThrow(/timeoutMs must be a number ≥ 1, got NaN/);
-    expect(make({ maxResponseBytes: Infinity })).toThrow(/maxResponseBytes must be a number ≥ 1, got Infinity/);
-    expect(make({ idleTimeoutMs: Infinity, maxRetries: 0 })).not.toThrow();
-  });
 });
 
 /** For every call that ended: the last partial value seen equals the final arguments. */
