@@ -129,7 +129,7 @@ export async function openEventStream(
       wait >= deadline.remainingMs();
     if (giveUp) {
       deadline.dispose();
-      if (attempt > 1) last.message += ` (gave up after ${attempt} attempts)`;
+      if (attempt > 1 && !deadline.signal.aborted) last.message += ` (gave up after ${attempt} attempts)`;
       return { ok: false, failure: last };
     }
     deadline.unwatch();
