@@ -112,7 +112,7 @@ export interface Usage {
  * - `network`: the connection failed (refused, reset, DNS…);
  * - `limit`: the response went over a bound (`maxResponseBytes`, `maxContentBlocks`,
  *   `maxToolCalls`);
- * - `redirect`: the server redirected somewhere the adapter does not follow (another origin);
+ * - `redirect`: a redirect the adapter does not follow (to another origin, or a 301/302/303);
  * - `protocol`: the answer is not what the protocol allows (malformed chunk, JSON instead of
  *   an event stream, a stream that ends without finishing);
  * - `request`: the request could not be built from the context.
