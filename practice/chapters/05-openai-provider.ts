@@ -45,15 +45,25 @@ export default defineChapter({
       "`partial-json.ts` 是增量 JSON 解析器：工具参数每来 4 个字符就能读出当前的部分值，总工作量与参数长度成线性" +
       "（每次都从头重新解析的做法是平方级的：128 KB 要一分钟）；`openai-wire.ts` 把规范 `Context` 翻译成请求体（纯函数，不改动输入）；" +
       "`openai-inbound.ts` 把 chunk 翻译成模型事件：文本、推理（`reasoning_content` / `reasoning` → thinking）、" +
-      "按 wire `index` 分开的工具调用片段、finish_reason 与 usage 的映射。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
+      "按 wire `index` 分开的工具调用片段、finish_reason 与 usage 的映射。网络这一层是现成的（不是 lab，之后的 Anthropic 适配器原样复用）：" +
+      "`http-transport.ts` 在收到第一个字节之前重试 429/5xx/连接被拒（遵守 `Retry-After`），`request-deadline.ts` 管 `timeoutMs` 和空闲看门狗 " +
+      "`idleTimeoutMs`（只发 keep-alive 注释的服务器也算卡住），`response-limits.ts` 限制解压后的字节数、内容块数和工具调用数，" +
+      "`request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable）。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
       "把 OpenAI、DeepSeek、xAI、Groq、OpenRouter、Azure、Qwen、Z.ai 的真实录制流随机切碎后回放，再注入各种故障。",
     en:
       "The first Model that talks to a real server: createOpenAICompatibleModel over fetch, in four layers: an SSE reader " +
       "robust to any chunking, an incremental partial-JSON parser for streaming tool arguments (linear total work), pure " +
       "outbound translation, and inbound translation of chunks into model events. Tested over real HTTP on 127.0.0.1 by " +
-      "replaying recorded provider streams in random pieces, plus injected faults.",
+      "replaying recorded provider streams in random pieces, plus injected faults. The network layer is given (not a lab; the " +
+      "Anthropic adapter reuses it): retries before the first byte, timeoutMs and an idle watchdog, size bounds, redirect " +
+      "policy, structured errorDetails.",
   },
   files: [
+    "src/request-failure.ts",
+    "src/retry-policy.ts",
+    "src/request-deadline.ts",
+    "src/response-limits.ts",
+    "src/http-transport.ts",
     "src/sse.ts",
     "src/partial-json.ts",
     "src/openai-wire.ts",
@@ -119,10 +129,13 @@ export default defineChapter({
         zh:
           "`stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）" +
           "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
-          "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头。",
+          "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
+          "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`；你负责读帧：每读到一帧调用 `progress()`" +
+          "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。",
         en:
-          "stream() returns at once; every failure path pushes an error event (aborts are 'aborted', partial content kept). " +
-          "Read the provider's message from error bodies. Redact the API key from every error text, fetch's own included.",
+          "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
+          "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
+          "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart.",
       },
     },
   ],

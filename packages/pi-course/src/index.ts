@@ -78,6 +78,11 @@ export {
 } from "./openai-inbound.js";
 export { createOpenAICompatibleModel } from "./openai-compatible.js";
 export type { OpenAICompatibleOptions } from "./openai-compatible.js";
+export type { ErrorDetails, ErrorKind } from "./types.js";
+export { DEFAULT_TRANSPORT, openEventStream } from "./http-transport.js";
+export type { OpenStream, StreamingRequest, TransportOptions } from "./http-transport.js";
+export { DEFAULT_LIMITS } from "./response-limits.js";
+export type { ResponseLimits } from "./response-limits.js";
 // #endregion
 // #region ch06
 
