@@ -147,6 +147,7 @@ export type {
   CommandResult,
   EditDetails,
   FormatReadOptions,
+  HeldFolder,
   ListEntry,
   LsDetails,
   ReadDetails,
