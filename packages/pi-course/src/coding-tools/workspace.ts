@@ -181,7 +181,9 @@ export class Workspace {
     try {
       handle = await open(folder.pathOf(name), flags | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
-      if (isCode(error, "ELOOP")) {
+      // With O_DIRECTORY, a symlink is ENOTDIR: only a file that is there now is "not a folder".
+      const notFolder = isCode(error, "ENOTDIR") && (await lstat(folder.pathOf(name)).then((s) => s.isFile(), () => false));
+      if (isCode(error, "ELOOP") || (isCode(error, "ENOTDIR") && !notFolder)) {
         throw new WorkspaceEscapeError(`${target} became a symbolic link after it was checked; it is refused.`);
       }
       if (isCode(error, "ENOENT")) {
