@@ -279,6 +279,7 @@ describe("chapter 08 · containment", () => {
 
   // Named after the last lab it needs (edit's applyEdits), so the lab-order proof sees it go red
   // for the right reason. The iteration count is per kind of call: PI_RACE_ITERATIONS=10000.
+  // PI_RACE_STRATEGY=exchange flips with one atomic exchange (needs Linux and python3).
   it("Lab 8.4 · another process flips a folder between a real folder and an outside symlink: nothing outside changes or appears, every call succeeds inside or is refused clearly", async () => {
     const iterations = raceIterations();
     const race = path.join(root, "race");
@@ -315,6 +316,7 @@ describe("chapter 08 · containment", () => {
       maxMs: 600_000,
       maxFlips: 1e9,
       holdUs: Number(process.env.PI_RACE_HOLD_US ?? 200),
+      strategy: process.env.PI_RACE_STRATEGY === "exchange" ? "exchange" : "swap",
     });
     let flips;
     // A construction site's error stops every kind of call, so none runs on after the test.

@@ -31,6 +31,13 @@ export interface FlipperOptions {
    * (busy-waiting), so that a fair share of calls pass their check and meet the swap while in use.
    */
   holdUs: number;
+  /**
+   * `swap` (the default, plain Node): four system calls per flip, with a moment between them
+   * where the folder is missing. `exchange`: one atomic `renameat2(RENAME_EXCHANGE)` per flip
+   * (Linux; Node cannot call it, so the child is `python3` through ctypes): the folder is always
+   * there, either real or a link, which lets a swap fall between the two lookups of one `rename`.
+   */
+  strategy?: "swap" | "exchange";
 }
 
 export interface FlipperReport {
@@ -69,6 +76,30 @@ while (flips < o.maxFlips && Date.now() < until) {
 process.stdout.write(JSON.stringify({ flips, intruders, ms: Date.now() - started }) + "\n");
 `;
 
+/** The `exchange` child: the link waits at the stash name and trades places with the folder. */
+const EXCHANGE_CHILD = String.raw`
+import ctypes, json, os, random, sys, time
+o = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+os.symlink(o["target"], o["stash"])
+def exchange():
+    if libc.renameat2(-100, o["folder"].encode(), -100, o["stash"].encode(), 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+flips, started = 0, time.monotonic()
+print("ready", flush=True)
+while flips < o["maxFlips"] and time.monotonic() - started < o["maxMs"] / 1000:
+    if flips % 256 == 0 and os.path.exists(o["stopFile"]):
+        break
+    exchange()
+    exchange()
+    flips += 1
+    hold = time.perf_counter() + random.random() * o["holdUs"] / 1e6
+    while time.perf_counter() < hold:
+        pass
+os.unlink(o["stash"])
+print(json.dumps({"flips": flips, "intruders": 0, "ms": round((time.monotonic() - started) * 1000)}), flush=True)
+`;
+
 export class Flipper {
   private output = "";
   private readonly exited: Promise<number | null>;
@@ -79,15 +110,22 @@ export class Flipper {
   ) {
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (this.output += chunk));
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (this.output += chunk));
-    this.exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+    this.exited = new Promise((resolve) => {
+      child.on("exit", (code) => resolve(code));
+      child.on("error", (error) => {
+        this.output += `${error.message}\n`;
+        resolve(null);
+      });
+    });
   }
 
   /** Starts the child and waits until it is flipping. */
   static async start(options: FlipperOptions): Promise<Flipper> {
     const stopFile = `${options.stash}.stop`;
-    const child = spawn(process.execPath, ["-e", CHILD, JSON.stringify({ ...options, stopFile })], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const config = JSON.stringify({ ...options, stopFile });
+    const [command, args] =
+      options.strategy === "exchange" ? ["python3", ["-c", EXCHANGE_CHILD, config]] : [process.execPath, ["-e", CHILD, config]];
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
     const flipper = new Flipper(child, stopFile);
     const ready = await Promise.race([
       new Promise<boolean>((resolve) => child.stdout!.once("data", () => resolve(true))),
