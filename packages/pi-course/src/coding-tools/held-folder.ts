@@ -66,11 +66,6 @@ export class HeldFolder {
     return hasDescriptorPaths() ? `/proc/self/fd/${this.handle.fd}/${name}` : path.join(this.absolute, name);
   }
 
-  /** This folder itself, for calls that take a folder path (`readdir`). */
-  get path(): string {
-    return hasDescriptorPaths() ? `/proc/self/fd/${this.handle.fd}` : this.absolute;
-  }
-
   /**
    * Opens the folder `name` inside this one without following a link; with `create`, makes it
    * first when it is missing. `target` (the path the tool was asked for) goes into messages.
