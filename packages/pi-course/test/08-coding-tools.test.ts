@@ -364,6 +364,7 @@ describe("chapter 08 · containment", () => {
       flips,
       changedOutside: changed.length,
       createdOutside: created.length,
+      temporaryFilesOutside: created.filter((name) => name.endsWith(".tmp")).length,
       tmpLeftInside: leftovers.length,
       calls: Object.fromEntries(
         kinds.map((k) => [k, { successes: tallies[k].successes, refusals: tallies[k].refusals, unclear: tallies[k].unclear.length, leaks: tallies[k].leaks.length }]),
@@ -456,6 +457,23 @@ describe("chapter 08 · atomic, serialised writes", () => {
     await expectRejection(run(write!, { path: "dir/notes.txt", content: "pwned\n" }), /moved outside the workspace/);
     expect(await readdir(outside)).toEqual(["secret.txt"]);
     expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("inside\n");
+  }, 10_000);
+
+  it("Lab 8.2 · a parent folder swapped for an outside symlink before a nested write makes its folders: refused, no folder made outside", async () => {
+    await mkdir(path.join(root, "dir"));
+    const swap = async (target: string) => {
+      if (!target.includes(`${path.sep}dir${path.sep}`)) return;
+      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
+      await symlink(outside, path.join(root, "dir"));
+    };
+    const [, write] = createCodingTools(root, { beforeOpen: swap });
+    // The missing folders are made one level at a time inside held folders, never `mkdir -p` through the path.
+    const refusal = await expectEscape(run(write!, { path: "dir/new/deeper/f.txt", content: "x\n" }));
+    expect(refusal.message).toBe(
+      "dir/new/deeper/f.txt is refused: the folder dir became a symbolic link after the path was checked, so it may have been moved outside the workspace. Nothing was read or written.",
+    );
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    expect(await readdir(path.join(root, "dir-moved"))).toEqual([]);
   }, 10_000);
 
   it("Lab 8.2 · edit refuses a hard link; write replaces the link and the outside file keeps its content", async () => {
