@@ -61,6 +61,32 @@ export class HeldFolder {
     return new HeldFolder(handle, root, ".");
   }
 
+  /**
+   * Walks from the root (checked against `id`) to the folder `relativeDir`, one folder at a time,
+   * following no symlink; with `create`, makes each missing folder inside the one held before it.
+   * `target` is the path the tool was asked for, for messages. The caller closes the result.
+   */
+  static async walk(
+    root: string,
+    id: { dev: number; ino: number },
+    relativeDir: string,
+    options: { create?: boolean; target: string },
+  ): Promise<HeldFolder> {
+    let folder = await HeldFolder.openRoot(root, id);
+    try {
+      for (const name of relativeDir.split(path.sep)) {
+        if (name === "." || name === "") continue;
+        const next = await folder.openChild(name, options.create ?? false, options.target);
+        await folder.close();
+        folder = next;
+      }
+      return folder;
+    } catch (error) {
+      await folder.close();
+      throw error;
+    }
+  }
+
   /** The name `name` inside this folder, for file system calls. */
   pathOf(name: string): string {
     return hasDescriptorPaths() ? `/proc/self/fd/${this.handle.fd}/${name}` : path.join(this.absolute, name);

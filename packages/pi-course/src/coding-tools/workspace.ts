@@ -154,20 +154,8 @@ export class Workspace {
    * folders one level at a time. `target` is the path the tool was asked for, for messages.
    * The caller closes the folder.
    */
-  async openFolder(relativeDir: string, options: { create?: boolean; target: string }): Promise<HeldFolder> {
-    let folder = await HeldFolder.openRoot(this.root, this.rootId);
-    try {
-      for (const name of relativeDir.split(path.sep)) {
-        if (name === "." || name === "") continue;
-        const next = await folder.openChild(name, options.create ?? false, options.target);
-        await folder.close();
-        folder = next;
-      }
-      return folder;
-    } catch (error) {
-      await folder.close();
-      throw error;
-    }
+  openFolder(relativeDir: string, options: { create?: boolean; target: string }): Promise<HeldFolder> {
+    return HeldFolder.walk(this.root, this.rootId, relativeDir, options);
   }
 
   /**
@@ -181,8 +169,10 @@ export class Workspace {
     try {
       handle = await open(folder.pathOf(name), flags | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
-      // With O_DIRECTORY, a symlink is ENOTDIR: only a file that is there now is "not a folder".
-      const notFolder = isCode(error, "ENOTDIR") && (await lstat(folder.pathOf(name)).then((s) => s.isFile(), () => false));
+      // With O_DIRECTORY a symlink is ENOTDIR too: only what is there now and is no link is "not a folder".
+      const notFolder =
+        isCode(error, "ENOTDIR") &&
+        (await lstat(folder.pathOf(name)).then((s) => !s.isSymbolicLink() && !s.isDirectory(), () => false));
       if (isCode(error, "ELOOP") || (isCode(error, "ENOTDIR") && !notFolder)) {
         throw new WorkspaceEscapeError(`${target} became a symbolic link after it was checked; it is refused.`);
       }
@@ -210,7 +200,7 @@ export class Workspace {
     return handle;
   }
 
-  /** Runs the `beforeOpen` hook, if any (writers that open a temporary file call it too). */
+  /** Runs the `beforeOpen` hook, if any (`write` and `edit` call it before they walk). */
   async beforeOpen(absolutePath: string): Promise<void> {
     await this.beforeOpenHook?.(absolutePath);
   }
