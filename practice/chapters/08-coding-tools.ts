@@ -6,11 +6,13 @@ export default defineChapter({
   title: { zh: "编码工具：read / write / edit / ls / bash", en: "Coding tools" },
   invariant: {
     zh:
-      "每条路径都留在同一个工作区根目录里（字面检查 + realpath 检查，打开之后再核对一次）；写入是原子的，同一路径的写入排队执行；" +
+      "每条路径都留在同一个工作区根目录里（先做字面检查和 realpath 检查，真正使用时从根目录起逐级持有目录描述符、不跟随任何符号链接，打开之后再核对一次）；" +
+      "写入是原子的，同一路径的写入排队执行；" +
       "bash 受时间和输出上限约束，超时或中止时整个进程组都会被杀掉。",
     en:
-      "Every path stays inside one workspace root (lexical and realpath checks, verified again after the open); writes are " +
-      "atomic and serialised per path; bash is bounded by time and output and its whole process group is killed.",
+      "Every path stays inside one workspace root (lexical and realpath checks; the use walks from the root with held folder " +
+      "descriptors that follow no symlink, and is verified again after the open); writes are atomic and serialised per path; " +
+      "bash is bounded by time and output and its whole process group is killed.",
   },
   adds: {
     zh:
@@ -18,16 +20,20 @@ export default defineChapter({
       "`write`（临时文件 + rename 的原子写入）、`edit`（精确文本替换：零处或多处匹配都拒绝，多处编辑先在内存里全部检查再一次写入）、" +
       "`ls` 和 `bash`（超时、stdout/stderr 共用一个输出上限、杀掉整个进程组、响应中止）。它们共用一个 `Workspace`：" +
       "模型给出的任何路径都要先过字面检查（`..`、绝对路径），再过磁盘检查（realpath，新文件检查最近的已存在祖先目录），" +
-      "打开时不跟随符号链接（O_NOFOLLOW），打开后再核对描述符的真实路径——因为检查和使用之间，文件可能被换成符号链接。" +
+      "检查和使用之间，另一个进程可能把路径上的文件或目录换成指向工作区外的符号链接，所以使用时不再按路径走：" +
+      "`HeldFolder`（已给出）从根目录起一级一级地用 O_DIRECTORY|O_NOFOLLOW 打开目录并持有描述符，" +
+      "在 Linux 上通过 `/proc/self/fd/N/名字` 在持有的目录里打开、创建、改名（缺的目录也这样一级一级地建），" +
+      "打开后再核对描述符的真实路径。" +
       "`createCodingTools(root)` 把五个工具交给 `agentLoop`，这就是 `npm start` 里那个智能体的双手。",
     en:
       "Five real AgentTools over one Workspace: read (numbered, windowed, capped, with a continuation hint), write (atomic " +
       "temp + rename, serialised per path), edit (exact unique replacements, all checked before one write), ls, and bash " +
-      "(timeout, one shared output cap, process-group kill, abort). Every path is checked lexically and on disk, opened " +
-      "without following a final symlink, and verified again after the open.",
+      "(timeout, one shared output cap, process-group kill, abort). Every path is checked lexically and on disk, then used " +
+      "through held folder descriptors (HeldFolder, given) that follow no symlink, and verified again after the open.",
   },
   files: [
     "src/coding-tools/workspace.ts",
+    "src/coding-tools/held-folder.ts",
     "src/coding-tools/read.ts",
     "src/coding-tools/write.ts",
     "src/coding-tools/edit.ts",
@@ -55,9 +61,11 @@ export default defineChapter({
       hint: {
         zh:
           "临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；" +
-          "任何失败都删掉临时文件。PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉。",
+          "任何失败都删掉临时文件。工具传进来的 target 可能是 `/proc/self/fd/N/名字`（持有的目录里的名字），直接用 path.dirname(target) 拼临时文件名，" +
+          "不要先 realpath，否则又回到了按路径走。PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉。",
         en:
-          "Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure. PathLocks chains " +
+          "Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure. The target may be " +
+          "/proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it. PathLocks chains " +
           "tasks per key, survives failures, and forgets idle keys.",
       },
       // The write and edit tool tests resolve their path first.
@@ -110,10 +118,13 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      "把 `Workspace.open` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t \"Lab 8.1\"`：哪个测试先失败？它模拟的是哪一种攻击" +
-      "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？然后把 bash 的 `detached: true` 去掉，看超时测试里的孙进程是否还活着。",
+      "把 `Workspace.openIn` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t \"Lab 8.1\"`：哪个测试先失败？它模拟的是哪一种攻击" +
+      "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？再把 held-folder.ts 里 `FOLDER_FLAGS` 的 O_NOFOLLOW 去掉，" +
+      "跑 `npm test -- -t \"flips\"`：另一个进程来回切换目录和符号链接时，工作区外多出了什么？" +
+      "最后把 bash 的 `detached: true` 去掉，看超时测试里的孙进程是否还活着。",
     en:
-      "Drop O_NOFOLLOW from Workspace.open and run the Lab 8.1 tests: which one fails, and which race does it play? Then " +
-      "drop detached: true from bash and watch the grandchild survive the timeout.",
+      "Drop O_NOFOLLOW from Workspace.openIn and run the Lab 8.1 tests: which one fails, and which race does it play? Drop it " +
+      "from FOLDER_FLAGS in held-folder.ts and run the race test (-t flips): what appears outside? Then drop detached: true " +
+      "from bash and watch the grandchild survive the timeout.",
   },
 });

@@ -152,6 +152,7 @@ export type {
   CommandResult,
   EditDetails,
   FormatReadOptions,
+  HeldFolder,
   ListEntry,
   LsDetails,
   ReadDetails,

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
+import { chmod, link, lstat, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,7 @@ import {
   writeFileAtomic,
 } from "../src/coding-tools/index.js";
 import type { AgentTool, AgentToolResult } from "../src/types.js";
+import { Flipper, compareTrees, snapshotTree } from "./support/folder-flipper.js";
 
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 let base: string;
@@ -112,6 +113,17 @@ async function waitUntilDead(pid: number, ms = 2000): Promise<boolean> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return !isAlive(pid);
+}
+
+/** Calls per kind in the workspace race test: PI_RACE_ITERATIONS, or a size CI affords. */
+function raceIterations(): number {
+  const given = Number(process.env.PI_RACE_ITERATIONS ?? 150);
+  if (!Number.isInteger(given) || given < 1) throw new Error("PI_RACE_ITERATIONS must be a positive whole number.");
+  return given;
+}
+
+function raceTimeoutMs(): number {
+  return 30_000 + raceIterations() * 30;
 }
 
 describe("chapter 08 · containment", () => {
@@ -264,6 +276,128 @@ describe("chapter 08 · containment", () => {
     await expectRejection(run(ls, { path: "a.txt" }), /not a folder/);
     expectThrow(() => new Workspace(path.join(base, "nope")), /does not exist/);
   }, 10_000);
+
+  // Named after the last lab it needs (edit's applyEdits), so the lab-order proof sees it go red
+  // for the right reason. The iteration count is per kind of call: PI_RACE_ITERATIONS=10000.
+  // PI_RACE_STRATEGY=exchange flips with one atomic exchange (needs Linux and python3).
+  // Linux only: elsewhere Node cannot open a name inside a held folder (no openat, no
+  // /proc/self/fd), so the window is narrowed there, not closed (held-folder.ts), and this fails.
+  it.runIf(process.platform === "linux")("Lab 8.4 · another process flips a folder between a real folder and an outside symlink: nothing outside changes or appears, every call succeeds inside or is refused clearly", async () => {
+    const iterations = raceIterations();
+    const race = path.join(root, "race");
+    await mkdir(race);
+    for (const dir of [race, outside]) {
+      const where = dir === race ? "INSIDE" : "OUTSIDE";
+      await writeFile(path.join(dir, "target.txt"), `${where} target\n`);
+      await writeFile(path.join(dir, "edit.txt"), `EDIT-ME\n${where}\n`);
+      await writeFile(path.join(dir, "read.txt"), `${where} READ\n`);
+      await writeFile(path.join(dir, `${where.toLowerCase()}-marker`), "");
+    }
+    const outsideBefore = await snapshotTree(outside);
+    const [read, write, edit, ls] = createCodingTools(root);
+    type Tally = { successes: number; refusals: number; unclear: string[]; leaks: string[]; last?: number };
+    const kinds = ["write", "mkdir", "edit", "read", "ls"] as const;
+    const tallies = Object.fromEntries(kinds.map((k) => [k, { successes: 0, refusals: 0, unclear: [], leaks: [] } as Tally])) as Record<
+      (typeof kinds)[number],
+      Tally
+    >;
+    const refusalKinds = new Map<string, number>();
+    const call: Record<(typeof kinds)[number], (i: number) => Promise<AgentToolResult<unknown>>> = {
+      write: (i) => run(write!, { path: "race/target.txt", content: `written ${i}\n` }),
+      mkdir: (i) => run(write!, { path: `race/d-${i}/e/new.txt`, content: `nested ${i}\n` }),
+      edit: () => run(edit!, { path: "race/edit.txt", edits: [{ oldText: "EDIT-ME", newText: "EDIT-ME." }] }),
+      read: () => run(read!, { path: "race/read.txt" }),
+      ls: () => run(ls!, { path: "race", limit: 1_000_000 }),
+    };
+    const started = Date.now();
+    const flipper = await Flipper.start({
+      folder: race,
+      stash: path.join(root, "race.real"),
+      target: outside,
+      intruders: path.join(root, "race.intruder"),
+      maxMs: 600_000,
+      maxFlips: 1e9,
+      holdUs: Number(process.env.PI_RACE_HOLD_US ?? 200),
+      strategy: process.env.PI_RACE_STRATEGY === "exchange" ? "exchange" : "swap",
+    });
+    let flips;
+    // A construction site's error stops every kind of call, so none runs on after the test.
+    let stopped = false;
+    try {
+      await Promise.all(
+        kinds.map(async (kind) => {
+          const tally = tallies[kind];
+          for (let i = 0; i < iterations && !stopped; i++) {
+            try {
+              const result = await call[kind](i);
+              const text = textOfResult(result);
+              // The flipper may have moved aside a folder a nested write created: it is inside too.
+              if (kind === "read" && text !== "1\tINSIDE READ") tally.leaks.push(text);
+              if (kind === "ls" && text.includes("outside-marker")) tally.leaks.push(text);
+              tally.successes++;
+              tally.last = i;
+            } catch (error) {
+              stopped ||= error instanceof Error && error.message.includes("尚未实现");
+              rethrowSite(error);
+              const message = error instanceof Error ? error.message : String(error);
+              // A clear refusal names the path in words; a raw system error (ENOENT: …) is not one.
+              if ((error as { code?: unknown }).code !== undefined || /^E[A-Z]+: /.test(message)) tally.unclear.push(message);
+              else tally.refusals++;
+              const shape = message.replace(/\d+/g, "N").replace(/"[^"]*"/g, "…");
+              refusalKinds.set(shape, (refusalKinds.get(shape) ?? 0) + 1);
+            }
+          }
+        }),
+      );
+    } finally {
+      flips = await flipper.stop();
+    }
+    const elapsed = Date.now() - started;
+    const { changed, created } = compareTrees(outsideBefore, await snapshotTree(outside));
+    const inside = await snapshotTree(root);
+    const leftovers = [...inside.keys()].filter((name) => /\.pi-[0-9a-f]+\.tmp$/.test(name));
+    // Every reported success landed inside (the nested files may sit in a folder the flipper moved aside).
+    const nestedInside = [...inside.keys()].filter((name) => /(^|\/)d-\d+\/e\/new\.txt$/.test(name)).length;
+    const summary = {
+      iterationsPerKind: iterations,
+      ms: elapsed,
+      flips,
+      changedOutside: changed.length,
+      createdOutside: created.length,
+      temporaryFilesOutside: created.filter((name) => name.endsWith(".tmp")).length,
+      tmpLeftInside: leftovers.length,
+      calls: Object.fromEntries(
+        kinds.map((k) => [k, { successes: tallies[k].successes, refusals: tallies[k].refusals, unclear: tallies[k].unclear.length, leaks: tallies[k].leaks.length }]),
+      ),
+      refusals: Object.fromEntries(refusalKinds),
+    };
+    if (process.env.PI_RACE_ITERATIONS) console.log(JSON.stringify(summary, null, 2));
+    expect({ changed, created: created.slice(0, 10) }).toEqual({ changed: [], created: [] });
+    expect(leftovers).toEqual([]);
+    for (const kind of kinds) {
+      expect({ kind, unclear: tallies[kind].unclear.slice(0, 3), leaks: tallies[kind].leaks.slice(0, 3) }).toEqual({ kind, unclear: [], leaks: [] });
+      expect(tallies[kind].successes + tallies[kind].refusals).toBe(iterations);
+    }
+    // The race was real (the folder flipped, calls got through and calls were refused), and
+    // once it is over every kind of call works again.
+    expect(flips.flips).toBeGreaterThan(0);
+    const successes = kinds.reduce((sum, kind) => sum + tallies[kind].successes, 0);
+    expect(successes).toBeGreaterThan(0);
+    expect(successes).toBeLessThan(kinds.length * iterations);
+    expect(nestedInside).toBe(tallies.mkdir.successes);
+    if (tallies.write.last !== undefined) {
+      const targets = [...inside.keys()].filter((name) => path.basename(name) === "target.txt");
+      const written = await Promise.all(targets.map((name) => readFile(path.join(root, name), "utf8")));
+      expect(written).toContain(`written ${tallies.write.last}\n`);
+    }
+    expect((await lstat(race)).isDirectory()).toBe(true);
+    const atRest: string[] = [];
+    for (const kind of kinds) atRest.push(textOfResult(await call[kind](iterations)));
+    expect(atRest[3]).toBe("1\tINSIDE READ");
+    expect(atRest[4]).toContain("inside-marker");
+    expect(await readFile(path.join(race, "edit.txt"), "utf8")).toBe(`EDIT-ME${".".repeat(tallies.edit.successes + 1)}\nINSIDE\n`);
+    expect(await readFile(path.join(race, "target.txt"), "utf8")).toBe(`written ${iterations}\n`);
+  }, raceTimeoutMs());
 });
 
 describe("chapter 08 · atomic, serialised writes", () => {
@@ -317,12 +451,29 @@ describe("chapter 08 · atomic, serialised writes", () => {
       await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
       await symlink(outside, path.join(root, "dir"));
     };
-    // The hook runs once, right before the temporary file is opened; only the check after the
-    // open (Workspace.verifyOpened) can see that the folder now lies outside.
+    // The hook runs once, after the check and right before the write walks to the folder: the
+    // walk (no symlink followed) must see that the folder was swapped.
     const [, write] = createCodingTools(root, { beforeOpen: swap });
     await expectRejection(run(write!, { path: "dir/notes.txt", content: "pwned\n" }), /moved outside the workspace/);
     expect(await readdir(outside)).toEqual(["secret.txt"]);
     expect(await readFile(path.join(root, "dir-moved", "notes.txt"), "utf8")).toBe("inside\n");
+  }, 10_000);
+
+  it("Lab 8.2 · a parent folder swapped for an outside symlink before a nested write makes its folders: refused, no folder made outside", async () => {
+    await mkdir(path.join(root, "dir"));
+    const swap = async (target: string) => {
+      if (!target.includes(`${path.sep}dir${path.sep}`)) return;
+      await rename(path.join(root, "dir"), path.join(root, "dir-moved"));
+      await symlink(outside, path.join(root, "dir"));
+    };
+    const [, write] = createCodingTools(root, { beforeOpen: swap });
+    // The missing folders are made one level at a time inside held folders, never `mkdir -p` through the path.
+    const refusal = await expectEscape(run(write!, { path: "dir/new/deeper/f.txt", content: "x\n" }));
+    expect(refusal.message).toBe(
+      "dir/new/deeper/f.txt is refused: the folder dir became a symbolic link after the path was checked, so it may have been moved outside the workspace. Nothing was read or written.",
+    );
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    expect(await readdir(path.join(root, "dir-moved"))).toEqual([]);
   }, 10_000);
 
   it("Lab 8.2 · edit refuses a hard link; write replaces the link and the outside file keeps its content", async () => {

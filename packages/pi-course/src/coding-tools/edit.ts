@@ -7,9 +7,11 @@
  * the file is written once, atomically. A refused edit leaves the file untouched.
  */
 import { constants } from "node:fs";
+import path from "node:path";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
 import { writeFileAtomic } from "./write.js";
+import type { HeldFolder } from "./held-folder.js";
 import type { Workspace } from "./workspace.js";
 
 /** One replacement. */
@@ -138,29 +140,43 @@ export function createEditTool(workspace: Workspace): AgentTool<typeof editParam
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path);
       if (!resolved.exists) throw new Error(`${resolved.relative} does not exist; use write to create it.`);
+      const folderPath = path.dirname(resolved.relative);
+      const name = path.basename(resolved.relative);
       return workspace.locks.run(resolved.absolute, async () => {
-        const handle = await workspace.open(resolved, constants.O_RDONLY);
-        let original: string;
-        let mode: number;
+        await workspace.beforeOpen(resolved.absolute);
+        // Read and write inside one held folder, reached without following a symlink.
+        const folder = await workspace.openFolder(folderPath, { target: resolved.relative });
+        let applied: AppliedEdit[];
         try {
-          const info = await handle.stat();
-          if (!info.isFile()) throw new Error(`${resolved.relative} is not a file.`);
-          mode = info.mode & 0o7777;
-          original = await handle.readFile("utf8");
+          const handle = await workspace.openIn(folder, name, constants.O_RDONLY, resolved.relative);
+          let original: string;
+          let mode: number;
+          try {
+            const info = await handle.stat();
+            if (!info.isFile()) throw new Error(`${resolved.relative} is not a file.`);
+            mode = info.mode & 0o7777;
+            original = await handle.readFile("utf8");
+          } finally {
+            await handle.close();
+          }
+          // Files with CRLF line ends are edited as LF and written back with CRLF.
+          const crlf = original.includes("\r\n");
+          const toLf = (text: string) => (crlf ? text.replace(/\r\n/g, "\n") : text);
+          const edits = params.edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) }));
+          const result = applyEdits(toLf(original), edits);
+          applied = result.applied;
+          signal?.throwIfAborted();
+          await workspace.beforeOpen(resolved.absolute);
+          await sameFolderStill(workspace, folder, resolved.relative);
+          await writeFileAtomic(folder.pathOf(name), crlf ? result.content.replace(/\n/g, "\r\n") : result.content, {
+            mode,
+            verify: (h, temp) => workspace.verifyOpened(h, path.join(folder.absolute, path.basename(temp))),
+          }).catch((error: unknown) => {
+            throw folder.writeError(error, resolved.relative);
+          });
         } finally {
-          await handle.close();
+          await folder.close();
         }
-        // Files with CRLF line ends are edited as LF and written back with CRLF.
-        const crlf = original.includes("\r\n");
-        const toLf = (text: string) => (crlf ? text.replace(/\r\n/g, "\n") : text);
-        const edits = params.edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) }));
-        const { content, applied } = applyEdits(toLf(original), edits);
-        signal?.throwIfAborted();
-        await writeFileAtomic(resolved.absolute, crlf ? content.replace(/\n/g, "\r\n") : content, {
-          mode,
-          verify: (h, temp) => workspace.verifyOpened(h, temp),
-          beforeOpen: (target) => workspace.beforeOpen(target),
-        });
         const count = applied.length;
         return {
           content: [
@@ -174,4 +190,24 @@ export function createEditTool(workspace: Workspace): AgentTool<typeof editParam
       });
     },
   };
+}
+
+/**
+ * Before the edit is written: walks to the file's folder again and requires the folder it holds.
+ * A folder moved or replaced since the file was read is refused, so an edit never lands in a
+ * folder the path no longer names.
+ */
+async function sameFolderStill(workspace: Workspace, held: HeldFolder, target: string): Promise<void> {
+  const again = await workspace.openFolder(held.relative, { target });
+  try {
+    const [was, now] = await Promise.all([held.handle.stat(), again.handle.stat()]);
+    if (was.dev !== now.dev || was.ino !== now.ino) {
+      throw new Error(
+        `${target} was not edited: its folder was moved or replaced while the edit was prepared. ` +
+          `Read the file again and retry.`,
+      );
+    }
+  } finally {
+    await again.close();
+  }
 }

@@ -49,5 +49,6 @@ export { createReadTool, formatReadOutput } from "./read.js";
 export type { FormatReadOptions, ReadDetails, ReadWindow } from "./read.js";
 export { createWriteTool, writeFileAtomic } from "./write.js";
 export type { AtomicWriteOptions, WriteDetails } from "./write.js";
+export type { HeldFolder } from "./held-folder.js";
 export { PathLocks, Workspace, WorkspaceEscapeError } from "./workspace.js";
 export type { ResolvedPath, WorkspaceOptions } from "./workspace.js";

@@ -1,12 +1,14 @@
 /**
  * The `ls` tool: lists one folder of the workspace, sorted, folders marked with `/` and symbolic
- * links with `@`. The folder is opened like a file (no final symlink followed, its real path
- * checked after the open) and read through that descriptor where the platform allows.
+ * links with `@`. The folder is opened like a file (walked to with descriptors, no symlink
+ * followed, its real path checked after the open) and read through that descriptor where the
+ * platform allows (Linux).
  */
 import { constants } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
+import { hasDescriptorPaths } from "./held-folder.js";
 import type { Workspace } from "./workspace.js";
 
 /** The default cap on entries shown. */
@@ -55,11 +57,9 @@ export function createLsTool(workspace: Workspace): AgentTool<typeof lsParameter
       );
       let dirents;
       try {
-        // Through the descriptor on Linux, so a folder swapped after the check is not listed.
-        const viaFd = `/proc/self/fd/${handle.fd}`;
-        dirents = await readdir(viaFd, { withFileTypes: true }).catch(() =>
-          readdir(resolved.absolute, { withFileTypes: true }),
-        );
+        // Through the descriptor on Linux, so a folder swapped after the walk is not listed.
+        const where = hasDescriptorPaths() ? `/proc/self/fd/${handle.fd}` : resolved.absolute;
+        dirents = await readdir(where, { withFileTypes: true });
       } finally {
         await handle.close();
       }

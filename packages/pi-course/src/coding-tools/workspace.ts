@@ -1,12 +1,15 @@
 /**
  * `Workspace`: one root folder that every coding tool stays inside.
  *
- * A path is checked twice before use: lexically (after `..` and absolute paths are resolved it
- * must lie under the root) and on disk (its real path, with every symlink followed, must lie under
- * the root's real path; for a file that does not exist yet, the nearest existing ancestor is
- * checked). A check is not enough on its own: between the check and the use, a file can be
- * swapped for a symlink. So files are opened with `O_NOFOLLOW` and the opened descriptor's real
- * path is checked again after the open.
+ * A path is checked before use: lexically (after `..` and absolute paths are resolved it must lie
+ * under the root) and on disk (its real path, with every symlink followed, must lie under the
+ * root's real path; for a file that does not exist yet, the nearest existing ancestor is checked).
+ * The check gives good messages, but it cannot be the guard on its own: between the check and
+ * the use, another process can swap a folder on the path for a symlink to a folder outside. So
+ * the use never goes through the path again: it walks from the root one folder at a time with
+ * descriptors that follow no symlink (`HeldFolder`), and opens, creates and renames names inside
+ * the last folder it holds. The opened descriptor's real path is checked once more after the open.
+ * On Linux this closes the window; elsewhere it narrows it (see held-folder.ts).
  *
  * Hard links: a hard link inside the root to a file outside is the same file, and no path check
  * can tell. So `open` refuses a regular file with more than one link (`nlink > 1`): `read` and
@@ -19,6 +22,9 @@
 import { constants, realpathSync, statSync } from "node:fs";
 import { lstat, open, readlink, realpath, type FileHandle } from "node:fs/promises";
 import path from "node:path";
+import { HeldFolder, WorkspaceEscapeError } from "./held-folder.js";
+
+export { WorkspaceEscapeError };
 
 /** A path that passed both checks. */
 export interface ResolvedPath {
@@ -32,15 +38,11 @@ export interface ResolvedPath {
 
 export interface WorkspaceOptions {
   /**
-   * Contract: called after a path passed its checks and right before it is opened. Tests use it
-   * to play a check-then-use race (swap a file for a symlink); it may be async.
+   * Contract: called after a path passed its checks and right before the tool walks to it to
+   * open or write it (edit calls it again before it writes). Tests use it to play a
+   * check-then-use race (swap a file or a folder for a symlink); it may be async.
    */
   beforeOpen?: (absolutePath: string) => void | Promise<void>;
-}
-
-/** A path the model asked for lies outside the workspace. */
-export class WorkspaceEscapeError extends Error {
-  override name = "WorkspaceEscapeError";
 }
 
 export class Workspace {
@@ -51,6 +53,8 @@ export class Workspace {
   /** Per-path serialisation for writes and edits. */
   readonly locks = new PathLocks();
   private readonly beforeOpenHook: WorkspaceOptions["beforeOpen"];
+  /** The root folder's identity: a root replaced later is refused. */
+  private readonly rootId: { dev: number; ino: number };
 
   /** Throws when `root` does not exist or is not a folder (a caller's mistake). */
   constructor(root: string, options: WorkspaceOptions = {}) {
@@ -63,10 +67,12 @@ export class Workspace {
         `Workspace: the folder ${this.givenRoot} does not exist. Create it, or pass an existing folder.`,
       );
     }
-    if (!statSync(real).isDirectory()) {
+    const info = statSync(real);
+    if (!info.isDirectory()) {
       throw new Error(`Workspace: ${this.givenRoot} is not a folder. Pass a folder as the root.`);
     }
     this.root = real;
+    this.rootId = { dev: info.dev, ino: info.ino };
     this.beforeOpenHook = options.beforeOpen;
   }
 
@@ -125,38 +131,68 @@ export class Workspace {
   }
 
   /**
-   * Opens a checked path without following a final symlink, then checks the opened descriptor's
-   * real path. `flags` are `fs.constants` bits; `O_NOFOLLOW` and `O_NONBLOCK` are added, so a
-   * FIFO or a device cannot block the open. Anything but a regular file or a folder (a FIFO, a
-   * socket, a device) is refused after the open, and so is a regular file with several hard links.
+   * Opens a checked path: runs the `beforeOpen` hook, walks to its folder (`openFolder`) and
+   * opens it there (`openIn`). For reading: `flags` are `fs.constants` bits such as `O_RDONLY`.
    */
-  async open(resolved: ResolvedPath, flags: number, mode?: number): Promise<FileHandle> {
+  async open(resolved: ResolvedPath, flags: number): Promise<FileHandle> {
     await this.beforeOpen(resolved.absolute);
+    if (resolved.relative === ".") {
+      const root = await HeldFolder.openRoot(this.root, this.rootId);
+      return root.handle;
+    }
+    const folder = await this.openFolder(path.dirname(resolved.relative), { target: resolved.relative });
+    try {
+      return await this.openIn(folder, path.basename(resolved.relative), flags, resolved.relative);
+    } finally {
+      await folder.close();
+    }
+  }
+
+  /**
+   * Walks from the root to the folder `relativeDir` (relative to the root, as `ResolvedPath`
+   * gives it), one folder at a time, following no symlink; with `create`, makes the missing
+   * folders one level at a time. `target` is the path the tool was asked for, for messages.
+   * The caller closes the folder.
+   */
+  openFolder(relativeDir: string, options: { create?: boolean; target: string }): Promise<HeldFolder> {
+    return HeldFolder.walk(this.root, this.rootId, relativeDir, options);
+  }
+
+  /**
+   * Opens `name` inside a held folder without following a symlink. `O_NOFOLLOW` and `O_NONBLOCK`
+   * are added, so a FIFO or a device cannot block the open. Anything but a regular file or a
+   * folder (a FIFO, a socket, a device) is refused after the open, and so is a regular file with
+   * several hard links; then the descriptor's real path is checked (`verifyOpened`).
+   */
+  async openIn(folder: HeldFolder, name: string, flags: number, target: string): Promise<FileHandle> {
     let handle: FileHandle;
     try {
-      handle = await open(resolved.absolute, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+      handle = await open(folder.pathOf(name), flags | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
-      if (isCode(error, "ELOOP")) {
-        throw new WorkspaceEscapeError(
-          `${resolved.relative} became a symbolic link after it was checked; it is refused.`,
-        );
+      // With O_DIRECTORY a symlink is ENOTDIR too: only what is there now and is no link is "not a folder".
+      const notFolder =
+        isCode(error, "ENOTDIR") &&
+        (await lstat(folder.pathOf(name)).then((s) => !s.isSymbolicLink() && !s.isDirectory(), () => false));
+      if (isCode(error, "ELOOP") || (isCode(error, "ENOTDIR") && !notFolder)) {
+        throw new WorkspaceEscapeError(`${target} became a symbolic link after it was checked; it is refused.`);
+      }
+      if (isCode(error, "ENOENT")) {
+        throw new Error(`${target} does not exist any more (it was removed or renamed after it was checked).`);
       }
       throw error;
     }
     try {
       const info = await handle.stat();
       if (!info.isFile() && !info.isDirectory()) {
-        throw new Error(
-          `${resolved.relative} is not a regular file (a FIFO, socket or device); it is refused.`,
-        );
+        throw new Error(`${target} is not a regular file (a FIFO, socket or device); it is refused.`);
       }
       if (info.isFile() && info.nlink > 1) {
         throw new WorkspaceEscapeError(
-          `${resolved.relative} has ${info.nlink} hard links: another name for it may lie outside ` +
+          `${target} has ${info.nlink} hard links: another name for it may lie outside ` +
             `the workspace, so it is refused. Copy it (cp) to a new file to work on it.`,
         );
       }
-      await this.verifyOpened(handle, resolved.absolute);
+      await this.verifyOpened(handle, path.join(folder.absolute, name));
     } catch (error) {
       await handle.close();
       throw error;
@@ -164,7 +200,7 @@ export class Workspace {
     return handle;
   }
 
-  /** Runs the `beforeOpen` hook, if any (writers that open a temporary file call it too). */
+  /** Runs the `beforeOpen` hook, if any (`write` and `edit` call it before they walk). */
   async beforeOpen(absolutePath: string): Promise<void> {
     await this.beforeOpenHook?.(absolutePath);
   }

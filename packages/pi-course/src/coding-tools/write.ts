@@ -6,14 +6,18 @@
  * atomic within one file system, and replaces a symlink rather than writing through it). The
  * temporary file is named `.pi-<16 hex>.tmp`, whatever the target's name is. Writes
  * to one path are serialised, so two writes never interleave and the last one queued wins.
+ *
+ * The tool walks to the target's folder with descriptors (`Workspace.openFolder`, creating the
+ * missing folders one level at a time) and gives `writeFileAtomic` a name inside that held folder,
+ * so the temporary file, the rename and its target are all in the folder that was walked to.
  */
 import { constants } from "node:fs";
-import { mkdir, open, rename, stat, unlink, type FileHandle } from "node:fs/promises";
+import { lstat, open, rename, stat, unlink, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
-import type { ResolvedPath, Workspace } from "./workspace.js";
+import type { Workspace } from "./workspace.js";
 
 /** What `writeFileAtomic` may be told. */
 export interface AtomicWriteOptions {
@@ -21,8 +25,6 @@ export interface AtomicWriteOptions {
   mode?: number;
   /** Contract: checks the opened temporary file (e.g. `Workspace.verifyOpened`); may throw. */
   verify?: (handle: FileHandle, tempPath: string) => Promise<void>;
-  /** Contract: called right before the temporary file is opened (tests play races here). */
-  beforeOpen?: (targetPath: string) => void | Promise<void>;
 }
 
 /**
@@ -39,7 +41,6 @@ export async function writeFileAtomic(
   // A short fixed-length name: the target's own name may already be near the 255-byte limit.
   const temp = path.join(dir, `.pi-${randomBytes(8).toString("hex")}.tmp`);
   const mode = options.mode ?? (await stat(target).then((s) => s.mode & 0o7777, () => 0o644));
-  await options.beforeOpen?.(target);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const handle = await open(temp, flags, mode);
   let renamed = false;
@@ -57,13 +58,6 @@ export async function writeFileAtomic(
     if (!renamed) await unlink(temp).catch(() => {});
   }
   // #endregion
-}
-
-/** Creates the missing folders above a checked path, then checks the folder again. */
-export async function ensureParent(workspace: Workspace, resolved: ResolvedPath): Promise<void> {
-  const parent = path.dirname(resolved.absolute);
-  await mkdir(parent, { recursive: true });
-  await workspace.resolve(path.relative(workspace.root, parent) || ".");
 }
 
 const writeParameters = Type.Object({
@@ -94,19 +88,32 @@ export function createWriteTool(workspace: Workspace): AgentTool<typeof writePar
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path);
+      if (resolved.relative === ".") throw new Error("The path is the workspace root, a folder; give a file path.");
       return workspace.locks.run(resolved.absolute, async () => {
-        const existed = await stat(resolved.absolute).then(
-          (s) => {
-            if (!s.isFile()) throw new Error(`${resolved.relative} exists and is not a file.`);
-            return true;
-          },
-          () => false,
-        );
-        await ensureParent(workspace, resolved);
-        await writeFileAtomic(resolved.absolute, params.content, {
-          verify: (handle, temp) => workspace.verifyOpened(handle, temp),
-          beforeOpen: (target) => workspace.beforeOpen(target),
-        });
+        await workspace.beforeOpen(resolved.absolute);
+        // Every step happens inside the held folder: a folder swapped on the path is not followed.
+        const folder = await workspace.openFolder(path.dirname(resolved.relative), { create: true, target: resolved.relative });
+        let existed: boolean;
+        try {
+          const target = folder.pathOf(path.basename(resolved.relative));
+          const old = await lstat(target).catch((error: unknown) => {
+            if ((error as { code?: unknown }).code === "ENOENT") return undefined;
+            throw error;
+          });
+          if (old !== undefined && !old.isFile() && !old.isSymbolicLink()) {
+            throw new Error(`${resolved.relative} exists and is not a file.`);
+          }
+          existed = old !== undefined;
+          // A symlink put there after the check is replaced by the rename, never written through.
+          await writeFileAtomic(target, params.content, {
+            mode: old?.isFile() ? old.mode & 0o7777 : 0o644,
+            verify: (handle, temp) => workspace.verifyOpened(handle, path.join(folder.absolute, path.basename(temp))),
+          }).catch((error: unknown) => {
+            throw folder.writeError(error, resolved.relative);
+          });
+        } finally {
+          await folder.close();
+        }
         const bytes = Buffer.byteLength(params.content, "utf8");
         return {
           content: [
