@@ -78,6 +78,25 @@ export {
 } from "./openai-inbound.js";
 export { createOpenAICompatibleModel } from "./openai-compatible.js";
 export type { OpenAICompatibleOptions } from "./openai-compatible.js";
+export {
+  ANTHROPIC_VERSION,
+  safeToolId,
+  toAnthropicMessages,
+  toAnthropicRequest,
+  toAnthropicTools,
+} from "./anthropic-wire.js";
+export type {
+  AnthropicAssistantBlock,
+  AnthropicRequest,
+  AnthropicRequestOptions,
+  AnthropicStreamEvent,
+  AnthropicTextBlock,
+  AnthropicToolResultBlock,
+  AnthropicWireMessage,
+  AnthropicWireTool,
+  AnthropicWireUsage,
+} from "./anthropic-wire.js";
+export { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
 // #endregion
 // #region ch06
 

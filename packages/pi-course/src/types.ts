@@ -30,6 +30,13 @@ export interface ThinkingContent {
   type: "thinking";
   /** The reasoning text, accumulated over `thinking_delta`s. */
   thinking: string;
+  /**
+   * Anthropic: the block's signature, sent back unchanged with the block (the API refuses an
+   * altered one). For a redacted block, the opaque data. Absent for providers without one.
+   */
+  signature?: string;
+  /** Anthropic `redacted_thinking`: the reasoning is hidden; `thinking` is empty, `signature` holds the data. */
+  redacted?: boolean;
 }
 // #endregion
 
@@ -83,6 +90,12 @@ export interface Usage {
   output: number;
   /** As reported by the provider, or `input + output`. */
   totalTokens: number;
+  // #region ch05
+  /** The part of `input` read from the provider's prompt cache, when it says. */
+  cacheRead?: number;
+  /** The part of `input` written to the provider's prompt cache, when it says. */
+  cacheWrite?: number;
+  // #endregion
 }
 
 /** What the user (or a program speaking for the user) says. */
