@@ -76,6 +76,8 @@ export {
   NO_USAGE_DIAGNOSTIC,
   REFUSAL_DIAGNOSTIC,
 } from "./openai-inbound.js";
+export { applyRequestOptions } from "./openai-options.js";
+export type { ChatRequestOptions, ToolChoice } from "./openai-options.js";
 export { createOpenAICompatibleModel } from "./openai-compatible.js";
 export type { OpenAICompatibleOptions } from "./openai-compatible.js";
 export {

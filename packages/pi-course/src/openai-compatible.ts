@@ -17,13 +17,14 @@
  */
 import { AssistantMessageEventStream } from "./event-stream.js";
 import { ChatCompletionsTurn, describeWireError } from "./openai-inbound.js";
+import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.js";
 import { toChatCompletionsRequest } from "./openai-wire.js";
 import type { ChatCompletionChunk } from "./openai-wire.js";
 import { readSse } from "./sse.js";
 import type { AssistantMessage, Context, Model, StreamOptions } from "./types.js";
 
 /** How to reach an OpenAI-compatible server. */
-export interface OpenAICompatibleOptions {
+export interface OpenAICompatibleOptions extends ChatRequestOptions {
   /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (no trailing path). */
   baseUrl: string;
   /** The model id sent in every request, and copied to `AssistantMessage.model`. */
@@ -56,6 +57,7 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
   if (typeof options.model !== "string" || options.model === "") {
     throw new TypeError("createOpenAICompatibleModel: model must be a non-empty model id, e.g. \"gpt-4o-mini\"");
   }
+  checkRequestOptions(options, "createOpenAICompatibleModel");
   return new OpenAICompatibleModel(options);
 }
 
