@@ -54,6 +54,11 @@ export default defineChapter({
       "replaying recorded provider streams in random pieces, plus injected faults.",
   },
   files: [
+    "src/request-failure.ts",
+    "src/retry-policy.ts",
+    "src/request-deadline.ts",
+    "src/response-limits.ts",
+    "src/http-transport.ts",
     "src/sse.ts",
     "src/partial-json.ts",
     "src/openai-wire.ts",

@@ -80,6 +80,11 @@ export { applyRequestOptions } from "./openai-options.js";
 export type { ChatRequestOptions, ToolChoice } from "./openai-options.js";
 export { createOpenAICompatibleModel } from "./openai-compatible.js";
 export type { OpenAICompatibleOptions } from "./openai-compatible.js";
+export type { ErrorDetails, ErrorKind } from "./types.js";
+export { DEFAULT_TRANSPORT, openEventStream } from "./http-transport.js";
+export type { OpenStream, StreamingRequest, TransportOptions } from "./http-transport.js";
+export { DEFAULT_LIMITS } from "./response-limits.js";
+export type { ResponseLimits } from "./response-limits.js";
 export {
   ANTHROPIC_VERSION,
   safeToolId,

@@ -3,28 +3,46 @@
  * xAI, llama.cpp, Ollama, vLLM…), over `fetch`.
  *
  * One turn: `POST {baseUrl}/chat/completions` with `stream: true` and usage requested (see
- * `openai-wire.ts`), then the body is read as server-sent events (`sse.ts`) and each chunk is
- * translated into model events (`openai-inbound.ts`).
+ * `openai-wire.ts`), sent by the shared transport (`http-transport.ts`: retries before the first
+ * byte, timeouts, redirect policy, size bound, structured errors); then the body is read as
+ * server-sent events (`sse.ts`) and each chunk is translated into model events
+ * (`openai-inbound.ts`), within the per-turn bounds of `response-limits.ts`.
  *
- * Failures are `error` events, never throws: an abort (before the request, while waiting for
- * the headers, mid-stream) ends with reason `aborted`; an HTTP error status (with the
- * provider's message from the body), a JSON answer where a stream was expected, a refused
- * connection, a reset mid-stream, a malformed chunk, an in-stream error object or
- * `event: error` frame end with reason `error`. A stalled server is ended by the caller's
- * signal (there is no built-in timeout). Content
- * received before a failure is kept on the error message. The API key never appears in any
- * event or message: every error text is redacted before it leaves the adapter.
+ * Failures are `error` events, never throws. Only the caller's abort ends with reason `aborted`;
+ * everything else (an HTTP error status with the provider's message, a refused connection, a
+ * timeout, a stall, a refused redirect, a reset mid-stream, a malformed chunk, an in-stream
+ * error, a response over a bound) ends with reason `error`, and `errorDetails` says which, for
+ * programs. Content received before a failure is kept on the error message. The API key never
+ * appears in any event or message: outside texts are redacted before they are clipped, and the
+ * whole error text once more before it leaves the adapter.
  */
 import { AssistantMessageEventStream } from "./event-stream.js";
-import { ChatCompletionsTurn, describeWireError } from "./openai-inbound.js";
+import { checkTransportOptions, openEventStream, type TransportOptions } from "./http-transport.js";
+import { ChatCompletionsTurn } from "./openai-inbound.js";
 import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.js";
 import { toChatCompletionsRequest } from "./openai-wire.js";
 import type { ChatCompletionChunk } from "./openai-wire.js";
+import {
+  clip,
+  describeCause,
+  detailsOf,
+  failure,
+  readErrorPayload,
+  redact,
+  wireErrorCode,
+  type RequestFailure,
+} from "./request-failure.js";
+import { TurnLimits } from "./response-limits.js";
+import { isRetryableCode } from "./retry-policy.js";
 import { readSse } from "./sse.js";
 import type { AssistantMessage, Context, Model, StreamOptions } from "./types.js";
 
-/** How to reach an OpenAI-compatible server. */
-export interface OpenAICompatibleOptions extends ChatRequestOptions {
+/**
+ * How to reach an OpenAI-compatible server. The transport options (`fetch`, `maxRetries`,
+ * `timeoutMs`, `idleTimeoutMs`, `maxResponseBytes`, `maxContentBlocks`, `maxToolCalls`…) and
+ * their defaults are documented on `TransportOptions` and `ResponseLimits`.
+ */
+export interface OpenAICompatibleOptions extends TransportOptions, ChatRequestOptions {
   /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (no trailing path). */
   baseUrl: string;
   /** The model id sent in every request, and copied to `AssistantMessage.model`. */
@@ -33,8 +51,6 @@ export interface OpenAICompatibleOptions extends ChatRequestOptions {
   apiKey?: string;
   /** Extra request headers (e.g. `HTTP-Referer` for OpenRouter). */
   headers?: Record<string, string>;
-  /** Defaults to the global `fetch`. */
-  fetch?: typeof fetch;
   /** Sent as `max_tokens`. */
   maxTokens?: number;
   temperature?: number;
@@ -44,10 +60,7 @@ export interface OpenAICompatibleOptions extends ChatRequestOptions {
   now?: () => number;
 }
 
-/** At most this much of an error body is read. */
-const MAX_ERROR_BODY = 64 * 1024;
-
-/** Creates the model. Throws only on misuse (no `baseUrl` or `model`). */
+/** Creates the model. Throws only on misuse (no `baseUrl` or `model`, an unusable bound). */
 export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): Model {
   if (typeof options.baseUrl !== "string" || !/^https?:\/\//.test(options.baseUrl)) {
     throw new TypeError(
@@ -57,6 +70,7 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
   if (typeof options.model !== "string" || options.model === "") {
     throw new TypeError("createOpenAICompatibleModel: model must be a non-empty model id, e.g. \"gpt-4o-mini\"");
   }
+  checkTransportOptions(options, "createOpenAICompatibleModel");
   checkRequestOptions(options, "createOpenAICompatibleModel");
   return new OpenAICompatibleModel(options);
 }
@@ -65,22 +79,23 @@ class OpenAICompatibleModel implements Model {
   readonly provider: string;
   readonly id: string;
   private readonly url: string;
-  private readonly fetchFn: typeof fetch;
   private readonly now: () => number;
+  /** Never shown in an error. */
+  private readonly secrets: string[];
 
   constructor(private readonly options: OpenAICompatibleOptions) {
     this.provider = options.provider ?? "openai-compatible";
     this.id = options.model;
     this.url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
-    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
     this.now = options.now ?? Date.now;
+    this.secrets = options.apiKey ? [options.apiKey] : [];
   }
 
   stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
     const stream = new AssistantMessageEventStream();
     this.run(stream, context, options.signal).catch((error: unknown) => {
       // Unreachable by design; still, a bug must end the turn, not hang it.
-      this.failEarly(stream, "error", `Internal error in the adapter: ${describe(error)}`);
+      this.failEarly(stream, failure("protocol", `Internal error in the adapter: ${describeCause(error)}`));
     });
     return stream;
   }
@@ -91,58 +106,53 @@ class OpenAICompatibleModel implements Model {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     // #region lab 5.5 OpenAICompatibleModel.run
-    if (signal?.aborted) return this.failEarly(stream, "aborted", "Request was aborted before it was sent.");
     let body: string;
     try {
       body = JSON.stringify(toChatCompletionsRequest(context, this.options));
     } catch (error) {
-      return this.failEarly(stream, "error", `The request could not be built: ${describe(error)}`);
+      return this.failEarly(stream, failure("request", `The request could not be built: ${describeCause(error)}`));
     }
-    let response: Response;
-    try {
-      response = await this.fetchFn(this.url, { method: "POST", headers: this.headers(), body, signal });
-    } catch (error) {
-      if (signal?.aborted) return this.failEarly(stream, "aborted", "Request was aborted while waiting for the server.");
-      return this.failEarly(stream, "error", `Request to ${this.url} failed: ${describe(error)}`);
-    }
-    if (!response.ok || response.body === null) {
-      const detail = await readErrorBody(response);
-      if (signal?.aborted) return this.failEarly(stream, "aborted", "Request was aborted while reading the error response.");
-      const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
-      return this.failEarly(stream, "error", response.ok ? `${status}: the response has no body.` : `${status}: ${detail}`);
-    }
-    if (/^application\/json/i.test(response.headers.get("content-type") ?? "")) {
-      // A server that ignored `stream: true` (or a proxy's error page with status 200).
-      const detail = await readErrorBody(response);
-      return this.failEarly(stream, "error", `HTTP ${response.status}: expected an event stream, got JSON: ${detail}`);
-    }
+    const request = { url: this.url, headers: this.headers(), body, secrets: this.secrets, ...(signal && { signal }) };
+    const opened = await openEventStream(request, this.options);
+    if (!opened.ok) return this.failEarly(stream, opened.failure);
+    const http = opened.stream;
     const turn = new ChatCompletionsTurn(stream, { provider: this.provider, model: this.id, timestamp: this.now() });
-    const fail = (reason: "error" | "aborted", message: string) => turn.fail(reason, this.redact(message));
+    const limits = new TurnLimits(this.options);
+    const fail = (cause: RequestFailure) =>
+      turn.fail(cause.kind === "aborted" ? "aborted" : "error", this.redact(cause.message), detailsOf(cause));
     turn.start();
     try {
-      for await (const frame of readSse(response.body)) {
-        if (frame.event === "error") return fail("error", `The provider reported an error: ${errorText(frame.data)}`);
+      for await (const frame of readSse(http.body)) {
+        http.progress();
+        if (frame.event === "error") {
+          const payload = readErrorPayload(frame.data, this.secrets);
+          return fail(providerError(payload.text, payload.code));
+        }
         if (frame.data === "[DONE]") break;
         let chunk: ChatCompletionChunk;
         try {
           chunk = JSON.parse(frame.data) as ChatCompletionChunk;
         } catch {
-          return fail("error", `The server sent a malformed chunk: ${excerpt(frame.data)}`);
+          return fail(failure("protocol", `The server sent a malformed chunk: ${clip(frame.data, this.secrets)}`));
         }
         let error: string | undefined;
         try {
           error = turn.chunk(chunk);
         } catch (cause) {
-          error = `a chunk this adapter cannot read (${describe(cause)}): ${excerpt(frame.data)}`;
+          const text = `The server sent a chunk this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`;
+          return fail(failure("protocol", text));
         }
-        if (error !== undefined) return fail("error", `The provider reported an error: ${error}`);
-        if (signal?.aborted) return fail("aborted", "Request was aborted mid-stream.");
+        if (error !== undefined) return fail(providerError(clip(error, this.secrets), wireErrorCode(chunk.error)));
+        const over = limits.check(turn.partial);
+        if (over !== undefined) return fail(over);
+        if (http.signal.aborted) return fail(http.failure(undefined));
       }
     } catch (error) {
-      if (signal?.aborted) return fail("aborted", "Request was aborted mid-stream.");
-      return fail("error", `The connection failed mid-stream: ${describe(error)}`);
+      return fail(http.failure(error));
+    } finally {
+      http.close();
     }
-    if (signal?.aborted) return fail("aborted", "Request was aborted mid-stream.");
+    if (http.signal.aborted) return fail(http.failure(undefined));
     turn.finish();
     // #endregion
   }
@@ -160,7 +170,8 @@ class OpenAICompatibleModel implements Model {
   }
 
   /** A failure before any content: a fresh error message, no `start`. */
-  private failEarly(stream: AssistantMessageEventStream, reason: "error" | "aborted", text: string): void {
+  private failEarly(stream: AssistantMessageEventStream, cause: RequestFailure): void {
+    const reason = cause.kind === "aborted" ? "aborted" : "error";
     const error: AssistantMessage = {
       role: "assistant",
       content: [],
@@ -168,7 +179,8 @@ class OpenAICompatibleModel implements Model {
       model: this.id,
       usage: { input: 0, output: 0, totalTokens: 0 },
       stopReason: reason,
-      errorMessage: this.redact(text),
+      errorMessage: this.redact(cause.message),
+      errorDetails: detailsOf(cause),
       timestamp: this.now(),
     };
     stream.push({ type: "error", reason, error });
@@ -176,58 +188,14 @@ class OpenAICompatibleModel implements Model {
 
   /** Removes the API key from a text that may have come from anywhere. */
   private redact(text: string): string {
-    const key = this.options.apiKey;
-    if (key === undefined || key === "") return text;
-    return text.split(key).join("[redacted]");
+    return redact(text, this.secrets);
   }
 }
 
-/** The provider's message from an error body (JSON `error.message`, `message`, …) or its text. */
-async function readErrorBody(response: Response): Promise<string> {
-  let text = "";
-  try {
-    const reader = response.body?.getReader();
-    if (reader !== undefined) {
-      const decoder = new TextDecoder();
-      while (text.length < MAX_ERROR_BODY) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        text += decoder.decode(value, { stream: true });
-      }
-      await reader.cancel().catch(() => {});
-    }
-  } catch (error) {
-    return text === "" ? `(the error body could not be read: ${describe(error)})` : errorText(text);
-  }
-  return text.trim() === "" ? "(empty body)" : errorText(text);
-}
-
-/** The readable part of an error payload: `error.message`, `message`, `detail`, or the text. */
-function errorText(text: string): string {
-  try {
-    const parsed = JSON.parse(text) as Record<string, unknown> | null;
-    if (parsed !== null && typeof parsed === "object") {
-      if (parsed.error !== undefined && parsed.error !== null) return describeWireError(parsed.error);
-      if (typeof parsed.message === "string") return parsed.message;
-      if (typeof parsed.detail === "string") return parsed.detail;
-    }
-  } catch {
-    // not JSON: the text itself
-  }
-  return excerpt(text.trim());
-}
-
-function excerpt(text: string): string {
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
-}
-
-/** An error's message, with its cause (fetch puts ECONNREFUSED and resets there). */
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as { cause?: unknown }).cause;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return `${error.message} (${typeof code === "string" ? `${code}: ` : ""}${cause.message})`;
-  }
-  return error.message;
+/** An error the server reported inside its stream (a chunk's `error`, an `event: error` frame). */
+function providerError(text: string, code: string | undefined): RequestFailure {
+  return failure("provider", `The provider reported an error: ${text}`, {
+    ...(code !== undefined && { code }),
+    retryable: isRetryableCode(code),
+  });
 }

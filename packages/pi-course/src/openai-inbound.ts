@@ -22,7 +22,8 @@
 import type { AssistantMessageEventStream } from "./event-stream.js";
 import type { ChatCompletionChunk, WireToolCallDelta, WireUsage } from "./openai-wire.js";
 import { PartialJsonParser, parseToolArguments } from "./partial-json.js";
-import type { AssistantMessage, TextContent, ThinkingContent, ToolCall } from "./types.js";
+import { describeWireError } from "./request-failure.js";
+import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "./types.js";
 
 /** A streaming tool call: its block, where it sits, and its argument parser. */
 interface OpenCall {
@@ -125,16 +126,20 @@ export class ChatCompletionsTurn {
       return this.done("toolUse");
     }
     if (reason === "stop") return this.done("stop");
-    this.fail("error", `The provider ended the turn with finish_reason "${reason}".`);
+    this.fail("error", `The provider ended the turn with finish_reason "${reason}".`, { kind: "provider", code: reason, retryable: false });
     // #endregion
   }
 
-  /** Ends the turn with an `error` event that keeps the partial content. */
-  fail(reason: "error" | "aborted", errorMessage: string): void {
+  /**
+   * Ends the turn with an `error` event that keeps the partial content. Without `details`, an
+   * `aborted` turn is of kind `aborted` and an `error` turn of kind `protocol`.
+   */
+  fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
     if (this.ended) return;
     this.ended = true;
     this.partial.stopReason = reason;
     this.partial.errorMessage = errorMessage;
+    this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
     this.stream.push({ type: "error", reason, error: this.partial });
   }
 
@@ -222,6 +227,12 @@ export class ChatCompletionsTurn {
     this.sawUsage = true;
     const total = finite(usage.total_tokens) ?? (input ?? 0) + (output ?? 0);
     this.partial.usage = { input: input ?? 0, output: output ?? 0, totalTokens: total };
+    // Parts of `input` (OpenAI's prompt_tokens counts cached tokens), as the server reports them.
+    const details = usage.prompt_tokens_details;
+    const cacheRead = finite(details?.cached_tokens);
+    const cacheWrite = finite(details?.cache_write_tokens);
+    if (cacheRead !== undefined) this.partial.usage.cacheRead = cacheRead;
+    if (cacheWrite !== undefined) this.partial.usage.cacheWrite = cacheWrite;
   }
 
   private diagnose(note: string): void {
@@ -231,16 +242,4 @@ export class ChatCompletionsTurn {
 
 function finite(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
-}
-
-/** A readable message from an error object a server sent (in a body, chunk or error frame). */
-export function describeWireError(error: unknown): string {
-  if (typeof error === "string") return error;
-  if (error !== null && typeof error === "object") {
-    const record = error as { message?: unknown; code?: unknown };
-    const message = typeof record.message === "string" ? record.message : JSON.stringify(error);
-    const code = record.code;
-    return code === undefined || code === null || String(code) === "" ? message : `${message} (code ${String(code)})`;
-  }
-  return String(error);
 }

@@ -198,7 +198,10 @@ export interface ChatCompletionChunk {
 
 /** Token counts as servers report them. */
 export interface WireUsage {
+  /** All prompt tokens, cached ones included. */
   prompt_tokens?: number;
   completion_tokens?: number;
   total_tokens?: number;
+  /** `cached_tokens`: read from the prompt cache (OpenAI, xAI, DeepSeek, OpenRouter…); `cache_write_tokens`: written to it (OpenRouter). */
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null;
 }

@@ -84,19 +84,75 @@ export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
 
 /** Token accounting. Protocol data: always numbers, never guessed from text length. */
 export interface Usage {
-  /** Prompt tokens. */
+  /**
+   * Prompt tokens, **all of them**: tokens read from or written to the provider's prompt cache
+   * are included (OpenAI's `prompt_tokens` already counts them; an adapter whose provider counts
+   * them apart, as Anthropic's `input_tokens` does, adds them in). `cacheRead` and `cacheWrite`
+   * say how much of `input` the cache touched.
+   */
   input: number;
   /** Completion tokens (reasoning included). */
   output: number;
   /** As reported by the provider, or `input + output`. */
   totalTokens: number;
   // #region ch05
-  /** The part of `input` read from the provider's prompt cache, when it says. */
+  /**
+   * The part of `input` read from the prompt cache (OpenAI `prompt_tokens_details.cached_tokens`).
+   * Absent when the provider did not say; `0` when it said none.
+   */
   cacheRead?: number;
-  /** The part of `input` written to the provider's prompt cache, when it says. */
+  /** The part of `input` written to the prompt cache, when the provider reports it. */
   cacheWrite?: number;
   // #endregion
 }
+
+// #region ch05
+/**
+ * What ended a turn in failure, for programs:
+ * - `aborted`: the caller's signal (the only kind with `stopReason: "aborted"`);
+ * - `timeout`: the request's `timeoutMs` ran out (not the caller's doing);
+ * - `stall`: nothing useful arrived for `idleTimeoutMs` (no headers, or no data while the server
+ *   sent nothing or only keep-alive comments);
+ * - `http`: the server answered with an error status (`status` is set);
+ * - `provider`: the server reported an error inside a stream it had started, or ended the turn
+ *   for a reason the adapter cannot map (e.g. a content filter);
+ * - `network`: the connection failed (refused, reset, DNS…);
+ * - `limit`: the response went over a bound (`maxResponseBytes`, `maxContentBlocks`,
+ *   `maxToolCalls`);
+ * - `redirect`: the server redirected somewhere the adapter does not follow (another origin);
+ * - `protocol`: the answer is not what the protocol allows (malformed chunk, JSON instead of
+ *   an event stream, a stream that ends without finishing);
+ * - `request`: the request could not be built from the context.
+ */
+export type ErrorKind =
+  | "aborted"
+  | "timeout"
+  | "stall"
+  | "http"
+  | "provider"
+  | "network"
+  | "limit"
+  | "redirect"
+  | "protocol"
+  | "request";
+
+/** The machine-readable side of a failed turn (`AssistantMessage.errorDetails`). */
+export interface ErrorDetails {
+  kind: ErrorKind;
+  /** The HTTP status, when the server answered with an error status. */
+  status?: number;
+  /** The provider's own error code or type, e.g. `"rate_limit_exceeded"`, `"overloaded_error"`. */
+  code?: string;
+  /** How long the server asked to wait before trying again (`Retry-After`), in milliseconds. */
+  retryAfterMs?: number;
+  /**
+   * True when the same request may succeed if sent again later (rate limits, overload, 5xx,
+   * connection failures). The adapter already retried what it safely could before any content
+   * arrived; this says whether a caller's own later retry makes sense.
+   */
+  retryable: boolean;
+}
+// #endregion
 
 /** What the user (or a program speaking for the user) says. */
 export interface UserMessage {
@@ -120,6 +176,11 @@ export interface AssistantMessage {
   /** Set when `stopReason` is `error` or `aborted`: what went wrong, readable by a person. */
   errorMessage?: string;
   // #region ch05
+  /**
+   * Set beside `errorMessage` by provider adapters: the same failure for programs, so no caller
+   * parses text to decide what to do (retry later, re-authenticate, shorten the context…).
+   */
+  errorDetails?: ErrorDetails;
   /**
    * Notes about how the message was made that are not errors, e.g. "the server sent no usage;
    * usage is the explicit default (all zero)". Never sent back to a model.

@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
@@ -7,6 +8,8 @@ import {
   PartialJsonParser,
   REFUSAL_DIAGNOSTIC,
   SseDecoder,
+  DEFAULT_LIMITS,
+  DEFAULT_TRANSPORT,
   createOpenAICompatibleModel,
   parseToolArguments,
   readSse,
@@ -20,12 +23,18 @@ import type {
   Context,
   Model,
   ModelEvent,
+  OpenAICompatibleOptions,
   SseEvent,
+  TextContent,
   ToolCall,
 } from "../src/index.js";
 import {
   SseServer,
+  dripReply,
   fixtureChunks,
+  gzipReply,
+  redirectReply,
+  resetReply,
   fixtureSse,
   seededRandom,
   randomPieces,
@@ -143,7 +152,7 @@ function modelAt(baseUrl: string, extra: Partial<Parameters<typeof createOpenAIC
 function message(
   content: AssistantContent[],
   stopReason: AssistantMessage["stopReason"],
-  usage: [number, number, number] | undefined,
+  usage: [input: number, output: number, total: number, cacheRead?: number] | undefined,
   extra: Partial<AssistantMessage> = {},
 ): AssistantMessage {
   return {
@@ -151,7 +160,10 @@ function message(
     content,
     provider: "test-provider",
     model: "test-model",
-    usage: usage === undefined ? { input: 0, output: 0, totalTokens: 0 } : { input: usage[0], output: usage[1], totalTokens: usage[2] },
+    usage:
+      usage === undefined
+        ? { input: 0, output: 0, totalTokens: 0 }
+        : { input: usage[0], output: usage[1], totalTokens: usage[2], ...(usage[3] !== undefined && { cacheRead: usage[3] }) },
     stopReason,
     ...(usage === undefined && (stopReason === "stop" || stopReason === "length" || stopReason === "toolUse")
       ? { diagnostics: [NO_USAGE_DIAGNOSTIC] }
@@ -652,7 +664,7 @@ function translate(chunks: readonly unknown[], options: { end?: boolean } = {}):
   for (const chunk of chunks) {
     const error = turn.chunk(chunk as ChatCompletionChunk);
     if (error !== undefined) {
-      turn.fail("error", `The provider reported an error: ${error}`);
+      turn.fail("error", `The provider reported an error: ${error}`, { kind: "provider", retryable: false });
       break;
     }
   }
@@ -768,12 +780,18 @@ describe("chapter 05 · inbound translation", () => {
     const filtered = translate([{ ...delta({ content: "Some" }, "content_filter"), usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }]);
     expect(filtered.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(filtered.message).toEqual(
-      message([text("Some")], "error", [1, 1, 2], { errorMessage: 'The provider ended the turn with finish_reason "content_filter".' }),
+      message([text("Some")], "error", [1, 1, 2], {
+        errorMessage: 'The provider ended the turn with finish_reason "content_filter".',
+        errorDetails: { kind: "provider", code: "content_filter", retryable: false },
+      }),
     );
 
     const unfinished = translate([delta({ content: "Hel" })]);
     expect(unfinished.message).toEqual(
-      message([text("Hel")], "error", undefined, { errorMessage: "The stream ended before the model finished (no finish_reason was sent)." }),
+      message([text("Hel")], "error", undefined, {
+        errorMessage: "The stream ended before the model finished (no finish_reason was sent).",
+        errorDetails: { kind: "protocol", retryable: false },
+      }),
     );
 
     const ollama = translate([delta({ tool_calls: [{ function: { name: "ls", arguments: "{}" } }] }, "stop")]);
@@ -800,6 +818,14 @@ describe("chapter 05 · inbound translation", () => {
     expect(translate([finish("stop")]).message).toEqual(message([], "stop", undefined));
   });
 
+  it("Lab 5.4 · cached prompt tokens: cacheRead (and OpenRouter's cacheWrite) are parts of input, absent when not reported", () => {
+    const cached = { ...usage(339, 83, 422), usage: { ...usage(339, 83, 422).usage, prompt_tokens_details: { cached_tokens: 320, cache_write_tokens: 7 } } };
+    expect(translate([finish("stop"), cached]).message.usage).toEqual({ input: 339, output: 83, totalTokens: 422, cacheRead: 320, cacheWrite: 7 });
+    const zero = { ...usage(5, 1, 6), usage: { ...usage(5, 1, 6).usage, prompt_tokens_details: { cached_tokens: 0 } } };
+    expect(translate([finish("stop"), zero]).message.usage).toEqual({ input: 5, output: 1, totalTokens: 6, cacheRead: 0 });
+    expect(translate([finish("stop"), usage(5, 1, 6)]).message.usage).toEqual({ input: 5, output: 1, totalTokens: 6 });
+  });
+
   it("Lab 5.4 · an error object in a chunk is reported (after its usage is applied) and the partial content is kept", () => {
     const turn = translate([
       delta({ content: "Part" }),
@@ -808,7 +834,10 @@ describe("chapter 05 · inbound translation", () => {
     ]);
     expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(turn.message).toEqual(
-      message([text("Part")], "error", [2, 1, 3], { errorMessage: "The provider reported an error: Overloaded (code 529)" }),
+      message([text("Part")], "error", [2, 1, 3], {
+        errorMessage: "The provider reported an error: Overloaded (code 529)",
+        errorDetails: { kind: "provider", retryable: false },
+      }),
     );
   });
 });
@@ -829,7 +858,7 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "alibaba-qwen-tool-call.chunks.txt",
     signature: ["start", "toolcall_delta@0×2", "toolcall_end@0", "done:toolUse"],
-    expected: () => message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317]),
+    expected: () => message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317, 0]),
   },
   {
     file: "anthropic-openai-compat-tool-call-index-1.sse",
@@ -839,12 +868,12 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "azure-openai-model-router-prompt-filter.chunks.txt",
     signature: ["start", "text_delta@0×4", "done:stop"],
-    expected: () => message([text("Capital of Denmark.")], "stop", [15, 78, 93]),
+    expected: () => message([text("Capital of Denmark.")], "stop", [15, 78, 93, 0]),
   },
   {
     file: "deepseek-chat-finish-length.chunks.txt",
     signature: ["start", "text_delta@0×400", "done:length"],
-    expected: () => message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413]),
+    expected: () => message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413, 0]),
   },
   {
     file: "deepseek-reasoner-reasoning-content.chunks.txt",
@@ -853,7 +882,7 @@ const FIXTURES: FixtureCase[] = [
       message(
         [thinking(wireText("deepseek-reasoner-reasoning-content.chunks.txt", "reasoning")), text('The word "strawberry" contains three "r"s.')],
         "stop",
-        [18, 219, 237],
+        [18, 219, 237, 0],
       ),
   },
   {
@@ -863,7 +892,7 @@ const FIXTURES: FixtureCase[] = [
       message(
         [thinking(wireText("deepseek-reasoner-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", weatherSF)],
         "toolUse",
-        [339, 83, 422],
+        [339, 83, 422, 320],
       ),
   },
   {
@@ -875,6 +904,7 @@ const FIXTURES: FixtureCase[] = [
           "The provider reported an error: Tool call validation failed: tool call validation failed: parameters for tool " +
           "get_something_by_name did not match schema: errors: [missing properties: 'name', additionalProperties " +
           "'invalid_param' not allowed] (code tool_use_failed)",
+        errorDetails: { kind: "provider", code: "tool_use_failed", retryable: false },
       }),
   },
   {
@@ -898,7 +928,7 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "openai-gpt-4.1-nano-text-300-chunks.chunks.txt",
     signature: ["start", "text_delta@0×300", "done:stop"],
-    expected: () => message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316]),
+    expected: () => message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316, 0]),
   },
   {
     file: "openai-gpt-4o-finish-length.sse",
@@ -912,7 +942,7 @@ const FIXTURES: FixtureCase[] = [
           ),
         ],
         "length",
-        [14, 50, 64],
+        [14, 50, 64, 0],
       ),
   },
   {
@@ -922,7 +952,7 @@ const FIXTURES: FixtureCase[] = [
       message(
         [call("call_NS4iQj14cDFwc0BnrKqDHavt", "get_weather", { city: "Mexico City" }), call("call_SkGkkGDvHQEEk0CGbnAh2AQw", "get_product_name", {})],
         "toolUse",
-        [417, 44, 461],
+        [417, 44, 461, 0],
       ),
   },
   {
@@ -935,14 +965,14 @@ const FIXTURES: FixtureCase[] = [
           call("call_KPXe5NX7IcKkaBUhc6dto2QV", "secret_retrieval_tool", { password: "radiance" }),
         ],
         "toolUse",
-        [75, 53, 128],
+        [75, 53, 128, 0],
       ),
   },
   {
     file: "openai-gpt-4o-refusal-deltas.sse",
     signature: ["start", "text_delta@0×12", "done:stop"],
     expected: () =>
-      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77], { diagnostics: [REFUSAL_DIAGNOSTIC] }),
+      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77, 0], { diagnostics: [REFUSAL_DIAGNOSTIC] }),
   },
   {
     file: "openai-gpt-4o-single-tool-call-54-arg-chunks.sse",
@@ -959,26 +989,27 @@ const FIXTURES: FixtureCase[] = [
           }),
         ],
         "toolUse",
-        [448, 62, 510],
+        [448, 62, 510, 0],
       ),
   },
   {
     file: "openai-gpt-4o-text-with-usage.sse",
     signature: ["start", "text_delta@0×8", "done:stop"],
-    expected: () => message([text("The capital of Mexico is Mexico City.")], "stop", [14, 8, 22]),
+    expected: () => message([text("The capital of Mexico is Mexico City.")], "stop", [14, 8, 22, 0]),
   },
   {
     file: "openrouter-minimax-length-then-error-chunk.sse",
     signature: ["start", "thinking_delta@0×2", "error:error"],
     expected: () =>
-      message([thinking("We need to respond to a greeting. The user")], "error", [43, 10, 53], {
+      message([thinking("We need to respond to a greeting. The user")], "error", [43, 10, 53, 0], {
         errorMessage: "The provider reported an error: Token limit reached (code 400)",
+        errorDetails: { kind: "provider", code: "400", retryable: false },
       }),
   },
   {
     file: "openrouter-reasoning-with-sse-comments.sse",
     signature: ["start", "thinking_delta@0×3", "text_delta@1×2", "done:stop"],
-    expected: () => message([thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")], "stop", [43, 36, 79]),
+    expected: () => message([thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")], "stop", [43, 36, 79, 0]),
   },
   {
     file: "xai-grok-3-mini-reasoning-then-tool-call.chunks.txt",
@@ -987,13 +1018,13 @@ const FIXTURES: FixtureCase[] = [
       message(
         [thinking(wireText("xai-grok-3-mini-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_79382389", "weather", weatherSF)],
         "toolUse",
-        [307, 26, 560],
+        [307, 26, 560, 306],
       ),
   },
   {
     file: "zai-glm-reasoning-content.sse",
     signature: ["start", "thinking_delta@0×90", "text_delta@1", "done:stop"],
-    expected: () => message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577]),
+    expected: () => message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577, 0]),
   },
 ];
 
@@ -1054,23 +1085,30 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
         reason: "error",
         error: message([], "error", undefined, {
           errorMessage: "HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)",
+          errorDetails: { kind: "http", status: 401, code: "invalid_api_key", retryable: false },
         }),
       },
     ]);
 
+    // Retryable statuses, with retries turned off here (retries are tested below).
+    const once = modelAt(server.baseUrl, { maxRetries: 0 });
     server.reply(statusReply(500, "upstream exploded\n", "text/plain"));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 500 Internal Server Error: upstream exploded");
+    const exploded = (await runTurn(once)).message;
+    expect(exploded.errorMessage).toBe("HTTP 500 Internal Server Error: upstream exploded");
+    expect(exploded.errorDetails).toEqual({ kind: "http", status: 500, retryable: true });
 
     server.reply(statusReply(429, JSON.stringify({ message: "slow down" })));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 429 Too Many Requests: slow down");
+    expect((await runTurn(once)).message.errorMessage).toBe("HTTP 429 Too Many Requests: slow down");
 
     server.reply(statusReply(404, ""));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
+    const missing = (await runTurn(modelAt(server.baseUrl))).message;
+    expect(missing.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
+    expect(missing.errorDetails).toEqual({ kind: "http", status: 404, retryable: false });
 
     server.reply(statusReply(200, JSON.stringify({ error: { message: "streaming is not supported with tools" } })));
-    expect((await runTurn(modelAt(server.baseUrl))).message.errorMessage).toBe(
-      "HTTP 200: expected an event stream, got JSON: streaming is not supported with tools",
-    );
+    const json = (await runTurn(modelAt(server.baseUrl))).message;
+    expect(json.errorMessage).toBe("HTTP 200: expected an event stream, got JSON: streaming is not supported with tools");
+    expect(json.errorDetails).toEqual({ kind: "protocol", retryable: false });
   }, 10_000);
 
   it("Lab 5.5 · a refused connection is an error event, never a throw", async () => {
@@ -1090,12 +1128,16 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(reset.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
     expect(reset.message.content).toEqual([text("Hello")]);
     expect(reset.message.errorMessage).toMatch(/^The connection failed mid-stream: /);
+    expect(reset.message.errorDetails).toEqual({ kind: "network", retryable: true });
 
     server.reply(sseReply(`${head}data: {"choices": [{"delta": \n\n`));
     const malformed = await runTurn(modelAt(server.baseUrl));
     expect(malformed.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
     expect(malformed.message).toEqual(
-      message([text("Hello")], "error", undefined, { errorMessage: 'The server sent a malformed chunk: {"choices": [{"delta": ' }),
+      message([text("Hello")], "error", undefined, {
+        errorMessage: 'The server sent a malformed chunk: {"choices": [{"delta": ',
+        errorDetails: { kind: "protocol", retryable: false },
+      }),
     );
 
     server.reply(sseReply(head));
@@ -1103,6 +1145,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(cut.message).toEqual(
       message([text("Hello")], "error", undefined, {
         errorMessage: "The stream ended before the model finished (no finish_reason was sent).",
+        errorDetails: { kind: "protocol", retryable: false },
       }),
     );
   }, 10_000);
@@ -1127,7 +1170,14 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     const before = server.requests.length;
     const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, AbortSignal.abort());
     expect(early.events).toEqual([
-      { type: "error", reason: "aborted", error: message([], "aborted", undefined, { errorMessage: "Request was aborted before it was sent." }) },
+      {
+        type: "error",
+        reason: "aborted",
+        error: message([], "aborted", undefined, {
+          errorMessage: "Request was aborted before it was sent.",
+          errorDetails: { kind: "aborted", retryable: false },
+        }),
+      },
     ]);
     expect(server.requests.length).toBe(before);
 
@@ -1156,7 +1206,12 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     const aborted = await stream.result();
     surfaceInternalError(aborted);
     expect(seen).toEqual(["start", "text_delta", "error"]);
-    expect(aborted).toEqual(message([text("partial")], "aborted", undefined, { errorMessage: "Request was aborted mid-stream." }));
+    expect(aborted).toEqual(
+      message([text("partial")], "aborted", undefined, {
+        errorMessage: "Request was aborted mid-stream.",
+        errorDetails: { kind: "aborted", retryable: false },
+      }),
+    );
   }, 10_000);
 
   it("Lab 5.5 · never throws: a context that cannot be sent, or a key the HTTP layer rejects, are error events without the key", async () => {
@@ -1176,6 +1231,307 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(/baseUrl must be an http\(s\) URL/);
     expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(/model must be a non-empty model id/);
   }, 10_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Lab 5.5 · retries, time, bounds and redirects (the shared transport), against real HTTP
+// ---------------------------------------------------------------------------------------------
+
+const OK_BODY = sseOf([
+  { choices: [{ index: 0, delta: { content: "fine" }, finish_reason: "stop" }] },
+  { choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } },
+]);
+const textChunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+
+/** Gzip of `mib` MiB: one `data:` line that never ends (inflates ~1000× past what is sent). */
+async function hostileGzip(mib: number): Promise<Uint8Array> {
+  const gzip = createGzip({ level: 9 });
+  const out: Buffer[] = [];
+  gzip.on("data", (piece: Buffer) => out.push(piece));
+  const ended = new Promise((resolve) => gzip.on("end", resolve));
+  gzip.write('data: {"choices":[{"index":0,"delta":{"content":"');
+  const unit = Buffer.alloc(1 << 20, 0x61);
+  for (let i = 0; i < mib; i++) if (!gzip.write(unit)) await new Promise((resolve) => gzip.once("drain", resolve));
+  gzip.end();
+  await ended;
+  return Buffer.concat(out);
+}
+
+describe("chapter 05 · a failing or hostile server", () => {
+  let server: SseServer;
+  beforeAll(async () => {
+    server = await SseServer.start();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+  /** Fast backoff so retries take milliseconds. */
+  const model = (extra: Partial<OpenAICompatibleOptions> = {}) => modelAt(server.baseUrl, { retryBaseDelayMs: 5, ...extra });
+  const sent = () => server.requests.length;
+
+  it("Lab 5.5 · retries 500, 503 and a reset before the first byte, then streams the answer as if nothing happened", async () => {
+    const before = sent();
+    server.reply(statusReply(500, "hiccup", "text/plain")).reply(resetReply).reply(statusReply(503, "{}")).reply(sseReply(OK_BODY));
+    const turn = await runTurn(model({ maxRetries: 3 }));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(turn.message).toEqual(message([text("fine")], "stop", [3, 1, 4]));
+    expect(sent() - before).toBe(4);
+    const bodies = server.requests.slice(before).map((r) => r.body);
+    expect(new Set(bodies).size).toBe(1);
+  }, 10_000);
+
+  it("Lab 5.5 · honours Retry-After (seconds) on a 429 before retrying", async () => {
+    const before = sent();
+    server.reply(statusReply(429, JSON.stringify({ error: { message: "slow down", code: "rate_limit_exceeded" } }), "application/json", { "retry-after": "1" }));
+    server.reply(sseReply(OK_BODY));
+    const started = performance.now();
+    const turn = await runTurn(model());
+    expect(performance.now() - started).toBeGreaterThanOrEqual(950);
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(sent() - before).toBe(2);
+  }, 10_000);
+
+  it("Lab 5.5 · gives up after maxRetries, or at once when not retryable or when Retry-After is too long: structured details", async () => {
+    let before = sent();
+    for (let i = 0; i < 3; i++) server.reply(statusReply(503, JSON.stringify({ error: { message: "busy", type: "overloaded_error" } }), "application/json", { "retry-after-ms": "10" }));
+    const busy = await runTurn(model());
+    expect(sent() - before).toBe(3);
+    expect(busy.events).toEqual([
+      {
+        type: "error",
+        reason: "error",
+        error: message([], "error", undefined, {
+          errorMessage: "HTTP 503 Service Unavailable: busy (gave up after 3 attempts)",
+          errorDetails: { kind: "http", status: 503, code: "overloaded_error", retryAfterMs: 10, retryable: true },
+        }),
+      },
+    ]);
+
+    before = sent();
+    server.reply(statusReply(400, JSON.stringify({ error: { message: "bad tools", code: "invalid_request" } })));
+    const bad = await runTurn(model());
+    expect(sent() - before).toBe(1);
+    expect(bad.message.errorDetails).toEqual({ kind: "http", status: 400, code: "invalid_request", retryable: false });
+
+    before = sent();
+    server.reply(statusReply(429, "{}", "application/json", { "retry-after": "3600" }));
+    const later = await runTurn(model({ maxRetryDelayMs: 5_000 }));
+    expect(sent() - before).toBe(1);
+    expect(later.message.errorDetails).toEqual({ kind: "http", status: 429, retryAfterMs: 3_600_000, retryable: true });
+  }, 10_000);
+
+  it("Lab 5.5 · a refused connection is retried, then reported with its cause", async () => {
+    const closed = await SseServer.start();
+    const url = closed.baseUrl;
+    await closed.close();
+    const turn = await runTurn(modelAt(url, { retryBaseDelayMs: 5 }));
+    expect(turn.message.errorMessage).toMatch(/ECONNREFUSED.*\(gave up after 3 attempts\)$/);
+    expect(turn.message.errorDetails).toEqual({ kind: "network", retryable: true });
+  }, 10_000);
+
+  it("Lab 5.5 · never retries once content has streamed: a reset or an overloaded error mid-stream ends the turn", async () => {
+    let before = sent();
+    server.reply(sseReply(textChunk("Hel"), { then: "reset" }));
+    const reset = await runTurn(model());
+    expect(sent() - before).toBe(1);
+    expect(reset.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(reset.message.content).toEqual([text("Hel")]);
+
+    before = sent();
+    server.reply(sseReply(textChunk("Hel") + sseOf([{ error: { message: "Overloaded", type: "overloaded_error" } }], { done: false })));
+    const overloaded = await runTurn(model());
+    expect(sent() - before).toBe(1);
+    expect(overloaded.message).toEqual(
+      message([text("Hel")], "error", undefined, {
+        errorMessage: "The provider reported an error: Overloaded",
+        errorDetails: { kind: "provider", code: "overloaded_error", retryable: true },
+      }),
+    );
+  }, 10_000);
+
+  it("Lab 5.5 · an abort while waiting to retry ends at once as aborted, with no further request", async () => {
+    const before = sent();
+    server.reply(statusReply(503, "{}", "application/json", { "retry-after": "30" }));
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = performance.now();
+    const turn = await runTurn(model(), { messages: [] }, controller.signal);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(sent() - before).toBe(1);
+    expect(turn.message.stopReason).toBe("aborted");
+    expect(turn.message.errorMessage).toBe("Request was aborted while waiting to retry.");
+  }, 10_000);
+
+  it("Lab 5.5 · timeoutMs ends the request as a timeout (stopReason error, kind timeout), not as an abort; partial content kept", async () => {
+    server.reply(stallReply);
+    const headers = await runTurn(model({ timeoutMs: 150 }));
+    expect(headers.events).toEqual([
+      {
+        type: "error",
+        reason: "error",
+        error: message([], "error", undefined, {
+          errorMessage: "The request timed out: timeoutMs (150 ms) ran out while waiting for the server.",
+          errorDetails: { kind: "timeout", retryable: false },
+        }),
+      },
+    ]);
+
+    server.reply(dripReply(textChunk("Hel"), (i) => textChunk(String(i % 10)), 20));
+    const streaming = await runTurn(model({ timeoutMs: 200 }));
+    expect(streaming.message.stopReason).toBe("error");
+    expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (200 ms) ran out mid-stream.");
+    expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false });
+    expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
+  }, 10_000);
+
+  it("Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall", async () => {
+    const stall = { idleTimeoutMs: 150 };
+    server.reply(stallReply);
+    const slowHeaders = await runTurn(model(stall));
+    expect(slowHeaders.signature).toEqual(["error:error"]);
+    expect(slowHeaders.message.errorMessage).toBe("The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).");
+    expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true });
+
+    const midStream = "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 150 ms (idleTimeoutMs).";
+    server.reply(sseReply(textChunk("partial"), { then: "stall" }));
+    const stalled = await runTurn(model(stall));
+    expect(stalled.message).toEqual(
+      message([text("partial")], "error", undefined, { errorMessage: midStream, errorDetails: { kind: "stall", retryable: true } }),
+    );
+
+    server.reply(dripReply("", () => ": keep-alive\n\n", 10));
+    const comments = await runTurn(model(stall));
+    expect(comments.signature).toEqual(["start", "error:error"]);
+    expect(comments.message.errorMessage).toBe(midStream);
+
+    const frame = textChunk("one frame, one byte at a time");
+    server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
+    const slowloris = await runTurn(model(stall));
+    expect(slowloris.signature).toEqual(["start", "error:error"]);
+    expect(slowloris.message.errorMessage).toBe(midStream);
+  }, 10_000);
+
+  it("Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes", async () => {
+    const frames = [...Array.from({ length: 8 }, (_, i) => textChunk(String(i))), sseOf([{ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }])];
+    server.reply(dripReply("", (i) => frames[i], 50));
+    const turn = await runTurn(model({ idleTimeoutMs: 150 }));
+    expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
+  }, 10_000);
+
+  it("Lab 5.5 · maxResponseBytes: an endless stream of small deltas ends in a limit error, partial content kept, connection closed", async () => {
+    const endless = dripReply("", () => textChunk("x".repeat(64)).repeat(16), 0);
+    server.reply(endless);
+    const turn = await runTurn(model({ maxResponseBytes: 64 * 1024 }));
+    expect(turn.message.stopReason).toBe("error");
+    expect(turn.message.errorMessage).toBe(
+      "The response was cut off: the response passed maxResponseBytes (65536 bytes after decompression); the rest was not read.",
+    );
+    expect(turn.message.errorDetails).toEqual({ kind: "limit", retryable: false });
+    const shown = (turn.message.content[0] as TextContent).text.length;
+    expect(shown).toBeGreaterThan(30_000);
+    expect(shown).toBeLessThan(65_536);
+    await until(() => endless.sent() > 0);
+    const sentThen = endless.sent();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(endless.sent() - sentThen).toBeLessThan(1024 * 1024);
+  }, 10_000);
+
+  it("Lab 5.5 · a gzip bomb (64 KB inflating to 64 MiB) stops at maxResponseBytes, decompressed bytes counted", async () => {
+    const bomb = await hostileGzip(64);
+    expect(bomb.byteLength).toBeLessThan(128 * 1024);
+    server.reply(gzipReply(bomb));
+    const rssBefore = process.memoryUsage().rss;
+    const turn = await runTurn(model({ maxResponseBytes: 4 * 1024 * 1024 }));
+    const growth = process.memoryUsage().rss - rssBefore;
+    expect(turn.signature).toEqual(["start", "error:error"]);
+    expect(turn.message.errorMessage).toBe(
+      "The response was cut off: the response passed maxResponseBytes (4194304 bytes after decompression); the rest was not read.",
+    );
+    // At most the bound (one unfinished line, held as text pieces) and a read past it.
+    expect(growth).toBeLessThan(64 * 1024 * 1024);
+  }, 10_000);
+
+  it("Lab 5.5 · the documented default bounds", () => {
+    expect(DEFAULT_LIMITS).toEqual({ maxResponseBytes: 64 * 1024 * 1024, maxContentBlocks: 1024, maxToolCalls: 256 });
+    expect(DEFAULT_TRANSPORT).toEqual({ maxRetries: 2, retryBaseDelayMs: 500, maxRetryDelayMs: 60_000, idleTimeoutMs: 120_000 });
+  });
+
+  it("Lab 5.5 · maxContentBlocks and maxToolCalls: a server opening block after block is stopped", async () => {
+    const flip = (i: number) => (i % 2 === 0 ? textChunk("t") : `data: ${JSON.stringify({ choices: [{ index: 0, delta: { reasoning_content: "r" } }] })}\n\n`);
+    server.reply(dripReply("", flip, 0));
+    const blocks = await runTurn(model({ maxContentBlocks: 20 }));
+    expect(blocks.message.content.length).toBe(21);
+    expect(blocks.message.errorMessage).toBe("The response passed maxContentBlocks (20 content blocks in one turn).");
+    expect(blocks.message.errorDetails).toEqual({ kind: "limit", retryable: false });
+
+    const calls = (i: number) => sseOf([{ choices: [{ index: 0, delta: { tool_calls: [{ index: i, id: `c${i}`, function: { name: "ls", arguments: "{}" } }] } }] }], { done: false });
+    server.reply(dripReply("", calls, 0));
+    const tools = await runTurn(model({ maxToolCalls: 5 }));
+    expect(tools.message.content.length).toBe(6);
+    expect(tools.signature).toEqual(["start", "toolcall_delta@0", "toolcall_delta@1", "toolcall_delta@2", "toolcall_delta@3", "toolcall_delta@4", "toolcall_delta@5", "error:error"]);
+    expect(tools.message.errorMessage).toBe("The response passed maxToolCalls (5 tool calls in one turn).");
+  }, 10_000);
+
+  it("Lab 5.5 · redirects: same-origin 307/308 followed with the same body; another origin refused (nothing sent there); 302 refused", async () => {
+    const other = await SseServer.start();
+    try {
+      const target = `${other.baseUrl}/chat/completions`;
+      server.reply(redirectReply(307, target));
+      const before = sent();
+      const away = await runTurn(model());
+      expect(other.requests.length).toBe(0);
+      expect(sent() - before).toBe(1);
+      expect(away.events).toEqual([
+        {
+          type: "error",
+          reason: "error",
+          error: message([], "error", undefined, {
+            errorMessage:
+              `HTTP 307: the server redirected the request to ${target}, another origin; it was not followed, so the conversation ` +
+              "and the key were not sent there. If that server is the right one, set baseUrl to it.",
+            errorDetails: { kind: "redirect", status: 307, retryable: false },
+          }),
+        },
+      ]);
+
+      server.reply(redirectReply(308, "/v2/chat/completions")).reply(sseReply(OK_BODY));
+      const context: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }] };
+      const moved = await runTurn(model(), context);
+      expect(moved.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+      const [first, second] = server.requests.slice(-2);
+      expect([first!.method, first!.url, second!.method, second!.url]).toEqual(["POST", "/v1/chat/completions", "POST", "/v2/chat/completions"]);
+      expect(second!.body).toBe(first!.body);
+      expect(second!.headers.authorization).toBe(`Bearer ${KEY}`);
+
+      server.reply(redirectReply(302, "/v2/chat/completions"));
+      const found = await runTurn(model());
+      expect(found.message.errorDetails).toEqual({ kind: "redirect", status: 302, retryable: false });
+      expect(found.message.errorMessage).toMatch(/a 302 would turn the POST into a GET/);
+    } finally {
+      await other.close();
+    }
+  }, 10_000);
+
+  it("Lab 5.5 · the key is redacted before an error text is cut: a key across the 500-character cut shows no part of itself", async () => {
+    const pad = "x".repeat(495);
+    server.reply(sseReply(`data: ${pad}${KEY} and more\n\n`));
+    const malformed = await runTurn(model());
+    expect(malformed.message.errorMessage).toBe(`The server sent a malformed chunk: ${pad}[reda…`);
+
+    server.reply(statusReply(400, JSON.stringify({ error: { message: `${pad}${KEY}` } })));
+    const status = await runTurn(model());
+    expect(status.message.errorMessage).toBe(`HTTP 400 Bad Request: ${pad}[reda…`);
+    expect(status.message.errorMessage).not.toContain(KEY.slice(0, 6));
+  }, 10_000);
+
+  it("Lab 5.5 · bounds that cannot work are refused when the model is made, with the option's name", () => {
+    const make = (extra: Partial<OpenAICompatibleOptions>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
+    expect(make({ idleTimeoutMs: 0 })).toThrow(/idleTimeoutMs must be a number ≥ 1 \(or Infinity\), got 0/);
+    expect(make({ maxRetries: -1 })).toThrow(/maxRetries must be a number ≥ 0, got -1/);
+    expect(make({ timeoutMs: Number.NaN })).toThrow(/timeoutMs must be a number ≥ 1, got NaN/);
+    expect(make({ maxResponseBytes: Infinity })).toThrow(/maxResponseBytes must be a number ≥ 1, got Infinity/);
+    expect(make({ idleTimeoutMs: Infinity, maxRetries: 0 })).not.toThrow();
+  });
 });
 
 /** For every call that ended: the last partial value seen equals the final arguments. */

@@ -125,15 +125,65 @@ export function sseReply(
   };
 }
 
-/** A reply with a status and a body (an HTTP error). */
-export function statusReply(status: number, body: string, contentType = "application/json"): Reply {
+/** A reply with a status and a body (an HTTP error), and extra headers (e.g. `retry-after`). */
+export function statusReply(status: number, body: string, contentType = "application/json", headers: Record<string, string> = {}): Reply {
   return (res) => {
-    res.writeHead(status, { "content-type": contentType }).end(body);
+    res.writeHead(status, { "content-type": contentType, ...headers }).end(body);
   };
 }
 
 /** A reply that never sends headers. */
 export const stallReply: Reply = () => new Promise<void>(() => {});
+
+/** A reply that closes the connection before sending anything (a reset before the first byte). */
+export const resetReply: Reply = (res) => {
+  res.socket?.destroy();
+};
+
+/** A redirect to `location` (a full URL or a path). */
+export function redirectReply(status: number, location: string): Reply {
+  return (res) => {
+    res.writeHead(status, { location, "content-type": "text/plain" }).end("moved");
+  };
+}
+
+/**
+ * A 200 event stream that writes `head`, then `next(i)` every `intervalMs` until the client goes
+ * away or `next` returns `undefined` (then the response ends). For slow, endless or dripping
+ * servers. Resolves once the response is over; `sent()` tells how many bytes went out.
+ */
+export function dripReply(
+  head: string,
+  next: (i: number) => string | Uint8Array | undefined,
+  intervalMs: number,
+): Reply & { sent: () => number } {
+  let bytes = 0;
+  const reply = async (res: ServerResponse) => {
+    startSse(res);
+    if (head !== "") res.write(head);
+    bytes += Buffer.byteLength(head);
+    for (let i = 0; !res.destroyed; i++) {
+      const piece = next(i);
+      if (piece === undefined) return void res.end();
+      const ok = res.write(piece);
+      bytes += typeof piece === "string" ? Buffer.byteLength(piece) : piece.byteLength;
+      if (!ok && !res.destroyed) await new Promise((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  };
+  return Object.assign(reply, { sent: () => bytes });
+}
+
+/**
+ * A 200 event stream whose body is `gzip` as sent, declared `content-encoding: gzip`; the
+ * response then stays open (the client must stop reading by itself; `close()` ends it).
+ */
+export function gzipReply(gzip: Uint8Array): Reply {
+  return (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" });
+    res.write(gzip);
+  };
+}
 
 /** SSE frames for chunk objects: `data: <json>\n\n` each, and `data: [DONE]` unless told not to. */
 export function sseOf(chunks: readonly unknown[], options: { done?: boolean } = {}): string {
