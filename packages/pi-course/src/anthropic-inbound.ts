@@ -29,7 +29,7 @@
 import type { AnthropicStreamEvent, AnthropicWireUsage } from "./anthropic-wire.js";
 import type { AssistantMessageEventStream } from "./event-stream.js";
 import { PartialJsonParser, parseToolArguments } from "./partial-json.js";
-import type { AssistantMessage, TextContent, ThinkingContent, ToolCall } from "./types.js";
+import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "./types.js";
 
 type OpenBlock =
   | { kind: "text"; block: TextContent; contentIndex: number }
@@ -145,18 +145,24 @@ export class AnthropicTurn {
         return this.fail(
           "error",
           `The model refused to go on (stop_reason "refusal")${this.refusal ? `: ${this.refusal}` : "."}`,
+          { kind: "provider", code: reason, retryable: false },
         );
       default:
-        return this.fail("error", `The provider ended the turn with stop_reason "${reason}".`);
+        return this.fail("error", `The provider ended the turn with stop_reason "${reason}".`, {
+          kind: "provider",
+          code: reason,
+          retryable: false,
+        });
     }
   }
 
   /** Ends the turn with an `error` event that keeps the partial content. */
-  fail(reason: "error" | "aborted", errorMessage: string): void {
+  fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
     if (this.ended) return;
     this.ended = true;
     this.partial.stopReason = reason;
     this.partial.errorMessage = errorMessage;
+    this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
     this.stream.push({ type: "error", reason, error: this.partial });
   }
 

@@ -104,6 +104,8 @@ export type {
   AnthropicWireUsage,
 } from "./anthropic-wire.js";
 export { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
+export { createAnthropicModel } from "./anthropic.js";
+export type { AnthropicOptions } from "./anthropic.js";
 // #endregion
 // #region ch06
 

@@ -4,19 +4,35 @@
  * (test/fixtures/anthropic, see SOURCES.md there) under random chunking.
  */
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Type } from "typebox";
 import {
   AnthropicTurn,
   AssistantMessageEventStream,
+  agentLoop,
+  createAnthropicModel,
+  createOpenAICompatibleModel,
+  defineTool,
+  userMessage,
   readSse,
   safeToolId,
   toAnthropicMessages,
   toAnthropicRequest,
 } from "../src/index.js";
-import type { AnthropicStreamEvent, AssistantContent, AssistantMessage, Context, ModelEvent, ToolCall } from "../src/index.js";
-import { randomPieces, seededRandom } from "./support/sse-server.js";
+import type { AnthropicOptions, AnthropicStreamEvent, AssistantContent, AssistantMessage, Context, Model, ModelEvent, ToolCall } from "../src/index.js";
+import {
+  SseServer,
+  dripReply,
+  randomPieces,
+  resetReply,
+  seededRandom,
+  sseReply,
+  stallReply,
+  statusReply,
+} from "./support/sse-server.js";
 
 const NOW = 1_700_000_000_000;
+const KEY = "sk-ant-test-SECRET-0a1b2c3d4e5f";
 const FIXTURES = new URL("./fixtures/anthropic/", import.meta.url);
 
 // ---------------------------------------------------------------------------------------------
@@ -372,5 +388,212 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
       { role: "toolResult", toolCallId: "functions.read:0", toolName: "read", content: [], isError: false, timestamp: 1 },
     ]);
     expect(messages).toEqual([{ role: "user", content: [{ type: "tool_result", tool_use_id: "functions_read_0", content: [] }] }]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// over HTTP
+// ---------------------------------------------------------------------------------------------
+
+/** Reads one turn of a model to its end; checks the terminal event and that no key leaks. */
+async function runTurn(model: Model, context: Context = { messages: [] }, signal?: AbortSignal): Promise<Played> {
+  const events: ModelEvent[] = [];
+  const partials: unknown[] = [];
+  const stream = model.stream(context, signal === undefined ? {} : { signal });
+  for await (const event of stream) {
+    events.push(event);
+    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
+  }
+  const message = await stream.result();
+  if (/Internal error in the adapter|not implemented yet/.test(message.errorMessage ?? "")) throw new Error(message.errorMessage);
+  const last = events.at(-1)!;
+  expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(message);
+  expect(JSON.stringify(events)).not.toContain(KEY);
+  return { events, signature: signatureOf(events), partials, message };
+}
+
+function modelAt(baseUrl: string, extra: Partial<AnthropicOptions> = {}): Model {
+  return createAnthropicModel({
+    baseUrl,
+    model: "claude-test",
+    apiKey: KEY,
+    maxTokens: 4096,
+    now: () => NOW,
+    retryBaseDelayMs: 5,
+    ...extra,
+  });
+}
+
+const anthropicError = (type: string, message: string) => JSON.stringify({ type: "error", error: { type, message } });
+const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+const HEAD =
+  frame("message_start", { type: "message_start", message: { usage: { input_tokens: 5, output_tokens: 1 } } }) +
+  frame("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }) +
+  frame("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hel" } });
+
+describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
+  let server: SseServer;
+  beforeAll(async () => {
+    server = await SseServer.start();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it("Lab 5.6 · posts the translated request to {baseUrl}/v1/messages with x-api-key and anthropic-version", async () => {
+    server.reply(sseReply(fixtureBody("anthropic-text.sse")));
+    const context: Context = { systemPrompt: "sys", messages: [user("hi")] };
+    const before = server.requests.length;
+    const turn = await runTurn(modelAt(server.baseUrl, { headers: { "anthropic-beta": "x" } }), context);
+    expect(turn.signature).toEqual(["start", "text_delta@0×4", "done:stop"]);
+    const request = server.requests[before]!;
+    expect(request.method).toBe("POST");
+    expect(request.url).toBe("/v1/messages");
+    expect(request.headers["x-api-key"]).toBe(KEY);
+    expect(request.headers["anthropic-version"]).toBe("2023-06-01");
+    expect(request.headers["anthropic-beta"]).toBe("x");
+    expect(request.headers.authorization).toBeUndefined();
+    expect(JSON.parse(request.body)).toEqual(toAnthropicRequest(context, { model: "claude-test", maxTokens: 4096 }));
+  }, 10_000);
+
+  describe.each(RECORDED.map((c, i) => [c.file, c, i] as const))("replays %s", (_file, fixture, i) => {
+    it("Lab 5.6 · over HTTP in random pieces (LF, then CRLF): exact events and final message", async () => {
+      for (const [body, seed, maxPiece] of [
+        [fixtureBody(fixture.file), 40 + i, 97],
+        [fixtureBody(fixture.file).replace(/\n/g, "\r\n"), 90 + i, 13],
+      ] as const) {
+        server.reply(sseReply(body, { seed, maxPiece }));
+        const turn = await runTurn(modelAt(server.baseUrl));
+        expect(turn.signature).toEqual(fixture.signature);
+        expect(turn.message).toEqual({ ...fixture.expected(), provider: "anthropic" });
+      }
+    }, 20_000);
+  });
+
+  it("Lab 5.6 · HTTP errors keep Anthropic's message, type and status; 4xx is not retried, 529 and 429 are", async () => {
+    server.reply(statusReply(400, anthropicError("invalid_request_error", `max_tokens: too large (key ${KEY})`)));
+    const bad = await runTurn(modelAt(server.baseUrl));
+    expect(bad.signature).toEqual(["error:error"]);
+    expect(bad.message.errorMessage).toMatch(/^HTTP 400 .*max_tokens: too large \(key \[redacted\]\)/);
+    expect(bad.message.errorDetails).toMatchObject({ kind: "http", status: 400, code: "invalid_request_error", retryable: false });
+
+    const before = server.requests.length;
+    server
+      .reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")))
+      .reply(statusReply(429, anthropicError("rate_limit_error", "slow down"), "application/json", { "retry-after": "0" }))
+      .reply(sseReply(fixtureBody("anthropic-text.sse")));
+    const retried = await runTurn(modelAt(server.baseUrl));
+    expect(retried.signature).toEqual(["start", "text_delta@0×4", "done:stop"]);
+    expect(server.requests.length - before).toBe(3);
+
+    server.reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")));
+    const gaveUp = await runTurn(modelAt(server.baseUrl, { maxRetries: 0 }));
+    expect(gaveUp.message.errorDetails).toMatchObject({ kind: "http", status: 529, code: "overloaded_error", retryable: true });
+  }, 10_000);
+
+  it("Lab 5.6 · an overloaded_error mid-stream ends the turn with the partial text, retryable, and is not retried", async () => {
+    const before = server.requests.length;
+    server.reply(sseReply(HEAD + frame("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } })));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(turn.message.content).toEqual([{ type: "text", text: "Hel" }]);
+    expect(turn.message.errorMessage).toBe("The provider reported an error: Overloaded (overloaded_error)");
+    expect(turn.message.errorDetails).toEqual({ kind: "provider", code: "overloaded_error", retryable: true });
+    expect(turn.message.usage).toMatchObject({ input: 5, output: 1 });
+    expect(server.requests.length - before).toBe(1);
+  }, 10_000);
+
+  it("Lab 5.6 · a reset mid-stream, a stream without a stop reason, and a stall keep the partial text", async () => {
+    server.reply(sseReply(HEAD, { then: "reset" }));
+    const reset = await runTurn(modelAt(server.baseUrl));
+    expect(reset.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(reset.message.errorDetails?.kind).toBe("network");
+
+    server.reply(sseReply(HEAD));
+    const torn = await runTurn(modelAt(server.baseUrl));
+    expect(torn.message.errorMessage).toBe("The stream ended before the model finished (no stop_reason was sent).");
+    expect(torn.message.content).toEqual([{ type: "text", text: "Hel" }]);
+
+    server.reply(dripReply(HEAD, (i) => (i < 100 ? ": keep-alive\n\n" : undefined), 20));
+    const stalled = await runTurn(modelAt(server.baseUrl, { idleTimeoutMs: 150 }));
+    expect(stalled.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(stalled.message.errorDetails?.kind).toBe("stall");
+    expect(stalled.message.content).toEqual([{ type: "text", text: "Hel" }]);
+  }, 10_000);
+
+  it("Lab 5.6 · an abort before the request, while waiting for headers, and mid-stream: aborted, nothing more", async () => {
+    const pre = new AbortController();
+    pre.abort();
+    const before = server.requests.length;
+    const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, pre.signal);
+    expect(early.signature).toEqual(["error:aborted"]);
+    expect(server.requests.length).toBe(before);
+
+    server.reply(stallReply);
+    const waiting = new AbortController();
+    setTimeout(() => waiting.abort(), 50);
+    const headers = await runTurn(modelAt(server.baseUrl), { messages: [] }, waiting.signal);
+    expect(headers.signature).toEqual(["error:aborted"]);
+
+    server.reply(sseReply(HEAD, { then: "stall" }));
+    const mid = new AbortController();
+    const stream = modelAt(server.baseUrl).stream({ messages: [] }, { signal: mid.signal });
+    const events: ModelEvent[] = [];
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === "text_delta") mid.abort();
+    }
+    expect(signatureOf(events)).toEqual(["start", "text_delta@0", "error:aborted"]);
+    expect((await stream.result()).content).toEqual([{ type: "text", text: "Hel" }]);
+  }, 10_000);
+
+  it("Lab 5.6 · a run continues across providers: a tool turn on the OpenAI-compatible replay, the answer on Anthropic", async () => {
+    const openai = await SseServer.start();
+    try {
+      const openaiBody = readFileSync(new URL("./fixtures/openai-chat/openai-gpt-4o-single-tool-call-54-arg-chunks.sse", import.meta.url), "utf8");
+      openai.reply(sseReply(openaiBody, { seed: 5 }));
+      server.reply(sseReply(fixtureBody("anthropic-text.sse"), { seed: 6 }));
+      const first = createOpenAICompatibleModel({ baseUrl: openai.baseUrl, model: "gpt-4o", apiKey: KEY, now: () => NOW });
+      const second = modelAt(server.baseUrl);
+      let calls = 0;
+      const model: Model = { provider: "switch", id: "switch", stream: (context, options) => (calls++ === 0 ? first : second).stream(context, options) };
+      const finalResult = defineTool({
+        name: "final_result",
+        label: "Final result",
+        description: "Reports the answers.",
+        parameters: Type.Object({ answers: Type.Array(Type.Object({ label: Type.String(), answer: Type.String() })) }),
+        execute: async (_id, { answers }) => ({ content: [{ type: "text", text: `${answers.length} answers` }], details: undefined }),
+      });
+      const before = server.requests.length;
+      const run = agentLoop([userMessage("Capital and weather of Mexico?", { timestamp: 1 })], { systemPrompt: "sys", messages: [], tools: [finalResult] }, { model });
+      const added = await run.result();
+      expect(added.map((m) => (m.role === "assistant" ? `assistant:${m.stopReason}` : m.role))).toEqual([
+        "user",
+        "assistant:toolUse",
+        "toolResult",
+        "assistant:stop",
+      ]);
+      const call = (added[1] as AssistantMessage).content[0] as ToolCall;
+      expect(call.id).toBe("call_CCGIWaMeYWmxOQ91orkmTvzn");
+      // Anthropic received exactly the canonical context of the run, in its own wire form.
+      const sent = JSON.parse(server.requests[before]!.body);
+      expect(sent.messages).toEqual(toAnthropicMessages(added.slice(0, 3) as Context["messages"]));
+      expect(sent.messages[1].content[0]).toEqual({ type: "tool_use", id: call.id, name: "final_result", input: call.arguments });
+      expect(sent.messages[2].content).toEqual([
+        { type: "tool_result", tool_use_id: call.id, content: [{ type: "text", text: "3 answers" }] },
+      ]);
+      expect((added[3] as AssistantMessage).content).toEqual([{ type: "text", text: "- Captain\n- Scoop" }]);
+    } finally {
+      await openai.close();
+    }
+  }, 20_000);
+
+  it("Lab 5.6 · misuse throws at once: no maxTokens, a bad thinking budget, a non-URL base", () => {
+    const make = (extra: Record<string, unknown>) => () =>
+      createAnthropicModel({ model: "m", maxTokens: 2048, ...extra } as AnthropicOptions);
+    expect(make({ maxTokens: undefined })).toThrow(/maxTokens is required by the Messages API/);
+    expect(make({ thinking: { budgetTokens: 512 } })).toThrow(/budgetTokens must be an integer ≥ 1024 and below maxTokens \(2048\)/);
+    expect(make({ baseUrl: "api.anthropic.com" })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(make({ model: "" })).toThrow(/model must be a non-empty model id/);
   });
 });
