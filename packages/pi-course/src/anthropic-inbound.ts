@@ -82,6 +82,7 @@ export class AnthropicTurn {
    * then ends the turn with `fail`. Returns `"stop"` at `message_stop` (the turn is finished).
    */
   event(event: AnthropicStreamEvent): string | undefined {
+    // #region lab 5.6 AnthropicTurn.event
     if (event === null || typeof event !== "object") return "The server sent an event that is not a JSON object.";
     switch (event.type) {
       case "message_start":
@@ -113,10 +114,12 @@ export class AnthropicTurn {
         this.note(`unknown:${String(event.type)}`, `Ignored an event of unknown type ${JSON.stringify(event.type)}.`);
         return undefined;
     }
+    // #endregion
   }
 
   /** The turn is over (`message_stop`, or the body ended): pushes the terminal event. */
   finish(): void {
+    // #region lab 5.6 AnthropicTurn.finish
     if (this.ended) return;
     const reason = this.stopReason;
     switch (reason) {
@@ -154,6 +157,7 @@ export class AnthropicTurn {
           retryable: false,
         });
     }
+    // #endregion
   }
 
   /** Ends the turn with an `error` event that keeps the partial content. */

@@ -90,6 +90,7 @@ export function toAnthropicRequest(context: Context, options: AnthropicRequestOp
 
 /** Canonical messages → Anthropic messages (user-side messages merged, failed turns left out). */
 export function toAnthropicMessages(messages: readonly Message[]): AnthropicWireMessage[] {
+  // #region lab 5.6 toAnthropicMessages
   const out: AnthropicWireMessage[] = [];
   for (const message of messages) {
     if (message.role === "assistant") {
@@ -120,6 +121,7 @@ export function toAnthropicMessages(messages: readonly Message[]): AnthropicWire
     }
   }
   return out;
+  // #endregion
 }
 
 function toAssistantBlocks(message: AssistantMessage): AnthropicAssistantBlock[] {

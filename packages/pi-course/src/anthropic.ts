@@ -51,6 +51,7 @@ export interface AnthropicOptions extends TransportOptions {
 
 /** Creates the model. Throws only on misuse (no model, no `maxTokens`, an unusable bound). */
 export function createAnthropicModel(options: AnthropicOptions): Model {
+  // #region lab 5.6 createAnthropicModel
   const who = "createAnthropicModel";
   const baseUrl = options.baseUrl ?? "https://api.anthropic.com";
   if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
@@ -68,6 +69,7 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
   }
   checkTransportOptions(options, who);
   return new AnthropicModel({ ...options, baseUrl });
+  // #endregion
 }
 
 class AnthropicModel implements Model {

@@ -5,14 +5,12 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Type } from "typebox";
 import {
   AnthropicTurn,
   AssistantMessageEventStream,
-  agentLoop,
   createAnthropicModel,
   createOpenAICompatibleModel,
-  defineTool,
+  toolResultMessage,
   userMessage,
   readSse,
   safeToolId,
@@ -547,42 +545,31 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect((await stream.result()).content).toEqual([{ type: "text", text: "Hel" }]);
   }, 10_000);
 
-  it("Lab 5.6 · a run continues across providers: a tool turn on the OpenAI-compatible replay, the answer on Anthropic", async () => {
+  it("Lab 5.6 · a transcript continues across providers: a tool turn on the OpenAI-compatible replay, the answer on Anthropic", async () => {
     const openai = await SseServer.start();
     try {
       const openaiBody = readFileSync(new URL("./fixtures/openai-chat/openai-gpt-4o-single-tool-call-54-arg-chunks.sse", import.meta.url), "utf8");
       openai.reply(sseReply(openaiBody, { seed: 5 }));
       server.reply(sseReply(fixtureBody("anthropic-text.sse"), { seed: 6 }));
       const first = createOpenAICompatibleModel({ baseUrl: openai.baseUrl, model: "gpt-4o", apiKey: KEY, now: () => NOW });
-      const second = modelAt(server.baseUrl);
-      let calls = 0;
-      const model: Model = { provider: "switch", id: "switch", stream: (context, options) => (calls++ === 0 ? first : second).stream(context, options) };
-      const finalResult = defineTool({
-        name: "final_result",
-        label: "Final result",
-        description: "Reports the answers.",
-        parameters: Type.Object({ answers: Type.Array(Type.Object({ label: Type.String(), answer: Type.String() })) }),
-        execute: async (_id, { answers }) => ({ content: [{ type: "text", text: `${answers.length} answers` }], details: undefined }),
-      });
-      const before = server.requests.length;
-      const run = agentLoop([userMessage("Capital and weather of Mexico?", { timestamp: 1 })], { systemPrompt: "sys", messages: [], tools: [finalResult] }, { model });
-      const added = await run.result();
-      expect(added.map((m) => (m.role === "assistant" ? `assistant:${m.stopReason}` : m.role))).toEqual([
-        "user",
-        "assistant:toolUse",
-        "toolResult",
-        "assistant:stop",
-      ]);
-      const call = (added[1] as AssistantMessage).content[0] as ToolCall;
+      const tools = [{ name: "final_result", description: "Reports the answers.", parameters: { type: "object" } }];
+      const context: Context = { systemPrompt: "sys", messages: [userMessage("Capital and weather of Mexico?", { timestamp: 1 })], tools };
+      const toolTurn = await runTurn(first, context);
+      expect(toolTurn.message.stopReason).toBe("toolUse");
+      const call = toolTurn.message.content[0] as ToolCall;
       expect(call.id).toBe("call_CCGIWaMeYWmxOQ91orkmTvzn");
-      // Anthropic received exactly the canonical context of the run, in its own wire form.
+      const result = toolResultMessage({ toolCallId: call.id, toolName: call.name, content: "3 answers", timestamp: 2 });
+      const next: Context = { ...context, messages: [...context.messages, toolTurn.message, result] };
+      const before = server.requests.length;
+      const answer = await runTurn(modelAt(server.baseUrl), next);
+      expect(answer.message.content).toEqual([{ type: "text", text: "- Captain\n- Scoop" }]);
+      // Anthropic received exactly the canonical context, in its own wire form.
       const sent = JSON.parse(server.requests[before]!.body);
-      expect(sent.messages).toEqual(toAnthropicMessages(added.slice(0, 3) as Context["messages"]));
-      expect(sent.messages[1].content[0]).toEqual({ type: "tool_use", id: call.id, name: "final_result", input: call.arguments });
+      expect(sent).toEqual(toAnthropicRequest(next, { model: "claude-test", maxTokens: 4096 }));
+      expect(sent.messages[1].content).toEqual([{ type: "tool_use", id: call.id, name: "final_result", input: call.arguments }]);
       expect(sent.messages[2].content).toEqual([
         { type: "tool_result", tool_use_id: call.id, content: [{ type: "text", text: "3 answers" }] },
       ]);
-      expect((added[3] as AssistantMessage).content).toEqual([{ type: "text", text: "- Captain\n- Scoop" }]);
     } finally {
       await openai.close();
     }

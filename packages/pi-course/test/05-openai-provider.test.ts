@@ -1554,9 +1554,9 @@ describe("chapter 05 · the optional request fields", () => {
     { name: "ls", description: "Lists a folder.", parameters: { type: "object" } },
   ];
   const context: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }], tools };
-  const base = toChatCompletionsRequest(context, { model: "m" });
 
   it("Lab 5.3 · toolChoice, parallelToolCalls, reasoningEffort, stop, seed and extraBody, each exactly on the wire", () => {
+    const base = toChatCompletionsRequest(context, { model: "m" });
     const extraBody = { cache_prompt: true, provider: { order: ["a", "b"] } };
     const request = toChatCompletionsRequest(context, {
       model: "m",
