@@ -24,6 +24,19 @@ const FIXTURES = [
   "zai-glm-reasoning-content.sse",
 ].map((name) => `test/fixtures/openai-chat/${name}`);
 
+const ANTHROPIC_FIXTURES = [
+  "SOURCES.md",
+  "anthropic-redacted-thinking.sse",
+  "anthropic-stop-max-tokens.sse",
+  "anthropic-text-then-parallel-tool-use.sse",
+  "anthropic-text-then-tool-use-no-args.chunks.txt",
+  "anthropic-text.sse",
+  "anthropic-thinking-then-text.sse",
+  "anthropic-thinking-then-tool-use.sse",
+  "anthropic-tool-use-109-input-json-deltas.sse",
+  "anthropic-web-search-server-tool-citations.sse",
+].map((name) => `test/fixtures/anthropic/${name}`);
+
 export default defineChapter({
   id: "05",
   slug: "openai-provider",
@@ -69,7 +82,13 @@ export default defineChapter({
     "src/openai-wire.ts",
     "src/openai-inbound.ts",
     "src/openai-compatible.ts",
+    "src/openai-options.ts",
+    "src/anthropic-wire.ts",
+    "src/anthropic-inbound.ts",
+    "src/anthropic.ts",
+    "test/05-anthropic-provider.test.ts",
     ...FIXTURES,
+    ...ANTHROPIC_FIXTURES,
   ],
   labs: [
     {
@@ -136,6 +155,26 @@ export default defineChapter({
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
           "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart.",
+      },
+    },
+    {
+      id: "5.6",
+      uses: ["5.1", "5.5"],
+      title: { zh: "第二个服务商：Anthropic Messages（扩展实验）", en: "A second provider: Anthropic Messages (extension lab)" },
+      hint: {
+        zh:
+          "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +
+          "工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替；" +
+          "error/aborted 的助手消息不发送。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
+          "`message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，" +
+          "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
+          "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
+          "`createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。" +
+          "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
+        en:
+          "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
+          "message, failed turns left out. Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
+          "(tool_use, max_tokens → length, refusal → error). An extension lab: the SSE reader, parser and transport are reused.",
       },
     },
   ],

@@ -76,6 +76,8 @@ export {
   NO_USAGE_DIAGNOSTIC,
   REFUSAL_DIAGNOSTIC,
 } from "./openai-inbound.js";
+export { applyRequestOptions } from "./openai-options.js";
+export type { ChatRequestOptions, ToolChoice } from "./openai-options.js";
 export { createOpenAICompatibleModel } from "./openai-compatible.js";
 export type { OpenAICompatibleOptions } from "./openai-compatible.js";
 export type { ErrorDetails, ErrorKind } from "./types.js";
@@ -83,6 +85,27 @@ export { DEFAULT_TRANSPORT, openEventStream } from "./http-transport.js";
 export type { OpenStream, StreamingRequest, TransportOptions } from "./http-transport.js";
 export { DEFAULT_LIMITS } from "./response-limits.js";
 export type { ResponseLimits } from "./response-limits.js";
+export {
+  ANTHROPIC_VERSION,
+  safeToolId,
+  toAnthropicMessages,
+  toAnthropicRequest,
+  toAnthropicTools,
+} from "./anthropic-wire.js";
+export type {
+  AnthropicAssistantBlock,
+  AnthropicRequest,
+  AnthropicRequestOptions,
+  AnthropicStreamEvent,
+  AnthropicTextBlock,
+  AnthropicToolResultBlock,
+  AnthropicWireMessage,
+  AnthropicWireTool,
+  AnthropicWireUsage,
+} from "./anthropic-wire.js";
+export { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
+export { createAnthropicModel } from "./anthropic.js";
+export type { AnthropicOptions } from "./anthropic.js";
 // #endregion
 // #region ch06
 

@@ -19,6 +19,7 @@
 import { AssistantMessageEventStream } from "./event-stream.js";
 import { checkTransportOptions, openEventStream, type TransportOptions } from "./http-transport.js";
 import { ChatCompletionsTurn } from "./openai-inbound.js";
+import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.js";
 import { toChatCompletionsRequest } from "./openai-wire.js";
 import type { ChatCompletionChunk } from "./openai-wire.js";
 import {
@@ -41,7 +42,7 @@ import type { AssistantMessage, Context, Model, StreamOptions } from "./types.js
  * `timeoutMs`, `idleTimeoutMs`, `maxResponseBytes`, `maxContentBlocks`, `maxToolCalls`…) and
  * their defaults are documented on `TransportOptions` and `ResponseLimits`.
  */
-export interface OpenAICompatibleOptions extends TransportOptions {
+export interface OpenAICompatibleOptions extends TransportOptions, ChatRequestOptions {
   /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (no trailing path). */
   baseUrl: string;
   /** The model id sent in every request, and copied to `AssistantMessage.model`. */
@@ -70,6 +71,7 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
     throw new TypeError("createOpenAICompatibleModel: model must be a non-empty model id, e.g. \"gpt-4o-mini\"");
   }
   checkTransportOptions(options, "createOpenAICompatibleModel");
+  checkRequestOptions(options, "createOpenAICompatibleModel");
   return new OpenAICompatibleModel(options);
 }
 

@@ -15,6 +15,7 @@
  *   error result (from the tool layer) tells the model what went wrong;
  * - a tool result becomes a `tool` message with its text blocks joined with `"\n"`.
  */
+import { applyRequestOptions, type ChatRequestOptions } from "./openai-options.js";
 import type { AssistantMessage, Context, Message, ToolCall, ToolDefinition } from "./types.js";
 
 /** A text part of a user message. */
@@ -53,10 +54,16 @@ export interface ChatCompletionsRequest {
   tools?: WireTool[];
   max_tokens?: number;
   temperature?: number;
+  /** The optional fields of `openai-options.ts`. */
+  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
+  parallel_tool_calls?: boolean;
+  reasoning_effort?: string;
+  stop?: string | string[];
+  seed?: number;
 }
 
 /** Per-model settings that shape the request. */
-export interface WireRequestOptions {
+export interface WireRequestOptions extends ChatRequestOptions {
   model: string;
   maxTokens?: number;
   temperature?: number;
@@ -151,7 +158,7 @@ export function toChatCompletionsRequest(
   if (context.tools !== undefined && context.tools.length > 0) request.tools = toWireTools(context.tools);
   if (options.maxTokens !== undefined) request.max_tokens = options.maxTokens;
   if (options.temperature !== undefined) request.temperature = options.temperature;
-  return request;
+  return applyRequestOptions(request, context, options);
   // #endregion
 }
 

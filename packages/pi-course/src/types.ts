@@ -30,6 +30,13 @@ export interface ThinkingContent {
   type: "thinking";
   /** The reasoning text, accumulated over `thinking_delta`s. */
   thinking: string;
+  /**
+   * Anthropic: the block's signature, sent back unchanged with the block (the API refuses an
+   * altered one). For a redacted block, the opaque data. Absent for providers without one.
+   */
+  signature?: string;
+  /** Anthropic `redacted_thinking`: the reasoning is hidden; `thinking` is empty, `signature` holds the data. */
+  redacted?: boolean;
 }
 // #endregion
 

@@ -1,0 +1,586 @@
+/**
+ * Chapter 05, extension lab: the Anthropic Messages adapter. The outbound translation is pure
+ * and checked by deep equality; the inbound translation replays every recorded Anthropic stream
+ * (test/fixtures/anthropic, see SOURCES.md there) under random chunking.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  AnthropicTurn,
+  AssistantMessageEventStream,
+  createAnthropicModel,
+  createOpenAICompatibleModel,
+  toolResultMessage,
+  userMessage,
+  readSse,
+  safeToolId,
+  toAnthropicMessages,
+  toAnthropicRequest,
+} from "../src/index.js";
+import type { AnthropicOptions, AnthropicStreamEvent, AssistantContent, AssistantMessage, Context, Model, ModelEvent, ToolCall } from "../src/index.js";
+import {
+  SseServer,
+  dripReply,
+  randomPieces,
+  resetReply,
+  seededRandom,
+  sseReply,
+  stallReply,
+  statusReply,
+} from "./support/sse-server.js";
+
+const NOW = 1_700_000_000_000;
+const KEY = "sk-ant-test-SECRET-0a1b2c3d4e5f";
+const FIXTURES = new URL("./fixtures/anthropic/", import.meta.url);
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------------
+
+/** A recorded transcript as an SSE body (`.chunks.txt`: one JSON event per line, wrapped). */
+function fixtureBody(name: string): string {
+  const text = readFileSync(new URL(name, FIXTURES), "utf8");
+  if (name.endsWith(".sse")) return text;
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => `data: ${line}\n\n`)
+    .join("");
+}
+
+/** The JSON events of a transcript, for independent expectations. */
+function fixtureEvents(name: string): Record<string, any>[] {
+  return fixtureBody(name)
+    .split("\n")
+    .filter((line) => line.startsWith("data: "))
+    .map((line) => JSON.parse(line.slice(6)) as Record<string, any>);
+}
+
+/** Independent oracle: what the wire says of block `index` (its deltas concatenated). */
+function wireBlock(file: string, index: number): { text: string; json: string; signature: string; data: string; id: string; name: string } {
+  const out = { text: "", json: "", signature: "", data: "", id: "", name: "" };
+  for (const event of fixtureEvents(file)) {
+    if (event.index !== index) continue;
+    if (event.type === "content_block_start") {
+      const block = event.content_block;
+      out.text += block.text ?? block.thinking ?? "";
+      out.data = block.data ?? "";
+      out.id = block.id ?? "";
+      out.name = block.name ?? "";
+    }
+    if (event.type === "content_block_delta") {
+      const d = event.delta;
+      out.text += d.text ?? d.thinking ?? "";
+      out.json += d.partial_json ?? "";
+      out.signature += d.signature ?? "";
+    }
+  }
+  return out;
+}
+
+interface Played {
+  events: ModelEvent[];
+  signature: string[];
+  partials: unknown[];
+  message: AssistantMessage;
+}
+
+/** Plays an SSE body through `readSse` in random pieces into one `AnthropicTurn`, as the adapter does. */
+async function play(body: string, seed: number, maxPiece: number): Promise<Played> {
+  const pieces = randomPieces(new TextEncoder().encode(body), seededRandom(seed), maxPiece);
+  let i = 0;
+  const bytes = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (i < pieces.length) controller.enqueue(pieces[i++]!);
+      else controller.close();
+    },
+  });
+  const stream = new AssistantMessageEventStream();
+  const turn = new AnthropicTurn(stream, { provider: "anthropic", model: "claude-test", timestamp: NOW });
+  turn.start();
+  for await (const frame of readSse(bytes)) {
+    const error = turn.event(JSON.parse(frame.data) as AnthropicStreamEvent);
+    if (error !== undefined) turn.fail("error", error);
+    if (turn.isEnded) break;
+  }
+  turn.finish();
+  const events: ModelEvent[] = [];
+  const partials: unknown[] = [];
+  for await (const event of stream) {
+    events.push(event);
+    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
+  }
+  return { events, signature: signatureOf(events), partials, message: await stream.result() };
+}
+
+/** `start`, `text_delta@0×8`, `toolcall_end@1`, `done:toolUse`…: run-length coded. */
+function signatureOf(events: readonly ModelEvent[]): string[] {
+  const out: [string, number][] = [];
+  for (const event of events) {
+    const name =
+      event.type === "done" || event.type === "error"
+        ? `${event.type}:${event.reason}`
+        : event.type === "start"
+          ? "start"
+          : `${event.type}@${event.contentIndex}`;
+    const last = out.at(-1);
+    if (last !== undefined && last[0] === name) last[1]++;
+    else out.push([name, 1]);
+  }
+  return out.map(([name, count]) => (count > 1 ? `${name}×${count}` : name));
+}
+
+function message(
+  content: AssistantContent[],
+  stopReason: AssistantMessage["stopReason"],
+  usage: { input: number; output: number },
+  extra: Partial<AssistantMessage> = {},
+): AssistantMessage {
+  return {
+    role: "assistant",
+    content,
+    provider: "anthropic",
+    model: "claude-test",
+    usage: { input: usage.input, output: usage.output, totalTokens: usage.input + usage.output, cacheRead: 0, cacheWrite: 0 },
+    stopReason,
+    ...extra,
+    timestamp: NOW,
+  };
+}
+
+const text = (file: string, index: number): AssistantContent => ({ type: "text", text: wireBlock(file, index).text });
+const thinking = (file: string, index: number): AssistantContent => {
+  const wire = wireBlock(file, index);
+  return { type: "thinking", thinking: wire.text, signature: wire.signature };
+};
+const redacted = (file: string, index: number): AssistantContent => ({
+  type: "thinking",
+  thinking: "",
+  redacted: true,
+  signature: wireBlock(file, index).data,
+});
+const call = (file: string, index: number, args: Record<string, unknown>): ToolCall => {
+  const wire = wireBlock(file, index);
+  return { type: "toolCall", id: wire.id, name: wire.name, arguments: args };
+};
+
+// ---------------------------------------------------------------------------------------------
+// the recorded streams
+// ---------------------------------------------------------------------------------------------
+
+/** Empty deltas (the API sends some, e.g. a first `partial_json: ""`) make no event. */
+interface FixtureCase {
+  file: string;
+  signature: string[];
+  expected: () => AssistantMessage;
+}
+
+const RECORDED: FixtureCase[] = [
+  {
+    file: "anthropic-text.sse",
+    signature: ["start", "text_delta@0×4", "done:stop"],
+    expected: () => message([{ type: "text", text: "- Captain\n- Scoop" }], "stop", { input: 17, output: 10 }),
+  },
+  {
+    file: "anthropic-stop-max-tokens.sse",
+    signature: ["start", "text_delta@0×7", "done:length"],
+    expected: () => message([text("anthropic-stop-max-tokens.sse", 0)], "length", { input: 15, output: 50 }),
+  },
+  {
+    file: "anthropic-text-then-parallel-tool-use.sse",
+    signature: ["start", "text_delta@0×4", "toolcall_delta@1×3", "toolcall_delta@2×4", "toolcall_end@1", "toolcall_end@2", "done:toolUse"],
+    expected: () =>
+      message(
+        [
+          { type: "text", text: "I'll retrieve the secrets for both passwords you provided." },
+          call("anthropic-text-then-parallel-tool-use.sse", 1, { password: "mellon" }),
+          call("anthropic-text-then-parallel-tool-use.sse", 2, { password: "radiance" }),
+        ],
+        "toolUse",
+        { input: 416, output: 109 },
+      ),
+  },
+  {
+    file: "anthropic-text-then-tool-use-no-args.chunks.txt",
+    signature: ["start", "text_delta@0×2", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [{ type: "text", text: "I'll update the issue list for you." }, call("anthropic-text-then-tool-use-no-args.chunks.txt", 1, {})],
+        "toolUse",
+        { input: 565, output: 48 },
+      ),
+  },
+  {
+    file: "anthropic-thinking-then-text.sse",
+    signature: ["start", "thinking_delta@0×13", "text_delta@1×95", "done:stop"],
+    expected: () =>
+      message([thinking("anthropic-thinking-then-text.sse", 0), text("anthropic-thinking-then-text.sse", 1)], "stop", {
+        input: 43,
+        output: 282,
+      }),
+  },
+  {
+    file: "anthropic-thinking-then-tool-use.sse",
+    signature: ["start", "thinking_delta@0×2", "toolcall_end@1", "done:toolUse"],
+    expected: () =>
+      message(
+        [thinking("anthropic-thinking-then-tool-use.sse", 0), call("anthropic-thinking-then-tool-use.sse", 1, {})],
+        "toolUse",
+        { input: 598, output: 92 },
+      ),
+  },
+  {
+    file: "anthropic-tool-use-109-input-json-deltas.sse",
+    signature: ["start", "toolcall_delta@0×108", "toolcall_end@0", "done:toolUse"],
+    expected: () => {
+      const file = "anthropic-tool-use-109-input-json-deltas.sse";
+      return message([call(file, 0, JSON.parse(wireBlock(file, 0).json))], "toolUse", { input: 416, output: 154 });
+    },
+  },
+  {
+    file: "anthropic-redacted-thinking.sse",
+    signature: ["start", "text_delta@2×15", "done:stop"],
+    expected: () => {
+      const file = "anthropic-redacted-thinking.sse";
+      return message([redacted(file, 0), redacted(file, 1), text(file, 2)], "stop", { input: 92, output: 189 });
+    },
+  },
+  {
+    file: "anthropic-web-search-server-tool-citations.sse",
+    signature: ["start", "text_delta@0×4", "text_delta@1×3", "text_delta@2×5", "done:stop"],
+    expected: () => {
+      const file = "anthropic-web-search-server-tool-citations.sse";
+      return message([text(file, 0), text(file, 3), text(file, 4)], "stop", { input: 12251, output: 153 }, {
+        diagnostics: [
+          'Not kept: server tool "web_search" (call srvtoolu_0133VxpFRjJZfTonrvnVaeeA); it is the provider\'s own content, not canonical content.',
+          'Not kept: a "web_search_tool_result" block; it is the provider\'s own content, not canonical content.',
+          "Not kept: citations on the text (the text itself is kept).",
+        ],
+      });
+    },
+  },
+];
+
+describe("chapter 05 · the Anthropic Messages adapter: inbound", () => {
+  describe.each(RECORDED.map((c, i) => [c.file, c, i] as const))("replays %s", (_file, fixture, i) => {
+    it("Lab 5.6 · under random chunking: exact events and final message", async () => {
+      for (const [seed, maxPiece] of [[21 + i, 97], [500 + i, 7]] as const) {
+        const played = await play(fixtureBody(fixture.file), seed, maxPiece);
+        expect(played.signature).toEqual(fixture.signature);
+        expect(played.message).toEqual(fixture.expected());
+        const last = played.events.at(-1)!;
+        expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(played.message);
+      }
+    });
+  });
+
+  it("Lab 5.6 · a tool call's live arguments only grow, and end as its arguments", async () => {
+    const played = await play(fixtureBody("anthropic-tool-use-109-input-json-deltas.sse"), 3, 31);
+    const final = (played.message.content[0] as ToolCall).arguments as { instructions: string };
+    const seen = played.partials.map((p) => (p as { instructions?: string }).instructions ?? "");
+    for (let k = 1; k < seen.length; k++) expect(seen[k]!.startsWith(seen[k - 1]!)).toBe(true);
+    expect(seen.at(-1)).toBe(final.instructions);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// outbound
+// ---------------------------------------------------------------------------------------------
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object") {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+const user = (text: string, timestamp = 1) => ({ role: "user" as const, content: [{ type: "text" as const, text }], timestamp });
+
+describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
+  const context: Context = {
+    systemPrompt: "Be brief.",
+    tools: [{ name: "read", description: "Reads a file.", parameters: { type: "object", properties: { path: { type: "string" } } } }],
+    messages: [
+      user("Read a.txt and b.txt"),
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "Two reads.", signature: "sig-1" },
+          { type: "thinking", thinking: "", redacted: true, signature: "opaque" },
+          { type: "thinking", thinking: "another provider's reasoning" },
+          { type: "text", text: "" },
+          { type: "text", text: "Reading both." },
+          { type: "toolCall", id: "call:1/a", name: "read", arguments: { path: "a.txt" } },
+          { type: "toolCall", id: "toolu_2", name: "read", arguments: { path: "b.txt" } },
+        ],
+        provider: "anthropic",
+        model: "claude-test",
+        usage: { input: 1, output: 1, totalTokens: 2 },
+        stopReason: "toolUse",
+        timestamp: 2,
+      },
+      { role: "toolResult", toolCallId: "call:1/a", toolName: "read", content: [{ type: "text", text: "A" }], isError: false, timestamp: 3 },
+      { role: "toolResult", toolCallId: "toolu_2", toolName: "read", content: [{ type: "text", text: "no such file" }], isError: true, timestamp: 4 },
+      user("Also, be quick.", 5),
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "half an answ" }],
+        provider: "anthropic",
+        model: "claude-test",
+        usage: { input: 0, output: 0, totalTokens: 0 },
+        stopReason: "aborted",
+        errorMessage: "aborted",
+        timestamp: 6,
+      },
+      user("Go on.", 7),
+    ],
+  };
+
+  it("Lab 5.6 · maps system, thinking with signatures, calls, merged tool results and failed turns exactly", () => {
+    const before = structuredClone(context);
+    const request = toAnthropicRequest(deepFreeze(context), { model: "claude-test", maxTokens: 1024, thinking: { budgetTokens: 2048 } });
+    expect(request).toEqual({
+      model: "claude-test",
+      max_tokens: 1024,
+      stream: true,
+      system: "Be brief.",
+      thinking: { type: "enabled", budget_tokens: 2048 },
+      tools: [{ name: "read", description: "Reads a file.", input_schema: { type: "object", properties: { path: { type: "string" } } } }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "Read a.txt and b.txt" }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "Two reads.", signature: "sig-1" },
+            { type: "redacted_thinking", data: "opaque" },
+            { type: "text", text: "Reading both." },
+            { type: "tool_use", id: "call_1_a", name: "read", input: { path: "a.txt" } },
+            { type: "tool_use", id: "toolu_2", name: "read", input: { path: "b.txt" } },
+          ],
+        },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "call_1_a", content: [{ type: "text", text: "A" }] },
+            { type: "tool_result", tool_use_id: "toolu_2", content: [{ type: "text", text: "no such file" }], is_error: true },
+            { type: "text", text: "Also, be quick." },
+            { type: "text", text: "Go on." },
+          ],
+        },
+      ],
+    });
+    expect(context).toEqual(before);
+    // nothing of the context is shared with the request
+    expect(request.tools![0]!.input_schema).not.toBe(context.tools![0]!.parameters);
+    const use = request.messages[1]!.content[3] as { input: unknown };
+    expect(use.input).not.toBe((context.messages[1]!.content as ToolCall[])[5]!.arguments);
+  });
+
+  it("Lab 5.6 · tool-call ids are made safe the same way on both sides, and stay distinct when they were", () => {
+    expect(safeToolId("call_abc-123")).toBe("call_abc-123");
+    expect(safeToolId("functions.read:0")).toBe("functions_read_0");
+    expect(safeToolId("x".repeat(80))).toHaveLength(64);
+    expect(safeToolId("")).toBe("_");
+    const messages = toAnthropicMessages([
+      { role: "toolResult", toolCallId: "functions.read:0", toolName: "read", content: [], isError: false, timestamp: 1 },
+    ]);
+    expect(messages).toEqual([{ role: "user", content: [{ type: "tool_result", tool_use_id: "functions_read_0", content: [] }] }]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// over HTTP
+// ---------------------------------------------------------------------------------------------
+
+/** Reads one turn of a model to its end; checks the terminal event and that no key leaks. */
+async function runTurn(model: Model, context: Context = { messages: [] }, signal?: AbortSignal): Promise<Played> {
+  const events: ModelEvent[] = [];
+  const partials: unknown[] = [];
+  const stream = model.stream(context, signal === undefined ? {} : { signal });
+  for await (const event of stream) {
+    events.push(event);
+    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
+  }
+  const message = await stream.result();
+  if (/Internal error in the adapter|not implemented yet/.test(message.errorMessage ?? "")) throw new Error(message.errorMessage);
+  const last = events.at(-1)!;
+  expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(message);
+  expect(JSON.stringify(events)).not.toContain(KEY);
+  return { events, signature: signatureOf(events), partials, message };
+}
+
+function modelAt(baseUrl: string, extra: Partial<AnthropicOptions> = {}): Model {
+  return createAnthropicModel({
+    baseUrl,
+    model: "claude-test",
+    apiKey: KEY,
+    maxTokens: 4096,
+    now: () => NOW,
+    retryBaseDelayMs: 5,
+    ...extra,
+  });
+}
+
+const anthropicError = (type: string, message: string) => JSON.stringify({ type: "error", error: { type, message } });
+const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+const HEAD =
+  frame("message_start", { type: "message_start", message: { usage: { input_tokens: 5, output_tokens: 1 } } }) +
+  frame("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }) +
+  frame("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hel" } });
+
+describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
+  let server: SseServer;
+  beforeAll(async () => {
+    server = await SseServer.start();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it("Lab 5.6 · posts the translated request to {baseUrl}/v1/messages with x-api-key and anthropic-version", async () => {
+    server.reply(sseReply(fixtureBody("anthropic-text.sse")));
+    const context: Context = { systemPrompt: "sys", messages: [user("hi")] };
+    const before = server.requests.length;
+    const turn = await runTurn(modelAt(server.baseUrl, { headers: { "anthropic-beta": "x" } }), context);
+    expect(turn.signature).toEqual(["start", "text_delta@0×4", "done:stop"]);
+    const request = server.requests[before]!;
+    expect(request.method).toBe("POST");
+    expect(request.url).toBe("/v1/messages");
+    expect(request.headers["x-api-key"]).toBe(KEY);
+    expect(request.headers["anthropic-version"]).toBe("2023-06-01");
+    expect(request.headers["anthropic-beta"]).toBe("x");
+    expect(request.headers.authorization).toBeUndefined();
+    expect(JSON.parse(request.body)).toEqual(toAnthropicRequest(context, { model: "claude-test", maxTokens: 4096 }));
+  }, 10_000);
+
+  describe.each(RECORDED.map((c, i) => [c.file, c, i] as const))("replays %s", (_file, fixture, i) => {
+    it("Lab 5.6 · over HTTP in random pieces (LF, then CRLF): exact events and final message", async () => {
+      for (const [body, seed, maxPiece] of [
+        [fixtureBody(fixture.file), 40 + i, 97],
+        [fixtureBody(fixture.file).replace(/\n/g, "\r\n"), 90 + i, 13],
+      ] as const) {
+        server.reply(sseReply(body, { seed, maxPiece }));
+        const turn = await runTurn(modelAt(server.baseUrl));
+        expect(turn.signature).toEqual(fixture.signature);
+        expect(turn.message).toEqual({ ...fixture.expected(), provider: "anthropic" });
+      }
+    }, 20_000);
+  });
+
+  it("Lab 5.6 · HTTP errors keep Anthropic's message, type and status; 4xx is not retried, 529 and 429 are", async () => {
+    server.reply(statusReply(400, anthropicError("invalid_request_error", `max_tokens: too large (key ${KEY})`)));
+    const bad = await runTurn(modelAt(server.baseUrl));
+    expect(bad.signature).toEqual(["error:error"]);
+    expect(bad.message.errorMessage).toMatch(/^HTTP 400 .*max_tokens: too large \(key \[redacted\]\)/);
+    expect(bad.message.errorDetails).toMatchObject({ kind: "http", status: 400, code: "invalid_request_error", retryable: false });
+
+    const before = server.requests.length;
+    server
+      .reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")))
+      .reply(statusReply(429, anthropicError("rate_limit_error", "slow down"), "application/json", { "retry-after": "0" }))
+      .reply(sseReply(fixtureBody("anthropic-text.sse")));
+    const retried = await runTurn(modelAt(server.baseUrl));
+    expect(retried.signature).toEqual(["start", "text_delta@0×4", "done:stop"]);
+    expect(server.requests.length - before).toBe(3);
+
+    server.reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")));
+    const gaveUp = await runTurn(modelAt(server.baseUrl, { maxRetries: 0 }));
+    expect(gaveUp.message.errorDetails).toMatchObject({ kind: "http", status: 529, code: "overloaded_error", retryable: true });
+  }, 10_000);
+
+  it("Lab 5.6 · an overloaded_error mid-stream ends the turn with the partial text, retryable, and is not retried", async () => {
+    const before = server.requests.length;
+    server.reply(sseReply(HEAD + frame("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } })));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(turn.message.content).toEqual([{ type: "text", text: "Hel" }]);
+    expect(turn.message.errorMessage).toBe("The provider reported an error: Overloaded (overloaded_error)");
+    expect(turn.message.errorDetails).toEqual({ kind: "provider", code: "overloaded_error", retryable: true });
+    expect(turn.message.usage).toMatchObject({ input: 5, output: 1 });
+    expect(server.requests.length - before).toBe(1);
+  }, 10_000);
+
+  it("Lab 5.6 · a reset mid-stream, a stream without a stop reason, and a stall keep the partial text", async () => {
+    server.reply(sseReply(HEAD, { then: "reset" }));
+    const reset = await runTurn(modelAt(server.baseUrl));
+    expect(reset.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(reset.message.errorDetails?.kind).toBe("network");
+
+    server.reply(sseReply(HEAD));
+    const torn = await runTurn(modelAt(server.baseUrl));
+    expect(torn.message.errorMessage).toBe("The stream ended before the model finished (no stop_reason was sent).");
+    expect(torn.message.content).toEqual([{ type: "text", text: "Hel" }]);
+
+    server.reply(dripReply(HEAD, (i) => (i < 100 ? ": keep-alive\n\n" : undefined), 20));
+    const stalled = await runTurn(modelAt(server.baseUrl, { idleTimeoutMs: 150 }));
+    expect(stalled.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(stalled.message.errorDetails?.kind).toBe("stall");
+    expect(stalled.message.content).toEqual([{ type: "text", text: "Hel" }]);
+  }, 10_000);
+
+  it("Lab 5.6 · an abort before the request, while waiting for headers, and mid-stream: aborted, nothing more", async () => {
+    const pre = new AbortController();
+    pre.abort();
+    const before = server.requests.length;
+    const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, pre.signal);
+    expect(early.signature).toEqual(["error:aborted"]);
+    expect(server.requests.length).toBe(before);
+
+    server.reply(stallReply);
+    const waiting = new AbortController();
+    setTimeout(() => waiting.abort(), 50);
+    const headers = await runTurn(modelAt(server.baseUrl), { messages: [] }, waiting.signal);
+    expect(headers.signature).toEqual(["error:aborted"]);
+
+    server.reply(sseReply(HEAD, { then: "stall" }));
+    const mid = new AbortController();
+    const stream = modelAt(server.baseUrl).stream({ messages: [] }, { signal: mid.signal });
+    const events: ModelEvent[] = [];
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === "text_delta") mid.abort();
+    }
+    expect(signatureOf(events)).toEqual(["start", "text_delta@0", "error:aborted"]);
+    expect((await stream.result()).content).toEqual([{ type: "text", text: "Hel" }]);
+  }, 10_000);
+
+  it("Lab 5.6 · a transcript continues across providers: a tool turn on the OpenAI-compatible replay, the answer on Anthropic", async () => {
+    const openai = await SseServer.start();
+    try {
+      const openaiBody = readFileSync(new URL("./fixtures/openai-chat/openai-gpt-4o-single-tool-call-54-arg-chunks.sse", import.meta.url), "utf8");
+      openai.reply(sseReply(openaiBody, { seed: 5 }));
+      server.reply(sseReply(fixtureBody("anthropic-text.sse"), { seed: 6 }));
+      const first = createOpenAICompatibleModel({ baseUrl: openai.baseUrl, model: "gpt-4o", apiKey: KEY, now: () => NOW });
+      const tools = [{ name: "final_result", description: "Reports the answers.", parameters: { type: "object" } }];
+      const context: Context = { systemPrompt: "sys", messages: [userMessage("Capital and weather of Mexico?", { timestamp: 1 })], tools };
+      const toolTurn = await runTurn(first, context);
+      expect(toolTurn.message.stopReason).toBe("toolUse");
+      const call = toolTurn.message.content[0] as ToolCall;
+      expect(call.id).toBe("call_CCGIWaMeYWmxOQ91orkmTvzn");
+      const result = toolResultMessage({ toolCallId: call.id, toolName: call.name, content: "3 answers", timestamp: 2 });
+      const next: Context = { ...context, messages: [...context.messages, toolTurn.message, result] };
+      const before = server.requests.length;
+      const answer = await runTurn(modelAt(server.baseUrl), next);
+      expect(answer.message.content).toEqual([{ type: "text", text: "- Captain\n- Scoop" }]);
+      // Anthropic received exactly the canonical context, in its own wire form.
+      const sent = JSON.parse(server.requests[before]!.body);
+      expect(sent).toEqual(toAnthropicRequest(next, { model: "claude-test", maxTokens: 4096 }));
+      expect(sent.messages[1].content).toEqual([{ type: "tool_use", id: call.id, name: "final_result", input: call.arguments }]);
+      expect(sent.messages[2].content).toEqual([
+        { type: "tool_result", tool_use_id: call.id, content: [{ type: "text", text: "3 answers" }] },
+      ]);
+    } finally {
+      await openai.close();
+    }
+  }, 20_000);
+
+  it("Lab 5.6 · misuse throws at once: no maxTokens, a bad thinking budget, a non-URL base", () => {
+    const make = (extra: Record<string, unknown>) => () =>
+      createAnthropicModel({ model: "m", maxTokens: 2048, ...extra } as AnthropicOptions);
+    expect(make({ maxTokens: undefined })).toThrow(/maxTokens is required by the Messages API/);
+    expect(make({ thinking: { budgetTokens: 512 } })).toThrow(/budgetTokens must be an integer ≥ 1024 and below maxTokens \(2048\)/);
+    expect(make({ baseUrl: "api.anthropic.com" })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(make({ model: "" })).toThrow(/model must be a non-empty model id/);
+  });
+});
