@@ -176,7 +176,10 @@ class OpenAICompatibleModel implements Model {
   private redact(text: string): string {
     const key = this.options.apiKey;
     if (key === undefined || key === "") return text;
-    return text.split(key).join("[redacted]");
+    const whole = text.split(key).join("[redacted]");
+    // excerpt() may have cut the text inside the key: a key's head right before the "…" goes too.
+    for (let n = key.length - 1; n > 0; n--) if (whole.endsWith(`${key.slice(0, n)}…`)) return `${whole.slice(0, -n - 1)}[redacted]…`;
+    return whole;
   }
 }
 
