@@ -78,7 +78,8 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   let agentPid: number | undefined;
   let exitCode: number | undefined;
   let stoppedBy: Forwarded | undefined;
-  const acked = new Set<Forwarded>();
+  // When the agent last reported each signal.
+  const acked: Partial<Record<Forwarded, number>> = {};
 
   const server = createServer((connection) => {
     if (agent !== undefined) return connection.destroy();
@@ -95,7 +96,7 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
         const [word, value] = buffered.slice(0, at).split(" ");
         buffered = buffered.slice(at + 1);
         if (word === "pid") agentPid = Number(value);
-        else if (word === "signal") acked.add(value as Forwarded);
+        else if (word === "signal") acked[value as Forwarded] = Date.now();
         else if (word === "exit") exitCode = Number(value);
       }
     });
@@ -124,12 +125,19 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
 
   const forward = (signal: Forwarded) => {
     stoppedBy ??= signal;
-    acked.delete(signal);
-    // The agent may have the same signal already (a Ctrl-C reaches the whole group).
+    if (agentPid === undefined) {
+      // Not connected yet: nothing has run. Stop the start; an agent that connects later fails.
+      middle.kill("SIGKILL");
+      rmSync(folder, { recursive: true, force: true });
+      process.exit(128 + SIGNAL_NUMBERS[signal]);
+    }
+    const at = Date.now();
+    // The agent may have got the same signal (a Ctrl-C reaches the whole group): if it reports
+    // one from around the same moment, it is not sent twice (twice would be a second Ctrl-C).
     setTimeout(() => {
-      if (acked.has(signal) || agentPid === undefined) return;
+      if ((acked[signal] ?? -Infinity) >= at - 1000) return;
       try {
-        process.kill(agentPid, signal);
+        process.kill(agentPid!, signal);
       } catch {
         // ESRCH: it has ended.
       }

@@ -50,9 +50,13 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 
 let env = process.env;
 if (socketPath !== undefined) {
-  channel = await connectToLauncher(socketPath, () => stop("SIGHUP", 1));
+  channel = await connectToLauncher(socketPath, () => stop("SIGHUP", 1)).catch((error: Error) => {
+    process.stderr.write(`error: the launcher of this agent is gone (${error.message}).\n`);
+    return process.exit(1);
+  });
   env = { ...process.env, ...channel.handover };
 }
-const code = stoppedWith ?? (await runMain(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env }, controller.signal));
+const code = await runMain(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env }, controller.signal);
+// Stopped by SIGTERM or SIGHUP: that signal's code, not the 130 of an interrupted run.
 await channel?.sendExit(stoppedWith ?? code);
 process.exitCode = stoppedWith ?? code;
