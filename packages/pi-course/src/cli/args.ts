@@ -25,8 +25,6 @@ export type CliOptions =
         apiKey?: string;
         /** The variable named by `--api-key-env`, if any: the commands never see it. */
         apiKeyEnv?: string;
-        /** The key came from `--api-key-file`, not from the environment. */
-        apiKeyFromFile?: boolean;
         workspace: string;
         task: string;
       };
@@ -82,9 +80,9 @@ Exit codes: 0 the run ended normally, 1 it ended with an error, 2 a usage error,
 The bash tool runs commands in DIR with a timeout and an output cap; it is not a sandbox.
 Its commands never see OPENAI_API_KEY, the variable named by --api-key-env, or any variable
 whose name contains API_KEY, APIKEY, TOKEN, SECRET, PASSWORD or CREDENTIAL, in their own
-environment or in the agent's. npm and the shell that ran it still hold what you exported;
-a command the user's rights allow can read any of that user's processes, so
---api-key-file keeps the key out of every environment.
+environment or in the agent's. npm and the shell that ran it still hold what you exported,
+and a command can read the environment of any process of its user: --api-key-file keeps the
+key out of every environment.
 `;
 
 /** Parses `argv` (without `node` and the script). Throws `CliUsageError`. */
@@ -236,7 +234,6 @@ export function parseArgs(
       model,
       ...(apiKey !== undefined && { apiKey }),
       ...(apiKeyEnv !== undefined && { apiKeyEnv }),
-      ...(apiKeyFile !== undefined && { apiKeyFromFile: true }),
       workspace,
       task,
     },
