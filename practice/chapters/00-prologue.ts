@@ -17,15 +17,20 @@ export default defineChapter({
       "本章不写代码。这个文件夹里是完整的参考库，加上主程序 `src/cli/`：`npm start` 在一个新建的临时工作区里运行一个智能体，" +
       "它读取一个有错别字的文件、修改它、运行检查命令，然后回答。默认的模型是内置的 `ScriptedModel`（离线、确定），" +
       "工具是第 08 章的真实编码工具（read / edit / bash 真的在磁盘上执行）。屏幕上的每一行都是一个 `AgentEvent`：" +
-      "先把这些事件的顺序看熟，后面每一章你都会亲手实现其中的一段。",
+      "先把这些事件的顺序看熟，后面每一章你都会亲手实现其中的一段。" +
+      "（`src/cli/launch.ts` 让智能体在一个单独启动、环境里没有 API key 的进程里运行，所以模型执行的命令从祖先进程的环境里也读不到 key；" +
+      "Ctrl-C 会中止运行，退出码是 130。）",
     en:
       "No code to write. npm start runs one agent in a fresh temporary workspace: it reads a file with a typo, edits it, runs " +
       "the check and answers, on the embedded ScriptedModel with the real coding tools. Every line printed is one AgentEvent; " +
-      "learn their order here, then build each piece in the chapters that follow.",
+      "learn their order here, then build each piece in the chapters that follow. (src/cli/launch.ts runs the agent in a " +
+      "process started apart, without the API key in its environment, so no command finds it in an ancestor's; Ctrl-C " +
+      "stops the run with exit code 130.)",
   },
   files: [
     "src/cli/args.ts",
     "src/cli/demo.ts",
+    "src/cli/launch.ts",
     "src/cli/main.ts",
     "src/cli/pairing.ts",
     "src/cli/start.ts",

@@ -106,11 +106,16 @@ export default defineChapter({
           "`spawn(shell, [\"-c\", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。" +
           "超时或中止：先 SIGTERM，宽限期后 SIGKILL。stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
           "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。" +
-          "spawn 之后调用 `trackProcessGroup(pid)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。",
+          "spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。" +
+          "有的进程会离开进程组甚至会话（`setsid`、两次 fork），`kill(-pid)` 够不着：给每次调用一个 `newCallMarker()`，" +
+          "放进命令的环境变量 `CALL_MARKER_VARIABLE`，shell 退出时用 `killLeftovers(pid, marker)` 连它们一起杀掉。" +
+          "时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。",
         en:
           "detached spawn gives the command its own process group; kill(-pid) reaches all of it. SIGTERM, then SIGKILL after " +
           "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close. " +
-          "trackProcessGroup(pid) after the spawn, untrackProcessGroup(pid) at the end: groups still alive when this process exits get SIGKILL.",
+          "trackProcessGroup(pid, marker) after the spawn, untrackProcessGroup(pid) at the end. Processes that leave the group " +
+          "(setsid, double fork) carry the call's marker variable: killLeftovers(pid, marker) reaches them. checkTimeBound " +
+          "the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms).",
       },
     },
   ],

@@ -2,8 +2,11 @@
  * Chapter 00 (observe): the main job, end to end. Every test spawns the real command, the way a
  * newcomer runs it, and reads what it prints.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,7 +14,9 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { HELP } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
+import { LAUNCH_SECRET_PATTERN } from "../src/cli/launch.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
+import { SECRET_NAME_PATTERN } from "../src/coding-tools/bash.js";
 import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
 import { closedPort, startChatReplayServer } from "./support/chat-replay-server.js";
 
@@ -27,15 +32,78 @@ interface Outcome {
 }
 
 function collect(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = packageDir): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, NO_COLOR: undefined, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  return launch(command, args, env, { cwd }).outcome;
+}
+
+/**
+ * Spawns a command and collects its output; `detached` gives it its own process group (as a
+ * terminal gives a job), `input` is written to its stdin.
+ */
+function launch(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { cwd?: string; detached?: boolean; input?: string } = {},
+): { child: ChildProcess; outcome: Promise<Outcome> } {
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? packageDir,
+    env: { ...process.env, NO_COLOR: undefined, ...env },
+    stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    detached: options.detached ?? false,
+  });
+  if (options.input !== undefined) child.stdin!.end(options.input);
+  const outcome = new Promise<Outcome>((resolve, reject) => {
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (data: Buffer) => (stdout += data.toString("utf8")));
-    child.stderr.on("data", (data: Buffer) => (stderr += data.toString("utf8")));
+    child.stdout!.on("data", (data: Buffer) => (stdout += data.toString("utf8")));
+    child.stderr!.on("data", (data: Buffer) => (stderr += data.toString("utf8")));
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
+  return { child, outcome };
+}
+
+/** Alive and not a zombie. */
+function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Live processes of a process group. */
+function groupMembers(pgid: number): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        return Number(fields[2]) === pgid && fields[0] !== "Z";
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return check();
+}
+
+/** The replay of one bash call (`command`), then a final answer. */
+function bashThenDone(command: string): string[] {
+  return [
+    chatSse([{ role: "assistant", tool_calls: [{ index: 0, id: "call_sh", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] }], "tool_calls"),
+    chatSse([{ role: "assistant", content: "done" }], "stop"),
+  ];
 }
 
 /** The main job as `npm start -- …` runs it (tsx on the entry point), without npm's start-up cost. */
@@ -395,10 +463,217 @@ describe("Prologue · against a real server", () => {
     }
   }, 60_000);
 
+  it("Prologue · no process above a command holds the key: the agent runs apart from npm, tsx and the shells that were given it", async () => {
+    // Every ancestor of the command, from itself up: pid, how many key variables its environment
+    // block holds, its command line. /proc/PID/environ is the block the process was started with.
+    const walk =
+      `p=$$; while [ "$p" -gt 1 ]; do ` +
+      `echo "$p keys=$(tr '\\0' '\\n' < /proc/$p/environ | grep -c -E '^(OPENAI_API_KEY|MY_LLM)=') $(tr '\\0' ' ' < /proc/$p/cmdline | cut -c1-400)"; ` +
+      `p=$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f2); done; ` +
+      `echo "parent: $(tr '\\0' '\\n' < /proc/$PPID/environ | grep -E 'OPENAI_API_KEY|MY_LLM' || echo clean)"`;
+    const [exported, named] = await Promise.all([startChatReplayServer(bashThenDone(walk)), startChatReplayServer(bashThenDone(walk))]);
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      const common = ["--model", "m", "--cwd", workspace, "--json", "who holds the key?"];
+      const runs = await Promise.all([
+        collect("npm", ["start", "-s", "--", "--base-url", exported.baseUrl, ...common], { OPENAI_API_KEY: "sk-ancestor-openai" }),
+        collect("npm", ["start", "-s", "--", "--base-url", named.baseUrl, "--api-key-env", "MY_LLM", ...common], {
+          OPENAI_API_KEY: "sk-ancestor-openai",
+          MY_LLM: "sk-ancestor-llm",
+        }),
+      ]);
+      for (const outcome of runs) {
+        expect(outcome.stderr).not.toContain("error");
+        expect(outcome.code).toBe(0);
+        expect(outcome.stdout).not.toContain("sk-ancestor");
+        const events = outcome.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as any);
+        const output: string = events.find((e) => e.type === "tool_execution_end").result.content[0].text;
+        const lines = output.split("\n");
+        // The command (bash), then the agent, which runs start.ts; nothing of the launch chain.
+        expect(lines.length).toBeGreaterThanOrEqual(3);
+        expect(lines[0]).toMatch(/^\d+ keys=0 bash -c /);
+        expect(lines[1]).toMatch(/^\d+ keys=0 .*start\.ts --base-url/);
+        for (const line of lines.slice(0, -1)) expect(line).toMatch(/^\d+ keys=0 /);
+        expect(output).not.toMatch(/\bnpm\b|tsx\/dist\/cli|sh -c tsx/);
+        expect(lines.at(-1)).toBe("parent: clean");
+      }
+      // The launcher leaves out of the agent's environment what the commands never see.
+      expect(LAUNCH_SECRET_PATTERN.source).toBe(SECRET_NAME_PATTERN.source);
+      // The key still reached the server.
+      expect(exported.requests.map((r) => r.authorization)).toEqual(["Bearer sk-ancestor-openai", "Bearer sk-ancestor-openai"]);
+      expect(named.requests.map((r) => r.authorization)).toEqual(["Bearer sk-ancestor-llm", "Bearer sk-ancestor-llm"]);
+    } finally {
+      await Promise.all([exported.close(), named.close()]);
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it("Prologue · SIGHUP to npm start's process group, or SIGTERM to the npm process alone, ends the agent and the command it runs", async () => {
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    const servers: Awaited<ReturnType<typeof startChatReplayServer>>[] = [];
+    try {
+      const runUntilCommand = async (name: string) => {
+        const command = `echo $PPID > ${name}.agent; sleep 30 & echo $! > ${name}.sleep; wait`;
+        const server = await startChatReplayServer(bashThenDone(command));
+        servers.push(server);
+        const run = launch("npm", ["start", "-s", "--", "--base-url", server.baseUrl, "--model", "m", "--cwd", workspace, "wait"], { OPENAI_API_KEY: "sk-x" }, { detached: true });
+        const pidOf = (suffix: string) => Number(readFileSync(path.join(workspace, `${name}.${suffix}`), "utf8").trim() || "0");
+        const read = (suffix: string) => { try { return pidOf(suffix); } catch { return 0; } };
+        expect(await until(() => read("agent") > 0 && read("sleep") > 0, 60_000)).toBe(true);
+        return { run, npm: run.child.pid!, agent: read("agent"), sleep: read("sleep") };
+      };
+      const [hup, term] = await Promise.all([runUntilCommand("hup"), runUntilCommand("term")]);
+      // A closed terminal: SIGHUP to the whole job. A `kill` of npm: npm does not pass it on.
+      process.kill(-hup.npm, "SIGHUP");
+      process.kill(term.npm, "SIGTERM");
+      for (const { npm, agent, sleep } of [hup, term]) {
+        expect(agent).not.toBe(npm);
+        expect(await until(() => !isAlive(sleep) && !isAlive(agent) && groupMembers(npm).length === 0, 15_000)).toBe(true);
+      }
+      const termOutcome = await term.run.outcome;
+      expect(termOutcome.stderr).toContain("interrupted: the run was stopped by SIGHUP before it finished; there is no answer.");
+      expect(termOutcome.stdout).not.toContain("answer:");
+      await hup.run.outcome;
+    } finally {
+      await Promise.all(servers.map((server) => server.close()));
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("Prologue · Ctrl-C during a tool call: the command dies, the trace ends, and the exit code (130) and stderr say the run was interrupted", async () => {
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    const server = await startChatReplayServer(bashThenDone("sleep 30 & echo $! > sleep.pid; wait"));
+    try {
+      const run = launch(process.execPath, [tsxCli, startScript, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "wait"], {}, { detached: true });
+      const sleepPid = () => Number(readFileSync(path.join(workspace, "sleep.pid"), "utf8").trim() || "0");
+      expect(await until(() => { try { return sleepPid() > 0; } catch { return false; } }, 60_000)).toBe(true);
+      // As a terminal does: SIGINT to the whole foreground job.
+      process.kill(-run.child.pid!, "SIGINT");
+      const outcome = await run.outcome;
+      expect(outcome.code).toBe(130);
+      expect(outcome.stderr).toContain("interrupted: the run was stopped by Ctrl-C (SIGINT) before it finished; there is no answer.");
+      expect(outcome.stdout).not.toContain("answer:");
+      expect(runs(traceTypes(outcome.stdout)).slice(-3)).toEqual(["message_end", "turn_end", "agent_end"]);
+      expect(await until(() => !isAlive(sleepPid()), 2000)).toBe(true);
+    } finally {
+      await server.close();
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it("Prologue · the readable trace shows the control sequences of model text and command output as text: no clear-screen, title or clipboard write reaches the terminal", async () => {
+    const hostile = "look\u001b[2J\u001b]0;pwned\u0007\u001b]52;c;cHduZWQ=\u0007\u009b31m\u202eevil\r";
+    const command = "printf 'out\\033]52;c;cHduZWQ=\\007\\033[2J\\033[H\\rend\\n'";
+    const server = await startChatReplayServer([
+      chatSse([{ role: "assistant", content: hostile }, { tool_calls: [{ index: 0, id: "call_\u001b[2J", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] }], "tool_calls"),
+      chatSse([{ role: "assistant", content: `answer ${hostile}` }], "stop"),
+    ]);
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      let stdout = "";
+      let stderr = "";
+      const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--color", "go"], {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        env: {},
+      });
+      expect([code, stderr]).toEqual([0, ""]);
+      // Only the trace's own colours remain; every other control character is written out.
+      const withoutColours = stdout.replace(/\u001b\[\d+m/g, "");
+      expect(withoutColours).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+      expect(withoutColours).toContain("look\\u001b[2J\\u001b]0;pwned\\u0007\\u001b]52;c;cHduZWQ=\\u0007\\u009b31m\\u202eevil\\u000d");
+      expect(withoutColours).toContain("│ out\\u001b]52;c;cHduZWQ=\\u0007\\u001b[2J\\u001b[H\\u000dend");
+      expect(withoutColours).toContain("call_\\u001b[2J");
+      expect(withoutColours).toContain("answer:\nanswer look\\u001b[2J");
+    } finally {
+      await server.close();
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it("Prologue · an error text that echoes the key across the 500-character cut shows none of it", async () => {
+    const key = "sk-straddle-0123456789abcdefghij";
+    const server = createServer((request, response) => {
+      request.resume();
+      response.writeHead(401, { "content-type": "text/plain" });
+      response.end(`${"y".repeat(490)}${key} was refused`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      let stderr = "";
+      const code = await runMain(
+        ["--base-url", `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, "--model", "m", "--cwd", workspace, "--json", "hi"],
+        { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) }, env: { OPENAI_API_KEY: key } },
+      );
+      expect(code).toBe(1);
+      expect(stderr).toContain(`error: HTTP 401 Unauthorized: ${"y".repeat(490)}[redacted]…`);
+      expect(stderr).not.toContain("sk-s");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it("Prologue · long tasks come from --prompt-file (a file, or - for stdin), past npm's 128 KB argument limit; the key can come from --api-key-file", async () => {
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    const big = `Summarise this:\n${"0123456789abcdef".repeat(8400)}`; // 134 KB: too long for npm's command line
+    const bodies = [chatSse([{ role: "assistant", content: "ok" }], "stop")];
+    const [fileServer, stdinServer] = await Promise.all([startChatReplayServer(bodies), startChatReplayServer(bodies)]);
+    try {
+      await writeFile(path.join(workspace, "task.md"), big);
+      await writeFile(path.join(workspace, "key"), "sk-from-file\n");
+      const common = ["--model", "m", "--cwd", workspace, "--json"];
+      const [fromFile, fromStdin] = await Promise.all([
+        collect("npm", ["start", "-s", "--", "--base-url", fileServer.baseUrl, ...common, "--prompt-file", path.join(workspace, "task.md"), "--api-key-file", path.join(workspace, "key")], { OPENAI_API_KEY: undefined }),
+        launch(process.execPath, [tsxCli, startScript, "--base-url", stdinServer.baseUrl, ...common, "--no-api-key", "--prompt-file", "-"], {}, { input: "from stdin\n" }).outcome,
+      ]);
+      expect([fromFile.code, fromStdin.code]).toEqual([0, 0]);
+      expect(fileServer.requests[0]!.body.messages[1]).toEqual({ role: "user", content: big });
+      expect(fileServer.requests[0]!.authorization).toBe("Bearer sk-from-file");
+      expect(stdinServer.requests[0]!.body.messages[1]).toEqual({ role: "user", content: "from stdin" });
+      expect(HELP).toContain("--prompt-file PATH");
+      expect(HELP).toContain("ends with exit code 249 and no message");
+    } finally {
+      await Promise.all([fileServer.close(), stdinServer.close()]);
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it("Prologue · usage errors: an empty --cwd, a user:password in --base-url (never printed), a task given twice, an unreadable --prompt-file", async () => {
+    const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
+    try {
+      const usage = async (args: string[]) => {
+        let stdout = "";
+        let stderr = "";
+        const code = await runMain(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) }, env: { OPENAI_API_KEY: "k" } });
+        expect(stdout).toBe("");
+        return { code, stderr };
+      };
+      const base = ["--model", "m", "--cwd", workspace, "hi"];
+      const emptyCwd = await usage(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", "", "hi"]);
+      expect(emptyCwd).toEqual({ code: 2, stderr: 'error: --cwd "" names no folder; give one (write --cwd . for the current folder).\nRun `npm start -- --help` for the options.\n' });
+      const credentials = await usage(["--base-url", "http://alice:s3cret-pw@127.0.0.1:1/v1", ...base]);
+      expect(credentials.code).toBe(2);
+      expect(credentials.stderr).toContain('--base-url "http://***@127.0.0.1:1/v1" carries a user name or password');
+      const schemeless = await usage(["--base-url", "alice:s3cret-pw@localhost:8080", ...base]);
+      expect(schemeless.code).toBe(2);
+      expect(schemeless.stderr).toContain('"***@localhost:8080"');
+      for (const outcome of [credentials, schemeless]) expect(outcome.stderr).not.toMatch(/s3cret|alice/);
+      const twice = await usage(["--base-url", "http://127.0.0.1:1/v1", ...base, "--prompt-file", "task.md"]);
+      expect(twice.stderr).toContain("give the task either as arguments or with --prompt-file, not both.");
+      const missing = await usage(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", workspace, "--prompt-file", path.join(workspace, "nope.md")]);
+      expect(missing).toEqual({ code: 2, stderr: `error: --prompt-file ${path.join(workspace, "nope.md")}: cannot read it (ENOENT).\nRun \`npm start -- --help\` for the options.\n` });
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it("Prologue · --help documents every option", async () => {
     const result = await cli(["--help"]);
     expect(result.code).toBe(0);
-    for (const option of ["--base-url", "--model", "--cwd", "--api-key-env", "--no-api-key", "--json", "--color", "--no-color", "--drop-tool-result", "--help", "OPENAI_API_KEY"]) {
+    for (const option of ["--base-url", "--model", "--cwd", "--api-key-env", "--api-key-file", "--no-api-key", "--prompt-file", "--json", "--color", "--no-color", "--drop-tool-result", "--help", "OPENAI_API_KEY"]) {
       expect(result.stdout).toContain(option);
     }
   }, 60_000);

@@ -782,7 +782,8 @@ describe("chapter 08 · bounded bash", () => {
       `setTimeout(() => process.exit(0), 600);`,
     ].join("\n");
     try {
-      execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: packageDir, timeout: 8000, stdio: "pipe" });
+      // A generous bound: on a loaded machine, tsx and the imports alone can take seconds.
+      execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: packageDir, timeout: 25_000, stdio: "pipe" });
     } catch (error) {
       // The child's stderr names what failed (e.g. a construction site).
       throw new Error(String((error as { stderr?: Buffer }).stderr ?? error));
@@ -790,7 +791,7 @@ describe("chapter 08 · bounded bash", () => {
     const pid = Number(readFileSync(pidFile, "utf8").trim());
     expect(pid).toBeGreaterThan(0);
     expect(await waitUntilDead(pid, 1000)).toBe(true);
-  }, 10_000);
+  }, 30_000);
 
   it("Lab 8.5 · processes left in the background are killed when the command ends", async () => {
     const started = Date.now();
@@ -798,6 +799,53 @@ describe("chapter 08 · bounded bash", () => {
     expect(Date.now() - started).toBeLessThan(3000);
     expect(result.exitCode).toBe(0);
     expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
+  }, 10_000);
+
+  it("Lab 8.5 · processes that leave the group and the session (setsid after a double fork) die when the call ends, by exit, timeout or abort", async () => {
+    // `( … & )` forks twice, so init adopts the process; `setsid` gives it its own session and
+    // group, out of reach of kill(-pid). Its output goes elsewhere, so the pipes close.
+    const escape = (name: string) =>
+      `(setsid sh -c 'echo $$ > ${path.join(base, name)}; exec sleep 30' > /dev/null 2>&1 &); ` +
+      `while [ ! -s ${path.join(base, name)} ]; do sleep 0.01; done`;
+    const controller = new AbortController();
+    const [ended, timedOut, aborted] = await Promise.all([
+      runCommand(escape("exited"), { cwd: root }),
+      runCommand(`${escape("timed-out")}; sleep 30`, { cwd: root, timeoutMs: 500, killGraceMs: 200 }),
+      runCommand(`${escape("aborted")}; sleep 30`, { cwd: root, signal: controller.signal, killGraceMs: 200 }),
+      new Promise((resolve) => setTimeout(resolve, 500)).then(() => controller.abort()),
+    ]);
+    expect([ended.exitCode, timedOut.timedOut, aborted.aborted]).toEqual([0, true, true]);
+    for (const name of ["exited", "timed-out", "aborted"]) {
+      const pid = Number(readFileSync(path.join(base, name), "utf8").trim());
+      expect(pid).toBeGreaterThan(0);
+      expect(await waitUntilDead(pid, 1000)).toBe(true);
+    }
+  }, 10_000);
+
+  it("Lab 8.5 · a time bound a timer cannot hold is refused, not fired after 1 ms (2³¹−1 ms at most, finite)", async () => {
+    for (const timeoutMs of [2 ** 31, Infinity, Number.NaN, 0, -5]) {
+      expectThrow(() => runCommand("echo never", { cwd: root, timeoutMs }), /timeoutMs must be a finite number of milliseconds above 0 and at most 2147483647/);
+    }
+    expectThrow(() => runCommand("echo never", { cwd: root, killGraceMs: Infinity }), "killGraceMs must be");
+    // The largest bound a timer holds is a real one: the command ends on its own.
+    const longest = await runCommand("echo done", { cwd: root, timeoutMs: 2 ** 31 - 1 });
+    expect([longest.output, longest.timedOut]).toEqual(["done\n", false]);
+  }, 10_000);
+
+  it("Lab 8.5 · the bash tool refuses an unbounded maxTimeoutMs, and a requested timeout above its limit gets an error result", async () => {
+    expectThrow(() => createBashTool(new Workspace(root), { maxTimeoutMs: Infinity }), "bash maxTimeoutMs must be a finite number");
+    expectThrow(() => createBashTool(new Workspace(root), { timeoutMs: 2 ** 31 }), "bash timeoutMs must be");
+    const bash = createBashTool(new Workspace(root), { maxTimeoutMs: 2_000 });
+    expect(bash.description).toContain("at most 2 s");
+    const marker = path.join(root, "ran");
+    await expectRejection(
+      run(bash, { command: `touch ${marker}`, timeout: 1e9 }),
+      "timeout 1000000000 s is outside what this tool allows (more than 0, at most 2 s). Ask for at most 2 s",
+    );
+    await expectRejection(run(bash, { command: `touch ${marker}`, timeout: 1e-9 }), "is outside what this tool allows");
+    expect(await readdir(root)).toEqual([]);
+    const ok = await run(bash, { command: "echo fine", timeout: 2 });
+    expect(ok.content).toEqual([{ type: "text", text: "fine" }]);
   }, 10_000);
 
   it("Lab 8.5 · stdout and stderr share one cap; the tail is kept and the total counted", async () => {

@@ -10,10 +10,10 @@ import { commandEnvironment, createCodingTools } from "../coding-tools/index.js"
 import { textOf, userMessage } from "../messages.js";
 import { createOpenAICompatibleModel } from "../openai-compatible.js";
 import type { AgentMessage, AssistantMessage, Message, Model } from "../types.js";
-import { CliUsageError, HELP, parseArgs } from "./args.js";
+import { CliUsageError, HELP, parseArgs, usageMessage } from "./args.js";
 import { DEMO_TASK, createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";
-import { TracePrinter } from "./trace.js";
+import { TracePrinter, neutralize } from "./trace.js";
 
 /** Where the main job writes; tests pass their own. */
 export interface CliIO {
@@ -28,14 +28,17 @@ const SYSTEM_PROMPT = (workspace: string) =>
   `relative to that folder. Read before you edit, check your work by running it, and finish ` +
   `with a short answer that says what you did.`;
 
-/** Runs the main job; resolves with the exit code (0 ok, 1 the run failed, 2 usage). */
+/**
+ * Runs the main job; resolves with the exit code (0 ok, 1 the run failed, 2 usage, 130 the
+ * run was interrupted: `signal` aborted it, and its `reason`, if a string, names why).
+ */
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
   let options;
   try {
     options = parseArgs(argv, io.env, io.stdout.isTTY === true);
   } catch (error) {
     if (!(error instanceof CliUsageError)) throw error;
-    io.stderr.write(`error: ${error.message}\nRun \`npm start -- --help\` for the options.\n`);
+    io.stderr.write(usageMessage(error));
     return 2;
   }
   if (options.kind === "help") {
@@ -94,13 +97,20 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   printer.finish();
   const messages = await stream.result();
   const last = [...messages].reverse().find((m): m is AssistantMessage => "role" in m && m.role === "assistant");
+  if (signal?.aborted) {
+    // Whatever the last message is, the run did not finish: no answer, and not a success.
+    const by = typeof signal.reason === "string" ? ` by ${signal.reason}` : "";
+    io.stderr.write(`\ninterrupted: the run was stopped${by} before it finished; there is no answer.\n`);
+    if (options.server === undefined) io.stderr.write(`The workspace is kept for you to look at: ${workspace}\n`);
+    return 130;
+  }
   if (last === undefined || last.stopReason === "error" || last.stopReason === "aborted") {
-    const why = last?.errorMessage ?? "the run ended without an answer";
+    const why = neutralize(last?.errorMessage ?? "the run ended without an answer");
     io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
     return 1;
   }
   if (!options.json) {
-    info(`\nanswer:\n${textOf(last)}\n`);
+    info(`\nanswer:\n${neutralize(textOf(last))}\n`);
     if (options.server === undefined) info(`The workspace is kept for you to look at: ${workspace}`);
   }
   return 0;

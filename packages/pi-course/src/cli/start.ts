@@ -1,25 +1,63 @@
 #!/usr/bin/env node
 /**
- * The entry point of `npm start` (see `main.ts`). Ctrl-C aborts the run cleanly (the trace
- * still ends with `agent_end`); a second Ctrl-C exits at once.
+ * The entry point of `npm start` (see `main.ts`).
+ *
+ * This process is the launcher: it starts the agent apart, without the API key in its
+ * environment, and exits with its code (see `launch.ts`). In the agent: Ctrl-C aborts the run
+ * (the trace still ends with `agent_end`, the exit code is 130); a second Ctrl-C exits at once.
+ * SIGTERM and SIGHUP, or losing the launcher, abort the run, kill the running commands and exit
+ * (143, 129) within a second.
  */
-import { runMain } from "./main.js";
+import { AGENT_SOCKET_VARIABLE, canLaunchApart, connectToLauncher, launchAgent, type AgentChannel } from "./launch.js";
+
+const socketPath = process.env[AGENT_SOCKET_VARIABLE];
+if (socketPath === undefined && canLaunchApart) await launchAgent(process.argv.slice(2));
+// Only the agent loads the agent (the launcher stays small).
+const { killLiveProcessGroups } = await import("../coding-tools/bash.js");
+const { runMain } = await import("./main.js");
 
 const controller = new AbortController();
-process.on("SIGINT", () => {
-  if (controller.signal.aborted) process.exit(130);
-  controller.abort();
-});
+let channel: AgentChannel | undefined;
+let stoppedWith: number | undefined;
+/** Exits at once (the launcher hears the code first). */
+const exit = (code: number): void => {
+  if (channel === undefined) process.exit(code);
+  void channel.sendExit(code).then(() => process.exit(code));
+};
+const stop = (signal: "SIGINT" | "SIGTERM" | "SIGHUP", number: number) => {
+  channel?.acknowledge(signal);
+  if (signal === "SIGINT" && !controller.signal.aborted) {
+    controller.abort("Ctrl-C (SIGINT)");
+    return;
+  }
+  // A second Ctrl-C, SIGTERM or SIGHUP: no grace.
+  controller.abort(signal);
+  killLiveProcessGroups();
+  stoppedWith ??= 128 + number;
+  if (signal === "SIGINT") exit(130);
+  else setTimeout(() => exit(stoppedWith!), 1000);
+};
+process.on("SIGINT", () => stop("SIGINT", 2));
+process.on("SIGTERM", () => stop("SIGTERM", 15));
+process.on("SIGHUP", () => stop("SIGHUP", 1));
 
-// A reader that goes away (`npm start -s -- --json | head`) ends the run quietly.
+// A reader that goes away (`npm start -s -- --json | head`, a closed terminal) ends the run quietly.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-  if (error.code !== "EPIPE") throw error;
-  controller.abort();
-  process.exit(0);
+  if (error.code !== "EPIPE" && error.code !== "EIO") throw error;
+  controller.abort("a closed output");
+  killLiveProcessGroups();
+  exit(stoppedWith ?? 0);
 });
 
-process.exitCode = await runMain(
-  process.argv.slice(2),
-  { stdout: process.stdout, stderr: process.stderr, env: process.env },
-  controller.signal,
-);
+let env = process.env;
+if (socketPath !== undefined) {
+  channel = await connectToLauncher(socketPath, () => stop("SIGHUP", 1)).catch((error: Error) => {
+    process.stderr.write(`error: the launcher of this agent is gone (${error.message}).\n`);
+    return process.exit(1);
+  });
+  env = { ...process.env, ...channel.handover };
+}
+const code = await runMain(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env }, controller.signal);
+// Stopped by SIGTERM or SIGHUP: that signal's code, not the 130 of an interrupted run.
+await channel?.sendExit(stoppedWith ?? code);
+process.exitCode = stoppedWith ?? code;

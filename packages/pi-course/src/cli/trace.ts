@@ -7,6 +7,10 @@
  * `message_update` lines then carry only the model event without its live views (`partial`,
  * `partialArguments`) and without the partial `message`, so the output grows with the answer,
  * not with its square (`message_end` carries the whole message).
+ *
+ * Model text, tool output and everything else that comes from outside goes through `neutralize`
+ * before it reaches the terminal: a model or a command cannot clear the screen, set the window
+ * title or write the clipboard (OSC 52) through the trace.
  */
 import type { AgentEvent, AgentMessage, AgentToolResult, ModelEvent } from "../types.js";
 
@@ -57,12 +61,12 @@ export class TracePrinter {
       case "message_end":
         return this.messageEnd(event.message);
       case "tool_execution_start":
-        return this.line(2, "yellow", event.type, `${event.toolName} ${event.toolCallId} ${preview(JSON.stringify(event.args))}`);
+        return this.line(2, "yellow", event.type, `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${preview(JSON.stringify(event.args))}`);
       case "tool_execution_update":
-        return this.line(3, "yellow", event.type, `${event.toolName} ${preview(resultText(event.partialResult))}`);
+        return this.line(3, "yellow", event.type, `${neutralize(event.toolName)} ${preview(resultText(event.partialResult))}`);
       case "tool_execution_end": {
         const mark = event.isError ? this.paint("red", "✗ error") : this.paint("green", "✓ ok");
-        this.line(2, "yellow", event.type, `${event.toolName} ${event.toolCallId} ${mark}`);
+        this.line(2, "yellow", event.type, `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${mark}`);
         return this.block(4, resultText(event.result), event.isError ? "red" : "dim");
       }
     }
@@ -81,18 +85,18 @@ export class TracePrinter {
     if (event.type === "text_delta" || event.type === "thinking_delta" || event.type === "toolcall_delta") {
       if (this.openLine?.key !== key) {
         this.finish();
-        const name = event.type === "toolcall_delta" ? ` ${toolName(event)}` : "";
+        const name = event.type === "toolcall_delta" ? ` ${neutralize(toolName(event))}` : "";
         this.options.write(`${this.label(3, "blue", "message_update")}${this.paint("dim", `${event.type}${name} `)}`);
         this.openLine = { key, count: 0 };
       }
       this.openLine.count++;
-      this.options.write(this.paint(event.type === "thinking_delta" ? "dim" : "bold", event.delta.replace(/\n/g, "⏎")));
+      this.options.write(this.paint(event.type === "thinking_delta" ? "dim" : "bold", neutralize(event.delta).replace(/\n/g, "⏎")));
       return;
     }
     this.finish();
     const detail =
       event.type === "toolcall_end"
-        ? `${event.toolCall.name} ${event.toolCall.id}`
+        ? neutralize(`${event.toolCall.name} ${event.toolCall.id}`)
         : event.type === "done" || event.type === "error"
           ? `reason=${event.reason}`
           : "";
@@ -134,7 +138,7 @@ export class TracePrinter {
 function describeMessageStart(message: AgentMessage): string {
   if (!("role" in message)) return "custom";
   if (message.role === "user") return `user ${preview(JSON.stringify(message.content.map((b) => b.text).join("\n")))}`;
-  if (message.role === "toolResult") return `toolResult ${message.toolName} ${message.toolCallId}`;
+  if (message.role === "toolResult") return neutralize(`toolResult ${message.toolName} ${message.toolCallId}`);
   return roleOf(message);
 }
 
@@ -151,9 +155,20 @@ function resultText(result: AgentToolResult<unknown>): string {
   return result.content.map((block) => block.text).join("\n");
 }
 
-/** One line, at most `max` characters. */
+/**
+ * Control characters a terminal acts on: C0 but tab and newline, DEL, C1 (8-bit CSI and OSC
+ * among them), and the bidirectional overrides that make text read differently than it is.
+ */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with every control character (see `CONTROL`) written out as `\u001b` etc. */
+export function neutralize(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** One line, at most `max` characters, control characters neutralised. */
 export function preview(text: string, max = 100): string {
-  const flat = text.replace(/\n/g, "⏎");
+  const flat = neutralize(text).replace(/\n/g, "⏎");
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 

@@ -7,11 +7,20 @@
  *   a note saying how much was dropped.
  * - Abort: the signal kills the process group the same way.
  * - Leftovers: processes the command leaves running in the background are killed when it ends,
- *   so nothing holds the output pipes open and the call always returns.
+ *   so nothing holds the output pipes open and the call always returns. That includes processes
+ *   that left the command's process group or session (`setsid`, a double fork): every call's
+ *   commands carry a variable unique to the call (`PI_COURSE_CALL`), and at the end of the call
+ *   every process whose environment holds it gets SIGKILL (`killMarkedProcesses`, Linux only;
+ *   it needs no privileges). The limit: a process that also drops that variable from its
+ *   environment (`env -i`, `env -u PI_COURSE_CALL`) or is started outside the command (by
+ *   systemd, at, cron) can outlive the call.
+ * - Bounds: every time bound is a finite number of milliseconds a Node timer can hold (at most
+ *   2³¹−1 ms, about 24.8 days; Node fires a larger delay after 1 ms). A larger or non-finite
+ *   bound is a caller's mistake and throws a RangeError; a timeout the model asks for above
+ *   `maxTimeoutMs` is refused with an error result that names the limit.
  *
  * The command runs in its own process group (`detached`), so `kill(-pid)` reaches every process
- * it started. It is not a sandbox: the shell can reach anything the user can, and a command can
- * leave its group on purpose (`setsid`, `nohup … &` under another session) and outlive the call.
+ * it started. It is not a sandbox: the shell can reach anything the user can.
  *
  * Secrets: by default the commands get this process's environment without the variables that
  * look like secrets (`OPENAI_API_KEY`, and every name matching `API_KEY`, `APIKEY`, `TOKEN`,
@@ -19,6 +28,8 @@
  * called with. An explicit `env` option is used as given.
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
 import { formatSize } from "./read.js";
@@ -43,18 +54,70 @@ export function commandEnvironment(
   return out;
 }
 
+/** The variable that marks every process a call started (see the file comment). */
+export const CALL_MARKER_VARIABLE = "PI_COURSE_CALL";
+
+/** A fresh value for `CALL_MARKER_VARIABLE`, unique to one call. */
+export function newCallMarker(): string {
+  return randomBytes(12).toString("hex");
+}
+
 /**
- * Process groups of commands that are still running. When this process exits (`process.exit`
- * on a second Ctrl-C or a closed pipe, or the end of the program) there is no time left for a
- * grace period, so every one still alive gets SIGKILL: a child that ignores SIGTERM does not
- * outlive the agent.
+ * SIGKILL to every process whose environment holds `PI_COURSE_CALL=<marker>` for one of
+ * `markers`, found by reading `/proc/<pid>/environ` (the block each process was started with;
+ * only processes this user may inspect are seen). Passes repeat until one finds nothing, so a
+ * process forked during a pass dies in the next. Returns how many processes got the signal;
+ * always 0 off Linux. Synchronous, so it also runs in a process `exit` handler.
  */
-const liveGroups = new Set<number>();
+export function killMarkedProcesses(markers: Iterable<string>): number {
+  const needles = [...markers].map((marker) => Buffer.from(`${CALL_MARKER_VARIABLE}=${marker}\0`));
+  if (process.platform !== "linux" || needles.length === 0) return 0;
+  let killed = 0;
+  for (let pass = 0; pass < 16; pass++) {
+    let found = 0;
+    let entries: string[];
+    try {
+      entries = readdirSync("/proc");
+    } catch {
+      return killed;
+    }
+    for (const name of entries) {
+      const first = name.charCodeAt(0);
+      if (first < 48 || first > 57 || Number(name) === process.pid) continue;
+      let environ: Buffer;
+      try {
+        environ = readFileSync(`/proc/${name}/environ`);
+      } catch {
+        continue; // gone, or another user's
+      }
+      if (!needles.some((needle) => environ.includes(needle))) continue;
+      try {
+        process.kill(Number(name), "SIGKILL");
+        found++;
+      } catch {
+        // ESRCH: it ended meanwhile.
+      }
+    }
+    killed += found;
+    if (found === 0) break;
+  }
+  return killed;
+}
+
+/**
+ * Commands that are still running: process group id → call marker. When this process exits
+ * (`process.exit` on a second Ctrl-C or a closed pipe, or the end of the program) there is no
+ * time left for a grace period, so every group still alive, and every process carrying one of
+ * their markers, gets SIGKILL: a child that ignores SIGTERM does not outlive the agent. A
+ * process ended by a signal runs no `exit` handler: its signal handler should call
+ * `killLiveProcessGroups()` itself (the CLI does, for SIGINT, SIGTERM and SIGHUP).
+ */
+const liveGroups = new Map<number, string | undefined>();
 let exitHookInstalled = false;
 
-/** Remembers a running command's process group (call right after the spawn). */
-export function trackProcessGroup(pid: number): void {
-  liveGroups.add(pid);
+/** Remembers a running command's process group and call marker (call right after the spawn). */
+export function trackProcessGroup(pid: number, marker?: string): void {
+  liveGroups.set(pid, marker);
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.on("exit", killLiveProcessGroups);
@@ -66,22 +129,53 @@ export function untrackProcessGroup(pid: number): void {
   liveGroups.delete(pid);
 }
 
-/** Sends SIGKILL to every tracked process group; runs on process `exit`. */
+/**
+ * Kills what a command left behind when it ended: SIGKILL to its process group, then to every
+ * process carrying its call marker. Returns how many marked processes had to be killed.
+ */
+export function killLeftovers(pid: number, marker: string | undefined): number {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+  return marker === undefined ? 0 : killMarkedProcesses([marker]);
+}
+
+/** Sends SIGKILL to every tracked process group and marked process; runs on process `exit`. */
 export function killLiveProcessGroups(): void {
-  for (const pid of liveGroups) {
+  for (const pid of liveGroups.keys()) {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {
       // ESRCH: the group is already gone.
     }
   }
+  killMarkedProcesses([...liveGroups.values()].filter((marker): marker is string => marker !== undefined));
   liveGroups.clear();
+}
+
+/** The largest delay a Node timer honours: 2³¹−1 ms (about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Returns `ms` when it is a time bound a timer can hold (finite, above 0, at most
+ * `MAX_TIMER_MS`); otherwise throws a RangeError naming `name` and the limits.
+ */
+export function checkTimeBound(name: string, ms: number): number {
+  if (typeof ms === "number" && Number.isFinite(ms) && ms > 0 && ms <= MAX_TIMER_MS) return ms;
+  throw new RangeError(
+    `${name} must be a finite number of milliseconds above 0 and at most ${MAX_TIMER_MS} (about 24.8 days), ` +
+      `got ${String(ms)}. A command needs a bound: pass a real one.`,
+  );
 }
 
 /** Defaults of one command. */
 export const BASH_TIMEOUT_MS = 120_000;
 export const BASH_MAX_OUTPUT_BYTES = 50 * 1024;
 export const BASH_KILL_GRACE_MS = 2_000;
+/** The largest timeout the model may ask for, by default. */
+export const BASH_MAX_TIMEOUT_MS = 600_000;
 
 export interface RunCommandOptions {
   /** The working folder. */
@@ -116,12 +210,17 @@ export interface CommandResult {
   pid: number | undefined;
 }
 
-/** Runs `command` with `shell -c`; never rejects (a failure to start is an exit code 127). */
+/**
+ * Runs `command` with `shell -c`; never rejects (a failure to start is an exit code 127).
+ * Throws a RangeError at once when `timeoutMs` or `killGraceMs` is not a bound a timer can hold
+ * (see `checkTimeBound`).
+ */
 export function runCommand(command: string, options: RunCommandOptions): Promise<CommandResult> {
   // #region lab 8.5 runCommand
   const started = Date.now();
   const cap = options.maxOutputBytes ?? BASH_MAX_OUTPUT_BYTES;
-  const grace = options.killGraceMs ?? BASH_KILL_GRACE_MS;
+  const timeoutMs = checkTimeBound("timeoutMs", options.timeoutMs ?? BASH_TIMEOUT_MS);
+  const grace = checkTimeBound("killGraceMs", options.killGraceMs ?? BASH_KILL_GRACE_MS);
   const signal = options.signal;
   return new Promise((resolve) => {
     const base = { timedOut: false, aborted: false, truncated: false, totalBytes: 0, pid: undefined };
@@ -137,13 +236,15 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
     let killTimer: NodeJS.Timeout | undefined;
     let finished = false;
 
+    // Every process this call starts inherits the marker, even one that leaves the group.
+    const marker = newCallMarker();
     const child = spawn(options.shell ?? "bash", ["-c", command], {
       cwd: options.cwd,
-      env: options.env ?? process.env,
+      env: { ...(options.env ?? process.env), [CALL_MARKER_VARIABLE]: marker },
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
-    if (child.pid !== undefined) trackProcessGroup(child.pid);
+    if (child.pid !== undefined) trackProcessGroup(child.pid, marker);
     const killGroup = (sig: NodeJS.Signals) => {
       if (child.pid === undefined) return;
       try {
@@ -168,7 +269,7 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
     const timer = setTimeout(() => {
       timedOut = true;
       terminate();
-    }, options.timeoutMs ?? BASH_TIMEOUT_MS);
+    }, timeoutMs);
     const onAbort = () => {
       aborted = true;
       terminate();
@@ -202,8 +303,8 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
     };
     child.on("error", (error) => finish(127, null, `${error.message}\n`));
     child.on("exit", (code, exitSignal) => {
-      // Kill what the command left behind, then give the pipes a moment to drain.
-      killGroup("SIGKILL");
+      // Kill what the command left behind (in its group or not), then let the pipes drain.
+      if (child.pid !== undefined) killLeftovers(child.pid, marker);
       let closed = false;
       child.on("close", () => {
         closed = true;
@@ -231,7 +332,7 @@ export type BashDetails = Omit<CommandResult, "output"> & { command: string };
 export interface BashToolOptions {
   /** The default timeout, when the model gives none. */
   timeoutMs?: number;
-  /** The largest timeout the model may ask for. Defaults to 10 minutes. */
+  /** The largest timeout the model may ask for; a larger request is refused. Defaults to 10 minutes. */
   maxTimeoutMs?: number;
   maxOutputBytes?: number;
   killGraceMs?: number;
@@ -243,26 +344,41 @@ export interface BashToolOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** The `bash` tool, run in the workspace root. */
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
+
+/**
+ * The `bash` tool, run in the workspace root. Throws a RangeError when a time bound in `options`
+ * is not one a timer can hold (see `checkTimeBound`), e.g. `maxTimeoutMs: Infinity`.
+ */
 export function createBashTool(
   workspace: Workspace,
   options: BashToolOptions = {},
 ): AgentTool<typeof bashParameters, BashDetails> {
   const cap = options.maxOutputBytes ?? BASH_MAX_OUTPUT_BYTES;
+  const defaultTimeout = checkTimeBound("bash timeoutMs", options.timeoutMs ?? BASH_TIMEOUT_MS);
+  const maxTimeout = checkTimeBound("bash maxTimeoutMs", options.maxTimeoutMs ?? BASH_MAX_TIMEOUT_MS);
+  if (options.killGraceMs !== undefined) checkTimeBound("bash killGraceMs", options.killGraceMs);
   return {
     name: "bash",
     label: "Run command",
     description:
       `Run a bash command in the workspace root. stdout and stderr are combined; only the last ` +
-      `${formatSize(cap)} are kept. Default timeout ${Math.round((options.timeoutMs ?? BASH_TIMEOUT_MS) / 1000)} s.`,
+      `${formatSize(cap)} are kept. Default timeout ${seconds(defaultTimeout)} s, at most ` +
+      `${seconds(maxTimeout)} s. Everything the command starts, in the background too, is killed ` +
+      `when it ends, unless it removes ${CALL_MARKER_VARIABLE} from its environment.`,
     parameters: bashParameters,
     executionMode: "sequential",
     async execute(_toolCallId, params, signal) {
-      const maxTimeout = options.maxTimeoutMs ?? 600_000;
-      const timeoutMs =
-        params.timeout === undefined
-          ? (options.timeoutMs ?? BASH_TIMEOUT_MS)
-          : Math.min(Math.round(params.timeout * 1000), maxTimeout);
+      let timeoutMs = defaultTimeout;
+      if (params.timeout !== undefined) {
+        timeoutMs = Math.round(params.timeout * 1000);
+        if (!(timeoutMs > 0 && timeoutMs <= maxTimeout)) {
+          throw new Error(
+            `timeout ${params.timeout} s is outside what this tool allows (more than 0, at most ` +
+              `${seconds(maxTimeout)} s). Ask for at most ${seconds(maxTimeout)} s, or split the work into shorter commands.`,
+          );
+        }
+      }
       const result = await runCommand(params.command, {
         cwd: workspace.root,
         timeoutMs,

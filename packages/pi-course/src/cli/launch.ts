@@ -1,0 +1,248 @@
+/**
+ * How `npm start` keeps the API key away from the commands the model runs.
+ *
+ * A command can read the environment block of any process of its user (`/proc/<pid>/environ`),
+ * its ancestors first. That block is fixed at `exec`: deleting `process.env.OPENAI_API_KEY`
+ * does not erase it. So the process that received the key (and npm, the shells and tsx that
+ * started it) must not be an ancestor of the commands:
+ *
+ * 1. The launcher (this process, started by npm) starts the agent through a short-lived middle
+ *    process, which exits at once: the agent is adopted by init (or the nearest subreaper) and
+ *    has none of the launch chain above it. Its environment is the launcher's without the key
+ *    and without any variable that looks like a secret (as `commandEnvironment` leaves out).
+ * 2. The key travels over a private Unix socket (in a folder only this user can enter, removed
+ *    once the agent has connected), never through an environment or a command line.
+ * 3. The launcher stays until the agent ends and exits with its code. It forwards SIGINT,
+ *    SIGTERM and SIGHUP unless the agent reports it already got the same signal (a Ctrl-C
+ *    reaches the whole process group, the agent included), and tells the agent to stop when it
+ *    loses the socket or one of its ancestors in its process group ends (`kill` of the npm
+ *    process only: npm does not pass it on). The agent stops when the socket closes.
+ *
+ * What this cannot do: npm and the shell that ran it keep what the user exported, and a
+ * command can still read those by pid (not as its ancestors). `--api-key-file` keeps the key
+ * out of every environment. Linux and macOS; elsewhere the agent runs in this process.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createConnection, createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CliUsageError, HELP, parseArgs, usageMessage } from "./args.js";
+
+/**
+ * Names left out of the agent's environment besides the key's variable: the same as
+ * `SECRET_NAME_PATTERN` of coding-tools/bash.ts (a test keeps them equal). Not imported from
+ * there: that module loads TypeBox, seconds of start-up on a busy machine, for a launcher
+ * that only waits.
+ */
+export const LAUNCH_SECRET_PATTERN = /(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)/i;
+
+/** Set in the agent's environment: the path of the launcher's socket. */
+export const AGENT_SOCKET_VARIABLE = "PI_COURSE_AGENT_SOCKET";
+
+const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+type Forwarded = (typeof FORWARDED)[number];
+const SIGNAL_NUMBERS: Record<Forwarded, number> = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };
+
+/** Whether this platform runs the agent apart (see the file comment). */
+export const canLaunchApart = process.platform === "linux" || process.platform === "darwin";
+
+/**
+ * The launcher: starts the agent apart from this process and exits with its exit code (never
+ * resolves). `argv` is the command line after the script.
+ */
+export async function launchAgent(argv: readonly string[]): Promise<never> {
+  // Help and usage errors need no agent, unless reading the options would read a file the agent
+  // must read (stdin, or a pipe such as <(pass show openai) can be read only once).
+  if (!argv.includes("--prompt-file") && !argv.includes("--api-key-file")) {
+    try {
+      if (parseArgs(argv, process.env, process.stdout.isTTY === true).kind === "help") {
+        process.stdout.write(HELP);
+        process.exit(0);
+      }
+    } catch (error) {
+      if (!(error instanceof CliUsageError)) throw error;
+      process.stderr.write(usageMessage(error));
+      process.exit(2);
+    }
+  }
+  // The variable the options will read the key from (see args.ts).
+  const at = argv.indexOf("--api-key-env");
+  const named = at !== -1 && argv[at + 1] !== undefined ? argv[at + 1]! : "OPENAI_API_KEY";
+  const handover: Record<string, string> = {};
+  if (process.env[named] !== undefined) handover[named] = process.env[named]!;
+
+  const folder = mkdtempSync(path.join(tmpdir(), "pi-course-agent-"));
+  const socketPath = path.join(folder, "s");
+  let agent: Socket | undefined;
+  let agentPid: number | undefined;
+  let exitCode: number | undefined;
+  let stoppedBy: Forwarded | undefined;
+  // When the agent last reported each signal.
+  const acked: Partial<Record<Forwarded, number>> = {};
+
+  const server = createServer((connection) => {
+    if (agent !== undefined) return connection.destroy();
+    agent = connection;
+    server.close();
+    rmSync(folder, { recursive: true, force: true });
+    // The middle process leaves now; the agent waits for that before it starts any command.
+    middle.kill("SIGTERM");
+    connection.write(`${JSON.stringify(handover)}\n`);
+    let buffered = "";
+    connection.on("data", (data: Buffer) => {
+      buffered += data.toString("utf8");
+      for (let at = buffered.indexOf("\n"); at !== -1; at = buffered.indexOf("\n")) {
+        const [word, value] = buffered.slice(0, at).split(" ");
+        buffered = buffered.slice(at + 1);
+        if (word === "pid") agentPid = Number(value);
+        else if (word === "signal") acked[value as Forwarded] = Date.now();
+        else if (word === "exit") exitCode = Number(value);
+      }
+    });
+    connection.on("error", () => {});
+    connection.on("close", () => {
+      if (exitCode === undefined) {
+        process.stderr.write("error: the agent process ended without an exit code (was it killed?).\n");
+      }
+      process.exit(exitCode ?? (stoppedBy ? 128 + SIGNAL_NUMBERS[stoppedBy] : 1));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  // The middle process starts the agent and leaves once it has connected, so init adopts it.
+  const env: NodeJS.ProcessEnv = { [AGENT_SOCKET_VARIABLE]: socketPath };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name !== named && name !== "OPENAI_API_KEY" && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
+  }
+  const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
+  const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], { env, stdio: "inherit" });
+  middle.on("exit", (code) => {
+    if (agent !== undefined) return;
+    // The agent ended (or never started) before it connected: its code is the middle's.
+    rmSync(folder, { recursive: true, force: true });
+    process.exit(code ?? 1);
+  });
+
+  const forward = (signal: Forwarded) => {
+    stoppedBy ??= signal;
+    if (agentPid === undefined) {
+      // Not connected yet: nothing has run. Stop the start; an agent that connects later fails.
+      middle.kill("SIGKILL");
+      rmSync(folder, { recursive: true, force: true });
+      process.exit(128 + SIGNAL_NUMBERS[signal]);
+    }
+    const at = Date.now();
+    // The agent may have got the same signal (a Ctrl-C reaches the whole group): if it reports
+    // one from around the same moment, it is not sent twice (twice would be a second Ctrl-C).
+    setTimeout(() => {
+      if ((acked[signal] ?? -Infinity) >= at - 1000) return;
+      try {
+        process.kill(agentPid!, signal);
+      } catch {
+        // ESRCH: it has ended.
+      }
+    }, 50);
+  };
+  for (const signal of FORWARDED) process.on(signal, () => forward(signal));
+
+  watchAncestors(() => forward("SIGHUP"));
+  return new Promise<never>(() => {});
+}
+
+/**
+ * The middle process: starts the agent with this process's stdio; leaves on SIGTERM (sent once
+ * the agent has connected), or with the agent's exit code if it ends before.
+ */
+const MIDDLE = `
+const { spawn } = require("node:child_process");
+const child = spawn(process.execPath, process.argv.slice(1), { stdio: "inherit" });
+process.on("SIGTERM", () => process.exit(0));
+for (const signal of ["SIGINT", "SIGHUP"]) process.on(signal, () => {});
+child.on("exit", (code, signal) => process.exit(code ?? 1));
+child.on("error", (error) => { process.stderr.write("error: cannot start the agent: " + error.message + "\\n"); process.exit(1); });
+`;
+
+/**
+ * Calls `onLoss` once when a process above this one in its process group ends (polled every
+ * 250 ms; Linux only, where `/proc` says who the ancestors are).
+ */
+function watchAncestors(onLoss: () => void): void {
+  const group = statOf(process.pid)?.pgid;
+  if (group === undefined) return;
+  const ancestors: { pid: number; start: string }[] = [];
+  for (let pid = process.ppid; pid > 1; ) {
+    const stat = statOf(pid);
+    if (stat === undefined || stat.pgid !== group) break;
+    ancestors.push({ pid, start: stat.start });
+    pid = stat.ppid;
+  }
+  const timer = setInterval(() => {
+    if (ancestors.every(({ pid, start }) => statOf(pid)?.start === start && statOf(pid)?.state !== "Z")) return;
+    clearInterval(timer);
+    onLoss();
+  }, 250);
+  timer.unref();
+}
+
+/** Fields of `/proc/<pid>/stat`, or undefined when it is gone (or off Linux). */
+function statOf(pid: number): { state: string; ppid: number; pgid: number; start: string } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // After the command name in parentheses: state ppid pgrp session … (starttime is field 22).
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return { state: fields[0]!, ppid: Number(fields[1]), pgid: Number(fields[2]), start: fields[19]! };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The agent's end of the launcher's socket. */
+export interface AgentChannel {
+  /** The variables the launcher handed over (the API key), to read the options with. */
+  handover: Record<string, string>;
+  /** Tells the launcher this process got `signal`, so it does not forward it again. */
+  acknowledge(signal: string): void;
+  /** Tells the launcher the exit code this process is about to exit with (resolves once sent, 200 ms at most). */
+  sendExit(code: number): Promise<void>;
+}
+
+/**
+ * In the agent: connects to the launcher named by `AGENT_SOCKET_VARIABLE`, reads the handover,
+ * and reports this process's id. `onLost` runs if the launcher goes away.
+ */
+export function connectToLauncher(socketPath: string, onLost: () => void): Promise<AgentChannel> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(socketPath);
+    const middle = process.ppid;
+    let buffered = "";
+    let ready = false;
+    socket.on("error", (error) => {
+      if (!ready) reject(error);
+    });
+    socket.on("close", () => {
+      if (ready) onLost();
+    });
+    socket.on("data", (data: Buffer) => {
+      if (ready) return;
+      buffered += data.toString("utf8");
+      const at = buffered.indexOf("\n");
+      if (at === -1) return;
+      ready = true;
+      const handover = JSON.parse(buffered.slice(0, at)) as Record<string, string>;
+      socket.write(`pid ${process.pid}\n`);
+      socket.unref();
+      // Start nothing while the launch chain is still above this process.
+      const until = Date.now() + 5000;
+      while (process.ppid === middle && Date.now() < until) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+      resolve({
+        handover,
+        acknowledge: (signal) => void socket.write(`signal ${signal}\n`),
+        sendExit: (code) =>
+          new Promise<void>((done) => {
+            setTimeout(done, 200).unref();
+            socket.end(`exit ${code}\n`, done);
+          }),
+      });
+    });
+  });
+}
