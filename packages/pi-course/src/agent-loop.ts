@@ -12,9 +12,10 @@
  * `turn_end`, `agent_end`. `result()` always settles, and after an abort no model is called.
  */
 import { EventStream } from "./event-stream.js";
-import { executeToolBatch, refuseTruncatedCalls } from "./tool-execution.js";
+import { executeToolBatch, refuseTruncatedCalls, settle } from "./tool-execution.js";
 import type { AgentEventSink } from "./tool-execution.js";
-import { LoopRun, messageOf } from "./loop-run.js";
+import { LoopRun } from "./loop-run.js";
+import { messageOf } from "./tools.js";
 import type {
   AgentContext,
   AgentEvent,
@@ -23,6 +24,7 @@ import type {
   AgentMessage,
   AssistantMessage,
   Context,
+  ModelEvent,
   ToolCall,
   ToolResultMessage,
 } from "./types.js";
@@ -31,6 +33,9 @@ export { defaultConvertToLlm } from "./loop-run.js";
 
 /** The most model turns one run takes when `maxTurns` is not set. */
 export const DEFAULT_MAX_TURNS = 50;
+
+/** The longest delay `setTimeout` honours (2³¹−1 ms); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * Starts a run with new prompt messages: they are added to the transcript (and reported as
@@ -67,7 +72,9 @@ export function agentLoopContinue(
 /**
  * `agentLoop` with a sink instead of a stream (for an owner that awaits its subscribers).
  * Resolves with the new messages once `agent_end` has been delivered; rejects only if the sink
- * threw, and then after the run has ended.
+ * threw, and then after the run has ended. The loop awaits each promise the sink returns, until
+ * `signal` is aborted: from then on events are still delivered in order, but not waited for, so
+ * a sink that never settles cannot keep an aborted run pending (its late rejection is ignored).
  */
 export function runAgentLoop(
   prompts: AgentMessage[],
@@ -161,19 +168,31 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
   try {
     context = await run.modelContext();
   } catch (error) {
+    if (run.signal?.aborted) return reportFailure(run, undefined, ABORTED_BEFORE_MODEL, "aborted");
     return reportFailure(run, undefined, messageOf(error));
   }
-  if (run.signal?.aborted) {
-    return reportFailure(run, undefined, "The run was aborted before the model was called.", "aborted");
-  }
+  if (run.signal?.aborted) return reportFailure(run, undefined, ABORTED_BEFORE_MODEL, "aborted");
   let started: AssistantMessage | undefined;
+  let events: AsyncIterator<ModelEvent> | undefined;
   try {
     const stream = run.config.model.stream(context, { signal: run.signal });
-    for await (const event of stream) {
+    events = stream[Symbol.asyncIterator]();
+    for (;;) {
+      // a model that ignores the signal must not keep an aborted run waiting
+      const next = await settle(() => events!.next(), run.signal);
+      if (next.kind === "threw") throw next.error;
+      if (next.kind !== "value") {
+        stopReading(events);
+        return reportFailure(run, started, "The run was aborted while the model was answering.", "aborted");
+      }
+      if (next.value.done === true) break;
+      const event = next.value.value;
       if (event.type === "done" || event.type === "error") {
         return reportFinal(run, started, event.type === "done" ? event.message : event.error);
       }
       if (started === undefined) {
+        const problem = malformation(event.partial, false);
+        if (problem !== undefined) throw new Error(`its partial message is malformed: ${problem}`);
         started = event.partial;
         await run.emit({ type: "message_start", message: started });
       }
@@ -182,25 +201,69 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
         if (emitted !== undefined) await emitted;
       }
     }
-    return reportFinal(run, started, await stream.result());
+    const final = await settle(() => stream.result(), run.signal);
+    if (final.kind === "threw") throw final.error;
+    if (final.kind !== "value") return reportFailure(run, started, "The run was aborted while the model was answering.", "aborted");
+    return reportFinal(run, started, final.value);
   } catch (error) {
+    if (events !== undefined) stopReading(events);
     return reportFailure(run, started, `The model failed: ${messageOf(error)}`);
   }
   // #endregion
 }
 
+const ABORTED_BEFORE_MODEL = "The run was aborted before the model was called.";
+
+/** Stops reading a model stream we no longer wait for; whatever it does next is ignored. */
+function stopReading(events: AsyncIterator<ModelEvent>): void {
+  try {
+    const closed = events.return?.();
+    if (closed !== undefined) Promise.resolve(closed).then(undefined, () => {});
+  } catch {
+    // a broken iterator: nothing more to stop
+  }
+}
+
 const STOP_REASONS: ReadonlySet<unknown> = new Set(["stop", "length", "toolUse", "error", "aborted"]);
 
-/** What is wrong with a model's final message, checked before it is recorded; undefined if nothing. */
-function malformation(message: unknown): string | undefined {
-  if (typeof message !== "object" || message === null) return "it is not an object";
-  const m = message as Partial<AssistantMessage>;
-  if (m.role !== "assistant") return `its role is ${JSON.stringify(m.role)}, not "assistant"`;
-  if (!Array.isArray(m.content)) return "its content is not an array";
-  if (!STOP_REASONS.has(m.stopReason)) {
-    return `its stopReason ${JSON.stringify(m.stopReason)} is not one of stop, length, toolUse, error, aborted`;
+/**
+ * What is wrong with a model's message, checked before it is reported (the partial) or recorded
+ * (the final one, `final`); undefined if nothing. Reads every field the loop reads later, so that
+ * a message whose getters throw (or a Proxy) is refused here, once: never throws.
+ */
+function malformation(message: unknown, final = true): string | undefined {
+  try {
+    if (typeof message !== "object" || message === null) return "it is not an object";
+    const m = message as Partial<AssistantMessage>;
+    if (m.role !== "assistant") return `its role is ${show(m.role)}, not "assistant"`;
+    const content: unknown = m.content;
+    if (!final) return undefined; // a partial may still be odd; the final message decides
+    if (!Array.isArray(content)) return "its content is not an array";
+    if (!STOP_REASONS.has(m.stopReason)) {
+      return `its stopReason ${show(m.stopReason)} is not one of stop, length, toolUse, error, aborted`;
+    }
+    for (const block of content as unknown[]) {
+      if (typeof block !== "object" || block === null) return "a content block is not an object";
+      const b = block as Partial<ToolCall>;
+      if (b.type !== "toolCall") continue;
+      if (typeof b.id !== "string" || typeof b.name !== "string") return "a tool call has no string id or name";
+      void b.arguments;
+      void b.argumentsError;
+      void b.rawArguments;
+    }
+    return undefined;
+  } catch (error) {
+    return `it cannot be read (${messageOf(error)})`;
   }
-  return undefined;
+}
+
+/** A value in a message, for an error text (never throws). */
+function show(value: unknown): string {
+  try {
+    return typeof value === "string" ? JSON.stringify(value) : String(value);
+  } catch {
+    return "(unreadable)";
+  }
 }
 
 /**
@@ -216,6 +279,7 @@ async function reportFinal(
   if (problem !== undefined) {
     return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${problem}.`);
   }
+  ({ message, repeated: run.repeatedCalls } = withUniqueCallIds(message));
   if (started === undefined) await run.emit({ type: "message_start", message });
   await run.emit({ type: "message_end", message });
   run.record(message);
@@ -230,31 +294,85 @@ async function reportFailure(
   stopReason: "error" | "aborted" = "error",
 ): Promise<AssistantMessage> {
   const message = run.failure(stopReason, errorMessage);
-  if (started !== undefined && Array.isArray(started.content)) {
-    try {
-      message.content = structuredClone(started.content);
-    } catch {
-      // keep no content rather than a half-copied one
-    }
+  try {
+    if (started !== undefined && Array.isArray(started.content)) message.content = structuredClone(started.content);
+  } catch {
+    // keep no content rather than a half-copied one (or one whose getters throw)
   }
   return reportFinal(run, started, message);
 }
 
-/** Polls a queue getter; on a throw, ends the run (and returns undefined). */
+/**
+ * Two tool calls of one message with the same id: providers refuse a transcript in which two
+ * calls, or two results, share an id (OpenAI: "Duplicate value for 'tool_call_id'"; Anthropic:
+ * tool_use ids must be unique), so answering both under one id would break the next request.
+ * The first call keeps its id and runs; each repeat gets a fresh id (`<id>_dup1`, `<id>_dup2`, …,
+ * unused in the message) in a copy of the message, and the batch answers it with an error result
+ * without running it. The result: one call, one id, one start/end, one result, on every wire.
+ */
+function withUniqueCallIds(message: AssistantMessage): {
+  message: AssistantMessage;
+  repeated: ReadonlyMap<string, string> | undefined;
+} {
+  const ids = new Set<string>();
+  let repeats = 0;
+  for (const block of message.content) {
+    if (block.type !== "toolCall") continue;
+    if (ids.has(block.id)) repeats++;
+    ids.add(block.id);
+  }
+  if (repeats === 0) return { message, repeated: undefined };
+  const repeated = new Map<string, string>();
+  const seen = new Set<string>();
+  const content = message.content.map((block) => {
+    if (block.type !== "toolCall") return block;
+    if (!seen.has(block.id)) {
+      seen.add(block.id);
+      return block;
+    }
+    let k = 1;
+    while (ids.has(`${block.id}_dup${k}`)) k++;
+    const id = `${block.id}_dup${k}`;
+    ids.add(id);
+    repeated.set(id, block.id);
+    return { ...block, id };
+  });
+  return { message: { ...message, content }, repeated };
+}
+
+/**
+ * Polls a queue getter; on a throw (or an answer that is not an array of messages), ends the run
+ * and returns undefined. If the signal is aborted while a getter's promise is pending, returns
+ * no messages at once: the loop then ends at its abort check, and the late answer is ignored.
+ */
 async function poll(
   run: LoopRun,
   name: "getSteeringMessages" | "getFollowUpMessages",
 ): Promise<AgentMessage[] | undefined> {
   const getter = run.config[name];
   if (getter === undefined) return [];
+  const outcome = await settle(() => getter(), run.signal);
+  if (outcome.kind === "aborted" || outcome.kind === "timedOut") return [];
+  const messages = outcome.kind === "value" ? readMessages(outcome.value) : messageOf(outcome.error);
+  if (typeof messages !== "string") return messages;
+  await run.fail(`${name} failed: ${messages}`);
+  return undefined;
+}
+
+/** A getter's answer as a fresh array of messages, or what is wrong with it (never throws). */
+function readMessages(value: unknown): AgentMessage[] | string {
+  if (value === undefined || value === null) return [];
   try {
-    const messages = await getter();
-    if (messages === undefined || messages === null) return [];
-    if (!Array.isArray(messages)) throw new TypeError("it must return an array of messages");
-    return messages;
+    if (!Array.isArray(value)) return "it must return an array of messages";
+    const messages = [...(value as unknown[])];
+    for (const message of messages) {
+      if (typeof message !== "object" || message === null || typeof (message as AgentMessage).role !== "string") {
+        return "it returned something that is not a message (an object with a role)";
+      }
+    }
+    return messages as AgentMessage[];
   } catch (error) {
-    await run.fail(`${name} failed: ${messageOf(error)}`);
-    return undefined;
+    return `it returned messages that cannot be read (${messageOf(error)})`;
   }
 }
 
@@ -278,6 +396,13 @@ function checkConfig(config: AgentLoopConfig): void {
   const max = config.maxTurns;
   if (max !== undefined && !(max === Infinity || (Number.isInteger(max) && max >= 1))) {
     throw new TypeError(`agentLoop: maxTurns must be a positive integer or Infinity, got ${max}.`);
+  }
+  const timeout = config.hookTimeoutMs;
+  if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= MAX_TIMER_MS)) {
+    throw new TypeError(
+      `agentLoop: hookTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMER_MS} (about 24.8 days, ` +
+        `the longest timer Node keeps), got ${String(timeout)}. Leave it out to wait for the hooks without a bound.`,
+    );
   }
 }
 
