@@ -179,14 +179,13 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
     events = stream[Symbol.asyncIterator]();
     for (;;) {
       // a model that ignores the signal must not keep an aborted run waiting
-      const next = await settle(() => events!.next(), run.signal);
-      if (next.kind === "threw") throw next.error;
-      if (next.kind !== "value") {
+      const next = run.signal === undefined ? await events.next() : await nextOrAbort(events, run.signal);
+      if (next === undefined) {
         stopReading(events);
-        return reportFailure(run, started, "The run was aborted while the model was answering.", "aborted");
+        return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
       }
-      if (next.value.done === true) break;
-      const event = next.value.value;
+      if (next.done === true) break;
+      const event = next.value;
       if (event.type === "done" || event.type === "error") {
         return reportFinal(run, started, event.type === "done" ? event.message : event.error);
       }
@@ -203,7 +202,7 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
     }
     const final = await settle(() => stream.result(), run.signal);
     if (final.kind === "threw") throw final.error;
-    if (final.kind !== "value") return reportFailure(run, started, "The run was aborted while the model was answering.", "aborted");
+    if (final.kind !== "value") return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
     return reportFinal(run, started, final.value);
   } catch (error) {
     if (events !== undefined) stopReading(events);
@@ -213,6 +212,17 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
 }
 
 const ABORTED_BEFORE_MODEL = "The run was aborted before the model was called.";
+const ABORTED_WHILE_ANSWERING = "The run was aborted while the model was answering.";
+
+/** The stream's next item, or undefined once the signal is aborted. Throws what the stream throws. */
+async function nextOrAbort(
+  events: AsyncIterator<ModelEvent>,
+  signal: AbortSignal,
+): Promise<IteratorResult<ModelEvent> | undefined> {
+  const next = await settle(() => events.next(), signal);
+  if (next.kind === "threw") throw next.error;
+  return next.kind === "value" ? next.value : undefined;
+}
 
 /** Stops reading a model stream we no longer wait for; whatever it does next is ignored. */
 function stopReading(events: AsyncIterator<ModelEvent>): void {
@@ -279,7 +289,7 @@ async function reportFinal(
   if (problem !== undefined) {
     return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${problem}.`);
   }
-  ({ message, repeated: run.repeatedCalls } = withUniqueCallIds(message));
+  message = withUniqueCallIds(run, message);
   if (started === undefined) await run.emit({ type: "message_start", message });
   await run.emit({ type: "message_end", message });
   run.record(message);
@@ -310,10 +320,11 @@ async function reportFailure(
  * unused in the message) in a copy of the message, and the batch answers it with an error result
  * without running it. The result: one call, one id, one start/end, one result, on every wire.
  */
-function withUniqueCallIds(message: AssistantMessage): {
-  message: AssistantMessage;
-  repeated: ReadonlyMap<string, string> | undefined;
-} {
+function withUniqueCallIds(run: LoopRun, message: AssistantMessage): AssistantMessage {
+  run.repeatedCalls = undefined;
+  let calls = 0;
+  for (const block of message.content) if (block.type === "toolCall") calls++;
+  if (calls < 2) return message; // the common case, without a set
   const ids = new Set<string>();
   let repeats = 0;
   for (const block of message.content) {
@@ -321,7 +332,7 @@ function withUniqueCallIds(message: AssistantMessage): {
     if (ids.has(block.id)) repeats++;
     ids.add(block.id);
   }
-  if (repeats === 0) return { message, repeated: undefined };
+  if (repeats === 0) return message;
   const repeated = new Map<string, string>();
   const seen = new Set<string>();
   const content = message.content.map((block) => {
@@ -337,7 +348,8 @@ function withUniqueCallIds(message: AssistantMessage): {
     repeated.set(id, block.id);
     return { ...block, id };
   });
-  return { message: { ...message, content }, repeated };
+  run.repeatedCalls = repeated;
+  return { ...message, content };
 }
 
 /**

@@ -321,25 +321,21 @@ export function settle<T>(
     return Promise.resolve({ kind: "threw", error });
   }
   if (!mayBeThenable(returned)) return Promise.resolve({ kind: "value", value: returned as Awaited<T> });
-  const outcome = Promise.resolve(returned).then(
-    (value): Settled<Awaited<T>> => ({ kind: "value", value }),
-    (error: unknown): Settled<Awaited<T>> => ({ kind: "threw", error }),
-  );
+  const outcome = Promise.resolve(returned).then(valueOutcome, thrownOutcome) as Promise<Settled<Awaited<T>>>;
   if (signal === undefined && timeoutMs === undefined) return outcome;
-  if (signal?.aborted) return Promise.resolve({ kind: "aborted" });
+  if (signal?.aborted) return Promise.resolve(ABORTED);
   return new Promise((resolve) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let unwatch = (): void => {};
-    const done = (settled: Settled<Awaited<T>>): void => {
-      unwatch();
-      if (timer !== undefined) clearTimeout(timer);
-      resolve(settled);
-    };
-    if (signal !== undefined) unwatch = whenAborted(signal, () => done({ kind: "aborted" }));
-    if (timeoutMs !== undefined) timer = setTimeout(() => done({ kind: "timedOut" }), timeoutMs);
-    void outcome.then(done);
+    const waiter: Waiter = { resolve: resolve as Waiter["resolve"], timer: undefined, waiters: undefined };
+    if (signal !== undefined) watch(signal, waiter);
+    if (timeoutMs !== undefined) waiter.timer = setTimeout(wake, timeoutMs, waiter, TIMED_OUT);
+    void outcome.then((settled) => wake(waiter, settled));
   });
 }
+
+const valueOutcome = (value: unknown): Settled<unknown> => ({ kind: "value", value });
+const thrownOutcome = (error: unknown): Settled<unknown> => ({ kind: "threw", error });
+const ABORTED: Settled<never> = Object.freeze({ kind: "aborted" });
+const TIMED_OUT: Settled<never> = Object.freeze({ kind: "timedOut" });
 
 /** Whether a value may be a thenable; true when asking throws (then `Promise.resolve` reports it). */
 function mayBeThenable(value: unknown): boolean {
@@ -351,31 +347,41 @@ function mayBeThenable(value: unknown): boolean {
   }
 }
 
-/**
- * One "abort" listener per signal, shared by every pending `settle`: a run awaits user code many
- * times per turn, and adding and removing a listener each time would cost more than the await.
- */
-const abortWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+/** One pending `settle`: settled once, by the work, the abort or the timer, whichever is first. */
+interface Waiter {
+  resolve: ((settled: Settled<unknown>) => void) | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  waiters: Set<Waiter> | undefined;
+}
 
-/** Calls `waiter` when `signal` fires (once); returns the function that stops watching. */
-function whenAborted(signal: AbortSignal, waiter: () => void): () => void {
+function wake(waiter: Waiter, settled: Settled<unknown>): void {
+  const resolve = waiter.resolve;
+  if (resolve === undefined) return;
+  waiter.resolve = undefined;
+  waiter.waiters?.delete(waiter);
+  if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+  resolve(settled);
+}
+
+/**
+ * The pending `settle`s of each signal, woken by one shared "abort" listener: a run awaits user
+ * code several times per turn, and adding and removing a listener each time costs more than the
+ * await itself. (The set holds plain objects: hashing a function is slow in V8.)
+ */
+const abortWaiters = new WeakMap<AbortSignal, Set<Waiter>>();
+
+function watch(signal: AbortSignal, waiter: Waiter): void {
   let waiters = abortWaiters.get(signal);
   if (waiters === undefined) {
-    const all = new Set<() => void>();
+    const all = new Set<Waiter>();
     waiters = all;
     abortWaiters.set(signal, all);
-    signal.addEventListener(
-      "abort",
-      () => {
-        for (const wake of [...all]) wake();
-        all.clear();
-      },
-      { once: true },
-    );
+    signal.addEventListener("abort", () => {
+      for (const pending of [...all]) wake(pending, ABORTED);
+    }, { once: true });
   }
-  const mine = waiters;
-  mine.add(waiter);
-  return () => mine.delete(waiter);
+  waiter.waiters = waiters;
+  waiters.add(waiter);
 }
 
 /**

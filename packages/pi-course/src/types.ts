@@ -301,6 +301,12 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
  * An error or aborted assistant message ends the run: tool calls inside it are never executed
  * nor answered (no tool events, `turn_end.toolResults` is empty), and the message is dropped
  * from the model's view (`defaultConvertToLlm`, the wire), so a continued run stays valid.
+ *
+ * Tool-call ids are unique within a recorded message: providers refuse two calls, or two
+ * results, with one id. When a model repeats an id in one message, the first call keeps it and
+ * runs; each repeat gets a fresh id (`<id>_dup1`, `<id>_dup2`, …) in the copy of the message that
+ * `message_end`, `turn_end` and the transcript carry, one start/end pair, and an error result
+ * saying the id was repeated, without running. (`message_update`'s partial keeps the model's ids.)
  */
 export type AgentEvent =
   | { type: "agent_start" }
