@@ -44,6 +44,8 @@ export default defineChapter({
     "src/agent-loop.ts",
     "src/loop-run.ts",
     "src/tool-execution.ts",
+    "src/settle.ts",
+    "src/loop-input.ts",
     "test/07-agent-loop.property.test.ts",
     "test/07-agent-loop.hardening.test.ts",
   ],

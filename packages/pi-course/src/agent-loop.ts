@@ -12,8 +12,10 @@
  * `turn_end`, `agent_end`. `result()` always settles, and after an abort no model is called.
  */
 import { EventStream } from "./event-stream.js";
-import { executeToolBatch, refuseTruncatedCalls, settle } from "./tool-execution.js";
+import { settle } from "./settle.js";
+import { executeToolBatch, refuseTruncatedCalls } from "./tool-execution.js";
 import type { AgentEventSink } from "./tool-execution.js";
+import { malformation, readMessages, withUniqueCallIds } from "./loop-input.js";
 import { LoopRun } from "./loop-run.js";
 import { messageOf } from "./tools.js";
 import type {
@@ -234,48 +236,6 @@ function stopReading(events: AsyncIterator<ModelEvent>): void {
   }
 }
 
-const STOP_REASONS: ReadonlySet<unknown> = new Set(["stop", "length", "toolUse", "error", "aborted"]);
-
-/**
- * What is wrong with a model's message, checked before it is reported (the partial) or recorded
- * (the final one, `final`); undefined if nothing. Reads every field the loop reads later, so that
- * a message whose getters throw (or a Proxy) is refused here, once: never throws.
- */
-function malformation(message: unknown, final = true): string | undefined {
-  try {
-    if (typeof message !== "object" || message === null) return "it is not an object";
-    const m = message as Partial<AssistantMessage>;
-    if (m.role !== "assistant") return `its role is ${show(m.role)}, not "assistant"`;
-    const content: unknown = m.content;
-    if (!final) return undefined; // a partial may still be odd; the final message decides
-    if (!Array.isArray(content)) return "its content is not an array";
-    if (!STOP_REASONS.has(m.stopReason)) {
-      return `its stopReason ${show(m.stopReason)} is not one of stop, length, toolUse, error, aborted`;
-    }
-    for (const block of content as unknown[]) {
-      if (typeof block !== "object" || block === null) return "a content block is not an object";
-      const b = block as Partial<ToolCall>;
-      if (b.type !== "toolCall") continue;
-      if (typeof b.id !== "string" || typeof b.name !== "string") return "a tool call has no string id or name";
-      void b.arguments;
-      void b.argumentsError;
-      void b.rawArguments;
-    }
-    return undefined;
-  } catch (error) {
-    return `it cannot be read (${messageOf(error)})`;
-  }
-}
-
-/** A value in a message, for an error text (never throws). */
-function show(value: unknown): string {
-  try {
-    return typeof value === "string" ? JSON.stringify(value) : String(value);
-  } catch {
-    return "(unreadable)";
-  }
-}
-
 /**
  * Reports the model's final message (message_start first if none was sent) and records it; a
  * malformed one becomes an error message instead, so nothing after it can throw inside the turn.
@@ -313,46 +273,6 @@ async function reportFailure(
 }
 
 /**
- * Two tool calls of one message with the same id: providers refuse a transcript in which two
- * calls, or two results, share an id (OpenAI: "Duplicate value for 'tool_call_id'"; Anthropic:
- * tool_use ids must be unique), so answering both under one id would break the next request.
- * The first call keeps its id and runs; each repeat gets a fresh id (`<id>_dup1`, `<id>_dup2`, …,
- * unused in the message) in a copy of the message, and the batch answers it with an error result
- * without running it. The result: one call, one id, one start/end, one result, on every wire.
- */
-function withUniqueCallIds(run: LoopRun, message: AssistantMessage): AssistantMessage {
-  run.repeatedCalls = undefined;
-  let calls = 0;
-  for (const block of message.content) if (block.type === "toolCall") calls++;
-  if (calls < 2) return message; // the common case, without a set
-  const ids = new Set<string>();
-  let repeats = 0;
-  for (const block of message.content) {
-    if (block.type !== "toolCall") continue;
-    if (ids.has(block.id)) repeats++;
-    ids.add(block.id);
-  }
-  if (repeats === 0) return message;
-  const repeated = new Map<string, string>();
-  const seen = new Set<string>();
-  const content = message.content.map((block) => {
-    if (block.type !== "toolCall") return block;
-    if (!seen.has(block.id)) {
-      seen.add(block.id);
-      return block;
-    }
-    let k = 1;
-    while (ids.has(`${block.id}_dup${k}`)) k++;
-    const id = `${block.id}_dup${k}`;
-    ids.add(id);
-    repeated.set(id, block.id);
-    return { ...block, id };
-  });
-  run.repeatedCalls = repeated;
-  return { ...message, content };
-}
-
-/**
  * Polls a queue getter; on a throw (or an answer that is not an array of messages), ends the run
  * and returns undefined. If the signal is aborted while a getter's promise is pending, returns
  * no messages at once: the loop then ends at its abort check, and the late answer is ignored.
@@ -369,23 +289,6 @@ async function poll(
   if (typeof messages !== "string") return messages;
   await run.fail(`${name} failed: ${messages}`);
   return undefined;
-}
-
-/** A getter's answer as a fresh array of messages, or what is wrong with it (never throws). */
-function readMessages(value: unknown): AgentMessage[] | string {
-  if (value === undefined || value === null) return [];
-  try {
-    if (!Array.isArray(value)) return "it must return an array of messages";
-    const messages = [...(value as unknown[])];
-    for (const message of messages) {
-      if (typeof message !== "object" || message === null || typeof (message as AgentMessage).role !== "string") {
-        return "it returned something that is not a message (an object with a role)";
-      }
-    }
-    return messages as AgentMessage[];
-  } catch (error) {
-    return `it returned messages that cannot be read (${messageOf(error)})`;
-  }
 }
 
 /** Wraps a sink-based run as an `EventStream`. */

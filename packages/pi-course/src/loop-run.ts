@@ -4,8 +4,9 @@
  * `agent_end`, sink failures kept for later, no waiting on the sink once the signal is
  * aborted), and the model's view of the transcript.
  */
-import { settle } from "./tool-execution.js";
-import type { AgentEventSink, Settled, ToolBatchRun } from "./tool-execution.js";
+import { settle } from "./settle.js";
+import type { Settled } from "./settle.js";
+import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
 import { messageOf, toToolDefinition } from "./tools.js";
 import type {
   AgentContext,

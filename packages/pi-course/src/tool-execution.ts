@@ -15,6 +15,8 @@
  * `tool_execution_end` is emitted as each finishes, and the result messages follow in source
  * order. Sequential: each call is prepared, run and answered before the next one starts.
  */
+import { readToolResult } from "./loop-input.js";
+import { settle } from "./settle.js";
 import { messageOf, prepareToolArguments } from "./tools.js";
 import type {
   AgentContext,
@@ -291,116 +293,6 @@ async function applyAfterToolCall(
     return hookThrew(batch, call, hookFailure("afterToolCall", run, call, { kind: "threw", error }));
   }
   // #endregion
-}
-
-/** How a piece of user code (a tool, a hook, a queue getter, the sink, the model) ended, as the loop saw it. */
-export type Settled<T> =
-  | { kind: "value"; value: T }
-  | { kind: "threw"; error: unknown }
-  | { kind: "aborted" }
-  | { kind: "timedOut" };
-
-/**
- * Runs `work` (sync or async, throwing or not) and settles with its outcome, or with `aborted` as
- * soon as the signal fires, or with `timedOut` after `timeoutMs`, whichever comes first. Never
- * rejects, whatever `work` throws or returns (a thenable whose `then` throws is a throw).
- *
- * A value given synchronously always counts, even if the work aborted the signal meanwhile (a
- * queue getter that dequeued loses nothing). A promise still pending when the signal fires is
- * no longer waited for: whatever it does later is ignored, and a late rejection is handled.
- */
-export function settle<T>(
-  work: () => T | PromiseLike<T>,
-  signal: AbortSignal | undefined,
-  timeoutMs?: number,
-): Promise<Settled<Awaited<T>>> {
-  let returned: T | PromiseLike<T>;
-  try {
-    returned = work();
-  } catch (error) {
-    return Promise.resolve({ kind: "threw", error });
-  }
-  if (!mayBeThenable(returned)) return Promise.resolve({ kind: "value", value: returned as Awaited<T> });
-  const outcome = Promise.resolve(returned).then(valueOutcome, thrownOutcome) as Promise<Settled<Awaited<T>>>;
-  if (signal === undefined && timeoutMs === undefined) return outcome;
-  if (signal?.aborted) return Promise.resolve(ABORTED);
-  return new Promise((resolve) => {
-    const waiter: Waiter = { resolve: resolve as Waiter["resolve"], timer: undefined, waiters: undefined };
-    if (signal !== undefined) watch(signal, waiter);
-    if (timeoutMs !== undefined) waiter.timer = setTimeout(wake, timeoutMs, waiter, TIMED_OUT);
-    void outcome.then((settled) => wake(waiter, settled));
-  });
-}
-
-const valueOutcome = (value: unknown): Settled<unknown> => ({ kind: "value", value });
-const thrownOutcome = (error: unknown): Settled<unknown> => ({ kind: "threw", error });
-const ABORTED: Settled<never> = Object.freeze({ kind: "aborted" });
-const TIMED_OUT: Settled<never> = Object.freeze({ kind: "timedOut" });
-
-/** Whether a value may be a thenable; true when asking throws (then `Promise.resolve` reports it). */
-function mayBeThenable(value: unknown): boolean {
-  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
-  try {
-    return typeof (value as { then?: unknown }).then === "function";
-  } catch {
-    return true;
-  }
-}
-
-/** One pending `settle`: settled once, by the work, the abort or the timer, whichever is first. */
-interface Waiter {
-  resolve: ((settled: Settled<unknown>) => void) | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  waiters: Set<Waiter> | undefined;
-}
-
-function wake(waiter: Waiter, settled: Settled<unknown>): void {
-  const resolve = waiter.resolve;
-  if (resolve === undefined) return;
-  waiter.resolve = undefined;
-  waiter.waiters?.delete(waiter);
-  if (waiter.timer !== undefined) clearTimeout(waiter.timer);
-  resolve(settled);
-}
-
-/**
- * The pending `settle`s of each signal, woken by one shared "abort" listener: a run awaits user
- * code several times per turn, and adding and removing a listener each time costs more than the
- * await itself. (The set holds plain objects: hashing a function is slow in V8.)
- */
-const abortWaiters = new WeakMap<AbortSignal, Set<Waiter>>();
-
-function watch(signal: AbortSignal, waiter: Waiter): void {
-  let waiters = abortWaiters.get(signal);
-  if (waiters === undefined) {
-    const all = new Set<Waiter>();
-    waiters = all;
-    abortWaiters.set(signal, all);
-    signal.addEventListener("abort", () => {
-      for (const pending of [...all]) wake(pending, ABORTED);
-    }, { once: true });
-  }
-  waiter.waiters = waiters;
-  waiters.add(waiter);
-}
-
-/**
- * What a tool resolved to, read once into a plain result; a string says what is wrong with it.
- * Never throws: a result whose getters throw (or a Proxy) is reported, not propagated.
- */
-function readToolResult(value: unknown): AgentToolResult<unknown> | string {
-  const expected = "execute must resolve to {content, details}";
-  try {
-    if (typeof value !== "object" || value === null) return `returned no valid result: ${expected}.`;
-    const { content, details, isError, terminate } = value as AgentToolResult<unknown>;
-    if (!Array.isArray(content)) return `returned no valid result: ${expected}.`;
-    const result: AgentToolResult<unknown> = { content: [...content], details };
-    if (isError !== undefined && isError !== null) result.isError = isError === true;
-    if (terminate !== undefined && terminate !== null) result.terminate = terminate === true;
-    return result;
-  } catch (error) {
-    return `returned a result that cannot be read (${messageOf(error)}): ${expected}, as plain data.`;
-  }
 }
 
 /** Why a tool hook failed: it threw, or it did not settle within `hookTimeoutMs`. */
