@@ -12,9 +12,12 @@
  * `turn_end`, `agent_end`. `result()` always settles, and after an abort no model is called.
  */
 import { EventStream } from "./event-stream.js";
+import { settle } from "./settle.js";
 import { executeToolBatch, refuseTruncatedCalls } from "./tool-execution.js";
 import type { AgentEventSink } from "./tool-execution.js";
-import { LoopRun, messageOf } from "./loop-run.js";
+import { malformation, readMessages, withUniqueCallIds } from "./loop-input.js";
+import { LoopRun } from "./loop-run.js";
+import { messageOf } from "./tools.js";
 import type {
   AgentContext,
   AgentEvent,
@@ -23,6 +26,7 @@ import type {
   AgentMessage,
   AssistantMessage,
   Context,
+  ModelEvent,
   ToolCall,
   ToolResultMessage,
 } from "./types.js";
@@ -31,6 +35,9 @@ export { defaultConvertToLlm } from "./loop-run.js";
 
 /** The most model turns one run takes when `maxTurns` is not set. */
 export const DEFAULT_MAX_TURNS = 50;
+
+/** The longest delay `setTimeout` honours (2³¹−1 ms); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * Starts a run with new prompt messages: they are added to the transcript (and reported as
@@ -67,7 +74,9 @@ export function agentLoopContinue(
 /**
  * `agentLoop` with a sink instead of a stream (for an owner that awaits its subscribers).
  * Resolves with the new messages once `agent_end` has been delivered; rejects only if the sink
- * threw, and then after the run has ended.
+ * threw, and then after the run has ended. The loop awaits each promise the sink returns, until
+ * `signal` is aborted: from then on events are still delivered in order, but not waited for, so
+ * a sink that never settles cannot keep an aborted run pending (its late rejection is ignored).
  */
 export function runAgentLoop(
   prompts: AgentMessage[],
@@ -161,19 +170,30 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
   try {
     context = await run.modelContext();
   } catch (error) {
+    if (run.signal?.aborted) return reportFailure(run, undefined, ABORTED_BEFORE_MODEL, "aborted");
     return reportFailure(run, undefined, messageOf(error));
   }
-  if (run.signal?.aborted) {
-    return reportFailure(run, undefined, "The run was aborted before the model was called.", "aborted");
-  }
+  if (run.signal?.aborted) return reportFailure(run, undefined, ABORTED_BEFORE_MODEL, "aborted");
   let started: AssistantMessage | undefined;
+  let events: AsyncIterator<ModelEvent> | undefined;
   try {
     const stream = run.config.model.stream(context, { signal: run.signal });
-    for await (const event of stream) {
+    events = stream[Symbol.asyncIterator]();
+    for (;;) {
+      // a model that ignores the signal must not keep an aborted run waiting
+      const next = run.signal === undefined ? await events.next() : await nextOrAbort(events, run.signal);
+      if (next === undefined) {
+        stopReading(events);
+        return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
+      }
+      if (next.done === true) break;
+      const event = next.value;
       if (event.type === "done" || event.type === "error") {
         return reportFinal(run, started, event.type === "done" ? event.message : event.error);
       }
       if (started === undefined) {
+        const problem = malformation(event.partial, false);
+        if (problem !== undefined) throw new Error(`its partial message is malformed: ${problem}`);
         started = event.partial;
         await run.emit({ type: "message_start", message: started });
       }
@@ -182,25 +202,38 @@ async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
         if (emitted !== undefined) await emitted;
       }
     }
-    return reportFinal(run, started, await stream.result());
+    const final = await settle(() => stream.result(), run.signal);
+    if (final.kind === "threw") throw final.error;
+    if (final.kind !== "value") return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
+    return reportFinal(run, started, final.value);
   } catch (error) {
+    if (events !== undefined) stopReading(events);
     return reportFailure(run, started, `The model failed: ${messageOf(error)}`);
   }
   // #endregion
 }
 
-const STOP_REASONS: ReadonlySet<unknown> = new Set(["stop", "length", "toolUse", "error", "aborted"]);
+const ABORTED_BEFORE_MODEL = "The run was aborted before the model was called.";
+const ABORTED_WHILE_ANSWERING = "The run was aborted while the model was answering.";
 
-/** What is wrong with a model's final message, checked before it is recorded; undefined if nothing. */
-function malformation(message: unknown): string | undefined {
-  if (typeof message !== "object" || message === null) return "it is not an object";
-  const m = message as Partial<AssistantMessage>;
-  if (m.role !== "assistant") return `its role is ${JSON.stringify(m.role)}, not "assistant"`;
-  if (!Array.isArray(m.content)) return "its content is not an array";
-  if (!STOP_REASONS.has(m.stopReason)) {
-    return `its stopReason ${JSON.stringify(m.stopReason)} is not one of stop, length, toolUse, error, aborted`;
+/** The stream's next item, or undefined once the signal is aborted. Throws what the stream throws. */
+async function nextOrAbort(
+  events: AsyncIterator<ModelEvent>,
+  signal: AbortSignal,
+): Promise<IteratorResult<ModelEvent> | undefined> {
+  const next = await settle(() => events.next(), signal);
+  if (next.kind === "threw") throw next.error;
+  return next.kind === "value" ? next.value : undefined;
+}
+
+/** Stops reading a model stream we no longer wait for; whatever it does next is ignored. */
+function stopReading(events: AsyncIterator<ModelEvent>): void {
+  try {
+    const closed = events.return?.();
+    if (closed !== undefined) Promise.resolve(closed).then(undefined, () => {});
+  } catch {
+    // a broken iterator: nothing more to stop
   }
-  return undefined;
 }
 
 /**
@@ -216,6 +249,7 @@ async function reportFinal(
   if (problem !== undefined) {
     return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${problem}.`);
   }
+  message = withUniqueCallIds(run, message);
   if (started === undefined) await run.emit({ type: "message_start", message });
   await run.emit({ type: "message_end", message });
   run.record(message);
@@ -230,32 +264,31 @@ async function reportFailure(
   stopReason: "error" | "aborted" = "error",
 ): Promise<AssistantMessage> {
   const message = run.failure(stopReason, errorMessage);
-  if (started !== undefined && Array.isArray(started.content)) {
-    try {
-      message.content = structuredClone(started.content);
-    } catch {
-      // keep no content rather than a half-copied one
-    }
+  try {
+    if (started !== undefined && Array.isArray(started.content)) message.content = structuredClone(started.content);
+  } catch {
+    // keep no content rather than a half-copied one (or one whose getters throw)
   }
   return reportFinal(run, started, message);
 }
 
-/** Polls a queue getter; on a throw, ends the run (and returns undefined). */
+/**
+ * Polls a queue getter; on a throw (or an answer that is not an array of messages), ends the run
+ * and returns undefined. If the signal is aborted while a getter's promise is pending, returns
+ * no messages at once: the loop then ends at its abort check, and the late answer is ignored.
+ */
 async function poll(
   run: LoopRun,
   name: "getSteeringMessages" | "getFollowUpMessages",
 ): Promise<AgentMessage[] | undefined> {
   const getter = run.config[name];
   if (getter === undefined) return [];
-  try {
-    const messages = await getter();
-    if (messages === undefined || messages === null) return [];
-    if (!Array.isArray(messages)) throw new TypeError("it must return an array of messages");
-    return messages;
-  } catch (error) {
-    await run.fail(`${name} failed: ${messageOf(error)}`);
-    return undefined;
-  }
+  const outcome = await settle(() => getter(), run.signal);
+  if (outcome.kind === "aborted" || outcome.kind === "timedOut") return [];
+  const messages = outcome.kind === "value" ? readMessages(outcome.value) : messageOf(outcome.error);
+  if (typeof messages !== "string") return messages;
+  await run.fail(`${name} failed: ${messages}`);
+  return undefined;
 }
 
 /** Wraps a sink-based run as an `EventStream`. */
@@ -278,6 +311,13 @@ function checkConfig(config: AgentLoopConfig): void {
   const max = config.maxTurns;
   if (max !== undefined && !(max === Infinity || (Number.isInteger(max) && max >= 1))) {
     throw new TypeError(`agentLoop: maxTurns must be a positive integer or Infinity, got ${max}.`);
+  }
+  const timeout = config.hookTimeoutMs;
+  if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= MAX_TIMER_MS)) {
+    throw new TypeError(
+      `agentLoop: hookTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMER_MS} (about 24.8 days, ` +
+        `the longest timer Node keeps), got ${String(timeout)}. Leave it out to wait for the hooks without a bound.`,
+    );
   }
 }
 

@@ -1,10 +1,13 @@
 /**
  * The state of one agent-loop run: its transcript (a copy of the caller's), the messages it
  * added, the event sink with the guards that keep the sequence well formed (nothing after
- * `agent_end`, sink failures kept for later), and the model's view of the transcript.
+ * `agent_end`, sink failures kept for later, no waiting on the sink once the signal is
+ * aborted), and the model's view of the transcript.
  */
-import { toToolDefinition } from "./tools.js";
+import { settle } from "./settle.js";
+import type { Settled } from "./settle.js";
 import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
+import { messageOf, toToolDefinition } from "./tools.js";
 import type {
   AgentContext,
   AgentEvent,
@@ -39,6 +42,8 @@ export class LoopRun implements ToolBatchRun {
   readonly added: AgentMessage[] = [];
   /** Model turns taken so far. */
   turns = 0;
+  /** This turn's calls whose id repeated an earlier call's (fresh id → repeated id); see `ToolBatchRun`. */
+  repeatedCalls: ReadonlyMap<string, string> | undefined;
   private readonly transcript: AgentMessage[];
   private readonly tools: ToolDefinition[] | undefined;
   private turnOpen = false;
@@ -74,22 +79,27 @@ export class LoopRun implements ToolBatchRun {
     return this.added;
   }
 
-  /** Delivers one event to the sink; nothing after `agent_end`; sink errors are kept for later. */
+  /**
+   * Delivers one event to the sink; nothing after `agent_end`; sink errors are kept for later.
+   * A sink's promise is awaited until the signal is aborted, never after: events are still
+   * delivered, in order, but a sink that never settles cannot keep an aborted run alive.
+   */
   private deliver(event: AgentEvent): void | Promise<void> {
     if (this.ended) return;
     if (event.type === "agent_end") this.ended = true;
     else if (event.type === "turn_start") this.turnOpen = true;
     else if (event.type === "turn_end") this.turnOpen = false;
+    let delivered: void | Promise<void>;
     try {
-      const delivered = this.sink(event);
-      if (delivered !== undefined && typeof delivered.then === "function") {
-        return delivered.then(undefined, (error: unknown) => {
-          this.sinkFailure ??= { error };
-        });
-      }
+      delivered = this.sink(event);
     } catch (error) {
       this.sinkFailure ??= { error };
+      return;
     }
+    if (delivered === undefined) return;
+    return settle(() => delivered, this.signal).then((outcome) => {
+      if (outcome.kind === "threw") this.sinkFailure ??= { error: outcome.error };
+    });
   }
 
   /** Adds a message to the transcript and reports it. */
@@ -146,17 +156,21 @@ export class LoopRun implements ToolBatchRun {
     await this.finish();
   }
 
-  /** The model's view of the transcript for one turn. Throws what the hooks throw. */
+  /**
+   * The model's view of the transcript for one turn. Throws what the hooks throw, and stops
+   * waiting for a hook once the signal is aborted (then it throws too: the caller checks the signal).
+   */
   async modelContext(): Promise<Context> {
     const { transformContext, convertToLlm = defaultConvertToLlm } = this.config;
     // each hook gets a copy: one that mutates its input cannot corrupt the run's transcript
     let messages: AgentMessage[] = this.transcript;
     if (transformContext !== undefined) {
-      messages = await describeThrow("transformContext", () => transformContext(this.transcript.slice(), this.signal));
+      const transformed = await settle(() => transformContext(this.transcript.slice(), this.signal), this.signal);
+      messages = valueOf("transformContext", transformed);
       if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
     }
     const input = messages === this.transcript ? messages.slice() : messages;
-    const llm = await describeThrow("convertToLlm", () => convertToLlm(input));
+    const llm = valueOf("convertToLlm", await settle(() => convertToLlm(input), this.signal));
     if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
     const context: Context = { messages: llm };
     if (this.context.systemPrompt !== undefined) context.systemPrompt = this.context.systemPrompt;
@@ -165,15 +179,9 @@ export class LoopRun implements ToolBatchRun {
   }
 }
 
-async function describeThrow<T>(name: string, work: () => T | Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw new Error(`${name} failed: ${messageOf(error)}`);
-  }
-}
-
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return String(error);
+/** A hook's value, or an error naming the hook. */
+function valueOf<T>(name: string, outcome: Settled<T>): T {
+  if (outcome.kind === "value") return outcome.value;
+  if (outcome.kind === "threw") throw new Error(`${name} failed: ${messageOf(outcome.error)}`);
+  throw new Error(`${name} was not waited for: the run was aborted.`);
 }

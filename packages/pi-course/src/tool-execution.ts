@@ -15,7 +15,9 @@
  * `tool_execution_end` is emitted as each finishes, and the result messages follow in source
  * order. Sequential: each call is prepared, run and answered before the next one starts.
  */
-import { prepareToolArguments } from "./tools.js";
+import { readToolResult } from "./loop-input.js";
+import { settle } from "./settle.js";
+import { messageOf, prepareToolArguments } from "./tools.js";
 import type {
   AgentContext,
   AgentEvent,
@@ -24,6 +26,7 @@ import type {
   AgentToolResult,
   AssistantMessage,
   ToolCall,
+  TextContent,
   ToolResultMessage,
 } from "./types.js";
 
@@ -37,6 +40,11 @@ export interface ToolBatchRun {
   readonly context: AgentContext;
   readonly signal: AbortSignal | undefined;
   readonly emit: AgentEventSink;
+  /**
+   * The calls of this turn's message whose id repeated an earlier call's: the loop gave each a
+   * fresh id (the key) and keeps the id it repeated (the value). They are answered, never run.
+   */
+  readonly repeatedCalls?: ReadonlyMap<string, string>;
 }
 
 /** The results of one batch, in source order, and whether every one of them said `terminate`. */
@@ -144,6 +152,15 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
   if (batch.hookFailure !== undefined) {
     return answered(call, `Tool call "${call.name}" was not executed: the run is ending (${batch.hookFailure}).`);
   }
+  const repeated = run.repeatedCalls?.get(call.id);
+  if (repeated !== undefined) {
+    return answered(
+      call,
+      `Tool call "${call.name}" was not executed: its id "${repeated}" was already used by an earlier call ` +
+        `in the same message, so it was renamed "${call.id}". Every call needs its own id; re-issue this ` +
+        `call if it is still needed.`,
+    );
+  }
   const tool = findTool(run.context, call.name);
   if (tool === undefined) {
     const names = (run.context.tools ?? []).map((t) => t.name).join(", ") || "(none)";
@@ -185,12 +202,10 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
   const executed = await settle(() => tool.execute(call.id, args, run.signal, onUpdate), run.signal);
   open = false;
   await Promise.all(updates);
-  if (executed.kind === "aborted") return abortedCall(call);
   if (executed.kind === "threw") return answered(call, messageOf(executed.error));
-  const result = executed.value;
-  if (typeof result !== "object" || result === null || !Array.isArray(result.content)) {
-    return answered(call, `Tool "${call.name}" returned no valid result: execute must resolve to {content, details}.`);
-  }
+  if (executed.kind !== "value") return abortedCall(call);
+  const result = readToolResult(executed.value);
+  if (typeof result === "string") return answered(call, `Tool "${call.name}" ${result}`);
   const done: FinishedCall = { call, result, isError: result.isError === true };
   if (run.config.afterToolCall === undefined) return done;
   return applyAfterToolCall(run, batch, ready, done);
@@ -212,15 +227,19 @@ async function askBeforeToolCall(
   const outcome = await settle(
     () => before({ assistantMessage: batch.message, toolCall: call, args, tool, context: run.context }, run.signal),
     run.signal,
+    run.config.hookTimeoutMs,
   );
   if (outcome.kind === "aborted" || run.signal?.aborted) return abortedCall(call);
-  if (outcome.kind === "threw") {
-    return hookThrew(batch, call, `beforeToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+  if (outcome.kind !== "value") return hookThrew(batch, call, hookFailure("beforeToolCall", run, call, outcome));
+  let reason: unknown;
+  try {
+    // a hostile answer (a getter that throws) is the hook's failure, not the loop's
+    if (outcome.value?.block !== true) return undefined;
+    reason = outcome.value.reason;
+  } catch (error) {
+    return hookThrew(batch, call, hookFailure("beforeToolCall", run, call, { kind: "threw", error }));
   }
-  if (outcome.value?.block === true) {
-    return answered(call, outcome.value.reason ?? `Tool call "${call.name}" was blocked.`);
-  }
-  return undefined;
+  return answered(call, typeof reason === "string" ? reason : `Tool call "${call.name}" was blocked.`);
   // #endregion
 }
 
@@ -244,58 +263,50 @@ async function applyAfterToolCall(
         run.signal,
       ),
     run.signal,
+    run.config.hookTimeoutMs,
   );
   // The tool has already run: an abort now keeps its own result (saying "aborted before it
   // finished" would invite the model to run it again). The hook's late answer is ignored.
   if (outcome.kind === "aborted") return done;
-  if (outcome.kind === "threw") {
-    return hookThrew(batch, call, `afterToolCall failed for "${call.name}": ${messageOf(outcome.error)}`);
+  if (outcome.kind !== "value") return hookThrew(batch, call, hookFailure("afterToolCall", run, call, outcome));
+  try {
+    const override = outcome.value;
+    if (override === undefined || override === null) return done;
+    if (typeof override !== "object") throw new TypeError("it must return an object or undefined");
+    const content: unknown = override.content;
+    if (content !== undefined && content !== null && !Array.isArray(content)) {
+      throw new TypeError("its content must be an array of text blocks");
+    }
+    const result: AgentToolResult<unknown> = {
+      ...done.result,
+      content: content ? [...(content as TextContent[])] : done.result.content,
+      // a field given, even as undefined, replaces the tool's: `details: undefined` clears it
+      details: "details" in override ? override.details : done.result.details,
+    };
+    const terminate: unknown = override.terminate;
+    if (terminate !== undefined && terminate !== null) result.terminate = terminate === true;
+    // the override reaches the result itself too, not only tool_execution_end and the message
+    const isError: unknown = override.isError;
+    if (isError !== undefined && isError !== null) result.isError = isError === true;
+    return { call, result, isError: result.isError ?? done.isError };
+  } catch (error) {
+    return hookThrew(batch, call, hookFailure("afterToolCall", run, call, { kind: "threw", error }));
   }
-  const override = outcome.value;
-  if (!override) return done;
-  const result: AgentToolResult<unknown> = {
-    ...done.result,
-    content: override.content ?? done.result.content,
-    // a field given, even as undefined, replaces the tool's: `details: undefined` clears it
-    details: "details" in override ? override.details : done.result.details,
-    terminate: override.terminate ?? done.result.terminate,
-  };
-  // the override reaches the result itself too, not only tool_execution_end and the message
-  if (override.isError !== undefined) result.isError = override.isError;
-  return { call, result, isError: override.isError ?? done.isError };
   // #endregion
 }
 
-type Settled<T> =
-  | { kind: "value"; value: T }
-  | { kind: "threw"; error: unknown }
-  | { kind: "aborted" };
-
-/**
- * Runs `work` (sync or async, throwing or not) and settles with its outcome, or with `aborted` as
- * soon as the signal fires, whichever comes first. A late rejection is handled, never unhandled.
- */
-function settle<T>(work: () => T | Promise<T>, signal: AbortSignal | undefined): Promise<Settled<Awaited<T>>> {
-  let promise: Promise<Awaited<T>>;
-  try {
-    promise = Promise.resolve(work());
-  } catch (error) {
-    return Promise.resolve({ kind: "threw", error });
-  }
-  const outcome = promise.then(
-    (value): Settled<Awaited<T>> => ({ kind: "value", value }),
-    (error: unknown): Settled<Awaited<T>> => ({ kind: "threw", error }),
+/** Why a tool hook failed: it threw, or it did not settle within `hookTimeoutMs`. */
+function hookFailure(
+  hook: "beforeToolCall" | "afterToolCall",
+  run: ToolBatchRun,
+  call: ToolCall,
+  outcome: { kind: "threw"; error: unknown } | { kind: "timedOut" },
+): string {
+  if (outcome.kind === "threw") return `${hook} failed for "${call.name}": ${messageOf(outcome.error)}`;
+  return (
+    `${hook} failed for "${call.name}": it did not settle within ${run.config.hookTimeoutMs} ms ` +
+    `(hookTimeoutMs in the loop config); its late answer is ignored.`
   );
-  if (signal === undefined) return outcome;
-  if (signal.aborted) return Promise.resolve({ kind: "aborted" });
-  return new Promise((resolve) => {
-    const onAbort = (): void => resolve({ kind: "aborted" });
-    signal.addEventListener("abort", onAbort, { once: true });
-    void outcome.then((settled) => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(settled);
-    });
-  });
 }
 
 function findTool(context: AgentContext, name: string): AgentTool<any, any> | undefined {
@@ -354,7 +365,3 @@ async function emitResult(run: ToolBatchRun, done: FinishedCall): Promise<ToolRe
   return message;
 }
 
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return String(error);
-}

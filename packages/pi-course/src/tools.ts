@@ -233,7 +233,7 @@ function show(value: unknown): string {
   try {
     text = typeof value === "string" ? value : isJson(value) ? (JSON.stringify(value) ?? String(value)) : render(value, new Set());
   } catch {
-    text = String(value);
+    text = "(arguments that cannot be read)"; // a Proxy or a getter that throws
   }
   return text.length > 2000 ? `${text.slice(0, 2000)}… (${text.length} characters)` : text;
 }
@@ -310,8 +310,24 @@ function copyJson(value: unknown, depth = 0): unknown {
   return out;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * What a thrown value says, as text: an Error's message (or its name), else its string form.
+ * Total: never throws, whatever was thrown (`Object.create(null)`, an object whose `toString`
+ * throws, a Proxy that throws on every access, an Error whose `message` getter throws). The
+ * loop turns every failure into text with it, so its own failure path cannot fail.
+ */
+export function messageOf(error: unknown): string {
+  try {
+    if (error instanceof Error) {
+      const message: unknown = error.message;
+      if (typeof message === "string" && message !== "") return message;
+      const name: unknown = error.name;
+      return typeof name === "string" && name !== "" ? name : "Error";
+    }
+    return String(error);
+  } catch {
+    return `(a thrown ${typeof error} that cannot be read as text)`;
+  }
 }
 
 function deepFreeze<T>(value: T): T {

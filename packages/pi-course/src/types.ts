@@ -375,6 +375,12 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
  * An error or aborted assistant message ends the run: tool calls inside it are never executed
  * nor answered (no tool events, `turn_end.toolResults` is empty), and the message is dropped
  * from the model's view (`defaultConvertToLlm`, the wire), so a continued run stays valid.
+ *
+ * Tool-call ids are unique within a recorded message: providers refuse two calls, or two
+ * results, with one id. When a model repeats an id in one message, the first call keeps it and
+ * runs; each repeat gets a fresh id (`<id>_dup1`, `<id>_dup2`, …) in the copy of the message that
+ * `message_end`, `turn_end` and the transcript carry, one start/end pair, and an error result
+ * saying the id was repeated, without running. (`message_update`'s partial keeps the model's ids.)
  */
 export type AgentEvent =
   | { type: "agent_start" }
@@ -447,6 +453,7 @@ export interface AgentLoopConfig {
    * canonical roles, convert or drop custom messages. May throw; the run then ends cleanly.
    * Receives a copy of the array (or what `transformContext` returned). The default keeps
    * `user`, `toolResult` and `assistant` messages except error/aborted ones, and drops the rest.
+   * Like every hook: once the run's signal is aborted, the loop stops waiting for it.
    */
   convertToLlm?: (messages: AgentMessage[]) => Message[] | Promise<Message[]>;
   /**
@@ -463,6 +470,8 @@ export interface AgentLoopConfig {
    * Contract: runs after validation, before `execute`; may block the call. May throw: that is an
    * application bug, so the call gets an error result naming the hook, the batch's calls not yet
    * started are answered without running, and the run ends (error message, turn_end, agent_end).
+   * An answer that cannot be read (a `block` getter that throws) and not settling within
+   * `hookTimeoutMs` count as a throw. An abort while it runs answers the call as aborted.
    */
   beforeToolCall?: (
     ctx: BeforeToolCallContext,
@@ -470,8 +479,10 @@ export interface AgentLoopConfig {
   ) => BeforeToolCallResult | undefined | Promise<BeforeToolCallResult | undefined>;
   /**
    * Contract: runs after `execute`; may override fields of the result. May throw: the call then
-   * gets an error result naming the hook and the run ends, as for `beforeToolCall`. An abort
-   * while it runs keeps the tool's own result (the tool already ran); its late answer is ignored.
+   * gets an error result naming the hook and the run ends, as for `beforeToolCall`; so does an
+   * answer that cannot be read (a getter that throws, `content` that is not an array) or not
+   * settling within `hookTimeoutMs`. An abort while it runs keeps the tool's own result (the
+   * tool already ran); its late answer is ignored.
    */
   afterToolCall?: (
     ctx: AfterToolCallContext,
@@ -480,16 +491,27 @@ export interface AgentLoopConfig {
   /**
    * Contract: polled after every turn that does not end the run (after a text-only turn as
    * well as after a tool batch); messages returned are injected before the next
-   * model call. May throw; the run then ends cleanly.
+   * model call. May throw; the run then ends cleanly. Never polled after an abort. Messages
+   * returned synchronously are always kept; a promise still pending when the signal is aborted
+   * is no longer waited for and its answer is ignored, so dequeue only when answering.
    */
   getSteeringMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
   /**
    * Contract: polled when the model stops naturally; messages returned start another turn.
-   * May throw; the run then ends cleanly.
+   * May throw; the run then ends cleanly. After an abort, as for `getSteeringMessages`.
    */
   getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
   /** The most model turns one run may take (default 50); the run then ends with an error. */
   maxTurns?: number;
+  /**
+   * How long one call of `beforeToolCall` or `afterToolCall` may take, in milliseconds (1 to
+   * 2³¹−1). Unset (the default), the loop waits for them without a bound: without an abort, a
+   * hook that never settles keeps the run pending. Past the bound the call gets an error result
+   * naming the hook and the run ends, as when the hook throws; its late answer is ignored.
+   * Other user code is bounded by the signal only: once it is aborted, the loop stops waiting
+   * for hooks, queue getters, tools, the model and the event sink alike.
+   */
+  hookTimeoutMs?: number;
 }
 
 /**

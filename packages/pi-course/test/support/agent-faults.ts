@@ -4,10 +4,14 @@
  * (`soak-agent-loop.ts`, 100,000 runs).
  *
  * A scenario is a random script: model turns (text, parallel and sequential tool calls, unknown /
- * invalid / coercible / malformed calls, throwing / slow / terminating / updating tools, length
- * and error turns, a stream that ends without a final message), steering and follow-up queues,
- * throws from every hook, and an abort at a random moment. `runScenario` runs it and returns
- * every invariant it broke (none, when the loop is right).
+ * invalid / coercible / malformed calls, calls repeating an earlier call's id, throwing / slow /
+ * terminating / updating / never-settling tools, tools throwing or returning hostile values,
+ * length and error turns, a stream that ends without a final message, hostile model events),
+ * steering and follow-up queues, throws from every hook (of plain errors and of hostile values:
+ * `Object.create(null)`, a throwing `toString`, a Proxy, an Error whose `message` getter throws),
+ * hostile hook answers, a hook, model or sink that never settles (then the user aborts, or
+ * `hookTimeoutMs` bounds a tool hook), and an abort at a random moment. `runScenario` runs it
+ * and returns every invariant it broke (none, when the loop is right).
  */
 import fc from "fast-check";
 import { Type } from "typebox";
@@ -35,7 +39,20 @@ import { constructionSiteError, finish, grammarViolations } from "./agent-run.js
 // Scenarios
 // ---------------------------------------------------------------------------------------------
 
-const TOOL_KINDS = ["ok", "slow", "throw", "terminate", "seq", "update", "block", "deaf", "unknown"] as const;
+const TOOL_KINDS = [
+  "ok",
+  "slow",
+  "throw",
+  "terminate",
+  "seq",
+  "update",
+  "block",
+  "deaf",
+  "unknown",
+  "hostileThrow",
+  "hostileResult",
+  "stuck",
+] as const;
 const ARG_KINDS = ["valid", "invalid", "coercible", "malformed"] as const;
 const HOOKS = [
   "model",
@@ -49,11 +66,73 @@ const HOOKS = [
 
 export type Hook = (typeof HOOKS)[number];
 
+/** Kinds of thrown values: a plain Error, and values with no usable string form. */
+export const HOSTILE = ["error", "nullProto", "toString", "proxy", "messageGetter", "revoked"] as const;
+export type Hostile = (typeof HOSTILE)[number];
+
+/** Hooks whose answer can be hostile (the loop reads it). */
+const ANSWERING = ["beforeToolCall", "afterToolCall", "getSteeringMessages", "getFollowUpMessages"] as const;
+type AnsweringHook = (typeof ANSWERING)[number];
+
+/** A Proxy every operation of which throws (get, has, ownKeys, getPrototypeOf, …). */
+export function throwingProxy(): object {
+  const trap = (): never => {
+    throw new Error("a trap was sprung");
+  };
+  return new Proxy({}, new Proxy({}, { get: () => trap }));
+}
+
+/** A copy of `base` whose `field` getter throws. */
+export function throwingGetter(base: object, field: string): object {
+  const value = { ...base };
+  Object.defineProperty(value, field, {
+    enumerable: true,
+    get() {
+      throw new Error(`the ${field} getter threw`);
+    },
+  });
+  return value;
+}
+
+/** A value to throw, of the given kind; `error` is a plain Error saying `text`. */
+export function hostileThrown(kind: Hostile, text: string): unknown {
+  switch (kind) {
+    case "error":
+      return new Error(text);
+    case "nullProto":
+      return Object.create(null);
+    case "toString":
+      return {
+        toString() {
+          throw new Error("no string form");
+        },
+      };
+    case "proxy":
+      return throwingProxy();
+    case "messageGetter": {
+      const error = new Error(text);
+      Object.defineProperty(error, "message", {
+        get() {
+          throw new Error("no message");
+        },
+      });
+      return error;
+    }
+    case "revoked": {
+      const revocable = Proxy.revocable({}, {});
+      revocable.revoke();
+      return revocable.proxy;
+    }
+  }
+}
+
 export interface CallSpec {
   tool: (typeof TOOL_KINDS)[number];
   args: (typeof ARG_KINDS)[number];
-  /** Microtask ticks a slow tool waits. */
+  /** Microtask ticks a slow tool waits; also picks the hostile value of a hostile tool. */
   ticks: number;
+  /** Reuses the id of the call before it in the same message. */
+  repeat: boolean;
 }
 
 export type TurnSpec =
@@ -62,7 +141,9 @@ export type TurnSpec =
   | { kind: "length"; calls: CallSpec[] }
   | { kind: "error" | "aborted"; text: boolean }
   /** The stream ends without a final message (a broken model). */
-  | { kind: "torn" };
+  | { kind: "torn" }
+  /** The stream yields something hostile (a Proxy event, a final message whose getters throw, …). */
+  | { kind: "hostile"; what: number };
 
 export interface Scenario {
   turns: TurnSpec[];
@@ -70,8 +151,17 @@ export interface Scenario {
   steering: number[];
   /** How many follow-up messages each poll returns, in order (then 0). */
   followUps: number[];
-  /** Throw from a hook on its n-th call (0-based). */
-  throws: { hook: Hook; nth: number }[];
+  /** Throw from a hook on its n-th call (0-based), a value of the given kind. */
+  throws: { hook: Hook; nth: number; value: Hostile }[];
+  /** Answer with a hostile value (getters that throw, a Proxy) from a hook on its n-th call. */
+  answers: { hook: AnsweringHook; nth: number }[];
+  /**
+   * Never settle in a hook, the model or the sink (sink runs only), on its n-th call; then the
+   * user aborts (`abort`), except for a tool hook bounded by `hookTimeoutMs`, which may wait it out.
+   */
+  stuck: { hook: Hook | "sink"; nth: number; abort: boolean } | null;
+  /** `hookTimeoutMs` in the config, or none. */
+  hookTimeoutMs: number | undefined;
   /** Abort when the consumer receives event #index, or from inside a hook. */
   abort: { kind: "event"; index: number } | { kind: "hook"; hook: Hook; nth: number } | null;
   execution: "parallel" | "sequential";
@@ -87,6 +177,7 @@ const callSpec: fc.Arbitrary<CallSpec> = fc.record({
     { weight: 1, arbitrary: fc.constantFrom("invalid" as const, "coercible" as const, "malformed" as const) },
   ),
   ticks: fc.nat({ max: 6 }),
+  repeat: fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
 });
 
 const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
@@ -103,6 +194,7 @@ const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("length" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 2 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("error" as const, "aborted" as const), text: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: "torn" as const }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("hostile" as const), what: fc.nat({ max: 5 }) }) },
 );
 
 export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
@@ -111,7 +203,28 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   followUps: fc.array(fc.nat({ max: 2 }), { maxLength: 3 }),
   throws: fc.oneof(
     { weight: 2, arbitrary: fc.constant([] as Scenario["throws"]) },
-    { weight: 1, arbitrary: fc.array(fc.record({ hook: fc.constantFrom(...HOOKS), nth: fc.nat({ max: 4 }) }), { maxLength: 2 }) },
+    {
+      weight: 1,
+      arbitrary: fc.array(
+        fc.record({ hook: fc.constantFrom(...HOOKS), nth: fc.nat({ max: 4 }), value: fc.constantFrom(...HOSTILE) }),
+        { maxLength: 2 },
+      ),
+    },
+  ),
+  answers: fc.oneof(
+    { weight: 4, arbitrary: fc.constant([] as Scenario["answers"]) },
+    { weight: 1, arbitrary: fc.array(fc.record({ hook: fc.constantFrom(...ANSWERING), nth: fc.nat({ max: 3 }) }), { maxLength: 2 }) },
+  ),
+  stuck: fc.oneof(
+    { weight: 5, arbitrary: fc.constant(null) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ hook: fc.constantFrom(...HOOKS, "sink" as const), nth: fc.nat({ max: 12 }), abort: fc.boolean() }),
+    },
+  ),
+  hookTimeoutMs: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
   ),
   abort: fc.oneof(
     { weight: 3, arbitrary: fc.constant(null) },
@@ -122,6 +235,9 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   maxTurns: fc.integer({ min: 1, max: 8 }),
   stream: fc.boolean(),
 });
+
+/** What a hook does instead of its usual answer: never settle, or answer with a hostile value. */
+type Directive = { kind: "stuck"; promise: Promise<never> } | { kind: "answer"; odd: boolean } | undefined;
 
 // ---------------------------------------------------------------------------------------------
 // The model and the tools a scenario runs with
@@ -140,13 +256,20 @@ class FaultModel implements Model {
 
   constructor(
     private readonly turns: readonly TurnSpec[],
-    private readonly hookCall: (hook: Hook) => void,
+    private readonly hookCall: (hook: Hook) => Directive,
   ) {}
 
   stream(_context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
     if (options.signal?.aborted) this.callsAfterAbort++;
     const n = this.calls++;
-    this.hookCall("model"); // may throw: a broken model
+    const directive = this.hookCall("model"); // may throw: a broken model
+    if (directive?.kind === "stuck") {
+      // a stream that ignores its signal and never yields, nor settles result()
+      const stuck = directive.promise;
+      return { [Symbol.asyncIterator]: () => ({ next: () => stuck }), result: () => stuck } as unknown as AssistantMessageEventStream;
+    }
+    const turn = this.turns[n];
+    if (turn?.kind === "hostile") return hostileStream(turn.what, this.message([], "stop"));
     const stream = new AssistantMessageEventStream();
     void this.play(stream, this.turns[n], n, options.signal);
     return stream;
@@ -158,15 +281,7 @@ class FaultModel implements Model {
     n: number,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const message = (content: AssistantContent[], stopReason: AssistantMessage["stopReason"]): AssistantMessage => ({
-      role: "assistant",
-      content,
-      provider: this.provider,
-      model: this.id,
-      usage: { input: 0, output: 0, totalTokens: 0 },
-      stopReason,
-      timestamp: 0,
-    });
+    const message = (content: AssistantContent[], stopReason: AssistantMessage["stopReason"]) => this.message(content, stopReason);
     await Promise.resolve();
     if (turn === undefined || signal?.aborted) {
       const reason = signal?.aborted ? "aborted" : "error";
@@ -181,7 +296,11 @@ class FaultModel implements Model {
       blocks.push({ type: "text", text: "thinking aloud" });
     }
     if (turn.kind === "tools" || turn.kind === "length") {
-      turn.calls.forEach((spec, k) => blocks.push(toolCallOf(spec, `t${n}c${k}`)));
+      let id = "";
+      turn.calls.forEach((spec, k) => {
+        id = spec.repeat && k > 0 ? id : `t${n}c${k}`; // a repeat reuses the id before it
+        blocks.push(toolCallOf(spec, id));
+      });
     }
     for (const block of blocks) {
       await Promise.resolve();
@@ -209,11 +328,41 @@ class FaultModel implements Model {
     stream.push({ type: "done", reason: partial.stopReason, message: partial });
   }
 
+  message(content: AssistantContent[], stopReason: AssistantMessage["stopReason"]): AssistantMessage {
+    return {
+      role: "assistant",
+      content,
+      provider: this.provider,
+      model: this.id,
+      usage: { input: 0, output: 0, totalTokens: 0 },
+      stopReason,
+      timestamp: 0,
+    };
+  }
+
   private abort(stream: AssistantMessageEventStream, partial: AssistantMessage): void {
     partial.stopReason = "aborted";
     partial.errorMessage = "aborted";
     stream.push({ type: "error", reason: "aborted", error: partial });
   }
+}
+
+/** A model stream yielding something hostile; `what` picks which. Its result() is a sound message. */
+function hostileStream(what: number, sound: AssistantMessage): AssistantMessageEventStream {
+  const events: unknown[] = [
+    [throwingProxy()],
+    [null],
+    [{ type: "start", partial: throwingProxy() }],
+    [{ type: "start", partial: sound }, throwingGetter({ type: "done", reason: "stop" }, "message")],
+    [{ type: "start", partial: sound }, { type: "done", reason: "stop", message: throwingGetter(sound, "content") }],
+    [{ type: "done", reason: "toolUse", message: { ...sound, stopReason: "toolUse", content: [throwingProxy()] } }],
+  ][what % 6]!;
+  return {
+    async *[Symbol.asyncIterator]() {
+      yield* events as unknown[];
+    },
+    result: async () => sound,
+  } as unknown as AssistantMessageEventStream;
 }
 
 function toolCallOf(spec: CallSpec, id: string): ToolCall {
@@ -232,8 +381,8 @@ function toolCallOf(spec: CallSpec, id: string): ToolCall {
 
 const params = Type.Object({ ticks: Type.Integer({ minimum: 0 }) });
 
-/** The scenario's tools; `onExecute` sees every call of `execute`, by tool-call id. */
-function toolsOf(onExecute: (toolCallId: string) => void): AgentTool<typeof params, unknown>[] {
+/** The scenario's tools; `onExecute` sees every call of `execute`, by tool-call id; `hang` never settles. */
+function toolsOf(onExecute: (toolCallId: string) => void, hang: () => Promise<never>): AgentTool<typeof params, unknown>[] {
   const result = (text: string, terminate = false) => ({ content: [{ type: "text" as const, text }], details: { text }, ...(terminate && { terminate }) });
   const make = (
     name: string,
@@ -274,6 +423,14 @@ function toolsOf(onExecute: (toolCallId: string) => void): AgentTool<typeof para
     }),
     make("block", async () => result("should have been blocked")),
     make("deaf", async (_id, { ticks: n }) => (await ticks(n * 3), result("deaf"))),
+    make("hostileThrow", async (_id, { ticks: n }) => {
+      throw hostileThrown(HOSTILE[n % HOSTILE.length]!, "tool failed");
+    }),
+    make("hostileResult", async (_id, { ticks: n }) => {
+      const fields = ["content", "isError", "terminate", "details"];
+      return (n % 5 < 4 ? throwingGetter(result("odd"), fields[n % 5]!) : throwingProxy()) as never;
+    }),
+    make("stuck", () => hang()),
   ];
 }
 
@@ -285,16 +442,35 @@ function toolsOf(onExecute: (toolCallId: string) => void): AgentTool<typeof para
 export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promise<string[]> {
   const controller = new AbortController();
   const counts = new Map<Hook, number>();
+  /** Hooks whose failure (a throw, a hostile answer, a timeout) may end the run. */
   const thrown = new Set<Hook>();
-  const hookCall = (hook: Hook): void => {
+  /** Rejects what never settled, once the run has ended: the loop must ignore it. */
+  const late: ((error: unknown) => void)[] = [];
+  const hang = (abort = true): Promise<never> => {
+    if (abort) setImmediate(() => controller.abort()); // the user gives up waiting
+    return new Promise<never>((_, reject) => late.push(reject));
+  };
+  const hookCall = (hook: Hook): Directive => {
     const nth = counts.get(hook) ?? 0;
     counts.set(hook, nth + 1);
     const abort = scenario.abort;
     if (abort?.kind === "hook" && abort.hook === hook && abort.nth === nth) controller.abort();
-    if (scenario.throws.some((t) => t.hook === hook && t.nth === nth)) {
+    const throws = scenario.throws.find((t) => t.hook === hook && t.nth === nth);
+    if (throws !== undefined) {
       thrown.add(hook);
-      throw new Error(`${hook} threw (injected)`);
+      throw hostileThrown(throws.value, `${hook} threw (injected)`);
     }
+    const stuck = scenario.stuck;
+    if (stuck?.hook === hook && stuck.nth === nth) {
+      const bounded = (hook === "beforeToolCall" || hook === "afterToolCall") && scenario.hookTimeoutMs !== undefined;
+      if (bounded) thrown.add(hook); // it may time out before the user aborts
+      return { kind: "stuck", promise: hang(stuck.abort || !bounded) };
+    }
+    if (scenario.answers.some((a) => a.hook === hook && a.nth === nth)) {
+      thrown.add(hook);
+      return { kind: "answer", odd: nth % 2 === 1 };
+    }
+    return undefined;
   };
   /** What each queue poll returned, in order: "steering 0", "followUp 2", … */
   const polls: string[] = [];
@@ -303,8 +479,14 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     if (controller.signal.aborted) badExecutions.push(`${id} executed after the abort`);
     const kind = scenario.turns[Number(/^t(\d+)c/.exec(id)?.[1])]?.kind;
     if (kind !== "tools") badExecutions.push(`${id} executed in a ${kind} turn`);
+    if (id.includes("_dup")) badExecutions.push(`${id} executed, a call repeating an earlier call's id`);
   };
   const model = new FaultModel(scenario.turns, hookCall);
+  const revoked = (): unknown => {
+    const revocable = Proxy.revocable([], {});
+    revocable.revoke();
+    return revocable.proxy;
+  };
   const steering = [...scenario.steering];
   const followUps = [...scenario.followUps];
   let said = 0;
@@ -314,41 +496,54 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     model,
     toolExecution: scenario.execution,
     maxTurns: scenario.maxTurns,
+    ...(scenario.hookTimeoutMs !== undefined && { hookTimeoutMs: scenario.hookTimeoutMs }),
     convertToLlm: (messages) => {
-      hookCall("convertToLlm");
+      const directive = hookCall("convertToLlm");
+      if (directive?.kind === "stuck") return directive.promise;
       return messages.filter((m) => m.role !== ("note" as string)) as never;
     },
     transformContext: async (messages) => {
-      hookCall("transformContext");
+      const directive = hookCall("transformContext");
+      if (directive?.kind === "stuck") return directive.promise;
       return messages;
     },
     beforeToolCall: async ({ toolCall }) => {
-      hookCall("beforeToolCall");
+      const directive = hookCall("beforeToolCall");
+      if (directive?.kind === "stuck") return directive.promise;
+      if (directive?.kind === "answer") return (directive.odd ? throwingProxy() : throwingGetter({ reason: "r" }, "block")) as never;
       return toolCall.name === "block" ? { block: true, reason: "blocked by policy" } : undefined;
     },
     afterToolCall: async () => {
-      hookCall("afterToolCall");
+      const directive = hookCall("afterToolCall");
+      if (directive?.kind === "stuck") return directive.promise;
+      if (directive?.kind === "answer") return (directive.odd ? throwingProxy() : throwingGetter({}, "content")) as never;
       return undefined;
     },
     getSteeringMessages: async () => {
       if (controller.signal.aborted) polledAfterAbort.push("steering");
-      hookCall("getSteeringMessages");
+      const directive = hookCall("getSteeringMessages");
+      if (directive?.kind === "stuck") return directive.promise;
+      if (directive?.kind === "answer") return (directive.odd ? revoked() : [throwingProxy()]) as never;
       const count = steering.shift() ?? 0;
       polls.push(`steering ${count}`);
       return say(count);
     },
     getFollowUpMessages: () => {
       if (controller.signal.aborted) polledAfterAbort.push("followUp");
-      hookCall("getFollowUpMessages");
+      const directive = hookCall("getFollowUpMessages");
+      if (directive?.kind === "stuck") return directive.promise;
+      if (directive?.kind === "answer") return (directive.odd ? revoked() : [throwingProxy()]) as never;
       const count = followUps.shift() ?? 0;
       polls.push(`followUp ${count}`);
       return say(count);
     },
   };
-  const context = { systemPrompt: "sys", messages: [] as AgentMessage[], tools: toolsOf(onExecute) };
+  const context = { systemPrompt: "sys", messages: [] as AgentMessage[], tools: toolsOf(onExecute, () => hang()) };
   const prompts = [userMessage("go")];
-  const onEvent = (_event: AgentEvent, index: number): void => {
+  const onEvent = (_event: AgentEvent, index: number): void | Promise<never> => {
     if (scenario.abort?.kind === "event" && scenario.abort.index === index) controller.abort();
+    // a subscriber that never settles (only a sink's promise is awaited by the loop)
+    if (!scenario.stream && scenario.stuck?.hook === "sink" && scenario.stuck.nth === index) return hang();
   };
 
   const problems: string[] = [];
@@ -361,7 +556,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
       const delivered: AgentEvent[] = [];
       const run = runAgentLoop(prompts, context, config, (event) => {
         delivered.push(event);
-        onEvent(event, delivered.length - 1);
+        return onEvent(event, delivered.length - 1);
       }, controller.signal);
       let timer: ReturnType<typeof setTimeout> | undefined;
       result = await Promise.race([
@@ -370,13 +565,15 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
           timer = setTimeout(() => reject(new Error(`runAgentLoop did not settle within ${deadlineMs} ms`)), deadlineMs);
         }),
       ]).finally(() => clearTimeout(timer));
-      // late tool updates and the like would arrive now: nothing may follow agent_end
+      // late tool updates, late failures of what never settled: nothing may follow agent_end
+      for (const reject of late) reject(new Error("a late failure (injected)"));
       await ticks(30);
       events = delivered;
     }
   } catch (error) {
     return [`the run did not end: ${error instanceof Error ? error.message : String(error)}`];
   }
+  for (const reject of late) reject(new Error("a late failure (injected)"));
   const site = constructionSiteError(result);
   if (site !== undefined) return [site];
   problems.push(...grammarViolations(events, result));
