@@ -223,7 +223,8 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
       }),
     ]);
   } catch (error) {
-    return [error instanceof Error ? error.message : String(error)];
+    // a construction site (practice folder) says more than the hang it causes
+    return [site ?? (error instanceof Error ? error.message : String(error))];
   } finally {
     clearTimeout(timer);
   }
