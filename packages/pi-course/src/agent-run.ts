@@ -77,7 +77,8 @@ export class AgentRun {
     draft.streamingMessage = undefined;
     draft.errorMessage = undefined;
     this.host.changed(false);
-    const context: AgentContext = { systemPrompt: draft.systemPrompt, messages: draft.messages.slice(), tools: draft.tools };
+    // no copy needed: the loop copies the transcript when it starts, before its first event
+    const context: AgentContext = { systemPrompt: draft.systemPrompt, messages: draft.messages, tools: draft.tools };
     let failure: Error | undefined;
     try {
       await start(context, config, (event) => this.deliver(event), this.controller.signal);

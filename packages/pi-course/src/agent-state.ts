@@ -21,6 +21,9 @@ export interface AgentDraft {
   errorMessage: string | undefined;
 }
 
+/** An empty set shared by every state with no tool call running (the reducer never mutates a set). */
+export const NO_PENDING_CALLS: ReadonlySet<string> = new Set<string>();
+
 /**
  * Applies one loop event to the state. Returns false for an event that must not reach the
  * listeners: a `tool_execution_update` for a call that is not running (already ended, or never
@@ -48,9 +51,15 @@ export function reduceAgentEvent(state: AgentDraft, event: AgentEvent): boolean 
     case "tool_execution_update":
       return state.pendingToolCalls.has(event.toolCallId);
     case "tool_execution_end": {
-      const pending = new Set(state.pendingToolCalls);
-      pending.delete(event.toolCallId);
-      state.pendingToolCalls = pending;
+      const running = state.pendingToolCalls;
+      if (!running.has(event.toolCallId)) return true;
+      if (running.size === 1) {
+        state.pendingToolCalls = NO_PENDING_CALLS;
+      } else {
+        const pending = new Set(running);
+        pending.delete(event.toolCallId);
+        state.pendingToolCalls = pending;
+      }
       return true;
     }
     case "turn_end":
@@ -66,9 +75,6 @@ export function reduceAgentEvent(state: AgentDraft, event: AgentEvent): boolean 
   }
   // #endregion
 }
-
-/** An empty set shared by every state with no tool call running (the reducer never mutates a set). */
-export const NO_PENDING_CALLS: ReadonlySet<string> = new Set<string>();
 
 /**
  * A frozen snapshot of the state. `messages` is passed in so the agent can reuse one frozen
