@@ -187,3 +187,20 @@ export type {
   WriteDetails,
 } from "./coding-tools/index.js";
 // #endregion
+// #region ch09
+
+// Chapter 09: the stateful agent
+export { Agent } from "./agent.js";
+export { AgentListenerError } from "./agent-run.js";
+export type { ListenerFailure } from "./agent-run.js";
+export { MessageQueue } from "./agent-queue.js";
+export { reduceAgentEvent } from "./agent-state.js";
+export type { AgentDraft } from "./agent-state.js";
+export type {
+  AgentInitialState,
+  AgentListener,
+  AgentOptions,
+  AgentState,
+  QueueMode,
+} from "./types.js";
+// #endregion

@@ -521,6 +521,71 @@ export interface AgentLoopConfig {
  */
 export type AgentEventStream = EventStream<AgentEvent, AgentMessage[]>;
 // #endregion
+// #region ch09
+
+// ---------------------------------------------------------------------------------------------
+// The stateful agent (chapter 09)
+// ---------------------------------------------------------------------------------------------
+
+/** How much one poll of a queue takes: the oldest message (default), or every queued message. */
+export type QueueMode = "one-at-a-time" | "all";
+
+/** What a new `Agent` starts from. Arrays are copied: the caller's are never kept. */
+export interface AgentInitialState {
+  systemPrompt?: string;
+  /** The model of every run. Without one, a run ends at once with an error that says to set it. */
+  model?: Model;
+  tools?: AgentTool<any, any>[];
+  /** A transcript to continue from. */
+  messages?: AgentMessage[];
+}
+
+/** How an `Agent` is built. The hooks are handed to the loop as they are (see `AgentLoopConfig`). */
+export interface AgentOptions {
+  initialState?: AgentInitialState;
+  convertToLlm?: AgentLoopConfig["convertToLlm"];
+  transformContext?: AgentLoopConfig["transformContext"];
+  beforeToolCall?: AgentLoopConfig["beforeToolCall"];
+  afterToolCall?: AgentLoopConfig["afterToolCall"];
+  toolExecution?: ToolExecutionMode;
+  /** The most model turns one run may take (default 50). */
+  maxTurns?: number;
+  /** How many steering messages one poll injects. Default `one-at-a-time`. */
+  steeringMode?: QueueMode;
+  /** How many follow-up messages one poll injects. Default `one-at-a-time`. */
+  followUpMode?: QueueMode;
+}
+
+/**
+ * A read-only snapshot of an `Agent`, taken when `agent.state` is read: later events do not
+ * change it. Reduced from the loop's events before any listener sees the event.
+ */
+export interface AgentState {
+  readonly systemPrompt: string | undefined;
+  readonly model: Model;
+  readonly tools: readonly AgentTool<any, any>[];
+  /** The transcript: every message of every run so far (a message is in it from its `message_end`). */
+  readonly messages: readonly AgentMessage[];
+  /** True from `prompt()`/`continue()` until `agent_end` has been delivered to every listener. */
+  readonly isStreaming: boolean;
+  /** The assistant message being streamed (the model's live partial), between its start and end. */
+  readonly streamingMessage?: AssistantMessage;
+  /** Ids of the tool calls started (`tool_execution_start`) and not yet ended. */
+  readonly pendingToolCalls: ReadonlySet<string>;
+  /** Why the last failed turn failed (cleared when a run starts), or which listener threw. */
+  readonly errorMessage?: string;
+}
+
+/**
+ * Receives every event of every run, with the run's signal.
+ * Contract: listeners are awaited one after another, in subscription order, after the state has
+ * taken the event in; a slow listener holds the run back. A throw (or rejection) stops the run as
+ * `abort()` does, later listeners still get the event, and `prompt()`/`continue()` rejects with an
+ * `AgentListenerError` once the run has ended. Never await `waitForIdle()`, `prompt()` or
+ * `continue()` inside a listener: the run waits for the listener.
+ */
+export type AgentListener = (event: AgentEvent, signal: AbortSignal) => void | Promise<void>;
+// #endregion
 // #region ch10
 
 /**

@@ -24,54 +24,73 @@ describe("README", () => {
   });
 
   it("README · the library example runs and prints the lifecycle it describes", async () => {
-    const readme = await readFile(readmePath, "utf8");
-    const section = readme.slice(readme.indexOf("## Use the library"));
-    const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-    expect(code).toContain('from "@pi/course"');
-    // Under node_modules/ so that "typebox" resolves as it would for a user; "@pi/course" is the source.
-    const dir = path.join(repoRoot, "node_modules", ".cache", `pi-course-readme-${process.pid}`);
-    await mkdir(dir, { recursive: true });
-    const file = path.join(dir, "example.mts");
-    const source = path.join(repoRoot, "packages", "pi-course", "src", "index.ts");
-    await writeFile(file, code!.replace('from "@pi/course"', `from ${JSON.stringify(source)}`));
-    try {
-      const tsx = createRequire(import.meta.url).resolve("tsx/cli");
-      const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, [tsx, file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-      });
-      expect(output.stderr).toBe("");
-      expect(output.code).toBe(0);
-      const lines = output.stdout.trimEnd().split("\n");
-      const collapsed = lines.filter((line, i) => !(line === "message_update" && lines[i - 1] === "message_update"));
-      expect(collapsed).toEqual([
-        "agent_start",
-        "turn_start",
-        "message_start",
-        "message_end",
-        "message_start",
-        "message_update",
-        "message_end",
-        "tool_execution_start",
-        "tool_execution_end",
-        "message_start",
-        "message_end",
-        "turn_end",
-        "turn_start",
-        "message_start",
-        "message_update",
-        "message_end",
-        "turn_end",
-        "agent_end",
-        "4 new messages",
-      ]);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const output = await runExample(0);
+    const lines = output.trimEnd().split("\n");
+    const collapsed = lines.filter((line, i) => !(line === "message_update" && lines[i - 1] === "message_update"));
+    expect(collapsed).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start",
+      "message_end",
+      "message_start",
+      "message_update",
+      "message_end",
+      "tool_execution_start",
+      "tool_execution_end",
+      "message_start",
+      "message_end",
+      "turn_end",
+      "turn_start",
+      "message_start",
+      "message_update",
+      "message_end",
+      "turn_end",
+      "agent_end",
+      "4 new messages",
+    ]);
+  }, 60_000);
+
+  it("README · the Agent example runs: two prompts, the follow-up injected in the second run", async () => {
+    const output = await runExample(1);
+    expect(output.trimEnd().split("\n")).toEqual([
+      "user: Hi",
+      "assistant: Hello!",
+      "user: Remember the milk.",
+      "assistant: Noted.",
+      "user: Still there?",
+      "assistant: Yes.",
+      "6 messages in the transcript",
+    ]);
   }, 60_000);
 });
+
+/** Runs the `index`-th ts example of the README's library section; resolves with its stdout. */
+async function runExample(index: number): Promise<string> {
+  const readme = await readFile(readmePath, "utf8");
+  const section = readme.slice(readme.indexOf("## Use the library"), readme.indexOf("\n## ", readme.indexOf("## Use the library") + 1));
+  const code = [...section.matchAll(/```ts\n([\s\S]*?)```/g)][index]?.[1];
+  expect(code).toContain('from "@pi/course"');
+  // Under node_modules/ so that "typebox" resolves as it would for a user; "@pi/course" is the source.
+  const dir = path.join(repoRoot, "node_modules", ".cache", `pi-course-readme-${process.pid}-${index}`);
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, "example.mts");
+  const source = path.join(repoRoot, "packages", "pi-course", "src", "index.ts");
+  await writeFile(file, code!.replace('from "@pi/course"', `from ${JSON.stringify(source)}`));
+  try {
+    const tsx = createRequire(import.meta.url).resolve("tsx/cli");
+    const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [tsx, file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(output.stderr).toBe("");
+    expect(output.code).toBe(0);
+    return output.stdout;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -5,9 +5,9 @@
  * `--base-url` and `--model` the same agent runs against an OpenAI-compatible server, in the
  * folder named by `--cwd`, on the task given as an argument. `--help` says it all.
  */
-import { agentLoop } from "../agent-loop.js";
+import { Agent } from "../agent.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
-import { textOf, userMessage } from "../messages.js";
+import { textOf } from "../messages.js";
 import { createOpenAICompatibleModel } from "../openai-compatible.js";
 import type { AgentMessage, AssistantMessage, Message, Model } from "../types.js";
 import { CliUsageError, HELP, parseArgs, usageMessage } from "./args.js";
@@ -87,15 +87,22 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     const first = canonical.findIndex((m) => m.role === "toolResult");
     return first === -1 ? canonical : canonical.filter((_, i) => i !== first);
   };
-  const stream = agentLoop(
-    [userMessage(task)],
-    { systemPrompt: SYSTEM_PROMPT(workspace), messages: [], tools: createCodingTools(workspace, { bash: { env: commandEnv } }) },
-    { model: withPairingCheck(model), convertToLlm },
-    signal,
-  );
-  for await (const event of stream) printer.print(event);
+  const agent = new Agent({
+    initialState: {
+      systemPrompt: SYSTEM_PROMPT(workspace),
+      model: withPairingCheck(model),
+      tools: createCodingTools(workspace, { bash: { env: commandEnv } }),
+    },
+    convertToLlm,
+  });
+  agent.subscribe((event) => printer.print(event));
+  const running = agent.prompt(task);
+  // the caller's signal stops the run (abort() before the prompt would find the agent idle)
+  if (signal?.aborted) agent.abort();
+  else signal?.addEventListener("abort", () => agent.abort(), { once: true });
+  await running;
   printer.finish();
-  const messages = await stream.result();
+  const messages = agent.state.messages;
   const last = [...messages].reverse().find((m): m is AssistantMessage => "role" in m && m.role === "assistant");
   if (signal?.aborted) {
     // Whatever the last message is, the run did not finish: no answer, and not a success.

@@ -1,0 +1,99 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "09",
+  slug: "agent",
+  title: { zh: "有状态的 Agent：状态、订阅、steer、follow-up 与中止", en: "The stateful Agent: state, subscribe, steer, follow-up, abort" },
+  invariant: {
+    zh:
+      "同一时刻只有一个 run；状态先吸收事件、监听器后看到事件；空闲之后 state.messages 恰好是各次 run 新增消息的拼接，" +
+      "每个工具调用恰好一个结果，没有挂起的调用；排队的消息不丢也不重：要么已注入对话，要么还在队列里；" +
+      "监听器抛错会让 run 干净地结束并被报告出来，从不被默默吞掉。",
+    en:
+      "One run at a time; the state takes each event in before any listener sees it; once idle, state.messages is exactly " +
+      "the runs' new messages concatenated, every tool call has one result and none is pending; a queued message is never " +
+      "lost nor doubled (injected, or still queued); a throwing listener ends the run cleanly and is reported, never swallowed.",
+  },
+  adds: {
+    zh:
+      "第 07 章的循环每次从零开始：调用方自己保管对话、自己排队、自己处理中止。库的使用者更常用的是上面那一层——" +
+      "pi-agent-core 的 `Agent` 类：`new Agent({ initialState: { systemPrompt, model, tools } })` 保管对话，" +
+      "`prompt(\"…\")` 跑一次循环，`agent.state` 给出只读快照（`messages`、`isStreaming`、`streamingMessage`、" +
+      "`pendingToolCalls`、`errorMessage`），`subscribe(listener)` 按订阅顺序逐个 await 监听器（慢的监听器会拖慢整个 run，这是背压），" +
+      "`steer()` 在当前工具批次之后插话，`followUp()` 等模型本来要停下时再接着说，`abort()` 停掉当前 run，" +
+      "`continue()` 从对话末尾接着跑，`waitForIdle()` 等到空闲。本章分三步搭起来：先写把事件折叠进状态的 reducer，" +
+      "再写两个消息队列，最后写一次 run 的生命周期（开始、把每个事件先交给 reducer 再交给监听器、结束时回到空闲）。" +
+      "上游 pi 1.6 在这里有几个真 bug：一个抛错的监听器会让后面的监听器收不到事件（#8025），" +
+      "被循环取出但还没注入的 steering 消息遇到中止会丢（下游 fork 报告过）——本章的测试点名防守这些情形，" +
+      "另有一个 fast-check 性质测试，在随机时刻（包括监听器内部）发 prompt、steer、follow-up 和中止，检查整套不变式。",
+    en:
+      "The class library users build on: an Agent that owns the transcript, runs one loop at a time, reduces every event " +
+      "into a read-only state before awaiting its listeners in order, queues steering (after the tool batch) and follow-ups " +
+      "(when the model would stop), aborts, continues and waits for idle. Three labs: the reducer, the queues, the run " +
+      "lifecycle. Named tests defend upstream bugs (#8025, lost steering on abort); a fast-check property drives random lives.",
+  },
+  files: [
+    "src/agent.ts",
+    "src/agent-state.ts",
+    "src/agent-queue.ts",
+    "src/agent-run.ts",
+    "test/09-agent.property.test.ts",
+  ],
+  labs: [
+    {
+      id: "9.1",
+      title: { zh: "reducer：把循环事件折叠进状态（reduceAgentEvent）", en: "the reducer" },
+      hint: {
+        zh:
+          "`message_start`（只对助手消息）和 `message_update` 设置 `streamingMessage`；`message_end` 清掉它并把消息追加进 `messages`；" +
+          "`tool_execution_start`/`end` 增删 `pendingToolCalls` 里的 id——每次都换一个新的 Set，旧快照手里的那个不能变；" +
+          "失败回合（`error`/`aborted`）的 `turn_end` 记下 `errorMessage`；`agent_end` 清掉 `streamingMessage`。" +
+          "不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。",
+        en:
+          "message_start (assistant) and message_update set streamingMessage; message_end clears it and appends the message; " +
+          "tool starts/ends add/remove ids in a NEW set each time; a failed turn_end sets errorMessage; agent_end clears the " +
+          "streaming message. An update for a call that is not running returns false.",
+      },
+    },
+    {
+      id: "9.2",
+      title: { zh: "两个队列：一次取一条，或者全部取走（MessageQueue.take）", en: "the queues" },
+      hint: {
+        zh:
+          "`one-at-a-time` 每次只取最老的一条，其余保持顺序继续等；`all` 一次全部取走。取走就是出队：取出的消息归循环所有，" +
+          "循环会把它注入对话（哪怕中止紧跟着就来了），所以队列要忘掉它。用一个 head 下标代替 `shift()`，让每条消息的进出都是摊还 O(1)，" +
+          "取走的槽位多于等待的消息时再压缩数组。",
+        en:
+          "one-at-a-time takes the oldest message, all takes everything; taking is dequeuing. Use a head index instead of " +
+          "shift() so each message costs O(1) amortised, and compact once the taken slots outnumber the waiting ones.",
+      },
+    },
+    {
+      id: "9.3",
+      title: { zh: "一次 run 的生命周期（AgentRun.execute、AgentRun.deliver）", en: "the run lifecycle" },
+      hint: {
+        zh:
+          "`execute`：设 `isStreaming`、清掉上次的 `errorMessage`，用对话的副本启动循环，把 `deliver` 当作事件接收端；" +
+          "无论循环怎么结束，`finally` 里都要回到空闲（`isStreaming` 置 false、`host.finished(this)`、兑现 `idle`），" +
+          "然后，如果有监听器抛过错，就用 `AgentListenerError` 让 `prompt()` reject，并把它写进 `errorMessage`。" +
+          "`deliver`：先交给 reducer（返回 false 就到此为止），再按顺序调用每个监听器；同步返回的就接着下一个，" +
+          "返回 promise 的就转到 `deliverRest` 逐个 await。监听器抛错时记下来、像 `abort()` 一样停掉 run，但后面的监听器照样收到这个事件。",
+        en:
+          "execute: mark streaming, start the loop on a copy of the transcript with deliver as its sink, and whatever happens " +
+          "return to idle in finally; then reject with an AgentListenerError if a listener threw. deliver: reduce first, then " +
+          "each listener in order (await those that return a promise); a throw is recorded and aborts the run, and the later " +
+          "listeners still get the event.",
+      },
+    },
+  ],
+  breakIt: {
+    zh:
+      "把 `AgentRun.deliver` 里监听器抛错后的 `continue` 改成 `return`（上游 #8025 的行为），跑 `npm test -- -t \"Lab 9.3\"`：" +
+      "哪个具名测试先失败？性质测试又给出了多小的反例？再把 `MessageQueue.take` 的 one-at-a-time 分支改成取出最老的一条后清空整个队列：" +
+      "性质测试报告哪条排队的消息\"出现了 0 次\"？",
+    en:
+      "In AgentRun.deliver, turn the `continue` after a listener's throw into `return` (upstream #8025) and run the Lab 9.3 " +
+      "tests: which named test fails, and how small is the property's counterexample? Then make one-at-a-time take the oldest " +
+      "message and drop the rest: which queued message does the property find 0 times?",
+  },
+});
