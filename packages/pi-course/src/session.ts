@@ -134,7 +134,7 @@ export class SessionFile {
 
   /** The entries from the root down to `id`, inclusive. Throws for an unknown id. */
   pathToLeaf(id: string): SessionEntry[] {
-    // #region lab 10.3 pathToLeaf
+    // #region lab 10.3 SessionFile.pathToLeaf
     const path: SessionEntry[] = [];
     for (let at: string | null = id; at !== null; ) {
       const entry = this.byId.get(at);
@@ -148,7 +148,7 @@ export class SessionFile {
 
   /** The entries whose parent is `id` (`null`: the roots), in file order. */
   children(id: string | null): SessionEntry[] {
-    // #region lab 10.3 children
+    // #region lab 10.3 SessionFile.children
     if (id !== null && !this.byId.has(id)) throw new Error(`${this.path}: no entry "${id}" in this session`);
     return (this.childrenOf.get(id) ?? []).slice();
     // #endregion
