@@ -43,12 +43,12 @@ export default defineChapter({
           "`append`：先拒绝误用（会话已关闭或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），" +
           "再生成 id，拼出 `{type, id, parentId, timestamp, …}` 一整行，挂到写队列 `this.queue` 的尾巴上——" +
           "队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。" +
-          "`write`：若 `recovery.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`；" +
+          "`write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`；" +
           "出错就记下 `broken`。写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。" +
           "`newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复。",
         en:
           "append: refuse misuse, make the id, build one whole line, chain the write on this.queue (swallow failures in " +
-          "the chain itself). write: a torn mark first if recovery.tail is set, then one write of the line, sync when " +
+          "the chain itself). write: a torn mark first if this.torn.tail is set, then one write of the line, sync when " +
           "durable; on failure remember it. Index the parsed line. newId: 8 hex chars unused so far.",
       },
     },

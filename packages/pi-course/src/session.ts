@@ -67,8 +67,7 @@ export class SessionFile {
     readonly path: string,
     /** The header line. */
     readonly header: SessionHeader,
-    /** What reading found besides the tree: a torn tail, torn lines kept from earlier crashes. */
-    readonly recovery: SessionRecovery,
+    private readonly torn: SessionRecovery,
     entries: SessionEntry[],
     lines: number,
     private readonly handle: FileHandle,
@@ -115,6 +114,11 @@ export class SessionFile {
     const contents = await readSessionFile(path);
     const handle = await open(path, OPEN_FOR_APPEND);
     return new SessionFile(path, contents.header, contents.recovery, contents.entries, contents.lines, handle, options.durable ?? false);
+  }
+
+  /** What reading found besides the tree: a torn tail not yet marked, torn lines kept from earlier crashes. */
+  get recovery(): SessionRecovery {
+    return { tail: this.torn.tail, kept: this.torn.kept.slice() };
   }
 
   /** Every written entry, in file order (a new array; the entries are frozen). */
@@ -210,13 +214,13 @@ export class SessionFile {
     // #region lab 10.1 SessionFile.write
     if (this.broken) throw this.brokenError();
     try {
-      const tail = this.recovery.tail;
+      const tail = this.torn.tail;
       if (tail !== null) {
         const mark: SessionTornMark = { type: "torn", offset: tail.offset, length: tail.length, timestamp: new Date().toISOString() };
         await writeAll(this.handle, Buffer.from("\n" + JSON.stringify(mark) + "\n"));
         if (this.durable) await this.handle.sync();
-        this.recovery.kept.push(tail);
-        this.recovery.tail = null;
+        this.torn.kept.push(tail);
+        this.torn.tail = null;
         this.lines += 2;
       }
       await writeAll(this.handle, Buffer.from(line));
@@ -261,7 +265,10 @@ export class SessionFile {
   }
 }
 
-/** The messages of a path of entries (`pathToLeaf`), in order; other entry types are skipped. */
+/**
+ * The messages of a path of entries (`pathToLeaf`), in order, as they were written. Other entry
+ * types are skipped (labels are not context; chapter 11's projection reads compactions).
+ */
 export function messagesOf(path: readonly SessionEntry[]): AgentMessage[] {
   // #region lab 10.3 messagesOf
   const messages: AgentMessage[] = [];

@@ -318,9 +318,9 @@ describe("reading and recovery", () => {
   }, 30_000);
 
   describe("crash test", () => {
-    const KILLS = process.env.PI_COURSE_PROOF ? 24 : 200;
+    const KILLS = process.env.PI_COURSE_PROOF ? 16 : 200;
     // Each kill costs a node start (~70 ms of CPU); the proof runs every chapter's tests again, so fewer there.
-    const PARALLEL = process.env.PI_COURSE_PROOF ? 2 : 4;
+    const PARALLEL = process.env.PI_COURSE_PROOF ? 1 : 4;
     let child: string;
     let build: string;
 
