@@ -8,6 +8,9 @@
  * (read, parse, check every line, index the tree), then `pathToLeaf(leaf)` and `messagesOf` of
  * that path (what a resume does before the context projection of chapter 11).
  *
+ * The floor reads the 100k file, JSON.parses every line and keeps the values, nothing else (no
+ * ratio bar: it shows what checking, indexing and freezing the entries cost on top of that).
+ *
  * Memory: heap + external bytes held by the open session (after a full GC), per 10k entries.
  * Appends: `append` of 1 KB message entries, awaited one by one and 64 at a time, without and
  * with `durable` (fsync per write; that figure is the disk's, not the code's).
@@ -16,6 +19,7 @@
  * bench/ does not install (its session code is not in pi-ai or pi-agent-core).
  */
 import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SessionFile, messagesOf } from "@pi/course";
@@ -85,6 +89,20 @@ function writeSession(n: number): string {
   return path;
 }
 
+/**
+ * The floor: read the file, JSON.parse every line and keep the values in an array, nothing else
+ * (no checks, no index, no freezing). Keeping matters: the open session holds every entry, and
+ * retaining them (GC promotion) costs about as much again as parsing them.
+ */
+async function floor(path: string): Promise<number> {
+  const bytes = await readFile(path);
+  const values: unknown[] = [];
+  for (let start = 0, end = bytes.indexOf(10); end >= 0; start = end + 1, end = bytes.indexOf(10, start)) {
+    values.push(JSON.parse(bytes.toString("utf8", start, end)));
+  }
+  return values.length;
+}
+
 async function openAndWalk(path: string): Promise<number> {
   const session = await SessionFile.open(path);
   const messages = messagesOf(session.pathToLeaf(session.leaf!.id));
@@ -97,14 +115,18 @@ const gc = (globalThis as { gc?: Gc }).gc;
 
 /** Bytes the open session holds (heap + external), after a full GC on both sides. */
 async function retainedBytes(path: string): Promise<number> {
-  const used = () => {
-    gc?.();
+  // Buffers are released after a GC and a turn of the event loop: settle twice.
+  const used = async () => {
+    for (let i = 0; i < 2; i++) {
+      gc?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     const m = process.memoryUsage();
     return m.heapUsed + m.external;
   };
-  const before = used();
+  const before = await used();
   const session = await SessionFile.open(path);
-  const after = used();
+  const after = await used();
   await session.close();
   return after - before;
 }
@@ -128,7 +150,10 @@ async function appendRate(durable: boolean, count: number, concurrency: number):
 try {
   const paths = new Map(SIZES.map((n) => [n, writeSession(n)]));
   const results = await measure(
-    SIZES.map((n) => ({ name: `open + walk ${n / 1000}k`, run: () => openAndWalk(paths.get(n)!) })),
+    [
+      ...SIZES.map((n) => ({ name: `open + walk ${n / 1000}k`, run: () => openAndWalk(paths.get(n)!) })),
+      { name: `floor ${SIZES.at(-1)! / 1000}k`, run: () => floor(paths.get(SIZES.at(-1)!)!) },
+    ],
     { warmup: WARMUP, runs: RUNS },
   );
   const first = SIZES[0]!;
@@ -136,6 +161,8 @@ try {
   printTable(`SessionFile.open, then pathToLeaf + messagesOf of the leaf (${SIZES.map((n) => `${n / 1000}k`).join(" / ")} entries)`, results, [
     // Linear: ten times the entries, at most 12.5 times the time (per-entry cost grows ≤ 25%).
     { label: `${last / 1000}k / ${first / 1000}k`, num: `open + walk ${last / 1000}k`, den: `open + walk ${first / 1000}k`, bar: "<=", value: (last / first) * 1.25 },
+    // No bar: what checking, indexing and freezing cost over parsing and keeping alone.
+    { label: `${last / 1000}k / its floor`, num: `open + walk ${last / 1000}k`, den: `floor ${last / 1000}k` },
   ]);
   console.log("\n  per 10k entries:");
   for (const [k, n] of SIZES.entries()) {
@@ -143,7 +170,7 @@ try {
     const mb = statSync(paths.get(n)!).size / 1e6;
     console.log(
       `  ${`${n / 1000}k`.padStart(5)}  file ${mb.toFixed(1).padStart(6)} MB  ` +
-        `open+walk ${((results[k]!.median / n) * 10_000).toFixed(1).padStart(6)} ms/10k  ` +
+        `open+walk ${((results[k]!.median / n) * 10_000).toFixed(1).padStart(6)} ms/10k (cpu ${((results[k]!.cpuMedian / n) * 10_000).toFixed(1)})  ` +
         `memory ${(bytes / 1e6).toFixed(1).padStart(6)} MB (${((bytes / n) * 10_000 / 1e6).toFixed(2)} MB/10k)`,
     );
   }
