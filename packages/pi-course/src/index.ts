@@ -204,3 +204,20 @@ export type {
   QueueMode,
 } from "./types.js";
 // #endregion
+// #region ch10
+
+// Chapter 10: the session tree on disk
+export { SessionFile, messagesOf } from "./session.js";
+export type { SessionEntryInput, SessionFileOptions, SessionHeaderInput } from "./session.js";
+export { SESSION_FORMAT_VERSION, SessionFileError } from "./session-entry.js";
+export { readSessionFile } from "./session-reader.js";
+export type { SessionContents, SessionRecovery, TornLine } from "./session-reader.js";
+export type {
+  LabelEntry,
+  MessageEntry,
+  SessionEntry,
+  SessionEntryBase,
+  SessionHeader,
+  SessionTornMark,
+} from "./types.js";
+// #endregion

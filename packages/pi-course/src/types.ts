@@ -628,6 +628,21 @@ export interface LabelEntry extends SessionEntryBase {
   targetId: string;
   label: string | null;
 }
+
+/**
+ * Not an entry: a line that says the line before it holds the torn bytes of an earlier crash
+ * (`offset` and `length` in bytes), kept in the file as they were. It is written once, by the
+ * first append after the torn tail was found; readers report that line and skip it.
+ */
+export interface SessionTornMark {
+  type: "torn";
+  /** Byte offset of the torn line in the file. */
+  offset: number;
+  /** Its length in bytes (without the newline written after it). */
+  length: number;
+  /** When the mark was written (ISO 8601). */
+  timestamp: string;
+}
 // #endregion
 // #region ch11
 

@@ -1,0 +1,98 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "10",
+  slug: "session",
+  title: { zh: "会话树：磁盘上只追加的 JSONL", en: "The session tree: an append-only JSONL file" },
+  invariant: {
+    zh:
+      "文件里写过的东西永远不改写、不丢失：只有以换行结尾的行才算数，崩溃留下的残行（torn tail）带着字节偏移被报告并原样保留，" +
+      "下一次追加先另起一行给它做标记；中间坏掉的行、未知类型、悬空的 parentId、重复 id、环都以点名行号的错误拒绝打开；" +
+      "同一进程里并发的追加按调用顺序串行写入，一行不丢、不交错。",
+    en:
+      "Nothing the file held is ever rewritten or lost: only newline-terminated lines count, a torn tail is reported with its " +
+      "byte offset and kept (the next append marks it on a line of its own), a damaged middle line, an unknown type, a " +
+      "dangling parentId, a duplicate id or a cycle is refused naming the line, and concurrent appends are written one by one.",
+  },
+  adds: {
+    zh:
+      "会话是一个只追加的 JSONL 文件：第一行是 header（格式版本、会话 id、创建时间、工作目录），之后每行一个条目，" +
+      "带 `id`、`parentId`、`timestamp` 和 `type`（`message` 或 `label`；第 11 章再加 `compaction`）。" +
+      "id 由追加它的文件生成（8 个十六进制字符，文件内唯一，永不改变）；调用方决定新条目接在谁后面，" +
+      "所以分叉就是给一个旧条目追加子节点，什么都不用改写。`leaf` 只是文件顺序里的最后一个条目，是默认的续写点。" +
+      "`SessionFile.append` 把写入排成队：每次追加是一次完整一行的 `write`，`durable: true` 时紧跟一次 `fsync`；" +
+      "行写完之后条目才在内存里可见，写失败则整个会话不再接受追加（内存里显示的永远等于文件里有的）。" +
+      "`SessionFile.open` 逐行读回并检查：最后一行若没有换行，就是崩溃时写了一半的残行——报告它的字节偏移，不解析、不丢弃；" +
+      "下一次追加先写一个换行和一条 `torn` 标记，让这些字节留在自己的一行上，以后每个读者都报告并跳过它。" +
+      "pi 1.6 读到坏行会跳过；本课程反其道而行：除了残行，任何坏行都拒绝打开，并说清是哪一行、该怎么办。" +
+      "测试里有一个崩溃实验：子进程不停追加，在随机时刻被 SIGKILL 杀掉两百次，每次之后都要找回每个写完的条目。",
+    en:
+      "A session is an append-only JSONL file: a header, then one entry per line with id, parentId, timestamp and a type. " +
+      "The file makes the ids; the caller picks the parent, so branching is appending to an older entry. Appends are " +
+      "queued, one whole-line write each (fsync with durable: true). open reads back complete lines only: a torn tail is " +
+      "reported and kept, marked by the next append; any other damage is refused naming the line (pi 1.6 skips bad lines). " +
+      "A crash test SIGKILLs an appending child 200 times and recovers every written entry each time.",
+  },
+  files: ["src/session.ts", "src/session-entry.ts", "src/session-reader.ts", "test/support/session-crash-child.ts"],
+  labs: [
+    {
+      id: "10.1",
+      title: { zh: "追加与 id（SessionFile.append、write、newId）", en: "append and ids" },
+      hint: {
+        zh:
+          "`append`：先拒绝误用（会话已关闭或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），" +
+          "再生成 id，拼出 `{type, id, parentId, timestamp, …}` 一整行，挂到写队列 `this.queue` 的尾巴上——" +
+          "队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。" +
+          "`write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`；" +
+          "出错就记下 `broken`。写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。" +
+          "`newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复。",
+        en:
+          "append: refuse misuse, make the id, build one whole line, chain the write on this.queue (swallow failures in " +
+          "the chain itself). write: a torn mark first if this.torn.tail is set, then one write of the line, sync when " +
+          "durable; on failure remember it. Index the parsed line. newId: 8 hex chars unused so far.",
+      },
+    },
+    {
+      id: "10.2",
+      title: { zh: "读回与恢复（LineScan.push、line、end）", en: "reading and recovery" },
+      hint: {
+        zh:
+          "`push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），" +
+          "要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{\"type\":\"torn\"` 开头的行是标记，它必须正好指向上一行" +
+          "（偏移和长度都对），那一行就算保留的残行；其他行先\"扣住\"（`held`），等看到下一行再交给 `entry()`，" +
+          "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
+          "以及 `forward`（父节点不在前面的条目）的报错。",
+        en:
+          "push: split bytes at 0x0a, lines may span chunks, track byte offsets. line: line 1 is the header; a torn mark " +
+          "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
+          "newline are the tail; flush the held line; report a forward parent.",
+      },
+      // The crash test's child appends with lab 10.1's code.
+      uses: ["10.1"],
+    },
+    {
+      id: "10.3",
+      title: { zh: "树（pathToLeaf、children、messagesOf）", en: "the tree: pathToLeaf, children, messagesOf" },
+      hint: {
+        zh:
+          "`pathToLeaf(id)`：沿着 `parentId` 一路走到根，再反转；未知 id 直接抛错（这是调用方的误用）。" +
+          "`children(id)`：`childrenOf` 里已经按文件顺序存好了，返回一个副本；`null` 表示所有根。" +
+          "`messagesOf(path)`：只取 `message` 条目里的消息，原样返回，自定义消息和工具调用细节一个字段都不能少。",
+        en:
+          "pathToLeaf: follow parentId to the root, then reverse; unknown ids throw. children: a copy of childrenOf's list " +
+          "(null: the roots). messagesOf: the messages of message entries, as written.",
+      },
+      uses: ["10.1"],
+    },
+  ],
+  breakIt: {
+    zh:
+      "把 `SessionFile.append` 里的队列拿掉：`const written = this.write(line);`（不再接在 `this.queue` 后面），" +
+      "跑 `npm test -- -t \"Lab 10.1\"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？" +
+      "然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npm test -- -t \"Lab 10.2\"`：" +
+      "性质测试把反例缩小到了哪个截断点？",
+    en:
+      "Drop the write queue in append (call this.write directly) and run the Lab 10.1 tests: which fails, and why is the " +
+      "order wrong though no line is mixed? Then make LineScan.end ignore the tail: what cut does the property shrink to?",
+  },
+});
