@@ -165,8 +165,9 @@ export function findCut(
   min: number,
 ): number | string {
   // #region lab 11.4 findCut
+  // a tool result always lies inside its call's span, so this also never cuts at a result
   const open = openSpans(messages);
-  const valid = (i: number) => !open[i] && messages[i]!.role !== "toolResult";
+  const valid = (i: number) => !open[i];
   let kept = 0;
   let target = -1;
   for (let i = messages.length - 1; i >= min; i--) {
