@@ -105,7 +105,7 @@ export function serializeConversation(messages: readonly AgentMessage[]): string
         break;
       }
       default:
-        lines.push(`[${String(message.role)}]: ${clip(JSON.stringify(message))}`);
+        lines.push(`[${String((message as { role: unknown }).role)}]: ${clip(JSON.stringify(message))}`);
     }
   }
   return lines.join("\n\n");
