@@ -18,7 +18,7 @@
  */
 import { transcriptOf, summaryMessage } from "./context.js";
 import { openSpans } from "./interactions.js";
-import { estimateTokens } from "./token-estimate.js";
+import { countTokens, estimateTokens } from "./token-estimate.js";
 import type { TokenEstimator } from "./token-estimate.js";
 import type { AgentMessage, CompactionEntry, Model, SessionEntry } from "./types.js";
 import { filesTouched, formatFilesSection, serializeConversation, summaryRequest } from "./summary-prompt.js";
@@ -93,7 +93,11 @@ export type CompactionResult =
     }
   | { ok: false; reason: CompactionFailure };
 
-/** Compacts the path to `session.leaf`; see the module comment. */
+/**
+ * Compacts the path to `session.leaf`; see the module comment. Rejects only for caller misuse:
+ * a bad `keepRecentTokens`, a malformed path (the `TypeError` of `transcriptOf` / `openSpans`),
+ * an estimator that breaks its contract.
+ */
 export async function compact(session: CompactableSession, options: CompactOptions): Promise<CompactionResult> {
   const { keepRecentTokens, estimator = estimateTokens, systemPrompt } = options;
   if (typeof keepRecentTokens !== "number" || !(keepRecentTokens >= 0) || keepRecentTokens === Infinity) {
@@ -111,7 +115,7 @@ export async function compact(session: CompactableSession, options: CompactOptio
     return fail("nothing_to_compact", "the leaf is already a compaction; nothing was added since.");
   }
   const { messages, entryIds, usageFrom, compaction } = transcriptOf(path);
-  const counts = estimator({ systemPrompt, messages, usageFrom });
+  const counts = countTokens(estimator, { systemPrompt, messages, usageFrom }, "compact");
   const cut = findCut(messages, counts.messages, keepRecentTokens, compaction ? 2 : 1);
   if (typeof cut === "string") return fail("nothing_to_compact", cut);
 
@@ -125,15 +129,16 @@ export async function compact(session: CompactableSession, options: CompactOptio
       model: options.model,
       ...(options.signal && { signal: options.signal }),
     });
-    if (typeof text !== "string" || text.trim() === "") throw new Error("the summary is empty");
+    if (typeof text !== "string") throw new Error(`the summarizer returned ${typeof text}, not text`);
+    if (text.trim() === "") throw new Error("the summary is empty");
   } catch (error) {
     return fail("summary_failed", `no summary, nothing appended: ${error instanceof Error ? error.message : String(error)}`);
   }
   const summary = text.trim() + formatFilesSection(filesTouched(cutMessages, compaction?.summary));
 
   const kept = messages.slice(cut);
-  const after = [summaryMessage({ summary } as CompactionEntry), ...kept];
-  const countsAfter = estimator({ systemPrompt, messages: after, usageFrom: after.length });
+  const after = [summaryMessage({ summary }), ...kept];
+  const countsAfter = countTokens(estimator, { systemPrompt, messages: after, usageFrom: after.length }, "compact");
   const entry: CompactionDraft = {
     type: "compaction",
     parentId: leaf,

@@ -18,8 +18,8 @@
  * the length of their JSON (see token-estimate.ts), which is safe when `convertToLlm` drops them.
  */
 import { groupInteractions } from "./interactions.js";
-import { estimateTokens } from "./token-estimate.js";
-import type { TokenCounts, TokenEstimator } from "./token-estimate.js";
+import { countTokens, estimateTokens } from "./token-estimate.js";
+import type { TokenEstimator } from "./token-estimate.js";
 import type { AgentContext, AgentMessage, AgentTool, CompactionEntry, SessionEntry, UserMessage } from "./types.js";
 
 /** How to project. */
@@ -76,7 +76,7 @@ export function projectMessages(messages: readonly AgentMessage[], options: Proj
   }
   // #region lab 11.2 projectMessages
   const groups = groupInteractions(messages);
-  const counts = checkedCounts(estimator({ systemPrompt, messages, usageFrom }), messages.length);
+  const counts = countTokens(estimator, { systemPrompt, messages, usageFrom }, "projectMessages");
   // Tokens from each interaction to the end, newest first: keep the oldest start that fits.
   let tokens = counts.systemPrompt;
   let kept = groups.length;
@@ -112,22 +112,6 @@ export function projectMessages(messages: readonly AgentMessage[], options: Proj
   // #endregion
 }
 
-function checkedCounts(counts: TokenCounts, length: number): TokenCounts {
-  const ok = (n: unknown) => typeof n === "number" && Number.isFinite(n) && n >= 0;
-  if (!counts || !ok(counts.systemPrompt) || !Array.isArray(counts.messages) || counts.messages.length !== length) {
-    throw new TypeError(
-      `projectMessages: the estimator must return { systemPrompt, messages } with one count per message (${length}).`,
-    );
-  }
-  const bad = counts.messages.findIndex((n) => !ok(n));
-  if (bad >= 0) {
-    throw new TypeError(
-      `projectMessages: the estimator counted message ${bad} as ${String(counts.messages[bad])}; counts must be finite and >= 0.`,
-    );
-  }
-  return counts;
-}
-
 /** The messages of a path as the model reads them, and which entry each came from. */
 export interface Transcript {
   messages: AgentMessage[];
@@ -144,11 +128,11 @@ export interface Transcript {
  * follows (a user message, or a turn of the split interaction) reads as a continuation.
  * Its timestamp is the entry's, so the projection stays deterministic.
  */
-export function summaryMessage(entry: CompactionEntry): UserMessage {
+export function summaryMessage(entry: Pick<CompactionEntry, "summary"> & { timestamp?: string }): UserMessage {
   const text =
     "Earlier parts of this conversation were condensed to save space. Here is the summary; " +
     `continue from it as if you remembered everything it describes.\n\n<summary>\n${entry.summary}\n</summary>`;
-  const timestamp = Date.parse(entry.timestamp);
+  const timestamp = Date.parse(entry.timestamp ?? "");
   return { role: "user", content: [{ type: "text", text }], timestamp: Number.isFinite(timestamp) ? timestamp : 0 };
 }
 

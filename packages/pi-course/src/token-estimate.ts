@@ -127,3 +127,23 @@ export const estimateTokens: TokenEstimator = ({ systemPrompt, messages, usageFr
   counts.messages[anchor] = exact - sum;
   return counts;
 };
+
+/**
+ * Runs an estimator and checks its contract: one finite, non-negative count per message.
+ * Throws a `TypeError` naming `who` (the caller) when the estimator breaks it.
+ */
+export function countTokens(estimator: TokenEstimator, input: TokenEstimateInput, who: string): TokenCounts {
+  const counts = estimator(input);
+  const length = input.messages.length;
+  const ok = (n: unknown) => typeof n === "number" && Number.isFinite(n) && n >= 0;
+  if (!counts || !ok(counts.systemPrompt) || !Array.isArray(counts.messages) || counts.messages.length !== length) {
+    throw new TypeError(`${who}: the estimator must return { systemPrompt, messages } with one count per message (${length}).`);
+  }
+  const bad = counts.messages.findIndex((n) => !ok(n));
+  if (bad >= 0) {
+    throw new TypeError(
+      `${who}: the estimator counted message ${bad} as ${String(counts.messages[bad])}; counts must be finite and >= 0.`,
+    );
+  }
+  return counts;
+}

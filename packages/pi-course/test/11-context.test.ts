@@ -428,5 +428,15 @@ describe("chapter 11 · compaction", () => {
     });
     expect(failing.entries).toHaveLength(9);
     await expect(compact(failing, { model, keepRecentTokens: -1 })).rejects.toThrow(/keepRecentTokens must be a finite number >= 0/);
+    const broken: TokenEstimator = ({ messages }) => ({ systemPrompt: 0, messages: messages.map(() => -1) });
+    await expect(compact(failing, { model, keepRecentTokens: 20, estimator: broken })).rejects.toThrow(
+      /compact: the estimator counted message 0 as -1/,
+    );
+    const odd = await compact(failing, { model, keepRecentTokens: 20, summarize: () => 42 as unknown as string });
+    expect(odd).toEqual({
+      ok: false,
+      reason: { kind: "summary_failed", message: "no summary, nothing appended: the summarizer returned number, not text" },
+    });
+    expect(failing.entries).toHaveLength(9);
   }, 10_000);
 });
