@@ -335,6 +335,30 @@ describe("chapter 11 · compaction", () => {
     expect(projection.context.messages).toEqual([summaryMessage(session.entries[13] as CompactionEntry), user(chars(40, "d"))]);
   });
 
+  it("Lab 11.4 · the request shows each kind of message plainly: reasoning left out, long results cut, failures labelled", async () => {
+    const session = new MemorySession();
+    session.add(
+      user("fix the build"),
+      assistant([{ type: "thinking", thinking: "SECRET-REASONING" } as never, call("b", "bash", { command: "npm test" })]),
+      result("b", chars(2_500, "o"), "bash", true),
+      assistant("half an answ", { stopReason: "aborted", errorMessage: "the user pressed Esc" }),
+      note("build is red"),
+      user(chars(400, "z")),
+    );
+    const model = summaryModel();
+    const outcome = await compact(session, { model, keepRecentTokens: 50, instructions: "  the failing test  " });
+    expect(outcome).toMatchObject({ ok: true, summarizedMessages: 5, keptMessages: 1 });
+    const asked = textOfUser(model.requests[0]!.messages[0]!);
+    expect(asked).not.toContain("SECRET-REASONING");
+    expect(asked).toContain('[Tool call]: bash({"command":"npm test"})');
+    expect(asked).toContain(`[Tool error bash]: ${chars(2_000, "o")}… [500 more characters left out]`);
+    expect(asked).toContain("[Assistant turn failed (aborted: the user pressed Esc)]: half an answ");
+    expect(asked).toContain('[note]: {"role":"note","text":"build is red"');
+    expect(asked).toContain("Summarise the conversation above.");
+    expect(asked).not.toContain("<previous-summary>");
+    expect(asked.endsWith("Pay particular attention to: the failing test")).toBe(true);
+  }, 10_000);
+
   it("Lab 11.4 · a long tool loop is cut at an assistant message, never at a tool result nor inside a batch", () => {
     const messages = [
       user("do it all"),
