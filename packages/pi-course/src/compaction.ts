@@ -13,8 +13,9 @@
  * tool loop can be compacted too); the summary then says what was under way.
  *
  * Failure is data: a summary that failed (model error or abort, cut off at `length`, a tool call
- * in the answer, empty), a path with nothing to compact, or an append that failed appends
- * nothing and comes back as `{ ok: false, reason }`. Only caller misuse throws.
+ * in the answer, empty), a path with nothing to compact, a session that moved on while the
+ * summary was written, or an append that failed appends nothing and comes back as
+ * `{ ok: false, reason }`. Only caller misuse throws.
  */
 import { transcriptOf, summaryMessage } from "./context.js";
 import { openSpans } from "./interactions.js";
@@ -75,7 +76,7 @@ export interface CompactOptions {
 
 /** Why nothing was appended. */
 export interface CompactionFailure {
-  kind: "nothing_to_compact" | "summary_failed" | "append_failed";
+  kind: "nothing_to_compact" | "summary_failed" | "leaf_moved" | "append_failed";
   /** A sentence for a person. */
   message: string;
 }
@@ -147,6 +148,14 @@ export async function compact(session: CompactableSession, options: CompactOptio
     tokensBefore: sum(counts.systemPrompt, counts.messages),
     tokensAfter: sum(countsAfter.systemPrompt, countsAfter.messages),
   };
+  // The summary took time: if the conversation went on meanwhile, a compaction of the old leaf
+  // would branch away from the new entries (and a leaf moved to it would hide them).
+  if (session.leaf !== leaf) {
+    return fail(
+      "leaf_moved",
+      `the session moved on while the summary was written (leaf "${leaf}" is now "${String(session.leaf)}"); nothing appended. Compact again.`,
+    );
+  }
   let entryId: string;
   try {
     entryId = await session.append(entry);

@@ -452,6 +452,24 @@ describe("chapter 11 · compaction", () => {
     });
     expect(failing.entries).toHaveLength(9);
     await expect(compact(failing, { model, keepRecentTokens: -1 })).rejects.toThrow(/keepRecentTokens must be a finite number >= 0/);
+    // the conversation goes on while the summary is written: nothing is appended
+    const busy = workSession().session;
+    const moved = await compact(busy, {
+      model,
+      keepRecentTokens: 20,
+      summarize: () => {
+        busy.add(user("one more thing"));
+        return "late";
+      },
+    });
+    expect(moved).toEqual({
+      ok: false,
+      reason: {
+        kind: "leaf_moved",
+        message: 'the session moved on while the summary was written (leaf "e8" is now "e9"); nothing appended. Compact again.',
+      },
+    });
+    expect(busy.entries).toHaveLength(10);
     const broken: TokenEstimator = ({ messages }) => ({ systemPrompt: 0, messages: messages.map(() => -1) });
     await expect(compact(failing, { model, keepRecentTokens: 20, estimator: broken })).rejects.toThrow(
       /compact: the estimator counted message 0 as -1/,
