@@ -220,4 +220,27 @@ export type {
   SessionHeader,
   SessionTornMark,
 } from "./types.js";
+} from "./types.js";
+// #endregion
+// #region ch11
+
+// Chapter 11: the context budget
+export { groupInteractions, openSpans } from "./interactions.js";
+export type { Interaction } from "./interactions.js";
+export { CHARS_PER_TOKEN, charsOf, countTokens, estimateTokens, hasTrustedUsage } from "./token-estimate.js";
+export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./token-estimate.js";
+export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./context.js";
+export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./context.js";
+export { compact, findCut, summarizeWithModel } from "./compaction.js";
+export type {
+  CompactOptions,
+  CompactableSession,
+  CompactionDraft,
+  CompactionFailure,
+  CompactionResult,
+  Summarizer,
+  SummaryInput,
+} from "./compaction.js";
+export { MAX_RESULT_CHARS, filesTouched, formatFilesSection, serializeConversation, summaryRequest } from "./summary-prompt.js";
+export type { CompactionEntry } from "./types.js";
 // #endregion

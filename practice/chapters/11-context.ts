@@ -1,0 +1,109 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "11",
+  slug: "context",
+  title: { zh: "上下文预算：历史不动，每次按预算重建上下文", en: "The context budget: history stays, the context is rebuilt" },
+  invariant: {
+    zh:
+      "投影要么放得进预算，要么用数据说明为什么放不进；只按整段交互从最旧的开始丢，工具调用永远不和它的结果分开，" +
+      "上下文永远不以工具结果开头，系统提示和最新的用户消息永远保留；同样的输入给出同样的输出。压缩只追加一条条目，历史一行不改。",
+    en:
+      "A projection fits its budget or says why as data; it drops whole interactions from the oldest, never separates a " +
+      "tool call from its result, never starts with a tool result, always keeps the system prompt and the newest user " +
+      "message, and is stable. Compaction appends one entry and never rewrites history.",
+  },
+  adds: {
+    zh:
+      "会话越长，模型的上下文窗口越装不下。本章不删历史，而是在每次调用模型之前从会话路径重建它看到的上下文：" +
+      "`groupInteractions` 把对话切成「交互」——从一条用户消息到下一条，中间的助手回合、工具调用和结果、自定义消息都在里面；" +
+      "调用和结果按 `toolCallId` 配对，并行调用的结果哪怕乱序到达也一样，孤儿结果、重复结果、回答了失败回合的结果都直接拒绝（供应商也会拒绝）。" +
+      "`projectMessages` 用可插拔的估算器（默认：字符数/4，再用最新一条可信助手消息的真实 usage 校准）从最旧的交互开始整段丢弃，" +
+      "直到放进 `budget`；最新的交互放不下时不偷偷截断，而是在 `overflow` 里写明差多少、该怎么办。" +
+      "`transcriptOf` 读出一条路径的消息：有压缩条目时，最新那条的摘要（作为用户消息）代替它之前的一切，再接上 `firstKeptEntryId` 之后的条目。" +
+      "`compact` 让模型写一份结构化摘要（目标、约束、进度、决定、文件、未完成的事、下一步），在不会拆开调用与结果的位置切开，" +
+      "追加一条 `compaction` 条目；摘要失败（出错、被 length 截断、回答里有工具调用）什么都不追加，并说明原因。" +
+      "上游 pi 在多次压缩之后曾留下没有调用的孤儿工具结果，导致供应商一直返回 400（#1764、#4189、#6832）——本章的性质测试专门守这一点。",
+    en:
+      "Rebuild the model's context from the session path before every call instead of deleting history: interactions " +
+      "(calls paired with results by id), projection to a token budget with a pluggable estimator (chars/4 calibrated by " +
+      "the newest trusted usage), overflow reported as data, the newest compaction's summary standing in for what it cut, " +
+      "and compaction as one appended entry whose failure appends nothing. Property tests guard against pi's orphan " +
+      "tool results after chained compactions.",
+  },
+  files: [
+    "src/interactions.ts",
+    "src/token-estimate.ts",
+    "src/context.ts",
+    "src/summary-prompt.ts",
+    "src/compaction.ts",
+    "test/11-context.property.test.ts",
+  ],
+  labs: [
+    {
+      id: "11.1",
+      title: { zh: "交互：调用与结果配对（openSpans、groupInteractions）", en: "interactions: calls paired with results" },
+      hint: {
+        zh:
+          "`openSpans`：先扫一遍，记下每个调用（只算不是 error/aborted 的助手消息里的）在哪条消息，每个结果按 `toolCallId` 找它的调用；" +
+          "找不到、重复、或者回答的是失败回合的调用，就抛 `TypeError` 并写明是第几条消息。再扫一遍，记住「已开始的调用里最远的结果在哪」，" +
+          "在它之前的位置都不能切。`groupInteractions`：在不能切的位置之外，每条用户消息开始一段新交互。",
+        en:
+          "openSpans: index every call (of non-failed assistant messages), pair each result by id, refuse orphans, duplicates " +
+          "and answers to failed turns; then mark every index before the farthest pending result. groupInteractions: a user " +
+          "message at a cuttable index starts an interaction.",
+      },
+    },
+    {
+      id: "11.2",
+      title: { zh: "投影到预算（projectMessages）", en: "projection to a budget" },
+      hint: {
+        zh:
+          "先分组，再让估算器给出每条消息的 token 数。从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——" +
+          "停，不是跳过（跳过就会留下中间有洞的上下文）。结果是从某段交互开头开始的后缀。总数超过预算时填好 `overflow`。",
+        en:
+          "Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first " +
+          "older one that would not fit. Fill `overflow` when the total is over budget.",
+      },
+    },
+    {
+      id: "11.3",
+      title: { zh: "路径的消息：最新的压缩代替它之前的一切（transcriptOf）", en: "the transcript of a path" },
+      hint: {
+        zh:
+          "从叶子往回找最新的 `compaction` 条目。没有：按顺序取所有 `message` 条目。有：先放 `summaryMessage(entry)`，" +
+          "再取从 `firstKeptEntryId` 到压缩条目之间的消息，再取压缩条目之后的；`usageFrom` 是压缩之后第一条消息的下标。" +
+          "`firstKeptEntryId` 等于压缩条目自己的 id 表示之前一条都不保留；不在路径上就抛 `TypeError`。",
+        en:
+          "Find the newest compaction; without one take every message entry; with one: its summary, the entries from " +
+          "firstKeptEntryId up to it, then those after it; usageFrom marks the first message after it.",
+      },
+    },
+    {
+      id: "11.4",
+      title: { zh: "压缩（findCut、compact）", en: "compaction" },
+      hint: {
+        zh:
+          "`findCut`：从最新的消息往回累加 token，直到够 `keepRecentTokens`，然后往后找第一个能切的位置（不在调用与结果之间、不是工具结果），" +
+          "找不到再往前找。`compact`：叶子已经是压缩条目、会话为空、没什么可切的，都返回 `nothing_to_compact`；" +
+          "摘要器抛错或返回空文本返回 `summary_failed`；写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`；`append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。" +
+          "成功时摘要后面附上从工具调用里算出的文件清单，`tokensBefore`/`tokensAfter` 用同一个估算器算。",
+        en:
+          "findCut: walk back to keepRecentTokens, then the first valid cut point at or after it (else before it). compact: " +
+          "nothing_to_compact / summary_failed / leaf_moved / append_failed append nothing; on success append one entry with the files " +
+          "section and tokens before/after from the same estimator.",
+      },
+      // The property test builds sessions and reads them back through transcriptOf.
+      uses: ["11.3"],
+    },
+  ],
+  breakIt: {
+    zh:
+      "把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npm test -- -t \"Lab 11.4\"`：" +
+      "性质测试缩出来的最小反例是什么？压缩之后，哪条工具结果失去了它的调用，谁先发现的？这正是上游 pi #6832 的形状。" +
+      "再把 `projectMessages` 里的 `break` 改成 `continue`：哪个不变式先失败，为什么上下文里会出现一个洞？",
+    en:
+      "Make findCut's `valid` always true and run the Lab 11.4 tests: what is the smallest counterexample, and which tool " +
+      "result lost its call (pi #6832)? Then turn the `break` in projectMessages into `continue`: which invariant fails first?",
+  },
+});
