@@ -72,6 +72,12 @@ export interface ChapterSpec {
    * so a fixed test's waiver must be removed. Keep this empty.
    */
   waivers?: { test: string; why: string }[];
+  /**
+   * A temporary, explicit exception to the proof's rule that each test file of the chapter holds
+   * its tests in lab order: why they are not in order yet. Printed on every run; the proof fails
+   * once the order is right, so the waiver must then be removed. Keep this unset.
+   */
+  testOrderWaiver?: string;
 }
 
 /** A chapter as loaded: the spec plus its number and where it was declared. */

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { loadCatalogue, REPO_ROOT, UsageError, type Catalogue } from "./catalogue.js";
 import { buildView, defaultTarget, fileOwners, labsOf, REPO_SOURCES, scanSources, writeView } from "./generate.js";
-import { firstRed, renderCard } from "./learning.js";
+import { firstRed, labPattern, renderCard } from "./learning.js";
 
 /** The real path of `path`, resolving symlinks in the part that exists. */
 function realish(path: string): string {
@@ -65,8 +65,8 @@ function unownedFiles(catalogue: Catalogue): string[] {
 
 const USAGE = [
   "用法 Usage:",
-  "  npm run practice -- NN [folder]     生成第 NN 章的练习文件夹 (default ../pi-practice-NN)",
-  "  npm run checkpoint -- [NN]          打印章节卡片 (print the chapter card)",
+  "  npm run -s practice -- NN [folder]     生成第 NN 章的练习文件夹 (default ../pi-practice-NN)",
+  "  npm run -s checkpoint -- [NN]          打印章节卡片 (print the chapter card)",
 ].join("\n");
 
 async function practice(args: string[], cwd: string): Promise<void> {
@@ -93,7 +93,7 @@ async function practice(args: string[], cwd: string): Promise<void> {
   } else {
     out.push(
       "  npm test                    # 前面的章节绿，本章红 (earlier chapters green, this chapter red)",
-      `  npm test -- -t "Lab ${chapter.labs[0]!.id}"      # 一个实验 (one lab)`,
+      `  npm test -- -t "${labPattern(chapter.labs[0]!.id)}"    # 一个实验 (one lab)`,
     );
     const scan = scanSources(catalogue);
     const test = view.files.get(chapter.testFile);
@@ -136,11 +136,16 @@ async function main(): Promise<void> {
     else if (command === "checkpoint") await checkpoint(args);
     else throw new UsageError(USAGE);
   } catch (error) {
+    // Named after the command the person ran. A refusal is the last line this prints; npm adds
+    // its own "npm error" lines after any failing script (`npm run -s …` leaves them out). The
+    // exit code stays non-zero: `npm run practice -- 03 x && cd x` must not go on.
+    const prefix = command === "checkpoint" ? "checkpoint" : "practice";
     if (error instanceof UsageError) {
-      console.error(`practice: ${error.message}`);
+      console.error(`${prefix}: ${error.message}`);
       process.exitCode = 2;
     } else {
-      console.error(`practice: 失败 (failed), nothing was written:\n${error instanceof Error ? error.stack : String(error)}`);
+      const what = command === "practice" ? "失败 (failed), nothing was written" : "失败 (failed)";
+      console.error(`${prefix}: ${what}:\n${error instanceof Error ? error.stack : String(error)}`);
       process.exitCode = 1;
     }
   }

@@ -37,6 +37,15 @@ function places(chapter: Chapter, labs: LabRegion[]): LabPlaces[] {
   });
 }
 
+/**
+ * The one `-t` pattern the course prints for a lab, e.g. `Lab 3\.1\b`. vitest's `-t` is a
+ * regular expression matched anywhere in a test's full name: `\.` is a literal dot and `\b`
+ * ends the id, so it matches neither `Lab 3x1` nor `Lab 3.10`.
+ */
+export function labPattern(id: string): string {
+  return `Lab ${id.replace(".", "\\.")}\\b`;
+}
+
 function where(lab: LabPlaces): string {
   return lab.places.map((p) => `\`${p.file}\`: ${p.symbols.map((s) => `\`${s}\``).join(", ")}`).join("; ");
 }
@@ -164,15 +173,36 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
       "error. Implement the labs in order until everything is green.*",
     "",
   );
+  if (earlier.length > 0) {
+    out.push(
+      `文件夹里前面章节（${earlierIds}）的代码就是那几章的参考答案：卡住时可以去读，本章也建立在它之上。`,
+      "",
+      `*The code of the earlier chapters (${earlier.map((c) => c.id).join(", ")}) in this folder is their reference solution.*`,
+      "",
+    );
+  }
+  const pattern = labPattern(firstLab);
   out.push("## 命令 · Commands", "");
   out.push(
     ...commandsBlock([
       ["npm install", "安装依赖 (install)"],
-      ["npm test", "全部测试 (all tests)"],
-      [`npm test -- -t "Lab ${firstLab}"`, "只跑一个实验 (one lab)"],
-      [`npx vitest run ${chapter.testFile}`, "只跑本章测试 (this chapter's tests)"],
-      ["npm run typecheck", "类型检查 (typecheck)"],
+      ["npm test", "先类型检查，再跑全部测试 (typecheck, then all tests)"],
+      [`npm test -- -t "${pattern}"`, "只跑一个实验 (one lab)"],
+      [`npx vitest run -t "${pattern}"`, "只跑一个实验，不做类型检查 (one lab, no typecheck)"],
+      [`npx vitest run ${chapter.testFile}`, "只跑本章测试，不做类型检查 (this chapter's tests, no typecheck)"],
+      ["npm run typecheck", "只做类型检查 (typecheck only)"],
     ]),
+    "",
+    `\`-t\` 的参数是正则表达式，匹配测试的完整名字：\`\\.\` 是字面上的点，\`\\b\` 让 \`${pattern}\` 不会匹配到 ` +
+      `\`Lab ${firstLab}0\`。把 ${firstLab} 换成你正在做的实验。`,
+    "",
+    "`npm test` 先运行 `tsc --noEmit`，只要有一个类型错误，就一个测试都不跑：后面某个实验写到一半、类型还不对，" +
+      "前面实验的测试也看不到了。这时用 `npx vitest run -t …`：vitest 只去掉类型、不检查类型，测试照跑；" +
+      "实验写完再跑 `npm test`，类型错误和 `expectTypeOf` 测试也算数。",
+    "",
+    "*-t takes a regular expression matched against the full test name. `npm test` typechecks first, and one type error " +
+      "(say, in a half-written later lab) stops every lab's tests; `npx vitest run -t …` runs them without the typecheck. " +
+      "Finish with `npm test`.*",
     "",
   );
   out.push("## 故意弄坏 · Break it on purpose", "", bilingual(chapter.breakIt), "");
@@ -238,13 +268,10 @@ export function renderCard(chapter: Chapter, labs: LabRegion[], regions: Chapter
     `  npx vitest run packages/pi-course/${chapter.testFile}    # 本章测试 (this chapter's tests, reference code)`,
   );
   if (chapter.labs[0]) {
-    // vitest's -t is a regular expression matched anywhere in the full name: escape the dot and
-    // end with the space after the id, so "Lab 3\.1 " matches neither Lab 3.10 nor "Lab 3x1".
-    const pattern = `Lab ${chapter.labs[0].id.replace(".", "\\.")} `;
-    out.push(`  npx vitest run packages/pi-course/${chapter.testFile} -t "${pattern}"    # 一个实验 (one lab)`);
+    out.push(`  npx vitest run packages/pi-course/${chapter.testFile} -t "${labPattern(chapter.labs[0].id)}"    # 一个实验 (one lab)`);
   }
   out.push(
-    `  npm run practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,
+    `  npm run -s practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,
     `  cd ../my-${chapter.id} && npm install && ${chapter.scripts?.start ? "npm start && " : ""}npm test`,
   );
   return out.join("\n");

@@ -2,7 +2,8 @@
  * The CI proof of one chapter: generate snapshot(N) and practice(N) into temporary folders whose
  * node_modules is a symlink to the repository's (offline, no install), then check them:
  *
- * - snapshot(N): typechecks; every test passes; every lab of N has a test named `Lab N.M …`.
+ * - snapshot(N): typechecks; every test passes; every lab of N has a test named `Lab N.M …`; each
+ *   of the chapter's test files holds its tests in lab order.
  * - practice(N): typechecks; the tests of chapters < N pass; each test of chapter N fails with
  *   the not-implemented error of its lab (or of a lab in its `uses`); every lab is a site; every
  *   `uses` entry is needed; LEARNING.md's first red is what the first test of lab 1 fails with.
@@ -245,6 +246,7 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
       }
     }
   }
+  if (view.kind === "snapshot" && chapter.mode === "rebuild") problems.push(...orderProblems(chapter, tests, label));
   if (view.kind === "snapshot") {
     // `npm test -- -t "Lab N.M"` matches describe names too: one holding a lab id runs every test inside.
     for (const test of tests) {
@@ -316,6 +318,47 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
       );
     }
   }
+}
+
+/**
+ * A learner reads a test file from the top and works lab by lab: each of the chapter's test files
+ * holds its tests in the order of the labs (all of Lab N.1's, then N.2's, …). One problem per file
+ * that is not, naming its first test out of place. `testOrderWaiver` excuses a chapter for now
+ * (printed on every run), and fails the proof once the order is right.
+ */
+function orderProblems(chapter: Chapter, tests: TestOutcome[], label: string): string[] {
+  const problems: string[] = [];
+  const ids = chapter.labs.map((l) => l.id);
+  const files = [...new Set(tests.filter((t) => t.chapter === chapter.number).map((t) => t.file))];
+  for (const file of files) {
+    let last: TestOutcome | undefined;
+    let misplaced: { test: TestOutcome; after: TestOutcome } | undefined;
+    let count = 0;
+    for (const test of tests) {
+      if (test.file !== file || test.lab === undefined || !ids.includes(test.lab)) continue;
+      if (last && ids.indexOf(test.lab) < ids.indexOf(last.lab!)) {
+        misplaced ??= { test, after: last };
+        count++;
+      } else {
+        last = test;
+      }
+    }
+    if (misplaced) {
+      problems.push(
+        `${label}: ${file} is not in lab order: "${misplaced.test.title}" comes after "${misplaced.after.title}"` +
+          `${count > 1 ? ` (${count} tests out of place)` : ""}; put each lab's tests after the earlier labs' tests`,
+      );
+    }
+  }
+  if (chapter.testOrderWaiver !== undefined) {
+    if (problems.length === 0) {
+      problems.push(`${label}: the tests of chapter ${chapter.id} are in lab order now; remove testOrderWaiver in ${chapter.source}`);
+    } else {
+      console.warn(`[proof] waived in ${chapter.source}: ${problems.join("; ")} (why: ${chapter.testOrderWaiver})`);
+      return [];
+    }
+  }
+  return problems;
 }
 
 /** The construction-site messages of a chapter's labs (the Chinese half: assertions may truncate the rest). */

@@ -5,14 +5,18 @@ export default defineChapter({
   slug: "message-ir",
   title: { zh: "规范消息", en: "Canonical messages" },
   invariant: {
-    zh: "只存储和回放规范消息；终止事件的名称与消息的 stopReason 必须一致（done ⇔ stop/length/toolUse，error ⇔ error/aborted）。",
-    en: "Only canonical messages are stored and replayed; a terminal event's name always agrees with its message's stopReason.",
+    zh:
+      "只存储和回放规范消息；终止事件与它的消息必须一致：事件名与 stopReason 相符（done ⇔ stop/length/toolUse，error ⇔ error/aborted），" +
+      "而且事件的 `reason` 必须等于消息的 `stopReason`（例如 `error` 事件的 reason 是 `error`，消息却是 `aborted`，也不一致）。",
+    en:
+      "Only canonical messages are stored and replayed; a terminal event agrees with its message: its name fits the stopReason, " +
+      "and its reason equals the stopReason (an error event with reason error carrying an aborted message is incoherent too).",
   },
   adds: {
     zh:
       "`types.ts` 里的词汇：文本块、工具调用、三种消息角色（user / assistant / toolResult）、`ModelEvent` 与 `Model` 契约；" +
       "`messages.ts` 里的构造器和 `textOf`；以及 `event-stream.ts` 里的 `AssistantMessageEventStream`，它在 `push` 时拒绝不一致的终止事件。" +
-      "提供方的线上格式和界面文本是别的层次，这里只有规范形状。",
+      "各家提供方 API 的请求/响应格式、界面上显示的文本都属于别的层，这里只有统一的消息结构。",
     en:
       "The vocabulary (content blocks, the three roles, ModelEvent, the Model contract), message constructors and textOf, " +
       "and AssistantMessageEventStream, which refuses an incoherent terminal event at push.",
@@ -23,8 +27,16 @@ export default defineChapter({
       id: "3.1",
       title: { zh: "消息构造器", en: "message constructors" },
       hint: {
-        zh: "构造器在边界上设置时间戳（可显式传入），并复制输入，消息绝不与调用者共享数组。",
-        en: "Constructors stamp the time (overridable) and copy their input: a message never shares arrays with the caller.",
+        zh:
+          "构造器在创建消息时打上时间戳（可用 `timestamp` 显式传入），并复制输入，消息绝不与调用者共享任何对象：" +
+          "文本块是新的对象（不只是新数组），助手消息的内容要深拷贝（工具调用的 `arguments` 也是新对象），" +
+          "`usage` 也是一份新的拷贝（默认值来自冻结的 `EMPTY_USAGE`，同样要拷贝）。默认值：provider 和 model 为 `\"unknown\"`，" +
+          "`isError` 为 false；`errorMessage`、`details` 只在给了的时候才出现。",
+        en:
+          "Constructors stamp the time (overridable with timestamp) and copy their input, sharing no object with the caller: new " +
+          "text blocks (not just a new array), assistant content deep-copied (tool-call arguments too), a fresh usage (also when it " +
+          "defaults to the frozen EMPTY_USAGE). Defaults: provider and model \"unknown\", isError false; errorMessage and details " +
+          "only when given.",
       },
     },
     {
@@ -40,18 +52,24 @@ export default defineChapter({
       id: "3.3",
       title: { zh: "终止事件的一致性", en: "terminal coherence" },
       hint: {
-        zh: "不一致是程序错误：在 push 时大声拒绝（throw），而不是悄悄接受。",
-        en: "A mismatch is a programming error: refuse it loudly at push.",
+        zh:
+          "不一致是程序错误：在 push 时直接抛出异常拒绝它，不要悄悄接受，被拒绝的事件也不能进入流。" +
+          "抛出的必须是 `TypeError`，消息里要有 `reason must equal the message's stopReason` 这句话（测试用正则检查它），" +
+          "最好再写明事件名、reason 和 stopReason。合法的事件交给父类 `EventStream` 的 `push`。",
+        en:
+          "A mismatch is a programming error: throw at push, and the refused event never reaches the stream. Throw a TypeError " +
+          "whose message contains \"reason must equal the message's stopReason\" (the tests match that phrase); coherent events go " +
+          "to EventStream's push.",
       },
       uses: ["3.1"],
     },
   ],
   breakIt: {
     zh:
-      "让 `textOf` 也把工具调用的参数拼进文本，运行测试：哪个测试说明了“有损”是刻意的？再把 `assistantMessage` 里的 " +
-      "`structuredClone` 去掉，修改调用者的数组后，消息会发生什么？",
+      "让 `textOf` 也把工具调用的参数拼进文本，运行测试：哪个测试说明了“有损”是刻意的？再让 `assistantMessage` 直接使用调用者传入的 " +
+      "content 数组（不复制），哪个测试失败？调用者之后修改自己的数组，消息会发生什么？",
     en:
-      "Make textOf include tool-call arguments: which test says lossy is on purpose? Drop structuredClone in assistantMessage " +
-      "and mutate the caller's array: what happens to the message?",
+      "Make textOf include tool-call arguments: which test says lossy is on purpose? Then let assistantMessage keep the caller's " +
+      "content array as it is (no copy): which test fails, and what happens to the message when the caller mutates its array?",
   },
 });

@@ -12,10 +12,14 @@ export default defineChapter({
     zh:
       "`ScriptedModel`：一个确定性的 `Model`，把脚本里的回合播放成模型事件：`start`、文本的 `text_delta`、" +
       "每个工具调用的 `toolcall_delta` 与 `toolcall_end`，最后是 `done`。它是后面各章测试的替身，也是主程序默认内置的模型。" +
-      "`requests` 深拷贝记录每次收到的上下文。",
+      "`requests` 深拷贝记录每次收到的上下文。" +
+      "文件里已经给好的帮手可以直接用：`this.interrupted(signal)` 让出一次事件循环，然后告诉你是否已中止；" +
+      "`this.abort(stream, partial)` 以中止结束回合并保留已流出的内容；`this.fail(stream, reason, text)` 推送一条空的错误消息；" +
+      "`this.blank(stopReason)` 是本模型的空消息（provider、model、时间戳都已填好）；`pieces(text, size)` 把文本切成 delta。",
     en:
       "A deterministic Model that plays scripted turns as model events; the test double of every later chapter and the " +
-      "embedded default model of the main job. It records a deep copy of every context it is asked with.",
+      "embedded default model of the main job. It records a deep copy of every context it is asked with. Provided helpers: " +
+      "interrupted (one yield, then is the signal aborted?), abort, fail, blank, pieces.",
   },
   files: ["src/scripted-model.ts"],
   labs: [
@@ -24,30 +28,78 @@ export default defineChapter({
       title: { zh: "stream() 与选回合：立即返回，失败都是事件", en: "stream() and choosing the turn: return at once, failures as events" },
       hint: {
         zh:
-          "stream：深拷贝并记录上下文（拷贝失败也是 error 事件），异步开始播放，立刻返回流，播放中任何意外抛出都变成 error 事件。" +
-          "resolveTurn：预先中止（不消耗回合）、脚本用完、responder 抛错或返回坏值：全部是 error 事件，绝不抛出。",
+          "`stream` 里同步完成这几件事再返回流：深拷贝上下文并记进 `requests`（拷贝失败也是 error 事件），然后**直接调用** `this.play(...)`" +
+          "（不要放进 `queueMicrotask`/`setImmediate`）：`play` 一开始就调用 `resolveTurn`，而预先中止的检查和“取走一个回合”必须在 " +
+          "`stream()` 返回之前同步发生（`resolveTurn` 在第一个 `await` 之前做完这两件事）。`play` 返回的 promise 要接上 `.catch`：" +
+          "播放中任何意外抛出都变成 error 事件，**消息里保留原错误的 message**（后面实验的施工现场错误就是靠它显示出来的）。" +
+          "`resolveTurn` 取下一个回合：脚本里的一项可能是消息、`ScriptedFailure`（用已给的 `failureScript` 变成要播放的消息）或 responder" +
+          "（用上下文和从 0 数起的回合号调用它，可能是 async）。预先中止（不消耗回合）、脚本用完、responder 抛错，全部是 error 事件，绝不抛出；" +
+          "responder 返回了无效的值不用特意检查，读它时抛出的错误会走上面的 `.catch`。测试逐字检查这五种 errorMessage：" +
+          "① 预先中止（reason 为 `aborted`）：`Request was aborted`；" +
+          "② 脚本用完：`ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run sooner.`，" +
+          "N 数的是回合（已取走的回合数 + 1，被预先中止的调用不算），M 是脚本长度；" +
+          "③ responder 抛错：`ScriptedModel: the responder threw: <错误的 message>`；" +
+          "④ `.catch` 接住的意外：`ScriptedModel: cannot play call N: <错误的 message>`，N 数的是调用（第几次调用 `stream()`，即 `requests.length`）；" +
+          "⑤ 拷贝失败：`ScriptedModel: the context cannot be copied: <错误的 message>`（测试只查 `cannot be copied`）。",
         en:
-          "stream: deep-copy and record the context (a failed copy is an error event), start playing asynchronously, return at once; " +
-          "resolveTurn: pre-aborted (uses no turn), script exhausted, responder threw: all error events, never a throw.",
+          "In stream(), synchronously: deep-copy and record the context (a failed copy is an error event), then call this.play(...) " +
+          "directly, not from a microtask or setImmediate: the pre-abort check and taking the turn happen before stream() returns. " +
+          "Catch play's rejection as an error event that keeps the cause's message. resolveTurn takes the next turn (a message, a " +
+          "ScriptedFailure made playable by failureScript, or a responder called with the context and the 0-based turn index); " +
+          "pre-aborted (uses no turn), " +
+          "script exhausted, responder threw: error events, never a throw. The five errorMessages the tests require: " +
+          "\"Request was aborted\"; \"ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run " +
+          "sooner.\" (N counts turns taken + 1); \"ScriptedModel: the responder threw: <message>\"; \"ScriptedModel: cannot play call " +
+          "N: <message>\" (N counts calls to stream()); \"ScriptedModel: the context cannot be copied: <message>\".",
       },
     },
     {
       id: "4.2",
-      title: { zh: "把一个回合播放成模型事件", en: "playing a turn as model events" },
+      title: { zh: "把文本回合播放成模型事件", en: "playing a text turn as model events" },
       hint: {
-        zh: "start、逐块的 delta、每个工具调用的 toolcall_end，最后 done 或 error；每个事件之前让出一次事件循环，播放中途中止也是 error 事件，出错的回合保留已经流出的部分文本。",
-        en: "start, deltas, toolcall_end per call, then done or error; yield before each event; an abort mid-play is an error event, and an error turn keeps its partial text.",
+        zh:
+          "先建 `partial = this.blank(\"stop\")`，**立刻**推送 `start`（它前面不让出、不查 signal）。之后每个事件之前（每个 delta，以及最后的 done/error）" +
+          "恰好让出一次：`await this.interrupted(signal)`，结果为 true 就用 `this.abort(stream, partial)` 结束回合；否则才修改共享的 `partial`、推送事件，" +
+          "这样读者看到的每个 partial 都是它那个事件时的样子。文本块：第一个 delta 时把一个新的 `{ type: \"text\", text: \"\" }` 放进 " +
+          "`partial.content`，每个 `text_delta` 把 delta 追加上去，`contentIndex` 是这个块的位置，事件里的 `partial` 就是那个共享对象。" +
+          "工具调用块交给 `playToolCall`（Lab 4.3；它返回 false 表示回合已被中止）。最后：`usage` 复制脚本的、`stopReason` 与 errorMessage 取脚本的，" +
+          "`stop`/`length`/`toolUse` 推送 `done`（`message` 就是 partial 本身），`error`/`aborted` 推送 `error`，所以出错的回合保留已流出的文本。",
+        en:
+          "partial = this.blank(\"stop\"); push start at once (no yield, no signal check before it). Before every later event " +
+          "(each delta, the final done/error) yield exactly once with this.interrupted(signal) (aborted → this.abort), and only " +
+          "then change the shared partial and push. Text blocks grow in place, one text_delta per piece; tool calls go to " +
+          "playToolCall. Finally copy usage, set stopReason (and errorMessage) and push done or error carrying partial itself.",
       },
       // Its tests call stream() first: in practice(04) they meet lab 4.1's site before this one.
+      uses: ["4.1"],
+    },
+    {
+      id: "4.3",
+      title: { zh: "播放工具调用：toolcall_delta 与 toolcall_end", en: "playing a tool call: toolcall_delta and toolcall_end" },
+      hint: {
+        zh:
+          "流式期间，块的样子是 `{ type: \"toolCall\", id, name, arguments: {}, rawArguments: \"到目前为止的 JSON 文本\" }`：" +
+          "JSON 文本是脚本里的 `rawArguments`，没有就用 `JSON.stringify(arguments)`，按 `pieces` 切开，每片一个 `toolcall_delta`" +
+          "（同样先让出、再改 partial、再推送）。然后再让出一次，把 `arguments` 设成脚本参数的深拷贝，脚本没有 `rawArguments` 就删掉这个字段，" +
+          "推送 `toolcall_end`：它的 `toolCall` 必须就是 `partial.content` 里、也就是最终消息里的那个对象（测试用 `toBe` 检查，不能是副本）。" +
+          "`length` 回合被截断了：调用的文本照样流出，但**没有** `toolcall_end`，块保持流式时的样子（`arguments: {}` 加 `rawArguments`）。" +
+          "中途中止：`this.abort(stream, partial)` 并返回 false。",
+        en:
+          "While streaming, the block is { type: \"toolCall\", id, name, arguments: {}, rawArguments: text so far }; the text is the " +
+          "script's rawArguments or JSON.stringify(arguments), one toolcall_delta per piece. Then yield, set arguments to a deep " +
+          "copy of the scripted ones, drop rawArguments unless scripted, and push toolcall_end carrying the very block object of " +
+          "the final message. A length turn streams the text but has no toolcall_end. On abort: this.abort and return false.",
+      },
       uses: ["4.1"],
     },
   ],
   breakIt: {
     zh:
-      "在 `play` 开头对已中止的 signal 直接 `throw`，而不是推送 error 事件。运行测试：调用者会看到什么？" +
-      "为什么 `Model` 的契约要求 `stream` 从不抛出？",
+      "找到你的代码里检查“调用前就已中止”的地方，把推送 error 事件改成直接 `throw`。运行测试：调用者会看到什么？" +
+      "为什么 `Model` 的契约要求 `stream` 从不抛出？再把 `stream()` 里对 `play` 的调用挪进 `queueMicrotask`：哪个测试失败，少了哪个事件？",
     en:
-      "Throw on a pre-aborted signal instead of pushing an error event: what does the caller see, and why does the Model " +
-      "contract say stream never throws?",
+      "Where your code checks for a signal aborted before the call, throw instead of pushing the error event: what does the " +
+      "caller see, and why does the Model contract say stream never throws? Then move the call to play into queueMicrotask: " +
+      "which test fails, and which event is missing?",
   },
 });

@@ -3,6 +3,7 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "07",
   slug: "agent-loop",
+  testOrderWaiver: "its tests predate the lab-order rule of the proof; put them in lab order (Lab 7.1's first) and remove this line",
   title: { zh: "智能体循环：agentLoop 与 AgentEvent 生命周期", en: "The agent loop and the AgentEvent lifecycle" },
   invariant: {
     zh:

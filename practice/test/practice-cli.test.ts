@@ -88,4 +88,15 @@ describe("npm run practice, for real", () => {
     // Nothing half-made: no refused folder, no staging folder.
     expect(readdirSync(temp).filter((name) => name.startsWith("x") || name.startsWith("."))).toEqual([]);
   }, 180_000);
+
+  it("with -s, a refusal is the only line, named after the command; the exit code stays non-zero", async () => {
+    const [practice, checkpoint] = await Promise.all([
+      npm(["run", "-s", "practice", "--", "99", join(temp, "x3")]),
+      npm(["run", "-s", "checkpoint", "--", "99"]),
+    ]);
+    expect(practice.code).toBe(2);
+    expect(practice.out).toBe(`practice: 没有第 99 章 (no chapter 99). Valid chapters: ${valid}.\n`);
+    expect(checkpoint.code).toBe(2);
+    expect(checkpoint.out).toBe(`checkpoint: 没有第 99 章 (no chapter 99). Valid chapters: ${valid}.\n`);
+  }, 180_000);
 });

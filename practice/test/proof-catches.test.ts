@@ -4,7 +4,7 @@
  * healthy course passes the proof, and each kind of breakage is caught:
  * a broken marker, a lab body leaked outside its region, a test that passes against its site.
  * A second mini course (one chapter, three labs) shows the lab-order check: a test that needs a
- * later lab than the one it is named after is caught.
+ * later lab than the one it is named after is caught, and so is a test file not in lab order.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -296,6 +296,27 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
     const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(wrapped), views: ["snapshot"] });
     expect(report.problems).toEqual([
       'snapshot(01): test/01-calc.test.ts › Lab 1.2 · subtracts sits in a describe named "Lab 1.1 …"; keep lab ids out of describe names',
+    ]);
+  }, 300_000);
+
+  it.concurrent("fails when a test file is not in lab order, and for a test-order waiver once the order is right", async () => {
+    const adds = 'it("Lab 1.1 · adds", () => {\n  expect(add(2, 3)).toBe(5);\n});\n\n';
+    const late = CALC_TEST.replace(adds, "") + "\n" + adds.trimEnd() + "\n";
+    expect(late.indexOf("Lab 1.1 ·")).toBeGreaterThan(late.indexOf("Lab 1.3 ·"));
+    const waived = buildCatalogue([
+      { spec: { ...calcCatalogue.chapters[0]!, testOrderWaiver: "not yet" }, source: "mini/01-calc.ts" },
+    ]);
+    // (A waiver that excuses a file out of order is what keeps chapters 07 and 08 green for now.)
+    const [unordered, stale] = await Promise.all([
+      proveChapter(calcCatalogue, calc, { sources: calcCourse(late), views: ["snapshot"] }),
+      proveChapter(waived, waived.chapters[0]!, { sources: calcCourse(CALC_TEST), views: ["snapshot"] }),
+    ]);
+    expect(unordered.problems).toEqual([
+      'snapshot(01): test/01-calc.test.ts is not in lab order: "Lab 1.1 · adds" comes after "Lab 1.3 · negates"; ' +
+        "put each lab's tests after the earlier labs' tests",
+    ]);
+    expect(stale.problems).toEqual([
+      "snapshot(01): the tests of chapter 01 are in lab order now; remove testOrderWaiver in mini/01-calc.ts",
     ]);
   }, 300_000);
 

@@ -128,25 +128,8 @@ export class ScriptedModel implements Model {
           stream.push({ type: "thinking_delta", contentIndex, delta, partial });
         }
         // #endregion
-      } else {
-        const target: ToolCall = { type: "toolCall", id: block.id, name: block.name, arguments: {} };
-        target.rawArguments = "";
-        const json = block.rawArguments ?? JSON.stringify(block.arguments ?? {});
-        for (const delta of pieces(json, this.chunkSize)) {
-          if (await this.interrupted(signal)) return this.abort(stream, partial);
-          if (partial.content.length === contentIndex) partial.content.push(target);
-          target.rawArguments += delta;
-          stream.push({ type: "toolcall_delta", contentIndex, delta, partial });
-        }
-        // A truncated (`length`) turn never completes its calls: no toolcall_end.
-        if (script.stopReason === "length") continue;
-        if (await this.interrupted(signal)) return this.abort(stream, partial);
-        target.arguments = structuredClone(block.arguments);
-        if (block.rawArguments === undefined) delete target.rawArguments;
-        // #region ch05
-        if (block.argumentsError !== undefined) target.argumentsError = block.argumentsError;
-        // #endregion
-        stream.push({ type: "toolcall_end", contentIndex, toolCall: target, partial });
+      } else if (!(await this.playToolCall(stream, partial, block, script.stopReason, signal))) {
+        return;
       }
     }
     if (await this.interrupted(signal)) return this.abort(stream, partial);
@@ -158,6 +141,50 @@ export class ScriptedModel implements Model {
     } else {
       stream.push({ type: "done", reason: script.stopReason, message: partial });
     }
+    // #endregion
+  }
+
+  /**
+   * Streams one tool call of the turn into `partial` (the next content index): its JSON text as
+   * `toolcall_delta`s, the block holding `arguments: {}` and the text so far in `rawArguments`;
+   * then, unless the turn is a truncated `length` turn, `toolcall_end` with the completed block
+   * (the scripted arguments, deep-copied), the very object the final message holds. Returns
+   * false when an abort ended the turn (its error event is pushed), true to go on.
+   */
+  private async playToolCall(
+    stream: AssistantMessageEventStream,
+    partial: AssistantMessage,
+    block: ToolCall,
+    stopReason: StopReason,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> {
+    // #region lab 4.3 playToolCall
+    const contentIndex = partial.content.length;
+    const target: ToolCall = { type: "toolCall", id: block.id, name: block.name, arguments: {} };
+    target.rawArguments = "";
+    const json = block.rawArguments ?? JSON.stringify(block.arguments ?? {});
+    for (const delta of pieces(json, this.chunkSize)) {
+      if (await this.interrupted(signal)) {
+        this.abort(stream, partial);
+        return false;
+      }
+      if (partial.content.length === contentIndex) partial.content.push(target);
+      target.rawArguments += delta;
+      stream.push({ type: "toolcall_delta", contentIndex, delta, partial });
+    }
+    // A truncated (`length`) turn never completes its calls: no toolcall_end.
+    if (stopReason === "length") return true;
+    if (await this.interrupted(signal)) {
+      this.abort(stream, partial);
+      return false;
+    }
+    target.arguments = structuredClone(block.arguments);
+    if (block.rawArguments === undefined) delete target.rawArguments;
+    // #region ch05
+    if (block.argumentsError !== undefined) target.argumentsError = block.argumentsError;
+    // #endregion
+    stream.push({ type: "toolcall_end", contentIndex, toolCall: target, partial });
+    return true;
     // #endregion
   }
 
@@ -208,6 +235,7 @@ export class ScriptedModel implements Model {
     return signal?.aborted === true;
   }
 
+  /** Ends the turn as aborted, keeping what was streamed. */
   private abort(stream: AssistantMessageEventStream, partial: AssistantMessage): void {
     partial.stopReason = "aborted";
     partial.errorMessage = "Request was aborted";
