@@ -220,7 +220,6 @@ export type {
   SessionHeader,
   SessionTornMark,
 } from "./types.js";
-} from "./types.js";
 // #endregion
 // #region ch11
 
