@@ -84,13 +84,8 @@ export function prepareToolArguments<TParameters extends TSchema>(
 ): Static<TParameters> {
   // #region lab 6.2 prepareToolArguments
   if (toolCall.argumentsError !== undefined) {
-    throw new ToolArgumentsError(
-      tool.name,
-      [],
-      toolCall.rawArguments ?? toolCall.arguments,
-      `the arguments are not valid JSON (${toolCall.argumentsError}). Re-issue the call with ` +
-        `complete, valid JSON arguments.`,
-    );
+    // argumentsError is already written for the model (see parseToolArguments): said once.
+    throw new ToolArgumentsError(tool.name, [], toolCall.rawArguments ?? toolCall.arguments, toolCall.argumentsError);
   }
   if (tool.prepareArguments === undefined) return validateToolArguments(tool, toolCall);
   let copy: unknown;

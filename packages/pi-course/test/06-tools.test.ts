@@ -3,6 +3,7 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import {
   ToolArgumentsError,
   defineTool,
+  parseToolArguments,
   prepareToolArguments,
   toToolDefinition,
   validateToolArguments,
@@ -218,6 +219,17 @@ describe("chapter 06 · tools", () => {
     expect(prepared).toBe(false);
     expect(error.message).toContain("Unexpected end of JSON input");
     expect(error.message).toContain('Received arguments: {"path": "ma');
+  });
+
+  it("Lab 6.2 · the malformed-JSON error the model reads says what happened once, in one sentence", () => {
+    const raw = '{"path": "ma';
+    const toolCall = call({}, { rawArguments: raw, argumentsError: parseToolArguments(raw).error! });
+    const message = errorOf(() => prepareToolArguments(tool(readParams), toolCall)).message;
+    expect(message).toBe(
+      `Invalid arguments for tool "read":\n${parseToolArguments(raw).error}\nReceived arguments: {"path": "ma`,
+    );
+    expect(message.match(/not valid JSON/g)).toHaveLength(1);
+    expect(message).not.toMatch(/Re-issue/);
   });
 
   it("Lab 6.2 · a throwing prepareArguments becomes a readable ToolArgumentsError", () => {
