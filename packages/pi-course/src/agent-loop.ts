@@ -86,6 +86,8 @@ export function runAgentLoop(
   signal?: AbortSignal,
 ): Promise<AgentMessage[]> {
   checkConfig(config);
+  // Without prompts this is a continuation, and must leave the model something to answer.
+  if (prompts.length === 0) checkContinuable(context, "agentLoop");
   return new LoopRun(context, config, sink, signal).run([...prompts], runLoop);
 }
 
@@ -321,10 +323,15 @@ function checkConfig(config: AgentLoopConfig): void {
   }
 }
 
-function checkContinuable(context: AgentContext): void {
+function checkContinuable(context: AgentContext, who: "agentLoop" | "agentLoopContinue" = "agentLoopContinue"): void {
   const messages = context.messages;
   if (messages.length === 0) {
-    throw new Error("agentLoopContinue: the transcript is empty; start a run with agentLoop(prompts, …).");
+    throw new Error(
+      who === "agentLoop"
+        ? "agentLoop: no prompts and an empty transcript, so the model would be called with no messages. " +
+            "Pass the prompt: agentLoop([userMessage(\"…\")], context, config)."
+        : "agentLoopContinue: the transcript is empty; start a run with agentLoop(prompts, …).",
+    );
   }
   // error/aborted assistant messages (a failed turn, the turn limit) are not in the model's view
   let k = messages.length - 1;
@@ -332,8 +339,8 @@ function checkContinuable(context: AgentContext): void {
   const last = messages[k];
   if (last === undefined || last.role === "assistant") {
     throw new Error(
-      "agentLoopContinue: the transcript ends with an assistant message, so the model has nothing " +
-        "to answer. Add a user message (agentLoop) or the missing tool results first.",
+      `${who === "agentLoop" ? "agentLoop: no prompts, and" : "agentLoopContinue:"} the transcript ends with an ` +
+        "assistant message, so the model has nothing to answer. Add a user message (agentLoop) or the missing tool results first.",
     );
   }
 }

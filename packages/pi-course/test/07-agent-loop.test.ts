@@ -856,6 +856,11 @@ describe("chapter 07 · the agent loop", () => {
     expect(model.requests[0]!.messages).toHaveLength(3);
     expect(() => agentLoopContinue(ctx([], []), { model })).toThrow(/empty/);
     expect(() => agentLoopContinue(ctx([], [says("hi")]), { model })).toThrow(/ends with an assistant message/);
+    // agentLoop without prompts is a continuation: refused the same way, never a call with no messages
+    const calls = model.requests.length;
+    expect(() => agentLoop([], ctx([], []), { model })).toThrow(/^agentLoop: no prompts and an empty transcript.*Pass the prompt/);
+    expect(() => agentLoop([], ctx([], [says("hi")]), { model })).toThrow(/^agentLoop: no prompts, and the transcript ends with an assistant message/);
+    expect(model.requests.length).toBe(calls);
   });
 
   it("Lab 7.1 · after a turn-limit stop, agentLoopContinue with the returned transcript runs the next turn", async () => {
