@@ -57,6 +57,13 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
   if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
     throw new TypeError(`${who}: baseUrl must be an http(s) URL such as "https://api.anthropic.com", got ${JSON.stringify(baseUrl)}`);
   }
+  const endpoint = /(\/v1)?\/messages\/*$/.exec(baseUrl);
+  if (endpoint !== null) {
+    throw new TypeError(
+      `${who}: baseUrl is the server's base, without the endpoint: "${baseUrl.slice(0, endpoint.index)}" ` +
+        `(the adapter adds /v1/messages), got ${JSON.stringify(baseUrl)}`,
+    );
+  }
   if (typeof options.model !== "string" || options.model === "") {
     throw new TypeError(`${who}: model must be a non-empty model id, e.g. "claude-sonnet-4-5"`);
   }

@@ -67,6 +67,13 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
       `createOpenAICompatibleModel: baseUrl must be an http(s) URL such as "https://api.openai.com/v1", got ${JSON.stringify(options.baseUrl)}`,
     );
   }
+  const endpoint = /\/chat\/completions\/*$/.exec(options.baseUrl);
+  if (endpoint !== null) {
+    throw new TypeError(
+      `createOpenAICompatibleModel: baseUrl is the server's base, without the endpoint: ` +
+        `"${options.baseUrl.slice(0, endpoint.index)}" (the adapter adds /chat/completions), got ${JSON.stringify(options.baseUrl)}`,
+    );
+  }
   if (typeof options.model !== "string" || options.model === "") {
     throw new TypeError("createOpenAICompatibleModel: model must be a non-empty model id, e.g. \"gpt-4o-mini\"");
   }

@@ -581,6 +581,9 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect(make({ maxTokens: undefined })).toThrow(/maxTokens is required by the Messages API/);
     expect(make({ thinking: { budgetTokens: 512 } })).toThrow(/budgetTokens must be an integer ≥ 1024 and below maxTokens \(2048\)/);
     expect(make({ baseUrl: "api.anthropic.com" })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(make({ baseUrl: "https://api.anthropic.com/v1/messages" })).toThrow(
+      'baseUrl is the server\'s base, without the endpoint: "https://api.anthropic.com" (the adapter adds /v1/messages)',
+    );
     expect(make({ model: "" })).toThrow(/model must be a non-empty model id/);
   });
 });

@@ -1229,6 +1229,9 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(JSON.stringify(rejected.events)).not.toContain(KEY);
 
     expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(() => createOpenAICompatibleModel({ baseUrl: "https://api.openai.com/v1/chat/completions", model: "m" })).toThrow(
+      'baseUrl is the server\'s base, without the endpoint: "https://api.openai.com/v1" (the adapter adds /chat/completions)',
+    );
     expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(/model must be a non-empty model id/);
     // Bounds that cannot work are refused when the model is made, with the option's name.
     const make = (extra: Partial<OpenAICompatibleOptions>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
