@@ -35,6 +35,7 @@ export default defineChapter({
   files: [
     "src/coding-tools/workspace.ts",
     "src/coding-tools/held-folder.ts",
+    "src/coding-tools/repairs.ts",
     "src/coding-tools/read.ts",
     "src/coding-tools/write.ts",
     "src/coding-tools/edit.ts",

@@ -709,6 +709,29 @@ describe("chapter 08 · exact edits", () => {
   }, 10_000);
 });
 
+describe("chapter 08 · argument repairs", () => {
+  it("Lab 8.4 · every path tool takes file_path/filePath for path; edit takes one flat edit in either naming", async () => {
+    const workspace = new Workspace(root);
+    const tools = { read: createReadTool(workspace), write: createWriteTool(workspace), ls: createLsTool(workspace), edit: createEditTool(workspace) };
+    for (const tool of Object.values(tools)) {
+      expect(tool.prepareArguments?.({ file_path: "a.txt" })).toEqual({ path: "a.txt" });
+      expect(tool.prepareArguments?.({ filePath: "a.txt" })).toEqual({ path: "a.txt" });
+      // `path` wins, and two aliases at once are not guessed between
+      expect(tool.prepareArguments?.({ path: "b.txt", file_path: "a.txt" })).toEqual({ path: "b.txt", file_path: "a.txt" });
+      expect(tool.prepareArguments?.({ file_path: "a.txt", filePath: "c.txt" })).toEqual({ file_path: "a.txt", filePath: "c.txt" });
+    }
+    expect(tools.write.prepareArguments?.({ file_path: "a.txt", content: "x" })).toEqual({ path: "a.txt", content: "x" });
+    const file = path.join(root, "notes.txt");
+    await writeFile(file, "alpha\nbeta\n");
+    await run(tools.edit, { file_path: "notes.txt", old_string: "beta", new_string: "BETA" });
+    await run(tools.edit, { filePath: "notes.txt", oldText: "alpha", newText: "ALPHA" });
+    expect(await readFile(file, "utf8")).toBe("ALPHA\nBETA\n");
+    // an edit that already has `edits` is left as sent
+    const both = { path: "notes.txt", edits: [{ oldText: "ALPHA", newText: "a" }], old_string: "x", new_string: "y" };
+    expect(tools.edit.prepareArguments?.(structuredClone(both))).toEqual(both);
+  }, 10_000);
+});
+
 describe("chapter 08 · bounded bash", () => {
   it("Lab 8.5 · returns the exit code and stdout and stderr interleaved", async () => {
     const ok = await runCommand("echo out; sleep 0.05; echo err >&2; sleep 0.05; echo done", { cwd: root });

@@ -23,6 +23,17 @@ describe("README", () => {
     expect(root.scripts.start).toBe("npm run start -w @pi/course --");
   });
 
+  it("README · the table of the coding tools' argument repairs is the one in repairs.ts", async () => {
+    const readme = await readFile(readmePath, "utf8");
+    const source = await readFile(path.join(repoRoot, "packages", "pi-course", "src", "coding-tools", "repairs.ts"), "utf8");
+    const rows = source
+      .split("\n")
+      .filter((line) => line.startsWith(" * |"))
+      .map((line) => line.slice(3));
+    expect(rows).toHaveLength(5);
+    expect(readme).toContain(rows.join("\n"));
+  });
+
   it("README · the library example runs and prints the lifecycle it describes", async () => {
     const output = await runExample(0);
     const lines = output.trimEnd().split("\n");

@@ -10,6 +10,7 @@ import { constants } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
+import { repairEdit } from "./repairs.js";
 import { writeFileAtomic } from "./write.js";
 import type { HeldFolder } from "./held-folder.js";
 import type { Workspace } from "./workspace.js";
@@ -127,15 +128,8 @@ export function createEditTool(workspace: Workspace): AgentTool<typeof editParam
       "file (copy it from read output, without the line numbers). All edits apply, or none.",
     parameters: editParameters,
     executionMode: "sequential",
-    // Models often send one edit flat: { path, oldText, newText }.
-    prepareArguments(args) {
-      if (typeof args !== "object" || args === null) return args;
-      const flat = args as Record<string, unknown>;
-      if (flat.edits === undefined && typeof flat.oldText === "string" && typeof flat.newText === "string") {
-        return { path: flat.path, edits: [{ oldText: flat.oldText, newText: flat.newText }] };
-      }
-      return args;
-    },
+    // The repairs of repairs.ts: path aliases, one flat edit.
+    prepareArguments: repairEdit,
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path);

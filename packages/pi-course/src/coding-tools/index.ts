@@ -23,7 +23,9 @@ export interface CodingToolsOptions extends WorkspaceOptions {
 
 /**
  * The five coding tools over the folder `root` (or an existing `Workspace`), in the order
- * `read`, `write`, `edit`, `ls`, `bash`. Throws when `root` is not an existing folder.
+ * `read`, `write`, `edit`, `ls`, `bash`. Throws when `root` is not an existing folder. A
+ * relative `root` is resolved against the current folder once, here. The argument repairs the
+ * tools make are listed in `repairs.ts`.
  */
 export function createCodingTools(
   root: string | Workspace,

@@ -8,6 +8,7 @@ import { constants } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
+import { repairPath } from "./repairs.js";
 import { hasDescriptorPaths } from "./held-folder.js";
 import type { Workspace } from "./workspace.js";
 
@@ -43,6 +44,8 @@ export function createLsTool(workspace: Workspace): AgentTool<typeof lsParameter
     label: "List folder",
     description: "List a folder of the workspace: folders end with /, symbolic links with @.",
     parameters: lsParameters,
+    // The repairs of repairs.ts: `file_path`/`filePath` → `path`.
+    prepareArguments: repairPath,
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path ?? ".");

@@ -10,6 +10,7 @@
 import { constants } from "node:fs";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
+import { repairPath } from "./repairs.js";
 import type { Workspace } from "./workspace.js";
 
 /** The default caps of one read. */
@@ -123,6 +124,8 @@ export function createReadTool(
       `or ${formatSize(caps.maxBytes ?? READ_MAX_BYTES)}; use offset and limit for more. ` +
       `Files over ${formatSize(maxFileBytes)} are refused (use bash head/sed/grep).`,
     parameters: readParameters,
+    // The repairs of repairs.ts: `file_path`/`filePath` → `path`.
+    prepareArguments: repairPath,
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path);

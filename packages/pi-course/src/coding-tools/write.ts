@@ -17,6 +17,7 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
+import { repairPath } from "./repairs.js";
 import type { Workspace } from "./workspace.js";
 
 /** What `writeFileAtomic` may be told. */
@@ -84,6 +85,8 @@ export function createWriteTool(workspace: Workspace): AgentTool<typeof writePar
       "Create or overwrite a file with the given content (parent folders are created). " +
       "Use edit for a small change to an existing file.",
     parameters: writeParameters,
+    // The repairs of repairs.ts: `file_path`/`filePath` → `path`.
+    prepareArguments: repairPath,
     executionMode: "sequential",
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
