@@ -43,7 +43,7 @@ const MAX_TIMER_MS = 2_147_483_647;
  * Starts a run with new prompt messages: they are added to the transcript (and reported as
  * messages) before the first model turn. The stream's result is every message the run added,
  * prompts included. `context` is not changed. Breaking out of the stream does not stop the run;
- * abort `signal` to stop it.
+ * call the stream's `abort()` (or abort `signal`) to stop it.
  */
 export function agentLoop(
   prompts: AgentMessage[],
@@ -52,7 +52,7 @@ export function agentLoop(
   signal?: AbortSignal,
 ): AgentEventStream {
   if (!Array.isArray(prompts)) throw new TypeError("agentLoop: prompts must be an array of messages.");
-  return streamOf((sink) => runAgentLoop(prompts, context, config, sink, signal));
+  return streamOf((sink, stop) => runAgentLoop(prompts, context, config, sink, stop), signal);
 }
 
 /**
@@ -68,7 +68,7 @@ export function agentLoopContinue(
   signal?: AbortSignal,
 ): AgentEventStream {
   checkContinuable(context);
-  return streamOf((sink) => runAgentLoopContinue(context, config, sink, signal));
+  return streamOf((sink, stop) => runAgentLoopContinue(context, config, sink, stop), signal);
 }
 
 /**
@@ -294,12 +294,18 @@ async function poll(
 }
 
 /** Wraps a sink-based run as an `EventStream`. */
-function streamOf(start: (sink: AgentEventSink) => Promise<AgentMessage[]>): AgentEventStream {
-  const stream: AgentEventStream = new EventStream<AgentEvent, AgentMessage[]>(
+function streamOf(
+  start: (sink: AgentEventSink, signal: AbortSignal) => Promise<AgentMessage[]>,
+  outer: AbortSignal | undefined,
+): AgentEventStream {
+  const controller = new AbortController();
+  const signal = outer === undefined ? controller.signal : AbortSignal.any([outer, controller.signal]);
+  const events = new EventStream<AgentEvent, AgentMessage[]>(
     (event) => event.type === "agent_end",
     (event) => (event.type === "agent_end" ? event.messages : []),
   );
-  start((event) => stream.push(event)).then(
+  const stream: AgentEventStream = Object.assign(events, { abort: (reason?: unknown) => controller.abort(reason) });
+  start((event) => stream.push(event), signal).then(
     (messages) => stream.end(messages),
     () => stream.end([]),
   );

@@ -515,11 +515,17 @@ export interface AgentLoopConfig {
 }
 
 /**
- * The stream `agentLoop` returns: lifecycle events, and the new messages as the result. A reader
- * that breaks out of it stops reading, not the run: tools and model calls go on until the run
- * ends. To stop the run, abort the signal given to `agentLoop`.
+ * The stream `agentLoop` returns: lifecycle events, and the new messages as the result.
+ *
+ * Breaking out of a `for await` stops the reading, not the run (others may still await
+ * `result()`, and a tool may be half done): tools and model calls go on until the run ends. To
+ * stop the run, call `abort()` (or abort the signal given to `agentLoop`), then break or keep
+ * reading to the end: the run still ends well formed, every tool call answered.
  */
-export type AgentEventStream = EventStream<AgentEvent, AgentMessage[]>;
+export interface AgentEventStream extends EventStream<AgentEvent, AgentMessage[]> {
+  /** Stops the run as aborting `agentLoop`'s signal would: no further model call. Idempotent. */
+  abort(reason?: unknown): void;
+}
 // #endregion
 // #region ch09
 

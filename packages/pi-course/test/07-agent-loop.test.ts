@@ -815,6 +815,36 @@ describe("chapter 07 · the agent loop", () => {
     }
   });
 
+  it("Lab 7.2 · the stream's abort() stops the run; breaking out alone only stops the reading", async () => {
+    const slow = probe("slow", (_id, _params, signal) => new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(textResult("done")), 200);
+      signal?.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve(textResult("stopped"));
+      });
+    }));
+    // break alone: the run goes on to the next model call
+    const goesOn = scripted([turn([call("c1", "slow")]), says("finished")]);
+    const first = agentLoop([userMessage("go")], ctx([slow]), { model: goesOn });
+    for await (const event of first) if (event.type === "tool_execution_start") break;
+    expect((await first.result()).map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    expect(goesOn.requests).toHaveLength(2);
+    // abort() then break: the call is answered, no model call after, the run ends with agent_end
+    const stops = scripted([turn([call("c1", "slow")]), says("never")]);
+    const second = agentLoop([userMessage("go")], ctx([slow]), { model: stops });
+    for await (const event of second) {
+      if (event.type === "tool_execution_start") {
+        second.abort();
+        second.abort(); // idempotent
+        break;
+      }
+    }
+    const result = await second.result();
+    expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    expect(stops.requests).toHaveLength(1);
+    expect(unhandled).toEqual([]);
+  });
+
   it("Lab 7.1 · an already-aborted signal: no model call at all", async () => {
     const controller = new AbortController();
     controller.abort();
