@@ -32,8 +32,11 @@ export type CompactionDraft = Omit<CompactionEntry, "id" | "timestamp">;
  * A chapter 10 `SessionFile` fits it.
  */
 export interface CompactableSession {
-  /** The entry the conversation continues from; `null` when the session is empty. */
-  readonly leaf: string | null;
+  /**
+   * The entry the conversation continues from (its id, or the entry itself, as `SessionFile.leaf`
+   * gives it); `null` or `undefined` when the session is empty.
+   */
+  readonly leaf: string | { readonly id: string } | null | undefined;
   /** The entries from the root to `id`, in order. */
   pathToLeaf(id: string): readonly SessionEntry[];
   /** Contract: appends the entry (a child of `entry.parentId`) and returns its new id; may reject. */
@@ -109,8 +112,8 @@ export async function compact(session: CompactableSession, options: CompactOptio
     ok: false,
     reason: { kind, message },
   });
-  const leaf = session.leaf;
-  if (leaf === null) return fail("nothing_to_compact", "the session is empty.");
+  const leaf = leafId(session);
+  if (leaf === undefined) return fail("nothing_to_compact", "the session is empty.");
   const path = session.pathToLeaf(leaf);
   if (path.at(-1)?.type === "compaction") {
     return fail("nothing_to_compact", "the leaf is already a compaction; nothing was added since.");
@@ -150,10 +153,10 @@ export async function compact(session: CompactableSession, options: CompactOptio
   };
   // The summary took time: if the conversation went on meanwhile, a compaction of the old leaf
   // would branch away from the new entries (and a leaf moved to it would hide them).
-  if (session.leaf !== leaf) {
+  if (leafId(session) !== leaf) {
     return fail(
       "leaf_moved",
-      `the session moved on while the summary was written (leaf "${leaf}" is now "${String(session.leaf)}"); nothing appended. Compact again.`,
+      `the session moved on while the summary was written (leaf "${leaf}" is now "${String(leafId(session))}"); nothing appended. Compact again.`,
     );
   }
   let entryId: string;
@@ -218,4 +221,11 @@ function sum(first: number, rest: readonly number[]): number {
   let total = first;
   for (const n of rest) total += n;
   return total;
+}
+
+/** The id of the session's leaf, whichever form it gives; `undefined` when empty. */
+function leafId(session: CompactableSession): string | undefined {
+  const leaf = session.leaf;
+  if (leaf === null || leaf === undefined) return undefined;
+  return typeof leaf === "string" ? leaf : leaf.id;
 }

@@ -1,9 +1,13 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compact, findCut } from "../src/compaction.js";
 import { projectContext, projectMessages, summaryMessage, transcriptOf } from "../src/context.js";
 import { groupInteractions, openSpans } from "../src/interactions.js";
 import { assistantMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/scripted-model.js";
+import { SessionFile } from "../src/session.js";
 import { estimateTokens } from "../src/token-estimate.js";
 import type { TokenEstimator } from "../src/token-estimate.js";
 import type { AgentMessage, CompactionEntry, SessionEntry, UserMessage } from "../src/types.js";
@@ -312,6 +316,34 @@ describe("chapter 11 · compaction", () => {
       user(chars(40, "c")),
       assistant(chars(40)),
     ]);
+  });
+
+  it("Lab 11.4 · compact takes a chapter 10 SessionFile as it is: the entry is on disk, and the reopened path projects from it", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "pi-course-11-"));
+    try {
+      const file = join(folder, "s.jsonl");
+      const session = await SessionFile.create(file, { cwd: folder });
+      let parentId: string | null = null;
+      const { session: memory } = workSession();
+      for (const entry of memory.entries) {
+        if (entry.type !== "message") continue;
+        parentId = await session.append({ type: "message", parentId, message: entry.message });
+      }
+      const outcome = await compact(session, { model: summaryModel(), keepRecentTokens: 20 });
+      expect(outcome.ok).toBe(true);
+      await session.close();
+      const reopened = await SessionFile.open(file);
+      const leaf = reopened.leaf!;
+      expect(leaf.type).toBe("compaction");
+      expect(leaf.parentId).toBe(parentId);
+      const projection = projectContext(reopened.pathToLeaf(leaf.id), { budget: 10_000 });
+      expect(textOfUser(projection.context.messages[0]!)).toContain(SUMMARY);
+      expect(projection.context.messages).toHaveLength(3);
+      expect(reopened.entries()).toHaveLength(10);
+      await reopened.close();
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   it("Lab 11.4 · a second compaction merges the previous summary and its files, and cuts only what came after it", async () => {
