@@ -73,13 +73,16 @@ export default defineChapter({
       title: { zh: "一次 run 的生命周期（AgentRun.execute、AgentRun.deliver）", en: "the run lifecycle" },
       hint: {
         zh:
-          "`execute`：设 `isStreaming`、清掉上次的 `errorMessage`，用对话的副本启动循环，把 `deliver` 当作事件接收端；" +
+          "`execute`：设 `isStreaming`、清掉上次的 `errorMessage`，用对话的副本启动循环，事件接收端用已经写好的 `inOrder`" +
+          "（它按顺序调用 `deliver`：中止之后循环不再等待接收端，事件就排在仍在进行的投递后面），循环结束后再 `await this.delivered`，" +
+          "等最后的投递（包括 `agent_end`）送完；" +
           "无论循环怎么结束，`finally` 里都要回到空闲（`isStreaming` 置 false、`host.finished(this)`、兑现 `idle`），" +
           "然后，如果有监听器抛过错，就用 `AgentListenerError` 让 `prompt()` reject，并把它写进 `errorMessage`。" +
           "`deliver`：先交给 reducer（返回 false 就到此为止），再按顺序调用每个监听器；同步返回的就接着下一个，" +
           "返回 promise 的就转到 `deliverRest` 逐个 await。监听器抛错时记下来、像 `abort()` 一样停掉 run，但后面的监听器照样收到这个事件。",
         en:
-          "execute: mark streaming, start the loop on a copy of the transcript with deliver as its sink, and whatever happens " +
+          "execute: mark streaming, start the loop on a copy of the transcript with the given inOrder as its sink (deliver, one " +
+          "event after the other, also once the loop stops waiting after an abort), then await this.delivered; whatever happens " +
           "return to idle in finally; then reject with an AgentListenerError if a listener threw. deliver: reduce first, then " +
           "each listener in order (await those that return a promise); a throw is recorded and aborts the run, and the later " +
           "listeners still get the event.",

@@ -81,7 +81,8 @@ export class AgentRun {
     const context: AgentContext = { systemPrompt: draft.systemPrompt, messages: draft.messages, tools: draft.tools };
     let failure: Error | undefined;
     try {
-      await start(context, config, (event) => this.deliver(event), this.controller.signal);
+      await start(context, config, (event) => this.inOrder(event), this.controller.signal);
+      await this.delivered;
     } catch (error) {
       // the sink never throws, so this is a bug in the loop: still leave the agent idle
       failure = error instanceof Error ? error : new Error(messageOf(error));
@@ -98,6 +99,26 @@ export class AgentRun {
     if (failure !== undefined) throw failure;
     // #endregion
   }
+
+  /**
+   * The sink the loop is given: `deliver`, one event after the other. The loop awaits each
+   * delivery until the run is aborted; after that it no longer waits, so a delivery still
+   * awaiting a slow listener gets the next events queued behind it: every listener still sees
+   * every event, in order, and the run ends once `agent_end` has been delivered.
+   */
+  private inOrder(event: AgentEvent): void | Promise<void> {
+    const before = this.delivered;
+    const returned = before === undefined ? this.deliver(event) : before.then(() => this.deliver(event));
+    if (returned === undefined) return;
+    const tail: Promise<void> = returned.then(() => {
+      if (this.delivered === tail) this.delivered = undefined;
+    });
+    this.delivered = tail;
+    return tail;
+  }
+
+  /** The delivery still in progress, if any (see `inOrder`). */
+  private delivered: Promise<void> | undefined;
 
   /**
    * Reduces one event into the state, then hands it to each listener in turn (awaiting those
