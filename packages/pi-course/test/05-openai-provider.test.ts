@@ -720,6 +720,61 @@ function expectInterleaved(turn: Turn): void {
   );
 }
 
+const optionTools = [
+  { name: "read", description: "Reads a file.", parameters: { type: "object" } },
+  { name: "ls", description: "Lists a folder.", parameters: { type: "object" } },
+];
+const optionContext: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }], tools: optionTools };
+
+describe("chapter 05 · the optional request fields", () => {
+  it("Lab 5.3 · toolChoice, parallelToolCalls, reasoningEffort, stop, seed and extraBody, each exactly on the wire", () => {
+    const base = toChatCompletionsRequest(optionContext, { model: "m" });
+    const extraBody = { cache_prompt: true, provider: { order: ["a", "b"] } };
+    const request = toChatCompletionsRequest(optionContext, {
+      model: "m",
+      toolChoice: { name: "ls" },
+      parallelToolCalls: false,
+      reasoningEffort: "low",
+      stop: ["\n\n", "END"],
+      seed: 42,
+      extraBody,
+    });
+    expect(request).toEqual({
+      ...base,
+      tool_choice: { type: "function", function: { name: "ls" } },
+      parallel_tool_calls: false,
+      reasoning_effort: "low",
+      stop: ["\n\n", "END"],
+      seed: 42,
+      cache_prompt: true,
+      provider: { order: ["a", "b"] },
+    });
+    expect((request as unknown as { provider: unknown }).provider).not.toBe(extraBody.provider);
+    for (const choice of ["auto", "none", "required"] as const) {
+      expect(toChatCompletionsRequest(optionContext, { model: "m", toolChoice: choice })).toEqual({ ...base, tool_choice: choice });
+    }
+    expect(toChatCompletionsRequest(optionContext, { model: "m", stop: "END" })).toEqual({ ...base, stop: "END" });
+  });
+
+  it("Lab 5.3 · without tools, toolChoice and parallelToolCalls are not sent; bad choices and collisions are refused", () => {
+    const bare: Context = { messages: optionContext.messages };
+    expect(toChatCompletionsRequest(bare, { model: "m", toolChoice: "required", parallelToolCalls: true })).toEqual(
+      toChatCompletionsRequest(bare, { model: "m" }),
+    );
+    expect(() => toChatCompletionsRequest(optionContext, { model: "m", toolChoice: { name: "bash" } })).toThrow(
+      /toolChoice names the tool "bash", which is not among this request's tools \(read, ls\)/,
+    );
+    expect(() => toChatCompletionsRequest(optionContext, { model: "m", maxTokens: 5, extraBody: { max_tokens: 9 } })).toThrow(
+      /extraBody\.max_tokens would replace a field the adapter sets itself/,
+    );
+    const make = (extra: Record<string, unknown>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
+    expect(make({ toolChoice: "sometimes" })).toThrow(/toolChoice must be "auto", "none", "required" or \{ name: "<tool>" \}/);
+    expect(make({ seed: 1.5 })).toThrow(/seed must be an integer/);
+    expect(make({ stop: [1] })).toThrow(/stop must be a string or an array of strings/);
+    expect(make({ extraBody: { messages: [] } })).toThrow(/extraBody\.messages would replace a field the adapter sets itself/);
+  });
+});
+
 describe("chapter 05 · inbound translation", () => {
   it("Lab 5.4 · content, reasoning_content / reasoning and refusal become text and thinking blocks; empty deltas are skipped", () => {
     const turn = translate([
@@ -1566,69 +1621,16 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
-describe("chapter 05 · the optional request fields", () => {
-  const tools = [
-    { name: "read", description: "Reads a file.", parameters: { type: "object" } },
-    { name: "ls", description: "Lists a folder.", parameters: { type: "object" } },
-  ];
-  const context: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }], tools };
-
-  it("Lab 5.3 · toolChoice, parallelToolCalls, reasoningEffort, stop, seed and extraBody, each exactly on the wire", () => {
-    const base = toChatCompletionsRequest(context, { model: "m" });
-    const extraBody = { cache_prompt: true, provider: { order: ["a", "b"] } };
-    const request = toChatCompletionsRequest(context, {
-      model: "m",
-      toolChoice: { name: "ls" },
-      parallelToolCalls: false,
-      reasoningEffort: "low",
-      stop: ["\n\n", "END"],
-      seed: 42,
-      extraBody,
-    });
-    expect(request).toEqual({
-      ...base,
-      tool_choice: { type: "function", function: { name: "ls" } },
-      parallel_tool_calls: false,
-      reasoning_effort: "low",
-      stop: ["\n\n", "END"],
-      seed: 42,
-      cache_prompt: true,
-      provider: { order: ["a", "b"] },
-    });
-    expect((request as unknown as { provider: unknown }).provider).not.toBe(extraBody.provider);
-    for (const choice of ["auto", "none", "required"] as const) {
-      expect(toChatCompletionsRequest(context, { model: "m", toolChoice: choice })).toEqual({ ...base, tool_choice: choice });
-    }
-    expect(toChatCompletionsRequest(context, { model: "m", stop: "END" })).toEqual({ ...base, stop: "END" });
-  });
-
-  it("Lab 5.3 · without tools, toolChoice and parallelToolCalls are not sent; bad choices and collisions are refused", () => {
-    const bare: Context = { messages: context.messages };
-    expect(toChatCompletionsRequest(bare, { model: "m", toolChoice: "required", parallelToolCalls: true })).toEqual(
-      toChatCompletionsRequest(bare, { model: "m" }),
-    );
-    expect(() => toChatCompletionsRequest(context, { model: "m", toolChoice: { name: "bash" } })).toThrow(
-      /toolChoice names the tool "bash", which is not among this request's tools \(read, ls\)/,
-    );
-    expect(() => toChatCompletionsRequest(context, { model: "m", maxTokens: 5, extraBody: { max_tokens: 9 } })).toThrow(
-      /extraBody\.max_tokens would replace a field the adapter sets itself/,
-    );
-    const make = (extra: Record<string, unknown>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
-    expect(make({ toolChoice: "sometimes" })).toThrow(/toolChoice must be "auto", "none", "required" or \{ name: "<tool>" \}/);
-    expect(make({ seed: 1.5 })).toThrow(/seed must be an integer/);
-    expect(make({ stop: [1] })).toThrow(/stop must be a string or an array of strings/);
-    expect(make({ extraBody: { messages: [] } })).toThrow(/extraBody\.messages would replace a field the adapter sets itself/);
-  });
-
+describe("chapter 05 · the optional request fields over HTTP", () => {
   it("Lab 5.5 · the model sends them: the server receives exactly the request with the options", async () => {
     const server = await SseServer.start();
     try {
       server.reply(sseReply(sseOf([{ choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] }])));
       const options = { toolChoice: "required" as const, seed: 7, extraBody: { top_k: 20 } };
-      const turn = await runTurn(modelAt(server.baseUrl, options), context);
+      const turn = await runTurn(modelAt(server.baseUrl, options), optionContext);
       expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
       expect(JSON.parse(server.requests.at(-1)!.body)).toEqual(
-        toChatCompletionsRequest(context, { model: "test-model", ...options }),
+        toChatCompletionsRequest(optionContext, { model: "test-model", ...options }),
       );
       expect(JSON.parse(server.requests.at(-1)!.body)).toMatchObject({ tool_choice: "required", seed: 7, top_k: 20 });
     } finally {

@@ -312,5 +312,6 @@ describe("chapter 06 · tools", () => {
     const result = await arrow.execute("1", { text: "abc" }, undefined, (partial) => updates.push(partial.details));
     expect(result.details).toEqual({ bytes: 3 });
     expect(updates).toEqual([{ bytes: 0 }]);
+    expect(toToolDefinition(method).name).toBe("count");
   });
 });

@@ -25,7 +25,7 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "../src/index.js";
-import { finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
+import { constructionSiteError, finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -827,7 +827,10 @@ describe("chapter 07 · the agent loop", () => {
     const goesOn = scripted([turn([call("c1", "slow")]), says("finished")]);
     const first = agentLoop([userMessage("go")], ctx([slow]), { model: goesOn });
     for await (const event of first) if (event.type === "tool_execution_start") break;
-    expect((await first.result()).map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    const ran = await first.result();
+    const site = constructionSiteError(ran);
+    if (site !== undefined) throw new Error(site);
+    expect(ran.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
     expect(goesOn.requests).toHaveLength(2);
     // abort() then break: the call is answered, no model call after, the run ends with agent_end
     const stops = scripted([turn([call("c1", "slow")]), says("never")]);
