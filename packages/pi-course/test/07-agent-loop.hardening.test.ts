@@ -536,7 +536,8 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     );
     expect(resultsOf(events).map((r) => textOf(r))).toEqual(["rewritten"]);
     expect(lastAssistant(result).stopReason).toBe("stop");
-    expect(timers()).toBe(before);
+    // No timer of ours is left (one of the worker's own may have ended meanwhile: hence <=).
+    expect(timers()).toBeLessThanOrEqual(before);
     // a bound that is not a usable number of milliseconds is refused before the run starts
     for (const bad of [0, -1, Number.NaN, Infinity, 2 ** 31, "100" as unknown as number]) {
       expect(() => agentLoop([userMessage("go")], ctx(), { model, hookTimeoutMs: bad }), String(bad)).toThrow(
