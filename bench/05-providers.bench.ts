@@ -1,0 +1,252 @@
+/**
+ * Chapter 05 bench: provider speed where the user feels it (DESIGN §5, issue "a second real
+ * provider", part 4). SSE bytes in memory → `fetch` → adapter → a reader that takes every event,
+ * to the final message, for both wire formats (OpenAI Chat Completions, Anthropic Messages).
+ *
+ * Side by side, in one run, on the same bytes served by the same in-memory `fetch` (64 KB reads):
+ * - floor: the bytes split into SSE frames by `readSse` and `JSON.parse` of every `data:`
+ *   payload, nothing else (what any adapter must do at least);
+ * - ours: `createOpenAICompatibleModel` / `createAnthropicModel`, the reader looking at each
+ *   `text_delta`, or at the partial arguments' `path` after every `toolcall_delta` (as a UI
+ *   showing the path early would);
+ * - pi-ai 1.6: its `openai-completions` / `anthropic-messages` provider given the same `fetch`,
+ *   the reader looking at the same things (its partial arguments live on the block).
+ * Workloads: 1 MB of text in 4-character deltas (and 256 KB, for linearity); one streamed tool
+ * call of 128 KB and of 2 MB (a `write` of a source file) in 4-character argument deltas.
+ * Bars: ours ≤ 1.5× the floor and ≥ 3× faster than pi-ai 1.6 on every workload; 4× the input
+ * ≤ 4.5× the time. The Vercel AI SDK is not measured: it is not installed here (bench/ keeps to
+ * the upstream pi packages).
+ */
+import { createAnthropicModel, createOpenAICompatibleModel, readSse } from "@pi/course";
+import type { Model } from "@pi/course";
+import { stream as piAnthropic } from "@earendil-works/pi-ai/api/anthropic-messages";
+import { stream as piCompletions } from "@earendil-works/pi-ai/api/openai-completions";
+import { measure, printTable, type Ratio } from "./harness.js";
+
+const KB = 1024;
+const encoder = new TextEncoder();
+
+// ---------------------------------------------------------------------------------------------
+// the streams
+// ---------------------------------------------------------------------------------------------
+
+const FILE_PATH = "src/generated/big-module.ts";
+const LINE = 'export function f(a: string): string { return "x\\ty" + a; } // ünïcødé\n';
+
+/** `{"path", "content"}` of about `size` bytes of JSON. */
+function fileArguments(size: number): string {
+  let content = "";
+  while (JSON.stringify(content).length + 60 < size) content += LINE;
+  return JSON.stringify({ path: FILE_PATH, content });
+}
+
+function pieces(text: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += 4) out.push(text.slice(i, i + 4));
+  return out;
+}
+
+interface Format {
+  name: string;
+  text(bytes: number): Uint8Array;
+  toolCall(args: string): Uint8Array;
+  /** The text or argument delta of one parsed `data:` payload (for the floor's checksum). */
+  deltaOf(payload: any): string;
+  ours(fetch: typeof globalThis.fetch): Model;
+  piAi(bytes: Uint8Array): AsyncIterable<any>;
+}
+
+const openai: Format = {
+  name: "openai",
+  text(bytes) {
+    const parts: string[] = [];
+    for (let i = 0; i < bytes; i += 4) parts.push(`data: {"choices":[{"index":0,"delta":{"content":"abc "},"finish_reason":null}]}\n\n`);
+    parts.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n');
+    parts.push('data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":9,"total_tokens":19}}\n\n', "data: [DONE]\n\n");
+    return encoder.encode(parts.join(""));
+  },
+  toolCall(args) {
+    const chunk = (delta: unknown, finish: string | null = null) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const parts = [chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }] })];
+    for (const delta of pieces(args)) parts.push(chunk({ tool_calls: [{ index: 0, function: { arguments: delta } }] }));
+    parts.push(chunk({}, "tool_calls"), 'data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":9,"total_tokens":19}}\n\n', "data: [DONE]\n\n");
+    return encoder.encode(parts.join(""));
+  },
+  deltaOf(payload) {
+    const delta = payload.choices?.[0]?.delta;
+    return delta?.content ?? delta?.tool_calls?.[0]?.function?.arguments ?? "";
+  },
+  ours: (fetch) => createOpenAICompatibleModel({ baseUrl: "http://bench.invalid/v1", model: "bench", fetch, maxRetries: 0 }),
+  piAi: (bytes) =>
+    piCompletions(piModel("openai-completions", "openai") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
+};
+
+const frame = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
+const START = frame({ type: "message_start", message: { id: "msg_1", model: "bench", usage: { input_tokens: 10, output_tokens: 1 } } } as never);
+const STOP = (reason: string) =>
+  frame({ type: "message_delta", delta: { stop_reason: reason }, usage: { output_tokens: 9 } } as never) + frame({ type: "message_stop" });
+
+const anthropic: Format = {
+  name: "anthropic",
+  text(bytes) {
+    const parts = [START, frame({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } as never)];
+    for (let i = 0; i < bytes; i += 4) parts.push(frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "abc " } } as never));
+    parts.push(frame({ type: "content_block_stop", index: 0 } as never), STOP("end_turn"));
+    return encoder.encode(parts.join(""));
+  },
+  toolCall(args) {
+    const parts = [
+      START,
+      frame({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "write", input: {} } } as never),
+    ];
+    for (const delta of pieces(args)) {
+      parts.push(frame({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: delta } } as never));
+    }
+    parts.push(frame({ type: "content_block_stop", index: 0 } as never), STOP("tool_use"));
+    return encoder.encode(parts.join(""));
+  },
+  deltaOf: (payload) => payload.delta?.text ?? payload.delta?.partial_json ?? "",
+  ours: (fetch) => createAnthropicModel({ baseUrl: "http://bench.invalid", model: "bench", maxTokens: 4096, fetch, maxRetries: 0 }),
+  piAi: (bytes) =>
+    piAnthropic(piModel("anthropic-messages", "anthropic") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
+};
+
+const PI_CONTEXT = { messages: [{ role: "user", content: "hi", timestamp: 0 }] };
+
+function piModel(api: string, provider: string) {
+  return {
+    id: "bench",
+    name: "bench",
+    api,
+    provider,
+    baseUrl: "http://bench.invalid",
+    reasoning: false,
+    input: ["text"],
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    contextWindow: 200_000,
+    maxTokens: 4096,
+  };
+}
+
+function bodyOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (offset >= bytes.length) return controller.close();
+      controller.enqueue(bytes.subarray(offset, offset + 64 * KB));
+      offset += 64 * KB;
+    },
+  });
+}
+
+function fetchOf(bytes: Uint8Array): typeof globalThis.fetch {
+  return async () => new Response(bodyOf(bytes), { headers: { "content-type": "text/event-stream" } });
+}
+
+// ---------------------------------------------------------------------------------------------
+// the readers
+// ---------------------------------------------------------------------------------------------
+
+/** What the reader does with partial arguments: look at the path, as a UI would. */
+function pathLength(value: unknown): number {
+  const path = value !== null && typeof value === "object" ? (value as { path?: unknown }).path : undefined;
+  return typeof path === "string" ? path.length : 0;
+}
+
+/** What the readers saw of partial paths (kept, so the work cannot be optimised away). */
+export let seen = 0;
+
+/** Characters of text, or the final arguments' length as JSON. */
+async function readOurs(format: Format, bytes: Uint8Array): Promise<number> {
+  let out = 0;
+  for await (const event of format.ours(fetchOf(bytes)).stream({ messages: [] })) {
+    if (event.type === "text_delta") out += event.delta.length;
+    else if (event.type === "toolcall_delta") seen += pathLength(event.partialArguments);
+    else if (event.type === "toolcall_end") out += JSON.stringify(event.toolCall.arguments).length;
+    else if (event.type === "error") throw new Error(`bench: ours (${format.name}): ${event.error.errorMessage}`);
+  }
+  return out;
+}
+
+async function readPiAi(format: Format, bytes: Uint8Array): Promise<number> {
+  let out = 0;
+  for await (const event of format.piAi(bytes)) {
+    if (event.type === "text_delta") out += event.delta.length;
+    else if (event.type === "toolcall_delta") {
+      const block = event.partial.content[event.contentIndex];
+      seen += pathLength(block?.type === "toolCall" ? block.arguments : undefined);
+    } else if (event.type === "toolcall_end") out += JSON.stringify(event.toolCall.arguments).length;
+    else if (event.type === "error") throw new Error(`bench: pi-ai 1.6 (${format.name}): ${event.error.errorMessage}`);
+  }
+  return out;
+}
+
+/** The floor: frames and one `JSON.parse` per payload; counts delta characters. */
+async function readFloor(format: Format, bytes: Uint8Array): Promise<number> {
+  let chars = 0;
+  const response = await fetchOf(bytes)("http://bench.invalid");
+  for await (const sse of readSse(response.body!)) {
+    if (sse.data === "[DONE]") break;
+    chars += format.deltaOf(JSON.parse(sse.data)).length;
+  }
+  return chars;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the runs
+// ---------------------------------------------------------------------------------------------
+
+let allOk = true;
+for (const format of [openai, anthropic]) {
+  const text = format.text(1024 * KB);
+  const quarter = format.text(256 * KB);
+  const results = await measure(
+    [
+      { name: "floor 1 MB", run: () => readFloor(format, text) },
+      { name: "ours 1 MB", run: () => readOurs(format, text) },
+      { name: "ours 256 KB", run: () => readOurs(format, quarter) },
+      { name: "pi-ai 1.6 1 MB", run: () => readPiAi(format, text) },
+    ],
+    { warmup: 3, runs: 9, gc: "minor" },
+  );
+  if (results.some((r) => r.last !== (r.name.endsWith("256 KB") ? 256 * KB : 1024 * KB))) {
+    throw new Error(`bench: a reader lost text (${format.name})`);
+  }
+  allOk &&= printTable(`${format.name}: 1 MB of text in 4-character deltas, bytes → fetch → adapter → reader`, results, [
+    { label: "ours / floor", num: "ours 1 MB", den: "floor 1 MB", bar: "<=", value: 1.5 },
+    { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6 1 MB", den: "ours 1 MB", bar: ">=", value: 3 },
+    { label: "ours 1 MB / 256 KB (4x input)", num: "ours 1 MB", den: "ours 256 KB", bar: "<=", value: 4.5 },
+  ]);
+
+  const medians = new Map<string, number>();
+  for (const size of [128 * KB, 512 * KB, 2048 * KB]) {
+    const args = fileArguments(size);
+    const bytes = format.toolCall(args);
+    const label = size >= 1024 * KB ? `${size / 1024 / KB} MB` : `${size / KB} KB`;
+    const calls = await measure(
+      [
+        { name: "floor", run: () => readFloor(format, bytes) },
+        { name: "ours", run: () => readOurs(format, bytes) },
+        { name: "pi-ai 1.6", run: () => readPiAi(format, bytes) },
+      ],
+      { warmup: 3, runs: size > 512 * KB ? 7 : 9, gc: "minor" },
+    );
+    for (const r of calls) {
+      if (r.last !== args.length) throw new Error(`bench: ${r.name} lost arguments (${format.name}, ${label}): ${r.last} of ${args.length}`);
+    }
+    medians.set(label, calls[1]!.median);
+    if (size === 512 * KB) continue;
+    const ratios: Ratio[] = [
+      { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
+      { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
+    ];
+    allOk &&= printTable(`${format.name}: one streamed tool call of ${label}, 4-character argument deltas`, calls, ratios);
+  }
+  const linear = medians.get("2 MB")! / medians.get("512 KB")!;
+  const ok = linear <= 4.5;
+  allOk &&= ok;
+  console.log(`  ${format.name} tool call, ours 2 MB / 512 KB (4x input): ${linear.toFixed(2)}x   bar <= 4.5  ${ok ? "ok" : "MISS"}`);
+}
+
+console.log(`\n05-providers: ${allOk ? "every bar holds" : "SOME BAR MISSED"}`);
