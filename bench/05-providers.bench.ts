@@ -77,7 +77,7 @@ const openai: Format = {
     const delta = payload.choices?.[0]?.delta;
     return delta?.content ?? delta?.tool_calls?.[0]?.function?.arguments ?? "";
   },
-  ours: (fetch) => createOpenAICompatibleModel({ baseUrl: "http://bench.invalid/v1", model: "bench", fetch, maxRetries: 0 }),
+  ours: (fetch) => createOpenAICompatibleModel({ baseUrl: "http://bench.invalid/v1", model: "bench", fetch, maxRetries: 0, maxResponseBytes: 2 ** 30 }),
   piAi: (bytes) =>
     piCompletions(piModel("openai-completions", "openai") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
 };
@@ -107,7 +107,7 @@ const anthropic: Format = {
     return encoder.encode(parts.join(""));
   },
   deltaOf: (payload) => payload.delta?.text ?? payload.delta?.partial_json ?? "",
-  ours: (fetch) => createAnthropicModel({ baseUrl: "http://bench.invalid", model: "bench", maxTokens: 4096, fetch, maxRetries: 0 }),
+  ours: (fetch) => createAnthropicModel({ baseUrl: "http://bench.invalid", model: "bench", maxTokens: 4096, fetch, maxRetries: 0, maxResponseBytes: 2 ** 30 }),
   piAi: (bytes) =>
     piAnthropic(piModel("anthropic-messages", "anthropic") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
 };
@@ -213,11 +213,12 @@ for (const format of [openai, anthropic]) {
   if (results.some((r) => r.last !== (r.name.endsWith("256 KB") ? 256 * KB : 1024 * KB))) {
     throw new Error(`bench: a reader lost text (${format.name})`);
   }
-  allOk &&= printTable(`${format.name}: 1 MB of text in 4-character deltas, bytes → fetch → adapter → reader`, results, [
+  const textOk = printTable(`${format.name}: 1 MB of text in 4-character deltas, bytes → fetch → adapter → reader`, results, [
     { label: "ours / floor", num: "ours 1 MB", den: "floor 1 MB", bar: "<=", value: 1.5 },
     { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6 1 MB", den: "ours 1 MB", bar: ">=", value: 3 },
     { label: "ours 1 MB / 256 KB (4x input)", num: "ours 1 MB", den: "ours 256 KB", bar: "<=", value: 4.5 },
   ]);
+  allOk &&= textOk;
 
   const medians = new Map<string, number>();
   for (const size of [128 * KB, 512 * KB, 2048 * KB]) {
@@ -241,7 +242,8 @@ for (const format of [openai, anthropic]) {
       { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
       { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
     ];
-    allOk &&= printTable(`${format.name}: one streamed tool call of ${label}, 4-character argument deltas`, calls, ratios);
+    const callOk = printTable(`${format.name}: one streamed tool call of ${label}, 4-character argument deltas`, calls, ratios);
+    allOk &&= callOk;
   }
   const linear = medians.get("2 MB")! / medians.get("512 KB")!;
   const ok = linear <= 4.5;
