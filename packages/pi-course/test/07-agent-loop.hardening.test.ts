@@ -448,6 +448,19 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     await late();
   }, 5000);
 
+  it("Lab 7.2 · invariant: a tool that aborts the run and returns a promise that rejects later is answered at once, and its late rejection is handled", async () => {
+    const controller = new AbortController();
+    const late = never<never>();
+    const model = scripted([turn([call("c1", "t")]), says("never")]);
+    const tool = probe("t", () => {
+      controller.abort();
+      return late.promise;
+    });
+    const { events } = await run({ model }, [tool], controller.signal);
+    expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    late.reject(new Error("late rejection")); // afterEach fails the test if nobody handles it
+  }, 5000);
+
   it("Lab 7.1 · invariant: after an abort, an event sink that never settles does not keep runAgentLoop pending; events keep their order, none comes late", async () => {
     const controller = new AbortController();
     const delivered: AgentEvent[] = [];
