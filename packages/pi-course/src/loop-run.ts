@@ -102,12 +102,16 @@ export class LoopRun implements ToolBatchRun {
     });
   }
 
-  /** Adds a message to the transcript and reports it. */
-  async add(message: AgentMessage): Promise<void> {
+  /**
+   * Adds a message to the transcript and reports it. Like `endTurn` and `finish`, returns the
+   * sink's promise if there is one, and else nothing: no promise, no microtask per event.
+   */
+  add(message: AgentMessage): void | Promise<void> {
     this.transcript.push(message);
     this.added.push(message);
-    await this.emit({ type: "message_start", message });
-    await this.emit({ type: "message_end", message });
+    const started = this.emit({ type: "message_start", message });
+    if (started !== undefined) return started.then(() => this.emit({ type: "message_end", message }));
+    return this.emit({ type: "message_end", message });
   }
 
   /** An assistant message saying what went wrong, made by the loop (no model was called). */
@@ -138,12 +142,12 @@ export class LoopRun implements ToolBatchRun {
     }
   }
 
-  async endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): Promise<void> {
-    await this.emit({ type: "turn_end", message, toolResults });
+  endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): void | Promise<void> {
+    return this.emit({ type: "turn_end", message, toolResults });
   }
 
-  async finish(): Promise<void> {
-    await this.emit({ type: "agent_end", messages: this.added });
+  finish(): void | Promise<void> {
+    return this.emit({ type: "agent_end", messages: this.added });
   }
 
   /** Ends the run with an error assistant message in a turn of its own (or the open one). */
