@@ -44,13 +44,17 @@ export function settle<T>(
   }
   return new Promise((resolve) => {
     const waiter: Waiter = { resolve: resolve as Waiter["resolve"], timer: undefined, list: undefined, prev: undefined, next: undefined };
-    if (signal !== undefined) watch(signal, waiter);
     if (timeoutMs !== undefined) waiter.timer = setTimeout(wake, timeoutMs, waiter, TIMED_OUT);
     // one reaction that wakes the waiter directly: no intermediate promise, one microtask less
     pending.then(
       (value) => wake(waiter, { kind: "value", value }),
       (error: unknown) => wake(waiter, { kind: "threw", error }),
     );
+    // Watch the signal from the next microtask: a promise that was already settled has woken the
+    // waiter by then (its reaction was queued first), so the common case never touches the
+    // signal (adding the first "abort" listener to a signal costs more than the whole await).
+    // An abort in between is seen at once there: `watch` checks `aborted` first.
+    if (signal !== undefined) queueMicrotask(() => watch(signal, waiter));
   });
 }
 
@@ -103,6 +107,8 @@ interface WaiterList {
 const abortWaiters = new WeakMap<AbortSignal, WaiterList>();
 
 function watch(signal: AbortSignal, waiter: Waiter): void {
+  if (waiter.resolve === undefined) return; // settled already
+  if (signal.aborted) return wake(waiter, ABORTED);
   let list = abortWaiters.get(signal);
   if (list === undefined) {
     const all: WaiterList = { first: undefined, last: undefined };

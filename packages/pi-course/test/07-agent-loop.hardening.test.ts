@@ -461,6 +461,20 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     late.reject(new Error("late rejection")); // afterEach fails the test if nobody handles it
   }, 5000);
 
+  it("Lab 7.2 · invariant: an abort in the microtask right after a tool returned a promise that never settles still ends the run", async () => {
+    for (const when of ["microtask", "second microtask"] as const) {
+      const controller = new AbortController();
+      const model = scripted([turn([call("c1", "t")]), says("never")]);
+      const tool = probe("t", () => {
+        if (when === "microtask") queueMicrotask(() => controller.abort());
+        else queueMicrotask(() => queueMicrotask(() => controller.abort()));
+        return never<never>().promise;
+      });
+      const { events } = await run({ model }, [tool], controller.signal, 1000);
+      expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    }
+  }, 5000);
+
   it("Lab 7.1 · invariant: after an abort, an event sink that never settles does not keep runAgentLoop pending; events keep their order, none comes late", async () => {
     const controller = new AbortController();
     const delivered: AgentEvent[] = [];
