@@ -13,7 +13,8 @@
 import { agentLoop as oursLoop } from "@pi/course";
 import type { Message } from "@pi/course";
 import { agentLoop as upstreamLoop } from "@earendil-works/pi-agent-core";
-import { gcKind, measure, piModel, printTable } from "./harness.js";
+import { gcKind, loadBaseline, measure, piModel, printTable } from "./harness.js";
+import type { Case, Ratio } from "./harness.js";
 import { checkWork, oursNoopTool, oursScriptedModel, upstreamNoopTool, upstreamScriptedStreamFn } from "./scripted.js";
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 1_000);
@@ -22,8 +23,9 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 /** A scavenge before each run, not a full GC (see harness.ts); `BENCH_GC=full` for the other. */
 const GC = gcKind("minor");
 
-async function runOurs(): Promise<number> {
-  const stream = oursLoop(
+/** Our run, with the `agentLoop` of the current build or of `BENCH_BASELINE`'s. */
+async function runOurs(loop: typeof oursLoop = oursLoop): Promise<number> {
+  const stream = loop(
     [{ role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 }],
     { systemPrompt: "bench", messages: [], tools: [oursNoopTool] },
     { model: oursScriptedModel(TURNS), convertToLlm: (messages) => messages as Message[], maxTurns: Infinity },
@@ -55,15 +57,21 @@ async function runUpstream(): Promise<number> {
 // Both must have done the whole run: 1 prompt + TURNS × (assistant + result) + 1 closing message.
 checkWork("long run", "ours", await runOurs(), 1 + TURNS * 2 + 1);
 checkWork("long run", "pi-agent-core 1.6", await runUpstream(), 1 + TURNS * 2 + 1);
+const baseline = await loadBaseline();
+if (baseline !== undefined) checkWork("long run", "ours (baseline)", await runOurs(baseline.agentLoop), 1 + TURNS * 2 + 1);
 
-const results = await measure(
-  [
-    { name: "ours", run: runOurs },
-    { name: "pi-agent-core 1.6", run: runUpstream },
-  ],
-  { warmup: WARMUP, runs: RUNS, gc: GC },
-);
-const ok = printTable(`agent loop: ${TURNS} turns, one no-op tool call each, ${GC} gc before each run`, results, [
-  { label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=", value: 0.5 },
-]);
+const cases: Case[] = [
+  { name: "ours", run: () => runOurs() },
+  { name: "pi-agent-core 1.6", run: runUpstream },
+];
+const ratios: Ratio[] = [{ label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=", value: 0.5 }];
+if (baseline !== undefined) {
+  cases.push({ name: "ours (baseline)", run: () => runOurs(baseline.agentLoop) });
+  ratios.push(
+    { label: "ours (baseline) / pi-agent-core 1.6", num: "ours (baseline)", den: "pi-agent-core 1.6" },
+    { label: "ours / ours (baseline)", num: "ours", den: "ours (baseline)" },
+  );
+}
+const results = await measure(cases, { warmup: WARMUP, runs: RUNS, gc: GC });
+const ok = printTable(`agent loop: ${TURNS} turns, one no-op tool call each, ${GC} gc before each run`, results, ratios);
 if (!ok) console.log("  (bar missed)");

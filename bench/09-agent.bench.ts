@@ -15,7 +15,8 @@
 import { Agent as OursAgent } from "@pi/course";
 import type { Message } from "@pi/course";
 import { Agent as UpstreamAgent } from "@earendil-works/pi-agent-core";
-import { gcKind, measure, piModel, printTable } from "./harness.js";
+import { gcKind, loadBaseline, measure, piModel, printTable } from "./harness.js";
+import type { Case } from "./harness.js";
 import { checkWork, oursNoopTool, oursScriptedModel, upstreamNoopTool, upstreamScriptedStreamFn } from "./scripted.js";
 
 const PROMPTS = Number(process.env.BENCH_PROMPTS ?? 1_000);
@@ -31,9 +32,10 @@ interface Side {
   agent(toolTurns: number): { prompt(text: string): Promise<void>; messages(): number; events(): number };
 }
 
-const ours: Side = {
+/** Our side, with the `Agent` of the current build or of `BENCH_BASELINE`'s. */
+const oursWith = (Agent: typeof OursAgent): Side => ({
   agent(toolTurns) {
-    const agent = new OursAgent({
+    const agent = new Agent({
       initialState: { systemPrompt: "bench", model: oursScriptedModel(toolTurns), tools: [oursNoopTool] },
       convertToLlm: (messages) => messages as Message[],
       maxTurns: Infinity,
@@ -44,7 +46,10 @@ const ours: Side = {
     });
     return { prompt: (text) => agent.prompt(text), messages: () => agent.state.messages.length, events: () => events };
   },
-};
+});
+const ours = oursWith(OursAgent);
+const baselineBuild = await loadBaseline();
+const baseline = baselineBuild === undefined ? undefined : oursWith(baselineBuild.Agent);
 
 const upstreamModel = piModel("openai-completions", "bench");
 
@@ -83,26 +88,33 @@ checkWork("prompts", "ours", await prompts(ours), PROMPTS * 2);
 checkWork("prompts", "pi-agent-core 1.6", await prompts(upstream), PROMPTS * 2);
 checkWork("long run", "ours", await longRun(ours), 1 + TURNS * 2 + 1);
 checkWork("long run", "pi-agent-core 1.6", await longRun(upstream), 1 + TURNS * 2 + 1);
+if (baseline !== undefined) {
+  checkWork("prompts", "ours (baseline)", await prompts(baseline), PROMPTS * 2);
+  checkWork("long run", "ours (baseline)", await longRun(baseline), 1 + TURNS * 2 + 1);
+}
+
+/** The cases of one workload: ours, pi-agent-core, and ours (baseline) if given. */
+function cases(workload: (side: Side) => Promise<number>): Case[] {
+  const all: Case[] = [
+    { name: "ours", run: () => workload(ours) },
+    { name: "pi-agent-core 1.6", run: () => workload(upstream) },
+  ];
+  if (baseline !== undefined) all.push({ name: "ours (baseline)", run: () => workload(baseline) });
+  return all;
+}
+const RATIOS = [
+  { label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=" as const, value: 0.5 },
+  ...(baseline === undefined
+    ? []
+    : [
+        { label: "ours (baseline) / pi-agent-core 1.6", num: "ours (baseline)", den: "pi-agent-core 1.6" },
+        { label: "ours / ours (baseline)", num: "ours", den: "ours (baseline)" },
+      ]),
+];
 
 let ok = true;
-const promptResults = await measure(
-  [
-    { name: "ours", run: () => prompts(ours) },
-    { name: "pi-agent-core 1.6", run: () => prompts(upstream) },
-  ],
-  { warmup: WARMUP, runs: RUNS, gc: GC },
-);
-ok = printTable(`Agent: ${PROMPTS} one-turn prompts on one agent, one listener, ${GC} gc before each run`, promptResults, [
-  { label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=", value: 0.5 },
-]) && ok;
-const longRunResults = await measure(
-  [
-    { name: "ours", run: () => longRun(ours) },
-    { name: "pi-agent-core 1.6", run: () => longRun(upstream) },
-  ],
-  { warmup: WARMUP, runs: RUNS, gc: GC },
-);
-ok = printTable(`Agent: one run of ${TURNS} turns, one no-op tool call each, one listener, ${GC} gc before each run`, longRunResults, [
-  { label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=", value: 0.5 },
-]) && ok;
+const promptResults = await measure(cases(prompts), { warmup: WARMUP, runs: RUNS, gc: GC });
+ok = printTable(`Agent: ${PROMPTS} one-turn prompts on one agent, one listener, ${GC} gc before each run`, promptResults, RATIOS) && ok;
+const longRunResults = await measure(cases(longRun), { warmup: WARMUP, runs: RUNS, gc: GC });
+ok = printTable(`Agent: one run of ${TURNS} turns, one no-op tool call each, one listener, ${GC} gc before each run`, longRunResults, RATIOS) && ok;
 if (!ok) console.log("  (bar missed)");

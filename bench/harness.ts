@@ -218,3 +218,17 @@ export function piModel(api = "openai-completions", provider = "openai") {
     maxTokens: 4096,
   };
 }
+
+/**
+ * Another build of @pi/course to time beside the current one, from `BENCH_BASELINE` (a path to
+ * its `dist/index.js`, e.g. a copy of `packages/pi-course/dist` built from main): the agent
+ * benches then add an "ours (baseline)" case, so a change is judged within one run, on the same
+ * load. Undefined when the variable is not set.
+ */
+export async function loadBaseline(): Promise<typeof import("@pi/course") | undefined> {
+  const path = process.env.BENCH_BASELINE;
+  if (path === undefined || path === "") return undefined;
+  const { pathToFileURL } = await import("node:url");
+  const { resolve } = await import("node:path");
+  return (await import(pathToFileURL(resolve(path)).href)) as typeof import("@pi/course");
+}

@@ -173,7 +173,8 @@ export class LoopRun implements ToolBatchRun {
       messages = valueOf("transformContext", transformed);
       if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
     }
-    const input = messages === this.transcript ? messages.slice() : messages;
+    // (the default conversion only filters: it needs no copy of its own)
+    const input = messages === this.transcript && convertToLlm !== defaultConvertToLlm ? messages.slice() : messages;
     const llm = valueOf("convertToLlm", await settle(() => convertToLlm(input), this.signal));
     if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
     const context: Context = { messages: llm };

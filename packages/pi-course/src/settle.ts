@@ -15,7 +15,9 @@ export type Settled<T> =
 /**
  * Runs `work` (sync or async, throwing or not) and settles with its outcome, or with `aborted` as
  * soon as the signal fires, or with `timedOut` after `timeoutMs`, whichever comes first. Never
- * rejects, whatever `work` throws or returns (a thenable whose `then` throws is a throw).
+ * rejects, whatever `work` throws or returns (a thenable whose `then` throws is a throw). A
+ * promise that was already settled when `work` returned it counts, even if the signal fires
+ * before the next microtask.
  *
  * A value given synchronously always counts, even if the work aborted the signal meanwhile (a
  * queue getter that dequeued loses nothing). A promise still pending when the signal fires is
