@@ -56,13 +56,16 @@ export function settle<T>(
     // waiter by then (its reaction was queued first), so the common case never touches the
     // signal (adding the first "abort" listener to a signal costs more than the whole await).
     // An abort in between is seen at once there: `watch` checks `aborted` first.
-    if (signal !== undefined) queueMicrotask(() => watch(signal, waiter));
+    // (A reaction on a settled promise, not `queueMicrotask`: Node wraps each of those in an
+    // AsyncResource.)
+    if (signal !== undefined) void SETTLED.then(() => watch(signal, waiter));
   });
 }
 
 const valueOutcome = (value: unknown): Settled<unknown> => ({ kind: "value", value });
 const thrownOutcome = (error: unknown): Settled<unknown> => ({ kind: "threw", error });
 const ignore = (): void => {};
+const SETTLED = Promise.resolve();
 const ABORTED: Settled<never> = Object.freeze({ kind: "aborted" });
 const TIMED_OUT: Settled<never> = Object.freeze({ kind: "timedOut" });
 
