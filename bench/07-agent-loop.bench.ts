@@ -9,6 +9,11 @@
  * The model and the tool are scripted the same way on both sides (bench/scripted.ts);
  * `convertToLlm` is the identity on both sides. So the difference is the loop: events,
  * validation, tool execution, transcript handling.
+ *
+ * A scavenge, not a full GC, precedes each timed run: after a forced full GC V8 discards the
+ * optimized code of both libraries (see harness.ts), and a run of a few tens of milliseconds then
+ * times mostly its re-optimization. `BENCH_GC=full` measures that case too;
+ * `BENCH_BASELINE=<dist>/index.js` adds another build of @pi/course to the same run.
  */
 import { agentLoop as oursLoop } from "@pi/course";
 import type { Message } from "@pi/course";

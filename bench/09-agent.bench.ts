@@ -11,6 +11,11 @@
  * call and re-chunks text randomly, so on (b) it would time the provider, not the Agent.
  * `convertToLlm` is the identity on both sides. Ours runs with `maxTurns: Infinity` (upstream has
  * no turn limit).
+ *
+ * A scavenge, not a full GC, precedes each timed run: after a forced full GC V8 discards the
+ * optimized code of both libraries (see harness.ts), and a run of a few tens of milliseconds then
+ * times mostly its re-optimization. `BENCH_GC=full` measures that case too;
+ * `BENCH_BASELINE=<dist>/index.js` adds another build of @pi/course to the same run.
  */
 import { Agent as OursAgent } from "@pi/course";
 import type { Message } from "@pi/course";
