@@ -384,7 +384,12 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
  */
 export type AgentEvent =
   | { type: "agent_start" }
-  | { type: "agent_end"; messages: AgentMessage[] }
+  /**
+   * The run's last event. `errorMessage` is set when the turn limit (`maxTurns`) stopped a run
+   * whose model asked for tools: their results are in `messages`, but no model call answers
+   * them; `agentLoopContinue` on the transcript takes the next turn. No turn is opened for it.
+   */
+  | { type: "agent_end"; messages: AgentMessage[]; errorMessage?: string }
   | { type: "turn_start" }
   | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
   /** For an assistant message, `message` is the model's partial (live) object: read it, don't keep it. */
@@ -501,7 +506,12 @@ export interface AgentLoopConfig {
    * May throw; the run then ends cleanly. After an abort, as for `getSteeringMessages`.
    */
   getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
-  /** The most model turns one run may take (default 50); the run then ends with an error. */
+  /**
+   * The most model turns one run may take (default 50). The turn that makes the last allowed
+   * model call is the run's last turn: no queue is polled after it (queued messages stay queued),
+   * and if its model asked for tools, their results are recorded and `agent_end.errorMessage`
+   * says the limit was reached. No turn is opened without a model call.
+   */
   maxTurns?: number;
   /**
    * How long one call of `beforeToolCall` or `afterToolCall` may take, in milliseconds (1 to
@@ -578,7 +588,10 @@ export interface AgentState {
   readonly streamingMessage?: AssistantMessage;
   /** Ids of the tool calls started (`tool_execution_start`) and not yet ended. */
   readonly pendingToolCalls: ReadonlySet<string>;
-  /** Why the last failed turn failed (cleared when a run starts), or which listener threw. */
+  /**
+   * Why the last failed turn failed, or that the turn limit left tool results unanswered
+   * (`agent_end.errorMessage`), or which listener threw. Cleared when a run starts.
+   */
   readonly errorMessage?: string;
 }
 

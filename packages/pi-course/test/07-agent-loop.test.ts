@@ -25,6 +25,7 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "../src/index.js";
+import { LoopRun } from "../src/loop-run.js";
 import { constructionSiteError, finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
 
@@ -164,6 +165,32 @@ describe("chapter 07 · the agent loop", () => {
     expect(result[0]).toBe(prompt);
     expect(textOf(result[1] as Message)).toBe("Hello there");
     expect(model.requests[0]).toEqual({ systemPrompt: "You are terse.", messages: [prompt] });
+  });
+
+  it("Lab 7.1 · invariant: a loop that throws before agent_start still ends well formed, agent_start first", async () => {
+    // LoopRun's fallback (given code), as an unfinished runLoop reaches it
+    const events: AgentEvent[] = [];
+    const fallback = await new LoopRun(ctx(), { model: scripted([]) }, (event) => void events.push(event), undefined).run(
+      [],
+      async () => {
+        throw new Error("loop broke");
+      },
+    );
+    expect(shape(events)).toEqual(["agent_start", "turn_start", "message_start:assistant", "message_end:assistant", "turn_end", "agent_end"]);
+    expect(grammarViolations(events, fallback)).toEqual([]);
+    expect(lastAssistant(fallback).errorMessage).toBe("The agent loop failed: loop broke");
+    // the loop itself, when reading its config throws before the run has started
+    let reads = 0;
+    const config = {
+      model: scripted([says("never")]),
+      get maxTurns(): number {
+        if (reads++ > 0) throw new Error("config broke");
+        return 5;
+      },
+    };
+    const { events: loopEvents, result } = await run("go", ctx(), config);
+    expect(lastAssistant(result).errorMessage).toBe("The agent loop failed: config broke");
+    expect(shape(loopEvents)[0]).toBe("agent_start");
   });
 
   it("Lab 7.1 · the model sees the system prompt, the tools' definitions and only canonical messages", async () => {
@@ -592,26 +619,60 @@ describe("chapter 07 · the agent loop", () => {
     }
   });
 
-  it("Lab 7.1 · the turn limit ends the run with an error message instead of another model call", async () => {
-    const model = scripted([says("one"), says("two"), says("never")]);
-    const { events, result } = await run("go", ctx(), {
-      model,
+  it("Lab 7.1 · the turn limit: the turn of the last allowed model call is the last turn; no turn without a model call", async () => {
+    // the model keeps asking for tools: the limit leaves the last results unanswered, and agent_end says so
+    const model = scripted([turn([call("c1", "read", { path: "a" })]), turn([call("c2", "read", { path: "b" })]), says("never")]);
+    const limited = await run("go", ctx([readTool()]), { model, maxTurns: 2 });
+    expect(shape(limited.events)).toEqual([
+      ...TURN_ONE_TOOL,
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_end",
+      "message_end:assistant",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(model.requests).toHaveLength(2);
+    expect(limited.result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "toolResult"]);
+    const end = limited.events.at(-1) as Extract<AgentEvent, { type: "agent_end" }>;
+    expect(end.errorMessage).toMatch(/^Turn limit reached\b/);
+    expect(end.errorMessage).toContain("maxTurns = 2");
+    expect(end.errorMessage).toContain("agentLoopContinue");
+
+    // a natural stop at the limit: no queue is polled after it (queued messages stay queued), no error
+    const polls: string[] = [];
+    const stops = scripted([says("one"), says("two"), says("never")]);
+    const stopped = await run("go", ctx(), {
+      model: stops,
       maxTurns: 2,
-      getFollowUpMessages: () => [userMessage("more")],
+      getSteeringMessages: () => (polls.push("steering"), []),
+      getFollowUpMessages: () => (polls.push("followUp"), [userMessage("more")]),
     });
-    expect(shape(events).slice(-8)).toEqual([
+    expect(shape(stopped.events).slice(-9)).toEqual([
       "turn_end",
       "turn_start",
       "message_start:user",
       "message_end:user",
       "message_start:assistant",
+      "message_update:text_delta",
       "message_end:assistant",
       "turn_end",
       "agent_end",
     ]);
-    expect(model.requests).toHaveLength(2);
-    expect(lastAssistant(result)).toMatchObject({ stopReason: "error", content: [] });
-    expect(lastAssistant(result).errorMessage).toContain("maxTurns = 2");
+    expect(shape(stopped.events).filter((type) => type === "turn_start")).toHaveLength(2);
+    expect(stopped.events.at(-1)).toEqual({ type: "agent_end", messages: stopped.result });
+    expect(polls).toEqual(["steering", "followUp"]);
+    expect(stops.requests).toHaveLength(2);
     expect(() => agentLoop([], ctx(), { model, maxTurns: 0 })).toThrow(/maxTurns/);
   });
 
@@ -897,20 +958,14 @@ describe("chapter 07 · the agent loop", () => {
   });
 
   it("Lab 7.1 · after a turn-limit stop, agentLoopContinue with the returned transcript runs the next turn", async () => {
-    let followed = 0;
-    const first = scripted([says("one"), says("never")]);
-    const stopped = await run("go", ctx(), {
-      model: first,
-      maxTurns: 1,
-      getFollowUpMessages: () => (followed++ === 0 ? [userMessage("more")] : []),
-    });
-    expect(stopped.result.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
-    expect(lastAssistant(stopped.result)).toMatchObject({ stopReason: "error", content: [] });
-    expect(lastAssistant(stopped.result).errorMessage).toContain("agentLoopContinue");
+    const first = scripted([turn([call("c1", "read", { path: "a" })]), says("never")]);
+    const stopped = await run("go", ctx([readTool()]), { model: first, maxTurns: 1 });
+    expect(stopped.result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    expect(stopped.events.at(-1)).toMatchObject({ type: "agent_end", errorMessage: expect.stringContaining("agentLoopContinue") });
     expect(first.requests).toHaveLength(1);
 
-    const model = scripted([says("two")]);
-    const { events, result } = await finish(agentLoopContinue(ctx([], stopped.result), { model, maxTurns: 1 }));
+    const model = scripted([says("a says so")]);
+    const { events, result } = await finish(agentLoopContinue(ctx([readTool()], stopped.result), { model, maxTurns: 1 }));
     expect(grammarViolations(events, result)).toEqual([]);
     expect(shape(events)).toEqual([
       "agent_start",
@@ -921,9 +976,10 @@ describe("chapter 07 · the agent loop", () => {
       "turn_end",
       "agent_end",
     ]);
-    expect(result).toEqual([expect.objectContaining({ role: "assistant", stopReason: "stop", content: [text("two")] })]);
-    // the error message is not part of the model's view: it answers the follow-up
-    expect(model.requests[0]!.messages).toEqual(stopped.result.slice(0, 3));
+    expect(events.at(-1)).toEqual({ type: "agent_end", messages: result });
+    expect(result).toEqual([expect.objectContaining({ role: "assistant", stopReason: "stop", content: [text("a says so")] })]);
+    // the model answers the tool result the limit left unanswered
+    expect(model.requests[0]!.messages).toEqual(stopped.result);
     // an aborted last message is accepted too; a normal one still leaves nothing to answer
     const aborted: AssistantMessage = { ...says("half"), stopReason: "aborted", errorMessage: "stopped" };
     const resumed = await finish(agentLoopContinue(ctx([], [userMessage("hi"), aborted]), { model: scripted([says("hello")]) }));

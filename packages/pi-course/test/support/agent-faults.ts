@@ -624,7 +624,9 @@ function terminateViolations(events: readonly AgentEvent[]): string[] {
 /**
  * Why the run ended must be one of: a stop with no calls and no follow-ups (the last polls
  * returned nothing), a unanimous terminate, an error/aborted turn (from the model, a throwing
- * hook or getter, or the turn limit), or the abort. Each loop-made failure needs its cause.
+ * hook or getter), the turn limit (the last turn made the maxTurns-th model call; no poll after
+ * it; agent_end.errorMessage set exactly when its calls were answered by no model call), or the
+ * abort. Each loop-made failure needs its cause; no turn is opened without a model call.
  */
 function endingViolations(
   events: readonly AgentEvent[],
@@ -635,21 +637,29 @@ function endingViolations(
   const { message, ends } = last;
   const why = message.errorMessage ?? "";
   if (why.startsWith("The agent loop failed")) return [`the loop itself failed: ${why}`];
-  if (message.stopReason === "error" || message.stopReason === "aborted") {
+  const end = events.at(-1);
+  const limit = end?.type === "agent_end" ? end.errorMessage : undefined;
+  const atLimit = seen.model.calls === seen.scenario.maxTurns; // an abort may come after the decision
+  const calls = message.content.filter((block) => block.type === "toolCall");
+  const failed = message.stopReason === "error" || message.stopReason === "aborted";
+  const unanimous = ends.length === calls.length && ends.every((e) => e.result.terminate === true);
+  if (limit !== undefined) {
+    const reported = atLimit && !failed && calls.length > 0 && !unanimous && limit.startsWith("Turn limit reached");
+    return reported ? [] : [`agent_end says "${limit}" after a turn that did not leave the limit's tool results unanswered`];
+  }
+  if (failed) {
     const needs = (ok: boolean, cause: string): string[] => (ok ? [] : [`ended with "${why}" without ${cause}`]);
-    if (why.startsWith("Turn limit reached")) return needs(seen.model.calls === seen.scenario.maxTurns, "reaching maxTurns");
+    if (why.startsWith("Turn limit reached")) return [`the turn limit took a turn of its own: "${why}"`];
     if (why.startsWith("The run was aborted")) return needs(seen.aborted, "an abort");
     const hook = /^(getSteeringMessages|getFollowUpMessages|beforeToolCall|afterToolCall|convertToLlm|transformContext) failed/.exec(why)?.[1];
     if (hook !== undefined) return needs(seen.thrown.has(hook as Hook), `a throw from ${hook}`);
     return []; // the model's own error/aborted turn (scripted, torn, thrown, or no turn left)
   }
   if (seen.aborted) return [];
-  const calls = message.content.filter((block) => block.type === "toolCall");
   if (calls.length > 0) {
-    return ends.every((end) => end.result.terminate === true) && ends.length === calls.length
-      ? []
-      : [`the run ended after a batch without a unanimous terminate`];
+    return unanimous ? [] : [`the run ended after a batch without a unanimous terminate, nor at the turn limit`];
   }
+  if (atLimit) return [];
   const lastPolls = seen.polls.slice(-2).join(", ");
   return lastPolls === "steering 0, followUp 0" ? [] : [`the run ended after a stop, the last polls being: ${lastPolls}`];
 }
