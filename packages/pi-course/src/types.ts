@@ -279,6 +279,9 @@ export type ModelEvent =
        * Best-effort value of the arguments so far (from an incremental parser), for UIs that
        * want to show a path or a command early. Never execute it. A live view, like `partial`:
        * the same object keeps growing with later deltas (read it, don't keep it; copy to keep).
+       * This is the one place the value lives while the call streams: the block's `arguments`
+       * stays `{}` (its text grows in `rawArguments`) until `toolcall_end`. Every model here
+       * follows it: the OpenAI-compatible and Anthropic adapters and `ScriptedModel`.
        */
       partialArguments?: unknown;
       // #endregion
