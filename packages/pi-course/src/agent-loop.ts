@@ -105,7 +105,7 @@ export function runAgentLoopContinue(
 
 /** The loop proper: turns until the model stops, the batch terminates, an error or an abort. */
 async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
-  // #region lab 7.1 runLoop
+  // #region lab 7.2 runLoop
   const maxTurns = run.config.maxTurns ?? DEFAULT_MAX_TURNS;
   await run.emit({ type: "agent_start" });
   for (;;) {
@@ -167,9 +167,10 @@ function turnLimitReached(turns: number, maxTurns: number): string {
 
 /**
  * Asks the model for one turn and reports it as message_start, message_update…, message_end.
- * Never throws: a failure before or during the turn is an error assistant message.
+ * Never throws: a failure before or during the turn is an error assistant message. Exported for
+ * the tests of one turn alone (Lab 7.1); not part of the package's API.
  */
-async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
+export async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
   // #region lab 7.1 streamAssistantMessage
   let context: Context;
   try {
