@@ -1,5 +1,5 @@
 /**
- * Property-based fault injection for the agent loop (DESIGN §6), shared by the property test
+ * Property-based fault injection for the agent loop, shared by the property test
  * (`07-agent-loop.property.test.ts`, thousands of seeded runs) and the soak script
  * (`soak-agent-loop.ts`, 100,000 runs).
  *
