@@ -173,6 +173,8 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
     return answered(call, messageOf(error));
   }
   const ready: ReadyCall = { kind: "ready", call, tool, args };
+  // (askBeforeToolCall also returns at once without a hook; skipping the call saves an await per call)
+  if (run.config.beforeToolCall === undefined) return ready;
   return (await askBeforeToolCall(run, batch, ready)) ?? ready;
   // #endregion
 }
@@ -203,6 +205,7 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
   const result = readToolResult(executed.value);
   if (typeof result === "string") return answered(call, `Tool "${call.name}" ${result}`);
   const done: FinishedCall = { call, result, isError: result.isError === true };
+  if (run.config.afterToolCall === undefined) return done;
   return applyAfterToolCall(run, batch, ready, done);
   // #endregion
 }
