@@ -474,6 +474,8 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   };
   /** What each queue poll returned, in order: "steering 0", "followUp 2", … */
   const polls: string[] = [];
+  /** Queue polls after the last allowed model call: the turn limit ends the run without any. */
+  const polledAtLimit: string[] = [];
   const badExecutions: string[] = [];
   const onExecute = (id: string): void => {
     if (controller.signal.aborted) badExecutions.push(`${id} executed after the abort`);
@@ -521,6 +523,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     },
     getSteeringMessages: async () => {
       if (controller.signal.aborted) polledAfterAbort.push("steering");
+      if (model.calls >= scenario.maxTurns) polledAtLimit.push("steering");
       const directive = hookCall("getSteeringMessages");
       if (directive?.kind === "stuck") return directive.promise;
       if (directive?.kind === "answer") return (directive.odd ? revoked() : [throwingProxy()]) as never;
@@ -530,6 +533,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     },
     getFollowUpMessages: () => {
       if (controller.signal.aborted) polledAfterAbort.push("followUp");
+      if (model.calls >= scenario.maxTurns) polledAtLimit.push("followUp");
       const directive = hookCall("getFollowUpMessages");
       if (directive?.kind === "stuck") return directive.promise;
       if (directive?.kind === "answer") return (directive.odd ? revoked() : [throwingProxy()]) as never;
@@ -579,6 +583,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   problems.push(...grammarViolations(events, result));
   if (model.callsAfterAbort > 0) problems.push(`${model.callsAfterAbort} model call(s) after the abort`);
   if (polledAfterAbort.length > 0) problems.push(`queues polled after the abort: ${polledAfterAbort.join(", ")}`);
+  if (polledAtLimit.length > 0) problems.push(`queues polled after the last allowed model call (maxTurns = ${scenario.maxTurns}): ${polledAtLimit.join(", ")}`);
   // every tool call of the run answered exactly once, by id
   const calls = result.flatMap((m) =>
     m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted"
