@@ -54,7 +54,9 @@ export interface ToolCall {
   name: string;
   /**
    * The parsed arguments. Parsed JSON only means the text was complete, not that the arguments
-   * are valid for the tool: the tool layer validates them.
+   * are valid for the tool: the tool layer validates them. While the call streams (in a
+   * partial message) it is `{}` and the text grows in `rawArguments`; the value so far is on
+   * the model event (`partialArguments`, chapter 05).
    */
   arguments: unknown;
   /** The argument text as it arrived on the wire; kept when it could not be parsed. */
