@@ -8,6 +8,11 @@
 // #region ch06
 import type { Static, TSchema } from "typebox";
 // #endregion
+// #region ch11
+import type { CompactionFailure, Summarizer } from "./compaction.js";
+import type { ContextProjection } from "./context.js";
+import type { TokenEstimator } from "./token-estimate.js";
+// #endregion
 import type { AssistantMessageEventStream } from "./event-stream.js";
 // #region ch07
 import type { EventStream } from "./event-stream.js";
@@ -49,7 +54,9 @@ export interface ToolCall {
   name: string;
   /**
    * The parsed arguments. Parsed JSON only means the text was complete, not that the arguments
-   * are valid for the tool: the tool layer validates them.
+   * are valid for the tool: the tool layer validates them. While the call streams (in a
+   * partial message) it is `{}` and the text grows in `rawArguments`; the value so far is on
+   * the model event (`partialArguments`, chapter 05).
    */
   arguments: unknown;
   /** The argument text as it arrived on the wire; kept when it could not be parsed. */
@@ -279,6 +286,9 @@ export type ModelEvent =
        * Best-effort value of the arguments so far (from an incremental parser), for UIs that
        * want to show a path or a command early. Never execute it. A live view, like `partial`:
        * the same object keeps growing with later deltas (read it, don't keep it; copy to keep).
+       * This is the one place the value lives while the call streams: the block's `arguments`
+       * stays `{}` (its text grows in `rawArguments`) until `toolcall_end`. Every model here
+       * follows it: the OpenAI-compatible and Anthropic adapters and `ScriptedModel`.
        */
       partialArguments?: unknown;
       // #endregion
@@ -384,7 +394,12 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
  */
 export type AgentEvent =
   | { type: "agent_start" }
-  | { type: "agent_end"; messages: AgentMessage[] }
+  /**
+   * The run's last event. `errorMessage` is set when the turn limit (`maxTurns`) stopped a run
+   * whose model asked for tools: their results are in `messages`, but no model call answers
+   * them; `agentLoopContinue` on the transcript takes the next turn. No turn is opened for it.
+   */
+  | { type: "agent_end"; messages: AgentMessage[]; errorMessage?: string }
   | { type: "turn_start" }
   | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
   /** For an assistant message, `message` is the model's partial (live) object: read it, don't keep it. */
@@ -501,7 +516,12 @@ export interface AgentLoopConfig {
    * May throw; the run then ends cleanly. After an abort, as for `getSteeringMessages`.
    */
   getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
-  /** The most model turns one run may take (default 50); the run then ends with an error. */
+  /**
+   * The most model turns one run may take (default 50). The turn that makes the last allowed
+   * model call is the run's last turn: no queue is polled after it (queued messages stay queued),
+   * and if its model asked for tools, their results are recorded and `agent_end.errorMessage`
+   * says the limit was reached. No turn is opened without a model call.
+   */
   maxTurns?: number;
   /**
    * How long one call of `beforeToolCall` or `afterToolCall` may take, in milliseconds (1 to
@@ -560,6 +580,16 @@ export interface AgentOptions {
   steeringMode?: QueueMode;
   /** How many follow-up messages one poll injects. Default `one-at-a-time`. */
   followUpMode?: QueueMode;
+  // #region ch11
+  /**
+   * A session to resume from and to record into (a chapter 10 `SessionFile` fits). The
+   * transcript starts as the session's path to its leaf (see `AgentSessionStore`); then every
+   * `message_end` message is appended to it. Not together with `initialState.messages`.
+   */
+  session?: AgentSessionStore;
+  /** Keep what the model sees within a token budget, and compact the session when it grows. */
+  contextBudget?: AgentContextBudget;
+  // #endregion
 }
 
 /**
@@ -578,7 +608,10 @@ export interface AgentState {
   readonly streamingMessage?: AssistantMessage;
   /** Ids of the tool calls started (`tool_execution_start`) and not yet ended. */
   readonly pendingToolCalls: ReadonlySet<string>;
-  /** Why the last failed turn failed (cleared when a run starts), or which listener threw. */
+  /**
+   * Why the last failed turn failed, or that the turn limit left tool results unanswered
+   * (`agent_end.errorMessage`), or which listener threw. Cleared when a run starts.
+   */
   readonly errorMessage?: string;
 }
 
@@ -679,4 +712,97 @@ export type SessionEntry =
   | CompactionEntry
   // #endregion
   ;
+// #endregion
+// #region ch11
+
+// ---------------------------------------------------------------------------------------------
+// The Agent with a session and a context budget (chapter 11)
+// ---------------------------------------------------------------------------------------------
+
+/** An entry as the agent hands it to its session: the session makes `id` and `timestamp`. */
+export type AgentSessionEntryInput = Omit<MessageEntry, "id" | "timestamp"> | Omit<CompactionEntry, "id" | "timestamp">;
+
+/**
+ * What an `Agent` needs of a session; a chapter 10 `SessionFile` fits it as it is.
+ *
+ * The agent keeps its own place in the tree (the entry it continues from): it starts at the
+ * session's `leaf` (or the entry given to `setSession`), and each entry it appends becomes the
+ * next one's parent. What the agent's transcript (`state.messages`) holds is
+ * `transcriptOf(pathToLeaf(place)).messages`: with a compaction on the path, the newest one's
+ * summary (a user message) and the entries it kept, then the rest; the full history stays in
+ * the session.
+ */
+export interface AgentSessionStore {
+  /** The entry to continue from when none is named: the last one written (undefined when empty). */
+  readonly leaf: { readonly id: string } | undefined;
+  /** The entries from the root down to `id`, inclusive. */
+  pathToLeaf(id: string): readonly SessionEntry[];
+  /**
+   * Contract: writes the entry as a child of `entry.parentId` and resolves with its new id once
+   * it is written (a later append may name it as parent); rejects when it could not write it.
+   * The agent calls it one entry at a time, in transcript order, awaiting each.
+   */
+  append(entry: AgentSessionEntryInput): Promise<string>;
+}
+
+/**
+ * A token budget for what the model sees, and automatic compaction of the session.
+ *
+ * Before every model call the transcript is projected to `budget` (`projectMessages`: whole
+ * interactions dropped from the oldest). Order: a user `transformContext` runs first (it sees
+ * the whole transcript), then the projection, so what reaches `convertToLlm` fits the budget.
+ * Compaction runs at the start of a run (before its first model call, never while a tool call
+ * is pending) when the context passed `compactAt` of the budget; it needs a session.
+ */
+export interface AgentContextBudget {
+  /** Tokens for the system prompt and the messages (leave room for tools and the answer). */
+  budget: number;
+  /** Defaults to `estimateTokens` (chars/4, calibrated by the newest trusted usage). */
+  estimator?: TokenEstimator;
+  /**
+   * Compact when the context's tokens (the estimator's count of the whole transcript: the
+   * newest trusted usage plus chars/4 of what came after) reach this fraction of `budget`.
+   * Default 0.8; `false` never compacts automatically.
+   */
+  compactAt?: number | false;
+  /** Tokens of the newest messages a compaction keeps verbatim. Default a quarter of `budget`. */
+  keepRecentTokens?: number;
+  /** The model asked for the summary. Default: the agent's model. */
+  summaryModel?: Model;
+  /** Replaces the default summary request (see `compact`). */
+  summarize?: Summarizer;
+  /**
+   * Contract: called after every projection, before the model call, with what the model will
+   * see; `overflow` is set when even the newest interaction does not fit (it is then sent whole,
+   * never cut). Must not throw: a throw ends the run as a throwing `transformContext` does.
+   */
+  onProjection?: (projection: ContextProjection) => void;
+  /**
+   * Contract: called after every automatic compaction, done or failed (a failed one appends
+   * nothing, and the run goes on with the projection alone). Must not throw: a throw makes
+   * `prompt()`/`continue()` reject before the run starts.
+   */
+  onCompaction?: (report: AgentCompactionReport) => void;
+}
+
+/** What an automatic compaction did. */
+export type AgentCompactionReport =
+  | {
+      ok: true;
+      /** The context's tokens before (what passed the threshold). */
+      tokensBefore: number;
+      /** The context's tokens after: the summary, the kept messages and the system prompt. */
+      tokensAfter: number;
+      /** `compactAt × budget`. */
+      threshold: number;
+      /** The entry appended to the session. */
+      entry: CompactionEntry;
+    }
+  | {
+      ok: false;
+      tokensBefore: number;
+      threshold: number;
+      /** Why nothing was appended. */
+      reason: CompactionFailure;
+    };
 // #endregion
