@@ -52,13 +52,16 @@ export function settle<T>(
       (value) => wake(waiter, { kind: "value", value }),
       (error: unknown) => wake(waiter, { kind: "threw", error }),
     );
-    // Watch the signal from the next microtask: a promise that was already settled has woken the
-    // waiter by then (its reaction was queued first), so the common case never touches the
-    // signal (adding the first "abort" listener to a signal costs more than the whole await).
-    // An abort in between is seen at once there: `watch` checks `aborted` first.
+    if (signal === undefined) return;
+    const list = abortWaiters.get(signal);
+    if (list !== undefined) return link(list, waiter); // the signal is watched already
+    // Else watch it from the next microtask: a promise that was already settled has woken the
+    // waiter by then (its reaction was queued first), so a run whose awaits all find settled
+    // promises never adds an "abort" listener (the first one on a signal costs more than the
+    // whole await). An abort in between is seen at once there: `watch` checks `aborted` first.
     // (A reaction on a settled promise, not `queueMicrotask`: Node wraps each of those in an
     // AsyncResource.)
-    if (signal !== undefined) void SETTLED.then(() => watch(signal, waiter));
+    void SETTLED.then(() => watch(signal, waiter));
   });
 }
 
@@ -124,6 +127,10 @@ function watch(signal: AbortSignal, waiter: Waiter): void {
       while (all.first !== undefined) wake(all.first, ABORTED);
     }, { once: true });
   }
+  link(list, waiter);
+}
+
+function link(list: WaiterList, waiter: Waiter): void {
   waiter.list = list;
   waiter.prev = list.last;
   if (list.last !== undefined) list.last.next = waiter;
