@@ -21,7 +21,7 @@ import { createAnthropicModel, createOpenAICompatibleModel, readSse } from "@pi/
 import type { Model } from "@pi/course";
 import { stream as piAnthropic } from "@earendil-works/pi-ai/api/anthropic-messages";
 import { stream as piCompletions } from "@earendil-works/pi-ai/api/openai-completions";
-import { measure, printTable, type Ratio } from "./harness.js";
+import { measure, piModel, printTable, type Ratio } from "./harness.js";
 
 const KB = 1024;
 const encoder = new TextEncoder();
@@ -113,21 +113,6 @@ const anthropic: Format = {
 };
 
 const PI_CONTEXT = { messages: [{ role: "user", content: "hi", timestamp: 0 }] };
-
-function piModel(api: string, provider: string) {
-  return {
-    id: "bench",
-    name: "bench",
-    api,
-    provider,
-    baseUrl: "http://bench.invalid",
-    reasoning: false,
-    input: ["text"],
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-    contextWindow: 200_000,
-    maxTokens: 4096,
-  };
-}
 
 function bodyOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
   let offset = 0;

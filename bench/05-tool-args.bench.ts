@@ -55,7 +55,7 @@ import { StreamingJsonParser } from "@earendil-works/pi-ai";
 import { stream as piAi16Completions } from "@earendil-works/pi-ai/api/openai-completions";
 import { parseStreamingJson } from "@mariozechner/pi-ai";
 import { performance } from "node:perf_hooks";
-import { measure, printTable, type Result } from "./harness.js";
+import { measure, piModel, printTable, type Result } from "./harness.js";
 
 const KB = 1024;
 
@@ -318,18 +318,7 @@ async function throughAdapter(bytes: Uint8Array): Promise<number> {
 }
 
 /** pi-ai 1.6's Chat Completions provider, on the same bytes through its `fetch` option. */
-const PI_MODEL = {
-  id: "bench",
-  name: "bench",
-  api: "openai-completions",
-  provider: "openai",
-  baseUrl: "http://bench.invalid/v1",
-  reasoning: false,
-  input: ["text"],
-  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  contextWindow: 128_000,
-  maxTokens: 4096,
-};
+const PI_MODEL = piModel("openai-completions", "openai");
 
 /** pi-ai 1.6's provider's events for `bytes`, served by the same in-memory `fetch`. */
 function piAi16On(bytes: Uint8Array) {

@@ -4,6 +4,9 @@
 // contains one of the arguments), one process each.
 //   npm run bench                 all of them
 //   npm run bench -- event-stream only the matching ones
+//   BENCH_BASELINE=<copy of packages/pi-course/dist>/index.js npm run bench -- agent
+//                                 the agent benches also time that build of @pi/course, in the same run
+//   BENCH_GC=full|minor           the collection before every timed run (see harness.ts)
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";

@@ -104,12 +104,16 @@ export class LoopRun implements ToolBatchRun {
     });
   }
 
-  /** Adds a message to the transcript and reports it. */
-  async add(message: AgentMessage): Promise<void> {
+  /**
+   * Adds a message to the transcript and reports it. Like `endTurn`, returns the
+   * sink's promise if there is one, and else nothing: no promise, no microtask per event.
+   */
+  add(message: AgentMessage): void | Promise<void> {
     this.transcript.push(message);
     this.added.push(message);
-    await this.emit({ type: "message_start", message });
-    await this.emit({ type: "message_end", message });
+    const started = this.emit({ type: "message_start", message });
+    if (started !== undefined) return started.then(() => this.emit({ type: "message_end", message }));
+    return this.emit({ type: "message_end", message });
   }
 
   /** An assistant message saying what went wrong, made by the loop (no model was called). */
@@ -140,8 +144,8 @@ export class LoopRun implements ToolBatchRun {
     }
   }
 
-  async endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): Promise<void> {
-    await this.emit({ type: "turn_end", message, toolResults });
+  endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): void | Promise<void> {
+    return this.emit({ type: "turn_end", message, toolResults });
   }
 
   /**
@@ -180,7 +184,8 @@ export class LoopRun implements ToolBatchRun {
       messages = valueOf("transformContext", transformed);
       if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
     }
-    const input = messages === this.transcript ? messages.slice() : messages;
+    // (the default conversion only filters: it needs no copy of its own)
+    const input = messages === this.transcript && convertToLlm !== defaultConvertToLlm ? messages.slice() : messages;
     const llm = valueOf("convertToLlm", await settle(() => convertToLlm(input), this.signal));
     if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
     const context: Context = { messages: llm };

@@ -336,12 +336,15 @@ function abortedCall(call: ToolCall): AnsweredCall {
   return answered(call, `Tool call "${call.name}" was aborted: the run was stopped before it finished.`);
 }
 
-async function emitStart(run: ToolBatchRun, call: ToolCall): Promise<void> {
-  await run.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+// The emitters return the sink's promise, if any, without an async wrapper of their own: with a
+// sink that does not return one (the common case) an event costs no promise and no microtask.
+
+function emitStart(run: ToolBatchRun, call: ToolCall): void | Promise<void> {
+  return run.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
 }
 
-async function emitEnd(run: ToolBatchRun, done: FinishedCall): Promise<void> {
-  await run.emit({
+function emitEnd(run: ToolBatchRun, done: FinishedCall): void | Promise<void> {
+  return run.emit({
     type: "tool_execution_end",
     toolCallId: done.call.id,
     toolName: done.call.name,
@@ -351,7 +354,7 @@ async function emitEnd(run: ToolBatchRun, done: FinishedCall): Promise<void> {
 }
 
 /** The result message of one call, emitted as message_start/message_end. */
-async function emitResult(run: ToolBatchRun, done: FinishedCall): Promise<ToolResultMessage> {
+function emitResult(run: ToolBatchRun, done: FinishedCall): ToolResultMessage | Promise<ToolResultMessage> {
   const message: ToolResultMessage = {
     role: "toolResult",
     toolCallId: done.call.id,
@@ -361,8 +364,8 @@ async function emitResult(run: ToolBatchRun, done: FinishedCall): Promise<ToolRe
     timestamp: Date.now(),
   };
   if (done.result.details !== undefined) message.details = done.result.details;
-  await run.emit({ type: "message_start", message });
-  await run.emit({ type: "message_end", message });
-  return message;
+  const started = run.emit({ type: "message_start", message });
+  if (started !== undefined) return started.then(() => run.emit({ type: "message_end", message })).then(() => message);
+  const ended = run.emit({ type: "message_end", message });
+  return ended === undefined ? message : ended.then(() => message);
 }
-

@@ -447,6 +447,33 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     await late();
   }, 5000);
 
+  it("Lab 7.3 · invariant: a tool that aborts the run and returns a promise that rejects later is answered at once, and its late rejection is handled", async () => {
+    const controller = new AbortController();
+    const late = never<never>();
+    const model = scripted([turn([call("c1", "t")]), says("never")]);
+    const tool = probe("t", () => {
+      controller.abort();
+      return late.promise;
+    });
+    const { events } = await run({ model }, [tool], controller.signal);
+    expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    late.reject(new Error("late rejection")); // afterEach fails the test if nobody handles it
+  }, 5000);
+
+  it("Lab 7.3 · invariant: an abort in the microtask right after a tool returned a promise that never settles still ends the run", async () => {
+    for (const when of ["microtask", "second microtask"] as const) {
+      const controller = new AbortController();
+      const model = scripted([turn([call("c1", "t")]), says("never")]);
+      const tool = probe("t", () => {
+        if (when === "microtask") queueMicrotask(() => controller.abort());
+        else queueMicrotask(() => queueMicrotask(() => controller.abort()));
+        return never<never>().promise;
+      });
+      const { events } = await run({ model }, [tool], controller.signal, 1000);
+      expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    }
+  }, 5000);
+
   it("Lab 7.3 · two calls with one id in a message: the first runs, the repeat gets a fresh id and an error result; one start/end per call", async () => {
     for (const toolExecution of ["parallel", "sequential"] as const) {
       const log: string[] = [];
