@@ -70,6 +70,7 @@ export function readConfigFile(env: NodeJS.ProcessEnv, explicit?: string): { set
     const by = explicit !== undefined ? "--config" : `$${CONFIG_VARIABLE}`;
     throw new ConfigError(`the config file ${file} (${by}) cannot be read (${code ?? String(error)}).`);
   }
+  // #region lab 13.1 readConfigFile
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -97,6 +98,7 @@ export function readConfigFile(env: NodeJS.ProcessEnv, explicit?: string): { set
     settings[key as SettingName] = v;
   }
   return { settings, file };
+  // #endregion
 }
 
 /**

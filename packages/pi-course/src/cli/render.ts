@@ -30,6 +30,8 @@ export class ChatPrinter {
   private column = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
   private tickerShown = false;
+  private pendingWord = "";
+  private pendingStyle: Style | undefined;
   private readonly toolStarted = new Map<string, number>();
 
   constructor(private readonly out: ChatOutput) {}
@@ -53,7 +55,7 @@ export class ChatPrinter {
         const update = event.event;
         if (update.type === "text_delta") return this.stream(update.delta);
         if (update.type === "thinking_delta") return this.stream(update.delta, "dim");
-        return;
+        return this.flushWord();
       }
       case "message_end":
         return this.messageEnd(event.message);
@@ -77,6 +79,7 @@ export class ChatPrinter {
 
   /** Ends a streamed line, if one is open. */
   endLine(): void {
+    this.flushWord();
     this.clearTicker();
     if (this.column > 0) this.raw("\n");
   }
@@ -121,11 +124,30 @@ export class ChatPrinter {
     for (const line of shown) this.line(`  │ ${preview(line, this.width() - 6)}`, isError ? "red" : "dim");
   }
 
-  /** Streamed text, wrapped at word boundaries to the terminal's width. */
+  /**
+   * Streamed text, wrapped at word boundaries to the terminal's width. A word cut by the end of a
+   * delta waits for the next one (or the end of the message), so it is never broken in two.
+   */
   private stream(text: string, style?: Style): void {
+    if (style !== this.pendingStyle) this.flushWord();
+    const joined = this.pendingWord + neutralize(text);
+    const tail = /[^\s]+$/.exec(joined)?.[0] ?? "";
+    this.pendingWord = tail.length < this.width() ? tail : "";
+    this.pendingStyle = style;
+    this.write(joined.slice(0, joined.length - this.pendingWord.length), style);
+  }
+
+  /** Writes the word held back by `stream`. */
+  private flushWord(): void {
+    const word = this.pendingWord;
+    this.pendingWord = "";
+    if (word !== "") this.write(word, this.pendingStyle);
+  }
+
+  private write(text: string, style?: Style): void {
     this.clearTicker();
     const width = this.width();
-    for (const part of neutralize(text).split(/(\n|[ \t]+)/)) {
+    for (const part of text.split(/(\n|[ \t]+)/)) {
       if (part === "") continue;
       if (part === "\n") {
         this.raw("\n");
