@@ -103,13 +103,19 @@ describe("settings: flag, then environment, then config file", () => {
     expect(() => parseArgs(["--config", path.join(dir, "none.json")], { HOME: dir, INIT_CWD: dir }, false)).toThrow(/cannot be read \(ENOENT\)/);
   });
 
-  it("Lab 13.1 · the launcher hands over the key variable of the provider: ANTHROPIC_API_KEY for --provider anthropic, else the one named", () => {
+  it("Lab 13.1 · the launcher hands over the key variable of the provider: ANTHROPIC_API_KEY for --provider anthropic, else the one named", async () => {
     const env = { HOME: dir };
     expect(keyVariable(["--provider", "anthropic"], env)).toBe("ANTHROPIC_API_KEY");
     expect(keyVariable([], { ...env, PI_COURSE_PROVIDER: "anthropic" })).toBe("ANTHROPIC_API_KEY");
     expect(keyVariable(["--base-url", "http://x/v1"], env)).toBe("OPENAI_API_KEY");
     expect(keyVariable(["--provider", "anthropic", "--api-key-env", "MINE"], env)).toBe("MINE");
     expect(keyVariable(["--no-api-key"], env)).toBe(undefined);
+    // The variable may be named in the config file too; a flag still wins.
+    await mkdir(path.join(dir, ".pi-course"));
+    await writeFile(path.join(dir, ".pi-course", "config.json"), JSON.stringify({ apiKeyEnv: "FROM_FILE" }));
+    expect(keyVariable(["--provider", "anthropic"], env)).toBe("FROM_FILE");
+    expect(keyVariable(["--api-key-env", "MINE"], env)).toBe("MINE");
+    await rm(path.join(dir, ".pi-course"), { recursive: true });
     const options = parseArgs(["--provider", "anthropic", "--model", "claude-x", "--cwd", ".", "hi"], { ...env, INIT_CWD: dir, ANTHROPIC_API_KEY: "sk-ant" }, false);
     expect(options).toMatchObject({ server: { provider: "anthropic", model: "claude-x", apiKey: "sk-ant", workspace: dir } });
     expect((options as RunOptions).server?.baseUrl).toBe(undefined);
