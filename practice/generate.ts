@@ -217,7 +217,8 @@ function packageJson(view: View, sources: Sources): string {
   const { dev, runtime, allowScripts } = pins(sources);
   const dependencies: Record<string, string> = {};
   const devDependencies: Record<string, string> = {};
-  const needed = new Set<string>(view.chapter.devDependencies ?? []);
+  // the extra packages of every chapter whose tests the view holds (chapter 08's spawn tsx)
+  const needed = new Set<string>(view.included.flatMap((c) => c.devDependencies ?? []));
   for (const [file, content] of view.files) {
     if (typeof content !== "string" || !TS_RE.test(file)) continue;
     for (const specifier of importSpecifiers(content)) {

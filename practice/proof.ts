@@ -13,6 +13,13 @@
  *   no reference lab body of chapter N.
  * - an observe chapter's view: typechecks, every test passes, no marker left.
  *
+ * Which tests run where: practice(N) runs the tests of every chapter up to N (the earlier ones
+ * must pass with N's labs still construction sites, which is what a learner's folder runs);
+ * snapshot(N) and an observe chapter's view run only the chapter's own test files. An earlier
+ * chapter's tests in snapshot(N) would prove nothing practice(N) does not: the two views hold the
+ * same code but N's lab bodies, and an earlier test that reached them fails in practice(N).
+ * (Running them again was half of the proof's time.)
+ *
  * Problems are collected, not thrown, so one run reports everything that is wrong.
  */
 import { execFile } from "node:child_process";
@@ -236,7 +243,7 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
   const problems: string[] = [];
   const chapter = view.chapter;
   const cut = view.kind === "practice" && chapter.mode === "rebuild";
-  for (const c of view.included) {
+  for (const c of cut ? view.included : [chapter]) {
     if (!tests.some((t) => t.chapter === c.number)) problems.push(`${label}: no test of chapter ${c.id} ran (${c.testFile})`);
   }
   if (chapter.mode === "rebuild") {
@@ -366,13 +373,16 @@ function siteMessages(chapter: Chapter, scan: SourceScan): { lab: string; symbol
   return labsOf(chapter, scan).map((l) => ({ lab: l.lab, symbol: l.symbol, site: notImplementedMessage(l.lab, l.symbol).split(" (")[0]! }));
 }
 
+/** The test files of the view's own chapter. */
+function ownTestFiles(view: View, scan: SourceScan): string[] {
+  return [...view.files.keys()].filter((f) => f.endsWith(".test.ts") && scan.owners.get(f) === view.chapter);
+}
+
 /** vitest arguments for a progress view: the chapter's own test files, the labs up to `next`. */
 function progressFilter(view: View, next: string, scan: SourceScan): string[] {
-  const chapter = view.chapter;
-  const ids = chapter.labs.map((l) => l.id);
+  const ids = view.chapter.labs.map((l) => l.id);
   const upTo = ids.slice(0, ids.indexOf(next) + 1);
-  const files = [...view.files.keys()].filter((f) => f.endsWith(".test.ts") && scan.owners.get(f) === chapter);
-  return ["-t", `Lab (?:${upTo.map((id) => id.replace(".", "\\.")).join("|")})\\b`, ...files];
+  return ["-t", `Lab (?:${upTo.map((id) => id.replace(".", "\\.")).join("|")})\\b`, ...ownTestFiles(view, scan)];
 }
 
 /**
@@ -482,6 +492,7 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
       writeFileSync(reporter, REPORTER);
       const args = ["run", "--no-cache", `--reporter=${reporter}`];
       if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
+      else if (!(view.kind === "practice" && view.chapter.mode === "rebuild")) args.push(...ownTestFiles(view, scan));
       const vitest = await run(folder, "vitest", args, 300_000, { PI_PROOF_REPORT: json, PI_COURSE_PROOF: "1" });
       const step = prepared.next !== undefined ? "progress vitest" : `${view.kind} vitest`;
       report.timings[step] = (report.timings[step] ?? 0) + Date.now() - started;

@@ -41,6 +41,7 @@ export default defineChapter({
     "src/coding-tools/edit.ts",
     "src/coding-tools/ls.ts",
     "src/coding-tools/bash.ts",
+    "src/coding-tools/processes.ts",
     "src/coding-tools/index.ts",
   ],
   labs: [

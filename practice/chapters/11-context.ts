@@ -23,13 +23,16 @@ export default defineChapter({
       "`transcriptOf` 读出一条路径的消息：有压缩条目时，最新那条的摘要（作为用户消息）代替它之前的一切，再接上 `firstKeptEntryId` 之后的条目。" +
       "`compact` 让模型写一份结构化摘要（目标、约束、进度、决定、文件、未完成的事、下一步），在不会拆开调用与结果的位置切开，" +
       "追加一条 `compaction` 条目；摘要失败（出错、被 length 截断、回答里有工具调用）什么都不追加，并说明原因。" +
-      "上游 pi 在多次压缩之后曾留下没有调用的孤儿工具结果，导致供应商一直返回 400（#1764、#4189、#6832）——本章的性质测试专门守这一点。",
+      "上游 pi 在多次压缩之后曾留下没有调用的孤儿工具结果，导致供应商一直返回 400（#1764、#4189、#6832）——本章的性质测试专门守这一点。" +
+      "最后把这些接进第 09 章的 `Agent`：`session` 选项让它从会话路径恢复、把每条 `message_end` 追加进文件（写失败不丢消息，`prompt()` 明确报错）；" +
+      "`contextBudget` 让每次调用模型之前都投影到预算，并在运行开始时按阈值自动压缩。",
     en:
       "Rebuild the model's context from the session path before every call instead of deleting history: interactions " +
       "(calls paired with results by id), projection to a token budget with a pluggable estimator (chars/4 calibrated by " +
       "the newest trusted usage), overflow reported as data, the newest compaction's summary standing in for what it cut, " +
       "and compaction as one appended entry whose failure appends nothing. Property tests guard against pi's orphan " +
-      "tool results after chained compactions.",
+      "tool results after chained compactions. Finally the Agent takes a session (resume, append every message_end, " +
+      "report a failed write) and a context budget (project before each call, compact at a threshold).",
   },
   files: [
     "src/interactions.ts",
@@ -37,7 +40,9 @@ export default defineChapter({
     "src/context.ts",
     "src/summary-prompt.ts",
     "src/compaction.ts",
+    "src/agent-session.ts",
     "test/11-context.property.test.ts",
+    "test/11-agent-session.test.ts",
   ],
   labs: [
     {
@@ -95,6 +100,26 @@ export default defineChapter({
       },
       // The property test builds sessions and reads them back through transcriptOf.
       uses: ["11.3"],
+    },
+    {
+      id: "11.5",
+      title: { zh: "把会话和预算接进 Agent（SessionKeeper）", en: "the Agent with a session and a budget" },
+      hint: {
+        zh:
+          "`attach`：先读（`transcriptOf(store.pathToLeaf(位置))`，位置默认是会话的 leaf），读成功了再改状态——读失败不能留下半接上的会话；" +
+          "传 `undefined` 是断开，对话记录原样保留。`record`：每条 `message_end` 的消息以上一条条目为父追加，等它写完再返回，" +
+          "这样后面的监听器在磁盘上就能看到它；写失败时消息留在内存里，记下 `SessionWriteError`（之后的消息记进 `unsaved`），并中止这次运行。" +
+          "`projector`：先跑用户自己的 `transformContext`，再 `projectMessages` 投影到预算，结果交给 `onProjection`；" +
+          "回答被裁剪过的上下文的那条助手消息，它的 usage 只代表裁剪后的上下文，之后不能再拿来估算整段记录（把 `usageFrom` 挪到它后面）。" +
+          "`compactIfDue`：在运行开始、第一次调用模型之前检查，估算值到了 `compactAt × budget` 就 `compact()`，" +
+          "成功就从新摘要重建对话记录（别忘了这次运行的 `context.messages`），失败只报告，运行照常靠投影继续。",
+        en:
+          "attach: read the path first, then change state; undefined detaches and keeps the transcript. record: append each " +
+          "message_end after the previous entry and await it; on failure keep the message, record a SessionWriteError and abort " +
+          "the run. projector: the user's transformContext, then projectMessages; stop trusting usage answered to a trimmed " +
+          "context. compactIfDue: at the start of a run, compact past compactAt × budget; on success restart the transcript " +
+          "from the summary, on failure report and go on.",
+      },
     },
   ],
   breakIt: {

@@ -169,6 +169,21 @@ describe("writing a folder", () => {
     rmSync(target, { recursive: true });
   });
 
+  it("a view pins the extra dev packages of every chapter whose tests it holds (chapter 08's tests spawn tsx)", async () => {
+    const catalogue = await loadCatalogue();
+    for (const chapter of catalogue.chapters) {
+      for (const kind of ["snapshot", "practice"] as const) {
+        const view = buildView(catalogue, chapter, kind);
+        const pkg = JSON.parse(view.files.get("package.json") as string);
+        for (const held of view.included) {
+          for (const name of held.devDependencies ?? []) {
+            expect(pkg.devDependencies[name], `${kind}(${chapter.id}) holds chapter ${held.id}'s tests, which need ${name}`).toBeDefined();
+          }
+        }
+      }
+    }
+  });
+
   it("carries the repository's allowScripts, which cover every installed package with an install script", async () => {
     const catalogue = await loadCatalogue();
     const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));

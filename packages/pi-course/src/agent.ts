@@ -20,6 +20,9 @@
 import { runAgentLoop, runAgentLoopContinue } from "./agent-loop.js";
 import { MessageQueue, checkMessage } from "./agent-queue.js";
 import { AgentRun } from "./agent-run.js";
+// #region ch11
+import { SessionKeeper, checkStore } from "./agent-session.js";
+// #endregion
 import type { LoopStart, RunHost, Subscription } from "./agent-run.js";
 import { NO_PENDING_CALLS, snapshotOf } from "./agent-state.js";
 import type { AgentDraft } from "./agent-state.js";
@@ -30,6 +33,9 @@ import type {
   AgentLoopConfig,
   AgentMessage,
   AgentOptions,
+  // #region ch11
+  AgentSessionStore,
+  // #endregion
   AgentState,
   AgentTool,
   Model,
@@ -49,6 +55,9 @@ export class Agent {
   private frozenMessages: readonly AgentMessage[] | undefined;
   private readonly takeSteering = (): AgentMessage[] => this.steering.take();
   private readonly takeFollowUps = (): AgentMessage[] => this.followUps.take();
+  // #region ch11
+  private readonly keeper: SessionKeeper;
+  // #endregion
 
   constructor(options: AgentOptions = {}) {
     const { initialState = {}, steeringMode, followUpMode, maxTurns, ...hooks } = options;
@@ -76,10 +85,21 @@ export class Agent {
         if (this.active === run) this.active = undefined;
       },
     };
+    // #region ch11
+    this.keeper = new SessionKeeper(this.host, options.contextBudget);
+    // #endregion
     if (initialState.systemPrompt !== undefined) this.setSystemPrompt(initialState.systemPrompt);
     if (initialState.model !== undefined) this.setModel(initialState.model);
     if (initialState.tools !== undefined) this.setTools(initialState.tools);
     if (initialState.messages !== undefined) this.replaceMessages(initialState.messages);
+    // #region ch11
+    if (options.session !== undefined) {
+      if (initialState.messages !== undefined) {
+        throw new TypeError("Agent: give either session (the transcript is read from it) or initialState.messages, not both.");
+      }
+      this.setSession(options.session);
+    } else if (this.keeper.active) this.setSession(undefined);
+    // #endregion
   }
 
   /** A frozen snapshot of the state as of the last event (see `AgentState`). */
@@ -130,9 +150,12 @@ export class Agent {
     this.changed(false);
   }
 
-  /** Replaces the transcript with a copy of `messages`. Refused during a run. */
+  /** Replaces the transcript with a copy of `messages`. Refused during a run, and while a session is attached. */
   replaceMessages(messages: readonly AgentMessage[]): void {
     this.refuseWhileRunning("replaceMessages()", "await agent.waitForIdle() first");
+    // #region ch11
+    this.refuseWithSession("replaceMessages()");
+    // #endregion
     if (!Array.isArray(messages)) throw new TypeError("Agent.replaceMessages: expected an array of messages.");
     const copy = messages.map((m, i) => checkMessage(m, `Agent.replaceMessages: message ${i}`));
     this.draft.messages = copy;
@@ -154,6 +177,9 @@ export class Agent {
     const prompts = toMessages(input, "Agent.prompt");
     if (prompts.length === 0) throw new TypeError("Agent.prompt: give at least one message (or a text).");
     this.refuseWhileRunning("prompt()", "use steer() or followUp() to queue a message for it, or await waitForIdle() and prompt again");
+    // #region ch11
+    this.keeper.refuseIfBroken("prompt()");
+    // #endregion
     return this.run((context, config, sink, signal) => runAgentLoop(prompts, context, config, sink, signal));
   }
 
@@ -164,6 +190,9 @@ export class Agent {
    */
   async continue(): Promise<void> {
     this.refuseWhileRunning("continue()", "await waitForIdle() first");
+    // #region ch11
+    this.keeper.refuseIfBroken("continue()");
+    // #endregion
     const tail = lastAnswerable(this.draft.messages);
     if (tail !== undefined && tail.role !== "assistant") {
       return this.run((context, config, sink, signal) => runAgentLoopContinue(context, config, sink, signal));
@@ -224,9 +253,12 @@ export class Agent {
     this.active?.controller.abort();
   }
 
-  /** Clears the transcript, both queues and the error; keeps prompt, model and tools. Refused during a run. */
+  /** Clears the transcript, both queues and the error; keeps prompt, model and tools. Refused during a run, and while a session is attached. */
   reset(): void {
     this.refuseWhileRunning("reset()", "abort() it and await waitForIdle() first");
+    // #region ch11
+    this.refuseWithSession("reset()");
+    // #endregion
     this.steering.clear();
     this.followUps.clear();
     Object.assign(this.draft, {
@@ -238,6 +270,36 @@ export class Agent {
     this.changed(true);
   }
 
+  // #region ch11
+  /** The attached session (see `AgentSessionStore`), if any. */
+  get session(): AgentSessionStore | undefined {
+    return this.keeper.session;
+  }
+
+  /**
+   * Attaches a session: the transcript becomes its path to `leafId` (default: its leaf), from
+   * the newest compaction's summary on; every message of later runs is appended to it. With
+   * `undefined`, stops recording and keeps the transcript as it is (`reset()` clears it).
+   * Also clears a write failure (see `SessionWriteError`). Refused during a run.
+   */
+  setSession(session: AgentSessionStore | undefined, options: { leafId?: string } = {}): void {
+    this.refuseWhileRunning("setSession()", "await agent.waitForIdle() first");
+    checkStore(session);
+    this.keeper.attach(session, options.leafId);
+    const others = this.subscriptions.filter((entry) => entry !== this.keeper.subscription);
+    this.subscriptions = this.keeper.active ? [this.keeper.subscription, ...others] : others;
+  }
+
+  private refuseWithSession(what: string): void {
+    if (this.keeper.session !== undefined) {
+      throw new Error(
+        `Agent.${what} is refused while a session is attached (the transcript is the session's): ` +
+          "call agent.setSession(another session, or undefined) first.",
+      );
+    }
+  }
+  // #endregion
+
   /** Starts a run: the agent is busy from here until the run's promise settles. */
   private run(start: LoopStart): Promise<void> {
     const run = new AgentRun(this.host);
@@ -248,6 +310,9 @@ export class Agent {
       getSteeringMessages: this.takeSteering,
       getFollowUpMessages: this.takeFollowUps,
     };
+    // #region ch11
+    if (this.keeper.active) return this.keeper.execute(run, start, config);
+    // #endregion
     return run.execute(start, config);
   }
 

@@ -242,4 +242,11 @@ export type {
 } from "./compaction.js";
 export { MAX_RESULT_CHARS, filesTouched, formatFilesSection, serializeConversation, summaryRequest } from "./summary-prompt.js";
 export type { CompactionEntry } from "./types.js";
+export { DEFAULT_COMPACT_AT, SessionWriteError } from "./agent-session.js";
+export type {
+  AgentCompactionReport,
+  AgentContextBudget,
+  AgentSessionEntryInput,
+  AgentSessionStore,
+} from "./types.js";
 // #endregion

@@ -8,6 +8,11 @@
 // #region ch06
 import type { Static, TSchema } from "typebox";
 // #endregion
+// #region ch11
+import type { CompactionFailure, Summarizer } from "./compaction.js";
+import type { ContextProjection } from "./context.js";
+import type { TokenEstimator } from "./token-estimate.js";
+// #endregion
 import type { AssistantMessageEventStream } from "./event-stream.js";
 // #region ch07
 import type { EventStream } from "./event-stream.js";
@@ -560,6 +565,16 @@ export interface AgentOptions {
   steeringMode?: QueueMode;
   /** How many follow-up messages one poll injects. Default `one-at-a-time`. */
   followUpMode?: QueueMode;
+  // #region ch11
+  /**
+   * A session to resume from and to record into (a chapter 10 `SessionFile` fits). The
+   * transcript starts as the session's path to its leaf (see `AgentSessionStore`); then every
+   * `message_end` message is appended to it. Not together with `initialState.messages`.
+   */
+  session?: AgentSessionStore;
+  /** Keep what the model sees within a token budget, and compact the session when it grows. */
+  contextBudget?: AgentContextBudget;
+  // #endregion
 }
 
 /**
@@ -679,4 +694,97 @@ export type SessionEntry =
   | CompactionEntry
   // #endregion
   ;
+// #endregion
+// #region ch11
+
+// ---------------------------------------------------------------------------------------------
+// The Agent with a session and a context budget (chapter 11)
+// ---------------------------------------------------------------------------------------------
+
+/** An entry as the agent hands it to its session: the session makes `id` and `timestamp`. */
+export type AgentSessionEntryInput = Omit<MessageEntry, "id" | "timestamp"> | Omit<CompactionEntry, "id" | "timestamp">;
+
+/**
+ * What an `Agent` needs of a session; a chapter 10 `SessionFile` fits it as it is.
+ *
+ * The agent keeps its own place in the tree (the entry it continues from): it starts at the
+ * session's `leaf` (or the entry given to `setSession`), and each entry it appends becomes the
+ * next one's parent. What the agent's transcript (`state.messages`) holds is
+ * `transcriptOf(pathToLeaf(place)).messages`: with a compaction on the path, the newest one's
+ * summary (a user message) and the entries it kept, then the rest; the full history stays in
+ * the session.
+ */
+export interface AgentSessionStore {
+  /** The entry to continue from when none is named: the last one written (undefined when empty). */
+  readonly leaf: { readonly id: string } | undefined;
+  /** The entries from the root down to `id`, inclusive. */
+  pathToLeaf(id: string): readonly SessionEntry[];
+  /**
+   * Contract: writes the entry as a child of `entry.parentId` and resolves with its new id once
+   * it is written (a later append may name it as parent); rejects when it could not write it.
+   * The agent calls it one entry at a time, in transcript order, awaiting each.
+   */
+  append(entry: AgentSessionEntryInput): Promise<string>;
+}
+
+/**
+ * A token budget for what the model sees, and automatic compaction of the session.
+ *
+ * Before every model call the transcript is projected to `budget` (`projectMessages`: whole
+ * interactions dropped from the oldest). Order: a user `transformContext` runs first (it sees
+ * the whole transcript), then the projection, so what reaches `convertToLlm` fits the budget.
+ * Compaction runs at the start of a run (before its first model call, never while a tool call
+ * is pending) when the context passed `compactAt` of the budget; it needs a session.
+ */
+export interface AgentContextBudget {
+  /** Tokens for the system prompt and the messages (leave room for tools and the answer). */
+  budget: number;
+  /** Defaults to `estimateTokens` (chars/4, calibrated by the newest trusted usage). */
+  estimator?: TokenEstimator;
+  /**
+   * Compact when the context's tokens (the estimator's count of the whole transcript: the
+   * newest trusted usage plus chars/4 of what came after) reach this fraction of `budget`.
+   * Default 0.8; `false` never compacts automatically.
+   */
+  compactAt?: number | false;
+  /** Tokens of the newest messages a compaction keeps verbatim. Default a quarter of `budget`. */
+  keepRecentTokens?: number;
+  /** The model asked for the summary. Default: the agent's model. */
+  summaryModel?: Model;
+  /** Replaces the default summary request (see `compact`). */
+  summarize?: Summarizer;
+  /**
+   * Contract: called after every projection, before the model call, with what the model will
+   * see; `overflow` is set when even the newest interaction does not fit (it is then sent whole,
+   * never cut). Must not throw: a throw ends the run as a throwing `transformContext` does.
+   */
+  onProjection?: (projection: ContextProjection) => void;
+  /**
+   * Contract: called after every automatic compaction, done or failed (a failed one appends
+   * nothing, and the run goes on with the projection alone). Must not throw: a throw makes
+   * `prompt()`/`continue()` reject before the run starts.
+   */
+  onCompaction?: (report: AgentCompactionReport) => void;
+}
+
+/** What an automatic compaction did. */
+export type AgentCompactionReport =
+  | {
+      ok: true;
+      /** The context's tokens before (what passed the threshold). */
+      tokensBefore: number;
+      /** The context's tokens after: the summary, the kept messages and the system prompt. */
+      tokensAfter: number;
+      /** `compactAt × budget`. */
+      threshold: number;
+      /** The entry appended to the session. */
+      entry: CompactionEntry;
+    }
+  | {
+      ok: false;
+      tokensBefore: number;
+      threshold: number;
+      /** Why nothing was appended. */
+      reason: CompactionFailure;
+    };
 // #endregion

@@ -16,7 +16,7 @@ import { HELP } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
 import { LAUNCH_SECRET_PATTERN } from "../src/cli/launch.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
-import { SECRET_NAME_PATTERN } from "../src/coding-tools/bash.js";
+import { SECRET_NAME_PATTERN } from "../src/coding-tools/processes.js";
 import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
 import { closedPort, startChatReplayServer } from "./support/chat-replay-server.js";
 

@@ -73,6 +73,11 @@ describe("README", () => {
       "6 messages in the transcript",
     ]);
   }, 60_000);
+
+  it("README · the session example runs: the second agent resumes from the file and appends to it", async () => {
+    const output = await runExample(2);
+    expect(output.trimEnd().split("\n")).toEqual(["2 messages resumed", "4 entries on disk"]);
+  }, 60_000);
 });
 
 /** Runs the `index`-th ts example of the README's library section; resolves with its stdout. */

@@ -13,7 +13,7 @@ import { AGENT_SOCKET_VARIABLE, canLaunchApart, connectToLauncher, launchAgent, 
 const socketPath = process.env[AGENT_SOCKET_VARIABLE];
 if (socketPath === undefined && canLaunchApart) await launchAgent(process.argv.slice(2));
 // Only the agent loads the agent (the launcher stays small).
-const { killLiveProcessGroups } = await import("../coding-tools/bash.js");
+const { killLiveProcessGroups } = await import("../coding-tools/processes.js");
 const { runMain } = await import("./main.js");
 
 const controller = new AbortController();

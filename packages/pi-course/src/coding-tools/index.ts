@@ -41,7 +41,8 @@ export function createCodingTools(
   ];
 }
 
-export { commandEnvironment, createBashTool, runCommand } from "./bash.js";
+export { createBashTool, runCommand } from "./bash.js";
+export { commandEnvironment } from "./processes.js";
 export type { BashDetails, BashToolOptions, CommandResult, RunCommandOptions } from "./bash.js";
 export { applyEdits, createEditTool } from "./edit.js";
 export type { AppliedEdit, EditDetails, TextEdit } from "./edit.js";
