@@ -24,7 +24,7 @@ export default defineChapter({
       "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
       "`PI_COURSE_MODEL` 等）→ 配置文件 的顺序取值，`--help` 打印的正是同一张表。`--provider anthropic` 用第 05 章的 Anthropic 适配器，" +
       "key 来自 `ANTHROPIC_API_KEY`，和 OpenAI 的 key 一样经由启动器的 Unix 套接字交给智能体，永远不进智能体的环境变量。" +
-      "你要写的是三处接线：设置的优先级、会话目录的列举与查找、把智能体的消息记进会话文件并从中恢复。" +
+      "你要写的是三处接线：设置的优先级与配置文件、会话目录的列举与查找、把会话文件接到智能体上（第 11 章的 `setSession` 负责恢复与记录）。" +
       "这些接线看似简单，却最容易出错：上游 pi 就有过 `/resume` 选错会话（#12106）、从第一条用户消息起才落盘（#10000）这样的问题。",
     en:
       "No new mechanism: the wiring. runtime.ts is the one composition root for the interactive, print and json modes; " +
@@ -33,7 +33,7 @@ export default defineChapter({
       "~/.pi-course/sessions/<cwd-hash>/ (--continue, --resume ID); config.ts takes each setting from a flag, the " +
       "environment or the config file, and --help prints that table. --provider anthropic uses chapter 05's adapter, the " +
       "key handed over the launcher's socket as for OpenAI. You write three joints: the precedence of settings, listing and " +
-      "finding sessions, and recording the agent's messages in the session file and restoring them.",
+      "finding sessions, and attaching a session file to the agent (chapter 11's setSession restores and records).",
   },
   files: [
     "src/cli/args.ts",
@@ -81,17 +81,17 @@ export default defineChapter({
     },
     {
       id: "13.3",
-      title: { zh: "记录与恢复（recordSession、restoreSession）", en: "recording and restoring a conversation" },
+      title: { zh: "把会话接到智能体上（Runtime.attach）", en: "attaching a session to the agent" },
       hint: {
         zh:
-          "`recordSession`：订阅智能体，每个 `message_end` 把消息追加成上一条的子节点，并且 await 这次追加——" +
-          "监听器被 await，所以运行只在消息落盘后才继续；追加失败就让监听器抛出，运行随之停止。" +
-          "`restoreSession`：先看 `session.recovery`（撕裂的尾行、早先崩溃留下的行）写成提示；空会话返回空对话；" +
-          "否则用第 11 章的 `transcriptOf(pathToLeaf(leaf))`，最新的压缩摘要排在最前。",
+          "第 11 章的 `agent.setSession(session)` 会先读完整条路径（最新的压缩摘要排在最前）再替换对话，之后每个 `message_end` 都在运行继续之前落盘；" +
+          "它拒绝时（路径坏了）什么都没变。所以顺序是：先 `setSession` 新的；失败就关掉新文件、把错误抛出去，旧会话原样不动；" +
+          "成功了再记下新会话、关掉旧的（`close()` 会等它排队的写入）。`/new`、`/resume`、`--continue` 都走这一个函数。",
         en:
-          "recordSession: on each message_end append the message as a child of the previous one, and await it (a failed " +
-          "append stops the run). restoreSession: notes from session.recovery, then transcriptOf(pathToLeaf(leaf)), the " +
-          "newest compaction's summary first.",
+          "setSession(session) reads the whole path before it replaces the transcript, and refuses without changing " +
+          "anything. So: attach the new one first; on a refusal close the new file and rethrow (the old session stays); " +
+          "then remember the new one and close the old (close() waits for its queued writes). /new, /resume and " +
+          "--continue all come through here.",
       },
       // Its tests read their options with parseArgs, which resolves the settings (13.1).
       uses: ["13.1"],
@@ -101,11 +101,11 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      "把 `recordSession` 里的 `await` 去掉（只调用 `session.append`，不等它），跑 `npm test -- -t \"Lab 13\\.3\\b\"`：" +
-      "哪个测试失败？为什么“写失败就停下运行”需要监听器等待追加完成？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
-      "然后 `npm start -- --continue`——看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
+      "在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t \"Lab 13\\.3\\b\"`：" +
+      "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
+      "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
     en:
-      "Drop the await in recordSession and run the Lab 13.3 tests: which fails, and why must the listener wait for the " +
-      "append? Then talk to npm start, leave with Ctrl-D, come back with --continue; cut the file's last bytes and try again.",
+      "Delete the setSession call in Runtime.attach and run the Lab 13.3 tests: which fail, and where did the messages go? " +
+      "Then talk to npm start, leave with Ctrl-D, come back with --continue; cut the file's last bytes and try again.",
   },
 });

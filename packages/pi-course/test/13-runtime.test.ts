@@ -8,11 +8,11 @@ import { appendFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentListenerError } from "../src/agent-run.js";
+import { SessionWriteError } from "../src/agent-session.js";
 import { CliUsageError, keyVariable, parseArgs, type RunOptions } from "../src/cli/args.js";
 import { resolveSettings } from "../src/cli/config.js";
 import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
-import { Runtime, restoreSession } from "../src/cli/runtime.js";
+import { Runtime, sessionNotes } from "../src/cli/runtime.js";
 import { SessionFolder, folderKey } from "../src/cli/sessions.js";
 import { textOf } from "../src/messages.js";
 import { SessionFile } from "../src/session.js";
@@ -207,29 +207,35 @@ describe("a conversation kept in a session file", () => {
     expect(notes).toEqual([expect.stringMatching(/^the session file ends in a torn line \(28 bytes on line 4, a crash mid-write\?\); it is skipped, and kept in the file$/)]);
     expect(roles(again.agent.state.messages)).toEqual(["user", "assistant"]);
     await again.agent.prompt("and eggs");
+    expect(again.agent.state.messages.map((m) => ("role" in m && m.role === "user" ? textOf(m) : "·"))).toEqual(["remember the milk", "·", "and eggs", "·"]);
     await again.close();
     const reread = await SessionFile.open(file);
     try {
       expect(reread.recovery.kept).toHaveLength(1);
-      expect(restoreSession(reread).messages.map((m) => ("role" in m && m.role === "user" ? textOf(m) : "·"))).toEqual(["remember the milk", "·", "and eggs", "·"]);
-      expect(restoreSession(reread).notes).toEqual(["1 torn line(s) of earlier crashes are skipped"]);
+      expect(sessionNotes(reread)).toEqual(["1 torn line(s) of earlier crashes are skipped"]);
     } finally {
       await reread.close();
     }
   });
 
-  it("Lab 13.3 · the newest compaction starts the restored transcript with its summary", async () => {
+  it("Lab 13.3 · the newest compaction starts the restored transcript with its summary, and resuming says so", async () => {
     const first = await start(offline());
     await first.agent.prompt("one");
     await first.agent.prompt("two");
     const session = first.session!;
     const entries = session.entries();
     await session.append({ type: "compaction", parentId: session.leaf!.id, summary: "We said one.", firstKeptEntryId: entries[2]!.id, tokensBefore: 100, tokensAfter: 40 });
-    const restored = restoreSession(session);
-    expect(restored.notes).toEqual(["earlier messages are condensed into a summary (/compact)"]);
-    expect(restored.leafId).toBe(session.leaf!.id);
-    expect(roles(restored.messages)).toEqual(["user", "user", "assistant"]);
-    expect(textOf(restored.messages[0] as any)).toContain("<summary>\nWe said one.\n</summary>");
+    await first.close();
+    const notes: string[] = [];
+    const again = await start(offline(["--continue"]), notes);
+    expect(notes).toEqual(["earlier messages are condensed into a summary (/compact)"]);
+    const messages = again.agent.state.messages;
+    expect(roles(messages)).toEqual(["user", "user", "assistant"]);
+    expect(textOf(messages[0] as any)).toContain("<summary>\nWe said one.\n</summary>");
+    await again.agent.prompt("three");
+    const file = (await lines(again.session!.path)).slice(1);
+    expect(file.at(-2).parentId).toBe(file.at(-3).id);
+    expect(file.at(-3).type).toBe("compaction");
   });
 
   it("Lab 13.3 · an abort during a tool call leaves every call answered on disk, and a write that fails stops the run instead of losing it", async () => {
@@ -253,7 +259,7 @@ describe("a conversation kept in a session file", () => {
 
     // The file goes away under the conversation: the next message cannot be kept, so the run stops.
     await runtime.session!.close();
-    await expect(runtime.agent.prompt("hello")).rejects.toThrow(AgentListenerError);
+    await expect(runtime.agent.prompt("hello")).rejects.toThrow(SessionWriteError);
     expect((await lines(file)).length).toBe(4);
   }, 10_000);
 

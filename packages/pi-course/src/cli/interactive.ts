@@ -131,8 +131,7 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
         printer.line("compacting…", "dim");
         const result = await compact(session, { model: agent.state.model, keepRecentTokens: 2_000, systemPrompt: agent.state.systemPrompt });
         if (!result.ok) return printer.line(`nothing compacted: ${result.reason.message}`, "yellow");
-        const found = await runtime.folder!.find(session.header.id);
-        await runtime.resume(found, (note) => printer.line(`note: ${note}`, "yellow"));
+        runtime.reload();
         return printer.line(`summarised ${result.summarizedMessages} messages, kept ${result.keptMessages}`, "dim");
       }
       case "model":

@@ -3,17 +3,15 @@
  * together (model, coding tools, `Agent`, session file), whatever the mode.
  *
  * A conversation is an `Agent` plus, unless `--no-session`, one session file of the sessions
- * folder (sessions.ts). Resuming restores the transcript from the path to the file's leaf (the
- * newest compaction's summary first, chapter 11); from then on each message, once the agent has
- * it (`message_end`), is appended as a child of the previous one. The listener awaits the append,
- * so a run goes on only once what it said is on disk; a failed append stops the run (the agent's
- * listener contract) and the file takes no more appends (chapter 10), so what is on disk is a
- * prefix of what was said.
+ * folder (sessions.ts), attached to the agent (`agent.setSession`, chapter 11): the transcript is
+ * the file's path to its leaf (the newest compaction's summary first), and each message, once
+ * the agent has it (`message_end`), is appended as a child of the previous one before the run
+ * goes on. A failed append stops the run and `prompt()` rejects with a `SessionWriteError`, so
+ * what is on disk is a prefix of what was said, and the rest is named, never silently lost.
  */
 import { Agent } from "../agent.js";
 import { createAnthropicModel } from "../anthropic.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
-import { transcriptOf } from "../context.js";
 import { createOpenAICompatibleModel } from "../openai-compatible.js";
 import { SessionFile } from "../session.js";
 import type { AgentMessage, Message, Model } from "../types.js";
@@ -22,19 +20,11 @@ import { createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";
 import { SessionFolder, type SessionSummary } from "./sessions.js";
 
-/** What resuming a session found. */
-export interface Restored {
-  /** The transcript, as the model will read it. */
-  messages: AgentMessage[];
-  /** The entry the next message continues (null: an empty session). */
-  leafId: string | null;
-  /** What a person should know: torn lines skipped, a compaction that starts the transcript. */
-  notes: string[];
-}
-
-/** The transcript of `session` at its leaf, and what was odd about the file. */
-export function restoreSession(session: SessionFile): Restored {
-  // #region lab 13.3 restoreSession
+/**
+ * What a person should know about a session file before going on with it: torn lines (a crash
+ * mid-write) that are skipped and kept, and a compaction that starts the transcript.
+ */
+export function sessionNotes(session: SessionFile): string[] {
   const notes: string[] = [];
   const { tail, kept } = session.recovery;
   if (tail !== null) {
@@ -45,25 +35,10 @@ export function restoreSession(session: SessionFile): Restored {
   }
   if (kept.length > 0) notes.push(`${kept.length} torn line(s) of earlier crashes are skipped`);
   const leaf = session.leaf;
-  if (leaf === undefined) return { messages: [], leafId: null, notes };
-  const transcript = transcriptOf(session.pathToLeaf(leaf.id));
-  if (transcript.compaction !== undefined) notes.push("earlier messages are condensed into a summary (/compact)");
-  return { messages: transcript.messages, leafId: leaf.id, notes };
-  // #endregion
-}
-
-/**
- * Appends every message the agent ends (`message_end`) to `session`, each a child of the one
- * before, from `leafId` on. Returns the function that stops recording.
- */
-export function recordSession(agent: Agent, session: SessionFile, leafId: string | null): () => void {
-  // #region lab 13.3 recordSession
-  let parentId = leafId;
-  return agent.subscribe(async (event) => {
-    if (event.type !== "message_end") return;
-    parentId = await session.append({ type: "message", parentId, message: event.message });
-  });
-  // #endregion
+  if (leaf !== undefined && session.pathToLeaf(leaf.id).some((entry) => entry.type === "compaction")) {
+    notes.push("earlier messages are condensed into a summary (/compact)");
+  }
+  return notes;
 }
 
 export const SYSTEM_PROMPT = (workspace: string): string =>
@@ -101,7 +76,6 @@ export class Runtime {
   readonly agent: Agent;
   /** The session in use (undefined with `--no-session`). */
   session: SessionFile | undefined;
-  private stopRecording: (() => void) | undefined;
 
   private constructor(
     readonly options: RunOptions,
@@ -152,29 +126,43 @@ export class Runtime {
 
   /** Switches to a new, empty session (and an empty transcript). */
   async startNew(): Promise<void> {
-    await this.detach();
-    this.agent.reset();
-    if (this.folder === undefined) return;
-    this.session = await this.folder.create();
-    this.stopRecording = recordSession(this.agent, this.session, null);
+    if (this.folder === undefined) {
+      this.agent.reset();
+      return;
+    }
+    await this.attach(await this.folder.create());
   }
 
   /** Switches to the session `summary` describes and restores its transcript. */
   async resume(summary: SessionSummary, notes: (text: string) => void): Promise<void> {
     const session = await SessionFile.open(summary.file);
-    let restored: Restored;
+    for (const note of sessionNotes(session)) notes(note);
+    await this.attach(session);
+  }
+
+  /**
+   * Makes `session` the conversation's: the agent's transcript becomes the session's and the
+   * agent records into it; the session in use before is closed. If the agent refuses it (a
+   * malformed path), the new file is closed and the conversation stays as it was.
+   */
+  private async attach(session: SessionFile): Promise<void> {
+    // #region lab 13.3 Runtime.attach
     try {
-      restored = restoreSession(session);
+      // It reads the whole path first: a refusal changes nothing.
+      this.agent.setSession(session);
     } catch (error) {
       await session.close();
       throw error;
     }
-    await this.detach();
-    this.agent.reset();
-    this.agent.replaceMessages(restored.messages);
-    for (const note of restored.notes) notes(note);
+    const previous = this.session;
     this.session = session;
-    this.stopRecording = recordSession(this.agent, session, restored.leafId);
+    await previous?.close();
+    // #endregion
+  }
+
+  /** Reads the transcript from the session again (after `/compact` appended a summary to it). */
+  reload(): void {
+    if (this.session !== undefined) this.agent.setSession(this.session);
   }
 
   /** Changes the model id (same provider and server) for the next run. */
@@ -184,14 +172,10 @@ export class Runtime {
 
   /** Stops recording and closes the session file (waits for its writes). */
   async close(): Promise<void> {
-    await this.detach();
-  }
-
-  private async detach(): Promise<void> {
-    this.stopRecording?.();
-    this.stopRecording = undefined;
     const session = this.session;
     this.session = undefined;
-    await session?.close();
+    if (session === undefined) return;
+    this.agent.setSession(undefined);
+    await session.close();
   }
 }
