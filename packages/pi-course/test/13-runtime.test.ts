@@ -4,6 +4,7 @@
  * is resumed (13.3). In-process and fast; the same wiring driven through a real terminal is in
  * cli.terminal.test.ts.
  */
+import { existsSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -140,7 +141,8 @@ describe("the sessions folder", () => {
       [newer.header.id, 0, ""],
       [older.header.id, 1, "first question"],
     ]);
-    expect((await folder.newest())?.id).toBe(newer.header.id);
+    // --continue goes on with the newest session that holds a message.
+    expect((await folder.newest())?.id).toBe(older.header.id);
     expect(await new SessionFolder(path.join(dir, "sessions"), "/work/other").list()).toEqual([]);
   });
 
@@ -274,5 +276,11 @@ describe("a conversation kept in a session file", () => {
     const none = await start(offline(["--no-session"]));
     expect(none.session).toBe(undefined);
     await none.agent.prompt("hi");
+    // A conversation left before its first prompt leaves no file; one that went on is kept.
+    const left = await start(offline());
+    const unused = left.session!.path;
+    await left.close();
+    expect(existsSync(unused)).toBe(false);
+    expect(existsSync(runtime.session!.path)).toBe(true);
   }, 10_000);
 });

@@ -9,6 +9,7 @@
  * goes on. A failed append stops the run and `prompt()` rejects with a `SessionWriteError`, so
  * what is on disk is a prefix of what was said, and the rest is named, never silently lost.
  */
+import { rm } from "node:fs/promises";
 import { Agent } from "../agent.js";
 import { createAnthropicModel } from "../anthropic.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
@@ -76,6 +77,8 @@ export class Runtime {
   readonly agent: Agent;
   /** The session in use (undefined with `--no-session`). */
   session: SessionFile | undefined;
+  /** Session files this runtime created (removed at close while still empty). */
+  private readonly created = new Set<SessionFile>();
 
   private constructor(
     readonly options: RunOptions,
@@ -130,7 +133,9 @@ export class Runtime {
       this.agent.reset();
       return;
     }
-    await this.attach(await this.folder.create());
+    const session = await this.folder.create();
+    this.created.add(session);
+    await this.attach(session);
   }
 
   /** Switches to the session `summary` describes and restores its transcript. */
@@ -151,12 +156,12 @@ export class Runtime {
       // It reads the whole path first: a refusal changes nothing.
       this.agent.setSession(session);
     } catch (error) {
-      await session.close();
+      await this.closeSession(session);
       throw error;
     }
     const previous = this.session;
     this.session = session;
-    await previous?.close();
+    if (previous !== undefined) await this.closeSession(previous);
     // #endregion
   }
 
@@ -176,6 +181,16 @@ export class Runtime {
     this.session = undefined;
     if (session === undefined) return;
     this.agent.setSession(undefined);
+    await this.closeSession(session);
+  }
+
+  /**
+   * Closes a session file; one this runtime created that never took an entry is removed, so a
+   * conversation left before its first prompt leaves no file behind (and `--continue` finds the
+   * last real one).
+   */
+  private async closeSession(session: SessionFile): Promise<void> {
     await session.close();
+    if (this.created.delete(session) && session.entries().length === 0) await rm(session.path, { force: true });
   }
 }

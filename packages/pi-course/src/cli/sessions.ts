@@ -91,9 +91,9 @@ export class SessionFolder {
     // #endregion
   }
 
-  /** The most recently written session that can be read, if any. */
+  /** The most recently written session that can be read and holds a message, if any. */
   async newest(): Promise<SessionSummary | undefined> {
-    return (await this.list()).find((s) => s.problem === undefined);
+    return (await this.list()).find((s) => s.problem === undefined && s.messages > 0);
   }
 
   /** A new, empty session file in this folder. */
