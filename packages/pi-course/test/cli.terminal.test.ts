@@ -125,7 +125,7 @@ async function sessionMessages(folder: string): Promise<Message[]> {
 const PROMPT = "› ";
 
 describe("interactive, on the scripted model", () => {
-  it("Lab 13.3 · three prompts (the suggested demo task first), a steer during a tool call, up-arrow history, colour and wrapping", async () => {
+  it("Lab 13.3 · three prompts (the suggested demo task first), a steer (Enter) and a follow-up (Alt-Enter) during a tool call, up-arrow history, colour and wrapping", async () => {
     const t = terminal([]);
     await t.waitFor(`${PROMPT}${DEMO_TASK}`);
     t.type(KEY.enter);
@@ -138,8 +138,11 @@ describe("interactive, on the scripted model", () => {
     await t.waitFor("⚙ bash sleep 1; echo slept");
     t.type(`steer now${KEY.enter}`);
     await t.waitFor("↳ steering: steer now (after the current tool batch)");
+    t.type(`later please${KEY.altEnter}`);
+    await t.waitFor("↳ queued for later: later please");
     await t.waitFor("✓ bash");
     await t.waitFor('You said: "steer now".');
+    await t.waitFor('You said: "later please".');
     await t.waitFor(PROMPT);
     // Up recalls the last line typed (the steer), then the one before.
     t.type(KEY.up);
@@ -162,8 +165,10 @@ describe("interactive, on the scripted model", () => {
       `user:${DEMO_TASK}`, "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant",
       "user:hello", "assistant",
       "user:run: sleep 1; echo slept", "assistant", "toolResult",
-      // The steer lands after the tool batch, before the next model call.
+      // The steer lands after the tool batch, before the next model call; the follow-up once
+      // the agent would stop.
       "user:steer now", "assistant",
+      "user:later please", "assistant",
     ]);
     expect(findPairingProblem(messages)).toBe(undefined);
   }, 30_000);
@@ -173,8 +178,8 @@ describe("interactive, on the scripted model", () => {
     const [file] = (await readdir(dir)).sort().reverse();
     await appendFile(path.join(dir, file!), '{"type":"message","id":"to');
     const t = terminal(["--continue"], { NO_COLOR: "1" });
-    await t.waitFor("note: the session file ends in a torn line (26 bytes on line 17, a crash mid-write?); it is skipped, and kept in the file");
-    await t.waitFor("earlier in this session (15 messages):");
+    await t.waitFor("note: the session file ends in a torn line (26 bytes on line 19, a crash mid-write?); it is skipped, and kept in the file");
+    await t.waitFor("earlier in this session (17 messages):");
     await t.waitFor("› hello");
     await t.waitFor("› steer now");
     await t.waitFor(PROMPT);
@@ -186,7 +191,7 @@ describe("interactive, on the scripted model", () => {
     expect(t.raw()).not.toMatch(/\u001b\[\d+(;\d+)*m/);
     const messages = await sessionMessages(workspace);
     expect(messages.slice(-2).map((m) => m.role)).toEqual(["user", "assistant"]);
-    expect(messages).toHaveLength(17);
+    expect(messages).toHaveLength(19);
   }, 30_000);
 });
 

@@ -178,6 +178,8 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
 
   // Alt-Enter: the line is a follow-up (or, when idle, an ordinary prompt).
   io.input.on("keypress", (_text: string, key?: { name?: string; meta?: boolean; ctrl?: boolean }) => {
+    // Only two Ctrl-C in a row exit.
+    if (!(key?.ctrl === true && key.name === "c")) lastKeyWasCtrlC = false;
     if (key?.name !== "return" || key.meta !== true) return;
     const line = rl.line.trim();
     (rl as unknown as { line: string; cursor: number }).line = "";
