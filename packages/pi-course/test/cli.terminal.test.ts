@@ -217,6 +217,12 @@ describe("interactive, against a replay server", () => {
     t.type(`second${KEY.enter}`);
     await t.waitFor("Second answer.");
     await t.waitFor(PROMPT);
+    t.type(`/help${KEY.enter}`);
+    await t.waitFor("/resume ID");
+    await t.waitFor(PROMPT);
+    t.type(`/model other-model${KEY.enter}`);
+    await t.waitFor(/model: .+ · other-model/);
+    await t.waitFor(PROMPT);
     t.type(`third${KEY.enter}`);
     await t.waitFor("Third answer.");
     await t.waitFor(PROMPT);
@@ -234,6 +240,7 @@ describe("interactive, against a replay server", () => {
     expect(server.requests).toHaveLength(4);
     expect(sent(server, 1).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "user"]);
     expect(sent(server, 1)[4].content).toContain("skip the tests");
+    expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["replay", "replay", "replay", "other-model"]);
     expect(sent(server, 3).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "user", "assistant", "user", "assistant", "user"]);
   }, 30_000);
 
@@ -254,7 +261,10 @@ describe("interactive, against a replay server", () => {
     t.type(KEY.ctrlC);
     await t.waitFor("(interrupted: the run was stopped)");
     await t.waitFor(PROMPT);
-    // The second Ctrl-C in a row leaves.
+    // A key in between: this Ctrl-C only clears the line; the next one, the second in a row, leaves.
+    t.type("x");
+    t.type(KEY.ctrlC);
+    await t.waitFor("(Ctrl-C again to exit, or /exit)");
     t.type(KEY.ctrlC);
     expect(await t.exit).toBe(130);
     expect(server.requests).toHaveLength(2);
