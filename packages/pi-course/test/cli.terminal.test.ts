@@ -124,6 +124,11 @@ async function sessionMessages(folder: string): Promise<Message[]> {
 
 const PROMPT = "› ";
 
+/** `text` as a pattern that also matches it wrapped: any run of spaces may be a line break. */
+function wrapped(text: string): RegExp {
+  return new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/ +/g, "\\s+"));
+}
+
 describe("interactive, on the scripted model", () => {
   it("Lab 13.3 · three prompts (the suggested demo task first), a steer (Enter) and a follow-up (Alt-Enter) during a tool call, up-arrow history, colour and wrapping", async () => {
     const t = terminal([]);
@@ -134,8 +139,10 @@ describe("interactive, on the scripted model", () => {
     t.type(`hello${KEY.enter}`);
     await t.waitFor('You said: "hello".');
     await t.waitFor(PROMPT);
-    t.type(`run: sleep 1; echo slept${KEY.enter}`);
-    await t.waitFor("⚙ bash sleep 1; echo slept");
+    t.type(`run: sleep 2; echo slept${KEY.enter}`);
+    await t.waitFor("⚙ bash sleep 2; echo slept");
+    t.type(`/compact${KEY.enter}`);
+    await t.waitFor(wrapped("/compact waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message"));
     t.type(`steer now${KEY.enter}`);
     await t.waitFor("↳ steering: steer now (after the current tool batch)");
     t.type(`later please${KEY.altEnter}`);
@@ -144,12 +151,17 @@ describe("interactive, on the scripted model", () => {
     await t.waitFor('You said: "steer now".');
     await t.waitFor('You said: "later please".');
     await t.waitFor(PROMPT);
-    // Up recalls the last line typed (the steer), then the one before.
+    // Up recalls the last line typed (the steer), then the ones before.
     t.type(KEY.up);
     await t.waitFor("steer now");
     t.type(KEY.up);
-    await t.waitFor("run: sleep 1; echo slept");
-    t.type(KEY.ctrlU + KEY.ctrlD);
+    await t.waitFor("/compact");
+    t.type(KEY.up);
+    await t.waitFor("run: sleep 2; echo slept");
+    t.type(`${KEY.ctrlU}/compact${KEY.enter}`);
+    await t.waitFor(/nothing\s+compacted:\s+the\s+\d+\s+messages\s+that\s+could\s+be\s+cut\s+hold\s+\d+\s+tokens,\s+within\s+keepRecentTokens\s+\(2000\)\./);
+    await t.waitFor(PROMPT);
+    t.type(KEY.ctrlD);
     expect(await t.exit).toBe(0);
     // Colour on a terminal; what the agent prints is wrapped to the 80 columns (the typed lines
     // and the session's path are left to the terminal).
@@ -164,7 +176,7 @@ describe("interactive, on the scripted model", () => {
     expect(said).toEqual([
       `user:${DEMO_TASK}`, "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant",
       "user:hello", "assistant",
-      "user:run: sleep 1; echo slept", "assistant", "toolResult",
+      "user:run: sleep 2; echo slept", "assistant", "toolResult",
       // The steer lands after the tool batch, before the next model call; the follow-up once
       // the agent would stop.
       "user:steer now", "assistant",

@@ -159,6 +159,9 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
         return printer.line(`↳ queued for later: ${neutralize(line.slice(7).trim())}`, "dim");
       }
       if (line === "/exit") return leave(0);
+      if (/^\/[a-z]+$/.test(line.split(/\s/)[0]!)) {
+        return printer.line(`${neutralize(line.split(/\s/)[0]!)} waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message`, "yellow");
+      }
       agent.steer(line);
       return printer.line(`↳ steering: ${neutralize(line)} (after the current tool batch)`, "dim");
     }

@@ -41,10 +41,10 @@ export class ChatPrinter {
     return this.out.color ? `\u001b[${CODES[style]}m${text}\u001b[0m` : text;
   }
 
-  /** A whole line of our own (a note, a command's answer), after any streamed text. */
+  /** A whole line of our own (a note, a command's answer), after any streamed text; wrapped at spaces. */
   line(text: string, style?: Style): void {
     this.endLine();
-    this.raw(`${style === undefined ? text : this.paint(style, text)}\n`);
+    for (const part of wrapWords(text, this.width())) this.raw(`${style === undefined ? part : this.paint(style, part)}\n`);
   }
 
   print(event: AgentEvent): void {
@@ -214,6 +214,21 @@ export class ChatPrinter {
     const lastNewline = text.lastIndexOf("\n");
     if (lastNewline !== -1) this.column = visibleLength(text.slice(lastNewline + 1));
   }
+}
+
+/** `text` cut into lines of at most `width` visible characters, at spaces (a longer word stays whole). */
+function wrapWords(text: string, width: number): string[] {
+  if (visibleLength(text) <= width) return [text];
+  const lines: string[] = [];
+  let current = "";
+  for (const word of text.split(" ")) {
+    if (current !== "" && visibleLength(current) + 1 + visibleLength(word) > width) {
+      lines.push(current);
+      current = word;
+    } else current = current === "" ? word : `${current} ${word}`;
+  }
+  lines.push(current);
+  return lines;
 }
 
 function visibleLength(text: string): number {
