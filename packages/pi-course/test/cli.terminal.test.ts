@@ -15,6 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { HELP } from "../src/cli/args.js";
+import { runMain } from "../src/cli/main.js";
 import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
 import { folderKey } from "../src/cli/sessions.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
@@ -344,6 +345,23 @@ describe("print and json modes, and Anthropic, through npm start", () => {
     expect(demo.code).toBe(0);
     expect(demo.stdout).toBe('Fixed: greeting.mjs now says "Hello, " instead of "Helo, ". `node check.mjs` prints:\nok: Hello, pi!\n');
   }, 40_000);
+
+  it("Lab 13.3 · --print writes the answer as it is when piped, and its control characters as text on a terminal", async () => {
+    const server = await replayServer();
+    const hostile = "clear\u001b[2Jdone";
+    server.reply(sseReply(chat({ text: hostile }))).reply(sseReply(chat({ text: hostile })));
+    const print = async (isTTY: boolean) => {
+      let stdout = "";
+      const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--no-session", "--print", "go"], {
+        stdout: { isTTY, write: (text: string) => (stdout += text) },
+        stderr: { write: () => true },
+        env: { HOME: home },
+      });
+      return [code, stdout];
+    };
+    expect(await print(false)).toEqual([0, `${hostile}\n`]);
+    expect(await print(true)).toEqual([0, "clear\\u001b[2Jdone\n"]);
+  });
 
   it("Lab 13.1 · --help lists the modes, the session flags and where each setting comes from", () => {
     for (const text of ["--print", "--interactive", "--provider", "--session-dir", "--continue", "--resume", "--no-session", "--config", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "ANTHROPIC_API_KEY", "/later", "Alt-Enter", "~/.pi-course/sessions"]) {

@@ -109,7 +109,8 @@ async function runOnce(
     io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
     return 1;
   }
-  if (options.mode === "print") io.stdout.write(`${textOf(last)}\n`);
+  // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
+  if (options.mode === "print") io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);
   else if (!options.json) {
     info(`\nanswer:\n${neutralize(textOf(last))}\n`);
     if (options.server === undefined) info(`The workspace is kept for you to look at: ${runtime.workspace}`);
