@@ -39,6 +39,7 @@ export default defineChapter({
     "src/cli/args.ts",
     "src/cli/config.ts",
     "src/cli/demo.ts",
+    "src/cli/help.ts",
     "src/cli/interactive.ts",
     "src/cli/launch.ts",
     "src/cli/main.ts",
