@@ -90,7 +90,7 @@ export function openTerminal(
   };
   return {
     type: (text) => void child.stdin!.write(text),
-    waitFor(pattern, ms = 8_000) {
+    waitFor(pattern, ms = 15_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const found = find(pattern);
