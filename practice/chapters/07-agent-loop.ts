@@ -3,15 +3,15 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "07",
   slug: "agent-loop",
-  testOrderWaiver: "its tests predate the lab-order rule of the proof; put them in lab order (Lab 7.1's first) and remove this line",
   title: { zh: "智能体循环：agentLoop 与 AgentEvent 生命周期", en: "The agent loop and the AgentEvent lifecycle" },
   invariant: {
     zh:
-      "每个工具调用在下一次调用模型之前（或运行结束之前）恰好得到一个结果；无论哪里抛出异常（模型、convertToLlm、transformContext、" +
+      "每个工具调用在下一次调用模型之前（或运行结束之前）恰好得到一个结果（error/aborted 助手消息里的调用除外：它们既不执行也不回答）；无论哪里抛出异常（模型、convertToLlm、transformContext、" +
       "钩子、队列 getter），运行都以一个格式良好的事件序列结束（错误助手消息、turn_end、agent_end），result() 一定落定，" +
       "没有未处理的 rejection，不会挂起；中止之后不再调用模型，也不再等待任何用户代码。",
     en:
-      "Every tool call gets exactly one result before the next model call or the end of the run; whatever throws (the model, " +
+      "Every tool call gets exactly one result before the next model call or the end of the run (except the calls of an " +
+      "error or aborted assistant message: never run, never answered); whatever throws (the model, " +
       "convertToLlm, transformContext, a hook, a queue getter) the run still ends well formed (an error assistant message, " +
       "turn_end, agent_end), result() settles, nothing is left unhandled or hanging; after an abort no model is called " +
       "and no user code is waited for.",
@@ -53,66 +53,106 @@ export default defineChapter({
   labs: [
     {
       id: "7.1",
-      title: { zh: "回合与循环（runLoop、streamAssistantMessage）", en: "the turn and the loop" },
+      title: { zh: "一个回合（streamAssistantMessage）", en: "one turn: streamAssistantMessage" },
       hint: {
         zh:
-          "`streamAssistantMessage`：先 `modelContext()`（transformContext、convertToLlm，它们抛错就返回一条错误助手消息），" +
-          "调用模型前再看一次 signal；读模型流时，第一个事件带来 `message_start`，之后每个非 start 事件一个 `message_update`，" +
-          "`done`/`error` 带来 `message_end`；流若没有终结事件就结束，或者抛错，都收尾成错误消息（保留已流出的内容）。" +
-          "每次等模型的下一个事件都用 `settle()` 和 signal 赛跑：不理会 signal 的模型不能让中止的运行一直挂着。" +
-          "`runLoop`：每个回合先注入待发消息；到了回合上限或已中止，就用一条合成的 error/aborted 消息代替模型调用；" +
-          "回合结束后按顺序决定：中止或 terminate → 结束；取 steering → 有就继续；有工具结果 → 继续；取 follow-up → 有就继续，否则结束。" +
-          "中止之后一个队列都不要再取（取出来就是出队了，不能丢）。",
+          "这个实验的测试单独跑一个回合：测试文件自带一个最小的循环（`oneTurn`），只调用你的 `streamAssistantMessage`，" +
+          "所以写完这一个函数就能变绿，不必先写 `runLoop`。" +
+          "先 `await run.modelContext()`（它调用 transformContext、convertToLlm；抛出的错误已经写成 `convertToLlm failed: …` 这样的文字）：" +
+          "抛错就返回一条错误助手消息，错误文字就是抛出的消息；此时若已中止，改为 aborted 消息 `ABORTED_BEFORE_MODEL`。" +
+          "调用模型前再看一次 signal。读模型流：第一个事件（不论类型）之前发 `message_start`（消息就是事件的 partial），" +
+          "之后每个非 start 事件发一个 `message_update`，`done`/`error` 交给 `reportFinal`（它发 `message_end` 并记录消息）。" +
+          "`stream()` 或读流时抛错，收尾成 `The model failed: <消息>`；流没有终结事件就结束，用 `stream.result()` 的结果，" +
+          "它也失败就同样收尾；`reportFailure` 会保留已经流出的内容。每次等下一个事件都用 `settle()` 和 signal 赛跑（`nextOrAbort`）：" +
+          "中止之后不再等一个不理会 signal 的模型，回合以 `ABORTED_WHILE_ANSWERING` 结束，并调用 `stopReading`。",
         en:
-          "streamAssistantMessage: modelContext (hook throws become an error message), check the signal before the call, " +
-          "message_start on the first event, one update per event, message_end on done/error; a torn or throwing stream " +
-          "becomes an error message; race each read against the signal with settle(). runLoop: inject pending messages, synthesize a message at the turn limit or after an " +
-          "abort, then after each turn: abort/terminate end it; steering, tool results or follow-ups continue it.",
+          "Its tests run one turn alone (the test file's own minimal loop, `oneTurn`, calls only your function), so it goes green " +
+          "before runLoop exists. modelContext() (a throw becomes an error message with the thrown text; aborted if the signal is), " +
+          "check the signal before the call, message_start before the first event, one message_update per other event, " +
+          "done/error to reportFinal; a throwing or torn stream becomes `The model failed: …` keeping the partial; race each read " +
+          "against the signal with settle().",
       },
     },
     {
       id: "7.2",
-      title: { zh: "工具批次：每个调用恰好一个结果（executeToolBatch、prepareCall、runPreparedCall）", en: "tool batches" },
+      title: { zh: "循环控制（runLoop）", en: "loop control: runLoop" },
       hint: {
         zh:
-          "并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，" +
-          "每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。" +
-          "执行用 `settle()` 包起来：同步抛错、异步 reject、以及中止（不等不守规矩的工具）都变成结果；" +
-          "工具返回的结果用 `readToolResult()` 只读一次、读成普通对象（getter 抛错也只是一条错误结果）；" +
-          "`run.repeatedCalls` 里的调用（id 与前一个调用重复，已被改名）不执行，直接回答；" +
-          "`onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。",
+          "`runLoop` 自己发 `agent_start`（只发一次），然后一个回合接一个回合：`turn_start`，用 `run.add()` 注入待发消息；" +
+          "已中止就用 `run.failure(\"aborted\", ABORTED_BEFORE_MODEL)` 加 `run.add()` 代替模型调用，否则先 `run.turns++` 再调用 " +
+          "`streamAssistantMessage`（`run.turns` 只数真正的模型调用）。回合之后按这个顺序决定：" +
+          "(1) 助手消息是 error/aborted：`run.endTurn(message, [])`，结束运行，不执行其中的工具调用；" +
+          "(2) 有工具调用：`length` 回合交给 `refuseTruncatedCalls`，否则交给 `executeToolBatch`（实验 7.3），结果用 `run.recordResults()` 记下；" +
+          "然后 `run.endTurn(message, results)`；(3) 批次报告了 hookFailure：`run.fail(hookFailure)`；" +
+          "(4) 已中止，或全部结果都说 terminate：结束；(5) `run.turns >= maxTurns`（默认 `DEFAULT_MAX_TURNS`）：这就是最后一个回合，" +
+          "不再取任何队列；有工具调用时把 `turnLimitReached(...)` 交给 `run.finish()`，它会出现在 `agent_end.errorMessage` 上，没有就直接结束——" +
+          "不为上限另开一个回合；(6) `poll(run, \"getSteeringMessages\")`：返回 undefined 说明运行已经以错误结束，直接 return；有消息就带着它们进入下一回合" +
+          "（即使刚刚中止：取出来就是出队了，不能丢）；(7) 已中止：结束；(8) 有工具结果：继续；(9) 取 follow-up：有就继续，没有就结束。" +
+          "结束用 `run.finish()`。`poll`、`turnLimitReached`、`ABORTED_BEFORE_MODEL` 都已给出。`runLoop` 抛出的异常由已给出的 `LoopRun` 收尾成 `The agent loop failed: …`。",
         en:
-          "Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the " +
-          "result messages in source order. Sequential: one call at a time. Wrap execute in settle() (throws, rejections and " +
-          "aborts become results), read its result once with readToolResult(), answer run.repeatedCalls without running " +
-          "them; onUpdate goes dead at the call's end.",
+          "runLoop sends agent_start itself and counts run.turns (model calls only). Each turn: turn_start, inject pending messages " +
+          "with run.add(), an aborted message instead of the model after an abort, else run.turns++ and streamAssistantMessage. Then, " +
+          "in order: error/aborted → end; calls → refuseTruncatedCalls (length) or executeToolBatch (Lab 7.3), recordResults, endTurn; " +
+          "hookFailure → run.fail; aborted or unanimous terminate → end; at maxTurns → end, polling nothing, with " +
+          "turnLimitReached(...) on agent_end when there were calls (no extra turn); steering → next turn; aborted → end; tool " +
+          "results → next turn; follow-ups → next turn, else end.",
       },
-      // Every run goes through the loop first.
-      uses: ["7.1"],
     },
     {
       id: "7.3",
+      title: { zh: "工具批次：每个调用恰好一个结果（executeToolBatch、prepareCall、runPreparedCall）", en: "tool batches" },
+      hint: {
+        zh:
+          "事件顺序见测试 “a \"read main.ts\" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、" +
+          "助手消息的 start/update/update/end、tool_execution_start/end、结果消息两个、turn_end、第二回合的 turn_start 与助手消息四个事件、turn_end、agent_end）。" +
+          "并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，" +
+          "每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。" +
+          "准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call \"<名字>\" was not executed: the run is ending (<hookFailure>).`；" +
+          "`run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call \"<名字>\" was not executed: its id \"<原 id>\" was already used by an earlier call " +
+          "in the same message, so it was renamed \"<新 id>\". Every call needs its own id; re-issue this call if it is still needed.`；" +
+          "找不到工具回答 `Tool \"<名字>\" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），" +
+          "最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。" +
+          "执行用 `settle()` 包起来：同步抛错、异步 reject、以及中止（不等不守规矩的工具）都变成结果；" +
+          "工具返回的结果用 `readToolResult()` 只读一次（读不出来回答 `Tool \"<名字>\" <原因>`），然后交给 `applyAfterToolCall`（没有钩子时原样返回）。" +
+          "`onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。结果里的 `isError: false`、`terminate: false` 写不写都可以。",
+        en:
+          "Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the " +
+          "result messages in source order. Sequential: one call at a time. The exact texts for a call not run (run ending, " +
+          "repeated id, unknown tool) are in the Chinese hint. askBeforeToolCall and applyAfterToolCall return at once when no " +
+          "hook is set, so call them for every call. Wrap execute in settle(), read its result once with readToolResult(); onUpdate " +
+          "goes dead at the call's end.",
+      },
+      // Every run goes through the loop first.
+      uses: ["7.2"],
+    },
+    {
+      id: "7.4",
       title: { zh: "钩子（askBeforeToolCall、applyAfterToolCall）", en: "hooks: beforeToolCall and afterToolCall" },
       hint: {
         zh:
-          "`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果；钩子抛错是应用的 bug：该调用得到写明钩子名的错误结果（hookThrew），批次里尚未开始的调用不再执行，本轮结束后整个运行以错误消息收尾；" +
+          "`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call \"<名字>\" was blocked.`）。" +
+          "钩子抛错是应用的 bug：该调用得到 `hookFailure()` 写出的错误结果（`beforeToolCall failed for \"<名字>\": <消息>`），" +
+          "并用 `hookThrew()` 记在批次上：同一批次里在它之后才准备的调用不再执行，回答 `…the run is ending (…)`；" +
+          "已经准备好的调用（并行批次里排在它前面、等着一起执行的）照常执行。" +
+          "本回合结束后整个运行以同样文字的错误消息收尾。" +
           "`beforeToolCall` 执行期间中止了，调用就算中止；`afterToolCall` 执行期间中止，工具已经跑完，保留它自己的结果。`afterToolCall` 逐字段覆盖：没给的字段保留工具自己的值（`content`、`details`、`isError`、`terminate`）。" +
-          "钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，都按钩子抛错处理（`settle()` 的第三个参数，再交给 `hookFailure()`）。",
+          "钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，都按钩子抛错处理（`settle()` 的第三个参数，再交给 `hookFailure()`）。" +
+          "本实验最后一个测试是性质测试：两千次带随机故障的运行；失败时它打印 `{ seed, path }`，按测试文件开头的说明可以只重放那一个例子。",
         en:
           "beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw (an app bug) becomes an " +
-          "error result naming the hook, later calls of the batch are not run, and the run ends; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field. " +
-          "An answer that cannot be read, or no answer within hookTimeoutMs, counts as a throw.",
+          "error result from hookFailure(), recorded with hookThrew(): calls of the batch prepared after it are answered without running (calls already prepared still run), and the run ends with the same text; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field. " +
+          "An answer that cannot be read, or no answer within hookTimeoutMs, counts as a throw. The property test comes last; its file says how to replay a failing seed and path.",
       },
-      uses: ["7.1"],
+      uses: ["7.2"],
     },
   ],
   breakIt: {
     zh:
-      "把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npm test -- -t \"Lab 7.1\"`：" +
+      "把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npm test -- -t \"Lab 7\\.2\\b\"`：" +
       "哪个测试失败？中止之后又从哪个队列取了消息？这个 bug 是随机故障的浸泡测试（完整仓库里的 `npm run soak`）先找到的，" +
       "之后才有了那条点名的测试。再把 `settle()` 的 signal 参数换成 `undefined`：哪个测试会一直等到超时，为什么？",
     en:
-      "Delete the abort check after the steering poll in runLoop and run the Lab 7.1 tests: which fails, and which queue " +
+      "Delete the abort check after the steering poll in runLoop and run the Lab 7.2 tests: which fails, and which queue " +
       "was polled after the abort? (The soak found this bug first.) Then pass undefined as settle()'s signal: which test " +
       "waits until its deadline, and why?",
   },

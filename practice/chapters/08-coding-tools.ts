@@ -3,7 +3,6 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "08",
   slug: "coding-tools",
-  testOrderWaiver: "its tests predate the lab-order rule of the proof; put them in lab order (Lab 8.1's first) and remove this line",
   title: { zh: "编码工具：read / write / edit / ls / bash", en: "Coding tools" },
   invariant: {
     zh:

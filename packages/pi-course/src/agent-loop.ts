@@ -105,7 +105,7 @@ export function runAgentLoopContinue(
 
 /** The loop proper: turns until the model stops, the batch terminates, an error or an abort. */
 async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
-  // #region lab 7.1 runLoop
+  // #region lab 7.2 runLoop
   const maxTurns = run.config.maxTurns ?? DEFAULT_MAX_TURNS;
   await run.emit({ type: "agent_start" });
   for (;;) {
@@ -113,14 +113,7 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     for (const message of pending) await run.add(message);
     pending = [];
     let message: AssistantMessage;
-    if (run.turns >= maxTurns) {
-      message = run.failure(
-        "error",
-        `Turn limit reached: this run made ${run.turns} model calls (maxTurns = ${maxTurns}). ` +
-          `Raise maxTurns in the loop config, or continue the run with agentLoopContinue.`,
-      );
-      await run.add(message);
-    } else if (run.signal?.aborted) {
+    if (run.signal?.aborted) {
       message = run.failure("aborted", "The run was aborted before the model was called.");
       await run.add(message);
     } else {
@@ -146,6 +139,8 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     await run.endTurn(message, results);
     if (hookFailure !== undefined) return run.fail(hookFailure);
     if (run.signal?.aborted || terminate) return run.finish();
+    // the last allowed model call was this turn's: poll no queue, and say so if tools wait for an answer
+    if (run.turns >= maxTurns) return run.finish(calls.length > 0 ? turnLimitReached(run.turns, maxTurns) : undefined);
     const steering = await poll(run, "getSteeringMessages");
     if (steering === undefined) return;
     if (steering.length > 0) {
@@ -162,11 +157,20 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
   // #endregion
 }
 
+/** What `agent_end` says when the turn limit leaves tool results unanswered. */
+function turnLimitReached(turns: number, maxTurns: number): string {
+  return (
+    `Turn limit reached: this run made ${turns} model calls (maxTurns = ${maxTurns}), and the last one asked for tools ` +
+    "whose results no model call has answered. Raise maxTurns in the loop config, or continue the run with agentLoopContinue."
+  );
+}
+
 /**
  * Asks the model for one turn and reports it as message_start, message_update…, message_end.
- * Never throws: a failure before or during the turn is an error assistant message.
+ * Never throws: a failure before or during the turn is an error assistant message. Exported for
+ * the tests of one turn alone (Lab 7.1); not part of the package's API.
  */
-async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
+export async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
   // #region lab 7.1 streamAssistantMessage
   let context: Context;
   try {

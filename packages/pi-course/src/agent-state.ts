@@ -69,6 +69,7 @@ export function reduceAgentEvent(state: AgentDraft, event: AgentEvent): boolean 
       return true;
     case "agent_end":
       state.streamingMessage = undefined;
+      if (event.errorMessage !== undefined) state.errorMessage = event.errorMessage;
       return true;
     default:
       return true;

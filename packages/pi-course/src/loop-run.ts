@@ -47,6 +47,7 @@ export class LoopRun implements ToolBatchRun {
   private readonly transcript: AgentMessage[];
   private readonly tools: ToolDefinition[] | undefined;
   private turnOpen = false;
+  private started = false;
   private ended = false;
   private sinkFailure: { error: unknown } | undefined;
 
@@ -86,7 +87,8 @@ export class LoopRun implements ToolBatchRun {
    */
   private deliver(event: AgentEvent): void | Promise<void> {
     if (this.ended) return;
-    if (event.type === "agent_end") this.ended = true;
+    if (event.type === "agent_start") this.started = true;
+    else if (event.type === "agent_end") this.ended = true;
     else if (event.type === "turn_start") this.turnOpen = true;
     else if (event.type === "turn_end") this.turnOpen = false;
     let delivered: void | Promise<void>;
@@ -142,13 +144,22 @@ export class LoopRun implements ToolBatchRun {
     await this.emit({ type: "turn_end", message, toolResults });
   }
 
-  async finish(): Promise<void> {
-    await this.emit({ type: "agent_end", messages: this.added });
+  /**
+   * Ends the run (`agent_start` first if the loop never sent it). `errorMessage` is for a stop
+   * that no message records (the turn limit): it goes on `agent_end`.
+   */
+  async finish(errorMessage?: string): Promise<void> {
+    if (!this.started) await this.emit({ type: "agent_start" });
+    await this.emit({ type: "agent_end", messages: this.added, ...(errorMessage !== undefined && { errorMessage }) });
   }
 
-  /** Ends the run with an error assistant message in a turn of its own (or the open one). */
+  /**
+   * Ends the run with an error assistant message in a turn of its own (or the open one), after
+   * an `agent_start` if the loop failed before sending it.
+   */
   async fail(errorMessage: string): Promise<void> {
     if (this.ended) return;
+    if (!this.started) await this.emit({ type: "agent_start" });
     if (!this.turnOpen) await this.emit({ type: "turn_start" });
     const message = this.failure("error", errorMessage);
     await this.add(message);

@@ -11,10 +11,14 @@
  */
 import { AssistantMessageEventStream } from "./event-stream.js";
 import { assistantMessage } from "./messages.js";
+// #region ch05
+import { PartialJsonParser } from "./partial-json.js";
+// #endregion
 import type {
   AssistantMessage,
   Context,
   Model,
+  ModelEvent,
   StopReason,
   StreamOptions,
   TextContent,
@@ -146,7 +150,8 @@ export class ScriptedModel implements Model {
 
   /**
    * Streams one tool call of the turn into `partial` (the next content index): its JSON text as
-   * `toolcall_delta`s, the block holding `arguments: {}` and the text so far in `rawArguments`;
+   * `toolcall_delta`s, the block holding `arguments: {}` and the text so far in `rawArguments`
+   * (from chapter 05, each delta also carries `partialArguments`, as the providers' do);
    * then, unless the turn is a truncated `length` turn, `toolcall_end` with the completed block
    * (the scripted arguments, deep-copied), the very object the final message holds. Returns
    * false when an abort ended the turn (its error event is pushed), true to go on.
@@ -163,6 +168,9 @@ export class ScriptedModel implements Model {
     const target: ToolCall = { type: "toolCall", id: block.id, name: block.name, arguments: {} };
     target.rawArguments = "";
     const json = block.rawArguments ?? JSON.stringify(block.arguments ?? {});
+    // #region ch05
+    const live = livePartialArguments(json);
+    // #endregion
     for (const delta of pieces(json, this.chunkSize)) {
       if (await this.interrupted(signal)) {
         this.abort(stream, partial);
@@ -170,7 +178,11 @@ export class ScriptedModel implements Model {
       }
       if (partial.content.length === contentIndex) partial.content.push(target);
       target.rawArguments += delta;
-      stream.push({ type: "toolcall_delta", contentIndex, delta, partial });
+      const event: Extract<ModelEvent, { type: "toolcall_delta" }> = { type: "toolcall_delta", contentIndex, delta, partial };
+      // #region ch05
+      live(event, target.rawArguments.length);
+      // #endregion
+      stream.push(event);
     }
     // A truncated (`length`) turn never completes its calls: no toolcall_end.
     if (stopReason === "length") return true;
@@ -289,3 +301,30 @@ function pieces(text: string, size: number): string[] {
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+// #region ch05
+
+/**
+ * Gives each `toolcall_delta` of one call its `partialArguments`, the same view the providers
+ * give: the best-effort value of the text so far, from one `PartialJsonParser` (a live view that
+ * keeps growing with later deltas). The block's own `arguments` stays `{}` until `toolcall_end`,
+ * as in the providers. The value is read through a getter that feeds the parser up to that
+ * delta's text when first asked, so playing a turn never needs the parser, and a consumer that
+ * never reads it pays nothing. The getter is not enumerable: a spread or `JSON.stringify` of the
+ * event leaves it out (read it by name).
+ */
+function livePartialArguments(json: string): (event: Extract<ModelEvent, { type: "toolcall_delta" }>, end: number) => void {
+  let parser: PartialJsonParser | undefined;
+  let fed = 0;
+  const valueAt = (end: number): unknown => {
+    parser ??= new PartialJsonParser();
+    if (fed < end) {
+      parser.push(json.slice(fed, end));
+      fed = end;
+    }
+    return parser.value;
+  };
+  return (event, end) => {
+    Object.defineProperty(event, "partialArguments", { get: () => valueAt(end), enumerable: false, configurable: true });
+  };
+}
+// #endregion

@@ -80,7 +80,7 @@ export async function executeToolBatch(
   message: AssistantMessage,
   calls: readonly ToolCall[],
 ): Promise<ToolBatchOutcome> {
-  // #region lab 7.2 executeToolBatch
+  // #region lab 7.3 executeToolBatch
   const batch: Batch = { message };
   const sequential =
     run.config.toolExecution === "sequential" ||
@@ -147,7 +147,7 @@ export async function refuseTruncatedCalls(
 
 /** find → prepareArguments → validate → beforeToolCall. Never throws. */
 async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Promise<PreparedCall> {
-  // #region lab 7.2 prepareCall
+  // #region lab 7.3 prepareCall
   if (run.signal?.aborted) return abortedCall(call);
   if (batch.hookFailure !== undefined) {
     return answered(call, `Tool call "${call.name}" was not executed: the run is ending (${batch.hookFailure}).`);
@@ -173,17 +173,15 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
     return answered(call, messageOf(error));
   }
   const ready: ReadyCall = { kind: "ready", call, tool, args };
-  if (run.config.beforeToolCall !== undefined) {
-    const refused = await askBeforeToolCall(run, batch, ready);
-    if (refused !== undefined) return refused;
-  }
-  return ready;
+  // (askBeforeToolCall also returns at once without a hook; skipping the call saves an await per call)
+  if (run.config.beforeToolCall === undefined) return ready;
+  return (await askBeforeToolCall(run, batch, ready)) ?? ready;
   // #endregion
 }
 
 /** execute → afterToolCall. Never throws; after an abort it answers at once (late results are dropped). */
 async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall): Promise<FinishedCall> {
-  // #region lab 7.2 runPreparedCall
+  // #region lab 7.3 runPreparedCall
   const { call, tool, args } = ready;
   if (run.signal?.aborted) return abortedCall(call);
   let open = true; // no tool_execution_update after this call's tool_execution_end
@@ -214,16 +212,17 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
 
 /**
  * `beforeToolCall`: an error result if it blocks, throws (which also ends the run) or is overtaken
- * by an abort; else undefined.
+ * by an abort; else undefined (also when no hook is set: call it for every call).
  */
 async function askBeforeToolCall(
   run: ToolBatchRun,
   batch: Batch,
   ready: ReadyCall,
 ): Promise<AnsweredCall | undefined> {
-  // #region lab 7.3 askBeforeToolCall
+  const before = run.config.beforeToolCall;
+  if (before === undefined) return undefined;
+  // #region lab 7.4 askBeforeToolCall
   const { call, tool, args } = ready;
-  const before = run.config.beforeToolCall!;
   const outcome = await settle(
     () => before({ assistantMessage: batch.message, toolCall: call, args, tool, context: run.context }, run.signal),
     run.signal,
@@ -245,7 +244,8 @@ async function askBeforeToolCall(
 
 /**
  * `afterToolCall`: overrides the result field by field; a throw becomes an error result and ends
- * the run. An abort while it runs keeps the tool's own result: the tool has already run.
+ * the run. An abort while it runs keeps the tool's own result: the tool has already run. Without
+ * a hook, the tool's result as it is (call it for every call).
  */
 async function applyAfterToolCall(
   run: ToolBatchRun,
@@ -253,9 +253,10 @@ async function applyAfterToolCall(
   ready: ReadyCall,
   done: FinishedCall,
 ): Promise<FinishedCall> {
-  // #region lab 7.3 applyAfterToolCall
+  const after = run.config.afterToolCall;
+  if (after === undefined) return done;
+  // #region lab 7.4 applyAfterToolCall
   const { call, tool, args } = ready;
-  const after = run.config.afterToolCall!;
   const outcome = await settle(
     () =>
       after(

@@ -54,7 +54,9 @@ export interface ToolCall {
   name: string;
   /**
    * The parsed arguments. Parsed JSON only means the text was complete, not that the arguments
-   * are valid for the tool: the tool layer validates them.
+   * are valid for the tool: the tool layer validates them. While the call streams (in a
+   * partial message) it is `{}` and the text grows in `rawArguments`; the value so far is on
+   * the model event (`partialArguments`, chapter 05).
    */
   arguments: unknown;
   /** The argument text as it arrived on the wire; kept when it could not be parsed. */
@@ -284,6 +286,9 @@ export type ModelEvent =
        * Best-effort value of the arguments so far (from an incremental parser), for UIs that
        * want to show a path or a command early. Never execute it. A live view, like `partial`:
        * the same object keeps growing with later deltas (read it, don't keep it; copy to keep).
+       * This is the one place the value lives while the call streams: the block's `arguments`
+       * stays `{}` (its text grows in `rawArguments`) until `toolcall_end`. Every model here
+       * follows it: the OpenAI-compatible and Anthropic adapters and `ScriptedModel`.
        */
       partialArguments?: unknown;
       // #endregion
@@ -389,7 +394,12 @@ export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unk
  */
 export type AgentEvent =
   | { type: "agent_start" }
-  | { type: "agent_end"; messages: AgentMessage[] }
+  /**
+   * The run's last event. `errorMessage` is set when the turn limit (`maxTurns`) stopped a run
+   * whose model asked for tools: their results are in `messages`, but no model call answers
+   * them; `agentLoopContinue` on the transcript takes the next turn. No turn is opened for it.
+   */
+  | { type: "agent_end"; messages: AgentMessage[]; errorMessage?: string }
   | { type: "turn_start" }
   | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
   /** For an assistant message, `message` is the model's partial (live) object: read it, don't keep it. */
@@ -506,7 +516,12 @@ export interface AgentLoopConfig {
    * May throw; the run then ends cleanly. After an abort, as for `getSteeringMessages`.
    */
   getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
-  /** The most model turns one run may take (default 50); the run then ends with an error. */
+  /**
+   * The most model turns one run may take (default 50). The turn that makes the last allowed
+   * model call is the run's last turn: no queue is polled after it (queued messages stay queued),
+   * and if its model asked for tools, their results are recorded and `agent_end.errorMessage`
+   * says the limit was reached. No turn is opened without a model call.
+   */
   maxTurns?: number;
   /**
    * How long one call of `beforeToolCall` or `afterToolCall` may take, in milliseconds (1 to
@@ -593,7 +608,10 @@ export interface AgentState {
   readonly streamingMessage?: AssistantMessage;
   /** Ids of the tool calls started (`tool_execution_start`) and not yet ended. */
   readonly pendingToolCalls: ReadonlySet<string>;
-  /** Why the last failed turn failed (cleared when a run starts), or which listener threw. */
+  /**
+   * Why the last failed turn failed, or that the turn limit left tool results unanswered
+   * (`agent_end.errorMessage`), or which listener threw. Cleared when a run starts.
+   */
   readonly errorMessage?: string;
 }
 

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AnthropicTurn,
   AssistantMessageEventStream,
+  PartialJsonParser,
+  ScriptedModel,
+  assistantMessage,
   createAnthropicModel,
   createOpenAICompatibleModel,
   toolResultMessage,
@@ -467,6 +470,39 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       }
     }, 20_000);
   });
+
+  it("Lab 5.6 · a streaming tool call looks the same from this adapter and from ScriptedModel: partialArguments on the event, arguments {} on the block", async () => {
+    /** At each toolcall_delta: the block's text and arguments, and the event's partialArguments (copied). */
+    const view = async (model: Model) => {
+      const seen: { raw: string; arguments: unknown; partialArguments: unknown }[] = [];
+      const stream = model.stream({ messages: [user("go")] });
+      for await (const event of stream) {
+        if (event.type !== "toolcall_delta") continue;
+        const block = event.partial.content[event.contentIndex] as ToolCall;
+        seen.push({ raw: block.rawArguments ?? "", arguments: structuredClone(block.arguments), partialArguments: structuredClone(event.partialArguments) });
+      }
+      return { seen, final: await stream.result() };
+    };
+    const parsed = (text: string): unknown => {
+      const parser = new PartialJsonParser();
+      for (const ch of text) parser.push(ch);
+      return parser.value;
+    };
+    server.reply(sseReply(fixtureBody("anthropic-tool-use-109-input-json-deltas.sse"), { seed: 3, maxPiece: 61 }));
+    const wire = await view(modelAt(server.baseUrl));
+    expect(wire.final.stopReason).toBe("toolUse");
+    const call = wire.final.content.find((b): b is ToolCall => b.type === "toolCall")!;
+    const scripted = await view(new ScriptedModel([assistantMessage([call], "toolUse")], { chunkSize: 7 }));
+    for (const { seen } of [wire, scripted]) {
+      expect(seen.length).toBeGreaterThan(5);
+      for (const step of seen) {
+        expect(step.arguments).toEqual({});
+        expect(step.partialArguments).toEqual(parsed(step.raw));
+      }
+      expect(seen.at(-1)!.partialArguments).toEqual(call.arguments);
+    }
+    expect(scripted.final.content).toEqual([call]);
+  }, 10_000);
 
   it("Lab 5.6 · HTTP errors keep Anthropic's message, type and status; 4xx is not retried, 529 and 429 are", async () => {
     server.reply(statusReply(400, anthropicError("invalid_request_error", `max_tokens: too large (key ${KEY})`)));

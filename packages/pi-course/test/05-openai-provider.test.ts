@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
   ChatCompletionsTurn,
+  ScriptedModel,
+  assistantMessage,
   NO_USAGE_DIAGNOSTIC,
   PartialJsonParser,
   REFUSAL_DIAGNOSTIC,
@@ -1125,6 +1127,36 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       expect(turn.message).toEqual(fixture.expected());
     }, 20_000);
   });
+
+  it("Lab 5.5 · a streaming tool call looks the same from this adapter and from ScriptedModel: partialArguments on the event, arguments {} on the block", async () => {
+    /** At each toolcall_delta: the block's text and arguments, and the event's partialArguments (copied). */
+    const view = async (model: Model) => {
+      const seen: { raw: string; arguments: unknown; partialArguments: unknown }[] = [];
+      let final: AssistantMessage | undefined;
+      for await (const event of model.stream({ messages: [] })) {
+        if (event.type === "toolcall_delta") {
+          const block = event.partial.content[event.contentIndex] as ToolCall;
+          seen.push({ raw: block.rawArguments ?? "", arguments: structuredClone(block.arguments), partialArguments: structuredClone(event.partialArguments) });
+        }
+        if (event.type === "done" || event.type === "error") final = event.type === "done" ? event.message : event.error;
+      }
+      surfaceInternalError(final!);
+      return { seen, final: final! };
+    };
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-single-tool-call-54-arg-chunks.sse"), { seed: 5, maxPiece: 61 }));
+    const wire = await view(modelAt(server.baseUrl));
+    const call = wire.final.content.find((b): b is ToolCall => b.type === "toolCall")!;
+    const scripted = await view(new ScriptedModel([assistantMessage([call], "toolUse")], { chunkSize: 3 }));
+    for (const { seen } of [wire, scripted]) {
+      expect(seen.length).toBeGreaterThan(5);
+      for (const step of seen) {
+        expect(step.arguments).toEqual({});
+        expect(step.partialArguments).toEqual(parse(step.raw, 1).value);
+      }
+      expect(seen.at(-1)!.partialArguments).toEqual(call.arguments);
+    }
+    expect(scripted.final.content).toEqual([call]);
+  }, 10_000);
 
   it("Lab 5.5 · the hand-written interleaved tool-call stream, over HTTP in random pieces", async () => {
     server.reply(sseReply(sseOf(INTERLEAVED), { seed: 7, maxPiece: 11 }));

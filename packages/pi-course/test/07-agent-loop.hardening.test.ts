@@ -115,205 +115,6 @@ function expectNoLoopFailure(result: AgentMessage[]): void {
 
 describe("chapter 07 · the agent loop against hostile code", () => {
   // -------------------------------------------------------------------------------------------
-  // The failure path is total
-  // -------------------------------------------------------------------------------------------
-
-  it("Lab 7.2 · invariant: a tool or prepareArguments throwing a value with no string form gets one readable error result; the run goes on", async () => {
-    for (const [label, thrown] of hostileThrows()) {
-      for (const where of ["execute (async)", "execute (sync)", "prepareArguments"] as const) {
-        const tool = probe(
-          "t",
-          where === "execute (sync)"
-            ? () => {
-                throw thrown;
-              }
-            : async () => {
-                if (where === "execute (async)") throw thrown;
-                return textResult("ran");
-              },
-          where === "prepareArguments"
-            ? {
-                prepareArguments: () => {
-                  throw thrown;
-                },
-              }
-            : {},
-        );
-        const model = scripted([turn([call("c1", "t"), call("c2", "ok")]), says("done")]);
-        const { events, result } = await run({ model }, [tool, okTool("ok")]);
-        expectNoLoopFailure(result);
-        const results = resultsOf(events);
-        expect(results.map((r) => [r.toolCallId, r.isError]), `${label} from ${where}`).toEqual([
-          ["c1", true],
-          ["c2", false],
-        ]);
-        expect(textOf(results[0]!).length, `${label} from ${where}`).toBeGreaterThan(0);
-        expect(lastAssistant(result).stopReason, `${label} from ${where}`).toBe("stop");
-      }
-    }
-  }, 5000);
-
-  it("Lab 7.3 · invariant: a tool hook throwing a value with no string form ends the run well formed, naming the hook", async () => {
-    for (const [label, thrown] of hostileThrows()) {
-      for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
-        const log: string[] = [];
-        const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
-        const config: AgentLoopConfig = { model, toolExecution: "sequential" };
-        config[hook] = () => {
-          throw thrown;
-        };
-        const { events, result } = await run(config, [okTool("t", log)]);
-        expectNoLoopFailure(result);
-        expect(resultsOf(events).map((r) => r.isError), `${label} from ${hook}`).toEqual([true, true]);
-        expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(new RegExp(`^${hook} failed for "t": `));
-        expect(log).toEqual(hook === "afterToolCall" ? ["c1"] : []);
-        expect(model.requests).toHaveLength(1);
-      }
-    }
-  }, 5000);
-
-  it("Lab 7.1 · invariant: the model, transformContext, convertToLlm or a queue getter throwing a value with no string form ends the run well formed", async () => {
-    type Place = "model" | "transformContext" | "convertToLlm" | "getSteeringMessages" | "getFollowUpMessages";
-    const places: Place[] = ["model", "transformContext", "convertToLlm", "getSteeringMessages", "getFollowUpMessages"];
-    for (const [label, thrown] of hostileThrows()) {
-      for (const place of places) {
-        const thrower = () => {
-          throw thrown;
-        };
-        const scriptedModel = scripted([says("one"), says("two")]);
-        const model: Model = place === "model" ? { provider: "p", id: "m", stream: thrower } : scriptedModel;
-        const config: AgentLoopConfig = { model };
-        if (place !== "model") config[place] = thrower;
-        const { events, result } = await run(config);
-        expectNoLoopFailure(result);
-        const failure = lastAssistant(result);
-        expect(failure.stopReason, `${label} from ${place}`).toBe("error");
-        expect(failure.errorMessage, `${label} from ${place}`).toMatch(place === "model" ? /^The model failed: / : new RegExp(`^${place} failed: `));
-        expect(shape(events).slice(-4)).toEqual(["message_start:assistant", "message_end:assistant", "turn_end", "agent_end"]);
-      }
-    }
-  }, 5000);
-
-  it("Lab 7.2 · invariant: a tool result whose content, isError, terminate or details getter throws (or a Proxy) becomes one error result", async () => {
-    const base = textResult("fine");
-    const hostile: [string, unknown][] = [
-      ...["content", "isError", "terminate", "details"].map((field): [string, unknown] => [`a ${field} getter that throws`, throwingGetter(base, field)]),
-      ["a Proxy that throws on every access", throwingProxy()],
-      ["a content array whose iteration throws", { ...base, content: new Proxy([], { get: () => { throw new Error("no items"); } }) }],
-    ];
-    for (const [label, value] of hostile) {
-      const tool = probe("t", async () => value as never);
-      const model = scripted([turn([call("c1", "t"), call("c2", "ok")]), says("done")]);
-      const { events, result } = await run({ model }, [tool, okTool("ok")]);
-      expectNoLoopFailure(result);
-      const ends = events.filter((e) => e.type === "tool_execution_end");
-      expect(ends.map((e) => [e.toolCallId, e.isError, e.result.isError]), label).toEqual([
-        ["c1", true, true],
-        ["c2", false, undefined],
-      ]);
-      // a Proxy's `then` throws when the result is awaited: that throw is the tool's answer
-      const expected = label === "a Proxy that throws on every access" ? /a trap was sprung/ : /^Tool "t" returned (a result that cannot be read|no valid result)/;
-      expect(textOf(resultsOf(events)[0]!), label).toMatch(expected);
-      expect(lastAssistant(result).stopReason, label).toBe("stop");
-    }
-    // a truthy non-boolean isError/terminate is read as a boolean: the events and the message agree
-    const loose = probe("t", async () => ({ ...textResult("odd"), isError: "yes", terminate: 1 }) as never);
-    const { events } = await run({ model: scripted([turn([call("c1", "t")]), says("done")]) }, [loose]);
-    const end = events.find((e) => e.type === "tool_execution_end")!;
-    expect(end).toMatchObject({ isError: false, result: { isError: false, terminate: false } });
-  }, 5000);
-
-  it("Lab 7.3 · invariant: a beforeToolCall or afterToolCall answer that cannot be read ends the run like a throw from the hook", async () => {
-    const hostile: [string, "beforeToolCall" | "afterToolCall", unknown][] = [
-      ["a block getter that throws", "beforeToolCall", throwingGetter({ reason: "r" }, "block")],
-      ["a reason getter that throws", "beforeToolCall", throwingGetter({ block: true }, "reason")],
-      ["a Proxy", "beforeToolCall", throwingProxy()],
-      ...["content", "isError", "terminate", "details"].map(
-        (field): [string, "afterToolCall", unknown] => [`a ${field} getter that throws`, "afterToolCall", throwingGetter({}, field)],
-      ),
-      ["a Proxy", "afterToolCall", throwingProxy()],
-      ["a primitive", "afterToolCall", true],
-      ["content that is not an array", "afterToolCall", { content: "text" }],
-    ];
-    for (const [label, hook, answer] of hostile) {
-      const log: string[] = [];
-      const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
-      const config: AgentLoopConfig = { model, toolExecution: "sequential" };
-      config[hook] = async () => answer as never;
-      const { events, result } = await run(config, [okTool("t", log)]);
-      expectNoLoopFailure(result);
-      expect(resultsOf(events).map((r) => [r.toolCallId, r.isError]), `${label} from ${hook}`).toEqual([
-        ["c1", true],
-        ["c2", true],
-      ]);
-      expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(new RegExp(`^${hook} failed for "t": `));
-      expect(log, `${label} from ${hook}`).toEqual(hook === "afterToolCall" ? ["c1"] : []);
-      expect(model.requests).toHaveLength(1);
-    }
-  }, 5000);
-
-  it("Lab 7.1 · invariant: hostile model events and messages (a Proxy event, throwing getters, unreadable tool calls) end the turn as one error message", async () => {
-    const good = says("hi");
-    const partial = assistantMessage([], "stop");
-    // built by hand: the message helpers would read the hostile blocks themselves
-    const withBlocks = (...content: unknown[]): AssistantMessage => ({ ...turn([]), content: content as AssistantContent[] });
-    const cases: [string, unknown[]][] = [
-      ["a Proxy event", [throwingProxy()]],
-      ["a null event", [null]],
-      ["a Proxy partial", [{ type: "start", partial: throwingProxy() }]],
-      ["a done event whose message getter throws", [{ type: "start", partial }, throwingGetter({ type: "done", reason: "stop" }, "message")]],
-      ["a final message whose content getter throws", [{ type: "start", partial }, { type: "done", reason: "stop", message: throwingGetter(good, "content") }]],
-      ["a final message that is a Proxy", [{ type: "done", reason: "stop", message: throwingProxy() }]],
-      ["a tool call whose id getter throws", [{ type: "done", reason: "toolUse", message: withBlocks(throwingGetter(call("c1", "t"), "id")) }]],
-      ["a tool call that is a Proxy", [{ type: "done", reason: "toolUse", message: withBlocks(call("c1", "t"), throwingProxy()) }]],
-    ];
-    for (const [label, events] of cases) {
-      const model: Model = {
-        provider: "hand",
-        id: "hostile",
-        stream: () =>
-          ({
-            async *[Symbol.asyncIterator]() {
-              yield* events;
-            },
-            result: async () => good,
-          }) as unknown as AssistantMessageEventStream,
-      };
-      let executed = 0;
-      const tool = probe("t", async () => (executed++, textResult("ran")));
-      const { events: seen, result } = await run({ model }, [tool]);
-      expectNoLoopFailure(result);
-      expect(result.filter((m) => m.role === "assistant"), label).toHaveLength(1);
-      expect(lastAssistant(result).stopReason, label).toBe("error");
-      expect(seen.some((e) => e.type === "tool_execution_start"), label).toBe(false);
-      expect(executed, label).toBe(0);
-    }
-  }, 5000);
-
-  it("Lab 7.1 · invariant: a queue getter answering with hostile messages ends the run, naming the getter", async () => {
-    const revoked = Proxy.revocable([], {});
-    revoked.revoke();
-    const answers: [string, unknown][] = [
-      ["a revoked Proxy for an array", revoked.proxy],
-      ["an array that throws on access", new Proxy([userMessage("x")], { get: () => { throw new Error("no"); } })],
-      ["a Proxy message", [throwingProxy()]],
-      ["a message without a role", [{ content: "hi" }]],
-      ["not an array", "steer"],
-    ];
-    for (const [label, answer] of answers) {
-      for (const getter of ["getSteeringMessages", "getFollowUpMessages"] as const) {
-        const model = scripted([says("one"), says("two")]);
-        const config: AgentLoopConfig = { model };
-        config[getter] = () => answer as never;
-        const { result } = await run(config);
-        expectNoLoopFailure(result);
-        expect(lastAssistant(result).errorMessage, `${label} from ${getter}`).toMatch(new RegExp(`^${getter} failed: `));
-        expect(model.requests).toHaveLength(1);
-      }
-    }
-  }, 5000);
-
-  // -------------------------------------------------------------------------------------------
   // After an abort, nothing keeps the run alive
   // -------------------------------------------------------------------------------------------
 
@@ -352,7 +153,112 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     }
   }
 
-  it("Lab 7.1 · invariant: after an abort, a transformContext or convertToLlm that never settles does not keep the run pending", async () => {
+  // -------------------------------------------------------------------------------------------
+  // Two tool calls with one id
+  // -------------------------------------------------------------------------------------------
+
+  const addTool = (log: string[]): AnyTool => ({
+    name: "add",
+    label: "add",
+    description: "adds",
+    parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
+    async execute(id, { a, b }) {
+      log.push(`${id}: ${a}+${b}`);
+      return textResult(String(a + b));
+    },
+  });
+  const repeatedText = (id: string, renamed: string) =>
+    `Tool call "add" was not executed: its id "${id}" was already used by an earlier call in the same message, ` +
+    `so it was renamed "${renamed}". Every call needs its own id; re-issue this call if it is still needed.`;
+
+  // -------------------------------------------------------------------------------------------
+  // the loop: runLoop and streamAssistantMessage against hostile code (Lab 7.2)
+  // -------------------------------------------------------------------------------------------
+
+  it("Lab 7.2 · invariant: the model, transformContext, convertToLlm or a queue getter throwing a value with no string form ends the run well formed", async () => {
+    type Place = "model" | "transformContext" | "convertToLlm" | "getSteeringMessages" | "getFollowUpMessages";
+    const places: Place[] = ["model", "transformContext", "convertToLlm", "getSteeringMessages", "getFollowUpMessages"];
+    for (const [label, thrown] of hostileThrows()) {
+      for (const place of places) {
+        const thrower = () => {
+          throw thrown;
+        };
+        const scriptedModel = scripted([says("one"), says("two")]);
+        const model: Model = place === "model" ? { provider: "p", id: "m", stream: thrower } : scriptedModel;
+        const config: AgentLoopConfig = { model };
+        if (place !== "model") config[place] = thrower;
+        const { events, result } = await run(config);
+        expectNoLoopFailure(result);
+        const failure = lastAssistant(result);
+        expect(failure.stopReason, `${label} from ${place}`).toBe("error");
+        expect(failure.errorMessage, `${label} from ${place}`).toMatch(place === "model" ? /^The model failed: / : new RegExp(`^${place} failed: `));
+        expect(shape(events).slice(-4)).toEqual(["message_start:assistant", "message_end:assistant", "turn_end", "agent_end"]);
+      }
+    }
+  }, 5000);
+
+  it("Lab 7.2 · invariant: hostile model events and messages (a Proxy event, throwing getters, unreadable tool calls) end the turn as one error message", async () => {
+    const good = says("hi");
+    const partial = assistantMessage([], "stop");
+    // built by hand: the message helpers would read the hostile blocks themselves
+    const withBlocks = (...content: unknown[]): AssistantMessage => ({ ...turn([]), content: content as AssistantContent[] });
+    const cases: [string, unknown[]][] = [
+      ["a Proxy event", [throwingProxy()]],
+      ["a null event", [null]],
+      ["a Proxy partial", [{ type: "start", partial: throwingProxy() }]],
+      ["a done event whose message getter throws", [{ type: "start", partial }, throwingGetter({ type: "done", reason: "stop" }, "message")]],
+      ["a final message whose content getter throws", [{ type: "start", partial }, { type: "done", reason: "stop", message: throwingGetter(good, "content") }]],
+      ["a final message that is a Proxy", [{ type: "done", reason: "stop", message: throwingProxy() }]],
+      ["a tool call whose id getter throws", [{ type: "done", reason: "toolUse", message: withBlocks(throwingGetter(call("c1", "t"), "id")) }]],
+      ["a tool call that is a Proxy", [{ type: "done", reason: "toolUse", message: withBlocks(call("c1", "t"), throwingProxy()) }]],
+    ];
+    for (const [label, events] of cases) {
+      const model: Model = {
+        provider: "hand",
+        id: "hostile",
+        stream: () =>
+          ({
+            async *[Symbol.asyncIterator]() {
+              yield* events;
+            },
+            result: async () => good,
+          }) as unknown as AssistantMessageEventStream,
+      };
+      let executed = 0;
+      const tool = probe("t", async () => (executed++, textResult("ran")));
+      const { events: seen, result } = await run({ model }, [tool]);
+      expectNoLoopFailure(result);
+      expect(result.filter((m) => m.role === "assistant"), label).toHaveLength(1);
+      expect(lastAssistant(result).stopReason, label).toBe("error");
+      expect(seen.some((e) => e.type === "tool_execution_start"), label).toBe(false);
+      expect(executed, label).toBe(0);
+    }
+  }, 5000);
+
+  it("Lab 7.2 · invariant: a queue getter answering with hostile messages ends the run, naming the getter", async () => {
+    const revoked = Proxy.revocable([], {});
+    revoked.revoke();
+    const answers: [string, unknown][] = [
+      ["a revoked Proxy for an array", revoked.proxy],
+      ["an array that throws on access", new Proxy([userMessage("x")], { get: () => { throw new Error("no"); } })],
+      ["a Proxy message", [throwingProxy()]],
+      ["a message without a role", [{ content: "hi" }]],
+      ["not an array", "steer"],
+    ];
+    for (const [label, answer] of answers) {
+      for (const getter of ["getSteeringMessages", "getFollowUpMessages"] as const) {
+        const model = scripted([says("one"), says("two")]);
+        const config: AgentLoopConfig = { model };
+        config[getter] = () => answer as never;
+        const { result } = await run(config);
+        expectNoLoopFailure(result);
+        expect(lastAssistant(result).errorMessage, `${label} from ${getter}`).toMatch(new RegExp(`^${getter} failed: `));
+        expect(model.requests).toHaveLength(1);
+      }
+    }
+  }, 5000);
+
+  it("Lab 7.2 · invariant: after an abort, a transformContext or convertToLlm that never settles does not keep the run pending", async () => {
     for (const hook of ["transformContext", "convertToLlm"] as const) {
       const model = scripted([says("never")]);
       const { events, result, late } = await abortWhileStuck((stuck) => ({ model, [hook]: stuck }));
@@ -372,7 +278,7 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     }
   }, 5000);
 
-  it("Lab 7.1 · invariant: after an abort, a getSteeringMessages or getFollowUpMessages that never settles does not keep the run pending", async () => {
+  it("Lab 7.2 · invariant: after an abort, a getSteeringMessages or getFollowUpMessages that never settles does not keep the run pending", async () => {
     for (const getter of ["getSteeringMessages", "getFollowUpMessages"] as const) {
       const model = scripted([says("one"), says("never")]);
       let other = 0;
@@ -389,7 +295,7 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     }
   }, 5000);
 
-  it("Lab 7.1 · invariant: after an abort, a model stream that ignores its signal (no event, or no result) ends the turn as aborted", async () => {
+  it("Lab 7.2 · invariant: after an abort, a model stream that ignores its signal (no event, or no result) ends the turn as aborted", async () => {
     const deaf = (stuck: () => Promise<never>, first: "nothing" | "start" | "no result"): Model => ({
       provider: "deaf",
       id: "deaf",
@@ -417,38 +323,7 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     }
   }, 5000);
 
-  it("Lab 7.3 · invariant: after an abort, a beforeToolCall or afterToolCall that never settles does not keep the run pending", async () => {
-    for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
-      const log: string[] = [];
-      const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
-      const { events, late } = await abortWhileStuck(
-        (stuck) => ({ model, toolExecution: "sequential", [hook]: stuck }),
-        () => [okTool("t", log)],
-      );
-      // afterToolCall: the tool already ran, its own result stands
-      const aborted = 'Tool call "t" was aborted: the run was stopped before it finished.';
-      expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)]), hook).toEqual([
-        ["c1", hook === "beforeToolCall" ? aborted : "ran c1"],
-        ["c2", aborted],
-      ]);
-      expect(log).toEqual(hook === "beforeToolCall" ? [] : ["c1"]);
-      expect(model.requests).toHaveLength(1);
-      await late();
-    }
-  }, 5000);
-
-  it("Lab 7.2 · invariant: after an abort, a tool's execute that never settles does not keep the run pending", async () => {
-    const model = scripted([turn([call("c1", "t")]), says("never")]);
-    const { events, late } = await abortWhileStuck(
-      () => ({ model }),
-      (stuck) => [probe("t", stuck)],
-    );
-    expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
-    expect(model.requests).toHaveLength(1);
-    await late();
-  }, 5000);
-
-  it("Lab 7.1 · invariant: after an abort, an event sink that never settles does not keep runAgentLoop pending; events keep their order, none comes late", async () => {
+  it("Lab 7.2 · invariant: after an abort, an event sink that never settles does not keep runAgentLoop pending; events keep their order, none comes late", async () => {
     const controller = new AbortController();
     const delivered: AgentEvent[] = [];
     const stuck = never<void>();
@@ -475,7 +350,7 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     expect(delivered).toHaveLength(count);
   }, 5000);
 
-  it("Lab 7.1 · without an abort the sink is still awaited, and a sink failure still rejects after the run ends", async () => {
+  it("Lab 7.2 · without an abort the sink is still awaited, and a sink failure still rejects after the run ends", async () => {
     const order: string[] = [];
     let added: AgentMessage[] = [];
     const model = scripted([says("one")]);
@@ -493,79 +368,86 @@ describe("chapter 07 · the agent loop against hostile code", () => {
   }, 5000);
 
   // -------------------------------------------------------------------------------------------
-  // hookTimeoutMs
+  // tool batches against hostile tools (Lab 7.3)
   // -------------------------------------------------------------------------------------------
 
-  it("Lab 7.3 · hookTimeoutMs: a beforeToolCall or afterToolCall that never settles ends the run like a throw, once the bound passes", async () => {
-    for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
-      const log: string[] = [];
-      const late = never<undefined>();
-      const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
-      const config: AgentLoopConfig = { model, toolExecution: "sequential", hookTimeoutMs: 40 };
-      config[hook] = () => late.promise;
-      const started = performance.now();
-      const { events, result } = await run(config, [okTool("t", log)]);
-      expect(performance.now() - started).toBeGreaterThanOrEqual(35);
-      const failure = `${hook} failed for "t": it did not settle within 40 ms (hookTimeoutMs in the loop config); its late answer is ignored.`;
-      expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)]), hook).toEqual([
-        ["c1", failure],
-        ["c2", `Tool call "t" was not executed: the run is ending (${failure}).`],
+  it("Lab 7.3 · invariant: a tool or prepareArguments throwing a value with no string form gets one readable error result; the run goes on", async () => {
+    for (const [label, thrown] of hostileThrows()) {
+      for (const where of ["execute (async)", "execute (sync)", "prepareArguments"] as const) {
+        const tool = probe(
+          "t",
+          where === "execute (sync)"
+            ? () => {
+                throw thrown;
+              }
+            : async () => {
+                if (where === "execute (async)") throw thrown;
+                return textResult("ran");
+              },
+          where === "prepareArguments"
+            ? {
+                prepareArguments: () => {
+                  throw thrown;
+                },
+              }
+            : {},
+        );
+        const model = scripted([turn([call("c1", "t"), call("c2", "ok")]), says("done")]);
+        const { events, result } = await run({ model }, [tool, okTool("ok")]);
+        expectNoLoopFailure(result);
+        const results = resultsOf(events);
+        expect(results.map((r) => [r.toolCallId, r.isError]), `${label} from ${where}`).toEqual([
+          ["c1", true],
+          ["c2", false],
+        ]);
+        expect(textOf(results[0]!).length, `${label} from ${where}`).toBeGreaterThan(0);
+        expect(lastAssistant(result).stopReason, `${label} from ${where}`).toBe("stop");
+      }
+    }
+  }, 5000);
+
+  it("Lab 7.3 · invariant: a tool result whose content, isError, terminate or details getter throws (or a Proxy) becomes one error result", async () => {
+    const base = textResult("fine");
+    const hostile: [string, unknown][] = [
+      ...["content", "isError", "terminate", "details"].map((field): [string, unknown] => [`a ${field} getter that throws`, throwingGetter(base, field)]),
+      ["a Proxy that throws on every access", throwingProxy()],
+      ["a content array whose iteration throws", { ...base, content: new Proxy([], { get: () => { throw new Error("no items"); } }) }],
+    ];
+    for (const [label, value] of hostile) {
+      const tool = probe("t", async () => value as never);
+      const model = scripted([turn([call("c1", "t"), call("c2", "ok")]), says("done")]);
+      const { events, result } = await run({ model }, [tool, okTool("ok")]);
+      expectNoLoopFailure(result);
+      const ends = events.filter((e) => e.type === "tool_execution_end");
+      // isError left out and isError: false mean the same
+      expect(ends.map((e) => [e.toolCallId, e.isError, e.result.isError ?? false]), label).toEqual([
+        ["c1", true, true],
+        ["c2", false, false],
       ]);
-      expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: failure });
-      expect(log).toEqual(hook === "afterToolCall" ? ["c1"] : []);
-      expect(model.requests).toHaveLength(1);
-      late.resolve(undefined); // ignored
+      // a Proxy's `then` throws when the result is awaited: that throw is the tool's answer
+      const expected = label === "a Proxy that throws on every access" ? /a trap was sprung/ : /^Tool "t" returned (a result that cannot be read|no valid result)/;
+      expect(textOf(resultsOf(events)[0]!), label).toMatch(expected);
+      expect(lastAssistant(result).stopReason, label).toBe("stop");
     }
+    // a truthy non-boolean isError/terminate is read as a boolean: the events and the message agree
+    const loose = probe("t", async () => ({ ...textResult("odd"), isError: "yes", terminate: 1 }) as never);
+    const { events } = await run({ model: scripted([turn([call("c1", "t")]), says("done")]) }, [loose]);
+    const end = events.find((e) => e.type === "tool_execution_end")!;
+    expect(end).toMatchObject({ isError: false, result: { isError: false, terminate: false } });
   }, 5000);
 
-  it("Lab 7.3 · hookTimeoutMs: a hook that settles in time is used as usual, and leaves no timer behind; a bad bound is refused", async () => {
-    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
-    const before = timers();
-    const model = scripted([turn([call("c1", "t")]), says("done")]);
-    const { events, result } = await run(
-      {
-        model,
-        hookTimeoutMs: 60_000,
-        beforeToolCall: async () => {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          return undefined;
-        },
-        afterToolCall: async () => ({ content: [{ type: "text", text: "rewritten" }] }),
-      },
-      [okTool("t")],
+  it("Lab 7.3 · invariant: after an abort, a tool's execute that never settles does not keep the run pending", async () => {
+    const model = scripted([turn([call("c1", "t")]), says("never")]);
+    const { events, late } = await abortWhileStuck(
+      () => ({ model }),
+      (stuck) => [probe("t", stuck)],
     );
-    expect(resultsOf(events).map((r) => textOf(r))).toEqual(["rewritten"]);
-    expect(lastAssistant(result).stopReason).toBe("stop");
-    // No timer of ours is left (one of the worker's own may have ended meanwhile: hence <=).
-    expect(timers()).toBeLessThanOrEqual(before);
-    // a bound that is not a usable number of milliseconds is refused before the run starts
-    for (const bad of [0, -1, Number.NaN, Infinity, 2 ** 31, "100" as unknown as number]) {
-      expect(() => agentLoop([userMessage("go")], ctx(), { model, hookTimeoutMs: bad }), String(bad)).toThrow(
-        /hookTimeoutMs must be a number of milliseconds from 1 to 2147483647/,
-      );
-    }
-    expect(model.requests).toHaveLength(2);
+    expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    expect(model.requests).toHaveLength(1);
+    await late();
   }, 5000);
 
-  // -------------------------------------------------------------------------------------------
-  // Two tool calls with one id
-  // -------------------------------------------------------------------------------------------
-
-  const addTool = (log: string[]): AnyTool => ({
-    name: "add",
-    label: "add",
-    description: "adds",
-    parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
-    async execute(id, { a, b }) {
-      log.push(`${id}: ${a}+${b}`);
-      return textResult(String(a + b));
-    },
-  });
-  const repeatedText = (id: string, renamed: string) =>
-    `Tool call "add" was not executed: its id "${id}" was already used by an earlier call in the same message, ` +
-    `so it was renamed "${renamed}". Every call needs its own id; re-issue this call if it is still needed.`;
-
-  it("Lab 7.2 · two calls with one id in a message: the first runs, the repeat gets a fresh id and an error result; one start/end per call", async () => {
+  it("Lab 7.3 · two calls with one id in a message: the first runs, the repeat gets a fresh id and an error result; one start/end per call", async () => {
     for (const toolExecution of ["parallel", "sequential"] as const) {
       const log: string[] = [];
       const calls = [
@@ -601,7 +483,7 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     }
   }, 5000);
 
-  it("Lab 7.2 · two calls with one id over the OpenAI-compatible wire: the next request carries each id once, with one tool message each", async () => {
+  it("Lab 7.3 · two calls with one id over the OpenAI-compatible wire: the next request carries each id once, with one tool message each", async () => {
     const server = await SseServer.start();
     try {
       const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
@@ -654,4 +536,127 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       await server.close();
     }
   }, 10_000);
+
+  // -------------------------------------------------------------------------------------------
+  // the tool hooks against hostile hooks, and hookTimeoutMs (Lab 7.4)
+  // -------------------------------------------------------------------------------------------
+
+  it("Lab 7.4 · invariant: a tool hook throwing a value with no string form ends the run well formed, naming the hook", async () => {
+    for (const [label, thrown] of hostileThrows()) {
+      for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
+        const log: string[] = [];
+        const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
+        const config: AgentLoopConfig = { model, toolExecution: "sequential" };
+        config[hook] = () => {
+          throw thrown;
+        };
+        const { events, result } = await run(config, [okTool("t", log)]);
+        expectNoLoopFailure(result);
+        expect(resultsOf(events).map((r) => r.isError), `${label} from ${hook}`).toEqual([true, true]);
+        expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(new RegExp(`^${hook} failed for "t": `));
+        expect(log).toEqual(hook === "afterToolCall" ? ["c1"] : []);
+        expect(model.requests).toHaveLength(1);
+      }
+    }
+  }, 5000);
+
+  it("Lab 7.4 · invariant: a beforeToolCall or afterToolCall answer that cannot be read ends the run like a throw from the hook", async () => {
+    const hostile: [string, "beforeToolCall" | "afterToolCall", unknown][] = [
+      ["a block getter that throws", "beforeToolCall", throwingGetter({ reason: "r" }, "block")],
+      ["a reason getter that throws", "beforeToolCall", throwingGetter({ block: true }, "reason")],
+      ["a Proxy", "beforeToolCall", throwingProxy()],
+      ...["content", "isError", "terminate", "details"].map(
+        (field): [string, "afterToolCall", unknown] => [`a ${field} getter that throws`, "afterToolCall", throwingGetter({}, field)],
+      ),
+      ["a Proxy", "afterToolCall", throwingProxy()],
+      ["a primitive", "afterToolCall", true],
+      ["content that is not an array", "afterToolCall", { content: "text" }],
+    ];
+    for (const [label, hook, answer] of hostile) {
+      const log: string[] = [];
+      const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
+      const config: AgentLoopConfig = { model, toolExecution: "sequential" };
+      config[hook] = async () => answer as never;
+      const { events, result } = await run(config, [okTool("t", log)]);
+      expectNoLoopFailure(result);
+      expect(resultsOf(events).map((r) => [r.toolCallId, r.isError]), `${label} from ${hook}`).toEqual([
+        ["c1", true],
+        ["c2", true],
+      ]);
+      expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(new RegExp(`^${hook} failed for "t": `));
+      expect(log, `${label} from ${hook}`).toEqual(hook === "afterToolCall" ? ["c1"] : []);
+      expect(model.requests).toHaveLength(1);
+    }
+  }, 5000);
+
+  it("Lab 7.4 · invariant: after an abort, a beforeToolCall or afterToolCall that never settles does not keep the run pending", async () => {
+    for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
+      const log: string[] = [];
+      const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
+      const { events, late } = await abortWhileStuck(
+        (stuck) => ({ model, toolExecution: "sequential", [hook]: stuck }),
+        () => [okTool("t", log)],
+      );
+      // afterToolCall: the tool already ran, its own result stands
+      const aborted = 'Tool call "t" was aborted: the run was stopped before it finished.';
+      expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)]), hook).toEqual([
+        ["c1", hook === "beforeToolCall" ? aborted : "ran c1"],
+        ["c2", aborted],
+      ]);
+      expect(log).toEqual(hook === "beforeToolCall" ? [] : ["c1"]);
+      expect(model.requests).toHaveLength(1);
+      await late();
+    }
+  }, 5000);
+
+  it("Lab 7.4 · hookTimeoutMs: a beforeToolCall or afterToolCall that never settles ends the run like a throw, once the bound passes", async () => {
+    for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
+      const log: string[] = [];
+      const late = never<undefined>();
+      const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
+      const config: AgentLoopConfig = { model, toolExecution: "sequential", hookTimeoutMs: 40 };
+      config[hook] = () => late.promise;
+      const started = performance.now();
+      const { events, result } = await run(config, [okTool("t", log)]);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(35);
+      const failure = `${hook} failed for "t": it did not settle within 40 ms (hookTimeoutMs in the loop config); its late answer is ignored.`;
+      expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)]), hook).toEqual([
+        ["c1", failure],
+        ["c2", `Tool call "t" was not executed: the run is ending (${failure}).`],
+      ]);
+      expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: failure });
+      expect(log).toEqual(hook === "afterToolCall" ? ["c1"] : []);
+      expect(model.requests).toHaveLength(1);
+      late.resolve(undefined); // ignored
+    }
+  }, 5000);
+
+  it("Lab 7.4 · hookTimeoutMs: a hook that settles in time is used as usual, and leaves no timer behind; a bad bound is refused", async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
+    const before = timers();
+    const model = scripted([turn([call("c1", "t")]), says("done")]);
+    const { events, result } = await run(
+      {
+        model,
+        hookTimeoutMs: 60_000,
+        beforeToolCall: async () => {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          return undefined;
+        },
+        afterToolCall: async () => ({ content: [{ type: "text", text: "rewritten" }] }),
+      },
+      [okTool("t")],
+    );
+    expect(resultsOf(events).map((r) => textOf(r))).toEqual(["rewritten"]);
+    expect(lastAssistant(result).stopReason).toBe("stop");
+    // No timer of ours is left (one of the worker's own may have ended meanwhile: hence <=).
+    expect(timers()).toBeLessThanOrEqual(before);
+    // a bound that is not a usable number of milliseconds is refused before the run starts
+    for (const bad of [0, -1, Number.NaN, Infinity, 2 ** 31, "100" as unknown as number]) {
+      expect(() => agentLoop([userMessage("go")], ctx(), { model, hookTimeoutMs: bad }), String(bad)).toThrow(
+        /hookTimeoutMs must be a number of milliseconds from 1 to 2147483647/,
+      );
+    }
+    expect(model.requests).toHaveLength(2);
+  }, 5000);
 });

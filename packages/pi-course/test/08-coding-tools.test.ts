@@ -181,18 +181,6 @@ describe("chapter 08 · containment", () => {
     expect(await readdir(outside)).toEqual(["secret.txt"]);
   }, 10_000);
 
-  it("Lab 8.3 · refuses a dangling symlink, and reads through a symlink that stays inside", async () => {
-    await symlink(path.join(outside, "missing.txt"), path.join(root, "dangling.txt"));
-    await writeFile(path.join(root, "real.txt"), "inside\n");
-    await symlink(path.join(root, "real.txt"), path.join(root, "alias.txt"));
-    const [read, write] = createCodingTools(root);
-    await expectEscape(run(write!, { path: "dangling.txt", content: "x" }));
-    expect(await readdir(outside)).toEqual(["secret.txt"]);
-    const result = await run(read!, { path: "alias.txt" });
-    expect(textOfResult(result)).toBe("1\tinside");
-    expect(result.details).toMatchObject({ path: "real.txt" });
-  }, 10_000);
-
   it("Lab 8.1 · a file swapped for a symlink between check and open is not read", async () => {
     await writeFile(path.join(root, "notes.txt"), "harmless\n");
     const swap = async (target: string) => {
@@ -203,23 +191,6 @@ describe("chapter 08 · containment", () => {
     const [read] = createCodingTools(root, { beforeOpen: swap });
     const refusal = await expectEscape(run(read!, { path: "notes.txt" }));
     expect(refusal.message).toMatch(/symbolic link after it was checked/);
-  }, 10_000);
-
-  it("Lab 8.2 · a file swapped for a symlink before a write or an edit: the outside file is untouched", async () => {
-    await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
-    const swap = async (target: string) => {
-      if (path.basename(target) !== "notes.txt") return;
-      await rm(target, { force: true });
-      await symlink(path.join(outside, "secret.txt"), target);
-    };
-    const [, write, edit] = createCodingTools(root, { beforeOpen: swap });
-    await run(write!, { path: "notes.txt", content: "new content\n" });
-    // The rename replaced the link itself: the workspace holds the file, the outside is intact.
-    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
-    expect((await stat(path.join(root, "notes.txt"))).isFile()).toBe(true);
-    await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
-    await expectEscape(run(edit!, { path: "notes.txt", edits: [{ oldText: "TOP", newText: "NO" }] }));
-    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
   }, 10_000);
 
   it("Lab 8.1 · a parent folder swapped for a symlink between check and open is refused after the open", async () => {
@@ -277,127 +248,6 @@ describe("chapter 08 · containment", () => {
     expectThrow(() => new Workspace(path.join(base, "nope")), /does not exist/);
   }, 10_000);
 
-  // Named after the last lab it needs (edit's applyEdits), so the lab-order proof sees it go red
-  // for the right reason. The iteration count is per kind of call: PI_RACE_ITERATIONS=10000.
-  // PI_RACE_STRATEGY=exchange flips with one atomic exchange (needs Linux and python3).
-  // Linux only: elsewhere Node cannot open a name inside a held folder (no openat, no
-  // /proc/self/fd), so the window is narrowed there, not closed (held-folder.ts), and this fails.
-  it.runIf(process.platform === "linux")("Lab 8.4 · another process flips a folder between a real folder and an outside symlink: nothing outside changes or appears, every call succeeds inside or is refused clearly", async () => {
-    const iterations = raceIterations();
-    const race = path.join(root, "race");
-    await mkdir(race);
-    for (const dir of [race, outside]) {
-      const where = dir === race ? "INSIDE" : "OUTSIDE";
-      await writeFile(path.join(dir, "target.txt"), `${where} target\n`);
-      await writeFile(path.join(dir, "edit.txt"), `EDIT-ME\n${where}\n`);
-      await writeFile(path.join(dir, "read.txt"), `${where} READ\n`);
-      await writeFile(path.join(dir, `${where.toLowerCase()}-marker`), "");
-    }
-    const outsideBefore = await snapshotTree(outside);
-    const [read, write, edit, ls] = createCodingTools(root);
-    type Tally = { successes: number; refusals: number; unclear: string[]; leaks: string[]; last?: number };
-    const kinds = ["write", "mkdir", "edit", "read", "ls"] as const;
-    const tallies = Object.fromEntries(kinds.map((k) => [k, { successes: 0, refusals: 0, unclear: [], leaks: [] } as Tally])) as Record<
-      (typeof kinds)[number],
-      Tally
-    >;
-    const refusalKinds = new Map<string, number>();
-    const call: Record<(typeof kinds)[number], (i: number) => Promise<AgentToolResult<unknown>>> = {
-      write: (i) => run(write!, { path: "race/target.txt", content: `written ${i}\n` }),
-      mkdir: (i) => run(write!, { path: `race/d-${i}/e/new.txt`, content: `nested ${i}\n` }),
-      edit: () => run(edit!, { path: "race/edit.txt", edits: [{ oldText: "EDIT-ME", newText: "EDIT-ME." }] }),
-      read: () => run(read!, { path: "race/read.txt" }),
-      ls: () => run(ls!, { path: "race", limit: 1_000_000 }),
-    };
-    const started = Date.now();
-    const flipper = await Flipper.start({
-      folder: race,
-      stash: path.join(root, "race.real"),
-      target: outside,
-      intruders: path.join(root, "race.intruder"),
-      maxMs: 600_000,
-      maxFlips: 1e9,
-      holdUs: Number(process.env.PI_RACE_HOLD_US ?? 200),
-      strategy: process.env.PI_RACE_STRATEGY === "exchange" ? "exchange" : "swap",
-    });
-    let flips;
-    // A construction site's error stops every kind of call, so none runs on after the test.
-    let stopped = false;
-    try {
-      await Promise.all(
-        kinds.map(async (kind) => {
-          const tally = tallies[kind];
-          for (let i = 0; i < iterations && !stopped; i++) {
-            try {
-              const result = await call[kind](i);
-              const text = textOfResult(result);
-              // The flipper may have moved aside a folder a nested write created: it is inside too.
-              if (kind === "read" && text !== "1\tINSIDE READ") tally.leaks.push(text);
-              if (kind === "ls" && text.includes("outside-marker")) tally.leaks.push(text);
-              tally.successes++;
-              tally.last = i;
-            } catch (error) {
-              stopped ||= error instanceof Error && error.message.includes("尚未实现");
-              rethrowSite(error);
-              const message = error instanceof Error ? error.message : String(error);
-              // A clear refusal names the path in words; a raw system error (ENOENT: …) is not one.
-              if ((error as { code?: unknown }).code !== undefined || /^E[A-Z]+: /.test(message)) tally.unclear.push(message);
-              else tally.refusals++;
-              const shape = message.replace(/\d+/g, "N").replace(/"[^"]*"/g, "…");
-              refusalKinds.set(shape, (refusalKinds.get(shape) ?? 0) + 1);
-            }
-          }
-        }),
-      );
-    } finally {
-      flips = await flipper.stop();
-    }
-    const elapsed = Date.now() - started;
-    const { changed, created } = compareTrees(outsideBefore, await snapshotTree(outside));
-    const inside = await snapshotTree(root);
-    const leftovers = [...inside.keys()].filter((name) => /\.pi-[0-9a-f]+\.tmp$/.test(name));
-    // Every reported success landed inside (the nested files may sit in a folder the flipper moved aside).
-    const nestedInside = [...inside.keys()].filter((name) => /(^|\/)d-\d+\/e\/new\.txt$/.test(name)).length;
-    const summary = {
-      iterationsPerKind: iterations,
-      ms: elapsed,
-      flips,
-      changedOutside: changed.length,
-      createdOutside: created.length,
-      temporaryFilesOutside: created.filter((name) => name.endsWith(".tmp")).length,
-      tmpLeftInside: leftovers.length,
-      calls: Object.fromEntries(
-        kinds.map((k) => [k, { successes: tallies[k].successes, refusals: tallies[k].refusals, unclear: tallies[k].unclear.length, leaks: tallies[k].leaks.length }]),
-      ),
-      refusals: Object.fromEntries(refusalKinds),
-    };
-    if (process.env.PI_RACE_ITERATIONS) console.log(JSON.stringify(summary, null, 2));
-    expect({ changed, created: created.slice(0, 10) }).toEqual({ changed: [], created: [] });
-    expect(leftovers).toEqual([]);
-    for (const kind of kinds) {
-      expect({ kind, unclear: tallies[kind].unclear.slice(0, 3), leaks: tallies[kind].leaks.slice(0, 3) }).toEqual({ kind, unclear: [], leaks: [] });
-      expect(tallies[kind].successes + tallies[kind].refusals).toBe(iterations);
-    }
-    // The race was real (the folder flipped, calls got through and calls were refused), and
-    // once it is over every kind of call works again.
-    expect(flips.flips).toBeGreaterThan(0);
-    const successes = kinds.reduce((sum, kind) => sum + tallies[kind].successes, 0);
-    expect(successes).toBeGreaterThan(0);
-    expect(successes).toBeLessThan(kinds.length * iterations);
-    expect(nestedInside).toBe(tallies.mkdir.successes);
-    if (tallies.write.last !== undefined) {
-      const targets = [...inside.keys()].filter((name) => path.basename(name) === "target.txt");
-      const written = await Promise.all(targets.map((name) => readFile(path.join(root, name), "utf8")));
-      expect(written).toContain(`written ${tallies.write.last}\n`);
-    }
-    expect((await lstat(race)).isDirectory()).toBe(true);
-    const atRest: string[] = [];
-    for (const kind of kinds) atRest.push(textOfResult(await call[kind](iterations)));
-    expect(atRest[3]).toBe("1\tINSIDE READ");
-    expect(atRest[4]).toContain("inside-marker");
-    expect(await readFile(path.join(race, "edit.txt"), "utf8")).toBe(`EDIT-ME${".".repeat(tallies.edit.successes + 1)}\nINSIDE\n`);
-    expect(await readFile(path.join(race, "target.txt"), "utf8")).toBe(`written ${iterations}\n`);
-  }, raceTimeoutMs());
 });
 
 describe("chapter 08 · atomic, serialised writes", () => {
@@ -532,15 +382,22 @@ describe("chapter 08 · atomic, serialised writes", () => {
     expect(textOfResult(created[0]!)).toMatch(/^Created deep\/er\/out\.txt \(\d+ bytes\)\.$/);
   }, 30_000);
 
-  it("Lab 8.4 · concurrent edits of one file all land (no lost update)", async () => {
-    const lines = Array.from({ length: 20 }, (_, i) => `marker ${i};`);
-    await writeFile(path.join(root, "list.txt"), lines.join("\n") + "\n");
-    const edit = createEditTool(new Workspace(root));
-    await Promise.all(lines.map((line, i) => run(edit, { path: "list.txt", edits: [{ oldText: line, newText: `done ${i};` }] })));
-    expect(await readFile(path.join(root, "list.txt"), "utf8")).toBe(
-      lines.map((_, i) => `done ${i};`).join("\n") + "\n",
-    );
-  }, 30_000);
+  it("Lab 8.2 · a file swapped for a symlink before a write or an edit: the outside file is untouched", async () => {
+    await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
+    const swap = async (target: string) => {
+      if (path.basename(target) !== "notes.txt") return;
+      await rm(target, { force: true });
+      await symlink(path.join(outside, "secret.txt"), target);
+    };
+    const [, write, edit] = createCodingTools(root, { beforeOpen: swap });
+    await run(write!, { path: "notes.txt", content: "new content\n" });
+    // The rename replaced the link itself: the workspace holds the file, the outside is intact.
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    expect((await stat(path.join(root, "notes.txt"))).isFile()).toBe(true);
+    await writeFile(path.join(root, "notes.txt"), "TOP harmless\n");
+    await expectEscape(run(edit!, { path: "notes.txt", edits: [{ oldText: "TOP", newText: "NO" }] }));
+    expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+  }, 10_000);
 });
 
 describe("chapter 08 · the read window", () => {
@@ -621,6 +478,18 @@ describe("chapter 08 · the read window", () => {
     await expectRejection(run(read, { path: "src" }), "src is a folder; use ls to list it.");
     await expectRejection(run(read, { path: "blob.bin" }), /binary/);
     await expectRejection(run(read, { path: "missing.ts" }), "missing.ts does not exist.");
+  }, 10_000);
+
+  it("Lab 8.3 · refuses a dangling symlink, and reads through a symlink that stays inside", async () => {
+    await symlink(path.join(outside, "missing.txt"), path.join(root, "dangling.txt"));
+    await writeFile(path.join(root, "real.txt"), "inside\n");
+    await symlink(path.join(root, "real.txt"), path.join(root, "alias.txt"));
+    const [read, write] = createCodingTools(root);
+    await expectEscape(run(write!, { path: "dangling.txt", content: "x" }));
+    expect(await readdir(outside)).toEqual(["secret.txt"]);
+    const result = await run(read!, { path: "alias.txt" });
+    expect(textOfResult(result)).toBe("1\tinside");
+    expect(result.details).toMatchObject({ path: "real.txt" });
   }, 10_000);
 });
 
@@ -707,6 +576,138 @@ describe("chapter 08 · exact edits", () => {
       "nope.txt does not exist; use write to create it.",
     );
   }, 10_000);
+
+  // Named after the last lab it needs (edit's applyEdits), so the lab-order proof sees it go red
+  // for the right reason. The iteration count is per kind of call: PI_RACE_ITERATIONS=10000.
+  // PI_RACE_STRATEGY=exchange flips with one atomic exchange (needs Linux and python3).
+  // Linux only: elsewhere Node cannot open a name inside a held folder (no openat, no
+  // /proc/self/fd), so the window is narrowed there, not closed (held-folder.ts), and this fails.
+  it.runIf(process.platform === "linux")("Lab 8.4 · another process flips a folder between a real folder and an outside symlink: nothing outside changes or appears, every call succeeds inside or is refused clearly", async () => {
+    const iterations = raceIterations();
+    const race = path.join(root, "race");
+    await mkdir(race);
+    for (const dir of [race, outside]) {
+      const where = dir === race ? "INSIDE" : "OUTSIDE";
+      await writeFile(path.join(dir, "target.txt"), `${where} target\n`);
+      await writeFile(path.join(dir, "edit.txt"), `EDIT-ME\n${where}\n`);
+      await writeFile(path.join(dir, "read.txt"), `${where} READ\n`);
+      await writeFile(path.join(dir, `${where.toLowerCase()}-marker`), "");
+    }
+    const outsideBefore = await snapshotTree(outside);
+    const [read, write, edit, ls] = createCodingTools(root);
+    type Tally = { successes: number; refusals: number; unclear: string[]; leaks: string[]; last?: number };
+    const kinds = ["write", "mkdir", "edit", "read", "ls"] as const;
+    const tallies = Object.fromEntries(kinds.map((k) => [k, { successes: 0, refusals: 0, unclear: [], leaks: [] } as Tally])) as Record<
+      (typeof kinds)[number],
+      Tally
+    >;
+    const refusalKinds = new Map<string, number>();
+    const call: Record<(typeof kinds)[number], (i: number) => Promise<AgentToolResult<unknown>>> = {
+      write: (i) => run(write!, { path: "race/target.txt", content: `written ${i}\n` }),
+      mkdir: (i) => run(write!, { path: `race/d-${i}/e/new.txt`, content: `nested ${i}\n` }),
+      edit: () => run(edit!, { path: "race/edit.txt", edits: [{ oldText: "EDIT-ME", newText: "EDIT-ME." }] }),
+      read: () => run(read!, { path: "race/read.txt" }),
+      ls: () => run(ls!, { path: "race", limit: 1_000_000 }),
+    };
+    const started = Date.now();
+    const flipper = await Flipper.start({
+      folder: race,
+      stash: path.join(root, "race.real"),
+      target: outside,
+      intruders: path.join(root, "race.intruder"),
+      maxMs: 600_000,
+      maxFlips: 1e9,
+      holdUs: Number(process.env.PI_RACE_HOLD_US ?? 200),
+      strategy: process.env.PI_RACE_STRATEGY === "exchange" ? "exchange" : "swap",
+    });
+    let flips;
+    // A construction site's error stops every kind of call, so none runs on after the test.
+    let stopped = false;
+    try {
+      await Promise.all(
+        kinds.map(async (kind) => {
+          const tally = tallies[kind];
+          for (let i = 0; i < iterations && !stopped; i++) {
+            try {
+              const result = await call[kind](i);
+              const text = textOfResult(result);
+              // The flipper may have moved aside a folder a nested write created: it is inside too.
+              if (kind === "read" && text !== "1\tINSIDE READ") tally.leaks.push(text);
+              if (kind === "ls" && text.includes("outside-marker")) tally.leaks.push(text);
+              tally.successes++;
+              tally.last = i;
+            } catch (error) {
+              stopped ||= error instanceof Error && error.message.includes("尚未实现");
+              rethrowSite(error);
+              const message = error instanceof Error ? error.message : String(error);
+              // A clear refusal names the path in words; a raw system error (ENOENT: …) is not one.
+              if ((error as { code?: unknown }).code !== undefined || /^E[A-Z]+: /.test(message)) tally.unclear.push(message);
+              else tally.refusals++;
+              const shape = message.replace(/\d+/g, "N").replace(/"[^"]*"/g, "…");
+              refusalKinds.set(shape, (refusalKinds.get(shape) ?? 0) + 1);
+            }
+          }
+        }),
+      );
+    } finally {
+      flips = await flipper.stop();
+    }
+    const elapsed = Date.now() - started;
+    const { changed, created } = compareTrees(outsideBefore, await snapshotTree(outside));
+    const inside = await snapshotTree(root);
+    const leftovers = [...inside.keys()].filter((name) => /\.pi-[0-9a-f]+\.tmp$/.test(name));
+    // Every reported success landed inside (the nested files may sit in a folder the flipper moved aside).
+    const nestedInside = [...inside.keys()].filter((name) => /(^|\/)d-\d+\/e\/new\.txt$/.test(name)).length;
+    const summary = {
+      iterationsPerKind: iterations,
+      ms: elapsed,
+      flips,
+      changedOutside: changed.length,
+      createdOutside: created.length,
+      temporaryFilesOutside: created.filter((name) => name.endsWith(".tmp")).length,
+      tmpLeftInside: leftovers.length,
+      calls: Object.fromEntries(
+        kinds.map((k) => [k, { successes: tallies[k].successes, refusals: tallies[k].refusals, unclear: tallies[k].unclear.length, leaks: tallies[k].leaks.length }]),
+      ),
+      refusals: Object.fromEntries(refusalKinds),
+    };
+    if (process.env.PI_RACE_ITERATIONS) console.log(JSON.stringify(summary, null, 2));
+    expect({ changed, created: created.slice(0, 10) }).toEqual({ changed: [], created: [] });
+    expect(leftovers).toEqual([]);
+    for (const kind of kinds) {
+      expect({ kind, unclear: tallies[kind].unclear.slice(0, 3), leaks: tallies[kind].leaks.slice(0, 3) }).toEqual({ kind, unclear: [], leaks: [] });
+      expect(tallies[kind].successes + tallies[kind].refusals).toBe(iterations);
+    }
+    // The race was real (the folder flipped, calls got through and calls were refused), and
+    // once it is over every kind of call works again.
+    expect(flips.flips).toBeGreaterThan(0);
+    const successes = kinds.reduce((sum, kind) => sum + tallies[kind].successes, 0);
+    expect(successes).toBeGreaterThan(0);
+    expect(successes).toBeLessThan(kinds.length * iterations);
+    expect(nestedInside).toBe(tallies.mkdir.successes);
+    if (tallies.write.last !== undefined) {
+      const targets = [...inside.keys()].filter((name) => path.basename(name) === "target.txt");
+      const written = await Promise.all(targets.map((name) => readFile(path.join(root, name), "utf8")));
+      expect(written).toContain(`written ${tallies.write.last}\n`);
+    }
+    expect((await lstat(race)).isDirectory()).toBe(true);
+    const atRest: string[] = [];
+    for (const kind of kinds) atRest.push(textOfResult(await call[kind](iterations)));
+    expect(atRest[3]).toBe("1\tINSIDE READ");
+    expect(atRest[4]).toContain("inside-marker");
+    expect(await readFile(path.join(race, "edit.txt"), "utf8")).toBe(`EDIT-ME${".".repeat(tallies.edit.successes + 1)}\nINSIDE\n`);
+    expect(await readFile(path.join(race, "target.txt"), "utf8")).toBe(`written ${iterations}\n`);
+  }, raceTimeoutMs());
+
+  it("Lab 8.4 · concurrent edits of one file all land (no lost update)", async () => {
+    const lines = Array.from({ length: 20 }, (_, i) => `marker ${i};`);
+    await writeFile(path.join(root, "list.txt"), lines.join("\n") + "\n");
+    const edit = createEditTool(new Workspace(root));
+    await Promise.all(lines.map((line, i) => run(edit, { path: "list.txt", edits: [{ oldText: line, newText: `done ${i};` }] })));
+    expect(await readFile(path.join(root, "list.txt"), "utf8")).toBe(
+      lines.map((_, i) => `done ${i};`).join("\n") + "\n",
+    );
+  }, 30_000);
 });
 
 describe("chapter 08 · argument repairs", () => {

@@ -199,6 +199,16 @@ describe("chapter 09 · the stateful agent", () => {
     expect(state.errorMessage).toBe("boom");
   });
 
+  it("Lab 9.1 · agent_end's errorMessage (the turn limit) sets errorMessage; an agent_end without one keeps it", () => {
+    const state = draft(scripted([]));
+    reduceAgentEvent(state, { type: "agent_end", messages: [] });
+    expect(state.errorMessage).toBeUndefined();
+    reduceAgentEvent(state, { type: "agent_end", messages: [], errorMessage: "Turn limit reached: …" });
+    expect(state.errorMessage).toBe("Turn limit reached: …");
+    reduceAgentEvent(state, { type: "agent_end", messages: [] });
+    expect(state.errorMessage).toBe("Turn limit reached: …");
+  });
+
   // -------------------------------------------------------------------------------------------
   // The queues (Lab 9.2)
   // -------------------------------------------------------------------------------------------
@@ -466,6 +476,38 @@ describe("chapter 09 · the stateful agent", () => {
       expect(texts(agent.state.messages)).toEqual(expected);
       expect(agent.hasQueuedMessages()).toBe(false);
     }
+  }, 5000);
+
+  it("Lab 9.3 · maxTurns: the run stops after its last allowed model call, without an extra turn; queued follow-ups wait", async () => {
+    const model = scripted([turn([call("c1")]), says("done"), says("after")]);
+    const agent = new Agent({ initialState: { model, tools: [okTool] }, maxTurns: 1 });
+    const { events } = record(agent);
+    agent.followUp("later");
+    await agent.prompt("go");
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_end",
+      "message_end:assistant",
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(agent.state.errorMessage).toMatch(/^Turn limit reached\b.*maxTurns = 1/);
+    expect(agent.hasQueuedMessages()).toBe(true);
+    // continue() answers the tool result; its natural stop at the limit polls no queue either
+    await agent.continue();
+    expect(texts(agent.state.messages)).toEqual(["user:go", "assistant:", "toolResult:ok", "assistant:done"]);
+    expect(agent.state.errorMessage).toBeUndefined();
+    expect(agent.hasQueuedMessages()).toBe(true);
+    expect(model.requests).toHaveLength(2);
   }, 5000);
 
   it("Lab 9.3 · steering waits for a whole batch per poll: one-at-a-time injects one per turn, all injects all at once", async () => {

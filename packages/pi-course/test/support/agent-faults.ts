@@ -1,5 +1,5 @@
 /**
- * Property-based fault injection for the agent loop (DESIGN §6), shared by the property test
+ * Property-based fault injection for the agent loop, shared by the property test
  * (`07-agent-loop.property.test.ts`, thousands of seeded runs) and the soak script
  * (`soak-agent-loop.ts`, 100,000 runs).
  *
@@ -474,6 +474,8 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   };
   /** What each queue poll returned, in order: "steering 0", "followUp 2", … */
   const polls: string[] = [];
+  /** Queue polls after the last allowed model call: the turn limit ends the run without any. */
+  const polledAtLimit: string[] = [];
   const badExecutions: string[] = [];
   const onExecute = (id: string): void => {
     if (controller.signal.aborted) badExecutions.push(`${id} executed after the abort`);
@@ -521,6 +523,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     },
     getSteeringMessages: async () => {
       if (controller.signal.aborted) polledAfterAbort.push("steering");
+      if (model.calls >= scenario.maxTurns) polledAtLimit.push("steering");
       const directive = hookCall("getSteeringMessages");
       if (directive?.kind === "stuck") return directive.promise;
       if (directive?.kind === "answer") return (directive.odd ? revoked() : [throwingProxy()]) as never;
@@ -530,6 +533,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     },
     getFollowUpMessages: () => {
       if (controller.signal.aborted) polledAfterAbort.push("followUp");
+      if (model.calls >= scenario.maxTurns) polledAtLimit.push("followUp");
       const directive = hookCall("getFollowUpMessages");
       if (directive?.kind === "stuck") return directive.promise;
       if (directive?.kind === "answer") return (directive.odd ? revoked() : [throwingProxy()]) as never;
@@ -579,6 +583,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   problems.push(...grammarViolations(events, result));
   if (model.callsAfterAbort > 0) problems.push(`${model.callsAfterAbort} model call(s) after the abort`);
   if (polledAfterAbort.length > 0) problems.push(`queues polled after the abort: ${polledAfterAbort.join(", ")}`);
+  if (polledAtLimit.length > 0) problems.push(`queues polled after the last allowed model call (maxTurns = ${scenario.maxTurns}): ${polledAtLimit.join(", ")}`);
   // every tool call of the run answered exactly once, by id
   const calls = result.flatMap((m) =>
     m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted"
@@ -624,7 +629,9 @@ function terminateViolations(events: readonly AgentEvent[]): string[] {
 /**
  * Why the run ended must be one of: a stop with no calls and no follow-ups (the last polls
  * returned nothing), a unanimous terminate, an error/aborted turn (from the model, a throwing
- * hook or getter, or the turn limit), or the abort. Each loop-made failure needs its cause.
+ * hook or getter), the turn limit (the last turn made the maxTurns-th model call; no poll after
+ * it; agent_end.errorMessage set exactly when its calls were answered by no model call), or the
+ * abort. Each loop-made failure needs its cause; no turn is opened without a model call.
  */
 function endingViolations(
   events: readonly AgentEvent[],
@@ -635,21 +642,29 @@ function endingViolations(
   const { message, ends } = last;
   const why = message.errorMessage ?? "";
   if (why.startsWith("The agent loop failed")) return [`the loop itself failed: ${why}`];
-  if (message.stopReason === "error" || message.stopReason === "aborted") {
+  const end = events.at(-1);
+  const limit = end?.type === "agent_end" ? end.errorMessage : undefined;
+  const atLimit = seen.model.calls === seen.scenario.maxTurns; // an abort may come after the decision
+  const calls = message.content.filter((block) => block.type === "toolCall");
+  const failed = message.stopReason === "error" || message.stopReason === "aborted";
+  const unanimous = ends.length === calls.length && ends.every((e) => e.result.terminate === true);
+  if (limit !== undefined) {
+    const reported = atLimit && !failed && calls.length > 0 && !unanimous && limit.startsWith("Turn limit reached");
+    return reported ? [] : [`agent_end says "${limit}" after a turn that did not leave the limit's tool results unanswered`];
+  }
+  if (failed) {
     const needs = (ok: boolean, cause: string): string[] => (ok ? [] : [`ended with "${why}" without ${cause}`]);
-    if (why.startsWith("Turn limit reached")) return needs(seen.model.calls === seen.scenario.maxTurns, "reaching maxTurns");
+    if (why.startsWith("Turn limit reached")) return [`the turn limit took a turn of its own: "${why}"`];
     if (why.startsWith("The run was aborted")) return needs(seen.aborted, "an abort");
     const hook = /^(getSteeringMessages|getFollowUpMessages|beforeToolCall|afterToolCall|convertToLlm|transformContext) failed/.exec(why)?.[1];
     if (hook !== undefined) return needs(seen.thrown.has(hook as Hook), `a throw from ${hook}`);
     return []; // the model's own error/aborted turn (scripted, torn, thrown, or no turn left)
   }
   if (seen.aborted) return [];
-  const calls = message.content.filter((block) => block.type === "toolCall");
   if (calls.length > 0) {
-    return ends.every((end) => end.result.terminate === true) && ends.length === calls.length
-      ? []
-      : [`the run ended after a batch without a unanimous terminate`];
+    return unanimous ? [] : [`the run ended after a batch without a unanimous terminate, nor at the turn limit`];
   }
+  if (atLimit) return [];
   const lastPolls = seen.polls.slice(-2).join(", ");
   return lastPolls === "steering 0, followUp 0" ? [] : [`the run ended after a stop, the last polls being: ${lastPolls}`];
 }

@@ -37,8 +37,14 @@ export async function finish(
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const seen = events.map((e) => e.type).join(", ");
-      reject(new Error(`the run did not end within ${deadlineMs} ms; events so far: ${seen}`));
+      const seen = shape(events).join(", ") || "(none)";
+      reject(
+        new Error(
+          `the run did not end within ${deadlineMs} ms. Events so far: ${seen}. After the last of them the loop ` +
+            "waits on something that never settles: a model stream, hook, queue getter, tool or sink not raced " +
+            "against the signal (settle(…, run.signal)), or a turn that never ends.",
+        ),
+      );
     }, deadlineMs);
   });
   try {
@@ -54,7 +60,9 @@ export async function finish(
 /**
  * The loop turns every throw into data (an error message, an error result). In a practice folder
  * that would hide which lab is still a construction site, so a test run surfaces it: the
- * not-implemented error found in the run's messages, if any.
+ * not-implemented error found in the run's messages, if any: the site's message on the first line
+ * (`Lab 7.1 streamAssistantMessage：尚未实现 (not implemented yet)`), then the text the run reported
+ * (`The agent loop failed: Lab 7.1 …`).
  */
 export function constructionSiteError(messages: readonly AgentMessage[]): string | undefined {
   for (const message of messages) {
@@ -65,7 +73,10 @@ export function constructionSiteError(messages: readonly AgentMessage[]): string
           ? message.content.map((block) => block.text)
           : [];
     const site = texts.find((text) => text.includes("(not implemented yet)"));
-    if (site !== undefined) return site;
+    if (site === undefined) continue;
+    // the site's own words first (what LEARNING.md predicts), then how the run reported it
+    const exact = /Lab \d+\.\d+ \S+：尚未实现 \(not implemented yet\)/.exec(site)?.[0];
+    return exact === undefined || exact === site ? site : `${exact}\n(the run reported: ${site})`;
   }
   return undefined;
 }
