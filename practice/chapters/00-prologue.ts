@@ -27,14 +27,8 @@ export default defineChapter({
       "process started apart, without the API key in its environment, so no command finds it in an ancestor's; Ctrl-C " +
       "stops the run with exit code 130.)",
   },
+  // The main program, src/cli/, belongs to chapter 13 (the wiring); this folder holds all of it.
   files: [
-    "src/cli/args.ts",
-    "src/cli/demo.ts",
-    "src/cli/launch.ts",
-    "src/cli/main.ts",
-    "src/cli/pairing.ts",
-    "src/cli/start.ts",
-    "src/cli/trace.ts",
     "test/fixtures/prologue-replay-turn-1.sse",
     "test/fixtures/prologue-replay-turn-2.sse",
   ],

@@ -3,7 +3,7 @@
  * newcomer runs it, and reads what it prints.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,7 +11,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { HELP } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
 import { LAUNCH_SECRET_PATTERN } from "../src/cli/launch.js";
@@ -24,6 +24,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
 const startScript = path.join(packageDir, "src", "cli", "start.ts");
 const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+/** Every run keeps a session file (chapter 13): here, not in the home folder of whoever runs the tests. */
+const SESSIONS = mkdtempSync(path.join(tmpdir(), "pi-course-00-sessions-"));
+afterAll(() => rmSync(SESSIONS, { recursive: true, force: true }));
 
 interface Outcome {
   code: number | null;
@@ -47,7 +50,7 @@ function launch(
 ): { child: ChildProcess; outcome: Promise<Outcome> } {
   const child = spawn(command, args, {
     cwd: options.cwd ?? packageDir,
-    env: { ...process.env, NO_COLOR: undefined, ...env },
+    env: { ...process.env, NO_COLOR: undefined, PI_COURSE_SESSION_DIR: SESSIONS, ...env },
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     detached: options.detached ?? false,
   });
@@ -261,7 +264,7 @@ describe("Prologue · the offline demo", () => {
       const code = await runMain([], {
         stdout: { isTTY: true, write: (text: string) => (stdout += text) },
         stderr: { write: (text: string) => (stderr += text) },
-        env,
+        env: { PI_COURSE_SESSION_DIR: SESSIONS, ...env },
       });
       return { code, stdout, stderr };
     };
@@ -414,7 +417,7 @@ describe("Prologue · against a real server", () => {
         const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--json", "talk"], {
           stdout: { write: (text: string) => (stdout += text) },
           stderr: { write: () => true },
-          env: {},
+          env: { PI_COURSE_SESSION_DIR: SESSIONS },
         });
         expect(code).toBe(0);
       } finally {
@@ -574,7 +577,7 @@ describe("Prologue · against a real server", () => {
       const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--color", "go"], {
         stdout: { write: (text: string) => (stdout += text) },
         stderr: { write: (text: string) => (stderr += text) },
-        env: {},
+        env: { PI_COURSE_SESSION_DIR: SESSIONS },
       });
       expect([code, stderr]).toEqual([0, ""]);
       // Only the trace's own colours remain; every other control character is written out.
@@ -603,7 +606,7 @@ describe("Prologue · against a real server", () => {
       let stderr = "";
       const code = await runMain(
         ["--base-url", `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, "--model", "m", "--cwd", workspace, "--json", "hi"],
-        { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) }, env: { OPENAI_API_KEY: key } },
+        { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) }, env: { OPENAI_API_KEY: key, PI_COURSE_SESSION_DIR: SESSIONS } },
       );
       expect(code).toBe(1);
       expect(stderr).toContain(`error: HTTP 401 Unauthorized: ${"y".repeat(490)}[redacted]…`);

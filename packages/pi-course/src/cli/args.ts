@@ -2,33 +2,66 @@
  * The command line of the main job (`npm start`): parsing and the help text.
  *
  * Parsing takes argv and the environment and gives options or a usage error; the only things it
- * reads besides are the files named by `--prompt-file` and `--api-key-file` (`-`: stdin).
+ * reads besides are the optional config file (see config.ts) and the files named by
+ * `--prompt-file` and `--api-key-file` (`-`: stdin).
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import { ConfigError, SETTINGS, homeFolder, readConfigFile, resolveSettings, type SettingName, type Settings } from "./config.js";
+
+/** The ways `npm start` talks to a person (see `--help`). */
+export type CliMode = "interactive" | "trace" | "print" | "json";
+
+/** The providers `--provider` names. */
+export const PROVIDERS = ["openai", "anthropic"] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+/** The variable the key is read from when none is named: one per provider. */
+export const DEFAULT_KEY_VARIABLE: Readonly<Record<Provider, string>> = {
+  openai: "OPENAI_API_KEY",
+  anthropic: "ANTHROPIC_API_KEY",
+};
+
+/** A run as the user asked for it. */
+export interface RunOptions {
+  kind: "run";
+  mode: CliMode;
+  /** One JSON event per line instead of the readable trace (`mode === "json"`). */
+  json: boolean;
+  /** Colour in what is printed. */
+  color: boolean;
+  /** The break-it experiment of chapter 00: the model never sees the first tool result. */
+  dropToolResult: boolean;
+  /** The first prompt; absent: the demo task (offline) or none (interactive). */
+  task?: string;
+  /** The folder the sessions belong to: the workspace (`--cwd`), or where `npm start` ran. */
+  folder: string;
+  /** Absent with `--no-session`: nothing is kept. */
+  session?: {
+    /** Holds one folder per working folder. */
+    root: string;
+    /** `--continue`: the newest session of `folder`. */
+    continue: boolean;
+    /** `--resume ID`: that session (an id or its start). */
+    resume?: string;
+  };
+  /** The config file that was read, if any. */
+  configFile?: string;
+  /** Absent: the offline demo on the scripted model. */
+  server?: {
+    provider: Provider;
+    /** Absent for Anthropic: its public endpoint. */
+    baseUrl?: string;
+    model: string;
+    apiKey?: string;
+    /** The variable named by `--api-key-env` (or the config file), if any: the commands never see it. */
+    apiKeyEnv?: string;
+    workspace: string;
+  };
+}
 
 /** What the user asked for. */
-export type CliOptions =
-  | { kind: "help" }
-  | {
-      kind: "run";
-      /** One JSON event per line instead of the readable trace. */
-      json: boolean;
-      /** Colour in the readable trace. */
-      color: boolean;
-      /** The break-it experiment of chapter 00: the model never sees the first tool result. */
-      dropToolResult: boolean;
-      /** Absent: the offline demo on the scripted model. */
-      server?: {
-        baseUrl: string;
-        model: string;
-        apiKey?: string;
-        /** The variable named by `--api-key-env`, if any: the commands never see it. */
-        apiKeyEnv?: string;
-        workspace: string;
-        task: string;
-      };
-    };
+export type CliOptions = { kind: "help" } | RunOptions;
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit code 2. */
 export class CliUsageError extends Error {
@@ -40,68 +73,54 @@ export function usageMessage(error: CliUsageError): string {
   return `error: ${error.message}\nRun \`npm start -- --help\` for the options.\n`;
 }
 
-export const HELP = `npm start: run one complete agent, and watch every event of its lifecycle.
+export { HELP } from "./help.js";
 
-Usage:
-  npm start                                   offline demo: a scripted model fixes a bug in a
-                                              fresh temporary workspace (read, edit, run, answer)
-  npm start -s -- --json                      the same, one JSON event per line (-s keeps
-                                              npm's "> start" lines off stdout: pure JSON)
-  npm start -- --base-url URL --model NAME --cwd DIR "TASK"
-                                              a real OpenAI-compatible server, with the coding
-                                              tools (read, write, edit, ls, bash) confined to DIR
-  npm start -- --base-url URL --model NAME --cwd DIR --prompt-file task.md
-                                              the task from a file (- reads stdin): npm cannot
-                                              pass an argument list longer than about 128 KB (it
-                                              ends with exit code 249 and no message)
+/** The terminal `npm start` runs on: both ends must be a terminal for a conversation. */
+export interface Terminal {
+  stdinIsTTY: boolean;
+  stdoutIsTTY: boolean;
+}
 
-Options:
-  --base-url URL       Chat Completions base URL, e.g. https://api.openai.com/v1 or
-                       http://127.0.0.1:8080/v1 (llama.cpp), http://127.0.0.1:11434/v1 (Ollama)
-  --model NAME         the model id the server knows, e.g. gpt-4o-mini
-  --cwd DIR            the workspace the tools may touch (required with --base-url)
-  --api-key-env NAME   read the API key from $NAME instead of $OPENAI_API_KEY
-  --api-key-file PATH  read the API key from a file (first line; - reads stdin), so it is in
-                       no process's environment at all, e.g. --api-key-file <(pass show openai)
-  --no-api-key         send no key (local servers that need none)
-  --prompt-file PATH   read the task from a file (- reads stdin) instead of the arguments
-  --json               print one JSON event per line (agent, turn, message and tool events);
-                       message_update lines carry only the model event (e.g. a text_delta),
-                       without the partial message, so the output stays linear in the answer's
-                       size; message_end carries the whole message
-  --color / --no-color force colour on or off (default: colour on a terminal, plain when piped;
-                       NO_COLOR is honoured)
-  --drop-tool-result   chapter 00's break-it experiment: hide the first tool result from the
-                       model and watch the pairing check stop the run
-  -h, --help           this text
-
-Exit codes: 0 the run ended normally, 1 it ended with an error, 2 a usage error,
-130 interrupted (Ctrl-C), 143 or 129 stopped by SIGTERM or SIGHUP.
-The bash tool runs commands in DIR with a timeout and an output cap; it is not a sandbox.
-Its commands never see OPENAI_API_KEY, the variable named by --api-key-env, or any variable
-whose name contains API_KEY, APIKEY, TOKEN, SECRET, PASSWORD or CREDENTIAL, in their own
-environment or in the agent's. npm and the shell that ran it still hold what you exported,
-and a command can read the environment of any process of its user: --api-key-file keeps the
-key out of every environment.
-`;
+/**
+ * The variable the key will be read from for `argv` (the launcher hands only that one over to
+ * the agent), or undefined with `--no-api-key` or `--api-key-file`. Never throws: a usage
+ * problem is found by `parseArgs`.
+ */
+export function keyVariable(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  if (argv.includes("--no-api-key") || argv.includes("--api-key-file")) return undefined;
+  const after = (flag: string) => {
+    const at = argv.indexOf(flag);
+    return at !== -1 ? argv[at + 1] : undefined;
+  };
+  let file: Settings = {};
+  try {
+    file = readConfigFile(env, after("--config")).settings;
+  } catch {
+    // parseArgs reports it.
+  }
+  const named = resolveSettings({ apiKeyEnv: after("--api-key-env"), provider: after("--provider") }, env, file);
+  if (named.apiKeyEnv !== undefined) return named.apiKeyEnv.value;
+  return named.provider?.value === "anthropic" ? DEFAULT_KEY_VARIABLE.anthropic : DEFAULT_KEY_VARIABLE.openai;
+}
 
 /** Parses `argv` (without `node` and the script). Throws `CliUsageError`. */
-export function parseArgs(
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  stdoutIsTTY: boolean,
-): CliOptions {
+export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, terminal: boolean | Terminal): CliOptions {
+  const tty: Terminal = typeof terminal === "boolean" ? { stdinIsTTY: false, stdoutIsTTY: terminal } : terminal;
   const positional: string[] = [];
+  const flags: Settings = {};
   let json = false;
+  let print = false;
+  let interactive = false;
   let color: boolean | undefined;
   let dropToolResult = false;
   let noApiKey = false;
-  let baseUrl: string | undefined;
-  let model: string | undefined;
   let cwd: string | undefined;
-  let apiKeyEnv: string | undefined;
   let apiKeyFile: string | undefined;
   let promptFile: string | undefined;
+  let configPath: string | undefined;
+  let resume: string | undefined;
+  let continueLast = false;
+  let noSession = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -119,6 +138,14 @@ export function parseArgs(
       case "--json":
         json = true;
         break;
+      case "-p":
+      case "--print":
+        print = true;
+        break;
+      case "-i":
+      case "--interactive":
+        interactive = true;
+        break;
       case "--color":
         color = true;
         break;
@@ -131,17 +158,23 @@ export function parseArgs(
       case "--no-api-key":
         noApiKey = true;
         break;
+      case "--provider":
+        flags.provider = value();
+        break;
       case "--base-url":
-        baseUrl = value();
+        flags.baseUrl = value();
         break;
       case "--model":
-        model = value();
+        flags.model = value();
+        break;
+      case "--api-key-env":
+        flags.apiKeyEnv = value();
+        break;
+      case "--session-dir":
+        flags.sessionDir = value();
         break;
       case "--cwd":
         cwd = value();
-        break;
-      case "--api-key-env":
-        apiKeyEnv = value();
         break;
       case "--api-key-file":
         apiKeyFile = value();
@@ -149,68 +182,124 @@ export function parseArgs(
       case "--prompt-file":
         promptFile = value();
         break;
+      case "--config":
+        configPath = value();
+        break;
+      case "-c":
+      case "--continue":
+        continueLast = true;
+        break;
+      case "-r":
+      case "--resume":
+        resume = value();
+        break;
+      case "--no-session":
+        noSession = true;
+        break;
       default:
         if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${arg}.`);
         positional.push(arg);
     }
   }
-  const useColor = color ?? (stdoutIsTTY && env.NO_COLOR === undefined);
-  const common = { kind: "run" as const, json, color: useColor, dropToolResult };
-  if (baseUrl === undefined) {
-    const serverOnly = [model, cwd, apiKeyEnv, apiKeyFile, promptFile].some((v) => v !== undefined);
-    if (serverOnly || positional.length > 0) {
-      throw new CliUsageError(
-        "the offline demo plays a fixed script in a fresh temporary folder; --model, --cwd, " +
-          "--api-key-env, --api-key-file, --prompt-file and a task need --base-url (a real server).",
-      );
-    }
-    return common;
-  }
-  const shownUrl = JSON.stringify(redactUrl(baseUrl));
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new CliUsageError(`--base-url ${shownUrl} is not a URL. Give one like http://127.0.0.1:8080/v1.`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new CliUsageError(`--base-url must be http:// or https://, got ${shownUrl}.`);
-  }
-  if (url.username !== "" || url.password !== "") {
-    throw new CliUsageError(
-      `--base-url ${shownUrl} carries a user name or password; leave them out of the URL and give the ` +
-        `key with $OPENAI_API_KEY, --api-key-env NAME or --api-key-file PATH.`,
-    );
-  }
-  if (model === undefined || model === "") {
-    throw new CliUsageError("--base-url needs --model NAME (the model id the server knows).");
-  }
-  if (cwd === undefined) {
-    throw new CliUsageError("--base-url needs --cwd DIR: name the folder the agent may work in.");
-  }
-  if (cwd.trim() === "") {
-    throw new CliUsageError('--cwd "" names no folder; give one (write --cwd . for the current folder).');
-  }
   const from = env.INIT_CWD ?? process.cwd();
-  const workspace = path.resolve(from, cwd);
-  if (!existsSync(workspace) || !statSync(workspace).isDirectory()) {
-    throw new CliUsageError(`the workspace ${workspace} does not exist or is not a folder (--cwd).`);
+  let config: { settings: Settings; file?: string };
+  try {
+    config = readConfigFile(env, configPath === undefined ? undefined : path.resolve(from, configPath));
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliUsageError(error.message);
+    throw error;
   }
+  const settings = resolveSettings(flags, env, config.settings);
+  const blame = (name: SettingName): string => {
+    const where = settings[name]?.source;
+    if (where === "env") return ` (from $${SETTINGS[name].env})`;
+    if (where === "config") return ` (from "${name}" in ${config.file})`;
+    return "";
+  };
+  if ([json, print, interactive].filter(Boolean).length > 1) {
+    throw new CliUsageError("choose one of --json, --print and --interactive.");
+  }
+  if ((continueLast ? 1 : 0) + (resume !== undefined ? 1 : 0) + (noSession ? 1 : 0) > 1) {
+    throw new CliUsageError("choose one of --continue, --resume ID and --no-session.");
+  }
+  const useColor = color ?? (tty.stdoutIsTTY && !json && env.NO_COLOR === undefined);
+  const providerName = settings.provider?.value ?? "openai";
+  if (!(PROVIDERS as readonly string[]).includes(providerName)) {
+    throw new CliUsageError(`unknown provider "${providerName}"${blame("provider")}; the providers are ${PROVIDERS.join(" and ")}.`);
+  }
+  const provider = providerName as Provider;
+  const baseUrl = settings.baseUrl?.value;
+  const model = settings.model?.value;
+  const onServer = baseUrl !== undefined || provider === "anthropic";
   if (promptFile !== undefined && positional.length > 0) {
     throw new CliUsageError("give the task either as arguments or with --prompt-file, not both.");
   }
   if (promptFile !== undefined && promptFile === apiKeyFile) {
     throw new CliUsageError("--prompt-file and --api-key-file cannot both read the same file or stdin.");
   }
-  const task = (promptFile === undefined ? positional.join(" ") : readText("--prompt-file", promptFile, from)).trim();
-  if (task === "") {
+  const hasTask = positional.length > 0 || promptFile !== undefined;
+  const mode: CliMode = json ? "json" : print ? "print" : interactive || (!hasTask && tty.stdinIsTTY && tty.stdoutIsTTY) ? "interactive" : "trace";
+  if (mode === "interactive" && !(tty.stdinIsTTY && tty.stdoutIsTTY)) {
+    throw new CliUsageError("--interactive needs a terminal on stdin and stdout; give a task instead (or --print, --json).");
+  }
+  const sessionRoot = path.resolve(from, settings.sessionDir?.value ?? path.join(homeFolder(env), "sessions"));
+  const session = noSession ? undefined : { root: sessionRoot, continue: continueLast, ...(resume !== undefined && { resume }) };
+  const common = { kind: "run" as const, mode, json, color: useColor, dropToolResult, session, ...(config.file !== undefined && { configFile: config.file }) };
+  if (!onServer) {
+    const serverOnly = [model, cwd, flags.apiKeyEnv, apiKeyFile, promptFile].some((v) => v !== undefined);
+    if (serverOnly || (positional.length > 0 && mode !== "interactive")) {
+      throw new CliUsageError(
+        "the offline demo plays a fixed script in a fresh temporary folder; --model, --cwd, " +
+          "--api-key-env, --api-key-file, --prompt-file and a task need --base-url (a real server).",
+      );
+    }
+    return { ...common, folder: path.resolve(from), ...(positional.length > 0 && { task: positional.join(" ") }) };
+  }
+  let shownBaseUrl: string | undefined;
+  if (baseUrl !== undefined) {
+    const shownUrl = JSON.stringify(redactUrl(baseUrl));
+    let url: URL;
+    try {
+      url = new URL(baseUrl);
+    } catch {
+      throw new CliUsageError(`--base-url ${shownUrl}${blame("baseUrl")} is not a URL. Give one like http://127.0.0.1:8080/v1.`);
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new CliUsageError(`--base-url must be http:// or https://, got ${shownUrl}${blame("baseUrl")}.`);
+    }
+    if (url.username !== "" || url.password !== "") {
+      throw new CliUsageError(
+        `--base-url ${shownUrl} carries a user name or password; leave them out of the URL and give the ` +
+          `key with $${DEFAULT_KEY_VARIABLE[provider]}, --api-key-env NAME or --api-key-file PATH.`,
+      );
+    }
+    shownBaseUrl = baseUrl.replace(/\/+$/, "");
+  }
+  const needs = baseUrl !== undefined ? "--base-url" : "--provider anthropic";
+  if (model === undefined || model === "") {
+    throw new CliUsageError(`${needs} needs --model NAME (the model id the server knows).`);
+  }
+  if (cwd === undefined) {
+    throw new CliUsageError(`${needs} needs --cwd DIR: name the folder the agent may work in.`);
+  }
+  if (cwd.trim() === "") {
+    throw new CliUsageError('--cwd "" names no folder; give one (write --cwd . for the current folder).');
+  }
+  const workspace = path.resolve(from, cwd);
+  if (!existsSync(workspace) || !statSync(workspace).isDirectory()) {
+    throw new CliUsageError(`the workspace ${workspace} does not exist or is not a folder (--cwd).`);
+  }
+  const task = hasTask ? (promptFile === undefined ? positional.join(" ") : readText("--prompt-file", promptFile, from)).trim() : undefined;
+  if (task === "" || (task === undefined && mode !== "interactive")) {
     throw new CliUsageError(
       promptFile === undefined
-        ? 'give the task as an argument, e.g. "list the files and summarise them", or with --prompt-file PATH.'
+        ? 'give the task as an argument, e.g. "list the files and summarise them", or with --prompt-file PATH ' +
+            "(or run on a terminal without a task to talk to the agent)."
         : `the task file ${promptFile} is empty (--prompt-file).`,
     );
   }
-  if (apiKeyFile !== undefined && (noApiKey || apiKeyEnv !== undefined)) {
+  const apiKeyEnv = settings.apiKeyEnv?.value;
+  if (apiKeyFile !== undefined && (noApiKey || flags.apiKeyEnv !== undefined)) {
     throw new CliUsageError("--api-key-file cannot be combined with --api-key-env or --no-api-key: choose one.");
   }
   let apiKey: string | undefined;
@@ -218,7 +307,7 @@ export function parseArgs(
     apiKey = readText("--api-key-file", apiKeyFile, from).split(/\r?\n/)[0]!.trim();
     if (apiKey === "") throw new CliUsageError(`no API key: the first line of ${apiKeyFile} is empty (--api-key-file).`);
   } else if (!noApiKey) {
-    const name = apiKeyEnv ?? "OPENAI_API_KEY";
+    const name = apiKeyEnv ?? DEFAULT_KEY_VARIABLE[provider];
     apiKey = env[name];
     if (apiKey === undefined || apiKey === "") {
       throw new CliUsageError(
@@ -229,13 +318,15 @@ export function parseArgs(
   }
   return {
     ...common,
+    folder: workspace,
+    ...(task !== undefined && { task }),
     server: {
-      baseUrl: baseUrl.replace(/\/+$/, ""),
+      provider,
+      ...(shownBaseUrl !== undefined && { baseUrl: shownBaseUrl }),
       model,
       ...(apiKey !== undefined && { apiKey }),
       ...(apiKeyEnv !== undefined && { apiKeyEnv }),
       workspace,
-      task,
     },
   };
 }

@@ -27,7 +27,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CliUsageError, HELP, parseArgs, usageMessage } from "./args.js";
+import { CliUsageError, DEFAULT_KEY_VARIABLE, HELP, keyVariable, parseArgs, usageMessage } from "./args.js";
 
 /**
  * Names left out of the agent's environment besides the key's variable: the same as
@@ -56,7 +56,8 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   // must read (stdin, or a pipe such as <(pass show openai) can be read only once).
   if (!argv.includes("--prompt-file") && !argv.includes("--api-key-file")) {
     try {
-      if (parseArgs(argv, process.env, process.stdout.isTTY === true).kind === "help") {
+      const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
+      if (parseArgs(argv, process.env, terminal).kind === "help") {
         process.stdout.write(HELP);
         process.exit(0);
       }
@@ -66,11 +67,11 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
       process.exit(2);
     }
   }
-  // The variable the options will read the key from (see args.ts).
-  const at = argv.indexOf("--api-key-env");
-  const named = at !== -1 && argv[at + 1] !== undefined ? argv[at + 1]! : "OPENAI_API_KEY";
+  // The variable the options will read the key from (see args.ts): the only one handed over.
+  const named = keyVariable(argv, process.env);
   const handover: Record<string, string> = {};
-  if (process.env[named] !== undefined) handover[named] = process.env[named]!;
+  if (named !== undefined && process.env[named] !== undefined) handover[named] = process.env[named]!;
+  const defaults: readonly string[] = Object.values(DEFAULT_KEY_VARIABLE);
 
   const folder = mkdtempSync(path.join(tmpdir(), "pi-course-agent-"));
   const socketPath = path.join(folder, "s");
@@ -112,7 +113,7 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   // The middle process starts the agent and leaves once it has connected, so init adopts it.
   const env: NodeJS.ProcessEnv = { [AGENT_SOCKET_VARIABLE]: socketPath };
   for (const [name, value] of Object.entries(process.env)) {
-    if (name !== named && name !== "OPENAI_API_KEY" && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
+    if (name !== named && !defaults.includes(name) && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
   }
   const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
   const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], { env, stdio: "inherit" });

@@ -2,31 +2,27 @@
  * The main job, `npm start`: one complete agent run with the coding tools, and its live trace.
  *
  * Offline by default: a scripted model fixes a bug in a fresh temporary workspace. With
- * `--base-url` and `--model` the same agent runs against an OpenAI-compatible server, in the
- * folder named by `--cwd`, on the task given as an argument. `--help` says it all.
+ * `--base-url` and `--model` the same agent runs against an OpenAI-compatible server (or, with
+ * `--provider anthropic`, Anthropic's Messages API), in the folder named by `--cwd`. On a
+ * terminal without a task it is a conversation (interactive.ts); with a task, or piped, one run
+ * shown as its trace, its answer (`--print`) or JSON events (`--json`). The parts are wired in
+ * runtime.ts. `--help` says it all.
  */
-import { Agent } from "../agent.js";
-import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
 import { textOf } from "../messages.js";
-import { createOpenAICompatibleModel } from "../openai-compatible.js";
-import type { AgentMessage, AssistantMessage, Message, Model } from "../types.js";
-import { CliUsageError, HELP, parseArgs, usageMessage } from "./args.js";
-import { DEMO_TASK, createDemoModel, createDemoWorkspace } from "./demo.js";
-import { withPairingCheck } from "./pairing.js";
+import type { AssistantMessage } from "../types.js";
+import { CliUsageError, HELP, parseArgs, usageMessage, type RunOptions } from "./args.js";
+import { DEMO_TASK } from "./demo.js";
+import { runInteractive, type TerminalIO } from "./interactive.js";
+import { Runtime } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
 
-/** Where the main job writes; tests pass their own. */
+/** Where the main job writes; tests pass their own. `stdin` is read in the interactive mode only. */
 export interface CliIO {
-  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
   stderr: { write(text: string): unknown };
+  stdin?: TerminalIO["input"];
   env: NodeJS.ProcessEnv;
 }
-
-const SYSTEM_PROMPT = (workspace: string) =>
-  `You are a careful coding agent working in the folder ${workspace}. ` +
-  `Use the tools (read, write, edit, ls, bash) to inspect and change files there; paths are ` +
-  `relative to that folder. Read before you edit, check your work by running it, and finish ` +
-  `with a short answer that says what you did.`;
 
 /**
  * Runs the main job; resolves with the exit code (0 ok, 1 the run failed, 2 usage, 130 the
@@ -35,7 +31,7 @@ const SYSTEM_PROMPT = (workspace: string) =>
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
   let options;
   try {
-    options = parseArgs(argv, io.env, io.stdout.isTTY === true);
+    options = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
   } catch (error) {
     if (!(error instanceof CliUsageError)) throw error;
     io.stderr.write(usageMessage(error));
@@ -45,80 +41,79 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     io.stdout.write(HELP);
     return 0;
   }
-  const info = (text: string) => (options.json ? io.stderr : io.stdout).write(`${text}\n`);
-
-  let model: Model;
-  let workspace: string;
-  let task: string;
-  // Commands the model runs never see the API key: secret-looking variables are dropped.
-  let commandEnv = commandEnvironment(process.env);
-  if (options.server === undefined) {
-    workspace = await createDemoWorkspace();
-    // On a terminal, slow the deltas down a little so they can be watched arriving.
-    model = createDemoModel({ delayMs: io.stdout.isTTY === true && !options.json ? 12 : 0 });
-    task = DEMO_TASK;
-    info(`pi-course · offline demo on the scripted model (no network)`);
-  } else {
-    const server = options.server;
-    workspace = server.workspace;
-    model = createOpenAICompatibleModel({
-      baseUrl: server.baseUrl,
-      model: server.model,
-      ...(server.apiKey !== undefined && { apiKey: server.apiKey }),
-    });
-    task = server.task;
-    // Also the variable named by --api-key-env, and any other holding the key in use.
-    commandEnv = commandEnvironment(process.env, server.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
-    for (const name of Object.keys(commandEnv)) {
-      if (server.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
-    }
-    info(`pi-course · ${server.model} at ${server.baseUrl}`);
+  // In json and print modes stdout carries only the events or the answer.
+  const info = (text: string) => (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
+  const notes: string[] = [];
+  let runtime: Runtime;
+  try {
+    // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
+    const slow = io.stdout.isTTY === true && (options.mode === "trace" || options.mode === "interactive") ? 12 : 0;
+    runtime = await Runtime.start(options, (note) => notes.push(note), slow);
+  } catch (error) {
+    io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);
+    return 1;
   }
-  info(`workspace: ${workspace}`);
-  info(`task:      ${task}\n`);
+  const server = options.server;
+  if (server === undefined) info(`pi-course · offline demo on the scripted model (no network)`);
+  else info(`pi-course · ${server.model} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`);
+  info(`workspace: ${runtime.workspace}`);
+  if (runtime.session !== undefined) info(`session:   ${runtime.session.header.id} (${runtime.session.path})`);
+  for (const note of notes) io.stderr.write(`note: ${neutralize(note)}\n`);
 
-  const printer = new TracePrinter({ write: (text) => io.stdout.write(text), color: options.color, json: options.json });
-  const convertToLlm = (messages: AgentMessage[]): Message[] => {
-    const canonical = messages.filter(
-      (m): m is Message => "role" in m && (m.role === "user" || m.role === "assistant" || m.role === "toolResult"),
-    );
-    if (!options.dropToolResult) return canonical;
-    // The break-it experiment: the model never sees the first tool result.
-    const first = canonical.findIndex((m) => m.role === "toolResult");
-    return first === -1 ? canonical : canonical.filter((_, i) => i !== first);
-  };
-  const agent = new Agent({
-    initialState: {
-      systemPrompt: SYSTEM_PROMPT(workspace),
-      model: withPairingCheck(model),
-      tools: createCodingTools(workspace, { bash: { env: commandEnv } }),
-    },
-    convertToLlm,
-  });
-  agent.subscribe((event) => printer.print(event));
+  try {
+    if (options.mode === "interactive") {
+      const stdin = io.stdin!;
+      const output = io.stdout as unknown as TerminalIO["output"];
+      return await runInteractive(runtime, { input: stdin, output, color: options.color }, signal ?? new AbortController().signal, options.task);
+    }
+    return await runOnce(runtime, options, io, info, signal);
+  } finally {
+    await runtime.close();
+  }
+}
+
+/** The trace, print and json modes: one prompt, then the exit code. */
+async function runOnce(
+  runtime: Runtime,
+  options: RunOptions,
+  io: CliIO,
+  info: (text: string) => void,
+  signal: AbortSignal | undefined,
+): Promise<number> {
+  const task = options.task ?? DEMO_TASK;
+  info(`task:      ${task}\n`);
+  const agent = runtime.agent;
+  if (options.mode !== "print") {
+    const printer = new TracePrinter({ write: (text) => io.stdout.write(text), color: options.color, json: options.json });
+    agent.subscribe((event) => printer.print(event));
+    agent.subscribe((event) => (event.type === "agent_end" ? printer.finish() : undefined));
+  }
+  const before = agent.state.messages.length;
   const running = agent.prompt(task);
   // the caller's signal stops the run (abort() before the prompt would find the agent idle)
   if (signal?.aborted) agent.abort();
   else signal?.addEventListener("abort", () => agent.abort(), { once: true });
-  await running;
-  printer.finish();
-  const messages = agent.state.messages;
+  let failure: string | undefined;
+  await running.catch((error: Error) => (failure = error.message));
+  const messages = agent.state.messages.slice(before);
   const last = [...messages].reverse().find((m): m is AssistantMessage => "role" in m && m.role === "assistant");
   if (signal?.aborted) {
     // Whatever the last message is, the run did not finish: no answer, and not a success.
     const by = typeof signal.reason === "string" ? ` by ${signal.reason}` : "";
     io.stderr.write(`\ninterrupted: the run was stopped${by} before it finished; there is no answer.\n`);
-    if (options.server === undefined) io.stderr.write(`The workspace is kept for you to look at: ${workspace}\n`);
+    if (options.server === undefined) io.stderr.write(`The workspace is kept for you to look at: ${runtime.workspace}\n`);
     return 130;
   }
-  if (last === undefined || last.stopReason === "error" || last.stopReason === "aborted") {
-    const why = neutralize(last?.errorMessage ?? "the run ended without an answer");
+  if (failure !== undefined || last === undefined || last.stopReason === "error" || last.stopReason === "aborted") {
+    const why = neutralize(failure ?? last?.errorMessage ?? "the run ended without an answer");
     io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
     return 1;
   }
-  if (!options.json) {
+  // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
+  if (options.mode === "print") io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);
+  else if (!options.json) {
     info(`\nanswer:\n${neutralize(textOf(last))}\n`);
-    if (options.server === undefined) info(`The workspace is kept for you to look at: ${workspace}`);
+    if (options.server === undefined) info(`The workspace is kept for you to look at: ${runtime.workspace}`);
   }
   return 0;
 }

@@ -1,0 +1,236 @@
+/**
+ * The interactive mode: a conversation on a terminal.
+ *
+ * A readline prompt (line editing, up-arrow history); a line starts a run, and the answer
+ * streams in (render.ts). While a run is active the prompt stays open: Enter sends the line with
+ * `steer()` (it lands after the current tool batch), Alt-Enter or `/later TEXT` with `followUp()`
+ * (when the agent would stop). Ctrl-C stops the run (every started tool call still gets its
+ * result, and no model is called after it); a second Ctrl-C in a row exits. Ctrl-D or `/exit`
+ * leaves.
+ *
+ * readline puts the terminal in raw mode, so Ctrl-C arrives as a key here, not as SIGINT to the
+ * process group: the launcher and the agent's commands never see it (the abort kills those).
+ */
+import readline from "node:readline";
+import type { Readable, Writable } from "node:stream";
+import { compact } from "../compaction.js";
+import { textOf } from "../messages.js";
+import type { AgentMessage } from "../types.js";
+import { DEMO_TASK } from "./demo.js";
+import { ChatPrinter } from "./render.js";
+import type { Runtime } from "./runtime.js";
+import { neutralize } from "./trace.js";
+
+export interface TerminalIO {
+  input: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  output: Writable & { columns?: number; isTTY?: boolean };
+  color: boolean;
+}
+
+export const COMMANDS_HELP = [
+  "/help             this list",
+  "/new              start a new session (the current one stays on disk)",
+  "/sessions         the sessions of this folder, newest first",
+  "/resume ID        go on with session ID (its first characters are enough)",
+  "/compact          condense older messages into a summary, to free context",
+  "/model [NAME]     show the model, or switch to another of the same server",
+  "/later TEXT       queue TEXT for when the agent would stop (Alt-Enter does the same)",
+  "/exit             leave (Ctrl-D too)",
+  "While the agent works, Enter steers it: your text lands after the current tool batch.",
+  "Ctrl-C stops the run; a second Ctrl-C exits.",
+];
+
+/** Runs the conversation until the person leaves; resolves with the exit code. */
+export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: AbortSignal, firstTask?: string): Promise<number> {
+  const agent = runtime.agent;
+  const printer = new ChatPrinter({
+    write: (text) => void io.output.write(text),
+    color: io.color,
+    columns: () => io.output.columns,
+    ticker: true,
+  });
+  agent.subscribe((event) => printer.print(event));
+  const rl = readline.createInterface({ input: io.input, output: io.output, terminal: true, historySize: 500 });
+  const promptText = io.color ? "\u001b[36m›\u001b[0m " : "› ";
+  rl.setPrompt(promptText);
+  // Earlier prompts of a resumed session come back with the up arrow.
+  const history = (rl as unknown as { history: string[] }).history;
+  for (const message of agent.state.messages) {
+    if ("role" in message && message.role === "user") history.unshift(textOf(message).split("\n")[0]!);
+  }
+
+  let running: Promise<void> | undefined;
+  let lastKeyWasCtrlC = false;
+  let exitCode: number | undefined;
+  let done!: (code: number) => void;
+  const finished = new Promise<number>((resolve) => (done = resolve));
+
+  const leave = (code: number) => {
+    if (exitCode !== undefined) return;
+    exitCode = code;
+    agent.abort();
+    void (running ?? Promise.resolve()).then(async () => {
+      printer.stopTicker();
+      rl.close();
+      done(code);
+    });
+  };
+
+  const prompt = () => {
+    if (exitCode === undefined && running === undefined) rl.prompt();
+  };
+
+  const startRun = (text: string) => {
+    running = agent
+      .prompt(text)
+      .catch((error: Error) => printer.line(`error: ${neutralize(error.message)}`, "red"))
+      .finally(() => {
+        running = undefined;
+        printer.stopTicker();
+        printer.endLine();
+        prompt();
+      });
+  };
+
+  const command = async (line: string): Promise<void> => {
+    const [name = "", ...rest] = line.slice(1).split(/\s+/);
+    const arg = rest.join(" ").trim();
+    switch (name) {
+      case "help":
+        for (const text of COMMANDS_HELP) printer.line(text, "dim");
+        return;
+      case "exit":
+      case "quit":
+        return leave(0);
+      case "new":
+        await runtime.startNew();
+        return printer.line(runtime.session ? `new session ${runtime.session.header.id}` : "new conversation (not kept: --no-session)", "dim");
+      case "sessions": {
+        if (runtime.folder === undefined) return printer.line("no sessions are kept (--no-session)", "dim");
+        const all = await runtime.folder.list();
+        if (all.length === 0) return printer.line(`no sessions yet in ${runtime.folder.dir}`, "dim");
+        for (const s of all) {
+          const current = s.id === runtime.session?.header.id ? " (this one)" : "";
+          const what = s.problem !== undefined ? `unreadable: ${s.problem}` : `${s.messages} messages · ${s.title || "(empty)"}`;
+          printer.line(`${s.id.slice(0, 8)}  ${new Date(s.modified).toISOString().slice(0, 16).replace("T", " ")}  ${neutralize(what)}${current}`);
+        }
+        return;
+      }
+      case "resume": {
+        if (runtime.folder === undefined) return printer.line("no sessions are kept (--no-session)", "red");
+        if (arg === "") return printer.line("give the session's id: /resume ID (see /sessions)", "red");
+        const found = await runtime.folder.find(arg);
+        await runtime.resume(found, (note) => printer.line(`note: ${note}`, "yellow"));
+        printer.line(`resumed session ${found.id} (${agent.state.messages.length} messages):`, "dim");
+        replay(printer, agent.state.messages);
+        return;
+      }
+      case "compact": {
+        const session = runtime.session;
+        if (session === undefined) return printer.line("/compact needs a session (it writes a compaction entry)", "red");
+        printer.line("compacting…", "dim");
+        const result = await compact(session, { model: agent.state.model, keepRecentTokens: 2_000, systemPrompt: agent.state.systemPrompt });
+        if (!result.ok) return printer.line(`nothing compacted: ${result.reason.message}`, "yellow");
+        runtime.reload();
+        return printer.line(`summarised ${result.summarizedMessages} messages, kept ${result.keptMessages}`, "dim");
+      }
+      case "model":
+        if (arg !== "") {
+          if (runtime.options.server === undefined) return printer.line("the offline demo has one model; start with --base-url for others", "red");
+          runtime.switchModel(arg);
+        }
+        return printer.line(`model: ${agent.state.model.provider} · ${agent.state.model.id}`, "dim");
+      case "later":
+        if (arg === "") return printer.line("/later TEXT: what to say when the agent would stop", "red");
+        agent.followUp(arg);
+        return printer.line(`↳ queued for later: ${neutralize(arg)}`, "dim");
+      default:
+        return printer.line(`unknown command /${neutralize(name)}; /help lists them`, "red");
+    }
+  };
+
+  rl.on("line", (input) => {
+    lastKeyWasCtrlC = false;
+    const line = input.trim();
+    if (running !== undefined) {
+      if (line === "") return;
+      if (line.startsWith("/later ")) {
+        agent.followUp(line.slice(7).trim());
+        return printer.line(`↳ queued for later: ${neutralize(line.slice(7).trim())}`, "dim");
+      }
+      if (line === "/exit") return leave(0);
+      if (/^\/[a-z]+$/.test(line.split(/\s/)[0]!)) {
+        return printer.line(`${neutralize(line.split(/\s/)[0]!)} waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message`, "yellow");
+      }
+      agent.steer(line);
+      return printer.line(`↳ steering: ${neutralize(line)} (after the current tool batch)`, "dim");
+    }
+    if (line === "") return prompt();
+    if (line.startsWith("/")) {
+      rl.pause();
+      void command(line)
+        .catch((error: Error) => printer.line(`error: ${neutralize(error.message)}`, "red"))
+        .finally(() => {
+          rl.resume();
+          prompt();
+        });
+      return;
+    }
+    startRun(line);
+  });
+
+  // Alt-Enter: the line is a follow-up (or, when idle, an ordinary prompt).
+  io.input.on("keypress", (_text: string, key?: { name?: string; meta?: boolean; ctrl?: boolean }) => {
+    // Only two Ctrl-C in a row exit.
+    if (!(key?.ctrl === true && key.name === "c")) lastKeyWasCtrlC = false;
+    if (key?.name !== "return" || key.meta !== true) return;
+    const line = rl.line.trim();
+    (rl as unknown as { line: string; cursor: number }).line = "";
+    (rl as unknown as { cursor: number }).cursor = 0;
+    if (line === "") return;
+    if (running === undefined) {
+      io.output.write("\n");
+      return startRun(line);
+    }
+    agent.followUp(line);
+    printer.line(`↳ queued for later: ${neutralize(line)}`, "dim");
+  });
+
+  rl.on("SIGINT", () => {
+    if (lastKeyWasCtrlC) {
+      printer.line("(exit)", "dim");
+      return leave(130);
+    }
+    lastKeyWasCtrlC = true;
+    if (running !== undefined) {
+      agent.abort();
+      return printer.line("stopping… (Ctrl-C again to exit)", "yellow");
+    }
+    (rl as unknown as { line: string; cursor: number }).line = "";
+    (rl as unknown as { cursor: number }).cursor = 0;
+    printer.line("(Ctrl-C again to exit, or /exit)", "dim");
+    prompt();
+  });
+  rl.on("close", () => leave(exitCode ?? 0));
+  signal.addEventListener("abort", () => leave(130), { once: true });
+
+  if (agent.state.messages.length > 0) {
+    printer.line(`earlier in this session (${agent.state.messages.length} messages):`, "dim");
+    replay(printer, agent.state.messages);
+  }
+  printer.line("Type a message and press Enter (/help for commands, Ctrl-D to leave).", "dim");
+  if (firstTask !== undefined) {
+    io.output.write(`${promptText}${neutralize(firstTask)}\n`);
+    startRun(firstTask);
+  } else {
+    prompt();
+    // Offline, the demo task is the first suggestion: Enter sends it, Ctrl-U clears it.
+    if (runtime.options.server === undefined && agent.state.messages.length === 0) rl.write(DEMO_TASK);
+  }
+  return finished;
+}
+
+function replay(printer: ChatPrinter, messages: readonly AgentMessage[]): void {
+  for (const message of messages) printer.replay(message);
+  printer.line("─".repeat(20), "dim");
+}

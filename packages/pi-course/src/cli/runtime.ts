@@ -1,0 +1,196 @@
+/**
+ * The composition root of `npm start`: the one place where the parts of the library are put
+ * together (model, coding tools, `Agent`, session file), whatever the mode.
+ *
+ * A conversation is an `Agent` plus, unless `--no-session`, one session file of the sessions
+ * folder (sessions.ts), attached to the agent (`agent.setSession`, chapter 11): the transcript is
+ * the file's path to its leaf (the newest compaction's summary first), and each message, once
+ * the agent has it (`message_end`), is appended as a child of the previous one before the run
+ * goes on. A failed append stops the run and `prompt()` rejects with a `SessionWriteError`, so
+ * what is on disk is a prefix of what was said, and the rest is named, never silently lost.
+ */
+import { rm } from "node:fs/promises";
+import { Agent } from "../agent.js";
+import { createAnthropicModel } from "../anthropic.js";
+import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
+import { createOpenAICompatibleModel } from "../openai-compatible.js";
+import { SessionFile } from "../session.js";
+import type { AgentMessage, Message, Model } from "../types.js";
+import type { RunOptions } from "./args.js";
+import { createDemoModel, createDemoWorkspace } from "./demo.js";
+import { withPairingCheck } from "./pairing.js";
+import { SessionFolder, type SessionSummary } from "./sessions.js";
+
+/**
+ * What a person should know about a session file before going on with it: torn lines (a crash
+ * mid-write) that are skipped and kept, and a compaction that starts the transcript.
+ */
+export function sessionNotes(session: SessionFile): string[] {
+  const notes: string[] = [];
+  const { tail, kept } = session.recovery;
+  if (tail !== null) {
+    notes.push(
+      `the session file ends in a torn line (${tail.length} bytes on line ${tail.line}, a crash mid-write?); ` +
+        "it is skipped, and kept in the file",
+    );
+  }
+  if (kept.length > 0) notes.push(`${kept.length} torn line(s) of earlier crashes are skipped`);
+  const leaf = session.leaf;
+  if (leaf !== undefined && session.pathToLeaf(leaf.id).some((entry) => entry.type === "compaction")) {
+    notes.push("earlier messages are condensed into a summary (/compact)");
+  }
+  return notes;
+}
+
+export const SYSTEM_PROMPT = (workspace: string): string =>
+  `You are a careful coding agent working in the folder ${workspace}. ` +
+  `Use the tools (read, write, edit, ls, bash) to inspect and change files there; paths are ` +
+  `relative to that folder. Read before you edit, check your work by running it, and finish ` +
+  `with a short answer that says what you did.`;
+
+/** The messages a model reads: the canonical roles; the break-it experiment drops the first tool result. */
+function toLlm(dropToolResult: boolean) {
+  return (messages: AgentMessage[]): Message[] => {
+    const canonical = messages.filter(
+      (m): m is Message => "role" in m && (m.role === "user" || m.role === "assistant" || m.role === "toolResult"),
+    );
+    if (!dropToolResult) return canonical;
+    const first = canonical.findIndex((m) => m.role === "toolResult");
+    return first === -1 ? canonical : canonical.filter((_, i) => i !== first);
+  };
+}
+
+/** The model `options` name: the demo's scripted model, or a server's (`modelId` replaces its id). */
+export function createModel(options: RunOptions, demoDelayMs: number, modelId?: string): Model {
+  const server = options.server;
+  if (server === undefined) return createDemoModel({ delayMs: demoDelayMs });
+  const id = modelId ?? server.model;
+  const key = server.apiKey !== undefined ? { apiKey: server.apiKey } : {};
+  if (server.provider === "anthropic") {
+    return createAnthropicModel({ ...(server.baseUrl !== undefined && { baseUrl: server.baseUrl }), model: id, maxTokens: 8192, ...key });
+  }
+  return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...key });
+}
+
+/** The wired conversation: agent, workspace, and the session file in use. */
+export class Runtime {
+  readonly agent: Agent;
+  /** The session in use (undefined with `--no-session`). */
+  session: SessionFile | undefined;
+  /** Session files this runtime created (removed at close while still empty). */
+  private readonly created = new Set<SessionFile>();
+
+  private constructor(
+    readonly options: RunOptions,
+    readonly workspace: string,
+    readonly folder: SessionFolder | undefined,
+    model: Model,
+  ) {
+    // Commands the model runs never see the API key: secret-looking variables are dropped, also
+    // the variable named by --api-key-env, and any other holding the key in use.
+    const server = options.server;
+    const commandEnv = commandEnvironment(process.env, server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
+    for (const name of Object.keys(commandEnv)) {
+      if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
+    }
+    this.agent = new Agent({
+      initialState: {
+        systemPrompt: SYSTEM_PROMPT(workspace),
+        model: withPairingCheck(model),
+        tools: createCodingTools(workspace, { bash: { env: commandEnv } }),
+      },
+      convertToLlm: toLlm(options.dropToolResult),
+    });
+  }
+
+  /**
+   * Wires a conversation for `options`: the workspace (a fresh demo folder offline), the model,
+   * and the session (`--continue`, `--resume ID`, else a new one). `notes` hears what a person
+   * should know about the session. Rejects with an `Error` that says what to do when the session
+   * asked for cannot be found or read.
+   */
+  static async start(options: RunOptions, notes: (text: string) => void, demoDelayMs = 0): Promise<Runtime> {
+    const workspace = options.server?.workspace ?? (await createDemoWorkspace());
+    const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
+    const runtime = new Runtime(options, workspace, folder, createModel(options, demoDelayMs));
+    if (folder !== undefined) {
+      const wanted = options.session!.resume;
+      let found: SessionSummary | undefined;
+      if (wanted !== undefined) found = await folder.find(wanted);
+      else if (options.session!.continue) {
+        found = await folder.newest();
+        if (found === undefined) notes(`no earlier session of ${options.folder}: starting a new one`);
+      }
+      if (found !== undefined) await runtime.resume(found, notes);
+      else await runtime.startNew();
+    }
+    return runtime;
+  }
+
+  /** Switches to a new, empty session (and an empty transcript). */
+  async startNew(): Promise<void> {
+    if (this.folder === undefined) {
+      this.agent.reset();
+      return;
+    }
+    const session = await this.folder.create();
+    this.created.add(session);
+    await this.attach(session);
+  }
+
+  /** Switches to the session `summary` describes and restores its transcript. */
+  async resume(summary: SessionSummary, notes: (text: string) => void): Promise<void> {
+    const session = await SessionFile.open(summary.file);
+    for (const note of sessionNotes(session)) notes(note);
+    await this.attach(session);
+  }
+
+  /**
+   * Makes `session` the conversation's: the agent's transcript becomes the session's and the
+   * agent records into it; the session in use before is closed. If the agent refuses it (a
+   * malformed path), the new file is closed and the conversation stays as it was.
+   */
+  private async attach(session: SessionFile): Promise<void> {
+    // #region lab 13.3 Runtime.attach
+    try {
+      // It reads the whole path first: a refusal changes nothing.
+      this.agent.setSession(session);
+    } catch (error) {
+      await this.closeSession(session);
+      throw error;
+    }
+    const previous = this.session;
+    this.session = session;
+    if (previous !== undefined) await this.closeSession(previous);
+    // #endregion
+  }
+
+  /** Reads the transcript from the session again (after `/compact` appended a summary to it). */
+  reload(): void {
+    if (this.session !== undefined) this.agent.setSession(this.session);
+  }
+
+  /** Changes the model id (same provider and server) for the next run. */
+  switchModel(id: string): void {
+    this.agent.setModel(withPairingCheck(createModel(this.options, 0, id)));
+  }
+
+  /** Stops recording and closes the session file (waits for its writes). */
+  async close(): Promise<void> {
+    const session = this.session;
+    this.session = undefined;
+    if (session === undefined) return;
+    this.agent.setSession(undefined);
+    await this.closeSession(session);
+  }
+
+  /**
+   * Closes a session file; one this runtime created that never took an entry is removed, so a
+   * conversation left before its first prompt leaves no file behind (and `--continue` finds the
+   * last real one).
+   */
+  private async closeSession(session: SessionFile): Promise<void> {
+    await session.close();
+    if (this.created.delete(session) && session.entries().length === 0) await rm(session.path, { force: true });
+  }
+}

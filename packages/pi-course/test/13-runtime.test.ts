@@ -1,0 +1,286 @@
+/**
+ * Chapter 13: the wiring of `npm start`. Where each setting comes from (13.1), the sessions folder
+ * (13.2), and the conversation kept in a session file: recorded as it happens, restored when it
+ * is resumed (13.3). In-process and fast; the same wiring driven through a real terminal is in
+ * cli.terminal.test.ts.
+ */
+import { existsSync } from "node:fs";
+import { appendFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SessionWriteError } from "../src/agent-session.js";
+import { CliUsageError, keyVariable, parseArgs, type RunOptions } from "../src/cli/args.js";
+import { resolveSettings } from "../src/cli/config.js";
+import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
+import { Runtime, sessionNotes } from "../src/cli/runtime.js";
+import { SessionFolder, folderKey } from "../src/cli/sessions.js";
+import { textOf } from "../src/messages.js";
+import { SessionFile } from "../src/session.js";
+import type { AgentMessage, SessionEntry } from "../src/types.js";
+
+let dir: string;
+const runtimes: Runtime[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "pi-course-13-"));
+});
+
+afterEach(async () => {
+  for (const runtime of runtimes.splice(0)) await runtime.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Options of an offline run whose sessions live under `dir`. */
+function offline(extra: string[] = []): RunOptions {
+  const options = parseArgs(["--session-dir", path.join(dir, "sessions"), ...extra], { HOME: dir, INIT_CWD: dir }, false);
+  if (options.kind !== "run") throw new Error("expected a run");
+  return options;
+}
+
+async function start(options: RunOptions, notes: string[] = []): Promise<Runtime> {
+  const runtime = await Runtime.start(options, (note) => notes.push(note));
+  runtimes.push(runtime);
+  return runtime;
+}
+
+function roles(messages: readonly AgentMessage[]): string[] {
+  return messages.map((m) => ("role" in m ? m.role : "custom"));
+}
+
+async function lines(file: string): Promise<any[]> {
+  return (await readFile(file, "utf8")).trimEnd().split("\n").map((line) => JSON.parse(line));
+}
+
+describe("settings: flag, then environment, then config file", () => {
+  it("Lab 13.1 · resolveSettings takes the flag, else a non-empty variable, else the file, else the default, and says which", () => {
+    const settings = resolveSettings(
+      { model: "from-flag" },
+      { PI_COURSE_MODEL: "from-env", PI_COURSE_BASE_URL: "http://env/v1", PI_COURSE_PROVIDER: "" },
+      { model: "from-file", baseUrl: "http://file/v1", provider: "anthropic", apiKeyEnv: "MY_KEY" },
+      { sessionDir: "/default" },
+    );
+    expect(settings).toEqual({
+      model: { value: "from-flag", source: "flag" },
+      baseUrl: { value: "http://env/v1", source: "env" },
+      // An empty variable counts as unset.
+      provider: { value: "anthropic", source: "config" },
+      apiKeyEnv: { value: "MY_KEY", source: "config" },
+      sessionDir: { value: "/default", source: "default" },
+    });
+    expect(resolveSettings({}, {}, {})).toEqual({});
+  });
+
+  it("Lab 13.1 · parseArgs reads the server from PI_COURSE_* variables and the config file, and a flag overrides both", async () => {
+    const config = path.join(dir, "config.json");
+    await writeFile(config, JSON.stringify({ model: "file-model", apiKeyEnv: "FILE_KEY", sessionDir: "kept" }));
+    const env = { HOME: dir, INIT_CWD: dir, PI_COURSE_CONFIG: config, PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1", FILE_KEY: "k-file" };
+    const fromEnvAndFile = parseArgs(["--cwd", ".", "hi"], env, false) as RunOptions;
+    expect(fromEnvAndFile.server).toMatchObject({ provider: "openai", baseUrl: "http://127.0.0.1:9/v1", model: "file-model", apiKey: "k-file" });
+    expect(fromEnvAndFile.session?.root).toBe(path.join(dir, "kept"));
+    expect(fromEnvAndFile.configFile).toBe(config);
+    const flagged = parseArgs(["--cwd", ".", "--model", "flag-model", "--base-url", "http://127.0.0.1:10/v1", "hi"], { ...env, PI_COURSE_MODEL: "env-model" }, false) as RunOptions;
+    expect(flagged.server).toMatchObject({ baseUrl: "http://127.0.0.1:10/v1", model: "flag-model" });
+    expect(parseArgs(["--cwd", ".", "hi"], { ...env, PI_COURSE_MODEL: "env-model" }, false)).toMatchObject({ server: { model: "env-model" } });
+    // A value that comes from the environment is named when it is wrong.
+    expect(() => parseArgs(["--cwd", ".", "hi"], { ...env, PI_COURSE_BASE_URL: "ftp://x" }, false)).toThrow(
+      new CliUsageError('--base-url must be http:// or https://, got "ftp://x" (from $PI_COURSE_BASE_URL).'),
+    );
+    expect(() => parseArgs([], { ...env, PI_COURSE_PROVIDER: "gemini" }, false)).toThrow('unknown provider "gemini" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.');
+  });
+
+  it("Lab 13.1 · a config file that is not JSON, has an unknown key or holds a key is refused with its path and what to do", async () => {
+    // The default place: ~/.pi-course/config.json.
+    const config = path.join(dir, ".pi-course", "config.json");
+    await mkdir(path.dirname(config));
+    const refuse = async (text: string) => {
+      await writeFile(config, text);
+      return () => parseArgs([], { HOME: dir, INIT_CWD: dir }, false);
+    };
+    expect(await refuse("{ model: x }")).toThrow(new RegExp(`the config file ${config} is not JSON`));
+    expect(await refuse('{"modle": "x"}')).toThrow(`the config file ${config} has an unknown key "modle"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir.`);
+    expect(await refuse('{"apiKey": "sk-1"}')).toThrow(/keep API keys out of files .* "apiKeyEnv"/);
+    expect(await refuse('{"model": 3}')).toThrow(`the config file ${config}: "model" must be a non-empty string, got 3.`);
+    expect(() => parseArgs(["--config", path.join(dir, "none.json")], { HOME: dir, INIT_CWD: dir }, false)).toThrow(/cannot be read \(ENOENT\)/);
+  });
+
+  it("Lab 13.1 · the launcher hands over the key variable of the provider: ANTHROPIC_API_KEY for --provider anthropic, else the one named", async () => {
+    const env = { HOME: dir };
+    expect(keyVariable(["--provider", "anthropic"], env)).toBe("ANTHROPIC_API_KEY");
+    expect(keyVariable([], { ...env, PI_COURSE_PROVIDER: "anthropic" })).toBe("ANTHROPIC_API_KEY");
+    expect(keyVariable(["--base-url", "http://x/v1"], env)).toBe("OPENAI_API_KEY");
+    expect(keyVariable(["--provider", "anthropic", "--api-key-env", "MINE"], env)).toBe("MINE");
+    expect(keyVariable(["--no-api-key"], env)).toBe(undefined);
+    // The variable may be named in the config file too; a flag still wins.
+    await mkdir(path.join(dir, ".pi-course"));
+    await writeFile(path.join(dir, ".pi-course", "config.json"), JSON.stringify({ apiKeyEnv: "FROM_FILE" }));
+    expect(keyVariable(["--provider", "anthropic"], env)).toBe("FROM_FILE");
+    expect(keyVariable(["--api-key-env", "MINE"], env)).toBe("MINE");
+    await rm(path.join(dir, ".pi-course"), { recursive: true });
+    const options = parseArgs(["--provider", "anthropic", "--model", "claude-x", "--cwd", ".", "hi"], { ...env, INIT_CWD: dir, ANTHROPIC_API_KEY: "sk-ant" }, false);
+    expect(options).toMatchObject({ server: { provider: "anthropic", model: "claude-x", apiKey: "sk-ant", workspace: dir } });
+    expect((options as RunOptions).server?.baseUrl).toBe(undefined);
+  });
+});
+
+describe("the sessions folder", () => {
+  it("Lab 13.2 · list() gives the sessions of one working folder, the most recently written first, with title and size; others are apart", async () => {
+    const folder = new SessionFolder(path.join(dir, "sessions"), "/work/project");
+    expect(folder.dir).toBe(path.join(dir, "sessions", folderKey("/work/project")));
+    expect(folderKey("/work/project")).toMatch(/^[0-9a-f]{16}$/);
+    expect(folderKey("/work/project")).not.toBe(folderKey("/work/other"));
+    expect(await folder.list()).toEqual([]);
+    const older = await folder.create();
+    await older.append({ type: "message", parentId: null, message: { role: "user", content: [{ type: "text", text: "first\nquestion" }], timestamp: 1 } });
+    await older.close();
+    const newer = await folder.create();
+    await newer.close();
+    await utimes(older.path, new Date(1_000_000), new Date(1_000_000));
+    const listed = await folder.list();
+    expect(listed.map((s) => [s.id, s.messages, s.title])).toEqual([
+      [newer.header.id, 0, ""],
+      [older.header.id, 1, "first question"],
+    ]);
+    // --continue goes on with the newest session that holds a message.
+    expect((await folder.newest())?.id).toBe(older.header.id);
+    expect(await new SessionFolder(path.join(dir, "sessions"), "/work/other").list()).toEqual([]);
+  });
+
+  it("Lab 13.2 · find() takes an id or its start; none, several or an unreadable file is an error that says what to do", async () => {
+    const folder = new SessionFolder(path.join(dir, "sessions"), dir);
+    const session = await folder.create();
+    await session.close();
+    const id = session.header.id;
+    expect((await folder.find(id)).file).toBe(session.path);
+    expect((await folder.find(id.slice(0, 6))).id).toBe(id);
+    await expect(folder.find("zzzz")).rejects.toThrow(`no session "zzzz" for ${dir} in ${folder.dir} (the newest: ${id.slice(0, 8)}; /sessions lists them all).`);
+    const broken = path.join(folder.dir, "2026-01-01T00-00-00-000Z_badbad00.jsonl");
+    await writeFile(broken, "not a session\n");
+    const listed = await folder.list();
+    expect(listed).toHaveLength(2);
+    expect(listed.find((s) => s.id === "badbad00")?.problem).toMatch(/badbad00\.jsonl:1: not valid JSON/);
+    await expect(folder.find("badbad")).rejects.toThrow(`the session file ${broken} cannot be resumed:`);
+    // Listed, never deleted.
+    expect(await readFile(broken, "utf8")).toBe("not a session\n");
+    const twin = path.join(folder.dir, `2026-01-02T00-00-00-000Z_${id.slice(0, 4)}ffff.jsonl`);
+    await writeFile(twin, JSON.stringify({ type: "session", version: 1, id: `${id.slice(0, 4)}ffff`, timestamp: "2026-01-02T00:00:00.000Z", cwd: dir }) + "\n");
+    await expect(folder.find(id.slice(0, 4))).rejects.toThrow(/starts 2 session ids/);
+  });
+});
+
+describe("a conversation kept in a session file", () => {
+  it("Lab 13.3 · every message is appended as the agent ends it, chained; --continue restores the transcript and the model sees all of it", async () => {
+    const first = await start(offline());
+    await first.agent.prompt("hello");
+    await first.agent.prompt("run: echo hi");
+    const file = first.session!.path;
+    const said = first.agent.state.messages;
+    expect(roles(said)).toEqual(["user", "assistant", "user", "assistant", "toolResult", "assistant"]);
+    await first.close();
+
+    const written = await lines(file);
+    expect(written[0]).toMatchObject({ type: "session", cwd: dir });
+    const entries = written.slice(1) as SessionEntry[];
+    expect(entries.map((e) => e.type === "message" && e.message)).toEqual(said);
+    expect(entries.map((e) => e.parentId)).toEqual([null, ...entries.slice(0, -1).map((e) => e.id)]);
+
+    const notes: string[] = [];
+    const again = await start(offline(["--continue"]), notes);
+    expect(notes).toEqual([]);
+    expect(again.session!.path).toBe(file);
+    expect(again.agent.state.messages).toEqual(said);
+    await again.agent.prompt("third");
+    const last = again.agent.state.messages.at(-1)!;
+    expect("role" in last && last.role === "assistant" && textOf(last)).toBe(`You said: "third". ${DEMO_REPLY}`);
+    const after = (await lines(file)).slice(1);
+    expect(after).toHaveLength(8);
+    // The first new entry continues the old leaf.
+    expect(after[6].parentId).toBe(after[5].id);
+  });
+
+  it("Lab 13.3 · a torn last line is reported, skipped and kept; the session still resumes and goes on", async () => {
+    const first = await start(offline());
+    await first.agent.prompt("remember the milk");
+    const file = first.session!.path;
+    await first.close();
+    await appendFile(file, '{"type":"message","id":"torn');
+    const notes: string[] = [];
+    const again = await start(offline(["--resume", path.basename(file, ".jsonl").split("_")[1]!.slice(0, 8)]), notes);
+    expect(notes).toEqual([expect.stringMatching(/^the session file ends in a torn line \(28 bytes on line 4, a crash mid-write\?\); it is skipped, and kept in the file$/)]);
+    expect(roles(again.agent.state.messages)).toEqual(["user", "assistant"]);
+    await again.agent.prompt("and eggs");
+    expect(again.agent.state.messages.map((m) => ("role" in m && m.role === "user" ? textOf(m) : "·"))).toEqual(["remember the milk", "·", "and eggs", "·"]);
+    await again.close();
+    const reread = await SessionFile.open(file);
+    try {
+      expect(reread.recovery.kept).toHaveLength(1);
+      expect(sessionNotes(reread)).toEqual(["1 torn line(s) of earlier crashes are skipped"]);
+    } finally {
+      await reread.close();
+    }
+  });
+
+  it("Lab 13.3 · the newest compaction starts the restored transcript with its summary, and resuming says so", async () => {
+    const first = await start(offline());
+    await first.agent.prompt("one");
+    await first.agent.prompt("two");
+    const session = first.session!;
+    const entries = session.entries();
+    await session.append({ type: "compaction", parentId: session.leaf!.id, summary: "We said one.", firstKeptEntryId: entries[2]!.id, tokensBefore: 100, tokensAfter: 40 });
+    await first.close();
+    const notes: string[] = [];
+    const again = await start(offline(["--continue"]), notes);
+    expect(notes).toEqual(["earlier messages are condensed into a summary (/compact)"]);
+    const messages = again.agent.state.messages;
+    expect(roles(messages)).toEqual(["user", "user", "assistant"]);
+    expect(textOf(messages[0] as any)).toContain("<summary>\nWe said one.\n</summary>");
+    await again.agent.prompt("three");
+    const file = (await lines(again.session!.path)).slice(1);
+    expect(file.at(-2).parentId).toBe(file.at(-3).id);
+    expect(file.at(-3).type).toBe("compaction");
+  });
+
+  it("Lab 13.3 · an abort during a tool call leaves every call answered on disk, and a write that fails stops the run instead of losing it", async () => {
+    const runtime = await start(offline());
+    const running = runtime.agent.prompt("run: sleep 5");
+    await new Promise<void>((resolve) => {
+      const off = runtime.agent.subscribe((event) => {
+        if (event.type === "tool_execution_start") {
+          off();
+          resolve();
+        }
+      });
+    });
+    runtime.agent.abort();
+    await running;
+    const file = runtime.session!.path;
+    const messages = (await lines(file)).slice(1).map((e) => e.message);
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    expect(messages[2].toolCallId).toBe(messages[1].content[0].id);
+    expect(messages[2].isError).toBe(true);
+
+    // The file goes away under the conversation: the next message cannot be kept, so the run stops.
+    await runtime.session!.close();
+    await expect(runtime.agent.prompt("hello")).rejects.toThrow(SessionWriteError);
+    expect((await lines(file)).length).toBe(4);
+  }, 10_000);
+
+  it("Lab 13.3 · the demo task still plays its four turns, and a session is created only where the sessions folder says", async () => {
+    const runtime = await start(offline());
+    await runtime.agent.prompt(DEMO_TASK);
+    const answer = runtime.agent.state.messages.at(-1)!;
+    expect("role" in answer && answer.role === "assistant" && textOf(answer)).toContain("ok: Hello, pi!");
+    expect(path.dirname(runtime.session!.path)).toBe(path.join(dir, "sessions", folderKey(dir)));
+    expect((await lines(runtime.session!.path)).length).toBe(1 + 8);
+    await mkdir(path.join(dir, "elsewhere"));
+    const none = await start(offline(["--no-session"]));
+    expect(none.session).toBe(undefined);
+    await none.agent.prompt("hi");
+    // A conversation left before its first prompt leaves no file; one that went on is kept.
+    const left = await start(offline());
+    const unused = left.session!.path;
+    await left.close();
+    expect(existsSync(unused)).toBe(false);
+    expect(existsSync(runtime.session!.path)).toBe(true);
+  }, 10_000);
+});

@@ -1,0 +1,112 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "13",
+  slug: "runtime",
+  title: { zh: "运行时与命令行：把已有的部件接成一个能对话的智能体", en: "The runtime and the CLI: wiring the parts into an agent you can talk to" },
+  invariant: {
+    zh:
+      "每个设置只有一个来源，按 参数 → 环境变量 → 配置文件 → 默认值 的顺序取第一个；会话文件里的消息正是智能体说过的消息，" +
+      "按顺序、一条接一条地挂在上一条后面，恢复会话得到的对话与离开时相同（撕裂的最后一行被报告、跳过并保留），写不进去就停下运行，绝不悄悄丢掉。",
+    en:
+      "Each setting has exactly one source, the first of flag → environment → config file → default; the session file holds " +
+      "exactly the messages the agent said, in order, each a child of the one before; resuming gives back the conversation " +
+      "as it was left (a torn last line reported, skipped and kept); a message that cannot be written stops the run instead " +
+      "of being lost.",
+  },
+  adds: {
+    zh:
+      "前面各章造好了零件：模型（第 04、05 章）、工具（第 06、08 章）、有状态的 `Agent`（第 09 章）、会话文件（第 10 章）、" +
+      "上下文与压缩（第 11 章）。本章不再发明新机制，只做“接线”：`src/cli/runtime.ts` 是唯一的组装点（composition root），" +
+      "交互、打印、JSON 三种模式都从它拿到同一个 `Runtime`。`npm start` 在终端上没有给任务时进入对话模式（`interactive.ts`）：" +
+      "回答边到边显示，工具调用一行一个并带上结果的前几行；运行中按 Enter 发出的文字走 `steer()`，Alt-Enter 或 `/later` 走 `followUp()`；" +
+      "Ctrl-C 中止当前运行，再按一次退出。会话按工作目录放在 `~/.pi-course/sessions/<目录哈希>/` 下（`sessions.ts`），" +
+      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
+      "`PI_COURSE_MODEL` 等）→ 配置文件 的顺序取值，`--help` 打印的正是同一张表。`--provider anthropic` 用第 05 章的 Anthropic 适配器，" +
+      "key 来自 `ANTHROPIC_API_KEY`，和 OpenAI 的 key 一样经由启动器的 Unix 套接字交给智能体，永远不进智能体的环境变量。" +
+      "你要写的是三处接线：设置的优先级与配置文件、会话目录的列举与查找、把会话文件接到智能体上（第 11 章的 `setSession` 负责恢复与记录）。" +
+      "这些接线看似简单，却最容易出错：上游 pi 就有过 `/resume` 选错会话（#12106）、从第一条用户消息起才落盘（#10000）这样的问题。",
+    en:
+      "No new mechanism: the wiring. runtime.ts is the one composition root for the interactive, print and json modes; " +
+      "interactive.ts is the conversation on a terminal (streaming, compact tool lines, steer on Enter, followUp on " +
+      "Alt-Enter or /later, Ctrl-C stops then exits); sessions.ts keeps one session file per conversation under " +
+      "~/.pi-course/sessions/<cwd-hash>/ (--continue, --resume ID); config.ts takes each setting from a flag, the " +
+      "environment or the config file, and --help prints that table. --provider anthropic uses chapter 05's adapter, the " +
+      "key handed over the launcher's socket as for OpenAI. You write three joints: the precedence of settings, listing and " +
+      "finding sessions, and attaching a session file to the agent (chapter 11's setSession restores and records).",
+  },
+  files: [
+    "src/cli/args.ts",
+    "src/cli/config.ts",
+    "src/cli/demo.ts",
+    "src/cli/help.ts",
+    "src/cli/interactive.ts",
+    "src/cli/launch.ts",
+    "src/cli/main.ts",
+    "src/cli/pairing.ts",
+    "src/cli/render.ts",
+    "src/cli/runtime.ts",
+    "src/cli/sessions.ts",
+    "src/cli/start.ts",
+    "src/cli/trace.ts",
+  ],
+  labs: [
+    {
+      id: "13.1",
+      title: { zh: "设置从哪里来（resolveSettings、readConfigFile）", en: "where each setting comes from" },
+      hint: {
+        zh:
+          "`resolveSettings`：对 `SETTINGS` 里的每个设置，按顺序看：参数、环境变量（空字符串算没设）、配置文件、默认值，取第一个有值的，" +
+          "并记下来源（`flag` / `env` / `config` / `default`）——出错时 `parseArgs` 要靠来源告诉用户“这个值是从哪儿来的”。" +
+          "`readConfigFile`：文件内容必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串；" +
+          "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里。每条错误都带上文件路径。",
+        en:
+          "resolveSettings: for each setting take the first of flag, environment (an empty variable is unset), config file, " +
+          "default, and record its source: error messages name it. readConfigFile: one JSON object, known keys, non-empty " +
+          "string values; a key such as apiKey is refused with a pointer to apiKeyEnv; every error names the file.",
+      },
+    },
+    {
+      id: "13.2",
+      title: { zh: "会话目录（SessionFolder.list、SessionFolder.find）", en: "the sessions folder" },
+      hint: {
+        zh:
+          "`list()`：目录不存在就是空列表；每个 `.jsonl` 用 `describe()` 读成摘要（读不了的文件也列出来，带上 `problem`，绝不删除），" +
+          "按最后写入时间从新到旧排。`find(id)`：先找完全相同的 id，再找以它开头的；一个都没有、有好几个、或者文件读不了，" +
+          "都抛出一条说清楚下一步怎么做的错误。",
+        en:
+          "list(): a missing folder is empty; describe each .jsonl (an unreadable one is listed with its problem, never " +
+          "deleted), newest write first. find(id): an exact id, else a unique prefix; none, several or unreadable is an " +
+          "error that says what to do.",
+      },
+    },
+    {
+      id: "13.3",
+      title: { zh: "把会话接到智能体上（Runtime.attach）", en: "attaching a session to the agent" },
+      hint: {
+        zh:
+          "第 11 章的 `agent.setSession(session)` 会先读完整条路径（最新的压缩摘要排在最前）再替换对话，之后每个 `message_end` 都在运行继续之前落盘；" +
+          "它拒绝时（路径坏了）什么都没变。所以顺序是：先 `setSession` 新的；失败就关掉新文件、把错误抛出去，旧会话原样不动；" +
+          "成功了再记下新会话、关掉旧的（`close()` 会等它排队的写入）。`/new`、`/resume`、`--continue` 都走这一个函数。",
+        en:
+          "setSession(session) reads the whole path before it replaces the transcript, and refuses without changing " +
+          "anything. So: attach the new one first; on a refusal close the new file and rethrow (the old session stays); " +
+          "then remember the new one and close the old (close() waits for its queued writes). /new, /resume and " +
+          "--continue all come through here.",
+      },
+      // Its tests read their options with parseArgs, which resolves the settings (13.1).
+      uses: ["13.1"],
+    },
+  ],
+  scripts: { start: "tsx src/cli/start.ts" },
+  devDependencies: ["tsx"],
+  breakIt: {
+    zh:
+      "在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t \"Lab 13\\.3\\b\"`：" +
+      "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
+      "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
+    en:
+      "Delete the setSession call in Runtime.attach and run the Lab 13.3 tests: which fail, and where did the messages go? " +
+      "Then talk to npm start, leave with Ctrl-D, come back with --continue; cut the file's last bytes and try again.",
+  },
+});
