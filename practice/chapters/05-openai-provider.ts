@@ -79,6 +79,7 @@ export default defineChapter({
     "src/http-transport.ts",
     "src/sse.ts",
     "src/partial-json.ts",
+    "src/image-content.ts",
     "src/openai-wire.ts",
     "src/openai-inbound.ts",
     "src/openai-compatible.ts",
@@ -87,6 +88,7 @@ export default defineChapter({
     "src/anthropic-inbound.ts",
     "src/anthropic.ts",
     "test/05-anthropic-provider.test.ts",
+    "test/05-images.test.ts",
     ...FIXTURES,
     ...ANTHROPIC_FIXTURES,
   ],
@@ -122,10 +124,13 @@ export default defineChapter({
       hint: {
         zh:
           "纯函数，不改动输入、不与输入共享可变对象。系统提示放在最前；工具调用参数用 `JSON.stringify(arguments)`；" +
-          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。",
+          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。" +
+          "图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），" +
+          "再变成带 `data:` URL 的 `image_url`；tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
         en:
           "Pure and non-mutating. System prompt first; tool-call arguments as JSON.stringify(arguments); error/aborted and " +
-          "thinking-only assistant messages are left out; ask for usage with stream_options.",
+          "thinking-only assistant messages are left out; ask for usage with stream_options. Images pass checkImage, then go " +
+          "out as image_url data URLs; a tool message carries text only, so a result's images follow the run of tool messages.",
       },
     },
     {
@@ -165,7 +170,7 @@ export default defineChapter({
         zh:
           "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +
           "工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替；" +
-          "error/aborted 的助手消息不发送。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
+          "error/aborted 的助手消息不发送；图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
           "`message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，" +
           "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
           "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
@@ -173,7 +178,7 @@ export default defineChapter({
           "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
         en:
           "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
-          "message, failed turns left out. Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
+          "message, failed turns left out, images as base64 image blocks (in tool_result content too). Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
           "(tool_use, max_tokens → length, refusal → error). An extension lab: the SSE reader, parser and transport are reused.",
       },
     },

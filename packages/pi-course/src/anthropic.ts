@@ -18,6 +18,7 @@ import type { AnthropicStreamEvent } from "./anthropic-wire.js";
 import { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
 import { AssistantMessageEventStream } from "./event-stream.js";
 import { checkTransportOptions, openEventStream, type TransportOptions } from "./http-transport.js";
+import { checkInputOptions, type InputOptions } from "./image-content.js";
 import { clip, describeCause, detailsOf, failure, redact, wireErrorCode, type RequestFailure } from "./request-failure.js";
 import { TurnLimits } from "./response-limits.js";
 import { isRetryableCode } from "./retry-policy.js";
@@ -29,7 +30,7 @@ import type { AssistantMessage, Context, Model, StreamOptions } from "./types.js
  * (`fetch`, `maxRetries`, `timeoutMs`, `idleTimeoutMs`, `maxResponseBytes`…) are documented on
  * `TransportOptions` and `ResponseLimits`.
  */
-export interface AnthropicOptions extends TransportOptions {
+export interface AnthropicOptions extends TransportOptions, InputOptions {
   /** Defaults to `https://api.anthropic.com` (the `/v1/messages` path is added). */
   baseUrl?: string;
   /** The model id, e.g. `"claude-sonnet-4-5"`; copied to `AssistantMessage.model`. */
@@ -75,6 +76,7 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
     throw new TypeError(`${who}: thinking.budgetTokens must be an integer ≥ 1024 and below maxTokens (${options.maxTokens}).`);
   }
   checkTransportOptions(options, who);
+  checkInputOptions(options, who);
   return new AnthropicModel({ ...options, baseUrl });
   // #endregion
 }

@@ -33,6 +33,7 @@ export type {
   ToolDefinition,
   ToolResultMessage,
   Usage,
+  UserContent,
   UserMessage,
 } from "./types.js";
 // #endregion
@@ -50,7 +51,9 @@ export type {
 // #region ch05
 
 // Chapter 05: the OpenAI-compatible provider
-export type { ThinkingContent } from "./types.js";
+export type { ImageContent, ThinkingContent } from "./types.js";
+export { checkImage } from "./image-content.js";
+export type { InputKind, InputOptions } from "./image-content.js";
 export { SseDecoder, readSse } from "./sse.js";
 export type { SseEvent } from "./sse.js";
 export { PartialJsonParser, parseToolArguments } from "./partial-json.js";
@@ -65,11 +68,13 @@ export type {
   ChatCompletionsRequest,
   WireMessage,
   WireRequestOptions,
+  WireImagePart,
   WireTextPart,
   WireTool,
   WireToolCall,
   WireToolCallDelta,
   WireUsage,
+  WireUserPart,
 } from "./openai-wire.js";
 export {
   ChatCompletionsTurn,
@@ -94,11 +99,13 @@ export {
 } from "./anthropic-wire.js";
 export type {
   AnthropicAssistantBlock,
+  AnthropicImageBlock,
   AnthropicRequest,
   AnthropicRequestOptions,
   AnthropicStreamEvent,
   AnthropicTextBlock,
   AnthropicToolResultBlock,
+  AnthropicUserBlock,
   AnthropicWireMessage,
   AnthropicWireTool,
   AnthropicWireUsage,

@@ -18,6 +18,7 @@
  */
 import { AssistantMessageEventStream } from "./event-stream.js";
 import { checkTransportOptions, openEventStream, type TransportOptions } from "./http-transport.js";
+import { checkInputOptions, type InputOptions } from "./image-content.js";
 import { ChatCompletionsTurn } from "./openai-inbound.js";
 import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.js";
 import { toChatCompletionsRequest } from "./openai-wire.js";
@@ -42,7 +43,7 @@ import type { AssistantMessage, Context, Model, StreamOptions } from "./types.js
  * `timeoutMs`, `idleTimeoutMs`, `maxResponseBytes`, `maxContentBlocks`, `maxToolCalls`…) and
  * their defaults are documented on `TransportOptions` and `ResponseLimits`.
  */
-export interface OpenAICompatibleOptions extends TransportOptions, ChatRequestOptions {
+export interface OpenAICompatibleOptions extends TransportOptions, ChatRequestOptions, InputOptions {
   /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (no trailing path). */
   baseUrl: string;
   /** The model id sent in every request, and copied to `AssistantMessage.model`. */
@@ -79,6 +80,7 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
   }
   checkTransportOptions(options, "createOpenAICompatibleModel");
   checkRequestOptions(options, "createOpenAICompatibleModel");
+  checkInputOptions(options, "createOpenAICompatibleModel");
   return new OpenAICompatibleModel(options);
 }
 

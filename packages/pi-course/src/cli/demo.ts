@@ -7,7 +7,7 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { assistantMessage } from "../messages.js";
+import { assistantMessage, textOf } from "../messages.js";
 import { ScriptedModel, type ScriptedTurn } from "../scripted-model.js";
 import type { AssistantContent, AssistantMessage, Context } from "../types.js";
 
@@ -55,7 +55,7 @@ function lastResult(context: Context): { text: string; failed?: AssistantMessage
   if (last?.role !== "toolResult") {
     return { text: "", failed: turn([{ type: "text", text: "I expected a tool result here and got none, so I stop." }], "stop") };
   }
-  const text = last.content.map((block) => block.text).join("\n");
+  const text = textOf(last);
   if (last.isError) {
     return {
       text,

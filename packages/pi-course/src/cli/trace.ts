@@ -12,6 +12,7 @@
  * before it reaches the terminal: a model or a command cannot clear the screen, set the window
  * title or write the clipboard (OSC 52) through the trace.
  */
+import { textOf } from "../messages.js";
 import type { AgentEvent, AgentMessage, AgentToolResult, ModelEvent } from "../types.js";
 
 export interface TraceOptions {
@@ -137,7 +138,7 @@ export class TracePrinter {
 
 function describeMessageStart(message: AgentMessage): string {
   if (!("role" in message)) return "custom";
-  if (message.role === "user") return `user ${preview(JSON.stringify(message.content.map((b) => b.text).join("\n")))}`;
+  if (message.role === "user") return `user ${preview(JSON.stringify(textOf(message)))}`;
   if (message.role === "toolResult") return neutralize(`toolResult ${message.toolName} ${message.toolCallId}`);
   return roleOf(message);
 }
@@ -152,7 +153,7 @@ function toolName(event: Extract<ModelEvent, { type: "toolcall_delta" }>): strin
 }
 
 function resultText(result: AgentToolResult<unknown>): string {
-  return result.content.map((block) => block.text).join("\n");
+  return result.content.map((block) => (block.type === "text" ? block.text : "[image]")).join("\n");
 }
 
 /**
