@@ -81,6 +81,8 @@ export default defineChapter({
     "src/partial-json.ts",
     "src/image-content.ts",
     "src/openai-wire.ts",
+    "src/provider-turn.ts",
+    "src/provider-model.ts",
     "src/openai-inbound.ts",
     "src/openai-compatible.ts",
     "src/openai-options.ts",
@@ -140,10 +142,12 @@ export default defineChapter({
         zh:
           "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
           "后来的 `\"id\": \"\"` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。" +
-          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。",
+          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
+          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。",
         en:
           "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
-          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end.",
+          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end. " +
+          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping.",
       },
     },
     {
@@ -155,11 +159,14 @@ export default defineChapter({
           "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
           "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
           "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`；你负责读帧：每读到一帧调用 `progress()`" +
-          "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。",
+          "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
+          "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
+          "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。",
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
-          "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart.",
+          "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
+          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame.",
       },
     },
     {

@@ -76,6 +76,11 @@ export type {
   WireUsage,
   WireUserPart,
 } from "./openai-wire.js";
+export { ProviderTurn } from "./provider-turn.js";
+export type { TurnMeta } from "./provider-turn.js";
+export { ProviderModel } from "./provider-model.js";
+export type { FrameOutcome, ProviderIdentity } from "./provider-model.js";
+export { failedMessage } from "./request-failure.js";
 export {
   ChatCompletionsTurn,
   NO_USAGE_DIAGNOSTIC,

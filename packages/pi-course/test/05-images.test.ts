@@ -131,15 +131,15 @@ function anthropicModel(baseUrl: string, input?: InputKind[]): Model {
   return createAnthropicModel({ baseUrl, model: "claude-test", apiKey: KEY, maxTokens: 64, now: () => NOW, ...(input && { input }) });
 }
 
-describe("chapter 05 · images on the Chat Completions wire", () => {
-  let server: SseServer;
-  beforeAll(async () => {
-    server = await SseServer.start();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
+let server: SseServer;
+beforeAll(async () => {
+  server = await SseServer.start();
+});
+afterAll(async () => {
+  await server.close();
+});
 
+describe("chapter 05 · images on the Chat Completions wire", () => {
   it("Lab 5.3 · user images are image_url data URLs; a tool result's images follow its run of tool messages, in one user message; constructors copy images, textOf skips them", () => {
     const before = structuredClone(context);
     expect(toChatCompletionsRequest(context, { model: "m" }).messages).toEqual(CHAT_MESSAGES);
@@ -198,14 +198,6 @@ describe("chapter 05 · images on the Chat Completions wire", () => {
 });
 
 describe("chapter 05 · images on the Anthropic Messages wire", () => {
-  let server: SseServer;
-  beforeAll(async () => {
-    server = await SseServer.start();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-
   it("Lab 5.6 · image blocks with a base64 source, in user content and inside tool_result content", () => {
     const before = structuredClone(context);
     expect(toAnthropicRequest(context, { model: "claude-test", maxTokens: 64 }).messages).toEqual(ANTHROPIC_MESSAGES);
