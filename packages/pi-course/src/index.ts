@@ -54,7 +54,7 @@ export type {
 export type { ImageContent, ThinkingContent } from "./types.js";
 export { checkImage } from "./image-content.js";
 export type { InputKind, InputOptions } from "./image-content.js";
-export { SseDecoder, readSse } from "./sse.js";
+export { SseDecoder, readSse, readSseBatches } from "./sse.js";
 export type { SseEvent } from "./sse.js";
 export { PartialJsonParser, parseToolArguments } from "./partial-json.js";
 export type { ParsedToolArguments } from "./partial-json.js";

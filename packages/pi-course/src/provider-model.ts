@@ -5,9 +5,11 @@
  * One turn: the body is built (a throw there, e.g. an image a model cannot take, ends the turn
  * with kind `request` before anything is sent), sent by the shared transport
  * (`http-transport.ts`: retries before the first byte, timeouts, redirect policy, size bound),
- * and the answer read as server-sent events (`sse.ts`). Each frame goes to the adapter's
- * `readFrame`, which maps it onto its `ProviderTurn`; after each frame the idle watchdog is fed,
- * the per-turn bounds (`response-limits.ts`) and the caller's signal are checked. A failure
+ * and the answer read as server-sent events (`sse.ts`), a batch of frames per read. Per batch the
+ * idle watchdog is fed and the caller's signal checked; each frame goes to the adapter's
+ * `readFrame`, which maps it onto its `ProviderTurn`, and the per-turn bounds
+ * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the
+ * signal cannot change there.) A failure
  * before the first byte is a fresh error message (`failedMessage`, no `start`); one after it
  * keeps the partial content. The secrets (the API key) are redacted from every error text.
  */
@@ -16,7 +18,7 @@ import { openEventStream, type TransportOptions } from "./http-transport.js";
 import type { ProviderTurn, TurnMeta } from "./provider-turn.js";
 import { describeCause, detailsOf, failedMessage, failure, redact, type RequestFailure } from "./request-failure.js";
 import { TurnLimits } from "./response-limits.js";
-import { readSse, type SseEvent } from "./sse.js";
+import { readSseBatches, type SseEvent } from "./sse.js";
 import type { Context, Model, StreamOptions } from "./types.js";
 
 /** What reading one frame may come to: go on (`undefined`), stop reading (`"end"`), or fail. */
@@ -87,15 +89,17 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
       turn.fail(cause.kind === "aborted" ? "aborted" : "error", redact(cause.message, this.secrets), detailsOf(cause));
     turn.start();
     try {
-      for await (const frame of readSse(http.body)) {
+      reading: for await (const frames of readSseBatches(http.body)) {
         http.progress();
-        const outcome = this.readFrame(turn, frame);
-        if (outcome === "end") break;
-        if (outcome !== undefined) return fail(outcome);
-        const over = limits.check(turn.partial);
-        if (over !== undefined) return fail(over);
         if (http.signal.aborted) return fail(http.failure(undefined));
-        if (turn.isEnded) return;
+        for (const frame of frames) {
+          const outcome = this.readFrame(turn, frame);
+          if (outcome === "end") break reading;
+          if (outcome !== undefined) return fail(outcome);
+          const over = limits.check(turn.partial);
+          if (over !== undefined) return fail(over);
+          if (turn.isEnded) return;
+        }
       }
     } catch (error) {
       return fail(http.failure(error));

@@ -13,6 +13,7 @@ import {
   createOpenAICompatibleModel,
   parseToolArguments,
   readSse,
+  readSseBatches,
   toChatCompletionsRequest,
   toWireMessages,
 } from "../src/index.js";
@@ -249,6 +250,13 @@ describe("chapter 05 · SSE reader", () => {
       break;
     }
     expect(cancelled).toBe(true);
+  });
+
+  it("Lab 5.1 · readSseBatches yields the frames of one read together (none for a read that ends no frame)", async () => {
+    const reads = ["data: a\n\ndata: b\n\nda", "ta: c", "\n\n", "event: e\ndata: d\n\n: bye\n", "data: tail"];
+    const batches: string[][] = [];
+    for await (const frames of readSseBatches(bytesStream(reads.map(utf8)))) batches.push(frames.map((f) => `${f.event}:${f.data}`));
+    expect(batches).toEqual([["message:a", "message:b"], ["message:c"], ["e:d"], ["message:tail"]]);
   });
 });
 
