@@ -4,20 +4,26 @@
  * to the final message, for both wire formats (OpenAI Chat Completions, Anthropic Messages).
  *
  * Side by side, in one run, on the same bytes served by the same in-memory `fetch` (64 KB reads):
- * - floor: the bytes split into SSE frames by `readSse` and `JSON.parse` of every `data:`
- *   payload, nothing else (what any adapter must do at least);
+ * - floor: the bytes split into SSE frames by `readSseBatches` (a batch of frames per read, as
+ *   the adapters read them) and `JSON.parse` of every `data:` payload, nothing else (what any
+ *   adapter must do at least);
  * - ours: `createOpenAICompatibleModel` / `createAnthropicModel`, the reader looking at each
  *   `text_delta`, or at the partial arguments' `path` after every `toolcall_delta` (as a UI
  *   showing the path early would);
  * - pi-ai 1.6: its `openai-completions` / `anthropic-messages` provider given the same `fetch`,
- *   the reader looking at the same things (its partial arguments live on the block).
+ *   the reader looking at the same things (its partial arguments live on the block);
+ * - for the OpenAI format, the Vercel AI SDK 5 (`ai` 5.0.277 + `@ai-sdk/openai-compatible`
+ *   1.0.61, the last majors that install on Node 20: 7.x wants Node ≥ 22): `streamText`'s
+ *   `fullStream`, given the same `fetch`. It offers no partial tool arguments (only the raw
+ *   `tool-input-delta` text), so its reader counts that text instead of looking at a path.
  * Workloads: 1 MB of text in 4-character deltas (and 256 KB, for linearity); one streamed tool
  * call of 128 KB and of 2 MB (a `write` of a source file) in 4-character argument deltas.
  * Bars: ours ≤ 1.5× the floor and ≥ 3× faster than pi-ai 1.6 on every workload; 4× the input
- * ≤ 4.5× the time. The Vercel AI SDK is not measured: it is not installed here (bench/ keeps to
- * the upstream pi packages).
+ * ≤ 4.5× the time. The Vercel AI SDK has no bar: its column is for comparison.
  */
-import { createAnthropicModel, createOpenAICompatibleModel, readSse } from "@pi/course";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { jsonSchema, streamText, tool } from "ai";
+import { createAnthropicModel, createOpenAICompatibleModel, readSseBatches } from "@pi/course";
 import type { Model } from "@pi/course";
 import { stream as piAnthropic } from "@earendil-works/pi-ai/api/anthropic-messages";
 import { stream as piCompletions } from "@earendil-works/pi-ai/api/openai-completions";
@@ -54,6 +60,8 @@ interface Format {
   deltaOf(payload: any): string;
   ours(fetch: typeof globalThis.fetch): Model;
   piAi(bytes: Uint8Array): AsyncIterable<any>;
+  /** The Vercel AI SDK's reader of the same bytes, where it has an adapter for the format. */
+  vercel?(bytes: Uint8Array): Promise<number>;
 }
 
 const openai: Format = {
@@ -80,6 +88,7 @@ const openai: Format = {
   ours: (fetch) => createOpenAICompatibleModel({ baseUrl: "http://bench.invalid/v1", model: "bench", fetch, maxRetries: 0, maxResponseBytes: 2 ** 30 }),
   piAi: (bytes) =>
     piCompletions(piModel("openai-completions", "openai") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
+  vercel: readVercel,
 };
 
 const frame = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -167,13 +176,34 @@ async function readPiAi(format: Format, bytes: Uint8Array): Promise<number> {
   return out;
 }
 
+/** The Vercel AI SDK: text characters, or the final arguments' length as JSON. */
+async function readVercel(bytes: Uint8Array): Promise<number> {
+  const provider = createOpenAICompatible({ name: "bench", baseURL: "http://bench.invalid/v1", apiKey: "bench", fetch: fetchOf(bytes), includeUsage: true });
+  const result = streamText({
+    model: provider("bench"),
+    prompt: "hi",
+    maxRetries: 0,
+    tools: { write: tool({ description: "Writes a file.", inputSchema: jsonSchema<Record<string, unknown>>({ type: "object" }) }) },
+  });
+  let out = 0;
+  for await (const part of result.fullStream) {
+    if (part.type === "text-delta") out += part.text.length;
+    else if (part.type === "tool-input-delta") seen += part.delta.length;
+    else if (part.type === "tool-call") out += JSON.stringify(part.input).length;
+    else if (part.type === "error") throw new Error(`bench: Vercel AI SDK: ${String(part.error)}`);
+  }
+  return out;
+}
+
 /** The floor: frames and one `JSON.parse` per payload; counts delta characters. */
 async function readFloor(format: Format, bytes: Uint8Array): Promise<number> {
   let chars = 0;
   const response = await fetchOf(bytes)("http://bench.invalid");
-  for await (const sse of readSse(response.body!)) {
-    if (sse.data === "[DONE]") break;
-    chars += format.deltaOf(JSON.parse(sse.data)).length;
+  for await (const frames of readSseBatches(response.body!)) {
+    for (const sse of frames) {
+      if (sse.data === "[DONE]") return chars;
+      chars += format.deltaOf(JSON.parse(sse.data)).length;
+    }
   }
   return chars;
 }
@@ -192,6 +222,7 @@ for (const format of [openai, anthropic]) {
       { name: "ours 1 MB", run: () => readOurs(format, text) },
       { name: "ours 256 KB", run: () => readOurs(format, quarter) },
       { name: "pi-ai 1.6 1 MB", run: () => readPiAi(format, text) },
+      ...(format.vercel ? [{ name: "Vercel AI 5 1 MB", run: () => format.vercel!(text) }] : []),
     ],
     { warmup: 3, runs: 9, gc: "minor" },
   );
@@ -202,6 +233,7 @@ for (const format of [openai, anthropic]) {
     { label: "ours / floor", num: "ours 1 MB", den: "floor 1 MB", bar: "<=", value: 1.5 },
     { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6 1 MB", den: "ours 1 MB", bar: ">=", value: 3 },
     { label: "ours 1 MB / 256 KB (4x input)", num: "ours 1 MB", den: "ours 256 KB", bar: "<=", value: 4.5 },
+    ...(format.vercel ? [{ label: "Vercel AI 5 / ours", num: "Vercel AI 5 1 MB", den: "ours 1 MB" }] : []),
   ]);
   allOk &&= textOk;
 
@@ -215,6 +247,7 @@ for (const format of [openai, anthropic]) {
         { name: "floor", run: () => readFloor(format, bytes) },
         { name: "ours", run: () => readOurs(format, bytes) },
         { name: "pi-ai 1.6", run: () => readPiAi(format, bytes) },
+        ...(format.vercel ? [{ name: "Vercel AI 5", run: () => format.vercel!(bytes) }] : []),
       ],
       { warmup: 3, runs: size > 512 * KB ? 7 : 9, gc: "minor" },
     );
@@ -226,6 +259,7 @@ for (const format of [openai, anthropic]) {
     const ratios: Ratio[] = [
       { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
       { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
+      ...(format.vercel ? [{ label: "Vercel AI 5 / ours", num: "Vercel AI 5", den: "ours" }] : []),
     ];
     const callOk = printTable(`${format.name}: one streamed tool call of ${label}, 4-character argument deltas`, calls, ratios);
     allOk &&= callOk;

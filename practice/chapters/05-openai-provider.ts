@@ -79,7 +79,10 @@ export default defineChapter({
     "src/http-transport.ts",
     "src/sse.ts",
     "src/partial-json.ts",
+    "src/image-content.ts",
     "src/openai-wire.ts",
+    "src/provider-turn.ts",
+    "src/provider-model.ts",
     "src/openai-inbound.ts",
     "src/openai-compatible.ts",
     "src/openai-options.ts",
@@ -87,6 +90,7 @@ export default defineChapter({
     "src/anthropic-inbound.ts",
     "src/anthropic.ts",
     "test/05-anthropic-provider.test.ts",
+    "test/05-images.test.ts",
     ...FIXTURES,
     ...ANTHROPIC_FIXTURES,
   ],
@@ -122,10 +126,13 @@ export default defineChapter({
       hint: {
         zh:
           "纯函数，不改动输入、不与输入共享可变对象。系统提示放在最前；工具调用参数用 `JSON.stringify(arguments)`；" +
-          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。",
+          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。" +
+          "图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），" +
+          "再变成带 `data:` URL 的 `image_url`；tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
         en:
           "Pure and non-mutating. System prompt first; tool-call arguments as JSON.stringify(arguments); error/aborted and " +
-          "thinking-only assistant messages are left out; ask for usage with stream_options.",
+          "thinking-only assistant messages are left out; ask for usage with stream_options. Images pass checkImage, then go " +
+          "out as image_url data URLs; a tool message carries text only, so a result's images follow the run of tool messages.",
       },
     },
     {
@@ -135,10 +142,12 @@ export default defineChapter({
         zh:
           "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
           "后来的 `\"id\": \"\"` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。" +
-          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。",
+          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
+          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。",
         en:
           "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
-          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end.",
+          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end. " +
+          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping.",
       },
     },
     {
@@ -150,11 +159,14 @@ export default defineChapter({
           "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
           "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
           "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`；你负责读帧：每读到一帧调用 `progress()`" +
-          "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。",
+          "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
+          "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
+          "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。",
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
-          "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart.",
+          "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
+          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame.",
       },
     },
     {
@@ -165,7 +177,7 @@ export default defineChapter({
         zh:
           "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +
           "工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替；" +
-          "error/aborted 的助手消息不发送。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
+          "error/aborted 的助手消息不发送；图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
           "`message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，" +
           "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
           "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
@@ -173,7 +185,7 @@ export default defineChapter({
           "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
         en:
           "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
-          "message, failed turns left out. Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
+          "message, failed turns left out, images as base64 image blocks (in tool_result content too). Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
           "(tool_use, max_tokens → length, refusal → error). An extension lab: the SSE reader, parser and transport are reused.",
       },
     },

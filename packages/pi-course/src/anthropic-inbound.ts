@@ -1,7 +1,8 @@
 /**
  * Inbound translation: Anthropic Messages stream events → canonical model events for one turn.
  *
- * `AnthropicTurn` owns the partial message and pushes events to the turn's stream:
+ * `AnthropicTurn` (a `ProviderTurn`: the partial message, start / fail / done, the deltas) maps
+ * each stream event onto the turn:
  * - `message_start` gives the input usage (so an aborted turn still counts its prompt);
  * - `content_block_start` opens a block at the wire `index` (blocks are tracked by index, as
  *   they may interleave): `text` → a text block, `thinking` → a thinking block whose
@@ -27,9 +28,9 @@
  * `cacheWrite` the cached parts; `totalTokens` is `input + output`.
  */
 import type { AnthropicStreamEvent, AnthropicWireUsage } from "./anthropic-wire.js";
-import type { AssistantMessageEventStream } from "./event-stream.js";
-import { PartialJsonParser, parseToolArguments } from "./partial-json.js";
-import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "./types.js";
+import { PartialJsonParser } from "./partial-json.js";
+import { ProviderTurn } from "./provider-turn.js";
+import type { TextContent, ThinkingContent, ToolCall } from "./types.js";
 
 type OpenBlock =
   | { kind: "text"; block: TextContent; contentIndex: number }
@@ -37,9 +38,7 @@ type OpenBlock =
   | { kind: "toolCall"; block: ToolCall; contentIndex: number; parser: PartialJsonParser }
   | { kind: "skipped" };
 
-export class AnthropicTurn {
-  /** The message being built; the same object in every event of the turn. */
-  readonly partial: AssistantMessage;
+export class AnthropicTurn extends ProviderTurn {
   private readonly blocks = new Map<number, OpenBlock>();
   private readonly calls: { block: ToolCall; contentIndex: number }[] = [];
   private readonly wireUsage: Required<{ [K in keyof AnthropicWireUsage]: number }> = {
@@ -51,35 +50,10 @@ export class AnthropicTurn {
   private readonly noted = new Set<string>();
   private stopReason: string | undefined = undefined;
   private refusal: string | undefined = undefined;
-  private ended = false;
-
-  constructor(
-    private readonly stream: AssistantMessageEventStream,
-    meta: { provider: string; model: string; timestamp: number },
-  ) {
-    this.partial = {
-      role: "assistant",
-      content: [],
-      provider: meta.provider,
-      model: meta.model,
-      usage: { input: 0, output: 0, totalTokens: 0 },
-      stopReason: "stop",
-      timestamp: meta.timestamp,
-    };
-  }
-
-  /** True once `done` or `error` was pushed. */
-  get isEnded(): boolean {
-    return this.ended;
-  }
-
-  start(): void {
-    this.stream.push({ type: "start", partial: this.partial });
-  }
 
   /**
    * Applies one event. Returns the provider's error message for an `error` event; the caller
-   * then ends the turn with `fail`. Returns `"stop"` at `message_stop` (the turn is finished).
+   * then ends the turn with `fail`. At `message_stop` the turn ends (`isEnded`).
    */
   event(event: AnthropicStreamEvent): string | undefined {
     // #region lab 5.6 AnthropicTurn.event
@@ -120,7 +94,7 @@ export class AnthropicTurn {
   /** The turn is over (`message_stop`, or the body ended): pushes the terminal event. */
   finish(): void {
     // #region lab 5.6 AnthropicTurn.finish
-    if (this.ended) return;
+    if (this.isEnded) return;
     const reason = this.stopReason;
     switch (reason) {
       case undefined:
@@ -160,22 +134,6 @@ export class AnthropicTurn {
     // #endregion
   }
 
-  /** Ends the turn with an `error` event that keeps the partial content. */
-  fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.partial.stopReason = reason;
-    this.partial.errorMessage = errorMessage;
-    this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
-    this.stream.push({ type: "error", reason, error: this.partial });
-  }
-
-  private done(reason: "stop" | "length" | "toolUse"): void {
-    this.ended = true;
-    this.partial.stopReason = reason;
-    this.stream.push({ type: "done", reason, message: this.partial });
-  }
-
   private open(event: AnthropicStreamEvent): void {
     const index = typeof event.index === "number" ? event.index : this.blocks.size;
     const wire = event.content_block ?? {};
@@ -185,7 +143,7 @@ export class AnthropicTurn {
         const block: TextContent = { type: "text", text: "" };
         this.partial.content.push(block);
         this.blocks.set(index, { kind: "text", block, contentIndex });
-        if (typeof wire.text === "string" && wire.text !== "") this.text(block, contentIndex, wire.text);
+        if (typeof wire.text === "string" && wire.text !== "") this.pushText(block, contentIndex, wire.text);
         return;
       }
       case "thinking": {
@@ -193,7 +151,7 @@ export class AnthropicTurn {
         if (typeof wire.signature === "string" && wire.signature !== "") block.signature = wire.signature;
         this.partial.content.push(block);
         this.blocks.set(index, { kind: "thinking", block, contentIndex });
-        if (typeof wire.thinking === "string" && wire.thinking !== "") this.thinking(block, contentIndex, wire.thinking);
+        if (typeof wire.thinking === "string" && wire.thinking !== "") this.pushThinking(block, contentIndex, wire.thinking);
         return;
       }
       case "redacted_thinking": {
@@ -230,12 +188,12 @@ export class AnthropicTurn {
     switch (delta.type) {
       case "text_delta":
         if (open.kind === "text" && typeof delta.text === "string" && delta.text !== "") {
-          this.text(open.block, open.contentIndex, delta.text);
+          this.pushText(open.block, open.contentIndex, delta.text);
         }
         return;
       case "thinking_delta":
         if (open.kind === "thinking" && typeof delta.thinking === "string" && delta.thinking !== "") {
-          this.thinking(open.block, open.contentIndex, delta.thinking);
+          this.pushThinking(open.block, open.contentIndex, delta.thinking);
         }
         return;
       case "signature_delta":
@@ -245,15 +203,7 @@ export class AnthropicTurn {
         return;
       case "input_json_delta": {
         if (open.kind !== "toolCall" || typeof delta.partial_json !== "string" || delta.partial_json === "") return;
-        open.block.rawArguments += delta.partial_json;
-        open.parser.push(delta.partial_json);
-        this.stream.push({
-          type: "toolcall_delta",
-          contentIndex: open.contentIndex,
-          delta: delta.partial_json,
-          partial: this.partial,
-          partialArguments: open.parser.value,
-        });
+        this.pushArguments(open.block, open.contentIndex, open.parser, delta.partial_json);
         return;
       }
       case "citations_delta":
@@ -264,29 +214,9 @@ export class AnthropicTurn {
     }
   }
 
-  private text(block: TextContent, contentIndex: number, delta: string): void {
-    block.text += delta;
-    this.stream.push({ type: "text_delta", contentIndex, delta, partial: this.partial });
-  }
-
-  private thinking(block: ThinkingContent, contentIndex: number, delta: string): void {
-    block.thinking += delta;
-    this.stream.push({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
-  }
-
   /** One strict parse per call, then `toolcall_end` per call in content order. */
   private endToolCalls(): void {
-    for (const { block, contentIndex } of this.calls) {
-      if (block.id === "") {
-        block.id = `toolu_${contentIndex}`;
-        this.diagnose(`The server sent no id for the tool call at content ${contentIndex}; using "${block.id}".`);
-      }
-      const parsed = parseToolArguments(block.rawArguments ?? "");
-      block.arguments = parsed.arguments;
-      if (parsed.error !== undefined) block.argumentsError = parsed.error;
-      else delete block.rawArguments;
-      this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
-    }
+    for (const { block, contentIndex } of this.calls) this.endToolCall(block, contentIndex, `toolu_${contentIndex}`);
   }
 
   private applyUsage(usage: AnthropicWireUsage): void {
@@ -305,10 +235,6 @@ export class AnthropicTurn {
     if (this.noted.has(key)) return;
     this.noted.add(key);
     this.diagnose(text);
-  }
-
-  private diagnose(note: string): void {
-    (this.partial.diagnostics ??= []).push(note);
   }
 }
 

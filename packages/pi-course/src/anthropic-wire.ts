@@ -14,10 +14,13 @@
  *   answered) and are left out, as on the Chat Completions wire;
  * - tool-call ids are made safe for Anthropic (`[A-Za-z0-9_-]`, at most 64 characters), the same
  *   way in `tool_use` and in the matching `tool_result`, so a transcript recorded with another
- *   provider continues here.
+ *   provider continues here;
+ * - images (checked first by `checkImage`) become `image` blocks with a base64 source, in user
+ *   messages and inside `tool_result` content alike.
  * Pure: the context is never changed, and nothing of it is shared with the request.
  */
-import type { AssistantMessage, Context, Message, ToolDefinition } from "./types.js";
+import { checkImage, type InputOptions } from "./image-content.js";
+import type { AssistantMessage, Context, Message, ToolDefinition, UserContent } from "./types.js";
 
 /** The API version sent as `anthropic-version`. */
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -26,6 +29,14 @@ export interface AnthropicTextBlock {
   type: "text";
   text: string;
 }
+
+export interface AnthropicImageBlock {
+  type: "image";
+  source: { type: "base64"; media_type: string; data: string };
+}
+
+/** What a user message or a tool result carries besides tool results. */
+export type AnthropicUserBlock = AnthropicTextBlock | AnthropicImageBlock;
 
 export type AnthropicAssistantBlock =
   | AnthropicTextBlock
@@ -36,12 +47,12 @@ export type AnthropicAssistantBlock =
 export interface AnthropicToolResultBlock {
   type: "tool_result";
   tool_use_id: string;
-  content: AnthropicTextBlock[];
+  content: AnthropicUserBlock[];
   is_error?: true;
 }
 
 export type AnthropicWireMessage =
-  | { role: "user"; content: Array<AnthropicTextBlock | AnthropicToolResultBlock> }
+  | { role: "user"; content: Array<AnthropicUserBlock | AnthropicToolResultBlock> }
   | { role: "assistant"; content: AnthropicAssistantBlock[] };
 
 export interface AnthropicWireTool {
@@ -62,7 +73,7 @@ export interface AnthropicRequest {
 }
 
 /** What the request needs beyond the context. */
-export interface AnthropicRequestOptions {
+export interface AnthropicRequestOptions extends InputOptions {
   model: string;
   /** Required by the API: the most output tokens of one turn. */
   maxTokens: number;
@@ -76,7 +87,7 @@ export function toAnthropicRequest(context: Context, options: AnthropicRequestOp
   const request: AnthropicRequest = {
     model: options.model,
     max_tokens: options.maxTokens,
-    messages: toAnthropicMessages(context.messages),
+    messages: toAnthropicMessages(context.messages, options),
     stream: true,
   };
   if (context.systemPrompt !== undefined && context.systemPrompt !== "") request.system = context.systemPrompt;
@@ -88,31 +99,35 @@ export function toAnthropicRequest(context: Context, options: AnthropicRequestOp
   return request;
 }
 
-/** Canonical messages → Anthropic messages (user-side messages merged, failed turns left out). */
-export function toAnthropicMessages(messages: readonly Message[]): AnthropicWireMessage[] {
+/**
+ * Canonical messages → Anthropic messages (user-side messages merged, failed turns left out).
+ * Throws a `TypeError` saying what to do when an image cannot be sent (see `checkImage`).
+ */
+export function toAnthropicMessages(messages: readonly Message[], options: InputOptions = {}): AnthropicWireMessage[] {
   // #region lab 5.6 toAnthropicMessages
   const out: AnthropicWireMessage[] = [];
-  for (const message of messages) {
+  for (const [i, message] of messages.entries()) {
     if (message.role === "assistant") {
       const content = toAssistantBlocks(message);
       if (content.length > 0) out.push({ role: "assistant", content });
       continue;
     }
-    const blocks: Array<AnthropicTextBlock | AnthropicToolResultBlock> =
+    const where = `context.messages[${i}] (${message.role})`;
+    const blocks: Array<AnthropicUserBlock | AnthropicToolResultBlock> =
       message.role === "user"
-        ? textBlocks(message.content)
+        ? userBlocks(message.content, where, options)
         : [
             {
               type: "tool_result",
               tool_use_id: safeToolId(message.toolCallId),
-              content: textBlocks(message.content),
+              content: userBlocks(message.content, where, options),
               ...(message.isError && { is_error: true as const }),
             },
           ];
     if (blocks.length === 0) continue;
     const last = out[out.length - 1];
     if (last?.role === "user") {
-      // Tool results must open the user message that follows the calls; text goes after them.
+      // Tool results must open the user message that follows the calls; text and images go after them.
       const results = [...last.content, ...blocks].filter((b) => b.type === "tool_result");
       const texts = [...last.content, ...blocks].filter((b) => b.type !== "tool_result");
       last.content = [...results, ...texts];
@@ -171,8 +186,18 @@ export function safeToolId(id: string): string {
   return safe.length > 64 ? safe.slice(0, 64) : safe === "" ? "_" : safe;
 }
 
-function textBlocks(content: readonly { type: "text"; text: string }[]): AnthropicTextBlock[] {
-  return content.filter((block) => block.text !== "").map((block) => ({ type: "text", text: block.text }));
+/** Text (the API refuses empty text blocks) and images. */
+function userBlocks(content: readonly UserContent[], where: string, options: InputOptions): AnthropicUserBlock[] {
+  const blocks: AnthropicUserBlock[] = [];
+  for (const block of content) {
+    if (block.type === "image") {
+      const { mimeType, data } = checkImage(block, where, options);
+      blocks.push({ type: "image", source: { type: "base64", media_type: mimeType, data } });
+    } else if (block.text !== "") {
+      blocks.push({ type: "text", text: block.text });
+    }
+  }
+  return blocks;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

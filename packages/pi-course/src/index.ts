@@ -33,6 +33,7 @@ export type {
   ToolDefinition,
   ToolResultMessage,
   Usage,
+  UserContent,
   UserMessage,
 } from "./types.js";
 // #endregion
@@ -50,8 +51,10 @@ export type {
 // #region ch05
 
 // Chapter 05: the OpenAI-compatible provider
-export type { ThinkingContent } from "./types.js";
-export { SseDecoder, readSse } from "./sse.js";
+export type { ImageContent, ThinkingContent } from "./types.js";
+export { checkImage } from "./image-content.js";
+export type { InputKind, InputOptions } from "./image-content.js";
+export { SseDecoder, readSse, readSseBatches } from "./sse.js";
 export type { SseEvent } from "./sse.js";
 export { PartialJsonParser, parseToolArguments } from "./partial-json.js";
 export type { ParsedToolArguments } from "./partial-json.js";
@@ -65,12 +68,19 @@ export type {
   ChatCompletionsRequest,
   WireMessage,
   WireRequestOptions,
+  WireImagePart,
   WireTextPart,
   WireTool,
   WireToolCall,
   WireToolCallDelta,
   WireUsage,
+  WireUserPart,
 } from "./openai-wire.js";
+export { ProviderTurn } from "./provider-turn.js";
+export type { TurnMeta } from "./provider-turn.js";
+export { ProviderModel } from "./provider-model.js";
+export type { FrameOutcome, ProviderIdentity } from "./provider-model.js";
+export { failedMessage } from "./request-failure.js";
 export {
   ChatCompletionsTurn,
   NO_USAGE_DIAGNOSTIC,
@@ -94,11 +104,13 @@ export {
 } from "./anthropic-wire.js";
 export type {
   AnthropicAssistantBlock,
+  AnthropicImageBlock,
   AnthropicRequest,
   AnthropicRequestOptions,
   AnthropicStreamEvent,
   AnthropicTextBlock,
   AnthropicToolResultBlock,
+  AnthropicUserBlock,
   AnthropicWireMessage,
   AnthropicWireTool,
   AnthropicWireUsage,

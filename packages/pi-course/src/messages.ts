@@ -9,26 +9,31 @@ import type {
   AssistantMessage,
   Message,
   StopReason,
-  TextContent,
   ToolResultMessage,
   Usage,
+  UserContent,
   UserMessage,
 } from "./types.js";
 
 /** All-zero usage: the explicit default when a provider reports none. Frozen; copy it. */
 export const EMPTY_USAGE: Readonly<Usage> = Object.freeze({ input: 0, output: 0, totalTokens: 0 });
 
-/** Text or text blocks, as the constructors accept them. */
-export type TextInput = string | readonly TextContent[];
+/** Text, or content blocks (text, and from chapter 05 images), as the constructors accept them. */
+export type TextInput = string | readonly UserContent[];
 
-function toTextBlocks(input: TextInput): TextContent[] {
+function toTextBlocks(input: TextInput): UserContent[] {
   // #region lab 3.1 toTextBlocks
   if (typeof input === "string") return [{ type: "text", text: input }];
-  return input.map((block) => ({ type: "text", text: block.text }));
+  return input.map((block): UserContent => {
+    // #region ch05
+    if (block.type === "image") return { type: "image", data: block.data, mimeType: block.mimeType };
+    // #endregion
+    return { type: "text", text: block.text };
+  });
   // #endregion
 }
 
-/** A user message from a string or text blocks. */
+/** A user message from a string or content blocks (copied). */
 export function userMessage(content: TextInput, options: { timestamp?: number } = {}): UserMessage {
   // #region lab 3.1 userMessage
   return { role: "user", content: toTextBlocks(content), timestamp: options.timestamp ?? Date.now() };

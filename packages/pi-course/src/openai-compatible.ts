@@ -3,10 +3,11 @@
  * xAI, llama.cpp, Ollama, vLLM…), over `fetch`.
  *
  * One turn: `POST {baseUrl}/chat/completions` with `stream: true` and usage requested (see
- * `openai-wire.ts`), sent by the shared transport (`http-transport.ts`: retries before the first
- * byte, timeouts, redirect policy, size bound, structured errors); then the body is read as
- * server-sent events (`sse.ts`) and each chunk is translated into model events
- * (`openai-inbound.ts`), within the per-turn bounds of `response-limits.ts`.
+ * `openai-wire.ts`), sent and read by the loop every provider shares (`provider-model.ts`: the
+ * transport with its retries, timeouts and redirect policy, server-sent events, per-turn bounds);
+ * this file adds the endpoint, the headers and the reading of one frame (`event: error`,
+ * `[DONE]`, a JSON chunk), and each chunk is translated into model events by
+ * `ChatCompletionsTurn` (`openai-inbound.ts`).
  *
  * Failures are `error` events, never throws. Only the caller's abort ends with reason `aborted`;
  * everything else (an HTTP error status with the provider's message, a refused connection, a
@@ -16,33 +17,25 @@
  * appears in any event or message: outside texts are redacted before they are clipped, and the
  * whole error text once more before it leaves the adapter.
  */
-import { AssistantMessageEventStream } from "./event-stream.js";
-import { checkTransportOptions, openEventStream, type TransportOptions } from "./http-transport.js";
+import type { AssistantMessageEventStream } from "./event-stream.js";
+import { checkTransportOptions, type TransportOptions } from "./http-transport.js";
+import { checkInputOptions, type InputOptions } from "./image-content.js";
 import { ChatCompletionsTurn } from "./openai-inbound.js";
 import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.js";
-import { toChatCompletionsRequest } from "./openai-wire.js";
-import type { ChatCompletionChunk } from "./openai-wire.js";
-import {
-  clip,
-  describeCause,
-  detailsOf,
-  failure,
-  readErrorPayload,
-  redact,
-  wireErrorCode,
-  type RequestFailure,
-} from "./request-failure.js";
-import { TurnLimits } from "./response-limits.js";
+import { toChatCompletionsRequest, type ChatCompletionChunk, type ChatCompletionsRequest } from "./openai-wire.js";
+import { ProviderModel, type FrameOutcome } from "./provider-model.js";
+import type { TurnMeta } from "./provider-turn.js";
+import { clip, describeCause, failure, readErrorPayload, wireErrorCode, type RequestFailure } from "./request-failure.js";
 import { isRetryableCode } from "./retry-policy.js";
-import { readSse } from "./sse.js";
-import type { AssistantMessage, Context, Model, StreamOptions } from "./types.js";
+import type { SseEvent } from "./sse.js";
+import type { Context, Model } from "./types.js";
 
 /**
  * How to reach an OpenAI-compatible server. The transport options (`fetch`, `maxRetries`,
  * `timeoutMs`, `idleTimeoutMs`, `maxResponseBytes`, `maxContentBlocks`, `maxToolCalls`…) and
  * their defaults are documented on `TransportOptions` and `ResponseLimits`.
  */
-export interface OpenAICompatibleOptions extends TransportOptions, ChatRequestOptions {
+export interface OpenAICompatibleOptions extends TransportOptions, ChatRequestOptions, InputOptions {
   /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (no trailing path). */
   baseUrl: string;
   /** The model id sent in every request, and copied to `AssistantMessage.model`. */
@@ -79,92 +72,51 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
   }
   checkTransportOptions(options, "createOpenAICompatibleModel");
   checkRequestOptions(options, "createOpenAICompatibleModel");
+  checkInputOptions(options, "createOpenAICompatibleModel");
   return new OpenAICompatibleModel(options);
 }
 
-class OpenAICompatibleModel implements Model {
-  readonly provider: string;
-  readonly id: string;
-  private readonly url: string;
-  private readonly now: () => number;
-  /** Never shown in an error. */
-  private readonly secrets: string[];
+class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
+  protected readonly url: string;
 
   constructor(private readonly options: OpenAICompatibleOptions) {
-    this.provider = options.provider ?? "openai-compatible";
-    this.id = options.model;
+    super(options, { ...options, provider: options.provider ?? "openai-compatible" });
     this.url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
-    this.now = options.now ?? Date.now;
-    this.secrets = options.apiKey ? [options.apiKey] : [];
   }
 
-  stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
-    const stream = new AssistantMessageEventStream();
-    this.run(stream, context, options.signal).catch((error: unknown) => {
-      // Unreachable by design; still, a bug must end the turn, not hang it.
-      this.failEarly(stream, failure("protocol", `Internal error in the adapter: ${describeCause(error)}`));
-    });
-    return stream;
+  protected body(context: Context): ChatCompletionsRequest {
+    return toChatCompletionsRequest(context, this.options);
   }
 
-  private async run(
-    stream: AssistantMessageEventStream,
-    context: Context,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    // #region lab 5.5 OpenAICompatibleModel.run
-    let body: string;
-    try {
-      body = JSON.stringify(toChatCompletionsRequest(context, this.options));
-    } catch (error) {
-      return this.failEarly(stream, failure("request", `The request could not be built: ${describeCause(error)}`));
+  protected newTurn(stream: AssistantMessageEventStream, meta: TurnMeta): ChatCompletionsTurn {
+    return new ChatCompletionsTurn(stream, meta);
+  }
+
+  /** One frame: an `event: error` frame, `[DONE]`, or a JSON chunk for the turn. */
+  protected readFrame(turn: ChatCompletionsTurn, frame: SseEvent): FrameOutcome {
+    // #region lab 5.5 OpenAICompatibleModel.readFrame
+    if (frame.event === "error") {
+      const payload = readErrorPayload(frame.data, this.secrets);
+      return providerError(payload.text, payload.code);
     }
-    const request = { url: this.url, headers: this.headers(), body, secrets: this.secrets, ...(signal && { signal }) };
-    const opened = await openEventStream(request, this.options);
-    if (!opened.ok) return this.failEarly(stream, opened.failure);
-    const http = opened.stream;
-    const turn = new ChatCompletionsTurn(stream, { provider: this.provider, model: this.id, timestamp: this.now() });
-    const limits = new TurnLimits(this.options);
-    const fail = (cause: RequestFailure) =>
-      turn.fail(cause.kind === "aborted" ? "aborted" : "error", this.redact(cause.message), detailsOf(cause));
-    turn.start();
+    if (frame.data === "[DONE]") return "end";
+    let chunk: ChatCompletionChunk;
     try {
-      for await (const frame of readSse(http.body)) {
-        http.progress();
-        if (frame.event === "error") {
-          const payload = readErrorPayload(frame.data, this.secrets);
-          return fail(providerError(payload.text, payload.code));
-        }
-        if (frame.data === "[DONE]") break;
-        let chunk: ChatCompletionChunk;
-        try {
-          chunk = JSON.parse(frame.data) as ChatCompletionChunk;
-        } catch {
-          return fail(failure("protocol", `The server sent a malformed chunk: ${clip(frame.data, this.secrets)}`));
-        }
-        let error: string | undefined;
-        try {
-          error = turn.chunk(chunk);
-        } catch (cause) {
-          const text = `The server sent a chunk this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`;
-          return fail(failure("protocol", text));
-        }
-        if (error !== undefined) return fail(providerError(clip(error, this.secrets), wireErrorCode(chunk.error)));
-        const over = limits.check(turn.partial);
-        if (over !== undefined) return fail(over);
-        if (http.signal.aborted) return fail(http.failure(undefined));
-      }
-    } catch (error) {
-      return fail(http.failure(error));
-    } finally {
-      http.close();
+      chunk = JSON.parse(frame.data) as ChatCompletionChunk;
+    } catch {
+      return failure("protocol", `The server sent a malformed chunk: ${clip(frame.data, this.secrets)}`);
     }
-    if (http.signal.aborted) return fail(http.failure(undefined));
-    turn.finish();
+    let error: string | undefined;
+    try {
+      error = turn.chunk(chunk);
+    } catch (cause) {
+      return failure("protocol", `The server sent a chunk this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`);
+    }
+    return error === undefined ? undefined : providerError(clip(error, this.secrets), wireErrorCode(chunk.error));
     // #endregion
   }
 
-  private headers(): Record<string, string> {
+  protected headers(): Record<string, string> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
@@ -174,28 +126,6 @@ class OpenAICompatibleModel implements Model {
       headers.authorization = `Bearer ${this.options.apiKey}`;
     }
     return headers;
-  }
-
-  /** A failure before any content: a fresh error message, no `start`. */
-  private failEarly(stream: AssistantMessageEventStream, cause: RequestFailure): void {
-    const reason = cause.kind === "aborted" ? "aborted" : "error";
-    const error: AssistantMessage = {
-      role: "assistant",
-      content: [],
-      provider: this.provider,
-      model: this.id,
-      usage: { input: 0, output: 0, totalTokens: 0 },
-      stopReason: reason,
-      errorMessage: this.redact(cause.message),
-      errorDetails: detailsOf(cause),
-      timestamp: this.now(),
-    };
-    stream.push({ type: "error", reason, error });
-  }
-
-  /** Removes the API key from a text that may have come from anywhere. */
-  private redact(text: string): string {
-    return redact(text, this.secrets);
   }
 }
 

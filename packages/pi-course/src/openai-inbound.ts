@@ -1,7 +1,8 @@
 /**
  * Inbound translation: Chat Completions chunks → canonical model events for one turn.
  *
- * `ChatCompletionsTurn` owns the partial message and pushes events to the turn's stream:
+ * `ChatCompletionsTurn` (a `ProviderTurn`: the partial message, start / fail / done, the deltas)
+ * maps each chunk onto the turn:
  * - `content` (and `refusal`) deltas → text blocks and `text_delta`;
  * - `reasoning_content` or `reasoning` deltas → thinking blocks and `thinking_delta`;
  * - tool-call fragments, kept apart per wire `index` (indices may interleave and need not start
@@ -19,11 +20,11 @@
  * `stop` → `done(stop)`; `length` → `done(length)` with `rawArguments` kept and no
  * `toolcall_end`; anything else, or no finish reason at all, → an `error` event naming it.
  */
-import type { AssistantMessageEventStream } from "./event-stream.js";
 import type { ChatCompletionChunk, WireToolCallDelta, WireUsage } from "./openai-wire.js";
-import { PartialJsonParser, parseToolArguments } from "./partial-json.js";
+import { PartialJsonParser } from "./partial-json.js";
+import { ProviderTurn } from "./provider-turn.js";
 import { describeWireError } from "./request-failure.js";
-import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "./types.js";
+import type { TextContent, ThinkingContent, ToolCall } from "./types.js";
 
 /** A streaming tool call: its block, where it sits, and its argument parser. */
 interface OpenCall {
@@ -39,9 +40,7 @@ export const NO_USAGE_DIAGNOSTIC =
 /** The diagnostic put on a message whose text is a refusal. */
 export const REFUSAL_DIAGNOSTIC = "The model refused: its refusal is the text of this message.";
 
-export class ChatCompletionsTurn {
-  /** The message being built; the same object in every event of the turn. */
-  readonly partial: AssistantMessage;
+export class ChatCompletionsTurn extends ProviderTurn {
   private readonly calls = new Map<number, OpenCall>();
   /** The block that text / thinking deltas currently extend, if it is still the last one. */
   private openText: TextContent | undefined = undefined;
@@ -49,31 +48,6 @@ export class ChatCompletionsTurn {
   private finishReason: string | undefined = undefined;
   private sawUsage = false;
   private sawRefusal = false;
-  private ended = false;
-
-  constructor(
-    private readonly stream: AssistantMessageEventStream,
-    meta: { provider: string; model: string; timestamp: number },
-  ) {
-    this.partial = {
-      role: "assistant",
-      content: [],
-      provider: meta.provider,
-      model: meta.model,
-      usage: { input: 0, output: 0, totalTokens: 0 },
-      stopReason: "stop",
-      timestamp: meta.timestamp,
-    };
-  }
-
-  /** True once `done` or `error` was pushed. */
-  get isEnded(): boolean {
-    return this.ended;
-  }
-
-  start(): void {
-    this.stream.push({ type: "start", partial: this.partial });
-  }
 
   /**
    * Applies one chunk. Returns the provider's error message when the chunk reports an error
@@ -111,7 +85,7 @@ export class ChatCompletionsTurn {
   /** The body ended (`[DONE]` or end of stream): pushes the terminal event. */
   finish(): void {
     // #region lab 5.4 ChatCompletionsTurn.finish
-    if (this.ended) return;
+    if (this.isEnded) return;
     const reason = this.finishReason;
     if (reason === undefined) {
       return this.fail("error", "The stream ended before the model finished (no finish_reason was sent).");
@@ -130,25 +104,6 @@ export class ChatCompletionsTurn {
     // #endregion
   }
 
-  /**
-   * Ends the turn with an `error` event that keeps the partial content. Without `details`, an
-   * `aborted` turn is of kind `aborted` and an `error` turn of kind `protocol`.
-   */
-  fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.partial.stopReason = reason;
-    this.partial.errorMessage = errorMessage;
-    this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
-    this.stream.push({ type: "error", reason, error: this.partial });
-  }
-
-  private done(reason: "stop" | "length" | "toolUse"): void {
-    this.ended = true;
-    this.partial.stopReason = reason;
-    this.stream.push({ type: "done", reason, message: this.partial });
-  }
-
   private text(delta: string): void {
     let block = this.openText;
     if (block === undefined || this.partial.content[this.partial.content.length - 1] !== block) {
@@ -156,9 +111,7 @@ export class ChatCompletionsTurn {
       this.partial.content.push(block);
       this.openText = block;
     }
-    block.text += delta;
-    const contentIndex = this.partial.content.length - 1;
-    this.stream.push({ type: "text_delta", contentIndex, delta, partial: this.partial });
+    this.pushText(block, this.partial.content.length - 1, delta);
   }
 
   private thinking(delta: string): void {
@@ -168,9 +121,7 @@ export class ChatCompletionsTurn {
       this.partial.content.push(block);
       this.openThinking = block;
     }
-    block.thinking += delta;
-    const contentIndex = this.partial.content.length - 1;
-    this.stream.push({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
+    this.pushThinking(block, this.partial.content.length - 1, delta);
   }
 
   private toolCall(fragment: WireToolCallDelta, position: number): void {
@@ -190,15 +141,7 @@ export class ChatCompletionsTurn {
     if (block.name === "" && typeof name === "string") block.name = name;
     const delta = fragment.function?.arguments;
     if (typeof delta !== "string" || delta === "") return;
-    block.rawArguments += delta;
-    call.parser.push(delta);
-    this.stream.push({
-      type: "toolcall_delta",
-      contentIndex: call.contentIndex,
-      delta,
-      partial: this.partial,
-      partialArguments: call.parser.value,
-    });
+    this.pushArguments(block, call.contentIndex, call.parser, delta);
     // #endregion
   }
 
@@ -206,17 +149,7 @@ export class ChatCompletionsTurn {
   private endToolCalls(): void {
     // #region lab 5.4 ChatCompletionsTurn.endToolCalls
     const calls = [...this.calls.values()].sort((a, b) => a.contentIndex - b.contentIndex);
-    for (const { block, contentIndex } of calls) {
-      if (block.id === "") {
-        block.id = `call_${contentIndex}`;
-        this.diagnose(`The server sent no id for the tool call at content ${contentIndex}; using "${block.id}".`);
-      }
-      const parsed = parseToolArguments(block.rawArguments ?? "");
-      block.arguments = parsed.arguments;
-      if (parsed.error !== undefined) block.argumentsError = parsed.error;
-      else delete block.rawArguments;
-      this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
-    }
+    for (const { block, contentIndex } of calls) this.endToolCall(block, contentIndex, `call_${contentIndex}`);
     // #endregion
   }
 
@@ -233,10 +166,6 @@ export class ChatCompletionsTurn {
     const cacheWrite = finite(details?.cache_write_tokens);
     if (cacheRead !== undefined) this.partial.usage.cacheRead = cacheRead;
     if (cacheWrite !== undefined) this.partial.usage.cacheWrite = cacheWrite;
-  }
-
-  private diagnose(note: string): void {
-    (this.partial.diagnostics ??= []).push(note);
   }
 }
 

@@ -13,16 +13,30 @@
  * - a tool call's arguments are sent as `JSON.stringify(arguments)`: a call whose raw text was
  *   malformed or truncated has `arguments: {}`, so the request stays valid JSON and the call's
  *   error result (from the tool layer) tells the model what went wrong;
- * - a tool result becomes a `tool` message with its text blocks joined with `"\n"`.
+ * - a tool result becomes a `tool` message with its text blocks joined with `"\n"`;
+ * - images (checked first by `checkImage`) go in a user message as `image_url` parts holding a
+ *   `data:` URL. A `tool` message carries text only, so a tool result's images follow the run of
+ *   tool messages they belong to, in one user message: per result, a text part naming the call,
+ *   then its images; the tool message itself says how many images were moved there.
  */
+import { checkImage, type InputOptions } from "./image-content.js";
 import { applyRequestOptions, type ChatRequestOptions } from "./openai-options.js";
-import type { AssistantMessage, Context, Message, ToolCall, ToolDefinition } from "./types.js";
+import type { AssistantMessage, Context, Message, ToolCall, ToolDefinition, ToolResultMessage, UserContent } from "./types.js";
 
 /** A text part of a user message. */
 export interface WireTextPart {
   type: "text";
   text: string;
 }
+
+/** An image part of a user message: the image inline, as a `data:` URL. */
+export interface WireImagePart {
+  type: "image_url";
+  image_url: { url: string };
+}
+
+/** A part of a user message. */
+export type WireUserPart = WireTextPart | WireImagePart;
 
 /** A tool call as the assistant message of a request carries it. */
 export interface WireToolCall {
@@ -34,7 +48,7 @@ export interface WireToolCall {
 /** A message of a Chat Completions request. */
 export type WireMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string | WireTextPart[] }
+  | { role: "user"; content: string | WireUserPart[] }
   | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
   | { role: "tool"; tool_call_id: string; content: string };
 
@@ -63,46 +77,70 @@ export interface ChatCompletionsRequest {
 }
 
 /** Per-model settings that shape the request. */
-export interface WireRequestOptions extends ChatRequestOptions {
+export interface WireRequestOptions extends ChatRequestOptions, InputOptions {
   model: string;
   maxTokens?: number;
   temperature?: number;
 }
 
-/** The canonical messages (and system prompt) as wire messages. */
-export function toWireMessages(context: Context): WireMessage[] {
+/**
+ * The canonical messages (and system prompt) as wire messages. Throws a `TypeError` saying what
+ * to do when an image cannot be sent (see `checkImage`).
+ */
+export function toWireMessages(context: Context, options: InputOptions = {}): WireMessage[] {
   // #region lab 5.3 toWireMessages
   const out: WireMessage[] = [];
   if (context.systemPrompt !== undefined && context.systemPrompt !== "") {
     out.push({ role: "system", content: context.systemPrompt });
   }
-  for (const message of context.messages) {
-    const wire = toWireMessage(message);
+  // The images of the tool results just sent: they follow the run of tool messages.
+  let images: WireUserPart[] = [];
+  context.messages.forEach((message, i) => {
+    const where = `context.messages[${i}] (${message.role})`;
+    if (message.role !== "toolResult" && images.length > 0) {
+      out.push({ role: "user", content: images });
+      images = [];
+    }
+    const wire = toWireMessage(message, where, options);
     if (wire !== undefined) out.push(wire);
-  }
+    if (message.role === "toolResult") images.push(...toolResultImages(message, where, options));
+  });
+  if (images.length > 0) out.push({ role: "user", content: images });
   return out;
   // #endregion
 }
 
-function toWireMessage(message: Message): WireMessage | undefined {
+function toWireMessage(message: Message, where: string, options: InputOptions): WireMessage | undefined {
   // #region lab 5.3 toWireMessage
   switch (message.role) {
-    case "user":
-      if (message.content.length === 1) return { role: "user", content: message.content[0]!.text };
-      return {
-        role: "user",
-        content: message.content.map((block) => ({ type: "text", text: block.text })),
-      };
+    case "user": {
+      const parts = message.content.map((block) => toWirePart(block, where, options));
+      const only = parts.length === 1 ? parts[0]! : undefined;
+      return { role: "user", content: only?.type === "text" ? only.text : parts };
+    }
     case "assistant":
       return toWireAssistant(message);
-    case "toolResult":
-      return {
-        role: "tool",
-        tool_call_id: message.toolCallId,
-        content: message.content.map((block) => block.text).join("\n"),
-      };
+    case "toolResult": {
+      const texts = message.content.flatMap((block) => (block.type === "text" ? [block.text] : []));
+      const images = message.content.length - texts.length;
+      if (images > 0) texts.push(`[${images} image${images === 1 ? "" : "s"} of this result: in the next user message]`);
+      return { role: "tool", tool_call_id: message.toolCallId, content: texts.join("\n") };
+    }
   }
   // #endregion
+}
+
+function toWirePart(block: UserContent, where: string, options: InputOptions): WireUserPart {
+  if (block.type === "text") return { type: "text", text: block.text };
+  const image = checkImage(block, where, options);
+  return { type: "image_url", image_url: { url: `data:${image.mimeType};base64,${image.data}` } };
+}
+
+/** A tool result's images as user-message parts, after a text part naming the call; none without images. */
+function toolResultImages(message: ToolResultMessage, where: string, options: InputOptions): WireUserPart[] {
+  const images = message.content.filter((block) => block.type === "image").map((block) => toWirePart(block, where, options));
+  if (images.length === 0) return [];
+  return [{ type: "text", text: `Images from the ${message.toolName} result (call ${message.toolCallId}):` }, ...images];
 }
 
 function toWireAssistant(message: AssistantMessage): WireMessage | undefined {
@@ -151,7 +189,7 @@ export function toChatCompletionsRequest(
   // #region lab 5.3 toChatCompletionsRequest
   const request: ChatCompletionsRequest = {
     model: options.model,
-    messages: toWireMessages(context),
+    messages: toWireMessages(context, options),
     stream: true,
     stream_options: { include_usage: true },
   };

@@ -6,7 +6,8 @@
  * request header) pass through `clip`: the secrets are redacted **first**, then the text is
  * cut, so a key that straddles the cut can never leave half-shown.
  */
-import type { ErrorDetails, ErrorKind } from "./types.js";
+import type { TurnMeta } from "./provider-turn.js";
+import type { AssistantMessage, ErrorDetails, ErrorKind } from "./types.js";
 
 /** A failure: the text for people and the details for programs. */
 export interface RequestFailure extends ErrorDetails {
@@ -31,6 +32,24 @@ export function failure(
 export function detailsOf(failure: RequestFailure): ErrorDetails {
   const { message: _, ...details } = failure;
   return details;
+}
+
+/**
+ * The final message of a turn that failed before any content (no `start` was pushed): empty,
+ * zero usage, the failure's text redacted and its details. Aborted only for the caller's abort.
+ */
+export function failedMessage(meta: TurnMeta, cause: RequestFailure, secrets: readonly string[]): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    provider: meta.provider,
+    model: meta.model,
+    usage: { input: 0, output: 0, totalTokens: 0 },
+    stopReason: cause.kind === "aborted" ? "aborted" : "error",
+    errorMessage: redact(cause.message, secrets),
+    errorDetails: detailsOf(cause),
+    timestamp: meta.timestamp,
+  };
 }
 
 /** Replaces every secret in `text` with `[redacted]`. */

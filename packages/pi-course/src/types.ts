@@ -30,6 +30,18 @@ export interface TextContent {
 }
 
 // #region ch05
+/**
+ * An image the model looks at, in a user message or a tool result. Sent only to a model whose
+ * options do not leave images out (`input: ["text"]`); the adapters check it before sending.
+ */
+export interface ImageContent {
+  type: "image";
+  /** The image bytes, base64-encoded (standard alphabet, padded; no `data:` prefix). */
+  data: string;
+  /** Its media type, e.g. `"image/png"`, `"image/jpeg"`, `"image/webp"`, `"image/gif"`. */
+  mimeType: string;
+}
+
 /** The model's visible reasoning (`reasoning_content` / `reasoning` on the wire). */
 export interface ThinkingContent {
   type: "thinking";
@@ -70,6 +82,14 @@ export interface ToolCall {
   argumentsError?: string;
   // #endregion
 }
+
+/** What a user message or a tool result may hold: text, and (from chapter 05) images. */
+export type UserContent =
+  | TextContent
+  // #region ch05
+  | ImageContent
+  // #endregion
+  ;
 
 /** What an assistant message may hold. */
 export type AssistantContent =
@@ -164,7 +184,7 @@ export interface ErrorDetails {
 /** What the user (or a program speaking for the user) says. */
 export interface UserMessage {
   role: "user";
-  content: TextContent[];
+  content: UserContent[];
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;
 }
@@ -205,8 +225,8 @@ export interface ToolResultMessage<TDetails = unknown> {
   toolCallId: string;
   /** The tool's name as the call gave it. */
   toolName: string;
-  /** What the model reads. */
-  content: TextContent[];
+  /** What the model reads (and, with images, looks at). */
+  content: UserContent[];
   /** Structured data for programs and UIs; never sent to the model. */
   details?: TDetails;
   /** True when the call failed; `content` then says why, for the model to read. */
@@ -324,8 +344,8 @@ export interface Model {
 
 /** What a tool returns. */
 export interface AgentToolResult<TDetails = unknown> {
-  /** What the model reads. */
-  content: TextContent[];
+  /** What the model reads (text, and images for a model that takes them). */
+  content: UserContent[];
   /** Structured data for programs and UIs. */
   details: TDetails;
   /** Suggests ending the run; a batch ends it only when every result in it says so. */
@@ -453,7 +473,7 @@ export interface AfterToolCallContext extends BeforeToolCallContext {
  * flag, `tool_execution_end.isError` and the result message alike.
  */
 export interface AfterToolCallResult {
-  content?: TextContent[];
+  content?: UserContent[];
   details?: unknown;
   isError?: boolean;
   terminate?: boolean;

@@ -31,6 +31,7 @@ import {
   stallReply,
   statusReply,
 } from "./support/sse-server.js";
+import { RecordingStream, expectedMessage, signatureOf, turnRunner, type Turn } from "./support/model-turn.js";
 
 const NOW = 1_700_000_000_000;
 const KEY = "sk-ant-test-SECRET-0a1b2c3d4e5f";
@@ -81,15 +82,8 @@ function wireBlock(file: string, index: number): { text: string; json: string; s
   return out;
 }
 
-interface Played {
-  events: ModelEvent[];
-  signature: string[];
-  partials: unknown[];
-  message: AssistantMessage;
-}
-
 /** Plays an SSE body through `readSse` in random pieces into one `AnthropicTurn`, as the adapter does. */
-async function play(body: string, seed: number, maxPiece: number): Promise<Played> {
+async function play(body: string, seed: number, maxPiece: number): Promise<Turn> {
   const pieces = randomPieces(new TextEncoder().encode(body), seededRandom(seed), maxPiece);
   let i = 0;
   const bytes = new ReadableStream<Uint8Array>({
@@ -98,8 +92,8 @@ async function play(body: string, seed: number, maxPiece: number): Promise<Playe
       else controller.close();
     },
   });
-  const stream = new AssistantMessageEventStream();
-  const turn = new AnthropicTurn(stream, { provider: "anthropic", model: "claude-test", timestamp: NOW });
+  const stream = new RecordingStream();
+  const turn = new AnthropicTurn(stream, { ...META, provider: "anthropic" });
   turn.start();
   for await (const frame of readSse(bytes)) {
     const error = turn.event(JSON.parse(frame.data) as AnthropicStreamEvent);
@@ -107,48 +101,20 @@ async function play(body: string, seed: number, maxPiece: number): Promise<Playe
     if (turn.isEnded) break;
   }
   turn.finish();
-  const events: ModelEvent[] = [];
-  const partials: unknown[] = [];
-  for await (const event of stream) {
-    events.push(event);
-    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
-  }
-  return { events, signature: signatureOf(events), partials, message: await stream.result() };
+  return stream.turn(turn.partial);
 }
 
-/** `start`, `text_delta@0×8`, `toolcall_end@1`, `done:toolUse`…: run-length coded. */
-function signatureOf(events: readonly ModelEvent[]): string[] {
-  const out: [string, number][] = [];
-  for (const event of events) {
-    const name =
-      event.type === "done" || event.type === "error"
-        ? `${event.type}:${event.reason}`
-        : event.type === "start"
-          ? "start"
-          : `${event.type}@${event.contentIndex}`;
-    const last = out.at(-1);
-    if (last !== undefined && last[0] === name) last[1]++;
-    else out.push([name, 1]);
-  }
-  return out.map(([name, count]) => (count > 1 ? `${name}×${count}` : name));
-}
+const META = { provider: "anthropic", model: "claude-test", timestamp: NOW };
 
+/** The final message: Anthropic reports cache reads and writes, zero when none. */
 function message(
   content: AssistantContent[],
   stopReason: AssistantMessage["stopReason"],
   usage: { input: number; output: number },
   extra: Partial<AssistantMessage> = {},
 ): AssistantMessage {
-  return {
-    role: "assistant",
-    content,
-    provider: "anthropic",
-    model: "claude-test",
-    usage: { input: usage.input, output: usage.output, totalTokens: usage.input + usage.output, cacheRead: 0, cacheWrite: 0 },
-    stopReason,
-    ...extra,
-    timestamp: NOW,
-  };
+  const { input, output } = usage;
+  return expectedMessage(META, content, stopReason, { input, output, totalTokens: input + output, cacheRead: 0, cacheWrite: 0 }, extra);
 }
 
 const text = (file: string, index: number): AssistantContent => ({ type: "text", text: wireBlock(file, index).text });
@@ -396,22 +362,7 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
 // over HTTP
 // ---------------------------------------------------------------------------------------------
 
-/** Reads one turn of a model to its end; checks the terminal event and that no key leaks. */
-async function runTurn(model: Model, context: Context = { messages: [] }, signal?: AbortSignal): Promise<Played> {
-  const events: ModelEvent[] = [];
-  const partials: unknown[] = [];
-  const stream = model.stream(context, signal === undefined ? {} : { signal });
-  for await (const event of stream) {
-    events.push(event);
-    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
-  }
-  const message = await stream.result();
-  if (/Internal error in the adapter|not implemented yet/.test(message.errorMessage ?? "")) throw new Error(message.errorMessage);
-  const last = events.at(-1)!;
-  expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(message);
-  expect(JSON.stringify(events)).not.toContain(KEY);
-  return { events, signature: signatureOf(events), partials, message };
-}
+const runTurn = turnRunner(KEY);
 
 function modelAt(baseUrl: string, extra: Partial<AnthropicOptions> = {}): Model {
   return createAnthropicModel({

@@ -15,6 +15,7 @@ import {
   createOpenAICompatibleModel,
   parseToolArguments,
   readSse,
+  readSseBatches,
   toChatCompletionsRequest,
   toWireMessages,
 } from "../src/index.js";
@@ -47,6 +48,7 @@ import {
   statusReply,
   writePieces,
 } from "./support/sse-server.js";
+import { RecordingStream, expectedMessage, signatureOf, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
 
 const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";
 const NOW = 1_700_000_000_000;
@@ -88,57 +90,7 @@ function parse(text: string, size = text.length || 1): PartialJsonParser {
   return parser;
 }
 
-/** What a test sees of one turn: the events, a compact signature, partial arguments as they were. */
-interface Turn {
-  events: ModelEvent[];
-  signature: string[];
-  partials: unknown[];
-  message: AssistantMessage;
-}
-
-/** Reads one turn to its end; checks it ends with one terminal event and leaks no API key. */
-async function runTurn(model: Model, context: Context = { messages: [] }, signal?: AbortSignal): Promise<Turn> {
-  const events: ModelEvent[] = [];
-  const partials: unknown[] = [];
-  const stream = model.stream(context, signal === undefined ? {} : { signal });
-  for await (const event of stream) {
-    events.push(event);
-    if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
-  }
-  const message = await stream.result();
-  surfaceInternalError(message);
-  const last = events.at(-1)!;
-  expect(last.type === "done" || last.type === "error").toBe(true);
-  expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(message);
-  expect(JSON.stringify(events)).not.toContain(KEY);
-  expect(JSON.stringify(message)).not.toContain(KEY);
-  return { events, signature: signatureOf(events), partials, message };
-}
-
-/**
- * An adapter bug (or a lab not written yet) ends the turn with an internal error event: fail the
- * test with that message, not with a diff of event names.
- */
-function surfaceInternalError(message: AssistantMessage): void {
-  const text = message.errorMessage ?? "";
-  if (/Internal error in the adapter|not implemented yet/.test(text)) throw new Error(text);
-}
-
-/** `start`, `text_delta@0×8`, `toolcall_end@1`, `done:toolUse`…: run-length coded. */
-function signatureOf(events: readonly ModelEvent[]): string[] {
-  const names = events.map((event) => {
-    if (event.type === "done" || event.type === "error") return `${event.type}:${event.reason}`;
-    if (event.type === "start") return "start";
-    return `${event.type}@${event.contentIndex}`;
-  });
-  const out: [string, number][] = [];
-  for (const name of names) {
-    const last = out.at(-1);
-    if (last !== undefined && last[0] === name) last[1]++;
-    else out.push([name, 1]);
-  }
-  return out.map(([name, count]) => (count > 1 ? `${name}×${count}` : name));
-}
+const runTurn = turnRunner(KEY);
 
 function modelAt(baseUrl: string, extra: Partial<Parameters<typeof createOpenAICompatibleModel>[0]> = {}): Model {
   return createOpenAICompatibleModel({
@@ -151,28 +103,23 @@ function modelAt(baseUrl: string, extra: Partial<Parameters<typeof createOpenAIC
   });
 }
 
+const META = { provider: "test-provider", model: "test-model", timestamp: NOW };
+
+/** The final message; without usage, the explicit zero and (for a finished turn) its diagnostic. */
 function message(
   content: AssistantContent[],
   stopReason: AssistantMessage["stopReason"],
   usage: [input: number, output: number, total: number, cacheRead?: number] | undefined,
   extra: Partial<AssistantMessage> = {},
 ): AssistantMessage {
-  return {
-    role: "assistant",
-    content,
-    provider: "test-provider",
-    model: "test-model",
-    usage:
-      usage === undefined
-        ? { input: 0, output: 0, totalTokens: 0 }
-        : { input: usage[0], output: usage[1], totalTokens: usage[2], ...(usage[3] !== undefined && { cacheRead: usage[3] }) },
-    stopReason,
-    ...(usage === undefined && (stopReason === "stop" || stopReason === "length" || stopReason === "toolUse")
-      ? { diagnostics: [NO_USAGE_DIAGNOSTIC] }
-      : {}),
+  const counted = usage === undefined
+    ? { input: 0, output: 0, totalTokens: 0 }
+    : { input: usage[0], output: usage[1], totalTokens: usage[2], ...(usage[3] !== undefined && { cacheRead: usage[3] }) };
+  const finished = stopReason === "stop" || stopReason === "length" || stopReason === "toolUse";
+  return expectedMessage(META, content, stopReason, counted, {
+    ...(usage === undefined && finished ? { diagnostics: [NO_USAGE_DIAGNOSTIC] } : {}),
     ...extra,
-    timestamp: NOW,
-  };
+  });
 }
 
 const text = (value: string): AssistantContent => ({ type: "text", text: value });
@@ -305,6 +252,13 @@ describe("chapter 05 · SSE reader", () => {
       break;
     }
     expect(cancelled).toBe(true);
+  });
+
+  it("Lab 5.1 · readSseBatches yields the frames of one read together (none for a read that ends no frame)", async () => {
+    const reads = ["data: a\n\ndata: b\n\nda", "ta: c", "\n\n", "event: e\ndata: d\n\n: bye\n", "data: tail"];
+    const batches: string[][] = [];
+    for await (const frames of readSseBatches(bytesStream(reads.map(utf8)))) batches.push(frames.map((f) => `${f.event}:${f.data}`));
+    expect(batches).toEqual([["message:a", "message:b"], ["message:c"], ["e:d"], ["message:tail"]]);
   });
 });
 
@@ -652,16 +606,8 @@ function deepFreeze<T>(value: T): T {
 
 /** Feeds chunks to a `ChatCompletionsTurn` as the adapter does; records events as they are pushed. */
 function translate(chunks: readonly unknown[], options: { end?: boolean } = {}): Turn {
-  const events: ModelEvent[] = [];
-  const partials: unknown[] = [];
-  class Recording extends AssistantMessageEventStream {
-    override push(event: ModelEvent): void {
-      events.push(event);
-      if (event.type === "toolcall_delta") partials.push(structuredClone(event.partialArguments));
-      super.push(event);
-    }
-  }
-  const turn = new ChatCompletionsTurn(new Recording(), { provider: "test-provider", model: "test-model", timestamp: NOW });
+  const stream = new RecordingStream();
+  const turn = new ChatCompletionsTurn(stream, META);
   turn.start();
   for (const chunk of chunks) {
     const error = turn.chunk(chunk as ChatCompletionChunk);
@@ -671,9 +617,7 @@ function translate(chunks: readonly unknown[], options: { end?: boolean } = {}):
     }
   }
   if (options.end !== false) turn.finish();
-  const last = events.at(-1)!;
-  const message = last.type === "done" ? last.message : last.type === "error" ? last.error : turn.partial;
-  return { events, signature: signatureOf(events), partials, message };
+  return stream.turn(turn.partial);
 }
 
 const delta = (fields: Record<string, unknown>, finish_reason: string | null = null) => ({

@@ -47,7 +47,7 @@ function run<T>(tool: AgentTool<any, T>, params: unknown, signal?: AbortSignal):
 }
 
 function textOfResult(result: AgentToolResult<unknown>): string {
-  return result.content.map((block) => block.text).join("\n");
+  return result.content.map((block) => (block.type === "text" ? block.text : "")).join("\n");
 }
 
 /** A construction site's error is rethrown as it is, so a failing test names its lab. */

@@ -20,7 +20,7 @@ function summaryModel(text = SUMMARY): ScriptedModel {
 }
 
 function textOfUser(message: AgentMessage): string {
-  return (message as UserMessage).content.map((b) => b.text).join("");
+  return (message as UserMessage).content.map((b) => (b.type === "text" ? b.text : "")).join("");
 }
 
 describe("chapter 11 · interactions", () => {

@@ -174,7 +174,7 @@ describe("interactive, on the scripted model", () => {
     const at = printed.findIndex((line) => line.startsWith('You said: "hello".'));
     expect(printed.slice(at, at + 3).map((line) => line.trimEnd()).join(" ")).toBe(reply);
     const messages = await sessionMessages(workspace);
-    const said = messages.map((m) => `${m.role}${m.role === "user" ? `:${m.content[0]!.text}` : ""}`);
+    const said = messages.map((m) => `${m.role}${m.role === "user" ? `:${(m.content[0] as { text: string }).text}` : ""}`);
     expect(said).toEqual([
       `user:${DEMO_TASK}`, "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant",
       "user:hello", "assistant",

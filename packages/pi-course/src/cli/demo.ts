@@ -56,7 +56,7 @@ function lastResult(context: Context): { text: string; failed?: AssistantMessage
   if (last?.role !== "toolResult") {
     return { text: "", failed: turn([{ type: "text", text: "I expected a tool result here and got none, so I stop." }], "stop") };
   }
-  const text = last.content.map((block) => block.text).join("\n");
+  const text = textOf(last);
   if (last.isError) {
     return {
       text,

@@ -8,7 +8,7 @@
  * escape sequence of theirs reaches the terminal.
  */
 import type { AgentEvent, AgentMessage, AgentToolResult } from "../types.js";
-import { neutralize, preview } from "./trace.js";
+import { contentText, neutralize, preview } from "./trace.js";
 
 const CODES = { dim: 2, bold: 1, red: 31, green: 32, yellow: 33, cyan: 36, magenta: 35 } as const;
 export type Style = keyof typeof CODES;
@@ -94,11 +94,11 @@ export class ChatPrinter {
   /** A past message, compactly (a resumed conversation's transcript). */
   replay(message: AgentMessage): void {
     if (!("role" in message)) return;
-    if (message.role === "user") return this.line(`› ${neutralize(message.content.map((b) => b.text).join("\n"))}`, "cyan");
+    if (message.role === "user") return this.line(`› ${neutralize(contentText(message.content))}`, "cyan");
     if (message.role === "toolResult") {
       const mark = message.isError ? this.paint("red", "✗") : this.paint("green", "✓");
       this.line(`${mark} ${neutralize(message.toolName)}`);
-      return this.resultLines(message.content.map((b) => b.text).join("\n"), message.isError, 1);
+      return this.resultLines(contentText(message.content), message.isError, 1);
     }
     if (message.role !== "assistant") return;
     for (const block of message.content) {
@@ -249,5 +249,5 @@ function argsText(args: unknown): string {
 }
 
 function resultText(result: AgentToolResult<unknown>): string {
-  return result.content.map((block) => block.text).join("\n");
+  return contentText(result.content);
 }

@@ -12,7 +12,8 @@
  * before it reaches the terminal: a model or a command cannot clear the screen, set the window
  * title or write the clipboard (OSC 52) through the trace.
  */
-import type { AgentEvent, AgentMessage, AgentToolResult, ModelEvent } from "../types.js";
+import { textOf } from "../messages.js";
+import type { AgentEvent, AgentMessage, AgentToolResult, ModelEvent, UserContent } from "../types.js";
 
 export interface TraceOptions {
   /** Where text goes (e.g. `process.stdout.write`). */
@@ -137,7 +138,7 @@ export class TracePrinter {
 
 function describeMessageStart(message: AgentMessage): string {
   if (!("role" in message)) return "custom";
-  if (message.role === "user") return `user ${preview(JSON.stringify(message.content.map((b) => b.text).join("\n")))}`;
+  if (message.role === "user") return `user ${preview(JSON.stringify(textOf(message)))}`;
   if (message.role === "toolResult") return neutralize(`toolResult ${message.toolName} ${message.toolCallId}`);
   return roleOf(message);
 }
@@ -152,7 +153,12 @@ function toolName(event: Extract<ModelEvent, { type: "toolcall_delta" }>): strin
 }
 
 function resultText(result: AgentToolResult<unknown>): string {
-  return result.content.map((block) => block.text).join("\n");
+  return contentText(result.content);
+}
+
+/** A user message's or tool result's content as text for the terminal: an image shows as `[image]`. */
+export function contentText(content: readonly UserContent[]): string {
+  return content.map((block) => (block.type === "text" ? block.text : "[image]")).join("\n");
 }
 
 /**

@@ -70,7 +70,7 @@ export function constructionSiteError(messages: readonly AgentMessage[]): string
       message.role === "assistant"
         ? [message.errorMessage ?? ""]
         : message.role === "toolResult"
-          ? message.content.map((block) => block.text)
+          ? message.content.map((block) => (block.type === "text" ? block.text : ""))
           : [];
     const site = texts.find((text) => text.includes("(not implemented yet)"));
     if (site === undefined) continue;
