@@ -31,6 +31,8 @@ export abstract class ProviderTurn {
   private growing: { block: object; key: string } | undefined = undefined;
   private settled = "";
   private tail = "";
+  /** What `grow` last returned: a field changed by other code since then starts over. */
+  private grown = "";
 
   constructor(
     protected readonly stream: AssistantMessageEventStream,
@@ -119,11 +121,12 @@ export abstract class ProviderTurn {
    * turn ends, which the garbage collector copies and marks again and again (super-linear time on
    * a long answer). The latest deltas gather in `tail` and are folded, flattened, into `settled`
    * once they reach `FOLD_AT` characters: one node per block of text stays alive. Deltas to
-   * another field (interleaved blocks) simply start over from that field's current text.
+   * another field (interleaved blocks), or to a field set by other code meanwhile, start over
+   * from that field's current text.
    */
   private grow(block: object, key: string, current: string, delta: string): string {
     const g = this.growing;
-    if (g === undefined || g.block !== block || g.key !== key) {
+    if (g === undefined || g.block !== block || g.key !== key || current !== this.grown) {
       this.growing = { block, key };
       this.settled = current;
       this.tail = "";
@@ -131,12 +134,12 @@ export abstract class ProviderTurn {
     const tail = this.tail + delta;
     if (tail.length < FOLD_AT) {
       this.tail = tail;
-      return this.settled + tail;
+      return (this.grown = this.settled + tail);
     }
     tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
     this.settled += tail;
     this.tail = "";
-    return this.settled;
+    return (this.grown = this.settled);
   }
 
   /** A note on the message that is not an error (never sent back to a model). */
