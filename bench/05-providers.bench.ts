@@ -27,7 +27,7 @@ import { createAnthropicModel, createOpenAICompatibleModel, readSseBatches } fro
 import type { Model } from "@pi/course";
 import { stream as piAnthropic } from "@earendil-works/pi-ai/api/anthropic-messages";
 import { stream as piCompletions } from "@earendil-works/pi-ai/api/openai-completions";
-import { measure, piModel, printTable, type Ratio } from "./harness.js";
+import { measure, piModel, printTable, type Ratio, type Result } from "./harness.js";
 
 const KB = 1024;
 const encoder = new TextEncoder();
@@ -212,62 +212,126 @@ async function readFloor(format: Format, bytes: Uint8Array): Promise<number> {
 // the runs
 // ---------------------------------------------------------------------------------------------
 
-let allOk = true;
-for (const format of [openai, anthropic]) {
-  const text = format.text(1024 * KB);
-  const quarter = format.text(256 * KB);
-  const results = await measure(
-    [
-      { name: "floor 1 MB", run: () => readFloor(format, text) },
-      { name: "ours 1 MB", run: () => readOurs(format, text) },
-      { name: "ours 256 KB", run: () => readOurs(format, quarter) },
-      { name: "pi-ai 1.6 1 MB", run: () => readPiAi(format, text) },
-      ...(format.vercel ? [{ name: "Vercel AI 5 1 MB", run: () => format.vercel!(text) }] : []),
-    ],
-    { warmup: 3, runs: 9, gc: "minor" },
-  );
-  if (results.some((r) => r.last !== (r.name.endsWith("256 KB") ? 256 * KB : 1024 * KB))) {
-    throw new Error(`bench: a reader lost text (${format.name})`);
-  }
-  const textOk = printTable(`${format.name}: 1 MB of text in 4-character deltas, bytes → fetch → adapter → reader`, results, [
-    { label: "ours / floor", num: "ours 1 MB", den: "floor 1 MB", bar: "<=", value: 1.5 },
-    { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6 1 MB", den: "ours 1 MB", bar: ">=", value: 3 },
-    { label: "ours 1 MB / 256 KB (4x input)", num: "ours 1 MB", den: "ours 256 KB", bar: "<=", value: 4.5 },
-    ...(format.vercel ? [{ label: "Vercel AI 5 / ours", num: "Vercel AI 5 1 MB", den: "ours 1 MB" }] : []),
-  ]);
-  allOk &&= textOk;
+/**
+ * What to run, for quick iteration (every list comma-separated; unset = all):
+ *   BENCH_FORMATS=openai,anthropic   BENCH_WORKLOADS=text,tool128k,tool2m
+ *   BENCH_COLUMNS=floor,ours,pi-ai,vercel   BENCH_RUNS=9 (timed runs per case; warm-up is 3)
+ * e.g. `BENCH_COLUMNS=floor,ours BENCH_FORMATS=anthropic npm run bench -- 05-providers`.
+ * A ratio whose cases were not run is not printed. Linearity (4x input) is judged on wall time
+ * and on CPU time (the CPU ratio barely moves with the machine's load).
+ */
+function choice(variable: string, all: readonly string[]): Set<string> {
+  const raw = process.env[variable];
+  if (raw === undefined || raw.trim() === "") return new Set(all);
+  const picked = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const unknown = picked.filter((s) => !all.includes(s));
+  if (unknown.length > 0) throw new Error(`bench: ${variable} has ${unknown.join(", ")}; choose among ${all.join(", ")}`);
+  return new Set(picked);
+}
+const FORMATS = choice("BENCH_FORMATS", ["openai", "anthropic"]);
+const WORKLOADS = choice("BENCH_WORKLOADS", ["text", "tool128k", "tool2m"]);
+const COLUMNS = choice("BENCH_COLUMNS", ["floor", "ours", "pi-ai", "vercel"]);
+const RUNS = process.env.BENCH_RUNS ? Number(process.env.BENCH_RUNS) : undefined;
+if (RUNS !== undefined && !(Number.isInteger(RUNS) && RUNS > 0)) throw new Error("bench: BENCH_RUNS must be a positive integer");
 
-  const medians = new Map<string, number>();
-  for (const size of [128 * KB, 512 * KB, 2048 * KB]) {
+/** The cases of the chosen columns (`column` is the key in BENCH_COLUMNS). */
+function cases(list: { column: string; name: string; run: () => unknown }[]) {
+  return list.filter((c) => COLUMNS.has(c.column));
+}
+
+/** The ratios whose two cases were run. */
+function present(results: readonly Result[], ratios: readonly Ratio[]): Ratio[] {
+  const names = new Set(results.map((r) => r.name));
+  return ratios.filter((q) => names.has(q.num) && names.has(q.den));
+}
+
+/** Linearity on wall and CPU medians: 4x the input must take at most 4.5x the time. */
+function linearity(label: string, big: Result, small: Result): boolean {
+  const wall = big.median / small.median;
+  const cpu = big.cpuMedian / small.cpuMedian;
+  const ok = wall <= 4.5;
+  console.log(`  ${label} (4x input): wall ${wall.toFixed(2)}x  cpu ${cpu.toFixed(2)}x   bar <= 4.5  ${ok ? "ok" : "MISS"} (cpu ${cpu <= 4.5 ? "ok" : "MISS"})`);
+  return ok;
+}
+
+let allOk = true;
+for (const format of [openai, anthropic].filter((f) => FORMATS.has(f.name))) {
+  if (WORKLOADS.has("text")) {
+    const text = format.text(1024 * KB);
+    const quarter = format.text(256 * KB);
+    const results = await measure(
+      cases([
+        { column: "floor", name: "floor 1 MB", run: () => readFloor(format, text) },
+        { column: "ours", name: "ours 1 MB", run: () => readOurs(format, text) },
+        { column: "ours", name: "ours 256 KB", run: () => readOurs(format, quarter) },
+        { column: "pi-ai", name: "pi-ai 1.6 1 MB", run: () => readPiAi(format, text) },
+        ...(format.vercel ? [{ column: "vercel", name: "Vercel AI 5 1 MB", run: () => format.vercel!(text) }] : []),
+      ]),
+      { warmup: 3, runs: RUNS ?? 9, gc: "minor" },
+    );
+    if (results.some((r) => r.last !== (r.name.endsWith("256 KB") ? 256 * KB : 1024 * KB))) {
+      throw new Error(`bench: a reader lost text (${format.name})`);
+    }
+    const textOk = printTable(
+      `${format.name}: 1 MB of text in 4-character deltas, bytes → fetch → adapter → reader`,
+      results,
+      present(results, [
+        { label: "ours / floor", num: "ours 1 MB", den: "floor 1 MB", bar: "<=", value: 1.5 },
+        { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6 1 MB", den: "ours 1 MB", bar: ">=", value: 3 },
+        { label: "Vercel AI 5 / ours", num: "Vercel AI 5 1 MB", den: "ours 1 MB" },
+      ]),
+    );
+    allOk &&= textOk;
+    const big = results.find((r) => r.name === "ours 1 MB");
+    const small = results.find((r) => r.name === "ours 256 KB");
+    if (big && small) {
+      const ok = linearity(`${format.name} text, ours 1 MB / 256 KB`, big, small); // not `&&=`: it must print
+      allOk &&= ok;
+    }
+  }
+
+  const sizes = [
+    ...(WORKLOADS.has("tool128k") ? [128 * KB] : []),
+    ...(WORKLOADS.has("tool2m") ? [512 * KB, 2048 * KB] : []),
+  ];
+  const ours = new Map<number, Result>();
+  for (const size of sizes) {
     const args = fileArguments(size);
     const bytes = format.toolCall(args);
     const label = size >= 1024 * KB ? `${size / 1024 / KB} MB` : `${size / KB} KB`;
+    // The 512 KB call is only there for linearity: ours alone.
     const calls = await measure(
-      [
-        { name: "floor", run: () => readFloor(format, bytes) },
-        { name: "ours", run: () => readOurs(format, bytes) },
-        { name: "pi-ai 1.6", run: () => readPiAi(format, bytes) },
-        ...(format.vercel ? [{ name: "Vercel AI 5", run: () => format.vercel!(bytes) }] : []),
-      ],
-      { warmup: 3, runs: size > 512 * KB ? 7 : 9, gc: "minor" },
+      cases([
+        { column: "floor", name: "floor", run: () => readFloor(format, bytes) },
+        { column: "ours", name: "ours", run: () => readOurs(format, bytes) },
+        { column: "pi-ai", name: "pi-ai 1.6", run: () => readPiAi(format, bytes) },
+        ...(format.vercel ? [{ column: "vercel", name: "Vercel AI 5", run: () => format.vercel!(bytes) }] : []),
+      ]).filter((c) => size !== 512 * KB || c.column === "ours"),
+      { warmup: 3, runs: RUNS ?? (size > 512 * KB ? 7 : 9), gc: "minor" },
     );
     for (const r of calls) {
       if (r.last !== args.length) throw new Error(`bench: ${r.name} lost arguments (${format.name}, ${label}): ${r.last} of ${args.length}`);
     }
-    medians.set(label, calls[1]!.median);
+    const mine = calls.find((r) => r.name === "ours");
+    if (mine) ours.set(size, mine);
     if (size === 512 * KB) continue;
-    const ratios: Ratio[] = [
-      { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
-      { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
-      ...(format.vercel ? [{ label: "Vercel AI 5 / ours", num: "Vercel AI 5", den: "ours" }] : []),
-    ];
-    const callOk = printTable(`${format.name}: one streamed tool call of ${label}, 4-character argument deltas`, calls, ratios);
+    const callOk = printTable(
+      `${format.name}: one streamed tool call of ${label}, 4-character argument deltas`,
+      calls,
+      present(calls, [
+        { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
+        { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
+        { label: "Vercel AI 5 / ours", num: "Vercel AI 5", den: "ours" },
+      ]),
+    );
     allOk &&= callOk;
   }
-  const linear = medians.get("2 MB")! / medians.get("512 KB")!;
-  const ok = linear <= 4.5;
-  allOk &&= ok;
-  console.log(`  ${format.name} tool call, ours 2 MB / 512 KB (4x input): ${linear.toFixed(2)}x   bar <= 4.5  ${ok ? "ok" : "MISS"}`);
+  const big = ours.get(2048 * KB);
+  const small = ours.get(512 * KB);
+  if (big && small) {
+    const ok = linearity(`${format.name} tool call, ours 2 MB / 512 KB`, big, small);
+    allOk &&= ok;
+  }
 }
 
-console.log(`\n05-providers: ${allOk ? "every bar holds" : "SOME BAR MISSED"}`);
+console.log(`\n05-providers: ${allOk ? "every bar run holds" : "SOME BAR MISSED"}`);

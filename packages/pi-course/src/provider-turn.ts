@@ -10,6 +10,9 @@ import type { AssistantMessageEventStream } from "./event-stream.js";
 import { parseToolArguments, type PartialJsonParser } from "./partial-json.js";
 import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "./types.js";
 
+/** Deltas gather until they make this many characters, then join their field as one flat block. */
+const FOLD_AT = 256;
+
 /** Who makes the message of a turn, and when. */
 export interface TurnMeta {
   provider: string;
@@ -21,6 +24,15 @@ export abstract class ProviderTurn {
   /** The message being built; the same object in every event of the turn. */
   readonly partial: AssistantMessage;
   private ended = false;
+  /**
+   * The string field that deltas last grew (`text`, `thinking` or `rawArguments` of a block):
+   * its text is `settled + tail`. See `grow`.
+   */
+  private growing: { block: object; key: string } | undefined = undefined;
+  private settled = "";
+  private tail = "";
+  /** What `grow` last returned: a field changed by other code since then starts over. */
+  private grown = "";
 
   constructor(
     protected readonly stream: AssistantMessageEventStream,
@@ -70,19 +82,19 @@ export abstract class ProviderTurn {
 
   /** Appends to a text block of the partial message, at `contentIndex`. */
   protected pushText(block: TextContent, contentIndex: number, delta: string): void {
-    block.text += delta;
+    block.text = this.grow(block, "text", block.text, delta);
     this.stream.push({ type: "text_delta", contentIndex, delta, partial: this.partial });
   }
 
   /** Appends to a thinking block of the partial message, at `contentIndex`. */
   protected pushThinking(block: ThinkingContent, contentIndex: number, delta: string): void {
-    block.thinking += delta;
+    block.thinking = this.grow(block, "thinking", block.thinking, delta);
     this.stream.push({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
   }
 
   /** Appends argument text to a streaming tool call; the event carries the parser's live value. */
   protected pushArguments(block: ToolCall, contentIndex: number, parser: PartialJsonParser, delta: string): void {
-    block.rawArguments += delta;
+    block.rawArguments = this.grow(block, "rawArguments", block.rawArguments ?? "", delta);
     parser.push(delta);
     this.stream.push({ type: "toolcall_delta", contentIndex, delta, partial: this.partial, partialArguments: parser.value });
   }
@@ -101,6 +113,33 @@ export abstract class ProviderTurn {
     if (parsed.error !== undefined) block.argumentsError = parsed.error;
     else delete block.rawArguments;
     this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
+  }
+
+  /**
+   * `current + delta`, built so that a long field is not one string node per delta: `+=` of
+   * 4-character deltas leaves a chain of hundreds of thousands of small strings alive until the
+   * turn ends, which the garbage collector copies and marks again and again (super-linear time on
+   * a long answer). The latest deltas gather in `tail` and are folded, flattened, into `settled`
+   * once they reach `FOLD_AT` characters: one node per block of text stays alive. Deltas to
+   * another field (interleaved blocks), or to a field set by other code meanwhile, start over
+   * from that field's current text.
+   */
+  private grow(block: object, key: string, current: string, delta: string): string {
+    const g = this.growing;
+    if (g === undefined || g.block !== block || g.key !== key || current !== this.grown) {
+      this.growing = { block, key };
+      this.settled = current;
+      this.tail = "";
+    }
+    const tail = this.tail + delta;
+    if (tail.length < FOLD_AT) {
+      this.tail = tail;
+      return (this.grown = this.settled + tail);
+    }
+    tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
+    this.settled += tail;
+    this.tail = "";
+    return (this.grown = this.settled);
   }
 
   /** A note on the message that is not an error (never sent back to a model). */
