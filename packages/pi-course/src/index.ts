@@ -238,7 +238,7 @@ export type {
 // Chapter 11: the context budget
 export { groupInteractions, openSpans } from "./interactions.js";
 export type { Interaction } from "./interactions.js";
-export { CHARS_PER_TOKEN, charsOf, countTokens, estimateTokens, hasTrustedUsage } from "./token-estimate.js";
+export { CHARS_PER_TOKEN, IMAGE_TOKENS, charsOf, countTokens, estimateTokens, hasTrustedUsage } from "./token-estimate.js";
 export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./token-estimate.js";
 export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./context.js";
 export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./context.js";

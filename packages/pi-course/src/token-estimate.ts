@@ -11,7 +11,11 @@
  *    counts the length of its JSON: its shape is unknown here, and `convertToLlm` may turn it
  *    into anything, so the whole of it is the safe guess. An `error` or `aborted` assistant
  *    message costs 0: the model never sees it (`defaultConvertToLlm` and the wire drop it).
- *    The system prompt is `ceil(chars / 4)` as well.
+ *    The system prompt is `ceil(chars / 4)` as well. An image (in a user message or a tool
+ *    result) counts as `IMAGE_TOKENS` whatever its size: the providers bill an image by its
+ *    pixels, not by its base64 length, and 1,600 tokens is about what Anthropic bills for an
+ *    image at the size it scales images down to (OpenAI's high-detail tiles cost less), so the
+ *    guess errs on the side of fitting.
  * 2. **exact usage, where present**: the newest assistant message at or after `usageFrom` whose
  *    usage can be trusted (not error/aborted, `totalTokens > 0`) reports what the model really
  *    counted for everything up to and including it. The estimates of the system prompt and of
@@ -54,6 +58,9 @@ export type TokenEstimator = (input: TokenEstimateInput) => TokenCounts;
 /** Characters per token of the chars/4 estimate. */
 export const CHARS_PER_TOKEN = 4;
 
+/** Tokens one image block is counted as (see the module comment). */
+export const IMAGE_TOKENS = 1_600;
+
 /** The characters of a message the model reads (see the module comment); 0 for error/aborted. */
 export function charsOf(message: AgentMessage): number {
   switch (message.role) {
@@ -81,7 +88,10 @@ export function charsOf(message: AgentMessage): number {
 
 function textChars(content: readonly { type: string; text?: string }[]): number {
   let chars = 0;
-  for (const block of content) if (typeof block.text === "string") chars += block.text.length;
+  for (const block of content) {
+    if (typeof block.text === "string") chars += block.text.length;
+    else if (block.type === "image") chars += IMAGE_TOKENS * CHARS_PER_TOKEN;
+  }
   return chars;
 }
 

@@ -8,7 +8,7 @@ import { groupInteractions, openSpans } from "../src/interactions.js";
 import { assistantMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/scripted-model.js";
 import { SessionFile } from "../src/session.js";
-import { estimateTokens } from "../src/token-estimate.js";
+import { IMAGE_TOKENS, estimateTokens } from "../src/token-estimate.js";
 import type { TokenEstimator } from "../src/token-estimate.js";
 import type { AgentMessage, CompactionEntry, SessionEntry, UserMessage } from "../src/types.js";
 import { MemorySession, T0, assistant, call, chars, note, result, user } from "./support/session-memory.js";
@@ -145,6 +145,19 @@ describe("chapter 11 · projection to a budget", () => {
     expect(trimmed.tokens).toBe(counts.systemPrompt + 12);
     // usage from before `usageFrom` (say, before a compaction) is not trusted
     expect(projectMessages(messages, { budget: 5_000, systemPrompt: chars(40), usageFrom: 2 }).tokens).toBe(10 + 10 + 10 + 10 + 0 + 2);
+  });
+
+  it("Lab 11.2 · an image counts as IMAGE_TOKENS whatever its size, in a user message and in a tool result", () => {
+    const image = { type: "image" as const, data: "aGk=", mimeType: "image/png" };
+    const looking: UserMessage = { role: "user", content: [{ type: "text", text: chars(40) }, image], timestamp: T0 };
+    const shot = { ...result("c1", chars(8), "shot"), content: [image, image] };
+    const messages = [looking, assistant([call("c1", "shot")]), shot];
+    const counts = estimateTokens({ messages }).messages;
+    expect(counts[0]).toBe(10 + IMAGE_TOKENS);
+    expect(counts[2]).toBe(2 * IMAGE_TOKENS + 1); // + "shot", the tool's name
+    // the projection keeps a screenshot's interaction only when its images fit
+    expect(projectMessages(messages, { budget: 5_000 }).tokens).toBe(counts[0]! + counts[1]! + counts[2]!);
+    expect(projectMessages([...messages, user("and now?")], { budget: 3_000 })).toMatchObject({ firstKept: 3 });
   });
 
   it("Lab 11.2 · custom messages stay in place and count at their JSON length; the estimator is pluggable and checked", () => {
