@@ -89,6 +89,18 @@ describe("settings: flag, then environment, then config file", () => {
     expect(() => parseArgs([], { ...env, PI_COURSE_PROVIDER: "gemini" }, false)).toThrow('unknown provider "gemini" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.');
   });
 
+  it("Lab 13.1 · --context-tokens (or its variable, or the file) sets the context budget; a value that is not a whole number of at least 1000 is refused, naming where it came from", () => {
+    const env = { HOME: dir, INIT_CWD: dir };
+    expect(offline().contextTokens).toBeUndefined();
+    expect(offline(["--context-tokens", "50000"]).contextTokens).toBe(50_000);
+    expect(parseArgs([], { ...env, PI_COURSE_CONTEXT_TOKENS: "64000" }, false)).toMatchObject({ contextTokens: 64_000 });
+    expect(() => parseArgs([], { ...env, PI_COURSE_CONTEXT_TOKENS: "lots" }, false)).toThrow(
+      new CliUsageError('--context-tokens must be a whole number of tokens, at least 1000, got "lots" (from $PI_COURSE_CONTEXT_TOKENS).'),
+    );
+    expect(() => parseArgs(["--context-tokens", "999"], env, false)).toThrow(/at least 1000, got "999"\.$/);
+    expect(() => parseArgs(["--context-tokens", "1e5"], env, false)).toThrow(/got "1e5"/);
+  });
+
   it("Lab 13.1 · a config file that is not JSON, has an unknown key or holds a key is refused with its path and what to do", async () => {
     // The default place: ~/.pi-course/config.json.
     const config = path.join(dir, ".pi-course", "config.json");
@@ -98,7 +110,7 @@ describe("settings: flag, then environment, then config file", () => {
       return () => parseArgs([], { HOME: dir, INIT_CWD: dir }, false);
     };
     expect(await refuse("{ model: x }")).toThrow(new RegExp(`the config file ${config} is not JSON`));
-    expect(await refuse('{"modle": "x"}')).toThrow(`the config file ${config} has an unknown key "modle"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir.`);
+    expect(await refuse('{"modle": "x"}')).toThrow(`the config file ${config} has an unknown key "modle"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.`);
     expect(await refuse('{"apiKey": "sk-1"}')).toThrow(/keep API keys out of files .* "apiKeyEnv"/);
     expect(await refuse('{"model": 3}')).toThrow(`the config file ${config}: "model" must be a non-empty string, got 3.`);
     expect(() => parseArgs(["--config", path.join(dir, "none.json")], { HOME: dir, INIT_CWD: dir }, false)).toThrow(/cannot be read \(ENOENT\)/);
@@ -196,6 +208,17 @@ describe("a conversation kept in a session file", () => {
     expect(after).toHaveLength(8);
     // The first new entry continues the old leaf.
     expect(after[6].parentId).toBe(after[5].id);
+  });
+
+  it("Lab 13.3 · --context-tokens reaches the agent: a conversation past the budget is compacted into a summary in its session file", async () => {
+    const runtime = await start(offline(["--context-tokens", "1000"]));
+    for (const word of ["alpha", "beta", "gamma"]) await runtime.agent.prompt(`${word} `.repeat(400));
+    const entries = (await lines(runtime.session!.path)).slice(1) as SessionEntry[];
+    const compaction = entries.find((e) => e.type === "compaction");
+    expect(compaction, "a compaction entry in the session file").toBeDefined();
+    // the whole history stays on disk; the transcript now starts from the summary
+    expect(entries.filter((e) => e.type === "message")).toHaveLength(6);
+    expect(runtime.agent.state.messages.length).toBeLessThan(6);
   });
 
   it("Lab 13.3 · a torn last line is reported, skipped and kept; the session still resumes and goes on", async () => {

@@ -23,6 +23,9 @@ export const DEFAULT_KEY_VARIABLE: Readonly<Record<Provider, string>> = {
 };
 
 /** A run as the user asked for it. */
+/** The smallest `--context-tokens`: below it the system prompt and the tools' answers hardly fit. */
+export const MIN_CONTEXT_TOKENS = 1_000;
+
 export interface RunOptions {
   kind: "run";
   mode: CliMode;
@@ -47,6 +50,11 @@ export interface RunOptions {
   };
   /** The config file that was read, if any. */
   configFile?: string;
+  /**
+   * `--context-tokens N`: the context budget (tokens the model may see per call). Each call is
+   * projected to it, and with a session the conversation is compacted when it nears it.
+   */
+  contextTokens?: number;
   /** Absent: the offline demo on the scripted model. */
   server?: {
     provider: Provider;
@@ -173,6 +181,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--session-dir":
         flags.sessionDir = value();
         break;
+      case "--context-tokens":
+        flags.contextTokens = value();
+        break;
       case "--cwd":
         cwd = value();
         break;
@@ -244,7 +255,24 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   }
   const sessionRoot = path.resolve(from, settings.sessionDir?.value ?? path.join(homeFolder(env), "sessions"));
   const session = noSession ? undefined : { root: sessionRoot, continue: continueLast, ...(resume !== undefined && { resume }) };
-  const common = { kind: "run" as const, mode, json, color: useColor, dropToolResult, session, ...(config.file !== undefined && { configFile: config.file }) };
+  const tokensText = settings.contextTokens?.value;
+  const contextTokens = tokensText === undefined ? undefined : /^[0-9]+$/.test(tokensText) ? Number(tokensText) : Number.NaN;
+  if (contextTokens !== undefined && !(Number.isSafeInteger(contextTokens) && contextTokens >= MIN_CONTEXT_TOKENS)) {
+    throw new CliUsageError(
+      `--context-tokens must be a whole number of tokens, at least ${MIN_CONTEXT_TOKENS}, ` +
+        `got "${settings.contextTokens!.value}"${blame("contextTokens")}.`,
+    );
+  }
+  const common = {
+    kind: "run" as const,
+    mode,
+    json,
+    color: useColor,
+    dropToolResult,
+    session,
+    ...(config.file !== undefined && { configFile: config.file }),
+    ...(contextTokens !== undefined && { contextTokens }),
+  };
   if (!onServer) {
     const serverOnly = [model, cwd, flags.apiKeyEnv, apiKeyFile, promptFile].some((v) => v !== undefined);
     if (serverOnly || (positional.length > 0 && mode !== "interactive")) {

@@ -18,6 +18,7 @@ export interface Settings {
   model?: string;
   apiKeyEnv?: string;
   sessionDir?: string;
+  contextTokens?: string;
 }
 
 export type SettingName = keyof Settings;
@@ -37,6 +38,7 @@ export const SETTINGS: Readonly<Record<SettingName, { flag: string; env?: string
   model: { flag: "--model", env: "PI_COURSE_MODEL", key: "model" },
   apiKeyEnv: { flag: "--api-key-env", key: "apiKeyEnv" },
   sessionDir: { flag: "--session-dir", env: "PI_COURSE_SESSION_DIR", key: "sessionDir" },
+  contextTokens: { flag: "--context-tokens", env: "PI_COURSE_CONTEXT_TOKENS", key: "contextTokens" },
 };
 
 /** The variable naming another config file. */

@@ -60,6 +60,9 @@ Options:
                        NO_COLOR is honoured)
   --drop-tool-result   chapter 00's break-it experiment: hide the first tool result from the
                        model and watch the pairing check stop the run
+  --context-tokens N   the context budget: each model call sees at most about N tokens (the
+                       oldest whole exchanges are left out), and a session is compacted into a
+                       summary when it nears N (default: no budget; at least 1000)
   --config PATH        the config file (default ~/.pi-course/config.json if it exists)
   -h, --help           this text
 

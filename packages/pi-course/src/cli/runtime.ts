@@ -100,6 +100,7 @@ export class Runtime {
         tools: createCodingTools(workspace, { bash: { env: commandEnv } }),
       },
       convertToLlm: toLlm(options.dropToolResult),
+      ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
     });
   }
 
