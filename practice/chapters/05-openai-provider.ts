@@ -87,6 +87,7 @@ export default defineChapter({
     "src/openai-compatible.ts",
     "src/openai-options.ts",
     "src/anthropic-wire.ts",
+    "src/anthropic-delta-frame.ts",
     "src/anthropic-inbound.ts",
     "src/anthropic.ts",
     "test/05-anthropic-provider.test.ts",

@@ -14,6 +14,7 @@
  */
 import { toAnthropicRequest, ANTHROPIC_VERSION } from "./anthropic-wire.js";
 import type { AnthropicRequest, AnthropicStreamEvent } from "./anthropic-wire.js";
+import { readDeltaFrame } from "./anthropic-delta-frame.js";
 import { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
 import type { AssistantMessageEventStream } from "./event-stream.js";
 import { checkTransportOptions, type TransportOptions } from "./http-transport.js";
@@ -97,11 +98,14 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
     return new AnthropicTurn(stream, meta);
   }
 
-  /** One frame: a JSON event for the turn (an `event: error` frame may carry a bare error object). */
+  /**
+   * One frame: a JSON event for the turn (an `event: error` frame may carry a bare error object).
+   * The usual delta frames are read by `readDeltaFrame`, the rest by `JSON.parse`: same result.
+   */
   protected readFrame(turn: AnthropicTurn, frame: SseEvent): FrameOutcome {
     let event: AnthropicStreamEvent;
     try {
-      event = JSON.parse(frame.data) as AnthropicStreamEvent;
+      event = readDeltaFrame(frame.data) ?? (JSON.parse(frame.data) as AnthropicStreamEvent);
     } catch {
       return failure("protocol", `The server sent a malformed event: ${clip(frame.data, this.secrets)}`);
     }
