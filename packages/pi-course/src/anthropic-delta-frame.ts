@@ -39,25 +39,21 @@ export function readDeltaFrame(data: string): AnthropicStreamEvent | undefined {
   const length = at - digits;
   // JSON writes 0 as "0" and no other integer with a leading zero; 10 digits or more: leave it to JSON.parse.
   if (length === 0 || length === 10 || (length > 1 && data.charCodeAt(digits) === 0x30)) return undefined;
+  const index = length === 1 ? data.charCodeAt(digits) - 0x30 : Number(data.slice(digits, at));
   const end = data.length - END.length;
-  let value: string | undefined;
   if (data.startsWith(ARGUMENTS, at)) {
-    if ((value = stringAt(data, at + ARGUMENTS.length, end)) === undefined) return undefined;
-    return { type: "content_block_delta", index: indexAt(data, digits, at), delta: { type: "input_json_delta", partial_json: value } };
+    const value = stringAt(data, at + ARGUMENTS.length, end);
+    return value === undefined ? undefined : { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: value } };
   }
   if (data.startsWith(TEXT, at)) {
-    if ((value = stringAt(data, at + TEXT.length, end)) === undefined) return undefined;
-    return { type: "content_block_delta", index: indexAt(data, digits, at), delta: { type: "text_delta", text: value } };
+    const value = stringAt(data, at + TEXT.length, end);
+    return value === undefined ? undefined : { type: "content_block_delta", index, delta: { type: "text_delta", text: value } };
   }
   if (data.startsWith(THINKING, at)) {
-    if ((value = stringAt(data, at + THINKING.length, end)) === undefined) return undefined;
-    return { type: "content_block_delta", index: indexAt(data, digits, at), delta: { type: "thinking_delta", thinking: value } };
+    const value = stringAt(data, at + THINKING.length, end);
+    return value === undefined ? undefined : { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: value } };
   }
   return undefined;
-}
-
-function indexAt(data: string, start: number, end: number): number {
-  return end - start === 1 ? data.charCodeAt(start) - 0x30 : Number(data.slice(start, end));
 }
 
 /** The string whose characters are `data[start, end)`, if they are one JSON string's content. */
