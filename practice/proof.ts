@@ -75,8 +75,12 @@ export class Pool {
   }
 }
 
-/** Shared by every proof in one process. */
-export const POOL = new Pool(2);
+/**
+ * Shared by every proof in one process. Three at a time on 2 cores: a folder's `vitest run`
+ * spends about half its time waiting on the servers, processes and timers its tests use (the
+ * observe folder's run: 39 s, of which 15 s on a core), so two left a core idle.
+ */
+export const POOL = new Pool(3);
 
 interface Run {
   code: number;
@@ -526,9 +530,22 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
 }
 
 /**
+ * A guess at how long a folder's `vitest run` takes, to start the long ones first: the size of
+ * the test files it runs (a practice folder runs every earlier chapter's tests too). An observe
+ * chapter's tests run the whole program as commands, the longest run of all (~40 s).
+ */
+function testCost(prepared: Prepared, scan: SourceScan): number {
+  const { view } = prepared;
+  if (view.chapter.mode === "observe") return Number.MAX_SAFE_INTEGER;
+  const all = prepared.next === undefined && view.kind === "practice" && view.chapter.mode === "rebuild";
+  const files = all ? [...view.files.keys()].filter((f) => f.endsWith(".test.ts")) : ownTestFiles(view, scan);
+  return files.reduce((sum, file) => sum + (view.files.get(file)?.length ?? 0), 0);
+}
+
+/**
  * Proves several chapters: builds and checks every view statically, writes them all, typechecks
  * them all in one compiler program (so work such as TypeBox's type machinery is done once, not
- * once per folder), then runs each folder's tests, two folders at a time. Never throws for a
+ * once per folder), then runs each folder's tests, three folders at a time, the longest first. Never throws for a
  * broken course: each chapter's report lists its problems.
  */
 export function proveChapters(
@@ -540,7 +557,7 @@ export function proveChapters(
   const sources = options.sources ?? REPO_SOURCES;
   const started = Date.now();
   const reports = chapters.map((chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }));
-  const phase = (async (): Promise<{ scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void> } | undefined> => {
+  const phase = (async (): Promise<{ scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void>; tested: Map<Prepared, Promise<void>> } | undefined> => {
     await new Promise((resolve) => setImmediate(resolve));
     let scan: SourceScan;
     try {
@@ -588,7 +605,7 @@ export function proveChapters(
         prepared.push({ view, report, root, folder, label });
       }
     });
-    if (prepared.length === 0) return { scan, prepared };
+    if (prepared.length === 0) return { scan, prepared, tested: new Map() };
     const typecheck = POOL.run(async () => {
       const typecheckStarted = Date.now();
       const diagnostics = await typecheckInChild(prepared.map((p) => p.folder));
@@ -599,16 +616,19 @@ export function proveChapters(
         if (found.length > 0) p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
       }
     });
-    return { scan, prepared, typecheck };
+    // The longest runs first, so the pool's last minutes are not one big folder alone.
+    const tested = new Map<Prepared, Promise<void>>();
+    for (const p of [...prepared].sort((a, b) => testCost(b, scan) - testCost(a, scan))) tested.set(p, testView(p, scan, options));
+    return { scan, prepared, typecheck, tested };
   })();
   chapters.forEach((chapter, index) => {
     const report = reports[index]!;
     const proof = phase.then(async (ready) => {
       if (ready) {
         const mine = ready.prepared.filter((p) => p.report === report);
-        // The typecheck (one child process for every folder) and the tests share the pool of 2.
+        // The typecheck (one child process for every folder) and the tests share the pool.
         try {
-          await Promise.all([ready.typecheck, ...mine.map((p) => testView(p, ready.scan, options))]);
+          await Promise.all([ready.typecheck, ...mine.map((p) => ready.tested.get(p))]);
         } finally {
           if (!options.keep) for (const p of mine) rmSync(p.root, { recursive: true, force: true });
         }
