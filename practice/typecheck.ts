@@ -50,12 +50,13 @@ export interface TypecheckStats {
  * a diagnostic outside every folder is reported for all of them.
  *
  * Most files are the same in many folders (a test file of chapter 05 sits in ~20 views). A file
- * is checked once per distinct *context*: its text and path in the folder, the text and path of
- * every file it reaches through its imports (followed transitively, as the compiler resolved
- * them), and the same for every file of its folder that can change types outside itself (a
- * module augmentation, `declare global`, a script, a declaration file). Two files with the same
- * context get the same diagnostics from the compiler, so the second one is given the first one's
- * (their paths rewritten to its folder) instead of being checked again. A folder where the
+ * is checked once per distinct *context*: its text and path in the folder; the path and the
+ * signatures of every file it reaches through its imports (followed transitively, as the compiler
+ * resolved them; a signature is the file's text without the bodies behind a written return type,
+ * which no other file can see); and the same for every file of its folder that can change types
+ * outside itself (a module augmentation, `declare global`, a script, a declaration file). Two
+ * files with the same context get the same diagnostics from the compiler, so the second one is
+ * given the first one's (their paths rewritten to its folder) instead of being checked again. A folder where the
  * compiler's module resolutions cannot be read, or whose files hold triple-slash references, is
  * checked file by file as before.
  */
