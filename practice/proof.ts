@@ -545,8 +545,8 @@ function testCost(prepared: Prepared, scan: SourceScan): number {
 /**
  * Proves several chapters: builds and checks every view statically, writes them all, typechecks
  * them all in one compiler program (so work such as TypeBox's type machinery is done once, not
- * once per folder), then runs each folder's tests, three folders at a time, the longest first. Never throws for a
- * broken course: each chapter's report lists its problems.
+ * once per folder), then runs each folder's tests, three folders at a time, the longest first.
+ * Never throws for a broken course: each chapter's report lists its problems.
  */
 export function proveChapters(
   catalogue: Catalogue,
