@@ -22,10 +22,12 @@
  *
  * Problems are collected, not thrown, so one run reports everything that is wrong.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
 import { buildView, labsOf, REPO_SOURCES, scanSources, writeView, type SourceScan, type Sources, type View, type ViewKind } from "./generate.js";
 import { firstRed } from "./learning.js";
@@ -459,20 +461,80 @@ function firstRedProblems(view: View, scan: SourceScan, tests: TestOutcome[], la
   ];
 }
 
-/** Runs practice/typecheck.ts over the folders in a child process; folder → diagnostics. */
+/** The typecheck child of this process (see `typecheckInChild`), while it runs. */
+interface TypecheckServer {
+  child: ChildProcessWithoutNullStreams;
+  waiting: { folders: string[]; resolve: (result: Record<string, string[]>) => void; timer: NodeJS.Timeout }[];
+  out: string;
+  err: string;
+}
+let server: TypecheckServer | undefined;
+
+/**
+ * Runs practice/typecheck.ts over the folders in a child process; folder → diagnostics. One child
+ * serves every call of this process in turn (`--serve`), so the libraries' declarations under
+ * node_modules are read and parsed once, not once per call (~4 s of CPU each: proof-catches
+ * proves a dozen mini courses). It holds the process open only while a call waits.
+ */
 function typecheckInChild(folders: string[]): Promise<Record<string, string[]>> {
+  return new Promise((resolve) => {
+    const s = (server ??= startTypecheckServer());
+    const timer = setTimeout(() => s.child.kill("SIGKILL"), 600_000);
+    s.waiting.push({ folders, resolve, timer });
+    s.child.ref();
+    pipe(s.child.stdout).ref();
+    s.child.stdin.write(JSON.stringify(folders) + "\n");
+  });
+}
+
+/** A child's stdio stream is a socket (ref and unref). */
+const pipe = (stream: Readable | Writable) => stream as unknown as Socket;
+
+function startTypecheckServer(): TypecheckServer {
   const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
   const script = join(REPO_ROOT, "practice", "typecheck.ts");
-  return new Promise((resolve) => {
-    execFile(tsx, [script, ...folders], { env: childEnv(), timeout: 600_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+  const child = spawn(tsx, [script, "--serve"], { env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  const s: TypecheckServer = { child, waiting: [], out: "", err: "" };
+  const fail = (call: TypecheckServer["waiting"][number], why: string) => {
+    clearTimeout(call.timer);
+    const text = `the typecheck process failed (${why}): ${s.err.slice(-1500)}`;
+    call.resolve(Object.fromEntries(call.folders.map((f) => [f, [text]])));
+  };
+  child.stdout.setEncoding("utf8").on("data", (text: string) => {
+    s.out += text;
+    for (let end = s.out.indexOf("\n"); end >= 0; end = s.out.indexOf("\n")) {
+      const line = s.out.slice(0, end);
+      s.out = s.out.slice(end + 1);
+      const call = s.waiting.shift();
+      if (!call) continue;
       try {
-        resolve(JSON.parse(stdout) as Record<string, string[]>);
+        const answer = JSON.parse(line) as { result?: Record<string, string[]>; error?: string };
+        if (answer.result === undefined) fail(call, answer.error ?? "no result");
+        else {
+          clearTimeout(call.timer);
+          call.resolve(answer.result);
+        }
       } catch {
-        const why = `the typecheck process failed (${error?.message ?? "no output"}): ${stderr.slice(-1500)}`;
-        resolve(Object.fromEntries(folders.map((f) => [f, [why]])));
+        fail(call, `unreadable answer: ${line.slice(0, 200)}`);
       }
-    });
+    }
+    if (s.waiting.length === 0) {
+      child.unref();
+      pipe(child.stdout).unref();
+    }
   });
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (s.err = (s.err + text).slice(-3000)));
+  const end = (why: string) => {
+    if (server === s) server = undefined;
+    for (const call of s.waiting.splice(0)) fail(call, why);
+  };
+  child.on("error", (error) => end(error.message));
+  child.stdin.on("error", () => undefined); // a write after the child died: "close" reports it
+  child.on("close", (code, signal) => end(`exit ${code ?? signal}`));
+  // Never what keeps this process alive: the child ends when its stdin closes.
+  pipe(child.stdin).unref();
+  pipe(child.stderr).unref();
+  return s;
 }
 
 /** A view written to a temporary folder, waiting for its typecheck and its tests. */

@@ -9,6 +9,7 @@
  */
 import { realpathSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import ts from "typescript";
 
 const shared = new Map<string, ts.SourceFile>();
@@ -270,8 +271,23 @@ export function typecheckFolder(folder: string): string[] {
 /**
  * As a command (the proof runs it in a child process, beside the tests of other folders):
  *   tsx practice/typecheck.ts <folder>...   prints {"<folder>": ["<diagnostic>", …], …}
+ *   tsx practice/typecheck.ts --serve       reads one JSON array of folders per line and answers
+ *                                           each with a line {"result": {…}} or {"error": "…"},
+ *                                           in order, until stdin ends (node_modules parsed once)
  */
 if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(new URL(import.meta.url).pathname)) {
   const folders = process.argv.slice(2);
-  process.stdout.write(JSON.stringify(Object.fromEntries(typecheckFolders(folders))));
+  if (folders[0] === "--serve") {
+    createInterface({ input: process.stdin }).on("line", (line) => {
+      let answer: { result?: Record<string, string[]>; error?: string };
+      try {
+        answer = { result: Object.fromEntries(typecheckFolders(JSON.parse(line) as string[])) };
+      } catch (error) {
+        answer = { error: error instanceof Error ? error.message : String(error) };
+      }
+      process.stdout.write(JSON.stringify(answer) + "\n");
+    });
+  } else {
+    process.stdout.write(JSON.stringify(Object.fromEntries(typecheckFolders(folders))));
+  }
 }
