@@ -22,10 +22,12 @@
  *
  * Problems are collected, not thrown, so one run reports everything that is wrong.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
 import { buildView, labsOf, REPO_SOURCES, scanSources, writeView, type SourceScan, type Sources, type View, type ViewKind } from "./generate.js";
 import { firstRed } from "./learning.js";
@@ -75,8 +77,12 @@ export class Pool {
   }
 }
 
-/** Shared by every proof in one process. */
-export const POOL = new Pool(2);
+/**
+ * Shared by every proof in one process. Three at a time on 2 cores: a folder's `vitest run`
+ * spends about half its time waiting on the servers, processes and timers its tests use (the
+ * observe folder's run: 39 s, of which 15 s on a core), so two left a core idle.
+ */
+export const POOL = new Pool(3);
 
 interface Run {
   code: number;
@@ -455,20 +461,80 @@ function firstRedProblems(view: View, scan: SourceScan, tests: TestOutcome[], la
   ];
 }
 
-/** Runs practice/typecheck.ts over the folders in a child process; folder → diagnostics. */
+/** The typecheck child of this process (see `typecheckInChild`), while it runs. */
+interface TypecheckServer {
+  child: ChildProcessWithoutNullStreams;
+  waiting: { folders: string[]; resolve: (result: Record<string, string[]>) => void; timer: NodeJS.Timeout }[];
+  out: string;
+  err: string;
+}
+let server: TypecheckServer | undefined;
+
+/**
+ * Runs practice/typecheck.ts over the folders in a child process; folder → diagnostics. One child
+ * serves every call of this process in turn (`--serve`), so the libraries' declarations under
+ * node_modules are read and parsed once, not once per call (~4 s of CPU each: proof-catches
+ * proves a dozen mini courses). It holds the process open only while a call waits.
+ */
 function typecheckInChild(folders: string[]): Promise<Record<string, string[]>> {
+  return new Promise((resolve) => {
+    const s = (server ??= startTypecheckServer());
+    const timer = setTimeout(() => s.child.kill("SIGKILL"), 600_000);
+    s.waiting.push({ folders, resolve, timer });
+    s.child.ref();
+    pipe(s.child.stdout).ref();
+    s.child.stdin.write(JSON.stringify(folders) + "\n");
+  });
+}
+
+/** A child's stdio stream is a socket (ref and unref). */
+const pipe = (stream: Readable | Writable) => stream as unknown as Socket;
+
+function startTypecheckServer(): TypecheckServer {
   const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
   const script = join(REPO_ROOT, "practice", "typecheck.ts");
-  return new Promise((resolve) => {
-    execFile(tsx, [script, ...folders], { env: childEnv(), timeout: 600_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+  const child = spawn(tsx, [script, "--serve"], { env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  const s: TypecheckServer = { child, waiting: [], out: "", err: "" };
+  const fail = (call: TypecheckServer["waiting"][number], why: string) => {
+    clearTimeout(call.timer);
+    const text = `the typecheck process failed (${why}): ${s.err.slice(-1500)}`;
+    call.resolve(Object.fromEntries(call.folders.map((f) => [f, [text]])));
+  };
+  child.stdout.setEncoding("utf8").on("data", (text: string) => {
+    s.out += text;
+    for (let end = s.out.indexOf("\n"); end >= 0; end = s.out.indexOf("\n")) {
+      const line = s.out.slice(0, end);
+      s.out = s.out.slice(end + 1);
+      const call = s.waiting.shift();
+      if (!call) continue;
       try {
-        resolve(JSON.parse(stdout) as Record<string, string[]>);
+        const answer = JSON.parse(line) as { result?: Record<string, string[]>; error?: string };
+        if (answer.result === undefined) fail(call, answer.error ?? "no result");
+        else {
+          clearTimeout(call.timer);
+          call.resolve(answer.result);
+        }
       } catch {
-        const why = `the typecheck process failed (${error?.message ?? "no output"}): ${stderr.slice(-1500)}`;
-        resolve(Object.fromEntries(folders.map((f) => [f, [why]])));
+        fail(call, `unreadable answer: ${line.slice(0, 200)}`);
       }
-    });
+    }
+    if (s.waiting.length === 0) {
+      child.unref();
+      pipe(child.stdout).unref();
+    }
   });
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (s.err = (s.err + text).slice(-3000)));
+  const end = (why: string) => {
+    if (server === s) server = undefined;
+    for (const call of s.waiting.splice(0)) fail(call, why);
+  };
+  child.on("error", (error) => end(error.message));
+  child.stdin.on("error", () => undefined); // a write after the child died: "close" reports it
+  child.on("close", (code, signal) => end(`exit ${code ?? signal}`));
+  // Never what keeps this process alive: the child ends when its stdin closes.
+  pipe(child.stdin).unref();
+  pipe(child.stderr).unref();
+  return s;
 }
 
 /** A view written to a temporary folder, waiting for its typecheck and its tests. */
@@ -526,10 +592,23 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
 }
 
 /**
+ * A guess at how long a folder's `vitest run` takes, to start the long ones first: the size of
+ * the test files it runs (a practice folder runs every earlier chapter's tests too). An observe
+ * chapter's tests run the whole program as commands, the longest run of all (~40 s).
+ */
+function testCost(prepared: Prepared, scan: SourceScan): number {
+  const { view } = prepared;
+  if (view.chapter.mode === "observe") return Number.MAX_SAFE_INTEGER;
+  const all = prepared.next === undefined && view.kind === "practice" && view.chapter.mode === "rebuild";
+  const files = all ? [...view.files.keys()].filter((f) => f.endsWith(".test.ts")) : ownTestFiles(view, scan);
+  return files.reduce((sum, file) => sum + (view.files.get(file)?.length ?? 0), 0);
+}
+
+/**
  * Proves several chapters: builds and checks every view statically, writes them all, typechecks
  * them all in one compiler program (so work such as TypeBox's type machinery is done once, not
- * once per folder), then runs each folder's tests, two folders at a time. Never throws for a
- * broken course: each chapter's report lists its problems.
+ * once per folder), then runs each folder's tests, three folders at a time, the longest first.
+ * Never throws for a broken course: each chapter's report lists its problems.
  */
 export function proveChapters(
   catalogue: Catalogue,
@@ -540,7 +619,7 @@ export function proveChapters(
   const sources = options.sources ?? REPO_SOURCES;
   const started = Date.now();
   const reports = chapters.map((chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }));
-  const phase = (async (): Promise<{ scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void> } | undefined> => {
+  const phase = (async (): Promise<{ scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void>; tested: Map<Prepared, Promise<void>> } | undefined> => {
     await new Promise((resolve) => setImmediate(resolve));
     let scan: SourceScan;
     try {
@@ -588,7 +667,7 @@ export function proveChapters(
         prepared.push({ view, report, root, folder, label });
       }
     });
-    if (prepared.length === 0) return { scan, prepared };
+    if (prepared.length === 0) return { scan, prepared, tested: new Map() };
     const typecheck = POOL.run(async () => {
       const typecheckStarted = Date.now();
       const diagnostics = await typecheckInChild(prepared.map((p) => p.folder));
@@ -599,16 +678,19 @@ export function proveChapters(
         if (found.length > 0) p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
       }
     });
-    return { scan, prepared, typecheck };
+    // The longest runs first, so the pool's last minutes are not one big folder alone.
+    const tested = new Map<Prepared, Promise<void>>();
+    for (const p of [...prepared].sort((a, b) => testCost(b, scan) - testCost(a, scan))) tested.set(p, testView(p, scan, options));
+    return { scan, prepared, typecheck, tested };
   })();
   chapters.forEach((chapter, index) => {
     const report = reports[index]!;
     const proof = phase.then(async (ready) => {
       if (ready) {
         const mine = ready.prepared.filter((p) => p.report === report);
-        // The typecheck (one child process for every folder) and the tests share the pool of 2.
+        // The typecheck (one child process for every folder) and the tests share the pool.
         try {
-          await Promise.all([ready.typecheck, ...mine.map((p) => testView(p, ready.scan, options))]);
+          await Promise.all([ready.typecheck, ...mine.map((p) => ready.tested.get(p))]);
         } finally {
           if (!options.keep) for (const p of mine) rmSync(p.root, { recursive: true, force: true });
         }
