@@ -261,81 +261,82 @@ function linearity(label: string, big: Result, small: Result): boolean {
   return ok;
 }
 
+/** One workload of a format: its bytes, what every reader must return, and how to name it. */
+interface Workload {
+  title: string;
+  size: string;
+  bytes: Uint8Array;
+  expected: number;
+  /** The same workload at a quarter of the size, run by ours in the same rounds for linearity. */
+  quarter?: { size: string; bytes: Uint8Array; expected: number };
+  runs: number;
+}
+
+/**
+ * Floor, ours, pi-ai and the Vercel AI SDK on the workload's bytes (and ours on the quarter), in
+ * the same rounds; prints the table, the ratios and the linearity. True when every bar run holds.
+ */
+async function compare(format: Format, w: Workload): Promise<boolean> {
+  const results = await measure(
+    cases([
+      { column: "floor", name: "floor", run: () => readFloor(format, w.bytes) },
+      { column: "ours", name: "ours", run: () => readOurs(format, w.bytes) },
+      { column: "pi-ai", name: "pi-ai 1.6", run: () => readPiAi(format, w.bytes) },
+      ...(format.vercel ? [{ column: "vercel", name: "Vercel AI 5", run: () => format.vercel!(w.bytes) }] : []),
+      ...(w.quarter ? [{ column: "ours", name: `ours ${w.quarter.size}`, run: () => readOurs(format, w.quarter!.bytes) }] : []),
+    ]),
+    { warmup: 3, runs: RUNS ?? w.runs, gc: "minor" },
+  );
+  for (const r of results) {
+    const expected = r.name === `ours ${w.quarter?.size}` ? w.quarter!.expected : w.expected;
+    if (r.last !== expected) throw new Error(`bench: ${r.name} lost content (${format.name}, ${w.title}): ${r.last} of ${expected}`);
+  }
+  let ok = printTable(
+    `${format.name}: ${w.title}`,
+    results,
+    present(results, [
+      { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
+      { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
+      { label: "Vercel AI 5 / ours", num: "Vercel AI 5", den: "ours" },
+    ]),
+  );
+  const big = results.find((r) => r.name === "ours");
+  const small = results.find((r) => r.name === `ours ${w.quarter?.size}`);
+  if (big && small && w.quarter) {
+    const linear = linearity(`${format.name}, ours ${w.size} / ${w.quarter.size}`, big, small); // not `&&=`: it must print
+    ok &&= linear;
+  }
+  return ok;
+}
+
 let allOk = true;
 for (const format of [openai, anthropic].filter((f) => FORMATS.has(f.name))) {
   if (WORKLOADS.has("text")) {
-    const text = format.text(1024 * KB);
-    const quarter = format.text(256 * KB);
-    const results = await measure(
-      cases([
-        { column: "floor", name: "floor 1 MB", run: () => readFloor(format, text) },
-        { column: "ours", name: "ours 1 MB", run: () => readOurs(format, text) },
-        { column: "ours", name: "ours 256 KB", run: () => readOurs(format, quarter) },
-        { column: "pi-ai", name: "pi-ai 1.6 1 MB", run: () => readPiAi(format, text) },
-        ...(format.vercel ? [{ column: "vercel", name: "Vercel AI 5 1 MB", run: () => format.vercel!(text) }] : []),
-      ]),
-      { warmup: 3, runs: RUNS ?? 9, gc: "minor" },
-    );
-    if (results.some((r) => r.last !== (r.name.endsWith("256 KB") ? 256 * KB : 1024 * KB))) {
-      throw new Error(`bench: a reader lost text (${format.name})`);
-    }
-    const textOk = printTable(
-      `${format.name}: 1 MB of text in 4-character deltas, bytes → fetch → adapter → reader`,
-      results,
-      present(results, [
-        { label: "ours / floor", num: "ours 1 MB", den: "floor 1 MB", bar: "<=", value: 1.5 },
-        { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6 1 MB", den: "ours 1 MB", bar: ">=", value: 3 },
-        { label: "Vercel AI 5 / ours", num: "Vercel AI 5 1 MB", den: "ours 1 MB" },
-      ]),
-    );
-    allOk &&= textOk;
-    const big = results.find((r) => r.name === "ours 1 MB");
-    const small = results.find((r) => r.name === "ours 256 KB");
-    if (big && small) {
-      const ok = linearity(`${format.name} text, ours 1 MB / 256 KB`, big, small); // not `&&=`: it must print
-      allOk &&= ok;
-    }
+    const text = await compare(format, {
+      title: "1 MB of text in 4-character deltas, bytes → fetch → adapter → reader",
+      size: "1 MB",
+      bytes: format.text(1024 * KB),
+      expected: 1024 * KB,
+      quarter: { size: "256 KB", bytes: format.text(256 * KB), expected: 256 * KB },
+      runs: 9,
+    });
+    allOk &&= text;
   }
-
-  // Each tool call: floor, ours, pi-ai and the Vercel AI SDK on the same bytes; with the 2 MB call,
-  // ours on a 512 KB call in the same rounds, for linearity.
-  const sizes = [...(WORKLOADS.has("tool128k") ? [128 * KB] : []), ...(WORKLOADS.has("tool2m") ? [2048 * KB] : [])];
-  for (const size of sizes) {
+  // Each tool call (its arguments' length as JSON is what every reader returns); with the 2 MB
+  // call, ours on a 512 KB call in the same rounds, for linearity.
+  for (const size of [...(WORKLOADS.has("tool128k") ? [128 * KB] : []), ...(WORKLOADS.has("tool2m") ? [2048 * KB] : [])]) {
     const args = fileArguments(size);
-    const bytes = format.toolCall(args);
-    const quarterArgs = size === 2048 * KB ? fileArguments(size / 4) : "";
-    const quarter = format.toolCall(quarterArgs);
     const label = size >= 1024 * KB ? `${size / 1024 / KB} MB` : `${size / KB} KB`;
-    const calls = await measure(
-      cases([
-        { column: "floor", name: "floor", run: () => readFloor(format, bytes) },
-        { column: "ours", name: "ours", run: () => readOurs(format, bytes) },
-        { column: "pi-ai", name: "pi-ai 1.6", run: () => readPiAi(format, bytes) },
-        ...(format.vercel ? [{ column: "vercel", name: "Vercel AI 5", run: () => format.vercel!(bytes) }] : []),
-        ...(size === 2048 * KB ? [{ column: "ours", name: "ours 512 KB", run: () => readOurs(format, quarter) }] : []),
-      ]),
-      { warmup: 3, runs: RUNS ?? (size > 512 * KB ? 7 : 9), gc: "minor" },
-    );
-    for (const r of calls) {
-      const expected = r.name === "ours 512 KB" ? quarterArgs.length : args.length;
-      if (r.last !== expected) throw new Error(`bench: ${r.name} lost arguments (${format.name}, ${label}): ${r.last} of ${expected}`);
-    }
-    const callOk = printTable(
-      `${format.name}: one streamed tool call of ${label}, 4-character argument deltas`,
-      calls,
-      present(calls, [
-        { label: "ours / floor", num: "ours", den: "floor", bar: "<=", value: 1.5 },
-        { label: "pi-ai 1.6 / ours", num: "pi-ai 1.6", den: "ours", bar: ">=", value: 3 },
-        { label: "Vercel AI 5 / ours", num: "Vercel AI 5", den: "ours" },
-      ]),
-    );
-    allOk &&= callOk;
-    const big = calls.find((r) => r.name === "ours");
-    const small = calls.find((r) => r.name === "ours 512 KB");
-    if (big && small) {
-      const ok = linearity(`${format.name} tool call, ours 2 MB / 512 KB`, big, small);
-      allOk &&= ok;
-    }
+    const quarterArgs = size === 2048 * KB ? fileArguments(size / 4) : undefined;
+    const call = await compare(format, {
+      title: `one streamed tool call of ${label}, 4-character argument deltas`,
+      size: label,
+      bytes: format.toolCall(args),
+      expected: args.length,
+      ...(quarterArgs !== undefined && { quarter: { size: "512 KB", bytes: format.toolCall(quarterArgs), expected: quarterArgs.length } }),
+      runs: size > 512 * KB ? 7 : 9,
+    });
+    allOk &&= call;
   }
 }
 
