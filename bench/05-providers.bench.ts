@@ -9,9 +9,9 @@
  *   adapter must do at least);
  * - ours: `createOpenAICompatibleModel` / `createAnthropicModel`, the reader looking at each
  *   `text_delta`, or at the partial arguments' `path` after every `toolcall_delta` (as a UI
- *   showing the path early would). The Anthropic adapter reads its usual delta frames without
- *   `JSON.parse` (`anthropic-delta-frame.ts`), so on that format ours does less per frame than
- *   the floor's `JSON.parse`;
+ *   showing the path early would). Both adapters read the repeated delta frames without
+ *   `JSON.parse` (`frame-template.ts`: one regular expression per frame once the stream's
+ *   envelope is learned), so ours does less per frame than the floor's `JSON.parse`;
  * - pi-ai 1.6: its `openai-completions` / `anthropic-messages` provider given the same `fetch`,
  *   the reader looking at the same things (its partial arguments live on the block);
  * - for the OpenAI format, the Vercel AI SDK 5 (`ai` 5.0.277 + `@ai-sdk/openai-compatible`

@@ -81,13 +81,13 @@ export default defineChapter({
     "src/partial-json.ts",
     "src/image-content.ts",
     "src/openai-wire.ts",
+    "src/frame-template.ts",
     "src/provider-turn.ts",
     "src/provider-model.ts",
     "src/openai-inbound.ts",
     "src/openai-compatible.ts",
     "src/openai-options.ts",
     "src/anthropic-wire.ts",
-    "src/anthropic-delta-frame.ts",
     "src/anthropic-inbound.ts",
     "src/anthropic.ts",
     "test/05-anthropic-provider.test.ts",
@@ -162,12 +162,14 @@ export default defineChapter({
           "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`；你负责读帧：每读到一帧调用 `progress()`" +
           "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
           "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
-          "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。",
+          "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。" +
+          "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析（`frame-template.ts`，现成的）。",
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
           "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
-          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame.",
+          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (parse it " +
+          "with turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks).",
       },
     },
     {

@@ -28,6 +28,7 @@
  * `cacheWrite` the cached parts; `totalTokens` is `input + output`.
  */
 import type { AnthropicStreamEvent, AnthropicWireUsage } from "./anthropic-wire.js";
+import { FrameTemplate, type FrameSlot } from "./frame-template.js";
 import { PartialJsonParser } from "./partial-json.js";
 import { ProviderTurn } from "./provider-turn.js";
 import type { TextContent, ThinkingContent, ToolCall } from "./types.js";
@@ -39,6 +40,8 @@ type OpenBlock =
   | { kind: "skipped" };
 
 export class AnthropicTurn extends ProviderTurn {
+  /** Reads this stream's events: the repeated delta frames without `JSON.parse`. */
+  readonly frames = new FrameTemplate(deltaSlot);
   private readonly blocks = new Map<number, OpenBlock>();
   private readonly calls: { block: ToolCall; contentIndex: number }[] = [];
   private readonly wireUsage: Required<{ [K in keyof AnthropicWireUsage]: number }> = {
@@ -246,4 +249,16 @@ export function describeAnthropicError(error: unknown): string {
     return typeof type === "string" && type !== "" ? `${text} (${type})` : text;
   }
   return typeof error === "string" ? error : "The provider reported an error without a message.";
+}
+
+const DELTA_KEYS = ["text", "thinking", "partial_json"] as const;
+
+/** The delta string of a `content_block_delta` event. */
+function deltaSlot(value: unknown): FrameSlot | undefined {
+  const event = value as AnthropicStreamEvent | null;
+  if (event?.type !== "content_block_delta") return undefined;
+  const delta = event.delta as Record<string, unknown> | null | undefined;
+  if (delta === null || typeof delta !== "object") return undefined;
+  for (const key of DELTA_KEYS) if (typeof delta[key] === "string") return { holder: delta, key };
+  return undefined;
 }

@@ -14,7 +14,6 @@
  */
 import { toAnthropicRequest, ANTHROPIC_VERSION } from "./anthropic-wire.js";
 import type { AnthropicRequest, AnthropicStreamEvent } from "./anthropic-wire.js";
-import { readDeltaFrame } from "./anthropic-delta-frame.js";
 import { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
 import type { AssistantMessageEventStream } from "./event-stream.js";
 import { checkTransportOptions, type TransportOptions } from "./http-transport.js";
@@ -100,12 +99,13 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
 
   /**
    * One frame: a JSON event for the turn (an `event: error` frame may carry a bare error object).
-   * The usual delta frames are read by `readDeltaFrame`, the rest by `JSON.parse`: same result.
+   * The repeated delta frames are read by the turn's `FrameTemplate`, the rest by `JSON.parse`:
+   * same result.
    */
   protected readFrame(turn: AnthropicTurn, frame: SseEvent): FrameOutcome {
     let event: AnthropicStreamEvent;
     try {
-      event = readDeltaFrame(frame.data) ?? (JSON.parse(frame.data) as AnthropicStreamEvent);
+      event = turn.frames.parse(frame.data) as AnthropicStreamEvent;
     } catch {
       return failure("protocol", `The server sent a malformed event: ${clip(frame.data, this.secrets)}`);
     }

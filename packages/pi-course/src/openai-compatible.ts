@@ -102,7 +102,7 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
     if (frame.data === "[DONE]") return "end";
     let chunk: ChatCompletionChunk;
     try {
-      chunk = JSON.parse(frame.data) as ChatCompletionChunk;
+      chunk = turn.frames.parse(frame.data) as ChatCompletionChunk;
     } catch {
       return failure("protocol", `The server sent a malformed chunk: ${clip(frame.data, this.secrets)}`);
     }

@@ -21,6 +21,7 @@
  * `toolcall_end`; anything else, or no finish reason at all, → an `error` event naming it.
  */
 import type { ChatCompletionChunk, WireToolCallDelta, WireUsage } from "./openai-wire.js";
+import { FrameTemplate, type FrameSlot } from "./frame-template.js";
 import { PartialJsonParser } from "./partial-json.js";
 import { ProviderTurn } from "./provider-turn.js";
 import { describeWireError } from "./request-failure.js";
@@ -41,6 +42,8 @@ export const NO_USAGE_DIAGNOSTIC =
 export const REFUSAL_DIAGNOSTIC = "The model refused: its refusal is the text of this message.";
 
 export class ChatCompletionsTurn extends ProviderTurn {
+  /** Reads this stream's chunks: the repeated delta chunks without `JSON.parse`. */
+  readonly frames = new FrameTemplate(deltaSlot);
   private readonly calls = new Map<number, OpenCall>();
   /** The block that text / thinking deltas currently extend, if it is still the last one. */
   private openText: TextContent | undefined = undefined;
@@ -171,4 +174,19 @@ export class ChatCompletionsTurn extends ProviderTurn {
 
 function finite(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+const DELTA_KEYS = ["content", "reasoning_content", "reasoning", "refusal"] as const;
+
+/** The delta string of a chunk: the first non-empty text field, or a tool call's arguments. */
+function deltaSlot(value: unknown): FrameSlot | undefined {
+  const delta = (value as ChatCompletionChunk | null)?.choices?.[0]?.delta as Record<string, unknown> | null | undefined;
+  if (delta === null || typeof delta !== "object") return undefined;
+  for (const key of DELTA_KEYS) {
+    const text = delta[key];
+    if (typeof text === "string" && text !== "") return { holder: delta, key };
+  }
+  const fn = (delta as { tool_calls?: { function?: Record<string, unknown> }[] }).tool_calls?.[0]?.function;
+  if (fn !== null && typeof fn === "object" && typeof fn.arguments === "string") return { holder: fn, key: "arguments" };
+  return undefined;
 }

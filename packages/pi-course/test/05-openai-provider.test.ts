@@ -48,6 +48,7 @@ import {
   statusReply,
   writePieces,
 } from "./support/sse-server.js";
+import { FrameTemplate, type FrameSlot } from "../src/frame-template.js";
 import { RecordingStream, expectedMessage, signatureOf, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
 
 const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";
@@ -1106,6 +1107,139 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     server.reply(sseReply(sseOf(INTERLEAVED), { seed: 7, maxPiece: 11 }));
     expectInterleaved(await runTurn(modelAt(server.baseUrl)));
   }, 10_000);
+
+  it("Lab 5.5 · repeated chunks are read by a template, not JSON.parse: exactly what parsing every chunk gives", async () => {
+    // Envelopes as servers write them; deltas with escapes, emoji, U+2028; a chunk in another key
+    // order, one whose key is written with an escape, one whose padding changes (never templated).
+    const envelope = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+      id: "chatcmpl-1", object: "chat.completion.chunk", created: 1754693442, model: "m",
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: null }], ...extra,
+    });
+    const chunks: unknown[] = [
+      envelope({ role: "assistant", content: "" }),
+      ...["Th", "ink", ' "q" \\ ', "\u2028", "é😀"].map((t) => envelope({ reasoning_content: t })),
+      ...["Hel", "lo", "\n", '"', "\\", "😀", "\u0000"].map((t) => envelope({ content: t })),
+      { choices: [{ delta: { content: " reordered" }, finish_reason: null, index: 0 }] },
+      ...["a", "b", "c"].map((t, k) => envelope({ content: t }, { obfuscation: "x".repeat(k + 1) })),
+      envelope({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }] }),
+      ...[String.raw`{"pa`, String.raw`th": "a\\b\u00e9\"`, '"}'].map((t) => envelope({ tool_calls: [{ index: 0, function: { arguments: t } }] })),
+      { ...envelope({}), choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
+      { choices: [], usage: { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 } },
+    ];
+    const lines = chunks.map((c) => JSON.stringify(c));
+    // The same content key written with an escape: a different text, the same chunk.
+    lines.splice(12, 0, lines[11]!.replace('"content"', '"cont\\u0065nt"'));
+    server.reply(sseReply(lines.map((line) => `data: ${line}\n\n`).join("") + "data: [DONE]\n\n", { seed: 3, maxPiece: 41 }));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    const parsed = translate(lines.map((line) => JSON.parse(line)));
+    expect(turn.signature).toEqual(parsed.signature);
+    expect(turn.events).toEqual(parsed.events);
+    expect(turn.message.content).toEqual([
+      thinking('Think "q" \\ \u2028é😀'),
+      text('Hello\n"\\😀😀\u0000 reorderedabc'),
+      call("call_1", "write", { path: 'a\\bé"' }),
+    ]);
+
+    // A chunk of the repeated look that is not JSON is still reported as malformed.
+    const good = JSON.stringify(envelope({ content: "Hel" }));
+    server.reply(sseReply(`data: ${good}\n\ndata: ${good}\n\ndata: ${good.replace('"Hel"', '"a"b"')}\n\n`));
+    const broken = await runTurn(modelAt(server.baseUrl));
+    expect(broken.message.errorMessage).toMatch(/^The server sent a malformed chunk: /);
+    expect(broken.message.content).toEqual([text("HelHel")]);
+
+    // The template alone (frame-template.ts): exactly what JSON.parse gives, for any envelope and any edit.
+    /** The same value with the same keys in the same order. */
+    const same = (read: unknown, data: string) => {
+      expect(read).toEqual(JSON.parse(data));
+      expect(JSON.stringify(read)).toBe(JSON.stringify(JSON.parse(data)));
+    };
+    const contentSlot = (value: unknown): FrameSlot | undefined => {
+      const delta = (value as { choices?: { delta?: Record<string, unknown> }[] } | null)?.choices?.[0]?.delta;
+      return delta !== null && typeof delta === "object" && typeof delta.content === "string" ? { holder: delta, key: "content" } : undefined;
+    };
+    const strings = fc.oneof(
+      fc.string({ unit: fc.constantFrom("a", "é", "😀", '"', "\\", "\n", "\u0000", "\u001f", "\u2028", "/", "}", " ", ",", ":") }),
+      fc.string({ unit: "binary" }),
+    );
+    // Fields around the delta, before and after it, of any JSON value (strings with escapes, keys like "content").
+    const fields = fc.dictionary(fc.oneof(fc.string(), fc.constantFrom("content", 'x"content', "id")), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+    const frameOf = (before: Record<string, unknown>, after: Record<string, unknown>) => (content: string) =>
+      JSON.stringify({ ...before, choices: [{ index: 0, delta: { content }, finish_reason: null }], ...after });
+    fc.assert(
+      fc.property(fields, fields, fc.array(strings, { minLength: 2, maxLength: 6 }), (before, after, deltas) => {
+        fc.pre(!("choices" in before) && !("choices" in after));
+        const frame = frameOf(before, after);
+        const bare = frame("");
+        // Learned when the first "content":" of the frame is the delta's (not a key ending in it).
+        const learnable = bare.indexOf('"content":"') === bare.indexOf('"choices":[{"index":0,"delta":{"content":"') + 31;
+        const template = new FrameTemplate(contentSlot);
+        let previous: unknown;
+        deltas.forEach((delta, k) => {
+          const data = frame(delta);
+          const read = template.parse(data);
+          same(read, data);
+          if (k > 0) expect(read === previous, data).toBe(learnable); // a hit returns the learned object
+          previous = read;
+        });
+      }),
+      { numRuns: 1500 },
+    );
+    // After learning a frame, any edited frame: the same value as JSON.parse, or the same refusal.
+    const edit = fc.record({ at: fc.nat(), cut: fc.nat({ max: 3 }), insert: fc.string({ unit: fc.constantFrom('"', "\\", "}", "0", "e", "u", "n", " ", ",", ":", "\n", "c"), maxLength: 4 }) });
+    fc.assert(
+      fc.property(fields, fields, strings, strings, edit, (before, after, first, second, { at, cut, insert }) => {
+        fc.pre(!("choices" in before) && !("choices" in after));
+        const frame = frameOf(before, after);
+        const template = new FrameTemplate(contentSlot);
+        template.parse(frame(first));
+        const base = frame(second);
+        const position = at % (base.length + 1);
+        const data = base.slice(0, position) + insert + base.slice(position + cut);
+        try {
+          JSON.parse(data);
+        } catch {
+          expect(() => template.parse(data), data).toThrow(SyntaxError);
+          return;
+        }
+        same(template.parse(data), data);
+      }),
+      { numRuns: 6000 },
+    );
+    // Near misses, after learning from a plain frame: each is read by JSON.parse, to its own value.
+    const plain = frameOf({ id: "a" }, {});
+    for (const data of [
+      plain("x").replace('"content":"x"', '"content" : "x"'),
+      plain("x").replace('{"id":"a"', '{"id":"b"'),
+      plain("x").replace("null}]}", "null}],\"content\":\"y\"}"),
+      plain("x").replace('"id":"a"', '"x\\"content":"x"'),
+      plain("x").replace('"content":"x"', '"content":"x","content":"y"'),
+      plain("x") + " ",
+    ]) {
+      const template = new FrameTemplate(contentSlot);
+      template.parse(plain("learned"));
+      same(template.parse(data), data);
+    }
+    // A key that ends in "content" before the delta's: its value is not the delta, and is read as it changes.
+    const fake = (value: string, content: string) => frameOf({ 'x"content': value }, {})(content);
+    const tricked = new FrameTemplate(contentSlot);
+    for (const data of [fake("a", "a"), fake("b", "a"), fake("c", "a"), fake("c", "d")]) same(tricked.parse(data), data);
+    // Block after block (a new envelope each time), templates keep being learned while they match.
+    const blocks = new FrameTemplate(contentSlot);
+    for (let block = 0; block < 20; block++) {
+      const frame = frameOf({ id: `chatcmpl-${block}` }, {});
+      blocks.parse(frame("a"));
+      expect(blocks.parse(frame("b"))).toBe(blocks.parse(frame("c")));
+    }
+    // A stream whose frames all differ around the delta (OpenAI's obfuscation padding): after
+    // eight templates that matched nothing, no more are learned, and every frame is still read.
+    let asked = 0;
+    const template = new FrameTemplate((value) => (asked++, contentSlot(value)));
+    for (let k = 0; k < 40; k++) {
+      const data = frameOf({}, { obfuscation: "x".repeat(k) })(String(k));
+      same(template.parse(data), data);
+    }
+    expect(asked).toBe(18); // nine templates learned (the slot of each frame and of its probe), then none
+  }, 20_000);
 
   it("Lab 5.5 · HTTP errors become error events with the status and the provider's message, key redacted", async () => {
     server.reply(statusReply(401, JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error", code: "invalid_api_key" } })));
