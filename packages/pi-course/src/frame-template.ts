@@ -19,9 +19,9 @@
  * literal is found as the first `"<key>":"` of the frame (in JSON text that always opens a string
  * value) and checked to be the slot's: the frame with that literal changed must have the slot
  * changed the same way (one more `JSON.parse`, once per template). Frames whose other fields
- * change every time (OpenAI's `obfuscation` padding, a clock) never match; after
- * `GIVE_UP_AFTER` templates in a row that matched nothing, the stream is left to `JSON.parse`,
- * so such a stream pays for a few extra checks only.
+ * change every time (OpenAI's `obfuscation` padding) never match; a stream where templates do
+ * not pay for themselves is soon left to `JSON.parse` alone (see `PAYS_AFTER`), so it pays for
+ * a few extra checks only.
  *
  * The value returned for a matching frame is the learned object with its slot set to the new
  * string: it is valid until the next `parse`. Callers read it and keep no reference to it.
@@ -29,7 +29,14 @@
 /** Where, in a parsed frame, the delta string lives (`holder[key]` is a string). */
 export type FrameSlot = { holder: Record<string, unknown>; key: string };
 
-/** Learned templates that matched no frame before the next was learned, before giving up. */
+/**
+ * Learning a template costs about as much as `JSON.parse` of eight frames (a second parse and a
+ * regular expression to compile), a match an eighth of one. A template that read fewer than
+ * `PAYS_AFTER` frames before the next was learned did not pay for itself; after `GIVE_UP_AFTER`
+ * such templates in a row (two envelopes taking turns, a field that changes every frame), the
+ * stream is left to `JSON.parse`.
+ */
+const PAYS_AFTER = 8;
 const GIVE_UP_AFTER = 8;
 
 /** The body of a JSON string literal: no raw quote, backslash or control character; valid escapes. */
@@ -41,7 +48,9 @@ export class FrameTemplate {
   private pattern: RegExp | undefined = undefined;
   private parsed: unknown = undefined;
   private slot: FrameSlot | undefined = undefined;
-  private matched = false;
+  /** Frames the current template has read. */
+  private matches = 0;
+  /** Templates in a row that did not pay for themselves. */
   private idle = 0;
 
   constructor(private readonly slotOf: (value: unknown) => FrameSlot | undefined) {}
@@ -54,7 +63,7 @@ export class FrameTemplate {
       if (match !== null) {
         const body = match[1]!;
         this.slot!.holder[this.slot!.key] = body.includes("\\") ? (JSON.parse(`"${body}"`) as string) : body;
-        this.matched = true;
+        this.matches++;
         return this.parsed;
       }
     }
@@ -79,7 +88,7 @@ export class FrameTemplate {
     const changed = `${slot.holder[slot.key] as string}x`;
     const probe = this.slotOf(JSON.parse(`${prefix}${data.slice(start, end)}x${suffix}`));
     if (probe?.key !== slot.key || probe.holder[probe.key] !== changed) return;
-    this.idle = this.pattern !== undefined && !this.matched ? this.idle + 1 : 0;
+    this.idle = this.pattern !== undefined && this.matches < PAYS_AFTER ? this.idle + 1 : 0;
     if (this.idle >= GIVE_UP_AFTER) {
       this.pattern = undefined;
       return;
@@ -87,7 +96,7 @@ export class FrameTemplate {
     this.pattern = new RegExp(`^${escape(prefix)}${STRING_BODY}${escape(suffix)}$`);
     this.parsed = value;
     this.slot = slot;
-    this.matched = false;
+    this.matches = 0;
   }
 }
 
