@@ -144,11 +144,13 @@ export default defineChapter({
           "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
           "后来的 `\"id\": \"\"` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。" +
           "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
-          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。",
+          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。" +
+          "chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
         en:
           "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
           "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end. " +
-          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping.",
+          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping. " +
+          "A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
       },
     },
     {
@@ -163,7 +165,8 @@ export default defineChapter({
           "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
           "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
           "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。" +
-          "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析（`frame-template.ts`，现成的）。",
+          "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，" +
+          "返回的对象会在下一帧被重用（`frame-template.ts`，现成的）。",
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
@@ -185,11 +188,13 @@ export default defineChapter({
           "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
           "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
           "`createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。" +
+          "和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。" +
           "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
         en:
           "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
           "message, failed turns left out, images as base64 image blocks (in tool_result content too). Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
-          "(tool_use, max_tokens → length, refusal → error). An extension lab: the SSE reader, parser and transport are reused.",
+          "(tool_use, max_tokens → length, refusal → error). Events are reused like chunks: keep strings, not objects. An extension " +
+          "lab: the SSE reader, parser and transport are reused.",
       },
     },
   ],

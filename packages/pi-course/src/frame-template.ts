@@ -11,95 +11,112 @@
  * (profiled on `bench/05`). A template is learned from one frame that `JSON.parse` read: the text
  * before the delta's string literal and the text after it. A later frame that is exactly that
  * prefix, one valid string literal and that suffix is read by one regular expression, and only
- * the literal is decoded (by `JSON.parse` of the literal alone, when it has escapes). The value is
- * what `JSON.parse` would give: JSON's grammar is context-free, so swapping one string token for
- * another changes that string and nothing else.
+ * the literal is decoded (by `JSON.parse` of the literal alone, when it has escapes).
  *
- * Which string is the delta is the caller's `slotOf` (e.g. `choices[0].delta.content`). The
- * literal is found as the first `"<key>":"` of the frame (in JSON text that always opens a string
- * value) and checked to be the slot's: the frame with that literal changed must have the slot
- * changed the same way (one more `JSON.parse`, once per template). Frames whose other fields
- * change every time (OpenAI's `obfuscation` padding) never match; a stream where templates do
- * not pay for themselves is soon left to `JSON.parse` alone (see `PAYS_AFTER`), so it pays for
- * a few extra checks only.
+ * Why the result is exactly `JSON.parse`'s: the literal is found as the first `"<key>":"` of the
+ * frame, which (for a key that starts with a letter) always ends with the opening quote of a
+ * string value, so the literal is one string token of the frame. Swapping one string token of
+ * valid JSON for another keeps it valid and changes that string's value only, wherever that
+ * string sits. A probe makes sure it sits at the slot: the frame with `x` appended to that literal
+ * must have `x` appended to the slot (one more `JSON.parse`, once per template).
  *
- * The value returned for a matching frame is the learned object with its slot set to the new
- * string: it is valid until the next `parse`. Callers read it and keep no reference to it.
+ * Cost: a template pays for itself after a few frames (see `PAYS_AFTER`). Frames whose other
+ * fields change every time (OpenAI's `obfuscation` padding), envelopes that take turns, or
+ * frames where no template can be learned soon leave the stream to `JSON.parse` alone.
+ *
+ * Every object `parse` returns may be the learned one, which the next matching frame overwrites:
+ * read it before the next `parse`, keep no object from it (strings are safe), never change it.
  */
-/** Where, in a parsed frame, the delta string lives (`holder[key]` is a string). */
+
+/**
+ * Where, in a parsed frame, the delta string lives: `holder[key]` is a string, and `key` starts
+ * with a letter. A `slotOf` finds the place by the frame's structure and key names; a frame that
+ * differs only in that string (still non-empty) has its slot at the same place.
+ */
 export type FrameSlot = { holder: Record<string, unknown>; key: string };
 
 /**
- * Learning a template costs about as much as `JSON.parse` of eight frames (a second parse and a
- * regular expression to compile), a match an eighth of one. A template that read fewer than
- * `PAYS_AFTER` frames before the next was learned did not pay for itself; after `GIVE_UP_AFTER`
- * such templates in a row (two envelopes taking turns, a field that changes every frame), the
- * stream is left to `JSON.parse`.
+ * Learning a template costs about eight `JSON.parse` of the frame (the probe, a regular
+ * expression to compile); a match of a delta of a few characters, as streams send them, costs a
+ * fifth to a tenth of one (a delta of kilobytes up to two: the expression checks the literal,
+ * then `JSON.parse` decodes it if it has escapes). A template that read fewer than `PAYS_AFTER`
+ * frames before the next frame had to be learned did not pay; after `GIVE_UP_AFTER` tries in a
+ * row without one that paid, the stream is left to `JSON.parse`.
  */
 const PAYS_AFTER = 8;
 const GIVE_UP_AFTER = 8;
+/** Frames with more text than this around the delta are not learned (a regular expression has a size limit). */
+const MAX_ENVELOPE = 4096;
 
-/** The body of a JSON string literal: no raw quote, backslash or control character; valid escapes. */
-const STRING_BODY = String.raw`((?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*)`;
-/** The body of a string literal, from a position (only used on text `JSON.parse` accepted). */
-const LITERAL_BODY = /(?:[^"\\]|\\.)*/y;
+/** The body of a JSON string literal (no raw quote, backslash or control character; valid escapes), unrolled so that a long body does not backtrack per character. */
+const STRING_BODY = String.raw`([^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*)`;
+/** The body of a string literal of text `JSON.parse` accepted, from `lastIndex`. */
+const LITERAL_BODY = /[^"\\]*(?:\\[^][^"\\]*)*/y;
 
 export class FrameTemplate {
   private pattern: RegExp | undefined = undefined;
-  private parsed: unknown = undefined;
-  private slot: FrameSlot | undefined = undefined;
-  /** Frames the current template has read. */
+  /** The object learned with `pattern`, and its slot. */
+  private learned: { value: unknown; slot: FrameSlot } | undefined = undefined;
+  /** Frames read by `pattern`. */
   private matches = 0;
-  /** Templates in a row that did not pay for themselves. */
-  private idle = 0;
+  /** Tries to learn since a template last paid for itself. */
+  private tries = 0;
 
   constructor(private readonly slotOf: (value: unknown) => FrameSlot | undefined) {}
 
   /** `JSON.parse(data)`, or the learned object with its slot set, when `data` fits the template. */
   parse(data: string): unknown {
-    const pattern = this.pattern;
-    if (pattern !== undefined) {
-      const match = pattern.exec(data);
-      if (match !== null) {
-        const body = match[1]!;
-        this.slot!.holder[this.slot!.key] = body.includes("\\") ? (JSON.parse(`"${body}"`) as string) : body;
-        this.matches++;
-        return this.parsed;
-      }
+    const match = this.pattern?.exec(data);
+    if (match) {
+      const body = match[1]!;
+      const { value, slot } = this.learned!;
+      slot.holder[slot.key] = body.includes("\\") ? (JSON.parse(`"${body}"`) as string) : body;
+      this.matches++;
+      return value;
     }
     const value: unknown = JSON.parse(data);
-    if (this.idle < GIVE_UP_AFTER) this.learn(data, value);
+    if (this.tries < GIVE_UP_AFTER) this.learn(data, value);
     return value;
   }
 
   private learn(data: string, value: unknown): void {
     const slot = this.slotOf(value);
-    if (slot === undefined) return; // another kind of frame: keep the template for the next delta
+    if (slot === undefined) return; // another kind of frame: the template stays for the next delta
+    if (this.matches >= PAYS_AFTER) this.tries = this.matches = 0; // the template in use paid: start counting again
+    if (++this.tries >= GIVE_UP_AFTER) {
+      this.pattern = this.learned = undefined;
+      return;
+    }
+    const pattern = this.patternOf(data, slot);
+    if (pattern === undefined) return;
+    this.pattern = pattern;
+    this.learned = { value, slot };
+    this.matches = 0;
+  }
+
+  /** The template of `data` around `slot`, if the literal after the first `"<key>":"` is the slot's. */
+  private patternOf(data: string, slot: FrameSlot): RegExp | undefined {
     const needle = `"${slot.key}":"`;
     const at = data.indexOf(needle);
-    if (at === -1) return;
+    if (at === -1) return undefined;
     const start = at + needle.length;
     LITERAL_BODY.lastIndex = start;
     LITERAL_BODY.exec(data);
     const end = LITERAL_BODY.lastIndex;
+    if (data.length - (end - start) > MAX_ENVELOPE) return undefined;
     const prefix = data.slice(0, start);
     const suffix = data.slice(end);
-    // The literal found is some string of the frame; it is the slot's if changing it changes the slot.
-    const changed = `${slot.holder[slot.key] as string}x`;
-    const probe = this.slotOf(JSON.parse(`${prefix}${data.slice(start, end)}x${suffix}`));
-    if (probe?.key !== slot.key || probe.holder[probe.key] !== changed) return;
-    this.idle = this.pattern !== undefined && this.matches < PAYS_AFTER ? this.idle + 1 : 0;
-    if (this.idle >= GIVE_UP_AFTER) {
-      this.pattern = undefined;
-      return;
+    let probe: FrameSlot | undefined;
+    try {
+      probe = this.slotOf(JSON.parse(`${prefix}${data.slice(start, end)}x${suffix}`));
+    } catch {
+      return undefined; // not a string value after all (a key this code was not meant for)
     }
-    this.pattern = new RegExp(`^${escape(prefix)}${STRING_BODY}${escape(suffix)}$`);
-    this.parsed = value;
-    this.slot = slot;
-    this.matches = 0;
+    if (probe?.key !== slot.key || probe.holder[probe.key] !== `${slot.holder[slot.key] as string}x`) return undefined;
+    return new RegExp(`^${escapeRegExp(prefix)}${STRING_BODY}${escapeRegExp(suffix)}$`);
   }
 }
 
-function escape(text: string): string {
-  return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+function escapeRegExp(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
 }

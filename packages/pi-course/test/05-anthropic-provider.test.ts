@@ -4,6 +4,7 @@
  * (test/fixtures/anthropic, see SOURCES.md there) under random chunking.
  */
 import { readFileSync } from "node:fs";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AnthropicTurn,
@@ -455,6 +456,26 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect(broken.message.stopReason).toBe("error");
     expect(broken.message.errorMessage).toMatch(/^The server sent a malformed event: /);
     expect(broken.message.content).toEqual([{ type: "text", text: "Hello" }]);
+    // The turn's own template, for every delta kind and any strings: what JSON.parse gives, each
+    // frame after the first read by the template (the learned object, its slot set).
+    const kind = fc.constantFrom(["text_delta", "text"], ["thinking_delta", "thinking"], ["input_json_delta", "partial_json"]);
+    const strings = fc.oneof(
+      fc.string({ unit: fc.constantFrom("a", "é", "😀", '"', "\\", "\n", "\u0000", "\u2028", "/", "}", ":") }),
+      fc.string({ unit: "binary" }),
+    );
+    fc.assert(
+      fc.property(fc.nat({ max: 999_999_999 }), kind, fc.array(strings.filter((s) => s !== ""), { minLength: 2, maxLength: 5 }), (index, [type, key], values) => {
+        const frames = values.map((value) => JSON.stringify({ type: "content_block_delta", index, delta: { type, [key]: value } }));
+        const template = new AnthropicTurn(new RecordingStream(), { ...META, provider: "anthropic" }).frames;
+        const learned = template.parse(frames[0]!);
+        for (const data of frames) {
+          const read = template.parse(data);
+          expect(read).toBe(learned);
+          expect(JSON.stringify(read)).toBe(JSON.stringify(JSON.parse(data)));
+        }
+      }),
+      { numRuns: 1000 },
+    );
   }, 20_000);
 
   it("Lab 5.6 · a streaming tool call looks the same from this adapter and from ScriptedModel: partialArguments on the event, arguments {} on the block", async () => {
