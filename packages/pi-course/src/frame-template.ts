@@ -9,15 +9,16 @@
  *
  * and `JSON.parse` of every such frame was the largest single cost of a streamed answer
  * (profiled on `bench/05`). A template is learned from one frame that `JSON.parse` read: the text
- * before the delta's string literal and the text after it. A later frame that is exactly that
- * prefix, one valid string literal and that suffix is read by one regular expression, and only
- * the literal is decoded (by `JSON.parse` of the literal alone, when it has escapes).
+ * before the delta's string literal and the text after it. A later frame that is that prefix,
+ * one valid string literal and that suffix (a run of whitespace between tokens may have another
+ * length: some servers pad frames) is read by one regular expression, and only the literal is
+ * decoded (by `JSON.parse` of the literal alone, when it has escapes).
  *
  * Why the result is exactly `JSON.parse`'s: the literal is found as the first `"<key>":"` of the
- * frame, which (for a key that starts with a letter) always ends with the opening quote of a
- * string value, so the literal is one string token of the frame. Swapping one string token of
- * valid JSON for another keeps it valid and changes that string's value only, wherever that
- * string sits. A probe makes sure it sits at the slot: the frame with `x` appended to that literal
+ * frame (spaces allowed around the colon), which for a key that starts with a letter always ends
+ * with the opening quote of a string value, so the literal is one string token of the frame.
+ * Swapping one string token of valid JSON for another, or changing a run of whitespace between
+ * tokens, keeps it valid and changes that string's value only, wherever that string sits. A probe makes sure it sits at the slot: the frame with `x` appended to that literal
  * must have `x` appended to the slot (one more `JSON.parse`, once per template).
  *
  * Cost: a template pays for itself after a few frames (see `PAYS_AFTER`). Frames whose other
@@ -94,12 +95,11 @@ export class FrameTemplate {
     this.matches = 0;
   }
 
-  /** The template of `data` around `slot`, if the literal after the first `"<key>":"` is the slot's. */
+  /** The template of `data` around `slot`, if the literal after the first `"<key>" : "` is the slot's. */
   private patternOf(data: string, slot: FrameSlot): RegExp | undefined {
-    const needle = `"${slot.key}":"`;
-    const at = data.indexOf(needle);
-    if (at === -1) return undefined;
-    const start = at + needle.length;
+    const needle = new RegExp(`"${slot.key}"${SPACE}:${SPACE}"`).exec(data);
+    if (needle === null) return undefined;
+    const start = needle.index + needle[0].length;
     LITERAL_BODY.lastIndex = start;
     LITERAL_BODY.exec(data);
     const end = LITERAL_BODY.lastIndex;
@@ -113,8 +113,24 @@ export class FrameTemplate {
       return undefined; // not a string value after all (a key this code was not meant for)
     }
     if (probe?.key !== slot.key || probe.holder[probe.key] !== `${slot.holder[slot.key] as string}x`) return undefined;
-    return new RegExp(`^${escapeRegExp(prefix)}${STRING_BODY}${escapeRegExp(suffix)}$`);
+    // The prefix ends with the literal's opening quote, the suffix starts with its closing one.
+    return new RegExp(`^${envelope(prefix.slice(0, -1))}"${STRING_BODY}"${envelope(suffix.slice(1))}$`);
   }
+}
+
+/** JSON's insignificant whitespace. */
+const SPACE = "[ \\t\\n\\r]*";
+/** A frame's text outside the delta, in pieces: a whole string, a run of whitespace, or anything else. */
+const PIECES = /"(?:[^"\\]|\\[^])*"|[ \t\n\r]+|[^" \t\n\r]+/g;
+
+/**
+ * Text of a frame (starting outside any string) as a regular expression in which each run of
+ * whitespace between tokens stands for any run, even none: JSON ignores it, and some servers pad
+ * their frames with a varying run (Anthropic ends each delta with spaces). Two runs are never side
+ * by side, so a long run of spaces cannot make the expression backtrack.
+ */
+function envelope(text: string): string {
+  return text.replace(PIECES, (piece) => (/^[ \t\n\r]/.test(piece) ? SPACE : escapeRegExp(piece)));
 }
 
 function escapeRegExp(text: string): string {

@@ -476,6 +476,20 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       }),
       { numRuns: 1000 },
     );
+    // The API pads every delta frame with a varying run of spaces: a recorded stream's deltas are
+    // still read by the template.
+    const recorded = fixtureBody("anthropic-tool-use-109-input-json-deltas.sse").split("\n").filter((line) => line.startsWith("data: "));
+    const padded = new AnthropicTurn(new RecordingStream(), { ...META, provider: "anthropic" }).frames;
+    const returned = new Set<unknown>();
+    let reused = 0;
+    for (const line of recorded) {
+      const data = line.slice("data: ".length);
+      const read = padded.parse(data);
+      if (returned.has(read)) reused++;
+      returned.add(read);
+      expect(JSON.stringify(read)).toBe(JSON.stringify(JSON.parse(data)));
+    }
+    expect(reused).toBeGreaterThanOrEqual(100);
   }, 20_000);
 
   it("Lab 5.6 · a streaming tool call looks the same from this adapter and from ScriptedModel: partialArguments on the event, arguments {} on the block", async () => {

@@ -1211,6 +1211,28 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       }),
       { numRuns: 500 },
     );
+    // A run of whitespace between tokens may change its length from frame to frame (servers pad or
+    // indent): still the template, still JSON.parse's value.
+    const indent = fc.constantFrom(1, 2, "\t", " \r\n");
+    fc.assert(
+      fc.property(envelopes, chatDelta, fc.array(fc.tuple(strings.filter((s) => s !== ""), indent), { minLength: 2, maxLength: 5 }), (before, delta, frames) => {
+        fc.pre(!("choices" in before));
+        const frame = ([s, space]: [string, string | number]) =>
+          JSON.stringify({ ...before, choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }] }, null, space);
+        expectHits(new ChatCompletionsTurn(new RecordingStream(), META).frames, frames.map(frame));
+      }),
+      { numRuns: 300 },
+    );
+    // A run of a million spaces, in a frame that fits and in one that does not, after a compact and
+    // after an indented frame: read at once (the expression does not backtrack over the run).
+    const run = " ".repeat(1_000_000);
+    const fits = frameOf({ id: "a" }, {})("b").replace("{", `{${run}`);
+    for (const space of [0, 1]) {
+      const spaced = new FrameTemplate(contentSlot);
+      spaced.parse(JSON.stringify(JSON.parse(frameOf({ id: "a" }, {})("learned")), null, space));
+      expect(spaced.parse(fits)).toEqual(JSON.parse(fits));
+      expect(() => spaced.parse(`${fits.slice(0, -1)}${run}x}`)).toThrow(SyntaxError);
+    }
     // After learning a frame, any edited frame: the same value as JSON.parse, or the same refusal.
     const edit = fc.record({ at: fc.nat(), cut: fc.nat({ max: 3 }), insert: fc.string({ unit: fc.constantFrom('"', "\\", "}", "0", "e", "u", "n", " ", ",", ":", "\n", "c"), maxLength: 4 }) });
     fc.assert(
