@@ -18,8 +18,9 @@
  * frame (spaces allowed around the colon), which for a key that starts with a letter always ends
  * with the opening quote of a string value, so the literal is one string token of the frame.
  * Swapping one string token of valid JSON for another, or changing a run of whitespace between
- * tokens, keeps it valid and changes that string's value only, wherever that string sits. A probe makes sure it sits at the slot: the frame with `x` appended to that literal
- * must have `x` appended to the slot (one more `JSON.parse`, once per template).
+ * tokens, keeps it valid and changes that string's value only, wherever that string sits. A
+ * probe makes sure it sits at the slot: the frame with `x` appended to that literal must have `x`
+ * appended to the slot (one more `JSON.parse`, once per template).
  *
  * Cost: a template pays for itself after a few frames (see `PAYS_AFTER`). Frames whose other
  * fields change every time (OpenAI's `obfuscation` padding), envelopes that take turns, or
@@ -46,10 +47,13 @@ export type FrameSlot = { holder: Record<string, unknown>; key: string };
  */
 const PAYS_AFTER = 8;
 const GIVE_UP_AFTER = 8;
-/** Frames with more text than this around the delta are not learned (a regular expression has a size limit). */
+/** Frames with more text than this around the delta are not learned (regular expressions have a size limit). */
 const MAX_ENVELOPE = 4096;
 
-/** The body of a JSON string literal (no raw quote, backslash or control character; valid escapes), unrolled so that a long body does not backtrack per character. */
+/**
+ * The body of a JSON string literal (no raw quote, backslash or control character; valid escapes),
+ * unrolled so that a long body does not backtrack per character.
+ */
 const STRING_BODY = String.raw`([^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*)`;
 /** The body of a string literal of text `JSON.parse` accepted, from `lastIndex`. */
 const LITERAL_BODY = /[^"\\]*(?:\\[^][^"\\]*)*/y;
@@ -97,7 +101,7 @@ export class FrameTemplate {
 
   /** The template of `data` around `slot`, if the literal after the first `"<key>" : "` is the slot's. */
   private patternOf(data: string, slot: FrameSlot): RegExp | undefined {
-    const needle = new RegExp(`"${slot.key}"${SPACE}:${SPACE}"`).exec(data);
+    const needle = new RegExp(`"${escapeRegExp(slot.key)}"${SPACE}:${SPACE}"`).exec(data);
     if (needle === null) return undefined;
     const start = needle.index + needle[0].length;
     LITERAL_BODY.lastIndex = start;
@@ -120,7 +124,7 @@ export class FrameTemplate {
 
 /** JSON's insignificant whitespace. */
 const SPACE = "[ \\t\\n\\r]*";
-/** A frame's text outside the delta, in pieces: a whole string, a run of whitespace, or anything else. */
+/** A frame's text outside the delta in pieces: a whole string, a run of whitespace, or the rest. */
 const PIECES = /"(?:[^"\\]|\\[^])*"|[ \t\n\r]+|[^" \t\n\r]+/g;
 
 /**
