@@ -21,7 +21,7 @@ export default defineChapter({
       "The vocabulary (content blocks, the three roles, ModelEvent, the Model contract), message constructors and textOf, " +
       "and AssistantMessageEventStream, which refuses an incoherent terminal event at push.",
   },
-  files: ["src/types.ts", "src/messages.ts"],
+  files: ["src/types.ts", "src/model.ts", "src/messages.ts"],
   labs: [
     {
       id: "3.1",

@@ -21,7 +21,7 @@ export default defineChapter({
       "embedded default model of the main job. It records a deep copy of every context it is asked with. Provided helpers: " +
       "interrupted (one yield, then is the signal aborted?), abort, fail, blank, pieces.",
   },
-  files: ["src/scripted-model.ts"],
+  files: ["src/models/scripted-model.ts"],
   labs: [
     {
       id: "4.1",

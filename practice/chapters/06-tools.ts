@@ -29,7 +29,7 @@ export default defineChapter({
       "optional fields), validate with a compiled TypeBox validator, and errors that list each failing field by path with the " +
       "received arguments. defineTool keeps inference; toToolDefinition is what the model sees.",
   },
-  files: ["src/tools.ts", "src/tool-coercion.ts"],
+  files: ["src/agent/tools.ts", "src/agent/tool-coercion.ts"],
   labs: [
     {
       id: "6.1",

@@ -33,10 +33,10 @@ export default defineChapter({
       "lifecycle. Named tests defend upstream bugs (#8025, lost steering on abort); a fast-check property drives random lives.",
   },
   files: [
-    "src/agent.ts",
-    "src/agent-state.ts",
-    "src/agent-queue.ts",
-    "src/agent-run.ts",
+    "src/agent/agent.ts",
+    "src/agent/agent-state.ts",
+    "src/agent/agent-queue.ts",
+    "src/agent/agent-run.ts",
     "test/09-agent.property.test.ts",
   ],
   labs: [

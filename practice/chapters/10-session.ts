@@ -33,7 +33,7 @@ export default defineChapter({
       "reported and kept, marked by the next append; any other damage is refused naming the line (pi 1.6 skips bad lines). " +
       "A crash test SIGKILLs an appending child 200 times and recovers every written entry each time.",
   },
-  files: ["src/session.ts", "src/session-entry.ts", "src/session-reader.ts", "test/support/session-crash-child.ts"],
+  files: ["src/session/types.ts", "src/session/session.ts", "src/session/session-entry.ts", "src/session/session-reader.ts", "test/support/session-crash-child.ts"],
   labs: [
     {
       id: "10.1",

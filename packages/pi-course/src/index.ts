@@ -24,10 +24,8 @@ export type {
   Context,
   CustomAgentMessages,
   Message,
-  Model,
   ModelEvent,
   StopReason,
-  StreamOptions,
   TextContent,
   ToolCall,
   ToolDefinition,
@@ -36,33 +34,37 @@ export type {
   UserContent,
   UserMessage,
 } from "./types.js";
+export type {
+  Model,
+  StreamOptions,
+} from "./model.js";
 // #endregion
 // #region ch04
 
 // Chapter 04: the scripted model
-export { ScriptedModel } from "./scripted-model.js";
+export { ScriptedModel } from "./models/scripted-model.js";
 export type {
   ScriptedFailure,
   ScriptedModelOptions,
   ScriptedResponder,
   ScriptedTurn,
-} from "./scripted-model.js";
+} from "./models/scripted-model.js";
 // #endregion
 // #region ch05
 
 // Chapter 05: the OpenAI-compatible provider
 export type { ImageContent, ThinkingContent } from "./types.js";
-export { checkImage } from "./image-content.js";
-export type { InputKind, InputOptions } from "./image-content.js";
-export { SseDecoder, readSse, readSseBatches } from "./sse.js";
-export type { SseEvent } from "./sse.js";
-export { PartialJsonParser, parseToolArguments } from "./partial-json.js";
-export type { ParsedToolArguments } from "./partial-json.js";
+export { checkImage } from "./models/http/image-content.js";
+export type { InputKind, InputOptions } from "./models/http/image-content.js";
+export { SseDecoder, readSse, readSseBatches } from "./models/http/sse.js";
+export type { SseEvent } from "./models/http/sse.js";
+export { PartialJsonParser, parseToolArguments } from "./models/http/partial-json.js";
+export type { ParsedToolArguments } from "./models/http/partial-json.js";
 export {
   toChatCompletionsRequest,
   toWireMessages,
   toWireTools,
-} from "./openai-wire.js";
+} from "./models/openai/openai-wire.js";
 export type {
   ChatCompletionChunk,
   ChatCompletionsRequest,
@@ -75,33 +77,33 @@ export type {
   WireToolCallDelta,
   WireUsage,
   WireUserPart,
-} from "./openai-wire.js";
-export { ProviderTurn } from "./provider-turn.js";
-export type { TurnMeta } from "./provider-turn.js";
-export { ProviderModel } from "./provider-model.js";
-export type { FrameOutcome, ProviderIdentity } from "./provider-model.js";
-export { failedMessage } from "./request-failure.js";
+} from "./models/openai/openai-wire.js";
+export { ProviderTurn } from "./models/http/provider-turn.js";
+export type { TurnMeta } from "./models/http/provider-turn.js";
+export { ProviderModel } from "./models/http/provider-model.js";
+export type { FrameOutcome, ProviderIdentity } from "./models/http/provider-model.js";
+export { failedMessage } from "./models/http/request-failure.js";
 export {
   ChatCompletionsTurn,
   NO_USAGE_DIAGNOSTIC,
   REFUSAL_DIAGNOSTIC,
-} from "./openai-inbound.js";
-export { applyRequestOptions } from "./openai-options.js";
-export type { ChatRequestOptions, ToolChoice } from "./openai-options.js";
-export { createOpenAICompatibleModel } from "./openai-compatible.js";
-export type { OpenAICompatibleOptions } from "./openai-compatible.js";
+} from "./models/openai/openai-inbound.js";
+export { applyRequestOptions } from "./models/openai/openai-options.js";
+export type { ChatRequestOptions, ToolChoice } from "./models/openai/openai-options.js";
+export { createOpenAICompatibleModel } from "./models/openai/openai-compatible.js";
+export type { OpenAICompatibleOptions } from "./models/openai/openai-compatible.js";
 export type { ErrorDetails, ErrorKind } from "./types.js";
-export { DEFAULT_TRANSPORT, openEventStream } from "./http-transport.js";
-export type { OpenStream, StreamingRequest, TransportOptions } from "./http-transport.js";
-export { DEFAULT_LIMITS } from "./response-limits.js";
-export type { ResponseLimits } from "./response-limits.js";
+export { DEFAULT_TRANSPORT, openEventStream } from "./models/http/http-transport.js";
+export type { OpenStream, StreamingRequest, TransportOptions } from "./models/http/http-transport.js";
+export { DEFAULT_LIMITS } from "./models/http/response-limits.js";
+export type { ResponseLimits } from "./models/http/response-limits.js";
 export {
   ANTHROPIC_VERSION,
   safeToolId,
   toAnthropicMessages,
   toAnthropicRequest,
   toAnthropicTools,
-} from "./anthropic-wire.js";
+} from "./models/anthropic/anthropic-wire.js";
 export type {
   AnthropicAssistantBlock,
   AnthropicImageBlock,
@@ -114,10 +116,10 @@ export type {
   AnthropicWireMessage,
   AnthropicWireTool,
   AnthropicWireUsage,
-} from "./anthropic-wire.js";
-export { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
-export { createAnthropicModel } from "./anthropic.js";
-export type { AnthropicOptions } from "./anthropic.js";
+} from "./models/anthropic/anthropic-wire.js";
+export { AnthropicTurn, describeAnthropicError } from "./models/anthropic/anthropic-inbound.js";
+export { createAnthropicModel } from "./models/anthropic/anthropic.js";
+export type { AnthropicOptions } from "./models/anthropic/anthropic.js";
 // #endregion
 // #region ch06
 
@@ -128,8 +130,8 @@ export {
   prepareToolArguments,
   toToolDefinition,
   validateToolArguments,
-} from "./tools.js";
-export type { ToolArgumentIssue, ToolSpec } from "./tools.js";
+} from "./agent/tools.js";
+export type { ToolArgumentIssue, ToolSpec } from "./agent/tools.js";
 export type {
   AgentTool,
   AgentToolResult,
@@ -147,8 +149,8 @@ export {
   defaultConvertToLlm,
   runAgentLoop,
   runAgentLoopContinue,
-} from "./agent-loop.js";
-export type { AgentEventSink } from "./tool-execution.js";
+} from "./agent/agent-loop.js";
+export type { AgentEventSink } from "./agent/tool-execution.js";
 export type {
   AfterToolCallContext,
   AfterToolCallResult,
@@ -157,7 +159,7 @@ export type {
   AgentLoopConfig,
   BeforeToolCallContext,
   BeforeToolCallResult,
-} from "./types.js";
+} from "./agent/types.js";
 // #endregion
 // #region ch08
 
@@ -202,28 +204,28 @@ export type {
 // #region ch09
 
 // Chapter 09: the stateful agent
-export { Agent } from "./agent.js";
-export { AgentListenerError } from "./agent-run.js";
-export type { ListenerFailure } from "./agent-run.js";
-export { MessageQueue } from "./agent-queue.js";
-export { reduceAgentEvent } from "./agent-state.js";
-export type { AgentDraft } from "./agent-state.js";
+export { Agent } from "./agent/agent.js";
+export { AgentListenerError } from "./agent/agent-run.js";
+export type { ListenerFailure } from "./agent/agent-run.js";
+export { MessageQueue } from "./agent/agent-queue.js";
+export { reduceAgentEvent } from "./agent/agent-state.js";
+export type { AgentDraft } from "./agent/agent-state.js";
 export type {
   AgentInitialState,
   AgentListener,
   AgentOptions,
   AgentState,
   QueueMode,
-} from "./types.js";
+} from "./agent/types.js";
 // #endregion
 // #region ch10
 
 // Chapter 10: the session tree on disk
-export { SessionFile, messagesOf } from "./session.js";
-export type { SessionEntryInput, SessionFileOptions, SessionHeaderInput } from "./session.js";
-export { SESSION_FORMAT_VERSION, SessionFileError } from "./session-entry.js";
-export { readSessionFile } from "./session-reader.js";
-export type { SessionContents, SessionRecovery, TornLine } from "./session-reader.js";
+export { SessionFile, messagesOf } from "./session/session.js";
+export type { SessionEntryInput, SessionFileOptions, SessionHeaderInput } from "./session/session.js";
+export { SESSION_FORMAT_VERSION, SessionFileError } from "./session/session-entry.js";
+export { readSessionFile } from "./session/session-reader.js";
+export type { SessionContents, SessionRecovery, TornLine } from "./session/session-reader.js";
 export type {
   LabelEntry,
   MessageEntry,
@@ -231,18 +233,18 @@ export type {
   SessionEntryBase,
   SessionHeader,
   SessionTornMark,
-} from "./types.js";
+} from "./session/types.js";
 // #endregion
 // #region ch11
 
 // Chapter 11: the context budget
-export { groupInteractions, openSpans } from "./interactions.js";
-export type { Interaction } from "./interactions.js";
-export { CHARS_PER_TOKEN, IMAGE_TOKENS, charsOf, countTokens, estimateTokens, hasTrustedUsage } from "./token-estimate.js";
-export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./token-estimate.js";
-export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./context.js";
-export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./context.js";
-export { compact, findCut, summarizeWithModel } from "./compaction.js";
+export { groupInteractions, openSpans } from "./session/interactions.js";
+export type { Interaction } from "./session/interactions.js";
+export { CHARS_PER_TOKEN, IMAGE_TOKENS, charsOf, countTokens, estimateTokens, hasTrustedUsage } from "./session/token-estimate.js";
+export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./session/token-estimate.js";
+export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./session/context.js";
+export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./session/context.js";
+export { compact, findCut, summarizeWithModel } from "./session/compaction.js";
 export type {
   CompactOptions,
   CompactableSession,
@@ -251,14 +253,14 @@ export type {
   CompactionResult,
   Summarizer,
   SummaryInput,
-} from "./compaction.js";
-export { MAX_RESULT_CHARS, filesTouched, formatFilesSection, serializeConversation, summaryRequest } from "./summary-prompt.js";
-export type { CompactionEntry } from "./types.js";
-export { DEFAULT_COMPACT_AT, SessionWriteError } from "./agent-session.js";
+} from "./session/compaction.js";
+export { MAX_RESULT_CHARS, filesTouched, formatFilesSection, serializeConversation, summaryRequest } from "./session/summary-prompt.js";
+export type { CompactionEntry } from "./session/types.js";
+export { DEFAULT_COMPACT_AT, SessionWriteError } from "./agent/agent-session.js";
 export type {
   AgentCompactionReport,
   AgentContextBudget,
   AgentSessionEntryInput,
   AgentSessionStore,
-} from "./types.js";
+} from "./agent/types.js";
 // #endregion

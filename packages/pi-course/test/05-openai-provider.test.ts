@@ -48,7 +48,7 @@ import {
   statusReply,
   writePieces,
 } from "./support/sse-server.js";
-import { FrameTemplate, type FrameSlot } from "../src/frame-template.js";
+import { FrameTemplate, type FrameSlot } from "../src/models/http/frame-template.js";
 import { RecordingStream, expectedMessage, signatureOf, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
 
 const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";

@@ -25,8 +25,8 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "../src/index.js";
-import { streamAssistantMessage } from "../src/agent-loop.js";
-import { LoopRun } from "../src/loop-run.js";
+import { streamAssistantMessage } from "../src/agent/agent-loop.js";
+import { LoopRun } from "../src/agent/loop-run.js";
 import { constructionSiteError, finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
 

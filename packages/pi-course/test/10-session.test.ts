@@ -5,9 +5,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { SESSION_FORMAT_VERSION, SessionFileError } from "../src/session-entry.js";
-import { SessionFile, messagesOf, type SessionEntryInput } from "../src/session.js";
-import type { AgentMessage, SessionEntry } from "../src/types.js";
+import { SESSION_FORMAT_VERSION, SessionFileError } from "../src/session/session-entry.js";
+import { SessionFile, messagesOf, type SessionEntryInput } from "../src/session/session.js";
+import type { AgentMessage } from "../src/types.js";
+import type { SessionEntry } from "../src/session/types.js";
 import { compileForNode, crashChild } from "./support/session-crash.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));

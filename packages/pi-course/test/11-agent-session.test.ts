@@ -3,28 +3,32 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Type } from "typebox";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Agent } from "../src/agent.js";
-import { SessionWriteError } from "../src/agent-session.js";
-import { openSpans } from "../src/interactions.js";
+import { Agent } from "../src/agent/agent.js";
+import { SessionWriteError } from "../src/agent/agent-session.js";
+import { openSpans } from "../src/session/interactions.js";
 import { assistantMessage, textOf, userMessage } from "../src/messages.js";
-import { ScriptedModel } from "../src/scripted-model.js";
-import { SessionFile, messagesOf } from "../src/session.js";
-import { estimateTokens } from "../src/token-estimate.js";
-import type { ContextProjection } from "../src/context.js";
-import type { ScriptedTurn } from "../src/scripted-model.js";
+import { ScriptedModel } from "../src/models/scripted-model.js";
+import { SessionFile, messagesOf } from "../src/session/session.js";
+import { estimateTokens } from "../src/session/token-estimate.js";
+import type { ContextProjection } from "../src/session/context.js";
+import type { ScriptedTurn } from "../src/models/scripted-model.js";
 import type {
   AgentCompactionReport,
   AgentEvent,
-  AgentMessage,
   AgentSessionStore,
+} from "../src/agent/types.js";
+import type {
+  AgentMessage,
   AgentTool,
   AssistantContent,
   AssistantMessage,
   Message,
-  SessionEntry,
   StopReason,
   ToolCall,
 } from "../src/types.js";
+import type {
+  SessionEntry,
+} from "../src/session/types.js";
 import { gate, grammarViolations, textResult } from "./support/agent-run.js";
 
 const call = (id: string, args: unknown = {}): ToolCall => ({ type: "toolCall", id, name: "probe", arguments: args });

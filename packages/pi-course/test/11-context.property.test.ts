@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { projectContext, projectMessages, transcriptOf } from "../src/context.js";
-import { groupInteractions } from "../src/interactions.js";
-import { ScriptedModel } from "../src/scripted-model.js";
-import { estimateTokens } from "../src/token-estimate.js";
+import { projectContext, projectMessages, transcriptOf } from "../src/session/context.js";
+import { groupInteractions } from "../src/session/interactions.js";
+import { ScriptedModel } from "../src/models/scripted-model.js";
+import { estimateTokens } from "../src/session/token-estimate.js";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../src/types.js";
-import type { ContextProjection } from "../src/context.js";
+import type { ContextProjection } from "../src/session/context.js";
 import { sessionFrom, stepArbitrary, transcriptFrom } from "./support/transcript-arbitrary.js";
 
 /**

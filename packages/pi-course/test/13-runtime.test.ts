@@ -9,15 +9,16 @@ import { appendFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionWriteError } from "../src/agent-session.js";
+import { SessionWriteError } from "../src/agent/agent-session.js";
 import { CliUsageError, keyVariable, parseArgs, type RunOptions } from "../src/cli/args.js";
 import { resolveSettings } from "../src/cli/config.js";
 import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
 import { Runtime, sessionNotes } from "../src/cli/runtime.js";
 import { SessionFolder, folderKey } from "../src/cli/sessions.js";
 import { textOf } from "../src/messages.js";
-import { SessionFile } from "../src/session.js";
-import type { AgentMessage, SessionEntry } from "../src/types.js";
+import { SessionFile } from "../src/session/session.js";
+import type { AgentMessage } from "../src/types.js";
+import type { SessionEntry } from "../src/session/types.js";
 
 let dir: string;
 const runtimes: Runtime[] = [];

@@ -9,7 +9,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { assistantMessage, textOf } from "../messages.js";
-import { ScriptedModel, type ScriptedTurn } from "../scripted-model.js";
+import { ScriptedModel, type ScriptedTurn } from "../models/scripted-model.js";
 import type { AssistantContent, AssistantMessage, Context } from "../types.js";
 
 /** What the user asks in the demo. */

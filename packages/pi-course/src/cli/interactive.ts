@@ -13,7 +13,7 @@
  */
 import readline from "node:readline";
 import type { Readable, Writable } from "node:stream";
-import { compact } from "../compaction.js";
+import { compact } from "../session/compaction.js";
 import { textOf } from "../messages.js";
 import type { AgentMessage } from "../types.js";
 import { DEMO_TASK } from "./demo.js";

@@ -8,7 +8,8 @@
  */
 import { AssistantMessageEventStream } from "../event-stream.js";
 import { assistantMessage } from "../messages.js";
-import type { Context, Message, Model, StreamOptions } from "../types.js";
+import type { Context, Message } from "../types.js";
+import type { Model, StreamOptions } from "../model.js";
 
 /** The first pairing problem in `messages`, in words, or undefined when every call is answered. */
 export function findPairingProblem(messages: readonly Message[]): string | undefined {

@@ -7,7 +7,8 @@
  * Everything that comes from the model or a command goes through `neutralize` (trace.ts): no
  * escape sequence of theirs reaches the terminal.
  */
-import type { AgentEvent, AgentMessage, AgentToolResult } from "../types.js";
+import type { AgentEvent } from "../agent/types.js";
+import type { AgentMessage, AgentToolResult } from "../types.js";
 import { contentText, neutralize, preview } from "./trace.js";
 
 const CODES = { dim: 2, bold: 1, red: 31, green: 32, yellow: 33, cyan: 36, magenta: 35 } as const;

@@ -10,12 +10,13 @@
  * what is on disk is a prefix of what was said, and the rest is named, never silently lost.
  */
 import { rm } from "node:fs/promises";
-import { Agent } from "../agent.js";
-import { createAnthropicModel } from "../anthropic.js";
+import { Agent } from "../agent/agent.js";
+import { createAnthropicModel } from "../models/anthropic/anthropic.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
-import { createOpenAICompatibleModel } from "../openai-compatible.js";
-import { SessionFile } from "../session.js";
-import type { AgentMessage, Message, Model } from "../types.js";
+import { createOpenAICompatibleModel } from "../models/openai/openai-compatible.js";
+import { SessionFile } from "../session/session.js";
+import type { AgentMessage, Message } from "../types.js";
+import type { Model } from "../model.js";
 import type { RunOptions } from "./args.js";
 import { createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";

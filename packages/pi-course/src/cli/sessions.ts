@@ -11,8 +11,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import { mkdir, readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { readSessionFile, type SessionRecovery } from "../session-reader.js";
-import { SessionFile } from "../session.js";
+import { readSessionFile, type SessionRecovery } from "../session/session-reader.js";
+import { SessionFile } from "../session/session.js";
 import { textOf } from "../messages.js";
 
 /** One session of the folder, as `list()` describes it. */

@@ -13,7 +13,8 @@
  * title or write the clipboard (OSC 52) through the trace.
  */
 import { textOf } from "../messages.js";
-import type { AgentEvent, AgentMessage, AgentToolResult, ModelEvent, UserContent } from "../types.js";
+import type { AgentEvent } from "../agent/types.js";
+import type { AgentMessage, AgentToolResult, ModelEvent, UserContent } from "../types.js";
 
 export interface TraceOptions {
   /** Where text goes (e.g. `process.stdout.write`). */

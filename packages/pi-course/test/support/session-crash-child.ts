@@ -9,7 +9,7 @@
  * Any error is printed on stderr and ends the child with code 1 (the parent reports it).
  */
 import { existsSync } from "node:fs";
-import { SessionFile } from "../../src/session.js";
+import { SessionFile } from "../../src/session/session.js";
 
 const [file, durableFlag, budgetText] = process.argv.slice(2);
 if (file === undefined) throw new Error("usage: session-crash-child <file> <durable 0|1> <budget bytes>");

@@ -3,16 +3,18 @@
  * session tree over a plain array that implements `CompactableSession` (the shape compaction
  * needs of a chapter 10 `SessionFile`), so chapter 11 is tested without a file on disk.
  */
-import type { CompactableSession, CompactionDraft } from "../../src/compaction.js";
+import type { CompactableSession, CompactionDraft } from "../../src/session/compaction.js";
 import type {
   AgentMessage,
   AssistantMessage,
-  SessionEntry,
   ToolCall,
   ToolResultMessage,
   Usage,
   UserMessage,
 } from "../../src/types.js";
+import type {
+  SessionEntry,
+} from "../../src/session/types.js";
 
 export const T0 = Date.UTC(2026, 0, 1);
 

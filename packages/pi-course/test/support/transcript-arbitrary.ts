@@ -5,8 +5,9 @@
  * an error), custom messages, random usage, and (when built into a session) compactions.
  */
 import fc from "fast-check";
-import { compact } from "../../src/compaction.js";
-import type { AgentMessage, Model } from "../../src/types.js";
+import { compact } from "../../src/session/compaction.js";
+import type { AgentMessage } from "../../src/types.js";
+import type { Model } from "../../src/model.js";
 import { MemorySession, assistant, call, chars, note, result, user } from "./session-memory.js";
 
 export type Step =

@@ -1,0 +1,205 @@
+/**
+ * The state of one agent-loop run: its transcript (a copy of the caller's), the messages it
+ * added, the event sink with the guards that keep the sequence well formed (nothing after
+ * `agent_end`, sink failures kept for later, no waiting on the sink once the signal is
+ * aborted), and the model's view of the transcript.
+ */
+import { settle } from "./settle.js";
+import type { Settled } from "./settle.js";
+import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
+import { messageOf, toToolDefinition } from "./tools.js";
+import type {
+  AgentContext,
+  AgentMessage,
+  AssistantMessage,
+  Context,
+  Message,
+  ToolDefinition,
+  ToolResultMessage,
+} from "../types.js";
+import type {
+  AgentEvent,
+  AgentLoopConfig,
+} from "./types.js";
+
+/**
+ * Keeps the three canonical roles and drops every other (custom) message, and every error or
+ * aborted assistant message: a failed turn is not part of the conversation the model continues
+ * (its tool calls were never run nor answered), as on the wire.
+ */
+export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
+  return messages.filter(
+    (m) =>
+      m.role === "user" ||
+      m.role === "toolResult" ||
+      (m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted"),
+  ) as Message[];
+}
+
+/** One run: the transcript, the events, and the state that keeps the sequence well formed. */
+export class LoopRun implements ToolBatchRun {
+  readonly context: AgentContext;
+  readonly emit: AgentEventSink;
+  /** Messages added by this run, in order: the result. */
+  readonly added: AgentMessage[] = [];
+  /** Model turns taken so far. */
+  turns = 0;
+  /** This turn's calls whose id repeated an earlier call's (fresh id → repeated id); see `ToolBatchRun`. */
+  repeatedCalls: ReadonlyMap<string, string> | undefined;
+  private readonly transcript: AgentMessage[];
+  private readonly tools: ToolDefinition[] | undefined;
+  private turnOpen = false;
+  private started = false;
+  private ended = false;
+  private sinkFailure: { error: unknown } | undefined;
+
+  constructor(
+    context: AgentContext,
+    readonly config: AgentLoopConfig,
+    private readonly sink: AgentEventSink,
+    readonly signal: AbortSignal | undefined,
+  ) {
+    this.transcript = [...context.messages];
+    this.context = { ...context, messages: this.transcript };
+    const tools = context.tools ?? [];
+    this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
+    this.emit = (event) => this.deliver(event);
+  }
+
+  /** Runs the loop; never rejects, except to report a sink failure after the run ended. */
+  async run(
+    pending: AgentMessage[],
+    loop: (run: LoopRun, pending: AgentMessage[]) => Promise<void>,
+  ): Promise<AgentMessage[]> {
+    try {
+      await loop(this, pending);
+    } catch (error) {
+      // A bug, not a scripted failure: still end the run in a well-formed way.
+      await this.fail(`The agent loop failed: ${messageOf(error)}`);
+    }
+    if (!this.ended) await this.finish();
+    if (this.sinkFailure !== undefined) throw this.sinkFailure.error;
+    return this.added;
+  }
+
+  /**
+   * Delivers one event to the sink; nothing after `agent_end`; sink errors are kept for later.
+   * A sink's promise is awaited until the signal is aborted, never after: events are still
+   * delivered, in order, but a sink that never settles cannot keep an aborted run alive.
+   */
+  private deliver(event: AgentEvent): void | Promise<void> {
+    if (this.ended) return;
+    if (event.type === "agent_start") this.started = true;
+    else if (event.type === "agent_end") this.ended = true;
+    else if (event.type === "turn_start") this.turnOpen = true;
+    else if (event.type === "turn_end") this.turnOpen = false;
+    let delivered: void | Promise<void>;
+    try {
+      delivered = this.sink(event);
+    } catch (error) {
+      this.sinkFailure ??= { error };
+      return;
+    }
+    if (delivered === undefined) return;
+    return settle(() => delivered, this.signal).then((outcome) => {
+      if (outcome.kind === "threw") this.sinkFailure ??= { error: outcome.error };
+    });
+  }
+
+  /**
+   * Adds a message to the transcript and reports it. Like `endTurn`, returns the
+   * sink's promise if there is one, and else nothing: no promise, no microtask per event.
+   */
+  add(message: AgentMessage): void | Promise<void> {
+    this.transcript.push(message);
+    this.added.push(message);
+    const started = this.emit({ type: "message_start", message });
+    if (started !== undefined) return started.then(() => this.emit({ type: "message_end", message }));
+    return this.emit({ type: "message_end", message });
+  }
+
+  /** An assistant message saying what went wrong, made by the loop (no model was called). */
+  failure(stopReason: "error" | "aborted", errorMessage: string): AssistantMessage {
+    return {
+      role: "assistant",
+      content: [],
+      provider: this.config.model.provider,
+      model: this.config.model.id,
+      usage: { input: 0, output: 0, totalTokens: 0 },
+      stopReason,
+      errorMessage,
+      timestamp: Date.now(),
+    };
+  }
+
+  /** Records a finished assistant message (its events already emitted). */
+  record(message: AssistantMessage): void {
+    this.transcript.push(message);
+    this.added.push(message);
+  }
+
+  /** Records tool results, already reported by the batch. */
+  recordResults(results: readonly ToolResultMessage[]): void {
+    for (const result of results) {
+      this.transcript.push(result);
+      this.added.push(result);
+    }
+  }
+
+  endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): void | Promise<void> {
+    return this.emit({ type: "turn_end", message, toolResults });
+  }
+
+  /**
+   * Ends the run (`agent_start` first if the loop never sent it). `errorMessage` is for a stop
+   * that no message records (the turn limit): it goes on `agent_end`.
+   */
+  async finish(errorMessage?: string): Promise<void> {
+    if (!this.started) await this.emit({ type: "agent_start" });
+    await this.emit({ type: "agent_end", messages: this.added, ...(errorMessage !== undefined && { errorMessage }) });
+  }
+
+  /**
+   * Ends the run with an error assistant message in a turn of its own (or the open one), after
+   * an `agent_start` if the loop failed before sending it.
+   */
+  async fail(errorMessage: string): Promise<void> {
+    if (this.ended) return;
+    if (!this.started) await this.emit({ type: "agent_start" });
+    if (!this.turnOpen) await this.emit({ type: "turn_start" });
+    const message = this.failure("error", errorMessage);
+    await this.add(message);
+    await this.endTurn(message, []);
+    await this.finish();
+  }
+
+  /**
+   * The model's view of the transcript for one turn. Throws what the hooks throw, and stops
+   * waiting for a hook once the signal is aborted (then it throws too: the caller checks the signal).
+   */
+  async modelContext(): Promise<Context> {
+    const { transformContext, convertToLlm = defaultConvertToLlm } = this.config;
+    // each hook gets a copy: one that mutates its input cannot corrupt the run's transcript
+    let messages: AgentMessage[] = this.transcript;
+    if (transformContext !== undefined) {
+      const transformed = await settle(() => transformContext(this.transcript.slice(), this.signal), this.signal);
+      messages = valueOf("transformContext", transformed);
+      if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
+    }
+    // (the default conversion only filters: it needs no copy of its own)
+    const input = messages === this.transcript && convertToLlm !== defaultConvertToLlm ? messages.slice() : messages;
+    const llm = valueOf("convertToLlm", await settle(() => convertToLlm(input), this.signal));
+    if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
+    const context: Context = { messages: llm };
+    if (this.context.systemPrompt !== undefined) context.systemPrompt = this.context.systemPrompt;
+    if (this.tools !== undefined) context.tools = this.tools;
+    return context;
+  }
+}
+
+/** A hook's value, or an error naming the hook. */
+function valueOf<T>(name: string, outcome: Settled<T>): T {
+  if (outcome.kind === "value") return outcome.value;
+  if (outcome.kind === "threw") throw new Error(`${name} failed: ${messageOf(outcome.error)}`);
+  throw new Error(`${name} was not waited for: the run was aborted.`);
+}

@@ -1,0 +1,373 @@
+/**
+ * One tool batch of the agent loop: every tool call of an assistant message, each answered by
+ * exactly one result, whatever happens.
+ *
+ * Per call: find the tool → `prepareArguments` → validate → `beforeToolCall` → `execute` →
+ * `afterToolCall` → result. Any failure on the way (unknown tool, malformed or invalid
+ * arguments, a block, a throw, an abort) becomes an error result the model can read.
+ *
+ * A throw from `beforeToolCall` or `afterToolCall` is a bug in the application, not something the
+ * model can fix: the call still gets its error result, calls not yet started are answered
+ * without running, and the outcome's `hookFailure` tells the loop to end the run.
+ *
+ * A batch is parallel unless the config or one of its tools asks for sequential execution.
+ * Parallel: calls are prepared one by one in source order, then run together;
+ * `tool_execution_end` is emitted as each finishes, and the result messages follow in source
+ * order. Sequential: each call is prepared, run and answered before the next one starts.
+ */
+import { readToolResult } from "./loop-input.js";
+import { settle } from "./settle.js";
+import { messageOf, prepareToolArguments } from "./tools.js";
+import type {
+  AgentContext,
+  AgentTool,
+  AgentToolResult,
+  AssistantMessage,
+  ToolCall,
+  TextContent,
+  ToolResultMessage,
+} from "../types.js";
+import type {
+  AgentEvent,
+  AgentLoopConfig,
+} from "./types.js";
+
+/** Receives the loop's events. Contract: may return a promise; the loop waits for it. */
+export type AgentEventSink = (event: AgentEvent) => void | Promise<void>;
+
+/** What a batch needs from its run. */
+export interface ToolBatchRun {
+  readonly config: AgentLoopConfig;
+  /** The run's live context (the transcript so far, the tools); hooks see it. */
+  readonly context: AgentContext;
+  readonly signal: AbortSignal | undefined;
+  readonly emit: AgentEventSink;
+  /**
+   * The calls of this turn's message whose id repeated an earlier call's: the loop gave each a
+   * fresh id (the key) and keeps the id it repeated (the value). They are answered, never run.
+   */
+  readonly repeatedCalls?: ReadonlyMap<string, string>;
+}
+
+/** The results of one batch, in source order, and whether every one of them said `terminate`. */
+export interface ToolBatchOutcome {
+  results: ToolResultMessage[];
+  terminate: boolean;
+  /** Set when a tool hook threw: what to report as the run's final error. */
+  hookFailure?: string;
+}
+
+/** What the calls of one batch share: the assistant message, and the first hook failure. */
+interface Batch {
+  readonly message: AssistantMessage;
+  hookFailure?: string;
+}
+
+/** A call answered before execution. */
+type AnsweredCall = { kind: "answered"; call: ToolCall; result: AgentToolResult<unknown>; isError: boolean };
+/** A call found, with valid arguments, allowed to run. */
+type ReadyCall = { kind: "ready"; call: ToolCall; tool: AgentTool<any, any>; args: unknown };
+type PreparedCall = AnsweredCall | ReadyCall;
+
+/** A call with its final result. */
+interface FinishedCall {
+  call: ToolCall;
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/** Runs every call of `message` and answers each with one result message. Never rejects for a tool's sake. */
+export async function executeToolBatch(
+  run: ToolBatchRun,
+  message: AssistantMessage,
+  calls: readonly ToolCall[],
+): Promise<ToolBatchOutcome> {
+  // #region lab 7.3 executeToolBatch
+  const batch: Batch = { message };
+  const sequential =
+    run.config.toolExecution === "sequential" ||
+    calls.some((call) => findTool(run.context, call.name)?.executionMode === "sequential");
+  const finished: FinishedCall[] = [];
+  const results: ToolResultMessage[] = [];
+  if (sequential) {
+    for (const call of calls) {
+      await emitStart(run, call);
+      const prepared = await prepareCall(run, batch, call);
+      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, batch, prepared);
+      await emitEnd(run, done);
+      finished.push(done);
+      results.push(await emitResult(run, done));
+    }
+  } else {
+    const prepared: PreparedCall[] = [];
+    for (const call of calls) {
+      await emitStart(run, call);
+      const one = await prepareCall(run, batch, call);
+      if (one.kind === "answered") await emitEnd(run, one);
+      prepared.push(one);
+    }
+    const settled = await Promise.all(
+      prepared.map(async (one) => {
+        if (one.kind === "answered") return one;
+        const done = await runPreparedCall(run, batch, one);
+        await emitEnd(run, done);
+        return done;
+      }),
+    );
+    for (const done of settled) {
+      finished.push(done);
+      results.push(await emitResult(run, done));
+    }
+  }
+  const terminate = finished.length > 0 && finished.every((done) => done.result.terminate === true);
+  if (batch.hookFailure !== undefined) return { results, terminate, hookFailure: batch.hookFailure };
+  return { results, terminate };
+  // #endregion
+}
+
+/**
+ * Answers the calls of a `length` turn without running them: their arguments may be cut off.
+ * Each result asks the model to re-issue the call.
+ */
+export async function refuseTruncatedCalls(
+  run: ToolBatchRun,
+  calls: readonly ToolCall[],
+): Promise<ToolResultMessage[]> {
+  const results: ToolResultMessage[] = [];
+  for (const call of calls) {
+    await emitStart(run, call);
+    const done = answered(
+      call,
+      `Tool call "${call.name}" was not executed: the response was cut off at the output token ` +
+        `limit, so its arguments may be incomplete. Re-issue the call with complete arguments.`,
+    );
+    await emitEnd(run, done);
+    results.push(await emitResult(run, done));
+  }
+  return results;
+}
+
+/** find → prepareArguments → validate → beforeToolCall. Never throws. */
+async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Promise<PreparedCall> {
+  // #region lab 7.3 prepareCall
+  if (run.signal?.aborted) return abortedCall(call);
+  if (batch.hookFailure !== undefined) {
+    return answered(call, `Tool call "${call.name}" was not executed: the run is ending (${batch.hookFailure}).`);
+  }
+  const repeated = run.repeatedCalls?.get(call.id);
+  if (repeated !== undefined) {
+    return answered(
+      call,
+      `Tool call "${call.name}" was not executed: its id "${repeated}" was already used by an earlier call ` +
+        `in the same message, so it was renamed "${call.id}". Every call needs its own id; re-issue this ` +
+        `call if it is still needed.`,
+    );
+  }
+  const tool = findTool(run.context, call.name);
+  if (tool === undefined) {
+    const names = (run.context.tools ?? []).map((t) => t.name).join(", ") || "(none)";
+    return answered(call, `Tool "${call.name}" not found. Available tools: ${names}.`);
+  }
+  let args: unknown;
+  try {
+    args = prepareToolArguments(tool, call);
+  } catch (error) {
+    return answered(call, messageOf(error));
+  }
+  const ready: ReadyCall = { kind: "ready", call, tool, args };
+  // (askBeforeToolCall also returns at once without a hook; skipping the call saves an await per call)
+  if (run.config.beforeToolCall === undefined) return ready;
+  return (await askBeforeToolCall(run, batch, ready)) ?? ready;
+  // #endregion
+}
+
+/** execute → afterToolCall. Never throws; after an abort it answers at once (late results are dropped). */
+async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall): Promise<FinishedCall> {
+  // #region lab 7.3 runPreparedCall
+  const { call, tool, args } = ready;
+  if (run.signal?.aborted) return abortedCall(call);
+  let open = true; // no tool_execution_update after this call's tool_execution_end
+  const updates: Promise<void>[] = [];
+  const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
+    if (!open) return;
+    const emitted = run.emit({
+      type: "tool_execution_update",
+      toolCallId: call.id,
+      toolName: call.name,
+      args: call.arguments,
+      partialResult,
+    });
+    if (emitted !== undefined) updates.push(emitted);
+  };
+  const executed = await settle(() => tool.execute(call.id, args, run.signal, onUpdate), run.signal);
+  open = false;
+  await Promise.all(updates);
+  if (executed.kind === "threw") return answered(call, messageOf(executed.error));
+  if (executed.kind !== "value") return abortedCall(call);
+  const result = readToolResult(executed.value);
+  if (typeof result === "string") return answered(call, `Tool "${call.name}" ${result}`);
+  const done: FinishedCall = { call, result, isError: result.isError === true };
+  if (run.config.afterToolCall === undefined) return done;
+  return applyAfterToolCall(run, batch, ready, done);
+  // #endregion
+}
+
+/**
+ * `beforeToolCall`: an error result if it blocks, throws (which also ends the run) or is overtaken
+ * by an abort; else undefined (also when no hook is set: call it for every call).
+ */
+async function askBeforeToolCall(
+  run: ToolBatchRun,
+  batch: Batch,
+  ready: ReadyCall,
+): Promise<AnsweredCall | undefined> {
+  const before = run.config.beforeToolCall;
+  if (before === undefined) return undefined;
+  // #region lab 7.4 askBeforeToolCall
+  const { call, tool, args } = ready;
+  const outcome = await settle(
+    () => before({ assistantMessage: batch.message, toolCall: call, args, tool, context: run.context }, run.signal),
+    run.signal,
+    run.config.hookTimeoutMs,
+  );
+  if (outcome.kind === "aborted" || run.signal?.aborted) return abortedCall(call);
+  if (outcome.kind !== "value") return hookThrew(batch, call, hookFailure("beforeToolCall", run, call, outcome));
+  let reason: unknown;
+  try {
+    // a hostile answer (a getter that throws) is the hook's failure, not the loop's
+    if (outcome.value?.block !== true) return undefined;
+    reason = outcome.value.reason;
+  } catch (error) {
+    return hookThrew(batch, call, hookFailure("beforeToolCall", run, call, { kind: "threw", error }));
+  }
+  return answered(call, typeof reason === "string" ? reason : `Tool call "${call.name}" was blocked.`);
+  // #endregion
+}
+
+/**
+ * `afterToolCall`: overrides the result field by field; a throw becomes an error result and ends
+ * the run. An abort while it runs keeps the tool's own result: the tool has already run. Without
+ * a hook, the tool's result as it is (call it for every call).
+ */
+async function applyAfterToolCall(
+  run: ToolBatchRun,
+  batch: Batch,
+  ready: ReadyCall,
+  done: FinishedCall,
+): Promise<FinishedCall> {
+  const after = run.config.afterToolCall;
+  if (after === undefined) return done;
+  // #region lab 7.4 applyAfterToolCall
+  const { call, tool, args } = ready;
+  const outcome = await settle(
+    () =>
+      after(
+        { assistantMessage: batch.message, toolCall: call, args, tool, context: run.context, result: done.result, isError: done.isError },
+        run.signal,
+      ),
+    run.signal,
+    run.config.hookTimeoutMs,
+  );
+  // The tool has already run: an abort now keeps its own result (saying "aborted before it
+  // finished" would invite the model to run it again). The hook's late answer is ignored.
+  if (outcome.kind === "aborted") return done;
+  if (outcome.kind !== "value") return hookThrew(batch, call, hookFailure("afterToolCall", run, call, outcome));
+  try {
+    const override = outcome.value;
+    if (override === undefined || override === null) return done;
+    if (typeof override !== "object") throw new TypeError("it must return an object or undefined");
+    const content: unknown = override.content;
+    if (content !== undefined && content !== null && !Array.isArray(content)) {
+      throw new TypeError("its content must be an array of text blocks");
+    }
+    const result: AgentToolResult<unknown> = {
+      ...done.result,
+      content: content ? [...(content as TextContent[])] : done.result.content,
+      // a field given, even as undefined, replaces the tool's: `details: undefined` clears it
+      details: "details" in override ? override.details : done.result.details,
+    };
+    const terminate: unknown = override.terminate;
+    if (terminate !== undefined && terminate !== null) result.terminate = terminate === true;
+    // the override reaches the result itself too, not only tool_execution_end and the message
+    const isError: unknown = override.isError;
+    if (isError !== undefined && isError !== null) result.isError = isError === true;
+    return { call, result, isError: result.isError ?? done.isError };
+  } catch (error) {
+    return hookThrew(batch, call, hookFailure("afterToolCall", run, call, { kind: "threw", error }));
+  }
+  // #endregion
+}
+
+/** Why a tool hook failed: it threw, or it did not settle within `hookTimeoutMs`. */
+function hookFailure(
+  hook: "beforeToolCall" | "afterToolCall",
+  run: ToolBatchRun,
+  call: ToolCall,
+  outcome: { kind: "threw"; error: unknown } | { kind: "timedOut" },
+): string {
+  if (outcome.kind === "threw") return `${hook} failed for "${call.name}": ${messageOf(outcome.error)}`;
+  return (
+    `${hook} failed for "${call.name}": it did not settle within ${run.config.hookTimeoutMs} ms ` +
+    `(hookTimeoutMs in the loop config); its late answer is ignored.`
+  );
+}
+
+function findTool(context: AgentContext, name: string): AgentTool<any, any> | undefined {
+  const tools = context.tools;
+  if (tools === undefined) return undefined;
+  for (const tool of tools) if (tool.name === name) return tool;
+  return undefined;
+}
+
+function answered(call: ToolCall, text: string): AnsweredCall {
+  return {
+    kind: "answered",
+    call,
+    result: { content: [{ type: "text", text }], details: undefined, isError: true },
+    isError: true,
+  };
+}
+
+/** A hook threw: the call is answered with the failure, and the batch remembers the first one. */
+function hookThrew(batch: Batch, call: ToolCall, failure: string): AnsweredCall {
+  batch.hookFailure ??= failure;
+  return answered(call, failure);
+}
+
+function abortedCall(call: ToolCall): AnsweredCall {
+  return answered(call, `Tool call "${call.name}" was aborted: the run was stopped before it finished.`);
+}
+
+// The emitters return the sink's promise, if any, without an async wrapper of their own: with a
+// sink that does not return one (the common case) an event costs no promise and no microtask.
+
+function emitStart(run: ToolBatchRun, call: ToolCall): void | Promise<void> {
+  return run.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+}
+
+function emitEnd(run: ToolBatchRun, done: FinishedCall): void | Promise<void> {
+  return run.emit({
+    type: "tool_execution_end",
+    toolCallId: done.call.id,
+    toolName: done.call.name,
+    result: done.result,
+    isError: done.isError,
+  });
+}
+
+/** The result message of one call, emitted as message_start/message_end. */
+function emitResult(run: ToolBatchRun, done: FinishedCall): ToolResultMessage | Promise<ToolResultMessage> {
+  const message: ToolResultMessage = {
+    role: "toolResult",
+    toolCallId: done.call.id,
+    toolName: done.call.name,
+    content: done.result.content,
+    isError: done.isError,
+    timestamp: Date.now(),
+  };
+  if (done.result.details !== undefined) message.details = done.result.details;
+  const started = run.emit({ type: "message_start", message });
+  if (started !== undefined) return started.then(() => run.emit({ type: "message_end", message })).then(() => message);
+  const ended = run.emit({ type: "message_end", message });
+  return ended === undefined ? message : ended.then(() => message);
+}

@@ -1,0 +1,124 @@
+/**
+ * What every provider `Model` over HTTP shares: `stream()` that returns at once and never
+ * throws, and one turn from request to terminal event.
+ *
+ * One turn: the body is built (a throw there, e.g. an image a model cannot take, ends the turn
+ * with kind `request` before anything is sent), sent by the shared transport
+ * (`http-transport.ts`: retries before the first byte, timeouts, redirect policy, size bound),
+ * and the answer read as server-sent events (`sse.ts`), a batch of frames per read. Per batch the
+ * idle watchdog is fed and the caller's signal checked; each frame goes to the adapter's
+ * `readFrame`, which maps it onto its `ProviderTurn`, and the per-turn bounds
+ * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the
+ * signal cannot change there.) A failure
+ * before the first byte is a fresh error message (`failedMessage`, no `start`); one after it
+ * keeps the partial content. The secrets (the API key) are redacted from every error text.
+ */
+import { AssistantMessageEventStream } from "../../event-stream.js";
+import { openEventStream, type TransportOptions } from "./http-transport.js";
+import type { ProviderTurn, TurnMeta } from "./provider-turn.js";
+import { describeCause, detailsOf, failedMessage, failure, redact, type RequestFailure } from "./request-failure.js";
+import { TurnLimits } from "./response-limits.js";
+import { readSseBatches, type SseEvent } from "./sse.js";
+import type { Context } from "../../types.js";
+import type { Model, StreamOptions } from "../../model.js";
+
+/** What reading one frame may come to: go on (`undefined`), stop reading (`"end"`), or fail. */
+export type FrameOutcome = undefined | "end" | RequestFailure;
+
+/** Who a provider model is: copied to every message it makes. */
+export interface ProviderIdentity {
+  provider: string;
+  model: string;
+  /** Never shown in an error. */
+  apiKey?: string;
+  /** The clock for timestamps. Defaults to `Date.now`. */
+  now?: () => number;
+}
+
+export abstract class ProviderModel<Turn extends ProviderTurn> implements Model {
+  readonly provider: string;
+  readonly id: string;
+  protected readonly now: () => number;
+  /** Redacted from every error text. */
+  protected readonly secrets: string[];
+
+  constructor(
+    private readonly transport: TransportOptions,
+    identity: ProviderIdentity,
+  ) {
+    this.provider = identity.provider;
+    this.id = identity.model;
+    this.now = identity.now ?? Date.now;
+    this.secrets = identity.apiKey ? [identity.apiKey] : [];
+  }
+
+  /** The endpoint of one turn. */
+  protected abstract readonly url: string;
+  /** The request headers (the key included). */
+  protected abstract headers(): Record<string, string>;
+  /** The request body for `context`. May throw: the turn then ends with kind `request`, nothing sent. */
+  protected abstract body(context: Context): unknown;
+  /** A fresh turn translator. */
+  protected abstract newTurn(stream: AssistantMessageEventStream, meta: TurnMeta): Turn;
+  /** Applies one frame to the turn. Never throws: a frame it cannot read is a `protocol` failure. */
+  protected abstract readFrame(turn: Turn, frame: SseEvent): FrameOutcome;
+
+  stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
+    const stream = new AssistantMessageEventStream();
+    this.run(stream, context, options.signal).catch((error: unknown) => {
+      // Unreachable by design; still, a bug must end the turn, not hang it.
+      this.failEarly(stream, failure("protocol", `Internal error in the adapter: ${describeCause(error)}`));
+    });
+    return stream;
+  }
+
+  private async run(stream: AssistantMessageEventStream, context: Context, signal: AbortSignal | undefined): Promise<void> {
+    // #region lab 5.5 ProviderModel.run
+    let body: string;
+    try {
+      body = JSON.stringify(this.body(context));
+    } catch (error) {
+      return this.failEarly(stream, failure("request", `The request could not be built: ${describeCause(error)}`));
+    }
+    const request = { url: this.url, headers: this.headers(), body, secrets: this.secrets, ...(signal && { signal }) };
+    const opened = await openEventStream(request, this.transport);
+    if (!opened.ok) return this.failEarly(stream, opened.failure);
+    const http = opened.stream;
+    const turn = this.newTurn(stream, this.meta());
+    const limits = new TurnLimits(this.transport);
+    const fail = (cause: RequestFailure) =>
+      turn.fail(cause.kind === "aborted" ? "aborted" : "error", redact(cause.message, this.secrets), detailsOf(cause));
+    turn.start();
+    try {
+      reading: for await (const frames of readSseBatches(http.body)) {
+        http.progress();
+        if (http.signal.aborted) return fail(http.failure(undefined));
+        for (const frame of frames) {
+          const outcome = this.readFrame(turn, frame);
+          if (outcome === "end") break reading;
+          if (outcome !== undefined) return fail(outcome);
+          const over = limits.check(turn.partial);
+          if (over !== undefined) return fail(over);
+          if (turn.isEnded) return;
+        }
+      }
+    } catch (error) {
+      return fail(http.failure(error));
+    } finally {
+      http.close();
+    }
+    if (http.signal.aborted) return fail(http.failure(undefined));
+    turn.finish();
+    // #endregion
+  }
+
+  private meta(): TurnMeta {
+    return { provider: this.provider, model: this.id, timestamp: this.now() };
+  }
+
+  /** A failure before any content: a fresh error message, no `start`. */
+  private failEarly(stream: AssistantMessageEventStream, cause: RequestFailure): void {
+    const error = failedMessage(this.meta(), cause, this.secrets);
+    stream.push({ type: "error", reason: error.stopReason === "aborted" ? "aborted" : "error", error });
+  }
+}

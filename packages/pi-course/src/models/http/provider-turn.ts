@@ -1,0 +1,149 @@
+/**
+ * What every provider's turn translator shares: the partial message, the events that start and
+ * end a turn, text / thinking / argument deltas, the end of a tool call, and diagnostics.
+ *
+ * A subclass (`ChatCompletionsTurn`, `AnthropicTurn`) maps its wire's events onto these and
+ * decides how the turn ends (`finish`). The partial message is the same object in every event of
+ * the turn; exactly one `done` or `error` is pushed, after which nothing more is.
+ */
+import type { AssistantMessageEventStream } from "../../event-stream.js";
+import { parseToolArguments, type PartialJsonParser } from "./partial-json.js";
+import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "../../types.js";
+
+/** Deltas gather until they make this many characters, then join their field as one flat block. */
+const FOLD_AT = 256;
+
+/** Who makes the message of a turn, and when. */
+export interface TurnMeta {
+  provider: string;
+  model: string;
+  timestamp: number;
+}
+
+export abstract class ProviderTurn {
+  /** The message being built; the same object in every event of the turn. */
+  readonly partial: AssistantMessage;
+  private ended = false;
+  /**
+   * The string field that deltas last grew (`text`, `thinking` or `rawArguments` of a block):
+   * its text is `settled + tail`. See `grow`.
+   */
+  private growing: { block: object; key: string } | undefined = undefined;
+  private settled = "";
+  private tail = "";
+  /** What `grow` last returned: a field changed by other code since then starts over. */
+  private grown = "";
+
+  constructor(
+    protected readonly stream: AssistantMessageEventStream,
+    meta: TurnMeta,
+  ) {
+    this.partial = {
+      role: "assistant",
+      content: [],
+      provider: meta.provider,
+      model: meta.model,
+      usage: { input: 0, output: 0, totalTokens: 0 },
+      stopReason: "stop",
+      timestamp: meta.timestamp,
+    };
+  }
+
+  /** True once `done` or `error` was pushed. */
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  start(): void {
+    this.stream.push({ type: "start", partial: this.partial });
+  }
+
+  /** The body ended (or the wire said the turn is over): pushes the terminal event, once. */
+  abstract finish(): void;
+
+  /**
+   * Ends the turn with an `error` event that keeps the partial content. Without `details`, an
+   * `aborted` turn is of kind `aborted` and an `error` turn of kind `protocol`.
+   */
+  fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.partial.stopReason = reason;
+    this.partial.errorMessage = errorMessage;
+    this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
+    this.stream.push({ type: "error", reason, error: this.partial });
+  }
+
+  protected done(reason: "stop" | "length" | "toolUse"): void {
+    this.ended = true;
+    this.partial.stopReason = reason;
+    this.stream.push({ type: "done", reason, message: this.partial });
+  }
+
+  /** Appends to a text block of the partial message, at `contentIndex`. */
+  protected pushText(block: TextContent, contentIndex: number, delta: string): void {
+    block.text = this.grow(block, "text", block.text, delta);
+    this.stream.push({ type: "text_delta", contentIndex, delta, partial: this.partial });
+  }
+
+  /** Appends to a thinking block of the partial message, at `contentIndex`. */
+  protected pushThinking(block: ThinkingContent, contentIndex: number, delta: string): void {
+    block.thinking = this.grow(block, "thinking", block.thinking, delta);
+    this.stream.push({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
+  }
+
+  /** Appends argument text to a streaming tool call; the event carries the parser's live value. */
+  protected pushArguments(block: ToolCall, contentIndex: number, parser: PartialJsonParser, delta: string): void {
+    block.rawArguments = this.grow(block, "rawArguments", block.rawArguments ?? "", delta);
+    parser.push(delta);
+    this.stream.push({ type: "toolcall_delta", contentIndex, delta, partial: this.partial, partialArguments: parser.value });
+  }
+
+  /**
+   * Ends one tool call: an id if the server sent none (`fallbackId`, with a diagnostic), one
+   * strict parse (`arguments`, or `argumentsError` with `rawArguments` kept), then `toolcall_end`.
+   */
+  protected endToolCall(block: ToolCall, contentIndex: number, fallbackId: string): void {
+    if (block.id === "") {
+      block.id = fallbackId;
+      this.diagnose(`The server sent no id for the tool call at content ${contentIndex}; using "${block.id}".`);
+    }
+    const parsed = parseToolArguments(block.rawArguments ?? "");
+    block.arguments = parsed.arguments;
+    if (parsed.error !== undefined) block.argumentsError = parsed.error;
+    else delete block.rawArguments;
+    this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
+  }
+
+  /**
+   * `current + delta`, built so that a long field is not one string node per delta: `+=` of
+   * 4-character deltas leaves a chain of hundreds of thousands of small strings alive until the
+   * turn ends, which the garbage collector copies and marks again and again (super-linear time on
+   * a long answer). The latest deltas gather in `tail` and are folded, flattened, into `settled`
+   * once they reach `FOLD_AT` characters: one node per block of text stays alive. Deltas to
+   * another field (interleaved blocks), or to a field set by other code meanwhile, start over
+   * from that field's current text.
+   */
+  private grow(block: object, key: string, current: string, delta: string): string {
+    const g = this.growing;
+    if (g === undefined || g.block !== block || g.key !== key || current !== this.grown) {
+      this.growing = { block, key };
+      this.settled = current;
+      this.tail = "";
+    }
+    const tail = this.tail + delta;
+    if (tail.length < FOLD_AT) {
+      this.tail = tail;
+      return (this.grown = this.settled + tail);
+    }
+    tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
+    this.settled += tail;
+    this.tail = "";
+    return (this.grown = this.settled);
+  }
+
+  /** A note on the message that is not an error (never sent back to a model). */
+  protected diagnose(note: string): void {
+    (this.partial.diagnostics ??= []).push(note);
+  }
+}

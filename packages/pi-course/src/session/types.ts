@@ -1,0 +1,89 @@
+/**
+ * The session layer's vocabulary: the lines of a session file (chapter 10) and the compaction
+ * entry (chapter 11). Plain JSON data.
+ */
+import type { AgentMessage } from "../types.js";
+
+/**
+ * The first line of a session file. Not an entry of the tree: it says what the file is.
+ * Contract: `version` is the format version of the lines that follow; a reader refuses a
+ * version newer than it knows, with what to do.
+ */
+export interface SessionHeader {
+  type: "session";
+  /** The format version of the file. */
+  version: number;
+  /** The session's id (unique among the sessions of one folder). */
+  id: string;
+  /** When the session was created (ISO 8601). */
+  timestamp: string;
+  /** The working folder the session ran in (absolute). */
+  cwd: string;
+}
+
+/** What every entry of a session tree has. */
+export interface SessionEntryBase {
+  /** Short, unique within the file, made by the component that appends. */
+  id: string;
+  /** The entry this one continues; `null` for a root. Branching is appending a child of an older entry. */
+  parentId: string | null;
+  /** When the entry was appended (ISO 8601). */
+  timestamp: string;
+}
+
+/** One message of the transcript (custom messages included). */
+export interface MessageEntry extends SessionEntryBase {
+  type: "message";
+  message: AgentMessage;
+}
+
+/** A name for an entry (a bookmark); `label: null` clears it. Not part of the model's context. */
+export interface LabelEntry extends SessionEntryBase {
+  type: "label";
+  /** The entry named. */
+  targetId: string;
+  label: string | null;
+}
+
+/**
+ * Not an entry: a line that says the line before it holds the torn bytes of an earlier crash
+ * (`offset` and `length` in bytes), kept in the file as they were. It is written once, by the
+ * first append after the torn tail was found; readers report that line and skip it.
+ */
+export interface SessionTornMark {
+  type: "torn";
+  /** Byte offset of the torn line in the file. */
+  offset: number;
+  /** Its length in bytes (without the newline written after it). */
+  length: number;
+  /** When the mark was written (ISO 8601). */
+  timestamp: string;
+}
+// #region ch11
+
+/**
+ * What compaction leaves in the tree: a summary of everything on the path before
+ * `firstKeptEntryId`. The entries themselves stay in the file; the projection of the path
+ * starts from the summary, then the entries from `firstKeptEntryId` on.
+ */
+export interface CompactionEntry extends SessionEntryBase {
+  type: "compaction";
+  /** The structured summary of what was cut, as text the model reads. */
+  summary: string;
+  /** The first entry of the path that is kept verbatim after the summary. */
+  firstKeptEntryId: string;
+  /** Estimated tokens of the context before compaction. */
+  tokensBefore: number;
+  /** Estimated tokens of the context after compaction (summary + kept entries). */
+  tokensAfter: number;
+}
+// #endregion
+
+/** One line of a session file after the header. */
+export type SessionEntry =
+  | MessageEntry
+  | LabelEntry
+  // #region ch11
+  | CompactionEntry
+  // #endregion
+  ;
