@@ -71,7 +71,8 @@ function relativeImports(from: string, text: string): string[] {
 }
 
 function importSpecifiers(text: string): string[] {
-  const re = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|(?:^|[\s;])import\s*["']([^"']+)["']/g;
+  const re =
+    /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|(?:^|[\s;])import\s*["']([^"']+)["']/g;
   const out: string[] = [];
   for (const m of text.matchAll(re)) out.push((m[1] ?? m[2] ?? m[3])!);
   return out;
@@ -93,7 +94,9 @@ export function fileOwners(catalogue: Catalogue, sources: Sources): Map<string, 
     if (existsSync(join(sources.packageDir, chapter.testFile))) owners.set(chapter.testFile, chapter);
   }
   for (const chapter of catalogue.chapters) {
-    const queue = [...owners].filter(([f, c]) => c === chapter && f.startsWith("test/") && TS_RE.test(f)).map(([f]) => f);
+    const queue = [...owners]
+      .filter(([f, c]) => c === chapter && f.startsWith("test/") && TS_RE.test(f))
+      .map(([f]) => f);
     while (queue.length > 0) {
       const file = queue.shift()!;
       for (const target of relativeImports(file, readText(sources, file))) {
@@ -166,15 +169,16 @@ export function buildView(
   const last = catalogue.rebuild.at(-1)?.number ?? 0;
   const upTo = observe ? last : chapter.number;
   const cut = kind === "practice" && !observe ? chapter.number : undefined;
-  const included = catalogue.chapters.filter((c) =>
-    c === chapter || (c.mode === "rebuild" && c.number <= upTo),
-  );
+  const included = catalogue.chapters.filter((c) => c === chapter || (c.mode === "rebuild" && c.number <= upTo));
   const files = new Map<string, string | Buffer>();
   for (const [file, owner] of scan.owners) {
     if (!included.includes(owner)) continue;
     if (TS_RE.test(file)) {
       const number = owner.mode === "observe" ? upTo : owner.number;
-      files.set(file, renderFile(readText(sources, file), file, number, { upTo, keep, ...(cut !== undefined && { cut }) }));
+      files.set(
+        file,
+        renderFile(readText(sources, file), file, number, { upTo, keep, ...(cut !== undefined && { cut }) }),
+      );
     } else {
       files.set(file, readFileSync(join(sources.packageDir, file)));
     }

@@ -40,7 +40,10 @@ const ANTHROPIC_FIXTURES = [
 export default defineChapter({
   id: "05",
   slug: "openai-provider",
-  title: { zh: "真正的模型：OpenAI 兼容的 Chat Completions 适配器", en: "Provider adapter: OpenAI-compatible Chat Completions" },
+  title: {
+    zh: "真正的模型：OpenAI 兼容的 Chat Completions 适配器",
+    en: "Provider adapter: OpenAI-compatible Chat Completions",
+  },
   invariant: {
     zh:
       "无论字节流怎样被切碎，每一份录制的真实流都还原成同一条规范消息；每一种失败（HTTP 错误、连接被拒、中途断开、坏的 chunk、中止）" +
@@ -142,7 +145,7 @@ export default defineChapter({
       hint: {
         zh:
           "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
-          "后来的 `\"id\": \"\"` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。" +
+          '后来的 `"id": ""` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。' +
           "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
           "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。" +
           "chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
@@ -178,7 +181,10 @@ export default defineChapter({
     {
       id: "5.6",
       uses: ["5.1", "5.5"],
-      title: { zh: "第二个服务商：Anthropic Messages（扩展实验）", en: "A second provider: Anthropic Messages (extension lab)" },
+      title: {
+        zh: "第二个服务商：Anthropic Messages（扩展实验）",
+        en: "A second provider: Anthropic Messages (extension lab)",
+      },
       hint: {
         zh:
           "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +

@@ -3,7 +3,10 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "13",
   slug: "runtime",
-  title: { zh: "运行时与命令行：把已有的部件接成一个能对话的智能体", en: "The runtime and the CLI: wiring the parts into an agent you can talk to" },
+  title: {
+    zh: "运行时与命令行：把已有的部件接成一个能对话的智能体",
+    en: "The runtime and the CLI: wiring the parts into an agent you can talk to",
+  },
   invariant: {
     zh:
       "每个设置只有一个来源，按 参数 → 环境变量 → 配置文件 → 默认值 的顺序取第一个；会话文件里的消息正是智能体说过的消息，" +
@@ -102,7 +105,7 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      "在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t \"Lab 13\\.3\\b\"`：" +
+      '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t "Lab 13\\.3\\b"`：' +
       "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
       "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
     en:

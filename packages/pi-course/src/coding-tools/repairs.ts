@@ -34,7 +34,10 @@ export function repairEdit(args: unknown): unknown {
   if (typeof repaired !== "object" || repaired === null || Array.isArray(repaired)) return repaired;
   const record = repaired as Record<string, unknown>;
   if (record.edits !== undefined) return repaired;
-  for (const [oldKey, newKey] of [["oldText", "newText"], ["old_string", "new_string"]] as const) {
+  for (const [oldKey, newKey] of [
+    ["oldText", "newText"],
+    ["old_string", "new_string"],
+  ] as const) {
     const oldText = record[oldKey];
     const newText = record[newKey];
     if (typeof oldText === "string" && typeof newText === "string") {

@@ -82,13 +82,19 @@ export function checkRequestOptions(options: ChatRequestOptions, who: string): v
     choice !== "required" &&
     !(typeof choice === "object" && choice !== null && typeof choice.name === "string" && choice.name !== "")
   ) {
-    throw new TypeError(`${who}: toolChoice must be "auto", "none", "required" or { name: "<tool>" }, got ${JSON.stringify(choice)}.`);
+    throw new TypeError(
+      `${who}: toolChoice must be "auto", "none", "required" or { name: "<tool>" }, got ${JSON.stringify(choice)}.`,
+    );
   }
   if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) {
     throw new TypeError(`${who}: seed must be an integer, got ${String(options.seed)}.`);
   }
   const stop = options.stop;
-  if (stop !== undefined && typeof stop !== "string" && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
+  if (
+    stop !== undefined &&
+    typeof stop !== "string" &&
+    !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))
+  ) {
     throw new TypeError(`${who}: stop must be a string or an array of strings.`);
   }
   const extra = options.extraBody;

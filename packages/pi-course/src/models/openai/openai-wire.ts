@@ -21,7 +21,15 @@
  */
 import { checkImage, type InputOptions } from "../http/image-content.js";
 import { applyRequestOptions, type ChatRequestOptions } from "./openai-options.js";
-import type { AssistantMessage, Context, Message, ToolCall, ToolDefinition, ToolResultMessage, UserContent } from "../../types.js";
+import type {
+  AssistantMessage,
+  Context,
+  Message,
+  ToolCall,
+  ToolDefinition,
+  ToolResultMessage,
+  UserContent,
+} from "../../types.js";
 
 /** A text part of a user message. */
 export interface WireTextPart {
@@ -123,7 +131,8 @@ function toWireMessage(message: Message, where: string, options: InputOptions): 
     case "toolResult": {
       const texts = message.content.flatMap((block) => (block.type === "text" ? [block.text] : []));
       const images = message.content.length - texts.length;
-      if (images > 0) texts.push(`[${images} image${images === 1 ? "" : "s"} of this result: in the next user message]`);
+      if (images > 0)
+        texts.push(`[${images} image${images === 1 ? "" : "s"} of this result: in the next user message]`);
       return { role: "tool", tool_call_id: message.toolCallId, content: texts.join("\n") };
     }
   }
@@ -138,9 +147,14 @@ function toWirePart(block: UserContent, where: string, options: InputOptions): W
 
 /** A tool result's images as user-message parts, after a text part naming the call; none without images. */
 function toolResultImages(message: ToolResultMessage, where: string, options: InputOptions): WireUserPart[] {
-  const images = message.content.filter((block) => block.type === "image").map((block) => toWirePart(block, where, options));
+  const images = message.content
+    .filter((block) => block.type === "image")
+    .map((block) => toWirePart(block, where, options));
   if (images.length === 0) return [];
-  return [{ type: "text", text: `Images from the ${message.toolName} result (call ${message.toolCallId}):` }, ...images];
+  return [
+    { type: "text", text: `Images from the ${message.toolName} result (call ${message.toolCallId}):` },
+    ...images,
+  ];
 }
 
 function toWireAssistant(message: AssistantMessage): WireMessage | undefined {
@@ -182,10 +196,7 @@ export function toWireTools(tools: readonly ToolDefinition[]): WireTool[] {
 }
 
 /** The whole request body: streaming, with usage requested. */
-export function toChatCompletionsRequest(
-  context: Context,
-  options: WireRequestOptions,
-): ChatCompletionsRequest {
+export function toChatCompletionsRequest(context: Context, options: WireRequestOptions): ChatCompletionsRequest {
   // #region lab 5.3 toChatCompletionsRequest
   const request: ChatCompletionsRequest = {
     model: options.model,
