@@ -14,6 +14,7 @@ import { isBuiltin } from "node:module";
 import { basename, dirname, join, posix } from "node:path";
 import { PACKAGE_DIR, REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
 import { renderLearning } from "./learning.js";
+import type { View, ViewKind } from "./view.js";
 import { pad, renderFile, scanFile, type ChapterRegion, type LabRegion } from "./markers.js";
 
 /** Where the sources are read from; tests point these at a fixture tree. */
@@ -26,24 +27,7 @@ export interface Sources {
 
 export const REPO_SOURCES: Sources = { packageDir: PACKAGE_DIR, repoRoot: REPO_ROOT };
 
-export type ViewKind = "snapshot" | "practice";
-
-/** A generated folder, in memory. */
-export interface View {
-  chapter: Chapter;
-  kind: ViewKind;
-  /** Folder-relative path → content. */
-  files: Map<string, string | Buffer>;
-  /** Chapters whose code and tests the view holds, in order. */
-  included: Chapter[];
-  /** Test files a catalogued chapter declares but that do not exist yet. */
-  missingTests: string[];
-  /**
-   * A progress view (the proof's lab-order check): labs of chapter N already written, so their
-   * reference bodies stay and only the later labs are construction sites. Empty for practice(N).
-   */
-  done: string[];
-}
+export type { View, ViewKind } from "./view.js";
 
 /** The marker facts of every catalogued file. */
 export interface SourceScan {

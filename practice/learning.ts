@@ -3,7 +3,7 @@
  * `npm run checkpoint`. Chinese first, with a short English line.
  */
 import type { Chapter, Text } from "./catalogue.js";
-import type { View } from "./generate.js";
+import type { View } from "./view.js";
 import { notImplementedMessage, pad, type ChapterRegion, type LabRegion } from "./markers.js";
 
 /** A lab with the places (file and symbol) its regions mark. */

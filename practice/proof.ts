@@ -607,7 +607,7 @@ interface Prepared {
   next?: string;
 }
 
-async function testView(prepared: Prepared, scan: SourceScan, options: ProofOptions): Promise<void> {
+async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOptions): Promise<void> {
   const { view, report, root, folder, label } = prepared;
   await POOL.run(async () => {
     try {

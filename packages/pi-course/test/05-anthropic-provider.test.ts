@@ -8,7 +8,6 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AnthropicTurn,
-  AssistantMessageEventStream,
   PartialJsonParser,
   ScriptedModel,
   assistantMessage,
@@ -35,7 +34,6 @@ import {
   SseServer,
   dripReply,
   randomPieces,
-  resetReply,
   seededRandom,
   sseReply,
   stallReply,

@@ -2,7 +2,6 @@ import fc from "fast-check";
 import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  AssistantMessageEventStream,
   ChatCompletionsTurn,
   ScriptedModel,
   assistantMessage,
@@ -25,7 +24,6 @@ import type {
   AssistantMessage,
   Context,
   Model,
-  ModelEvent,
   OpenAICompatibleOptions,
   SseEvent,
   TextContent,
@@ -49,14 +47,7 @@ import {
   writePieces,
 } from "./support/sse-server.js";
 import { FrameTemplate, type FrameSlot } from "../src/models/http/frame-template.js";
-import {
-  RecordingStream,
-  expectedMessage,
-  signatureOf,
-  surfaceInternalError,
-  turnRunner,
-  type Turn,
-} from "./support/model-turn.js";
+import { RecordingStream, expectedMessage, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
 
 const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";
 const NOW = 1_700_000_000_000;

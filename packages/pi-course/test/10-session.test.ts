@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { appendFile, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -318,7 +318,7 @@ describe("reading and recovery", () => {
       file,
       HEADER.replace('"version":1', `"version":${SESSION_FORMAT_VERSION + 1}`) + "\n" + line("aa", null) + "\n",
     );
-    let error = await openError();
+    const error = await openError();
     expect(error.line).toBe(1);
     expect(error.message).toMatch(
       /format version 2, newer than this reader's 1: open it with the newer @pi\/course that wrote it \(upgrade this one\)/,

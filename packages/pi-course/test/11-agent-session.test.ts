@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { SessionWriteError } from "../src/agent/agent-session.js";
 import { openSpans } from "../src/session/interactions.js";
-import { assistantMessage, textOf, userMessage } from "../src/messages.js";
+import { assistantMessage, textOf } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import { SessionFile, messagesOf } from "../src/session/session.js";
 import { estimateTokens } from "../src/session/token-estimate.js";

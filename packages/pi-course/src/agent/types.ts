@@ -12,7 +12,6 @@ import type {
   AgentTool,
   AgentToolResult,
   AssistantMessage,
-  Context,
   Message,
   ModelEvent,
   ToolCall,

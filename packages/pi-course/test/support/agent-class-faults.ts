@@ -202,7 +202,7 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
   // listeners: a (maybe slow, maybe throwing) actor first, then a recorder
   let index = 0;
   let throws = 0;
-  agent.subscribe((event) => {
+  agent.subscribe((_event) => {
     const at = index++;
     for (const inside of scenario.inside) if (inside.at === at) act(inside.action);
     const fails = scenario.listenerThrow?.at === at;

@@ -587,7 +587,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   };
   const context = { systemPrompt: "sys", messages: [] as AgentMessage[], tools: toolsOf(onExecute, () => hang()) };
   const prompts = [userMessage("go")];
-  const onEvent = (_event: AgentEvent, index: number): void | Promise<never> => {
+  const onEvent = (_event: AgentEvent, index: number): undefined | Promise<never> => {
     if (scenario.abort?.kind === "event" && scenario.abort.index === index) controller.abort();
     // a subscriber that never settles (only a sink's promise is awaited by the loop)
     if (!scenario.stream && scenario.stuck?.hook === "sink" && scenario.stuck.nth === index) return hang();

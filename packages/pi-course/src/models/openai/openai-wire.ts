@@ -20,7 +20,7 @@
  *   then its images; the tool message itself says how many images were moved there.
  */
 import { checkImage, type InputOptions } from "../http/image-content.js";
-import { applyRequestOptions, type ChatRequestOptions } from "./openai-options.js";
+import { applyRequestOptions, type ChatRequestOptions, type WireOptionalFields } from "./openai-options.js";
 import type {
   AssistantMessage,
   Context,
@@ -66,8 +66,8 @@ export interface WireTool {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-/** The body of `POST /chat/completions` as this adapter sends it. */
-export interface ChatCompletionsRequest {
+/** The body of `POST /chat/completions` as this adapter sends it (with the optional fields of `openai-options.ts`). */
+export interface ChatCompletionsRequest extends WireOptionalFields {
   model: string;
   messages: WireMessage[];
   stream: true;
@@ -76,12 +76,6 @@ export interface ChatCompletionsRequest {
   tools?: WireTool[];
   max_tokens?: number;
   temperature?: number;
-  /** The optional fields of `openai-options.ts`. */
-  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
-  parallel_tool_calls?: boolean;
-  reasoning_effort?: string;
-  stop?: string | string[];
-  seed?: number;
 }
 
 /** Per-model settings that shape the request. */
