@@ -14,7 +14,7 @@ export default defineChapter({
   },
   adds: {
     zh:
-      "`types.ts` 里的词汇：文本块、工具调用、三种消息角色（user / assistant / toolResult）、`ModelEvent` 与 `Model` 契约；" +
+      "`types.ts` 里的词汇：文本块、工具调用、三种消息角色（user / assistant / toolResult）、`ModelEvent`；`model.ts` 里的 `Model` 契约；" +
       "`messages.ts` 里的构造器和 `textOf`；以及 `event-stream.ts` 里的 `AssistantMessageEventStream`，它在 `push` 时拒绝不一致的终止事件。" +
       "各家提供方 API 的请求/响应格式、界面上显示的文本都属于别的层，这里只有统一的消息结构。",
     en:

@@ -21,10 +21,10 @@ export default defineChapter({
     zh:
       "前面各章造好了零件：模型（第 04、05 章）、工具（第 06、08 章）、有状态的 `Agent`（第 09 章）、会话文件（第 10 章）、" +
       "上下文与压缩（第 11 章）。本章不再发明新机制，只做“接线”：`src/cli/runtime.ts` 是唯一的组装点（composition root），" +
-      "交互、打印、JSON 三种模式都从它拿到同一个 `Runtime`。`npm start` 在终端上没有给任务时进入对话模式（`interactive.ts`）：" +
+      "交互、打印、JSON 三种模式都从它拿到同一个 `Runtime`。`npm start` 在终端上没有给任务时进入对话模式（`cli/interactive.ts`）：" +
       "回答边到边显示，工具调用一行一个并带上结果的前几行；运行中按 Enter 发出的文字走 `steer()`，Alt-Enter 或 `/later` 走 `followUp()`；" +
-      "Ctrl-C 中止当前运行，再按一次退出。会话按工作目录放在 `~/.pi-course/sessions/<目录哈希>/` 下（`sessions.ts`），" +
-      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
+      "Ctrl-C 中止当前运行，再按一次退出。会话按工作目录放在 `~/.pi-course/sessions/<目录哈希>/` 下（`cli/sessions.ts`），" +
+      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`cli/config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
       "`PI_COURSE_MODEL` 等）→ 配置文件 的顺序取值，`--help` 打印的正是同一张表。`--provider anthropic` 用第 05 章的 Anthropic 适配器，" +
       "key 来自 `ANTHROPIC_API_KEY`，和 OpenAI 的 key 一样经由启动器的 Unix 套接字交给智能体，永远不进智能体的环境变量。" +
       "你要写的是三处接线：设置的优先级与配置文件、会话目录的列举与查找、把会话文件接到智能体上（第 11 章的 `setSession` 负责恢复与记录）。" +

@@ -17,6 +17,10 @@
  *
  * Text that cannot be JSON (a stray character, a missing comma) stops the parser: `failed`
  * becomes true and `value` keeps what it showed before. Text after the root value is ignored.
+ *
+ * Longer than the house's ~400 lines on purpose: `PartialJsonParser` is one state machine whose
+ * hot loop reads private fields and constants shared by every state; split across files, one
+ * loop would be read in several places. `parseToolArguments` (the strict final parse) closes it.
  */
 
 type Container = Record<string, unknown> | unknown[];
