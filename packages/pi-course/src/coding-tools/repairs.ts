@@ -5,11 +5,11 @@
  * the model sent). Nothing else is guessed: any other shape is validated as sent and, if wrong,
  * answered with an error result the model can read.
  *
- * | tools                 | the model sends                                   | the tool reads                          |
- * |-----------------------|---------------------------------------------------|-----------------------------------------|
- * | read, write, edit, ls | `file_path` or `filePath` (and no `path`)         | `path`                                  |
- * | edit                  | `oldText`/`newText` at the top (and no `edits`)   | `edits: [{ oldText, newText }]`         |
- * | edit                  | `old_string`/`new_string` at the top (no `edits`) | `edits: [{ oldText, newText }]`         |
+ * | tools                 | the model sends                                   | the tool reads                  |
+ * | --------------------- | ------------------------------------------------- | ------------------------------- |
+ * | read, write, edit, ls | `file_path` or `filePath` (and no `path`)         | `path`                          |
+ * | edit                  | `oldText`/`newText` at the top (and no `edits`)   | `edits: [{ oldText, newText }]` |
+ * | edit                  | `old_string`/`new_string` at the top (no `edits`) | `edits: [{ oldText, newText }]` |
  *
  * The README lists the same table; `test/08-coding-tools.test.ts` checks that both agree.
  */
