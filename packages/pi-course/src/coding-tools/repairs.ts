@@ -11,7 +11,7 @@
  * | edit                  | `oldText`/`newText` at the top (and no `edits`)   | `edits: [{ oldText, newText }]` |
  * | edit                  | `old_string`/`new_string` at the top (no `edits`) | `edits: [{ oldText, newText }]` |
  *
- * The README lists the same table; `test/08-coding-tools.test.ts` checks that both agree.
+ * The README lists the same table; `test/readme.test.ts` checks that both agree.
  */
 
 /** Names a model may use for `path`. */
