@@ -38,6 +38,7 @@ export default defineChapter({
     "src/session/session.ts",
     "src/session/session-entry.ts",
     "src/session/session-reader.ts",
+    "src/session/session-lock.ts",
     "test/support/session-crash-child.ts",
   ],
   labs: [

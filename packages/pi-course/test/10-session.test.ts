@@ -36,7 +36,9 @@ async function create(path = file, options: { durable?: boolean } = {}): Promise
   return session;
 }
 
+/** Opens the file again, as a later run would: the sessions open on it are closed first (one writer per file). */
 async function reopen(path = file): Promise<SessionFile> {
+  for (const earlier of opened) if (earlier.path === path) await earlier.close();
   const session = await SessionFile.open(path);
   opened.push(session);
   return session;
@@ -59,6 +61,7 @@ async function handWritten(lines: string[], tail = ""): Promise<void> {
 }
 
 async function openError(): Promise<SessionFileError> {
+  for (const earlier of opened) if (earlier.path === file) await earlier.close();
   const error = await SessionFile.open(file).then(
     (session) => {
       opened.push(session);

@@ -9,7 +9,7 @@
  * session written to last (its file's modification time).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { chmod, mkdir, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { readSessionFile, type SessionRecovery } from "../session/session-reader.js";
 import { SessionFile } from "../session/session.js";
@@ -103,9 +103,14 @@ export class SessionFolder {
     return (await this.list()).find((s) => s.problem === undefined && s.messages > 0);
   }
 
-  /** A new, empty session file in this folder. */
+  /**
+   * A new, empty session file in this folder. The folders are made 0700 and the file 0600:
+   * transcripts hold code, paths and sometimes secrets. A folder made before with wider
+   * permissions is narrowed.
+   */
   async create(): Promise<SessionFile> {
-    await mkdir(this.dir, { recursive: true });
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700);
     const id = randomUUID();
     const created = new Date().toISOString();
     const file = path.join(this.dir, `${created.replace(/[:.]/g, "-")}_${id}.jsonl`);

@@ -10,6 +10,27 @@ import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
 /** The format version this code writes, and the newest it reads. */
 export const SESSION_FORMAT_VERSION = 1;
 
+/**
+ * The deepest nesting of objects and arrays a line may hold (the line itself is level 1). Deeper
+ * lines are refused by the reader and never written by `append`: recursive code (freezing,
+ * `JSON.stringify`, the projection) would overflow the stack on them.
+ */
+export const MAX_NESTING = 1000;
+
+/** Whether `value` nests objects and arrays deeper than `max` levels. Iterative: never overflows the stack. */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const stack: [object, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (depth > max) return true;
+    for (const child of Object.values(node)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 /** A session file that cannot be read as it stands. Nothing in the file was changed. */
 export class SessionFileError extends Error {
   constructor(
@@ -57,11 +78,6 @@ export function parseHeader(value: unknown, path: string): SessionHeader {
   if (typeof timestamp !== "string") throw fail("timestamp must be a string");
   if (typeof cwd !== "string") throw fail("cwd must be a string");
   return value as unknown as SessionHeader;
-}
-
-/** A quick test before parsing: could this line be a torn mark? */
-export function looksLikeTornMark(text: string): boolean {
-  return text.startsWith('{"type":"torn"');
 }
 
 /** A torn mark line, checked field by field. */

@@ -14,7 +14,15 @@
  * Cost: one pass over the bytes in 1 MiB reads; time and memory linear in the file.
  */
 import { open } from "node:fs/promises";
-import { SessionFileError, looksLikeTornMark, parseEntry, parseHeader, parseTornMark } from "./session-entry.js";
+import { constants } from "node:fs";
+import {
+  MAX_NESTING,
+  SessionFileError,
+  nestedDeeperThan,
+  parseEntry,
+  parseHeader,
+  parseTornMark,
+} from "./session-entry.js";
 import type { SessionEntry, SessionHeader } from "./types.js";
 
 /** Bytes of a session file that are not part of the tree: a torn line. */
@@ -50,9 +58,12 @@ const NEWLINE = 0x0a;
 
 /** Reads and checks the session file at `path`. Throws `SessionFileError` naming the line. */
 export async function readSessionFile(path: string): Promise<SessionContents> {
-  const handle = await open(path, "r");
+  // Non-blocking: opening a FIFO named like a session file must not wait for a writer.
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    if (!(await handle.stat()).isFile()) throw new SessionFileError(path, 0, "not a regular file");
+    if (!(await handle.stat()).isFile()) {
+      throw new SessionFileError(path, 0, "not a regular file (a FIFO, a device or a folder?): it is not a session");
+    }
     const scan = new LineScan(path);
     const buffer = Buffer.allocUnsafe(READ_SIZE);
     for (let position = 0; ; ) {
@@ -69,10 +80,31 @@ export async function readSessionFile(path: string): Promise<SessionContents> {
 
 /** A complete line waiting for the next one (which may be a torn mark naming it). */
 interface HeldLine {
-  text: string;
+  value: unknown;
   line: number;
   offset: number;
   length: number;
+}
+
+/**
+ * Complete lines that are not JSON, from the first of them to the line before now: torn bytes
+ * waiting for the mark that names them all (see `line`).
+ */
+interface TornRun {
+  line: number;
+  offset: number;
+  /** Lines in the run. */
+  lines: number;
+  /** Every line after the first is empty or part of a torn mark (what a cut mark write leaves). */
+  clean: boolean;
+}
+
+/** The start of every torn mark line. */
+const MARK_START = '{"type":"torn"';
+
+/** Whether `text` could be part of a torn mark cut short (empty, or a prefix of one, or one's start). */
+function partOfMark(text: string): boolean {
+  return text.startsWith(MARK_START) || MARK_START.startsWith(text);
 }
 
 /** The line-by-line state of one read. Feed it the bytes in order, then `end()`. */
@@ -84,9 +116,14 @@ export class LineScan {
   /** The line of each entry, parallel to `entries`. */
   private readonly lineOf: number[] = [];
   private readonly kept: TornLine[] = [];
+  /** `offset:length` of every kept torn line, for a mark written twice. */
+  private readonly keptRanges = new Set<string>();
   /** The first entry (by index) whose parent was not an earlier entry. */
   private forward = -1;
   private held: HeldLine | null = null;
+  private run: TornRun | null = null;
+  /** The last kept torn line, while only marks have followed it (a later mark may widen it). */
+  private lastKept: TornLine | null = null;
   /** Bytes of the line being read, when it started in an earlier chunk. */
   private partial: Buffer[] = [];
   private lineStart = 0;
@@ -119,10 +156,15 @@ export class LineScan {
     // #endregion
   }
 
-  /** The end of the file: the torn tail, the last held line, the references. */
+  /**
+   * The end of the file: the torn tail, the last held line, the references. Complete lines that
+   * are not JSON at the very end, followed by nothing but parts of a torn mark, are what a cut
+   * inside a torn-mark write leaves: they and the rest of the file become the torn tail, marked
+   * whole by the next append.
+   */
   end(): SessionContents {
     // #region lab 10.2 LineScan.end
-    const tail =
+    let tail =
       this.position > this.lineStart
         ? { line: this.lines + 1, offset: this.lineStart, length: this.position - this.lineStart }
         : null;
@@ -135,6 +177,12 @@ export class LineScan {
           : "the header line is incomplete (the file was cut while it was being created); it holds no entries: delete it and create the session again",
       );
     }
+    if (this.run !== null) {
+      const rest = Buffer.concat(this.partial).toString("utf8");
+      if (!this.run.clean || (tail !== null && !partOfMark(rest))) throw this.notJson(this.run);
+      tail = { line: this.run.line, offset: this.run.offset, length: this.position - this.run.offset };
+      this.run = null;
+    }
     if (this.held !== null) this.entry(this.held);
     this.held = null;
     if (this.forward >= 0) throw this.forwardError(this.forward);
@@ -142,7 +190,10 @@ export class LineScan {
     // #endregion
   }
 
-  /** One complete line. An entry line is held until the next line shows whether it is torn. */
+  /**
+   * One complete line. An entry line is held until the next line shows whether it is torn; a line
+   * that is not JSON starts a run of torn lines that only a torn mark naming the whole run ends.
+   */
   private line(text: string, offset: number, length: number): void {
     // #region lab 10.2 LineScan.line
     const line = ++this.lines;
@@ -150,32 +201,99 @@ export class LineScan {
       this.header = parseHeader(this.json(text, line, offset), this.path);
       return;
     }
-    if (looksLikeTornMark(text)) {
-      const mark = parseTornMark(this.json(text, line, offset), this.path, line);
-      const held = this.held;
-      if (held === null || held.offset !== mark.offset || held.length !== mark.length) {
-        throw new SessionFileError(
-          this.path,
-          line,
-          `this torn mark names ${mark.length} bytes at offset ${mark.offset}, but ` +
-            (held === null
-              ? "the line before it is not an entry line"
-              : `line ${held.line} is ${held.length} bytes at offset ${held.offset}`) +
-            ": the file was edited by hand; restore it from a copy",
-        );
-      }
-      this.kept.push({ line: held.line, offset: held.offset, length: held.length });
-      this.held = null;
+    const value = parseOrUndefined(text);
+    if (value !== undefined && text.startsWith(MARK_START)) return this.mark(value, line, offset);
+    if (this.run !== null) {
+      // Only a mark ends a run; until then every line is part of it.
+      this.run.lines += 1;
+      if (text !== "" && !partOfMark(text)) this.run.clean = false;
       return;
     }
+    this.lastKept = null;
     if (this.held !== null) this.entry(this.held);
-    this.held = { text, line, offset, length };
+    this.held = null;
+    if (value === undefined) this.run = { line, offset, lines: 1, clean: true };
+    else this.held = { value, line, offset, length };
     // #endregion
   }
 
+  /**
+   * A torn mark on line `line` at byte `offset`. It must name exactly the bytes before it (less
+   * the newline the mark write began with): the held line or the run of torn lines; or the kept
+   * torn line before it and the marks after that (a mark whose write was cut, marked again); or,
+   * after one empty line, a torn line already kept (two openers each marked the same torn tail).
+   */
+  private mark(value: unknown, line: number, offset: number): void {
+    const mark = parseTornMark(value, this.path, line);
+    const ends = mark.offset + mark.length === offset - 1;
+    const run = this.run;
+    const held = this.held;
+    if (run !== null && ends && mark.offset === run.offset) {
+      this.keep({ line: run.line, offset: run.offset, length: mark.length });
+    } else if (run === null && held !== null && ends && mark.offset === held.offset) {
+      this.keep({ line: held.line, offset: held.offset, length: held.length });
+    } else if (
+      run === null &&
+      held === null &&
+      this.lastKept !== null &&
+      ends &&
+      mark.offset === this.lastKept.offset
+    ) {
+      this.keptRanges.delete(`${this.lastKept.offset}:${this.lastKept.length}`);
+      this.lastKept.length = mark.length;
+      this.keptRanges.add(`${mark.offset}:${mark.length}`);
+      return;
+    } else if (
+      run !== null &&
+      run.lines === 1 &&
+      run.offset === offset - 1 &&
+      this.keptRanges.has(`${mark.offset}:${mark.length}`)
+    ) {
+      this.run = null;
+      return;
+    } else {
+      throw new SessionFileError(
+        this.path,
+        line,
+        `this torn mark names ${mark.length} bytes at offset ${mark.offset}, but ` +
+          (run !== null
+            ? `line ${run.line} is ${run.lines === 1 ? offset - 1 - run.offset : "torn: its lines span"} bytes at offset ${run.offset}`
+            : held === null
+              ? "the line before it is not an entry line"
+              : `line ${held.line} is ${held.length} bytes at offset ${held.offset}`) +
+          ": the file was edited by hand; restore it from a copy",
+      );
+    }
+    this.run = null;
+    this.held = null;
+  }
+
+  private keep(torn: TornLine): void {
+    this.kept.push(torn);
+    this.keptRanges.add(`${torn.offset}:${torn.length}`);
+    this.lastKept = torn;
+  }
+
+  /** The error for a run of lines that are not JSON and that no torn mark names. */
+  private notJson(run: TornRun): SessionFileError {
+    return new SessionFileError(
+      this.path,
+      run.line,
+      `not valid JSON (byte offset ${run.offset}). Only the last line can be cut by a crash, ` +
+        "so this line was damaged: restore the file from a copy (nothing was changed)",
+    );
+  }
+
   /** An entry line (not torn): parsed, checked against the entries before it, indexed. */
-  private entry({ text, line, offset }: HeldLine): void {
-    const entry = parseEntry(this.json(text, line, offset), this.path, line);
+  private entry({ value, line }: HeldLine): void {
+    if (nestedDeeperThan(value, MAX_NESTING)) {
+      throw new SessionFileError(
+        this.path,
+        line,
+        `the entry is nested deeper than ${MAX_NESTING} levels, which no session writes: the file was made by hand or damaged`,
+      );
+    }
+    const entry = parseEntry(value, this.path, line);
     const first = this.index.get(entry.id);
     if (first !== undefined) {
       throw new SessionFileError(
@@ -245,5 +363,13 @@ export class LineScan {
           "so this line was damaged: restore the file from a copy (nothing was changed)",
       );
     }
+  }
+}
+
+function parseOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }

@@ -17,13 +17,18 @@
  * `recovery.tail`; the first append after it writes a newline and a torn mark first, so the torn
  * bytes stay in the file on a line of their own that readers report (`recovery.kept`) and skip.
  *
- * One writer per file: two processes appending to the same file are not coordinated.
+ * One writer per file (session-lock.ts): `create` and `open` take the file's write lock
+ * (`<file>.lock`, with the owner's pid) and `close` releases it; a second writer, in this process
+ * or another, is refused with a `SessionLockedError` naming the holder. `open` with `readOnly`
+ * takes no lock and appends nothing (for viewers). A new file is created 0600: transcripts hold
+ * code, paths and sometimes secrets.
  */
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { access, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { ENTRY_TYPES, SESSION_FORMAT_VERSION } from "./session-entry.js";
+import { ENTRY_TYPES, MAX_NESTING, SESSION_FORMAT_VERSION, nestedDeeperThan } from "./session-entry.js";
+import { acquireSessionLock } from "./session-lock.js";
 import { readSessionFile, type SessionRecovery } from "./session-reader.js";
 import type { AgentMessage } from "../types.js";
 import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
@@ -32,6 +37,11 @@ import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
 export interface SessionFileOptions {
   /** `fsync` after every write, so an appended entry survives a power cut, not only a crash. Default false. */
   durable?: boolean;
+  /**
+   * `open` only: read the file without taking its write lock (a viewer); `append` rejects. Default
+   * false.
+   */
+  readOnly?: boolean;
 }
 
 /** What `SessionFile.create` needs; the rest of the header is made for you. */
@@ -71,8 +81,11 @@ export class SessionFile {
     private readonly torn: SessionRecovery,
     entries: SessionEntry[],
     lines: number,
-    private readonly handle: FileHandle,
+    /** Undefined when opened read-only. */
+    private readonly handle: FileHandle | undefined,
     private readonly durable: boolean,
+    /** Releases the write lock (a no-op when read-only). */
+    private readonly unlock: () => Promise<void>,
   ) {
     this.lines = lines;
     for (const entry of entries) this.index(entry);
@@ -87,12 +100,27 @@ export class SessionFile {
       timestamp: input.timestamp ?? new Date().toISOString(),
       cwd: input.cwd,
     };
+    let unlock: () => Promise<void>;
+    try {
+      unlock = await acquireSessionLock(path);
+    } catch (error) {
+      // An existing file is refused for that reason, whoever has it open.
+      if (
+        await access(path).then(
+          () => true,
+          () => false,
+        )
+      )
+        throw alreadyExists(path);
+      throw error;
+    }
     let handle: FileHandle;
     try {
-      handle = await open(path, OPEN_FOR_APPEND | constants.O_CREAT | constants.O_EXCL, 0o644);
+      handle = await open(path, OPEN_FOR_APPEND | constants.O_CREAT | constants.O_EXCL, 0o600);
     } catch (error) {
+      await unlock();
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      throw new Error(`${path} already exists: open it with SessionFile.open, or create the session at another path`);
+      throw alreadyExists(path);
     }
     try {
       await writeAll(handle, Buffer.from(JSON.stringify(header) + "\n"));
@@ -102,27 +130,41 @@ export class SessionFile {
       }
     } catch (error) {
       await handle.close();
+      await unlock();
       throw error;
     }
-    return new SessionFile(path, header, { tail: null, kept: [] }, [], 1, handle, options.durable ?? false);
+    return new SessionFile(path, header, { tail: null, kept: [] }, [], 1, handle, options.durable ?? false, unlock);
   }
 
   /**
    * Opens an existing session file: reads and checks every line (see session-reader.ts), then
    * keeps the file open for appends. A torn tail is reported in `recovery.tail`, not an error.
+   * Takes the write lock first (`SessionLockedError` if another writer holds it), unless
+   * `readOnly`. On any failure, whatever it opened is closed and the lock released.
    */
   static async open(path: string, options: SessionFileOptions = {}): Promise<SessionFile> {
-    const contents = await readSessionFile(path);
-    const handle = await open(path, OPEN_FOR_APPEND);
-    return new SessionFile(
-      path,
-      contents.header,
-      contents.recovery,
-      contents.entries,
-      contents.lines,
-      handle,
-      options.durable ?? false,
-    );
+    const readOnly = options.readOnly ?? false;
+    const unlock = readOnly ? async () => {} : await acquireSessionLock(path);
+    let handle: FileHandle | undefined;
+    try {
+      // Read under the lock: no other writer can add lines (or a torn mark) meanwhile.
+      const contents = await readSessionFile(path);
+      if (!readOnly) handle = await open(path, OPEN_FOR_APPEND);
+      return new SessionFile(
+        path,
+        contents.header,
+        contents.recovery,
+        contents.entries,
+        contents.lines,
+        handle,
+        options.durable ?? false,
+        unlock,
+      );
+    } catch (error) {
+      await handle?.close();
+      await unlock();
+      throw error;
+    }
   }
 
   /** What reading found besides the tree: a torn tail not yet marked, torn lines kept from earlier crashes. */
@@ -175,6 +217,11 @@ export class SessionFile {
   append(entry: SessionEntryInput): Promise<string> {
     // #region lab 10.1 SessionFile.append
     if (this.closed) return Promise.reject(new Error(`${this.path}: the session is closed; open it again to append`));
+    if (this.handle === undefined) {
+      return Promise.reject(
+        new Error(`${this.path}: the session was opened read-only; open it without readOnly to append`),
+      );
+    }
     if (this.broken) return Promise.reject(this.brokenError());
     const { type, parentId, ...rest } = entry;
     if (!(ENTRY_TYPES as readonly string[]).includes(type)) {
@@ -198,6 +245,10 @@ export class SessionFile {
     // The file makes these two, whatever the caller passed.
     record.id = id;
     record.timestamp = timestamp;
+    // The reader refuses deeper lines (session-entry.ts), so they are never written.
+    if (nestedDeeperThan(record, MAX_NESTING)) {
+      return Promise.reject(new Error(`${this.path}: the entry is nested deeper than ${MAX_NESTING} levels`));
+    }
     let line: string;
     try {
       line = JSON.stringify(record) + "\n";
@@ -219,18 +270,23 @@ export class SessionFile {
     // #endregion
   }
 
-  /** Waits for the queued writes, then closes the file. Later appends reject. */
+  /** Waits for the queued writes, then closes the file and releases its write lock. Later appends reject. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.queue;
-    await this.handle.close();
+    try {
+      await this.handle?.close();
+    } finally {
+      await this.unlock();
+    }
   }
 
   /** One queued write: the torn mark first if a torn tail is pending, then the line. */
   private async write(line: string): Promise<void> {
     // #region lab 10.1 SessionFile.write
     if (this.broken) throw this.brokenError();
+    const handle = this.handle!;
     try {
       const tail = this.torn.tail;
       if (tail !== null) {
@@ -240,14 +296,14 @@ export class SessionFile {
           length: tail.length,
           timestamp: new Date().toISOString(),
         };
-        await writeAll(this.handle, Buffer.from("\n" + JSON.stringify(mark) + "\n"));
-        if (this.durable) await this.handle.sync();
+        await writeAll(handle, Buffer.from("\n" + JSON.stringify(mark) + "\n"));
+        if (this.durable) await handle.sync();
         this.torn.kept.push(tail);
         this.torn.tail = null;
         this.lines += 2;
       }
-      await writeAll(this.handle, Buffer.from(line));
-      if (this.durable) await this.handle.sync();
+      await writeAll(handle, Buffer.from(line));
+      if (this.durable) await handle.sync();
     } catch (error) {
       this.broken = error as Error;
       throw this.brokenError();
@@ -298,6 +354,10 @@ export function messagesOf(path: readonly SessionEntry[]): AgentMessage[] {
   for (const entry of path) if (entry.type === "message") messages.push(entry.message);
   return messages;
   // #endregion
+}
+
+function alreadyExists(path: string): Error {
+  return new Error(`${path} already exists: open it with SessionFile.open, or create the session at another path`);
 }
 
 /** One `write` of the whole buffer; a short write (rare on a regular file) goes on from where it stopped. */
