@@ -209,6 +209,7 @@ export class SessionKeeper {
         ...(budget.summarize && { summarize: budget.summarize }),
         ...(this.systemPrompt !== undefined && { systemPrompt: this.systemPrompt }),
         estimator,
+        maxTokensAfter: budget.budget,
         signal,
       });
     } catch (error) {

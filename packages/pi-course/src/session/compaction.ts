@@ -14,8 +14,10 @@
  *
  * Failure is data: a summary that failed (model error or abort, cut off at `length`, a tool call
  * in the answer, empty), a path with nothing to compact, a session that moved on while the
- * summary was written, or an append that failed appends nothing and comes back as
- * `{ ok: false, reason }`. Only caller misuse throws.
+ * summary was written, a summary that would leave the context no smaller than before (or over
+ * `maxTokensAfter`), or an append that failed appends nothing and comes back as
+ * `{ ok: false, reason }`. Only caller misuse throws. An abort of `signal` ends the wait for the
+ * summarizer at once (`summary_failed`), even when the summarizer ignores the signal.
  */
 import { transcriptOf, summaryMessage } from "./context.js";
 import { openSpans } from "./interactions.js";
@@ -76,6 +78,12 @@ export interface CompactOptions {
   systemPrompt?: string;
   /** Defaults to `estimateTokens`. */
   estimator?: TokenEstimator;
+  /**
+   * The most tokens the context may count after the compaction (the summary, what is kept, the
+   * system prompt): a larger result is refused (`summary_failed`, nothing appended). Whatever it
+   * says, a result that is not smaller than the context before is refused.
+   */
+  maxTokensAfter?: number;
   signal?: AbortSignal;
 }
 
@@ -128,13 +136,19 @@ export async function compact(session: CompactableSession, options: CompactOptio
   const cutMessages = messages.slice(compaction ? 1 : 0, cut);
   let text: string;
   try {
-    text = await (options.summarize ?? summarizeWithModel)({
-      messages: cutMessages,
-      ...(compaction && { previousSummary: compaction.summary }),
-      ...(options.instructions !== undefined && { instructions: options.instructions }),
-      model: options.model,
-      ...(options.signal && { signal: options.signal }),
-    });
+    if (options.signal?.aborted) throw new Error("aborted before the summary was asked for");
+    const summarizer = options.summarize ?? summarizeWithModel;
+    text = await untilAborted(
+      async () =>
+        summarizer({
+          messages: cutMessages,
+          ...(compaction && { previousSummary: compaction.summary }),
+          ...(options.instructions !== undefined && { instructions: options.instructions }),
+          model: options.model,
+          ...(options.signal && { signal: options.signal }),
+        }),
+      options.signal,
+    );
     if (typeof text !== "string") throw new Error(`the summarizer returned ${typeof text}, not text`);
     if (text.trim() === "") throw new Error("the summary is empty");
   } catch (error) {
@@ -156,6 +170,17 @@ export async function compact(session: CompactableSession, options: CompactOptio
     tokensBefore: sum(counts.systemPrompt, counts.messages),
     tokensAfter: sum(countsAfter.systemPrompt, countsAfter.messages),
   };
+  const limit = Math.min(entry.tokensBefore - 1, options.maxTokensAfter ?? Infinity);
+  if (entry.tokensAfter > limit) {
+    return fail(
+      "summary_failed",
+      `the summary does not fit: the context would count ${entry.tokensAfter} tokens after compaction, ` +
+        (entry.tokensAfter >= entry.tokensBefore
+          ? `no fewer than the ${entry.tokensBefore} before`
+          : `over the ${options.maxTokensAfter} allowed (maxTokensAfter)`) +
+        "; nothing appended.",
+    );
+  }
   // The summary took time: if the conversation went on meanwhile, a compaction of the old leaf
   // would branch away from the new entries (and a leaf moved to it would hide them).
   if (leafId(session) !== leaf) {
@@ -223,6 +248,29 @@ export async function summarizeWithModel(input: SummaryInput): Promise<string> {
     throw new Error("the model answered with a tool call instead of a summary");
   }
   return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+}
+
+/**
+ * `work()`, or a rejection as soon as `signal` aborts, whichever comes first: a summarizer that
+ * ignores its signal cannot keep the caller waiting after an abort.
+ */
+function untilAborted<T>(work: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  const running = work();
+  if (signal === undefined) return running;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error("aborted while the summary was being written"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    running.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function sum(first: number, rest: readonly number[]): number {
