@@ -6,7 +6,8 @@
  * with kind `request` before anything is sent), sent by the shared transport
  * (`http-transport.ts`: retries before the first byte, timeouts, redirect policy, size bound),
  * and the answer read as server-sent events (`sse.ts`), a batch of frames per read. Per batch the
- * idle watchdog is fed and the caller's signal checked; each frame goes to the adapter's
+ * caller's signal is checked, and the idle watchdog is fed by every frame that carried content
+ * (`ProviderTurn.progressMark`: keep-alive frames are not progress); each frame goes to the adapter's
  * `readFrame`, which maps it onto its `ProviderTurn`, and the per-turn bounds
  * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the
  * signal cannot change there.) A failure
@@ -95,10 +96,16 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
     turn.start();
     try {
       reading: for await (const frames of readSseBatches(http.body)) {
-        http.progress();
         if (http.signal.aborted) return fail(http.failure(undefined));
+        let mark = turn.progressMark;
         for (const frame of frames) {
           const outcome = this.readFrame(turn, frame);
+          // Only a frame that carried content is progress (keep-alives are not; see progressMark).
+          const now = turn.progressMark;
+          if (now !== mark) {
+            http.progress();
+            mark = now;
+          }
           if (outcome === "end") break reading;
           if (outcome !== undefined) return fail(outcome);
           const over = limits.check(turn.partial);

@@ -8,7 +8,14 @@
  */
 import type { AssistantMessageEventStream } from "../../event-stream.js";
 import { parseToolArguments, type PartialJsonParser } from "./partial-json.js";
-import type { AssistantMessage, ErrorDetails, TextContent, ThinkingContent, ToolCall } from "../../types.js";
+import type {
+  AssistantMessage,
+  ErrorDetails,
+  ModelEvent,
+  TextContent,
+  ThinkingContent,
+  ToolCall,
+} from "../../types.js";
 
 /** Deltas gather until they make this many characters, then join their field as one flat block. */
 const FOLD_AT = 256;
@@ -49,13 +56,32 @@ export abstract class ProviderTurn {
     };
   }
 
+  /** Events pushed so far (see `progressMark`). */
+  private emitted = 0;
+
+  /**
+   * Changes whenever a frame carried something: an event pushed (a delta, a block's end, the
+   * terminal event), a block opened, usage reported. The adapter feeds the idle watchdog only
+   * when it changes, so keep-alive frames (Anthropic's `ping`, OpenAI chunks with empty deltas)
+   * are not progress and a server that sends only them ends as a stall.
+   */
+  get progressMark(): string {
+    const { usage } = this.partial;
+    return `${this.emitted}|${this.partial.content.length}|${usage.input}|${usage.output}|${usage.totalTokens}|${usage.cacheRead}|${usage.cacheWrite}`;
+  }
+
+  private emit(event: ModelEvent): void {
+    this.emitted += 1;
+    this.stream.push(event);
+  }
+
   /** True once `done` or `error` was pushed. */
   get isEnded(): boolean {
     return this.ended;
   }
 
   start(): void {
-    this.stream.push({ type: "start", partial: this.partial });
+    this.emit({ type: "start", partial: this.partial });
   }
 
   /** The body ended (or the wire said the turn is over): pushes the terminal event, once. */
@@ -71,32 +97,32 @@ export abstract class ProviderTurn {
     this.partial.stopReason = reason;
     this.partial.errorMessage = errorMessage;
     this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
-    this.stream.push({ type: "error", reason, error: this.partial });
+    this.emit({ type: "error", reason, error: this.partial });
   }
 
   protected done(reason: "stop" | "length" | "toolUse"): void {
     this.ended = true;
     this.partial.stopReason = reason;
-    this.stream.push({ type: "done", reason, message: this.partial });
+    this.emit({ type: "done", reason, message: this.partial });
   }
 
   /** Appends to a text block of the partial message, at `contentIndex`. */
   protected pushText(block: TextContent, contentIndex: number, delta: string): void {
     block.text = this.grow(block, "text", block.text, delta);
-    this.stream.push({ type: "text_delta", contentIndex, delta, partial: this.partial });
+    this.emit({ type: "text_delta", contentIndex, delta, partial: this.partial });
   }
 
   /** Appends to a thinking block of the partial message, at `contentIndex`. */
   protected pushThinking(block: ThinkingContent, contentIndex: number, delta: string): void {
     block.thinking = this.grow(block, "thinking", block.thinking, delta);
-    this.stream.push({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
+    this.emit({ type: "thinking_delta", contentIndex, delta, partial: this.partial });
   }
 
   /** Appends argument text to a streaming tool call; the event carries the parser's live value. */
   protected pushArguments(block: ToolCall, contentIndex: number, parser: PartialJsonParser, delta: string): void {
     block.rawArguments = this.grow(block, "rawArguments", block.rawArguments ?? "", delta);
     parser.push(delta);
-    this.stream.push({
+    this.emit({
       type: "toolcall_delta",
       contentIndex,
       delta,
@@ -118,7 +144,7 @@ export abstract class ProviderTurn {
     block.arguments = parsed.arguments;
     if (parsed.error !== undefined) block.argumentsError = parsed.error;
     else delete block.rawArguments;
-    this.stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
+    this.emit({ type: "toolcall_end", contentIndex, toolCall: block, partial: this.partial });
   }
 
   /**
