@@ -62,11 +62,13 @@ export default defineChapter({
           "`resolveSettings`：对 `SETTINGS` 里的每个设置，按顺序看：参数、环境变量（空字符串算没设）、配置文件、默认值，取第一个有值的，" +
           "并记下来源（`flag` / `env` / `config` / `default`）——出错时 `parseArgs` 要靠来源告诉用户“这个值是从哪儿来的”。" +
           "`readConfigFile`：文件内容必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串；" +
-          "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里。每条错误都带上文件路径。",
+          "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里。每条错误都带上文件路径。" +
+          "类型不对的值绝不原样回显（它可能就是密钥）：用 `describeValue` 只说类型和长度，例如 `got a number.`。",
         en:
           "resolveSettings: for each setting take the first of flag, environment (an empty variable is unset), config file, " +
           "default, and record its source: error messages name it. readConfigFile: one JSON object, known keys, non-empty " +
-          "string values; a key such as apiKey is refused with a pointer to apiKeyEnv; every error names the file.",
+          "string values; a key such as apiKey is refused with a pointer to apiKeyEnv; every error names the file. A wrong " +
+          "value is never echoed (it may be a key): describeValue gives its type and size, e.g. `got a number.`",
       },
     },
     {

@@ -11,6 +11,7 @@ import {
   ConfigError,
   SETTINGS,
   homeFolder,
+  describeValue,
   readConfigFile,
   resolveSettings,
   type SettingName,
@@ -216,7 +217,8 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         noSession = true;
         break;
       default:
-        if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${arg}.`);
+        // `--api-key=sk-…` is a common mistake: the part after "=" is never shown.
+        if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${shownOption(arg)}.`);
         positional.push(arg);
     }
   }
@@ -364,8 +366,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     const name = apiKeyEnv ?? DEFAULT_KEY_VARIABLE[provider];
     apiKey = env[name];
     if (apiKey === undefined || apiKey === "") {
+      const shown = looksLikeVariableName(name)
+        ? `$${name}`
+        : `the variable --api-key-env names (${describeValue(name)}, not shown: it looks like a key, not a variable name)`;
       throw new CliUsageError(
-        `no API key: $${name} is not set. Set it, name another variable with --api-key-env NAME, ` +
+        `no API key: ${shown} is not set. Set it, name another variable with --api-key-env NAME, ` +
           `or pass --no-api-key for a local server that needs none.`,
       );
     }
@@ -383,6 +388,22 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       workspace,
     },
   };
+}
+
+/**
+ * Whether `name` looks like an environment variable's name (`OPENAI_API_KEY`, `GROQ_KEY`, `KEY`)
+ * rather than a key pasted in its place: upper case, digits and underscores, and either an
+ * underscore or at most 12 characters.
+ */
+function looksLikeVariableName(name: string): boolean {
+  return /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/.test(name) && (name.includes("_") || name.length <= 12);
+}
+
+/** An unknown option as a message shows it: without a value glued on with "=", and at most 40 characters. */
+function shownOption(arg: string): string {
+  const at = arg.indexOf("=");
+  if (at !== -1) return `${arg.slice(0, Math.min(at, 40))}=… (value not shown)`;
+  return arg.length > 40 ? `${arg.slice(0, 40)}… (${arg.length} characters)` : arg;
 }
 
 /** Reads the file an option names (`-`: stdin, to its end); a usage error says what failed. */

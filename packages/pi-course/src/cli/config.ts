@@ -95,12 +95,25 @@ export function readConfigFile(env: NodeJS.ProcessEnv, explicit?: string): { set
       throw new ConfigError(`the config file ${file} has an unknown key "${key}"; the keys are ${known.join(", ")}.`);
     }
     if (typeof v !== "string" || v.trim() === "") {
-      throw new ConfigError(`the config file ${file}: "${key}" must be a non-empty string, got ${JSON.stringify(v)}.`);
+      throw new ConfigError(`the config file ${file}: "${key}" must be a non-empty string, got ${describeValue(v)}.`);
     }
     settings[key as SettingName] = v;
   }
   return { settings, file };
   // #endregion
+}
+
+/**
+ * A value that may be a secret, as error messages show it: its type and size, never its text (a
+ * key pasted where a name belongs must not reach a terminal or a log). Never recursive, so a
+ * value nested a million levels deep is described like any other.
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === "string") return `a string of ${value.length} characters`;
+  if (Array.isArray(value)) return `an array of ${value.length} item${value.length === 1 ? "" : "s"}`;
+  if (value === null) return "null";
+  if (typeof value === "object") return "an object";
+  return `a ${typeof value}`;
 }
 
 /**
