@@ -58,10 +58,11 @@ export async function runInteractive(
   const rl = readline.createInterface({ input: io.input, output: io.output, terminal: true, historySize: 500 });
   const promptText = io.color ? "\u001b[36m›\u001b[0m " : "› ";
   rl.setPrompt(promptText);
-  // Earlier prompts of a resumed session come back with the up arrow.
+  // Earlier prompts of a resumed session come back with the up arrow (neutralised: readline
+  // writes a history line to the terminal as it is).
   const history = (rl as unknown as { history: string[] }).history;
   for (const message of agent.state.messages) {
-    if ("role" in message && message.role === "user") history.unshift(textOf(message).split("\n")[0]!);
+    if ("role" in message && message.role === "user") history.unshift(neutralize(textOf(message).split("\n")[0]!));
   }
 
   let running: Promise<void> | undefined;
@@ -110,19 +111,21 @@ export async function runInteractive(
       case "new":
         await runtime.startNew();
         return printer.line(
-          runtime.session ? `new session ${runtime.session.header.id}` : "new conversation (not kept: --no-session)",
+          runtime.session
+            ? `new session ${neutralize(runtime.session.header.id)}`
+            : "new conversation (not kept: --no-session)",
           "dim",
         );
       case "sessions": {
         if (runtime.folder === undefined) return printer.line("no sessions are kept (--no-session)", "dim");
         const all = await runtime.folder.list();
-        if (all.length === 0) return printer.line(`no sessions yet in ${runtime.folder.dir}`, "dim");
+        if (all.length === 0) return printer.line(`no sessions yet in ${neutralize(runtime.folder.dir)}`, "dim");
         for (const s of all) {
           const current = s.id === runtime.session?.header.id ? " (this one)" : "";
           const what =
             s.problem !== undefined ? `unreadable: ${s.problem}` : `${s.messages} messages · ${s.title || "(empty)"}`;
           printer.line(
-            `${s.id.slice(0, 8)}  ${new Date(s.modified).toISOString().slice(0, 16).replace("T", " ")}  ${neutralize(what)}${current}`,
+            `${neutralize(s.id.slice(0, 8))}  ${new Date(s.modified).toISOString().slice(0, 16).replace("T", " ")}  ${neutralize(what)}${current}`,
           );
         }
         return;
@@ -131,8 +134,8 @@ export async function runInteractive(
         if (runtime.folder === undefined) return printer.line("no sessions are kept (--no-session)", "red");
         if (arg === "") return printer.line("give the session's id: /resume ID (see /sessions)", "red");
         const found = await runtime.folder.find(arg);
-        await runtime.resume(found, (note) => printer.line(`note: ${note}`, "yellow"));
-        printer.line(`resumed session ${found.id} (${agent.state.messages.length} messages):`, "dim");
+        await runtime.resume(found, (note) => printer.line(`note: ${neutralize(note)}`, "yellow"));
+        printer.line(`resumed session ${neutralize(found.id)} (${agent.state.messages.length} messages):`, "dim");
         replay(printer, agent.state.messages);
         return;
       }

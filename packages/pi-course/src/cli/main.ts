@@ -61,7 +61,9 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
       `pi-course · ${server.model} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
     );
   info(`workspace: ${runtime.workspace}`);
-  if (runtime.session !== undefined) info(`session:   ${runtime.session.header.id} (${runtime.session.path})`);
+  // The id comes from the file and the path from a folder listing: neither is trusted on a terminal.
+  if (runtime.session !== undefined)
+    info(`session:   ${neutralize(runtime.session.header.id)} (${neutralize(runtime.session.path)})`);
   for (const note of notes) io.stderr.write(`note: ${neutralize(note)}\n`);
 
   try {

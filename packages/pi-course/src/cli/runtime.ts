@@ -9,6 +9,7 @@
  * goes on. A failed append stops the run and `prompt()` rejects with a `SessionWriteError`, so
  * what is on disk is a prefix of what was said, and the rest is named, never silently lost.
  */
+import path from "node:path";
 import { rm } from "node:fs/promises";
 import { Agent } from "../agent/agent.js";
 import { createAnthropicModel } from "../models/anthropic/anthropic.js";
@@ -147,6 +148,11 @@ export class Runtime {
 
   /** Switches to the session `summary` describes and restores its transcript. */
   async resume(summary: SessionSummary, notes: (text: string) => void): Promise<void> {
+    // The session in use already holds the file's write lock: going back to it is a reload.
+    if (this.session !== undefined && path.resolve(this.session.path) === path.resolve(summary.file)) {
+      this.reload();
+      return;
+    }
     const session = await SessionFile.open(summary.file);
     for (const note of sessionNotes(session)) notes(note);
     await this.attach(session);
