@@ -11,7 +11,12 @@
  *    has none of the launch chain above it. Its environment is the launcher's without the key
  *    and without any variable that looks like a secret (as `commandEnvironment` leaves out).
  * 2. The key travels over a private Unix socket (in a folder only this user can enter, removed
- *    once the agent has connected), never through an environment or a command line.
+ *    once the agent has connected), never through an environment or a command line. The folder
+ *    does not keep out other processes of the same user, so the launcher gives the key only to
+ *    a connection that first proves it is the agent it started: a one-time token (32 random
+ *    bytes) that only the agent has, read from a pipe the launcher hands down as file
+ *    descriptor 3 (through the middle process). A connection with no token or a wrong one is
+ *    closed with nothing sent, and the launcher goes on waiting for the agent.
  * 3. The launcher stays until the agent ends and exits with its code. It forwards SIGINT,
  *    SIGTERM and SIGHUP unless the agent reports it already got the same signal (a Ctrl-C
  *    reaches the whole process group, the agent included), and tells the agent to stop when it
@@ -23,8 +28,10 @@
  * out of every environment. Linux and macOS; elsewhere the agent runs in this process.
  */
 import { spawn } from "node:child_process";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createConnection, createServer, type Socket } from "node:net";
+import { Socket, createConnection, createServer } from "node:net";
+import type { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CliUsageError, DEFAULT_KEY_VARIABLE, HELP, keyVariable, parseArgs, usageMessage } from "./args.js";
@@ -39,6 +46,9 @@ export const LAUNCH_SECRET_PATTERN = /(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL
 
 /** Set in the agent's environment: the path of the launcher's socket. */
 export const AGENT_SOCKET_VARIABLE = "PI_COURSE_AGENT_SOCKET";
+
+/** The agent's file descriptor that carries the one-time token (a pipe from the launcher). */
+export const TOKEN_FD = 3;
 
 const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 type Forwarded = (typeof FORWARDED)[number];
@@ -82,8 +92,32 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   // When the agent last reported each signal.
   const acked: Partial<Record<Forwarded, number>> = {};
 
+  const token = randomBytes(32);
+  // A connection is the agent only once it has sent the token (`token <hex>\n`, within 10 s).
   const server = createServer((connection) => {
     if (agent !== undefined) return connection.destroy();
+    connection.on("error", () => {});
+    connection.setTimeout(10_000, () => connection.destroy());
+    let heard = "";
+    const onData = (data: Buffer) => {
+      heard += data.toString("utf8");
+      const at = heard.indexOf("\n");
+      if (at === -1) {
+        if (heard.length > 200) connection.destroy();
+        return;
+      }
+      connection.off("data", onData);
+      const [word, value = ""] = heard.slice(0, at).split(" ");
+      const given = Buffer.from(value, "utf8");
+      const expected = Buffer.from(token.toString("hex"), "utf8");
+      const proven = word === "token" && given.length === expected.length && timingSafeEqual(given, expected);
+      if (!proven || agent !== undefined) return connection.destroy();
+      connection.setTimeout(0);
+      accept(connection);
+    };
+    connection.on("data", onData);
+  });
+  const accept = (connection: Socket) => {
     agent = connection;
     server.close();
     rmSync(folder, { recursive: true, force: true });
@@ -101,14 +135,13 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
         else if (word === "exit") exitCode = Number(value);
       }
     });
-    connection.on("error", () => {});
     connection.on("close", () => {
       if (exitCode === undefined) {
         process.stderr.write("error: the agent process ended without an exit code (was it killed?).\n");
       }
       process.exit(exitCode ?? (stoppedBy ? 128 + SIGNAL_NUMBERS[stoppedBy] : 1));
     });
-  });
+  };
   await new Promise<void>((resolve) => server.listen(socketPath, resolve));
   // The middle process starts the agent and leaves once it has connected, so init adopts it.
   const env: NodeJS.ProcessEnv = { [AGENT_SOCKET_VARIABLE]: socketPath };
@@ -116,7 +149,11 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     if (name !== named && !defaults.includes(name) && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
   }
   const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
-  const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], { env, stdio: "inherit" });
+  const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], {
+    env,
+    stdio: ["inherit", "inherit", "inherit", "pipe"],
+  });
+  (middle.stdio[TOKEN_FD] as Writable).end(`${token.toString("hex")}\n`);
   middle.on("exit", (code) => {
     if (agent !== undefined) return;
     // The agent ended (or never started) before it connected: its code is the middle's.
@@ -151,12 +188,13 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
 }
 
 /**
- * The middle process: starts the agent with this process's stdio; leaves on SIGTERM (sent once
+ * The middle process: starts the agent with this process's stdio and its descriptor 3 (the token
+ * pipe); leaves on SIGTERM (sent once
  * the agent has connected), or with the agent's exit code if it ends before.
  */
 const MIDDLE = `
 const { spawn } = require("node:child_process");
-const child = spawn(process.execPath, process.argv.slice(1), { stdio: "inherit" });
+const child = spawn(process.execPath, process.argv.slice(1), { stdio: ["inherit", "inherit", "inherit", 3] });
 process.on("SIGTERM", () => process.exit(0));
 for (const signal of ["SIGINT", "SIGHUP"]) process.on(signal, () => {});
 child.on("exit", (code, signal) => process.exit(code ?? 1));
@@ -207,13 +245,43 @@ export interface AgentChannel {
   sendExit(code: number): Promise<void>;
 }
 
+/** In the agent: the one-time token from descriptor `TOKEN_FD` (read to its end, then closed). */
+function readToken(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let input: Socket;
+    try {
+      input = new Socket({ fd: TOKEN_FD, readable: true, writable: false });
+    } catch (error) {
+      reject(new Error(`no token on descriptor ${TOKEN_FD} (${(error as Error).message})`));
+      return;
+    }
+    let text = "";
+    input.setEncoding("utf8");
+    input.on("data", (data: string) => {
+      text += data;
+    });
+    input.on("error", (error) =>
+      reject(new Error(`cannot read the token on descriptor ${TOKEN_FD} (${error.message})`)),
+    );
+    input.on("end", () => {
+      input.destroy();
+      const token = text.trim();
+      if (/^[0-9a-f]{64}$/.test(token)) resolve(token);
+      else reject(new Error(`descriptor ${TOKEN_FD} did not carry the launcher's token`));
+    });
+  });
+}
+
 /**
- * In the agent: connects to the launcher named by `AGENT_SOCKET_VARIABLE`, reads the handover,
- * and reports this process's id. `onLost` runs if the launcher goes away.
+ * In the agent: reads the one-time token (descriptor 3), connects to the launcher named by
+ * `AGENT_SOCKET_VARIABLE`, proves itself with the token, reads the handover, and reports this
+ * process's id. `onLost` runs if the launcher goes away.
  */
-export function connectToLauncher(socketPath: string, onLost: () => void): Promise<AgentChannel> {
+export async function connectToLauncher(socketPath: string, onLost: () => void): Promise<AgentChannel> {
+  const token = await readToken();
   return new Promise((resolve, reject) => {
     const socket = createConnection(socketPath);
+    socket.write(`token ${token}\n`);
     const middle = process.ppid;
     let buffered = "";
     let ready = false;
