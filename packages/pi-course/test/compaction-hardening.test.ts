@@ -66,7 +66,7 @@ describe("hostile summarizers", () => {
     await session.close();
   });
 
-  it("a summary larger than what it replaces is refused: a failed compaction, nothing appended, the run goes on", async () => {
+  it("a summary that does not fit the budget is refused: a failed compaction, nothing appended, the run goes on", async () => {
     const session = await SessionFile.create(join(dir, "s.jsonl"), { cwd: dir });
     const model = scripted([says("big", 900), says("still here")]);
     const reports: AgentCompactionReport[] = [];
@@ -85,14 +85,14 @@ describe("hostile summarizers", () => {
     expect(reports).toHaveLength(1);
     expect(reports[0]).toMatchObject({ ok: false, tokensBefore: 900, reason: { kind: "summary_failed" } });
     expect((reports[0] as { reason: { message: string } }).reason.message).toMatch(
-      /^the summary does not fit: the context would count \d+ tokens after compaction, no fewer than the \d+ before; nothing appended\.$/,
+      /^the summary does not fit: it counts \d+ tokens, over the 1000 allowed \(maxSummaryTokens\); nothing appended\.$/,
     );
     expect(session.entries().some((e) => e.type === "compaction")).toBe(false);
     expect(agent.state.messages.at(-1)).toMatchObject({ role: "assistant", stopReason: "stop" });
     await session.close();
   });
 
-  it("compact: a summary smaller than before but over maxTokensAfter is refused too", async () => {
+  it("compact: a summary over maxSummaryTokens is refused, the same one without a limit is appended", async () => {
     const session = await SessionFile.create(join(dir, "s.jsonl"), { cwd: dir });
     let parent: string | null = null;
     const long = "word ".repeat(2000);
@@ -109,10 +109,10 @@ describe("hostile summarizers", () => {
       keepRecentTokens: 1,
       summarize: () => "summary ".repeat(500),
     };
-    const refused = await compact(session, { ...options, maxTokensAfter: 100 });
+    const refused = await compact(session, { ...options, maxSummaryTokens: 100 });
     expect(refused).toMatchObject({ ok: false, reason: { kind: "summary_failed" } });
     expect(!refused.ok && refused.reason.message).toMatch(
-      /over the 100 allowed \(maxTokensAfter\); nothing appended\.$/,
+      /^the summary does not fit: it counts \d+ tokens, over the 100 allowed \(maxSummaryTokens\); nothing appended\.$/,
     );
     expect(session.entries().some((e) => e.type === "compaction")).toBe(false);
     const accepted = await compact(session, options);

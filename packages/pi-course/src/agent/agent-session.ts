@@ -209,7 +209,8 @@ export class SessionKeeper {
         ...(budget.summarize && { summarize: budget.summarize }),
         ...(this.systemPrompt !== undefined && { systemPrompt: this.systemPrompt }),
         estimator,
-        maxTokensAfter: budget.budget,
+        // The summary must fit beside the kept messages.
+        maxSummaryTokens: Math.max(1, budget.budget - (budget.keepRecentTokens ?? Math.floor(budget.budget / 4))),
         signal,
       });
     } catch (error) {

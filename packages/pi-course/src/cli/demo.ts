@@ -125,8 +125,8 @@ export const DEMO_REPLY =
 
 /**
  * One turn of the demo model, from the context alone: the demo task plays its four turns;
- * `run: COMMAND` runs the command with bash and reports its output; anything else gets an echo
- * and `DEMO_REPLY`. So a conversation of many prompts (and steering) works offline.
+ * `run: COMMAND` runs the command with bash and reports its output; a summary request gets a
+ * short stand-in; anything else gets an echo and `DEMO_REPLY`. So a conversation of many prompts (and steering) works offline.
  */
 function demoResponder(context: Context): AssistantMessage {
   const messages = context.messages;
@@ -135,6 +135,12 @@ function demoResponder(context: Context): AssistantMessage {
   const prompt = asked >= 0 ? textOf(messages[asked]!) : "";
   const step = messages.slice(asked + 1).filter((m) => m.role === "assistant").length;
   if (prompt === DEMO_TASK && step < 4) return demoTurn(step, context);
+  // A summary request (compaction): a short stand-in, not an echo of the whole conversation
+  // (an echo is larger than what it replaces, and compaction refuses a summary that does not fit).
+  if (prompt.startsWith("<conversation>\n")) {
+    const text = `## Goal\nThe offline demo conversation (the demo model cannot summarise; this stands for ${prompt.length} characters of it).`;
+    return turn([{ type: "text", text }], "stop");
+  }
   const command = /^run:\s*(.+)$/s.exec(prompt.trim())?.[1];
   if (command !== undefined && step === 0) {
     const id = `call_run_${messages.length}`;

@@ -14,8 +14,8 @@
  *
  * Failure is data: a summary that failed (model error or abort, cut off at `length`, a tool call
  * in the answer, empty), a path with nothing to compact, a session that moved on while the
- * summary was written, a summary that would leave the context no smaller than before (or over
- * `maxTokensAfter`), or an append that failed appends nothing and comes back as
+ * summary was written, a summary over `maxSummaryTokens` (the Agent passes what its budget leaves
+ * beside the kept messages), or an append that failed appends nothing and comes back as
  * `{ ok: false, reason }`. Only caller misuse throws. An abort of `signal` ends the wait for the
  * summarizer at once (`summary_failed`), even when the summarizer ignores the signal.
  */
@@ -79,11 +79,11 @@ export interface CompactOptions {
   /** Defaults to `estimateTokens`. */
   estimator?: TokenEstimator;
   /**
-   * The most tokens the context may count after the compaction (the summary, what is kept, the
-   * system prompt): a larger result is refused (`summary_failed`, nothing appended). Whatever it
-   * says, a result that is not smaller than the context before is refused.
+   * The most tokens the summary may count (as the summary message the projection starts from): a
+   * larger one is refused (`summary_failed`, nothing appended), so a hostile or runaway summarizer
+   * cannot write a summary that overflows the budget for good. Default: no limit.
    */
-  maxTokensAfter?: number;
+  maxSummaryTokens?: number;
   signal?: AbortSignal;
 }
 
@@ -170,15 +170,12 @@ export async function compact(session: CompactableSession, options: CompactOptio
     tokensBefore: sum(counts.systemPrompt, counts.messages),
     tokensAfter: sum(countsAfter.systemPrompt, countsAfter.messages),
   };
-  const limit = Math.min(entry.tokensBefore - 1, options.maxTokensAfter ?? Infinity);
-  if (entry.tokensAfter > limit) {
+  const summaryTokens = countsAfter.messages[0]!;
+  if (options.maxSummaryTokens !== undefined && summaryTokens > options.maxSummaryTokens) {
     return fail(
       "summary_failed",
-      `the summary does not fit: the context would count ${entry.tokensAfter} tokens after compaction, ` +
-        (entry.tokensAfter >= entry.tokensBefore
-          ? `no fewer than the ${entry.tokensBefore} before`
-          : `over the ${options.maxTokensAfter} allowed (maxTokensAfter)`) +
-        "; nothing appended.",
+      `the summary does not fit: it counts ${summaryTokens} tokens, over the ${options.maxSummaryTokens} allowed ` +
+        "(maxSummaryTokens); nothing appended.",
     );
   }
   // The summary took time: if the conversation went on meanwhile, a compaction of the old leaf
