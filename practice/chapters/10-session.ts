@@ -68,11 +68,17 @@ export default defineChapter({
           '要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行' +
           '（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，' +
           "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
-          "以及 `forward`（父节点不在前面的条目）的报错。",
+          "以及 `forward`（父节点不在前面的条目）的报错。" +
+          "恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；" +
+          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记。" +
+          "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。",
         en:
           "push: split bytes at 0x0a, lines may span chunks, track byte offsets. line: line 1 is the header; a torn mark " +
           "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
-          "newline are the tail; flush the held line; report a forward parent.",
+          "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
+          "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
+          "file becomes the tail; a mark repeated after an empty line, or a wider mark after a cut one, is accepted: " +
+          "every prefix of a file the library wrote must open.",
       },
       // The crash test's child appends with lab 10.1's code.
       uses: ["10.1"],

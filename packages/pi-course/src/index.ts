@@ -223,7 +223,9 @@ export type {
 // Chapter 10: the session tree on disk
 export { SessionFile, messagesOf } from "./session/session.js";
 export type { SessionEntryInput, SessionFileOptions, SessionHeaderInput } from "./session/session.js";
-export { SESSION_FORMAT_VERSION, SessionFileError } from "./session/session-entry.js";
+export { MAX_NESTING, SESSION_FORMAT_VERSION, SessionFileError } from "./session/session-entry.js";
+export { SessionLockedError, lockPathOf } from "./session/session-lock.js";
+export type { LockOwner } from "./session/session-lock.js";
 export { readSessionFile } from "./session/session-reader.js";
 export type { SessionContents, SessionRecovery, TornLine } from "./session/session-reader.js";
 export type {
