@@ -140,11 +140,14 @@ export function defineTool<TParameters extends TSchema, TDetails = undefined>(
  * TypeScript fix `TDetails` (to its default, `undefined`) before it reads what `execute`
  * returns, so `details` could no longer be inferred. Partial results are for UIs and are not
  * checked against `TDetails` either way (`tool_execution_update` carries them as `unknown`).
+ * `params` is typed from `parameters` (`Static<typeof parameters>`).
  */
 export type ToolSpec<TParameters extends TSchema, TDetails> = Omit<AgentTool<TParameters, TDetails>, "execute"> & {
   execute(
     toolCallId: string,
-    params: Static<TParameters>,
+    // NoInfer: `TParameters` is inferred from `parameters` alone. Inferring it from `params` too
+    // made TypeScript relate two `Static<…>` conditional types, ~150,000 types per program.
+    params: NoInfer<Static<TParameters>>,
     signal?: AbortSignal,
     onUpdate?: AgentToolUpdateCallback<unknown>,
   ): Promise<AgentToolResult<TDetails>>;
