@@ -428,10 +428,16 @@ describe("print and json modes, and Anthropic, through npm start", () => {
       workspace,
       "--no-session",
     ];
-    const [printed, events, failed] = await Promise.all([
+    const [printed, events, failed, misused] = await Promise.all([
       npmStart([...options(answers), "--print", "what is it?"]),
       npmStart([...options(json), "--json", "again"]),
       startPiped([...options(refuses), "--print", "and now?"]),
+      npmStart(["--verbose"]),
+    ]);
+    // Started by npm in the repository, the usage line names npm start (the bin names itself).
+    expect([misused.code, misused.stderr]).toEqual([
+      2,
+      "error: unknown option --verbose.\nRun `npm start -- --help` for the options.\n",
     ]);
     expect([printed.code, printed.stdout]).toEqual([0, "The answer is 42.\n"]);
     expect(events.code).toBe(0);

@@ -3,7 +3,7 @@
  * repository, then typecheck and run a consumer that imports "@pi/course" and extends
  * `CustomAgentMessages` by declaration merging. Not a chapter test: no practice folder gets it.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -162,8 +162,19 @@ describe("package · @pi/course as an installed dependency", () => {
       "typebox",
     );
     expect(pkg.bin).toEqual({ "pi-course": "./dist/cli/start.js" });
-    const help = execFileSync(join(work, "app", "node_modules", ".bin", "pi-course"), ["--help"], { encoding: "utf8" });
+    const bin = join(work, "app", "node_modules", ".bin", "pi-course");
+    // Run as a user runs it (not from an npm script): the usage lines name the bin, not npm start.
+    const env = { ...process.env, npm_lifecycle_event: "", npm_package_name: "" };
+    const help = execFileSync(bin, ["--help"], { encoding: "utf8", env });
     expect(help).toMatch(/--base-url/);
+    expect(help.split("\n")[0]).toMatch(/^pi-course: /);
+    expect(help).toContain("  pi-course --continue ");
+    expect(help).not.toContain("npm start");
+    const misused = spawnSync(bin, ["--verbose"], { encoding: "utf8", env });
+    expect([misused.status, misused.stderr]).toEqual([
+      2,
+      "error: unknown option --verbose.\nRun `pi-course --help` for the options.\n",
+    ]);
   }, 60_000);
 
   it("Package · the README's example typechecks and prints what it says", () => {

@@ -27,7 +27,15 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CliUsageError, DEFAULT_KEY_VARIABLE, HELP, keyVariable, parseArgs, usageMessage } from "./args.js";
+import {
+  CliUsageError,
+  DEFAULT_KEY_VARIABLE,
+  commandName,
+  helpText,
+  keyVariable,
+  parseArgs,
+  usageMessage,
+} from "./args.js";
 
 /**
  * Names left out of the agent's environment besides the key's variable: the same as
@@ -58,12 +66,12 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     try {
       const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
       if (parseArgs(argv, process.env, terminal).kind === "help") {
-        process.stdout.write(HELP);
+        process.stdout.write(helpText(commandName(process.env)));
         process.exit(0);
       }
     } catch (error) {
       if (!(error instanceof CliUsageError)) throw error;
-      process.stderr.write(usageMessage(error));
+      process.stderr.write(usageMessage(error, process.env));
       process.exit(2);
     }
   }
