@@ -302,6 +302,11 @@ export interface AgentSessionStore {
    * The agent calls it one entry at a time, in transcript order, awaiting each.
    */
   append(entry: AgentSessionEntryInput): Promise<string>;
+  /**
+   * Waits for the pending writes and closes the store (a `SessionFile` has it). The agent never
+   * calls it: whoever opened the store closes it, e.g. `await agent.session?.close?.()` once idle.
+   */
+  close?(): Promise<void>;
 }
 
 /**

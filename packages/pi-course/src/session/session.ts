@@ -21,7 +21,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { open, readFile, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ENTRY_TYPES, SESSION_FORMAT_VERSION } from "./session-entry.js";
 import { readSessionFile, type SessionRecovery } from "./session-reader.js";
@@ -80,6 +80,44 @@ export class SessionFile {
 
   /** Creates a new session file with its header. Refuses a path that exists. */
   static async create(path: string, input: SessionHeaderInput, options: SessionFileOptions = {}): Promise<SessionFile> {
+    const created = await SessionFile.createExclusive(path, input, options);
+    if (created === undefined) {
+      throw new Error(`${path} already exists: open it with SessionFile.open, or create the session at another path`);
+    }
+    return created;
+  }
+
+  /**
+   * Opens the session file at `path` if there is one, else creates it with `input`'s header: the
+   * one call for "resume this conversation, or start it". Creation is exclusive, so two processes
+   * racing on the same path end up with the same file (the loser opens what the winner wrote).
+   * An existing file keeps its own header (`input` is then not used). Close it when done.
+   */
+  static async openOrCreate(
+    path: string,
+    input: SessionHeaderInput,
+    options: SessionFileOptions = {},
+  ): Promise<SessionFile> {
+    const created = await SessionFile.createExclusive(path, input, options);
+    if (created !== undefined) return created;
+    // Another caller may have created the file and not yet written its header line: wait for it.
+    for (let tries = 0; ; tries++) {
+      try {
+        return await SessionFile.open(path, options);
+      } catch (error) {
+        const head = await readFile(path).catch(() => undefined);
+        if (tries >= 100 || head === undefined || head.includes(10)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+  }
+
+  /** `create`, or undefined when the path exists. */
+  private static async createExclusive(
+    path: string,
+    input: SessionHeaderInput,
+    options: SessionFileOptions,
+  ): Promise<SessionFile | undefined> {
     const header: SessionHeader = {
       type: "session",
       version: SESSION_FORMAT_VERSION,
@@ -92,7 +130,7 @@ export class SessionFile {
       handle = await open(path, OPEN_FOR_APPEND | constants.O_CREAT | constants.O_EXCL, 0o644);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      throw new Error(`${path} already exists: open it with SessionFile.open, or create the session at another path`);
+      return undefined;
     }
     try {
       await writeAll(handle, Buffer.from(JSON.stringify(header) + "\n"));
