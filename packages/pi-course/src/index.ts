@@ -251,6 +251,8 @@ export {
 export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./session/token-estimate.js";
 export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./session/context.js";
 export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./session/context.js";
+export { answerInterruptedCalls, interruptedText } from "./session/interrupted.js";
+export type { InterruptedCalls } from "./session/interrupted.js";
 export { compact, findCut, summarizeWithModel } from "./session/compaction.js";
 export type {
   CompactOptions,

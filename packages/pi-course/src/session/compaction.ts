@@ -31,7 +31,7 @@ export type CompactionDraft = Omit<CompactionEntry, "id" | "timestamp">;
 
 /**
  * What `compact` needs of a session: the leaf, the path to it, and appending one entry.
- * A chapter 10 `SessionFile` fits it.
+ * A `SessionFile` fits it.
  */
 export interface CompactableSession {
   /**
