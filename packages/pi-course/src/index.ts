@@ -279,3 +279,9 @@ export type {
   AgentSessionStore,
 } from "./agent/types.js";
 // #endregion
+// #region ch13
+
+// Chapter 13: the CLI's transcript, for programs that show what their agent does
+export { transcriptPrinter } from "./cli/transcript.js";
+export type { TranscriptOptions } from "./cli/transcript.js";
+// #endregion
