@@ -112,7 +112,10 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     connection.on("error", () => {});
     connection.on("close", () => {
       if (exitCode === undefined) {
-        process.stderr.write("error: the agent process ended without an exit code (was it killed?).\n");
+        // On a terminal the agent may have left a status line open (the elapsed-time ticker, a
+        // streamed answer): the error starts a line of its own instead of being glued to it.
+        const lead = process.stderr.isTTY === true ? "\n" : "";
+        process.stderr.write(`${lead}error: the agent process ended without an exit code (was it killed?).\n`);
       }
       process.exit(exitCode ?? (stoppedBy ? 128 + SIGNAL_NUMBERS[stoppedBy] : 1));
     });
