@@ -43,6 +43,7 @@ export default defineChapter({
     "src/session/context.ts",
     "src/session/summary-prompt.ts",
     "src/session/compaction.ts",
+    "src/session/interrupted.ts",
     "src/agent/agent-session.ts",
     "test/11-context.property.test.ts",
     "test/11-agent-session.test.ts",

@@ -52,6 +52,7 @@ export default defineChapter({
     "src/cli/sessions.ts",
     "src/cli/start.ts",
     "src/cli/trace.ts",
+    "src/cli/transcript.ts",
   ],
   labs: [
     {

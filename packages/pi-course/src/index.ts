@@ -253,6 +253,8 @@ export {
 export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./session/token-estimate.js";
 export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./session/context.js";
 export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./session/context.js";
+export { answerInterruptedCalls, interruptedText } from "./session/interrupted.js";
+export type { InterruptedCalls } from "./session/interrupted.js";
 export { compact, findCut, summarizeWithModel } from "./session/compaction.js";
 export type {
   CompactOptions,
@@ -278,4 +280,10 @@ export type {
   AgentSessionEntryInput,
   AgentSessionStore,
 } from "./agent/types.js";
+// #endregion
+// #region ch13
+
+// Chapter 13: the CLI's transcript, for programs that show what their agent does
+export { transcriptPrinter } from "./cli/transcript.js";
+export type { TranscriptOptions } from "./cli/transcript.js";
 // #endregion

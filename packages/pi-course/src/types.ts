@@ -337,8 +337,16 @@ export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentT
 /** `parallel` (default) or `sequential`; one sequential tool makes its whole batch sequential. */
 export type ToolExecutionMode = "parallel" | "sequential";
 
-/** A tool the agent can run, with a TypeBox schema for its parameters. */
-export interface AgentTool<TParameters extends TSchema = TSchema, TDetails = unknown> {
+/**
+ * A tool the agent can run, with a TypeBox schema for its parameters.
+ *
+ * `TParameters` is declared covariant (`out`): an `AgentTool<TObject<…>>` is an `AgentTool` (and
+ * fits `AgentTool<any, any>[]`) by comparing the schemas alone. Without the annotation TypeScript
+ * would measure the variance by relating TypeBox's `Static` conditional types to each other,
+ * which costs a user's type check about 150,000 types on the first tool (see
+ * test/fixtures/type-cost).
+ */
+export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails = unknown> {
   /** The name the model calls it by. */
   name: string;
   /** A short human label for UIs. */

@@ -126,7 +126,12 @@ function bashThenDone(command: string): string[] {
 
 /** The main job as `npm start -- …` runs it (tsx on the entry point), without npm's start-up cost. */
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
-  return collect(process.execPath, [tsxCli, startScript, ...args], env);
+  // What npm's start script of @pi/course sets, so usage lines name `npm start --` as they do there.
+  return collect(process.execPath, [tsxCli, startScript, ...args], {
+    npm_lifecycle_event: "start",
+    npm_package_name: "@pi/course",
+    ...env,
+  });
 }
 
 /** A Chat Completions SSE body: one chunk per delta, then the finish reason and `[DONE]`. */
@@ -820,7 +825,8 @@ describe("Prologue · against a real server", () => {
         const code = await runMain(args, {
           stdout: { write: (t: string) => (stdout += t) },
           stderr: { write: (t: string) => (stderr += t) },
-          env: { OPENAI_API_KEY: "k" },
+          // as npm's start script of @pi/course runs it: the usage line names npm start
+          env: { OPENAI_API_KEY: "k", npm_lifecycle_event: "start", npm_package_name: "@pi/course" },
         });
         expect(stdout).toBe("");
         return { code, stderr };

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   Agent,
   AgentListenerError,
+  AssistantMessageEventStream,
   MessageQueue,
   ScriptedModel,
   agentLoop,
@@ -642,6 +643,48 @@ describe("chapter 09 · the stateful agent", () => {
     expect(agent.state.errorMessage).toBeUndefined();
     // the aborted turn is not in the model's view
     expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "user"]);
+  }, 5000);
+
+  it("Lab 9.3 · an aborted message has errorDetails { kind: aborted }, whoever saw the abort first (the model, the loop, or no model call yet)", async () => {
+    const aborted = { kind: "aborted", retryable: false };
+    // The scripted model sees the signal itself.
+    const chatty = new Agent({ initialState: { model: scripted([says("a long answer that gets cut off")]) } });
+    const stop = chatty.subscribe((event) => {
+      if (event.type === "message_update") {
+        stop();
+        chatty.abort();
+      }
+    });
+    await chatty.prompt("one");
+    expect(chatty.state.messages[1]).toMatchObject({ stopReason: "aborted", errorDetails: aborted });
+
+    // A model that ignores the signal: the loop stops waiting and ends the turn itself.
+    const deaf: Model = {
+      provider: "deaf",
+      id: "deaf",
+      stream() {
+        const stream = new AssistantMessageEventStream();
+        stream.push({ type: "start", partial: assistantMessage([], "stop") });
+        return stream;
+      },
+    };
+    const waiting = new Agent({ initialState: { model: deaf } });
+    waiting.subscribe((event) => {
+      if (event.type === "message_start" && event.message.role === "assistant") waiting.abort();
+    });
+    await waiting.prompt("two");
+    expect(waiting.state.messages[1]).toMatchObject({ stopReason: "aborted", errorDetails: aborted });
+
+    // Aborted between turns: the loop ends the run before the model is called.
+    const between = new Agent({
+      initialState: { model: scripted([turn([call("c1")]), says("never")]), tools: [okTool] },
+    });
+    let turns = 0;
+    between.subscribe((event) => {
+      if (event.type === "turn_start" && ++turns === 2) between.abort();
+    });
+    await between.prompt("three");
+    expect(between.state.messages.at(-1)).toMatchObject({ stopReason: "aborted", errorDetails: aborted });
   }, 5000);
 
   it("Lab 9.3 · a throwing listener ends the run well formed, later listeners still run, prompt() rejects naming it", async () => {

@@ -5,8 +5,9 @@ import { Type } from "typebox";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { SessionWriteError } from "../src/agent/agent-session.js";
+import { interruptedText } from "../src/session/interrupted.js";
 import { openSpans } from "../src/session/interactions.js";
-import { assistantMessage, textOf } from "../src/messages.js";
+import { assistantMessage, textOf, userMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import { SessionFile, messagesOf } from "../src/session/session.js";
 import { estimateTokens } from "../src/session/token-estimate.js";
@@ -193,6 +194,69 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     expect(model.requests[0]!.messages.at(-1)).toMatchObject({ role: "user" });
     expect(resumed.state.messages.at(-1)).toMatchObject({ role: "assistant", stopReason: "stop" });
     await reopened.close();
+  }, 10_000);
+
+  it("Lab 11.5 · a tool call a crash left without a result gets an 'interrupted' error result at load, recorded by the next run", async () => {
+    const path = join(dir, "s.jsonl");
+    const crashed = await SessionFile.create(path, { cwd: dir });
+    // What a kill during the call to c2 leaves: the call, one of its two results, nothing more.
+    let at: string | null = null;
+    for (const message of [
+      userMessage("go"),
+      turn([call("c1"), call("c2")]),
+      { role: "toolResult", toolCallId: "c1", toolName: "probe", content: [text("ok")], isError: false, timestamp: 1 },
+    ] as AgentMessage[]) {
+      at = await crashed.append({ type: "message", parentId: at, message });
+    }
+    await crashed.close();
+
+    const reopened = await SessionFile.open(path);
+    const model = scripted([says("back")]);
+    const agent = new Agent({ session: reopened, initialState: { model } });
+    const synthetic = {
+      role: "toolResult",
+      toolCallId: "c2",
+      toolName: "probe",
+      content: [{ type: "text", text: interruptedText("probe") }],
+      isError: true,
+    };
+    expect(agent.state.messages.at(-1)).toMatchObject(synthetic);
+    expect(interruptedText("probe")).toContain('Tool call "probe" was interrupted');
+    expect(() => openSpans(agent.state.messages)).not.toThrow();
+    await agent.prompt("again");
+    expect(texts(model.requests[0]!.messages)).toEqual([
+      "user:go",
+      "assistant:",
+      "toolResult:ok",
+      `toolResult:${interruptedText("probe")}`,
+      "user:again",
+    ]);
+    expectChain(reopened.entries());
+    expect(messagesOf(reopened.entries())[3]).toMatchObject(synthetic);
+    await reopened.close();
+    // Loaded again: recorded once, nothing added twice.
+    const again = await SessionFile.open(path);
+    const third = new Agent({ session: again, initialState: { model: scripted([]) } });
+    expect(third.state.messages).toEqual(messagesOf(again.entries()));
+    await again.close();
+
+    // A file where a prompt followed the crash: the result goes right after the call, at every load.
+    const poisoned = await SessionFile.create(join(dir, "p.jsonl"), { cwd: dir });
+    at = null;
+    for (const message of [userMessage("go"), turn([call("c9")]), userMessage("hello?")] as AgentMessage[]) {
+      at = await poisoned.append({ type: "message", parentId: at, message });
+    }
+    const m2 = scripted([says("fine")]);
+    const fourth = new Agent({ session: poisoned, initialState: { model: m2 } });
+    await fourth.prompt("now");
+    expect(texts(m2.requests[0]!.messages)).toEqual([
+      "user:go",
+      "assistant:",
+      `toolResult:${interruptedText("probe")}`,
+      "user:hello?",
+      "user:now",
+    ]);
+    await poisoned.close();
   }, 10_000);
 
   it("Lab 11.5 · a refused write stops the run, loses nothing, is reported by prompt(), and blocks runs until setSession", async () => {

@@ -449,6 +449,52 @@ describe("print and json modes, and Anthropic, through npm start", () => {
     expect(failed.stderr).toMatch(/error: .*400.*the replay refuses this one/);
   }, 45_000);
 
+  it("when the agent process dies mid-tool on a terminal, the launcher's error starts a line of its own (not glued to the status line)", async () => {
+    const server = await replayServer();
+    const pidFile = path.join(home, `agent-${Date.now()}.pid`);
+    server.reply(sseReply(chat({ bash: `echo $PPID $$ > ${pidFile}; sleep 30`, id: "call_sleep" })));
+    const t = terminal([
+      "--base-url",
+      server.baseUrl,
+      "--model",
+      "replay",
+      "--no-api-key",
+      "--cwd",
+      workspace,
+      "--no-session",
+    ]);
+    await t.waitFor(PROMPT);
+    t.type(`sleep${KEY.enter}`);
+    await t.waitFor("⚙ bash");
+    let pids = "";
+    for (let i = 0; i < 600 && !/^\d+ \d+\n$/.test(pids); i++) {
+      pids = await readFile(pidFile, "utf8").catch(() => "");
+      if (!/^\d+ \d+\n$/.test(pids)) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const [agentPid, shellPid] = pids.trim().split(" ").map(Number) as [number, number];
+    await t.waitFor("… bash"); // the elapsed-time status line, left open on the terminal
+    process.kill(agentPid, "SIGKILL");
+    for (const pid of [-shellPid, shellPid]) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone with its agent
+      }
+    }
+    await t.waitFor("error: the agent process ended without an exit code");
+    expect(t.text()).toMatch(/\n\s*error: the agent process ended without an exit code/);
+    expect(t.text()).not.toMatch(/\S[ \t]*error: the agent process ended/);
+    expect(await t.exit).toBe(1);
+  }, 45_000);
+
+  it("started by npm in the repository, a usage error names npm start -- --help (the bin names pi-course: package.test.ts)", async () => {
+    const misused = await npmStart(["--verbose"]);
+    expect([misused.code, misused.stderr]).toEqual([
+      2,
+      "error: unknown option --verbose.\nRun `npm start -- --help` for the options.\n",
+    ]);
+  }, 45_000);
+
   it("Lab 13.3 · --provider anthropic talks to a Messages API replay, with the key from ANTHROPIC_API_KEY; the offline demo prints its answer", async () => {
     const server = await replayServer();
     const recorded = await readFile(path.join(here, "fixtures", "anthropic", "anthropic-text.sse"), "utf8");

@@ -3,7 +3,7 @@
  * repository, then typecheck and run a consumer that imports "@pi/course" and extends
  * `CustomAgentMessages` by declaration merging. Not a chapter test: no practice folder gets it.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -104,6 +104,27 @@ describe("package · @pi/course as an installed dependency", () => {
     // The package README's first example, as a user would paste it (typebox comes as a peer).
     const readme = readFileSync(join(packageDir, "README.md"), "utf8");
     writeFileSync(join(app, "readme-example.ts"), /```ts\n([\s\S]*?)```/.exec(readme)![1]!);
+    // The type-cost fixture: five defineTool tools, checked as a user's project is.
+    writeFileSync(
+      join(app, "five-tools.ts"),
+      readFileSync(join(packageDir, "test", "fixtures", "type-cost", "five-tools.ts"), "utf8"),
+    );
+    writeFileSync(
+      join(app, "tsconfig.type-cost.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          skipLibCheck: true,
+          noEmit: true,
+          typeRoots: [join(repoRoot, "node_modules", "@types")],
+          types: ["node"],
+        },
+        files: ["five-tools.ts"],
+      }),
+    );
     execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], {
       cwd: app,
       stdio: ["ignore", "pipe", "pipe"],
@@ -141,8 +162,19 @@ describe("package · @pi/course as an installed dependency", () => {
       "typebox",
     );
     expect(pkg.bin).toEqual({ "pi-course": "./dist/cli/start.js" });
-    const help = execFileSync(join(work, "app", "node_modules", ".bin", "pi-course"), ["--help"], { encoding: "utf8" });
+    const bin = join(work, "app", "node_modules", ".bin", "pi-course");
+    // Run as a user runs it (not from an npm script): the usage lines name the bin, not npm start.
+    const env = { ...process.env, npm_lifecycle_event: "", npm_package_name: "" };
+    const help = execFileSync(bin, ["--help"], { encoding: "utf8", env });
     expect(help).toMatch(/--base-url/);
+    expect(help.split("\n")[0]).toMatch(/^pi-course: /);
+    expect(help).toContain("  pi-course --continue ");
+    expect(help).not.toContain("npm start");
+    const misused = spawnSync(bin, ["--verbose"], { encoding: "utf8", env });
+    expect([misused.status, misused.stderr]).toEqual([
+      2,
+      "error: unknown option --verbose.\nRun `pi-course --help` for the options.\n",
+    ]);
   }, 60_000);
 
   it("Package · the README's example typechecks and prints what it says", () => {
@@ -150,6 +182,21 @@ describe("package · @pi/course as an installed dependency", () => {
     execFileSync(process.execPath, [tsc, "-p", app], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
     const out = execFileSync(process.execPath, [join(app, "out", "readme-example.js")], { cwd: app, encoding: "utf8" });
     expect(out).toBe("2 + 3 = 5\n");
+  }, 120_000);
+
+  it("Package · five defineTool tools cost a user's type check under 15,000 types (tsc --extendedDiagnostics)", () => {
+    // Before the fix (issue 32) this program counted 156,311 types and 1,306,109 instantiations:
+    // TypeScript related TypeBox's Static<…> conditional types to each other (variance measuring).
+    const app = join(work, "app");
+    // A type error in the fixture makes tsc exit non-zero: execFileSync throws, the test fails.
+    const output = execFileSync(process.execPath, [tsc, "-p", "tsconfig.type-cost.json", "--extendedDiagnostics"], {
+      cwd: app,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const count = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(output)?.[1]);
+    expect(count("Types")).toBeGreaterThan(0);
+    expect(count("Types")).toBeLessThan(15_000);
   }, 120_000);
 
   it("Package · a consumer typechecks (declaration merging included) and runs", () => {

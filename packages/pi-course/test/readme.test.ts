@@ -14,6 +14,54 @@ const repoRoot = path.resolve(here, "..", "..", "..");
 const readmePath = path.join(repoRoot, "README.md");
 
 describe("README", () => {
+  it("README · every TypeScript example of both READMEs typechecks as a user's module would (strict)", async () => {
+    const root = await readFile(readmePath, "utf8");
+    const library = root.slice(
+      root.indexOf("## Use the library"),
+      root.indexOf("\n## ", root.indexOf("## Use the library") + 1),
+    );
+    const pkg = await readFile(path.join(repoRoot, "packages", "pi-course", "README.md"), "utf8");
+    const blocks = [library, pkg].flatMap((text) => [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!));
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    // Under node_modules/ so that "typebox" resolves as it would for a user; "@pi/course" is the source.
+    const dir = path.join(repoRoot, "node_modules", ".cache", `pi-course-readme-types-${process.pid}`);
+    await mkdir(dir, { recursive: true });
+    try {
+      const files = blocks.map((_, i) => `example-${i}.mts`);
+      await Promise.all(blocks.map((code, i) => writeFile(path.join(dir, files[i]!), `${code}\nexport {};\n`)));
+      await writeFile(
+        path.join(dir, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: {
+            target: "ES2022",
+            lib: ["ES2022"],
+            module: "NodeNext",
+            moduleResolution: "NodeNext",
+            strict: true,
+            skipLibCheck: true,
+            noEmit: true,
+            typeRoots: [path.join(repoRoot, "node_modules", "@types")],
+            types: ["node"],
+            paths: { "@pi/course": [path.join(repoRoot, "packages", "pi-course", "src", "index.ts")] },
+          },
+          files,
+        }),
+      );
+      const tsc = path.join(repoRoot, "node_modules", "typescript", "bin", "tsc");
+      const output = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, [tsc, "-p", dir], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+        let stdout = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code, stdout }));
+      });
+      expect(output.stdout).toBe("");
+      expect(output.code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("README · names exactly the two commands: npm install && npm start, and npm test", async () => {
     const readme = await readFile(readmePath, "utf8");
     expect(readme).toContain("```sh\nnpm install && npm start\n```");

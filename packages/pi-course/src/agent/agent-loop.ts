@@ -254,6 +254,10 @@ async function reportFinal(
     return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${problem}.`);
   }
   message = withUniqueCallIds(run, message);
+  // An abort reads the same whoever saw it first: a model that set no details gets a provider's.
+  if (message.stopReason === "aborted" && message.errorDetails === undefined) {
+    message = { ...message, errorDetails: { kind: "aborted", retryable: false } };
+  }
   if (started === undefined) await run.emit({ type: "message_start", message });
   await run.emit({ type: "message_end", message });
   run.record(message);

@@ -25,6 +25,7 @@ import type { AgentDraft } from "./agent-state.js";
 import { compact } from "../session/compaction.js";
 import type { CompactableSession, CompactionResult } from "../session/compaction.js";
 import { projectMessages, transcriptOf } from "../session/context.js";
+import { answerInterruptedCalls } from "../session/interrupted.js";
 import { countTokens, estimateTokens } from "../session/token-estimate.js";
 import type { AgentCompactionReport, AgentContextBudget, AgentLoopConfig, AgentSessionStore } from "./types.js";
 import type { AgentContext, AgentMessage } from "../types.js";
@@ -67,6 +68,8 @@ export class SessionKeeper {
   /** Whether the current run's failure was already thrown. */
   private reported = true;
   private run: AgentRun | undefined;
+  /** Synthetic results for interrupted calls at the end of the loaded path, not yet in the session. */
+  private unrecorded: AgentMessage[] = [];
   /** The recording listener; the agent subscribes it first while a session is attached. */
   readonly subscription: Subscription = {
     listener: (event) => (event.type === "message_end" ? this.record(event.message) : undefined),
@@ -106,6 +109,7 @@ export class SessionKeeper {
     const transcript = store === undefined || place === undefined ? undefined : transcriptOf(store.pathToLeaf(place));
     this.failure = undefined;
     this.trimmed = false;
+    this.unrecorded = [];
     this.store = store;
     this.place = place;
     if (store === undefined) return; // detached: the transcript, and what usage is trusted in it, stay
@@ -113,12 +117,32 @@ export class SessionKeeper {
     this.host.draft.messages = transcript?.messages ?? [];
     this.host.changed(true);
     // #endregion
+    this.answerInterrupted();
+  }
+
+  /**
+   * Gives each tool call of the loaded transcript that has no result (a crash while the tool ran)
+   * an error result saying it was interrupted (see session/interrupted.ts). Results at the end of
+   * the path are appended to the session at the start of the next run, before anything else;
+   * results inside the path (a file where a later prompt followed the crash) cannot be appended
+   * there, so they are given again at every load, identically.
+   */
+  private answerInterrupted(): void {
+    const draft = this.host.draft;
+    const { messages, added } = answerInterruptedCalls(draft.messages);
+    if (added.length === 0) return;
+    this.usageFrom += added.filter((a) => a.index < this.usageFrom).length;
+    this.unrecorded = added.filter((a) => a.atEnd).map((a) => a.message);
+    draft.messages = messages;
+    this.host.changed(true);
   }
 
   /** Runs `start` as one run of the agent, with projection, compaction and recording. */
   async execute(run: AgentRun, start: LoopStart, config: AgentLoopConfig): Promise<void> {
     this.run = run;
     this.reported = false;
+    // what a load gave interrupted calls goes to the session first (a failure stops the run)
+    for (const message of this.unrecorded.splice(0)) await this.record(message);
     if (this.budget !== undefined) config.transformContext = this.projector(config.transformContext);
     const started: LoopStart = async (context, loopConfig, sink, signal) => {
       this.systemPrompt = context.systemPrompt;
@@ -225,6 +249,8 @@ export class SessionKeeper {
       this.trimmed = false;
       draft.messages = transcript.messages;
       context.messages = transcript.messages;
+      this.answerInterrupted();
+      context.messages = draft.messages;
       this.host.changed(true);
       const entry = path[path.length - 1] as CompactionEntry;
       report = {

@@ -117,7 +117,7 @@ export class LoopRun implements ToolBatchRun {
 
   /** An assistant message saying what went wrong, made by the loop (no model was called). */
   failure(stopReason: "error" | "aborted", errorMessage: string): AssistantMessage {
-    return {
+    const message: AssistantMessage = {
       role: "assistant",
       content: [],
       provider: this.config.model.provider,
@@ -127,6 +127,9 @@ export class LoopRun implements ToolBatchRun {
       errorMessage,
       timestamp: Date.now(),
     };
+    // The same details as a provider's own abort, whatever stopped the turn (agent.abort(), a signal).
+    if (stopReason === "aborted") message.errorDetails = { kind: "aborted", retryable: false };
+    return message;
   }
 
   /** Records a finished assistant message (its events already emitted). */

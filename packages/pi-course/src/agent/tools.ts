@@ -46,9 +46,15 @@ export class ToolArgumentsError extends Error {
 }
 
 /**
- * Checks a call's arguments against the tool's schema and returns them, coerced where models
- * commonly slip (see the table in `tool-coercion.ts`: `"42"` → `42`, `"true"` → `true`, …), as a
- * new object: neither `toolCall` nor its arguments are changed.
+ * Checks a call's arguments against the tool's schema and returns them as a new object (neither
+ * `toolCall` nor its arguments are changed), coerced only where the schema asks for another JSON
+ * type and models commonly slip: a string holding a JSON number becomes a `number`/`integer`
+ * (`"42"` → `42`; `"4.5"` stays for an integer); `"true"`/`"false"` (any case) a `boolean`; a
+ * finite number or boolean a `string`; a string holding JSON of the kind an `object`/`array` wants
+ * is parsed; the string spelling of a number or boolean `const`/`enum` member becomes it; `null`
+ * for an optional property that does not accept it removes the property. Nothing else is guessed
+ * (no `0`/`1` to boolean, no wrapping into an array, no default); a union keeps a value that fits
+ * a branch, else takes the first branch its coercion fits.
  *
  * Throws `ToolArgumentsError` listing each failing field by path, with the received arguments.
  */
@@ -140,11 +146,14 @@ export function defineTool<TParameters extends TSchema, TDetails = undefined>(
  * TypeScript fix `TDetails` (to its default, `undefined`) before it reads what `execute`
  * returns, so `details` could no longer be inferred. Partial results are for UIs and are not
  * checked against `TDetails` either way (`tool_execution_update` carries them as `unknown`).
+ * `params` is typed from `parameters` (`Static<typeof parameters>`).
  */
 export type ToolSpec<TParameters extends TSchema, TDetails> = Omit<AgentTool<TParameters, TDetails>, "execute"> & {
   execute(
     toolCallId: string,
-    params: Static<TParameters>,
+    // NoInfer: `TParameters` is inferred from `parameters` alone. Inferring it from `params` too
+    // made TypeScript relate two `Static<…>` conditional types, ~150,000 types per program.
+    params: NoInfer<Static<TParameters>>,
     signal?: AbortSignal,
     onUpdate?: AgentToolUpdateCallback<unknown>,
   ): Promise<AgentToolResult<TDetails>>;

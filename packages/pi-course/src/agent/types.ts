@@ -229,7 +229,7 @@ export interface AgentOptions {
   followUpMode?: QueueMode;
   // #region ch11
   /**
-   * A session to resume from and to record into (a chapter 10 `SessionFile` fits). The
+   * A session to resume from and to record into (a `SessionFile` fits). The
    * transcript starts as the session's path to its leaf (see `AgentSessionStore`); then every
    * `message_end` message is appended to it. Not together with `initialState.messages`.
    */
@@ -282,7 +282,7 @@ export type AgentListener = (event: AgentEvent, signal: AbortSignal) => void | P
 export type AgentSessionEntryInput = Omit<MessageEntry, "id" | "timestamp"> | Omit<CompactionEntry, "id" | "timestamp">;
 
 /**
- * What an `Agent` needs of a session; a chapter 10 `SessionFile` fits it as it is.
+ * What an `Agent` needs of a session; a `SessionFile` fits it as it is.
  *
  * The agent keeps its own place in the tree (the entry it continues from): it starts at the
  * session's `leaf` (or the entry given to `setSession`), and each entry it appends becomes the
@@ -302,6 +302,11 @@ export interface AgentSessionStore {
    * The agent calls it one entry at a time, in transcript order, awaiting each.
    */
   append(entry: AgentSessionEntryInput): Promise<string>;
+  /**
+   * Waits for the pending writes and closes the store (a `SessionFile` has it). The agent never
+   * calls it: whoever opened the store closes it, e.g. `await agent.session?.close?.()` once idle.
+   */
+  close?(): Promise<void>;
 }
 
 /**

@@ -7,6 +7,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import { commandName } from "./help.js";
 import {
   ConfigError,
   SETTINGS,
@@ -85,12 +86,12 @@ export class CliUsageError extends Error {
   override name = "CliUsageError";
 }
 
-/** What a usage error prints. */
-export function usageMessage(error: CliUsageError): string {
-  return `error: ${error.message}\nRun \`npm start -- --help\` for the options.\n`;
+/** What a usage error prints; `env` tells how the program was started (see `commandName`). */
+export function usageMessage(error: CliUsageError, env: NodeJS.ProcessEnv): string {
+  return `error: ${error.message}\nRun \`${commandName(env)} --help\` for the options.\n`;
 }
 
-export { HELP } from "./help.js";
+export { HELP, commandName, helpText } from "./help.js";
 
 /** The terminal `npm start` runs on: both ends must be a terminal for a conversation. */
 export interface Terminal {

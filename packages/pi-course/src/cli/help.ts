@@ -4,6 +4,34 @@
  */
 import { settingsHelp } from "./config.js";
 
+/**
+ * How the person started this program, as the usage lines should name it: `npm start --` when
+ * npm runs the start script of @pi/course (inside the repository), else `pi-course` (the bin an
+ * installed package puts on the PATH, or `npx pi-course`).
+ */
+export function commandName(env: NodeJS.ProcessEnv): "npm start --" | "pi-course" {
+  return env.npm_lifecycle_event === "start" && env.npm_package_name === "@pi/course" ? "npm start --" : "pi-course";
+}
+
+/** `--help` for the command `commandName` names: HELP as it is, or with `pi-course` in its usage lines. */
+export function helpText(command: "npm start --" | "pi-course"): string {
+  if (command === "npm start --") return HELP;
+  return HELP.replace(
+    /\n {2}npm start -s -- --json {22}the same, one JSON event per line \(-s keeps\n {46}npm's "> start" lines off stdout: pure JSON\)/,
+    "\n  pi-course --json                            the same, one JSON event per line",
+  )
+    .replace(/^npm start:/, "pi-course:")
+    .replace(
+      /^( {2})npm start(?: --)?( [^ ].*?)?( {2,})(\S.*)$/gm,
+      (_all, indent: string, rest = "", _gap, text: string) => {
+        const command = `${indent}pi-course${rest}`;
+        return `${command.padEnd(Math.max(46, command.length + 2))}${text}`;
+      },
+    )
+    .replace(/^( {2})npm start(?: --)?( .*)?$/gm, (_all, indent: string, rest = "") => `${indent}pi-course${rest}`)
+    .replace(/\nnpm start ran in/, "\npi-course ran in");
+}
+
 export const HELP = `npm start: a coding agent you can talk to, and a live trace of every event of its lifecycle.
 
 Usage:

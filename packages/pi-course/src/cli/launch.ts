@@ -34,7 +34,15 @@ import { Socket, createConnection, createServer } from "node:net";
 import type { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CliUsageError, DEFAULT_KEY_VARIABLE, HELP, keyVariable, parseArgs, usageMessage } from "./args.js";
+import {
+  CliUsageError,
+  DEFAULT_KEY_VARIABLE,
+  commandName,
+  helpText,
+  keyVariable,
+  parseArgs,
+  usageMessage,
+} from "./args.js";
 
 /**
  * Names left out of the agent's environment besides the key's variable: the same as
@@ -68,12 +76,12 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     try {
       const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
       if (parseArgs(argv, process.env, terminal).kind === "help") {
-        process.stdout.write(HELP);
+        process.stdout.write(helpText(commandName(process.env)));
         process.exit(0);
       }
     } catch (error) {
       if (!(error instanceof CliUsageError)) throw error;
-      process.stderr.write(usageMessage(error));
+      process.stderr.write(usageMessage(error, process.env));
       process.exit(2);
     }
   }
@@ -137,7 +145,10 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     });
     connection.on("close", () => {
       if (exitCode === undefined) {
-        process.stderr.write("error: the agent process ended without an exit code (was it killed?).\n");
+        // On a terminal the agent may have left a status line open (the elapsed-time ticker, a
+        // streamed answer): the error starts a line of its own instead of being glued to it.
+        const lead = process.stderr.isTTY === true ? "\n" : "";
+        process.stderr.write(`${lead}error: the agent process ended without an exit code (was it killed?).\n`);
       }
       process.exit(exitCode ?? (stoppedBy ? 128 + SIGNAL_NUMBERS[stoppedBy] : 1));
     });

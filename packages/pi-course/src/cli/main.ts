@@ -10,7 +10,7 @@
  */
 import { textOf } from "../messages.js";
 import type { AssistantMessage } from "../types.js";
-import { CliUsageError, HELP, parseArgs, usageMessage, type RunOptions } from "./args.js";
+import { CliUsageError, commandName, helpText, parseArgs, usageMessage, type RunOptions } from "./args.js";
 import { DEMO_TASK } from "./demo.js";
 import { runInteractive, type TerminalIO } from "./interactive.js";
 import { Runtime } from "./runtime.js";
@@ -34,11 +34,11 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     options = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
   } catch (error) {
     if (!(error instanceof CliUsageError)) throw error;
-    io.stderr.write(usageMessage(error));
+    io.stderr.write(usageMessage(error, io.env));
     return 2;
   }
   if (options.kind === "help") {
-    io.stdout.write(HELP);
+    io.stdout.write(helpText(commandName(io.env)));
     return 0;
   }
   // In json and print modes stdout carries only the events or the answer.

@@ -45,6 +45,11 @@ export interface ScriptedModelOptions {
   now?: () => number;
   /** Milliseconds to wait between events; 0 (default) yields one macrotask (`setImmediate`). */
   delayMs?: number;
+  /**
+   * Answers every call after the scripted turns (none: such a call ends with an error saying the
+   * script has no turn N). Its `turnIndex` counts on from the scripted turns.
+   */
+  repeat?: ScriptedResponder;
 }
 
 export class ScriptedModel implements Model {
@@ -56,6 +61,7 @@ export class ScriptedModel implements Model {
   private readonly chunkSize: number;
   private readonly now: () => number;
   private readonly delayMs: number;
+  private readonly repeat: ScriptedResponder | undefined;
   /** Turns played so far: a call refused before it started (pre-aborted) does not use one up. */
   private played = 0;
 
@@ -70,6 +76,15 @@ export class ScriptedModel implements Model {
     this.chunkSize = chunkSize;
     this.now = options.now ?? Date.now;
     this.delayMs = options.delayMs ?? 0;
+    if (options.repeat !== undefined && typeof options.repeat !== "function") {
+      throw new TypeError("ScriptedModel: repeat must be a responder function (context, turnIndex) => turn");
+    }
+    this.repeat = options.repeat;
+  }
+
+  /** A model that answers every call with `responder` (a long run, a soak test, a default reply). */
+  static repeat(responder: ScriptedResponder, options: Omit<ScriptedModelOptions, "repeat"> = {}): ScriptedModel {
+    return new ScriptedModel([], { ...options, repeat: responder });
   }
 
   stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
@@ -97,6 +112,7 @@ export class ScriptedModel implements Model {
     context: Context,
     signal: AbortSignal | undefined,
   ): Promise<void> {
+    if (this.repeat !== undefined && this.played >= this.turns.length) this.turns.push(this.repeat);
     const script = await this.resolveTurn(stream, context, signal);
     if (script === undefined) return;
     // #region lab 4.2 play

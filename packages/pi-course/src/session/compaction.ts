@@ -33,7 +33,7 @@ export type CompactionDraft = Omit<CompactionEntry, "id" | "timestamp">;
 
 /**
  * What `compact` needs of a session: the leaf, the path to it, and appending one entry.
- * A chapter 10 `SessionFile` fits it.
+ * A `SessionFile` fits it.
  */
 export interface CompactableSession {
   /**
@@ -233,7 +233,20 @@ export function findCut(
   // #endregion
 }
 
-/** The default summarizer: one request to `input.model` with the prompt of summary-prompt.ts. */
+/**
+ * Said with a summary that is a tool call or empty: the summary request is one more call of the
+ * model, and a `ScriptedModel` answers it with its next scripted turn.
+ */
+const SUMMARY_CALL_HINT =
+  " (the summary request is one more call of the summary model, the agent's own unless summaryModel is given; " +
+  "a ScriptedModel answers it with its next scripted turn: script a summary there, or give a summaryModel)";
+
+/**
+ * The default summarizer: one request to `input.model` with the summary prompt. Throws when the
+ * model fails, is cut off, answers with a tool call or with no text (the compaction then fails
+ * and appends nothing).
+ */
+
 export async function summarizeWithModel(input: SummaryInput): Promise<string> {
   const request = summaryRequest(serializeConversation(input.messages), input.previousSummary, input.instructions);
   const message = await input.model.stream(request, input.signal ? { signal: input.signal } : {}).result();
@@ -242,9 +255,11 @@ export async function summarizeWithModel(input: SummaryInput): Promise<string> {
   }
   if (message.stopReason === "length") throw new Error("the summary was cut off at the model's length limit");
   if (message.content.some((block) => block.type === "toolCall")) {
-    throw new Error("the model answered with a tool call instead of a summary");
+    throw new Error(`the model answered with a tool call instead of a summary${SUMMARY_CALL_HINT}`);
   }
-  return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  const text = message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  if (text.trim() === "") throw new Error(`the summary is empty: the model answered with no text${SUMMARY_CALL_HINT}`);
+  return text;
 }
 
 /**

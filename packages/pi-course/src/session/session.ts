@@ -93,6 +93,32 @@ export class SessionFile {
 
   /** Creates a new session file with its header. Refuses a path that exists. */
   static async create(path: string, input: SessionHeaderInput, options: SessionFileOptions = {}): Promise<SessionFile> {
+    const created = await SessionFile.createExclusive(path, input, options);
+    if (created === undefined) throw alreadyExists(path);
+    return created;
+  }
+
+  /**
+   * Opens the session file at `path` if there is one, else creates it with `input`'s header: the
+   * one call for "resume this conversation, or start it". Creation is exclusive and both ways take
+   * the write lock, so of two callers racing on one path, one gets the file and the other a
+   * `SessionLockedError` (one writer per session). An existing file keeps its own header (`input`
+   * is then not used). Close it when done.
+   */
+  static async openOrCreate(
+    path: string,
+    input: SessionHeaderInput,
+    options: SessionFileOptions = {},
+  ): Promise<SessionFile> {
+    return (await SessionFile.createExclusive(path, input, options)) ?? SessionFile.open(path, options);
+  }
+
+  /** `create`, or undefined when the path exists (the lock is then released or not taken). */
+  private static async createExclusive(
+    path: string,
+    input: SessionHeaderInput,
+    options: SessionFileOptions,
+  ): Promise<SessionFile | undefined> {
     const header: SessionHeader = {
       type: "session",
       version: SESSION_FORMAT_VERSION,
@@ -104,14 +130,14 @@ export class SessionFile {
     try {
       unlock = await acquireSessionLock(path);
     } catch (error) {
-      // An existing file is refused for that reason, whoever has it open.
+      // A path that exists is "exists", whoever has it open.
       if (
         await access(path).then(
           () => true,
           () => false,
         )
       )
-        throw alreadyExists(path);
+        return undefined;
       throw error;
     }
     let handle: FileHandle;
@@ -120,7 +146,7 @@ export class SessionFile {
     } catch (error) {
       await unlock();
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      throw alreadyExists(path);
+      return undefined;
     }
     try {
       await writeAll(handle, Buffer.from(JSON.stringify(header) + "\n"));

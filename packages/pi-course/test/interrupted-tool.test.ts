@@ -1,0 +1,183 @@
+/**
+ * A process killed (SIGKILL) while a tool runs leaves a session whose last tool call has no
+ * result. Loading it again, in the library (an `Agent` given the session) and in the CLI
+ * (`--continue`), gives that call an error result saying it was interrupted, records it, and the
+ * conversation goes on: the next model call is well paired.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Agent } from "../src/agent/agent.js";
+import { findPairingProblem } from "../src/cli/pairing.js";
+import { folderKey } from "../src/cli/sessions.js";
+import { assistantMessage, textOf } from "../src/messages.js";
+import { ScriptedModel } from "../src/models/scripted-model.js";
+import { interruptedText } from "../src/session/interrupted.js";
+import { SessionFile, messagesOf } from "../src/session/session.js";
+import type { Message } from "../src/types.js";
+import { SseServer, sseReply } from "./support/sse-server.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const packageDir = path.resolve(here, "..");
+
+let dir: string;
+const children: ChildProcess[] = [];
+const strays: number[] = [];
+let server: SseServer | undefined;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "pi-interrupted-"));
+});
+afterEach(async () => {
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const pid of strays.splice(0)) killQuietly(pid);
+  await server?.close();
+  server = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** `node --import tsx script args` from the package folder (one process: a SIGKILL kills it all). */
+function start(script: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+    cwd: packageDir,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
+  const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  return { child, exit, output: () => ({ stdout, stderr }) };
+}
+
+/** Polls `check` until it holds (a real process: no fixed sleep); fails after `ms` with `what`. */
+async function until(check: () => boolean, what: () => string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const roles = (messages: readonly { role: string }[]) => messages.map((m) => m.role);
+
+describe("a tool call interrupted by a crash", () => {
+  it("library: SIGKILL while the tool runs; an Agent given the reopened session answers the call as interrupted, records it, and goes on", async () => {
+    const file = path.join(dir, "s.jsonl");
+    const run = start(path.join(here, "support", "interrupted-tool-child.ts"), [file]);
+    await until(
+      () => run.output().stdout.includes("tool started") || run.child.exitCode !== null,
+      () => JSON.stringify(run.output()),
+    );
+    expect(run.output().stdout).toContain("tool started");
+    run.child.kill("SIGKILL");
+    expect(await run.exit).toEqual({ code: null, signal: "SIGKILL" });
+
+    const session = await SessionFile.open(file);
+    expect(roles(messagesOf(session.entries()))).toEqual(["user", "assistant"]);
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "Understood." }], "stop")]);
+    const agent = new Agent({ session, initialState: { model } });
+    expect(agent.state.messages.at(-1)).toMatchObject({
+      role: "toolResult",
+      toolCallId: "call_wait",
+      toolName: "wait",
+      isError: true,
+      content: [{ type: "text", text: interruptedText("wait") }],
+    });
+    await agent.prompt("what happened?");
+    const sent = model.requests[0]!.messages;
+    expect(roles(sent)).toEqual(["user", "assistant", "toolResult", "user"]);
+    expect(findPairingProblem(sent)).toBe(undefined);
+    await session.close();
+    const onDisk = messagesOf((await SessionFile.open(file)).entries()) as Message[];
+    expect(roles(onDisk)).toEqual(["user", "assistant", "toolResult", "user", "assistant"]);
+    expect(textOf(onDisk[2]!)).toBe(interruptedText("wait"));
+  }, 30_000);
+
+  it("CLI: SIGKILL of the agent process while bash runs; --continue answers the call as interrupted, records it, and the server gets a well-paired request", async () => {
+    server = await SseServer.start();
+    const chunk = (delta: object, reason: string | null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: reason }] })}\n\n`;
+    const pidFile = path.join(dir, "agent.pid");
+    const call = {
+      index: 0,
+      id: "call_sleep",
+      type: "function",
+      function: { name: "bash", arguments: JSON.stringify({ command: `echo $PPID $$ > ${pidFile}; sleep 30` }) },
+    };
+    server
+      .reply(
+        sseReply(chunk({ role: "assistant", tool_calls: [call] }, null) + chunk({}, "tool_calls") + "data: [DONE]\n\n"),
+      )
+      .reply(
+        sseReply(chunk({ role: "assistant", content: "Resumed." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"),
+      );
+    const workspace = path.join(dir, "work");
+    const sessions = path.join(dir, "sessions");
+    await mkdir(workspace);
+    const args = ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
+    const env = { HOME: dir, INIT_CWD: workspace, NO_COLOR: "1" };
+    const first = start("src/cli/start.ts", [...args, "--session-dir", sessions, "--print", "sleep a while"], env);
+    await until(
+      () => /^\d+ \d+\n$/.test(readText(pidFile)),
+      () => JSON.stringify(first.output()),
+    );
+    const [agentPid, shellPid] = readText(pidFile).trim().split(" ").map(Number) as [number, number];
+    // The bash command's parent is the agent process (the launcher started it apart): kill it.
+    process.kill(agentPid, "SIGKILL");
+    // The orphaned command would hold the launcher's output open until its sleep ends.
+    strays.push(-shellPid, shellPid);
+    for (const pid of strays) killQuietly(pid);
+    await first.exit;
+    const sessionDir = path.join(sessions, folderKey(workspace));
+    const [name] = await readdir(sessionDir);
+    const lines = async () =>
+      (await readFile(path.join(sessionDir, name!), "utf8"))
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((line) => JSON.parse(line).message as Message);
+    expect(roles(await lines())).toEqual(["user", "assistant"]);
+
+    const second = start(
+      "src/cli/start.ts",
+      [...args, "--session-dir", sessions, "--continue", "--print", "go on"],
+      env,
+    );
+    const done = await second.exit;
+    expect({ ...done, ...second.output() }).toMatchObject({ code: 0, stdout: "Resumed.\n" });
+    expect(server.requests).toHaveLength(2);
+    const sent = JSON.parse(server.requests[1]!.body).messages;
+    expect(sent.map((m: { role: string }) => m.role)).toEqual(["system", "user", "assistant", "tool", "user"]);
+    expect(sent[3]).toMatchObject({ tool_call_id: "call_sleep" });
+    expect(JSON.stringify(sent[3].content)).toContain('Tool call \\"bash\\" was interrupted');
+    const saved = await lines();
+    expect(roles(saved)).toEqual(["user", "assistant", "toolResult", "user", "assistant"]);
+    expect(saved[2]).toMatchObject({ toolCallId: "call_sleep", isError: true });
+    expect(textOf(saved[2]!)).toBe(interruptedText("bash"));
+  }, 60_000);
+});
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
