@@ -31,6 +31,26 @@ export interface LabSpec {
   uses?: string[];
 }
 
+/**
+ * A wrong but plausible implementation of a lab, which the lab's tests must catch: the proof
+ * writes snapshot(N) with `find` replaced by `replace` in `file`, runs the lab's tests there
+ * (`-t "Lab N\.M\b"`), and requires them to FAIL, by themselves and in time (a test that hangs
+ * is a frozen terminal for a learner), with `failsWith` in some failure.
+ */
+export interface WrongImplementation {
+  /** The lab whose tests must catch it. */
+  lab: string;
+  /** What is wrong, in a few words (for the report). */
+  what: string;
+  /** Package-relative file holding the lab's code. */
+  file: string;
+  /** Text of the reference code (as generated, markers removed) that occurs exactly once in `file`. */
+  find: string;
+  replace: string;
+  /** A text some failing test of the lab must report. */
+  failsWith: string;
+}
+
 export interface ObserveStep {
   /** A shell command run in the practice folder. */
   command: string;
@@ -78,6 +98,8 @@ export interface ChapterSpec {
    * once the order is right, so the waiver must then be removed. Keep this unset.
    */
   testOrderWaiver?: string;
+  /** Wrong implementations the chapter's tests must catch by failing, never by hanging (see the type). */
+  wrong?: WrongImplementation[];
 }
 
 /** A chapter as loaded: the spec plus its number and where it was declared. */
@@ -164,6 +186,10 @@ export function buildCatalogue(specs: { spec: ChapterSpec; source: string }[]): 
       }
       if (seen.has(lab.id)) throw problem(`lab ${lab.id} is declared twice.`);
       seen.add(lab.id);
+    }
+    for (const wrong of spec.wrong ?? []) {
+      if (!seen.has(wrong.lab))
+        throw problem(`the wrong implementation "${wrong.what}" names unknown lab ${wrong.lab}.`);
     }
     for (const lab of spec.labs) {
       for (const used of lab.uses ?? []) {

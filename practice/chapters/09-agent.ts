@@ -92,9 +92,19 @@ export default defineChapter({
       },
     },
   ],
+  wrong: [
+    {
+      lab: "9.3",
+      what: "the run's end never sets isStreaming back to false",
+      file: "src/agent/agent-run.ts",
+      find: "draft.isStreaming = false;\n      draft.streamingMessage = undefined;",
+      replace: "draft.streamingMessage = undefined;",
+      failsWith: "agent.state.isStreaming is still true after waitForIdle() resolved",
+    },
+  ],
   breakIt: {
     zh:
-      '把 `AgentRun.deliver` 里监听器抛错后的 `continue` 改成 `return`（上游 #8025 的行为），跑 `npm test -- -t "Lab 9.3"`：' +
+      '把 `AgentRun.deliver` 里监听器抛错后的 `continue` 改成 `return`（上游 #8025 的行为），跑 `npx vitest run test/09- -t "Lab 9\\.3\\b"`：' +
       "哪个具名测试先失败？性质测试又给出了多小的反例？再把 `MessageQueue.take` 的 one-at-a-time 分支改成取出最老的一条后清空整个队列：" +
       '性质测试报告哪条排队的消息"出现了 0 次"？',
     en:
