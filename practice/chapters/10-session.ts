@@ -94,8 +94,8 @@ export default defineChapter({
   breakIt: {
     zh:
       "把 `SessionFile.append` 里的队列拿掉：`const written = this.write(line);`（不再接在 `this.queue` 后面），" +
-      '跑 `npm test -- -t "Lab 10.1"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？' +
-      '然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npm test -- -t "Lab 10.2"`：' +
+      '跑 `npx vitest run test/10- -t "Lab 10\\.1\\b"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？' +
+      '然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npx vitest run test/10- -t "Lab 10\\.2\\b"`：' +
       "性质测试把反例缩小到了哪个截断点？",
     en:
       "Drop the write queue in append (call this.write directly) and run the Lab 10.1 tests: which fails, and why is the " +

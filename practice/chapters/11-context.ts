@@ -130,7 +130,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npm test -- -t "Lab 11.4"`：' +
+      '把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npx vitest run test/11- -t "Lab 11\\.4\\b"`：' +
       "性质测试缩出来的最小反例是什么？压缩之后，哪条工具结果失去了它的调用，谁先发现的？这正是上游 pi #6832 的形状。" +
       "再把 `projectMessages` 里的 `break` 改成 `continue`：哪个不变式先失败，为什么上下文里会出现一个洞？",
     en:

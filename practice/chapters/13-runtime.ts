@@ -105,7 +105,7 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t "Lab 13\\.3\\b"`：' +
+      '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npx vitest run test/13- -t "Lab 13\\.3\\b"`：' +
       "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
       "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
     en:
