@@ -23,6 +23,13 @@ export interface LabSpec {
   /** A nudge printed in LEARNING.md under the lab. */
   hint?: Text;
   /**
+   * The exact texts this lab's code produces that its tests check (error messages, output), as
+   * the reference code writes them (`parentId "${parentId}" is not a written entry`). Printed in
+   * LEARNING.md under the lab. The proof fails for a text a test requires that is said neither
+   * here, in the chapter's other text, nor in src/ of the practice folder (practice/told.ts).
+   */
+  says?: string[];
+  /**
    * Earlier labs of the same chapter whose construction sites this lab's tests may hit first in
    * practice(N) (e.g. a `textOf` test that builds its message with `userMessage`). The proof
    * accepts their not-implemented errors there, and fails for an entry no test needs. A later lab

@@ -175,6 +175,10 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
     out.push(`${i + 1}. **Lab ${lab.id} · ${lab.title.zh}** (*${lab.title.en}*) — ${where(lab)}`);
     if (lab.hint) out.push(`   - 提示：${lab.hint.zh} *(${lab.hint.en})*`);
     const spec = chapter.labs.find((l) => l.id === lab.id);
+    if (spec?.says && spec.says.length > 0) {
+      out.push("   - 测试逐字检查的文字 (exact texts the tests check):");
+      for (const text of spec.says) out.push(`     - \`${text.replaceAll("`", "'")}\``);
+    }
     if (spec?.uses && spec.uses.length > 0) {
       const need = spec.uses.map((u) => `Lab ${u}`).join("、");
       out.push(

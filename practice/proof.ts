@@ -44,6 +44,7 @@ import {
 } from "./generate.js";
 import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
+import { normalise, requiredTexts, untoldParts } from "./told.js";
 
 export interface ProofOptions {
   sources?: Sources;
@@ -278,7 +279,49 @@ export function staticProblems(view: View, scan: SourceScan, catalogue: Catalogu
       }
     }
   }
+  if (view.kind === "practice" && view.chapter.mode === "rebuild") problems.push(...untoldProblems(view, scan, label));
   if (!view.files.has("LEARNING.md")) problems.push(`${label}: LEARNING.md is missing`);
+  return problems;
+}
+
+/**
+ * The "told" rule (practice/told.ts): every exact text the chapter's tests require must be said
+ * in the guide (LEARNING.md) or in src/ of the practice folder (the construction site's doc
+ * comment, or code kept around it). One problem per untold text, naming the test, the text and
+ * where to say it.
+ */
+export function untoldProblems(view: View, scan: SourceScan, label: string): string[] {
+  const chapter = view.chapter;
+  const corpusParts: string[] = [];
+  for (const [file, content] of view.files) {
+    if (typeof content !== "string") continue;
+    if (file === "LEARNING.md" || (file.startsWith("src/") && /\.(ts|mts|tsx)$/.test(file))) corpusParts.push(content);
+  }
+  const corpus = normalise(corpusParts.join("\n"));
+  const lower = corpus.toLowerCase();
+  const labs = labsOf(chapter, scan);
+  const problems: string[] = [];
+  for (const [file, content] of view.files) {
+    if (typeof content !== "string" || !file.endsWith(".test.ts") || scan.owners.get(file) !== chapter) continue;
+    for (const required of requiredTexts(file, content)) {
+      const untold = untoldParts(required, corpus, lower);
+      if (untold.length === 0) continue;
+      const lab = LAB_TITLE_RE.exec(required.test)?.[1];
+      const sites = labs
+        .filter((l) => l.lab === lab)
+        .map((l) => `${l.symbol} (${l.file.replace(/^packages\/pi-course\//, "")})`);
+      const where =
+        lab !== undefined
+          ? `quote it in the hint of lab ${lab} in ${chapter.source}` +
+            (sites.length > 0 ? ` or in the doc comment of ${[...new Set(sites)].join(", ")}` : "")
+          : `quote it in ${chapter.source} or in a doc comment in src/`;
+      problems.push(
+        `${label}: ${file}:${required.line} › ${required.test || "(outside a test)"} requires the text ${JSON.stringify(required.text)}, ` +
+          `but ${untold.map((p) => JSON.stringify(p)).join(", ")} is said neither in the guide nor in src/ of the practice folder: ` +
+          `${where}; or make the test check only what matters (ids, numbers, paths, key phrases the guide names)`,
+      );
+    }
+  }
   return problems;
 }
 

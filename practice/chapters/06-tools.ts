@@ -48,6 +48,9 @@ export default defineChapter({
     },
     {
       id: "6.2",
+      says: [
+        "prepareArguments failed: ${message}   (a prepareArguments that throws: the ToolArgumentsError's message)",
+      ],
       title: { zh: "先修复，再校验（prepareToolArguments）", en: "prepare, then validate" },
       hint: {
         zh:

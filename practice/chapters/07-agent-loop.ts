@@ -54,6 +54,7 @@ export default defineChapter({
   labs: [
     {
       id: "7.1",
+      says: ["convertToLlm failed: ${message}", "transformContext failed: ${message}"],
       title: { zh: "一个回合（streamAssistantMessage）", en: "one turn: streamAssistantMessage" },
       hint: {
         zh:
@@ -76,6 +77,11 @@ export default defineChapter({
     },
     {
       id: "7.2",
+      says: [
+        "getSteeringMessages failed: ${message}",
+        "getFollowUpMessages failed: ${message}",
+        "agentLoop: no prompts, and the transcript ends with an assistant message …",
+      ],
       title: { zh: "循环控制（runLoop）", en: "loop control: runLoop" },
       hint: {
         zh:

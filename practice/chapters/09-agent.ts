@@ -73,6 +73,11 @@ export default defineChapter({
     },
     {
       id: "9.3",
+      says: [
+        "convertToLlm failed: ${message}   (errorMessage of a run whose convertToLlm threw)",
+        'A listener threw on "${event}": ${message}${more}. The run was stopped and ended cleanly; fix the listener, or catch inside it what it may throw.   (AgentListenerError, already written in agent-run.ts)',
+        "${name} failed: ${message}   (convertToLlm / transformContext throwing: the loop of chapter 07 ends the run with this errorMessage)",
+      ],
       title: { zh: "一次 run 的生命周期（AgentRun.execute、AgentRun.deliver）", en: "the run lifecycle" },
       hint: {
         zh:
