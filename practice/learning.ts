@@ -204,6 +204,17 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
       "error. Implement the labs in order until everything is green.*",
     "",
   );
+  const gaps: string[] = [];
+  for (let n = earlier[0]?.number ?? chapter.number; n < chapter.number; n++) {
+    if (!view.included.some((c) => c.number === n)) gaps.push(pad(n));
+  }
+  if (gaps.length > 0) {
+    out.push(
+      `第 ${gaps.join("、")} 章还没有加入课程，所以这里没有它的代码和测试；本章不依赖它。` +
+        `*Chapter ${gaps.join(", ")} is not in the course yet, so this folder has none of its code or tests; this chapter does not need it.*`,
+      "",
+    );
+  }
   if (earlier.length > 0) {
     out.push(
       `文件夹里前面章节（${earlierIds}）的代码就是那几章的参考答案：卡住时可以去读，本章也建立在它之上。`,

@@ -130,10 +130,12 @@ export default defineChapter({
     zh:
       "把 `SessionFile.append` 里的队列拿掉：`const written = this.write(line);`（不再接在 `this.queue` 后面），" +
       '跑 `npx vitest run test/10- -t "Lab 10\\.1\\b"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？' +
-      '然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npx vitest run test/10- -t "Lab 10\\.2\\b"`：' +
+      "然后让你写的 `LineScan.end` 忽略残行：返回的结果里用 `tail: null as TornLine | null` 代替算出来的残行" +
+      "（直接写 `null` 的话，TypeScript 会把后面的分支收窄成 `never`，类型检查就不过了），" +
+      '跑 `npx vitest run test/10- -t "Lab 10\\.2\\b"`：' +
       "性质测试把反例缩小到了哪个截断点？",
     en:
       "Drop the write queue in append (call this.write directly) and run the Lab 10.1 tests: which fails, and why is the " +
-      "order wrong though no line is mixed? Then make LineScan.end ignore the tail: what cut does the property shrink to?",
+      "order wrong though no line is mixed? Then make your LineScan.end ignore the tail (return tail: null cast to its type, since a bare null narrows the code after it to never): what cut does the property shrink to?",
   },
 });

@@ -163,11 +163,11 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npx vitest run test/11- -t "Lab 11\\.4\\b"`：' +
+      '在你写的 `findCut` 里让每个下标都算合法切点（不再检查调用与结果之间、不再跳过工具结果），跑 `npx vitest run test/11- -t "Lab 11\\.4\\b"`：' +
       "性质测试缩出来的最小反例是什么？压缩之后，哪条工具结果失去了它的调用，谁先发现的？这正是上游 pi #6832 的形状。" +
-      "再把 `projectMessages` 里的 `break` 改成 `continue`：哪个不变式先失败，为什么上下文里会出现一个洞？",
+      "再让你写的 `projectMessages` 在某个较老的交互放不下时跳过它、接着放更老的（而不是停下）：哪个不变式先失败，为什么上下文里会出现一个洞？",
     en:
-      "Make findCut's `valid` always true and run the Lab 11.4 tests: what is the smallest counterexample, and which tool " +
-      "result lost its call (pi #6832)? Then turn the `break` in projectMessages into `continue`: which invariant fails first?",
+      "In your findCut, accept every index as a cut point and run the Lab 11.4 tests: what is the smallest counterexample, and which tool " +
+      "result lost its call (pi #6832)? Then make your projectMessages skip an older interaction that does not fit and go on with older ones (instead of stopping): which invariant fails first?",
   },
 });

@@ -265,7 +265,7 @@ describe("chapter 09 · the stateful agent", () => {
     expect(() => (queue.mode = "some" as never)).toThrow(/"one-at-a-time" or "all"/);
   });
 
-  it("Lab 9.2 · 10,000 messages through one-at-a-time polls: none lost, none doubled, in order, memory compacted", () => {
+  it("Lab 9.2 · 10,000 messages through one-at-a-time polls: none lost, none doubled, in order", () => {
     const queue = new MessageQueue();
     const taken: AgentMessage[] = [];
     const pushed: AgentMessage[] = [];
