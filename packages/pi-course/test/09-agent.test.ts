@@ -1,3 +1,4 @@
+import { checkRejectionsPerTest } from "./support/leaks.js";
 import { Type } from "typebox";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -89,19 +90,8 @@ const texts = (messages: readonly AgentMessage[]): string[] =>
       : m.role,
   );
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown): void => {
-  unhandled.push(reason);
-};
-beforeEach(() => {
-  unhandled = [];
-  process.on("unhandledRejection", onUnhandled);
-});
-afterEach(async () => {
-  await new Promise((resolve) => setImmediate(resolve));
-  process.off("unhandledRejection", onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+// Any rejection left unhandled by a test fails that test, named by the rejection's stack (support/leaks.ts).
+checkRejectionsPerTest(import.meta.url);
 
 // ---------------------------------------------------------------------------------------------
 
