@@ -1,6 +1,6 @@
 import { checkRejectionsPerTest } from "./support/leaks.js";
 import { Type } from "typebox";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
   ScriptedModel,
