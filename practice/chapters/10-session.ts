@@ -110,7 +110,7 @@ export default defineChapter({
     {
       id: "10.3",
       says: [
-        'no entry "${id}"',
+        '${path}: no entry "${id}" in this session',
         "pathToLeaf 和 children 遇到未知 id 都同步抛出这个错误（children(null) 返回所有根）。pathToLeaf and children both throw it for an unknown id (children(null) gives the roots).",
       ],
       title: { zh: "树（pathToLeaf、children、messagesOf）", en: "the tree: pathToLeaf, children, messagesOf" },
