@@ -209,9 +209,10 @@ describe("writing a folder", () => {
 
   it("a view pins the extra dev packages of every chapter whose tests it holds (chapter 08's tests spawn tsx)", async () => {
     const catalogue = await loadCatalogue();
+    const scan = scanSources(catalogue); // once: every view reads the same sources
     for (const chapter of catalogue.chapters) {
       for (const kind of ["snapshot", "practice"] as const) {
-        const view = buildView(catalogue, chapter, kind);
+        const view = buildView(catalogue, chapter, kind, undefined, { scan });
         const pkg = JSON.parse(view.files.get("package.json") as string);
         for (const held of view.included) {
           for (const name of held.devDependencies ?? []) {
@@ -228,8 +229,11 @@ describe("writing a folder", () => {
   it("carries the repository's allowScripts, which cover every installed package with an install script", async () => {
     const catalogue = await loadCatalogue();
     const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    const scan = scanSources(catalogue);
     for (const chapter of catalogue.rebuild) {
-      const pkg = JSON.parse(buildView(catalogue, chapter, "practice").files.get("package.json") as string);
+      const pkg = JSON.parse(
+        buildView(catalogue, chapter, "practice", undefined, { scan }).files.get("package.json") as string,
+      );
       expect(pkg.allowScripts, `chapter ${chapter.id}`).toEqual(root.allowScripts);
     }
     // npm 11 warns at install about any install script allowScripts does not decide.
