@@ -23,12 +23,39 @@ export interface LabSpec {
   /** A nudge printed in LEARNING.md under the lab. */
   hint?: Text;
   /**
+   * The exact texts this lab's code produces that its tests check (error messages, output), as
+   * the reference code writes them (`parentId "${parentId}" is not a written entry`). Printed in
+   * LEARNING.md under the lab. The proof fails for a text a test requires that is said neither
+   * here, in the chapter's other text, nor in src/ of the practice folder (practice/told.ts).
+   */
+  says?: string[];
+  /**
    * Earlier labs of the same chapter whose construction sites this lab's tests may hit first in
    * practice(N) (e.g. a `textOf` test that builds its message with `userMessage`). The proof
    * accepts their not-implemented errors there, and fails for an entry no test needs. A later lab
    * cannot help: the lab-order check needs this lab's tests green before that one is written.
    */
   uses?: string[];
+}
+
+/**
+ * A wrong but plausible implementation of a lab, which the lab's tests must catch: the proof
+ * writes snapshot(N) with `find` replaced by `replace` in `file`, runs the lab's tests there
+ * (`-t "Lab N\.M\b"`), and requires them to FAIL, by themselves and in time (a test that hangs
+ * is a frozen terminal for a learner), with `failsWith` in some failure.
+ */
+export interface WrongImplementation {
+  /** The lab whose tests must catch it. */
+  lab: string;
+  /** What is wrong, in a few words (for the report). */
+  what: string;
+  /** Package-relative file holding the lab's code. */
+  file: string;
+  /** Text of the reference code (as generated, markers removed) that occurs exactly once in `file`. */
+  find: string;
+  replace: string;
+  /** A text some failing test of the lab must report. */
+  failsWith: string;
 }
 
 export interface ObserveStep {
@@ -78,6 +105,8 @@ export interface ChapterSpec {
    * once the order is right, so the waiver must then be removed. Keep this unset.
    */
   testOrderWaiver?: string;
+  /** Wrong implementations the chapter's tests must catch by failing, never by hanging (see the type). */
+  wrong?: WrongImplementation[];
 }
 
 /** A chapter as loaded: the spec plus its number and where it was declared. */
@@ -164,6 +193,10 @@ export function buildCatalogue(specs: { spec: ChapterSpec; source: string }[]): 
       }
       if (seen.has(lab.id)) throw problem(`lab ${lab.id} is declared twice.`);
       seen.add(lab.id);
+    }
+    for (const wrong of spec.wrong ?? []) {
+      if (!seen.has(wrong.lab))
+        throw problem(`the wrong implementation "${wrong.what}" names unknown lab ${wrong.lab}.`);
     }
     for (const lab of spec.labs) {
       for (const used of lab.uses ?? []) {

@@ -272,6 +272,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 10_000,
     hookTimeout: 60_000,
+    // A learner's folder: heavy suites bound themselves by time here (chapter 10's crash test).
+    env: { PI_COURSE_FOLDER: "practice" },
   },
 });
 `;

@@ -46,6 +46,21 @@ export function labPattern(id: string): string {
   return `Lab ${id.replace(".", "\\.")}\\b`;
 }
 
+/**
+ * The fast way to run one lab's tests in a practice folder: the chapter's test files (`test/NN-`,
+ * a path filter) and the lab's `-t` pattern together, without the typecheck. Seconds, where
+ * `npm test -- -t …` typechecks and imports every earlier chapter's test files first (minutes).
+ */
+export function focusedCommand(chapterId: string, labId: string): string {
+  return `npx vitest run test/${chapterId}- -t "${labPattern(labId)}"`;
+}
+
+/** Said beside every focused command: vitest lists only failing tests unless asked. */
+export const VERBOSE_NOTE: Text = {
+  zh: "加上 `--reporter=verbose` 可以看到每个通过的测试的名字（默认只列出失败的）。",
+  en: "Add --reporter=verbose to list the passing tests too (by default only failures are named).",
+};
+
 function where(lab: LabPlaces): string {
   return lab.places.map((p) => `\`${p.file}\`: ${p.symbols.map((s) => `\`${s}\``).join(", ")}`).join("; ");
 }
@@ -159,6 +174,19 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
   laid.forEach((lab, i) => {
     out.push(`${i + 1}. **Lab ${lab.id} · ${lab.title.zh}** (*${lab.title.en}*) — ${where(lab)}`);
     if (lab.hint) out.push(`   - 提示：${lab.hint.zh} *(${lab.hint.en})*`);
+    const spec = chapter.labs.find((l) => l.id === lab.id);
+    if (spec?.says && spec.says.length > 0) {
+      out.push("   - 测试逐字检查的文字 (exact texts the tests check):");
+      for (const text of spec.says) out.push(`     - \`${text.replaceAll("`", "'")}\``);
+    }
+    if (spec?.uses && spec.uses.length > 0) {
+      const need = spec.uses.map((u) => `Lab ${u}`).join("、");
+      out.push(
+        `   - 依赖：这个实验的测试也会用到 ${need}；${need} 没写完时，它们先失败在 ${need} 的施工现场。` +
+          ` *(These tests need ${spec.uses.map((u) => `Lab ${u}`).join(" and ")} too: until ${spec.uses.length > 1 ? "those are" : "that is"} written, they fail first at ${spec.uses.length > 1 ? "their" : "its"} construction site.)*`,
+      );
+    }
+    out.push(`   - 只跑这个实验 (run just this lab): \`${focusedCommand(chapter.id, lab.id)}\``);
   });
   out.push("");
   out.push("## 第一个红灯 · The first red", "");
@@ -176,6 +204,17 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
       "error. Implement the labs in order until everything is green.*",
     "",
   );
+  const gaps: string[] = [];
+  for (let n = earlier[0]?.number ?? chapter.number; n < chapter.number; n++) {
+    if (!view.included.some((c) => c.number === n)) gaps.push(pad(n));
+  }
+  if (gaps.length > 0) {
+    out.push(
+      `第 ${gaps.join("、")} 章还没有加入课程，所以这里没有它的代码和测试；本章不依赖它。` +
+        `*Chapter ${gaps.join(", ")} is not in the course yet, so this folder has none of its code or tests; this chapter does not need it.*`,
+      "",
+    );
+  }
   if (earlier.length > 0) {
     out.push(
       `文件夹里前面章节（${earlierIds}）的代码就是那几章的参考答案：卡住时可以去读，本章也建立在它之上。`,
@@ -189,22 +228,30 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
   out.push(
     ...commandsBlock([
       ["npm install", "安装依赖 (install)"],
-      ["npm test", "先类型检查，再跑全部测试 (typecheck, then all tests)"],
-      [`npm test -- -t "${pattern}"`, "只跑一个实验 (one lab)"],
-      [`npx vitest run -t "${pattern}"`, "只跑一个实验，不做类型检查 (one lab, no typecheck)"],
-      [`npx vitest run ${chapter.testFile}`, "只跑本章测试，不做类型检查 (this chapter's tests, no typecheck)"],
+      [focusedCommand(chapter.id, firstLab), "只跑一个实验：几秒钟 (one lab: seconds)"],
+      [
+        `${focusedCommand(chapter.id, firstLab)} --reporter=verbose`,
+        "同上，并列出每个通过的测试 (the same, listing passing tests)",
+      ],
+      [`npx vitest run test/${chapter.id}-`, "只跑本章测试，不做类型检查 (this chapter's tests, no typecheck)"],
+      ["npm test", "先类型检查，再跑全部测试：几分钟 (typecheck, then every chapter's tests: minutes)"],
       ["npm run typecheck", "只做类型检查 (typecheck only)"],
     ]),
     "",
-    `\`-t\` 的参数是正则表达式，匹配测试的完整名字：\`\\.\` 是字面上的点，\`\\b\` 让 \`${pattern}\` 不会匹配到 ` +
-      `\`Lab ${firstLab}0\`。把 ${firstLab} 换成你正在做的实验。`,
+    `\`test/${chapter.id}-\` 只选本章的测试文件，\`-t\` 再按名字选出一个实验：两者一起用才快（几秒）。` +
+      `\`npm test -- -t …\` 要先做类型检查、再加载前面所有章节的测试文件，要一两分钟。` +
+      `\`-t\` 的参数是正则表达式，匹配测试的完整名字：\`\\.\` 是字面上的点，\`\\b\` 让 \`${pattern}\` 不会匹配到 ` +
+      `\`Lab ${firstLab}0\`。把 ${firstLab} 换成你正在做的实验。${VERBOSE_NOTE.zh}`,
+    "",
+    `*The path filter \`test/${chapter.id}-\` and \`-t\` together are what make a focused run fast (seconds); ` +
+      `\`npm test -- -t …\` typechecks and loads every earlier chapter's test files first (a minute or two). ${VERBOSE_NOTE.en}*`,
     "",
     "`npm test` 先运行 `tsc --noEmit`，只要有一个类型错误，就一个测试都不跑：后面某个实验写到一半、类型还不对，" +
-      "前面实验的测试也看不到了。这时用 `npx vitest run -t …`：vitest 只去掉类型、不检查类型，测试照跑；" +
+      "前面实验的测试也看不到了。这时用 `npx vitest run test/NN- -t …`：vitest 只去掉类型、不检查类型，测试照跑；" +
       "实验写完再跑 `npm test`，类型错误和 `expectTypeOf` 测试也算数。",
     "",
     "*-t takes a regular expression matched against the full test name. `npm test` typechecks first, and one type error " +
-      "(say, in a half-written later lab) stops every lab's tests; `npx vitest run -t …` runs them without the typecheck. " +
+      "(say, in a half-written later lab) stops every lab's tests; `npx vitest run test/NN- -t …` runs them without the typecheck. " +
       "Finish with `npm test`.*",
     "",
   );
@@ -239,6 +286,8 @@ function observeLearning(chapter: Chapter, view: View): string {
         .slice(0, 1)
         .map((id): [string, string] => [`npx vitest run test/${id}-`, "某一章的测试 (one chapter's tests)"]),
     ]),
+    "",
+    `${VERBOSE_NOTE.zh} *${VERBOSE_NOTE.en}*`,
     "",
   );
   if (chapters.length > 0) {
@@ -276,16 +325,21 @@ export function renderCard(chapter: Chapter, labs: LabRegion[], regions: Chapter
     `测试 Focused test: packages/pi-course/${chapter.testFile}`,
     "",
     "命令 Commands:",
-    `  npx vitest run packages/pi-course/${chapter.testFile}    # 本章测试 (this chapter's tests, reference code)`,
+    `  npx vitest run packages/pi-course/test/${chapter.id}-    # 本章测试 (this chapter's tests, reference code)`,
   );
   if (chapter.labs[0]) {
     out.push(
-      `  npx vitest run packages/pi-course/${chapter.testFile} -t "${labPattern(chapter.labs[0].id)}"    # 一个实验 (one lab)`,
+      `  npx vitest run packages/pi-course/test/${chapter.id}- -t "${labPattern(chapter.labs[0].id)}"    # 一个实验 (one lab)`,
     );
   }
   out.push(
     `  npm run -s practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,
     `  cd ../my-${chapter.id} && npm install && ${chapter.scripts?.start ? "npm start && " : ""}npm test`,
   );
+  if (chapter.labs.length > 0) {
+    out.push("", "在练习文件夹里只跑一个实验 (one lab, in the practice folder; seconds):");
+    for (const lab of chapter.labs) out.push(`  ${focusedCommand(chapter.id, lab.id)}`);
+    out.push(`  ${VERBOSE_NOTE.zh}`, `  ${VERBOSE_NOTE.en}`);
+  }
   return out.join("\n");
 }

@@ -12,6 +12,8 @@
  * - both: no marker left, no file or region line sequence of a later chapter, and in practice(N)
  *   no reference lab body of chapter N.
  * - an observe chapter's view: typechecks, every test passes, no marker left.
+ * - wrong implementations (`ChapterSpec.wrong`): snapshot(N) with one lab made wrong on purpose;
+ *   the lab's tests must fail with the given text, by themselves, never hang until killed.
  *
  * Which tests run where: practice(N) runs the tests of every chapter up to N (the earlier ones
  * must pass with N's labs still construction sites, which is what a learner's folder runs);
@@ -28,7 +30,7 @@ import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
+import { REPO_ROOT, type Catalogue, type Chapter, type WrongImplementation } from "./catalogue.js";
 import {
   buildView,
   labsOf,
@@ -40,8 +42,9 @@ import {
   type View,
   type ViewKind,
 } from "./generate.js";
-import { firstRed } from "./learning.js";
+import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
+import { normalise, requiredTexts, untoldParts } from "./told.js";
 
 export interface ProofOptions {
   sources?: Sources;
@@ -59,6 +62,8 @@ export interface ProofOptions {
    * labs K.. still construction sites.
    */
   progress?: boolean;
+  /** The wrong implementations of `ChapterSpec.wrong` (default on whenever snapshot(N) is built). */
+  wrong?: boolean;
 }
 
 export interface ProofReport {
@@ -274,7 +279,49 @@ export function staticProblems(view: View, scan: SourceScan, catalogue: Catalogu
       }
     }
   }
+  if (view.kind === "practice" && view.chapter.mode === "rebuild") problems.push(...untoldProblems(view, scan, label));
   if (!view.files.has("LEARNING.md")) problems.push(`${label}: LEARNING.md is missing`);
+  return problems;
+}
+
+/**
+ * The "told" rule (practice/told.ts): every exact text the chapter's tests require must be said
+ * in the guide (LEARNING.md) or in src/ of the practice folder (the construction site's doc
+ * comment, or code kept around it). One problem per untold text, naming the test, the text and
+ * where to say it.
+ */
+export function untoldProblems(view: View, scan: SourceScan, label: string): string[] {
+  const chapter = view.chapter;
+  const corpusParts: string[] = [];
+  for (const [file, content] of view.files) {
+    if (typeof content !== "string") continue;
+    if (file === "LEARNING.md" || (file.startsWith("src/") && /\.(ts|mts|tsx)$/.test(file))) corpusParts.push(content);
+  }
+  const corpus = normalise(corpusParts.join("\n"));
+  const lower = corpus.toLowerCase();
+  const labs = labsOf(chapter, scan);
+  const problems: string[] = [];
+  for (const [file, content] of view.files) {
+    if (typeof content !== "string" || !file.endsWith(".test.ts") || scan.owners.get(file) !== chapter) continue;
+    for (const required of requiredTexts(file, content)) {
+      const untold = untoldParts(required, corpus, lower);
+      if (untold.length === 0) continue;
+      const lab = LAB_TITLE_RE.exec(required.test)?.[1];
+      const sites = labs
+        .filter((l) => l.lab === lab)
+        .map((l) => `${l.symbol} (${l.file.replace(/^packages\/pi-course\//, "")})`);
+      const where =
+        lab !== undefined
+          ? `quote it in the hint of lab ${lab} in ${chapter.source}` +
+            (sites.length > 0 ? ` or in the doc comment of ${[...new Set(sites)].join(", ")}` : "")
+          : `quote it in ${chapter.source} or in a doc comment in src/`;
+      problems.push(
+        `${label}: ${file}:${required.line} › ${required.test || "(outside a test)"} requires the text ${JSON.stringify(required.text)}, ` +
+          `but ${untold.map((p) => JSON.stringify(p)).join(", ")} is said neither in the guide nor in src/ of the practice folder: ` +
+          `${where}; or make the test check only what matters (ids, numbers, paths, key phrases the guide names)`,
+      );
+    }
+  }
   return problems;
 }
 
@@ -497,6 +544,31 @@ function progressProblems(view: View, next: string, tests: TestOutcome[], label:
   return problems;
 }
 
+/** A run of a folder's tests is killed after this long; a wrong implementation's run, after this. */
+const WRONG_RUN_LIMIT_MS = 150_000;
+
+/**
+ * The tests of a lab on a wrong implementation (`ChapterSpec.wrong`): some test of the lab fails
+ * with `failsWith`. (A hang is reported where the run is killed, in `testView`.)
+ */
+function wrongProblems(chapter: Chapter, wrong: WrongImplementation, tests: TestOutcome[], label: string): string[] {
+  const mine = tests.filter((t) => t.chapter === chapter.number && t.lab === wrong.lab);
+  if (mine.length === 0) return [`${label}: no test of lab ${wrong.lab} ran`];
+  const failed = mine.filter((t) => t.status === "failed");
+  if (failed.length === 0) {
+    return [
+      `${label}: every test of lab ${wrong.lab} PASSES on a wrong implementation (${wrong.what}); add a test that catches it`,
+    ];
+  }
+  if (!failed.some((t) => t.failure.includes(wrong.failsWith))) {
+    return [
+      `${label}: the tests of lab ${wrong.lab} fail on a wrong implementation (${wrong.what}), but none says ` +
+        `"${wrong.failsWith}": ${failed.map((t) => `${t.title}: ${firstLine(t.failure)}`).join("; ")}`,
+    ];
+  }
+  return [];
+}
+
 /**
  * LEARNING.md names the first construction-site error a learner sees: the one the first test of
  * the first lab fails with in practice(N). Checks that the prediction is what really happens.
@@ -605,6 +677,8 @@ interface Prepared {
   label: string;
   /** A progress view: the lab that is next (the one whose tests must be red). */
   next?: string;
+  /** A snapshot with a wrong implementation of a lab: its tests must fail, in time. */
+  wrong?: WrongImplementation;
 }
 
 async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOptions): Promise<void> {
@@ -616,15 +690,32 @@ async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOpt
       const reporter = join(root, "proof-reporter.mjs");
       writeFileSync(reporter, REPORTER);
       const args = ["run", "--no-cache", `--reporter=${reporter}`];
-      if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
+      if (prepared.wrong !== undefined) args.push("-t", labPattern(prepared.wrong.lab), ...ownTestFiles(view, scan));
+      else if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
       else if (!(view.kind === "practice" && view.chapter.mode === "rebuild")) args.push(...ownTestFiles(view, scan));
-      const vitest = await run(folder, "vitest", args, 300_000, { PI_PROOF_REPORT: json, PI_COURSE_PROOF: "1" });
-      const step = prepared.next !== undefined ? "progress vitest" : `${view.kind} vitest`;
+      const vitest = await run(folder, "vitest", args, WRONG_RUN_LIMIT_MS * (prepared.wrong ? 1 : 2), {
+        PI_PROOF_REPORT: json,
+        PI_COURSE_PROOF: "1",
+      });
+      const step =
+        prepared.wrong !== undefined
+          ? "wrong vitest"
+          : prepared.next !== undefined
+            ? "progress vitest"
+            : `${view.kind} vitest`;
       report.timings[step] = (report.timings[step] ?? 0) + Date.now() - started;
       let parsed: RunReport;
       try {
         parsed = JSON.parse(readFileSync(json, "utf8")) as RunReport;
       } catch {
+        if (prepared.wrong !== undefined && vitest.output.includes("(killed after")) {
+          report.problems.push(
+            `${label}: the tests of lab ${prepared.wrong.lab} HANG on a wrong implementation (${prepared.wrong.what}): ` +
+              `vitest was killed after ${WRONG_RUN_LIMIT_MS / 1000} s; every wait in a test or its helpers must yield ` +
+              "to the event loop and be bounded, so it fails with a message instead",
+          );
+          return;
+        }
         report.problems.push(
           `${label}: vitest produced no report (exit ${vitest.code}):\n${vitest.output.trim().slice(-1500)}`,
         );
@@ -632,6 +723,10 @@ async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOpt
       }
       const found: string[] = [];
       const tests = outcomes(parsed, found, label);
+      if (prepared.wrong !== undefined) {
+        report.problems.push(...wrongProblems(view.chapter, prepared.wrong, tests, label));
+        return;
+      }
       if (prepared.next !== undefined) {
         report.problems.push(...found, ...progressProblems(view, prepared.next, tests, label, scan));
         return;
@@ -728,6 +823,33 @@ export function proveChapters(
         report.folders.push(folder);
         prepared.push({ view, report, root, folder, label, next });
       }
+      if (!options.staticOnly && kinds.includes("snapshot") && options.wrong !== false) {
+        for (const wrong of chapter.wrong ?? []) {
+          const label = `wrong(${chapter.id}: ${wrong.what})`;
+          try {
+            const view = buildView(catalogue, chapter, "snapshot", sources, { scan });
+            const text = view.files.get(wrong.file);
+            const count = typeof text === "string" ? text.split(wrong.find).length - 1 : 0;
+            if (typeof text !== "string" || count !== 1) {
+              report.problems.push(
+                `${label}: ${wrong.file} must hold the text to replace exactly once, found ${count} time(s); fix \`find\` in ${chapter.source}`,
+              );
+              continue;
+            }
+            view.files.set(
+              wrong.file,
+              text.replace(wrong.find, () => wrong.replace),
+            );
+            const root = mkdtempSync(join(tmpdir(), `pi-proof-${chapter.id}-wrong-`));
+            const folder = join(root, "folder");
+            writeView(view, folder, { linkNodeModules: options.nodeModules ?? join(REPO_ROOT, "node_modules") });
+            report.folders.push(folder);
+            prepared.push({ view, report, root, folder, label, wrong });
+          } catch (error) {
+            report.problems.push(`${label}: cannot generate: ${messageOf(error)}`);
+          }
+        }
+      }
       for (const view of views) {
         const label = `${view.kind}(${chapter.id})`;
         for (const missing of view.missingTests) report.problems.push(`${label}: ${missing} does not exist`);
@@ -743,9 +865,11 @@ export function proveChapters(
     if (prepared.length === 0) return { scan, prepared, tested: new Map() };
     const typecheck = POOL.run(async () => {
       const typecheckStarted = Date.now();
-      const diagnostics = await typecheckInChild(prepared.map((p) => p.folder));
+      // A wrong implementation's folder is only run (vitest strips types), never typechecked.
+      const checked = prepared.filter((p) => p.wrong === undefined);
+      const diagnostics = await typecheckInChild(checked.map((p) => p.folder));
       const typecheckMs = Date.now() - typecheckStarted;
-      for (const p of prepared) {
+      for (const p of checked) {
         p.report.timings["typecheck (all views, one program)"] = typecheckMs;
         const found = diagnostics[p.folder] ?? ["no typecheck result for this folder"];
         if (found.length > 0)

@@ -21,6 +21,10 @@ export default defineChapter({
   labs: [
     {
       id: "2.1",
+      says: [
+        "EventStream already has a reader: a stream delivers each event once, to one consumer. …",
+        "EventStream: next() was called again before the previous next() settled. Await each next().",
+      ],
       title: {
         zh: "push 与 next：缓冲，或直接交给等待的读者",
         en: "push and next: buffer, or hand to the waiting reader",
@@ -37,6 +41,7 @@ export default defineChapter({
     },
     {
       id: "2.2",
+      says: ["EventStream ended without a result: end() was called with no argument before any …"],
       title: { zh: "end：没有终止事件时结束流", en: "end: finishing without a terminal event" },
       hint: {
         zh: "缓冲的事件照常交付；end() 不带参数时 result() 必须拒绝（显式的 undefined 也算结果），并唤醒正在等待的读者。",

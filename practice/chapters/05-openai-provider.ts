@@ -126,6 +126,13 @@ export default defineChapter({
     },
     {
       id: "5.3",
+      says: [
+        "context.messages[1] (toolResult) holds an image, and this model takes no images …   (a tool result's image counts too)",
+        "createOpenAICompatibleModel: extraBody.max_tokens would replace a field the adapter sets itself; leave it out.",
+        'createOpenAICompatibleModel: input lists what the model takes: ["text"] or ["text", "image"], got ${JSON.stringify(input)}',
+        "context.messages[${i}] (${role}) holds an image, and this model takes no images (its options say input: ${JSON.stringify(input)}). …",
+        "${who}: extraBody.${key} would replace a field the adapter sets itself; leave it out.   (max_tokens, messages, model, stream, tools, …)",
+      ],
       title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
       hint: {
         zh:
@@ -141,6 +148,10 @@ export default defineChapter({
     },
     {
       id: "5.4",
+      says: [
+        "The stream ended before the model finished (no finish_reason was sent).",
+        'The provider ended the turn with finish_reason "${reason}".',
+      ],
       title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
       hint: {
         zh:
@@ -158,6 +169,21 @@ export default defineChapter({
     },
     {
       id: "5.5",
+      says: [
+        'HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)   (an OpenAI error body: its message, then " (code …)")',
+        "HTTP 404 Not Found: (empty body)",
+        "idleTimeoutMs must be a number ≥ 1 (or Infinity), got 0 / maxRetries must be a number ≥ 0, got -1 / timeoutMs must be a number ≥ 1, got NaN / maxResponseBytes must be a number ≥ 1, got Infinity",
+        "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
+        'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
+        "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
+        "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
+        "The request could not be built: context.messages[${i}] (${role}) holds an image whose data is not base64 (got …): …",
+        "Request was aborted before it was sent. / Request was aborted while waiting for the server. / Request was aborted mid-stream. / Request was aborted while waiting to retry.",
+        "The request timed out: timeoutMs (${timeoutMs} ms) ran out while waiting for the server.   (or: ran out mid-stream.)",
+        "The server stalled: no response headers arrived for ${idle} ms (idleTimeoutMs).   (or: the error response stopped arriving for …)",
+        "${who}: ${name} must be a number ≥ ${min} (or Infinity), got ${String(value)}   (idleTimeoutMs ≥ 1 or Infinity, maxRetries ≥ 0, timeoutMs ≥ 1, maxResponseBytes ≥ 1)",
+        "The stream ended before the model finished (no finish_reason was sent).",
+      ],
       title: { zh: "基于 fetch 的 Model：失败都是事件", en: "The Model over fetch: failures are events" },
       hint: {
         zh:
@@ -180,6 +206,16 @@ export default defineChapter({
     },
     {
       id: "5.6",
+      says: [
+        "… holds an image whose mimeType is not an image media type (got nothing): …   (no mimeType at all)",
+        'createAnthropicModel: input lists what the model takes: ["text"] or ["text", "image"], got …',
+        "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
+        '… holds an image whose mimeType is not an image media type (got ${JSON.stringify(mimeType) ?? "nothing"}): …',
+        "The stream ended before the model finished (no stop_reason was sent).",
+        "${who}: maxTokens is required by the Messages API: a positive integer, e.g. 4096.",
+        "${who}: thinking.budgetTokens must be an integer ≥ 1024 and below maxTokens (${maxTokens}).",
+        "HTTP ${status} ${statusText}: ${type}: ${message}   (an Anthropic error body, e.g. invalid_request_error: max_tokens: too large (key [redacted]); secrets become [redacted])",
+      ],
       uses: ["5.1", "5.5"],
       title: {
         zh: "第二个服务商：Anthropic Messages（扩展实验）",

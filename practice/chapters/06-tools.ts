@@ -48,6 +48,9 @@ export default defineChapter({
     },
     {
       id: "6.2",
+      says: [
+        "prepareArguments failed: ${message}   (a prepareArguments that throws: the ToolArgumentsError's message)",
+      ],
       title: { zh: "先修复，再校验（prepareToolArguments）", en: "prepare, then validate" },
       hint: {
         zh:
@@ -73,7 +76,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '把纠正表扩大：让 `"1"`/`"0"` 也变成布尔值，让 `4.5` 截成整数 4。跑 `npm test -- -t "Lab 6\\.1\\b"`，哪个测试失败？' +
+      '把纠正表扩大：让 `"1"`/`"0"` 也变成布尔值，让 `4.5` 截成整数 4。跑 `npx vitest run test/06- -t "Lab 6\\.1\\b"`，哪个测试失败？' +
       "想一想：一个 `limit: 4.5` 的调用被悄悄改成 4，和直接报错让模型重发，哪种对用户更安全？为什么纠正表要小而明确？",
     en:
       "Widen the table ('1'/'0' to booleans, truncate 4.5 to 4) and run the Lab 6.1 tests: which fails? Is a silent repair " +

@@ -54,6 +54,7 @@ export default defineChapter({
   labs: [
     {
       id: "7.1",
+      says: ["convertToLlm failed: ${message}", "transformContext failed: ${message}"],
       title: { zh: "一个回合（streamAssistantMessage）", en: "one turn: streamAssistantMessage" },
       hint: {
         zh:
@@ -76,6 +77,11 @@ export default defineChapter({
     },
     {
       id: "7.2",
+      says: [
+        "getSteeringMessages failed: ${message}",
+        "getFollowUpMessages failed: ${message}",
+        "agentLoop: no prompts, and the transcript ends with an assistant message …",
+      ],
       title: { zh: "循环控制（runLoop）", en: "loop control: runLoop" },
       hint: {
         zh:
@@ -152,7 +158,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npm test -- -t "Lab 7\\.2\\b"`：' +
+      '把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npx vitest run test/07- -t "Lab 7\\.2\\b"`：' +
       "哪个测试失败？中止之后又从哪个队列取了消息？这个 bug 是随机故障的浸泡测试（完整仓库里的 `npm run soak`）先找到的，" +
       "之后才有了那条点名的测试。再把 `settle()` 的 signal 参数换成 `undefined`：哪个测试会一直等到超时，为什么？",
     en:

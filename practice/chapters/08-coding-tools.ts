@@ -128,9 +128,9 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      '把 `Workspace.openIn` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t "Lab 8.1"`：哪个测试先失败？它模拟的是哪一种攻击' +
+      '把 `Workspace.openIn` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npx vitest run test/08- -t "Lab 8\\.1\\b"`：哪个测试先失败？它模拟的是哪一种攻击' +
       "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？再把 held-folder.ts 里 `FOLDER_FLAGS` 的 O_NOFOLLOW 去掉，" +
-      '跑 `npm test -- -t "flips"`：另一个进程来回切换目录和符号链接时，工作区外多出了什么？' +
+      '跑 `npx vitest run test/08- -t "flips"`：另一个进程来回切换目录和符号链接时，工作区外多出了什么？' +
       "最后把 bash 的 `detached: true` 去掉，看超时测试里的孙进程是否还活着。",
     en:
       "Drop O_NOFOLLOW from Workspace.openIn and run the Lab 8.1 tests: which one fails, and which race does it play? Drop it " +

@@ -25,13 +25,17 @@ export default defineChapter({
       "`SessionFile.open` 逐行读回并检查：最后一行若没有换行，就是崩溃时写了一半的残行——报告它的字节偏移，不解析、不丢弃；" +
       "下一次追加先写一个换行和一条 `torn` 标记，让这些字节留在自己的一行上，以后每个读者都报告并跳过它。" +
       "pi 1.6 读到坏行会跳过；本课程反其道而行：除了残行，任何坏行都拒绝打开，并说清是哪一行、该怎么办。" +
-      "测试里有一个崩溃实验：子进程不停追加，在随机时刻被 SIGKILL 杀掉两百次，每次之后都要找回每个写完的条目。",
+      "测试里有一个崩溃实验（Lab 10.2）：子进程不停追加，在随机时刻被 SIGKILL 杀掉，每次之后都要找回每个写完的条目。" +
+      "仓库自己的测试杀满 200 次（2 核上约 2 分钟）；练习文件夹里最多 200 次，约 20 秒后停下（至少 24 次），" +
+      "所以后面每一章的 `npm test` 都不会被它拖上几分钟。",
     en:
       "A session is an append-only JSONL file: a header, then one entry per line with id, parentId, timestamp and a type. " +
       "The file makes the ids; the caller picks the parent, so branching is appending to an older entry. Appends are " +
       "queued, one whole-line write each (fsync with durable: true). open reads back complete lines only: a torn tail is " +
       "reported and kept, marked by the next append; any other damage is refused naming the line (pi 1.6 skips bad lines). " +
-      "A crash test SIGKILLs an appending child 200 times and recovers every written entry each time.",
+      "A crash test (Lab 10.2) SIGKILLs an appending child at random moments and recovers every written entry each time: " +
+      "200 kills in the repository (about 2 minutes on 2 cores); in a practice folder up to 200, stopping after about " +
+      "20 s (at least 24), so every later chapter's npm test stays fast.",
   },
   files: [
     "src/session/types.ts",
@@ -44,6 +48,13 @@ export default defineChapter({
   labs: [
     {
       id: "10.1",
+      says: [
+        '${path}: parentId "${parentId}" is not a written entry of this session (await the append that made it)',
+        '${path}: label target "${targetId}" is not a written entry of this session',
+        '${path}: unknown entry type "${type}" (known: message, label)',
+        "${path}: the session is closed; open it again to append",
+        "误用是一个被拒绝的 promise（append 返回 Promise.reject），不是同步 throw。Misuse is a rejected promise, never a synchronous throw.",
+      ],
       title: { zh: "追加与 id（SessionFile.append、write、newId）", en: "append and ids" },
       hint: {
         zh:
@@ -61,6 +72,22 @@ export default defineChapter({
     },
     {
       id: "10.2",
+      says: [
+        "${path}:${line}: not valid JSON (byte offset ${offset}: ${error.message}). Only the last line can be cut by a crash, so this line was damaged: restore the file from a copy (nothing was changed)",
+        'unknown entry type "${type}" (this reader knows message, label); if a newer @pi/course wrote it, open the file with that version',
+        'the ${type} entry needs a non-empty string "id"',
+        'message entry ${id}: a ${role} message needs a "content" array and a numeric "timestamp"',
+        'label entry ${id} names "${targetId}", which is not an earlier entry',
+        'entry ${id} has parentId "${parent}", which names no entry in the file (dangling): lines are missing; restore the file from a copy',
+        'entry ${id} is its own ancestor: a cycle through lines ${lines.join(" → ")}',
+        'entry ${id} comes before its parent "${parent}" (line ${line}): an append-only file has every parent first, so the lines were reordered; restore the file from a copy',
+        "the file is empty, so it is not a session file (SessionFile.create writes a header line first)",
+        "the header line is incomplete (the file was cut while it was being created); it holds no entries: delete it and create the session again",
+        "${path}:1: not a session header: ${why}",
+        "this torn mark names ${mark.length} bytes at offset ${mark.offset}, but line ${held.line} is ${held.length} bytes at offset ${held.offset}: the file was edited by hand; restore it from a copy",
+        "this torn mark names ${mark.length} bytes at offset ${mark.offset}, but the line before it is not an entry line: the file was edited by hand; restore it from a copy",
+        "（每条都以 `${path}:${line}: ` 开头：SessionFileError 会加上。Each starts with ${path}:${line}: , added by SessionFileError.）",
+      ],
       title: { zh: "读回与恢复（LineScan.push、line、end）", en: "reading and recovery" },
       hint: {
         zh:
@@ -71,20 +98,28 @@ export default defineChapter({
           "以及 `forward`（父节点不在前面的条目）的报错。" +
           "恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；" +
           "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记。" +
-          "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。",
+          "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。" +
+          "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
+          "用你的 `open` 读回文件；练习文件夹里约 20 秒（最多 200 次、至少 24 次）。",
         en:
           "push: split bytes at 0x0a, lines may span chunks, track byte offsets. line: line 1 is the header; a torn mark " +
           "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
           "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
           "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
           "file becomes the tail; a mark repeated after an empty line, or a wider mark after a cut one, is accepted: " +
-          "every prefix of a file the library wrote must open.",
+          "every prefix of a file the library wrote must open. The slowest test is the crash test: it " +
+          "compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back " +
+          "with your open (in a practice folder about 20 s: up to 200 kills, at least 24).",
       },
       // The crash test's child appends with lab 10.1's code.
       uses: ["10.1"],
     },
     {
       id: "10.3",
+      says: [
+        '${path}: no entry "${id}" in this session',
+        "pathToLeaf 和 children 遇到未知 id 都同步抛出这个错误（children(null) 返回所有根）。pathToLeaf and children both throw it for an unknown id (children(null) gives the roots).",
+      ],
       title: { zh: "树（pathToLeaf、children、messagesOf）", en: "the tree: pathToLeaf, children, messagesOf" },
       hint: {
         zh:
@@ -101,11 +136,13 @@ export default defineChapter({
   breakIt: {
     zh:
       "把 `SessionFile.append` 里的队列拿掉：`const written = this.write(line);`（不再接在 `this.queue` 后面），" +
-      '跑 `npm test -- -t "Lab 10.1"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？' +
-      '然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npm test -- -t "Lab 10.2"`：' +
+      '跑 `npx vitest run test/10- -t "Lab 10\\.1\\b"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？' +
+      "然后让你写的 `LineScan.end` 忽略残行：返回的结果里用 `tail: null as TornLine | null` 代替算出来的残行" +
+      "（直接写 `null` 的话，TypeScript 会把后面的分支收窄成 `never`，类型检查就不过了），" +
+      '跑 `npx vitest run test/10- -t "Lab 10\\.2\\b"`：' +
       "性质测试把反例缩小到了哪个截断点？",
     en:
       "Drop the write queue in append (call this.write directly) and run the Lab 10.1 tests: which fails, and why is the " +
-      "order wrong though no line is mixed? Then make LineScan.end ignore the tail: what cut does the property shrink to?",
+      "order wrong though no line is mixed? Then make your LineScan.end ignore the tail (return tail: null cast to its type, since a bare null narrows the code after it to never): what cut does the property shrink to?",
   },
 });

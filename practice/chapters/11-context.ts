@@ -51,6 +51,11 @@ export default defineChapter({
   labs: [
     {
       id: "11.1",
+      says: [
+        'transcript message ${i}: the tool result for call "${id}" has no tool call before it; a provider would refuse the context. Fix the transcript (or the compaction that cut it) so every result follows its call.',
+        'transcript message ${i}: the tool result for call "${id}" answers a call of an error/aborted assistant message, which the model never sees; a provider would refuse the context. Fix the transcript (or the compaction that cut it) so every result follows its call.',
+        'transcript message ${i}: a second tool result for call "${id}"; each call gets exactly one result.',
+      ],
       title: {
         zh: "交互：调用与结果配对（openSpans、groupInteractions）",
         en: "interactions: calls paired with results",
@@ -68,6 +73,11 @@ export default defineChapter({
     },
     {
       id: "11.2",
+      says: [
+        "compact: the estimator counted message ${bad} as ${count}; counts must be finite and >= 0.   (from compact)",
+        "${who}: the estimator counted message ${bad} as ${String(count)}; counts must be finite and >= 0.",
+        '（`who` 是调用者的名字，例如 compact 传 "compact"，于是消息以 `compact: ` 开头。who names the caller: compact passes "compact", so its message starts with "compact: ".）',
+      ],
       title: { zh: "投影到预算（projectMessages）", en: "projection to a budget" },
       hint: {
         zh:
@@ -80,6 +90,9 @@ export default defineChapter({
     },
     {
       id: "11.3",
+      says: [
+        'compaction entry "${compaction.id}": its firstKeptEntryId "${compaction.firstKeptEntryId}" is not on the path before it. Pass the path from the root to the leaf (pathToLeaf).',
+      ],
       title: { zh: "路径的消息：最新的压缩代替它之前的一切（transcriptOf）", en: "the transcript of a path" },
       hint: {
         zh:
@@ -93,6 +106,22 @@ export default defineChapter({
     },
     {
       id: "11.4",
+      says: [
+        "no summary, nothing appended: the summarizer returned number, not text   (a summarizer that returned a number)",
+        "findCut 返回字符串表示找不到切点 (a string says why there is no cut):",
+        "the ${n} messages that could be cut hold ${kept} tokens, within keepRecentTokens (${keepRecentTokens}).",
+        "there is no place to cut: every message after the first is inside a tool call and its results.",
+        "findCut(messages, counts, keepRecentTokens, min)：切点是 >= min 的下标（min 是 1，有上一次压缩时是 2：第一条是旧摘要，不能切走）。A cut point is an index >= min: 1, or 2 when the transcript starts with the previous summary.",
+        "被摘要的消息不包括上一次的摘要（它作为 previousSummary 另给摘要器）。The summarised messages exclude the previous summary, which the summarizer gets as previousSummary.",
+        "tokensBefore 是整段记录（系统提示 + 所有消息）；tokensAfter 是系统提示 + 新摘要消息 + 保留的消息。tokensBefore counts the system prompt and every message; tokensAfter the system prompt, the new summary message and the kept messages.",
+        "compact 失败的 reason.message (the failures' reason.message):",
+        "the session is empty.",
+        "the leaf is already a compaction; nothing was added since.",
+        "no summary, nothing appended: ${error.message}   (the summarizer threw; or: the summarizer returned ${typeof text}, not text; or: the summary is empty)",
+        'the session moved on while the summary was written (leaf "${leaf}" is now "${newLeaf}"); nothing appended. Compact again.',
+        "the session refused the compaction entry: ${error.message}",
+        "compact: keepRecentTokens must be a finite number >= 0, got ${String(keepRecentTokens)}   (thrown, a TypeError)",
+      ],
       title: { zh: "压缩（findCut、compact）", en: "compaction" },
       hint: {
         zh:
@@ -110,6 +139,10 @@ export default defineChapter({
     },
     {
       id: "11.5",
+      says: [
+        "the context needs ${tokens} tokens (system prompt ${systemPromptTokens}, newest interaction ${newestInteractionTokens} in ${newestInteractionMessages} messages), over the budget of ${budget} by ${tokens - budget}; nothing older is left to drop. Compact the session, shorten the system prompt, or raise the budget.",
+        "SessionWriteError 的消息里的条数是构造时 unsaved 的长度；之后没写进会话的消息继续推进同一个 unsaved 数组。The count in a SessionWriteError's message is unsaved.length when it is made; later unsaved messages are pushed to the same array.",
+      ],
       title: { zh: "把会话和预算接进 Agent（SessionKeeper）", en: "the Agent with a session and a budget" },
       hint: {
         zh:
@@ -131,11 +164,11 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npm test -- -t "Lab 11.4"`：' +
+      '在你写的 `findCut` 里让每个下标都算合法切点（不再检查调用与结果之间、不再跳过工具结果），跑 `npx vitest run test/11- -t "Lab 11\\.4\\b"`：' +
       "性质测试缩出来的最小反例是什么？压缩之后，哪条工具结果失去了它的调用，谁先发现的？这正是上游 pi #6832 的形状。" +
-      "再把 `projectMessages` 里的 `break` 改成 `continue`：哪个不变式先失败，为什么上下文里会出现一个洞？",
+      "再让你写的 `projectMessages` 在某个较老的交互放不下时跳过它、接着放更老的（而不是停下）：哪个不变式先失败，为什么上下文里会出现一个洞？",
     en:
-      "Make findCut's `valid` always true and run the Lab 11.4 tests: what is the smallest counterexample, and which tool " +
-      "result lost its call (pi #6832)? Then turn the `break` in projectMessages into `continue`: which invariant fails first?",
+      "In your findCut, accept every index as a cut point and run the Lab 11.4 tests: what is the smallest counterexample, and which tool " +
+      "result lost its call (pi #6832)? Then make your projectMessages skip an older interaction that does not fit and go on with older ones (instead of stopping): which invariant fails first?",
   },
 });

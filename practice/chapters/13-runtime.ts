@@ -57,6 +57,15 @@ export default defineChapter({
   labs: [
     {
       id: "13.1",
+      says: [
+        'unknown provider "${name}" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.   (the value came from the environment)',
+        "the config file ${file} (${by}) cannot be read (ENOENT).   (a missing file: the code of the error)",
+        'unknown provider "${name}"${blame}; the providers are openai and anthropic.   (blame: " (from $PI_COURSE_PROVIDER)" for the environment, " (from \\"provider\\" in ${file})" for the config file, "" for a flag)',
+        'the config file ${file} has an unknown key "${key}"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.',
+        'the config file ${file} holds "${key}": keep API keys out of files others may read; name the variable that holds it with "apiKeyEnv", or use --api-key-file.   (any key ending in "key", any case, that is not a known key)',
+        'the config file ${file}: "${key}" must be a non-empty string, got ${JSON.stringify(value)}.',
+        "the config file ${file} (${by}) cannot be read (${error.code}).",
+      ],
       title: { zh: "设置从哪里来（resolveSettings、readConfigFile）", en: "where each setting comes from" },
       hint: {
         zh:
@@ -74,6 +83,12 @@ export default defineChapter({
     },
     {
       id: "13.2",
+      says: [
+        'no session "${id}" for ${cwd} in ${dir} (the newest: ${first five ids, 8 characters each, newest first}; /sessions lists them all).   (or " (there is none yet)." when the folder has none)',
+        '"${id}" starts ${n} session ids (${ids, 12 characters each}); give more of it.',
+        "the session file ${file} cannot be resumed: ${problem}",
+        '这里的 "the newest" 就是 list() 的前几个（list()[0] 最新），不是 --continue 会选的那个（--continue 跳过读不了的和空的会话）。"the newest" here is list() from the start (list()[0] first), not what --continue picks (it skips unreadable and empty sessions).',
+      ],
       title: { zh: "会话目录（SessionFolder.list、SessionFolder.find）", en: "the sessions folder" },
       hint: {
         zh:
@@ -88,6 +103,9 @@ export default defineChapter({
     },
     {
       id: "13.3",
+      says: [
+        "恢复的对话以最新压缩的摘要开头：一条用户消息，文本里是 <summary>\\n${summary}\\n</summary>（由第 11 章的 summaryMessage 生成）。The restored transcript starts with the newest compaction's summary, a user message holding <summary>\\n${summary}\\n</summary> (chapter 11's summaryMessage).",
+      ],
       title: { zh: "把会话接到智能体上（Runtime.attach）", en: "attaching a session to the agent" },
       hint: {
         zh:
@@ -108,7 +126,7 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t "Lab 13\\.3\\b"`：' +
+      '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npx vitest run test/13- -t "Lab 13\\.3\\b"`：' +
       "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
       "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
     en:

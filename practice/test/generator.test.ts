@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCatalogue, loadCatalogue, REPO_ROOT, type ChapterSpec } from "../catalogue.js";
 import { resolveTarget } from "../cli.js";
-import { buildView, scanSources, writeView } from "../generate.js";
+import { buildView, labsOf, scanSources, writeView } from "../generate.js";
+import { focusedCommand, renderCard } from "../learning.js";
 import { renderFile, scanFile } from "../markers.js";
 
 const SOURCE = [
@@ -152,6 +153,31 @@ describe("the catalogue", () => {
 const temp = mkdtempSync(join(tmpdir(), "pi-practice-unit-"));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
+describe("the guides' commands", () => {
+  it("every lab shows its fast focused run in LEARNING.md and on the card, with --reporter=verbose; a lab that uses others says so", async () => {
+    const catalogue = await loadCatalogue();
+    const scan = scanSources(catalogue);
+    for (const chapter of catalogue.rebuild) {
+      const learning = String(buildView(catalogue, chapter, "practice", undefined, { scan }).files.get("LEARNING.md"));
+      const card = renderCard(chapter, labsOf(chapter, scan), scan.regions);
+      expect(learning).toContain("--reporter=verbose");
+      expect(card).toContain("--reporter=verbose");
+      expect(learning).not.toContain('npm test -- -t "');
+      for (const lab of chapter.labs) {
+        expect(focusedCommand(chapter.id, lab.id)).toBe(
+          `npx vitest run test/${chapter.id}- -t "Lab ${lab.id.replace(".", "\\.")}\\b"`,
+        );
+        expect(learning).toContain(focusedCommand(chapter.id, lab.id));
+        expect(card).toContain(focusedCommand(chapter.id, lab.id));
+        for (const used of lab.uses ?? []) {
+          const line = learning.split("\n").find((l) => l.includes("依赖") && l.includes(`Lab ${used}`));
+          expect(line, `LEARNING.md of ${chapter.id} says that Lab ${lab.id} needs Lab ${used}`).toBeDefined();
+        }
+      }
+    }
+  });
+});
+
 describe("writing a folder", () => {
   it("leaves nothing behind when writing fails, not even the parent folders it made", async () => {
     const catalogue = await loadCatalogue();
@@ -183,9 +209,10 @@ describe("writing a folder", () => {
 
   it("a view pins the extra dev packages of every chapter whose tests it holds (chapter 08's tests spawn tsx)", async () => {
     const catalogue = await loadCatalogue();
+    const scan = scanSources(catalogue); // once: every view reads the same sources
     for (const chapter of catalogue.chapters) {
       for (const kind of ["snapshot", "practice"] as const) {
-        const view = buildView(catalogue, chapter, kind);
+        const view = buildView(catalogue, chapter, kind, undefined, { scan });
         const pkg = JSON.parse(view.files.get("package.json") as string);
         for (const held of view.included) {
           for (const name of held.devDependencies ?? []) {
@@ -202,8 +229,11 @@ describe("writing a folder", () => {
   it("carries the repository's allowScripts, which cover every installed package with an install script", async () => {
     const catalogue = await loadCatalogue();
     const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    const scan = scanSources(catalogue);
     for (const chapter of catalogue.rebuild) {
-      const pkg = JSON.parse(buildView(catalogue, chapter, "practice").files.get("package.json") as string);
+      const pkg = JSON.parse(
+        buildView(catalogue, chapter, "practice", undefined, { scan }).files.get("package.json") as string,
+      );
       expect(pkg.allowScripts, `chapter ${chapter.id}`).toEqual(root.allowScripts);
     }
     // npm 11 warns at install about any install script allowScripts does not decide.

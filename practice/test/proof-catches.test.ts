@@ -152,6 +152,42 @@ describe("the proof catches a broken course", () => {
     expect(two.files.has("test/00-show.test.ts")).toBe(false);
   });
 
+  it("fails for an exact text a test requires that neither the guide nor src/ says, naming the test, the text and where to say it", async () => {
+    const strict = ADDER.replace(
+      "  return a + b;\n",
+      "  if (!Number.isFinite(a + b)) throw new RangeError(`add: the sum of ${a} and ${b} is not finite`);\n  return a + b;\n",
+    );
+    const test = TEST_01.replace(
+      "expect(add(2, 3)).toBe(5);",
+      "expect(add(2, 3)).toBe(5);\n  expect(() => add(Infinity, 1)).toThrow(/add: the sum of Infinity and 1 is not finite/);",
+    );
+    const sources = course({ adder: strict, test01: test });
+    const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
+    expect(report.problems).toEqual([
+      "practice(01): test/01-adder.test.ts:6 › Lab 1.1 · adds two numbers requires the text " +
+        '"/add: the sum of Infinity and 1 is not finite/", but "add: the sum of", "is not finite" is said neither ' +
+        "in the guide nor in src/ of the practice folder: quote it in the hint of lab 1.1 in mini/01-adder.ts or in the " +
+        "doc comment of add (src/adder.ts); or make the test check only what matters (ids, numbers, paths, key phrases the guide names)",
+    ]);
+    // said in the guide (the lab's `says`), or in the doc comment kept above the construction site: told
+    const said = buildCatalogue([
+      {
+        spec: {
+          ...spec("01", "adder", ["src/adder.ts"], "1.1"),
+          labs: [{ id: "1.1", title: text("adder"), says: ["add: the sum of ${a} and ${b} is not finite"] }],
+        },
+        source: "mini/01-adder.ts",
+      },
+    ]);
+    expect((await proveChapter(said, said.chapters[0]!, { sources, staticOnly: true })).problems).toEqual([]);
+    const documented = strict.replace(
+      "/** Adds. */",
+      "/** Adds. Throws a RangeError `add: the sum of ${a} and ${b} is not finite` for an infinite sum. */",
+    );
+    const withDoc = course({ adder: documented, test01: test });
+    expect((await proveChapter(catalogue, ch01, { sources: withDoc, staticOnly: true })).problems).toEqual([]);
+  });
+
   it("fails for a region that is never closed", async () => {
     const sources = course({ adder: ADDER.replace(/\/\/ #endregion\n$/, "") });
     const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });

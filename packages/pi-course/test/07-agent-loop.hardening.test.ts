@@ -1,5 +1,6 @@
+import { checkRejectionsPerTest } from "./support/leaks.js";
 import { Type } from "typebox";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
   ScriptedModel,
@@ -93,20 +94,8 @@ function never<T = never>(): { promise: Promise<T>; resolve: (value: T) => void;
 const hostileThrows = (): [string, unknown][] =>
   HOSTILE.filter((kind) => kind !== "error").map((kind) => [kind, hostileThrown(kind, "unused")]);
 
-// Any unhandled rejection during a test (or just after it) is a failure of that test.
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown): void => {
-  unhandled.push(reason);
-};
-beforeEach(() => {
-  unhandled = [];
-  process.on("unhandledRejection", onUnhandled);
-});
-afterEach(async () => {
-  await new Promise((resolve) => setTimeout(resolve, 5));
-  process.off("unhandledRejection", onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+// Any rejection left unhandled by a test fails that test, named by the rejection's stack (support/leaks.ts).
+checkRejectionsPerTest(import.meta.url, () => new Promise((resolve) => setTimeout(resolve, 5)));
 
 /** A sink-driven run has no `finish()` to surface a lab still to write: do it here. */
 function surfaceConstructionSite(result: AgentMessage[]): void {

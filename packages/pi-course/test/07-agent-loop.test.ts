@@ -1,5 +1,6 @@
+import { checkRejectionsPerTest } from "./support/leaks.js";
 import { Type } from "typebox";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
   ScriptedModel,
@@ -154,20 +155,8 @@ const fromBatch = (events: AgentEvent[]): string[] => {
 const lastAssistant = (result: AgentMessage[]): AssistantMessage =>
   result.filter((m): m is AssistantMessage => m.role === "assistant").at(-1)!;
 
-// Any unhandled rejection during a test is a failure of that test (vitest would also fail the run).
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown): void => {
-  unhandled.push(reason);
-};
-beforeEach(() => {
-  unhandled = [];
-  process.on("unhandledRejection", onUnhandled);
-});
-afterEach(async () => {
-  await new Promise((resolve) => setImmediate(resolve));
-  process.off("unhandledRejection", onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+// Any rejection left unhandled by a test fails that test, named by the rejection's stack (support/leaks.ts).
+checkRejectionsPerTest(import.meta.url);
 
 const TURN_ONE_TOOL = [
   "agent_start",
@@ -1053,7 +1042,6 @@ describe("chapter 07 · the agent loop", () => {
       stops.requests,
       "model calls (one more means the model was called again after the run should have ended)",
     ).toHaveLength(1);
-    expect(unhandled).toEqual([]);
   });
 
   it("Lab 7.3 · after a turn-limit stop, agentLoopContinue with the returned transcript runs the next turn", async () => {

@@ -389,6 +389,12 @@ describe("reading and recovery", () => {
     const KILLS = process.env.PI_COURSE_PROOF ? 16 : 200;
     // Each kill costs a node start (~70 ms of CPU); the proof runs every chapter's tests again, so fewer there.
     const PARALLEL = process.env.PI_COURSE_PROOF ? 1 : 4;
+    // A learner's folder (its vitest.config.ts sets PI_COURSE_FOLDER) runs every chapter's tests
+    // in each later chapter: there the kills stop after TIME_BUDGET_MS too, as long as at least
+    // MIN_KILLS were made. The repository's own run (CI) always makes all 200.
+    const LEARNER = process.env.PI_COURSE_FOLDER === "practice" && !process.env.PI_COURSE_PROOF;
+    const TIME_BUDGET_MS = LEARNER ? 20_000 : Number.POSITIVE_INFINITY;
+    const MIN_KILLS = LEARNER ? 24 : KILLS;
     let child: string;
     let build: string;
 
@@ -400,12 +406,14 @@ describe("reading and recovery", () => {
       await rm(build, { recursive: true, force: true });
     });
 
-    it(`Lab 10.2 · SIGKILL at random points while appending (${KILLS} kills): open keeps every written entry, reports the torn tail, appends go on`, async () => {
+    const bound = LEARNER ? `up to ${KILLS} kills, or ${TIME_BUDGET_MS / 1000} s` : `${KILLS} kills`;
+    it(`Lab 10.2 · SIGKILL at random points while appending (${bound}): open keeps every written entry, reports the torn tail, appends go on`, async () => {
       const stats = { kills: 0, torn: 0, confirmed: 0, recovered: 0, parentAppends: 0, keptSeen: 0 };
+      const stopAt = performance.now() + TIME_BUDGET_MS;
       const runner = async (lane: number) => {
         let path = "";
         const written = new Set<string>();
-        for (let run = lane; run < KILLS; run += PARALLEL) {
+        for (let run = lane; run < KILLS && (run < MIN_KILLS || performance.now() < stopAt); run += PARALLEL) {
           if (run % (PARALLEL * 2) === lane) {
             if (path !== "") await rm(path);
             path = join(dir, `crash-${run}.jsonl`);
@@ -457,7 +465,8 @@ describe("reading and recovery", () => {
         }
       };
       await Promise.all(Array.from({ length: PARALLEL }, (_, lane) => runner(lane)));
-      expect(stats.kills).toBe(KILLS);
+      if (LEARNER) expect(stats.kills).toBeGreaterThanOrEqual(MIN_KILLS);
+      else expect(stats.kills).toBe(KILLS);
       console.info(`chapter 10 crash test: ${JSON.stringify(stats)}`);
     }, 180_000);
   });

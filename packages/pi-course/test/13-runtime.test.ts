@@ -1,8 +1,8 @@
 /**
  * Chapter 13: the wiring of `npm start`. Where each setting comes from (13.1), the sessions folder
  * (13.2), and the conversation kept in a session file: recorded as it happens, restored when it
- * is resumed (13.3). In-process and fast; the same wiring driven through a real terminal is in
- * cli.terminal.test.ts.
+ * is resumed (13.3). In-process and fast; the repository also drives the same wiring through a real
+ * terminal (a test that is not part of this folder).
  */
 import { existsSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";

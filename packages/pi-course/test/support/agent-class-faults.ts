@@ -77,6 +77,8 @@ export const agentScenarioArbitrary: fc.Arbitrary<AgentScenario> = fc.record({
 });
 
 const macrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Rounds of the event loop a settled, idle-looking agent may still say isStreaming before it is a failure. */
+const STUCK_ROUNDS = 20;
 const result = (text: string, terminate = false) => ({
   content: [{ type: "text" as const, text }],
   details: undefined,
@@ -226,16 +228,30 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
     if (event.type === "agent_end") open = false;
   });
 
+  let over = false; // the deadline passed: the scenario's own loops stop too
   const live = (async () => {
     for (const { action, delay } of scenario.outside) {
-      for (let i = 0; i < delay; i++) await macrotask();
+      for (let i = 0; i < delay && !over; i++) await macrotask();
+      if (over) return;
       act(action);
     }
-    // settle everything, including prompts chained from inside listeners
-    for (let seen = -1; seen !== settled.length || agent.state.isStreaming; ) {
+    // Settle everything, including prompts chained from inside listeners. Every round yields to
+    // the event loop (a macrotask), so the deadline's timer and vitest's timeout can always fire:
+    // with a state that says isStreaming forever, `Promise.all` of settled promises and an
+    // idle `waitForIdle()` resolve at once, and a loop of microtasks alone would never end.
+    let stuck = 0;
+    for (let seen = -1; !over && (seen !== settled.length || agent.state.isStreaming); ) {
       seen = settled.length;
       await Promise.all(settled);
       await agent.waitForIdle();
+      await macrotask();
+      if (seen === settled.length && agent.state.isStreaming && ++stuck >= STUCK_ROUNDS) {
+        problems.push(
+          `agent.state.isStreaming is still true after waitForIdle() resolved and every prompt()/continue() settled ` +
+            `(${STUCK_ROUNDS} rounds of the event loop): the run's end must set isStreaming back to false`,
+        );
+        return;
+      }
     }
     for (let i = 0; i < 3; i++) await macrotask(); // late tool updates would arrive now
   })();
@@ -255,6 +271,7 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
     // a construction site (practice folder) says more than the hang it causes
     return [site ?? (error instanceof Error ? error.message : String(error))];
   } finally {
+    over = true;
     clearTimeout(timer);
   }
   if (site !== undefined) return [site];

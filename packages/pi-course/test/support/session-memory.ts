@@ -87,6 +87,8 @@ export class MemorySession implements CompactableSession {
       entry = entry.parentId === null ? undefined : this.byId.get(entry.parentId)
     ) {
       path.push(entry);
+      // bounded: a parent chain that loops must fail, not spin forever
+      if (path.length > this.byId.size) throw new Error(`MemorySession: the parent chain of "${id}" loops`);
     }
     if (path.length === 0) throw new Error(`MemorySession: no entry "${id}"`);
     return path.reverse();

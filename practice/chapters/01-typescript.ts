@@ -1,0 +1,87 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "01",
+  slug: "typescript",
+  title: { zh: "TypeScript 求生包：带标签的联合、运行时边界、类型断言不是校验", en: "TypeScript survival kit" },
+  invariant: {
+    zh: "每种标签都有自己的分支，漏掉一个就编译不过；外面来的数据先逐字段检查，检查过的新对象才被信任。",
+    en: "Every tag has its branch, and a forgotten one does not compile; data from outside is checked field by field, and only the new, checked object is trusted.",
+  },
+  adds: {
+    zh:
+      "整个课程的代码都靠三件事：带标签的联合（`type` 字段区分成员，`switch` 按它收窄），" +
+      "`never` 做穷尽检查（`default` 分支把值交给参数类型是 `never` 的 `unreachable`：联合多了一个成员而你忘了写它的 `case`，编译器就在那里报错），" +
+      "以及运行时边界：文件、服务器、工具参数给的都是 `unknown`，要逐字段检查，返回一个检查过的新对象。" +
+      "最后一课：类型断言不是校验——`JSON.parse(text) as Settings` 能通过类型检查，编译器从此相信文件里的任何东西，错误在很远的地方才冒出来。" +
+      "`value is T` 的类型谓词和 `asserts value is T` 的断言函数也是编译器无条件相信的承诺：函数体必须真的检查。" +
+      "代码在 `src/kit/`：`tagged-union.ts` 和 `boundary.ts`。",
+    en:
+      "Three habits the whole course relies on: tagged unions narrowed by a switch on their tag, exhaustiveness with never " +
+      "(the default branch calls unreachable(value: never), so a forgotten case does not compile), and a runtime boundary " +
+      "that checks unknown data field by field into a new, trusted object. A type assertion is not validation: " +
+      "JSON.parse(text) as Settings typechecks and the compiler then believes anything. Code: src/kit/.",
+  },
+  files: ["src/kit/tagged-union.ts", "src/kit/boundary.ts"],
+  labs: [
+    {
+      id: "1.1",
+      title: { zh: "穷尽的 switch（describeDelta、unreachable）", en: "an exhaustive switch" },
+      hint: {
+        zh:
+          "`describeDelta`：`switch (delta.type)`，每个 `case` 里 `delta` 已经被收窄成那一个成员，可以直接读它的字段；" +
+          '`default` 写 `return unreachable(delta, "delta")`。`unreachable`：参数类型是 `never`，运行时仍可能被调用（外面来的数据），' +
+          '所以它要抛出 TypeError，不能返回。试试把 `case "error"` 删掉：编译器在哪一行报错？',
+        en:
+          'describeDelta: switch on delta.type; each case sees one member; default returns unreachable(delta, "delta"). ' +
+          "unreachable must throw a TypeError: at run time it is reachable by data typed by assertion.",
+      },
+      says: [
+        "text: ${JSON.stringify(text)}   /   tool call ${name} (${id})   /   done: ${reason}   /   error: ${message}",
+        'unknown ${what} type ${JSON.stringify(value.type)}   (a TypeError, e.g. unknown delta type "bogus")',
+      ],
+    },
+    {
+      id: "1.2",
+      title: { zh: "运行时边界（parseSettings）", en: "the runtime boundary" },
+      hint: {
+        zh:
+          "先确认是普通对象（不是 null、不是数组），再查有没有多余的键，然后逐个字段检查 `model`、`maxTokens`（可以没有）、`tools`（每一项）。" +
+          "返回一个新对象，`tools` 要复制；没有 `maxTokens` 时结果里就不要有这个键。消息里描述值用已经写好的 `kindOf`。",
+        en:
+          "A plain object first, then unknown keys, then model, maxTokens (optional), tools (every item). Return a new " +
+          "object with tools copied and no maxTokens key when there is none; name values with kindOf.",
+      },
+      says: [
+        "settings must be an object, got ${kindOf(value)}",
+        'settings has an unknown key "${key}"; the keys are model, maxTokens, tools',
+        "settings.model must be a non-empty string, got ${JSON.stringify(model)}",
+        "settings.maxTokens must be a positive integer, got ${JSON.stringify(maxTokens)}",
+        "settings.tools must be an array of strings, got ${kindOf(tools)}",
+        "settings.tools[${i}] must be a string, got ${kindOf(item)}",
+      ],
+    },
+    {
+      id: "1.3",
+      title: { zh: "类型断言不是校验（loadSettings、assertSettings）", en: "an assertion is not validation" },
+      hint: {
+        zh:
+          "`loadSettings`：`JSON.parse` 的结果是 `any`，先把它放进一个 `unknown` 变量，再交给 `parseSettings`；" +
+          "`JSON.parse` 抛出的错误换成 SyntaxError，消息带上原来的原因。`assertSettings`：返回类型是 `asserts value is Settings`，" +
+          "函数体必须真的检查（交给 `parseSettings`）——只写一个空函数体也能通过类型检查，这正是本实验要你记住的陷阱。",
+        en:
+          "loadSettings: put JSON.parse's any into an unknown, then parseSettings; rethrow a parse error as a SyntaxError " +
+          "with its reason. assertSettings must really check (an empty body typechecks too: that is the trap).",
+      },
+      says: ["the settings are not JSON: ${error.message}   (a SyntaxError; error is JSON.parse's own)"],
+    },
+  ],
+  breakIt: {
+    zh:
+      '在 `Delta` 里加一个成员 `{ type: "ping" }`，运行 `npm run typecheck`：编译器指向哪一行？为什么是 `unreachable` 那一行，而不是 switch？' +
+      '然后把 `loadSettings` 写成 `return JSON.parse(text) as Settings;`，运行 `npx vitest run test/01- -t "Lab 1\\\\.3\\\\b"`：类型检查通过了，哪个测试失败？',
+    en:
+      'Add a member { type: "ping" } to Delta and run npm run typecheck: which line does the compiler point at, and why ' +
+      "there? Then make loadSettings return JSON.parse(text) as Settings: it typechecks; which Lab 1.3 test fails?",
+  },
+});
