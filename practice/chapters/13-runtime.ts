@@ -63,7 +63,7 @@ export default defineChapter({
         'unknown provider "${name}"${blame}; the providers are openai and anthropic.   (blame: " (from $PI_COURSE_PROVIDER)" for the environment, " (from \\"provider\\" in ${file})" for the config file, "" for a flag)',
         'the config file ${file} has an unknown key "${key}"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.',
         'the config file ${file} holds "${key}": keep API keys out of files others may read; name the variable that holds it with "apiKeyEnv", or use --api-key-file.   (any key ending in "key", any case, that is not a known key)',
-        'the config file ${file}: "${key}" must be a non-empty string, got ${JSON.stringify(value)}.',
+        'the config file ${file}: "${key}" must be a non-empty string, got ${describeValue(value)}.   (describeValue is given in the file and never shows the value itself, which may be a misplaced secret; for {"model": 3}: "model" must be a non-empty string, got a number.)',
         "the config file ${file} (${by}) cannot be read (${error.code}).",
       ],
       title: { zh: "设置从哪里来（resolveSettings、readConfigFile）", en: "where each setting comes from" },
