@@ -54,6 +54,7 @@ export function truncationNote(file: string, bytes: number, maxBytes: number): s
  * the root down. Never throws: an unreadable file is a warning.
  */
 export function findContextFiles(options: ContextFileOptions): { files: ContextFile[]; warnings: ResourceWarning[] } {
+  // #region lab 12.1 findContextFiles
   const maxBytes = options.maxBytes ?? CONTEXT_FILE_MAX_BYTES;
   const files: ContextFile[] = [];
   const warnings: ResourceWarning[] = [];
@@ -84,6 +85,7 @@ export function findContextFiles(options: ContextFileOptions): { files: ContextF
     }
   }
   return { files, warnings };
+  // #endregion
 }
 
 /** The folder's context file: the first of `CONTEXT_FILE_NAMES` that is a regular file. */

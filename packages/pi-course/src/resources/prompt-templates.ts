@@ -107,6 +107,7 @@ export function loadPromptTemplates(
  * character. `""` is an empty word. An unclosed quote runs to the end of the text.
  */
 export function splitArguments(text: string): string[] {
+  // #region lab 12.3 splitArguments
   const words: string[] = [];
   let word = "";
   let inWord = false;
@@ -137,6 +138,7 @@ export function splitArguments(text: string): string[] {
   }
   if (inWord) words.push(word);
   return words;
+  // #endregion
 }
 
 const PLACEHOLDER = /\$\{(\d+):-([^}]*)\}|\$\{@:(\d+)(?::(\d+))?\}|\$\{(\d+)\}|\$(\d)|\$@|\$ARGUMENTS/g;
@@ -146,6 +148,7 @@ const PLACEHOLDER = /\$\{(\d+):-([^}]*)\}|\$\{@:(\d+)(?::(\d+))?\}|\$\{(\d+)\}|\
  * argument's text is never read for placeholders. A missing argument is the empty text.
  */
 export function expandTemplate(body: string, args: readonly string[]): string {
+  // #region lab 12.3 expandTemplate
   const at = (n: number) => args[n - 1] ?? "";
   return body.replace(PLACEHOLDER, (match, withDefault, fallback, from, count, braced, digit) => {
     if (withDefault !== undefined) return at(Number(withDefault)) === "" ? fallback : at(Number(withDefault));
@@ -159,6 +162,7 @@ export function expandTemplate(body: string, args: readonly string[]): string {
     // $@ and $ARGUMENTS
     return match === "$@" || match === "$ARGUMENTS" ? args.join(" ") : match;
   });
+  // #endregion
 }
 
 /** A slash command as typed: `/NAME rest` (NAME up to the first blank; undefined if not a command). */

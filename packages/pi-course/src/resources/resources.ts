@@ -101,7 +101,7 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
     });
     if (!trust.trusted && projectResources.length > 0) {
       const how =
-        trust.source === "saved"
+        trust.source === "saved" || trust.source === "asked"
           ? `you decided not to trust it (${TrustStore.inHome(locations.piHome).file}); --approve loads them for one run`
           : trust.source === "flag"
             ? "--no-approve"

@@ -99,6 +99,7 @@ export function readSkill(folder: string, scope: Skill["scope"], warnings: Resou
     warnings.push({ path: location, message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
     return undefined;
   }
+  // #region lab 12.2 readSkill
   const parsed = parseFrontmatter(text);
   if (!parsed.ok) {
     warnings.push({ path: location, message: `skipped: ${parsed.error}` });
@@ -161,6 +162,7 @@ export function readSkill(folder: string, scope: Skill["scope"], warnings: Resou
   }
   for (const key of Object.keys(data)) if (!KNOWN_FIELDS.has(key)) warn(`unknown field \`${key}\` is ignored`);
   return skill;
+  // #endregion
 }
 
 /** The skill folders below `root` (a folder with `SKILL.md` is one; its insides are not scanned). */
@@ -195,6 +197,7 @@ function skillFolders(root: string, depth = 0): string[] {
  * a warning naming the one that won. A skills folder that is not there is not a warning.
  */
 export function discoverSkills(roots: readonly SkillRoot[]): { skills: Skill[]; warnings: ResourceWarning[] } {
+  // #region lab 12.2 discoverSkills
   const skills: Skill[] = [];
   const warnings: ResourceWarning[] = [];
   const byName = new Map<string, Skill>();
@@ -215,6 +218,7 @@ export function discoverSkills(roots: readonly SkillRoot[]): { skills: Skill[]; 
     }
   }
   return { skills, warnings };
+  // #endregion
 }
 
 function escapeXml(text: string): string {

@@ -107,12 +107,14 @@ export class TrustStore {
    * ancestor; undefined when none covers it.
    */
   lookup(folder: string): TrustDecision | undefined {
+    // #region lab 12.5 TrustStore.lookup
     const wanted = canonicalFolder(folder);
     let best: TrustDecision | undefined;
     for (const decision of this.decisions()) {
       if (covers(decision.folder, wanted) && (best === undefined || decision.folder.length > best.folder.length)) best = decision;
     }
     return best;
+    // #endregion
   }
 
   /**
@@ -184,6 +186,7 @@ export interface DecideTrustOptions {
  * broken trust file (unless a flag decides).
  */
 export async function decideTrust(options: DecideTrustOptions): Promise<TrustOutcome> {
+  // #region lab 12.5 decideTrust
   const folder = canonicalFolder(options.folder);
   if (options.override !== undefined) return { folder, trusted: options.override, source: "flag" };
   const saved = options.store.lookup(folder);
@@ -195,4 +198,5 @@ export async function decideTrust(options: DecideTrustOptions): Promise<TrustOut
     return { folder, trusted: answer, source: "asked", decision };
   }
   return { folder, trusted: false, source: "default" };
+  // #endregion
 }
