@@ -11,9 +11,20 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { assistantMessage, textOf } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
-import { CONTEXT_FILE_MAX_BYTES, contextFilesSection, findContextFiles, truncationNote } from "../src/resources/context-files.js";
+import {
+  CONTEXT_FILE_MAX_BYTES,
+  contextFilesSection,
+  findContextFiles,
+  truncationNote,
+} from "../src/resources/context-files.js";
 import { ExtensionHost } from "../src/resources/extension-host.js";
-import { expandTemplate, loadPromptTemplates, parseSlashCommand, splitArguments, templateFolders } from "../src/resources/prompt-templates.js";
+import {
+  expandTemplate,
+  loadPromptTemplates,
+  parseSlashCommand,
+  splitArguments,
+  templateFolders,
+} from "../src/resources/prompt-templates.js";
 import { composeSystemPrompt, loadResources, resourceTools } from "../src/resources/resources.js";
 import { createSkillTool, SkillLibrary } from "../src/resources/skill-tool.js";
 import { discoverSkills, skillInvocation, skillRoots, skillsSection } from "../src/resources/skills.js";
@@ -96,9 +107,13 @@ describe("context files", () => {
     expect(file.truncated).toBe(true);
     expect(file.bytes).toBe(80_000);
     const note = truncationNote(file.path, 80_000, CONTEXT_FILE_MAX_BYTES);
-    expect(note).toBe(`[… cut: ${file.path} is 80000 bytes; only the first 65536 bytes are shown. Read the file for the rest.]`);
+    expect(note).toBe(
+      `[… cut: ${file.path} is 80000 bytes; only the first 65536 bytes are shown. Read the file for the rest.]`,
+    );
     expect(file.text).toBe(`${"é".repeat(CONTEXT_FILE_MAX_BYTES / 2)}\n${note}`);
-    expect(warnings).toEqual([{ path: file.path, message: "it is 80000 bytes, over the cap of 65536: the model sees the first 65536 bytes" }]);
+    expect(warnings).toEqual([
+      { path: file.path, message: "it is 80000 bytes, over the cap of 65536: the model sees the first 65536 bytes" },
+    ]);
     // an odd cap falls inside a two-byte character: that character is left out, not broken
     const odd = findContextFiles({ cwd, maxBytes: 5 }).files.find((f) => f.path.startsWith(base))!;
     expect(odd.text.split("\n")[0]).toBe("éé");
@@ -153,7 +168,16 @@ describe("skills", () => {
       "node_modules/dep/SKILL.md": skillFile("name: dep\ndescription: Skipped: node_modules."),
     });
     const { skills, warnings } = discoverSkills([{ folder: root, scope: "user" }]);
-    expect(skills.map((s) => s.name)).toEqual(["Bad_Name", "extra", "good", "inner", "hidden", "long-desc", "other-name", "no-name"]);
+    expect(skills.map((s) => s.name)).toEqual([
+      "Bad_Name",
+      "extra",
+      "good",
+      "inner",
+      "hidden",
+      "long-desc",
+      "other-name",
+      "no-name",
+    ]);
     const good = skills.find((s) => s.name === "good")!;
     expect(good).toEqual({
       name: "good",
@@ -170,14 +194,28 @@ describe("skills", () => {
     expect(skills.find((s) => s.name === "hidden")!.disableModelInvocation).toBe(true);
     const at = (folder: string) => path.join(root, folder, "SKILL.md");
     expect(warnings).toEqual([
-      { path: at("Bad_Name"), message: 'the name "Bad_Name" breaks the specification: it may hold only lowercase letters a-z, digits and hyphens' },
-      { path: at("broken-yaml"), message: expect.stringMatching(/^skipped: the frontmatter is not valid YAML \(line 3 of the file\): /) },
+      {
+        path: at("Bad_Name"),
+        message:
+          'the name "Bad_Name" breaks the specification: it may hold only lowercase letters a-z, digits and hyphens',
+      },
+      {
+        path: at("broken-yaml"),
+        message: expect.stringMatching(/^skipped: the frontmatter is not valid YAML \(line 3 of the file\): /),
+      },
       { path: at("extra"), message: "unknown field `author` is ignored" },
       { path: at("long-desc"), message: "its description is 1100 characters long (the specification allows 1024)" },
       { path: at("mismatch"), message: 'the name "other-name" should match its folder\'s name "mismatch"' },
-      { path: at("no-desc"), message: "skipped: it has no `description` in its frontmatter (the model needs it to know when to use the skill)" },
+      {
+        path: at("no-desc"),
+        message:
+          "skipped: it has no `description` in its frontmatter (the model needs it to know when to use the skill)",
+      },
       { path: at("no-name"), message: 'it has no `name` in its frontmatter; it is named after its folder, "no-name"' },
-      { path: at("unclosed"), message: "skipped: the frontmatter opened by the first `---` line is never closed by another `---` line" },
+      {
+        path: at("unclosed"),
+        message: "skipped: the frontmatter opened by the first `---` line is never closed by another `---` line",
+      },
     ]);
   });
 
@@ -226,21 +264,29 @@ describe("skills", () => {
       "pdf/scripts/fill.sh": "#!/bin/sh\necho fill\n",
       "pdf/references/forms.md": "Forms guide.",
       "pdf/assets/logo.bin": "\u0000\u0001binary",
-      "secret-tool/SKILL.md": skillFile("name: secret-tool\ndescription: User only.\ndisable-model-invocation: true", "Secret body."),
+      "secret-tool/SKILL.md": skillFile(
+        "name: secret-tool\ndescription: User only.\ndisable-model-invocation: true",
+        "Secret body.",
+      ),
       "secret-tool/notes.md": "notes",
     });
     writeFileSync(path.join(base, "outside.txt"), "outside");
     symlinkSync(path.join(base, "outside.txt"), path.join(root, "pdf", "references", "link.md"));
     const { skills } = discoverSkills([{ folder: root, scope: "user" }]);
     const section = skillsSection(skills);
-    expect(section).toContain(`  <skill>\n    <name>pdf</name>\n    <description>Fills PDF forms.</description>\n    <location>${path.join(root, "pdf", "SKILL.md")}</location>\n  </skill>`);
+    expect(section).toContain(
+      `  <skill>\n    <name>pdf</name>\n    <description>Fills PDF forms.</description>\n    <location>${path.join(root, "pdf", "SKILL.md")}</location>\n  </skill>`,
+    );
     expect(section).not.toContain("Run scripts/fill.sh");
     expect(section).not.toContain("secret-tool");
     const library = new SkillLibrary(skills);
     const tool = createSkillTool(library);
     const call = async (args: { name: string; path?: string }) => {
       const result = await tool.execute("c1", args);
-      return { text: result.content.map((c) => (c.type === "text" ? c.text : "")).join(""), isError: result.isError === true };
+      return {
+        text: result.content.map((c) => (c.type === "text" ? c.text : "")).join(""),
+        isError: result.isError === true,
+      };
     };
     expect(await call({ name: "pdf", path: "references/forms.md" })).toEqual({
       text: 'activate the skill "pdf" first: call skill with {"name": "pdf"} alone',
@@ -262,18 +308,25 @@ describe("skills", () => {
       text: '"references/link.md" leads outside the skill\'s folder (a symbolic link); it is not read',
       isError: true,
     });
-    expect((await call({ name: "pdf", path: "assets/logo.bin" })).text).toMatch(/^"assets\/logo.bin" is not a text file/);
+    expect((await call({ name: "pdf", path: "assets/logo.bin" })).text).toMatch(
+      /^"assets\/logo.bin" is not a text file/,
+    );
     expect(await call({ name: "secret-tool" })).toEqual({
       text: 'the skill "secret-tool" can be activated only by the user (/skill:secret-tool); it sets disable-model-invocation',
       isError: true,
     });
-    expect(await call({ name: "nope" })).toEqual({ text: 'there is no skill "nope"; the skills are: pdf', isError: true });
+    expect(await call({ name: "nope" })).toEqual({
+      text: 'there is no skill "nope"; the skills are: pdf',
+      isError: true,
+    });
     // the user activates it; then the model may read its files
     const secret = skills.find((s) => s.name === "secret-tool")!;
     expect(library.invoke("secret-tool", "  go  ")).toBe(
       `<skill name="secret-tool" location="${secret.location}">\nReferences are relative to ${secret.folder}.\n\nSecret body.\n</skill>\n\ngo`,
     );
-    expect(skillInvocation(secret, "")).toBe(`<skill name="secret-tool" location="${secret.location}">\nReferences are relative to ${secret.folder}.\n\nSecret body.\n</skill>`);
+    expect(skillInvocation(secret, "")).toBe(
+      `<skill name="secret-tool" location="${secret.location}">\nReferences are relative to ${secret.folder}.\n\nSecret body.\n</skill>`,
+    );
     expect(await call({ name: "secret-tool", path: "notes.md" })).toEqual({ text: "notes", isError: false });
   });
 });
@@ -286,13 +339,22 @@ describe("prompt templates", () => {
   it("Lab 12.3 · arguments split as a shell splits words", () => {
     expect(splitArguments("")).toEqual([]);
     expect(splitArguments("  a   b\tc ")).toEqual(["a", "b", "c"]);
-    expect(splitArguments(`"two words" 'single $1 \\n' mixed"quo"'ted'`)).toEqual(["two words", "single $1 \\n", "mixedquoted"]);
-    expect(splitArguments(`"a \\"quote\\" and \\\\ and \\x" b\\ c ""`)).toEqual(['a "quote" and \\ and \\x', "b c", ""]);
+    expect(splitArguments(`"two words" 'single $1 \\n' mixed"quo"'ted'`)).toEqual([
+      "two words",
+      "single $1 \\n",
+      "mixedquoted",
+    ]);
+    expect(splitArguments(`"a \\"quote\\" and \\\\ and \\x" b\\ c ""`)).toEqual([
+      'a "quote" and \\ and \\x',
+      "b c",
+      "",
+    ]);
     expect(splitArguments(`"unclosed quote runs on`)).toEqual(["unclosed quote runs on"]);
   });
 
   it("Lab 12.3 · $1, $@, $ARGUMENTS, ${N:-default}, ${@:N:L}; substituted text is not expanded again", () => {
-    const body = "Review $1 for ${2:-bugs}. All: $@. Again: $ARGUMENTS. Rest: ${@:2}. One: ${@:2:1}. Tenth: ${10}. Missing: [$3]";
+    const body =
+      "Review $1 for ${2:-bugs}. All: $@. Again: $ARGUMENTS. Rest: ${@:2}. One: ${@:2:1}. Tenth: ${10}. Missing: [$3]";
     expect(expandTemplate(body, ["main.ts", "speed", "x"])).toBe(
       "Review main.ts for speed. All: main.ts speed x. Again: main.ts speed x. Rest: speed x. One: speed. Tenth: . Missing: [x]",
     );
@@ -307,10 +369,12 @@ describe("prompt templates", () => {
     const cwd = path.join(base, "work");
     const locations = locationsIn(cwd);
     tree(base, {
-      "work/.pi-course/prompts/review.md": "---\ndescription: Review a file\nargument-hint: <file> [focus]\n---\nReview $1 for ${2:-bugs}.\n",
+      "work/.pi-course/prompts/review.md":
+        "---\ndescription: Review a file\nargument-hint: <file> [focus]\n---\nReview $1 for ${2:-bugs}.\n",
       "work/.pi-course/prompts/bad name.md": "skipped",
       "home/.pi-course/prompts/review.md": "The user's review.",
-      "home/.pi-course/prompts/explain.md": "\n\nExplain this code in plain words, step by step, for a newcomer to the codebase: $@\n",
+      "home/.pi-course/prompts/explain.md":
+        "\n\nExplain this code in plain words, step by step, for a newcomer to the codebase: $@\n",
       "home/.pi-course/prompts/broken.md": "---\ndescription: [unclosed\n---\nbody",
     });
     const { templates, warnings } = loadPromptTemplates(templateFolders(locations, true));
@@ -320,15 +384,24 @@ describe("prompt templates", () => {
     ]);
     expect(templates[0]!.body).toBe("Review $1 for ${2:-bugs}.\n");
     expect(warnings.map((w) => [path.relative(base, w.path), w.message.replace(/\(line.*$/, "")])).toEqual([
-      ["work/.pi-course/prompts/bad name.md", 'skipped: "bad name" cannot be a command (letters, digits, ".", "_" and "-", not first)'],
+      [
+        "work/.pi-course/prompts/bad name.md",
+        'skipped: "bad name" cannot be a command (letters, digits, ".", "_" and "-", not first)',
+      ],
       ["home/.pi-course/prompts/broken.md", "skipped: the frontmatter is not valid YAML "],
-      ["home/.pi-course/prompts/review.md", `skipped: the template /review of ${path.join(cwd, ".pi-course", "prompts", "review.md")} comes first and wins the name`],
+      [
+        "home/.pi-course/prompts/review.md",
+        `skipped: the template /review of ${path.join(cwd, ".pi-course", "prompts", "review.md")} comes first and wins the name`,
+      ],
     ]);
     expect(loadPromptTemplates(templateFolders(locations, false)).templates.map((t) => t.path)).toEqual([
       path.join(base, "home/.pi-course/prompts/explain.md"),
       path.join(base, "home/.pi-course/prompts/review.md"),
     ]);
-    expect(parseSlashCommand("/review  src/a.ts  'the speed'")).toEqual({ name: "review", args: "src/a.ts  'the speed'" });
+    expect(parseSlashCommand("/review  src/a.ts  'the speed'")).toEqual({
+      name: "review",
+      args: "src/a.ts  'the speed'",
+    });
     expect(parseSlashCommand("/skill:pdf")).toEqual({ name: "skill:pdf", args: "" });
     expect(parseSlashCommand("not a command")).toBeUndefined();
   });
@@ -373,8 +446,15 @@ function call(id: string, name: string, args: Record<string, unknown>) {
 }
 
 /** Runs one prompt on a scripted model that makes `calls` in one turn, then stops; returns the tool results. */
-async function runCalls(host: ExtensionHost, tools: AgentTool<any, any>[], calls: ReturnType<typeof call>[]): Promise<ToolResultMessage[]> {
-  const model = new ScriptedModel([assistantMessage(calls, "toolUse"), assistantMessage([{ type: "text", text: "done" }], "stop")]);
+async function runCalls(
+  host: ExtensionHost,
+  tools: AgentTool<any, any>[],
+  calls: ReturnType<typeof call>[],
+): Promise<ToolResultMessage[]> {
+  const model = new ScriptedModel([
+    assistantMessage(calls, "toolUse"),
+    assistantMessage([{ type: "text", text: "done" }], "stop"),
+  ]);
   const agent = new Agent({
     initialState: { model, tools },
     beforeToolCall: host.beforeToolCall,
@@ -393,10 +473,28 @@ describe("extension host", () => {
     expect(await host.load(path.join(folder, "shell.mjs"), "project")).toBe(true);
     expect(host.warnings).toEqual([]);
     expect(host.extensions).toEqual([
-      { path: path.join(folder, "shout.ts"), scope: "user", tools: ["shout"], commands: ["shout"], beforeHooks: 1, afterHooks: 0, promptSections: 1 },
-      { path: path.join(folder, "shell.mjs"), scope: "project", tools: ["shell"], commands: [], beforeHooks: 0, afterHooks: 1, promptSections: 0 },
+      {
+        path: path.join(folder, "shout.ts"),
+        scope: "user",
+        tools: ["shout"],
+        commands: ["shout"],
+        beforeHooks: 1,
+        afterHooks: 0,
+        promptSections: 1,
+      },
+      {
+        path: path.join(folder, "shell.mjs"),
+        scope: "project",
+        tools: ["shell"],
+        commands: [],
+        beforeHooks: 0,
+        afterHooks: 1,
+        promptSections: 0,
+      },
     ]);
-    expect(host.systemPromptSection()).toBe(`<extension path="${path.join(folder, "shout.ts")}">\nShout only when asked.\n</extension>`);
+    expect(host.systemPromptSection()).toBe(
+      `<extension path="${path.join(folder, "shout.ts")}">\nShout only when asked.\n</extension>`,
+    );
     expect(await host.commands.get("shout")!.run("hi there", { cwd: base, say: () => {} })).toBe("HI THERE");
     const results = await runCalls(host, host.tools, [
       call("c1", "shout", { text: "hey" }),
@@ -418,7 +516,12 @@ describe("extension host", () => {
       "syntax.ts": `export default (api: ) => {`,
       "taken.mjs": `export default (api) => { api.registerTool({ name: "read", description: "d", parameters: {}, execute: async () => ({ content: [], details: 0 }) }); api.registerCommand("help", { description: "d", run: () => "" }); api.registerCommand("fine", { description: "d", run: () => "ok" }); };`,
     });
-    const host = new ExtensionHost({ cwd: base, reservedTools: ["read"], reservedCommands: ["help"], factoryTimeoutMs: 100 });
+    const host = new ExtensionHost({
+      cwd: base,
+      reservedTools: ["read"],
+      reservedCommands: ["help"],
+      factoryTimeoutMs: 100,
+    });
     let late: ((api: unknown) => void) | undefined;
     const loaded = [
       await host.load(path.join(folder, "throws.mjs"), "user"),
@@ -433,7 +536,9 @@ describe("extension host", () => {
     expect(host.tools).toEqual([]);
     expect([...host.commands.keys()]).toEqual(["fine"]);
     expect(host.systemPromptSection()).toBe("");
-    expect(host.warnings.map((w) => [path.basename(w.path), w.message.replace(/imported \(.*$/s, "imported (…)")])).toEqual([
+    expect(
+      host.warnings.map((w) => [path.basename(w.path), w.message.replace(/imported \(.*$/s, "imported (…)")]),
+    ).toEqual([
       ["throws.mjs", "not loaded (nothing of it is registered): its factory threw: boom"],
       ["hangs.mjs", "not loaded (nothing of it is registered): its factory did not finish within 100 ms"],
       ["nodefault.mjs", "not loaded: its default export must be a function (api) => void (the extension's factory)"],
@@ -457,31 +562,53 @@ describe("extension host", () => {
         return { content: [{ type: "text", text: args.text }], details: undefined };
       },
     };
-    await host.loadFactory((api) => {
-      api.beforeToolCall((c) => {
-        if (c.args.text === "throw") throw new Error("the policy file is missing");
-        if (c.args.text === "deny") return { block: true };
-        if (c.args.text === "hang") return new Promise(() => {});
-        return undefined;
-      }, { timeoutMs: 50 });
-      api.afterToolCall((c) => {
-        if (c.args.text === "after-throws") throw new Error("after broke");
-        if (c.args.text === "after-hangs") return new Promise(() => {});
-        return undefined;
-      }, { timeoutMs: 50 });
-    }, "policy", "flag");
-    const results = await runCalls(host, [echo], [
-      call("a", "echo", { text: "throw" }),
-      call("b", "echo", { text: "deny" }),
-      call("c", "echo", { text: "hang" }),
-      call("d", "echo", { text: "after-throws" }),
-      call("e", "echo", { text: "after-hangs" }),
-      call("f", "echo", { text: "fine" }),
-    ]);
+    await host.loadFactory(
+      (api) => {
+        api.beforeToolCall(
+          (c) => {
+            if (c.args.text === "throw") throw new Error("the policy file is missing");
+            if (c.args.text === "deny") return { block: true };
+            if (c.args.text === "hang") return new Promise(() => {});
+            return undefined;
+          },
+          { timeoutMs: 50 },
+        );
+        api.afterToolCall(
+          (c) => {
+            if (c.args.text === "after-throws") throw new Error("after broke");
+            if (c.args.text === "after-hangs") return new Promise(() => {});
+            return undefined;
+          },
+          { timeoutMs: 50 },
+        );
+      },
+      "policy",
+      "flag",
+    );
+    const results = await runCalls(
+      host,
+      [echo],
+      [
+        call("a", "echo", { text: "throw" }),
+        call("b", "echo", { text: "deny" }),
+        call("c", "echo", { text: "hang" }),
+        call("d", "echo", { text: "after-throws" }),
+        call("e", "echo", { text: "after-hangs" }),
+        call("f", "echo", { text: "fine" }),
+      ],
+    );
     expect(results.map((r) => [r.toolCallId, textOf(r), r.isError])).toEqual([
-      ["a", "the tool call was not run: a check of the extension policy failed (the policy file is missing) (extension checks fail closed).", true],
+      [
+        "a",
+        "the tool call was not run: a check of the extension policy failed (the policy file is missing) (extension checks fail closed).",
+        true,
+      ],
       ["b", "blocked by the extension policy: no reason given", true],
-      ["c", "the tool call was not run: a check of the extension policy did not answer within 50 ms (extension checks fail closed).", true],
+      [
+        "c",
+        "the tool call was not run: a check of the extension policy did not answer within 50 ms (extension checks fail closed).",
+        true,
+      ],
       ["d", "after-throws", false],
       ["e", "after-hangs", false],
       ["f", "fine", false],
@@ -536,9 +663,17 @@ describe("trust gate", () => {
       return true;
     };
     expect(await decideTrust({ folder, store })).toEqual({ folder, trusted: false, source: "default" });
-    expect(await decideTrust({ folder, store, ask: async () => undefined })).toEqual({ folder, trusted: false, source: "default" });
+    expect(await decideTrust({ folder, store, ask: async () => undefined })).toEqual({
+      folder,
+      trusted: false,
+      source: "default",
+    });
     expect(store.decisions()).toEqual([]);
-    expect(await decideTrust({ folder, store, override: true, ask })).toEqual({ folder, trusted: true, source: "flag" });
+    expect(await decideTrust({ folder, store, override: true, ask })).toEqual({
+      folder,
+      trusted: true,
+      source: "flag",
+    });
     expect(store.decisions()).toEqual([]);
     expect(await decideTrust({ folder, store, ask })).toMatchObject({ folder, trusted: true, source: "asked" });
     expect(await decideTrust({ folder, store, ask })).toMatchObject({ folder, trusted: true, source: "saved" });
@@ -579,7 +714,9 @@ describe("trust gate", () => {
     expect(untrusted.skills.map((s) => s.name)).toEqual(["mine"]);
     expect(untrusted.templates).toEqual([]);
     expect(untrusted.extensions.extensions).toEqual([]);
-    expect(untrusted.contextFiles.filter((f) => f.path.startsWith(base)).map((f) => f.text)).toEqual(["Project rules."]);
+    expect(untrusted.contextFiles.filter((f) => f.path.startsWith(base)).map((f) => f.text)).toEqual([
+      "Project rules.",
+    ]);
     expect(untrusted.notes).toEqual([
       `3 project resource(s) of ${repo} skipped (skills, templates, extensions): you decided not to trust it (${path.join(locations.piHome, "trust.json")}); --approve loads them for one run`,
     ]);
@@ -602,7 +739,13 @@ describe("trust gate", () => {
     expect(approved.notes).toEqual([]);
     expect(resourceTools(approved).map((t) => t.name)).toEqual(["skill"]);
     const prompt = composeSystemPrompt("You are an agent.", approved);
-    const parts = ["You are an agent.", "<project_context>", "<available_skills>", `Current working folder: ${repo}`, `<extension path="${path.join(repo, ".pi-course", "extensions", "evil.mjs")}">\nevil\n</extension>`];
+    const parts = [
+      "You are an agent.",
+      "<project_context>",
+      "<available_skills>",
+      `Current working folder: ${repo}`,
+      `<extension path="${path.join(repo, ".pi-course", "extensions", "evil.mjs")}">\nevil\n</extension>`,
+    ];
     const positions = parts.map((p) => prompt.indexOf(p));
     expect(positions.every((p) => p >= 0)).toBe(true);
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);

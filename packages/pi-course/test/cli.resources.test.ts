@@ -31,7 +31,20 @@ const terminals: PseudoTerminal[] = [];
 beforeAll(() => {
   execFileSync(
     process.execPath,
-    [path.join(packageDir, "..", "..", "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", built, "--declaration", "false", "--declarationMap", "false", "--sourceMap", "false", "--noCheck"],
+    [
+      path.join(packageDir, "..", "..", "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      "tsconfig.build.json",
+      "--outDir",
+      built,
+      "--declaration",
+      "false",
+      "--declarationMap",
+      "false",
+      "--sourceMap",
+      "false",
+      "--noCheck",
+    ],
     { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] },
   );
 }, 240_000);
@@ -57,9 +70,11 @@ function beforeAllProject(): void {
     const files: Record<string, string> = {
       "repo/AGENTS.md": "Always run the tests before answering.",
       "repo/a.ts": "export const a = 1;\n",
-      "repo/.pi-course/skills/release/SKILL.md": "---\nname: release\ndescription: Cuts a release. Use when asked to release.\n---\nBump the version, then tag it.\n",
+      "repo/.pi-course/skills/release/SKILL.md":
+        "---\nname: release\ndescription: Cuts a release. Use when asked to release.\n---\nBump the version, then tag it.\n",
       "repo/.pi-course/skills/release/references/checklist.md": "1. tests green",
-      "repo/.pi-course/prompts/review.md": "---\ndescription: Review a file\nargument-hint: <file> [focus]\n---\nReview $1 for ${2:-bugs}.\n",
+      "repo/.pi-course/prompts/review.md":
+        "---\ndescription: Review a file\nargument-hint: <file> [focus]\n---\nReview $1 for ${2:-bugs}.\n",
       "repo/.pi-course/extensions/shout.ts":
         "interface Args { text: string }\n" +
         `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(sideEffect)}, "imported");\n` +
@@ -85,7 +100,15 @@ function beforeAllProject(): void {
 
 function environment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: project };
-  for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER", "PI_COURSE_SESSION_DIR"]) delete env[name];
+  for (const name of [
+    "NO_COLOR",
+    "PI_COURSE_CONFIG",
+    "PI_COURSE_BASE_URL",
+    "PI_COURSE_MODEL",
+    "PI_COURSE_PROVIDER",
+    "PI_COURSE_SESSION_DIR",
+  ])
+    delete env[name];
   return env;
 }
 
@@ -96,7 +119,12 @@ function chat(content: { text?: string; tool?: string; args?: object }): string 
   let body = "";
   if (content.text !== undefined) body += chunk({ role: "assistant", content: content.text }, null);
   if (content.tool !== undefined) {
-    const call = { index: 0, id: `call_${content.tool}`, type: "function", function: { name: content.tool, arguments: JSON.stringify(content.args ?? {}) } };
+    const call = {
+      index: 0,
+      id: `call_${content.tool}`,
+      type: "function",
+      function: { name: content.tool, arguments: JSON.stringify(content.args ?? {}) },
+    };
     body += chunk({ role: "assistant", tool_calls: [call] }, null);
   }
   return body + chunk({}, content.tool ? "tool_calls" : "stop") + "data: [DONE]\n\n";
@@ -110,7 +138,11 @@ async function server(): Promise<SseServer> {
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: project, env: environment(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: project,
+      env: environment(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
@@ -125,17 +157,37 @@ const body = (s: SseServer, n: number) => JSON.parse(s.requests[n]!.body);
 describe("the project around the agent, through the built bin", () => {
   it("an untrusted project in print mode: its extension is never imported, its skills and templates are skipped, and the run says so", async () => {
     const s = (await server()).reply(sseReply(chat({ text: "Fine." })));
-    const result = await run(["--base-url", s.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session", "--print", "hello"]);
+    const result = await run([
+      "--base-url",
+      s.baseUrl,
+      "--model",
+      "m",
+      "--no-api-key",
+      "--cwd",
+      project,
+      "--no-session",
+      "--print",
+      "hello",
+    ]);
     expect(result.stderr).toContain(
       `note: 3 project resource(s) of ${project} skipped (skills, templates, extensions): it is not trusted yet: run with --approve, or answer the question in the interactive mode`,
     );
     expect(result).toMatchObject({ code: 0, stdout: "Fine.\n" });
     expect(existsSync(sideEffect)).toBe(false);
     const system: string = body(s, 0).messages[0].content;
-    expect(system).toContain(`<project_instructions path="${path.join(project, "AGENTS.md")}">\nAlways run the tests before answering.\n</project_instructions>`);
+    expect(system).toContain(
+      `<project_instructions path="${path.join(project, "AGENTS.md")}">\nAlways run the tests before answering.\n</project_instructions>`,
+    );
     expect(system).toContain("<name>notes</name>");
     expect(system).not.toContain("<name>release</name>");
-    expect(body(s, 0).tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["read", "write", "edit", "ls", "bash", "skill"]);
+    expect(body(s, 0).tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
+      "read",
+      "write",
+      "edit",
+      "ls",
+      "bash",
+      "skill",
+    ]);
   }, 60_000);
 
   it("--approve: a TypeScript project extension and a JavaScript --extension load in the built bin; the model sees the skills, calls the extension's tool, and the policy hook blocks bash", async () => {
@@ -144,8 +196,19 @@ describe("the project around the agent, through the built bin", () => {
       .reply(sseReply(chat({ tool: "bash", args: { command: "echo hi" } })))
       .reply(sseReply(chat({ text: "Reviewed." })));
     const result = await run([
-      "--base-url", s.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session", "--approve", "--json",
-      "--extension", path.join(base, "policy.mjs"), "/review a.ts speed",
+      "--base-url",
+      s.baseUrl,
+      "--model",
+      "m",
+      "--no-api-key",
+      "--cwd",
+      project,
+      "--no-session",
+      "--approve",
+      "--json",
+      "--extension",
+      path.join(base, "policy.mjs"),
+      "/review a.ts speed",
     ]);
     expect(result.code).toBe(0);
     expect(readFileSync(sideEffect, "utf8")).toBe("imported");
@@ -153,13 +216,25 @@ describe("the project around the agent, through the built bin", () => {
     expect(result.stderr).toContain(`trust:     ${project}: trusted (--approve/--no-approve)`);
     expect(result.stderr).toContain(`skills:    release (project), notes (user)`);
     expect(result.stderr).toContain(`templates: /review`);
-    expect(result.stderr).toContain(`extension: ${path.join(base, "policy.mjs")} (flag: hooks 1 before, 0 after; a prompt section)`);
-    expect(result.stderr).toContain(`extension: ${path.join(project, ".pi-course", "extensions", "shout.ts")} (project: tools shout; commands /hi)`);
+    expect(result.stderr).toContain(
+      `extension: ${path.join(base, "policy.mjs")} (flag: hooks 1 before, 0 after; a prompt section)`,
+    );
+    expect(result.stderr).toContain(
+      `extension: ${path.join(project, ".pi-course", "extensions", "shout.ts")} (project: tools shout; commands /hi)`,
+    );
     const first = body(s, 0);
     expect(first.messages[1]).toEqual({ role: "user", content: "Review a.ts for speed." });
     expect(first.messages[0].content).toContain("<name>release</name>");
     expect(first.messages[0].content).toContain("Policy: no bash.");
-    expect(first.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["read", "write", "edit", "ls", "bash", "skill", "shout"]);
+    expect(first.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
+      "read",
+      "write",
+      "edit",
+      "ls",
+      "bash",
+      "skill",
+      "shout",
+    ]);
     expect(body(s, 1).messages.at(-1)).toEqual({ role: "tool", tool_call_id: "call_shout", content: "HEY" });
     expect(body(s, 2).messages.at(-1)).toEqual({
       role: "tool",
@@ -169,7 +244,10 @@ describe("the project around the agent, through the built bin", () => {
   }, 60_000);
 
   it("in a terminal: the trust question is asked once, then /skills, /hi, a template and /skill:release work", async () => {
-    const s = (await server()).reply(sseReply(chat({ text: "Reviewed a.ts." }))).reply(sseReply(chat({ tool: "skill", args: { name: "release", path: "references/checklist.md" } }))).reply(sseReply(chat({ text: "Released." })));
+    const s = (await server())
+      .reply(sseReply(chat({ text: "Reviewed a.ts." })))
+      .reply(sseReply(chat({ tool: "skill", args: { name: "release", path: "references/checklist.md" } })))
+      .reply(sseReply(chat({ text: "Released." })));
     const args = ["--base-url", s.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
     const t = openTerminal([process.execPath, bin, ...args], { cwd: project, env: environment(), columns: 200 });
     terminals.push(t);

@@ -265,7 +265,8 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   if (approveFlags > 1) throw new CliUsageError("choose one of --approve and --no-approve.");
   const extensionFiles = extensions.map((file) => path.resolve(from, file));
   for (const [i, file] of extensionFiles.entries()) {
-    if (!existsSync(file) || !statSync(file).isFile()) throw new CliUsageError(`--extension ${extensions[i]}: ${file} is not a file.`);
+    if (!existsSync(file) || !statSync(file).isFile())
+      throw new CliUsageError(`--extension ${extensions[i]}: ${file} is not a file.`);
   }
   if ((continueLast ? 1 : 0) + (resume !== undefined ? 1 : 0) + (noSession ? 1 : 0) > 1) {
     throw new CliUsageError("choose one of --continue, --resume ID and --no-session.");

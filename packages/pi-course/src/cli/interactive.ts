@@ -112,7 +112,10 @@ export async function runInteractive(
         return printer.line(neutralize(expanded.message), "red");
       case "command": {
         const ext = runtime.resources!.extensions.commands.get(expanded.name)!;
-        const said = await ext.run(expanded.args, { cwd: runtime.resources!.locations.cwd, say: (text) => printer.line(neutralize(String(text))) });
+        const said = await ext.run(expanded.args, {
+          cwd: runtime.resources!.locations.cwd,
+          say: (text) => printer.line(neutralize(String(text))),
+        });
         if (typeof said === "string" && said !== "") printer.line(neutralize(said));
         return;
       }
@@ -126,7 +129,11 @@ export async function runInteractive(
         const skills = runtime.resources?.skills ?? [];
         if (skills.length === 0) return printer.line("no skills found (see --help: Skills)", "dim");
         for (const s of skills) {
-          const flags = [s.scope, s.disableModelInvocation ? "user only" : "", runtime.resources!.skillLibrary.isActive(s.name) ? "active" : ""].filter((f) => f !== "");
+          const flags = [
+            s.scope,
+            s.disableModelInvocation ? "user only" : "",
+            runtime.resources!.skillLibrary.isActive(s.name) ? "active" : "",
+          ].filter((f) => f !== "");
           printer.line(`${neutralize(s.name)} (${flags.join(", ")}): ${neutralize(s.description)}`);
         }
         return;

@@ -10,7 +10,18 @@ import type { Resources } from "../resources/resources.js";
 import { neutralize } from "./trace.js";
 
 /** The commands of the conversation itself: templates and extension commands may not take these names. */
-export const BUILTIN_COMMANDS = ["help", "exit", "quit", "new", "sessions", "resume", "compact", "model", "later", "skills"] as const;
+export const BUILTIN_COMMANDS = [
+  "help",
+  "exit",
+  "quit",
+  "new",
+  "sessions",
+  "resume",
+  "compact",
+  "model",
+  "later",
+  "skills",
+] as const;
 
 /**
  * Asks on the terminal whether to trust `folder` (y/yes trusts, anything else does not; Ctrl-C or
@@ -23,7 +34,9 @@ export function askTrust(
   return (folder) =>
     new Promise((resolve) => {
       const out = io.output;
-      out.write(`\nThe folder ${neutralize(folder)} holds project resources that can steer the agent or run code in it:\n`);
+      out.write(
+        `\nThe folder ${neutralize(folder)} holds project resources that can steer the agent or run code in it:\n`,
+      );
       for (const file of projectResources.slice(0, 10)) out.write(`  ${neutralize(file)}\n`);
       if (projectResources.length > 10) out.write(`  … and ${projectResources.length - 10} more\n`);
       const rl = readline.createInterface({ input: io.input, output: io.output, terminal: true });
@@ -50,13 +63,21 @@ export function resourceBanner(resources: Resources): { lines: string[]; warning
     lines.push(`context:   ${resources.contextFiles.map((f) => f.path + (f.truncated ? " (cut)" : "")).join(", ")}`);
   }
   if (resources.trust !== undefined) {
-    const how = { flag: "--approve/--no-approve", saved: "saved decision", asked: "your answer", default: "not decided" }[resources.trust.source];
+    const how = {
+      flag: "--approve/--no-approve",
+      saved: "saved decision",
+      asked: "your answer",
+      default: "not decided",
+    }[resources.trust.source];
     lines.push(`trust:     ${resources.trust.folder}: ${resources.trust.trusted ? "trusted" : "not trusted"} (${how})`);
   }
   if (resources.skills.length > 0) {
-    lines.push(`skills:    ${resources.skills.map((s) => `${s.name} (${s.scope}${s.disableModelInvocation ? ", user only" : ""})`).join(", ")}`);
+    lines.push(
+      `skills:    ${resources.skills.map((s) => `${s.name} (${s.scope}${s.disableModelInvocation ? ", user only" : ""})`).join(", ")}`,
+    );
   }
-  if (resources.templates.length > 0) lines.push(`templates: ${resources.templates.map((t) => `/${t.name}`).join(", ")}`);
+  if (resources.templates.length > 0)
+    lines.push(`templates: ${resources.templates.map((t) => `/${t.name}`).join(", ")}`);
   for (const ext of resources.extensions.extensions) {
     const parts = [
       ext.tools.length > 0 ? `tools ${ext.tools.join(", ")}` : "",
@@ -88,16 +109,25 @@ export function expandInput(resources: Resources | undefined, line: string): Exp
   if (command.name.startsWith("skill:")) {
     const name = command.name.slice("skill:".length);
     try {
-      return { kind: "prompt", text: resources.skillLibrary.invoke(name, command.args), note: `skill ${name} activated` };
+      return {
+        kind: "prompt",
+        text: resources.skillLibrary.invoke(name, command.args),
+        note: `skill ${name} activated`,
+      };
     } catch (error) {
       return { kind: "error", message: (error as Error).message };
     }
   }
   const template = resources.templates.find((t) => t.name === command.name);
   if (template !== undefined) {
-    return { kind: "prompt", text: expandTemplate(template.body, splitArguments(command.args)).trim(), note: `/${template.name} expanded` };
+    return {
+      kind: "prompt",
+      text: expandTemplate(template.body, splitArguments(command.args)).trim(),
+      note: `/${template.name} expanded`,
+    };
   }
-  if (resources.extensions.commands.has(command.name)) return { kind: "command", name: command.name, args: command.args };
+  if (resources.extensions.commands.has(command.name))
+    return { kind: "command", name: command.name, args: command.args };
   return { kind: "none" };
 }
 
@@ -106,7 +136,9 @@ export function resourceHelp(resources: Resources | undefined): string[] {
   if (resources === undefined) return [];
   const lines: string[] = [];
   if (resources.skills.length > 0) lines.push("/skills           the skills found; /skill:NAME [ARGS] activates one");
-  for (const t of resources.templates) lines.push(`/${t.name}${t.argumentHint ? ` ${t.argumentHint}` : ""}`.padEnd(17) + ` ${t.description} (template)`);
-  for (const [name, c] of resources.extensions.commands) lines.push(`/${name}`.padEnd(17) + ` ${c.description} (extension)`);
+  for (const t of resources.templates)
+    lines.push(`/${t.name}${t.argumentHint ? ` ${t.argumentHint}` : ""}`.padEnd(17) + ` ${t.description} (template)`);
+  for (const [name, c] of resources.extensions.commands)
+    lines.push(`/${name}`.padEnd(17) + ` ${c.description} (extension)`);
   return lines.map(neutralize);
 }

@@ -106,7 +106,8 @@ export class Runtime {
     const host = resources?.extensions;
     this.agent = new Agent({
       initialState: {
-        systemPrompt: resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
+        systemPrompt:
+          resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
         model: withPairingCheck(model),
         tools: resources === undefined ? tools : [...tools, ...resourceTools(resources)],
       },
@@ -123,7 +124,12 @@ export class Runtime {
    * should know about the session. Rejects with an `Error` that says what to do when the session
    * asked for cannot be found or read.
    */
-  static async start(options: RunOptions, notes: (text: string) => void, demoDelayMs = 0, resources?: Resources): Promise<Runtime> {
+  static async start(
+    options: RunOptions,
+    notes: (text: string) => void,
+    demoDelayMs = 0,
+    resources?: Resources,
+  ): Promise<Runtime> {
     const workspace = options.server?.workspace ?? (await createDemoWorkspace());
     const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
     const runtime = new Runtime(options, workspace, folder, createModel(options, demoDelayMs), resources);

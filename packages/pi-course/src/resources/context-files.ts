@@ -76,12 +76,18 @@ export function findContextFiles(options: ContextFileOptions): { files: ContextF
     try {
       files.push(readCapped(file, scope, maxBytes));
     } catch (error) {
-      warnings.push({ path: file, message: `cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out` });
+      warnings.push({
+        path: file,
+        message: `cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out`,
+      });
       continue;
     }
     const last = files.at(-1)!;
     if (last.truncated) {
-      warnings.push({ path: file, message: `it is ${last.bytes} bytes, over the cap of ${maxBytes}: the model sees the first ${maxBytes} bytes` });
+      warnings.push({
+        path: file,
+        message: `it is ${last.bytes} bytes, over the cap of ${maxBytes}: the model sees the first ${maxBytes} bytes`,
+      });
     }
   }
   return { files, warnings };
@@ -112,7 +118,10 @@ function readCapped(file: string, scope: ContextFile["scope"], maxBytes: number)
     let end = Math.min(got, maxBytes);
     // never cut a UTF-8 sequence: step back over continuation bytes to the lead byte
     if (truncated) while (end > 0 && (buffer[end]! & 0xc0) === 0x80) end--;
-    let text = buffer.subarray(0, end).toString("utf8").replace(/^\uFEFF/, "");
+    let text = buffer
+      .subarray(0, end)
+      .toString("utf8")
+      .replace(/^\uFEFF/, "");
     if (truncated) text = `${text}\n${truncationNote(file, bytes, maxBytes)}`;
     return { path: file, scope, text, bytes, truncated };
   } finally {
@@ -126,7 +135,9 @@ function readCapped(file: string, scope: ContextFile["scope"], maxBytes: number)
  */
 export function contextFilesSection(files: readonly ContextFile[]): string {
   if (files.length === 0) return "";
-  const blocks = files.map((f) => `<project_instructions path="${f.path}">\n${f.text.trimEnd()}\n</project_instructions>`);
+  const blocks = files.map(
+    (f) => `<project_instructions path="${f.path}">\n${f.text.trimEnd()}\n</project_instructions>`,
+  );
   return [
     "<project_context>",
     "Instructions from AGENTS.md (or CLAUDE.md) files, the user's first, then from the outermost folder down to the",

@@ -43,6 +43,7 @@ export interface ExtensionBeforeResult {
 export type ExtensionBeforeHook = (
   call: ExtensionToolCall,
   signal?: AbortSignal,
+  // biome-ignore lint/suspicious/noConfusingVoidType: a hook or command with no return statement returns void
 ) => ExtensionBeforeResult | undefined | void | Promise<ExtensionBeforeResult | undefined | void>;
 
 /** A change to a tool's result: fields given replace the result's (the next hook sees the change). */
@@ -60,6 +61,7 @@ export interface ExtensionAfterResult {
 export type ExtensionAfterHook = (
   call: ExtensionToolCall & { result: AgentToolResult<unknown>; isError: boolean },
   signal?: AbortSignal,
+  // biome-ignore lint/suspicious/noConfusingVoidType: a hook or command with no return statement returns void
 ) => ExtensionAfterResult | undefined | void | Promise<ExtensionAfterResult | undefined | void>;
 
 /** What a command's `run` is given. */
@@ -76,6 +78,7 @@ export interface ExtensionCommand {
    * Contract: runs when the user types `/NAME args` (the text after the name, trimmed). A string
    * it returns is shown to the user; a throw is shown as an error.
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a hook or command with no return statement returns void
   run(args: string, ctx: ExtensionCommandContext): string | undefined | void | Promise<string | undefined | void>;
 }
 

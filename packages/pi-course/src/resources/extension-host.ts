@@ -18,7 +18,12 @@ import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { createJiti } from "jiti";
 import { Type } from "typebox";
-import type { AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult } from "../agent/types.js";
+import type {
+  AfterToolCallContext,
+  AfterToolCallResult,
+  BeforeToolCallContext,
+  BeforeToolCallResult,
+} from "../agent/types.js";
 import { settle } from "../agent/settle.js";
 import type { AgentTool, AgentToolResult, UserContent } from "../types.js";
 import {
@@ -139,7 +144,10 @@ export class ExtensionHost {
     }
     const factory = (module as { default?: unknown } | null)?.default;
     if (typeof factory !== "function") {
-      this.warnings.push({ path: file, message: "not loaded: its default export must be a function (api) => void (the extension's factory)" });
+      this.warnings.push({
+        path: file,
+        message: "not loaded: its default export must be a function (api) => void (the extension's factory)",
+      });
       return false;
     }
     return this.loadFactory(factory as ExtensionFactory, file, scope);
@@ -165,7 +173,8 @@ export class ExtensionHost {
     };
     const timeoutOf = (options: HookOptions | undefined) => {
       const ms = options?.timeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
-      if (!(Number.isFinite(ms) && ms > 0)) throw new TypeError(`a hook's timeoutMs must be a positive number of milliseconds, got ${ms}`);
+      if (!(Number.isFinite(ms) && ms > 0))
+        throw new TypeError(`a hook's timeoutMs must be a positive number of milliseconds, got ${ms}`);
       return ms;
     };
     const api: ExtensionAPI = {
@@ -173,16 +182,26 @@ export class ExtensionHost {
       Type,
       registerTool: (tool) => {
         guard("registerTool");
-        if (typeof tool !== "object" || tool === null || typeof tool.execute !== "function" || typeof tool.description !== "string") {
-          throw new TypeError("registerTool needs a tool with a name, a description, parameters and an execute function");
+        if (
+          typeof tool !== "object" ||
+          tool === null ||
+          typeof tool.execute !== "function" ||
+          typeof tool.description !== "string"
+        ) {
+          throw new TypeError(
+            "registerTool needs a tool with a name, a description, parameters and an execute function",
+          );
         }
-        if (!TOOL_NAME.test(String(tool.name))) throw new TypeError(`tool name "${tool.name}": use 1-64 of A-Z a-z 0-9 _ -`);
-        if (typeof tool.parameters !== "object" || tool.parameters === null) throw new TypeError(`tool "${tool.name}" needs parameters (a JSON Schema object)`);
+        if (!TOOL_NAME.test(String(tool.name)))
+          throw new TypeError(`tool name "${tool.name}": use 1-64 of A-Z a-z 0-9 _ -`);
+        if (typeof tool.parameters !== "object" || tool.parameters === null)
+          throw new TypeError(`tool "${tool.name}" needs parameters (a JSON Schema object)`);
         staged.tools.push({ ...tool, label: typeof tool.label === "string" ? tool.label : tool.name });
       },
       registerCommand: (commandName, command) => {
         guard("registerCommand");
-        if (!COMMAND_NAME.test(commandName)) throw new TypeError(`command name "${commandName}": use a-z, 0-9 and -, a letter or digit first`);
+        if (!COMMAND_NAME.test(commandName))
+          throw new TypeError(`command name "${commandName}": use a-z, 0-9 and -, a letter or digit first`);
         if (typeof command?.run !== "function") throw new TypeError(`command "/${commandName}" needs a run function`);
         staged.commands.push([commandName, command]);
       },
@@ -206,12 +225,23 @@ export class ExtensionHost {
     const outcome = await settle(() => factory(api), undefined, limit);
     open = false;
     if (outcome.kind !== "value") {
-      const why = outcome.kind === "timedOut" ? `its factory did not finish within ${limit} ms` : `its factory threw: ${firstLine((outcome as { error: unknown }).error)}`;
+      const why =
+        outcome.kind === "timedOut"
+          ? `its factory did not finish within ${limit} ms`
+          : `its factory threw: ${firstLine((outcome as { error: unknown }).error)}`;
       this.warnings.push({ path: name, message: `not loaded (nothing of it is registered): ${why}` });
       return false;
     }
     // commit
-    const loaded: LoadedExtension = { path: name, scope, tools: [], commands: [], beforeHooks: staged.before.length, afterHooks: staged.after.length, promptSections: staged.prompts.length };
+    const loaded: LoadedExtension = {
+      path: name,
+      scope,
+      tools: [],
+      commands: [],
+      beforeHooks: staged.before.length,
+      afterHooks: staged.after.length,
+      promptSections: staged.prompts.length,
+    };
     const takenTools = new Set([...(this.options.reservedTools ?? []), ...this.tools.map((t) => t.name)]);
     for (const tool of staged.tools) {
       if (takenTools.has(tool.name)) {
@@ -224,7 +254,10 @@ export class ExtensionHost {
     }
     for (const [commandName, command] of staged.commands) {
       if ((this.options.reservedCommands ?? []).includes(commandName) || this.commands.has(commandName)) {
-        this.warnings.push({ path: name, message: `its command /${commandName} is left out: another command has that name` });
+        this.warnings.push({
+          path: name,
+          message: `its command /${commandName} is left out: another command has that name`,
+        });
         continue;
       }
       this.commands.set(commandName, { ...command, extension: name });
@@ -240,19 +273,25 @@ export class ExtensionHost {
 
   /** The system prompt's section for what extensions added (empty text when nothing). */
   systemPromptSection(): string {
-    return this.promptSections.map((s) => `<extension path="${s.extension}">\n${s.text.trim()}\n</extension>`).join("\n");
+    return this.promptSections
+      .map((s) => `<extension path="${s.extension}">\n${s.text.trim()}\n</extension>`)
+      .join("\n");
   }
 
   /**
    * The `Agent`'s `beforeToolCall`: every extension's before-hook in load order; the first that
    * blocks, throws or times out blocks the call (fail closed). Never throws.
    */
-  readonly beforeToolCall = async (ctx: BeforeToolCallContext, signal?: AbortSignal): Promise<BeforeToolCallResult | undefined> => {
+  readonly beforeToolCall = async (
+    ctx: BeforeToolCallContext,
+    signal?: AbortSignal,
+  ): Promise<BeforeToolCallResult | undefined> => {
     // #region lab 12.4 ExtensionHost.beforeToolCall
     const call = this.callView(ctx);
     for (const { extension, hook, timeoutMs } of this.beforeHooks) {
       const outcome = await settle(() => hook(call, signal), signal, timeoutMs);
-      if (outcome.kind === "aborted") return { block: true, reason: "the run was aborted before the call's checks finished" };
+      if (outcome.kind === "aborted")
+        return { block: true, reason: "the run was aborted before the call's checks finished" };
       const failed = (why: string) => ({
         block: true,
         reason: `the tool call was not run: a check of the extension ${extension} ${why} (extension checks fail closed).`,
@@ -278,7 +317,10 @@ export class ExtensionHost {
    * result as the earlier ones left it. A failing hook is a diagnostic and changes nothing.
    * Never throws.
    */
-  readonly afterToolCall = async (ctx: AfterToolCallContext, signal?: AbortSignal): Promise<AfterToolCallResult | undefined> => {
+  readonly afterToolCall = async (
+    ctx: AfterToolCallContext,
+    signal?: AbortSignal,
+  ): Promise<AfterToolCallResult | undefined> => {
     if (this.afterHooks.length === 0) return undefined;
     let result: AgentToolResult<unknown> = ctx.result;
     let isError = ctx.isError;
@@ -287,7 +329,10 @@ export class ExtensionHost {
       const outcome = await settle(() => hook({ ...this.callView(ctx), result, isError }, signal), signal, timeoutMs);
       if (outcome.kind === "aborted") break;
       const report = (why: string) =>
-        this.options.onDiagnostic?.({ path: extension, message: `its afterToolCall hook ${why} for "${ctx.toolCall.name}"; the result is kept as it was` });
+        this.options.onDiagnostic?.({
+          path: extension,
+          message: `its afterToolCall hook ${why} for "${ctx.toolCall.name}"; the result is kept as it was`,
+        });
       if (outcome.kind === "timedOut") {
         report(`did not answer within ${timeoutMs} ms`);
         continue;
@@ -321,7 +366,12 @@ export class ExtensionHost {
 
   private callView(ctx: BeforeToolCallContext): ExtensionToolCall {
     const args = typeof ctx.args === "object" && ctx.args !== null ? (ctx.args as Record<string, unknown>) : {};
-    return { toolName: ctx.toolCall.name, toolCallId: ctx.toolCall.id, args: structuredClone(args), cwd: this.options.cwd };
+    return {
+      toolName: ctx.toolCall.name,
+      toolCallId: ctx.toolCall.id,
+      args: structuredClone(args),
+      cwd: this.options.cwd,
+    };
   }
 }
 

@@ -21,11 +21,18 @@ const FENCE = /^---[ \t]*$/;
  * does not parse, duplicate keys, or YAML that is not a mapping are `ok: false`.
  */
 export function parseFrontmatter(text: string): Frontmatter {
-  const lines = text.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n").split("\n");
+  const lines = text
+    .replace(/^\uFEFF/, "")
+    .replace(/\r\n?/g, "\n")
+    .split("\n");
   if (!FENCE.test(lines[0] ?? "")) return { ok: true, data: {}, body: lines.join("\n"), hasFrontmatter: false };
   const close = lines.findIndex((line, i) => i > 0 && FENCE.test(line));
   if (close === -1) {
-    return { ok: false, error: "the frontmatter opened by the first `---` line is never closed by another `---` line", body: "" };
+    return {
+      ok: false,
+      error: "the frontmatter opened by the first `---` line is never closed by another `---` line",
+      body: "",
+    };
   }
   const body = lines.slice(close + 1).join("\n");
   const yamlText = lines.slice(1, close).join("\n");

@@ -35,7 +35,10 @@ export interface PromptTemplate {
 export const TEMPLATE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** The folders templates come from, in precedence order (the project's only when trusted). */
-export function templateFolders(locations: ResourceLocations, trustedProject: boolean): { folder: string; scope: PromptTemplate["scope"] }[] {
+export function templateFolders(
+  locations: ResourceLocations,
+  trustedProject: boolean,
+): { folder: string; scope: PromptTemplate["scope"] }[] {
   const folders: { folder: string; scope: PromptTemplate["scope"] }[] = [];
   if (trustedProject) folders.push({ folder: path.join(locations.cwd, ".pi-course", "prompts"), scope: "project" });
   folders.push({ folder: path.join(locations.piHome, "prompts"), scope: "user" });
@@ -47,9 +50,10 @@ export function templateFolders(locations: ResourceLocations, trustedProject: bo
  * Never throws: a file that cannot be read or whose frontmatter does not parse is skipped with a
  * warning, as is a file name that cannot be a command.
  */
-export function loadPromptTemplates(
-  folders: readonly { folder: string; scope: PromptTemplate["scope"] }[],
-): { templates: PromptTemplate[]; warnings: ResourceWarning[] } {
+export function loadPromptTemplates(folders: readonly { folder: string; scope: PromptTemplate["scope"] }[]): {
+  templates: PromptTemplate[];
+  warnings: ResourceWarning[];
+} {
   const templates: PromptTemplate[] = [];
   const warnings: ResourceWarning[] = [];
   const byName = new Map<string, PromptTemplate>();
@@ -67,14 +71,20 @@ export function loadPromptTemplates(
       const full = path.join(folder, file);
       const name = file.slice(0, -3);
       if (!TEMPLATE_NAME.test(name)) {
-        warnings.push({ path: full, message: `skipped: "${name}" cannot be a command (letters, digits, ".", "_" and "-", not first)` });
+        warnings.push({
+          path: full,
+          message: `skipped: "${name}" cannot be a command (letters, digits, ".", "_" and "-", not first)`,
+        });
         continue;
       }
       let text: string;
       try {
         text = readFileSync(full, "utf8");
       } catch (error) {
-        warnings.push({ path: full, message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+        warnings.push({
+          path: full,
+          message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+        });
         continue;
       }
       const parsed = parseFrontmatter(text);
@@ -84,15 +94,34 @@ export function loadPromptTemplates(
       }
       const winner = byName.get(name);
       if (winner !== undefined) {
-        warnings.push({ path: full, message: `skipped: the template /${name} of ${winner.path} comes first and wins the name` });
+        warnings.push({
+          path: full,
+          message: `skipped: the template /${name} of ${winner.path} comes first and wins the name`,
+        });
         continue;
       }
       const body = parsed.body.replace(/^\n+/, "");
       const given = parsed.data.description;
-      const firstLine = body.split("\n").find((l) => l.trim() !== "")?.trim() ?? "";
-      const description = typeof given === "string" && given.trim() !== "" ? given.trim() : firstLine.length > 60 ? `${firstLine.slice(0, 59)}…` : firstLine;
+      const firstLine =
+        body
+          .split("\n")
+          .find((l) => l.trim() !== "")
+          ?.trim() ?? "";
+      const description =
+        typeof given === "string" && given.trim() !== ""
+          ? given.trim()
+          : firstLine.length > 60
+            ? `${firstLine.slice(0, 59)}…`
+            : firstLine;
       const hint = parsed.data["argument-hint"];
-      const template: PromptTemplate = { name, description, body, path: full, scope, ...(typeof hint === "string" && { argumentHint: hint }) };
+      const template: PromptTemplate = {
+        name,
+        description,
+        body,
+        path: full,
+        scope,
+        ...(typeof hint === "string" && { argumentHint: hint }),
+      };
       byName.set(name, template);
       templates.push(template);
     }

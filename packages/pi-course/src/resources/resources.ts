@@ -69,7 +69,11 @@ export function findProjectResources(locations: ResourceLocations): string[] {
   const found: string[] = [];
   const { skills } = discoverSkills(skillRoots(locations, true).filter((r) => r.scope === "project"));
   found.push(...skills.map((s) => s.location));
-  found.push(...loadPromptTemplates(templateFolders(locations, true).filter((f) => f.scope === "project")).templates.map((t) => t.path));
+  found.push(
+    ...loadPromptTemplates(templateFolders(locations, true).filter((f) => f.scope === "project")).templates.map(
+      (t) => t.path,
+    ),
+  );
   found.push(...extensionFiles(projectExtensionFolder(locations)));
   return found;
 }
@@ -86,7 +90,11 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
   const notes: string[] = [];
   let contextFiles: ContextFile[] = [];
   if (options.contextFiles !== false) {
-    const found = findContextFiles({ cwd: locations.cwd, piHome: locations.piHome, maxBytes: options.maxContextBytes ?? CONTEXT_FILE_MAX_BYTES });
+    const found = findContextFiles({
+      cwd: locations.cwd,
+      piHome: locations.piHome,
+      maxBytes: options.maxContextBytes ?? CONTEXT_FILE_MAX_BYTES,
+    });
     contextFiles = found.files;
     warnings.push(...found.warnings);
   }
@@ -106,7 +114,9 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
           : trust.source === "flag"
             ? "--no-approve"
             : "it is not trusted yet: run with --approve, or answer the question in the interactive mode";
-      notes.push(`${projectResources.length} project resource(s) of ${trust.folder} skipped (skills, templates, extensions): ${how}`);
+      notes.push(
+        `${projectResources.length} project resource(s) of ${trust.folder} skipped (skills, templates, extensions): ${how}`,
+      );
     }
   }
   const trusted = trust?.trusted === true;
@@ -157,7 +167,9 @@ export function composeSystemPrompt(base: string, resources: Resources): string 
     base.trim(),
     contextFilesSection(resources.contextFiles),
     skillsSection(resources.skills),
-    resources.contextFiles.length > 0 || resources.skills.length > 0 ? `Current working folder: ${resources.locations.cwd}` : "",
+    resources.contextFiles.length > 0 || resources.skills.length > 0
+      ? `Current working folder: ${resources.locations.cwd}`
+      : "",
     resources.extensions.systemPromptSection(),
   ];
   return sections.filter((s) => s !== "").join("\n\n");

@@ -45,10 +45,14 @@ export class SkillLibrary {
     const skill = this.byName.get(name);
     if (skill === undefined) {
       const known = this.skills.filter((s) => by === "user" || !s.disableModelInvocation).map((s) => s.name);
-      throw new Error(`there is no skill "${name}"; the skills are: ${known.length === 0 ? "(none)" : known.join(", ")}`);
+      throw new Error(
+        `there is no skill "${name}"; the skills are: ${known.length === 0 ? "(none)" : known.join(", ")}`,
+      );
     }
     if (by === "model" && skill.disableModelInvocation) {
-      throw new Error(`the skill "${name}" can be activated only by the user (/skill:${name}); it sets disable-model-invocation`);
+      throw new Error(
+        `the skill "${name}" can be activated only by the user (/skill:${name}); it sets disable-model-invocation`,
+      );
     }
     this.active.add(name);
     return skill;
@@ -81,7 +85,9 @@ export class SkillLibrary {
     try {
       real = realpathSync(target);
     } catch (error) {
-      throw new Error(`the skill "${name}" has no "${relative}" (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+      throw new Error(
+        `the skill "${name}" has no "${relative}" (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      );
     }
     if (!inside(realpathSync(skill.folder), real)) {
       throw new Error(`"${relative}" leads outside the skill's folder (a symbolic link); it is not read`);
@@ -89,7 +95,9 @@ export class SkillLibrary {
     const stats = statSync(real);
     if (stats.isDirectory()) return listFiles(real, real).join("\n") || "(an empty folder)";
     if (stats.size > SKILL_FILE_MAX_BYTES) {
-      throw new Error(`"${relative}" is ${stats.size} bytes, over ${SKILL_FILE_MAX_BYTES}; read parts of it with bash (e.g. head, sed -n)`);
+      throw new Error(
+        `"${relative}" is ${stats.size} bytes, over ${SKILL_FILE_MAX_BYTES}; read parts of it with bash (e.g. head, sed -n)`,
+      );
     }
     const bytes = readFileSync(real);
     if (bytes.includes(0)) throw new Error(`"${relative}" is not a text file; use it with bash by its path ${target}`);
@@ -120,7 +128,10 @@ function listFiles(folder: string, base: string, out: string[] = []): string[] {
 const skillParameters = Type.Object({
   name: Type.String({ description: "The skill's name, as listed in <available_skills>." }),
   path: Type.Optional(
-    Type.String({ description: "A file of the active skill, relative to its folder (e.g. references/guide.md). Leave out to activate." }),
+    Type.String({
+      description:
+        "A file of the active skill, relative to its folder (e.g. references/guide.md). Leave out to activate.",
+    }),
   ),
 });
 
@@ -153,7 +164,9 @@ export function createSkillTool(library: SkillLibrary): AgentTool<typeof skillPa
           const files = listFiles(skill.folder, skill.folder).filter((f) => f !== "SKILL.md");
           const text =
             `<skill name="${skill.name}" location="${skill.location}">\n${readSkillBody(skill)}\n</skill>\n` +
-            (files.length === 0 ? "" : `\nFiles of this skill (read one with skill and its path):\n${files.join("\n")}\n`);
+            (files.length === 0
+              ? ""
+              : `\nFiles of this skill (read one with skill and its path):\n${files.join("\n")}\n`);
           return { content: [{ type: "text", text }], details: { skill: name, action: "activate" } };
         }
         const text = library.readFile(name, relative);

@@ -54,7 +54,15 @@ export const SKILL_NAME_MAX = 64;
 export const SKILL_DESCRIPTION_MAX = 1024;
 export const SKILL_COMPATIBILITY_MAX = 500;
 
-const KNOWN_FIELDS = new Set(["name", "description", "license", "compatibility", "metadata", "allowed-tools", "disable-model-invocation"]);
+const KNOWN_FIELDS = new Set([
+  "name",
+  "description",
+  "license",
+  "compatibility",
+  "metadata",
+  "allowed-tools",
+  "disable-model-invocation",
+]);
 
 /**
  * The folders skills are looked for in, in precedence order. Project folders only when
@@ -96,7 +104,10 @@ export function readSkill(folder: string, scope: Skill["scope"], warnings: Resou
   try {
     text = readFileSync(location, "utf8");
   } catch (error) {
-    warnings.push({ path: location, message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+    warnings.push({
+      path: location,
+      message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    });
     return undefined;
   }
   // #region lab 12.2 readSkill
@@ -124,9 +135,18 @@ export function readSkill(folder: string, scope: Skill["scope"], warnings: Resou
     warn(`it has no \`name\` in its frontmatter; it is named after its folder, "${name}"`);
   }
   if (description.length > SKILL_DESCRIPTION_MAX) {
-    warn(`its description is ${description.length} characters long (the specification allows ${SKILL_DESCRIPTION_MAX})`);
+    warn(
+      `its description is ${description.length} characters long (the specification allows ${SKILL_DESCRIPTION_MAX})`,
+    );
   }
-  const skill: Skill = { name, description, location, folder, scope, disableModelInvocation: data["disable-model-invocation"] === true };
+  const skill: Skill = {
+    name,
+    description,
+    location,
+    folder,
+    scope,
+    disableModelInvocation: data["disable-model-invocation"] === true,
+  };
   if (data.license !== undefined) {
     if (typeof data.license === "string") skill.license = data.license;
     else warn("`license` should be a string; it is ignored");
@@ -136,7 +156,9 @@ export function readSkill(folder: string, scope: Skill["scope"], warnings: Resou
     else {
       skill.compatibility = data.compatibility;
       if (data.compatibility.length > SKILL_COMPATIBILITY_MAX) {
-        warn(`its compatibility is ${data.compatibility.length} characters long (the specification allows ${SKILL_COMPATIBILITY_MAX})`);
+        warn(
+          `its compatibility is ${data.compatibility.length} characters long (the specification allows ${SKILL_COMPATIBILITY_MAX})`,
+        );
       }
     }
   }
@@ -209,7 +231,10 @@ export function discoverSkills(roots: readonly SkillRoot[]): { skills: Skill[]; 
       const winner = byName.get(skill.name);
       if (winner !== undefined) {
         if (winner.location !== skill.location) {
-          warnings.push({ path: skill.location, message: `skipped: the skill "${skill.name}" of ${winner.location} comes first and wins the name` });
+          warnings.push({
+            path: skill.location,
+            message: `skipped: the skill "${skill.name}" of ${winner.location} comes first and wins the name`,
+          });
         }
         continue;
       }
@@ -252,7 +277,8 @@ export function skillsSection(skills: readonly Skill[]): string {
 /** The instructions of a skill (its `SKILL.md` without the frontmatter), read from disk now. */
 export function readSkillBody(skill: Skill): string {
   const parsed = parseFrontmatter(readFileSync(skill.location, "utf8"));
-  if (!parsed.ok) throw new Error(`the skill "${skill.name}" cannot be read any more: ${parsed.error} (${skill.location})`);
+  if (!parsed.ok)
+    throw new Error(`the skill "${skill.name}" cannot be read any more: ${parsed.error} (${skill.location})`);
   return parsed.body.trim();
 }
 

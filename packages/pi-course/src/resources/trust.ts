@@ -76,10 +76,14 @@ export class TrustStore {
       text = readFileSync(this.file, "utf8");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new TrustStoreError(`the trust file ${this.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`);
+      throw new TrustStoreError(
+        `the trust file ${this.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      );
     }
     const broken = (why: string) =>
-      new TrustStoreError(`the trust file ${this.file} ${why}; fix it or remove it (every folder is then asked about again).`);
+      new TrustStoreError(
+        `the trust file ${this.file} ${why}; fix it or remove it (every folder is then asked about again).`,
+      );
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -87,7 +91,13 @@ export class TrustStore {
       throw broken(`is not JSON (${(error as Error).message})`);
     }
     const folders = (value as { folders?: unknown } | null)?.folders;
-    if (typeof value !== "object" || value === null || typeof folders !== "object" || folders === null || Array.isArray(folders)) {
+    if (
+      typeof value !== "object" ||
+      value === null ||
+      typeof folders !== "object" ||
+      folders === null ||
+      Array.isArray(folders)
+    ) {
       throw broken('must hold {"version": 1, "folders": {…}}');
     }
     const decisions: TrustDecision[] = [];
@@ -111,7 +121,8 @@ export class TrustStore {
     const wanted = canonicalFolder(folder);
     let best: TrustDecision | undefined;
     for (const decision of this.decisions()) {
-      if (covers(decision.folder, wanted) && (best === undefined || decision.folder.length > best.folder.length)) best = decision;
+      if (covers(decision.folder, wanted) && (best === undefined || decision.folder.length > best.folder.length))
+        best = decision;
     }
     return best;
     // #endregion
