@@ -383,6 +383,7 @@ describe("prompt templates", () => {
       ["explain", "user", "Explain this code in plain words, step by step, for a newco…", undefined],
     ]);
     expect(templates[0]!.body).toBe("Review $1 for ${2:-bugs}.\n");
+    expect(expandTemplate(templates[0]!.body, splitArguments("src/a.ts"))).toBe("Review src/a.ts for bugs.\n");
     expect(warnings.map((w) => [path.relative(base, w.path), w.message.replace(/\(line.*$/, "")])).toEqual([
       [
         "work/.pi-course/prompts/bad name.md",
