@@ -2,6 +2,9 @@
  * Chapter 12: the project around the agent. Every test works on real folders made on disk (a
  * real `git init` where the walk must stop at the git root), real extension modules imported by
  * the host, and the real `Agent` on a scripted model.
+ *
+ * Timeouts are a minute: the first import of a TypeScript extension loads jiti's transformer
+ * (about a second alone, over ten on a loaded machine; the course proof runs several folders at once).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -69,7 +72,7 @@ const skillFile = (frontmatter: string, body = "Do the thing.\n") => `---\n${fro
 // Lab 12.1: context files
 // ---------------------------------------------------------------------------------------------
 
-describe("context files", () => {
+describe("context files", { timeout: 60_000 }, () => {
   it("Lab 12.1 · the user's AGENTS.md, then every folder from the root down, past the git root; AGENTS.md before CLAUDE.md", () => {
     const outer = path.join(base, "outer");
     const repo = path.join(outer, "repo");
@@ -145,7 +148,7 @@ describe("context files", () => {
 // Lab 12.2: skills
 // ---------------------------------------------------------------------------------------------
 
-describe("skills", () => {
+describe("skills", { timeout: 60_000 }, () => {
   it("Lab 12.2 · the specification's edge cases: lenient warnings, skipped only without a description or with broken YAML", () => {
     const root = tree(path.join(base, "skills"), {
       "good/SKILL.md": skillFile(
@@ -335,7 +338,7 @@ describe("skills", () => {
 // Lab 12.3: prompt templates
 // ---------------------------------------------------------------------------------------------
 
-describe("prompt templates", () => {
+describe("prompt templates", { timeout: 60_000 }, () => {
   it("Lab 12.3 · arguments split as a shell splits words", () => {
     expect(splitArguments("")).toEqual([]);
     expect(splitArguments("  a   b\tc ")).toEqual(["a", "b", "c"]);
@@ -414,9 +417,10 @@ describe("prompt templates", () => {
 
 /** A TypeScript extension: a tool, a command, a prompt section and a before-hook that denies rm. */
 const TS_EXTENSION = `
-import type { ExtensionAPI } from "${path.resolve(import.meta.dirname, "../src/resources/extension-api.js")}";
+// the API as far as this extension uses it (an extension outside the package declares its own)
+interface Api { registerTool(tool: object): void; registerCommand(name: string, command: object): void; addSystemPrompt(text: string): void; beforeToolCall(hook: (call: { toolName: string; args: Record<string, unknown> }) => object | undefined): void; Type: { Object(p: object): object; String(): object } }
 interface Args { text: string }
-export default function (api: ExtensionAPI): void {
+export default function (api: Api): void {
   const shout = (text: string): string => text.toUpperCase();
   api.registerTool({
     name: "shout", label: "Shout", description: "Says the text loudly.",
@@ -466,7 +470,7 @@ async function runCalls(
   return agent.state.messages.filter((m): m is ToolResultMessage => "role" in m && m.role === "toolResult");
 }
 
-describe("extension host", () => {
+describe("extension host", { timeout: 60_000 }, () => {
   it("Lab 12.4 · TypeScript and JavaScript extensions register tools, commands, prompt sections and hooks that the Agent runs", async () => {
     const folder = tree(path.join(base, "ext"), { "shout.ts": TS_EXTENSION, "shell.mjs": JS_EXTENSION });
     const host = new ExtensionHost({ cwd: base, reservedTools: ["read"], reservedCommands: ["help"] });
@@ -627,7 +631,7 @@ describe("extension host", () => {
 // Lab 12.5: the trust gate
 // ---------------------------------------------------------------------------------------------
 
-describe("trust gate", () => {
+describe("trust gate", { timeout: 60_000 }, () => {
   it("Lab 12.5 · decisions are saved per folder and the closest folder's decision wins", () => {
     const piHome = path.join(base, "home", ".pi-course");
     const store = TrustStore.inHome(piHome);

@@ -113,7 +113,8 @@ export class Runtime {
       },
       convertToLlm: toLlm(options.dropToolResult),
       // extension hooks (fail closed before a call; an after-hook's failure is only reported)
-      ...(host !== undefined && { beforeToolCall: host.beforeToolCall, afterToolCall: host.afterToolCall }),
+      ...(host?.hasBeforeHooks === true && { beforeToolCall: host.beforeToolCall }),
+      ...(host?.hasAfterHooks === true && { afterToolCall: host.afterToolCall }),
       ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
     });
   }

@@ -271,6 +271,16 @@ export class ExtensionHost {
     // #endregion
   }
 
+  /** Whether any extension registered a before-hook (else the `Agent` needs no `beforeToolCall`). */
+  get hasBeforeHooks(): boolean {
+    return this.beforeHooks.length > 0;
+  }
+
+  /** Whether any extension registered an after-hook. */
+  get hasAfterHooks(): boolean {
+    return this.afterHooks.length > 0;
+  }
+
   /** The system prompt's section for what extensions added (empty text when nothing). */
   systemPromptSection(): string {
     return this.promptSections
