@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CliUsageError, parseArgs } from "../src/cli/args.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 
@@ -155,6 +156,24 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
 const body = (s: SseServer, n: number) => JSON.parse(s.requests[n]!.body);
 
 describe("the project around the agent, through the built bin", () => {
+  it("the command line: --approve and --no-approve exclude each other; --extension names a file that exists", () => {
+    const env = { HOME: home, INIT_CWD: project };
+    const parse = (...args: string[]) => parseArgs(args, env, false);
+    expect(parse("--no-session")).toMatchObject({ contextFiles: true, extensions: [] });
+    expect(parse("--no-session", "--no-context-files", "--approve", "--extension", "../policy.mjs")).toMatchObject({
+      contextFiles: false,
+      approve: true,
+      extensions: [path.join(base, "policy.mjs")],
+    });
+    expect(parse("--no-approve")).toMatchObject({ approve: false });
+    expect(() => parse("--approve", "--no-approve")).toThrow(
+      new CliUsageError("choose one of --approve and --no-approve."),
+    );
+    expect(() => parse("--extension", "missing.ts")).toThrow(
+      new CliUsageError(`--extension missing.ts: ${path.join(project, "missing.ts")} is not a file.`),
+    );
+  });
+
   it("an untrusted project in print mode: its extension is never imported, its skills and templates are skipped, and the run says so", async () => {
     const s = (await server()).reply(sseReply(chat({ text: "Fine." })));
     const result = await run([

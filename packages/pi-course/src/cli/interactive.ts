@@ -210,7 +210,7 @@ export async function runInteractive(
         return printer.line(`↳ queued for later: ${neutralize(line.slice(7).trim())}`, "dim");
       }
       if (line === "/exit") return leave(0);
-      if (/^\/[a-z]+$/.test(line.split(/\s/)[0]!)) {
+      if (/^\/[a-z][\w:.-]*$/i.test(line.split(/\s/)[0]!)) {
         return printer.line(
           `${neutralize(line.split(/\s/)[0]!)} waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message`,
           "yellow",
