@@ -74,17 +74,20 @@ export default defineChapter({
     },
     {
       id: "12.2",
-      title: { zh: "技能：按规范宽松校验，按优先级发现（readSkill、discoverSkills）", en: "skills: lenient validation, discovery by precedence" },
+      title: {
+        zh: "技能：按规范宽松校验，按优先级发现（readSkill、discoverSkills）",
+        en: "skills: lenient validation, discovery by precedence",
+      },
       hint: {
         zh:
           "`readSkill`：`parseFrontmatter` 失败 → 警告 `skipped: <原因>` 并返回 undefined；没有（或空的）`description` → " +
           "`skipped: it has no \\`description\\` in its frontmatter (the model needs it to know when to use the skill)`。" +
-          "名字不合规（`skillNameProblem`）→ `the name \"X\" breaks the specification: <问题>`；和文件夹名不一致 → `the name \"X\" should match its folder's name \"Y\"`；" +
-          "没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, \"Y\"`；" +
+          '名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；' +
+          '没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；' +
           "描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。" +
           "这些只是警告，技能照常加载。`metadata` 只留字符串值，`allowed-tools` 按空白切开。" +
           "`discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`），" +
-          "同名的后来者警告 `skipped: the skill \"N\" of <先来者的位置> comes first and wins the name`。",
+          '同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。',
         en:
           "readSkill: skip (with the reason) only on a frontmatter error or a missing description; warn on a bad name, a name " +
           "unlike its folder, a missing name (use the folder's), a long description, unknown fields. discoverSkills: roots in " +
@@ -93,10 +96,13 @@ export default defineChapter({
     },
     {
       id: "12.3",
-      title: { zh: "提示模板：像 shell 一样分词，一遍替换（splitArguments、expandTemplate）", en: "templates: shell-like words, one-pass expansion" },
+      title: {
+        zh: "提示模板：像 shell 一样分词，一遍替换（splitArguments、expandTemplate）",
+        en: "templates: shell-like words, one-pass expansion",
+      },
       hint: {
         zh:
-          "`splitArguments`：空白分词；单引号里原样保留；双引号里只有 `\\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符；`\"\"` 是一个空词；没闭合的引号一直到结尾。" +
+          '`splitArguments`：空白分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符；`""` 是一个空词；没闭合的引号一直到结尾。' +
           "`expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。" +
           "`${N:-默认}` 在第 N 个参数缺失或为空时用默认值；`${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接；`$@` 和 `$ARGUMENTS` 是全部参数用空格连接；缺的参数是空字符串。",
         en:
@@ -106,14 +112,17 @@ export default defineChapter({
     },
     {
       id: "12.4",
-      title: { zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）", en: "the extension host: stage then commit, fail closed" },
+      title: {
+        zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）",
+        en: "the extension host: stage then commit, fail closed",
+      },
       hint: {
         zh:
           "`loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → " +
           "`not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。" +
           "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交：" +
-          "名字被占用的工具/命令留下警告 `its tool \"X\" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。" +
-          "`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: \"the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed).\" }`，" +
+          '名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。' +
+          '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
           "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`。绝不抛给智能体循环。",
         en:
           "loadFactory: stage through the API, settle the factory with a time limit, commit only on success, then close the " +
@@ -123,13 +132,16 @@ export default defineChapter({
     },
     {
       id: "12.5",
-      title: { zh: "信任门：最近的决定生效，问一次（TrustStore.lookup、decideTrust）", en: "the trust gate: closest decision wins, asked once" },
+      title: {
+        zh: "信任门：最近的决定生效，问一次（TrustStore.lookup、decideTrust）",
+        en: "the trust gate: closest decision wins, asked once",
+      },
       hint: {
         zh:
           "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
           "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个。" +
-          "`decideTrust`：有 `override` → `{ trusted: override, source: \"flag\" }`，什么都不保存；有保存的决定 → `source: \"saved\"`；" +
-          "能问（`ask`）→ 问，答案保存（`store.remember`），`source: \"asked\"`，答 `undefined`（取消）就这次不信任、什么都不保存；否则 `{ trusted: false, source: \"default\" }`。",
+          '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
+          '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存；否则 `{ trusted: false, source: "default" }`。',
         en:
           "lookup: canonical folder, the longest saved folder that covers it (path.relative, not a string prefix). decideTrust: " +
           "flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing), else untrusted by default.",
@@ -140,7 +152,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "在 `loadResources` 里把加载项目扩展的那一行挪到 `decideTrust` 之前（不管信不信任都先 `host.load`），跑 `npm test -- -t \"Lab 12\\.5\\b\"`：" +
+      '在 `loadResources` 里把加载项目扩展的那一行挪到 `decideTrust` 之前（不管信不信任都先 `host.load`），跑 `npm test -- -t "Lab 12\\.5\\b"`：' +
       "哪个断言先失败？副作用文件是在问用户之前还是之后出现的？——这正是“信任门必须在导入之前”的原因：模块的顶层代码在 import 时就执行了。" +
       "再把 `expandTemplate` 改成两遍替换（先换 `$1`，再换 `$@`），用参数 `'$@'` 试试会发生什么。",
     en:

@@ -16,7 +16,7 @@
  */
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
-import { createJiti } from "jiti";
+import type { Jiti } from "jiti";
 import { Type } from "typebox";
 import type {
   AfterToolCallContext,
@@ -126,7 +126,8 @@ export class ExtensionHost {
   readonly warnings: ResourceWarning[] = [];
   private readonly beforeHooks: Hook<ExtensionBeforeHook>[] = [];
   private readonly afterHooks: Hook<ExtensionAfterHook>[] = [];
-  private readonly jiti = createJiti(import.meta.url, { fsCache: false, moduleCache: false });
+  /** The loader, made on the first extension file (jiti costs half a second to load on a busy machine). */
+  private jiti: Jiti | undefined;
 
   constructor(readonly options: ExtensionHostOptions) {}
 
@@ -137,6 +138,10 @@ export class ExtensionHost {
   async load(file: string, scope: ResourceScope): Promise<boolean> {
     let module: unknown;
     try {
+      if (this.jiti === undefined) {
+        const { createJiti } = await import("jiti");
+        this.jiti = createJiti(import.meta.url, { fsCache: false, moduleCache: false });
+      }
       module = await this.jiti.import(path.resolve(file));
     } catch (error) {
       this.warnings.push({ path: file, message: `not loaded: it cannot be imported (${firstLine(error)})` });

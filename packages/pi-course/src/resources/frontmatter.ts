@@ -3,7 +3,18 @@
  * line `---`, then the Markdown body. The YAML is read by the `yaml` package (YAML 1.2, the
  * core schema), never by hand: a hand parser gets quoting, block scalars and comments wrong.
  */
-import { parseDocument } from "yaml";
+import { createRequire } from "node:module";
+import type * as Yaml from "yaml";
+
+/**
+ * `yaml`, loaded on the first frontmatter (a quarter of a second of start-up on a busy machine,
+ * paid only by a run that has a skill or a template to read).
+ */
+let yaml: typeof Yaml | undefined;
+function loadYaml(): typeof Yaml {
+  yaml ??= createRequire(import.meta.url)("yaml") as typeof Yaml;
+  return yaml;
+}
 
 /** What a Markdown file with frontmatter holds. */
 export type Frontmatter =
@@ -36,7 +47,7 @@ export function parseFrontmatter(text: string): Frontmatter {
   }
   const body = lines.slice(close + 1).join("\n");
   const yamlText = lines.slice(1, close).join("\n");
-  const document = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: true });
+  const document = loadYaml().parseDocument(yamlText, { uniqueKeys: true, prettyErrors: true });
   if (document.errors.length > 0) {
     // the YAML text starts on the file's second line
     const first = document.errors[0]!;
