@@ -48,6 +48,7 @@ export default defineChapter({
     "src/cli/main.ts",
     "src/cli/pairing.ts",
     "src/cli/render.ts",
+    "src/cli/resources.ts",
     "src/cli/runtime.ts",
     "src/cli/sessions.ts",
     "src/cli/start.ts",

@@ -281,6 +281,78 @@ export type {
   AgentSessionStore,
 } from "./agent/types.js";
 // #endregion
+// #region ch12
+
+// Chapter 12: the project around the agent
+export type { ResourceLocations, ResourceScope, ResourceWarning } from "./resources/types.js";
+export { foldersFromRoot, foldersToProjectRoot, gitRoot, projectRoot } from "./resources/folders.js";
+export { parseFrontmatter } from "./resources/frontmatter.js";
+export type { Frontmatter } from "./resources/frontmatter.js";
+export {
+  CONTEXT_FILE_MAX_BYTES,
+  CONTEXT_FILE_NAMES,
+  contextFilesSection,
+  findContextFiles,
+  truncationNote,
+} from "./resources/context-files.js";
+export type { ContextFile, ContextFileOptions } from "./resources/context-files.js";
+export {
+  SKILL_COMPATIBILITY_MAX,
+  SKILL_DESCRIPTION_MAX,
+  SKILL_NAME_MAX,
+  discoverSkills,
+  readSkill,
+  readSkillBody,
+  skillInvocation,
+  skillNameProblem,
+  skillRoots,
+  skillsSection,
+} from "./resources/skills.js";
+export type { Skill, SkillRoot } from "./resources/skills.js";
+export { SKILL_FILE_MAX_BYTES, SkillLibrary, createSkillTool } from "./resources/skill-tool.js";
+export type { SkillToolDetails } from "./resources/skill-tool.js";
+export {
+  TEMPLATE_NAME,
+  expandTemplate,
+  loadPromptTemplates,
+  parseSlashCommand,
+  splitArguments,
+  templateFolders,
+} from "./resources/prompt-templates.js";
+export type { PromptTemplate } from "./resources/prompt-templates.js";
+export { DEFAULT_HOOK_TIMEOUT_MS } from "./resources/extension-api.js";
+export type {
+  ExtensionAPI,
+  ExtensionAfterHook,
+  ExtensionAfterResult,
+  ExtensionBeforeHook,
+  ExtensionBeforeResult,
+  ExtensionCommand,
+  ExtensionCommandContext,
+  ExtensionFactory,
+  ExtensionToolCall,
+  HookOptions,
+} from "./resources/extension-api.js";
+export { EXTENSION_EXTENSIONS, ExtensionHost, extensionFiles } from "./resources/extension-host.js";
+export type { ExtensionHostOptions, LoadedExtension } from "./resources/extension-host.js";
+export {
+  TRUST_FILE,
+  TrustStore,
+  TrustStoreError,
+  canonicalFolder,
+  decideTrust,
+  isTrusted,
+} from "./resources/trust.js";
+export type { DecideTrustOptions, TrustDecision, TrustOutcome, TrustSource } from "./resources/trust.js";
+export {
+  composeSystemPrompt,
+  findProjectResources,
+  loadResources,
+  projectExtensionFolder,
+  resourceTools,
+} from "./resources/resources.js";
+export type { LoadResourcesOptions, Resources } from "./resources/resources.js";
+// #endregion
 // #region ch13
 
 // Chapter 13: the CLI's transcript, for programs that show what their agent does

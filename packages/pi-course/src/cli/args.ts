@@ -65,6 +65,12 @@ export interface RunOptions {
    * projected to it, and with a session the conversation is compacted when it nears it.
    */
   contextTokens?: number;
+  /** `--no-context-files`: no AGENTS.md / CLAUDE.md in the system prompt. */
+  contextFiles: boolean;
+  /** `--approve` (true) / `--no-approve` (false): trust the project for this run, or not. */
+  approve?: boolean;
+  /** `--extension PATH` (repeatable), absolute: extensions to load besides the folders'. */
+  extensions: string[];
   /** Absent: the offline demo on the scripted model. */
   server?: {
     provider: Provider;
@@ -139,6 +145,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   let resume: string | undefined;
   let continueLast = false;
   let noSession = false;
+  let contextFiles = true;
+  let approve: boolean | undefined;
+  let approveFlags = 0;
+  const extensions: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -217,6 +227,20 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--no-session":
         noSession = true;
         break;
+      case "--no-context-files":
+        contextFiles = false;
+        break;
+      case "--approve":
+        approve = true;
+        approveFlags++;
+        break;
+      case "--no-approve":
+        approve = false;
+        approveFlags++;
+        break;
+      case "--extension":
+        extensions.push(value());
+        break;
       default:
         // `--api-key=sk-…` is a common mistake: the part after "=" is never shown.
         if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${shownOption(arg)}.`);
@@ -240,6 +264,12 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   };
   if ([json, print, interactive].filter(Boolean).length > 1) {
     throw new CliUsageError("choose one of --json, --print and --interactive.");
+  }
+  if (approveFlags > 1) throw new CliUsageError("choose one of --approve and --no-approve.");
+  const extensionFiles = extensions.map((file) => path.resolve(from, file));
+  for (const [i, file] of extensionFiles.entries()) {
+    if (!existsSync(file) || !statSync(file).isFile())
+      throw new CliUsageError(`--extension ${extensions[i]}: ${file} is not a file.`);
   }
   if ((continueLast ? 1 : 0) + (resume !== undefined ? 1 : 0) + (noSession ? 1 : 0) > 1) {
     throw new CliUsageError("choose one of --continue, --resume ID and --no-session.");
@@ -294,6 +324,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     color: useColor,
     dropToolResult,
     session,
+    contextFiles,
+    extensions: extensionFiles,
+    ...(approve !== undefined && { approve }),
     ...(config.file !== undefined && { configFile: config.file }),
     ...(contextTokens !== undefined && { contextTokens }),
   };

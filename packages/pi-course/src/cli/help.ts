@@ -62,7 +62,8 @@ Modes:
                        batch), Alt-Enter or /later TEXT queues it for when the agent would stop.
                        Ctrl-C stops the run, a second Ctrl-C exits; up-arrow recalls earlier
                        prompts. Commands: /help /new /sessions /resume ID /compact /model [NAME]
-                       /later TEXT /exit
+                       /later TEXT /skills /skill:NAME /exit, the templates' /NAME and the
+                       extensions' commands
   (a task, or piped)   the trace: every event, one line each, then the answer
   -p, --print          only the final answer on stdout (exit code 1 if the run ends in error)
   --json               one JSON event per line (agent, turn, message and tool events);
@@ -101,6 +102,41 @@ npm start ran in for the demo).
   -c, --continue       go on with the newest session of the working folder
   -r, --resume ID      go on with session ID (its first characters are enough)
   --no-session         keep nothing
+
+The project around the agent (chapter 12): shown on start-up, every problem as a warning.
+  Context files        AGENTS.md (or CLAUDE.md where a folder has none) of ~/.pi-course and of
+                       every folder from / down to the working folder, outermost first, each
+                       in the system prompt with its path; a file over 64 KB is cut with a note.
+                       Plain text: no trust needed.
+  --no-context-files   leave them out
+  Skills               folders with a SKILL.md (Agent Skills: YAML frontmatter with name and
+                       description; optional license, compatibility, metadata, allowed-tools,
+                       disable-model-invocation; scripts/, references/, assets/) in the
+                       project's .pi-course/skills/ and .agents/skills/ from the working folder
+                       up to the git root, then ~/.pi-course/skills/ and ~/.agents/skills/; the
+                       first of a name wins. The model sees each skill's name, description and
+                       location, and activates one with the read-only skill tool;
+                       /skills lists them, /skill:NAME [ARGS] activates one for the model.
+  Templates            NAME.md in .pi-course/prompts/ (the project's wins) and
+                       ~/.pi-course/prompts/: /NAME ARGS sends the file with $1 $2 …, $@,
+                       $ARGUMENTS, \${1:-default}, \${@:2} filled in (arguments are split as a
+                       shell splits words; what is filled in is not expanded again). Optional
+                       frontmatter: description, argument-hint
+  Extensions           ES modules (.ts, .js, .mjs, or a folder's index.*) in
+                       ~/.pi-course/extensions/ and .pi-course/extensions/, whose default export
+                       is a function (api) => void; api.registerTool, api.registerCommand,
+                       api.beforeToolCall (a check that throws, denies or times out blocks the
+                       call), api.afterToolCall, api.addSystemPrompt. They run in the agent's
+                       process with your rights.
+  --extension PATH     load this extension too (repeatable)
+  Trust                the project's skills, templates and extensions load only for a trusted
+                       folder (its git root, else the working folder). On a terminal you are
+                       asked once; the answer is kept in ~/.pi-course/trust.json, where the
+                       closest folder's decision wins. With --print, --json or piped, an
+                       undecided folder's project resources are skipped (and the run says so).
+                       Nothing of an untrusted folder's extensions is imported.
+  --approve            trust the project for this run (nothing saved)
+  --no-approve         do not trust it for this run (nothing saved)
 
 Where settings come from: a flag, else the environment, else the config file (JSON):
 ${settingsHelp()}

@@ -17,6 +17,7 @@ import { compact } from "../session/compaction.js";
 import { textOf } from "../messages.js";
 import type { AgentMessage } from "../types.js";
 import { DEMO_TASK } from "./demo.js";
+import { expandInput, resourceHelp } from "./resources.js";
 import { ChatPrinter } from "./render.js";
 import type { Runtime } from "./runtime.js";
 import { neutralize } from "./trace.js";
@@ -35,6 +36,7 @@ export const COMMANDS_HELP = [
   "/compact          condense older messages into a summary, to free context",
   "/model [NAME]     show the model, or switch to another of the same server",
   "/later TEXT       queue TEXT for when the agent would stop (Alt-Enter does the same)",
+  "/skills           the skills found; /skill:NAME [ARGS] activates one",
   "/exit             leave (Ctrl-D too)",
   "While the agent works, Enter steers it: your text lands after the current tool batch.",
   "Ctrl-C stops the run; a second Ctrl-C exits.",
@@ -101,10 +103,42 @@ export async function runInteractive(
   const command = async (line: string): Promise<void> => {
     const [name = "", ...rest] = line.slice(1).split(/\s+/);
     const arg = rest.join(" ").trim();
+    // templates, /skill:NAME and extension commands
+    const expanded = expandInput(runtime.resources, line);
+    switch (expanded.kind) {
+      case "prompt":
+        printer.line(`↳ ${expanded.note}`, "dim");
+        return startRun(expanded.text);
+      case "error":
+        return printer.line(neutralize(expanded.message), "red");
+      case "command": {
+        const ext = runtime.resources!.extensions.commands.get(expanded.name)!;
+        const said = await ext.run(expanded.args, {
+          cwd: runtime.resources!.locations.cwd,
+          say: (text) => printer.line(neutralize(String(text))),
+        });
+        if (typeof said === "string" && said !== "") printer.line(neutralize(said));
+        return;
+      }
+    }
     switch (name) {
       case "help":
         for (const text of COMMANDS_HELP) printer.line(text, "dim");
+        for (const text of resourceHelp(runtime.resources)) printer.line(text, "dim");
         return;
+      case "skills": {
+        const skills = runtime.resources?.skills ?? [];
+        if (skills.length === 0) return printer.line("no skills found (see --help: Skills)", "dim");
+        for (const s of skills) {
+          const flags = [
+            s.scope,
+            s.disableModelInvocation ? "user only" : "",
+            runtime.resources!.skillLibrary.isActive(s.name) ? "active" : "",
+          ].filter((f) => f !== "");
+          printer.line(`${neutralize(s.name)} (${flags.join(", ")}): ${neutralize(s.description)}`);
+        }
+        return;
+      }
       case "exit":
       case "quit":
         return leave(0);
@@ -179,7 +213,7 @@ export async function runInteractive(
         return printer.line(`↳ queued for later: ${neutralize(line.slice(7).trim())}`, "dim");
       }
       if (line === "/exit") return leave(0);
-      if (/^\/[a-z]+$/.test(line.split(/\s/)[0]!)) {
+      if (/^\/[a-z][\w:.-]*$/i.test(line.split(/\s/)[0]!)) {
         return printer.line(
           `${neutralize(line.split(/\s/)[0]!)} waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message`,
           "yellow",

@@ -8,7 +8,12 @@
  * shown as its trace, its answer (`--print`) or JSON events (`--json`). The parts are wired in
  * runtime.ts. `--help` says it all.
  */
+import { homedir } from "node:os";
 import { textOf } from "../messages.js";
+import type { Writable } from "node:stream";
+import { findProjectResources, loadResources, type Resources } from "../resources/resources.js";
+import { homeFolder } from "./config.js";
+import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./resources.js";
 import type { AssistantMessage } from "../types.js";
 import { CliUsageError, commandName, helpText, parseArgs, usageMessage, type RunOptions } from "./args.js";
 import { DEMO_TASK } from "./demo.js";
@@ -46,10 +51,27 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
   const notes: string[] = [];
   let runtime: Runtime;
+  let resources: Resources;
   try {
+    // The project around the agent: the trust question (interactive only) comes before anything
+    // of the project is loaded, and before the conversation's own prompt.
+    const locations = { cwd: options.folder, piHome: homeFolder(io.env), userHome: io.env.HOME || homedir() };
+    const ask =
+      options.mode === "interactive" && io.stdin !== undefined
+        ? askTrust({ input: io.stdin, output: io.stdout as unknown as Writable }, findProjectResources(locations))
+        : undefined;
+    resources = await loadResources({
+      locations,
+      contextFiles: options.contextFiles,
+      trust: { ...(options.approve !== undefined && { override: options.approve }), ...(ask !== undefined && { ask }) },
+      extensionPaths: options.extensions,
+      reservedTools: ["read", "write", "edit", "ls", "bash"],
+      reservedCommands: BUILTIN_COMMANDS,
+      onDiagnostic: (w) => io.stderr.write(`warning: ${neutralize(`${w.path}: ${w.message}`)}\n`),
+    });
     // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
     const slow = io.stdout.isTTY === true && (options.mode === "trace" || options.mode === "interactive") ? 12 : 0;
-    runtime = await Runtime.start(options, (note) => notes.push(note), slow);
+    runtime = await Runtime.start(options, (note) => notes.push(note), slow, resources);
   } catch (error) {
     io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);
     return 1;
@@ -64,7 +86,11 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   // The id comes from the file and the path from a folder listing: neither is trusted on a terminal.
   if (runtime.session !== undefined)
     info(`session:   ${neutralize(runtime.session.header.id)} (${neutralize(runtime.session.path)})`);
-  for (const note of notes) io.stderr.write(`note: ${neutralize(note)}\n`);
+  // Names, paths and warnings come from the project's files: neutralised too.
+  const banner = resourceBanner(resources);
+  for (const line of banner.lines) info(neutralize(line));
+  for (const warning of banner.warnings) io.stderr.write(`warning: ${neutralize(warning)}\n`);
+  for (const note of [...resources.notes, ...notes]) io.stderr.write(`note: ${neutralize(note)}\n`);
 
   try {
     if (options.mode === "interactive") {
@@ -91,7 +117,20 @@ async function runOnce(
   info: (text: string) => void,
   signal: AbortSignal | undefined,
 ): Promise<number> {
-  const task = options.task ?? DEMO_TASK;
+  let task = options.task ?? DEMO_TASK;
+  const expanded = expandInput(runtime.resources, task);
+  if (expanded.kind === "error") {
+    io.stderr.write(`error: ${neutralize(expanded.message)}\n`);
+    return 2;
+  }
+  if (expanded.kind === "command") {
+    io.stderr.write(`error: /${expanded.name} is an extension's command: it runs in the interactive mode only.\n`);
+    return 2;
+  }
+  if (expanded.kind === "prompt") {
+    info(`${expanded.note}`);
+    task = expanded.text;
+  }
   info(`task:      ${task}\n`);
   const agent = runtime.agent;
   if (options.mode !== "print") {

@@ -16,6 +16,7 @@ import { createAnthropicModel } from "../models/anthropic/anthropic.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
 import { createOpenAICompatibleModel } from "../models/openai/openai-compatible.js";
 import { SessionFile } from "../session/session.js";
+import { composeSystemPrompt, resourceTools, type Resources } from "../resources/resources.js";
 import type { AgentMessage, Message } from "../types.js";
 import type { Model } from "../model.js";
 import type { RunOptions } from "./args.js";
@@ -92,6 +93,8 @@ export class Runtime {
     readonly workspace: string,
     readonly folder: SessionFolder | undefined,
     model: Model,
+    /** The project around the agent (context files, skills, templates, extensions), if loaded. */
+    readonly resources?: Resources,
   ) {
     // Commands the model runs never see the API key: secret-looking variables are dropped, also
     // the variable named by --api-key-env, and any other holding the key in use.
@@ -100,13 +103,19 @@ export class Runtime {
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
+    const tools = createCodingTools(workspace, { bash: { env: commandEnv } });
+    const host = resources?.extensions;
     this.agent = new Agent({
       initialState: {
-        systemPrompt: SYSTEM_PROMPT(workspace),
+        systemPrompt:
+          resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
         model: withPairingCheck(model),
-        tools: createCodingTools(workspace, { bash: { env: commandEnv } }),
+        tools: resources === undefined ? tools : [...tools, ...resourceTools(resources)],
       },
       convertToLlm: toLlm(options.dropToolResult),
+      // extension hooks (fail closed before a call; an after-hook's failure is only reported)
+      ...(host?.hasBeforeHooks === true && { beforeToolCall: host.beforeToolCall }),
+      ...(host?.hasAfterHooks === true && { afterToolCall: host.afterToolCall }),
       ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
     });
   }
@@ -117,10 +126,15 @@ export class Runtime {
    * should know about the session. Rejects with an `Error` that says what to do when the session
    * asked for cannot be found or read.
    */
-  static async start(options: RunOptions, notes: (text: string) => void, demoDelayMs = 0): Promise<Runtime> {
+  static async start(
+    options: RunOptions,
+    notes: (text: string) => void,
+    demoDelayMs = 0,
+    resources?: Resources,
+  ): Promise<Runtime> {
     const workspace = options.server?.workspace ?? (await createDemoWorkspace());
     const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
-    const runtime = new Runtime(options, workspace, folder, createModel(options, demoDelayMs));
+    const runtime = new Runtime(options, workspace, folder, createModel(options, demoDelayMs), resources);
     if (folder !== undefined) {
       const wanted = options.session!.resume;
       let found: SessionSummary | undefined;

@@ -1,0 +1,168 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "12",
+  slug: "resources",
+  title: {
+    zh: "智能体周围的项目：AGENTS.md、Agent Skills、提示模板，以及信任门后面的扩展",
+    en: "The project around the agent: AGENTS.md, Agent Skills, prompt templates, extensions behind a trust gate",
+  },
+  invariant: {
+    zh:
+      "知识按需进入上下文：上下文文件从根目录往下、最近的最后读，超过上限就带着可见的提示截断；技能一开始只露出名字、描述和位置，" +
+      "正文和文件在激活时才读。代码先过信任门：不受信任的文件夹里的技能、模板和扩展一个都不加载，它的扩展一行都不导入；" +
+      "扩展要么整体注册、要么什么都不注册；调用前的检查失败即拦截（fail closed），调用后的钩子失败只报告、从不改写也不重跑结果。",
+    en:
+      "Knowledge enters the context on demand: context files from the root down (the closest last), cut with a visible note " +
+      "past the cap; a skill shows only its name, description and location until it is activated. Code passes a trust gate " +
+      "first: nothing of an untrusted folder's skills, templates or extensions loads, and none of its extensions is imported; " +
+      "an extension registers all or nothing; a failing before-check blocks the call (fail closed), a failing after-hook is " +
+      "reported and never replaces or re-runs the result.",
+  },
+  adds: {
+    zh:
+      "到第 11 章为止，智能体对它所在的项目一无所知。本章加上 `src/resources/`，一个概念一个文件：" +
+      "`context-files.ts` 读 `AGENTS.md`（某个文件夹没有时读 `CLAUDE.md`）——先是 `~/.pi-course/AGENTS.md`，再从文件系统根目录一路往下到工作目录，" +
+      "每个文件连同路径放进系统提示的 `<project_context>`；超过 64 KB 的文件在完整字符处截断并附上提示。它们只是文字，不需要信任。" +
+      "`skills.ts` 按公开的 Agent Skills 规范读技能：一个带 `SKILL.md` 的文件夹，YAML frontmatter（用 `yaml` 库解析，不手写）里有 `name` 和 `description`；" +
+      "项目的 `.pi-course/skills/`、`.agents/skills/`（从工作目录往上到 git 根目录）在前，用户的 `~/.pi-course/skills/`、`~/.agents/skills/` 在后，同名的第一个胜出、冲突要报告。" +
+      "校验是宽松的：名字不合规、描述太长只警告；只有缺描述或 YAML 解析失败才跳过，并说明原因。" +
+      "渐进式披露：系统提示里只列名字、描述、位置；`skill-tool.ts` 的只读 `skill` 工具在激活时才读正文，并且只能读已激活技能文件夹里的文件——" +
+      "这样用户级技能虽然在工作区外面，`write`、`edit`、`bash` 能碰到的范围一点也没有变大。" +
+      "`prompt-templates.ts`：`/NAME 参数` 把模板展开（`$1`、`$@`、`$ARGUMENTS`、`${1:-默认值}`、`${@:2}`），参数像 shell 那样分词，替换进去的文字不会被再次展开。" +
+      "`extension-host.ts`：扩展是默认导出工厂函数 `(api) => void` 的 ES 模块（TypeScript 或 JavaScript，用 `jiti` 加载，构建出来的 bin 也能直接加载 .ts），" +
+      "可以注册工具、调用前/后钩子、斜杠命令和系统提示段落；先暂存、工厂正常返回后才提交。" +
+      "`trust.ts`：项目的技能、模板、扩展只在受信任的文件夹里加载；决定记在 `~/.pi-course/trust.json`，最近的文件夹的决定生效；" +
+      "交互模式问一次并记住，`--approve` / `--no-approve` 只管这一次，print 和 json 模式跳过未受信任的项目资源并说明。" +
+      "`resources.ts` 把它们按顺序组合起来（先决定信任，再读项目资源），命令行（第 13 章）只是调用它。",
+    en:
+      "src/resources/: AGENTS.md/CLAUDE.md from ~/.pi-course and from the root down to the working folder (capped with a " +
+      "visible note, no trust needed); Agent Skills per the public specification (YAML frontmatter by the yaml library, " +
+      "project folders up to the git root before the user's, first name wins, lenient validation, progressive disclosure, " +
+      "a read-only skill tool that reads only active skills' folders); prompt templates with shell-like arguments and " +
+      "one-pass expansion; an extension host (jiti, stage then commit, fail-closed before-hooks, after-hooks that only " +
+      "report); and a trust gate (trust.json, closest folder wins, asked once, flags for one run) decided before anything " +
+      "of the project is loaded.",
+  },
+  files: [
+    "src/resources/types.ts",
+    "src/resources/folders.ts",
+    "src/resources/frontmatter.ts",
+    "src/resources/context-files.ts",
+    "src/resources/skills.ts",
+    "src/resources/skill-tool.ts",
+    "src/resources/prompt-templates.ts",
+    "src/resources/extension-api.ts",
+    "src/resources/extension-host.ts",
+    "src/resources/trust.ts",
+    "src/resources/resources.ts",
+  ],
+  labs: [
+    {
+      id: "12.1",
+      title: { zh: "上下文文件：从根目录往下走（findContextFiles）", en: "context files: the walk from the root down" },
+      hint: {
+        zh:
+          "先放 `piHome` 里的（scope `user`），再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。" +
+          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
+          "读不了的文件变成警告 `cannot read it (错误码); it is left out`；被截断的文件也给一条警告：" +
+          "`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。永远不抛异常。",
+        en:
+          "The piHome file first (user), then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder " +
+          "(project); dedupe by realpath; read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
+      },
+    },
+    {
+      id: "12.2",
+      says: [
+        'the name "${name}" breaks the specification: ${skillNameProblem(name)}   (e.g. for "Bad_Name": the name "Bad_Name" breaks the specification: it may hold only lowercase letters a-z, digits and hyphens)',
+      ],
+      title: {
+        zh: "技能：按规范宽松校验，按优先级发现（readSkill、discoverSkills）",
+        en: "skills: lenient validation, discovery by precedence",
+      },
+      hint: {
+        zh:
+          "`readSkill`：`parseFrontmatter` 失败 → 警告 `skipped: <原因>` 并返回 undefined；没有（或空的）`description` → " +
+          "`skipped: it has no \\`description\\` in its frontmatter (the model needs it to know when to use the skill)`。" +
+          '名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；' +
+          '没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；' +
+          "描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。" +
+          "这些只是警告，技能照常加载。`metadata` 只留字符串值，`allowed-tools` 按空白切开。" +
+          "`discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`），" +
+          '同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。',
+        en:
+          "readSkill: skip (with the reason) only on a frontmatter error or a missing description; warn on a bad name, a name " +
+          "unlike its folder, a missing name (use the folder's), a long description, unknown fields. discoverSkills: roots in " +
+          "order, first name wins, later ones warned about.",
+      },
+    },
+    {
+      id: "12.3",
+      title: {
+        zh: "提示模板：像 shell 一样分词，一遍替换（splitArguments、expandTemplate）",
+        en: "templates: shell-like words, one-pass expansion",
+      },
+      hint: {
+        zh:
+          '`splitArguments`：空白分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符；`""` 是一个空词；没闭合的引号一直到结尾。' +
+          "`expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。" +
+          "`${N:-默认}` 在第 N 个参数缺失或为空时用默认值；`${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接；`$@` 和 `$ARGUMENTS` 是全部参数用空格连接；缺的参数是空字符串。",
+        en:
+          "splitArguments as a POSIX shell splits words (no expansion). expandTemplate: one replace() over PLACEHOLDER, so " +
+          "substituted text is never expanded again; missing arguments are empty; defaults when missing or empty.",
+      },
+    },
+    {
+      id: "12.4",
+      says: [
+        "${method}: register while the extension's factory runs, not later   (e.g. addSystemPrompt: register while the extension's factory runs, not later)",
+      ],
+      title: {
+        zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）",
+        en: "the extension host: stage then commit, fail closed",
+      },
+      hint: {
+        zh:
+          "`loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → " +
+          "`not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。" +
+          "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交：" +
+          '名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。' +
+          '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
+          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`。绝不抛给智能体循环。",
+        en:
+          "loadFactory: stage through the API, settle the factory with a time limit, commit only on success, then close the " +
+          "API; taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
+          "blocks the call with the exact reasons above; never throw into the loop.",
+      },
+    },
+    {
+      id: "12.5",
+      title: {
+        zh: "信任门：最近的决定生效，问一次（TrustStore.lookup、decideTrust）",
+        en: "the trust gate: closest decision wins, asked once",
+      },
+      hint: {
+        zh:
+          "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
+          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个。" +
+          '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
+          '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存；否则 `{ trusted: false, source: "default" }`。',
+        en:
+          "lookup: canonical folder, the longest saved folder that covers it (path.relative, not a string prefix). decideTrust: " +
+          "flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing), else untrusted by default.",
+      },
+      // The loader's test reads the context files (12.1) before it decides trust.
+      uses: ["12.1"],
+    },
+  ],
+  breakIt: {
+    zh:
+      '在 `loadResources` 里把加载项目扩展的那一行挪到 `decideTrust` 之前（不管信不信任都先 `host.load`），跑 `npm test -- -t "Lab 12\\.5\\b"`：' +
+      "哪个断言先失败？副作用文件是在问用户之前还是之后出现的？——这正是“信任门必须在导入之前”的原因：模块的顶层代码在 import 时就执行了。" +
+      "再把 `expandTemplate` 改成两遍替换（先换 `$1`，再换 `$@`），用参数 `'$@'` 试试会发生什么。",
+    en:
+      "Move the project-extension load in loadResources before decideTrust and run the Lab 12.5 tests: when does the side-effect " +
+      "file appear? A module's top level runs at import. Then make expandTemplate two passes and try the argument '$@'.",
+  },
+});
