@@ -160,7 +160,7 @@ export class JsonRpcConnection {
       this.transport.send(message).catch((error: Error) => {
         if (!this.pending.delete(id)) return;
         entry.cleanup();
-        reject(new McpError("closed", `cannot send ${method}: ${error.message}`));
+        reject(new McpError(this.closedWith !== undefined ? "closed" : "transport", `cannot send ${method}: ${error.message}`));
       });
     });
     // #endregion

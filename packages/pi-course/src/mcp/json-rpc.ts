@@ -60,15 +60,16 @@ export const ErrorCode = {
  * Why an MCP request failed: the peer's JSON-RPC error (`kind: "remote"`, with its `code` and
  * `data`), or a local end: `timeout` (no answer in time), `aborted` (the caller's signal),
  * `closed` (the connection ended first; `message` says how), `protocol` (the peer broke the
- * protocol, e.g. an unsupported version).
+ * protocol, e.g. an unsupported version), `transport` (the request could not be handed over: the
+ * process is gone, or the HTTP POST failed; the connection may still serve other requests).
  */
 export class McpError extends Error {
   override readonly name = "McpError";
 
   constructor(
-    readonly kind: "remote" | "timeout" | "aborted" | "closed" | "protocol",
+    readonly kind: "remote" | "timeout" | "aborted" | "closed" | "protocol" | "transport",
     message: string,
-    /** The JSON-RPC code (the peer's for `remote`; -32001 for timeout and abort, -32000 for closed). */
+    /** The JSON-RPC code (the peer's for `remote`; -32001 for timeout and abort, -32000 otherwise). */
     readonly code: number = kind === "timeout" || kind === "aborted" ? ErrorCode.RequestTimeout : ErrorCode.ConnectionClosed,
     /** The peer's `error.data`, if any. */
     readonly data?: unknown,
