@@ -9,7 +9,13 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { agentLoop } from "../src/agent/agent-loop.js";
+import { parseArgs } from "../src/cli/args.js";
+import { runMain } from "../src/cli/main.js";
+import { McpConfigError, expandVariables, loadMcpConfig, parseMcpConfig, type McpServerConfig } from "../src/mcp/config.js";
+import { McpServers } from "../src/mcp/servers.js";
 import { McpClient } from "../src/mcp/client.js";
 import { JsonRpcConnection } from "../src/mcp/connection.js";
 import { McpError, readMessage, type JsonRpcMessage } from "../src/mcp/json-rpc.js";
@@ -451,5 +457,143 @@ describe("MCP tools as agent tools", () => {
     const denied = await tools.find((t) => t.name === "mcp__fs__read_text_file")!.execute("d", { path: "/etc/hostname" });
     expect(denied.isError).toBe(true);
     expect((denied.content[0] as { text: string }).text).toMatch(/Access denied/);
+  }, 30_000);
+});
+
+describe("configuration: mcpServers as users already write it", () => {
+  it("Lab 17.5 · expandVariables takes ${VAR} and ${VAR:-default} from the environment and names a missing one", () => {
+    const env = { KEY: "k-1", EMPTY: "" };
+    expect(expandVariables("Bearer ${KEY}", env)).toBe("Bearer k-1");
+    expect(expandVariables("${EMPTY:-x}|${NONE:-fallback}|$KEY|${KEY}", env)).toBe("|fallback|$KEY|k-1");
+    expect(() => expandVariables("${NOPE}", env)).toThrow("${NOPE} is not set in the environment");
+  });
+
+  it("Lab 17.5 · parseMcpConfig reads stdio and HTTP servers, keeps a wrong entry with its problem, and refuses a file of another shape", () => {
+    const file = path.join("/home/u", ".pi-course", "mcp.json");
+    const text = JSON.stringify({
+      mcpServers: {
+        fs: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."], env: { TOKEN: "${FS_TOKEN}" }, cwd: "work" },
+        web: { type: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}" } },
+        off: { command: "x", disabled: true },
+        broken: { args: [] },
+        secret: { url: "https://example.com/mcp", headers: { Authorization: "Bearer ${MISSING}" } },
+        old: { type: "sse", url: "https://example.com/sse" },
+      },
+    });
+    expect(parseMcpConfig(text, file, { FS_TOKEN: "t1", WEB_TOKEN: "t2" })).toEqual([
+      { name: "fs", source: file, transport: { kind: "stdio", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."], env: { TOKEN: "t1" }, cwd: "/home/u/.pi-course/work" } },
+      { name: "web", source: file, transport: { kind: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer t2" } } },
+      { name: "broken", source: file, problem: `server "broken" in ${file}: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)` },
+      { name: "secret", source: file, problem: `server "secret" in ${file}: "headers.Authorization": \${MISSING} is not set in the environment` },
+      { name: "old", source: file, problem: `server "old" in ${file}: the old HTTP+SSE transport ("type": "sse") is not supported; use the server's Streamable HTTP endpoint` },
+    ]);
+    expect(() => parseMcpConfig("{", file, {})).toThrow(McpConfigError);
+    expect(() => parseMcpConfig('{"servers": {}}', file, {})).toThrow(
+      `${file} must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`,
+    );
+  });
+
+  it("Lab 17.5 · loadMcpConfig: the user's file, the project's only when trusted, then --mcp-config files, later names winning", async () => {
+    const home = path.join(dir, "home");
+    const project = path.join(dir, "project");
+    await mkdir(path.join(home, ".pi-course"), { recursive: true });
+    await mkdir(path.join(project, ".pi-course"), { recursive: true });
+    await writeFile(path.join(home, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { a: { command: "user-a" }, b: { command: "user-b" } } }));
+    await writeFile(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { b: { command: "project-b" }, c: { command: "project-c" } } }));
+    const extra = path.join(dir, "servers.json");
+    await writeFile(extra, JSON.stringify({ mcpServers: { a: { command: "extra-a" } } }));
+    const commands = (servers: McpServerConfig[]) => servers.map((s) => `${s.name}=${s.transport?.kind === "stdio" ? s.transport.command : s.problem}`);
+
+    const untrusted = loadMcpConfig({ home, project, projectTrusted: false, files: [extra], env: {} });
+    expect(commands(untrusted.servers)).toEqual(["b=user-b", "a=extra-a"]);
+    expect(untrusted.notices).toEqual([`the project's MCP servers (${path.join(project, ".pi-course", "mcp.json")}) are not started: the folder is not trusted`]);
+
+    const trusted = loadMcpConfig({ home, project, projectTrusted: true, files: [extra], env: {} });
+    expect(commands(trusted.servers)).toEqual(["b=project-b", "c=project-c", "a=extra-a"]);
+    expect(trusted.notices).toEqual([]);
+
+    expect(() => loadMcpConfig({ home, projectTrusted: false, files: [path.join(dir, "nope.json")], env: {} })).toThrow(
+      `the MCP configuration ${path.join(dir, "nope.json")} does not exist`,
+    );
+    // the CLI: no folder is trusted yet (chapter 12's gate), so the project's file is named, not started
+    const options = parseArgs(["--no-session", "--mcp-config", extra], { HOME: home, INIT_CWD: project }, false);
+    expect(options.kind === "run" && [commands(options.mcpServers), options.mcpNotices]).toEqual([
+      ["b=user-b", "a=extra-a"],
+      [
+        `the project's MCP servers (${path.join(project, ".pi-course", "mcp.json")}) are not started: project files start programs, so they need a trusted folder, ` +
+          "and this build cannot mark a folder trusted yet; start them with --mcp-config .pi-course/mcp.json if you trust this folder",
+      ],
+    ]);
+  });
+
+  it("Lab 17.5 · McpServers start in parallel; a server that cannot start or is misconfigured fails alone, with the reason", async () => {
+    const servers = McpServers.start(
+      [
+        { name: "everything", source: "t", transport: { kind: "stdio", command: process.execPath, args: everything() } },
+        { name: "missing", source: "t", transport: { kind: "stdio", command: "no-such-mcp-server-here" } },
+        { name: "mute", source: "t", transport: { kind: "stdio", command: process.execPath, args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"] } },
+        { name: "bad", source: "t", problem: 'server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)' },
+      ],
+      { startupTimeoutMs: 6_000, graceMs: 200, reservedNames: ["read"] },
+    );
+    expect(servers.entries().map((e) => e.state.status)).toEqual(["starting", "starting", "starting", "failed"]);
+    await servers.ready();
+    try {
+      expect(servers.entries().map((e) => e.state.status)).toEqual(["ready", "failed", "failed", "failed"]);
+      expect(servers.tools.every((t) => t.name.startsWith("mcp__everything__"))).toBe(true);
+      const lines = servers.describe().split("\n");
+      expect(lines[0]).toMatch(/^everything: ready with 12 tools \(1 hidden: simulate-research-query \(it requires task augmentation, which this client does not support\)\)$/);
+      expect(lines).toContain('missing: failed: cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)');
+      expect(lines).toContain("mute: failed: initialize timed out: no answer within 6000 ms");
+      expect(lines).toContain("  stderr: booting");
+      expect(lines).toContain('bad: failed: server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)');
+    } finally {
+      await servers.close();
+    }
+  }, 30_000);
+
+  it("Lab 17.5 · end to end: npm start with --mcp-config gives the model server-filesystem's tools, and it reads a file through them", async () => {
+    const workspace = path.join(dir, "work");
+    await mkdir(workspace);
+    await writeFile(path.join(workspace, "notes.md"), "MCP reaches the agent.\n");
+    const config = path.join(dir, "servers.json");
+    await writeFile(config, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), workspace] } } }));
+    // an OpenAI-compatible model on 127.0.0.1: first a call of the MCP tool, then an answer that quotes its result
+    const bodies: any[] = [];
+    const model = createServer((request, response) => {
+      let text = "";
+      request.on("data", (chunk) => (text += chunk));
+      request.on("end", () => {
+        const body = JSON.parse(text);
+        bodies.push(body);
+        const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        if (bodies.length === 1) {
+          const args = JSON.stringify({ path: path.join(workspace, "notes.md") });
+          response.end(chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "mcp__fs__read_text_file", arguments: args } }] }) + chunk({}, "tool_calls") + "data: [DONE]\n\n");
+        } else {
+          const result = body.messages.at(-1);
+          response.end(chunk({ role: "assistant", content: `The notes say: ${result.content}` }) + chunk({}, "stop") + "data: [DONE]\n\n");
+        }
+      });
+    });
+    await new Promise<void>((resolve) => model.listen(0, "127.0.0.1", resolve));
+    const baseUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+    let stdout = "";
+    let stderr = "";
+    try {
+      const code = await runMain(["--base-url", baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--no-session", "--mcp-config", config, "-p", "read notes.md"], {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        env: { HOME: dir, INIT_CWD: dir },
+      });
+      expect(code).toBe(0);
+    } finally {
+      await new Promise((resolve) => model.close(resolve));
+    }
+    expect(stdout).toBe("The notes say: MCP reaches the agent.\n\n");
+    expect(stderr).toMatch(/^note: MCP server fs: ready with \d+ tools\n/m);
+    const offered = bodies[0].tools.map((t: { function: { name: string } }) => t.function.name);
+    expect(offered).toEqual(expect.arrayContaining(["read", "write", "edit", "ls", "bash", "mcp__fs__read_text_file", "mcp__fs__list_directory"]));
   }, 30_000);
 });

@@ -8,6 +8,9 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, SETTINGS, homeFolder, readConfigFile, resolveSettings, type SettingName, type Settings } from "./config.js";
+// #region ch17
+import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../mcp/config.js";
+// #endregion
 
 /** The ways `npm start` talks to a person (see `--help`). */
 export type CliMode = "interactive" | "trace" | "print" | "json";
@@ -55,6 +58,15 @@ export interface RunOptions {
    * projected to it, and with a session the conversation is compacted when it nears it.
    */
   contextTokens?: number;
+  // #region ch17
+  /**
+   * The MCP servers to start: `~/.pi-course/mcp.json`, then each `--mcp-config FILE` (later
+   * files replace earlier servers of the same name). Empty when none is configured.
+   */
+  mcpServers: McpServerConfig[];
+  /** What a person should know about the MCP configuration (a project file not read, and why). */
+  mcpNotices: string[];
+  // #endregion
   /** Absent: the offline demo on the scripted model. */
   server?: {
     provider: Provider;
@@ -129,6 +141,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   let resume: string | undefined;
   let continueLast = false;
   let noSession = false;
+  // #region ch17
+  const mcpConfigs: string[] = [];
+  // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -207,6 +222,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--no-session":
         noSession = true;
         break;
+      // #region ch17
+      case "--mcp-config":
+        mcpConfigs.push(value());
+        break;
+      // #endregion
       default:
         if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${arg}.`);
         positional.push(arg);
@@ -263,6 +283,26 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         `got "${settings.contextTokens!.value}"${blame("contextTokens")}.`,
     );
   }
+  // #region ch17
+  let mcp: { servers: McpServerConfig[]; notices: string[] };
+  try {
+    mcp = loadMcpConfig({
+      home: path.dirname(homeFolder(env)),
+      project: path.resolve(from, cwd ?? "."),
+      // Chapter 12's trust gate is not in this build yet: no folder counts as trusted, so a
+      // project's .pi-course/mcp.json never starts programs by itself (the notice says how to).
+      projectTrusted: false,
+      untrustedReason:
+        "project files start programs, so they need a trusted folder, and this build cannot mark a folder trusted yet; " +
+        "start them with --mcp-config .pi-course/mcp.json if you trust this folder",
+      files: mcpConfigs.map((file) => path.resolve(from, file)),
+      env,
+    });
+  } catch (error) {
+    if (error instanceof McpConfigError) throw new CliUsageError(`${error.message}.`);
+    throw error;
+  }
+  // #endregion
   const common = {
     kind: "run" as const,
     mode,
@@ -272,6 +312,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     session,
     ...(config.file !== undefined && { configFile: config.file }),
     ...(contextTokens !== undefined && { contextTokens }),
+    // #region ch17
+    mcpServers: mcp.servers,
+    mcpNotices: mcp.notices,
+    // #endregion
   };
   if (!onServer) {
     const serverOnly = [model, cwd, flags.apiKeyEnv, apiKeyFile, promptFile].some((v) => v !== undefined);

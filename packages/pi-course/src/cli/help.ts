@@ -4,6 +4,18 @@
  */
 import { settingsHelp } from "./config.js";
 
+/** Options of later chapters, each added inside its chapter's region (lines of the Options list). */
+const LATER_OPTIONS: string[] = [];
+// #region ch17
+LATER_OPTIONS.push(`  --mcp-config FILE    start the MCP servers of FILE ({"mcpServers": {"NAME": {"command",
+                       "args", "env", "cwd"} | {"url", "headers"}}}, as other agents write it)
+                       besides those of ~/.pi-course/mcp.json; repeatable, later files win.
+                       Their tools are named mcp__NAME__TOOL; \${VAR} in "env" and "headers" is
+                       read from the environment; /mcp shows each server's state. A project's
+                       .pi-course/mcp.json is not started by itself: name it with --mcp-config
+`);
+// #endregion
+
 export const HELP = `npm start: a coding agent you can talk to, and a live trace of every event of its lifecycle.
 
 Usage:
@@ -64,7 +76,7 @@ Options:
                        oldest whole exchanges are left out), and a session is compacted into a
                        summary when it nears N (default: no budget; at least 1000)
   --config PATH        the config file (default ~/.pi-course/config.json if it exists)
-  -h, --help           this text
+${LATER_OPTIONS.join("")}  -h, --help           this text
 
 Sessions: every run appends its messages to a session file under
 ~/.pi-course/sessions/<hash of the working folder>/ (the working folder: --cwd, or the folder

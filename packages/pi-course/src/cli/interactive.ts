@@ -35,6 +35,9 @@ export const COMMANDS_HELP = [
   "/compact          condense older messages into a summary, to free context",
   "/model [NAME]     show the model, or switch to another of the same server",
   "/later TEXT       queue TEXT for when the agent would stop (Alt-Enter does the same)",
+  // #region ch17
+  "/mcp              the MCP servers: starting, ready with N tools, or failed and why; their stderr",
+  // #endregion
   "/exit             leave (Ctrl-D too)",
   "While the agent works, Enter steers it: your text lands after the current tool batch.",
   "Ctrl-C stops the run; a second Ctrl-C exits.",
@@ -140,6 +143,12 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
           runtime.switchModel(arg);
         }
         return printer.line(`model: ${agent.state.model.provider} · ${agent.state.model.id}`, "dim");
+      // #region ch17
+      case "mcp":
+        if (runtime.mcp === undefined) return printer.line("no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)", "dim");
+        for (const text of runtime.mcp.describe().split("\n")) printer.line(neutralize(text));
+        return;
+      // #endregion
       case "later":
         if (arg === "") return printer.line("/later TEXT: what to say when the agent would stop", "red");
         agent.followUp(arg);
