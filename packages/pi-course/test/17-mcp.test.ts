@@ -527,15 +527,19 @@ describe("configuration: mcpServers as users already write it", () => {
   });
 
   it("Lab 17.5 · McpServers start in parallel; a server that cannot start or is misconfigured fails alone, with the reason", async () => {
-    const servers = McpServers.start(
-      [
-        { name: "everything", source: "t", transport: { kind: "stdio", command: process.execPath, args: everything() } },
-        { name: "missing", source: "t", transport: { kind: "stdio", command: "no-such-mcp-server-here" } },
-        { name: "mute", source: "t", transport: { kind: "stdio", command: process.execPath, args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"] } },
-        { name: "bad", source: "t", problem: 'server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)' },
-      ],
-      { startupTimeoutMs: 6_000, graceMs: 200, reservedNames: ["read"] },
+    const configs = parseMcpConfig(
+      JSON.stringify({
+        mcpServers: {
+          everything: { command: process.execPath, args: everything() },
+          missing: { command: "no-such-mcp-server-here" },
+          mute: { command: process.execPath, args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"] },
+          bad: { args: [] },
+        },
+      }),
+      "t",
+      {},
     );
+    const servers = McpServers.start(configs, { startupTimeoutMs: 6_000, graceMs: 200, reservedNames: ["read"] });
     expect(servers.entries().map((e) => e.state.status)).toEqual(["starting", "starting", "starting", "failed"]);
     await servers.ready();
     try {
