@@ -16,7 +16,10 @@ class LongestFirst extends BaseSequencer {
       const index = FIRST.findIndex((file) => spec.moduleId.replace(/\\/g, "/").endsWith(`/${file}`));
       return index < 0 ? FIRST.length : index;
     };
-    return sorted.map((spec, at) => ({ spec, at })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.at - b.at).map(({ spec }) => spec);
+    return sorted
+      .map((spec, at) => ({ spec, at }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.at - b.at)
+      .map(({ spec }) => spec);
   }
 }
 

@@ -233,7 +233,9 @@ const ratios = [
 const N_073 = Math.min(N, Number(process.env.BENCH_EVENTS_073 ?? 50_000));
 
 const only = process.env.BENCH_ONLY; // "a" or "b" to run one workload while iterating
-console.log(`EventStream: ${N.toLocaleString("en")} events + 1 terminal; ${WARMUP} warm-up + ${RUNS} timed runs per case`);
+console.log(
+  `EventStream: ${N.toLocaleString("en")} events + 1 terminal; ${WARMUP} warm-up + ${RUNS} timed runs per case`,
+);
 let ok = true;
 
 if (only === undefined || only === "a") {

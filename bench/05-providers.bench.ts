@@ -70,57 +70,111 @@ const openai: Format = {
   name: "openai",
   text(bytes) {
     const parts: string[] = [];
-    for (let i = 0; i < bytes; i += 4) parts.push(`data: {"choices":[{"index":0,"delta":{"content":"abc "},"finish_reason":null}]}\n\n`);
+    for (let i = 0; i < bytes; i += 4)
+      parts.push(`data: {"choices":[{"index":0,"delta":{"content":"abc "},"finish_reason":null}]}\n\n`);
     parts.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n');
-    parts.push('data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":9,"total_tokens":19}}\n\n', "data: [DONE]\n\n");
+    parts.push(
+      'data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":9,"total_tokens":19}}\n\n',
+      "data: [DONE]\n\n",
+    );
     return encoder.encode(parts.join(""));
   },
   toolCall(args) {
     const chunk = (delta: unknown, finish: string | null = null) =>
       `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-    const parts = [chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }] })];
+    const parts = [
+      chunk({
+        role: "assistant",
+        tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }],
+      }),
+    ];
     for (const delta of pieces(args)) parts.push(chunk({ tool_calls: [{ index: 0, function: { arguments: delta } }] }));
-    parts.push(chunk({}, "tool_calls"), 'data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":9,"total_tokens":19}}\n\n', "data: [DONE]\n\n");
+    parts.push(
+      chunk({}, "tool_calls"),
+      'data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":9,"total_tokens":19}}\n\n',
+      "data: [DONE]\n\n",
+    );
     return encoder.encode(parts.join(""));
   },
   deltaOf(payload) {
     const delta = payload.choices?.[0]?.delta;
     return delta?.content ?? delta?.tool_calls?.[0]?.function?.arguments ?? "";
   },
-  ours: (fetch) => createOpenAICompatibleModel({ baseUrl: "http://bench.invalid/v1", model: "bench", fetch, maxRetries: 0, maxResponseBytes: 2 ** 30 }),
+  ours: (fetch) =>
+    createOpenAICompatibleModel({
+      baseUrl: "http://bench.invalid/v1",
+      model: "bench",
+      fetch,
+      maxRetries: 0,
+      maxResponseBytes: 2 ** 30,
+    }),
   piAi: (bytes) =>
-    piCompletions(piModel("openai-completions", "openai") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
+    piCompletions(piModel("openai-completions", "openai") as never, PI_CONTEXT as never, {
+      apiKey: "bench",
+      fetch: fetchOf(bytes) as never,
+    }),
   vercel: readVercel,
 };
 
 const frame = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
-const START = frame({ type: "message_start", message: { id: "msg_1", model: "bench", usage: { input_tokens: 10, output_tokens: 1 } } } as never);
+const START = frame({
+  type: "message_start",
+  message: { id: "msg_1", model: "bench", usage: { input_tokens: 10, output_tokens: 1 } },
+} as never);
 const STOP = (reason: string) =>
-  frame({ type: "message_delta", delta: { stop_reason: reason }, usage: { output_tokens: 9 } } as never) + frame({ type: "message_stop" });
+  frame({ type: "message_delta", delta: { stop_reason: reason }, usage: { output_tokens: 9 } } as never) +
+  frame({ type: "message_stop" });
 
 const anthropic: Format = {
   name: "anthropic",
   text(bytes) {
-    const parts = [START, frame({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } as never)];
-    for (let i = 0; i < bytes; i += 4) parts.push(frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "abc " } } as never));
+    const parts = [
+      START,
+      frame({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } as never),
+    ];
+    for (let i = 0; i < bytes; i += 4)
+      parts.push(
+        frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "abc " } } as never),
+      );
     parts.push(frame({ type: "content_block_stop", index: 0 } as never), STOP("end_turn"));
     return encoder.encode(parts.join(""));
   },
   toolCall(args) {
     const parts = [
       START,
-      frame({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "write", input: {} } } as never),
+      frame({
+        type: "content_block_start",
+        index: 0,
+        content_block: { type: "tool_use", id: "toolu_1", name: "write", input: {} },
+      } as never),
     ];
     for (const delta of pieces(args)) {
-      parts.push(frame({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: delta } } as never));
+      parts.push(
+        frame({
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "input_json_delta", partial_json: delta },
+        } as never),
+      );
     }
     parts.push(frame({ type: "content_block_stop", index: 0 } as never), STOP("tool_use"));
     return encoder.encode(parts.join(""));
   },
   deltaOf: (payload) => payload.delta?.text ?? payload.delta?.partial_json ?? "",
-  ours: (fetch) => createAnthropicModel({ baseUrl: "http://bench.invalid", model: "bench", maxTokens: 4096, fetch, maxRetries: 0, maxResponseBytes: 2 ** 30 }),
+  ours: (fetch) =>
+    createAnthropicModel({
+      baseUrl: "http://bench.invalid",
+      model: "bench",
+      maxTokens: 4096,
+      fetch,
+      maxRetries: 0,
+      maxResponseBytes: 2 ** 30,
+    }),
   piAi: (bytes) =>
-    piAnthropic(piModel("anthropic-messages", "anthropic") as never, PI_CONTEXT as never, { apiKey: "bench", fetch: fetchOf(bytes) as never }),
+    piAnthropic(piModel("anthropic-messages", "anthropic") as never, PI_CONTEXT as never, {
+      apiKey: "bench",
+      fetch: fetchOf(bytes) as never,
+    }),
 };
 
 const PI_CONTEXT = { messages: [{ role: "user", content: "hi", timestamp: 0 }] };
@@ -180,12 +234,23 @@ async function readPiAi(format: Format, bytes: Uint8Array): Promise<number> {
 
 /** The Vercel AI SDK: text characters, or the final arguments' length as JSON. */
 async function readVercel(bytes: Uint8Array): Promise<number> {
-  const provider = createOpenAICompatible({ name: "bench", baseURL: "http://bench.invalid/v1", apiKey: "bench", fetch: fetchOf(bytes), includeUsage: true });
+  const provider = createOpenAICompatible({
+    name: "bench",
+    baseURL: "http://bench.invalid/v1",
+    apiKey: "bench",
+    fetch: fetchOf(bytes),
+    includeUsage: true,
+  });
   const result = streamText({
     model: provider("bench"),
     prompt: "hi",
     maxRetries: 0,
-    tools: { write: tool({ description: "Writes a file.", inputSchema: jsonSchema<Record<string, unknown>>({ type: "object" }) }) },
+    tools: {
+      write: tool({
+        description: "Writes a file.",
+        inputSchema: jsonSchema<Record<string, unknown>>({ type: "object" }),
+      }),
+    },
   });
   let out = 0;
   for await (const part of result.fullStream) {
@@ -225,16 +290,21 @@ async function readFloor(format: Format, bytes: Uint8Array): Promise<number> {
 function choice(variable: string, all: readonly string[]): Set<string> {
   const raw = process.env[variable];
   if (raw === undefined || raw.trim() === "") return new Set(all);
-  const picked = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const picked = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   const unknown = picked.filter((s) => !all.includes(s));
-  if (unknown.length > 0) throw new Error(`bench: ${variable} has ${unknown.join(", ")}; choose among ${all.join(", ")}`);
+  if (unknown.length > 0)
+    throw new Error(`bench: ${variable} has ${unknown.join(", ")}; choose among ${all.join(", ")}`);
   return new Set(picked);
 }
 const FORMATS = choice("BENCH_FORMATS", ["openai", "anthropic"]);
 const WORKLOADS = choice("BENCH_WORKLOADS", ["text", "tool128k", "tool2m"]);
 const COLUMNS = choice("BENCH_COLUMNS", ["floor", "ours", "pi-ai", "vercel"]);
 const RUNS = process.env.BENCH_RUNS ? Number(process.env.BENCH_RUNS) : undefined;
-if (RUNS !== undefined && !(Number.isInteger(RUNS) && RUNS > 0)) throw new Error("bench: BENCH_RUNS must be a positive integer");
+if (RUNS !== undefined && !(Number.isInteger(RUNS) && RUNS > 0))
+  throw new Error("bench: BENCH_RUNS must be a positive integer");
 
 /** The cases of the chosen columns (`column` is the key in BENCH_COLUMNS). */
 function cases(list: { column: string; name: string; run: () => unknown }[]) {
@@ -257,7 +327,9 @@ function linearity(label: string, big: Result, small: Result): boolean {
   const wall = big.median / small.median;
   const cpu = big.cpuMedian / small.cpuMedian;
   const ok = paired <= 4.5;
-  console.log(`  ${label} (4x input): paired ${paired.toFixed(2)}x  wall ${wall.toFixed(2)}x  cpu ${cpu.toFixed(2)}x   bar <= 4.5  ${ok ? "ok" : "MISS"}`);
+  console.log(
+    `  ${label} (4x input): paired ${paired.toFixed(2)}x  wall ${wall.toFixed(2)}x  cpu ${cpu.toFixed(2)}x   bar <= 4.5  ${ok ? "ok" : "MISS"}`,
+  );
   return ok;
 }
 
@@ -283,13 +355,16 @@ async function compare(format: Format, w: Workload): Promise<boolean> {
       { column: "ours", name: "ours", run: () => readOurs(format, w.bytes) },
       { column: "pi-ai", name: "pi-ai 1.6", run: () => readPiAi(format, w.bytes) },
       ...(format.vercel ? [{ column: "vercel", name: "Vercel AI 5", run: () => format.vercel!(w.bytes) }] : []),
-      ...(w.quarter ? [{ column: "ours", name: `ours ${w.quarter.size}`, run: () => readOurs(format, w.quarter!.bytes) }] : []),
+      ...(w.quarter
+        ? [{ column: "ours", name: `ours ${w.quarter.size}`, run: () => readOurs(format, w.quarter!.bytes) }]
+        : []),
     ]),
     { warmup: 3, runs: RUNS ?? w.runs, gc: "minor" },
   );
   for (const r of results) {
     const expected = r.name === `ours ${w.quarter?.size}` ? w.quarter!.expected : w.expected;
-    if (r.last !== expected) throw new Error(`bench: ${r.name} lost content (${format.name}, ${w.title}): ${r.last} of ${expected}`);
+    if (r.last !== expected)
+      throw new Error(`bench: ${r.name} lost content (${format.name}, ${w.title}): ${r.last} of ${expected}`);
   }
   let ok = printTable(
     `${format.name}: ${w.title}`,
@@ -324,7 +399,10 @@ for (const format of [openai, anthropic].filter((f) => FORMATS.has(f.name))) {
   }
   // Each tool call (its arguments' length as JSON is what every reader returns); with the 2 MB
   // call, ours on a 512 KB call in the same rounds, for linearity.
-  for (const size of [...(WORKLOADS.has("tool128k") ? [128 * KB] : []), ...(WORKLOADS.has("tool2m") ? [2048 * KB] : [])]) {
+  for (const size of [
+    ...(WORKLOADS.has("tool128k") ? [128 * KB] : []),
+    ...(WORKLOADS.has("tool2m") ? [2048 * KB] : []),
+  ]) {
     const args = fileArguments(size);
     const label = size >= 1024 * KB ? `${size / 1024 / KB} MB` : `${size / KB} KB`;
     const quarterArgs = size === 2048 * KB ? fileArguments(size / 4) : undefined;
@@ -333,7 +411,9 @@ for (const format of [openai, anthropic].filter((f) => FORMATS.has(f.name))) {
       size: label,
       bytes: format.toolCall(args),
       expected: args.length,
-      ...(quarterArgs !== undefined && { quarter: { size: "512 KB", bytes: format.toolCall(quarterArgs), expected: quarterArgs.length } }),
+      ...(quarterArgs !== undefined && {
+        quarter: { size: "512 KB", bytes: format.toolCall(quarterArgs), expected: quarterArgs.length },
+      }),
       runs: size > 512 * KB ? 7 : 9,
     });
     allOk &&= call;

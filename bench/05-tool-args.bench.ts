@@ -77,7 +77,11 @@ function editsDocument(size: number): string {
   const edits: { oldText: string; newText: string; line: number }[] = [];
   let length = 40;
   for (let i = 0; length < size; i++) {
-    const edit = { oldText: `const value${i} = compute(${i});`, newText: `const value${i} = await computeAsync(${i}, "ctx");`, line: i * 3 };
+    const edit = {
+      oldText: `const value${i} = compute(${i});`,
+      newText: `const value${i} = await computeAsync(${i}, "ctx");`,
+      line: i * 3,
+    };
     edits.push(edit);
     length += JSON.stringify(edit).length + 1;
   }
@@ -190,7 +194,10 @@ const sizes = [
 ];
 
 let allOk = true;
-for (const [kind, make] of [["file", fileDocument], ["edits", editsDocument]] as const) {
+for (const [kind, make] of [
+  ["file", fileDocument],
+  ["edits", editsDocument],
+] as const) {
   for (const gc of ["full", "minor"] as const) {
     const medians = new Map<string, number>();
     for (const size of sizes) {
@@ -236,7 +243,10 @@ for (const [kind, make] of [["file", fileDocument], ["edits", editsDocument]] as
     console.log(`\n[after ${gc} gc] linearity "${kind}" (4x input; bar <= 4.5x time for ours)`);
     for (const name of kind === "file" ? ["ours", "floor: blocks", "floor: rope"] : ["ours"]) {
       const at = (size: string) => medians.get(`${name} ${size}`)!;
-      for (const [from, to] of [["128 KB", "512 KB"], ["512 KB", "2 MB"]] as const) {
+      for (const [from, to] of [
+        ["128 KB", "512 KB"],
+        ["512 KB", "2 MB"],
+      ] as const) {
         const ratio = at(to) / at(from);
         const label = `${name} ${to} / ${from}`;
         if (name !== "ours") {
@@ -377,7 +387,10 @@ function toolCallSse(args: string): Uint8Array {
   const chunk = (delta: unknown, finish: string | null = null) =>
     `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const parts = [
-    chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }] }),
+    chunk({
+      role: "assistant",
+      tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }],
+    }),
   ];
   for (const delta of deltasOf(args)) parts.push(chunk({ tool_calls: [{ index: 0, function: { arguments: delta } }] }));
   parts.push(chunk({}, "tool_calls"));

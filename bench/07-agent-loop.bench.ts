@@ -63,13 +63,16 @@ async function runUpstream(): Promise<number> {
 checkWork("long run", "ours", await runOurs(), 1 + TURNS * 2 + 1);
 checkWork("long run", "pi-agent-core 1.6", await runUpstream(), 1 + TURNS * 2 + 1);
 const baseline = await loadBaseline();
-if (baseline !== undefined) checkWork("long run", "ours (baseline)", await runOurs(baseline.agentLoop), 1 + TURNS * 2 + 1);
+if (baseline !== undefined)
+  checkWork("long run", "ours (baseline)", await runOurs(baseline.agentLoop), 1 + TURNS * 2 + 1);
 
 const cases: Case[] = [
   { name: "ours", run: () => runOurs() },
   { name: "pi-agent-core 1.6", run: runUpstream },
 ];
-const ratios: Ratio[] = [{ label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=", value: 0.5 }];
+const ratios: Ratio[] = [
+  { label: "ours / pi-agent-core 1.6", num: "ours", den: "pi-agent-core 1.6", bar: "<=", value: 0.5 },
+];
 if (baseline !== undefined) {
   cases.push({ name: "ours (baseline)", run: () => runOurs(baseline.agentLoop) });
   ratios.push(
@@ -78,5 +81,9 @@ if (baseline !== undefined) {
   );
 }
 const results = await measure(cases, { warmup: WARMUP, runs: RUNS, gc: GC });
-const ok = printTable(`agent loop: ${TURNS} turns, one no-op tool call each, ${GC} gc before each run`, results, ratios);
+const ok = printTable(
+  `agent loop: ${TURNS} turns, one no-op tool call each, ${GC} gc before each run`,
+  results,
+  ratios,
+);
 if (!ok) console.log("  (bar missed)");

@@ -119,7 +119,17 @@ const RATIOS = [
 
 let ok = true;
 const promptResults = await measure(cases(prompts), { warmup: WARMUP, runs: RUNS, gc: GC });
-ok = printTable(`Agent: ${PROMPTS} one-turn prompts on one agent, one listener, ${GC} gc before each run`, promptResults, RATIOS) && ok;
+ok =
+  printTable(
+    `Agent: ${PROMPTS} one-turn prompts on one agent, one listener, ${GC} gc before each run`,
+    promptResults,
+    RATIOS,
+  ) && ok;
 const longRunResults = await measure(cases(longRun), { warmup: WARMUP, runs: RUNS, gc: GC });
-ok = printTable(`Agent: one run of ${TURNS} turns, one no-op tool call each, one listener, ${GC} gc before each run`, longRunResults, RATIOS) && ok;
+ok =
+  printTable(
+    `Agent: one run of ${TURNS} turns, one no-op tool call each, one listener, ${GC} gc before each run`,
+    longRunResults,
+    RATIOS,
+  ) && ok;
 if (!ok) console.log("  (bar missed)");

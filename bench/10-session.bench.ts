@@ -44,7 +44,14 @@ function messageFor(i: number): AgentMessage {
     case 1:
       return {
         role: "assistant",
-        content: [{ type: "toolCall", id: `call_${i}`, name: "read", arguments: { path: `src/file-${i}.ts`, note: text(700, i) } }],
+        content: [
+          {
+            type: "toolCall",
+            id: `call_${i}`,
+            name: "read",
+            arguments: { path: `src/file-${i}.ts`, note: text(700, i) },
+          },
+        ],
         provider: "bench",
         model: "m",
         usage: { input: 1000 + i, output: 50, totalTokens: 1050 + i },
@@ -52,7 +59,14 @@ function messageFor(i: number): AgentMessage {
         timestamp: t,
       };
     case 2:
-      return { role: "toolResult", toolCallId: `call_${i - 1}`, toolName: "read", content: [{ type: "text", text: text(800, i) }], isError: false, timestamp: t };
+      return {
+        role: "toolResult",
+        toolCallId: `call_${i - 1}`,
+        toolName: "read",
+        content: [{ type: "text", text: text(800, i) }],
+        isError: false,
+        timestamp: t,
+      };
     default:
       return {
         role: "assistant",
@@ -69,15 +83,27 @@ function messageFor(i: number): AgentMessage {
 /** Writes a session of `n` entries by hand (the format, without SessionFile), returns its path. */
 function writeSession(n: number): string {
   const path = join(dir, `session-${n}.jsonl`);
-  writeFileSync(path, JSON.stringify({ type: "session", version: 1, id: `bench-${n}`, timestamp: new Date(0).toISOString(), cwd: dir }) + "\n");
+  writeFileSync(
+    path,
+    JSON.stringify({ type: "session", version: 1, id: `bench-${n}`, timestamp: new Date(0).toISOString(), cwd: dir }) +
+      "\n",
+  );
   const id = (i: number) => i.toString(16).padStart(8, "0");
   let lines: string[] = [];
   let parent: string | null = null;
   for (let i = 0; i < n; i++) {
     const timestamp = new Date(1_700_000_000_000 + i).toISOString();
     let entry: SessionEntry;
-    if (i % 100 === 99) entry = { type: "label", id: id(i), parentId: parent, timestamp, targetId: id(i - 50), label: `mark ${i}` };
-    else entry = { type: "message", id: id(i), parentId: i % 50 === 49 ? id(i - 7) : parent, timestamp, message: messageFor(i) };
+    if (i % 100 === 99)
+      entry = { type: "label", id: id(i), parentId: parent, timestamp, targetId: id(i - 50), label: `mark ${i}` };
+    else
+      entry = {
+        type: "message",
+        id: id(i),
+        parentId: i % 50 === 49 ? id(i - 7) : parent,
+        timestamp,
+        message: messageFor(i),
+      };
     lines.push(JSON.stringify(entry));
     parent = entry.id;
     if (lines.length === 5_000) {
@@ -138,7 +164,8 @@ async function appendRate(durable: boolean, count: number, concurrency: number):
   const started = performance.now();
   for (let i = 0; i < count; i += concurrency) {
     const batch: Promise<string>[] = [];
-    for (let k = 0; k < concurrency && i + k < count; k++) batch.push(session.append({ type: "message", parentId: root, message: messageFor(i + k) }));
+    for (let k = 0; k < concurrency && i + k < count; k++)
+      batch.push(session.append({ type: "message", parentId: root, message: messageFor(i + k) }));
     await Promise.all(batch);
   }
   const seconds = (performance.now() - started) / 1000;
@@ -158,12 +185,22 @@ try {
   );
   const first = SIZES[0]!;
   const last = SIZES.at(-1)!;
-  printTable(`SessionFile.open, then pathToLeaf + messagesOf of the leaf (${SIZES.map((n) => `${n / 1000}k`).join(" / ")} entries)`, results, [
-    // Linear: ten times the entries, at most 12.5 times the time (per-entry cost grows ≤ 25%).
-    { label: `${last / 1000}k / ${first / 1000}k`, num: `open + walk ${last / 1000}k`, den: `open + walk ${first / 1000}k`, bar: "<=", value: (last / first) * 1.25 },
-    // No bar: what checking, indexing and freezing cost over parsing and keeping alone.
-    { label: `${last / 1000}k / its floor`, num: `open + walk ${last / 1000}k`, den: `floor ${last / 1000}k` },
-  ]);
+  printTable(
+    `SessionFile.open, then pathToLeaf + messagesOf of the leaf (${SIZES.map((n) => `${n / 1000}k`).join(" / ")} entries)`,
+    results,
+    [
+      // Linear: ten times the entries, at most 12.5 times the time (per-entry cost grows ≤ 25%).
+      {
+        label: `${last / 1000}k / ${first / 1000}k`,
+        num: `open + walk ${last / 1000}k`,
+        den: `open + walk ${first / 1000}k`,
+        bar: "<=",
+        value: (last / first) * 1.25,
+      },
+      // No bar: what checking, indexing and freezing cost over parsing and keeping alone.
+      { label: `${last / 1000}k / its floor`, num: `open + walk ${last / 1000}k`, den: `floor ${last / 1000}k` },
+    ],
+  );
   console.log("\n  per 10k entries:");
   for (const [k, n] of SIZES.entries()) {
     const bytes = await retainedBytes(paths.get(n)!);
@@ -171,7 +208,7 @@ try {
     console.log(
       `  ${`${n / 1000}k`.padStart(5)}  file ${mb.toFixed(1).padStart(6)} MB  ` +
         `open+walk ${((results[k]!.median / n) * 10_000).toFixed(1).padStart(6)} ms/10k (cpu ${((results[k]!.cpuMedian / n) * 10_000).toFixed(1)})  ` +
-        `memory ${(bytes / 1e6).toFixed(1).padStart(6)} MB (${((bytes / n) * 10_000 / 1e6).toFixed(2)} MB/10k)`,
+        `memory ${(bytes / 1e6).toFixed(1).padStart(6)} MB (${(((bytes / n) * 10_000) / 1e6).toFixed(2)} MB/10k)`,
     );
   }
 

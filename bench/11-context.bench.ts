@@ -36,15 +36,32 @@ function makePath(entries: number): SessionEntry[] {
   for (let n = 0; path.length < entries; n++) {
     const ts = 1_767_225_600_000 + n;
     push({ role: "user", content: [{ type: "text", text: pad(400, n) }], timestamp: ts });
-    const calls = [0, 1].map((k) => ({ type: "toolCall" as const, id: `c${n}_${k}`, name: "read", arguments: { path: `src/file${k}.ts` } }));
+    const calls = [0, 1].map((k) => ({
+      type: "toolCall" as const,
+      id: `c${n}_${k}`,
+      name: "read",
+      arguments: { path: `src/file${k}.ts` },
+    }));
     const usage = { input: 0, output: 0, totalTokens: 0 };
     const base = { provider: "bench", model: "m", usage, timestamp: ts };
     push({ role: "assistant", content: calls, stopReason: "toolUse", ...base } as AssistantMessage);
     for (const k of [1, 0]) {
-      push({ role: "toolResult", toolCallId: `c${n}_${k}`, toolName: "read", content: [{ type: "text", text: pad(1_800, n + k) }], isError: false, timestamp: ts });
+      push({
+        role: "toolResult",
+        toolCallId: `c${n}_${k}`,
+        toolName: "read",
+        content: [{ type: "text", text: pad(1_800, n + k) }],
+        isError: false,
+        timestamp: ts,
+      });
     }
     const answer = { ...base, usage: { input: 40_000, output: 300, totalTokens: 40_300 } };
-    push({ role: "assistant", content: [{ type: "text", text: pad(600, n) }], stopReason: "stop", ...answer } as AssistantMessage);
+    push({
+      role: "assistant",
+      content: [{ type: "text", text: pad(600, n) }],
+      stopReason: "stop",
+      ...answer,
+    } as AssistantMessage);
   }
   return path.slice(0, entries);
 }
@@ -64,18 +81,30 @@ const gc = (globalThis as { gc?: () => void }).gc;
 const paths = new Map(SIZES.map((n) => [n, makePath(n)]));
 let bytes = 0;
 for (const path of paths.values()) bytes += JSON.stringify(path).length;
-console.log(`paths: ${SIZES.map((n) => n.toLocaleString("en")).join(" and ")} entries, ${(bytes / 1e6).toFixed(0)} MB of JSON in all`);
+console.log(
+  `paths: ${SIZES.map((n) => n.toLocaleString("en")).join(" and ")} entries, ${(bytes / 1e6).toFixed(0)} MB of JSON in all`,
+);
 
 const cases = SIZES.flatMap((n) => {
   const path = paths.get(n)!;
   const label = `${n / 1000}k`;
   return [
-    { name: `project 128k budget, ${label}`, run: () => projectContext(path, { budget: 128_000, systemPrompt: "You are a coding agent." }).tokens },
-    { name: `project everything, ${label}`, run: () => projectContext(path, { budget: 1e12, systemPrompt: "You are a coding agent." }).tokens },
+    {
+      name: `project 128k budget, ${label}`,
+      run: () => projectContext(path, { budget: 128_000, systemPrompt: "You are a coding agent." }).tokens,
+    },
+    {
+      name: `project everything, ${label}`,
+      run: () => projectContext(path, { budget: 1e12, systemPrompt: "You are a coding agent." }).tokens,
+    },
     {
       name: `compact, ${label}`,
       run: async () => {
-        const outcome = await compact(sessionOver(path), { model: unusedModel, keepRecentTokens: 20_000, summarize: () => "summary" });
+        const outcome = await compact(sessionOver(path), {
+          model: unusedModel,
+          keepRecentTokens: 20_000,
+          summarize: () => "summary",
+        });
         if (!outcome.ok) throw new Error(outcome.reason.message);
         return outcome.keptMessages;
       },
@@ -85,8 +114,20 @@ const cases = SIZES.flatMap((n) => {
 
 const results = await measure(cases, { warmup: WARMUP, runs: RUNS });
 const ok = printTable("chapter 11: project and compact a session path", results, [
-  { label: "project 128k: 100k / 10k (linear = 10)", num: "project 128k budget, 100k", den: "project 128k budget, 10k", bar: "<=", value: 13 },
-  { label: "project all: 100k / 10k (linear = 10)", num: "project everything, 100k", den: "project everything, 10k", bar: "<=", value: 13 },
+  {
+    label: "project 128k: 100k / 10k (linear = 10)",
+    num: "project 128k budget, 100k",
+    den: "project 128k budget, 10k",
+    bar: "<=",
+    value: 13,
+  },
+  {
+    label: "project all: 100k / 10k (linear = 10)",
+    num: "project everything, 100k",
+    den: "project everything, 10k",
+    bar: "<=",
+    value: 13,
+  },
   { label: "compact: 100k / 10k (linear = 10)", num: "compact, 100k", den: "compact, 10k", bar: "<=", value: 13 },
 ]);
 
@@ -105,7 +146,9 @@ for (const n of SIZES) {
   gc?.();
   const after = process.memoryUsage().heapUsed;
   const perEntry = (after - before) / n;
-  console.log(`  ${n.toLocaleString("en")} entries: ${((after - before) / 1e6).toFixed(2)} MB, ${perEntry.toFixed(1)} bytes per entry (${kept.context.messages.length} messages kept)`);
+  console.log(
+    `  ${n.toLocaleString("en")} entries: ${((after - before) / 1e6).toFixed(2)} MB, ${perEntry.toFixed(1)} bytes per entry (${kept.context.messages.length} messages kept)`,
+  );
 }
 if (!gc) console.log("  (run node with --expose-gc for exact numbers)");
 if (!ok) process.exitCode = 1;

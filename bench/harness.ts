@@ -97,7 +97,10 @@ export function median(sorted: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function timeOnce(run: () => unknown, kind: "full" | "minor"): Promise<{ ms: number; cpu: number; value: unknown }> {
+async function timeOnce(
+  run: () => unknown,
+  kind: "full" | "minor",
+): Promise<{ ms: number; cpu: number; value: unknown }> {
   gc?.(kind === "minor" ? { type: "minor" } : undefined);
   const cpu0 = process.cpuUsage();
   const start = performance.now();
@@ -177,7 +180,9 @@ export function printTable(title: string, results: readonly Result[], ratios: re
   console.log(`  ${"".padEnd(width)}  ${"wall".padStart(9)}   ${"[min – max]".padEnd(17)}  ${"cpu".padStart(9)}`);
   for (const r of results) {
     const range = `[${fmt(r.min)} – ${fmt(r.max)}]`;
-    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.median).padStart(9)}   ${range.padEnd(17)}  ${fmt(r.cpuMedian).padStart(9)}`);
+    console.log(
+      `  ${r.name.padEnd(width)}  ${fmt(r.median).padStart(9)}   ${range.padEnd(17)}  ${fmt(r.cpuMedian).padStart(9)}`,
+    );
   }
   let allOk = true;
   for (const q of ratios) {
@@ -195,7 +200,9 @@ export function printTable(title: string, results: readonly Result[], ratios: re
     }
     const wallText = `${ratio.toFixed(2)}x`;
     const pairedText = `paired ${pairedRatio(num, den).toFixed(2)}x`;
-    console.log(`  ${q.label.padEnd(width)}  ${wallText.padStart(9)}   ${pairedText.padEnd(17)}  ${`${cpuRatio.toFixed(2)}x`.padStart(9)}${verdict}`);
+    console.log(
+      `  ${q.label.padEnd(width)}  ${wallText.padStart(9)}   ${pairedText.padEnd(17)}  ${`${cpuRatio.toFixed(2)}x`.padStart(9)}${verdict}`,
+    );
   }
   return allOk;
 }

@@ -27,17 +27,22 @@ function run(command, args, cwd) {
 // (npm writes node_modules/.package-lock.json at the end of every install).
 const installed = join(here, "node_modules", ".package-lock.json");
 const lockfile = join(here, "package-lock.json");
-const why = !existsSync(join(here, "node_modules", "@earendil-works", "pi-ai")) || !existsSync(installed)
-  ? "first run"
-  : statSync(lockfile).mtimeMs > statSync(installed).mtimeMs
-    ? "bench/package-lock.json changed since the last install"
-    : undefined;
+const why =
+  !existsSync(join(here, "node_modules", "@earendil-works", "pi-ai")) || !existsSync(installed)
+    ? "first run"
+    : statSync(lockfile).mtimeMs > statSync(installed).mtimeMs
+      ? "bench/package-lock.json changed since the last install"
+      : undefined;
 if (why) {
   console.log(`bench: installing the upstream packages (${why})…`);
   run("npm", ["ci", "--no-audit", "--no-fund"], here);
 }
 run("npm", ["run", "build"], root);
-run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(here, "tsconfig.json")], here);
+run(
+  process.execPath,
+  [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(here, "tsconfig.json")],
+  here,
+);
 
 const filters = process.argv.slice(2);
 const files = readdirSync(here)

@@ -80,7 +80,14 @@ export function upstreamScriptedStreamFn(toolTurns: number) {
       api: "openai-completions",
       provider: "bench",
       model: "scripted",
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+      usage: {
+        input: 0,
+        output: 0,
+        cacheRead: 0,
+        cacheWrite: 0,
+        totalTokens: 0,
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      },
       stopReason: "stop",
       timestamp: 0,
     };
@@ -109,7 +116,9 @@ export function upstreamScriptedStreamFn(toolTurns: number) {
 export function checkWork(workload: string, name: string, value: number, expected: number): void {
   const messages = Math.floor(value / 1_000_000);
   if (messages !== expected && messages !== expected + 1) {
-    throw new Error(`${workload}, ${name}: expected ${expected} messages, got ${messages} (events ${value % 1_000_000})`);
+    throw new Error(
+      `${workload}, ${name}: expected ${expected} messages, got ${messages} (events ${value % 1_000_000})`,
+    );
   }
   console.log(`${workload}, ${name}: ${messages} messages, ${value % 1_000_000} events per run`);
 }

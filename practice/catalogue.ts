@@ -187,7 +187,9 @@ export function buildCatalogue(specs: { spec: ChapterSpec; source: string }[]): 
 
 /** Loads every practice/chapters/NN-<slug>.ts (or those of another folder, for tests). */
 export async function loadCatalogue(dir: string = CHAPTERS_DIR): Promise<Catalogue> {
-  const names = readdirSync(dir).filter((name) => FILE_RE.test(name)).sort();
+  const names = readdirSync(dir)
+    .filter((name) => FILE_RE.test(name))
+    .sort();
   const specs: { spec: ChapterSpec; source: string }[] = [];
   for (const name of names) {
     const module = (await import(pathToFileURL(join(dir, name)).href)) as { default?: ChapterSpec };

@@ -118,7 +118,9 @@ async function checkpoint(args: string[]): Promise<void> {
     }
     const unowned = unownedFiles(catalogue);
     if (unowned.length > 0) {
-      console.log(`\n不属于任何章节、不会出现在任何练习文件夹里的文件 (files in no chapter view):\n  ${unowned.join("\n  ")}`);
+      console.log(
+        `\n不属于任何章节、不会出现在任何练习文件夹里的文件 (files in no chapter view):\n  ${unowned.join("\n  ")}`,
+      );
     }
     console.log("\nnpm run checkpoint -- NN   打印一章的卡片 (print one chapter's card)");
     return;

@@ -14,6 +14,7 @@ import { isBuiltin } from "node:module";
 import { basename, dirname, join, posix } from "node:path";
 import { PACKAGE_DIR, REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
 import { renderLearning } from "./learning.js";
+import type { View, ViewKind } from "./view.js";
 import { pad, renderFile, scanFile, type ChapterRegion, type LabRegion } from "./markers.js";
 
 /** Where the sources are read from; tests point these at a fixture tree. */
@@ -26,24 +27,7 @@ export interface Sources {
 
 export const REPO_SOURCES: Sources = { packageDir: PACKAGE_DIR, repoRoot: REPO_ROOT };
 
-export type ViewKind = "snapshot" | "practice";
-
-/** A generated folder, in memory. */
-export interface View {
-  chapter: Chapter;
-  kind: ViewKind;
-  /** Folder-relative path → content. */
-  files: Map<string, string | Buffer>;
-  /** Chapters whose code and tests the view holds, in order. */
-  included: Chapter[];
-  /** Test files a catalogued chapter declares but that do not exist yet. */
-  missingTests: string[];
-  /**
-   * A progress view (the proof's lab-order check): labs of chapter N already written, so their
-   * reference bodies stay and only the later labs are construction sites. Empty for practice(N).
-   */
-  done: string[];
-}
+export type { View, ViewKind } from "./view.js";
 
 /** The marker facts of every catalogued file. */
 export interface SourceScan {
@@ -71,7 +55,8 @@ function relativeImports(from: string, text: string): string[] {
 }
 
 function importSpecifiers(text: string): string[] {
-  const re = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|(?:^|[\s;])import\s*["']([^"']+)["']/g;
+  const re =
+    /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|(?:^|[\s;])import\s*["']([^"']+)["']/g;
   const out: string[] = [];
   for (const m of text.matchAll(re)) out.push((m[1] ?? m[2] ?? m[3])!);
   return out;
@@ -93,7 +78,9 @@ export function fileOwners(catalogue: Catalogue, sources: Sources): Map<string, 
     if (existsSync(join(sources.packageDir, chapter.testFile))) owners.set(chapter.testFile, chapter);
   }
   for (const chapter of catalogue.chapters) {
-    const queue = [...owners].filter(([f, c]) => c === chapter && f.startsWith("test/") && TS_RE.test(f)).map(([f]) => f);
+    const queue = [...owners]
+      .filter(([f, c]) => c === chapter && f.startsWith("test/") && TS_RE.test(f))
+      .map(([f]) => f);
     while (queue.length > 0) {
       const file = queue.shift()!;
       for (const target of relativeImports(file, readText(sources, file))) {
@@ -166,15 +153,16 @@ export function buildView(
   const last = catalogue.rebuild.at(-1)?.number ?? 0;
   const upTo = observe ? last : chapter.number;
   const cut = kind === "practice" && !observe ? chapter.number : undefined;
-  const included = catalogue.chapters.filter((c) =>
-    c === chapter || (c.mode === "rebuild" && c.number <= upTo),
-  );
+  const included = catalogue.chapters.filter((c) => c === chapter || (c.mode === "rebuild" && c.number <= upTo));
   const files = new Map<string, string | Buffer>();
   for (const [file, owner] of scan.owners) {
     if (!included.includes(owner)) continue;
     if (TS_RE.test(file)) {
       const number = owner.mode === "observe" ? upTo : owner.number;
-      files.set(file, renderFile(readText(sources, file), file, number, { upTo, keep, ...(cut !== undefined && { cut }) }));
+      files.set(
+        file,
+        renderFile(readText(sources, file), file, number, { upTo, keep, ...(cut !== undefined && { cut }) }),
+      );
     } else {
       files.set(file, readFileSync(join(sources.packageDir, file)));
     }

@@ -3,7 +3,7 @@
  * `npm run checkpoint`. Chinese first, with a short English line.
  */
 import type { Chapter, Text } from "./catalogue.js";
-import type { View } from "./generate.js";
+import type { View } from "./view.js";
 import { notImplementedMessage, pad, type ChapterRegion, type LabRegion } from "./markers.js";
 
 /** A lab with the places (file and symbol) its regions mark. */
@@ -88,7 +88,9 @@ export function firstRed(chapter: Chapter, labs: LabRegion[], testSource?: strin
 /** Functions of the test file that `body` calls: where it first calls each, and the function's text. */
 function localHelpers(source: string, body: string): { at: number; text: string }[] {
   const out: { at: number; text: string }[] = [];
-  for (const m of source.matchAll(/^(?:async\s+)?function\s+([\w$]+)\s*[<(]|^const\s+([\w$]+)\s*=\s*(?:async\s*)?\(/gm)) {
+  for (const m of source.matchAll(
+    /^(?:async\s+)?function\s+([\w$]+)\s*[<(]|^const\s+([\w$]+)\s*=\s*(?:async\s*)?\(/gm,
+  )) {
     const name = (m[1] ?? m[2])!;
     const call = new RegExp(`(?<![\\w$.])${name.replace(/\$/g, "\\$")}\\s*[<(]`).exec(body);
     if (!call) continue;
@@ -122,7 +124,8 @@ function commandsBlock(lines: [string, string][]): string[] {
 }
 
 function firstRedBlock(messages: string[]): string[] {
-  if (messages.length <= 1) return ["```", `Error: ${messages[0] ?? "Lab N.M …：尚未实现 (not implemented yet)"}`, "```"];
+  if (messages.length <= 1)
+    return ["```", `Error: ${messages[0] ?? "Lab N.M …：尚未实现 (not implemented yet)"}`, "```"];
   return ["（以下之一 · one of these）", "", "```", ...messages.map((m) => `Error: ${m}`), "```"];
 }
 
@@ -228,14 +231,21 @@ function observeLearning(chapter: Chapter, view: View): string {
   out.push(
     ...commandsBlock([
       ["npm install", "安装依赖 (install)"],
-      ...(chapter.scripts?.start ? ([["npm start", "运行一次完整的智能体 (one full agent run)"]] as [string, string][]) : []),
+      ...(chapter.scripts?.start
+        ? ([["npm start", "运行一次完整的智能体 (one full agent run)"]] as [string, string][])
+        : []),
       ["npm test", "全部测试都应通过 (every test passes)"],
-      ...chapters.slice(0, 1).map((id): [string, string] => [`npx vitest run test/${id}-`, "某一章的测试 (one chapter's tests)"]),
+      ...chapters
+        .slice(0, 1)
+        .map((id): [string, string] => [`npx vitest run test/${id}-`, "某一章的测试 (one chapter's tests)"]),
     ]),
     "",
   );
   if (chapters.length > 0) {
-    out.push(`本文件夹包含第 ${chapters.join("、")} 章的代码与测试。*This folder holds chapters ${chapters.join(", ")}.*`, "");
+    out.push(
+      `本文件夹包含第 ${chapters.join("、")} 章的代码与测试。*This folder holds chapters ${chapters.join(", ")}.*`,
+      "",
+    );
   }
   out.push("## 故意弄坏 · Break it on purpose", "", bilingual(chapter.breakIt), "");
   return out.join("\n");
@@ -253,7 +263,8 @@ export function renderCard(chapter: Chapter, labs: LabRegion[], regions: Chapter
     "",
     `文件 Files (packages/pi-course): ${chapter.files.length > 0 ? chapter.files.join(", ") : "—"}`,
   ];
-  if (regionFiles.length > 0) out.push(`区域 Regions (// #region ch${pad(chapter.number)}) in: ${regionFiles.join(", ")}`);
+  if (regionFiles.length > 0)
+    out.push(`区域 Regions (// #region ch${pad(chapter.number)}) in: ${regionFiles.join(", ")}`);
   if (chapter.labs.length > 0) {
     out.push("", "实验 Labs:");
     for (const lab of places(chapter, labs)) {
@@ -268,7 +279,9 @@ export function renderCard(chapter: Chapter, labs: LabRegion[], regions: Chapter
     `  npx vitest run packages/pi-course/${chapter.testFile}    # 本章测试 (this chapter's tests, reference code)`,
   );
   if (chapter.labs[0]) {
-    out.push(`  npx vitest run packages/pi-course/${chapter.testFile} -t "${labPattern(chapter.labs[0].id)}"    # 一个实验 (one lab)`);
+    out.push(
+      `  npx vitest run packages/pi-course/${chapter.testFile} -t "${labPattern(chapter.labs[0].id)}"    # 一个实验 (one lab)`,
+    );
   }
   out.push(
     `  npm run -s practice -- ${chapter.id} ../my-${chapter.id}    # 生成练习文件夹 (make the practice folder)`,

@@ -29,7 +29,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { REPO_ROOT, type Catalogue, type Chapter } from "./catalogue.js";
-import { buildView, labsOf, REPO_SOURCES, scanSources, writeView, type SourceScan, type Sources, type View, type ViewKind } from "./generate.js";
+import {
+  buildView,
+  labsOf,
+  REPO_SOURCES,
+  scanSources,
+  writeView,
+  type SourceScan,
+  type Sources,
+  type View,
+  type ViewKind,
+} from "./generate.js";
 import { firstRed } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
 
@@ -99,7 +109,13 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function run(folder: string, bin: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<Run> {
+function run(
+  folder: string,
+  bin: string,
+  args: string[],
+  timeoutMs: number,
+  env: Record<string, string> = {},
+): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       join(folder, "node_modules", ".bin", bin),
@@ -138,7 +154,11 @@ export default class ProofReporter {
 
 /** What the reporter saves. */
 interface RunReport {
-  files: { name: string; errors: string[]; tests: { title: string; fullName: string; state: string; errors: string[] }[] }[];
+  files: {
+    name: string;
+    errors: string[];
+    tests: { title: string; fullName: string; state: string; errors: string[] }[];
+  }[];
   unhandled: string[];
 }
 
@@ -167,7 +187,15 @@ function outcomes(report: RunReport, problems: string[], label: string): TestOut
     for (const test of file.tests) {
       const lab = LAB_TITLE_RE.exec(test.title)?.[1];
       const suites = test.fullName.endsWith(test.title) ? test.fullName.slice(0, -test.title.length) : test.fullName;
-      out.push({ chapter, file: `test/${name}`, title: test.title, lab, status: test.state, failure: test.errors.join("\n"), suites });
+      out.push({
+        chapter,
+        file: `test/${name}`,
+        title: test.title,
+        lab,
+        status: test.state,
+        failure: test.errors.join("\n"),
+        suites,
+      });
     }
   }
   return out;
@@ -213,7 +241,9 @@ export function staticProblems(view: View, scan: SourceScan, catalogue: Catalogu
     const body = significant(region.body);
     for (const [file, lines] of texts) {
       if (containsSequence(lines, body)) {
-        problems.push(`${label}: ${file} holds lines of chapter ${pad(region.chapter)} (the region at ${region.file}:${region.line})`);
+        problems.push(
+          `${label}: ${file} holds lines of chapter ${pad(region.chapter)} (the region at ${region.file}:${region.line})`,
+        );
       }
     }
   }
@@ -222,7 +252,9 @@ export function staticProblems(view: View, scan: SourceScan, catalogue: Catalogu
     const body = significant(lab.body);
     for (const [file, lines] of texts) {
       if (containsSequence(lines, body)) {
-        problems.push(`${label}: ${file} holds the body of lab ${lab.lab} ${lab.symbol}, a later chapter's (${lab.file}:${lab.line})`);
+        problems.push(
+          `${label}: ${file} holds the body of lab ${lab.lab} ${lab.symbol}, a later chapter's (${lab.file}:${lab.line})`,
+        );
       }
     }
   }
@@ -232,7 +264,9 @@ export function staticProblems(view: View, scan: SourceScan, catalogue: Catalogu
       const body = significant(lab.body);
       for (const [file, lines] of texts) {
         if (containsSequence(lines, body)) {
-          problems.push(`${label}: ${file} holds the reference body of lab ${lab.lab} ${lab.symbol} (${lab.file}:${lab.line})`);
+          problems.push(
+            `${label}: ${file} holds the reference body of lab ${lab.lab} ${lab.symbol} (${lab.file}:${lab.line})`,
+          );
         }
       }
       if (!all.includes(JSON.stringify(notImplementedMessage(lab.lab, lab.symbol)))) {
@@ -250,7 +284,8 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
   const chapter = view.chapter;
   const cut = view.kind === "practice" && chapter.mode === "rebuild";
   for (const c of cut ? view.included : [chapter]) {
-    if (!tests.some((t) => t.chapter === c.number)) problems.push(`${label}: no test of chapter ${c.id} ran (${c.testFile})`);
+    if (!tests.some((t) => t.chapter === c.number))
+      problems.push(`${label}: no test of chapter ${c.id} ran (${c.testFile})`);
   }
   if (chapter.mode === "rebuild") {
     for (const lab of chapter.labs) {
@@ -265,7 +300,9 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
     for (const test of tests) {
       const named = /\bLab \d{1,2}\.\d{1,2}\b/.exec(test.suites)?.[0];
       if (test.chapter === chapter.number && named) {
-        problems.push(`${label}: ${test.file} › ${test.title} sits in a describe named "${named} …"; keep lab ids out of describe names`);
+        problems.push(
+          `${label}: ${test.file} › ${test.title} sits in a describe named "${named} …"; keep lab ids out of describe names`,
+        );
       }
     }
   }
@@ -292,7 +329,9 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
     checkRed(test);
     if (waiver) {
       if (problems.length === before) {
-        problems.push(`${label}: ${test.file} › ${test.title} is now red for the right reason; remove its waiver in ${chapter.source}`);
+        problems.push(
+          `${label}: ${test.file} › ${test.title} is now red for the right reason; remove its waiver in ${chapter.source}`,
+        );
       } else {
         console.warn(`[proof] waived in ${chapter.source}: ${problems.splice(before).join("; ")} (why: ${waiver.why})`);
       }
@@ -302,10 +341,16 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
     // A `uses` entry that no test needs any more hides nothing but should not stay.
     for (const spec of chapter.labs) {
       for (const used of spec.uses ?? []) {
-        const sites = labs.filter((l) => l.lab === used).map((l) => notImplementedMessage(l.lab, l.symbol).split(" (")[0]!);
-        const needed = tests.some((t) => t.chapter === chapter.number && t.lab === spec.id && sites.some((site) => t.failure.includes(site)));
+        const sites = labs
+          .filter((l) => l.lab === used)
+          .map((l) => notImplementedMessage(l.lab, l.symbol).split(" (")[0]!);
+        const needed = tests.some(
+          (t) => t.chapter === chapter.number && t.lab === spec.id && sites.some((site) => t.failure.includes(site)),
+        );
         if (!needed) {
-          problems.push(`${label}: lab ${spec.id} uses ${used}, but no test of lab ${spec.id} hits lab ${used}'s construction site; remove it from uses in ${chapter.source}`);
+          problems.push(
+            `${label}: lab ${spec.id} uses ${used}, but no test of lab ${spec.id} hits lab ${used}'s construction site; remove it from uses in ${chapter.source}`,
+          );
         }
       }
     }
@@ -315,16 +360,22 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
   function checkRed(test: TestOutcome): void {
     const spec = chapter.labs.find((l) => l.id === test.lab);
     if (!spec) {
-      problems.push(`${label}: ${test.file} › "${test.title}" does not start with one of chapter ${chapter.id}'s labs (Lab ${chapter.labs.map((l) => l.id).join(", Lab ")})`);
+      problems.push(
+        `${label}: ${test.file} › "${test.title}" does not start with one of chapter ${chapter.id}'s labs (Lab ${chapter.labs.map((l) => l.id).join(", Lab ")})`,
+      );
       return;
     }
     if (test.status === "passed") {
-      problems.push(`${label}: ${test.file} › ${test.title} PASSES against the construction sites; it must fail until lab ${spec.id} is written`);
+      problems.push(
+        `${label}: ${test.file} › ${test.title} PASSES against the construction sites; it must fail until lab ${spec.id} is written`,
+      );
       return;
     }
     const allowed = [spec.id, ...(spec.uses ?? [])];
     // The Chinese half is enough: assertion messages may truncate the English one.
-    const sites = labs.filter((l) => allowed.includes(l.lab)).map((l) => notImplementedMessage(l.lab, l.symbol).split(" (")[0]!);
+    const sites = labs
+      .filter((l) => allowed.includes(l.lab))
+      .map((l) => notImplementedMessage(l.lab, l.symbol).split(" (")[0]!);
     if (!sites.some((site) => test.failure.includes(site))) {
       problems.push(
         `${label}: ${test.file} › ${test.title} fails, but not with lab ${allowed.join("/")}'s not-implemented error: ${firstLine(test.failure)}`,
@@ -365,7 +416,9 @@ function orderProblems(chapter: Chapter, tests: TestOutcome[], label: string): s
   }
   if (chapter.testOrderWaiver !== undefined) {
     if (problems.length === 0) {
-      problems.push(`${label}: the tests of chapter ${chapter.id} are in lab order now; remove testOrderWaiver in ${chapter.source}`);
+      problems.push(
+        `${label}: the tests of chapter ${chapter.id} are in lab order now; remove testOrderWaiver in ${chapter.source}`,
+      );
     } else {
       console.warn(`[proof] waived in ${chapter.source}: ${problems.join("; ")} (why: ${chapter.testOrderWaiver})`);
       return [];
@@ -376,7 +429,11 @@ function orderProblems(chapter: Chapter, tests: TestOutcome[], label: string): s
 
 /** The construction-site messages of a chapter's labs (the Chinese half: assertions may truncate the rest). */
 function siteMessages(chapter: Chapter, scan: SourceScan): { lab: string; symbol: string; site: string }[] {
-  return labsOf(chapter, scan).map((l) => ({ lab: l.lab, symbol: l.symbol, site: notImplementedMessage(l.lab, l.symbol).split(" (")[0]! }));
+  return labsOf(chapter, scan).map((l) => ({
+    lab: l.lab,
+    symbol: l.symbol,
+    site: notImplementedMessage(l.lab, l.symbol).split(" (")[0]!,
+  }));
 }
 
 /** The test files of the view's own chapter. */
@@ -424,7 +481,9 @@ function progressProblems(view: View, next: string, tests: TestOutcome[], label:
     }
     ranNext = true;
     if (test.status === "passed") {
-      problems.push(`${label}: ${test.file} › ${test.title} PASSES before lab ${next} is written; it must fail until it is`);
+      problems.push(
+        `${label}: ${test.file} › ${test.title} PASSES before lab ${next} is written; it must fail until it is`,
+      );
     } else if (!sites.some((s) => allowed.includes(s.lab) && test.failure.includes(s.site))) {
       const other = hit(test.failure);
       problems.push(
@@ -548,7 +607,7 @@ interface Prepared {
   next?: string;
 }
 
-async function testView(prepared: Prepared, scan: SourceScan, options: ProofOptions): Promise<void> {
+async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOptions): Promise<void> {
   const { view, report, root, folder, label } = prepared;
   await POOL.run(async () => {
     try {
@@ -566,7 +625,9 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
       try {
         parsed = JSON.parse(readFileSync(json, "utf8")) as RunReport;
       } catch {
-        report.problems.push(`${label}: vitest produced no report (exit ${vitest.code}):\n${vitest.output.trim().slice(-1500)}`);
+        report.problems.push(
+          `${label}: vitest produced no report (exit ${vitest.code}):\n${vitest.output.trim().slice(-1500)}`,
+        );
         return;
       }
       const found: string[] = [];
@@ -576,7 +637,8 @@ async function testView(prepared: Prepared, scan: SourceScan, options: ProofOpti
         return;
       }
       found.push(...testProblems(view, scan, tests, label));
-      if (view.kind === "practice" && view.chapter.mode === "rebuild") found.push(...firstRedProblems(view, scan, tests, label));
+      if (view.kind === "practice" && view.chapter.mode === "rebuild")
+        found.push(...firstRedProblems(view, scan, tests, label));
       const mustBeClean = view.kind === "snapshot" || view.chapter.mode === "observe";
       for (const error of parsed.unhandled) {
         if (mustBeClean) found.push(`${label}: unhandled error: ${firstLine(error)}`);
@@ -618,14 +680,20 @@ export function proveChapters(
   const results = new Map<string, Promise<ProofReport>>();
   const sources = options.sources ?? REPO_SOURCES;
   const started = Date.now();
-  const reports = chapters.map((chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }));
-  const phase = (async (): Promise<{ scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void>; tested: Map<Prepared, Promise<void>> } | undefined> => {
+  const reports = chapters.map(
+    (chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }),
+  );
+  const phase = (async (): Promise<
+    | { scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void>; tested: Map<Prepared, Promise<void>> }
+    | undefined
+  > => {
     await new Promise((resolve) => setImmediate(resolve));
     let scan: SourceScan;
     try {
       scan = scanSources(catalogue, sources);
     } catch (error) {
-      for (const report of reports) report.problems.push(`chapter ${report.chapter}: cannot generate: ${messageOf(error)}`);
+      for (const report of reports)
+        report.problems.push(`chapter ${report.chapter}: cannot generate: ${messageOf(error)}`);
       return undefined;
     }
     const prepared: Prepared[] = [];
@@ -636,7 +704,12 @@ export function proveChapters(
       const progress: { view: View; next: string }[] = [];
       try {
         views = kinds.map((kind) => buildView(catalogue, chapter, kind, sources, { scan }));
-        if (chapter.mode === "rebuild" && kinds.includes("practice") && options.progress !== false && !options.staticOnly) {
+        if (
+          chapter.mode === "rebuild" &&
+          kinds.includes("practice") &&
+          options.progress !== false &&
+          !options.staticOnly
+        ) {
           const ids = chapter.labs.map((l) => l.id);
           for (let k = 1; k < ids.length; k++) {
             const view = buildView(catalogue, chapter, "practice", sources, { scan, done: ids.slice(0, k) });
@@ -675,12 +748,14 @@ export function proveChapters(
       for (const p of prepared) {
         p.report.timings["typecheck (all views, one program)"] = typecheckMs;
         const found = diagnostics[p.folder] ?? ["no typecheck result for this folder"];
-        if (found.length > 0) p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
+        if (found.length > 0)
+          p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
       }
     });
     // The longest runs first, so the pool's last minutes are not one big folder alone.
     const tested = new Map<Prepared, Promise<void>>();
-    for (const p of [...prepared].sort((a, b) => testCost(b, scan) - testCost(a, scan))) tested.set(p, testView(p, scan, options));
+    for (const p of [...prepared].sort((a, b) => testCost(b, scan) - testCost(a, scan)))
+      tested.set(p, testView(p, scan, options));
     return { scan, prepared, typecheck, tested };
   })();
   chapters.forEach((chapter, index) => {

@@ -69,12 +69,19 @@ export function typecheckFolders(folders: readonly string[], stats?: TypecheckSt
   const configDiagnostics: ts.Diagnostic[] = [];
   for (const folder of folders) {
     const problems: ts.Diagnostic[] = [];
-    const parsed = ts.getParsedCommandLineOfConfigFile(join(folder, "tsconfig.json"), {}, {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (d) => problems.push(d),
-    });
+    const parsed = ts.getParsedCommandLineOfConfigFile(
+      join(folder, "tsconfig.json"),
+      {},
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: (d) => problems.push(d),
+      },
+    );
     if (!parsed) {
-      result.set(folder, problems.map((d) => formatted(d, folder)));
+      result.set(
+        folder,
+        problems.map((d) => formatted(d, folder)),
+      );
       continue;
     }
     configDiagnostics.push(...ts.getConfigFileParsingDiagnostics(parsed));
@@ -101,10 +108,12 @@ export function typecheckFolders(folders: readonly string[], stats?: TypecheckSt
     return file;
   };
   const program = ts.createProgram({ rootNames, options, host, configFileParsingDiagnostics: configDiagnostics });
-  const ownerOf = (file: string | undefined) => (file === undefined ? undefined : folders.find((f) => file.startsWith(f + "/")));
+  const ownerOf = (file: string | undefined) =>
+    file === undefined ? undefined : folders.find((f) => file.startsWith(f + "/"));
   const report = (diagnostic: ts.Diagnostic) => {
     const owner = ownerOf(diagnostic.file?.fileName);
-    for (const folder of owner !== undefined ? [owner] : folders) result.get(folder)!.push(formatted(diagnostic, folder));
+    for (const folder of owner !== undefined ? [owner] : folders)
+      result.get(folder)!.push(formatted(diagnostic, folder));
   };
   // What `ts.getPreEmitDiagnostics(program)` collects, file by file.
   for (const diagnostic of [...configDiagnostics, ...program.getOptionsDiagnostics()]) report(diagnostic);
@@ -142,7 +151,12 @@ class Contexts {
   private readonly global = new Map<string, string | undefined>();
   private readonly edges = new Map<ts.SourceFile, string[] | undefined>();
   private readonly shapes = new Map<ts.SourceFile, string>();
-  private readonly resolutions: ((callback: (resolution: { resolvedModule?: { resolvedFileName: string } }, name: string) => void, file: ts.SourceFile) => void) | undefined;
+  private readonly resolutions:
+    | ((
+        callback: (resolution: { resolvedModule?: { resolvedFileName: string } }, name: string) => void,
+        file: ts.SourceFile,
+      ) => void)
+    | undefined;
 
   constructor(
     private readonly program: ts.Program,
@@ -167,7 +181,11 @@ class Contexts {
     let context: string | undefined = "";
     for (const file of this.program.getSourceFiles()) {
       if (!file.fileName.startsWith(folder + "/")) continue;
-      if (file.referencedFiles.length > 0 || file.typeReferenceDirectives.length > 0 || file.libReferenceDirectives.length > 0) {
+      if (
+        file.referencedFiles.length > 0 ||
+        file.typeReferenceDirectives.length > 0 ||
+        file.libReferenceDirectives.length > 0
+      ) {
         context = undefined;
         break;
       }
@@ -251,7 +269,10 @@ class Contexts {
     let targets: string[] | undefined;
     if (this.resolutions !== undefined) {
       targets = [];
-      this.resolutions((resolution, name) => targets!.push(resolution.resolvedModule?.resolvedFileName ?? `unresolved ${name}`), file);
+      this.resolutions(
+        (resolution, name) => targets!.push(resolution.resolvedModule?.resolvedFileName ?? `unresolved ${name}`),
+        file,
+      );
     }
     this.edges.set(file, targets);
     return targets;

@@ -6,8 +6,7 @@ export default defineChapter({
   mode: "observe",
   title: { zh: "序章：观察一次完整的智能体运行", en: "Prologue: observe one full agent run" },
   invariant: {
-    zh:
-      "一次运行的事件总是嵌套成 agent ⊃ turn ⊃ message / tool 的结构，并且每个工具调用在模型再次被调用之前都恰好有一个带相同 id 的结果。",
+    zh: "一次运行的事件总是嵌套成 agent ⊃ turn ⊃ message / tool 的结构，并且每个工具调用在模型再次被调用之前都恰好有一个带相同 id 的结果。",
     en:
       "A run's events always nest as agent ⊃ turn ⊃ message / tool, and every tool call gets exactly one result with its id " +
       "before the model is called again.",
@@ -28,10 +27,7 @@ export default defineChapter({
       "stops the run with exit code 130.)",
   },
   // The main program, src/cli/, belongs to chapter 13 (the wiring); this folder holds all of it.
-  files: [
-    "test/fixtures/prologue-replay-turn-1.sse",
-    "test/fixtures/prologue-replay-turn-2.sse",
-  ],
+  files: ["test/fixtures/prologue-replay-turn-1.sse", "test/fixtures/prologue-replay-turn-2.sse"],
   labs: [],
   observe: [
     {
@@ -62,7 +58,7 @@ export default defineChapter({
           "同样的运行，每行一个 JSON 事件（`-s` 让 npm 不在 stdout 上打印它自己的 `> start` 行，输出才是纯 JSON）。找到第一个 `message_update`：它的 `event` 字段是哪一种模型事件？" +
           "JSON 里的 `message_update` 只带增量（delta），不带“到目前为止的消息”，完整的消息在哪一行？为什么这样输出才不会随回答长度平方增长？",
         en:
-          "The same run, one JSON event per line (-s keeps npm's own \"> start\" lines off stdout). Which model event does the first message_update carry? In JSON it carries only the delta, " +
+          'The same run, one JSON event per line (-s keeps npm\'s own "> start" lines off stdout). Which model event does the first message_update carry? In JSON it carries only the delta, ' +
           "not the message so far: which line has the whole message, and why does that keep the output linear in the answer's size?",
       },
     },

@@ -21,7 +21,10 @@ export default defineChapter({
   labs: [
     {
       id: "2.1",
-      title: { zh: "push 与 next：缓冲，或直接交给等待的读者", en: "push and next: buffer, or hand to the waiting reader" },
+      title: {
+        zh: "push 与 next：缓冲，或直接交给等待的读者",
+        en: "push and next: buffer, or hand to the waiting reader",
+      },
       hint: {
         zh:
           "push：已关闭就忽略；终止事件兑现结果，但它本身仍要交给读者；有读者在等就直接交给它，否则放进队列。" +

@@ -14,7 +14,7 @@ export default defineChapter({
   },
   adds: {
     zh:
-      "`types.ts` 里的词汇：文本块、工具调用、三种消息角色（user / assistant / toolResult）、`ModelEvent` 与 `Model` 契约；" +
+      "`types.ts` 里的词汇：文本块、工具调用、三种消息角色（user / assistant / toolResult）、`ModelEvent`；`model.ts` 里的 `Model` 契约；" +
       "`messages.ts` 里的构造器和 `textOf`；以及 `event-stream.ts` 里的 `AssistantMessageEventStream`，它在 `push` 时拒绝不一致的终止事件。" +
       "各家提供方 API 的请求/响应格式、界面上显示的文本都属于别的层，这里只有统一的消息结构。",
     en:
@@ -30,12 +30,12 @@ export default defineChapter({
         zh:
           "构造器在创建消息时打上时间戳（可用 `timestamp` 显式传入），并复制输入，消息绝不与调用者共享任何对象：" +
           "文本块是新的对象（不只是新数组），助手消息的内容要深拷贝（工具调用的 `arguments` 也是新对象），" +
-          "`usage` 也是一份新的拷贝（默认值来自冻结的 `EMPTY_USAGE`，同样要拷贝）。默认值：provider 和 model 为 `\"unknown\"`，" +
+          '`usage` 也是一份新的拷贝（默认值来自冻结的 `EMPTY_USAGE`，同样要拷贝）。默认值：provider 和 model 为 `"unknown"`，' +
           "`isError` 为 false；`errorMessage`、`details` 只在给了的时候才出现。",
         en:
           "Constructors stamp the time (overridable with timestamp) and copy their input, sharing no object with the caller: new " +
           "text blocks (not just a new array), assistant content deep-copied (tool-call arguments too), a fresh usage (also when it " +
-          "defaults to the frozen EMPTY_USAGE). Defaults: provider and model \"unknown\", isError false; errorMessage and details " +
+          'defaults to the frozen EMPTY_USAGE). Defaults: provider and model "unknown", isError false; errorMessage and details ' +
           "only when given.",
       },
     },
@@ -43,8 +43,8 @@ export default defineChapter({
       id: "3.2",
       title: { zh: "textOf：有损投影", en: "textOf: a lossy projection" },
       hint: {
-        zh: "只取文本块，用 \"\\n\" 连接；跳过工具调用；不修改输入。",
-        en: "Text blocks joined with \"\\n\", tool calls skipped, the input never mutated.",
+        zh: '只取文本块，用 "\\n" 连接；跳过工具调用；不修改输入。',
+        en: 'Text blocks joined with "\\n", tool calls skipped, the input never mutated.',
       },
       uses: ["3.1"],
     },
@@ -58,7 +58,7 @@ export default defineChapter({
           "最好再写明事件名、reason 和 stopReason。合法的事件交给父类 `EventStream` 的 `push`。",
         en:
           "A mismatch is a programming error: throw at push, and the refused event never reaches the stream. Throw a TypeError " +
-          "whose message contains \"reason must equal the message's stopReason\" (the tests match that phrase); coherent events go " +
+          'whose message contains "reason must equal the message\'s stopReason" (the tests match that phrase); coherent events go ' +
           "to EventStream's push.",
       },
       uses: ["3.1"],

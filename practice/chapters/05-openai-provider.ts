@@ -40,7 +40,10 @@ const ANTHROPIC_FIXTURES = [
 export default defineChapter({
   id: "05",
   slug: "openai-provider",
-  title: { zh: "真正的模型：OpenAI 兼容的 Chat Completions 适配器", en: "Provider adapter: OpenAI-compatible Chat Completions" },
+  title: {
+    zh: "真正的模型：OpenAI 兼容的 Chat Completions 适配器",
+    en: "Provider adapter: OpenAI-compatible Chat Completions",
+  },
   invariant: {
     zh:
       "无论字节流怎样被切碎，每一份录制的真实流都还原成同一条规范消息；每一种失败（HTTP 错误、连接被拒、中途断开、坏的 chunk、中止）" +
@@ -54,14 +57,14 @@ export default defineChapter({
     zh:
       "第一个连接真实服务器的 `Model`：`createOpenAICompatibleModel({ baseUrl, model, apiKey })` 用 `fetch` 向 " +
       "`{baseUrl}/chat/completions` 发送流式请求（OpenAI、DeepSeek、Groq、OpenRouter、llama.cpp、Ollama、vLLM 都说这种协议）。" +
-      "它分四层：`sse.ts` 把任意切分的字节流读成 SSE 帧（行被切断、UTF-8 字符被切断、CRLF、注释、`event: error`）；" +
-      "`partial-json.ts` 是增量 JSON 解析器：工具参数每来 4 个字符就能读出当前的部分值，总工作量与参数长度成线性" +
-      "（每次都从头重新解析的做法是平方级的：128 KB 要一分钟）；`openai-wire.ts` 把规范 `Context` 翻译成请求体（纯函数，不改动输入）；" +
-      "`openai-inbound.ts` 把 chunk 翻译成模型事件：文本、推理（`reasoning_content` / `reasoning` → thinking）、" +
+      "它分四层：`models/http/sse.ts` 把任意切分的字节流读成 SSE 帧（行被切断、UTF-8 字符被切断、CRLF、注释、`event: error`）；" +
+      "`models/http/partial-json.ts` 是增量 JSON 解析器：工具参数每来 4 个字符就能读出当前的部分值，总工作量与参数长度成线性" +
+      "（每次都从头重新解析的做法是平方级的：128 KB 要一分钟）；`models/openai/openai-wire.ts` 把规范 `Context` 翻译成请求体（纯函数，不改动输入）；" +
+      "`models/openai/openai-inbound.ts` 把 chunk 翻译成模型事件：文本、推理（`reasoning_content` / `reasoning` → thinking）、" +
       "按 wire `index` 分开的工具调用片段、finish_reason 与 usage 的映射。网络这一层是现成的（不是 lab，之后的 Anthropic 适配器原样复用）：" +
-      "`http-transport.ts` 在收到第一个字节之前重试 429/5xx/连接被拒（遵守 `Retry-After`），`request-deadline.ts` 管 `timeoutMs` 和空闲看门狗 " +
-      "`idleTimeoutMs`（只发 keep-alive 注释的服务器也算卡住），`response-limits.ts` 限制解压后的字节数、内容块数和工具调用数，" +
-      "`request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable）。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
+      "`models/http/http-transport.ts` 在收到第一个字节之前重试 429/5xx/连接被拒（遵守 `Retry-After`），`models/http/request-deadline.ts` 管 `timeoutMs` 和空闲看门狗 " +
+      "`idleTimeoutMs`（只发 keep-alive 注释的服务器也算卡住），`models/http/response-limits.ts` 限制解压后的字节数、内容块数和工具调用数，" +
+      "`models/http/request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable）。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
       "把 OpenAI、DeepSeek、xAI、Groq、OpenRouter、Azure、Qwen、Z.ai 的真实录制流随机切碎后回放，再注入各种故障。",
     en:
       "The first Model that talks to a real server: createOpenAICompatibleModel over fetch, in four layers: an SSE reader " +
@@ -142,7 +145,7 @@ export default defineChapter({
       hint: {
         zh:
           "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
-          "后来的 `\"id\": \"\"` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。" +
+          '后来的 `"id": ""` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。' +
           "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
           "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。" +
           "chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
@@ -166,7 +169,7 @@ export default defineChapter({
           "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
           "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。" +
           "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，" +
-          "返回的对象会在下一帧被重用（`frame-template.ts`，现成的）。",
+          "返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。",
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
@@ -178,7 +181,10 @@ export default defineChapter({
     {
       id: "5.6",
       uses: ["5.1", "5.5"],
-      title: { zh: "第二个服务商：Anthropic Messages（扩展实验）", en: "A second provider: Anthropic Messages (extension lab)" },
+      title: {
+        zh: "第二个服务商：Anthropic Messages（扩展实验）",
+        en: "A second provider: Anthropic Messages (extension lab)",
+      },
       hint: {
         zh:
           "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +

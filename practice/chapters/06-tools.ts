@@ -18,9 +18,9 @@ export default defineChapter({
       "`AgentTool<TParameters, TDetails>`：名字、给 UI 的 `label`、写给模型看的 `description`、一个 TypeBox schema 的 `parameters`" +
       "（对模型是 JSON Schema，对 `execute` 是静态类型），以及可选的 `prepareArguments`（校验前修复参数）和 `executionMode`。" +
       "本章写的是模型的工具调用到达 `execute` 之前的那条管道：复制 → `prepareArguments` → 纠正 → 校验。" +
-      "“纠正”只做小模型常犯、且意思毫无歧义的几种错：`\"42\"` → 42（number/integer），`\"true\"`/`\"false\"` → 布尔值，" +
-      "数字或布尔值 → 字符串，双重编码的 JSON 字符串 → 对象/数组，`\"3\"` → 字面量 3，可选字段上的 `null` → 删除该字段；" +
-      "其他一概不猜（`\"1\"` 不会变成 true，`4.5` 不会截成整数，单个值不会包成数组）。校验失败时抛出 `ToolArgumentsError`：" +
+      '“纠正”只做小模型常犯、且意思毫无歧义的几种错：`"42"` → 42（number/integer），`"true"`/`"false"` → 布尔值，' +
+      '数字或布尔值 → 字符串，双重编码的 JSON 字符串 → 对象/数组，`"3"` → 字面量 3，可选字段上的 `null` → 删除该字段；' +
+      '其他一概不猜（`"1"` 不会变成 true，`4.5` 不会截成整数，单个值不会包成数组）。校验失败时抛出 `ToolArgumentsError`：' +
       "它作为工具结果回到模型那里，模型据此改正自己的调用。`defineTool` 让单独定义的工具保留参数类型推断，" +
       "`toToolDefinition` 给出模型看到的样子：名字、描述和一份干净的 JSON Schema。",
     en:
@@ -73,7 +73,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "把纠正表扩大：让 `\"1\"`/`\"0\"` 也变成布尔值，让 `4.5` 截成整数 4。跑 `npm test -- -t \"Lab 6\\.1\\b\"`，哪个测试失败？" +
+      '把纠正表扩大：让 `"1"`/`"0"` 也变成布尔值，让 `4.5` 截成整数 4。跑 `npm test -- -t "Lab 6\\.1\\b"`，哪个测试失败？' +
       "想一想：一个 `limit: 4.5` 的调用被悄悄改成 4，和直接报错让模型重发，哪种对用户更安全？为什么纠正表要小而明确？",
     en:
       "Widen the table ('1'/'0' to booleans, truncate 4.5 to 4) and run the Lab 6.1 tests: which fails? Is a silent repair " +

@@ -80,14 +80,14 @@ export default defineChapter({
       hint: {
         zh:
           "`runLoop` 自己发 `agent_start`（只发一次），然后一个回合接一个回合：`turn_start`，用 `run.add()` 注入待发消息；" +
-          "已中止就用 `run.failure(\"aborted\", ABORTED_BEFORE_MODEL)` 加 `run.add()` 代替模型调用，否则先 `run.turns++` 再调用 " +
+          '已中止就用 `run.failure("aborted", ABORTED_BEFORE_MODEL)` 加 `run.add()` 代替模型调用，否则先 `run.turns++` 再调用 ' +
           "`streamAssistantMessage`（`run.turns` 只数真正的模型调用）。回合之后按这个顺序决定：" +
           "(1) 助手消息是 error/aborted：`run.endTurn(message, [])`，结束运行，不执行其中的工具调用；" +
           "(2) 有工具调用：`length` 回合交给 `refuseTruncatedCalls`，否则交给 `executeToolBatch`（实验 7.3），结果用 `run.recordResults()` 记下；" +
           "然后 `run.endTurn(message, results)`；(3) 批次报告了 hookFailure：`run.fail(hookFailure)`；" +
           "(4) 已中止，或全部结果都说 terminate：结束；(5) `run.turns >= maxTurns`（默认 `DEFAULT_MAX_TURNS`）：这就是最后一个回合，" +
           "不再取任何队列；有工具调用时把 `turnLimitReached(...)` 交给 `run.finish()`，它会出现在 `agent_end.errorMessage` 上，没有就直接结束——" +
-          "不为上限另开一个回合；(6) `poll(run, \"getSteeringMessages\")`：返回 undefined 说明运行已经以错误结束，直接 return；有消息就带着它们进入下一回合" +
+          '不为上限另开一个回合；(6) `poll(run, "getSteeringMessages")`：返回 undefined 说明运行已经以错误结束，直接 return；有消息就带着它们进入下一回合' +
           "（即使刚刚中止：取出来就是出队了，不能丢）；(7) 已中止：结束；(8) 有工具结果：继续；(9) 取 follow-up：有就继续，没有就结束。" +
           "结束用 `run.finish()`。`poll`、`turnLimitReached`、`ABORTED_BEFORE_MODEL` 都已给出。`runLoop` 抛出的异常由已给出的 `LoopRun` 收尾成 `The agent loop failed: …`。",
         en:
@@ -101,20 +101,23 @@ export default defineChapter({
     },
     {
       id: "7.3",
-      title: { zh: "工具批次：每个调用恰好一个结果（executeToolBatch、prepareCall、runPreparedCall）", en: "tool batches" },
+      title: {
+        zh: "工具批次：每个调用恰好一个结果（executeToolBatch、prepareCall、runPreparedCall）",
+        en: "tool batches",
+      },
       hint: {
         zh:
-          "事件顺序见测试 “a \"read main.ts\" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、" +
+          '事件顺序见测试 “a "read main.ts" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、' +
           "助手消息的 start/update/update/end、tool_execution_start/end、结果消息两个、turn_end、第二回合的 turn_start 与助手消息四个事件、turn_end、agent_end）。" +
           "并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，" +
           "每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。" +
-          "准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call \"<名字>\" was not executed: the run is ending (<hookFailure>).`；" +
-          "`run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call \"<名字>\" was not executed: its id \"<原 id>\" was already used by an earlier call " +
-          "in the same message, so it was renamed \"<新 id>\". Every call needs its own id; re-issue this call if it is still needed.`；" +
-          "找不到工具回答 `Tool \"<名字>\" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），" +
+          '准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call "<名字>" was not executed: the run is ending (<hookFailure>).`；' +
+          '`run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call "<名字>" was not executed: its id "<原 id>" was already used by an earlier call ' +
+          'in the same message, so it was renamed "<新 id>". Every call needs its own id; re-issue this call if it is still needed.`；' +
+          '找不到工具回答 `Tool "<名字>" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），' +
           "最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。" +
           "执行用 `settle()` 包起来：同步抛错、异步 reject、以及中止（不等不守规矩的工具）都变成结果；" +
-          "工具返回的结果用 `readToolResult()` 只读一次（读不出来回答 `Tool \"<名字>\" <原因>`），然后交给 `applyAfterToolCall`（没有钩子时原样返回）。" +
+          '工具返回的结果用 `readToolResult()` 只读一次（读不出来回答 `Tool "<名字>" <原因>`），然后交给 `applyAfterToolCall`（没有钩子时原样返回）。' +
           "`onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。结果里的 `isError: false`、`terminate: false` 写不写都可以。",
         en:
           "Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the " +
@@ -131,8 +134,8 @@ export default defineChapter({
       title: { zh: "钩子（askBeforeToolCall、applyAfterToolCall）", en: "hooks: beforeToolCall and afterToolCall" },
       hint: {
         zh:
-          "`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call \"<名字>\" was blocked.`）。" +
-          "钩子抛错是应用的 bug：该调用得到 `hookFailure()` 写出的错误结果（`beforeToolCall failed for \"<名字>\": <消息>`），" +
+          '`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call "<名字>" was blocked.`）。' +
+          '钩子抛错是应用的 bug：该调用得到 `hookFailure()` 写出的错误结果（`beforeToolCall failed for "<名字>": <消息>`），' +
           "并用 `hookThrew()` 记在批次上：同一批次里在它之后才准备的调用不再执行，回答 `…the run is ending (…)`；" +
           "已经准备好的调用（并行批次里排在它前面、等着一起执行的）照常执行。" +
           "本回合结束后整个运行以同样文字的错误消息收尾。" +
@@ -149,7 +152,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npm test -- -t \"Lab 7\\.2\\b\"`：" +
+      '把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npm test -- -t "Lab 7\\.2\\b"`：' +
       "哪个测试失败？中止之后又从哪个队列取了消息？这个 bug 是随机故障的浸泡测试（完整仓库里的 `npm run soak`）先找到的，" +
       "之后才有了那条点名的测试。再把 `settle()` 的 signal 参数换成 `undefined`：哪个测试会一直等到超时，为什么？",
     en:

@@ -59,7 +59,10 @@ export default defineChapter({
     },
     {
       id: "8.2",
-      title: { zh: "原子写入与按路径排队（writeFileAtomic、PathLocks.run）", en: "atomic writes and per-path serialisation" },
+      title: {
+        zh: "原子写入与按路径排队（writeFileAtomic、PathLocks.run）",
+        en: "atomic writes and per-path serialisation",
+      },
       hint: {
         zh:
           "临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；" +
@@ -105,7 +108,7 @@ export default defineChapter({
       title: { zh: "有界的 bash（runCommand）", en: "bounded bash" },
       hint: {
         zh:
-          "`spawn(shell, [\"-c\", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。" +
+          '`spawn(shell, ["-c", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。' +
           "超时或中止：先 SIGTERM，宽限期后 SIGKILL。stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
           "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。" +
           "spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。" +
@@ -125,9 +128,9 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      "把 `Workspace.openIn` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t \"Lab 8.1\"`：哪个测试先失败？它模拟的是哪一种攻击" +
+      '把 `Workspace.openIn` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npm test -- -t "Lab 8.1"`：哪个测试先失败？它模拟的是哪一种攻击' +
       "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？再把 held-folder.ts 里 `FOLDER_FLAGS` 的 O_NOFOLLOW 去掉，" +
-      "跑 `npm test -- -t \"flips\"`：另一个进程来回切换目录和符号链接时，工作区外多出了什么？" +
+      '跑 `npm test -- -t "flips"`：另一个进程来回切换目录和符号链接时，工作区外多出了什么？' +
       "最后把 bash 的 `detached: true` 去掉，看超时测试里的孙进程是否还活着。",
     en:
       "Drop O_NOFOLLOW from Workspace.openIn and run the Lab 8.1 tests: which one fails, and which race does it play? Drop it " +

@@ -3,7 +3,10 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "09",
   slug: "agent",
-  title: { zh: "有状态的 Agent：状态、订阅、steer、follow-up 与中止", en: "The stateful Agent: state, subscribe, steer, follow-up, abort" },
+  title: {
+    zh: "有状态的 Agent：状态、订阅、steer、follow-up 与中止",
+    en: "The stateful Agent: state, subscribe, steer, follow-up, abort",
+  },
   invariant: {
     zh:
       "同一时刻只有一个 run；状态先吸收事件、监听器后看到事件；空闲之后 state.messages 恰好是各次 run 新增消息的拼接，" +
@@ -18,7 +21,7 @@ export default defineChapter({
     zh:
       "第 07 章的循环每次从零开始：调用方自己保管对话、自己排队、自己处理中止。库的使用者更常用的是上面那一层——" +
       "pi-agent-core 的 `Agent` 类：`new Agent({ initialState: { systemPrompt, model, tools } })` 保管对话，" +
-      "`prompt(\"…\")` 跑一次循环，`agent.state` 给出只读快照（`messages`、`isStreaming`、`streamingMessage`、" +
+      '`prompt("…")` 跑一次循环，`agent.state` 给出只读快照（`messages`、`isStreaming`、`streamingMessage`、' +
       "`pendingToolCalls`、`errorMessage`），`subscribe(listener)` 按订阅顺序逐个 await 监听器（慢的监听器会拖慢整个 run，这是背压），" +
       "`steer()` 在当前工具批次之后插话，`followUp()` 等模型本来要停下时再接着说，`abort()` 停掉当前 run，" +
       "`continue()` 从对话末尾接着跑，`waitForIdle()` 等到空闲。本章分三步搭起来：先写把事件折叠进状态的 reducer，" +
@@ -91,9 +94,9 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "把 `AgentRun.deliver` 里监听器抛错后的 `continue` 改成 `return`（上游 #8025 的行为），跑 `npm test -- -t \"Lab 9.3\"`：" +
+      '把 `AgentRun.deliver` 里监听器抛错后的 `continue` 改成 `return`（上游 #8025 的行为），跑 `npm test -- -t "Lab 9.3"`：' +
       "哪个具名测试先失败？性质测试又给出了多小的反例？再把 `MessageQueue.take` 的 one-at-a-time 分支改成取出最老的一条后清空整个队列：" +
-      "性质测试报告哪条排队的消息\"出现了 0 次\"？",
+      '性质测试报告哪条排队的消息"出现了 0 次"？',
     en:
       "In AgentRun.deliver, turn the `continue` after a listener's throw into `return` (upstream #8025) and run the Lab 9.3 " +
       "tests: which named test fails, and how small is the property's counterexample? Then make one-at-a-time take the oldest " +

@@ -33,7 +33,13 @@ export default defineChapter({
       "reported and kept, marked by the next append; any other damage is refused naming the line (pi 1.6 skips bad lines). " +
       "A crash test SIGKILLs an appending child 200 times and recovers every written entry each time.",
   },
-  files: ["src/session/types.ts", "src/session/session.ts", "src/session/session-entry.ts", "src/session/session-reader.ts", "test/support/session-crash-child.ts"],
+  files: [
+    "src/session/types.ts",
+    "src/session/session.ts",
+    "src/session/session-entry.ts",
+    "src/session/session-reader.ts",
+    "test/support/session-crash-child.ts",
+  ],
   labs: [
     {
       id: "10.1",
@@ -58,8 +64,8 @@ export default defineChapter({
       hint: {
         zh:
           "`push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），" +
-          "要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{\"type\":\"torn\"` 开头的行是标记，它必须正好指向上一行" +
-          "（偏移和长度都对），那一行就算保留的残行；其他行先\"扣住\"（`held`），等看到下一行再交给 `entry()`，" +
+          '要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行' +
+          '（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，' +
           "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
           "以及 `forward`（父节点不在前面的条目）的报错。",
         en:
@@ -88,8 +94,8 @@ export default defineChapter({
   breakIt: {
     zh:
       "把 `SessionFile.append` 里的队列拿掉：`const written = this.write(line);`（不再接在 `this.queue` 后面），" +
-      "跑 `npm test -- -t \"Lab 10.1\"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？" +
-      "然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npm test -- -t \"Lab 10.2\"`：" +
+      '跑 `npm test -- -t "Lab 10.1"`：哪个测试失败？内核并没有把两行的字节搅在一起，为什么文件里的顺序还是乱了？' +
+      '然后把 `LineScan.end` 里的 `tail` 直接写成 `null`（假装没有残行），跑 `npm test -- -t "Lab 10.2"`：' +
       "性质测试把反例缩小到了哪个截断点？",
     en:
       "Drop the write queue in append (call this.write directly) and run the Lab 10.1 tests: which fails, and why is the " +

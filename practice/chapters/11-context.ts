@@ -3,7 +3,10 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "11",
   slug: "context",
-  title: { zh: "上下文预算：历史不动，每次按预算重建上下文", en: "The context budget: history stays, the context is rebuilt" },
+  title: {
+    zh: "上下文预算：历史不动，每次按预算重建上下文",
+    en: "The context budget: history stays, the context is rebuilt",
+  },
   invariant: {
     zh:
       "投影要么放得进预算，要么用数据说明为什么放不进；只按整段交互从最旧的开始丢，工具调用永远不和它的结果分开，" +
@@ -47,7 +50,10 @@ export default defineChapter({
   labs: [
     {
       id: "11.1",
-      title: { zh: "交互：调用与结果配对（openSpans、groupInteractions）", en: "interactions: calls paired with results" },
+      title: {
+        zh: "交互：调用与结果配对（openSpans、groupInteractions）",
+        en: "interactions: calls paired with results",
+      },
       hint: {
         zh:
           "`openSpans`：先扫一遍，记下每个调用（只算不是 error/aborted 的助手消息里的）在哪条消息，每个结果按 `toolCallId` 找它的调用；" +
@@ -124,7 +130,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npm test -- -t \"Lab 11.4\"`：" +
+      '把 `findCut` 里的 `const valid = (i: number) => !open[i];` 改成 `() => true`（哪里都能切），跑 `npm test -- -t "Lab 11.4"`：' +
       "性质测试缩出来的最小反例是什么？压缩之后，哪条工具结果失去了它的调用，谁先发现的？这正是上游 pi #6832 的形状。" +
       "再把 `projectMessages` 里的 `break` 改成 `continue`：哪个不变式先失败，为什么上下文里会出现一个洞？",
     en:

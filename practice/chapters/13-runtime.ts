@@ -3,7 +3,10 @@ import { defineChapter } from "../catalogue.js";
 export default defineChapter({
   id: "13",
   slug: "runtime",
-  title: { zh: "运行时与命令行：把已有的部件接成一个能对话的智能体", en: "The runtime and the CLI: wiring the parts into an agent you can talk to" },
+  title: {
+    zh: "运行时与命令行：把已有的部件接成一个能对话的智能体",
+    en: "The runtime and the CLI: wiring the parts into an agent you can talk to",
+  },
   invariant: {
     zh:
       "每个设置只有一个来源，按 参数 → 环境变量 → 配置文件 → 默认值 的顺序取第一个；会话文件里的消息正是智能体说过的消息，" +
@@ -18,10 +21,10 @@ export default defineChapter({
     zh:
       "前面各章造好了零件：模型（第 04、05 章）、工具（第 06、08 章）、有状态的 `Agent`（第 09 章）、会话文件（第 10 章）、" +
       "上下文与压缩（第 11 章）。本章不再发明新机制，只做“接线”：`src/cli/runtime.ts` 是唯一的组装点（composition root），" +
-      "交互、打印、JSON 三种模式都从它拿到同一个 `Runtime`。`npm start` 在终端上没有给任务时进入对话模式（`interactive.ts`）：" +
+      "交互、打印、JSON 三种模式都从它拿到同一个 `Runtime`。`npm start` 在终端上没有给任务时进入对话模式（`cli/interactive.ts`）：" +
       "回答边到边显示，工具调用一行一个并带上结果的前几行；运行中按 Enter 发出的文字走 `steer()`，Alt-Enter 或 `/later` 走 `followUp()`；" +
-      "Ctrl-C 中止当前运行，再按一次退出。会话按工作目录放在 `~/.pi-course/sessions/<目录哈希>/` 下（`sessions.ts`），" +
-      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
+      "Ctrl-C 中止当前运行，再按一次退出。会话按工作目录放在 `~/.pi-course/sessions/<目录哈希>/` 下（`cli/sessions.ts`），" +
+      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`cli/config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
       "`PI_COURSE_MODEL` 等）→ 配置文件 的顺序取值，`--help` 打印的正是同一张表。`--provider anthropic` 用第 05 章的 Anthropic 适配器，" +
       "key 来自 `ANTHROPIC_API_KEY`，和 OpenAI 的 key 一样经由启动器的 Unix 套接字交给智能体，永远不进智能体的环境变量。" +
       "你要写的是三处接线：设置的优先级与配置文件、会话目录的列举与查找、把会话文件接到智能体上（第 11 章的 `setSession` 负责恢复与记录）。" +
@@ -102,7 +105,7 @@ export default defineChapter({
   devDependencies: ["tsx"],
   breakIt: {
     zh:
-      "在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t \"Lab 13\\.3\\b\"`：" +
+      '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npm test -- -t "Lab 13\\.3\\b"`：' +
       "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
       "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
     en:

@@ -15,8 +15,13 @@ let proofs = new Map<string, Promise<ProofReport>>();
 describe("the course: every chapter's snapshot and practice folder", () => {
   beforeAll(({}, suite) => {
     // Only the chapters selected by a `-t` filter are proven.
-    const running = new Set(suite.tasks.filter((t) => t.mode === "run").map((t) => /^chapter (\d\d)/.exec(t.name)?.[1]));
-    proofs = proveChapters(catalogue, catalogue.chapters.filter((c) => running.has(c.id)));
+    const running = new Set(
+      suite.tasks.filter((t) => t.mode === "run").map((t) => /^chapter (\d\d)/.exec(t.name)?.[1]),
+    );
+    proofs = proveChapters(
+      catalogue,
+      catalogue.chapters.filter((c) => running.has(c.id)),
+    );
   });
 
   afterAll(() => {

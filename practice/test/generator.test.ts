@@ -32,7 +32,14 @@ const SOURCE = [
 describe("markers", () => {
   it("snapshot(N) keeps the lines of chapters <= N and drops every marker", () => {
     expect(renderFile(SOURCE, "f.ts", 2, { upTo: 2 })).toBe(
-      ["import { a } from './a.js';", "export function f(x: number): number {", "  const y = x + 1;", "  return y;", "}", ""].join("\n"),
+      [
+        "import { a } from './a.js';",
+        "export function f(x: number): number {",
+        "  const y = x + 1;",
+        "  return y;",
+        "}",
+        "",
+      ].join("\n"),
     );
     expect(renderFile(SOURCE, "f.ts", 2, { upTo: 5 })).toBe(
       [
@@ -110,13 +117,18 @@ describe("the catalogue", () => {
     expect(() =>
       buildCatalogue([
         { spec: spec({ files: ["src/a.ts"] }), source: "x/05-provider.ts" },
-        { spec: spec({ id: "06", slug: "tools", files: ["src/a.ts"], labs: [{ id: "6.1", title: text("l") }] }), source: "x/06-tools.ts" },
+        {
+          spec: spec({ id: "06", slug: "tools", files: ["src/a.ts"], labs: [{ id: "6.1", title: text("l") }] }),
+          source: "x/06-tools.ts",
+        },
       ]),
     ).toThrow(/src\/a\.ts is already owned by x\/05-provider\.ts/);
-    expect(() => buildCatalogue([{ spec: spec({ labs: [{ id: "6.1", title: text("l") }] }), source: "x/05-provider.ts" }])).toThrow(
-      /lab "6\.1" must be "5\.M"/,
+    expect(() =>
+      buildCatalogue([{ spec: spec({ labs: [{ id: "6.1", title: text("l") }] }), source: "x/05-provider.ts" }]),
+    ).toThrow(/lab "6\.1" must be "5\.M"/);
+    expect(() => buildCatalogue([{ spec: spec({ labs: [] }), source: "x/05-provider.ts" }])).toThrow(
+      /at least one lab/,
     );
-    expect(() => buildCatalogue([{ spec: spec({ labs: [] }), source: "x/05-provider.ts" }])).toThrow(/at least one lab/);
   });
 
   it("accepts 3 and 03, refuses a malformed number and an unknown chapter with the valid list", async () => {
@@ -177,7 +189,10 @@ describe("writing a folder", () => {
         const pkg = JSON.parse(view.files.get("package.json") as string);
         for (const held of view.included) {
           for (const name of held.devDependencies ?? []) {
-            expect(pkg.devDependencies[name], `${kind}(${chapter.id}) holds chapter ${held.id}'s tests, which need ${name}`).toBeDefined();
+            expect(
+              pkg.devDependencies[name],
+              `${kind}(${chapter.id}) holds chapter ${held.id}'s tests, which need ${name}`,
+            ).toBeDefined();
           }
         }
       }

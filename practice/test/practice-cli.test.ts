@@ -41,7 +41,9 @@ describe("npm run practice, for real", () => {
     // The folder is outside the directory npm ran in: the cd line names it absolutely.
     expect(made.out).toContain(`  cd ${target}\n`);
     // npm test typechecks first, so type errors and expectTypeOf tests count.
-    expect(JSON.parse(readFileSync(join(target, "package.json"), "utf8")).scripts.test).toBe("tsc --noEmit -p tsconfig.json && vitest run");
+    expect(JSON.parse(readFileSync(join(target, "package.json"), "utf8")).scripts.test).toBe(
+      "tsc --noEmit -p tsconfig.json && vitest run",
+    );
     expect(readdirSync(target).sort()).toEqual(
       [".gitignore", "LEARNING.md", "package.json", "src", "test", "tsconfig.json", "vitest.config.ts"].sort(),
     );

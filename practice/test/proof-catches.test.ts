@@ -96,7 +96,10 @@ afterAll(() => {
 });
 
 /** A temporary repository holding the mini course, with `edit` applied to its files. */
-function course(edit: Partial<Record<"adder" | "test01" | "test02" | "test00", string>> = {}, extra: Record<string, string> = {}): Sources {
+function course(
+  edit: Partial<Record<"adder" | "test01" | "test02" | "test00", string>> = {},
+  extra: Record<string, string> = {},
+): Sources {
   const root = mkdtempSync(join(tmpdir(), "pi-mini-course-"));
   roots.push(root);
   const pkg = join(root, "packages", "pi-course");
@@ -158,7 +161,9 @@ describe("the proof catches a broken course", () => {
   it("fails for a malformed marker", async () => {
     const sources = course({ adder: ADDER.replace("// #region lab 1.1 add", "// #region lab1.1 add") });
     const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
-    expect(report.problems).toEqual([expect.stringMatching(/cannot generate: .*adder\.ts:3: malformed chapter marker/)]);
+    expect(report.problems).toEqual([
+      expect.stringMatching(/cannot generate: .*adder\.ts:3: malformed chapter marker/),
+    ]);
   });
 
   it("fails when a lab body leaks into practice (a copy outside the lab region)", async () => {
@@ -174,13 +179,17 @@ describe("the proof catches a broken course", () => {
     const leak = "\nexport function twice2(x: number): number {\n  const doubled = add(x, x);\n  return doubled;\n}\n";
     const sources = course({ adder: ADDER + leak });
     const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
-    expect(report.problems).toContainEqual(expect.stringMatching(/^snapshot\(01\): src\/adder\.ts holds the body of lab 2\.1 twice, a later chapter's/));
+    expect(report.problems).toContainEqual(
+      expect.stringMatching(/^snapshot\(01\): src\/adder\.ts holds the body of lab 2\.1 twice, a later chapter's/),
+    );
   });
 
   it("fails when a view does not typecheck (chapter 01 code using chapter 02's)", async () => {
     const sources = course({ adder: ADDER + "\nexport const alias = twice;\n" });
     const report = await proveChapter(catalogue, ch01, { sources, views: ["snapshot"] });
-    expect(report.problems).toContainEqual(expect.stringMatching(/^snapshot\(01\): tsc --noEmit failed:\n.*Cannot find name 'twice'/));
+    expect(report.problems).toContainEqual(
+      expect.stringMatching(/^snapshot\(01\): tsc --noEmit failed:\n.*Cannot find name 'twice'/),
+    );
   }, 300_000);
 
   it("fails when a chapter's test would pass against the construction site", async () => {
@@ -252,7 +261,10 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
   }, 300_000);
 
   it.concurrent("fails when a lab's test needs a LATER lab (its test is red after its own lab is written)", async () => {
-    const early = CALC_TEST.replace("expect(add(2, 3)).toBe(5);", "expect(add(2, 3)).toBe(5);\n  expect(neg(add(2, 3))).toBe(-5);");
+    const early = CALC_TEST.replace(
+      "expect(add(2, 3)).toBe(5);",
+      "expect(add(2, 3)).toBe(5);\n  expect(neg(add(2, 3))).toBe(-5);",
+    );
     const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(early), views: ["practice"] });
     expect([...report.problems].sort()).toEqual([
       "progress(01: 1.1 written, 1.2 next): test/01-calc.test.ts › Lab 1.1 · adds fails with lab 1.3 neg's construction site, " +
@@ -269,16 +281,27 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
     const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(wrong), views: ["practice"] });
     // In the order of sort(): the views finish in any order.
     expect([...report.problems].sort()).toEqual([
-      expect.stringMatching(/^practice\(01\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails, but not with lab 1\.2's not-implemented error: .*Lab 1\.3 neg：尚未实现/),
-      expect.stringMatching(/^progress\(01: 1\.1 written, 1\.2 next\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails, but not with lab 1\.2's not-implemented error \(it hits lab 1\.3 neg's site\)/),
-      expect.stringMatching(/^progress\(01: 1\.1, 1\.2 written, 1\.3 next\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails with lab 1\.3 neg's construction site, a LATER lab/),
+      expect.stringMatching(
+        /^practice\(01\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails, but not with lab 1\.2's not-implemented error: .*Lab 1\.3 neg：尚未实现/,
+      ),
+      expect.stringMatching(
+        /^progress\(01: 1\.1 written, 1\.2 next\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails, but not with lab 1\.2's not-implemented error \(it hits lab 1\.3 neg's site\)/,
+      ),
+      expect.stringMatching(
+        /^progress\(01: 1\.1, 1\.2 written, 1\.3 next\): test\/01-calc\.test\.ts › Lab 1\.2 · subtracts fails with lab 1\.3 neg's construction site, a LATER lab/,
+      ),
     ]);
   }, 300_000);
 
   it.concurrent("fails when LEARNING.md's first red is not the error the first test of lab 1 really hits", async () => {
     // Lab 1.1 has two sites; its first test calls twice( by name, but reaches add's site first.
-    const two = CALC + "\n/** Doubles. */\nexport function twice(a: number): number {\n  // #region lab 1.1 twice\n  return a * 2;\n  // #endregion\n}\n";
-    const test = CALC_TEST.replace('import { add, neg, sub } from "../src/calc.js";', 'import { add, neg, sub, twice } from "../src/calc.js";').replace(
+    const two =
+      CALC +
+      "\n/** Doubles. */\nexport function twice(a: number): number {\n  // #region lab 1.1 twice\n  return a * 2;\n  // #endregion\n}\n";
+    const test = CALC_TEST.replace(
+      'import { add, neg, sub } from "../src/calc.js";',
+      'import { add, neg, sub, twice } from "../src/calc.js";',
+    ).replace(
       "expect(add(2, 3)).toBe(5);",
       "expect([add].map((f) => f(2, 3))).toEqual([5]);\n  expect(twice(2)).toBe(4);",
     );
@@ -290,8 +313,11 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
     ]);
   }, 300_000);
 
-  it.concurrent("fails when a describe name holds a lab id (-t \"Lab 1.1\" would run the Lab 1.2 test inside)", async () => {
-    const wrapped = CALC_TEST.replace('it("Lab 1.2 · subtracts", () => {\n  expect(sub(5, 3)).toBe(2);\n});', 'describe("Lab 1.1 · more", () => {\n  it("Lab 1.2 · subtracts", () => {\n    expect(sub(5, 3)).toBe(2);\n  });\n});').replace("import { expect, it }", "import { describe, expect, it }");
+  it.concurrent('fails when a describe name holds a lab id (-t "Lab 1.1" would run the Lab 1.2 test inside)', async () => {
+    const wrapped = CALC_TEST.replace(
+      'it("Lab 1.2 · subtracts", () => {\n  expect(sub(5, 3)).toBe(2);\n});',
+      'describe("Lab 1.1 · more", () => {\n  it("Lab 1.2 · subtracts", () => {\n    expect(sub(5, 3)).toBe(2);\n  });\n});',
+    ).replace("import { expect, it }", "import { describe, expect, it }");
     expect(wrapped).toContain('describe("Lab 1.1 · more"');
     const report = await proveChapter(calcCatalogue, calc, { sources: calcCourse(wrapped), views: ["snapshot"] });
     expect(report.problems).toEqual([
@@ -327,7 +353,11 @@ describe("the lab-order check: labs can be done in the catalogue's order", () =>
       {
         spec: {
           ...spec("01", "calc", ["src/calc.ts"], "1.1"),
-          labs: [{ id: "1.1", title: text("add") }, { id: "1.2", title: text("sub"), uses: ["1.3"] }, { id: "1.3", title: text("neg") }],
+          labs: [
+            { id: "1.1", title: text("add") },
+            { id: "1.2", title: text("sub"), uses: ["1.3"] },
+            { id: "1.3", title: text("neg") },
+          ],
         },
         source: "mini/01-calc.ts",
       },

@@ -240,7 +240,14 @@ export type {
 // Chapter 11: the context budget
 export { groupInteractions, openSpans } from "./session/interactions.js";
 export type { Interaction } from "./session/interactions.js";
-export { CHARS_PER_TOKEN, IMAGE_TOKENS, charsOf, countTokens, estimateTokens, hasTrustedUsage } from "./session/token-estimate.js";
+export {
+  CHARS_PER_TOKEN,
+  IMAGE_TOKENS,
+  charsOf,
+  countTokens,
+  estimateTokens,
+  hasTrustedUsage,
+} from "./session/token-estimate.js";
 export type { TokenCounts, TokenEstimateInput, TokenEstimator } from "./session/token-estimate.js";
 export { projectContext, projectMessages, summaryMessage, transcriptOf } from "./session/context.js";
 export type { ContextOverflow, ContextProjection, ProjectionOptions, Transcript } from "./session/context.js";
@@ -254,7 +261,13 @@ export type {
   Summarizer,
   SummaryInput,
 } from "./session/compaction.js";
-export { MAX_RESULT_CHARS, filesTouched, formatFilesSection, serializeConversation, summaryRequest } from "./session/summary-prompt.js";
+export {
+  MAX_RESULT_CHARS,
+  filesTouched,
+  formatFilesSection,
+  serializeConversation,
+  summaryRequest,
+} from "./session/summary-prompt.js";
 export type { CompactionEntry } from "./session/types.js";
 export { DEFAULT_COMPACT_AT, SessionWriteError } from "./agent/agent-session.js";
 export type {

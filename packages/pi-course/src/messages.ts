@@ -41,9 +41,7 @@ export function userMessage(content: TextInput, options: { timestamp?: number } 
 }
 
 /** Fields of an assistant message that `assistantMessage` lets you set. */
-export type AssistantMessageOverrides = Partial<
-  Omit<AssistantMessage, "role" | "content" | "stopReason">
->;
+export type AssistantMessageOverrides = Partial<Omit<AssistantMessage, "role" | "content" | "stopReason">>;
 
 /**
  * An assistant message. Defaults: `provider` and `model` `"unknown"`, all-zero usage, the
@@ -83,9 +81,7 @@ export interface ToolResultInput<TDetails = unknown> {
 }
 
 /** The result of one tool call, ready to send back to the model. */
-export function toolResultMessage<TDetails = unknown>(
-  input: ToolResultInput<TDetails>,
-): ToolResultMessage<TDetails> {
+export function toolResultMessage<TDetails = unknown>(input: ToolResultInput<TDetails>): ToolResultMessage<TDetails> {
   // #region lab 3.1 toolResultMessage
   return {
     role: "toolResult",

@@ -80,6 +80,7 @@ export interface ToolCall {
 }
 
 /** What a user message or a tool result may hold: text, and (from chapter 05) images. */
+// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type UserContent =
   | TextContent
   // #region ch05
@@ -331,9 +332,7 @@ export interface AgentToolResult<TDetails = unknown> {
 }
 
 /** Streams a partial result while a tool runs (becomes `tool_execution_update`). */
-export type AgentToolUpdateCallback<TDetails = unknown> = (
-  partialResult: AgentToolResult<TDetails>,
-) => void;
+export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentToolResult<TDetails>) => void;
 
 /** `parallel` (default) or `sequential`; one sequential tool makes its whole batch sequential. */
 export type ToolExecutionMode = "parallel" | "sequential";

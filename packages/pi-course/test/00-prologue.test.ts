@@ -104,7 +104,22 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
 /** The replay of one bash call (`command`), then a final answer. */
 function bashThenDone(command: string): string[] {
   return [
-    chatSse([{ role: "assistant", tool_calls: [{ index: 0, id: "call_sh", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] }], "tool_calls"),
+    chatSse(
+      [
+        {
+          role: "assistant",
+          tool_calls: [
+            {
+              index: 0,
+              id: "call_sh",
+              type: "function",
+              function: { name: "bash", arguments: JSON.stringify({ command }) },
+            },
+          ],
+        },
+      ],
+      "tool_calls",
+    ),
     chatSse([{ role: "assistant", content: "done" }], "stop"),
   ];
 }
@@ -191,7 +206,9 @@ describe("Prologue · the offline demo", () => {
       "agent_end",
     ]);
     expect(result.stdout).toContain("    tool_execution_end     bash call_bash_3 ✓ ok\n        │ ok: Hello, pi!\n");
-    expect(result.stdout).toContain('answer:\nFixed: greeting.mjs now says "Hello, " instead of "Helo, ". `node check.mjs` prints:\nok: Hello, pi!\n');
+    expect(result.stdout).toContain(
+      'answer:\nFixed: greeting.mjs now says "Hello, " instead of "Helo, ". `node check.mjs` prints:\nok: Hello, pi!\n',
+    );
     expect(await removeDemoWorkspace(result.stdout)).toContain('return "Hello, " + name + "!";');
   }, 60_000);
 
@@ -200,7 +217,10 @@ describe("Prologue · the offline demo", () => {
     expect(HELP).toContain("npm start -s -- --json");
     const [json, colored] = await Promise.all([collect("npm", ["start", "-s", "--", "--json"], {}), cli(["--color"])]);
     expect(json.code).toBe(0);
-    const events = json.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as { type: string });
+    const events = json.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string });
     const types = events.map((e) => e.type);
     expect(runs(types)).toEqual([
       "agent_start",
@@ -285,7 +305,9 @@ describe("Prologue · the offline demo", () => {
     expect(findPairingProblem([userMessage("hi"), call])).toBe(
       "tool call c1 (read) has no result before the next model call. Every tool call needs exactly one result with its id.",
     );
-    expect(findPairingProblem([userMessage("hi"), call, userMessage("more"), answer])).toMatch(/^tool call c1 \(read\)/);
+    expect(findPairingProblem([userMessage("hi"), call, userMessage("more"), answer])).toMatch(
+      /^tool call c1 \(read\)/,
+    );
     expect(findPairingProblem([userMessage("hi"), call, answer, answer])).toBe(
       "the tool result for c1 (read) answers no pending tool call.",
     );
@@ -296,19 +318,39 @@ describe("Prologue · against a real server", () => {
   it("Prologue · runs the coding tools in --cwd against a local OpenAI-compatible server replaying a recorded conversation", async () => {
     const fixtures = path.join(here, "fixtures");
     const bodies = await Promise.all(
-      ["prologue-replay-turn-1.sse", "prologue-replay-turn-2.sse"].map((name) => readFile(path.join(fixtures, name), "utf8")),
+      ["prologue-replay-turn-1.sse", "prologue-replay-turn-2.sse"].map((name) =>
+        readFile(path.join(fixtures, name), "utf8"),
+      ),
     );
     const server = await startChatReplayServer(bodies);
     const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
     try {
       await writeFile(path.join(workspace, "notes.txt"), "remember the milk\n");
       const result = await cli(
-        ["--base-url", server.baseUrl, "--model", "replay-model", "--api-key-env", "REPLAY_KEY", "--cwd", workspace, "--json", "What", "do", "my", "notes", "say?"],
+        [
+          "--base-url",
+          server.baseUrl,
+          "--model",
+          "replay-model",
+          "--api-key-env",
+          "REPLAY_KEY",
+          "--cwd",
+          workspace,
+          "--json",
+          "What",
+          "do",
+          "my",
+          "notes",
+          "say?",
+        ],
         { REPLAY_KEY: "sk-replay-123" },
       );
       expect(result.stderr).toContain(`workspace: ${workspace}`);
       expect(result.code).toBe(0);
-      const events = result.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as any);
+      const events = result.stdout
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as any);
       expect(runs(events.map((e) => e.type))).toEqual([
         "agent_start",
         "turn_start",
@@ -378,21 +420,45 @@ describe("Prologue · against a real server", () => {
   it("Prologue · commands never see an API key: not with --no-api-key, not with --api-key-env OTHER while OPENAI_API_KEY is exported", async () => {
     const command = 'echo "openai=$OPENAI_API_KEY llm=$MY_LLM gh=$GITHUB_TOKEN plain=$PI_COURSE_PLAIN"';
     const bodies = [
-      chatSse([{ role: "assistant", tool_calls: [{ index: 0, id: "call_env", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] }], "tool_calls"),
+      chatSse(
+        [
+          {
+            role: "assistant",
+            tool_calls: [
+              {
+                index: 0,
+                id: "call_env",
+                type: "function",
+                function: { name: "bash", arguments: JSON.stringify({ command }) },
+              },
+            ],
+          },
+        ],
+        "tool_calls",
+      ),
       chatSse([{ role: "assistant", content: "done" }], "stop"),
     ];
-    const [noKeyServer, otherServer] = await Promise.all([startChatReplayServer(bodies), startChatReplayServer(bodies)]);
+    const [noKeyServer, otherServer] = await Promise.all([
+      startChatReplayServer(bodies),
+      startChatReplayServer(bodies),
+    ]);
     const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
     try {
       const exported = { OPENAI_API_KEY: "sk-exported-openai", GITHUB_TOKEN: "ghp-exported", PI_COURSE_PLAIN: "plain" };
       const common = ["--model", "m", "--cwd", workspace, "--json", "show the environment"];
       const [noKey, other] = await Promise.all([
         cli(["--base-url", noKeyServer.baseUrl, "--no-api-key", ...common], exported),
-        cli(["--base-url", otherServer.baseUrl, "--api-key-env", "MY_LLM", ...common], { ...exported, MY_LLM: "sk-my-llm" }),
+        cli(["--base-url", otherServer.baseUrl, "--api-key-env", "MY_LLM", ...common], {
+          ...exported,
+          MY_LLM: "sk-my-llm",
+        }),
       ]);
       const bashOutput = (outcome: Outcome) => {
         expect(outcome.code).toBe(0);
-        const events = outcome.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as any);
+        const events = outcome.stdout
+          .trimEnd()
+          .split("\n")
+          .map((line) => JSON.parse(line) as any);
         return events.filter((e) => e.type === "tool_execution_end").map((e) => e.result.content);
       };
       expect(bashOutput(noKey)).toEqual([[{ type: "text", text: "openai= llm= gh= plain=plain" }]]);
@@ -410,15 +476,21 @@ describe("Prologue · against a real server", () => {
     const jsonOf = async (pieces: number) => {
       const piece = "0123456789abcdefghijklmnopqrstuv";
       const server = await startChatReplayServer([
-        chatSse([{ role: "assistant", content: "" }, ...Array.from({ length: pieces }, () => ({ content: piece }))], "stop"),
+        chatSse(
+          [{ role: "assistant", content: "" }, ...Array.from({ length: pieces }, () => ({ content: piece }))],
+          "stop",
+        ),
       ]);
       let stdout = "";
       try {
-        const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--json", "talk"], {
-          stdout: { write: (text: string) => (stdout += text) },
-          stderr: { write: () => true },
-          env: { PI_COURSE_SESSION_DIR: SESSIONS },
-        });
+        const code = await runMain(
+          ["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--json", "talk"],
+          {
+            stdout: { write: (text: string) => (stdout += text) },
+            stderr: { write: () => true },
+            env: { PI_COURSE_SESSION_DIR: SESSIONS },
+          },
+        );
         expect(code).toBe(0);
       } finally {
         await server.close();
@@ -427,8 +499,15 @@ describe("Prologue · against a real server", () => {
     };
     try {
       const [small, large] = await Promise.all([jsonOf(200), jsonOf(400)]);
-      const updates = large.trimEnd().split("\n").map((line) => JSON.parse(line)).filter((e) => e.type === "message_update");
-      expect(updates[1]).toEqual({ type: "message_update", event: { type: "text_delta", contentIndex: 0, delta: "0123456789abcdefghijklmnopqrstuv" } });
+      const updates = large
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line))
+        .filter((e) => e.type === "message_update");
+      expect(updates[1]).toEqual({
+        type: "message_update",
+        event: { type: "text_delta", contentIndex: 0, delta: "0123456789abcdefghijklmnopqrstuv" },
+      });
       // Twice the answer, about twice the output (a quadratic shape would give about four times).
       expect(large.length / small.length).toBeLessThan(2.5);
       expect(large.length).toBeLessThan(400 * 32 * 12);
@@ -446,18 +525,24 @@ describe("Prologue · against a real server", () => {
         cli(["--base-url", "localhost:8080", ...base], { OPENAI_API_KEY: "k" }),
         cli(["--base-url", `http://127.0.0.1:${port}/v1`, ...base], { OPENAI_API_KEY: "k" }),
         cli(["--base-url", "http://127.0.0.1:1/v1", ...base], { OPENAI_API_KEY: undefined }),
-        cli(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", path.join(workspace, "nope"), "hi"], { OPENAI_API_KEY: "k" }),
+        cli(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", path.join(workspace, "nope"), "hi"], {
+          OPENAI_API_KEY: "k",
+        }),
         cli(["--verbose"]),
       ]);
       expect(malformed.code).toBe(2);
       expect(malformed.stderr).toMatch(/--base-url must be http:\/\/ or https:\/\/|is not a URL/);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain("ECONNREFUSED");
-      expect(refused.stderr).toContain(`hint: nothing answered at http://127.0.0.1:${port}/v1: is the server running, and is the port right?`);
+      expect(refused.stderr).toContain(
+        `hint: nothing answered at http://127.0.0.1:${port}/v1: is the server running, and is the port right?`,
+      );
       expect(noKey.code).toBe(2);
       expect(noKey.stderr).toContain("error: no API key: $OPENAI_API_KEY is not set.");
       expect(noWorkspace.code).toBe(2);
-      expect(noWorkspace.stderr).toContain(`error: the workspace ${path.join(workspace, "nope")} does not exist or is not a folder (--cwd).`);
+      expect(noWorkspace.stderr).toContain(
+        `error: the workspace ${path.join(workspace, "nope")} does not exist or is not a folder (--cwd).`,
+      );
       expect(unknown.code).toBe(2);
       expect(unknown.stderr).toBe("error: unknown option --verbose.\nRun `npm start -- --help` for the options.\n");
       for (const outcome of [malformed, noKey, noWorkspace, unknown]) expect(outcome.stdout).toBe("");
@@ -489,7 +574,10 @@ describe("Prologue · against a real server", () => {
         expect(outcome.stderr).not.toContain("error");
         expect(outcome.code).toBe(0);
         expect(outcome.stdout).not.toContain("sk-ancestor");
-        const events = outcome.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as any);
+        const events = outcome.stdout
+          .trimEnd()
+          .split("\n")
+          .map((line) => JSON.parse(line) as any);
         const output: string = events.find((e) => e.type === "tool_execution_end").result.content[0].text;
         const lines = output.split("\n");
         // The command (bash), then the agent, which runs start.ts; nothing of the launch chain.
@@ -518,9 +606,21 @@ describe("Prologue · against a real server", () => {
         const command = `echo $PPID > ${name}.agent; sleep 30 & echo $! > ${name}.sleep; wait`;
         const server = await startChatReplayServer(bashThenDone(command));
         servers.push(server);
-        const run = launch("npm", ["start", "-s", "--", "--base-url", server.baseUrl, "--model", "m", "--cwd", workspace, "wait"], { OPENAI_API_KEY: "sk-x" }, { detached: true });
-        const pidOf = (suffix: string) => Number(readFileSync(path.join(workspace, `${name}.${suffix}`), "utf8").trim() || "0");
-        const read = (suffix: string) => { try { return pidOf(suffix); } catch { return 0; } };
+        const run = launch(
+          "npm",
+          ["start", "-s", "--", "--base-url", server.baseUrl, "--model", "m", "--cwd", workspace, "wait"],
+          { OPENAI_API_KEY: "sk-x" },
+          { detached: true },
+        );
+        const pidOf = (suffix: string) =>
+          Number(readFileSync(path.join(workspace, `${name}.${suffix}`), "utf8").trim() || "0");
+        const read = (suffix: string) => {
+          try {
+            return pidOf(suffix);
+          } catch {
+            return 0;
+          }
+        };
         expect(await until(() => read("agent") > 0 && read("sleep") > 0, 60_000)).toBe(true);
         return { run, npm: run.child.pid!, agent: read("agent"), sleep: read("sleep") };
       };
@@ -530,10 +630,14 @@ describe("Prologue · against a real server", () => {
       process.kill(term.npm, "SIGTERM");
       for (const { npm, agent, sleep } of [hup, term]) {
         expect(agent).not.toBe(npm);
-        expect(await until(() => !isAlive(sleep) && !isAlive(agent) && groupMembers(npm).length === 0, 15_000)).toBe(true);
+        expect(await until(() => !isAlive(sleep) && !isAlive(agent) && groupMembers(npm).length === 0, 15_000)).toBe(
+          true,
+        );
       }
       const termOutcome = await term.run.outcome;
-      expect(termOutcome.stderr).toContain("interrupted: the run was stopped by SIGHUP before it finished; there is no answer.");
+      expect(termOutcome.stderr).toContain(
+        "interrupted: the run was stopped by SIGHUP before it finished; there is no answer.",
+      );
       expect(termOutcome.stdout).not.toContain("answer:");
       await hup.run.outcome;
     } finally {
@@ -546,14 +650,29 @@ describe("Prologue · against a real server", () => {
     const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
     const server = await startChatReplayServer(bashThenDone("sleep 30 & echo $! > sleep.pid; wait"));
     try {
-      const run = launch(process.execPath, [tsxCli, startScript, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "wait"], {}, { detached: true });
+      const run = launch(
+        process.execPath,
+        [tsxCli, startScript, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "wait"],
+        {},
+        { detached: true },
+      );
       const sleepPid = () => Number(readFileSync(path.join(workspace, "sleep.pid"), "utf8").trim() || "0");
-      expect(await until(() => { try { return sleepPid() > 0; } catch { return false; } }, 60_000)).toBe(true);
+      expect(
+        await until(() => {
+          try {
+            return sleepPid() > 0;
+          } catch {
+            return false;
+          }
+        }, 60_000),
+      ).toBe(true);
       // As a terminal does: SIGINT to the whole foreground job.
       process.kill(-run.child.pid!, "SIGINT");
       const outcome = await run.outcome;
       expect(outcome.code).toBe(130);
-      expect(outcome.stderr).toContain("interrupted: the run was stopped by Ctrl-C (SIGINT) before it finished; there is no answer.");
+      expect(outcome.stderr).toContain(
+        "interrupted: the run was stopped by Ctrl-C (SIGINT) before it finished; there is no answer.",
+      );
       expect(outcome.stdout).not.toContain("answer:");
       expect(runs(traceTypes(outcome.stdout)).slice(-3)).toEqual(["message_end", "turn_end", "agent_end"]);
       expect(await until(() => !isAlive(sleepPid()), 2000)).toBe(true);
@@ -567,23 +686,43 @@ describe("Prologue · against a real server", () => {
     const hostile = "look\u001b[2J\u001b]0;pwned\u0007\u001b]52;c;cHduZWQ=\u0007\u009b31m\u202eevil\r";
     const command = "printf 'out\\033]52;c;cHduZWQ=\\007\\033[2J\\033[H\\rend\\n'";
     const server = await startChatReplayServer([
-      chatSse([{ role: "assistant", content: hostile }, { tool_calls: [{ index: 0, id: "call_\u001b[2J", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] }], "tool_calls"),
+      chatSse(
+        [
+          { role: "assistant", content: hostile },
+          {
+            tool_calls: [
+              {
+                index: 0,
+                id: "call_\u001b[2J",
+                type: "function",
+                function: { name: "bash", arguments: JSON.stringify({ command }) },
+              },
+            ],
+          },
+        ],
+        "tool_calls",
+      ),
       chatSse([{ role: "assistant", content: `answer ${hostile}` }], "stop"),
     ]);
     const workspace = await mkdtemp(path.join(tmpdir(), "pi-course-00-"));
     try {
       let stdout = "";
       let stderr = "";
-      const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--color", "go"], {
-        stdout: { write: (text: string) => (stdout += text) },
-        stderr: { write: (text: string) => (stderr += text) },
-        env: { PI_COURSE_SESSION_DIR: SESSIONS },
-      });
+      const code = await runMain(
+        ["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--color", "go"],
+        {
+          stdout: { write: (text: string) => (stdout += text) },
+          stderr: { write: (text: string) => (stderr += text) },
+          env: { PI_COURSE_SESSION_DIR: SESSIONS },
+        },
+      );
       expect([code, stderr]).toEqual([0, ""]);
       // Only the trace's own colours remain; every other control character is written out.
       const withoutColours = stdout.replace(/\u001b\[\d+m/g, "");
       expect(withoutColours).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
-      expect(withoutColours).toContain("look\\u001b[2J\\u001b]0;pwned\\u0007\\u001b]52;c;cHduZWQ=\\u0007\\u009b31m\\u202eevil\\u000d");
+      expect(withoutColours).toContain(
+        "look\\u001b[2J\\u001b]0;pwned\\u0007\\u001b]52;c;cHduZWQ=\\u0007\\u009b31m\\u202eevil\\u000d",
+      );
       expect(withoutColours).toContain("│ out\\u001b]52;c;cHduZWQ=\\u0007\\u001b[2J\\u001b[H\\u000dend");
       expect(withoutColours).toContain("call_\\u001b[2J");
       expect(withoutColours).toContain("answer:\nanswer look\\u001b[2J");
@@ -605,8 +744,21 @@ describe("Prologue · against a real server", () => {
     try {
       let stderr = "";
       const code = await runMain(
-        ["--base-url", `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, "--model", "m", "--cwd", workspace, "--json", "hi"],
-        { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) }, env: { OPENAI_API_KEY: key, PI_COURSE_SESSION_DIR: SESSIONS } },
+        [
+          "--base-url",
+          `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+          "--model",
+          "m",
+          "--cwd",
+          workspace,
+          "--json",
+          "hi",
+        ],
+        {
+          stdout: { write: () => true },
+          stderr: { write: (text: string) => (stderr += text) },
+          env: { OPENAI_API_KEY: key, PI_COURSE_SESSION_DIR: SESSIONS },
+        },
       );
       expect(code).toBe(1);
       expect(stderr).toContain(`error: HTTP 401 Unauthorized: ${"y".repeat(490)}[redacted]…`);
@@ -628,8 +780,24 @@ describe("Prologue · against a real server", () => {
       await writeFile(path.join(workspace, "key"), "sk-from-file\n");
       const common = ["--model", "m", "--cwd", workspace, "--json"];
       const [fromFile, fromStdin] = await Promise.all([
-        cli(["--base-url", fileServer.baseUrl, ...common, "--prompt-file", path.join(workspace, "task.md"), "--api-key-file", path.join(workspace, "key")], { OPENAI_API_KEY: undefined }),
-        launch(process.execPath, [tsxCli, startScript, "--base-url", stdinServer.baseUrl, ...common, "--no-api-key", "--prompt-file", "-"], {}, { input: "from stdin\n" }).outcome,
+        cli(
+          [
+            "--base-url",
+            fileServer.baseUrl,
+            ...common,
+            "--prompt-file",
+            path.join(workspace, "task.md"),
+            "--api-key-file",
+            path.join(workspace, "key"),
+          ],
+          { OPENAI_API_KEY: undefined },
+        ),
+        launch(
+          process.execPath,
+          [tsxCli, startScript, "--base-url", stdinServer.baseUrl, ...common, "--no-api-key", "--prompt-file", "-"],
+          {},
+          { input: "from stdin\n" },
+        ).outcome,
       ]);
       expect([fromFile.code, fromStdin.code]).toEqual([0, 0]);
       expect(fileServer.requests[0]!.body.messages[1]).toEqual({ role: "user", content: big });
@@ -649,13 +817,21 @@ describe("Prologue · against a real server", () => {
       const usage = async (args: string[]) => {
         let stdout = "";
         let stderr = "";
-        const code = await runMain(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) }, env: { OPENAI_API_KEY: "k" } });
+        const code = await runMain(args, {
+          stdout: { write: (t: string) => (stdout += t) },
+          stderr: { write: (t: string) => (stderr += t) },
+          env: { OPENAI_API_KEY: "k" },
+        });
         expect(stdout).toBe("");
         return { code, stderr };
       };
       const base = ["--model", "m", "--cwd", workspace, "hi"];
       const emptyCwd = await usage(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", "", "hi"]);
-      expect(emptyCwd).toEqual({ code: 2, stderr: 'error: --cwd "" names no folder; give one (write --cwd . for the current folder).\nRun `npm start -- --help` for the options.\n' });
+      expect(emptyCwd).toEqual({
+        code: 2,
+        stderr:
+          'error: --cwd "" names no folder; give one (write --cwd . for the current folder).\nRun `npm start -- --help` for the options.\n',
+      });
       const credentials = await usage(["--base-url", "http://alice:s3cret-pw@127.0.0.1:1/v1", ...base]);
       expect(credentials.code).toBe(2);
       expect(credentials.stderr).toContain('--base-url "http://***@127.0.0.1:1/v1" carries a user name or password');
@@ -665,8 +841,20 @@ describe("Prologue · against a real server", () => {
       for (const outcome of [credentials, schemeless]) expect(outcome.stderr).not.toMatch(/s3cret|alice/);
       const twice = await usage(["--base-url", "http://127.0.0.1:1/v1", ...base, "--prompt-file", "task.md"]);
       expect(twice.stderr).toContain("give the task either as arguments or with --prompt-file, not both.");
-      const missing = await usage(["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--cwd", workspace, "--prompt-file", path.join(workspace, "nope.md")]);
-      expect(missing).toEqual({ code: 2, stderr: `error: --prompt-file ${path.join(workspace, "nope.md")}: cannot read it (ENOENT).\nRun \`npm start -- --help\` for the options.\n` });
+      const missing = await usage([
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--model",
+        "m",
+        "--cwd",
+        workspace,
+        "--prompt-file",
+        path.join(workspace, "nope.md"),
+      ]);
+      expect(missing).toEqual({
+        code: 2,
+        stderr: `error: --prompt-file ${path.join(workspace, "nope.md")}: cannot read it (ENOENT).\nRun \`npm start -- --help\` for the options.\n`,
+      });
     } finally {
       await rm(workspace, { recursive: true, force: true });
     }
@@ -675,7 +863,21 @@ describe("Prologue · against a real server", () => {
   it("Prologue · --help documents every option", async () => {
     const result = await cli(["--help"]);
     expect(result.code).toBe(0);
-    for (const option of ["--base-url", "--model", "--cwd", "--api-key-env", "--api-key-file", "--no-api-key", "--prompt-file", "--json", "--color", "--no-color", "--drop-tool-result", "--help", "OPENAI_API_KEY"]) {
+    for (const option of [
+      "--base-url",
+      "--model",
+      "--cwd",
+      "--api-key-env",
+      "--api-key-file",
+      "--no-api-key",
+      "--prompt-file",
+      "--json",
+      "--color",
+      "--no-color",
+      "--drop-tool-result",
+      "--help",
+      "OPENAI_API_KEY",
+    ]) {
       expect(result.stdout).toContain(option);
     }
   }, 60_000);

@@ -103,9 +103,7 @@ describe("chapter 03 · canonical messages", () => {
   });
 
   it("Lab 3.1 · toolResultMessage pairs a result with its call; isError defaults to false", () => {
-    expect(
-      toolResultMessage({ toolCallId: "call_1", toolName: "read", content: "1: x", timestamp: 3 }),
-    ).toEqual({
+    expect(toolResultMessage({ toolCallId: "call_1", toolName: "read", content: "1: x", timestamp: 3 })).toEqual({
       role: "toolResult",
       toolCallId: "call_1",
       toolName: "read",
@@ -135,16 +133,18 @@ describe("chapter 03 · canonical messages", () => {
 
   it("Lab 3.2 · textOf joins text blocks with a newline and skips tool calls (lossy)", () => {
     const message = deepFreeze(
-      assistantMessage(
-        [{ type: "text", text: "first" }, call, { type: "text", text: "second" }],
-        "toolUse",
-      ),
+      assistantMessage([{ type: "text", text: "first" }, call, { type: "text", text: "second" }], "toolUse"),
     );
     expect(textOf(message)).toBe("first\nsecond");
   });
 
   it("Lab 3.2 · textOf reads user and tool-result messages and never mutates its input", () => {
-    const user = deepFreeze(userMessage([{ type: "text", text: "a" }, { type: "text", text: "b" }]));
+    const user = deepFreeze(
+      userMessage([
+        { type: "text", text: "a" },
+        { type: "text", text: "b" },
+      ]),
+    );
     const copy = structuredClone(user);
     expect(textOf(user)).toBe("a\nb");
     expect(user).toEqual(copy);
@@ -205,12 +205,8 @@ describe("chapter 03 · canonical messages", () => {
   it("Lab 3.3 · the types: unions narrow by role and by type; custom messages merge in", () => {
     expectTypeOf<StopReason>().toEqualTypeOf<"stop" | "length" | "toolUse" | "error" | "aborted">();
     expectTypeOf<Extract<Message, { role: "assistant" }>>().toEqualTypeOf<AssistantMessage>();
-    expectTypeOf<Extract<ModelEvent, { type: "done" }>["reason"]>().toEqualTypeOf<
-      "stop" | "length" | "toolUse"
-    >();
-    expectTypeOf<Extract<ModelEvent, { type: "error" }>["reason"]>().toEqualTypeOf<
-      "error" | "aborted"
-    >();
+    expectTypeOf<Extract<ModelEvent, { type: "done" }>["reason"]>().toEqualTypeOf<"stop" | "length" | "toolUse">();
+    expectTypeOf<Extract<ModelEvent, { type: "error" }>["reason"]>().toEqualTypeOf<"error" | "aborted">();
     expectTypeOf<NoteMessage>().toMatchTypeOf<AgentMessage>();
     expectTypeOf<Extract<AgentMessage, { role: "note" }>>().toEqualTypeOf<NoteMessage>();
     expectTypeOf<Message>().toMatchTypeOf<AgentMessage>();

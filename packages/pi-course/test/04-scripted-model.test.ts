@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ScriptedModel, assistantMessage, userMessage } from "../src/index.js";
-import type {
-  AssistantMessage,
-  AssistantMessageEventStream,
-  Context,
-  ModelEvent,
-  ToolCall,
-} from "../src/index.js";
+import type { AssistantMessage, AssistantMessageEventStream, Context, ModelEvent, ToolCall } from "../src/index.js";
 
 const T = 1000;
 const clock = () => T;
@@ -63,7 +57,11 @@ describe("chapter 04 · ScriptedModel", () => {
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "x" }], "stop")], { now: clock });
     const stream = model.stream(context(), { signal: AbortSignal.abort() });
     const events = await play(stream);
-    const aborted: AssistantMessage = { ...partialWith([]), stopReason: "aborted", errorMessage: "Request was aborted" };
+    const aborted: AssistantMessage = {
+      ...partialWith([]),
+      stopReason: "aborted",
+      errorMessage: "Request was aborted",
+    };
     expect(events).toEqual([{ type: "error", reason: "aborted", error: aborted }]);
     expect(await stream.result()).toBe((events[0] as Extract<ModelEvent, { type: "error" }>).error);
   });
@@ -181,7 +179,11 @@ describe("chapter 04 · ScriptedModel", () => {
     const events = await play(stream);
     expect(events).toEqual([
       { type: "start", partial: partialWith([]) },
-      { type: "error", reason: "aborted", error: { ...partialWith([]), stopReason: "aborted", errorMessage: "Request was aborted" } },
+      {
+        type: "error",
+        reason: "aborted",
+        error: { ...partialWith([]), stopReason: "aborted", errorMessage: "Request was aborted" },
+      },
     ]);
   });
 
@@ -207,8 +209,7 @@ describe("chapter 04 · ScriptedModel", () => {
   it("Lab 4.2 · a responder computes the turn from the context it was asked with", async () => {
     const model = new ScriptedModel(
       [
-        (ctx, turnIndex) =>
-          assistantMessage([{ type: "text", text: `${turnIndex}:${ctx.messages.length}` }], "stop"),
+        (ctx, turnIndex) => assistantMessage([{ type: "text", text: `${turnIndex}:${ctx.messages.length}` }], "stop"),
         async () => ({ stopReason: "error" as const, errorMessage: "later" }),
       ],
       { now: clock },
@@ -221,10 +222,10 @@ describe("chapter 04 · ScriptedModel", () => {
   });
 
   it("Lab 4.2 · an error turn keeps its partial text and ends with an error event", async () => {
-    const model = new ScriptedModel(
-      [{ stopReason: "error", errorMessage: "overloaded", partialText: "I will" }],
-      { chunkSize: 3, now: clock },
-    );
+    const model = new ScriptedModel([{ stopReason: "error", errorMessage: "overloaded", partialText: "I will" }], {
+      chunkSize: 3,
+      now: clock,
+    });
     const stream = model.stream(context());
     const events = await play(stream);
     const failed: AssistantMessage = {

@@ -8,7 +8,6 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AnthropicTurn,
-  AssistantMessageEventStream,
   PartialJsonParser,
   ScriptedModel,
   assistantMessage,
@@ -21,12 +20,20 @@ import {
   toAnthropicMessages,
   toAnthropicRequest,
 } from "../src/index.js";
-import type { AnthropicOptions, AnthropicStreamEvent, AssistantContent, AssistantMessage, Context, Model, ModelEvent, ToolCall } from "../src/index.js";
+import type {
+  AnthropicOptions,
+  AnthropicStreamEvent,
+  AssistantContent,
+  AssistantMessage,
+  Context,
+  Model,
+  ModelEvent,
+  ToolCall,
+} from "../src/index.js";
 import {
   SseServer,
   dripReply,
   randomPieces,
-  resetReply,
   seededRandom,
   sseReply,
   stallReply,
@@ -62,7 +69,10 @@ function fixtureEvents(name: string): Record<string, any>[] {
 }
 
 /** Independent oracle: what the wire says of block `index` (its deltas concatenated). */
-function wireBlock(file: string, index: number): { text: string; json: string; signature: string; data: string; id: string; name: string } {
+function wireBlock(
+  file: string,
+  index: number,
+): { text: string; json: string; signature: string; data: string; id: string; name: string } {
   const out = { text: "", json: "", signature: "", data: "", id: "", name: "" };
   for (const event of fixtureEvents(file)) {
     if (event.index !== index) continue;
@@ -115,7 +125,13 @@ function message(
   extra: Partial<AssistantMessage> = {},
 ): AssistantMessage {
   const { input, output } = usage;
-  return expectedMessage(META, content, stopReason, { input, output, totalTokens: input + output, cacheRead: 0, cacheWrite: 0 }, extra);
+  return expectedMessage(
+    META,
+    content,
+    stopReason,
+    { input, output, totalTokens: input + output, cacheRead: 0, cacheWrite: 0 },
+    extra,
+  );
 }
 
 const text = (file: string, index: number): AssistantContent => ({ type: "text", text: wireBlock(file, index).text });
@@ -158,7 +174,15 @@ const RECORDED: FixtureCase[] = [
   },
   {
     file: "anthropic-text-then-parallel-tool-use.sse",
-    signature: ["start", "text_delta@0×4", "toolcall_delta@1×3", "toolcall_delta@2×4", "toolcall_end@1", "toolcall_end@2", "done:toolUse"],
+    signature: [
+      "start",
+      "text_delta@0×4",
+      "toolcall_delta@1×3",
+      "toolcall_delta@2×4",
+      "toolcall_end@1",
+      "toolcall_end@2",
+      "done:toolUse",
+    ],
     expected: () =>
       message(
         [
@@ -175,7 +199,10 @@ const RECORDED: FixtureCase[] = [
     signature: ["start", "text_delta@0×2", "toolcall_end@1", "done:toolUse"],
     expected: () =>
       message(
-        [{ type: "text", text: "I'll update the issue list for you." }, call("anthropic-text-then-tool-use-no-args.chunks.txt", 1, {})],
+        [
+          { type: "text", text: "I'll update the issue list for you." },
+          call("anthropic-text-then-tool-use-no-args.chunks.txt", 1, {}),
+        ],
         "toolUse",
         { input: 565, output: 48 },
       ),
@@ -220,13 +247,18 @@ const RECORDED: FixtureCase[] = [
     signature: ["start", "text_delta@0×4", "text_delta@1×3", "text_delta@2×5", "done:stop"],
     expected: () => {
       const file = "anthropic-web-search-server-tool-citations.sse";
-      return message([text(file, 0), text(file, 3), text(file, 4)], "stop", { input: 12251, output: 153 }, {
-        diagnostics: [
-          'Not kept: server tool "web_search" (call srvtoolu_0133VxpFRjJZfTonrvnVaeeA); it is the provider\'s own content, not canonical content.',
-          'Not kept: a "web_search_tool_result" block; it is the provider\'s own content, not canonical content.',
-          "Not kept: citations on the text (the text itself is kept).",
-        ],
-      });
+      return message(
+        [text(file, 0), text(file, 3), text(file, 4)],
+        "stop",
+        { input: 12251, output: 153 },
+        {
+          diagnostics: [
+            'Not kept: server tool "web_search" (call srvtoolu_0133VxpFRjJZfTonrvnVaeeA); it is the provider\'s own content, not canonical content.',
+            'Not kept: a "web_search_tool_result" block; it is the provider\'s own content, not canonical content.',
+            "Not kept: citations on the text (the text itself is kept).",
+          ],
+        },
+      );
     },
   },
 ];
@@ -234,12 +266,17 @@ const RECORDED: FixtureCase[] = [
 describe("chapter 05 · the Anthropic Messages adapter: inbound", () => {
   describe.each(RECORDED.map((c, i) => [c.file, c, i] as const))("replays %s", (_file, fixture, i) => {
     it("Lab 5.6 · under random chunking: exact events and final message", async () => {
-      for (const [seed, maxPiece] of [[21 + i, 97], [500 + i, 7]] as const) {
+      for (const [seed, maxPiece] of [
+        [21 + i, 97],
+        [500 + i, 7],
+      ] as const) {
         const played = await play(fixtureBody(fixture.file), seed, maxPiece);
         expect(played.signature).toEqual(fixture.signature);
         expect(played.message).toEqual(fixture.expected());
         const last = played.events.at(-1)!;
-        expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(played.message);
+        expect(last.type === "done" ? last.message : last.type === "error" ? last.error : undefined).toBe(
+          played.message,
+        );
       }
     });
   });
@@ -265,12 +302,22 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-const user = (text: string, timestamp = 1) => ({ role: "user" as const, content: [{ type: "text" as const, text }], timestamp });
+const user = (text: string, timestamp = 1) => ({
+  role: "user" as const,
+  content: [{ type: "text" as const, text }],
+  timestamp,
+});
 
 describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
   const context: Context = {
     systemPrompt: "Be brief.",
-    tools: [{ name: "read", description: "Reads a file.", parameters: { type: "object", properties: { path: { type: "string" } } } }],
+    tools: [
+      {
+        name: "read",
+        description: "Reads a file.",
+        parameters: { type: "object", properties: { path: { type: "string" } } },
+      },
+    ],
     messages: [
       user("Read a.txt and b.txt"),
       {
@@ -290,8 +337,22 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
         stopReason: "toolUse",
         timestamp: 2,
       },
-      { role: "toolResult", toolCallId: "call:1/a", toolName: "read", content: [{ type: "text", text: "A" }], isError: false, timestamp: 3 },
-      { role: "toolResult", toolCallId: "toolu_2", toolName: "read", content: [{ type: "text", text: "no such file" }], isError: true, timestamp: 4 },
+      {
+        role: "toolResult",
+        toolCallId: "call:1/a",
+        toolName: "read",
+        content: [{ type: "text", text: "A" }],
+        isError: false,
+        timestamp: 3,
+      },
+      {
+        role: "toolResult",
+        toolCallId: "toolu_2",
+        toolName: "read",
+        content: [{ type: "text", text: "no such file" }],
+        isError: true,
+        timestamp: 4,
+      },
       user("Also, be quick.", 5),
       {
         role: "assistant",
@@ -309,14 +370,24 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
 
   it("Lab 5.6 · maps system, thinking with signatures, calls, merged tool results and failed turns exactly", () => {
     const before = structuredClone(context);
-    const request = toAnthropicRequest(deepFreeze(context), { model: "claude-test", maxTokens: 1024, thinking: { budgetTokens: 2048 } });
+    const request = toAnthropicRequest(deepFreeze(context), {
+      model: "claude-test",
+      maxTokens: 1024,
+      thinking: { budgetTokens: 2048 },
+    });
     expect(request).toEqual({
       model: "claude-test",
       max_tokens: 1024,
       stream: true,
       system: "Be brief.",
       thinking: { type: "enabled", budget_tokens: 2048 },
-      tools: [{ name: "read", description: "Reads a file.", input_schema: { type: "object", properties: { path: { type: "string" } } } }],
+      tools: [
+        {
+          name: "read",
+          description: "Reads a file.",
+          input_schema: { type: "object", properties: { path: { type: "string" } } },
+        },
+      ],
       messages: [
         { role: "user", content: [{ type: "text", text: "Read a.txt and b.txt" }] },
         {
@@ -333,7 +404,12 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
           role: "user",
           content: [
             { type: "tool_result", tool_use_id: "call_1_a", content: [{ type: "text", text: "A" }] },
-            { type: "tool_result", tool_use_id: "toolu_2", content: [{ type: "text", text: "no such file" }], is_error: true },
+            {
+              type: "tool_result",
+              tool_use_id: "toolu_2",
+              content: [{ type: "text", text: "no such file" }],
+              is_error: true,
+            },
             { type: "text", text: "Also, be quick." },
             { type: "text", text: "Go on." },
           ],
@@ -353,9 +429,18 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
     expect(safeToolId("x".repeat(80))).toHaveLength(64);
     expect(safeToolId("")).toBe("_");
     const messages = toAnthropicMessages([
-      { role: "toolResult", toolCallId: "functions.read:0", toolName: "read", content: [], isError: false, timestamp: 1 },
+      {
+        role: "toolResult",
+        toolCallId: "functions.read:0",
+        toolName: "read",
+        content: [],
+        isError: false,
+        timestamp: 1,
+      },
     ]);
-    expect(messages).toEqual([{ role: "user", content: [{ type: "tool_result", tool_use_id: "functions_read_0", content: [] }] }]);
+    expect(messages).toEqual([
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "functions_read_0", content: [] }] },
+    ]);
   });
 });
 
@@ -424,21 +509,38 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
   });
 
   it("Lab 5.6 · repeated delta frames are read by a template, not JSON.parse: the same turn as parsing every frame", async () => {
-    const kinds = [["input_json_delta", "partial_json"], ["text_delta", "text"]] as const;
+    const kinds = [
+      ["input_json_delta", "partial_json"],
+      ["text_delta", "text"],
+    ] as const;
     const deltaFrame = (index: number, kind: (typeof kinds)[number], value: string) =>
       JSON.stringify({ type: "content_block_delta", index, delta: { type: kind[0], [kind[1]]: value } });
     // Escapes, emoji and U+2028 in text and arguments, another block index, a frame in another key order.
     const argumentPieces = [String.raw`{"pa`, String.raw`th": "a\\b\u00e9\"`, String.raw`"}`]; // escapes in the JSON text
     const body =
       frame("message_start", { type: "message_start", message: { usage: { input_tokens: 5, output_tokens: 1 } } }) +
-      frame("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }) +
-      ["x\"y", "\\", "\u2028 é", "😀"].map((t) => `event: content_block_delta\ndata: ${deltaFrame(0, kinds[1], t)}\n\n`).join("") +
+      frame("content_block_start", {
+        type: "content_block_start",
+        index: 0,
+        content_block: { type: "text", text: "" },
+      }) +
+      ['x"y', "\\", "\u2028 é", "😀"]
+        .map((t) => `event: content_block_delta\ndata: ${deltaFrame(0, kinds[1], t)}\n\n`)
+        .join("") +
       frame("content_block_stop", { type: "content_block_stop", index: 0 }) +
-      frame("content_block_start", { type: "content_block_start", index: 12, content_block: { type: "tool_use", id: "toolu_1", name: "write", input: {} } }) +
+      frame("content_block_start", {
+        type: "content_block_start",
+        index: 12,
+        content_block: { type: "tool_use", id: "toolu_1", name: "write", input: {} },
+      }) +
       argumentPieces.map((t) => `event: content_block_delta\ndata: ${deltaFrame(12, kinds[0], t)}\n\n`).join("") +
       'event: content_block_delta\ndata: {"index":12,"type":"content_block_delta","delta":{"partial_json":"","type":"input_json_delta"}}\n\n' +
       frame("content_block_stop", { type: "content_block_stop", index: 12 }) +
-      frame("message_delta", { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: { output_tokens: 9 } }) +
+      frame("message_delta", {
+        type: "message_delta",
+        delta: { stop_reason: "tool_use" },
+        usage: { output_tokens: 9 },
+      }) +
       frame("message_stop", { type: "message_stop" });
     const parsed = await play(body, 1, 4096);
     server.reply(sseReply(body, { seed: 8, maxPiece: 37 }));
@@ -447,38 +549,59 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect(turn.message).toEqual({ ...parsed.message, provider: "anthropic" });
     expect(turn.message.content).toEqual([
       { type: "text", text: 'x"y\\\u2028 é😀' },
-      { type: "toolCall", id: "toolu_1", name: "write", arguments: { path: "a\\bé\"" } },
+      { type: "toolCall", id: "toolu_1", name: "write", arguments: { path: 'a\\bé"' } },
     ]);
     // A frame of the repeated look that is not JSON is reported as malformed.
     const delta = (data: string) => `event: content_block_delta\ndata: ${data}\n\n`;
-    server.reply(sseReply(HEAD + delta(deltaFrame(0, kinds[1], "lo")) + delta(deltaFrame(0, kinds[1], "!").replace('"!"', '"!"?"'))));
+    server.reply(
+      sseReply(
+        HEAD + delta(deltaFrame(0, kinds[1], "lo")) + delta(deltaFrame(0, kinds[1], "!").replace('"!"', '"!"?"')),
+      ),
+    );
     const broken = await runTurn(modelAt(server.baseUrl));
     expect(broken.message.stopReason).toBe("error");
     expect(broken.message.errorMessage).toMatch(/^The server sent a malformed event: /);
     expect(broken.message.content).toEqual([{ type: "text", text: "Hello" }]);
     // The turn's own template, for every delta kind and any strings: what JSON.parse gives, each
     // frame after the first read by the template (the learned object, its slot set).
-    const kind = fc.constantFrom(["text_delta", "text"], ["thinking_delta", "thinking"], ["input_json_delta", "partial_json"]);
+    const kind = fc.constantFrom(
+      ["text_delta", "text"],
+      ["thinking_delta", "thinking"],
+      ["input_json_delta", "partial_json"],
+    );
     const strings = fc.oneof(
       fc.string({ unit: fc.constantFrom("a", "é", "😀", '"', "\\", "\n", "\u0000", "\u2028", "/", "}", ":") }),
       fc.string({ unit: "binary" }),
     );
     fc.assert(
-      fc.property(fc.nat({ max: 999_999_999 }), kind, fc.array(strings.filter((s) => s !== ""), { minLength: 2, maxLength: 5 }), (index, [type, key], values) => {
-        const frames = values.map((value) => JSON.stringify({ type: "content_block_delta", index, delta: { type, [key]: value } }));
-        const template = new AnthropicTurn(new RecordingStream(), { ...META, provider: "anthropic" }).frames;
-        const learned = template.parse(frames[0]!);
-        for (const data of frames) {
-          const read = template.parse(data);
-          if (read !== learned) expect(read, data).toBe(learned);
-          if (JSON.stringify(read) !== JSON.stringify(JSON.parse(data))) expect(JSON.stringify(read)).toBe(JSON.stringify(JSON.parse(data)));
-        }
-      }),
+      fc.property(
+        fc.nat({ max: 999_999_999 }),
+        kind,
+        fc.array(
+          strings.filter((s) => s !== ""),
+          { minLength: 2, maxLength: 5 },
+        ),
+        (index, [type, key], values) => {
+          const frames = values.map((value) =>
+            JSON.stringify({ type: "content_block_delta", index, delta: { type, [key]: value } }),
+          );
+          const template = new AnthropicTurn(new RecordingStream(), { ...META, provider: "anthropic" }).frames;
+          const learned = template.parse(frames[0]!);
+          for (const data of frames) {
+            const read = template.parse(data);
+            if (read !== learned) expect(read, data).toBe(learned);
+            if (JSON.stringify(read) !== JSON.stringify(JSON.parse(data)))
+              expect(JSON.stringify(read)).toBe(JSON.stringify(JSON.parse(data)));
+          }
+        },
+      ),
       { numRuns: 1000 },
     );
     // The API pads every delta frame with a varying run of spaces: a recorded stream's deltas are
     // still read by the template.
-    const recorded = fixtureBody("anthropic-tool-use-109-input-json-deltas.sse").split("\n").filter((line) => line.startsWith("data: "));
+    const recorded = fixtureBody("anthropic-tool-use-109-input-json-deltas.sse")
+      .split("\n")
+      .filter((line) => line.startsWith("data: "));
     const padded = new AnthropicTurn(new RecordingStream(), { ...META, provider: "anthropic" }).frames;
     const returned = new Set<unknown>();
     let reused = 0;
@@ -500,7 +623,11 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       for await (const event of stream) {
         if (event.type !== "toolcall_delta") continue;
         const block = event.partial.content[event.contentIndex] as ToolCall;
-        seen.push({ raw: block.rawArguments ?? "", arguments: structuredClone(block.arguments), partialArguments: structuredClone(event.partialArguments) });
+        seen.push({
+          raw: block.rawArguments ?? "",
+          arguments: structuredClone(block.arguments),
+          partialArguments: structuredClone(event.partialArguments),
+        });
       }
       return { seen, final: await stream.result() };
     };
@@ -530,12 +657,19 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     const bad = await runTurn(modelAt(server.baseUrl));
     expect(bad.signature).toEqual(["error:error"]);
     expect(bad.message.errorMessage).toMatch(/^HTTP 400 .*max_tokens: too large \(key \[redacted\]\)/);
-    expect(bad.message.errorDetails).toMatchObject({ kind: "http", status: 400, code: "invalid_request_error", retryable: false });
+    expect(bad.message.errorDetails).toMatchObject({
+      kind: "http",
+      status: 400,
+      code: "invalid_request_error",
+      retryable: false,
+    });
 
     const before = server.requests.length;
     server
       .reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")))
-      .reply(statusReply(429, anthropicError("rate_limit_error", "slow down"), "application/json", { "retry-after": "0" }))
+      .reply(
+        statusReply(429, anthropicError("rate_limit_error", "slow down"), "application/json", { "retry-after": "0" }),
+      )
       .reply(sseReply(fixtureBody("anthropic-text.sse")));
     const retried = await runTurn(modelAt(server.baseUrl));
     expect(retried.signature).toEqual(["start", "text_delta@0×4", "done:stop"]);
@@ -543,12 +677,19 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
 
     server.reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")));
     const gaveUp = await runTurn(modelAt(server.baseUrl, { maxRetries: 0 }));
-    expect(gaveUp.message.errorDetails).toMatchObject({ kind: "http", status: 529, code: "overloaded_error", retryable: true });
+    expect(gaveUp.message.errorDetails).toMatchObject({
+      kind: "http",
+      status: 529,
+      code: "overloaded_error",
+      retryable: true,
+    });
   }, 10_000);
 
   it("Lab 5.6 · an overloaded_error mid-stream ends the turn with the partial text, retryable, and is not retried", async () => {
     const before = server.requests.length;
-    server.reply(sseReply(HEAD + frame("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } })));
+    server.reply(
+      sseReply(HEAD + frame("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } })),
+    );
     const turn = await runTurn(modelAt(server.baseUrl));
     expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(turn.message.content).toEqual([{ type: "text", text: "Hel" }]);
@@ -605,17 +746,34 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
   it("Lab 5.6 · a transcript continues across providers: a tool turn on the OpenAI-compatible replay, the answer on Anthropic", async () => {
     const openai = await SseServer.start();
     try {
-      const openaiBody = readFileSync(new URL("./fixtures/openai-chat/openai-gpt-4o-single-tool-call-54-arg-chunks.sse", import.meta.url), "utf8");
+      const openaiBody = readFileSync(
+        new URL("./fixtures/openai-chat/openai-gpt-4o-single-tool-call-54-arg-chunks.sse", import.meta.url),
+        "utf8",
+      );
       openai.reply(sseReply(openaiBody, { seed: 5 }));
       server.reply(sseReply(fixtureBody("anthropic-text.sse"), { seed: 6 }));
-      const first = createOpenAICompatibleModel({ baseUrl: openai.baseUrl, model: "gpt-4o", apiKey: KEY, now: () => NOW });
+      const first = createOpenAICompatibleModel({
+        baseUrl: openai.baseUrl,
+        model: "gpt-4o",
+        apiKey: KEY,
+        now: () => NOW,
+      });
       const tools = [{ name: "final_result", description: "Reports the answers.", parameters: { type: "object" } }];
-      const context: Context = { systemPrompt: "sys", messages: [userMessage("Capital and weather of Mexico?", { timestamp: 1 })], tools };
+      const context: Context = {
+        systemPrompt: "sys",
+        messages: [userMessage("Capital and weather of Mexico?", { timestamp: 1 })],
+        tools,
+      };
       const toolTurn = await runTurn(first, context);
       expect(toolTurn.message.stopReason).toBe("toolUse");
       const call = toolTurn.message.content[0] as ToolCall;
       expect(call.id).toBe("call_CCGIWaMeYWmxOQ91orkmTvzn");
-      const result = toolResultMessage({ toolCallId: call.id, toolName: call.name, content: "3 answers", timestamp: 2 });
+      const result = toolResultMessage({
+        toolCallId: call.id,
+        toolName: call.name,
+        content: "3 answers",
+        timestamp: 2,
+      });
       const next: Context = { ...context, messages: [...context.messages, toolTurn.message, result] };
       const before = server.requests.length;
       const answer = await runTurn(modelAt(server.baseUrl), next);
@@ -623,7 +781,9 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       // Anthropic received exactly the canonical context, in its own wire form.
       const sent = JSON.parse(server.requests[before]!.body);
       expect(sent).toEqual(toAnthropicRequest(next, { model: "claude-test", maxTokens: 4096 }));
-      expect(sent.messages[1].content).toEqual([{ type: "tool_use", id: call.id, name: "final_result", input: call.arguments }]);
+      expect(sent.messages[1].content).toEqual([
+        { type: "tool_use", id: call.id, name: "final_result", input: call.arguments },
+      ]);
       expect(sent.messages[2].content).toEqual([
         { type: "tool_result", tool_use_id: call.id, content: [{ type: "text", text: "3 answers" }] },
       ]);
@@ -636,7 +796,9 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     const make = (extra: Record<string, unknown>) => () =>
       createAnthropicModel({ model: "m", maxTokens: 2048, ...extra } as AnthropicOptions);
     expect(make({ maxTokens: undefined })).toThrow(/maxTokens is required by the Messages API/);
-    expect(make({ thinking: { budgetTokens: 512 } })).toThrow(/budgetTokens must be an integer ≥ 1024 and below maxTokens \(2048\)/);
+    expect(make({ thinking: { budgetTokens: 512 } })).toThrow(
+      /budgetTokens must be an integer ≥ 1024 and below maxTokens \(2048\)/,
+    );
     expect(make({ baseUrl: "api.anthropic.com" })).toThrow(/baseUrl must be an http\(s\) URL/);
     expect(make({ baseUrl: "https://api.anthropic.com/v1/messages" })).toThrow(
       'baseUrl is the server\'s base, without the endpoint: "https://api.anthropic.com" (the adapter adds /v1/messages)',

@@ -48,13 +48,24 @@ const context: Context = {
     userMessage([{ type: "text", text: "What is in these?" }, png], { timestamp: 1 }),
     asking,
     toolResultMessage({ toolCallId: "c1", toolName: "screenshot", content: [png], timestamp: 3 }),
-    toolResultMessage({ toolCallId: "c2", toolName: "read", content: [{ type: "text", text: "two pictures" }, jpeg, png], timestamp: 4 }),
+    toolResultMessage({
+      toolCallId: "c2",
+      toolName: "read",
+      content: [{ type: "text", text: "two pictures" }, jpeg, png],
+      timestamp: 4,
+    }),
     userMessage("Compare them.", { timestamp: 5 }),
   ],
 };
 
-const dataUrl = (image: ImageContent) => ({ type: "image_url", image_url: { url: `data:${image.mimeType};base64,${image.data}` } });
-const anthropicImage = (image: ImageContent) => ({ type: "image", source: { type: "base64", media_type: image.mimeType, data: image.data } });
+const dataUrl = (image: ImageContent) => ({
+  type: "image_url",
+  image_url: { url: `data:${image.mimeType};base64,${image.data}` },
+});
+const anthropicImage = (image: ImageContent) => ({
+  type: "image",
+  source: { type: "base64", media_type: image.mimeType, data: image.data },
+});
 
 /** The Chat Completions messages of `context`. */
 const CHAT_MESSAGES = [
@@ -96,7 +107,11 @@ const ANTHROPIC_MESSAGES = [
     role: "user",
     content: [
       { type: "tool_result", tool_use_id: "c1", content: [anthropicImage(png)] },
-      { type: "tool_result", tool_use_id: "c2", content: [{ type: "text", text: "two pictures" }, anthropicImage(jpeg), anthropicImage(png)] },
+      {
+        type: "tool_result",
+        tool_use_id: "c2",
+        content: [{ type: "text", text: "two pictures" }, anthropicImage(jpeg), anthropicImage(png)],
+      },
       { type: "text", text: "Compare them." },
     ],
   },
@@ -104,12 +119,32 @@ const ANTHROPIC_MESSAGES = [
 
 /** Images that cannot be sent, and what the refusal must say. */
 const BAD_IMAGES: [string, unknown, RegExp][] = [
-  ["no mimeType", { type: "image", data: PNG }, /context\.messages\[0\] \(user\) holds an image whose mimeType is not an image media type \(got nothing\): set mimeType/],
-  ["a mimeType that is not an image's", { type: "image", data: PNG, mimeType: "text/plain" }, /mimeType is not an image media type \(got "text\/plain"\)/],
-  ["a data: URL as data", { type: "image", data: `data:image/png;base64,${PNG}`, mimeType: "image/png" }, /data is a data: URL: put only the base64 after the comma in data/],
-  ["text that is not base64", { type: "image", data: "not base64!", mimeType: "image/png" }, /data is not base64 \(got 11 characters starting "not base64!"\): encode the image's bytes/],
+  [
+    "no mimeType",
+    { type: "image", data: PNG },
+    /context\.messages\[0\] \(user\) holds an image whose mimeType is not an image media type \(got nothing\): set mimeType/,
+  ],
+  [
+    "a mimeType that is not an image's",
+    { type: "image", data: PNG, mimeType: "text/plain" },
+    /mimeType is not an image media type \(got "text\/plain"\)/,
+  ],
+  [
+    "a data: URL as data",
+    { type: "image", data: `data:image/png;base64,${PNG}`, mimeType: "image/png" },
+    /data is a data: URL: put only the base64 after the comma in data/,
+  ],
+  [
+    "text that is not base64",
+    { type: "image", data: "not base64!", mimeType: "image/png" },
+    /data is not base64 \(got 11 characters starting "not base64!"\): encode the image's bytes/,
+  ],
   ["URL-safe base64", { type: "image", data: PNG.replace("+", "-"), mimeType: "image/png" }, /data is not base64/],
-  ["base64 with line breaks", { type: "image", data: `${PNG.slice(0, 40)}\n${PNG.slice(40)}`, mimeType: "image/png" }, /data is not base64/],
+  [
+    "base64 with line breaks",
+    { type: "image", data: `${PNG.slice(0, 40)}\n${PNG.slice(40)}`, mimeType: "image/png" },
+    /data is not base64/,
+  ],
   ["unpadded base64", { type: "image", data: PNG.slice(0, -2), mimeType: "image/png" }, /data is not base64/],
   ["no data", { type: "image", mimeType: "image/png" }, /data is not base64 \(got undefined\)/],
 ];
@@ -118,17 +153,31 @@ const withImage = (image: unknown): Context => ({
   messages: [{ role: "user", content: [{ type: "text", text: "look" }, image as ImageContent], timestamp: 1 }],
 });
 
-const TEXT_ONLY = /context\.messages\[0\] \(user\) holds an image, and this model takes no images \(its options say input: \["text"\]\)\. Remove the image from the context \(or describe it in text\), or use a model that takes images and add "image" to input\./;
+const TEXT_ONLY =
+  /context\.messages\[0\] \(user\) holds an image, and this model takes no images \(its options say input: \["text"\]\)\. Remove the image from the context \(or describe it in text\), or use a model that takes images and add "image" to input\./;
 
 const OK = sseOf([{ choices: [{ index: 0, delta: { content: "A cat." }, finish_reason: "stop" }] }]);
 const ANTHROPIC_OK = readFileSync(new URL("./fixtures/anthropic/anthropic-text.sse", import.meta.url), "utf8");
 
 function chatModel(baseUrl: string, input?: InputKind[]): Model {
-  return createOpenAICompatibleModel({ baseUrl, model: "test-model", apiKey: KEY, now: () => NOW, ...(input && { input }) });
+  return createOpenAICompatibleModel({
+    baseUrl,
+    model: "test-model",
+    apiKey: KEY,
+    now: () => NOW,
+    ...(input && { input }),
+  });
 }
 
 function anthropicModel(baseUrl: string, input?: InputKind[]): Model {
-  return createAnthropicModel({ baseUrl, model: "claude-test", apiKey: KEY, maxTokens: 64, now: () => NOW, ...(input && { input }) });
+  return createAnthropicModel({
+    baseUrl,
+    model: "claude-test",
+    apiKey: KEY,
+    maxTokens: 64,
+    now: () => NOW,
+    ...(input && { input }),
+  });
 }
 
 let server: SseServer;
@@ -149,7 +198,11 @@ describe("chapter 05 · images on the Chat Completions wire", () => {
     expect(toWireMessages({ messages: context.messages.slice(0, 4) }).at(-1)).toEqual(CHAT_MESSAGES[4]);
     // a text-only result sends no extra message
     const plain = toolResultMessage({ toolCallId: "c1", toolName: "screenshot", content: "none", timestamp: 3 });
-    expect(toWireMessages({ messages: [asking, plain] }).at(-1)).toEqual({ role: "tool", tool_call_id: "c1", content: "none" });
+    expect(toWireMessages({ messages: [asking, plain] }).at(-1)).toEqual({
+      role: "tool",
+      tool_call_id: "c1",
+      content: "none",
+    });
     // the constructors copy images (never share them), and textOf skips them
     const user = userMessage([png, { type: "text", text: "caption" }], { timestamp: 1 });
     expect(user.content).toEqual([png, { type: "text", text: "caption" }]);
@@ -164,14 +217,16 @@ describe("chapter 05 · images on the Chat Completions wire", () => {
       /context\.messages\[1\] \(toolResult\) holds an image, and this model takes no images/,
     );
     const textOnly = { messages: [userMessage("no pictures here", { timestamp: 1 })] };
-    expect(toChatCompletionsRequest(textOnly, { model: "m", input: ["text"] }).messages).toEqual([{ role: "user", content: "no pictures here" }]);
+    expect(toChatCompletionsRequest(textOnly, { model: "m", input: ["text"] }).messages).toEqual([
+      { role: "user", content: "no pictures here" },
+    ]);
     for (const [, image, expected] of BAD_IMAGES) {
       expect(() => toChatCompletionsRequest(withImage(image), { model: "m" })).toThrow(expected);
     }
     for (const input of [["image"], "text", ["text", "video"], []]) {
-      expect(() => createOpenAICompatibleModel({ baseUrl: "http://127.0.0.1:1/v1", model: "m", input: input as InputKind[] })).toThrow(
-        /createOpenAICompatibleModel: input lists what the model takes: \["text"\] or \["text", "image"\]/,
-      );
+      expect(() =>
+        createOpenAICompatibleModel({ baseUrl: "http://127.0.0.1:1/v1", model: "m", input: input as InputKind[] }),
+      ).toThrow(/createOpenAICompatibleModel: input lists what the model takes: \["text"\] or \["text", "image"\]/);
     }
   });
 
@@ -182,17 +237,29 @@ describe("chapter 05 · images on the Chat Completions wire", () => {
     expect(seen.signature).toEqual(["start", "text_delta@0", "done:stop"]);
     expect(server.requests.length - before).toBe(1);
     const sent = JSON.parse(server.requests.at(-1)!.body);
-    expect(sent).toEqual({ model: "test-model", stream: true, stream_options: { include_usage: true }, messages: CHAT_MESSAGES });
+    expect(sent).toEqual({
+      model: "test-model",
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: CHAT_MESSAGES,
+    });
 
     const blind = await runTurn(chatModel(server.baseUrl, ["text"]), context);
     expect(blind.signature).toEqual(["error:error"]);
-    expect(blind.message.errorMessage).toMatch(/^The request could not be built: context\.messages\[0\] \(user\) holds an image, and this model takes no images/);
+    expect(blind.message.errorMessage).toMatch(
+      /^The request could not be built: context\.messages\[0\] \(user\) holds an image, and this model takes no images/,
+    );
     expect(blind.message.errorDetails).toEqual({ kind: "request", retryable: false });
     expect(blind.message.content).toEqual([]);
 
-    const bad = await runTurn(chatModel(server.baseUrl), withImage({ type: "image", data: "not base64!", mimeType: "image/png" }));
+    const bad = await runTurn(
+      chatModel(server.baseUrl),
+      withImage({ type: "image", data: "not base64!", mimeType: "image/png" }),
+    );
     expect(bad.signature).toEqual(["error:error"]);
-    expect(bad.message.errorMessage).toMatch(/^The request could not be built: context\.messages\[0\] \(user\) holds an image whose data is not base64/);
+    expect(bad.message.errorMessage).toMatch(
+      /^The request could not be built: context\.messages\[0\] \(user\) holds an image whose data is not base64/,
+    );
     expect(server.requests.length - before).toBe(1);
   }, 10_000);
 });
@@ -205,7 +272,9 @@ describe("chapter 05 · images on the Anthropic Messages wire", () => {
   });
 
   it("Lab 5.6 · refused the same way: an image for a text-only model, a bad mimeType, data that is not base64", () => {
-    expect(() => toAnthropicRequest(context, { model: "claude-test", maxTokens: 64, input: ["text"] })).toThrow(TEXT_ONLY);
+    expect(() => toAnthropicRequest(context, { model: "claude-test", maxTokens: 64, input: ["text"] })).toThrow(
+      TEXT_ONLY,
+    );
     for (const [, image, expected] of BAD_IMAGES) {
       expect(() => toAnthropicRequest(withImage(image), { model: "claude-test", maxTokens: 64 })).toThrow(expected);
     }
@@ -225,11 +294,15 @@ describe("chapter 05 · images on the Anthropic Messages wire", () => {
 
     const blind = await runTurn(anthropicModel(server.baseUrl, ["text"]), context);
     expect(blind.signature).toEqual(["error:error"]);
-    expect(blind.message.errorMessage).toMatch(/^The request could not be built: context\.messages\[0\] \(user\) holds an image, and this model takes no images/);
+    expect(blind.message.errorMessage).toMatch(
+      /^The request could not be built: context\.messages\[0\] \(user\) holds an image, and this model takes no images/,
+    );
     expect(blind.message.errorDetails).toEqual({ kind: "request", retryable: false });
 
     const bad = await runTurn(anthropicModel(server.baseUrl), withImage({ type: "image", data: PNG }));
-    expect(bad.message.errorMessage).toMatch(/holds an image whose mimeType is not an image media type \(got nothing\)/);
+    expect(bad.message.errorMessage).toMatch(
+      /holds an image whose mimeType is not an image media type \(got nothing\)/,
+    );
     expect(server.requests.length - before).toBe(1);
   }, 10_000);
 });

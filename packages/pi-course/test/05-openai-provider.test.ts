@@ -2,7 +2,6 @@ import fc from "fast-check";
 import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  AssistantMessageEventStream,
   ChatCompletionsTurn,
   ScriptedModel,
   assistantMessage,
@@ -25,7 +24,6 @@ import type {
   AssistantMessage,
   Context,
   Model,
-  ModelEvent,
   OpenAICompatibleOptions,
   SseEvent,
   TextContent,
@@ -49,7 +47,7 @@ import {
   writePieces,
 } from "./support/sse-server.js";
 import { FrameTemplate, type FrameSlot } from "../src/models/http/frame-template.js";
-import { RecordingStream, expectedMessage, signatureOf, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
+import { RecordingStream, expectedMessage, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
 
 const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";
 const NOW = 1_700_000_000_000;
@@ -113,9 +111,15 @@ function message(
   usage: [input: number, output: number, total: number, cacheRead?: number] | undefined,
   extra: Partial<AssistantMessage> = {},
 ): AssistantMessage {
-  const counted = usage === undefined
-    ? { input: 0, output: 0, totalTokens: 0 }
-    : { input: usage[0], output: usage[1], totalTokens: usage[2], ...(usage[3] !== undefined && { cacheRead: usage[3] }) };
+  const counted =
+    usage === undefined
+      ? { input: 0, output: 0, totalTokens: 0 }
+      : {
+          input: usage[0],
+          output: usage[1],
+          totalTokens: usage[2],
+          ...(usage[3] !== undefined && { cacheRead: usage[3] }),
+        };
   const finished = stopReason === "stop" || stopReason === "length" || stopReason === "toolUse";
   return expectedMessage(META, content, stopReason, counted, {
     ...(usage === undefined && finished ? { diagnostics: [NO_USAGE_DIAGNOSTIC] } : {}),
@@ -152,8 +156,8 @@ describe("chapter 05 · SSE reader", () => {
   it("Lab 5.1 · reads data, event and id fields, joins multi-line data, skips comments and data-less frames", () => {
     const body =
       ": keep-alive\n\n" +
-      "data: {\"a\":1}\n\n" +
-      "event: error\ndata: {\"error\":\ndata:  \"x\"}\nid: 7\n\n" +
+      'data: {"a":1}\n\n' +
+      'event: error\ndata: {"error":\ndata:  "x"}\nid: 7\n\n' +
       "event: ping\n\n" +
       "data\n\n" +
       "retry: 100\ndata:no-space\n\n" +
@@ -179,7 +183,7 @@ describe("chapter 05 · SSE reader", () => {
   });
 
   it("Lab 5.1 · every split of the byte stream, inside multi-byte UTF-8 characters too, gives the same frames", async () => {
-    const body = "data: {\"t\":\"é 中文 😀\"}\r\n\r\n: c\n\nevent: x\ndata: ß\ndata: 🎉\n\ndata: [DONE]\n\n";
+    const body = 'data: {"t":"é 中文 😀"}\r\n\r\n: c\n\nevent: x\ndata: ß\ndata: 🎉\n\ndata: [DONE]\n\n';
     const bytes = utf8(body);
     const expected = [
       { event: "message", data: '{"t":"é 中文 😀"}' },
@@ -197,12 +201,21 @@ describe("chapter 05 · SSE reader", () => {
     const field = fc.string({ unit: fc.constantFrom("a", "é", "😀", " ", ":", "{", "}", '"', "\\"), maxLength: 12 });
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ event: fc.constantFrom("message", "error", "delta"), lines: fc.array(field, { minLength: 1, maxLength: 3 }) }), { maxLength: 6 }),
+        fc.array(
+          fc.record({
+            event: fc.constantFrom("message", "error", "delta"),
+            lines: fc.array(field, { minLength: 1, maxLength: 3 }),
+          }),
+          { maxLength: 6 },
+        ),
         fc.constantFrom("\n", "\r\n", "\r"),
         fc.integer({ min: 1, max: 1_000_000 }),
         async (frames, eol, seed) => {
           const body = frames
-            .map((f) => `${f.event === "message" ? "" : `event: ${f.event}${eol}`}${f.lines.map((l) => `data: ${l}${eol}`).join("")}${eol}`)
+            .map(
+              (f) =>
+                `${f.event === "message" ? "" : `event: ${f.event}${eol}`}${f.lines.map((l) => `data: ${l}${eol}`).join("")}${eol}`,
+            )
             .join(`: comment${eol}`);
           const pieces = randomPieces(utf8(body), seededRandom(seed), 9);
           expect(await framesOf(pieces)).toEqual(frames.map((f) => ({ event: f.event, data: f.lines.join("\n") })));
@@ -258,7 +271,8 @@ describe("chapter 05 · SSE reader", () => {
   it("Lab 5.1 · readSseBatches yields the frames of one read together (none for a read that ends no frame)", async () => {
     const reads = ["data: a\n\ndata: b\n\nda", "ta: c", "\n\n", "event: e\ndata: d\n\n: bye\n", "data: tail"];
     const batches: string[][] = [];
-    for await (const frames of readSseBatches(bytesStream(reads.map(utf8)))) batches.push(frames.map((f) => `${f.event}:${f.data}`));
+    for await (const frames of readSseBatches(bytesStream(reads.map(utf8))))
+      batches.push(frames.map((f) => `${f.event}:${f.data}`));
     expect(batches).toEqual([["message:a", "message:b"], ["message:c"], ["e:d"], ["message:tail"]]);
   });
 });
@@ -333,7 +347,13 @@ describe("chapter 05 · incremental partial JSON", () => {
       const surrogate = code >= 0xd800 && code <= 0xdfff;
       const natural = surrogate ? unit : JSON.stringify(unit).slice(1, -1);
       const written =
-        style === "u" ? `\\u${hex}` : style === "U" ? `\\u${hex.toUpperCase()}` : style === "solidus" && unit === "/" ? "\\/" : natural;
+        style === "u"
+          ? `\\u${hex}`
+          : style === "U"
+            ? `\\u${hex.toUpperCase()}`
+            : style === "solidus" && unit === "/"
+              ? "\\/"
+              : natural;
       return { unit, written };
     });
 
@@ -349,7 +369,12 @@ describe("chapter 05 · incremental partial JSON", () => {
   }
 
   /** Pushes `json` in pieces whose sizes cycle through `sizes`; calls `after` with the length read. */
-  function pushInPieces(parser: PartialJsonParser, json: string, sizes: readonly number[], after: (read: number) => void): void {
+  function pushInPieces(
+    parser: PartialJsonParser,
+    json: string,
+    sizes: readonly number[],
+    after: (read: number) => void,
+  ): void {
     for (let read = 0, k = 0; read < json.length; k++) {
       const size = sizes[k % sizes.length]!;
       parser.push(json.slice(read, read + size));
@@ -370,7 +395,10 @@ describe("chapter 05 · incremental partial JSON", () => {
             const shown = (parser.value as { s?: string } | undefined)?.s;
             if (read < '{"s":"'.length) return expect(shown, json.slice(0, read)).toBeUndefined();
             // A unit shows once its whole writing is read, and not before.
-            const complete = units.filter((_, i) => ends[i]! <= read).map((u) => u.unit).join("");
+            const complete = units
+              .filter((_, i) => ends[i]! <= read)
+              .map((u) => u.unit)
+              .join("");
             expect(shown, json.slice(0, read)).toBe(complete);
           });
           expect(parser.failed).toBe(false);
@@ -407,7 +435,7 @@ describe("chapter 05 · incremental partial JSON", () => {
   });
 
   it("Lab 5.2 · long strings and keys (escapes included) stay exact at every piece", () => {
-    const long = "line \"one\"\tü😀\n".repeat(60);
+    const long = 'line "one"\tü😀\n'.repeat(60);
     const key = "k".repeat(300);
     const json = JSON.stringify({ [key]: long, after: [long.slice(0, 20)] });
     const parser = new PartialJsonParser();
@@ -458,7 +486,9 @@ describe("chapter 05 · incremental partial JSON", () => {
     expect(parseToolArguments("  ")).toEqual({ arguments: {} });
     const truncated = parseToolArguments('{"path": "a.t');
     expect(truncated.arguments).toEqual({});
-    expect(truncated.error).toMatch(/^The tool call was not run: its arguments are not valid JSON \(.+\)\. Send the call again/);
+    expect(truncated.error).toMatch(
+      /^The tool call was not run: its arguments are not valid JSON \(.+\)\. Send the call again/,
+    );
     expect(parseToolArguments("[1]")).toEqual({
       arguments: {},
       error:
@@ -505,8 +535,25 @@ describe("chapter 05 · outbound translation", () => {
         stopReason: "toolUse",
         timestamp: 2,
       },
-      { role: "toolResult", toolCallId: "call_1", toolName: "read", content: [{ type: "text", text: "hello" }, { type: "text", text: "world" }], isError: false, timestamp: 3 },
-      { role: "toolResult", toolCallId: "call_2", toolName: "read", content: [{ type: "text", text: "bad arguments" }], isError: true, timestamp: 4 },
+      {
+        role: "toolResult",
+        toolCallId: "call_1",
+        toolName: "read",
+        content: [
+          { type: "text", text: "hello" },
+          { type: "text", text: "world" },
+        ],
+        isError: false,
+        timestamp: 3,
+      },
+      {
+        role: "toolResult",
+        toolCallId: "call_2",
+        toolName: "read",
+        content: [{ type: "text", text: "bad arguments" }],
+        isError: true,
+        timestamp: 4,
+      },
       {
         role: "assistant",
         content: [{ type: "text", text: "half an ans" }],
@@ -517,8 +564,23 @@ describe("chapter 05 · outbound translation", () => {
         errorMessage: "reset",
         timestamp: 5,
       },
-      { role: "assistant", content: [{ type: "thinking", thinking: "only thoughts" }], provider: "p", model: "m", usage: { input: 0, output: 0, totalTokens: 0 }, stopReason: "stop", timestamp: 6 },
-      { role: "user", content: [{ type: "text", text: "part one" }, { type: "text", text: "part two" }], timestamp: 7 },
+      {
+        role: "assistant",
+        content: [{ type: "thinking", thinking: "only thoughts" }],
+        provider: "p",
+        model: "m",
+        usage: { input: 0, output: 0, totalTokens: 0 },
+        stopReason: "stop",
+        timestamp: 6,
+      },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "part one" },
+          { type: "text", text: "part two" },
+        ],
+        timestamp: 7,
+      },
     ],
   };
 
@@ -567,7 +629,15 @@ describe("chapter 05 · outbound translation", () => {
     const bare: Context = {
       messages: [
         { role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 },
-        { role: "assistant", content: [call("c", "ls", {})], provider: "p", model: "m", usage: { input: 0, output: 0, totalTokens: 0 }, stopReason: "toolUse", timestamp: 2 },
+        {
+          role: "assistant",
+          content: [call("c", "ls", {})],
+          provider: "p",
+          model: "m",
+          usage: { input: 0, output: 0, totalTokens: 0 },
+          stopReason: "toolUse",
+          timestamp: 2,
+        },
       ],
       tools: [],
     };
@@ -577,7 +647,11 @@ describe("chapter 05 · outbound translation", () => {
       stream_options: { include_usage: true },
       messages: [
         { role: "user", content: "hi" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: "ls", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c", type: "function", function: { name: "ls", arguments: "{}" } }],
+        },
       ],
     });
     expect(toWireMessages({ systemPrompt: "", messages: [] })).toEqual([]);
@@ -628,7 +702,11 @@ const fragment = (index: number, fields: Record<string, unknown>) => delta({ too
 const finish = (reason: string) => delta({}, reason);
 const usage = (prompt: number, completion: number, total?: number) => ({
   choices: [],
-  usage: { prompt_tokens: prompt, completion_tokens: completion, ...(total === undefined ? {} : { total_tokens: total }) },
+  usage: {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    ...(total === undefined ? {} : { total_tokens: total }),
+  },
 });
 
 /** A hand-written stream: no recording interleaves tool-call fragments. */
@@ -638,7 +716,12 @@ const INTERLEAVED = [
   fragment(0, { id: "call_A", type: "function", function: { name: "ls", arguments: '{"di' } }),
   fragment(2, { id: "", function: { arguments: '{"path":' } }),
   fragment(0, { id: "", function: { name: "", arguments: 'r": "src' } }),
-  delta({ tool_calls: [{ index: 2, function: { arguments: ' "a.txt"' } }, { index: 0, function: { arguments: '"}' } }] }),
+  delta({
+    tool_calls: [
+      { index: 2, function: { arguments: ' "a.txt"' } },
+      { index: 0, function: { arguments: '"}' } },
+    ],
+  }),
   fragment(2, { function: { arguments: "}" } }),
   finish("tool_calls"),
   usage(5, 7, 12),
@@ -663,7 +746,11 @@ function expectInterleaved(turn: Turn): void {
   const deltas = turn.events.flatMap((e) => (e.type === "toolcall_delta" ? [e.delta] : []));
   expect(deltas).toEqual(['{"di', '{"path":', 'r": "src', ' "a.txt"', '"}', "}"]);
   expect(turn.message).toEqual(
-    message([text("Both."), call("call_B", "read", { path: "a.txt" }), call("call_A", "ls", { dir: "src" })], "toolUse", [5, 7, 12]),
+    message(
+      [text("Both."), call("call_B", "read", { path: "a.txt" }), call("call_A", "ls", { dir: "src" })],
+      "toolUse",
+      [5, 7, 12],
+    ),
   );
 }
 
@@ -671,7 +758,10 @@ const optionTools = [
   { name: "read", description: "Reads a file.", parameters: { type: "object" } },
   { name: "ls", description: "Lists a folder.", parameters: { type: "object" } },
 ];
-const optionContext: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }], tools: optionTools };
+const optionContext: Context = {
+  messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }],
+  tools: optionTools,
+};
 
 describe("chapter 05 · the optional request fields", () => {
   it("Lab 5.3 · toolChoice, parallelToolCalls, reasoningEffort, stop, seed and extraBody, each exactly on the wire", () => {
@@ -698,7 +788,10 @@ describe("chapter 05 · the optional request fields", () => {
     });
     expect((request as unknown as { provider: unknown }).provider).not.toBe(extraBody.provider);
     for (const choice of ["auto", "none", "required"] as const) {
-      expect(toChatCompletionsRequest(optionContext, { model: "m", toolChoice: choice })).toEqual({ ...base, tool_choice: choice });
+      expect(toChatCompletionsRequest(optionContext, { model: "m", toolChoice: choice })).toEqual({
+        ...base,
+        tool_choice: choice,
+      });
     }
     expect(toChatCompletionsRequest(optionContext, { model: "m", stop: "END" })).toEqual({ ...base, stop: "END" });
   });
@@ -711,21 +804,31 @@ describe("chapter 05 · the optional request fields", () => {
     expect(() => toChatCompletionsRequest(optionContext, { model: "m", toolChoice: { name: "bash" } })).toThrow(
       /toolChoice names the tool "bash", which is not among this request's tools \(read, ls\)/,
     );
-    expect(() => toChatCompletionsRequest(optionContext, { model: "m", maxTokens: 5, extraBody: { max_tokens: 9 } })).toThrow(
-      /extraBody\.max_tokens would replace a field the adapter sets itself/,
+    expect(() =>
+      toChatCompletionsRequest(optionContext, { model: "m", maxTokens: 5, extraBody: { max_tokens: 9 } }),
+    ).toThrow(/extraBody\.max_tokens would replace a field the adapter sets itself/);
+    const make = (extra: Record<string, unknown>) => () =>
+      createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
+    expect(make({ toolChoice: "sometimes" })).toThrow(
+      /toolChoice must be "auto", "none", "required" or \{ name: "<tool>" \}/,
     );
-    const make = (extra: Record<string, unknown>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
-    expect(make({ toolChoice: "sometimes" })).toThrow(/toolChoice must be "auto", "none", "required" or \{ name: "<tool>" \}/);
     expect(make({ seed: 1.5 })).toThrow(/seed must be an integer/);
     expect(make({ stop: [1] })).toThrow(/stop must be a string or an array of strings/);
-    expect(make({ extraBody: { messages: [] } })).toThrow(/extraBody\.messages would replace a field the adapter sets itself/);
+    expect(make({ extraBody: { messages: [] } })).toThrow(
+      /extraBody\.messages would replace a field the adapter sets itself/,
+    );
   });
 });
 
 describe("chapter 05 · inbound translation", () => {
   it("Lab 5.4 · content, reasoning_content / reasoning and refusal become text and thinking blocks; empty deltas are skipped", () => {
     const turn = translate([
-      delta({ role: "assistant", content: "", reasoning_content: "Let me", reasoning: "ignored: reasoning_content wins" }),
+      delta({
+        role: "assistant",
+        content: "",
+        reasoning_content: "Let me",
+        reasoning: "ignored: reasoning_content wins",
+      }),
       delta({ content: null, reasoning: " think." }),
       delta({ content: "Hi", reasoning: null }),
       delta({ content: "" }),
@@ -749,7 +852,9 @@ describe("chapter 05 · inbound translation", () => {
       }),
     );
     // One partial message for the whole turn: no copies.
-    expect(new Set(turn.events.map((e) => (e.type === "done" ? e.message : e.type === "error" ? e.error : e.partial))).size).toBe(1);
+    expect(
+      new Set(turn.events.map((e) => (e.type === "done" ? e.message : e.type === "error" ? e.error : e.partial))).size,
+    ).toBe(1);
   });
 
   it("Lab 5.4 · interleaved tool-call indices (starting at 2, ids once then empty) stay apart, placed by first appearance", () => {
@@ -764,22 +869,41 @@ describe("chapter 05 · inbound translation", () => {
     expect(turn.signature).toEqual(["start", "toolcall_delta@0", "done:length"]);
     expect(turn.partials).toEqual([{ path: "a", content: "lo" }]);
     expect(turn.message).toEqual(
-      message([{ type: "toolCall", id: "c1", name: "write", arguments: {}, rawArguments: '{"path": "a", "content": "lo' }], "length", [3, 9, 12]),
+      message(
+        [{ type: "toolCall", id: "c1", name: "write", arguments: {}, rawArguments: '{"path": "a", "content": "lo' }],
+        "length",
+        [3, 9, 12],
+      ),
     );
   });
 
   it("Lab 5.4 · malformed final arguments are marked (argumentsError, arguments {}) and never parsed into a value", () => {
     const raw = '{"command": "ls" "-la"}';
-    const turn = translate([fragment(0, { id: "c1", function: { name: "bash", arguments: raw } }), finish("tool_calls")]);
+    const turn = translate([
+      fragment(0, { id: "c1", function: { name: "bash", arguments: raw } }),
+      finish("tool_calls"),
+    ]);
     expect(turn.signature).toEqual(["start", "toolcall_delta@0", "toolcall_end@0", "done:toolUse"]);
     expect(turn.message.content).toEqual([
-      { type: "toolCall", id: "c1", name: "bash", arguments: {}, rawArguments: raw, argumentsError: parseToolArguments(raw).error },
+      {
+        type: "toolCall",
+        id: "c1",
+        name: "bash",
+        arguments: {},
+        rawArguments: raw,
+        argumentsError: parseToolArguments(raw).error,
+      },
     ]);
     expect((turn.message.content[0] as ToolCall).argumentsError).toMatch(/^The tool call was not run/);
   });
 
   it("Lab 5.4 · finish reasons: unknown → error naming it, none → error, stop with tool calls → toolUse with a diagnostic", () => {
-    const filtered = translate([{ ...delta({ content: "Some" }, "content_filter"), usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }]);
+    const filtered = translate([
+      {
+        ...delta({ content: "Some" }, "content_filter"),
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      },
+    ]);
     expect(filtered.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(filtered.message).toEqual(
       message([text("Some")], "error", [1, 1, 2], {
@@ -810,9 +934,16 @@ describe("chapter 05 · inbound translation", () => {
   });
 
   it("Lab 5.4 · usage from the trailing chunk, from x_groq, or summed; none is an explicit zero with a diagnostic", () => {
-    expect(translate([finish("stop"), usage(10, 5, 20)]).message.usage).toEqual({ input: 10, output: 5, totalTokens: 20 });
+    expect(translate([finish("stop"), usage(10, 5, 20)]).message.usage).toEqual({
+      input: 10,
+      output: 5,
+      totalTokens: 20,
+    });
     expect(translate([finish("stop"), usage(10, 5)]).message.usage).toEqual({ input: 10, output: 5, totalTokens: 15 });
-    expect(translate([{ ...finish("stop"), x_groq: { usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } } }]).message.usage).toEqual({
+    expect(
+      translate([{ ...finish("stop"), x_groq: { usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } } }])
+        .message.usage,
+    ).toEqual({
       input: 4,
       output: 2,
       totalTokens: 6,
@@ -821,10 +952,24 @@ describe("chapter 05 · inbound translation", () => {
   });
 
   it("Lab 5.4 · cached prompt tokens: cacheRead (and OpenRouter's cacheWrite) are parts of input, absent when not reported", () => {
-    const cached = { ...usage(339, 83, 422), usage: { ...usage(339, 83, 422).usage, prompt_tokens_details: { cached_tokens: 320, cache_write_tokens: 7 } } };
-    expect(translate([finish("stop"), cached]).message.usage).toEqual({ input: 339, output: 83, totalTokens: 422, cacheRead: 320, cacheWrite: 7 });
+    const cached = {
+      ...usage(339, 83, 422),
+      usage: { ...usage(339, 83, 422).usage, prompt_tokens_details: { cached_tokens: 320, cache_write_tokens: 7 } },
+    };
+    expect(translate([finish("stop"), cached]).message.usage).toEqual({
+      input: 339,
+      output: 83,
+      totalTokens: 422,
+      cacheRead: 320,
+      cacheWrite: 7,
+    });
     const zero = { ...usage(5, 1, 6), usage: { ...usage(5, 1, 6).usage, prompt_tokens_details: { cached_tokens: 0 } } };
-    expect(translate([finish("stop"), zero]).message.usage).toEqual({ input: 5, output: 1, totalTokens: 6, cacheRead: 0 });
+    expect(translate([finish("stop"), zero]).message.usage).toEqual({
+      input: 5,
+      output: 1,
+      totalTokens: 6,
+      cacheRead: 0,
+    });
     expect(translate([finish("stop"), usage(5, 1, 6)]).message.usage).toEqual({ input: 5, output: 1, totalTokens: 6 });
   });
 
@@ -860,12 +1005,14 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "alibaba-qwen-tool-call.chunks.txt",
     signature: ["start", "toolcall_delta@0×2", "toolcall_end@0", "done:toolUse"],
-    expected: () => message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317, 0]),
+    expected: () =>
+      message([call("call_eee11723464a4b9eb8cee71d", "weather", weatherSF)], "toolUse", [295, 22, 317, 0]),
   },
   {
     file: "anthropic-openai-compat-tool-call-index-1.sse",
     signature: ["start", "text_delta@0×2", "toolcall_delta@1×2", "toolcall_end@1", "done:toolUse"],
-    expected: () => message([text("Reading it."), call("toolu_sanitized", "read_file", { path: "a.txt" })], "toolUse", undefined),
+    expected: () =>
+      message([text("Reading it."), call("toolu_sanitized", "read_file", { path: "a.txt" })], "toolUse", undefined),
   },
   {
     file: "azure-openai-model-router-prompt-filter.chunks.txt",
@@ -875,14 +1022,18 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "deepseek-chat-finish-length.chunks.txt",
     signature: ["start", "text_delta@0×400", "done:length"],
-    expected: () => message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413, 0]),
+    expected: () =>
+      message([text(wireText("deepseek-chat-finish-length.chunks.txt", "content"))], "length", [13, 400, 413, 0]),
   },
   {
     file: "deepseek-reasoner-reasoning-content.chunks.txt",
     signature: ["start", "thinking_delta@0×205", "text_delta@1×13", "done:stop"],
     expected: () =>
       message(
-        [thinking(wireText("deepseek-reasoner-reasoning-content.chunks.txt", "reasoning")), text('The word "strawberry" contains three "r"s.')],
+        [
+          thinking(wireText("deepseek-reasoner-reasoning-content.chunks.txt", "reasoning")),
+          text('The word "strawberry" contains three "r"s.'),
+        ],
         "stop",
         [18, 219, 237, 0],
       ),
@@ -892,7 +1043,10 @@ const FIXTURES: FixtureCase[] = [
     signature: ["start", "thinking_delta@0×39", "toolcall_delta@1×10", "toolcall_end@1", "done:toolUse"],
     expected: () =>
       message(
-        [thinking(wireText("deepseek-reasoner-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", weatherSF)],
+        [
+          thinking(wireText("deepseek-reasoner-reasoning-then-tool-call.chunks.txt", "reasoning")),
+          call("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", weatherSF),
+        ],
         "toolUse",
         [339, 83, 422, 320],
       ),
@@ -930,7 +1084,8 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "openai-gpt-4.1-nano-text-300-chunks.chunks.txt",
     signature: ["start", "text_delta@0×300", "done:stop"],
-    expected: () => message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316, 0]),
+    expected: () =>
+      message([text(wireText("openai-gpt-4.1-nano-text-300-chunks.chunks.txt", "content"))], "stop", [16, 300, 316, 0]),
   },
   {
     file: "openai-gpt-4o-finish-length.sse",
@@ -952,14 +1107,24 @@ const FIXTURES: FixtureCase[] = [
     signature: ["start", "toolcall_delta@0×5", "toolcall_delta@1", "toolcall_end@0", "toolcall_end@1", "done:toolUse"],
     expected: () =>
       message(
-        [call("call_NS4iQj14cDFwc0BnrKqDHavt", "get_weather", { city: "Mexico City" }), call("call_SkGkkGDvHQEEk0CGbnAh2AQw", "get_product_name", {})],
+        [
+          call("call_NS4iQj14cDFwc0BnrKqDHavt", "get_weather", { city: "Mexico City" }),
+          call("call_SkGkkGDvHQEEk0CGbnAh2AQw", "get_product_name", {}),
+        ],
         "toolUse",
         [417, 44, 461, 0],
       ),
   },
   {
     file: "openai-gpt-4o-parallel-tool-calls.sse",
-    signature: ["start", "toolcall_delta@0×5", "toolcall_delta@1×5", "toolcall_end@0", "toolcall_end@1", "done:toolUse"],
+    signature: [
+      "start",
+      "toolcall_delta@0×5",
+      "toolcall_delta@1×5",
+      "toolcall_end@0",
+      "toolcall_end@1",
+      "done:toolUse",
+    ],
     expected: () =>
       message(
         [
@@ -974,7 +1139,9 @@ const FIXTURES: FixtureCase[] = [
     file: "openai-gpt-4o-refusal-deltas.sse",
     signature: ["start", "text_delta@0×12", "done:stop"],
     expected: () =>
-      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77, 0], { diagnostics: [REFUSAL_DIAGNOSTIC] }),
+      message([text("I'm very sorry, but I can't assist with that request.")], "stop", [64, 13, 77, 0], {
+        diagnostics: [REFUSAL_DIAGNOSTIC],
+      }),
   },
   {
     file: "openai-gpt-4o-single-tool-call-54-arg-chunks.sse",
@@ -1011,14 +1178,22 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "openrouter-reasoning-with-sse-comments.sse",
     signature: ["start", "thinking_delta@0×3", "text_delta@1×2", "done:stop"],
-    expected: () => message([thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")], "stop", [43, 36, 79, 0]),
+    expected: () =>
+      message(
+        [thinking("This is a simple arithmetic question. 2+2 equals 4."), text("2 + 2 = 4")],
+        "stop",
+        [43, 36, 79, 0],
+      ),
   },
   {
     file: "xai-grok-3-mini-reasoning-then-tool-call.chunks.txt",
     signature: ["start", "thinking_delta@0×227", "toolcall_delta@1", "toolcall_end@1", "done:toolUse"],
     expected: () =>
       message(
-        [thinking(wireText("xai-grok-3-mini-reasoning-then-tool-call.chunks.txt", "reasoning")), call("call_79382389", "weather", weatherSF)],
+        [
+          thinking(wireText("xai-grok-3-mini-reasoning-then-tool-call.chunks.txt", "reasoning")),
+          call("call_79382389", "weather", weatherSF),
+        ],
         "toolUse",
         [307, 26, 560, 306],
       ),
@@ -1026,7 +1201,8 @@ const FIXTURES: FixtureCase[] = [
   {
     file: "zai-glm-reasoning-content.sse",
     signature: ["start", "thinking_delta@0×90", "text_delta@1", "done:stop"],
-    expected: () => message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577, 0]),
+    expected: () =>
+      message([thinking(wireText("zai-glm-reasoning-content.sse", "reasoning")), text("4")], "stop", [13, 564, 577, 0]),
   },
 ];
 
@@ -1041,7 +1217,10 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
 
   it("Lab 5.5 · posts the translated request to {baseUrl}/chat/completions with the key, headers and stream options", async () => {
     server.reply(sseReply(sseOf([{ choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] }])));
-    const context: Context = { systemPrompt: "sys", messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }] };
+    const context: Context = {
+      systemPrompt: "sys",
+      messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }],
+    };
     const before = server.requests.length;
     const turn = await runTurn(modelAt(`${server.baseUrl}/`, { headers: { "x-extra": "1" }, maxTokens: 64 }), context);
     expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
@@ -1081,9 +1260,14 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       for await (const event of model.stream({ messages: [] })) {
         if (event.type === "toolcall_delta") {
           const block = event.partial.content[event.contentIndex] as ToolCall;
-          seen.push({ raw: block.rawArguments ?? "", arguments: structuredClone(block.arguments), partialArguments: structuredClone(event.partialArguments) });
+          seen.push({
+            raw: block.rawArguments ?? "",
+            arguments: structuredClone(block.arguments),
+            partialArguments: structuredClone(event.partialArguments),
+          });
         }
-        if (event.type === "done" || event.type === "error") final = event.type === "done" ? event.message : event.error;
+        if (event.type === "done" || event.type === "error")
+          final = event.type === "done" ? event.message : event.error;
       }
       surfaceInternalError(final!);
       return { seen, final: final! };
@@ -1112,8 +1296,12 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     // Envelopes as servers write them; deltas with escapes, emoji, U+2028; a chunk in another key
     // order, one whose key is written with an escape, one whose padding changes (never templated).
     const envelope = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-      id: "chatcmpl-1", object: "chat.completion.chunk", created: 1754693442, model: "m",
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: null }], ...extra,
+      id: "chatcmpl-1",
+      object: "chat.completion.chunk",
+      created: 1754693442,
+      model: "m",
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: null }],
+      ...extra,
     });
     const chunks: unknown[] = [
       envelope({ role: "assistant", content: "" }),
@@ -1121,15 +1309,21 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       ...["Hel", "lo", "\n", '"', "\\", "😀", "\u0000"].map((t) => envelope({ content: t })),
       { choices: [{ delta: { content: " reordered" }, finish_reason: null, index: 0 }] },
       ...["a", "b", "c"].map((t, k) => envelope({ content: t }, { obfuscation: "x".repeat(k + 1) })),
-      envelope({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }] }),
-      ...[String.raw`{"pa`, String.raw`th": "a\\b\u00e9\"`, '"}'].map((t) => envelope({ tool_calls: [{ index: 0, function: { arguments: t } }] })),
+      envelope({
+        tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "write", arguments: "" } }],
+      }),
+      ...[String.raw`{"pa`, String.raw`th": "a\\b\u00e9\"`, '"}'].map((t) =>
+        envelope({ tool_calls: [{ index: 0, function: { arguments: t } }] }),
+      ),
       { ...envelope({}), choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
       { choices: [], usage: { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 } },
     ];
     const lines = chunks.map((c) => JSON.stringify(c));
     // The same content key written with an escape: a different text, the same chunk.
     lines.splice(12, 0, lines[11]!.replace('"content"', '"cont\\u0065nt"'));
-    server.reply(sseReply(lines.map((line) => `data: ${line}\n\n`).join("") + "data: [DONE]\n\n", { seed: 3, maxPiece: 41 }));
+    server.reply(
+      sseReply(lines.map((line) => `data: ${line}\n\n`).join("") + "data: [DONE]\n\n", { seed: 3, maxPiece: 41 }),
+    );
     const turn = await runTurn(modelAt(server.baseUrl));
     const parsed = translate(lines.map((line) => JSON.parse(line)));
     expect(turn.signature).toEqual(parsed.signature);
@@ -1151,18 +1345,27 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     /** The same value with the same keys in the same order (`expect` only on a difference: these run by the thousand). */
     const same = (read: unknown, data: string) => {
       const expected = JSON.parse(data) as unknown;
-      if (JSON.stringify(read) !== JSON.stringify(expected)) expect(JSON.stringify(read), data).toBe(JSON.stringify(expected));
+      if (JSON.stringify(read) !== JSON.stringify(expected))
+        expect(JSON.stringify(read), data).toBe(JSON.stringify(expected));
     };
     const contentSlot = (value: unknown): FrameSlot | undefined => {
       const delta = (value as { choices?: { delta?: Record<string, unknown> }[] } | null)?.choices?.[0]?.delta;
-      return delta !== null && typeof delta === "object" && typeof delta.content === "string" ? { holder: delta, key: "content" } : undefined;
+      return delta !== null && typeof delta === "object" && typeof delta.content === "string"
+        ? { holder: delta, key: "content" }
+        : undefined;
     };
     const strings = fc.oneof(
-      fc.string({ unit: fc.constantFrom("a", "é", "😀", '"', "\\", "\n", "\u0000", "\u001f", "\u2028", "/", "}", " ", ",", ":") }),
+      fc.string({
+        unit: fc.constantFrom("a", "é", "😀", '"', "\\", "\n", "\u0000", "\u001f", "\u2028", "/", "}", " ", ",", ":"),
+      }),
       fc.string({ unit: "binary" }),
     );
     // Fields around the delta, before and after it, of any JSON value (strings with escapes, keys like "content").
-    const fields = fc.dictionary(fc.oneof(fc.string(), fc.constantFrom("content", 'x"content', "id")), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+    const fields = fc.dictionary(
+      fc.oneof(fc.string(), fc.constantFrom("content", 'x"content', "id")),
+      fc.jsonValue({ maxDepth: 2 }),
+      { maxKeys: 3 },
+    );
     const frameOf = (before: Record<string, unknown>, after: Record<string, unknown>) => (content: string) =>
       JSON.stringify({ ...before, choices: [{ index: 0, delta: { content }, finish_reason: null }], ...after });
     fc.assert(
@@ -1171,7 +1374,8 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
         const frame = frameOf(before, after);
         const bare = frame("");
         // Learned when the first "content":" of the frame is the delta's (not a key ending in it).
-        const learnable = bare.indexOf('"content":"') === bare.indexOf('"choices":[{"index":0,"delta":{"content":"') + 31;
+        const learnable =
+          bare.indexOf('"content":"') === bare.indexOf('"choices":[{"index":0,"delta":{"content":"') + 31;
         const template = new FrameTemplate(contentSlot);
         let previous: unknown;
         deltas.forEach((delta, k) => {
@@ -1185,7 +1389,11 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       { numRuns: 1500 },
     );
     // The adapter's own slots, through its turn: every delta kind, around envelopes as servers write them.
-    const envelopes = fc.dictionary(fc.constantFrom("id", "object", "created", "model", "system_fingerprint", "usage"), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+    const envelopes = fc.dictionary(
+      fc.constantFrom("id", "object", "created", "model", "system_fingerprint", "usage"),
+      fc.jsonValue({ maxDepth: 2 }),
+      { maxKeys: 4 },
+    );
     const chatDelta = fc.constantFrom(
       (s: string) => ({ content: s }),
       (s: string) => ({ reasoning_content: s, content: null }),
@@ -1193,7 +1401,10 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       (s: string) => ({ refusal: s }),
       (s: string) => ({ tool_calls: [{ index: 1, function: { arguments: s } }] }),
     );
-    const nonEmpty = fc.array(strings.filter((s) => s !== ""), { minLength: 2, maxLength: 5 });
+    const nonEmpty = fc.array(
+      strings.filter((s) => s !== ""),
+      { minLength: 2, maxLength: 5 },
+    );
     const expectHits = (template: { parse(data: string): unknown }, frames: string[]) => {
       const learned = template.parse(frames[0]!);
       same(learned, frames[0]!);
@@ -1206,7 +1417,12 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     fc.assert(
       fc.property(envelopes, envelopes, chatDelta, nonEmpty, (before, after, delta, deltas) => {
         fc.pre(!("choices" in before) && !("choices" in after));
-        const frame = (s: string) => JSON.stringify({ ...before, choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }], ...after });
+        const frame = (s: string) =>
+          JSON.stringify({
+            ...before,
+            choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }],
+            ...after,
+          });
         expectHits(new ChatCompletionsTurn(new RecordingStream(), META).frames, deltas.map(frame));
       }),
       { numRuns: 500 },
@@ -1215,12 +1431,27 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     // indent): still the template, still JSON.parse's value.
     const indent = fc.constantFrom(1, 2, "\t", " \r\n");
     fc.assert(
-      fc.property(envelopes, chatDelta, fc.array(fc.tuple(strings.filter((s) => s !== ""), indent), { minLength: 2, maxLength: 5 }), (before, delta, frames) => {
-        fc.pre(!("choices" in before));
-        const frame = ([s, space]: [string, string | number]) =>
-          JSON.stringify({ ...before, choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }] }, null, space);
-        expectHits(new ChatCompletionsTurn(new RecordingStream(), META).frames, frames.map(frame));
-      }),
+      fc.property(
+        envelopes,
+        chatDelta,
+        fc.array(
+          fc.tuple(
+            strings.filter((s) => s !== ""),
+            indent,
+          ),
+          { minLength: 2, maxLength: 5 },
+        ),
+        (before, delta, frames) => {
+          fc.pre(!("choices" in before));
+          const frame = ([s, space]: [string, string | number]) =>
+            JSON.stringify(
+              { ...before, choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }] },
+              null,
+              space,
+            );
+          expectHits(new ChatCompletionsTurn(new RecordingStream(), META).frames, frames.map(frame));
+        },
+      ),
       { numRuns: 300 },
     );
     // A run of a million spaces, in a frame that fits and in one that does not, after a compact and
@@ -1234,7 +1465,14 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       expect(() => spaced.parse(`${fits.slice(0, -1)}${run}x}`)).toThrow(SyntaxError);
     }
     // After learning a frame, any edited frame: the same value as JSON.parse, or the same refusal.
-    const edit = fc.record({ at: fc.nat(), cut: fc.nat({ max: 3 }), insert: fc.string({ unit: fc.constantFrom('"', "\\", "}", "0", "e", "u", "n", " ", ",", ":", "\n", "c"), maxLength: 4 }) });
+    const edit = fc.record({
+      at: fc.nat(),
+      cut: fc.nat({ max: 3 }),
+      insert: fc.string({
+        unit: fc.constantFrom('"', "\\", "}", "0", "e", "u", "n", " ", ",", ":", "\n", "c"),
+        maxLength: 4,
+      }),
+    });
     fc.assert(
       fc.property(fields, fields, strings, strings, edit, (before, after, first, second, { at, cut, insert }) => {
         fc.pre(!("choices" in before) && !("choices" in after));
@@ -1259,7 +1497,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     for (const data of [
       plain("x").replace('"content":"x"', '"content" : "x"'),
       plain("x").replace('{"id":"a"', '{"id":"b"'),
-      plain("x").replace("null}]}", "null}],\"content\":\"y\"}"),
+      plain("x").replace("null}]}", 'null}],"content":"y"}'),
       plain("x").replace('"id":"a"', '"x\\"content":"x"'),
       plain("x").replace('"content":"x"', '"content":"x","content":"y"'),
       plain("x") + " ",
@@ -1273,9 +1511,14 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     // A key that ends in "content" before the delta's: its value is not the delta, and is read as it changes.
     const fake = (value: string, content: string) => frameOf({ 'x"content': value }, {})(content);
     const tricked = new FrameTemplate(contentSlot);
-    for (const data of [fake("a", "a"), fake("b", "a"), fake("c", "a"), fake("c", "d")]) same(tricked.parse(data), data);
+    for (const data of [fake("a", "a"), fake("b", "a"), fake("c", "a"), fake("c", "d")])
+      same(tricked.parse(data), data);
     // A slot whose key text also ends another string (here a value ":"): no template, no error.
-    const colon = new FrameTemplate((value) => (typeof (value as Record<string, unknown>)[":"] === "string" ? { holder: value as Record<string, unknown>, key: ":" } : undefined));
+    const colon = new FrameTemplate((value) =>
+      typeof (value as Record<string, unknown>)[":"] === "string"
+        ? { holder: value as Record<string, unknown>, key: ":" }
+        : undefined,
+    );
     for (const data of ['{"k":":",":":"z"}', '{"k":":",":":"y"}']) same(colon.parse(data), data);
     // Sizes: an envelope of 40,000 characters (past what a regular expression may hold) and a
     // delta of 9 million characters (past what a backtracking loop per character survives).
@@ -1318,7 +1561,18 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
   }, 60_000);
 
   it("Lab 5.5 · HTTP errors become error events with the status and the provider's message, key redacted", async () => {
-    server.reply(statusReply(401, JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error", code: "invalid_api_key" } })));
+    server.reply(
+      statusReply(
+        401,
+        JSON.stringify({
+          error: {
+            message: `Incorrect API key provided: ${KEY}.`,
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        }),
+      ),
+    );
     const unauthorized = await runTurn(modelAt(server.baseUrl));
     expect(unauthorized.events).toEqual([
       {
@@ -1348,7 +1602,9 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
 
     server.reply(statusReply(200, JSON.stringify({ error: { message: "streaming is not supported with tools" } })));
     const json = (await runTurn(modelAt(server.baseUrl))).message;
-    expect(json.errorMessage).toBe("HTTP 200: expected an event stream, got JSON: streaming is not supported with tools");
+    expect(json.errorMessage).toBe(
+      "HTTP 200: expected an event stream, got JSON: streaming is not supported with tools",
+    );
     expect(json.errorDetails).toEqual({ kind: "protocol", retryable: false });
   }, 10_000);
 
@@ -1362,7 +1618,10 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
   }, 10_000);
 
   it("Lab 5.5 · a reset mid-stream, a malformed chunk, or a body that ends without a finish reason keep the partial content", async () => {
-    const head = sseOf([{ choices: [{ index: 0, delta: { content: "Hel" } }] }, { choices: [{ index: 0, delta: { content: "lo" } }] }], { done: false });
+    const head = sseOf(
+      [{ choices: [{ index: 0, delta: { content: "Hel" } }] }, { choices: [{ index: 0, delta: { content: "lo" } }] }],
+      { done: false },
+    );
 
     server.reply(sseReply(head, { then: "reset" }));
     const reset = await runTurn(modelAt(server.baseUrl));
@@ -1433,7 +1692,9 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
 
     server.reply(async (res) => {
       startSse(res);
-      await writePieces(res, [utf8(sseOf([{ choices: [{ index: 0, delta: { content: "partial" } }] }], { done: false }))]);
+      await writePieces(res, [
+        utf8(sseOf([{ choices: [{ index: 0, delta: { content: "partial" } }] }], { done: false })),
+      ]);
       // then stall: no more bytes
     });
     const midway = new AbortController();
@@ -1469,13 +1730,20 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(rejected.message.errorMessage).toContain("[redacted]");
     expect(JSON.stringify(rejected.events)).not.toContain(KEY);
 
-    expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(/baseUrl must be an http\(s\) URL/);
-    expect(() => createOpenAICompatibleModel({ baseUrl: "https://api.openai.com/v1/chat/completions", model: "m" })).toThrow(
+    expect(() => createOpenAICompatibleModel({ baseUrl: "api.openai.com", model: "m" })).toThrow(
+      /baseUrl must be an http\(s\) URL/,
+    );
+    expect(() =>
+      createOpenAICompatibleModel({ baseUrl: "https://api.openai.com/v1/chat/completions", model: "m" }),
+    ).toThrow(
       'baseUrl is the server\'s base, without the endpoint: "https://api.openai.com/v1" (the adapter adds /chat/completions)',
     );
-    expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(/model must be a non-empty model id/);
+    expect(() => createOpenAICompatibleModel({ baseUrl: "http://x", model: "" })).toThrow(
+      /model must be a non-empty model id/,
+    );
     // Bounds that cannot work are refused when the model is made, with the option's name.
-    const make = (extra: Partial<OpenAICompatibleOptions>) => () => createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
+    const make = (extra: Partial<OpenAICompatibleOptions>) => () =>
+      createOpenAICompatibleModel({ baseUrl: "http://x", model: "m", ...extra });
     expect(make({ idleTimeoutMs: 0 })).toThrow(/idleTimeoutMs must be a number ≥ 1 \(or Infinity\), got 0/);
     expect(make({ maxRetries: -1 })).toThrow(/maxRetries must be a number ≥ 0, got -1/);
     expect(make({ timeoutMs: Number.NaN })).toThrow(/timeoutMs must be a number ≥ 1, got NaN/);
@@ -1517,12 +1785,17 @@ describe("chapter 05 · a failing or hostile server", () => {
     await server.close();
   });
   /** Fast backoff so retries take milliseconds. */
-  const model = (extra: Partial<OpenAICompatibleOptions> = {}) => modelAt(server.baseUrl, { retryBaseDelayMs: 5, ...extra });
+  const model = (extra: Partial<OpenAICompatibleOptions> = {}) =>
+    modelAt(server.baseUrl, { retryBaseDelayMs: 5, ...extra });
   const sent = () => server.requests.length;
 
   it("Lab 5.5 · retries 500, 503 and a reset before the first byte, then streams the answer as if nothing happened", async () => {
     const before = sent();
-    server.reply(statusReply(500, "hiccup", "text/plain")).reply(resetReply).reply(statusReply(503, "{}")).reply(sseReply(OK_BODY));
+    server
+      .reply(statusReply(500, "hiccup", "text/plain"))
+      .reply(resetReply)
+      .reply(statusReply(503, "{}"))
+      .reply(sseReply(OK_BODY));
     const turn = await runTurn(model({ maxRetries: 3 }));
     expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
     expect(turn.message).toEqual(message([text("fine")], "stop", [3, 1, 4]));
@@ -1533,7 +1806,14 @@ describe("chapter 05 · a failing or hostile server", () => {
 
   it("Lab 5.5 · honours Retry-After (seconds) on a 429 before retrying", async () => {
     const before = sent();
-    server.reply(statusReply(429, JSON.stringify({ error: { message: "slow down", code: "rate_limit_exceeded" } }), "application/json", { "retry-after": "1" }));
+    server.reply(
+      statusReply(
+        429,
+        JSON.stringify({ error: { message: "slow down", code: "rate_limit_exceeded" } }),
+        "application/json",
+        { "retry-after": "1" },
+      ),
+    );
     server.reply(sseReply(OK_BODY));
     const started = performance.now();
     const turn = await runTurn(model());
@@ -1544,7 +1824,12 @@ describe("chapter 05 · a failing or hostile server", () => {
 
   it("Lab 5.5 · gives up after maxRetries, or at once when not retryable or when Retry-After is too long: structured details", async () => {
     let before = sent();
-    for (let i = 0; i < 3; i++) server.reply(statusReply(503, JSON.stringify({ error: { message: "busy", type: "overloaded_error" } }), "application/json", { "retry-after-ms": "10" }));
+    for (let i = 0; i < 3; i++)
+      server.reply(
+        statusReply(503, JSON.stringify({ error: { message: "busy", type: "overloaded_error" } }), "application/json", {
+          "retry-after-ms": "10",
+        }),
+      );
     const busy = await runTurn(model());
     expect(sent() - before).toBe(3);
     expect(busy.events).toEqual([
@@ -1589,7 +1874,11 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(reset.message.content).toEqual([text("Hel")]);
 
     before = sent();
-    server.reply(sseReply(textChunk("Hel") + sseOf([{ error: { message: "Overloaded", type: "overloaded_error" } }], { done: false })));
+    server.reply(
+      sseReply(
+        textChunk("Hel") + sseOf([{ error: { message: "Overloaded", type: "overloaded_error" } }], { done: false }),
+      ),
+    );
     const overloaded = await runTurn(model());
     expect(sent() - before).toBe(1);
     expect(overloaded.message).toEqual(
@@ -1646,7 +1935,9 @@ describe("chapter 05 · a failing or hostile server", () => {
     server.reply(stallReply);
     const slowHeaders = await runTurn(model({ idleTimeoutMs: 150 }));
     expect(slowHeaders.signature).toEqual(["error:error"]);
-    expect(slowHeaders.message.errorMessage).toBe("The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).");
+    expect(slowHeaders.message.errorMessage).toBe(
+      "The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).",
+    );
 
     // The headers come at once below; the bound leaves them room on a loaded machine.
     const stall = { idleTimeoutMs: 800 };
@@ -1657,14 +1948,20 @@ describe("chapter 05 · a failing or hostile server", () => {
       res.write('{"error": {"message": "half an err');
     });
     const slowError = await runTurn(model(stall));
-    expect(slowError.message.errorMessage).toBe("The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).");
+    expect(slowError.message.errorMessage).toBe(
+      "The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).",
+    );
     expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true });
 
-    const midStream = "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
+    const midStream =
+      "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
     server.reply(sseReply(textChunk("partial"), { then: "stall" }));
     const stalled = await runTurn(model(stall));
     expect(stalled.message).toEqual(
-      message([text("partial")], "error", undefined, { errorMessage: midStream, errorDetails: { kind: "stall", retryable: true } }),
+      message([text("partial")], "error", undefined, {
+        errorMessage: midStream,
+        errorDetails: { kind: "stall", retryable: true },
+      }),
     );
 
     server.reply(dripReply("", () => ": keep-alive\n\n", 10));
@@ -1680,7 +1977,10 @@ describe("chapter 05 · a failing or hostile server", () => {
   }, 10_000);
 
   it("Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes", async () => {
-    const frames = [...Array.from({ length: 8 }, (_, i) => textChunk(String(i))), sseOf([{ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }])];
+    const frames = [
+      ...Array.from({ length: 8 }, (_, i) => textChunk(String(i))),
+      sseOf([{ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }]),
+    ];
     server.reply(dripReply("", (i) => frames[i], 250));
     const turn = await runTurn(model({ idleTimeoutMs: 1_200 }));
     expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
@@ -1719,23 +2019,52 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(growth).toBeLessThan(64 * 1024 * 1024);
     // The documented defaults.
     expect(DEFAULT_LIMITS).toEqual({ maxResponseBytes: 64 * 1024 * 1024, maxContentBlocks: 1024, maxToolCalls: 256 });
-    expect(DEFAULT_TRANSPORT).toEqual({ maxRetries: 2, retryBaseDelayMs: 500, maxRetryDelayMs: 60_000, idleTimeoutMs: 120_000 });
+    expect(DEFAULT_TRANSPORT).toEqual({
+      maxRetries: 2,
+      retryBaseDelayMs: 500,
+      maxRetryDelayMs: 60_000,
+      idleTimeoutMs: 120_000,
+    });
   }, 10_000);
 
-
   it("Lab 5.5 · maxContentBlocks and maxToolCalls: a server opening block after block is stopped", async () => {
-    const flip = (i: number) => (i % 2 === 0 ? textChunk("t") : `data: ${JSON.stringify({ choices: [{ index: 0, delta: { reasoning_content: "r" } }] })}\n\n`);
+    const flip = (i: number) =>
+      i % 2 === 0
+        ? textChunk("t")
+        : `data: ${JSON.stringify({ choices: [{ index: 0, delta: { reasoning_content: "r" } }] })}\n\n`;
     server.reply(dripReply("", flip, 0));
     const blocks = await runTurn(model({ maxContentBlocks: 20 }));
     expect(blocks.message.content.length).toBe(21);
     expect(blocks.message.errorMessage).toBe("The response passed maxContentBlocks (20 content blocks in one turn).");
     expect(blocks.message.errorDetails).toEqual({ kind: "limit", retryable: false });
 
-    const calls = (i: number) => sseOf([{ choices: [{ index: 0, delta: { tool_calls: [{ index: i, id: `c${i}`, function: { name: "ls", arguments: "{}" } }] } }] }], { done: false });
+    const calls = (i: number) =>
+      sseOf(
+        [
+          {
+            choices: [
+              {
+                index: 0,
+                delta: { tool_calls: [{ index: i, id: `c${i}`, function: { name: "ls", arguments: "{}" } }] },
+              },
+            ],
+          },
+        ],
+        { done: false },
+      );
     server.reply(dripReply("", calls, 0));
     const tools = await runTurn(model({ maxToolCalls: 5 }));
     expect(tools.message.content.length).toBe(6);
-    expect(tools.signature).toEqual(["start", "toolcall_delta@0", "toolcall_delta@1", "toolcall_delta@2", "toolcall_delta@3", "toolcall_delta@4", "toolcall_delta@5", "error:error"]);
+    expect(tools.signature).toEqual([
+      "start",
+      "toolcall_delta@0",
+      "toolcall_delta@1",
+      "toolcall_delta@2",
+      "toolcall_delta@3",
+      "toolcall_delta@4",
+      "toolcall_delta@5",
+      "error:error",
+    ]);
     expect(tools.message.errorMessage).toBe("The response passed maxToolCalls (5 tool calls in one turn).");
   }, 10_000);
 
@@ -1766,7 +2095,12 @@ describe("chapter 05 · a failing or hostile server", () => {
       const moved = await runTurn(model(), context);
       expect(moved.signature).toEqual(["start", "text_delta@0", "done:stop"]);
       const [first, second] = server.requests.slice(-2);
-      expect([first!.method, first!.url, second!.method, second!.url]).toEqual(["POST", "/v1/chat/completions", "POST", "/v2/chat/completions"]);
+      expect([first!.method, first!.url, second!.method, second!.url]).toEqual([
+        "POST",
+        "/v1/chat/completions",
+        "POST",
+        "/v2/chat/completions",
+      ]);
       expect(second!.body).toBe(first!.body);
       expect(second!.headers.authorization).toBe(`Bearer ${KEY}`);
 
@@ -1790,14 +2124,14 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(status.message.errorMessage).toBe(`HTTP 400 Bad Request: ${pad}[reda…`);
     expect(status.message.errorMessage).not.toContain(KEY.slice(0, 6));
   }, 10_000);
-
 });
 
 /** For every call that ended: the last partial value seen equals the final arguments. */
 function expectPartialArgumentsEndAsArguments(turn: Turn): void {
   const last = new Map<number, unknown>();
   let k = 0;
-  for (const event of turn.events) if (event.type === "toolcall_delta") last.set(event.contentIndex, turn.partials[k++]);
+  for (const event of turn.events)
+    if (event.type === "toolcall_delta") last.set(event.contentIndex, turn.partials[k++]);
   for (const event of turn.events) {
     if (event.type === "toolcall_end") expect(last.get(event.contentIndex)).toEqual(event.toolCall.arguments);
   }

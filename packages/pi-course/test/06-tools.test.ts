@@ -130,7 +130,7 @@ describe("chapter 06 · tools", () => {
     expect(error.issues).toEqual([{ path: "/mode", message: 'must be one of "fast", "slow"' }]);
   });
 
-  it("Lab 6.1 · a \"__proto__\" key stays an own property of the copy, never a prototype", () => {
+  it('Lab 6.1 · a "__proto__" key stays an own property of the copy, never a prototype', () => {
     const params = Type.Object({ path: Type.String() });
     const t = { ...tool(readParams), parameters: params } as unknown as AgentTool<typeof params>;
     const args = JSON.parse('{"path":"a","__proto__":{"polluted":true}}') as unknown;
@@ -278,7 +278,12 @@ describe("chapter 06 · tools", () => {
     });
     expectTypeOf(echo.execute).returns.resolves.toEqualTypeOf<AgentToolResult<{ n: number }>>();
     expect(toToolDefinition(echo).name).toBe("echo");
-    const args = validateToolArguments(echo, { type: "toolCall", id: "1", name: "echo", arguments: { text: "ab", times: "2" } });
+    const args = validateToolArguments(echo, {
+      type: "toolCall",
+      id: "1",
+      name: "echo",
+      arguments: { text: "ab", times: "2" },
+    });
     expectTypeOf(args).toEqualTypeOf<{ text: string; times?: number }>();
     const result = await echo.execute("1", args);
     expect(result.content).toEqual([{ type: "text", text: "abab" }]);
@@ -293,7 +298,10 @@ describe("chapter 06 · tools", () => {
       parameters,
       execute: async (_id, params, _signal, onUpdate) => {
         onUpdate?.({ content: [{ type: "text", text: "counting" }], details: { bytes: 0 } });
-        return { content: [{ type: "text", text: String(params.text.length) }], details: { bytes: params.text.length } };
+        return {
+          content: [{ type: "text", text: String(params.text.length) }],
+          details: { bytes: params.text.length },
+        };
       },
     });
     const method = defineTool({

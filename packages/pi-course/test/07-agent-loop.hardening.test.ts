@@ -38,11 +38,17 @@ import { SseServer, sseOf, sseReply } from "./support/sse-server.js";
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
-const call = (id: string, name: string, args: unknown = {}): ToolCall => ({ type: "toolCall", id, name, arguments: args });
+const call = (id: string, name: string, args: unknown = {}): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
 const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse"): AssistantMessage =>
   assistantMessage(content, stopReason);
 const says = (t: string): AssistantMessage => turn([{ type: "text", text: t }], "stop");
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) => new ScriptedModel(turns, { chunkSize: 10_000 });
+const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
+  new ScriptedModel(turns, { chunkSize: 10_000 });
 
 function probe(name: string, execute: AnyTool["execute"], extra: Partial<AnyTool> = {}): AnyTool {
   return { name, label: name, description: `the ${name} tool`, parameters: Type.Object({}), execute, ...extra };
@@ -56,7 +62,12 @@ const okTool = (name = "t", log: string[] = []): AnyTool =>
 const ctx = (tools: AnyTool[] = []): AgentContext => ({ systemPrompt: "sys", messages: [], tools });
 
 /** Runs a loop to the end (2 s at most, unless told) and asserts the lifecycle grammar and the pairing invariant. */
-async function run(config: AgentLoopConfig, tools: AnyTool[] = [], signal?: AbortSignal, deadlineMs = 2000): Promise<FinishedRun> {
+async function run(
+  config: AgentLoopConfig,
+  tools: AnyTool[] = [],
+  signal?: AbortSignal,
+  deadlineMs = 2000,
+): Promise<FinishedRun> {
   const finished = await finish(agentLoop([userMessage("go")], ctx(tools), config, signal), undefined, deadlineMs);
   expect(grammarViolations(finished.events, finished.result)).toEqual([]);
   return finished;
@@ -106,7 +117,8 @@ function surfaceConstructionSite(result: AgentMessage[]): void {
 /** The loop never reports its own failure: every hostile value is the hook's or the tool's. */
 function expectNoLoopFailure(result: AgentMessage[]): void {
   for (const message of result) {
-    if (message.role === "assistant") expect(message.errorMessage ?? "").not.toMatch(/agent loop failed|Cannot convert/);
+    if (message.role === "assistant")
+      expect(message.errorMessage ?? "").not.toMatch(/agent loop failed|Cannot convert/);
     if (message.role === "toolResult") expect(textOf(message)).not.toMatch(/agent loop failed|Cannot convert/);
   }
 }
@@ -191,8 +203,15 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         expectNoLoopFailure(result);
         const failure = lastAssistant(result);
         expect(failure.stopReason, `${label} from ${place}`).toBe("error");
-        expect(failure.errorMessage, `${label} from ${place}`).toMatch(place === "model" ? /^The model failed: / : new RegExp(`^${place} failed: `));
-        expect(shape(events).slice(-4)).toEqual(["message_start:assistant", "message_end:assistant", "turn_end", "agent_end"]);
+        expect(failure.errorMessage, `${label} from ${place}`).toMatch(
+          place === "model" ? /^The model failed: / : new RegExp(`^${place} failed: `),
+        );
+        expect(shape(events).slice(-4)).toEqual([
+          "message_start:assistant",
+          "message_end:assistant",
+          "turn_end",
+          "agent_end",
+        ]);
       }
     }
   }, 5000);
@@ -201,16 +220,34 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     const good = says("hi");
     const partial = assistantMessage([], "stop");
     // built by hand: the message helpers would read the hostile blocks themselves
-    const withBlocks = (...content: unknown[]): AssistantMessage => ({ ...turn([]), content: content as AssistantContent[] });
+    const withBlocks = (...content: unknown[]): AssistantMessage => ({
+      ...turn([]),
+      content: content as AssistantContent[],
+    });
     const cases: [string, unknown[]][] = [
       ["a Proxy event", [throwingProxy()]],
       ["a null event", [null]],
       ["a Proxy partial", [{ type: "start", partial: throwingProxy() }]],
-      ["a done event whose message getter throws", [{ type: "start", partial }, throwingGetter({ type: "done", reason: "stop" }, "message")]],
-      ["a final message whose content getter throws", [{ type: "start", partial }, { type: "done", reason: "stop", message: throwingGetter(good, "content") }]],
+      [
+        "a done event whose message getter throws",
+        [{ type: "start", partial }, throwingGetter({ type: "done", reason: "stop" }, "message")],
+      ],
+      [
+        "a final message whose content getter throws",
+        [
+          { type: "start", partial },
+          { type: "done", reason: "stop", message: throwingGetter(good, "content") },
+        ],
+      ],
       ["a final message that is a Proxy", [{ type: "done", reason: "stop", message: throwingProxy() }]],
-      ["a tool call whose id getter throws", [{ type: "done", reason: "toolUse", message: withBlocks(throwingGetter(call("c1", "t"), "id")) }]],
-      ["a tool call that is a Proxy", [{ type: "done", reason: "toolUse", message: withBlocks(call("c1", "t"), throwingProxy()) }]],
+      [
+        "a tool call whose id getter throws",
+        [{ type: "done", reason: "toolUse", message: withBlocks(throwingGetter(call("c1", "t"), "id")) }],
+      ],
+      [
+        "a tool call that is a Proxy",
+        [{ type: "done", reason: "toolUse", message: withBlocks(call("c1", "t"), throwingProxy()) }],
+      ],
     ];
     for (const [label, events] of cases) {
       const model: Model = {
@@ -228,9 +265,15 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       const tool = probe("t", async () => (executed++, textResult("ran")));
       const { events: seen, result } = await run({ model }, [tool]);
       expectNoLoopFailure(result);
-      expect(result.filter((m) => m.role === "assistant"), label).toHaveLength(1);
+      expect(
+        result.filter((m) => m.role === "assistant"),
+        label,
+      ).toHaveLength(1);
       expect(lastAssistant(result).stopReason, label).toBe("error");
-      expect(seen.some((e) => e.type === "tool_execution_start"), label).toBe(false);
+      expect(
+        seen.some((e) => e.type === "tool_execution_start"),
+        label,
+      ).toBe(false);
       expect(executed, label).toBe(0);
     }
   }, 5000);
@@ -240,7 +283,14 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     revoked.revoke();
     const answers: [string, unknown][] = [
       ["a revoked Proxy for an array", revoked.proxy],
-      ["an array that throws on access", new Proxy([userMessage("x")], { get: () => { throw new Error("no"); } })],
+      [
+        "an array that throws on access",
+        new Proxy([userMessage("x")], {
+          get: () => {
+            throw new Error("no");
+          },
+        }),
+      ],
       ["a Proxy message", [throwingProxy()]],
       ["a message without a role", [{ content: "hi" }]],
       ["not an array", "steer"],
@@ -252,7 +302,9 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         config[getter] = () => answer as never;
         const { result } = await run(config);
         expectNoLoopFailure(result);
-        expect(lastAssistant(result).errorMessage, `${label} from ${getter}`).toMatch(new RegExp(`^${getter} failed: `));
+        expect(lastAssistant(result).errorMessage, `${label} from ${getter}`).toMatch(
+          new RegExp(`^${getter} failed: `),
+        );
         expect(model.requests).toHaveLength(1);
       }
     }
@@ -272,7 +324,10 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         "turn_end",
         "agent_end",
       ]);
-      expect(lastAssistant(result)).toMatchObject({ stopReason: "aborted", errorMessage: "The run was aborted before the model was called." });
+      expect(lastAssistant(result)).toMatchObject({
+        stopReason: "aborted",
+        errorMessage: "The run was aborted before the model was called.",
+      });
       expect(model.requests).toHaveLength(0);
       await late();
     }
@@ -287,7 +342,12 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         getSteeringMessages: getter === "getSteeringMessages" ? stuck : () => (other++, []),
         getFollowUpMessages: getter === "getFollowUpMessages" ? stuck : () => (other++, []),
       }));
-      expect(shape(events).slice(-4)).toEqual(["message_update:text_delta", "message_end:assistant", "turn_end", "agent_end"]);
+      expect(shape(events).slice(-4)).toEqual([
+        "message_update:text_delta",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+      ]);
       expect(lastAssistant(result)).toMatchObject({ stopReason: "stop", content: [{ type: "text", text: "one" }] });
       expect(model.requests).toHaveLength(1);
       expect(other).toBe(getter === "getSteeringMessages" ? 0 : 1); // nothing polled after the abort
@@ -313,7 +373,12 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     });
     for (const first of ["nothing", "start", "no result"] as const) {
       const { events, result, late } = await abortWhileStuck((stuck) => ({ model: deaf(stuck, first) }));
-      expect(shape(events).slice(-4), first).toEqual(["message_start:assistant", "message_end:assistant", "turn_end", "agent_end"]);
+      expect(shape(events).slice(-4), first).toEqual([
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+      ]);
       expect(lastAssistant(result), first).toMatchObject({
         stopReason: "aborted",
         errorMessage: "The run was aborted while the model was answering.",
@@ -338,7 +403,13 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       return Promise.resolve();
     };
     const started = performance.now();
-    const result = await runAgentLoop([userMessage("go")], ctx(), { model, getFollowUpMessages: () => [userMessage("more")] }, sink, controller.signal);
+    const result = await runAgentLoop(
+      [userMessage("go")],
+      ctx(),
+      { model, getFollowUpMessages: () => [userMessage("more")] },
+      sink,
+      controller.signal,
+    );
     surfaceConstructionSite(result);
     expect(performance.now() - started).toBeLessThan(2000);
     expect(grammarViolations(delivered, result)).toEqual([]);
@@ -364,7 +435,17 @@ describe("chapter 07 · the agent loop against hostile code", () => {
     await expect(outcome).rejects.toThrow("subscriber broke");
     surfaceConstructionSite(added);
     // each event was delivered only after the previous one's promise settled
-    expect(order).toEqual(["agent_start", "turn_start", "message_start", "message_end", "message_start", "message_update", "message_end", "turn_end", "agent_end"]);
+    expect(order).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start",
+      "message_end",
+      "message_start",
+      "message_update",
+      "message_end",
+      "turn_end",
+      "agent_end",
+    ]);
   }, 5000);
 
   // -------------------------------------------------------------------------------------------
@@ -396,7 +477,10 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         const { events, result } = await run({ model }, [tool, okTool("ok")]);
         expectNoLoopFailure(result);
         const results = resultsOf(events);
-        expect(results.map((r) => [r.toolCallId, r.isError]), `${label} from ${where}`).toEqual([
+        expect(
+          results.map((r) => [r.toolCallId, r.isError]),
+          `${label} from ${where}`,
+        ).toEqual([
           ["c1", true],
           ["c2", false],
         ]);
@@ -409,9 +493,22 @@ describe("chapter 07 · the agent loop against hostile code", () => {
   it("Lab 7.3 · invariant: a tool result whose content, isError, terminate or details getter throws (or a Proxy) becomes one error result", async () => {
     const base = textResult("fine");
     const hostile: [string, unknown][] = [
-      ...["content", "isError", "terminate", "details"].map((field): [string, unknown] => [`a ${field} getter that throws`, throwingGetter(base, field)]),
+      ...["content", "isError", "terminate", "details"].map((field): [string, unknown] => [
+        `a ${field} getter that throws`,
+        throwingGetter(base, field),
+      ]),
       ["a Proxy that throws on every access", throwingProxy()],
-      ["a content array whose iteration throws", { ...base, content: new Proxy([], { get: () => { throw new Error("no items"); } }) }],
+      [
+        "a content array whose iteration throws",
+        {
+          ...base,
+          content: new Proxy([], {
+            get: () => {
+              throw new Error("no items");
+            },
+          }),
+        },
+      ],
     ];
     for (const [label, value] of hostile) {
       const tool = probe("t", async () => value as never);
@@ -420,12 +517,18 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       expectNoLoopFailure(result);
       const ends = events.filter((e) => e.type === "tool_execution_end");
       // isError left out and isError: false mean the same
-      expect(ends.map((e) => [e.toolCallId, e.isError, e.result.isError ?? false]), label).toEqual([
+      expect(
+        ends.map((e) => [e.toolCallId, e.isError, e.result.isError ?? false]),
+        label,
+      ).toEqual([
         ["c1", true, true],
         ["c2", false, false],
       ]);
       // a Proxy's `then` throws when the result is awaited: that throw is the tool's answer
-      const expected = label === "a Proxy that throws on every access" ? /a trap was sprung/ : /^Tool "t" returned (a result that cannot be read|no valid result)/;
+      const expected =
+        label === "a Proxy that throws on every access"
+          ? /a trap was sprung/
+          : /^Tool "t" returned (a result that cannot be read|no valid result)/;
       expect(textOf(resultsOf(events)[0]!), label).toMatch(expected);
       expect(lastAssistant(result).stopReason, label).toBe("stop");
     }
@@ -442,7 +545,9 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       () => ({ model }),
       (stuck) => [probe("t", stuck)],
     );
-    expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    expect(resultsOf(events).map((r) => textOf(r))).toEqual([
+      'Tool call "t" was aborted: the run was stopped before it finished.',
+    ]);
     expect(model.requests).toHaveLength(1);
     await late();
   }, 5000);
@@ -456,7 +561,9 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       return late.promise;
     });
     const { events } = await run({ model }, [tool], controller.signal);
-    expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+    expect(resultsOf(events).map((r) => textOf(r))).toEqual([
+      'Tool call "t" was aborted: the run was stopped before it finished.',
+    ]);
     late.reject(new Error("late rejection")); // afterEach fails the test if nobody handles it
   }, 5000);
 
@@ -470,7 +577,9 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         return never<never>().promise;
       });
       const { events } = await run({ model }, [tool], controller.signal, 1000);
-      expect(resultsOf(events).map((r) => textOf(r))).toEqual(['Tool call "t" was aborted: the run was stopped before it finished.']);
+      expect(resultsOf(events).map((r) => textOf(r))).toEqual([
+        'Tool call "t" was aborted: the run was stopped before it finished.',
+      ]);
     }
   }, 5000);
 
@@ -488,9 +597,21 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       const { events, result } = await run({ model, toolExecution }, [addTool(log)]);
       expect(log, toolExecution).toEqual(["c1: 1+1", "c1_dup1: 3+3"]);
       const ids = ["c1", "c1_dup2", "c1_dup1", "c1_dup3"];
-      expect(events.filter((e) => e.type === "tool_execution_start").map((e) => e.toolCallId), toolExecution).toEqual(ids);
-      expect(events.filter((e) => e.type === "tool_execution_end").map((e) => e.toolCallId).sort(), toolExecution).toEqual([...ids].sort());
-      expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)]), toolExecution).toEqual([
+      expect(
+        events.filter((e) => e.type === "tool_execution_start").map((e) => e.toolCallId),
+        toolExecution,
+      ).toEqual(ids);
+      expect(
+        events
+          .filter((e) => e.type === "tool_execution_end")
+          .map((e) => e.toolCallId)
+          .sort(),
+        toolExecution,
+      ).toEqual([...ids].sort());
+      expect(
+        resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)]),
+        toolExecution,
+      ).toEqual([
         ["c1", false, "2"],
         ["c1_dup2", true, repeatedText("c1", "c1_dup2")],
         ["c1_dup1", false, "6"],
@@ -503,7 +624,9 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       expect(sent.content.map((b) => (b as ToolCall).id)).toEqual(["c1", "c1", "c1_dup1", "c1"]);
       // what the model is sent next: every call id once, every result id once, paired in order
       const next = model.requests[1]!.messages;
-      const wireCalls = next.flatMap((m) => (m.role === "assistant" ? m.content.filter((b) => b.type === "toolCall").map((b) => b.id) : []));
+      const wireCalls = next.flatMap((m) =>
+        m.role === "assistant" ? m.content.filter((b) => b.type === "toolCall").map((b) => b.id) : [],
+      );
       const wireResults = next.flatMap((m) => (m.role === "toolResult" ? [m.toolCallId] : []));
       expect(wireCalls).toEqual(ids);
       expect(wireResults).toEqual(ids);
@@ -554,11 +677,19 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       expect(server.requests).toHaveLength(2);
       const wire = JSON.parse(server.requests[1]!.body) as { messages: Record<string, any>[] };
       const assistant = wire.messages.find((m) => m.role === "assistant")!;
-      expect(assistant.tool_calls.map((c: { id: string; function: { arguments: string } }) => [c.id, JSON.parse(c.function.arguments)])).toEqual([
+      expect(
+        assistant.tool_calls.map((c: { id: string; function: { arguments: string } }) => [
+          c.id,
+          JSON.parse(c.function.arguments),
+        ]),
+      ).toEqual([
         ["call_same", { a: 1, b: 2 }],
         ["call_same_dup1", { a: 5, b: 5 }],
       ]);
-      expect(wire.messages.filter((m) => m.role === "tool").map((m) => m.tool_call_id)).toEqual(["call_same", "call_same_dup1"]);
+      expect(wire.messages.filter((m) => m.role === "tool").map((m) => m.tool_call_id)).toEqual([
+        "call_same",
+        "call_same_dup1",
+      ]);
     } finally {
       await server.close();
     }
@@ -579,8 +710,13 @@ describe("chapter 07 · the agent loop against hostile code", () => {
         };
         const { events, result } = await run(config, [okTool("t", log)]);
         expectNoLoopFailure(result);
-        expect(resultsOf(events).map((r) => r.isError), `${label} from ${hook}`).toEqual([true, true]);
-        expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(new RegExp(`^${hook} failed for "t": `));
+        expect(
+          resultsOf(events).map((r) => r.isError),
+          `${label} from ${hook}`,
+        ).toEqual([true, true]);
+        expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(
+          new RegExp(`^${hook} failed for "t": `),
+        );
         expect(log).toEqual(hook === "afterToolCall" ? ["c1"] : []);
         expect(model.requests).toHaveLength(1);
       }
@@ -592,9 +728,11 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       ["a block getter that throws", "beforeToolCall", throwingGetter({ reason: "r" }, "block")],
       ["a reason getter that throws", "beforeToolCall", throwingGetter({ block: true }, "reason")],
       ["a Proxy", "beforeToolCall", throwingProxy()],
-      ...["content", "isError", "terminate", "details"].map(
-        (field): [string, "afterToolCall", unknown] => [`a ${field} getter that throws`, "afterToolCall", throwingGetter({}, field)],
-      ),
+      ...["content", "isError", "terminate", "details"].map((field): [string, "afterToolCall", unknown] => [
+        `a ${field} getter that throws`,
+        "afterToolCall",
+        throwingGetter({}, field),
+      ]),
       ["a Proxy", "afterToolCall", throwingProxy()],
       ["a primitive", "afterToolCall", true],
       ["content that is not an array", "afterToolCall", { content: "text" }],
@@ -606,11 +744,16 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       config[hook] = async () => answer as never;
       const { events, result } = await run(config, [okTool("t", log)]);
       expectNoLoopFailure(result);
-      expect(resultsOf(events).map((r) => [r.toolCallId, r.isError]), `${label} from ${hook}`).toEqual([
+      expect(
+        resultsOf(events).map((r) => [r.toolCallId, r.isError]),
+        `${label} from ${hook}`,
+      ).toEqual([
         ["c1", true],
         ["c2", true],
       ]);
-      expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(new RegExp(`^${hook} failed for "t": `));
+      expect(lastAssistant(result).errorMessage, `${label} from ${hook}`).toMatch(
+        new RegExp(`^${hook} failed for "t": `),
+      );
       expect(log, `${label} from ${hook}`).toEqual(hook === "afterToolCall" ? ["c1"] : []);
       expect(model.requests).toHaveLength(1);
     }
@@ -626,7 +769,10 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       );
       // afterToolCall: the tool already ran, its own result stands
       const aborted = 'Tool call "t" was aborted: the run was stopped before it finished.';
-      expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)]), hook).toEqual([
+      expect(
+        resultsOf(events).map((r) => [r.toolCallId, textOf(r)]),
+        hook,
+      ).toEqual([
         ["c1", hook === "beforeToolCall" ? aborted : "ran c1"],
         ["c2", aborted],
       ]);
@@ -647,7 +793,10 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       const { events, result } = await run(config, [okTool("t", log)]);
       expect(performance.now() - started).toBeGreaterThanOrEqual(35);
       const failure = `${hook} failed for "t": it did not settle within 40 ms (hookTimeoutMs in the loop config); its late answer is ignored.`;
-      expect(resultsOf(events).map((r) => [r.toolCallId, textOf(r)]), hook).toEqual([
+      expect(
+        resultsOf(events).map((r) => [r.toolCallId, textOf(r)]),
+        hook,
+      ).toEqual([
         ["c1", failure],
         ["c2", `Tool call "t" was not executed: the run is ending (${failure}).`],
       ]);

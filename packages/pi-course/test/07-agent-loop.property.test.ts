@@ -22,17 +22,26 @@ import { runScenario, scenarioArbitrary, watchUnhandledRejections } from "./supp
  */
 const FIXED_SEED = 20_260_702;
 const seedSetting = process.env.PI_PROPERTY_SEED ?? (process.env.CI ? commitSeed() : undefined);
-const SEED = seedSetting === undefined ? FIXED_SEED : seedSetting === "random" ? Math.floor(Math.random() * 2 ** 31) : Number(seedSetting);
+const SEED =
+  seedSetting === undefined
+    ? FIXED_SEED
+    : seedSetting === "random"
+      ? Math.floor(Math.random() * 2 ** 31)
+      : Number(seedSetting);
 const PATH = process.env.PI_PROPERTY_PATH;
 const RUNS = Number(process.env.PI_PROPERTY_RUNS ?? 2_000);
 if (!Number.isInteger(SEED) || !Number.isInteger(RUNS) || RUNS < 1) {
-  throw new Error("PI_PROPERTY_SEED must be a whole number or \"random\", PI_PROPERTY_RUNS a positive whole number.");
+  throw new Error('PI_PROPERTY_SEED must be a whole number or "random", PI_PROPERTY_RUNS a positive whole number.');
 }
 
 /** A seed from the checked-out commit (its first 7 hex digits), or none outside a git checkout. */
 function commitSeed(): string | undefined {
   try {
-    const head = execFileSync("git", ["rev-parse", "HEAD"], { cwd: import.meta.dirname, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const head = execFileSync("git", ["rev-parse", "HEAD"], {
+      cwd: import.meta.dirname,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     return String(Number.parseInt(head.slice(0, 7), 16));
   } catch {
     return undefined;
@@ -53,7 +62,12 @@ describe("chapter 07 · the agent loop under random faults", () => {
             if (problems.length > 0) throw new Error(problems.join("\n"));
           }),
           // the failing run's problems go into the report itself (not only into error.cause)
-          { seed: SEED, numRuns: RUNS, includeErrorInReport: true, ...(PATH !== undefined && { path: PATH, endOnFailure: true }) },
+          {
+            seed: SEED,
+            numRuns: RUNS,
+            includeErrorInReport: true,
+            ...(PATH !== undefined && { path: PATH, endOnFailure: true }),
+          },
         );
       } finally {
         watch.stop();

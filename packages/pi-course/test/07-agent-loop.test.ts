@@ -73,11 +73,7 @@ const addTool: AnyTool = defineTool({
 });
 
 /** A tool whose behaviour each test scripts. */
-function probe(
-  name: string,
-  execute: AnyTool["execute"],
-  extra: Partial<AnyTool> = {},
-): AnyTool {
+function probe(name: string, execute: AnyTool["execute"], extra: Partial<AnyTool> = {}): AnyTool {
   return { name, label: name, description: `the ${name} tool`, parameters: Type.Object({}), execute, ...extra };
 }
 
@@ -112,16 +108,22 @@ async function oneTurn(
 ): Promise<FinishedRun> {
   const prompts = typeof prompt === "string" ? [userMessage(prompt)] : prompt;
   const events: AgentEvent[] = [];
-  const played = new LoopRun(context, config, (event) => void events.push(event), undefined).run(prompts, async (turn, pending) => {
-    await turn.emit({ type: "agent_start" });
-    await turn.emit({ type: "turn_start" });
-    for (const message of pending) await turn.add(message);
-    await turn.endTurn(await streamAssistantMessage(turn), []);
-    await turn.finish();
-  });
+  const played = new LoopRun(context, config, (event) => void events.push(event), undefined).run(
+    prompts,
+    async (turn, pending) => {
+      await turn.emit({ type: "agent_start" });
+      await turn.emit({ type: "turn_start" });
+      for (const message of pending) await turn.add(message);
+      await turn.endTurn(await streamAssistantMessage(turn), []);
+      await turn.finish();
+    },
+  );
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the turn did not end within 5000 ms; events so far: ${shape(events).join(", ")}`)), 5000);
+    timer = setTimeout(
+      () => reject(new Error(`the turn did not end within 5000 ms; events so far: ${shape(events).join(", ")}`)),
+      5000,
+    );
   });
   const result = await Promise.race([played, deadline]).finally(() => clearTimeout(timer));
   const site = constructionSiteError(result);
@@ -340,7 +342,10 @@ describe("chapter 07 · the agent loop", () => {
       [withoutStart, 'its stopReason "finished" is not one of stop, length, toolUse, error, aborted'],
     ];
     for (const [model, problem] of cases) {
-      const { events, result } = await oneTurn("go", ctx(), { model, getFollowUpMessages: () => [userMessage("more")] });
+      const { events, result } = await oneTurn("go", ctx(), {
+        model,
+        getFollowUpMessages: () => [userMessage("more")],
+      });
       expect(shape(events)).toEqual([
         "agent_start",
         "turn_start",
@@ -382,7 +387,9 @@ describe("chapter 07 · the agent loop", () => {
         "agent_end",
       ]);
       expect(model.requests, "model calls (the model must not be called at all)").toHaveLength(0);
-      expect(lastAssistant(result).errorMessage).toMatch(/^(convertToLlm failed: cannot convert|transformContext failed: cannot prune)$/);
+      expect(lastAssistant(result).errorMessage).toMatch(
+        /^(convertToLlm failed: cannot convert|transformContext failed: cannot prune)$/,
+      );
     }
   });
 
@@ -393,13 +400,22 @@ describe("chapter 07 · the agent loop", () => {
   it("Lab 7.2 · invariant: a loop that throws before agent_start still ends well formed, agent_start first", async () => {
     // LoopRun's fallback (given code), as an unfinished runLoop reaches it
     const events: AgentEvent[] = [];
-    const fallback = await new LoopRun(ctx(), { model: scripted([]) }, (event) => void events.push(event), undefined).run(
-      [],
-      async () => {
-        throw new Error("loop broke");
-      },
-    );
-    expect(shape(events)).toEqual(["agent_start", "turn_start", "message_start:assistant", "message_end:assistant", "turn_end", "agent_end"]);
+    const fallback = await new LoopRun(
+      ctx(),
+      { model: scripted([]) },
+      (event) => void events.push(event),
+      undefined,
+    ).run([], async () => {
+      throw new Error("loop broke");
+    });
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:assistant",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
     expect(grammarViolations(events, fallback)).toEqual([]);
     expect(lastAssistant(fallback).errorMessage).toBe("The agent loop failed: loop broke");
     // the loop itself, when reading its config throws before the run has started
@@ -426,7 +442,15 @@ describe("chapter 07 · the agent loop", () => {
       assistantMessage([text("Let me"), call("c1", "t")], "error", { errorMessage: "connection reset" }),
     ]);
     const { events, result } = await run("go", ctx([tool]), { model });
-    expect(shape(events)).toEqual([...TURN_ONE_TOOL.slice(0, 5), "message_update:text_delta", "message_update:toolcall_delta", "message_update:toolcall_end", "message_end:assistant", "turn_end", "agent_end"]);
+    expect(shape(events)).toEqual([
+      ...TURN_ONE_TOOL.slice(0, 5),
+      "message_update:text_delta",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_end",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
     expect(executed).toBe(0);
     expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: "connection reset" });
   });
@@ -461,7 +485,12 @@ describe("chapter 07 · the agent loop", () => {
       "turn_end",
       "agent_end",
     ]);
-    expect(result.map((m) => textOf(m as Message))).toEqual(["what does main.ts do?", "main.ts prints hello", "and the tests?", "they pass"]);
+    expect(result.map((m) => textOf(m as Message))).toEqual([
+      "what does main.ts do?",
+      "main.ts prints hello",
+      "and the tests?",
+      "they pass",
+    ]);
     expect(steeringPolls).toBe(2);
     expect(followUps).toEqual([]);
   });
@@ -486,7 +515,10 @@ describe("chapter 07 · the agent loop", () => {
         "agent_end",
       ]);
       expect(lastAssistant(result).errorMessage).toMatch(/^get(Steering|FollowUp)Messages failed: queue broke$/);
-      expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+      expect(
+        model.requests,
+        "model calls (one more means the model was called again after the run should have ended)",
+      ).toHaveLength(1);
     }
   });
 
@@ -527,12 +559,17 @@ describe("chapter 07 · the agent loop", () => {
   it("Lab 7.2 · invariant: abort while streaming ends the turn as aborted; no model call after", async () => {
     const controller = new AbortController();
     const model = new ScriptedModel([says("a long answer that will be cut"), says("never")], { chunkSize: 2 });
-    const { events, result } = await run("go", ctx(), { model, getFollowUpMessages: () => [userMessage("more")] }, {
-      signal: controller.signal,
-      onEvent: (event) => {
-        if (event.type === "message_update") controller.abort();
+    const { events, result } = await run(
+      "go",
+      ctx(),
+      { model, getFollowUpMessages: () => [userMessage("more")] },
+      {
+        signal: controller.signal,
+        onEvent: (event) => {
+          if (event.type === "message_update") controller.abort();
+        },
       },
-    });
+    );
     expect(shape(events)).toEqual([
       "agent_start",
       "turn_start",
@@ -545,7 +582,10 @@ describe("chapter 07 · the agent loop", () => {
       "agent_end",
     ]);
     expect(lastAssistant(result)).toMatchObject({ stopReason: "aborted", content: [text("a ")] });
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.2 · invariant: an abort during a queue poll: nothing more is dequeued, nothing dequeued is lost", async () => {
@@ -554,19 +594,27 @@ describe("chapter 07 · the agent loop", () => {
       const controller = new AbortController();
       let followUpPolls = 0;
       const model = scripted([says("one"), says("never")]);
-      const { events, result } = await run("go", ctx(), {
-        model,
-        getSteeringMessages: () => {
-          controller.abort();
-          return steer;
+      const { events, result } = await run(
+        "go",
+        ctx(),
+        {
+          model,
+          getSteeringMessages: () => {
+            controller.abort();
+            return steer;
+          },
+          getFollowUpMessages: () => {
+            followUpPolls++;
+            return [userMessage("follow")];
+          },
         },
-        getFollowUpMessages: () => {
-          followUpPolls++;
-          return [userMessage("follow")];
-        },
-      }, { signal: controller.signal });
+        { signal: controller.signal },
+      );
       expect(followUpPolls, "getFollowUpMessages polled after the abort (polled means dequeued)").toBe(0);
-      expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+      expect(
+        model.requests,
+        "model calls (one more means the model was called again after the run should have ended)",
+      ).toHaveLength(1);
       if (steer.length === 0) {
         expect(shape(events).slice(-2)).toEqual(["turn_end", "agent_end"]);
       } else {
@@ -629,8 +677,12 @@ describe("chapter 07 · the agent loop", () => {
     expect(() => agentLoopContinue(ctx([], [says("hi")]), { model })).toThrow(/ends with an assistant message/);
     // agentLoop without prompts is a continuation: refused the same way, never a call with no messages
     const calls = model.requests.length;
-    expect(() => agentLoop([], ctx([], []), { model })).toThrow(/^agentLoop: no prompts and an empty transcript.*Pass the prompt/);
-    expect(() => agentLoop([], ctx([], [says("hi")]), { model })).toThrow(/^agentLoop: no prompts, and the transcript ends with an assistant message/);
+    expect(() => agentLoop([], ctx([], []), { model })).toThrow(
+      /^agentLoop: no prompts and an empty transcript.*Pass the prompt/,
+    );
+    expect(() => agentLoop([], ctx([], [says("hi")]), { model })).toThrow(
+      /^agentLoop: no prompts, and the transcript ends with an assistant message/,
+    );
     expect(model.requests.length).toBe(calls);
   });
 
@@ -655,7 +707,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
   });
 
-  it("Lab 7.3 · a \"read main.ts\" run (one tool call, then the answer): exactly these 19 events", async () => {
+  it('Lab 7.3 · a "read main.ts" run (one tool call, then the answer): exactly these 19 events', async () => {
     const log: string[] = [];
     const model = scripted([turn([call("call_1", "read", { path: "main.ts" })]), says("main.ts prints hello")]);
     const prompt = userMessage("Read main.ts");
@@ -683,7 +735,12 @@ describe("chapter 07 · the agent loop", () => {
     ]);
     expect(events).toHaveLength(19);
     expect(log).toEqual(["read call_1 main.ts"]);
-    expect(events[8]).toEqual({ type: "tool_execution_start", toolCallId: "call_1", toolName: "read", args: { path: "main.ts" } });
+    expect(events[8]).toEqual({
+      type: "tool_execution_start",
+      toolCallId: "call_1",
+      toolName: "read",
+      args: { path: "main.ts" },
+    });
     expect(loose(events[9]!)).toEqual({
       type: "tool_execution_end",
       toolCallId: "call_1",
@@ -692,7 +749,13 @@ describe("chapter 07 · the agent loop", () => {
       isError: false,
     });
     const [toolResult] = resultsOf(events);
-    expect(toolResult).toMatchObject({ role: "toolResult", toolCallId: "call_1", toolName: "read", isError: false, details: { path: "main.ts" } });
+    expect(toolResult).toMatchObject({
+      role: "toolResult",
+      toolCallId: "call_1",
+      toolName: "read",
+      isError: false,
+      details: { path: "main.ts" },
+    });
     expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
     expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
   });
@@ -731,7 +794,10 @@ describe("chapter 07 · the agent loop", () => {
       expect(textOf(r)).toContain("Re-issue the call with complete arguments");
     }
     expect(log).toEqual(["read c3 a.ts"]);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(3);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(3);
   });
 
   it("Lab 7.3 · terminate, unanimous: the batch ends the run, no further model call", async () => {
@@ -750,7 +816,10 @@ describe("chapter 07 · the agent loop", () => {
       "turn_end",
       "agent_end",
     ]);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.3 · terminate, mixed: one result without terminate keeps the run going", async () => {
@@ -766,7 +835,10 @@ describe("chapter 07 · the agent loop", () => {
       "turn_end",
       "agent_end",
     ]);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(2);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(2);
   });
 
   it("Lab 7.3 · steering queued during a batch is injected after the whole batch, before the next model call", async () => {
@@ -805,13 +877,23 @@ describe("chapter 07 · the agent loop", () => {
       "turn_end",
       "agent_end",
     ]);
-    expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "user"]);
+    expect(model.requests[1]!.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "user",
+    ]);
     expect(model.requests[1]!.messages.at(-1)).toEqual(steer);
     expect(polls).toBe(2);
   });
 
   it("Lab 7.3 · the turn limit with tool calls: their results are recorded, no model call answers them, agent_end says so", async () => {
-    const model = scripted([turn([call("c1", "read", { path: "a" })]), turn([call("c2", "read", { path: "b" })]), says("never")]);
+    const model = scripted([
+      turn([call("c1", "read", { path: "a" })]),
+      turn([call("c2", "read", { path: "b" })]),
+      says("never"),
+    ]);
     const limited = await run("go", ctx([readTool()]), { model, maxTurns: 2 });
     expect(shape(limited.events)).toEqual([
       ...TURN_ONE_TOOL,
@@ -858,30 +940,60 @@ describe("chapter 07 · the agent loop", () => {
     );
     const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
     const { events } = await run("go", ctx([tool]), { model }, { signal: controller.signal });
-    const answers = ["message_start:toolResult", "message_end:toolResult", "message_start:toolResult", "message_end:toolResult", "turn_end", "agent_end"];
+    const answers = [
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "agent_end",
+    ];
     // c1 answered when its execution would start, or by an abort check right after its preparation: both are fine
     expect([
-      ["tool_execution_start:c1", "tool_execution_start:c2", "tool_execution_end:c2", "tool_execution_end:c1", ...answers],
-      ["tool_execution_start:c1", "tool_execution_end:c1", "tool_execution_start:c2", "tool_execution_end:c2", ...answers],
+      [
+        "tool_execution_start:c1",
+        "tool_execution_start:c2",
+        "tool_execution_end:c2",
+        "tool_execution_end:c1",
+        ...answers,
+      ],
+      [
+        "tool_execution_start:c1",
+        "tool_execution_end:c1",
+        "tool_execution_start:c2",
+        "tool_execution_end:c2",
+        ...answers,
+      ],
     ]).toContainEqual(fromBatch(events));
     expect(executed).toBe(0);
     expect(resultsOf(events).every((r) => r.isError && textOf(r).includes("aborted"))).toBe(true);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.3 · invariant: abort during execution pairs every call at once, even with a tool that ignores the signal; no model call after (pi-agent-core 1.6 calls it once more)", async () => {
     const controller = new AbortController();
-    const honest = probe("honest", (_id, _args, signal) =>
-      new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("stopped")))),
+    const honest = probe(
+      "honest",
+      (_id, _args, signal) =>
+        new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("stopped")))),
     );
     const deaf = probe("deaf", () => new Promise(() => {})); // never settles
     const model = scripted([turn([call("c1", "honest"), call("c2", "deaf")]), says("never")]);
-    const { events } = await run("go", ctx([honest, deaf]), { model }, {
-      signal: controller.signal,
-      onEvent: (event) => {
-        if (event.type === "tool_execution_start" && event.toolCallId === "c2") setImmediate(() => controller.abort());
+    const { events } = await run(
+      "go",
+      ctx([honest, deaf]),
+      { model },
+      {
+        signal: controller.signal,
+        onEvent: (event) => {
+          if (event.type === "tool_execution_start" && event.toolCallId === "c2")
+            setImmediate(() => controller.abort());
+        },
       },
-    });
+    );
     expect(fromBatch(events)).toEqual([
       "tool_execution_start:c1",
       "tool_execution_start:c2",
@@ -895,17 +1007,24 @@ describe("chapter 07 · the agent loop", () => {
       "agent_end",
     ]);
     expect(resultsOf(events).every((r) => r.isError && textOf(r).includes("aborted"))).toBe(true);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.3 · the stream's abort() stops the run; breaking out alone only stops the reading", async () => {
-    const slow = probe("slow", (_id, _params, signal) => new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(textResult("done")), 200);
-      signal?.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve(textResult("stopped"));
-      });
-    }));
+    const slow = probe(
+      "slow",
+      (_id, _params, signal) =>
+        new Promise((resolve) => {
+          const timer = setTimeout(() => resolve(textResult("done")), 200);
+          signal?.addEventListener("abort", () => {
+            clearTimeout(timer);
+            resolve(textResult("stopped"));
+          });
+        }),
+    );
     // break alone: the run goes on to the next model call
     const goesOn = scripted([turn([call("c1", "slow")]), says("finished")]);
     const first = agentLoop([userMessage("go")], ctx([slow]), { model: goesOn });
@@ -914,7 +1033,10 @@ describe("chapter 07 · the agent loop", () => {
     const site = constructionSiteError(ran);
     if (site !== undefined) throw new Error(site);
     expect(ran.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
-    expect(goesOn.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(2);
+    expect(
+      goesOn.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(2);
     // abort() then break: the call is answered, no model call after, the run ends with agent_end
     const stops = scripted([turn([call("c1", "slow")]), says("never")]);
     const second = agentLoop([userMessage("go")], ctx([slow]), { model: stops });
@@ -927,7 +1049,10 @@ describe("chapter 07 · the agent loop", () => {
     }
     const result = await second.result();
     expect(result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
-    expect(stops.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      stops.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
     expect(unhandled).toEqual([]);
   });
 
@@ -935,11 +1060,19 @@ describe("chapter 07 · the agent loop", () => {
     const first = scripted([turn([call("c1", "read", { path: "a" })]), says("never")]);
     const stopped = await run("go", ctx([readTool()]), { model: first, maxTurns: 1 });
     expect(stopped.result.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
-    expect(stopped.events.at(-1)).toMatchObject({ type: "agent_end", errorMessage: expect.stringContaining("agentLoopContinue") });
-    expect(first.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(stopped.events.at(-1)).toMatchObject({
+      type: "agent_end",
+      errorMessage: expect.stringContaining("agentLoopContinue"),
+    });
+    expect(
+      first.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
 
     const model = scripted([says("a says so")]);
-    const { events, result } = await finish(agentLoopContinue(ctx([readTool()], stopped.result), { model, maxTurns: 1 }));
+    const { events, result } = await finish(
+      agentLoopContinue(ctx([readTool()], stopped.result), { model, maxTurns: 1 }),
+    );
     expect(grammarViolations(events, result)).toEqual([]);
     expect(shape(events)).toEqual([
       "agent_start",
@@ -951,13 +1084,21 @@ describe("chapter 07 · the agent loop", () => {
       "agent_end",
     ]);
     expect(events.at(-1)).toEqual({ type: "agent_end", messages: result });
-    expect(result).toEqual([expect.objectContaining({ role: "assistant", stopReason: "stop", content: [text("a says so")] })]);
+    expect(result).toEqual([
+      expect.objectContaining({ role: "assistant", stopReason: "stop", content: [text("a says so")] }),
+    ]);
     // the model answers the tool result the limit left unanswered
     expect(model.requests[0]!.messages).toEqual(stopped.result);
     // an aborted last message is accepted too; a normal one still leaves nothing to answer
     const aborted: AssistantMessage = { ...says("half"), stopReason: "aborted", errorMessage: "stopped" };
-    const resumed = await finish(agentLoopContinue(ctx([], [userMessage("hi"), aborted]), { model: scripted([says("hello")]) }));
-    expect(shape(resumed.events).slice(2, 5)).toEqual(["message_start:assistant", "message_update:text_delta", "message_end:assistant"]);
+    const resumed = await finish(
+      agentLoopContinue(ctx([], [userMessage("hi"), aborted]), { model: scripted([says("hello")]) }),
+    );
+    expect(shape(resumed.events).slice(2, 5)).toEqual([
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+    ]);
     expect(() => agentLoopContinue(ctx([], [userMessage("hi"), says("hello"), aborted]), { model })).toThrow(
       /ends with an assistant message/,
     );
@@ -1029,7 +1170,11 @@ describe("chapter 07 · the agent loop", () => {
       executed++;
       return textResult("ran");
     });
-    const bad: ToolCall = { ...call("c1", "t", {}), rawArguments: '{"path": "a', argumentsError: "Unterminated string in JSON at position 11" };
+    const bad: ToolCall = {
+      ...call("c1", "t", {}),
+      rawArguments: '{"path": "a',
+      argumentsError: "Unterminated string in JSON at position 11",
+    };
     const model = scripted([turn([bad]), says("sorry")]);
     const { events } = await run("go", ctx([tool]), { model });
     const [result] = resultsOf(events);
@@ -1071,11 +1216,16 @@ describe("chapter 07 · the agent loop", () => {
       return textResult("100%");
     });
     const model = scripted([turn([call("c1", "t")]), says("ok")]);
-    const { events } = await run("go", ctx([tool]), { model }, {
-      onEvent: (event) => {
-        if (event.type === "tool_execution_end") late?.();
+    const { events } = await run(
+      "go",
+      ctx([tool]),
+      { model },
+      {
+        onEvent: (event) => {
+          if (event.type === "tool_execution_end") late?.();
+        },
       },
-    });
+    );
     expect(fromBatch(events).slice(0, 6)).toEqual([
       "tool_execution_start:c1",
       "tool_execution_update:c1",
@@ -1085,7 +1235,10 @@ describe("chapter 07 · the agent loop", () => {
       "message_end:toolResult",
     ]);
     const updates = events.filter((e) => e.type === "tool_execution_update");
-    expect(updates.map((e) => textOf({ ...userMessage(""), content: e.partialResult.content }))).toEqual(["10%", "90%"]);
+    expect(updates.map((e) => textOf({ ...userMessage(""), content: e.partialResult.content }))).toEqual([
+      "10%",
+      "90%",
+    ]);
     expect(updates[0]).toMatchObject({ toolCallId: "c1", toolName: "t", args: {} });
   });
 
@@ -1128,11 +1281,16 @@ describe("chapter 07 · the agent loop", () => {
       return textResult("fast");
     });
     const model = scripted([turn([call("c1", "slow"), call("c2", "fast")]), says("ok")]);
-    const { events, result } = await run("go", ctx([slow, fast]), { model }, {
-      onEvent: (event) => {
-        if (event.type === "tool_execution_end" && event.toolCallId === "c2") slowDone.open();
+    const { events, result } = await run(
+      "go",
+      ctx([slow, fast]),
+      { model },
+      {
+        onEvent: (event) => {
+          if (event.type === "tool_execution_end" && event.toolCallId === "c2") slowDone.open();
+        },
       },
-    });
+    );
     expect(fromBatch(events).slice(0, 9)).toEqual([
       "tool_execution_start:c1",
       "tool_execution_start:c2",
@@ -1187,7 +1345,7 @@ describe("chapter 07 · the agent loop", () => {
     expect(log).toEqual(["read start", "read end", "write start", "write end", "read start", "read end"]);
   });
 
-  it("Lab 7.3 · toolExecution: \"sequential\" in the config makes every batch sequential", async () => {
+  it('Lab 7.3 · toolExecution: "sequential" in the config makes every batch sequential', async () => {
     const log: string[] = [];
     const step = (name: string): AnyTool =>
       probe(name, async () => {
@@ -1213,13 +1371,18 @@ describe("chapter 07 · the agent loop", () => {
       return textResult("ran");
     });
     const model = scripted([turn([call("c1", "t"), call("c2", "t")]), says("never")]);
-    const { events } = await run("go", ctx([tool]), {
-      model,
-      beforeToolCall: async () => {
-        controller.abort();
-        return undefined;
+    const { events } = await run(
+      "go",
+      ctx([tool]),
+      {
+        model,
+        beforeToolCall: async () => {
+          controller.abort();
+          return undefined;
+        },
       },
-    }, { signal: controller.signal });
+      { signal: controller.signal },
+    );
     expect(fromBatch(events)).toEqual([
       "tool_execution_start:c1",
       "tool_execution_end:c1",
@@ -1237,7 +1400,10 @@ describe("chapter 07 · the agent loop", () => {
       [true, 'Tool call "t" was aborted: the run was stopped before it finished.'],
       [true, 'Tool call "t" was aborted: the run was stopped before it finished.'],
     ]);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.4 · invariant: an abort during afterToolCall keeps the result of the tool that already ran; no model call after", async () => {
@@ -1249,13 +1415,18 @@ describe("chapter 07 · the agent loop", () => {
       return { content: [{ type: "text" as const, text: "ran" }], details: { n: 1 } };
     });
     const model = scripted([turn([call("c1", "t")]), says("never")]);
-    const { events } = await run("go", ctx([tool]), {
-      model,
-      afterToolCall: () => {
-        controller.abort();
-        return new Promise(() => {}); // never settles: the abort must not wait for it
+    const { events } = await run(
+      "go",
+      ctx([tool]),
+      {
+        model,
+        afterToolCall: () => {
+          controller.abort();
+          return new Promise(() => {}); // never settles: the abort must not wait for it
+        },
       },
-    }, { signal: controller.signal });
+      { signal: controller.signal },
+    );
     expect(fromBatch(events)).toEqual([
       "tool_execution_start:c1",
       "tool_execution_end:c1",
@@ -1276,13 +1447,19 @@ describe("chapter 07 · the agent loop", () => {
     expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r), r.details])).toEqual([
       ["c1", false, "ran", { n: 1 }],
     ]);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.4 · beforeToolCall sees the validated arguments and may block with a reason", async () => {
     const log: string[] = [];
     const seen: unknown[] = [];
-    const model = scripted([turn([call("c1", "read", { path: "secret.env" }), call("c2", "add", { a: "1", b: "2" })]), says("ok")]);
+    const model = scripted([
+      turn([call("c1", "read", { path: "secret.env" }), call("c2", "add", { a: "1", b: "2" })]),
+      says("ok"),
+    ]);
     const { events } = await run("go", ctx([readTool(log), addTool]), {
       model,
       beforeToolCall: ({ toolCall, args, tool, assistantMessage: issuer }) => {
@@ -1316,7 +1493,9 @@ describe("chapter 07 · the agent loop", () => {
     });
     const ends = events.filter((e) => e.type === "tool_execution_end");
     // isError left out and isError: false mean the same
-    expect(ends.map((e) => [e.toolCallId, e.result.content, e.result.details, e.result.isError ?? false, e.isError])).toEqual([
+    expect(
+      ends.map((e) => [e.toolCallId, e.result.content, e.result.details, e.result.isError ?? false, e.isError]),
+    ).toEqual([
       ["c1", [{ type: "text", text: "redacted" }], { n: 1 }, false, false],
       ["c2", [{ type: "text", text: "raw" }], { n: 2 }, true, true],
       ["c3", [{ type: "text", text: "raw" }], { n: 1 }, false, false],
@@ -1342,7 +1521,10 @@ describe("chapter 07 · the agent loop", () => {
       ["c2", false, "ran"],
     ]);
     expect(shape(events).slice(-3)).toEqual(["message_end:toolResult", "turn_end", "agent_end"]);
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.4 · invariant: a throw from afterToolCall ends the run well formed; the call keeps its result", async () => {
@@ -1370,7 +1552,10 @@ describe("chapter 07 · the agent loop", () => {
     const failure = 'afterToolCall failed for "t": audit log down';
     expect(resultsOf(events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([["c1", true, failure]]);
     expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: failure });
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 
   it("Lab 7.4 · invariant: a throw from beforeToolCall ends the run; later calls are answered, not run", async () => {
@@ -1415,6 +1600,9 @@ describe("chapter 07 · the agent loop", () => {
     ]);
     expect(ran).toEqual(["c1"]);
     expect(lastAssistant(result)).toMatchObject({ stopReason: "error", errorMessage: failure });
-    expect(model.requests, "model calls (one more means the model was called again after the run should have ended)").toHaveLength(1);
+    expect(
+      model.requests,
+      "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
   });
 });

@@ -1,6 +1,21 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { chmod, link, lstat, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, unlink, writeFile, rename } from "node:fs/promises";
+import {
+  chmod,
+  link,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  unlink,
+  writeFile,
+  rename,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -132,8 +147,16 @@ describe("chapter 08 · containment", () => {
     const ws = new Workspace(root);
     const real = ws.root;
     expect(await ws.resolve("a.txt")).toEqual({ absolute: path.join(real, "a.txt"), relative: "a.txt", exists: true });
-    expect(await ws.resolve(path.join(root, "a.txt"))).toEqual({ absolute: path.join(real, "a.txt"), relative: "a.txt", exists: true });
-    expect(await ws.resolve("./sub/../a.txt")).toEqual({ absolute: path.join(real, "a.txt"), relative: "a.txt", exists: true });
+    expect(await ws.resolve(path.join(root, "a.txt"))).toEqual({
+      absolute: path.join(real, "a.txt"),
+      relative: "a.txt",
+      exists: true,
+    });
+    expect(await ws.resolve("./sub/../a.txt")).toEqual({
+      absolute: path.join(real, "a.txt"),
+      relative: "a.txt",
+      exists: true,
+    });
     expect(await ws.resolve("new/deep/b.txt")).toEqual({
       absolute: path.join(real, "new", "deep", "b.txt"),
       relative: path.join("new", "deep", "b.txt"),
@@ -247,7 +270,6 @@ describe("chapter 08 · containment", () => {
     await expectRejection(run(ls, { path: "a.txt" }), /not a folder/);
     expectThrow(() => new Workspace(path.join(base, "nope")), /does not exist/);
   }, 10_000);
-
 });
 
 describe("chapter 08 · atomic, serialised writes", () => {
@@ -288,8 +310,14 @@ describe("chapter 08 · atomic, serialised writes", () => {
     execFileSync("mkfifo", [path.join(root, "pipe")]);
     const edit = createEditTool(new Workspace(root));
     const started = Date.now();
-    await expectRejection(run(edit, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
-    await expectRejection(run(edit, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }), "pipe is not a regular file");
+    await expectRejection(
+      run(edit, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }),
+      "pipe is not a regular file",
+    );
+    await expectRejection(
+      run(edit, { path: "pipe", edits: [{ oldText: "a", newText: "b" }] }),
+      "pipe is not a regular file",
+    );
     expect(Date.now() - started).toBeLessThan(2000);
   }, 5_000);
 
@@ -340,16 +368,18 @@ describe("chapter 08 · atomic, serialised writes", () => {
     const log: string[] = [];
     let running = 0;
     let most = 0;
-    const task = (name: string, ms: number, fail = false) => async () => {
-      running++;
-      most = Math.max(most, running);
-      log.push(`start ${name}`);
-      await new Promise((resolve) => setTimeout(resolve, ms));
-      log.push(`end ${name}`);
-      running--;
-      if (fail) throw new Error(`${name} failed`);
-      return name;
-    };
+    const task =
+      (name: string, ms: number, fail = false) =>
+      async () => {
+        running++;
+        most = Math.max(most, running);
+        log.push(`start ${name}`);
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        log.push(`end ${name}`);
+        running--;
+        if (fail) throw new Error(`${name} failed`);
+        return name;
+      };
     const a1 = locks.run("a", task("a1", 30, true));
     const a2 = locks.run("a", task("a2", 5));
     const b1 = locks.run("b", task("b1", 5));
@@ -514,21 +544,33 @@ describe("chapter 08 · exact edits", () => {
 
   it("Lab 8.4 · refuses zero matches, several matches, overlaps, empty oldText and no-ops", () => {
     const text = "foo bar foo baz\n";
-    expectThrow(() => applyEdits(text, [{ oldText: "qux", newText: "x" }]), "oldText was not found in the file. Read the file again and copy the text exactly, including whitespace.");
-    expectThrow(() => applyEdits(text, [{ oldText: "foo", newText: "x" }]), "oldText matches 2 places in the file. Include more surrounding lines so it matches exactly one.");
-    expectThrow(() =>
-      applyEdits(text, [
-        { oldText: "bar foo", newText: "x" },
-        { oldText: "foo baz", newText: "y" },
-      ]), "edits[0] and edits[1] overlap. Merge them into one edit.");
+    expectThrow(
+      () => applyEdits(text, [{ oldText: "qux", newText: "x" }]),
+      "oldText was not found in the file. Read the file again and copy the text exactly, including whitespace.",
+    );
+    expectThrow(
+      () => applyEdits(text, [{ oldText: "foo", newText: "x" }]),
+      "oldText matches 2 places in the file. Include more surrounding lines so it matches exactly one.",
+    );
+    expectThrow(
+      () =>
+        applyEdits(text, [
+          { oldText: "bar foo", newText: "x" },
+          { oldText: "foo baz", newText: "y" },
+        ]),
+      "edits[0] and edits[1] overlap. Merge them into one edit.",
+    );
     expectThrow(() => applyEdits(text, [{ oldText: "", newText: "x" }]), "oldText is empty");
     expectThrow(() => applyEdits(text, [{ oldText: "bar", newText: "bar" }]), /change nothing/);
     expectThrow(() => applyEdits(text, []), "No edits were given.");
-    expectThrow(() =>
-      applyEdits(text, [
-        { oldText: "bar", newText: "x" },
-        { oldText: "zzz", newText: "y" },
-      ]), /^edits\[1\]\.oldText was not found/);
+    expectThrow(
+      () =>
+        applyEdits(text, [
+          { oldText: "bar", newText: "x" },
+          { oldText: "zzz", newText: "y" },
+        ]),
+      /^edits\[1\]\.oldText was not found/,
+    );
   });
 
   it("Lab 8.4 · a parent folder swapped for an outside symlink before edit opens its temporary file: refused, nothing written outside", async () => {
@@ -542,7 +584,10 @@ describe("chapter 08 · exact edits", () => {
       await symlink(outside, path.join(root, "dir"));
     };
     const [, , edit] = createCodingTools(root, { beforeOpen: swap });
-    await expectRejection(run(edit!, { path: "dir/notes.txt", edits: [{ oldText: "TOP", newText: "pwned" }] }), /moved outside the workspace/);
+    await expectRejection(
+      run(edit!, { path: "dir/notes.txt", edits: [{ oldText: "TOP", newText: "pwned" }] }),
+      /moved outside the workspace/,
+    );
     expect(calls).toBe(2);
     expect(await readdir(outside)).toEqual(["secret.txt"]);
     expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
@@ -582,128 +627,148 @@ describe("chapter 08 · exact edits", () => {
   // PI_RACE_STRATEGY=exchange flips with one atomic exchange (needs Linux and python3).
   // Linux only: elsewhere Node cannot open a name inside a held folder (no openat, no
   // /proc/self/fd), so the window is narrowed there, not closed (held-folder.ts), and this fails.
-  it.runIf(process.platform === "linux")("Lab 8.4 · another process flips a folder between a real folder and an outside symlink: nothing outside changes or appears, every call succeeds inside or is refused clearly", async () => {
-    const iterations = raceIterations();
-    const race = path.join(root, "race");
-    await mkdir(race);
-    for (const dir of [race, outside]) {
-      const where = dir === race ? "INSIDE" : "OUTSIDE";
-      await writeFile(path.join(dir, "target.txt"), `${where} target\n`);
-      await writeFile(path.join(dir, "edit.txt"), `EDIT-ME\n${where}\n`);
-      await writeFile(path.join(dir, "read.txt"), `${where} READ\n`);
-      await writeFile(path.join(dir, `${where.toLowerCase()}-marker`), "");
-    }
-    const outsideBefore = await snapshotTree(outside);
-    const [read, write, edit, ls] = createCodingTools(root);
-    type Tally = { successes: number; refusals: number; unclear: string[]; leaks: string[]; last?: number };
-    const kinds = ["write", "mkdir", "edit", "read", "ls"] as const;
-    const tallies = Object.fromEntries(kinds.map((k) => [k, { successes: 0, refusals: 0, unclear: [], leaks: [] } as Tally])) as Record<
-      (typeof kinds)[number],
-      Tally
-    >;
-    const refusalKinds = new Map<string, number>();
-    const call: Record<(typeof kinds)[number], (i: number) => Promise<AgentToolResult<unknown>>> = {
-      write: (i) => run(write!, { path: "race/target.txt", content: `written ${i}\n` }),
-      mkdir: (i) => run(write!, { path: `race/d-${i}/e/new.txt`, content: `nested ${i}\n` }),
-      edit: () => run(edit!, { path: "race/edit.txt", edits: [{ oldText: "EDIT-ME", newText: "EDIT-ME." }] }),
-      read: () => run(read!, { path: "race/read.txt" }),
-      ls: () => run(ls!, { path: "race", limit: 1_000_000 }),
-    };
-    const started = Date.now();
-    const flipper = await Flipper.start({
-      folder: race,
-      stash: path.join(root, "race.real"),
-      target: outside,
-      intruders: path.join(root, "race.intruder"),
-      maxMs: 600_000,
-      maxFlips: 1e9,
-      holdUs: Number(process.env.PI_RACE_HOLD_US ?? 200),
-      strategy: process.env.PI_RACE_STRATEGY === "exchange" ? "exchange" : "swap",
-    });
-    let flips;
-    // A construction site's error stops every kind of call, so none runs on after the test.
-    let stopped = false;
-    try {
-      await Promise.all(
-        kinds.map(async (kind) => {
-          const tally = tallies[kind];
-          for (let i = 0; i < iterations && !stopped; i++) {
-            try {
-              const result = await call[kind](i);
-              const text = textOfResult(result);
-              // The flipper may have moved aside a folder a nested write created: it is inside too.
-              if (kind === "read" && text !== "1\tINSIDE READ") tally.leaks.push(text);
-              if (kind === "ls" && text.includes("outside-marker")) tally.leaks.push(text);
-              tally.successes++;
-              tally.last = i;
-            } catch (error) {
-              stopped ||= error instanceof Error && error.message.includes("尚未实现");
-              rethrowSite(error);
-              const message = error instanceof Error ? error.message : String(error);
-              // A clear refusal names the path in words; a raw system error (ENOENT: …) is not one.
-              if ((error as { code?: unknown }).code !== undefined || /^E[A-Z]+: /.test(message)) tally.unclear.push(message);
-              else tally.refusals++;
-              const shape = message.replace(/\d+/g, "N").replace(/"[^"]*"/g, "…");
-              refusalKinds.set(shape, (refusalKinds.get(shape) ?? 0) + 1);
+  it.runIf(process.platform === "linux")(
+    "Lab 8.4 · another process flips a folder between a real folder and an outside symlink: nothing outside changes or appears, every call succeeds inside or is refused clearly",
+    async () => {
+      const iterations = raceIterations();
+      const race = path.join(root, "race");
+      await mkdir(race);
+      for (const dir of [race, outside]) {
+        const where = dir === race ? "INSIDE" : "OUTSIDE";
+        await writeFile(path.join(dir, "target.txt"), `${where} target\n`);
+        await writeFile(path.join(dir, "edit.txt"), `EDIT-ME\n${where}\n`);
+        await writeFile(path.join(dir, "read.txt"), `${where} READ\n`);
+        await writeFile(path.join(dir, `${where.toLowerCase()}-marker`), "");
+      }
+      const outsideBefore = await snapshotTree(outside);
+      const [read, write, edit, ls] = createCodingTools(root);
+      type Tally = { successes: number; refusals: number; unclear: string[]; leaks: string[]; last?: number };
+      const kinds = ["write", "mkdir", "edit", "read", "ls"] as const;
+      const tallies = Object.fromEntries(
+        kinds.map((k) => [k, { successes: 0, refusals: 0, unclear: [], leaks: [] } as Tally]),
+      ) as Record<(typeof kinds)[number], Tally>;
+      const refusalKinds = new Map<string, number>();
+      const call: Record<(typeof kinds)[number], (i: number) => Promise<AgentToolResult<unknown>>> = {
+        write: (i) => run(write!, { path: "race/target.txt", content: `written ${i}\n` }),
+        mkdir: (i) => run(write!, { path: `race/d-${i}/e/new.txt`, content: `nested ${i}\n` }),
+        edit: () => run(edit!, { path: "race/edit.txt", edits: [{ oldText: "EDIT-ME", newText: "EDIT-ME." }] }),
+        read: () => run(read!, { path: "race/read.txt" }),
+        ls: () => run(ls!, { path: "race", limit: 1_000_000 }),
+      };
+      const started = Date.now();
+      const flipper = await Flipper.start({
+        folder: race,
+        stash: path.join(root, "race.real"),
+        target: outside,
+        intruders: path.join(root, "race.intruder"),
+        maxMs: 600_000,
+        maxFlips: 1e9,
+        holdUs: Number(process.env.PI_RACE_HOLD_US ?? 200),
+        strategy: process.env.PI_RACE_STRATEGY === "exchange" ? "exchange" : "swap",
+      });
+      let flips;
+      // A construction site's error stops every kind of call, so none runs on after the test.
+      let stopped = false;
+      try {
+        await Promise.all(
+          kinds.map(async (kind) => {
+            const tally = tallies[kind];
+            for (let i = 0; i < iterations && !stopped; i++) {
+              try {
+                const result = await call[kind](i);
+                const text = textOfResult(result);
+                // The flipper may have moved aside a folder a nested write created: it is inside too.
+                if (kind === "read" && text !== "1\tINSIDE READ") tally.leaks.push(text);
+                if (kind === "ls" && text.includes("outside-marker")) tally.leaks.push(text);
+                tally.successes++;
+                tally.last = i;
+              } catch (error) {
+                stopped ||= error instanceof Error && error.message.includes("尚未实现");
+                rethrowSite(error);
+                const message = error instanceof Error ? error.message : String(error);
+                // A clear refusal names the path in words; a raw system error (ENOENT: …) is not one.
+                if ((error as { code?: unknown }).code !== undefined || /^E[A-Z]+: /.test(message))
+                  tally.unclear.push(message);
+                else tally.refusals++;
+                const shape = message.replace(/\d+/g, "N").replace(/"[^"]*"/g, "…");
+                refusalKinds.set(shape, (refusalKinds.get(shape) ?? 0) + 1);
+              }
             }
-          }
-        }),
+          }),
+        );
+      } finally {
+        flips = await flipper.stop();
+      }
+      const elapsed = Date.now() - started;
+      const { changed, created } = compareTrees(outsideBefore, await snapshotTree(outside));
+      const inside = await snapshotTree(root);
+      const leftovers = [...inside.keys()].filter((name) => /\.pi-[0-9a-f]+\.tmp$/.test(name));
+      // Every reported success landed inside (the nested files may sit in a folder the flipper moved aside).
+      const nestedInside = [...inside.keys()].filter((name) => /(^|\/)d-\d+\/e\/new\.txt$/.test(name)).length;
+      const summary = {
+        iterationsPerKind: iterations,
+        ms: elapsed,
+        flips,
+        changedOutside: changed.length,
+        createdOutside: created.length,
+        temporaryFilesOutside: created.filter((name) => name.endsWith(".tmp")).length,
+        tmpLeftInside: leftovers.length,
+        calls: Object.fromEntries(
+          kinds.map((k) => [
+            k,
+            {
+              successes: tallies[k].successes,
+              refusals: tallies[k].refusals,
+              unclear: tallies[k].unclear.length,
+              leaks: tallies[k].leaks.length,
+            },
+          ]),
+        ),
+        refusals: Object.fromEntries(refusalKinds),
+      };
+      if (process.env.PI_RACE_ITERATIONS) console.log(JSON.stringify(summary, null, 2));
+      expect({ changed, created: created.slice(0, 10) }).toEqual({ changed: [], created: [] });
+      expect(leftovers).toEqual([]);
+      for (const kind of kinds) {
+        expect({ kind, unclear: tallies[kind].unclear.slice(0, 3), leaks: tallies[kind].leaks.slice(0, 3) }).toEqual({
+          kind,
+          unclear: [],
+          leaks: [],
+        });
+        expect(tallies[kind].successes + tallies[kind].refusals).toBe(iterations);
+      }
+      // The race was real (the folder flipped, calls got through and calls were refused), and
+      // once it is over every kind of call works again.
+      expect(flips.flips).toBeGreaterThan(0);
+      const successes = kinds.reduce((sum, kind) => sum + tallies[kind].successes, 0);
+      expect(successes).toBeGreaterThan(0);
+      expect(successes).toBeLessThan(kinds.length * iterations);
+      expect(nestedInside).toBe(tallies.mkdir.successes);
+      if (tallies.write.last !== undefined) {
+        const targets = [...inside.keys()].filter((name) => path.basename(name) === "target.txt");
+        const written = await Promise.all(targets.map((name) => readFile(path.join(root, name), "utf8")));
+        expect(written).toContain(`written ${tallies.write.last}\n`);
+      }
+      expect((await lstat(race)).isDirectory()).toBe(true);
+      const atRest: string[] = [];
+      for (const kind of kinds) atRest.push(textOfResult(await call[kind](iterations)));
+      expect(atRest[3]).toBe("1\tINSIDE READ");
+      expect(atRest[4]).toContain("inside-marker");
+      expect(await readFile(path.join(race, "edit.txt"), "utf8")).toBe(
+        `EDIT-ME${".".repeat(tallies.edit.successes + 1)}\nINSIDE\n`,
       );
-    } finally {
-      flips = await flipper.stop();
-    }
-    const elapsed = Date.now() - started;
-    const { changed, created } = compareTrees(outsideBefore, await snapshotTree(outside));
-    const inside = await snapshotTree(root);
-    const leftovers = [...inside.keys()].filter((name) => /\.pi-[0-9a-f]+\.tmp$/.test(name));
-    // Every reported success landed inside (the nested files may sit in a folder the flipper moved aside).
-    const nestedInside = [...inside.keys()].filter((name) => /(^|\/)d-\d+\/e\/new\.txt$/.test(name)).length;
-    const summary = {
-      iterationsPerKind: iterations,
-      ms: elapsed,
-      flips,
-      changedOutside: changed.length,
-      createdOutside: created.length,
-      temporaryFilesOutside: created.filter((name) => name.endsWith(".tmp")).length,
-      tmpLeftInside: leftovers.length,
-      calls: Object.fromEntries(
-        kinds.map((k) => [k, { successes: tallies[k].successes, refusals: tallies[k].refusals, unclear: tallies[k].unclear.length, leaks: tallies[k].leaks.length }]),
-      ),
-      refusals: Object.fromEntries(refusalKinds),
-    };
-    if (process.env.PI_RACE_ITERATIONS) console.log(JSON.stringify(summary, null, 2));
-    expect({ changed, created: created.slice(0, 10) }).toEqual({ changed: [], created: [] });
-    expect(leftovers).toEqual([]);
-    for (const kind of kinds) {
-      expect({ kind, unclear: tallies[kind].unclear.slice(0, 3), leaks: tallies[kind].leaks.slice(0, 3) }).toEqual({ kind, unclear: [], leaks: [] });
-      expect(tallies[kind].successes + tallies[kind].refusals).toBe(iterations);
-    }
-    // The race was real (the folder flipped, calls got through and calls were refused), and
-    // once it is over every kind of call works again.
-    expect(flips.flips).toBeGreaterThan(0);
-    const successes = kinds.reduce((sum, kind) => sum + tallies[kind].successes, 0);
-    expect(successes).toBeGreaterThan(0);
-    expect(successes).toBeLessThan(kinds.length * iterations);
-    expect(nestedInside).toBe(tallies.mkdir.successes);
-    if (tallies.write.last !== undefined) {
-      const targets = [...inside.keys()].filter((name) => path.basename(name) === "target.txt");
-      const written = await Promise.all(targets.map((name) => readFile(path.join(root, name), "utf8")));
-      expect(written).toContain(`written ${tallies.write.last}\n`);
-    }
-    expect((await lstat(race)).isDirectory()).toBe(true);
-    const atRest: string[] = [];
-    for (const kind of kinds) atRest.push(textOfResult(await call[kind](iterations)));
-    expect(atRest[3]).toBe("1\tINSIDE READ");
-    expect(atRest[4]).toContain("inside-marker");
-    expect(await readFile(path.join(race, "edit.txt"), "utf8")).toBe(`EDIT-ME${".".repeat(tallies.edit.successes + 1)}\nINSIDE\n`);
-    expect(await readFile(path.join(race, "target.txt"), "utf8")).toBe(`written ${iterations}\n`);
-  }, raceTimeoutMs());
+      expect(await readFile(path.join(race, "target.txt"), "utf8")).toBe(`written ${iterations}\n`);
+    },
+    raceTimeoutMs(),
+  );
 
   it("Lab 8.4 · concurrent edits of one file all land (no lost update)", async () => {
     const lines = Array.from({ length: 20 }, (_, i) => `marker ${i};`);
     await writeFile(path.join(root, "list.txt"), lines.join("\n") + "\n");
     const edit = createEditTool(new Workspace(root));
-    await Promise.all(lines.map((line, i) => run(edit, { path: "list.txt", edits: [{ oldText: line, newText: `done ${i};` }] })));
+    await Promise.all(
+      lines.map((line, i) => run(edit, { path: "list.txt", edits: [{ oldText: line, newText: `done ${i};` }] })),
+    );
     expect(await readFile(path.join(root, "list.txt"), "utf8")).toBe(
       lines.map((_, i) => `done ${i};`).join("\n") + "\n",
     );
@@ -713,15 +778,29 @@ describe("chapter 08 · exact edits", () => {
 describe("chapter 08 · argument repairs", () => {
   it("Lab 8.4 · every path tool takes file_path/filePath for path; edit takes one flat edit in either naming", async () => {
     const workspace = new Workspace(root);
-    const tools = { read: createReadTool(workspace), write: createWriteTool(workspace), ls: createLsTool(workspace), edit: createEditTool(workspace) };
+    const tools = {
+      read: createReadTool(workspace),
+      write: createWriteTool(workspace),
+      ls: createLsTool(workspace),
+      edit: createEditTool(workspace),
+    };
     for (const tool of Object.values(tools)) {
       expect(tool.prepareArguments?.({ file_path: "a.txt" })).toEqual({ path: "a.txt" });
       expect(tool.prepareArguments?.({ filePath: "a.txt" })).toEqual({ path: "a.txt" });
       // `path` wins, and two aliases at once are not guessed between
-      expect(tool.prepareArguments?.({ path: "b.txt", file_path: "a.txt" })).toEqual({ path: "b.txt", file_path: "a.txt" });
-      expect(tool.prepareArguments?.({ file_path: "a.txt", filePath: "c.txt" })).toEqual({ file_path: "a.txt", filePath: "c.txt" });
+      expect(tool.prepareArguments?.({ path: "b.txt", file_path: "a.txt" })).toEqual({
+        path: "b.txt",
+        file_path: "a.txt",
+      });
+      expect(tool.prepareArguments?.({ file_path: "a.txt", filePath: "c.txt" })).toEqual({
+        file_path: "a.txt",
+        filePath: "c.txt",
+      });
     }
-    expect(tools.write.prepareArguments?.({ file_path: "a.txt", content: "x" })).toEqual({ path: "a.txt", content: "x" });
+    expect(tools.write.prepareArguments?.({ file_path: "a.txt", content: "x" })).toEqual({
+      path: "a.txt",
+      content: "x",
+    });
     const file = path.join(root, "notes.txt");
     await writeFile(file, "alpha\nbeta\n");
     await run(tools.edit, { file_path: "notes.txt", old_string: "beta", new_string: "BETA" });
@@ -736,7 +815,13 @@ describe("chapter 08 · argument repairs", () => {
 describe("chapter 08 · bounded bash", () => {
   it("Lab 8.5 · returns the exit code and stdout and stderr interleaved", async () => {
     const ok = await runCommand("echo out; sleep 0.05; echo err >&2; sleep 0.05; echo done", { cwd: root });
-    expect({ output: ok.output, exitCode: ok.exitCode, signal: ok.signal, timedOut: ok.timedOut, truncated: ok.truncated }).toEqual({
+    expect({
+      output: ok.output,
+      exitCode: ok.exitCode,
+      signal: ok.signal,
+      timedOut: ok.timedOut,
+      truncated: ok.truncated,
+    }).toEqual({
       output: "out\nerr\ndone\n",
       exitCode: 0,
       signal: null,
@@ -807,7 +892,11 @@ describe("chapter 08 · bounded bash", () => {
     ].join("\n");
     try {
       // A generous bound: on a loaded machine, tsx and the imports alone can take seconds.
-      execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: packageDir, timeout: 25_000, stdio: "pipe" });
+      execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        cwd: packageDir,
+        timeout: 25_000,
+        stdio: "pipe",
+      });
     } catch (error) {
       // The child's stderr names what failed (e.g. a construction site).
       throw new Error(String((error as { stderr?: Buffer }).stderr ?? error));
@@ -848,7 +937,10 @@ describe("chapter 08 · bounded bash", () => {
 
   it("Lab 8.5 · a time bound a timer cannot hold is refused, not fired after 1 ms (2³¹−1 ms at most, finite)", async () => {
     for (const timeoutMs of [2 ** 31, Infinity, Number.NaN, 0, -5]) {
-      expectThrow(() => runCommand("echo never", { cwd: root, timeoutMs }), /timeoutMs must be a finite number of milliseconds above 0 and at most 2147483647/);
+      expectThrow(
+        () => runCommand("echo never", { cwd: root, timeoutMs }),
+        /timeoutMs must be a finite number of milliseconds above 0 and at most 2147483647/,
+      );
     }
     expectThrow(() => runCommand("echo never", { cwd: root, killGraceMs: Infinity }), "killGraceMs must be");
     // The largest bound a timer holds is a real one: the command ends on its own.
@@ -857,7 +949,10 @@ describe("chapter 08 · bounded bash", () => {
   }, 10_000);
 
   it("Lab 8.5 · the bash tool refuses an unbounded maxTimeoutMs, and a requested timeout above its limit gets an error result", async () => {
-    expectThrow(() => createBashTool(new Workspace(root), { maxTimeoutMs: Infinity }), "bash maxTimeoutMs must be a finite number");
+    expectThrow(
+      () => createBashTool(new Workspace(root), { maxTimeoutMs: Infinity }),
+      "bash maxTimeoutMs must be a finite number",
+    );
     expectThrow(() => createBashTool(new Workspace(root), { timeoutMs: 2 ** 31 }), "bash timeoutMs must be");
     const bash = createBashTool(new Workspace(root), { maxTimeoutMs: 2_000 });
     expect(bash.description).toContain("at most 2 s");
@@ -899,7 +994,12 @@ describe("chapter 08 · bounded bash", () => {
   it("Lab 8.5 · by default the bash tool's commands do not see secret-looking variables; an explicit env wins", async () => {
     const names = ["OPENAI_API_KEY", "MY_SERVICE_TOKEN", "db_password", "PI_COURSE_PLAIN"] as const;
     const saved = names.map((name) => process.env[name]);
-    Object.assign(process.env, { OPENAI_API_KEY: "sk-lib", MY_SERVICE_TOKEN: "tok", db_password: "pw", PI_COURSE_PLAIN: "plain" });
+    Object.assign(process.env, {
+      OPENAI_API_KEY: "sk-lib",
+      MY_SERVICE_TOKEN: "tok",
+      db_password: "pw",
+      PI_COURSE_PLAIN: "plain",
+    });
     try {
       const command = 'echo "k=$OPENAI_API_KEY t=$MY_SERVICE_TOKEN p=$db_password plain=$PI_COURSE_PLAIN"';
       const safe = await run(createBashTool(new Workspace(root)), { command });
@@ -923,7 +1023,9 @@ describe("chapter 08 · bounded bash", () => {
     expect(failed.content).toEqual([{ type: "text", text: "nope\n[exit code 2]" }]);
     expect(failed.isError).toBe(true);
     const slow = await run(bash, { command: "sleep 5", timeout: 0.2 });
-    expect(slow.content).toEqual([{ type: "text", text: "(no output)\n[timed out after 0.2 s: the command was killed]" }]);
+    expect(slow.content).toEqual([
+      { type: "text", text: "(no output)\n[timed out after 0.2 s: the command was killed]" },
+    ]);
     expect(slow.isError).toBe(true);
     const long = await run(bash, { command: "seq 1 100" });
     expect(textOfResult(long).split("\n")[0]).toBe("[output cut: showing the last 64 of 292 bytes]");

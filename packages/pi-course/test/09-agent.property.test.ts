@@ -17,25 +17,21 @@ const SEED = 20_261_203;
 const RUNS = process.env.PI_COURSE_PROOF ? 150 : 1_000;
 
 describe("chapter 09 · the agent under random timing and faults", () => {
-  it(
-    `Lab 9.3 · invariant: ${RUNS} seeded random agent lives keep the transcript, the pairs and the queues whole`,
-    async () => {
-      const watch = watchUnhandledRejections();
-      try {
-        await fc.assert(
-          fc.asyncProperty(agentScenarioArbitrary, async (scenario) => {
-            const problems = await runAgentScenario(scenario);
-            await new Promise((resolve) => setImmediate(resolve));
-            if (watch.reasons.length > 0) problems.push(`unhandled rejection: ${String(watch.reasons[0])}`);
-            if (problems.length > 0) throw new Error(problems.join("\n"));
-          }),
-          { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
-        );
-      } finally {
-        watch.stop();
-      }
-      expect(watch.reasons).toEqual([]);
-    },
-    120_000,
-  );
+  it(`Lab 9.3 · invariant: ${RUNS} seeded random agent lives keep the transcript, the pairs and the queues whole`, async () => {
+    const watch = watchUnhandledRejections();
+    try {
+      await fc.assert(
+        fc.asyncProperty(agentScenarioArbitrary, async (scenario) => {
+          const problems = await runAgentScenario(scenario);
+          await new Promise((resolve) => setImmediate(resolve));
+          if (watch.reasons.length > 0) problems.push(`unhandled rejection: ${String(watch.reasons[0])}`);
+          if (problems.length > 0) throw new Error(problems.join("\n"));
+        }),
+        { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
+      );
+    } finally {
+      watch.stop();
+    }
+    expect(watch.reasons).toEqual([]);
+  }, 120_000);
 });

@@ -29,12 +29,18 @@ import { finish, gate, grammarViolations, shape, textResult } from "./support/ag
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
-const call = (id: string, name = "probe", args: unknown = {}): ToolCall => ({ type: "toolCall", id, name, arguments: args });
+const call = (id: string, name = "probe", args: unknown = {}): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
 const text = (t: string): AssistantContent => ({ type: "text", text: t });
 const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse"): AssistantMessage =>
   assistantMessage(content, stopReason);
 const says = (t: string): AssistantMessage => turn([text(t)], "stop");
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) => new ScriptedModel(turns, { chunkSize: 10_000 });
+const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
+  new ScriptedModel(turns, { chunkSize: 10_000 });
 const user = (t: string): AgentMessage => userMessage(t, { timestamp: 1 });
 
 /** A tool whose behaviour each test scripts. */
@@ -77,7 +83,11 @@ async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
 }
 
 const texts = (messages: readonly AgentMessage[]): string[] =>
-  messages.map((m) => (m.role === "user" || m.role === "assistant" || m.role === "toolResult" ? `${m.role}:${textOf(m as Message)}` : m.role));
+  messages.map((m) =>
+    m.role === "user" || m.role === "assistant" || m.role === "toolResult"
+      ? `${m.role}:${textOf(m as Message)}`
+      : m.role,
+  );
 
 let unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown): void => {
@@ -131,7 +141,9 @@ describe("chapter 09 · the stateful agent", () => {
     for (const event of events) {
       reduceAgentEvent(state, event);
       const role = event.type.startsWith("message_") ? `:${(event as { message: AgentMessage }).message.role}` : "";
-      seen.push(`${event.type}${role} ${state.streamingMessage === undefined ? "-" : textOf(state.streamingMessage) || "''"}`);
+      seen.push(
+        `${event.type}${role} ${state.streamingMessage === undefined ? "-" : textOf(state.streamingMessage) || "''"}`,
+      );
     }
     expect(seen).toEqual([
       "agent_start -",
@@ -148,7 +160,12 @@ describe("chapter 09 · the stateful agent", () => {
 
   it("Lab 9.1 · pendingToolCalls holds started calls until they end, as a new set at every change", () => {
     const state = draft(scripted([]));
-    const start = (id: string): AgentEvent => ({ type: "tool_execution_start", toolCallId: id, toolName: "probe", args: {} });
+    const start = (id: string): AgentEvent => ({
+      type: "tool_execution_start",
+      toolCallId: id,
+      toolName: "probe",
+      args: {},
+    });
     const end = (id: string): AgentEvent => ({
       type: "tool_execution_end",
       toolCallId: id,
@@ -181,7 +198,13 @@ describe("chapter 09 · the stateful agent", () => {
     const running = state.pendingToolCalls;
     expect(reduceAgentEvent(state, update)).toBe(true);
     expect(state.pendingToolCalls).toBe(running);
-    reduceAgentEvent(state, { type: "tool_execution_end", toolCallId: "a", toolName: "probe", result: textResult("ok"), isError: false });
+    reduceAgentEvent(state, {
+      type: "tool_execution_end",
+      toolCallId: "a",
+      toolName: "probe",
+      result: textResult("ok"),
+      isError: false,
+    });
     const ended = state.pendingToolCalls;
     expect(reduceAgentEvent(state, update)).toBe(false);
     expect(state.pendingToolCalls).toBe(ended);
@@ -303,7 +326,8 @@ describe("chapter 09 · the stateful agent", () => {
     const seen: string[] = [];
     agent.subscribe((event) => {
       const s = agent.state;
-      if (event.type === "message_end") seen.push(`end ${event.message.role} in transcript: ${s.messages.at(-1) === event.message}`);
+      if (event.type === "message_end")
+        seen.push(`end ${event.message.role} in transcript: ${s.messages.at(-1) === event.message}`);
       if (event.type === "message_update") seen.push(`update streaming: ${s.streamingMessage === event.message}`);
       if (event.type === "agent_end") seen.push(`agent_end isStreaming: ${s.isStreaming}`);
     });
@@ -351,7 +375,17 @@ describe("chapter 09 · the stateful agent", () => {
       log.push(`B ${event.type}`);
     });
     await agent.prompt("go");
-    const types = ["agent_start", "turn_start", "message_start", "message_end", "message_start", "message_update", "message_end", "turn_end", "agent_end"];
+    const types = [
+      "agent_start",
+      "turn_start",
+      "message_start",
+      "message_end",
+      "message_start",
+      "message_update",
+      "message_end",
+      "turn_end",
+      "agent_end",
+    ];
     expect(log).toEqual(types.flatMap((t) => [`A ${t} start`, `A ${t} end`, `B ${t}`]));
   }, 5000);
 
@@ -387,7 +421,9 @@ describe("chapter 09 · the stateful agent", () => {
   it("Lab 9.3 · a run at a time: prompt(), continue(), reset() and replaceMessages() are refused while running, with what to do", async () => {
     const agent = new Agent({ initialState: { model: scripted([says("first"), says("second")]) } });
     const first = agent.prompt("one");
-    expect((await rejectionOf(agent.prompt("two"))).message).toMatch(/busy.*steer\(\) or followUp\(\).*waitForIdle\(\)/);
+    expect((await rejectionOf(agent.prompt("two"))).message).toMatch(
+      /busy.*steer\(\) or followUp\(\).*waitForIdle\(\)/,
+    );
     expect((await rejectionOf(agent.continue())).message).toMatch(/busy.*waitForIdle\(\)/);
     expect(() => agent.reset()).toThrow(/busy.*abort\(\)/);
     expect(() => agent.replaceMessages([])).toThrow(/busy/);
@@ -529,7 +565,10 @@ describe("chapter 09 · the stateful agent", () => {
     const agent = new Agent({ initialState: { model: scripted([says("a"), says("b")]) } });
     agent.steer("s");
     agent.followUp("f");
-    expect(agent.queuedMessages()).toEqual({ steering: [expect.objectContaining({ role: "user" })], followUps: [expect.objectContaining({ role: "user" })] });
+    expect(agent.queuedMessages()).toEqual({
+      steering: [expect.objectContaining({ role: "user" })],
+      followUps: [expect.objectContaining({ role: "user" })],
+    });
     const cleared = agent.clearAllQueues();
     expect(texts([...cleared.steering, ...cleared.followUps])).toEqual(["user:s", "user:f"]);
     expect(agent.hasQueuedMessages()).toBe(false);
@@ -542,7 +581,10 @@ describe("chapter 09 · the stateful agent", () => {
 
   it("Lab 9.3 · abort() during a tool: every call answered, no further model call, steering left queued; idle abort does nothing", async () => {
     const model = scripted([turn([call("c1"), call("c2")]), says("never")]);
-    const tool = probe((_id, _args, signal) => new Promise((_, reject) => signal!.addEventListener("abort", () => reject(new Error("stopped")))));
+    const tool = probe(
+      (_id, _args, signal) =>
+        new Promise((_, reject) => signal!.addEventListener("abort", () => reject(new Error("stopped")))),
+    );
     const agent = new Agent({ initialState: { model, tools: [tool] } });
     const { runs } = record(agent);
     agent.subscribe((event) => {
@@ -555,7 +597,9 @@ describe("chapter 09 · the stateful agent", () => {
     expectWellFormed(runs());
     expect(model.requests).toHaveLength(1);
     expect(texts(agent.state.messages).slice(0, 2)).toEqual(["user:go", "assistant:"]);
-    expect(agent.state.messages.filter((m) => m.role === "toolResult").map((m) => (m as { toolCallId: string }).toolCallId)).toEqual(["c1", "c2"]);
+    expect(
+      agent.state.messages.filter((m) => m.role === "toolResult").map((m) => (m as { toolCallId: string }).toolCallId),
+    ).toEqual(["c1", "c2"]);
     expect(agent.state.pendingToolCalls.size).toBe(0);
     expect(texts(agent.queuedMessages().steering)).toEqual(["user:too late for this run"]);
     agent.abort(); // idle: nothing happens
@@ -680,7 +724,11 @@ describe("chapter 09 · the stateful agent", () => {
     late?.();
     expectWellFormed(runs());
     const updates = events.filter((e) => e.type === "tool_execution_update");
-    expect(updates.map((e) => (e.type === "tool_execution_update" ? textOf({ ...e.partialResult, role: "user", timestamp: 0 } as Message) : ""))).toEqual(["working"]);
+    expect(
+      updates.map((e) =>
+        e.type === "tool_execution_update" ? textOf({ ...e.partialResult, role: "user", timestamp: 0 } as Message) : "",
+      ),
+    ).toEqual(["working"]);
     expect(agent.state.pendingToolCalls.size).toBe(0);
   }, 5000);
 
@@ -698,7 +746,9 @@ describe("chapter 09 · the stateful agent", () => {
   }, 5000);
 
   it("Lab 9.3 · reset() clears transcript, queues and error, keeps model and tools", async () => {
-    const agent = new Agent({ initialState: { model: scripted([{ stopReason: "error", errorMessage: "503" }, says("ok")]), tools: [okTool] } });
+    const agent = new Agent({
+      initialState: { model: scripted([{ stopReason: "error", errorMessage: "503" }, says("ok")]), tools: [okTool] },
+    });
     await agent.prompt("go");
     expect(agent.state.errorMessage).toMatch(/503/);
     agent.steer("s");

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { appendFile, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,7 +27,11 @@ afterEach(async () => {
 });
 
 async function create(path = file, options: { durable?: boolean } = {}): Promise<SessionFile> {
-  const session = await SessionFile.create(path, { cwd: "/work", id: "s-1", timestamp: "2026-01-01T00:00:00.000Z" }, options);
+  const session = await SessionFile.create(
+    path,
+    { cwd: "/work", id: "s-1", timestamp: "2026-01-01T00:00:00.000Z" },
+    options,
+  );
   opened.push(session);
   return session;
 }
@@ -39,7 +43,11 @@ async function reopen(path = file): Promise<SessionFile> {
 }
 
 const user = (text: string): AgentMessage => ({ role: "user", content: [{ type: "text", text }], timestamp: 1 });
-const message = (parentId: string | null, text: string): SessionEntryInput => ({ type: "message", parentId, message: user(text) });
+const message = (parentId: string | null, text: string): SessionEntryInput => ({
+  type: "message",
+  parentId,
+  message: user(text),
+});
 
 const HEADER = '{"type":"session","version":1,"id":"s-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work"}';
 const line = (id: string, parentId: string | null, text = id) =>
@@ -97,7 +105,7 @@ describe("appending entries", () => {
     expect(entry).toMatchObject({ id, message: user("mine") });
     expect(entry.timestamp).not.toBe("then");
     expect(Object.isFrozen(entry)).toBe(true);
-    expect(() => ((entry as { message: AgentMessage }).message.role as string) = "x").toThrow(TypeError);
+    expect(() => (((entry as { message: AgentMessage }).message.role as string) = "x")).toThrow(TypeError);
     session.entries().pop();
     expect(session.entries()).toHaveLength(1);
   }, 10_000);
@@ -105,11 +113,15 @@ describe("appending entries", () => {
   it("Lab 10.1 · concurrent appends are serialised: 500 at once, no line lost or interleaved, file order is call order", async () => {
     const session = await create();
     const root = await session.append(message(null, "root"));
-    const ids = await Promise.all(Array.from({ length: 500 }, (_, i) => session.append(message(root, `child ${i} ${"y".repeat(i * 37)}`))));
+    const ids = await Promise.all(
+      Array.from({ length: 500 }, (_, i) => session.append(message(root, `child ${i} ${"y".repeat(i * 37)}`))),
+    );
     expect(new Set(ids).size).toBe(500);
     const lines = (await readFile(file, "utf8")).split("\n").slice(2, -1);
     expect(lines.map((l) => (JSON.parse(l) as SessionEntry).id)).toEqual(ids);
-    lines.forEach((l, i) => expect((JSON.parse(l) as { message: AgentMessage }).message).toEqual(user(`child ${i} ${"y".repeat(i * 37)}`)));
+    lines.forEach((l, i) =>
+      expect((JSON.parse(l) as { message: AgentMessage }).message).toEqual(user(`child ${i} ${"y".repeat(i * 37)}`)),
+    );
     expect(session.entries().map((e) => e.id)).toEqual([root, ...ids]);
   }, 20_000);
 
@@ -136,9 +148,15 @@ describe("appending entries", () => {
     const session = await create();
     const a = await session.append(message(null, "a"));
     await expect(session.append(message("nope", "x"))).rejects.toThrow(/parentId "nope" is not a written entry/);
-    await expect(session.append({ type: "label", parentId: a, targetId: "nope", label: "x" })).rejects.toThrow(/label target "nope"/);
-    await expect(session.append({ type: "bogus", parentId: a } as unknown as SessionEntryInput)).rejects.toThrow(/unknown entry type "bogus"/);
-    await expect(SessionFile.create(file, { cwd: "/" })).rejects.toThrow(/already exists: open it with SessionFile.open/);
+    await expect(session.append({ type: "label", parentId: a, targetId: "nope", label: "x" })).rejects.toThrow(
+      /label target "nope"/,
+    );
+    await expect(session.append({ type: "bogus", parentId: a } as unknown as SessionEntryInput)).rejects.toThrow(
+      /unknown entry type "bogus"/,
+    );
+    await expect(SessionFile.create(file, { cwd: "/" })).rejects.toThrow(
+      /already exists: open it with SessionFile.open/,
+    );
     const label = await session.append({ type: "label", parentId: a, targetId: a, label: "start" });
     expect(session.get(label)).toMatchObject({ type: "label", targetId: a, label: "start" });
     await session.close();
@@ -168,7 +186,12 @@ describe("reading and recovery", () => {
     await handWritten([line("aa", null), line("bb", "aa"), line("cc", "aa"), line("dd", "bb")]);
     const session = await reopen();
     expect(session.header).toEqual(JSON.parse(HEADER));
-    expect(session.entries().map((e) => [e.id, e.parentId])).toEqual([["aa", null], ["bb", "aa"], ["cc", "aa"], ["dd", "bb"]]);
+    expect(session.entries().map((e) => [e.id, e.parentId])).toEqual([
+      ["aa", null],
+      ["bb", "aa"],
+      ["cc", "aa"],
+      ["dd", "bb"],
+    ]);
     expect(session.leaf?.id).toBe("dd");
     expect(session.recovery).toEqual({ tail: null, kept: [] });
     await expect(reopen(join(dir, "missing.jsonl"))).rejects.toThrow(/ENOENT/);
@@ -221,7 +244,9 @@ describe("reading and recovery", () => {
     const before = await readFile(file);
     const error = await openError();
     expect(error.line).toBe(3);
-    expect(error.message).toContain(`${file}:3: not valid JSON (byte offset ${HEADER.length + 1 + line("aa", null).length + 1}`);
+    expect(error.message).toContain(
+      `${file}:3: not valid JSON (byte offset ${HEADER.length + 1 + line("aa", null).length + 1}`,
+    );
     expect(error.message).toMatch(/restore the file from a copy/);
     expect(await readFile(file)).toEqual(before);
     await handWritten([line("aa", null), "", line("cc", "aa")]);
@@ -229,15 +254,27 @@ describe("reading and recovery", () => {
   }, 10_000);
 
   it("Lab 10.2 · an unknown entry type, a malformed entry and a label of an unknown entry are errors naming the line", async () => {
-    await handWritten([line("aa", null), JSON.stringify({ type: "mystery", id: "bb", parentId: "aa", timestamp: "t" })]);
+    await handWritten([
+      line("aa", null),
+      JSON.stringify({ type: "mystery", id: "bb", parentId: "aa", timestamp: "t" }),
+    ]);
     let error = await openError();
     expect(error.line).toBe(3);
     expect(error.message).toMatch(/unknown entry type "mystery" \(this reader knows message, label/);
-    await handWritten([line("aa", null), JSON.stringify({ type: "message", id: "bb", parentId: "aa", timestamp: "t", message: { role: "user" } })]);
+    await handWritten([
+      line("aa", null),
+      JSON.stringify({ type: "message", id: "bb", parentId: "aa", timestamp: "t", message: { role: "user" } }),
+    ]);
     expect((await openError()).message).toMatch(/:3: message entry bb: a user message needs a "content" array/);
-    await handWritten([line("aa", null), JSON.stringify({ type: "message", id: 7, parentId: "aa", timestamp: "t", message: user("x") })]);
+    await handWritten([
+      line("aa", null),
+      JSON.stringify({ type: "message", id: 7, parentId: "aa", timestamp: "t", message: user("x") }),
+    ]);
     expect((await openError()).message).toMatch(/:3: the message entry needs a non-empty string "id"/);
-    await handWritten([line("aa", null), JSON.stringify({ type: "label", id: "bb", parentId: "aa", timestamp: "t", targetId: "zz", label: "x" })]);
+    await handWritten([
+      line("aa", null),
+      JSON.stringify({ type: "label", id: "bb", parentId: "aa", timestamp: "t", targetId: "zz", label: "x" }),
+    ]);
     error = await openError();
     expect(error.message).toMatch(/:3: label entry bb names "zz", which is not an earlier entry/);
   }, 10_000);
@@ -245,15 +282,24 @@ describe("reading and recovery", () => {
   it("Lab 10.2 · a dangling parentId, a duplicate id, a cycle and a reordered file are errors naming the line", async () => {
     await handWritten([line("aa", null), line("bb", "gone")]);
     let error = await openError();
-    expect([error.line, error.message]).toEqual([3, expect.stringMatching(/entry bb has parentId "gone", which names no entry in the file \(dangling\)/)]);
+    expect([error.line, error.message]).toEqual([
+      3,
+      expect.stringMatching(/entry bb has parentId "gone", which names no entry in the file \(dangling\)/),
+    ]);
 
     await handWritten([line("aa", null), line("bb", "aa"), line("aa", "bb")]);
     error = await openError();
-    expect([error.line, error.message]).toEqual([4, expect.stringMatching(/duplicate entry id "aa" \(first used on line 2\)/)]);
+    expect([error.line, error.message]).toEqual([
+      4,
+      expect.stringMatching(/duplicate entry id "aa" \(first used on line 2\)/),
+    ]);
 
     await handWritten([line("aa", null), line("bb", "cc"), line("cc", "bb")]);
     error = await openError();
-    expect([error.line, error.message]).toEqual([3, expect.stringMatching(/entry bb is its own ancestor: a cycle through lines 3 → 4/)]);
+    expect([error.line, error.message]).toEqual([
+      3,
+      expect.stringMatching(/entry bb is its own ancestor: a cycle through lines 3 → 4/),
+    ]);
 
     await handWritten([line("aa", "aa")]);
     error = await openError();
@@ -261,14 +307,22 @@ describe("reading and recovery", () => {
 
     await handWritten([line("bb", "aa"), line("aa", null)]);
     error = await openError();
-    expect([error.line, error.message]).toEqual([2, expect.stringMatching(/entry bb comes before its parent "aa" \(line 3\).*reordered/)]);
+    expect([error.line, error.message]).toEqual([
+      2,
+      expect.stringMatching(/entry bb comes before its parent "aa" \(line 3\).*reordered/),
+    ]);
   }, 10_000);
 
   it("Lab 10.2 · a newer format version is refused with what to do; a file that is not a session is refused", async () => {
-    await writeFile(file, HEADER.replace('"version":1', `"version":${SESSION_FORMAT_VERSION + 1}`) + "\n" + line("aa", null) + "\n");
-    let error = await openError();
+    await writeFile(
+      file,
+      HEADER.replace('"version":1', `"version":${SESSION_FORMAT_VERSION + 1}`) + "\n" + line("aa", null) + "\n",
+    );
+    const error = await openError();
     expect(error.line).toBe(1);
-    expect(error.message).toMatch(/format version 2, newer than this reader's 1: open it with the newer @pi\/course that wrote it \(upgrade this one\)/);
+    expect(error.message).toMatch(
+      /format version 2, newer than this reader's 1: open it with the newer @pi\/course that wrote it \(upgrade this one\)/,
+    );
     await writeFile(file, "");
     expect((await openError()).message).toMatch(/the file is empty, so it is not a session file/);
     await writeFile(file, HEADER.slice(0, 30));
@@ -285,7 +339,9 @@ describe("reading and recovery", () => {
     expect(session.recovery.kept).toEqual([{ line: 3, offset: HEADER.length + 1 + aa.length + 1, length: 7 }]);
     expect(session.entries().map((e) => e.id)).toEqual(["aa", "bb"]);
     await handWritten([aa, "garbage", mark(5, 7)]);
-    expect((await openError()).message).toMatch(/:4: this torn mark names 7 bytes at offset 5, but line 3 is 7 bytes at offset/);
+    expect((await openError()).message).toMatch(
+      /:4: this torn mark names 7 bytes at offset 5, but line 3 is 7 bytes at offset/,
+    );
     await handWritten([mark(5, 7)]);
     expect((await openError()).message).toMatch(/:2: .*the line before it is not an entry line/);
   }, 10_000);
@@ -295,7 +351,13 @@ describe("reading and recovery", () => {
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
       const parent = i === 0 ? null : ids[(i * 7919) % ids.length]!;
-      ids.push(await source.append(i % 9 === 4 ? { type: "label", parentId: parent, targetId: ids[0]!, label: `l${i}` } : message(parent, `m${i} ${"é".repeat(i % 5)}`)));
+      ids.push(
+        await source.append(
+          i % 9 === 4
+            ? { type: "label", parentId: parent, targetId: ids[0]!, label: `l${i}` }
+            : message(parent, `m${i} ${"é".repeat(i % 5)}`),
+        ),
+      );
     }
     await source.close();
     const bytes = await readFile(join(dir, "source.jsonl"));
@@ -311,7 +373,9 @@ describe("reading and recovery", () => {
         const whole = ends.filter((end) => end <= cut).length - 1;
         expect(session.entries().map((e) => e.id)).toEqual(ids.slice(0, whole));
         const last = ends[whole]!;
-        expect(session.recovery.tail).toEqual(cut === last ? null : { line: whole + 2, offset: last, length: cut - last });
+        expect(session.recovery.tail).toEqual(
+          cut === last ? null : { line: whole + 2, offset: last, length: cut - last },
+        );
         await rm(path);
       }),
       { numRuns: 150, includeErrorInReport: true },
@@ -359,7 +423,9 @@ describe("reading and recovery", () => {
           const session = await SessionFile.open(path);
           try {
             const have = new Set(session.entries().map((e) => e.id));
-            for (const id of written) if (!have.has(id)) throw new Error(`run ${run}: entry ${id} was written before the kill but is missing after open`);
+            for (const id of written)
+              if (!have.has(id))
+                throw new Error(`run ${run}: entry ${id} was written before the kill but is missing after open`);
             stats.confirmed += written.size;
             stats.recovered += have.size;
             const tail = session.recovery.tail;
@@ -418,11 +484,28 @@ describe("the tree", () => {
 
   it("Lab 10.3 · messagesOf keeps custom messages and tool facts as they were written", async () => {
     const session = await create();
-    const call = { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "read", arguments: { path: "a.ts" } }], provider: "p", model: "m", usage: { input: 1, output: 2, totalTokens: 3 }, stopReason: "toolUse", timestamp: 2 } as AgentMessage;
-    const result = { role: "toolResult", toolCallId: "c1", toolName: "read", content: [{ type: "text", text: "x" }], details: { lines: 1 }, isError: false, timestamp: 3 } as AgentMessage;
+    const call = {
+      role: "assistant",
+      content: [{ type: "toolCall", id: "c1", name: "read", arguments: { path: "a.ts" } }],
+      provider: "p",
+      model: "m",
+      usage: { input: 1, output: 2, totalTokens: 3 },
+      stopReason: "toolUse",
+      timestamp: 2,
+    } as AgentMessage;
+    const result = {
+      role: "toolResult",
+      toolCallId: "c1",
+      toolName: "read",
+      content: [{ type: "text", text: "x" }],
+      details: { lines: 1 },
+      isError: false,
+      timestamp: 3,
+    } as AgentMessage;
     const custom = { role: "note", text: "mine", timestamp: 4 } as unknown as AgentMessage;
     let parent: string | null = null;
-    for (const m of [user("go"), call, result, custom]) parent = await session.append({ type: "message", parentId: parent, message: m });
+    for (const m of [user("go"), call, result, custom])
+      parent = await session.append({ type: "message", parentId: parent, message: m });
     expect(messagesOf(session.pathToLeaf(parent!))).toEqual([user("go"), call, result, custom]);
     expect(messagesOf((await reopen()).pathToLeaf(parent!))).toEqual([user("go"), call, result, custom]);
   }, 10_000);
@@ -451,7 +534,13 @@ describe("the tree", () => {
           }
           const all = [null, ...ids].flatMap((id) => s.children(id).map((e) => e.id));
           expect(all.sort()).toEqual([...ids].sort());
-          for (const id of ids) expect(s.children(id).map((e) => e.id)).toEqual(s.entries().filter((e) => e.parentId === id).map((e) => e.id));
+          for (const id of ids)
+            expect(s.children(id).map((e) => e.id)).toEqual(
+              s
+                .entries()
+                .filter((e) => e.parentId === id)
+                .map((e) => e.id),
+            );
         }
         expect(again.entries()).toEqual(session.entries());
         await rm(path);

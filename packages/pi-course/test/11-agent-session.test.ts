@@ -6,17 +6,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { SessionWriteError } from "../src/agent/agent-session.js";
 import { openSpans } from "../src/session/interactions.js";
-import { assistantMessage, textOf, userMessage } from "../src/messages.js";
+import { assistantMessage, textOf } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import { SessionFile, messagesOf } from "../src/session/session.js";
 import { estimateTokens } from "../src/session/token-estimate.js";
 import type { ContextProjection } from "../src/session/context.js";
 import type { ScriptedTurn } from "../src/models/scripted-model.js";
-import type {
-  AgentCompactionReport,
-  AgentEvent,
-  AgentSessionStore,
-} from "../src/agent/types.js";
+import type { AgentCompactionReport, AgentEvent, AgentSessionStore } from "../src/agent/types.js";
 import type {
   AgentMessage,
   AgentTool,
@@ -26,9 +22,7 @@ import type {
   StopReason,
   ToolCall,
 } from "../src/types.js";
-import type {
-  SessionEntry,
-} from "../src/session/types.js";
+import type { SessionEntry } from "../src/session/types.js";
 import { gate, grammarViolations, textResult } from "./support/agent-run.js";
 
 const call = (id: string, args: unknown = {}): ToolCall => ({ type: "toolCall", id, name: "probe", arguments: args });
@@ -36,7 +30,8 @@ const text = (t: string): AssistantContent => ({ type: "text", text: t });
 const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse", totalTokens = 0): AssistantMessage =>
   assistantMessage(content, stopReason, { usage: { input: totalTokens, output: 0, totalTokens } });
 const says = (t: string, totalTokens = 0): AssistantMessage => turn([text(t)], "stop", totalTokens);
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) => new ScriptedModel(turns, { chunkSize: 10_000 });
+const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
+  new ScriptedModel(turns, { chunkSize: 10_000 });
 const probe = (execute: AgentTool<any, any>["execute"]): AgentTool<any, any> => ({
   name: "probe",
   label: "probe",
@@ -48,7 +43,11 @@ const note = (t: string): AgentMessage => ({ role: "note", text: t, timestamp: 1
 
 /** `role:text` of each message (custom messages by role). */
 const texts = (messages: readonly AgentMessage[]): string[] =>
-  messages.map((m) => (m.role === "user" || m.role === "assistant" || m.role === "toolResult" ? `${m.role}:${textOf(m as Message)}` : m.role));
+  messages.map((m) =>
+    m.role === "user" || m.role === "assistant" || m.role === "toolResult"
+      ? `${m.role}:${textOf(m as Message)}`
+      : m.role,
+  );
 
 /** The rejection of `promise`; a construction site's error is rethrown, so practice shows it. */
 async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
@@ -101,7 +100,13 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
   it("Lab 11.5 · resume after a restart: a new Agent on the reopened file has the same transcript and goes on from it", async () => {
     const path = join(dir, "s.jsonl");
     const first = await SessionFile.create(path, { cwd: dir });
-    const a = new Agent({ session: first, initialState: { model: scripted([turn([call("c1")]), says("one")]), tools: [probe(async () => textResult("ok"))] } });
+    const a = new Agent({
+      session: first,
+      initialState: {
+        model: scripted([turn([call("c1")]), says("one")]),
+        tools: [probe(async () => textResult("ok"))],
+      },
+    });
     await a.prompt("first");
     const before = JSON.parse(JSON.stringify(a.state.messages));
     await first.close();
@@ -111,7 +116,13 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     const b = new Agent({ session: reopened, initialState: { model } });
     expect(b.state.messages).toEqual(before);
     await b.prompt("second");
-    expect(texts(model.requests[0]!.messages)).toEqual(["user:first", "assistant:", "toolResult:ok", "assistant:one", "user:second"]);
+    expect(texts(model.requests[0]!.messages)).toEqual([
+      "user:first",
+      "assistant:",
+      "toolResult:ok",
+      "assistant:one",
+      "user:second",
+    ]);
     expectChain(reopened.entries());
     expect(texts(messagesOf(reopened.entries()))).toEqual([...texts(before), "user:second", "assistant:two"]);
     await reopened.close();
@@ -155,7 +166,10 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
           signal?.addEventListener("abort", () => reject(new Error("stopped")));
         }),
     );
-    const agent = new Agent({ session, initialState: { model: scripted([turn([call("c1"), call("c2")])]), tools: [tool] } });
+    const agent = new Agent({
+      session,
+      initialState: { model: scripted([turn([call("c1"), call("c2")])]), tools: [tool] },
+    });
     const run = agent.prompt("slow");
     await started.promise;
     agent.abort();
@@ -165,7 +179,12 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     const reopened = await SessionFile.open(path);
     const messages = messagesOf(reopened.entries());
     expect(messages).toEqual(JSON.parse(JSON.stringify(agent.state.messages)));
-    expect(messages.filter((m) => m.role === "toolResult").map((m) => (m as { toolCallId: string }).toolCallId).sort()).toEqual(["c1", "c2"]);
+    expect(
+      messages
+        .filter((m) => m.role === "toolResult")
+        .map((m) => (m as { toolCallId: string }).toolCallId)
+        .sort(),
+    ).toEqual(["c1", "c2"]);
     expect(() => openSpans(messages)).not.toThrow();
     expectChain(reopened.entries());
     const model = scripted([says("back")]);
@@ -244,7 +263,9 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     };
     const turns: ScriptedTurn[] = [];
     for (let i = 0; i < 30; i++) {
-      turns.push((context) => turn([text(`step ${i}`), call(`c${i}`)], "toolUse", charsOf(context.messages, context.systemPrompt) + 5));
+      turns.push((context) =>
+        turn([text(`step ${i}`), call(`c${i}`)], "toolUse", charsOf(context.messages, context.systemPrompt) + 5),
+      );
     }
     turns.push(says("finished"));
     const model = scripted(turns);
@@ -350,7 +371,12 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     await agent.prompt("hello");
     await agent.prompt("again");
     expect(reports).toHaveLength(1);
-    expect(reports[0]).toMatchObject({ ok: false, tokensBefore: 900, threshold: 800, reason: { kind: "summary_failed" } });
+    expect(reports[0]).toMatchObject({
+      ok: false,
+      tokensBefore: 900,
+      threshold: 800,
+      reason: { kind: "summary_failed" },
+    });
     expect((reports[0] as { reason: { message: string } }).reason.message).toContain("summary service down");
     expect(session.entries().some((e) => e.type === "compaction")).toBe(false);
     expect(texts(model.requests[1]!.messages)).toEqual(["user:hello", "assistant:big", "user:again"]);

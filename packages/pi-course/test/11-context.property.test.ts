@@ -16,8 +16,14 @@ import { sessionFrom, stepArbitrary, transcriptFrom } from "./support/transcript
 const SEED = 20_261_203;
 const RUNS = process.env.PI_COURSE_PROOF ? 100 : 500;
 
-const budgetArbitrary = fc.oneof({ arbitrary: fc.nat({ max: 300 }), weight: 1 }, { arbitrary: fc.nat({ max: 30_000 }), weight: 3 });
-const systemArbitrary = fc.option(fc.nat({ max: 2_000 }).map((n) => "s".repeat(n)), { nil: undefined });
+const budgetArbitrary = fc.oneof(
+  { arbitrary: fc.nat({ max: 300 }), weight: 1 },
+  { arbitrary: fc.nat({ max: 30_000 }), weight: 3 },
+);
+const systemArbitrary = fc.option(
+  fc.nat({ max: 2_000 }).map((n) => "s".repeat(n)),
+  { nil: undefined },
+);
 
 /** Every way a projection can be wrong, as sentences (empty when it is right). */
 function problemsOf(
@@ -29,19 +35,30 @@ function problemsOf(
   const kept = projection.context.messages;
   // a suffix of the transcript that starts an interaction
   const starts = groupInteractions(transcript).map((g) => g.start);
-  if (transcript.length > 0 && !starts.includes(projection.firstKept)) problems.push(`firstKept ${projection.firstKept} starts no interaction`);
-  if (kept.length !== transcript.length - projection.firstKept || kept.some((m, i) => m !== transcript[projection.firstKept + i])) {
+  if (transcript.length > 0 && !starts.includes(projection.firstKept))
+    problems.push(`firstKept ${projection.firstKept} starts no interaction`);
+  if (
+    kept.length !== transcript.length - projection.firstKept ||
+    kept.some((m, i) => m !== transcript[projection.firstKept + i])
+  ) {
     problems.push("the kept messages are not the transcript's suffix from firstKept");
   }
   // fits, or says why, and then keeps nothing but the newest interaction
   if (projection.tokens > options.budget) {
-    if (!projection.overflow) problems.push(`${projection.tokens} tokens over the budget ${options.budget} with no overflow reported`);
-    if (projection.firstKept !== (starts.at(-1) ?? transcript.length)) problems.push("overflow while older interactions are still kept");
+    if (!projection.overflow)
+      problems.push(`${projection.tokens} tokens over the budget ${options.budget} with no overflow reported`);
+    if (projection.firstKept !== (starts.at(-1) ?? transcript.length))
+      problems.push("overflow while older interactions are still kept");
   } else if (projection.overflow) problems.push("overflow reported for a projection that fits");
   // the reported tokens are the estimate of what is kept
-  const counts = estimateTokens({ systemPrompt: options.systemPrompt, messages: transcript, usageFrom: options.usageFrom });
+  const counts = estimateTokens({
+    systemPrompt: options.systemPrompt,
+    messages: transcript,
+    usageFrom: options.usageFrom,
+  });
   const expected = counts.systemPrompt + counts.messages.slice(projection.firstKept).reduce((a, b) => a + b, 0);
-  if (projection.tokens !== expected) problems.push(`tokens ${projection.tokens}, estimate of the kept part ${expected}`);
+  if (projection.tokens !== expected)
+    problems.push(`tokens ${projection.tokens}, estimate of the kept part ${expected}`);
   // the system prompt and the newest user message are always there
   if (projection.context.systemPrompt !== options.systemPrompt) problems.push("the system prompt was not kept");
   const newestUser = [...transcript].reverse().find((m) => m.role === "user");
@@ -71,63 +88,72 @@ function pairingProblems(transcript: readonly AgentMessage[], kept: readonly Age
       results.add(id);
     }
   }
-  for (const id of calls) if (answeredInTranscript.has(id) && !results.has(id)) problems.push(`call ${id} kept without its result`);
+  for (const id of calls)
+    if (answeredInTranscript.has(id) && !results.has(id)) problems.push(`call ${id} kept without its result`);
   return problems;
 }
 
 describe("chapter 11 · the projection under random transcripts and budgets", () => {
-  it(
-    `Lab 11.2 · invariant: ${RUNS} random transcripts × budgets: fits or says why, whole interactions, stable`,
-    () => {
-      fc.assert(
-        fc.property(fc.array(stepArbitrary(false), { maxLength: 60, size: "large" }), budgetArbitrary, systemArbitrary, (steps, budget, systemPrompt) => {
+  it(`Lab 11.2 · invariant: ${RUNS} random transcripts × budgets: fits or says why, whole interactions, stable`, () => {
+    fc.assert(
+      fc.property(
+        fc.array(stepArbitrary(false), { maxLength: 60, size: "large" }),
+        budgetArbitrary,
+        systemArbitrary,
+        (steps, budget, systemPrompt) => {
           const transcript = transcriptFrom(steps);
           const copy = structuredClone(transcript);
           const options = { budget, ...(systemPrompt !== undefined && { systemPrompt }) };
           const projection = projectMessages(transcript, options);
           const problems = problemsOf(transcript, projection, { budget, systemPrompt, usageFrom: 0 });
-          if (JSON.stringify(projectMessages(transcript, options)) !== JSON.stringify(projection)) problems.push("not stable");
+          if (JSON.stringify(projectMessages(transcript, options)) !== JSON.stringify(projection))
+            problems.push("not stable");
           if (JSON.stringify(transcript) !== JSON.stringify(copy)) problems.push("the input was changed");
           // more budget never keeps less
           if (projectMessages(transcript, { ...options, budget: budget + 500 }).firstKept > projection.firstKept) {
             problems.push("a larger budget kept less");
           }
           if (problems.length > 0) throw new Error(problems.join("\n"));
-        }),
-        { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
-      );
-    },
-    60_000,
-  );
+        },
+      ),
+      { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
+    );
+  }, 60_000);
 
-  it(
-    `Lab 11.4 · invariant: ${RUNS} random sessions with chained compactions: history kept, projection well formed`,
-    async () => {
-      const model = new ScriptedModel([]); // never asked: the summarizer is the test's
-      await fc.assert(
-        fc.asyncProperty(fc.array(stepArbitrary(true), { maxLength: 60, size: "large" }), budgetArbitrary, systemArbitrary, async (steps, budget, systemPrompt) => {
+  it(`Lab 11.4 · invariant: ${RUNS} random sessions with chained compactions: history kept, projection well formed`, async () => {
+    const model = new ScriptedModel([]); // never asked: the summarizer is the test's
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(stepArbitrary(true), { maxLength: 60, size: "large" }),
+        budgetArbitrary,
+        systemArbitrary,
+        async (steps, budget, systemPrompt) => {
           const problems: string[] = [];
           const session = await sessionFrom(steps, model, (after, before) => {
             // compaction only ever appends: every earlier entry is still there, unchanged
-            if (JSON.stringify(after.entries.slice(0, before.length)) !== JSON.stringify(before)) problems.push("compaction rewrote history");
+            if (JSON.stringify(after.entries.slice(0, before.length)) !== JSON.stringify(before))
+              problems.push("compaction rewrote history");
             if (after.entries.length > before.length + 1) problems.push("compaction appended more than one entry");
           });
           const path = session.path();
           const transcript = transcriptOf(path);
           const options = { budget, ...(systemPrompt !== undefined && { systemPrompt }) };
           const projection = projectMessages(transcript.messages, { ...options, usageFrom: transcript.usageFrom });
-          problems.push(...problemsOf(transcript.messages, projection, { budget, systemPrompt, usageFrom: transcript.usageFrom }));
-          if (transcript.compaction && transcript.messages[0]?.role !== "user") problems.push("a compacted transcript must start with its summary");
+          problems.push(
+            ...problemsOf(transcript.messages, projection, { budget, systemPrompt, usageFrom: transcript.usageFrom }),
+          );
+          if (transcript.compaction && transcript.messages[0]?.role !== "user")
+            problems.push("a compacted transcript must start with its summary");
           // projectContext is that projection, and stable
           const ofPath = JSON.stringify(projectContext(path, options));
-          if (ofPath !== JSON.stringify(projection)) problems.push("projectContext differs from projecting transcriptOf(path)");
+          if (ofPath !== JSON.stringify(projection))
+            problems.push("projectContext differs from projecting transcriptOf(path)");
           if (JSON.stringify(projectContext(path, options)) !== ofPath) problems.push("not stable");
           if (problems.length > 0) throw new Error(problems.join("\n"));
-        }),
-        { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
-      );
-      expect(model.requests).toHaveLength(0);
-    },
-    60_000,
-  );
+        },
+      ),
+      { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
+    );
+    expect(model.requests).toHaveLength(0);
+  }, 60_000);
 });

@@ -67,7 +67,9 @@ describe("chapter 11 · interactions", () => {
       { start: 0, end: 2 },
       { start: 2, end: 3 },
     ]);
-    expect(() => openSpans([result("a", "lost")])).toThrow(/message 0: the tool result for call "a" has no tool call before it/);
+    expect(() => openSpans([result("a", "lost")])).toThrow(
+      /message 0: the tool result for call "a" has no tool call before it/,
+    );
     expect(() => openSpans([user("u"), assistant([call("a", "read")]), result("a", "1"), result("a", "2")])).toThrow(
       /message 3: a second tool result for call "a"/,
     );
@@ -145,7 +147,9 @@ describe("chapter 11 · projection to a budget", () => {
     expect(trimmed.firstKept).toBe(2);
     expect(trimmed.tokens).toBe(counts.systemPrompt + 12);
     // usage from before `usageFrom` (say, before a compaction) is not trusted
-    expect(projectMessages(messages, { budget: 5_000, systemPrompt: chars(40), usageFrom: 2 }).tokens).toBe(10 + 10 + 10 + 10 + 0 + 2);
+    expect(projectMessages(messages, { budget: 5_000, systemPrompt: chars(40), usageFrom: 2 }).tokens).toBe(
+      10 + 10 + 10 + 10 + 0 + 2,
+    );
   });
 
   it("Lab 11.2 · an image counts as IMAGE_TOKENS whatever its size, in a user message and in a tool result", () => {
@@ -249,7 +253,9 @@ describe("chapter 11 · the transcript of a path", () => {
     const self = compaction("c", u!, "c", "all of it");
     expect(transcriptOf([...session.path(), self]).messages).toEqual([summaryMessage(self)]);
     const stray = compaction("c", u!, "nowhere", "s");
-    expect(() => transcriptOf([...session.path(), stray])).toThrow(/firstKeptEntryId "nowhere" is not on the path before it/);
+    expect(() => transcriptOf([...session.path(), stray])).toThrow(
+      /firstKeptEntryId "nowhere" is not on the path before it/,
+    );
   });
 
   it("Lab 11.3 · projectContext trusts usage only after the compaction, and refuses a cut that orphans a tool result", () => {
@@ -320,7 +326,16 @@ describe("chapter 11 · compaction", () => {
     expect(asked).toContain('[Tool call]: read({"path":"src/a.ts"})');
     expect(asked).toContain(`[Tool result edit]: ${chars(36)}`);
     expect(asked).not.toContain(chars(40, "c"));
-    for (const heading of ["## Goal", "## Constraints", "### Done", "### In progress", "## Decisions", "## Files", "## Open work", "## Next steps"]) {
+    for (const heading of [
+      "## Goal",
+      "## Constraints",
+      "### Done",
+      "### In progress",
+      "## Decisions",
+      "## Files",
+      "## Open work",
+      "## Next steps",
+    ]) {
       expect(asked).toContain(heading);
     }
 
@@ -363,7 +378,11 @@ describe("chapter 11 · compaction", () => {
   it("Lab 11.4 · a second compaction merges the previous summary and its files, and cuts only what came after it", async () => {
     const { session } = workSession();
     await compact(session, { model: summaryModel(), keepRecentTokens: 20 });
-    session.add(assistant([call("x", "write", { path: "src/c.ts" })]), result("x", "written", "write"), user(chars(40, "d")));
+    session.add(
+      assistant([call("x", "write", { path: "src/c.ts" })]),
+      result("x", "written", "write"),
+      user(chars(40, "d")),
+    );
     const model = summaryModel("## Goal\nStill the parser.");
     const outcome = await compact(session, { model, keepRecentTokens: 10 });
     expect(outcome.ok).toBe(true);
@@ -378,14 +397,20 @@ describe("chapter 11 · compaction", () => {
     expect(asked).toContain(`[User]: ${chars(40, "c")}`);
     expect(asked).not.toContain(`[User]: ${chars(40, "b")}`);
     const projection = projectContext(session.path(), { budget: 1_000 });
-    expect(projection.context.messages).toEqual([summaryMessage(session.entries[13] as CompactionEntry), user(chars(40, "d"))]);
+    expect(projection.context.messages).toEqual([
+      summaryMessage(session.entries[13] as CompactionEntry),
+      user(chars(40, "d")),
+    ]);
   });
 
   it("Lab 11.4 · the request shows each kind of message plainly: reasoning left out, long results cut, failures labelled", async () => {
     const session = new MemorySession();
     session.add(
       user("fix the build"),
-      assistant([{ type: "thinking", thinking: "SECRET-REASONING" } as never, call("b", "bash", { command: "npm test" })]),
+      assistant([
+        { type: "thinking", thinking: "SECRET-REASONING" } as never,
+        call("b", "bash", { command: "npm test" }),
+      ]),
       result("b", chars(2_500, "o"), "bash", true),
       assistant("half an answ", { stopReason: "aborted", errorMessage: "the user pressed Esc" }),
       note("build is red"),
@@ -432,8 +457,14 @@ describe("chapter 11 · compaction", () => {
 
   it("Lab 11.4 · a failed summary appends nothing and says why", async () => {
     const cases: [ScriptedModel, RegExp][] = [
-      [new ScriptedModel([{ stopReason: "error", errorMessage: "rate limited" }]), /the model failed \(error\): rate limited/],
-      [new ScriptedModel([assistantMessage([{ type: "text", text: "## Goal\nhal" }], "length")]), /cut off at the model's length limit/],
+      [
+        new ScriptedModel([{ stopReason: "error", errorMessage: "rate limited" }]),
+        /the model failed \(error\): rate limited/,
+      ],
+      [
+        new ScriptedModel([assistantMessage([{ type: "text", text: "## Goal\nhal" }], "length")]),
+        /cut off at the model's length limit/,
+      ],
       [
         new ScriptedModel([assistantMessage([{ type: "toolCall", id: "t", name: "read", arguments: {} }], "toolUse")]),
         /answered with a tool call instead of a summary/,
@@ -454,7 +485,10 @@ describe("chapter 11 · compaction", () => {
     aborted.abort();
     const { session } = workSession();
     const outcome = await compact(session, { model: summaryModel(), keepRecentTokens: 20, signal: aborted.signal });
-    expect(outcome).toMatchObject({ ok: false, reason: { kind: "summary_failed", message: expect.stringMatching(/aborted/) } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      reason: { kind: "summary_failed", message: expect.stringMatching(/aborted/) },
+    });
     expect(session.entries).toHaveLength(9);
   }, 10_000);
 
@@ -497,7 +531,9 @@ describe("chapter 11 · compaction", () => {
       reason: { kind: "append_failed", message: "the session refused the compaction entry: disk full" },
     });
     expect(failing.entries).toHaveLength(9);
-    await expect(compact(failing, { model, keepRecentTokens: -1 })).rejects.toThrow(/keepRecentTokens must be a finite number >= 0/);
+    await expect(compact(failing, { model, keepRecentTokens: -1 })).rejects.toThrow(
+      /keepRecentTokens must be a finite number >= 0/,
+    );
     // the conversation goes on while the summary is written: nothing is appended
     const busy = workSession().session;
     const moved = await compact(busy, {
@@ -512,7 +548,8 @@ describe("chapter 11 · compaction", () => {
       ok: false,
       reason: {
         kind: "leaf_moved",
-        message: 'the session moved on while the summary was written (leaf "e8" is now "e9"); nothing appended. Compact again.',
+        message:
+          'the session moved on while the summary was written (leaf "e8" is now "e9"); nothing appended. Compact again.',
       },
     });
     expect(busy.entries).toHaveLength(10);
@@ -523,7 +560,10 @@ describe("chapter 11 · compaction", () => {
     const odd = await compact(failing, { model, keepRecentTokens: 20, summarize: () => 42 as unknown as string });
     expect(odd).toEqual({
       ok: false,
-      reason: { kind: "summary_failed", message: "no summary, nothing appended: the summarizer returned number, not text" },
+      reason: {
+        kind: "summary_failed",
+        message: "no summary, nothing appended: the summarizer returned number, not text",
+      },
     });
     expect(failing.entries).toHaveLength(9);
   }, 10_000);

@@ -34,7 +34,11 @@ afterEach(async () => {
 
 /** Options of an offline run whose sessions live under `dir`. */
 function offline(extra: string[] = []): RunOptions {
-  const options = parseArgs(["--session-dir", path.join(dir, "sessions"), ...extra], { HOME: dir, INIT_CWD: dir }, false);
+  const options = parseArgs(
+    ["--session-dir", path.join(dir, "sessions"), ...extra],
+    { HOME: dir, INIT_CWD: dir },
+    false,
+  );
   if (options.kind !== "run") throw new Error("expected a run");
   return options;
 }
@@ -50,7 +54,10 @@ function roles(messages: readonly AgentMessage[]): string[] {
 }
 
 async function lines(file: string): Promise<any[]> {
-  return (await readFile(file, "utf8")).trimEnd().split("\n").map((line) => JSON.parse(line));
+  return (await readFile(file, "utf8"))
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line));
 }
 
 describe("settings: flag, then environment, then config file", () => {
@@ -75,28 +82,51 @@ describe("settings: flag, then environment, then config file", () => {
   it("Lab 13.1 · parseArgs reads the server from PI_COURSE_* variables and the config file, and a flag overrides both", async () => {
     const config = path.join(dir, "config.json");
     await writeFile(config, JSON.stringify({ model: "file-model", apiKeyEnv: "FILE_KEY", sessionDir: "kept" }));
-    const env = { HOME: dir, INIT_CWD: dir, PI_COURSE_CONFIG: config, PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1", FILE_KEY: "k-file" };
+    const env = {
+      HOME: dir,
+      INIT_CWD: dir,
+      PI_COURSE_CONFIG: config,
+      PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1",
+      FILE_KEY: "k-file",
+    };
     const fromEnvAndFile = parseArgs(["--cwd", ".", "hi"], env, false) as RunOptions;
-    expect(fromEnvAndFile.server).toMatchObject({ provider: "openai", baseUrl: "http://127.0.0.1:9/v1", model: "file-model", apiKey: "k-file" });
+    expect(fromEnvAndFile.server).toMatchObject({
+      provider: "openai",
+      baseUrl: "http://127.0.0.1:9/v1",
+      model: "file-model",
+      apiKey: "k-file",
+    });
     expect(fromEnvAndFile.session?.root).toBe(path.join(dir, "kept"));
     expect(fromEnvAndFile.configFile).toBe(config);
-    const flagged = parseArgs(["--cwd", ".", "--model", "flag-model", "--base-url", "http://127.0.0.1:10/v1", "hi"], { ...env, PI_COURSE_MODEL: "env-model" }, false) as RunOptions;
+    const flagged = parseArgs(
+      ["--cwd", ".", "--model", "flag-model", "--base-url", "http://127.0.0.1:10/v1", "hi"],
+      { ...env, PI_COURSE_MODEL: "env-model" },
+      false,
+    ) as RunOptions;
     expect(flagged.server).toMatchObject({ baseUrl: "http://127.0.0.1:10/v1", model: "flag-model" });
-    expect(parseArgs(["--cwd", ".", "hi"], { ...env, PI_COURSE_MODEL: "env-model" }, false)).toMatchObject({ server: { model: "env-model" } });
+    expect(parseArgs(["--cwd", ".", "hi"], { ...env, PI_COURSE_MODEL: "env-model" }, false)).toMatchObject({
+      server: { model: "env-model" },
+    });
     // A value that comes from the environment is named when it is wrong.
     expect(() => parseArgs(["--cwd", ".", "hi"], { ...env, PI_COURSE_BASE_URL: "ftp://x" }, false)).toThrow(
       new CliUsageError('--base-url must be http:// or https://, got "ftp://x" (from $PI_COURSE_BASE_URL).'),
     );
-    expect(() => parseArgs([], { ...env, PI_COURSE_PROVIDER: "gemini" }, false)).toThrow('unknown provider "gemini" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.');
+    expect(() => parseArgs([], { ...env, PI_COURSE_PROVIDER: "gemini" }, false)).toThrow(
+      'unknown provider "gemini" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.',
+    );
   });
 
   it("Lab 13.1 · --context-tokens (or its variable, or the file) sets the context budget; a value that is not a whole number of at least 1000 is refused, naming where it came from", () => {
     const env = { HOME: dir, INIT_CWD: dir };
     expect(offline().contextTokens).toBeUndefined();
     expect(offline(["--context-tokens", "50000"]).contextTokens).toBe(50_000);
-    expect(parseArgs([], { ...env, PI_COURSE_CONTEXT_TOKENS: "64000" }, false)).toMatchObject({ contextTokens: 64_000 });
+    expect(parseArgs([], { ...env, PI_COURSE_CONTEXT_TOKENS: "64000" }, false)).toMatchObject({
+      contextTokens: 64_000,
+    });
     expect(() => parseArgs([], { ...env, PI_COURSE_CONTEXT_TOKENS: "lots" }, false)).toThrow(
-      new CliUsageError('--context-tokens must be a whole number of tokens, at least 1000, got "lots" (from $PI_COURSE_CONTEXT_TOKENS).'),
+      new CliUsageError(
+        '--context-tokens must be a whole number of tokens, at least 1000, got "lots" (from $PI_COURSE_CONTEXT_TOKENS).',
+      ),
     );
     expect(() => parseArgs(["--context-tokens", "999"], env, false)).toThrow(/at least 1000, got "999"\.$/);
     expect(() => parseArgs(["--context-tokens", "1e5"], env, false)).toThrow(/got "1e5"/);
@@ -111,10 +141,16 @@ describe("settings: flag, then environment, then config file", () => {
       return () => parseArgs([], { HOME: dir, INIT_CWD: dir }, false);
     };
     expect(await refuse("{ model: x }")).toThrow(new RegExp(`the config file ${config} is not JSON`));
-    expect(await refuse('{"modle": "x"}')).toThrow(`the config file ${config} has an unknown key "modle"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.`);
+    expect(await refuse('{"modle": "x"}')).toThrow(
+      `the config file ${config} has an unknown key "modle"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.`,
+    );
     expect(await refuse('{"apiKey": "sk-1"}')).toThrow(/keep API keys out of files .* "apiKeyEnv"/);
-    expect(await refuse('{"model": 3}')).toThrow(`the config file ${config}: "model" must be a non-empty string, got 3.`);
-    expect(() => parseArgs(["--config", path.join(dir, "none.json")], { HOME: dir, INIT_CWD: dir }, false)).toThrow(/cannot be read \(ENOENT\)/);
+    expect(await refuse('{"model": 3}')).toThrow(
+      `the config file ${config}: "model" must be a non-empty string, got 3.`,
+    );
+    expect(() => parseArgs(["--config", path.join(dir, "none.json")], { HOME: dir, INIT_CWD: dir }, false)).toThrow(
+      /cannot be read \(ENOENT\)/,
+    );
   });
 
   it("Lab 13.1 · the launcher hands over the key variable of the provider: ANTHROPIC_API_KEY for --provider anthropic, else the one named", async () => {
@@ -130,8 +166,14 @@ describe("settings: flag, then environment, then config file", () => {
     expect(keyVariable(["--provider", "anthropic"], env)).toBe("FROM_FILE");
     expect(keyVariable(["--api-key-env", "MINE"], env)).toBe("MINE");
     await rm(path.join(dir, ".pi-course"), { recursive: true });
-    const options = parseArgs(["--provider", "anthropic", "--model", "claude-x", "--cwd", ".", "hi"], { ...env, INIT_CWD: dir, ANTHROPIC_API_KEY: "sk-ant" }, false);
-    expect(options).toMatchObject({ server: { provider: "anthropic", model: "claude-x", apiKey: "sk-ant", workspace: dir } });
+    const options = parseArgs(
+      ["--provider", "anthropic", "--model", "claude-x", "--cwd", ".", "hi"],
+      { ...env, INIT_CWD: dir, ANTHROPIC_API_KEY: "sk-ant" },
+      false,
+    );
+    expect(options).toMatchObject({
+      server: { provider: "anthropic", model: "claude-x", apiKey: "sk-ant", workspace: dir },
+    });
     expect((options as RunOptions).server?.baseUrl).toBe(undefined);
   });
 });
@@ -144,7 +186,11 @@ describe("the sessions folder", () => {
     expect(folderKey("/work/project")).not.toBe(folderKey("/work/other"));
     expect(await folder.list()).toEqual([]);
     const older = await folder.create();
-    await older.append({ type: "message", parentId: null, message: { role: "user", content: [{ type: "text", text: "first\nquestion" }], timestamp: 1 } });
+    await older.append({
+      type: "message",
+      parentId: null,
+      message: { role: "user", content: [{ type: "text", text: "first\nquestion" }], timestamp: 1 },
+    });
     await older.close();
     const newer = await folder.create();
     await newer.close();
@@ -166,7 +212,9 @@ describe("the sessions folder", () => {
     const id = session.header.id;
     expect((await folder.find(id)).file).toBe(session.path);
     expect((await folder.find(id.slice(0, 6))).id).toBe(id);
-    await expect(folder.find("zzzz")).rejects.toThrow(`no session "zzzz" for ${dir} in ${folder.dir} (the newest: ${id.slice(0, 8)}; /sessions lists them all).`);
+    await expect(folder.find("zzzz")).rejects.toThrow(
+      `no session "zzzz" for ${dir} in ${folder.dir} (the newest: ${id.slice(0, 8)}; /sessions lists them all).`,
+    );
     const broken = path.join(folder.dir, "2026-01-01T00-00-00-000Z_badbad00.jsonl");
     await writeFile(broken, "not a session\n");
     const listed = await folder.list();
@@ -176,7 +224,16 @@ describe("the sessions folder", () => {
     // Listed, never deleted.
     expect(await readFile(broken, "utf8")).toBe("not a session\n");
     const twin = path.join(folder.dir, `2026-01-02T00-00-00-000Z_${id.slice(0, 4)}ffff.jsonl`);
-    await writeFile(twin, JSON.stringify({ type: "session", version: 1, id: `${id.slice(0, 4)}ffff`, timestamp: "2026-01-02T00:00:00.000Z", cwd: dir }) + "\n");
+    await writeFile(
+      twin,
+      JSON.stringify({
+        type: "session",
+        version: 1,
+        id: `${id.slice(0, 4)}ffff`,
+        timestamp: "2026-01-02T00:00:00.000Z",
+        cwd: dir,
+      }) + "\n",
+    );
     await expect(folder.find(id.slice(0, 4))).rejects.toThrow(/starts 2 session ids/);
   });
 });
@@ -230,10 +287,19 @@ describe("a conversation kept in a session file", () => {
     await appendFile(file, '{"type":"message","id":"torn');
     const notes: string[] = [];
     const again = await start(offline(["--resume", path.basename(file, ".jsonl").split("_")[1]!.slice(0, 8)]), notes);
-    expect(notes).toEqual([expect.stringMatching(/^the session file ends in a torn line \(28 bytes on line 4, a crash mid-write\?\); it is skipped, and kept in the file$/)]);
+    expect(notes).toEqual([
+      expect.stringMatching(
+        /^the session file ends in a torn line \(28 bytes on line 4, a crash mid-write\?\); it is skipped, and kept in the file$/,
+      ),
+    ]);
     expect(roles(again.agent.state.messages)).toEqual(["user", "assistant"]);
     await again.agent.prompt("and eggs");
-    expect(again.agent.state.messages.map((m) => ("role" in m && m.role === "user" ? textOf(m) : "·"))).toEqual(["remember the milk", "·", "and eggs", "·"]);
+    expect(again.agent.state.messages.map((m) => ("role" in m && m.role === "user" ? textOf(m) : "·"))).toEqual([
+      "remember the milk",
+      "·",
+      "and eggs",
+      "·",
+    ]);
     await again.close();
     const reread = await SessionFile.open(file);
     try {
@@ -250,7 +316,14 @@ describe("a conversation kept in a session file", () => {
     await first.agent.prompt("two");
     const session = first.session!;
     const entries = session.entries();
-    await session.append({ type: "compaction", parentId: session.leaf!.id, summary: "We said one.", firstKeptEntryId: entries[2]!.id, tokensBefore: 100, tokensAfter: 40 });
+    await session.append({
+      type: "compaction",
+      parentId: session.leaf!.id,
+      summary: "We said one.",
+      firstKeptEntryId: entries[2]!.id,
+      tokensBefore: 100,
+      tokensAfter: 40,
+    });
     await first.close();
     const notes: string[] = [];
     const again = await start(offline(["--continue"]), notes);

@@ -50,7 +50,14 @@ afterAll(async () => {
 /** The environment of every run: its own HOME, no key, no config of the person running the tests. */
 function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", ...extra };
-  for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER", "PI_COURSE_SESSION_DIR"]) {
+  for (const name of [
+    "NO_COLOR",
+    "PI_COURSE_CONFIG",
+    "PI_COURSE_BASE_URL",
+    "PI_COURSE_MODEL",
+    "PI_COURSE_PROVIDER",
+    "PI_COURSE_SESSION_DIR",
+  ]) {
     if (!(name in extra)) delete env[name];
   }
   return env;
@@ -58,22 +65,35 @@ function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 /** `npm start -- args` on a terminal (tsx on the entry point, as the start script runs it, without npm's start-up). */
 function terminal(args: string[], env: NodeJS.ProcessEnv = {}): PseudoTerminal {
-  const opened = openTerminal([process.execPath, tsxCli, startScript, ...args], { cwd: workspace, env: environment({ INIT_CWD: workspace, ...env }) });
+  const opened = openTerminal([process.execPath, tsxCli, startScript, ...args], {
+    cwd: workspace,
+    env: environment({ INIT_CWD: workspace, ...env }),
+  });
   terminals.push(opened);
   return opened;
 }
 
 /** `npm start -s -- args`, piped, through the real npm. */
-function npmStart(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function npmStart(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return piped("npm", ["start", "-s", "--", ...args], env);
 }
 
 /** The same without npm (tsx on the entry point, as the start script runs it): a second faster. */
-function startPiped(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function startPiped(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return piped(process.execPath, [tsxCli, startScript, ...args], env);
 }
 
-function piped(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function piped(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: packageDir, env: environment(env), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -86,13 +106,21 @@ function piped(command: string, args: string[], env: NodeJS.ProcessEnv): Promise
 }
 
 /** A Chat Completions stream: text and/or one tool call, then the finish reason. */
-function chat(content: { text?: string; bash?: string; id?: string }, finish = content.bash ? "tool_calls" : "stop"): string {
+function chat(
+  content: { text?: string; bash?: string; id?: string },
+  finish = content.bash ? "tool_calls" : "stop",
+): string {
   const chunk = (delta: object, reason: string | null) =>
     `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: reason }] })}\n\n`;
   let body = "";
   if (content.text !== undefined) body += chunk({ role: "assistant", content: content.text }, null);
   if (content.bash !== undefined) {
-    const call = { index: 0, id: content.id ?? "call_1", type: "function", function: { name: "bash", arguments: JSON.stringify({ command: content.bash }) } };
+    const call = {
+      index: 0,
+      id: content.id ?? "call_1",
+      type: "function",
+      function: { name: "bash", arguments: JSON.stringify({ command: content.bash }) },
+    };
     body += chunk({ role: "assistant", tool_calls: [call] }, null);
   }
   return body + chunk({}, finish) + "data: [DONE]\n\n";
@@ -114,13 +142,16 @@ async function sessionMessages(folder: string): Promise<Message[]> {
   const dir = path.join(home, ".pi-course", "sessions", folderKey(folder));
   const [file] = (await readdir(dir)).sort().reverse();
   const text = await readFile(path.join(dir, file!), "utf8");
-  const entries = text.split("\n").slice(1).flatMap((line) => {
-    try {
-      return [JSON.parse(line)];
-    } catch {
-      return []; // a torn line
-    }
-  });
+  const entries = text
+    .split("\n")
+    .slice(1)
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line)];
+      } catch {
+        return []; // a torn line
+      }
+    });
   return entries.filter((entry) => entry.type === "message").map((entry) => entry.message);
 }
 
@@ -161,28 +192,52 @@ describe("interactive, on the scripted model", () => {
     t.type(KEY.up);
     await t.waitFor("run: sleep 2; echo slept");
     t.type(`${KEY.ctrlU}/compact${KEY.enter}`);
-    await t.waitFor(/nothing\s+compacted:\s+the\s+\d+\s+messages\s+that\s+could\s+be\s+cut\s+hold\s+\d+\s+tokens,\s+within\s+keepRecentTokens\s+\(2000\)\./);
+    await t.waitFor(
+      /nothing\s+compacted:\s+the\s+\d+\s+messages\s+that\s+could\s+be\s+cut\s+hold\s+\d+\s+tokens,\s+within\s+keepRecentTokens\s+\(2000\)\./,
+    );
     await t.waitFor(PROMPT);
     t.type(KEY.ctrlD);
     expect(await t.exit).toBe(0);
     // Colour on a terminal; what the agent prints is wrapped to the 80 columns (the typed lines
     // and the session's path are left to the terminal).
     expect(t.raw()).toMatch(/\u001b\[32m✓\u001b\[0m/);
-    const printed = t.text().split("\n").filter((line) => !line.includes(PROMPT) && !line.startsWith("session:"));
+    const printed = t
+      .text()
+      .split("\n")
+      .filter((line) => !line.includes(PROMPT) && !line.startsWith("session:"));
     expect(printed.filter((line) => line.length > 80)).toEqual([]);
     const reply = `You said: "hello". ${DEMO_REPLY}`;
     const at = printed.findIndex((line) => line.startsWith('You said: "hello".'));
-    expect(printed.slice(at, at + 3).map((line) => line.trimEnd()).join(" ")).toBe(reply);
+    expect(
+      printed
+        .slice(at, at + 3)
+        .map((line) => line.trimEnd())
+        .join(" "),
+    ).toBe(reply);
     const messages = await sessionMessages(workspace);
-    const said = messages.map((m) => `${m.role}${m.role === "user" ? `:${(m.content[0] as { text: string }).text}` : ""}`);
+    const said = messages.map(
+      (m) => `${m.role}${m.role === "user" ? `:${(m.content[0] as { text: string }).text}` : ""}`,
+    );
     expect(said).toEqual([
-      `user:${DEMO_TASK}`, "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant",
-      "user:hello", "assistant",
-      "user:run: sleep 2; echo slept", "assistant", "toolResult",
+      `user:${DEMO_TASK}`,
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "user:hello",
+      "assistant",
+      "user:run: sleep 2; echo slept",
+      "assistant",
+      "toolResult",
       // The steer lands after the tool batch, before the next model call; the follow-up once
       // the agent would stop.
-      "user:steer now", "assistant",
-      "user:later please", "assistant",
+      "user:steer now",
+      "assistant",
+      "user:later please",
+      "assistant",
     ]);
     expect(findPairingProblem(messages)).toBe(undefined);
   }, 45_000);
@@ -192,7 +247,9 @@ describe("interactive, on the scripted model", () => {
     const [file] = (await readdir(dir)).sort().reverse();
     await appendFile(path.join(dir, file!), '{"type":"message","id":"to');
     const t = terminal(["--continue"], { NO_COLOR: "1" });
-    await t.waitFor("note: the session file ends in a torn line (26 bytes on line 19, a crash mid-write?); it is skipped, and kept in the file");
+    await t.waitFor(
+      "note: the session file ends in a torn line (26 bytes on line 19, a crash mid-write?); it is skipped, and kept in the file",
+    );
     await t.waitFor("earlier in this session (17 messages):");
     await t.waitFor("› hello");
     await t.waitFor("› steer now");
@@ -220,7 +277,17 @@ describe("interactive, against a replay server", () => {
       .reply(sseReply(chat({ text: "Built, and noted: no tests." })))
       .reply(sseReply(chat({ text: "Second answer." })))
       .reply(sseReply(chat({ text: "Third answer." })));
-    const t = terminal(["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace, "--session-dir", path.join(home, "replay")]);
+    const t = terminal([
+      "--base-url",
+      server.baseUrl,
+      "--model",
+      "replay",
+      "--no-api-key",
+      "--cwd",
+      workspace,
+      "--session-dir",
+      path.join(home, "replay"),
+    ]);
     await t.waitFor(PROMPT);
     t.type(`build it${KEY.enter}`);
     await t.waitFor("⚙ bash sleep 1; echo built");
@@ -255,7 +322,17 @@ describe("interactive, against a replay server", () => {
     expect(sent(server, 1).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "user"]);
     expect(sent(server, 1)[4].content).toContain("skip the tests");
     expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["replay", "replay", "replay", "other-model"]);
-    expect(sent(server, 3).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "user", "assistant", "user", "assistant", "user"]);
+    expect(sent(server, 3).map((m) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+    ]);
   }, 45_000);
 
   it("Lab 13.3 · Ctrl-C mid-stream stops the run: no further model call, every call answered; a second Ctrl-C exits with 130", async () => {
@@ -265,9 +342,25 @@ describe("interactive, against a replay server", () => {
       `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: text }, finish_reason: null }] })}\n\n`;
     server
       .reply(sseReply(chat({ bash: "echo first", id: "call_first" })))
-      .reply(dripReply(textChunk("Here is a long story: "), (i) => (i < words.length ? textChunk(words[i]!) : undefined), 20));
+      .reply(
+        dripReply(
+          textChunk("Here is a long story: "),
+          (i) => (i < words.length ? textChunk(words[i]!) : undefined),
+          20,
+        ),
+      );
     const sessions = path.join(home, "interrupt");
-    const args = ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace, "--session-dir", sessions];
+    const args = [
+      "--base-url",
+      server.baseUrl,
+      "--model",
+      "replay",
+      "--no-api-key",
+      "--cwd",
+      workspace,
+      "--session-dir",
+      sessions,
+    ];
     const t = terminal(args);
     await t.waitFor(PROMPT);
     t.type(`tell me a story${KEY.enter}`);
@@ -284,7 +377,11 @@ describe("interactive, against a replay server", () => {
     expect(server.requests).toHaveLength(2);
     const dir = path.join(sessions, folderKey(workspace));
     const [file] = await readdir(dir);
-    const lines = (await readFile(path.join(dir, file!), "utf8")).trimEnd().split("\n").slice(1).map((l) => JSON.parse(l).message);
+    const lines = (await readFile(path.join(dir, file!), "utf8"))
+      .trimEnd()
+      .split("\n")
+      .slice(1)
+      .map((l) => JSON.parse(l).message);
     expect(lines.map((m: Message) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
     expect(lines[3].stopReason).toBe("aborted");
     expect(findPairingProblem(lines)).toBe(undefined);
@@ -315,8 +412,22 @@ describe("print and json modes, and Anthropic, through npm start", () => {
     const [answers, json, refuses] = await Promise.all([replayServer(), replayServer(), replayServer()]);
     answers.reply(sseReply(chat({ text: "The answer is 42." })));
     json.reply(sseReply(chat({ text: "Also JSON." })));
-    refuses.reply(statusReply(400, JSON.stringify({ error: { message: "the replay refuses this one", type: "invalid_request_error" } })));
-    const options = (server: SseServer) => ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace, "--no-session"];
+    refuses.reply(
+      statusReply(
+        400,
+        JSON.stringify({ error: { message: "the replay refuses this one", type: "invalid_request_error" } }),
+      ),
+    );
+    const options = (server: SseServer) => [
+      "--base-url",
+      server.baseUrl,
+      "--model",
+      "replay",
+      "--no-api-key",
+      "--cwd",
+      workspace,
+      "--no-session",
+    ];
     const [printed, events, failed] = await Promise.all([
       npmStart([...options(answers), "--print", "what is it?"]),
       npmStart([...options(json), "--json", "again"]),
@@ -324,8 +435,15 @@ describe("print and json modes, and Anthropic, through npm start", () => {
     ]);
     expect([printed.code, printed.stdout]).toEqual([0, "The answer is 42.\n"]);
     expect(events.code).toBe(0);
-    const types = events.stdout.trimEnd().split("\n").map((line) => (JSON.parse(line) as { type: string }).type);
-    expect([types[0], types.at(-1), types.filter((type) => type === "message_end").length]).toEqual(["agent_start", "agent_end", 2]);
+    const types = events.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { type: string }).type);
+    expect([types[0], types.at(-1), types.filter((type) => type === "message_end").length]).toEqual([
+      "agent_start",
+      "agent_end",
+      2,
+    ]);
     expect(failed.code).toBe(1);
     expect(failed.stdout).toBe("");
     expect(failed.stderr).toMatch(/error: .*400.*the replay refuses this one/);
@@ -336,15 +454,36 @@ describe("print and json modes, and Anthropic, through npm start", () => {
     const recorded = await readFile(path.join(here, "fixtures", "anthropic", "anthropic-text.sse"), "utf8");
     server.reply(sseReply(recorded));
     const [anthropic, demo] = await Promise.all([
-      npmStart(["--provider", "anthropic", "--base-url", server.baseUrl.replace(/\/v1$/, ""), "--model", "claude-sonnet-4-5", "--cwd", workspace, "--no-session", "--print", "Name two"], { ANTHROPIC_API_KEY: "sk-ant-replay" }),
+      npmStart(
+        [
+          "--provider",
+          "anthropic",
+          "--base-url",
+          server.baseUrl.replace(/\/v1$/, ""),
+          "--model",
+          "claude-sonnet-4-5",
+          "--cwd",
+          workspace,
+          "--no-session",
+          "--print",
+          "Name two",
+        ],
+        { ANTHROPIC_API_KEY: "sk-ant-replay" },
+      ),
       startPiped(["--print", "--no-session"]),
     ]);
     expect(anthropic.stderr).toContain("claude-sonnet-4-5");
     expect([anthropic.code, anthropic.stdout]).toEqual([0, "- Captain\n- Scoop\n"]);
     expect(server.requests.map((r) => [r.url, r.headers["x-api-key"]])).toEqual([["/v1/messages", "sk-ant-replay"]]);
-    expect(JSON.parse(server.requests[0]!.body)).toMatchObject({ model: "claude-sonnet-4-5", stream: true, messages: [{ role: "user" }] });
+    expect(JSON.parse(server.requests[0]!.body)).toMatchObject({
+      model: "claude-sonnet-4-5",
+      stream: true,
+      messages: [{ role: "user" }],
+    });
     expect(demo.code).toBe(0);
-    expect(demo.stdout).toBe('Fixed: greeting.mjs now says "Hello, " instead of "Helo, ". `node check.mjs` prints:\nok: Hello, pi!\n');
+    expect(demo.stdout).toBe(
+      'Fixed: greeting.mjs now says "Hello, " instead of "Helo, ". `node check.mjs` prints:\nok: Hello, pi!\n',
+    );
   }, 40_000);
 
   it("Lab 13.3 · --print writes the answer as it is when piped, and its control characters as text on a terminal", async () => {
@@ -353,11 +492,25 @@ describe("print and json modes, and Anthropic, through npm start", () => {
     server.reply(sseReply(chat({ text: hostile }))).reply(sseReply(chat({ text: hostile })));
     const print = async (isTTY: boolean) => {
       let stdout = "";
-      const code = await runMain(["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--no-session", "--print", "go"], {
-        stdout: { isTTY, write: (text: string) => (stdout += text) },
-        stderr: { write: () => true },
-        env: { HOME: home },
-      });
+      const code = await runMain(
+        [
+          "--base-url",
+          server.baseUrl,
+          "--model",
+          "m",
+          "--no-api-key",
+          "--cwd",
+          workspace,
+          "--no-session",
+          "--print",
+          "go",
+        ],
+        {
+          stdout: { isTTY, write: (text: string) => (stdout += text) },
+          stderr: { write: () => true },
+          env: { HOME: home },
+        },
+      );
       return [code, stdout];
     };
     expect(await print(false)).toEqual([0, `${hostile}\n`]);
@@ -365,9 +518,23 @@ describe("print and json modes, and Anthropic, through npm start", () => {
   });
 
   it("Lab 13.1 · --help lists the modes, the session flags and where each setting comes from", () => {
-    for (const text of ["--print", "--interactive", "--provider", "--session-dir", "--continue", "--resume", "--no-session", "--config", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "ANTHROPIC_API_KEY", "/later", "Alt-Enter", "~/.pi-course/sessions"]) {
+    for (const text of [
+      "--print",
+      "--interactive",
+      "--provider",
+      "--session-dir",
+      "--continue",
+      "--resume",
+      "--no-session",
+      "--config",
+      "PI_COURSE_BASE_URL",
+      "PI_COURSE_MODEL",
+      "ANTHROPIC_API_KEY",
+      "/later",
+      "Alt-Enter",
+      "~/.pi-course/sessions",
+    ]) {
       expect(HELP).toContain(text);
     }
   });
 });
-

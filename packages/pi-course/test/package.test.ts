@@ -75,7 +75,12 @@ describe("package · @pi/course as an installed dependency", () => {
     execFileSync("mkdir", ["-p", app]);
     writeFileSync(
       join(app, "package.json"),
-      JSON.stringify({ name: "consumer", private: true, type: "module", dependencies: { "@pi/course": `file:${tarball}` } }),
+      JSON.stringify({
+        name: "consumer",
+        private: true,
+        type: "module",
+        dependencies: { "@pi/course": `file:${tarball}` },
+      }),
     );
     writeFileSync(
       join(app, "tsconfig.json"),
@@ -132,7 +137,9 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(pkg.peerDependencies).toEqual({ typebox: expect.any(String) });
     expect(pkg.dependencies?.typebox).toBeUndefined();
     // npm installs the peer for a user who did not list it.
-    expect(JSON.parse(readFileSync(join(work, "app", "node_modules", "typebox", "package.json"), "utf8")).name).toBe("typebox");
+    expect(JSON.parse(readFileSync(join(work, "app", "node_modules", "typebox", "package.json"), "utf8")).name).toBe(
+      "typebox",
+    );
     expect(pkg.bin).toEqual({ "pi-course": "./dist/cli/start.js" });
     const help = execFileSync(join(work, "app", "node_modules", ".bin", "pi-course"), ["--help"], { encoding: "utf8" });
     expect(help).toMatch(/--base-url/);

@@ -25,7 +25,10 @@ describe("README", () => {
 
   it("README · the table of the coding tools' argument repairs is the one in repairs.ts", async () => {
     const readme = await readFile(readmePath, "utf8");
-    const source = await readFile(path.join(repoRoot, "packages", "pi-course", "src", "coding-tools", "repairs.ts"), "utf8");
+    const source = await readFile(
+      path.join(repoRoot, "packages", "pi-course", "src", "coding-tools", "repairs.ts"),
+      "utf8",
+    );
     const rows = source
       .split("\n")
       .filter((line) => line.startsWith(" * |"))
@@ -83,7 +86,10 @@ describe("README", () => {
 /** Runs the `index`-th ts example of the README's library section; resolves with its stdout. */
 async function runExample(index: number): Promise<string> {
   const readme = await readFile(readmePath, "utf8");
-  const section = readme.slice(readme.indexOf("## Use the library"), readme.indexOf("\n## ", readme.indexOf("## Use the library") + 1));
+  const section = readme.slice(
+    readme.indexOf("## Use the library"),
+    readme.indexOf("\n## ", readme.indexOf("## Use the library") + 1),
+  );
   const code = [...section.matchAll(/```ts\n([\s\S]*?)```/g)][index]?.[1];
   expect(code).toContain('from "@pi/course"');
   // Under node_modules/ so that "typebox" resolves as it would for a user; "@pi/course" is the source.

@@ -27,11 +27,7 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "../types.js";
-import type {
-  AgentEvent,
-  AgentEventStream,
-  AgentLoopConfig,
-} from "./types.js";
+import type { AgentEvent, AgentEventStream, AgentLoopConfig } from "./types.js";
 
 export { defaultConvertToLlm } from "./loop-run.js";
 
@@ -341,7 +337,7 @@ function checkContinuable(context: AgentContext, who: "agentLoop" | "agentLoopCo
     throw new Error(
       who === "agentLoop"
         ? "agentLoop: no prompts and an empty transcript, so the model would be called with no messages. " +
-            "Pass the prompt: agentLoop([userMessage(\"…\")], context, config)."
+            'Pass the prompt: agentLoop([userMessage("…")], context, config).'
         : "agentLoopContinue: the transcript is empty; start a run with agentLoop(prompts, …).",
     );
   }

@@ -26,19 +26,9 @@ import { compact } from "../session/compaction.js";
 import type { CompactableSession, CompactionResult } from "../session/compaction.js";
 import { projectMessages, transcriptOf } from "../session/context.js";
 import { countTokens, estimateTokens } from "../session/token-estimate.js";
-import type {
-  AgentCompactionReport,
-  AgentContextBudget,
-  AgentLoopConfig,
-  AgentSessionStore,
-} from "./types.js";
-import type {
-  AgentContext,
-  AgentMessage,
-} from "../types.js";
-import type {
-  CompactionEntry,
-} from "../session/types.js";
+import type { AgentCompactionReport, AgentContextBudget, AgentLoopConfig, AgentSessionStore } from "./types.js";
+import type { AgentContext, AgentMessage } from "../types.js";
+import type { CompactionEntry } from "../session/types.js";
 
 /** `prompt()`/`continue()` rejects with this, once the run has ended, when the session refused a write. */
 export class SessionWriteError extends Error {
@@ -78,7 +68,9 @@ export class SessionKeeper {
   private reported = true;
   private run: AgentRun | undefined;
   /** The recording listener; the agent subscribes it first while a session is attached. */
-  readonly subscription: Subscription = { listener: (event) => (event.type === "message_end" ? this.record(event.message) : undefined) };
+  readonly subscription: Subscription = {
+    listener: (event) => (event.type === "message_end" ? this.record(event.message) : undefined),
+  };
 
   constructor(
     private readonly host: KeeperHost,
@@ -233,7 +225,13 @@ export class SessionKeeper {
       context.messages = transcript.messages;
       this.host.changed(true);
       const entry = path[path.length - 1] as CompactionEntry;
-      report = { ok: true, tokensBefore, tokensAfter: this.tokens(transcript.messages, transcript.usageFrom), threshold, entry };
+      report = {
+        ok: true,
+        tokensBefore,
+        tokensAfter: this.tokens(transcript.messages, transcript.usageFrom),
+        threshold,
+        entry,
+      };
     } else {
       report = { ok: false, tokensBefore, threshold, reason: result.reason };
     }
@@ -244,7 +242,11 @@ export class SessionKeeper {
   /** The estimator's count of the system prompt and the whole transcript. */
   private tokens(messages: readonly AgentMessage[], usageFrom: number): number {
     const estimator = this.budget?.estimator ?? estimateTokens;
-    const counts = countTokens(estimator, { systemPrompt: this.systemPrompt, messages, usageFrom }, "Agent contextBudget");
+    const counts = countTokens(
+      estimator,
+      { systemPrompt: this.systemPrompt, messages, usageFrom },
+      "Agent contextBudget",
+    );
     let total = counts.systemPrompt;
     for (const n of counts.messages) total += n;
     return total;
@@ -271,11 +273,22 @@ function checkBudget(budget: AgentContextBudget): void {
   if (typeof tokens !== "number" || !(tokens > 0) || tokens === Infinity) {
     throw new TypeError(`Agent: contextBudget.budget must be a finite number of tokens > 0, got ${String(tokens)}.`);
   }
-  if (compactAt !== undefined && compactAt !== false && !(typeof compactAt === "number" && compactAt > 0 && compactAt <= 1)) {
-    throw new TypeError(`Agent: contextBudget.compactAt must be a fraction in (0, 1] or false, got ${String(compactAt)}.`);
+  if (
+    compactAt !== undefined &&
+    compactAt !== false &&
+    !(typeof compactAt === "number" && compactAt > 0 && compactAt <= 1)
+  ) {
+    throw new TypeError(
+      `Agent: contextBudget.compactAt must be a fraction in (0, 1] or false, got ${String(compactAt)}.`,
+    );
   }
-  if (keepRecentTokens !== undefined && !(typeof keepRecentTokens === "number" && keepRecentTokens >= 0 && keepRecentTokens < Infinity)) {
-    throw new TypeError(`Agent: contextBudget.keepRecentTokens must be a finite number >= 0, got ${String(keepRecentTokens)}.`);
+  if (
+    keepRecentTokens !== undefined &&
+    !(typeof keepRecentTokens === "number" && keepRecentTokens >= 0 && keepRecentTokens < Infinity)
+  ) {
+    throw new TypeError(
+      `Agent: contextBudget.keepRecentTokens must be a finite number >= 0, got ${String(keepRecentTokens)}.`,
+    );
   }
 }
 
@@ -284,6 +297,8 @@ export function checkStore(store: unknown): asserts store is AgentSessionStore |
   if (store === undefined) return;
   const s = store as Partial<AgentSessionStore> | null;
   if (typeof s !== "object" || s === null || typeof s.pathToLeaf !== "function" || typeof s.append !== "function") {
-    throw new TypeError("Agent.setSession: expected a session (a SessionFile from SessionFile.create/open), or undefined for none.");
+    throw new TypeError(
+      "Agent.setSession: expected a session (a SessionFile from SessionFile.create/open), or undefined for none.",
+    );
   }
 }

@@ -66,7 +66,8 @@ export function reduceAgentEvent(state: AgentDraft, event: AgentEvent): boolean 
     }
     case "turn_end":
       if (event.message.stopReason === "error" || event.message.stopReason === "aborted") {
-        state.errorMessage = event.message.errorMessage ?? `The turn ended with stopReason "${event.message.stopReason}".`;
+        state.errorMessage =
+          event.message.errorMessage ?? `The turn ended with stopReason "${event.message.stopReason}".`;
       }
       return true;
     case "agent_end":

@@ -94,7 +94,9 @@ export class Agent {
     // #region ch11
     if (options.session !== undefined) {
       if (initialState.messages !== undefined) {
-        throw new TypeError("Agent: give either session (the transcript is read from it) or initialState.messages, not both.");
+        throw new TypeError(
+          "Agent: give either session (the transcript is read from it) or initialState.messages, not both.",
+        );
       }
       this.setSession(options.session);
     } else if (this.keeper.active) this.setSession(undefined);
@@ -103,7 +105,10 @@ export class Agent {
 
   /** A frozen snapshot of the state as of the last event (see `AgentState`). */
   get state(): AgentState {
-    return (this.snapshot ??= snapshotOf(this.draft, (this.frozenMessages ??= Object.freeze(this.draft.messages.slice()))));
+    return (this.snapshot ??= snapshotOf(
+      this.draft,
+      (this.frozenMessages ??= Object.freeze(this.draft.messages.slice())),
+    ));
   }
 
   /** The active run's signal; undefined while idle. */
@@ -163,7 +168,8 @@ export class Agent {
 
   /** Adds a listener for every event of every run; returns the function that removes it. */
   subscribe(listener: AgentListener): () => void {
-    if (typeof listener !== "function") throw new TypeError("Agent.subscribe: expected a function (event, signal) => ….");
+    if (typeof listener !== "function")
+      throw new TypeError("Agent.subscribe: expected a function (event, signal) => ….");
     const entry: Subscription = { listener };
     this.subscriptions = [...this.subscriptions, entry];
     return () => {
@@ -175,7 +181,10 @@ export class Agent {
   async prompt(input: string | AgentMessage | readonly AgentMessage[]): Promise<void> {
     const prompts = toMessages(input, "Agent.prompt");
     if (prompts.length === 0) throw new TypeError("Agent.prompt: give at least one message (or a text).");
-    this.refuseWhileRunning("prompt()", "use steer() or followUp() to queue a message for it, or await waitForIdle() and prompt again");
+    this.refuseWhileRunning(
+      "prompt()",
+      "use steer() or followUp() to queue a message for it, or await waitForIdle() and prompt again",
+    );
     // #region ch11
     this.keeper.refuseIfBroken("prompt()");
     // #endregion
@@ -202,7 +211,7 @@ export class Agent {
         tail === undefined
           ? "Agent.continue: the transcript is empty and no message is queued; use prompt()."
           : "Agent.continue: the transcript ends with an assistant message and no message is queued, so the " +
-            "model has nothing to answer; use prompt(), or queue a message with steer()/followUp() first.",
+              "model has nothing to answer; use prompt(), or queue a message with steer()/followUp() first.",
       );
     }
     return this.run((context, config, sink, signal) => runAgentLoop(batch, context, config, sink, signal));
@@ -322,7 +331,8 @@ export class Agent {
   }
 
   private refuseWhileRunning(what: string, instead: string): void {
-    if (this.active !== undefined) throw new Error(`Agent is busy: a run is active, so ${what} is refused; ${instead}.`);
+    if (this.active !== undefined)
+      throw new Error(`Agent is busy: a run is active, so ${what} is refused; ${instead}.`);
   }
 }
 

@@ -17,10 +17,7 @@ import type {
   ToolDefinition,
   ToolResultMessage,
 } from "../types.js";
-import type {
-  AgentEvent,
-  AgentLoopConfig,
-} from "./types.js";
+import type { AgentEvent, AgentLoopConfig } from "./types.js";
 
 /**
  * Keeps the three canonical roles and drops every other (custom) message, and every error or

@@ -45,7 +45,13 @@ export function settle<T>(
     return Promise.resolve(ABORTED);
   }
   return new Promise((resolve) => {
-    const waiter: Waiter = { resolve: resolve as Waiter["resolve"], timer: undefined, list: undefined, prev: undefined, next: undefined };
+    const waiter: Waiter = {
+      resolve: resolve as Waiter["resolve"],
+      timer: undefined,
+      list: undefined,
+      prev: undefined,
+      next: undefined,
+    };
     if (timeoutMs !== undefined) waiter.timer = setTimeout(wake, timeoutMs, waiter, TIMED_OUT);
     // one reaction that wakes the waiter directly: no intermediate promise, one microtask less
     pending.then(
@@ -122,10 +128,14 @@ function watch(signal: AbortSignal, waiter: Waiter): void {
     const all: WaiterList = { first: undefined, last: undefined };
     list = all;
     abortWaiters.set(signal, all);
-    signal.addEventListener("abort", () => {
-      // in the order they started; wake removes each waiter from the list
-      while (all.first !== undefined) wake(all.first, ABORTED);
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        // in the order they started; wake removes each waiter from the list
+        while (all.first !== undefined) wake(all.first, ABORTED);
+      },
+      { once: true },
+    );
   }
   link(list, waiter);
 }

@@ -27,10 +27,7 @@ import type {
   TextContent,
   ToolResultMessage,
 } from "../types.js";
-import type {
-  AgentEvent,
-  AgentLoopConfig,
-} from "./types.js";
+import type { AgentEvent, AgentLoopConfig } from "./types.js";
 
 /** Receives the loop's events. Contract: may return a promise; the loop waits for it. */
 export type AgentEventSink = (event: AgentEvent) => void | Promise<void>;
@@ -216,11 +213,7 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
  * `beforeToolCall`: an error result if it blocks, throws (which also ends the run) or is overtaken
  * by an abort; else undefined (also when no hook is set: call it for every call).
  */
-async function askBeforeToolCall(
-  run: ToolBatchRun,
-  batch: Batch,
-  ready: ReadyCall,
-): Promise<AnsweredCall | undefined> {
+async function askBeforeToolCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall): Promise<AnsweredCall | undefined> {
   const before = run.config.beforeToolCall;
   if (before === undefined) return undefined;
   // #region lab 7.4 askBeforeToolCall
@@ -262,7 +255,15 @@ async function applyAfterToolCall(
   const outcome = await settle(
     () =>
       after(
-        { assistantMessage: batch.message, toolCall: call, args, tool, context: run.context, result: done.result, isError: done.isError },
+        {
+          assistantMessage: batch.message,
+          toolCall: call,
+          args,
+          tool,
+          context: run.context,
+          result: done.result,
+          isError: done.isError,
+        },
         run.signal,
       ),
     run.signal,

@@ -61,7 +61,12 @@ export function validateToolArguments<TParameters extends TSchema>(
   try {
     copy = copyJson(toolCall.arguments);
   } catch (error) {
-    throw new ToolArgumentsError(tool.name, [], toolCall.arguments, `the arguments are not plain JSON data (${messageOf(error)})`);
+    throw new ToolArgumentsError(
+      tool.name,
+      [],
+      toolCall.arguments,
+      `the arguments are not plain JSON data (${messageOf(error)})`,
+    );
   }
   const validator = validatorFor(tool.parameters);
   if (validator.Check(copy)) return copy as Static<TParameters>; // the common case: nothing to repair
@@ -93,7 +98,12 @@ export function prepareToolArguments<TParameters extends TSchema>(
     copy = copyJson(toolCall.arguments);
   } catch (error) {
     // the arguments' fault, not the hook's: prepareArguments never ran
-    throw new ToolArgumentsError(tool.name, [], toolCall.arguments, `the arguments are not plain JSON data (${messageOf(error)})`);
+    throw new ToolArgumentsError(
+      tool.name,
+      [],
+      toolCall.arguments,
+      `the arguments are not plain JSON data (${messageOf(error)})`,
+    );
   }
   let prepared: unknown;
   try {
@@ -189,9 +199,7 @@ function issuesOf(validator: Validator, value: unknown): ToolArgumentIssue[] {
   const issues: ToolArgumentIssue[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
-    const insideUnion = unions.some(
-      (u) => u !== error && error.schemaPath.startsWith(u.schemaPath + "/"),
-    );
+    const insideUnion = unions.some((u) => u !== error && error.schemaPath.startsWith(u.schemaPath + "/"));
     if (insideUnion) continue;
     if (error.keyword === "required") {
       const missing = (error.params as { requiredProperties?: string[] }).requiredProperties ?? [];
@@ -226,7 +234,12 @@ function escapePointer(name: string): string {
 function show(value: unknown): string {
   let text: string;
   try {
-    text = typeof value === "string" ? value : isJson(value) ? (JSON.stringify(value) ?? String(value)) : render(value, new Set());
+    text =
+      typeof value === "string"
+        ? value
+        : isJson(value)
+          ? (JSON.stringify(value) ?? String(value))
+          : render(value, new Set());
   } catch {
     text = "(arguments that cannot be read)"; // a Proxy or a getter that throws
   }
@@ -299,7 +312,8 @@ function copyJson(value: unknown, depth = 0): unknown {
   for (const key of Object.keys(value)) {
     const inner = copyJson((value as Record<string, unknown>)[key], depth + 1);
     // JSON.parse makes "__proto__" an own property; plain assignment would set the prototype
-    if (key === "__proto__") Object.defineProperty(out, key, { value: inner, enumerable: true, writable: true, configurable: true });
+    if (key === "__proto__")
+      Object.defineProperty(out, key, { value: inner, enumerable: true, writable: true, configurable: true });
     else out[key] = inner;
   }
   return out;

@@ -12,7 +12,6 @@ import type {
   AgentTool,
   AgentToolResult,
   AssistantMessage,
-  Context,
   Message,
   ModelEvent,
   ToolCall,
@@ -127,10 +126,7 @@ export interface AgentLoopConfig {
    * Contract: runs before `convertToLlm` on every turn (pruning, injecting context). Returns a
    * new array; may throw, and the run then ends cleanly.
    */
-  transformContext?: (
-    messages: AgentMessage[],
-    signal?: AbortSignal,
-  ) => AgentMessage[] | Promise<AgentMessage[]>;
+  transformContext?: (messages: AgentMessage[], signal?: AbortSignal) => AgentMessage[] | Promise<AgentMessage[]>;
   /** `parallel` (default) or `sequential` for every batch. */
   toolExecution?: ToolExecutionMode;
   /**

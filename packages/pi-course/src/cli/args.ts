@@ -7,7 +7,15 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { ConfigError, SETTINGS, homeFolder, readConfigFile, resolveSettings, type SettingName, type Settings } from "./config.js";
+import {
+  ConfigError,
+  SETTINGS,
+  homeFolder,
+  readConfigFile,
+  resolveSettings,
+  type SettingName,
+  type Settings,
+} from "./config.js";
 // #region ch17
 import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../mcp/config.js";
 // #endregion
@@ -256,7 +264,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   const useColor = color ?? (tty.stdoutIsTTY && !json && env.NO_COLOR === undefined);
   const providerName = settings.provider?.value ?? "openai";
   if (!(PROVIDERS as readonly string[]).includes(providerName)) {
-    throw new CliUsageError(`unknown provider "${providerName}"${blame("provider")}; the providers are ${PROVIDERS.join(" and ")}.`);
+    throw new CliUsageError(
+      `unknown provider "${providerName}"${blame("provider")}; the providers are ${PROVIDERS.join(" and ")}.`,
+    );
   }
   const provider = providerName as Provider;
   const baseUrl = settings.baseUrl?.value;
@@ -269,14 +279,25 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     throw new CliUsageError("--prompt-file and --api-key-file cannot both read the same file or stdin.");
   }
   const hasTask = positional.length > 0 || promptFile !== undefined;
-  const mode: CliMode = json ? "json" : print ? "print" : interactive || (!hasTask && tty.stdinIsTTY && tty.stdoutIsTTY) ? "interactive" : "trace";
+  const mode: CliMode = json
+    ? "json"
+    : print
+      ? "print"
+      : interactive || (!hasTask && tty.stdinIsTTY && tty.stdoutIsTTY)
+        ? "interactive"
+        : "trace";
   if (mode === "interactive" && !(tty.stdinIsTTY && tty.stdoutIsTTY)) {
-    throw new CliUsageError("--interactive needs a terminal on stdin and stdout; give a task instead (or --print, --json).");
+    throw new CliUsageError(
+      "--interactive needs a terminal on stdin and stdout; give a task instead (or --print, --json).",
+    );
   }
   const sessionRoot = path.resolve(from, settings.sessionDir?.value ?? path.join(homeFolder(env), "sessions"));
-  const session = noSession ? undefined : { root: sessionRoot, continue: continueLast, ...(resume !== undefined && { resume }) };
+  const session = noSession
+    ? undefined
+    : { root: sessionRoot, continue: continueLast, ...(resume !== undefined && { resume }) };
   const tokensText = settings.contextTokens?.value;
-  const contextTokens = tokensText === undefined ? undefined : /^[0-9]+$/.test(tokensText) ? Number(tokensText) : Number.NaN;
+  const contextTokens =
+    tokensText === undefined ? undefined : /^[0-9]+$/.test(tokensText) ? Number(tokensText) : Number.NaN;
   if (contextTokens !== undefined && !(Number.isSafeInteger(contextTokens) && contextTokens >= MIN_CONTEXT_TOKENS)) {
     throw new CliUsageError(
       `--context-tokens must be a whole number of tokens, at least ${MIN_CONTEXT_TOKENS}, ` +
@@ -334,7 +355,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     try {
       url = new URL(baseUrl);
     } catch {
-      throw new CliUsageError(`--base-url ${shownUrl}${blame("baseUrl")} is not a URL. Give one like http://127.0.0.1:8080/v1.`);
+      throw new CliUsageError(
+        `--base-url ${shownUrl}${blame("baseUrl")} is not a URL. Give one like http://127.0.0.1:8080/v1.`,
+      );
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") {
       throw new CliUsageError(`--base-url must be http:// or https://, got ${shownUrl}${blame("baseUrl")}.`);
@@ -361,7 +384,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   if (!existsSync(workspace) || !statSync(workspace).isDirectory()) {
     throw new CliUsageError(`the workspace ${workspace} does not exist or is not a folder (--cwd).`);
   }
-  const task = hasTask ? (promptFile === undefined ? positional.join(" ") : readText("--prompt-file", promptFile, from)).trim() : undefined;
+  const task = hasTask
+    ? (promptFile === undefined ? positional.join(" ") : readText("--prompt-file", promptFile, from)).trim()
+    : undefined;
   if (task === "" || (task === undefined && mode !== "interactive")) {
     throw new CliUsageError(
       promptFile === undefined
@@ -377,7 +402,8 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   let apiKey: string | undefined;
   if (apiKeyFile !== undefined) {
     apiKey = readText("--api-key-file", apiKeyFile, from).split(/\r?\n/)[0]!.trim();
-    if (apiKey === "") throw new CliUsageError(`no API key: the first line of ${apiKeyFile} is empty (--api-key-file).`);
+    if (apiKey === "")
+      throw new CliUsageError(`no API key: the first line of ${apiKeyFile} is empty (--api-key-file).`);
   } else if (!noApiKey) {
     const name = apiKeyEnv ?? DEFAULT_KEY_VARIABLE[provider];
     apiKey = env[name];

@@ -17,19 +17,15 @@ export const DEMO_TASK =
   "greeting.mjs has a typo, so `node check.mjs` fails. Fix it and show me that the check passes.";
 
 export const DEMO_FILES: Readonly<Record<string, string>> = {
-  "greeting.mjs": [
-    "// Says hello.",
-    "export function greet(name) {",
-    '  return "Helo, " + name + "!";',
-    "}",
-    "",
-  ].join("\n"),
+  "greeting.mjs": ["// Says hello.", "export function greet(name) {", '  return "Helo, " + name + "!";', "}", ""].join(
+    "\n",
+  ),
   "check.mjs": [
     'import { greet } from "./greeting.mjs";',
     "",
     'const got = greet("pi");',
     'if (got !== "Hello, pi!") {',
-    "  console.error(`expected \"Hello, pi!\", got ${JSON.stringify(got)}`);",
+    '  console.error(`expected "Hello, pi!", got ${JSON.stringify(got)}`);',
     "  process.exit(1);",
     "}",
     "console.log(`ok: ${got}`);",
@@ -54,7 +50,10 @@ function turn(content: AssistantContent[], stopReason: "stop" | "toolUse"): Assi
 function lastResult(context: Context): { text: string; failed?: AssistantMessage } {
   const last = context.messages[context.messages.length - 1];
   if (last?.role !== "toolResult") {
-    return { text: "", failed: turn([{ type: "text", text: "I expected a tool result here and got none, so I stop." }], "stop") };
+    return {
+      text: "",
+      failed: turn([{ type: "text", text: "I expected a tool result here and got none, so I stop." }], "stop"),
+    };
   }
   const text = textOf(last);
   if (last.isError) {
@@ -80,7 +79,12 @@ function demoTurn(step: number, context: Context): AssistantMessage {
   const { text, failed } = lastResult(context);
   if (failed) return failed;
   if (step === 1) {
-    const line = text.split("\n").find((l) => l.includes("Helo"))?.split("\t")[0]?.trim() ?? "?";
+    const line =
+      text
+        .split("\n")
+        .find((l) => l.includes("Helo"))
+        ?.split("\t")[0]
+        ?.trim() ?? "?";
     return turn(
       [
         { type: "text", text: `Line ${line} says "Helo"; it should say "Hello". Fixing it.` },
@@ -104,7 +108,12 @@ function demoTurn(step: number, context: Context): AssistantMessage {
     );
   }
   return turn(
-    [{ type: "text", text: `Fixed: greeting.mjs now says "Hello, " instead of "Helo, ". \`node check.mjs\` prints:\n${text}` }],
+    [
+      {
+        type: "text",
+        text: `Fixed: greeting.mjs now says "Hello, " instead of "Helo, ". \`node check.mjs\` prints:\n${text}`,
+      },
+    ],
     "stop",
   );
 }

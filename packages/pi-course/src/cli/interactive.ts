@@ -44,7 +44,12 @@ export const COMMANDS_HELP = [
 ];
 
 /** Runs the conversation until the person leaves; resolves with the exit code. */
-export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: AbortSignal, firstTask?: string): Promise<number> {
+export async function runInteractive(
+  runtime: Runtime,
+  io: TerminalIO,
+  signal: AbortSignal,
+  firstTask?: string,
+): Promise<number> {
   const agent = runtime.agent;
   const printer = new ChatPrinter({
     write: (text) => void io.output.write(text),
@@ -107,15 +112,21 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
         return leave(0);
       case "new":
         await runtime.startNew();
-        return printer.line(runtime.session ? `new session ${runtime.session.header.id}` : "new conversation (not kept: --no-session)", "dim");
+        return printer.line(
+          runtime.session ? `new session ${runtime.session.header.id}` : "new conversation (not kept: --no-session)",
+          "dim",
+        );
       case "sessions": {
         if (runtime.folder === undefined) return printer.line("no sessions are kept (--no-session)", "dim");
         const all = await runtime.folder.list();
         if (all.length === 0) return printer.line(`no sessions yet in ${runtime.folder.dir}`, "dim");
         for (const s of all) {
           const current = s.id === runtime.session?.header.id ? " (this one)" : "";
-          const what = s.problem !== undefined ? `unreadable: ${s.problem}` : `${s.messages} messages · ${s.title || "(empty)"}`;
-          printer.line(`${s.id.slice(0, 8)}  ${new Date(s.modified).toISOString().slice(0, 16).replace("T", " ")}  ${neutralize(what)}${current}`);
+          const what =
+            s.problem !== undefined ? `unreadable: ${s.problem}` : `${s.messages} messages · ${s.title || "(empty)"}`;
+          printer.line(
+            `${s.id.slice(0, 8)}  ${new Date(s.modified).toISOString().slice(0, 16).replace("T", " ")}  ${neutralize(what)}${current}`,
+          );
         }
         return;
       }
@@ -130,16 +141,22 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
       }
       case "compact": {
         const session = runtime.session;
-        if (session === undefined) return printer.line("/compact needs a session (it writes a compaction entry)", "red");
+        if (session === undefined)
+          return printer.line("/compact needs a session (it writes a compaction entry)", "red");
         printer.line("compacting…", "dim");
-        const result = await compact(session, { model: agent.state.model, keepRecentTokens: 2_000, systemPrompt: agent.state.systemPrompt });
+        const result = await compact(session, {
+          model: agent.state.model,
+          keepRecentTokens: 2_000,
+          systemPrompt: agent.state.systemPrompt,
+        });
         if (!result.ok) return printer.line(`nothing compacted: ${result.reason.message}`, "yellow");
         runtime.reload();
         return printer.line(`summarised ${result.summarizedMessages} messages, kept ${result.keptMessages}`, "dim");
       }
       case "model":
         if (arg !== "") {
-          if (runtime.options.server === undefined) return printer.line("the offline demo has one model; start with --base-url for others", "red");
+          if (runtime.options.server === undefined)
+            return printer.line("the offline demo has one model; start with --base-url for others", "red");
           runtime.switchModel(arg);
         }
         return printer.line(`model: ${agent.state.model.provider} · ${agent.state.model.id}`, "dim");
@@ -169,7 +186,10 @@ export async function runInteractive(runtime: Runtime, io: TerminalIO, signal: A
       }
       if (line === "/exit") return leave(0);
       if (/^\/[a-z]+$/.test(line.split(/\s/)[0]!)) {
-        return printer.line(`${neutralize(line.split(/\s/)[0]!)} waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message`, "yellow");
+        return printer.line(
+          `${neutralize(line.split(/\s/)[0]!)} waits until the run has ended (Ctrl-C stops it); /later TEXT queues a message`,
+          "yellow",
+        );
       }
       agent.steer(line);
       return printer.line(`↳ steering: ${neutralize(line)} (after the current tool batch)`, "dim");

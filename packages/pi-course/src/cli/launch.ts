@@ -245,7 +245,8 @@ export function connectToLauncher(socketPath: string, onLost: () => void): Promi
       socket.unref();
       // Start nothing while the launch chain is still above this process.
       const until = Date.now() + 5000;
-      while (process.ppid === middle && Date.now() < until) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+      while (process.ppid === middle && Date.now() < until)
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
       resolve({
         handover,
         acknowledge: (signal) => void socket.write(`signal ${signal}\n`),

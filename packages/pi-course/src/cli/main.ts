@@ -42,7 +42,8 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     return 0;
   }
   // In json and print modes stdout carries only the events or the answer.
-  const info = (text: string) => (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
+  const info = (text: string) =>
+    (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
   const notes: string[] = [];
   let runtime: Runtime;
   try {
@@ -55,7 +56,10 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   }
   const server = options.server;
   if (server === undefined) info(`pi-course · offline demo on the scripted model (no network)`);
-  else info(`pi-course · ${server.model} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`);
+  else
+    info(
+      `pi-course · ${server.model} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
+    );
   info(`workspace: ${runtime.workspace}`);
   if (runtime.session !== undefined) info(`session:   ${runtime.session.header.id} (${runtime.session.path})`);
   for (const note of notes) io.stderr.write(`note: ${neutralize(note)}\n`);
@@ -64,7 +68,12 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     if (options.mode === "interactive") {
       const stdin = io.stdin!;
       const output = io.stdout as unknown as TerminalIO["output"];
-      return await runInteractive(runtime, { input: stdin, output, color: options.color }, signal ?? new AbortController().signal, options.task);
+      return await runInteractive(
+        runtime,
+        { input: stdin, output, color: options.color },
+        signal ?? new AbortController().signal,
+        options.task,
+      );
     }
     return await runOnce(runtime, options, io, info, signal);
   } finally {
@@ -84,7 +93,11 @@ async function runOnce(
   info(`task:      ${task}\n`);
   const agent = runtime.agent;
   if (options.mode !== "print") {
-    const printer = new TracePrinter({ write: (text) => io.stdout.write(text), color: options.color, json: options.json });
+    const printer = new TracePrinter({
+      write: (text) => io.stdout.write(text),
+      color: options.color,
+      json: options.json,
+    });
     agent.subscribe((event) => printer.print(event));
     agent.subscribe((event) => (event.type === "agent_end" ? printer.finish() : undefined));
   }
@@ -101,7 +114,8 @@ async function runOnce(
     // Whatever the last message is, the run did not finish: no answer, and not a success.
     const by = typeof signal.reason === "string" ? ` by ${signal.reason}` : "";
     io.stderr.write(`\ninterrupted: the run was stopped${by} before it finished; there is no answer.\n`);
-    if (options.server === undefined) io.stderr.write(`The workspace is kept for you to look at: ${runtime.workspace}\n`);
+    if (options.server === undefined)
+      io.stderr.write(`The workspace is kept for you to look at: ${runtime.workspace}\n`);
     return 130;
   }
   if (failure !== undefined || last === undefined || last.stopReason === "error" || last.stopReason === "aborted") {
@@ -110,7 +124,8 @@ async function runOnce(
     return 1;
   }
   // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
-  if (options.mode === "print") io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);
+  if (options.mode === "print")
+    io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);
   else if (!options.json) {
     info(`\nanswer:\n${neutralize(textOf(last))}\n`);
     if (options.server === undefined) info(`The workspace is kept for you to look at: ${runtime.workspace}`);
@@ -126,6 +141,7 @@ function hint(message: string, baseUrl: string | undefined): string {
   if (/ENOTFOUND|EAI_AGAIN/.test(message)) return `hint: the host name of ${baseUrl} could not be resolved.\n`;
   if (/\b401\b|\b403\b/.test(message)) return "hint: the server refused the API key; check it (see --api-key-env).\n";
   if (/\b404\b/.test(message)) return "hint: check --base-url (usually it ends in /v1) and --model.\n";
-  if (/pairing check/.test(message)) return "hint: this is chapter 00's break-it experiment; run without --drop-tool-result.\n";
+  if (/pairing check/.test(message))
+    return "hint: this is chapter 00's break-it experiment; run without --drop-tool-result.\n";
   return "";
 }

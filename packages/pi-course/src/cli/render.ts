@@ -45,7 +45,8 @@ export class ChatPrinter {
   /** A whole line of our own (a note, a command's answer), after any streamed text; wrapped at spaces. */
   line(text: string, style?: Style): void {
     this.endLine();
-    for (const part of wrapWords(text, this.width())) this.raw(`${style === undefined ? part : this.paint(style, part)}\n`);
+    for (const part of wrapWords(text, this.width()))
+      this.raw(`${style === undefined ? part : this.paint(style, part)}\n`);
   }
 
   print(event: AgentEvent): void {
@@ -104,18 +105,21 @@ export class ChatPrinter {
     if (message.role !== "assistant") return;
     for (const block of message.content) {
       if (block.type === "text") this.stream(block.text);
-      if (block.type === "toolCall") this.line(`${this.paint("yellow", "⚙")} ${neutralize(block.name)} ${preview(argsText(block.arguments), 90)}`);
+      if (block.type === "toolCall")
+        this.line(`${this.paint("yellow", "⚙")} ${neutralize(block.name)} ${preview(argsText(block.arguments), 90)}`);
     }
     this.endLine();
     if (message.stopReason === "aborted") this.line("(interrupted)", "dim");
-    if (message.stopReason === "error") this.line(`error: ${neutralize(message.errorMessage ?? "the turn failed")}`, "red");
+    if (message.stopReason === "error")
+      this.line(`error: ${neutralize(message.errorMessage ?? "the turn failed")}`, "red");
   }
 
   private messageEnd(message: AgentMessage): void {
     if (!("role" in message) || message.role !== "assistant") return;
     this.endLine();
     if (message.stopReason === "aborted") this.line("(interrupted: the run was stopped)", "dim");
-    else if (message.stopReason === "error") this.line(`error: ${neutralize(message.errorMessage ?? "the turn failed")}`, "red");
+    else if (message.stopReason === "error")
+      this.line(`error: ${neutralize(message.errorMessage ?? "the turn failed")}`, "red");
   }
 
   private resultLines(text: string, isError: boolean, max = RESULT_LINES): void {

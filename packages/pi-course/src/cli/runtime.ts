@@ -71,7 +71,12 @@ export function createModel(options: RunOptions, demoDelayMs: number, modelId?: 
   const id = modelId ?? server.model;
   const key = server.apiKey !== undefined ? { apiKey: server.apiKey } : {};
   if (server.provider === "anthropic") {
-    return createAnthropicModel({ ...(server.baseUrl !== undefined && { baseUrl: server.baseUrl }), model: id, maxTokens: 8192, ...key });
+    return createAnthropicModel({
+      ...(server.baseUrl !== undefined && { baseUrl: server.baseUrl }),
+      model: id,
+      maxTokens: 8192,
+      ...key,
+    });
   }
   return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...key });
 }

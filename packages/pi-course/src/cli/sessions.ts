@@ -76,17 +76,24 @@ export class SessionFolder {
     const exact = all.find((s) => s.id === id);
     const matches = exact !== undefined ? [exact] : all.filter((s) => id !== "" && s.id.startsWith(id));
     if (matches.length === 0) {
-      const known = all.slice(0, 5).map((s) => s.id.slice(0, 8)).join(", ");
+      const known = all
+        .slice(0, 5)
+        .map((s) => s.id.slice(0, 8))
+        .join(", ");
       throw new Error(
         `no session "${id}" for ${this.cwd} in ${this.dir}` +
-          (known ? ` (the newest: ${known}; /sessions lists them all)` : " (there is none yet)") + ".",
+          (known ? ` (the newest: ${known}; /sessions lists them all)` : " (there is none yet)") +
+          ".",
       );
     }
     if (matches.length > 1) {
-      throw new Error(`"${id}" starts ${matches.length} session ids (${matches.map((s) => s.id.slice(0, 12)).join(", ")}); give more of it.`);
+      throw new Error(
+        `"${id}" starts ${matches.length} session ids (${matches.map((s) => s.id.slice(0, 12)).join(", ")}); give more of it.`,
+      );
     }
     const found = matches[0]!;
-    if (found.problem !== undefined) throw new Error(`the session file ${found.file} cannot be resumed: ${found.problem}`);
+    if (found.problem !== undefined)
+      throw new Error(`the session file ${found.file} cannot be resumed: ${found.problem}`);
     return found;
     // #endregion
   }
@@ -106,17 +113,40 @@ export class SessionFolder {
   }
 
   private async describe(file: string): Promise<SessionSummary> {
-    const modified = await stat(file).then((s) => s.mtimeMs, () => 0);
+    const modified = await stat(file).then(
+      (s) => s.mtimeMs,
+      () => 0,
+    );
     const fallbackId = /_([^_]+)\.jsonl$/.exec(file)?.[1] ?? path.basename(file, ".jsonl");
     try {
       const { header, entries, recovery } = await readSessionFile(file);
       const messages = entries.filter((e) => e.type === "message");
       const first = messages.find((e) => e.type === "message" && "role" in e.message && e.message.role === "user");
-      const title = first?.type === "message" && "role" in first.message && first.message.role === "user" ? textOf(first.message) : "";
-      return { id: header.id, file, created: header.timestamp, modified, messages: messages.length, title: oneLine(title), recovery };
+      const title =
+        first?.type === "message" && "role" in first.message && first.message.role === "user"
+          ? textOf(first.message)
+          : "";
+      return {
+        id: header.id,
+        file,
+        created: header.timestamp,
+        modified,
+        messages: messages.length,
+        title: oneLine(title),
+        recovery,
+      };
     } catch (error) {
       const recovery = { tail: null, kept: [] };
-      return { id: fallbackId, file, created: "", modified, messages: 0, title: "", recovery, problem: (error as Error).message };
+      return {
+        id: fallbackId,
+        file,
+        created: "",
+        modified,
+        messages: 0,
+        title: "",
+        recovery,
+        problem: (error as Error).message,
+      };
     }
   }
 }

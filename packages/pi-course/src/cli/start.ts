@@ -58,7 +58,11 @@ if (socketPath !== undefined) {
   env = { ...process.env, ...channel.handover };
 }
 const stdin = process.stdin.isTTY === true ? process.stdin : undefined;
-const code = await runMain(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env, ...(stdin && { stdin }) }, controller.signal);
+const code = await runMain(
+  process.argv.slice(2),
+  { stdout: process.stdout, stderr: process.stderr, env, ...(stdin && { stdin }) },
+  controller.signal,
+);
 // Stopped by SIGTERM or SIGHUP: that signal's code, not the 130 of an interrupted run.
 await channel?.sendExit(stoppedWith ?? code);
 process.exitCode = stoppedWith ?? code;

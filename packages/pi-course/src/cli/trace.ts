@@ -63,9 +63,19 @@ export class TracePrinter {
       case "message_end":
         return this.messageEnd(event.message);
       case "tool_execution_start":
-        return this.line(2, "yellow", event.type, `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${preview(JSON.stringify(event.args))}`);
+        return this.line(
+          2,
+          "yellow",
+          event.type,
+          `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${preview(JSON.stringify(event.args))}`,
+        );
       case "tool_execution_update":
-        return this.line(3, "yellow", event.type, `${neutralize(event.toolName)} ${preview(resultText(event.partialResult))}`);
+        return this.line(
+          3,
+          "yellow",
+          event.type,
+          `${neutralize(event.toolName)} ${preview(resultText(event.partialResult))}`,
+        );
       case "tool_execution_end": {
         const mark = event.isError ? this.paint("red", "✗ error") : this.paint("green", "✓ ok");
         this.line(2, "yellow", event.type, `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${mark}`);
@@ -77,7 +87,9 @@ export class TracePrinter {
   /** Ends an open streaming line, if any. */
   finish(): void {
     if (this.openLine === undefined) return;
-    this.options.write(`${this.paint("dim", `  (${this.openLine.count} update${this.openLine.count === 1 ? "" : "s"})`)}\n`);
+    this.options.write(
+      `${this.paint("dim", `  (${this.openLine.count} update${this.openLine.count === 1 ? "" : "s"})`)}\n`,
+    );
     this.openLine = undefined;
   }
 
@@ -92,7 +104,9 @@ export class TracePrinter {
         this.openLine = { key, count: 0 };
       }
       this.openLine.count++;
-      this.options.write(this.paint(event.type === "thinking_delta" ? "dim" : "bold", neutralize(event.delta).replace(/\n/g, "⏎")));
+      this.options.write(
+        this.paint(event.type === "thinking_delta" ? "dim" : "bold", neutralize(event.delta).replace(/\n/g, "⏎")),
+      );
       return;
     }
     this.finish();
@@ -107,7 +121,8 @@ export class TracePrinter {
 
   private messageEnd(message: AgentMessage): void {
     if (!("role" in message) || message.role !== "assistant") {
-      const extra = "role" in message && message.role === "toolResult" && message.isError ? this.paint("red", " (isError)") : "";
+      const extra =
+        "role" in message && message.role === "toolResult" && message.isError ? this.paint("red", " (isError)") : "";
       return this.line(2, "blue", "message_end", `${roleOf(message)}${extra}`);
     }
     const usage = `usage in=${message.usage.input} out=${message.usage.output}`;
@@ -129,7 +144,8 @@ export class TracePrinter {
     const lines = text.split("\n");
     const shown = lines.slice(0, 8);
     if (lines.length > shown.length) shown.push(`… ${lines.length - shown.length} more line(s)`);
-    for (const line of shown) this.options.write(`${"  ".repeat(depth)}${this.paint(style, `│ ${preview(line, max)}`)}\n`);
+    for (const line of shown)
+      this.options.write(`${"  ".repeat(depth)}${this.paint(style, `│ ${preview(line, max)}`)}\n`);
   }
 
   private paint(style: Style, text: string): string {
@@ -181,7 +197,11 @@ export function preview(text: string, max = 100): string {
 
 /** A `message_update` for `--json`: the model event without the partial message it points to. */
 export function compactUpdate(event: ModelEvent): { type: "message_update"; event: Record<string, unknown> } {
-  const { partial: _partial, partialArguments: _arguments, ...rest } = event as ModelEvent & {
+  const {
+    partial: _partial,
+    partialArguments: _arguments,
+    ...rest
+  } = event as ModelEvent & {
     partial?: unknown;
     partialArguments?: unknown;
   };

@@ -35,10 +35,7 @@ export interface AppliedEdit {
  * naming the edit (`edits[1]`) when an `oldText` is empty, missing, not unique, or overlaps
  * another edit, or when the edits change nothing.
  */
-export function applyEdits(
-  content: string,
-  edits: readonly TextEdit[],
-): { content: string; applied: AppliedEdit[] } {
+export function applyEdits(content: string, edits: readonly TextEdit[]): { content: string; applied: AppliedEdit[] } {
   // #region lab 8.4 applyEdits
   if (edits.length === 0) throw new Error("No edits were given.");
   const spans: { start: number; end: number; index: number; newText: string }[] = [];
@@ -48,17 +45,16 @@ export function applyEdits(
     const start = content.indexOf(edit.oldText);
     if (start === -1) {
       throw new Error(
-        `${name} was not found in the file. Read the file again and copy the text exactly, ` +
-          `including whitespace.`,
+        `${name} was not found in the file. Read the file again and copy the text exactly, ` + `including whitespace.`,
       );
     }
     const again = content.indexOf(edit.oldText, start + 1);
     if (again !== -1) {
       let count = 2;
-      for (let at = content.indexOf(edit.oldText, again + 1); at !== -1; at = content.indexOf(edit.oldText, at + 1)) count++;
+      for (let at = content.indexOf(edit.oldText, again + 1); at !== -1; at = content.indexOf(edit.oldText, at + 1))
+        count++;
       throw new Error(
-        `${name} matches ${count} places in the file. Include more surrounding lines so it ` +
-          `matches exactly one.`,
+        `${name} matches ${count} places in the file. Include more surrounding lines so it ` + `matches exactly one.`,
       );
     }
     spans.push({ start, end: start + edit.oldText.length, index, newText: edit.newText });

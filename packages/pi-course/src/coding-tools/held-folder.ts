@@ -56,7 +56,9 @@ export class HeldFolder {
     });
     if (info.dev !== id.dev || info.ino !== id.ino) {
       await handle.close();
-      throw new Error(`The workspace folder ${root} was replaced after the workspace was created; every path is refused.`);
+      throw new Error(
+        `The workspace folder ${root} was replaced after the workspace was created; every path is refused.`,
+      );
     }
     return new HeldFolder(handle, root, ".");
   }
@@ -144,7 +146,10 @@ async function explain(error: unknown, where: string, folder: string, target: st
     case "ENOTDIR": {
       // A file is not a folder; anything else was a symlink when it was opened (it may be
       // a folder again already, when another process swaps it back and forth).
-      const file = await lstat(where).then((s) => !s.isDirectory() && !s.isSymbolicLink(), () => false);
+      const file = await lstat(where).then(
+        (s) => !s.isDirectory() && !s.isSymbolicLink(),
+        () => false,
+      );
       if (file) return new Error(`${target} cannot be reached: ${folder} is not a folder.`);
       return new WorkspaceEscapeError(
         `${target} is refused: the folder ${folder} became a symbolic link after the path was ` +

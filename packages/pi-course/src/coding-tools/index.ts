@@ -27,10 +27,7 @@ export interface CodingToolsOptions extends WorkspaceOptions {
  * relative `root` is resolved against the current folder once, here. The argument repairs the
  * tools make are listed in `repairs.ts`.
  */
-export function createCodingTools(
-  root: string | Workspace,
-  options: CodingToolsOptions = {},
-): AgentTool<any, any>[] {
+export function createCodingTools(root: string | Workspace, options: CodingToolsOptions = {}): AgentTool<any, any>[] {
   const workspace = typeof root === "string" ? new Workspace(root, options) : root;
   return [
     createReadTool(workspace, options.read),

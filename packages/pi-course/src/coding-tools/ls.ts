@@ -50,14 +50,14 @@ export function createLsTool(workspace: Workspace): AgentTool<typeof lsParameter
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path ?? ".");
       if (!resolved.exists) throw new Error(`${resolved.relative} does not exist.`);
-      const handle = await workspace.open(resolved, constants.O_RDONLY | constants.O_DIRECTORY).catch(
-        (error: unknown) => {
+      const handle = await workspace
+        .open(resolved, constants.O_RDONLY | constants.O_DIRECTORY)
+        .catch((error: unknown) => {
           if ((error as { code?: string }).code === "ENOTDIR") {
             throw new Error(`${resolved.relative} is a file, not a folder; use read to see it.`);
           }
           throw error;
-        },
-      );
+        });
       let dirents;
       try {
         // Through the descriptor on Linux, so a folder swapped after the walk is not listed.

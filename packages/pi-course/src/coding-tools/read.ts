@@ -44,10 +44,7 @@ export interface FormatReadOptions {
  * bytes of output, and appends a continuation hint when the window ends before the file does.
  * Throws when `offset` lies past the end of the file.
  */
-export function formatReadOutput(
-  text: string,
-  options: FormatReadOptions = {},
-): { text: string; window: ReadWindow } {
+export function formatReadOutput(text: string, options: FormatReadOptions = {}): { text: string; window: ReadWindow } {
   // #region lab 8.3 formatReadOutput
   const maxLines = options.maxLines ?? READ_MAX_LINES;
   const maxBytes = options.maxBytes ?? READ_MAX_BYTES;
@@ -73,7 +70,10 @@ export function formatReadOutput(
     if (bytes + size > maxBytes) {
       if (out.length === 0) {
         // One line longer than the whole budget: show its beginning, then move on.
-        line = `${Buffer.from(line, "utf8").subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "")} … [line cut at ${maxBytes} bytes]`;
+        line = `${Buffer.from(line, "utf8")
+          .subarray(0, maxBytes)
+          .toString("utf8")
+          .replace(/\uFFFD$/, "")} … [line cut at ${maxBytes} bytes]`;
         out.push(line);
         endLine = n;
       }
@@ -87,10 +87,7 @@ export function formatReadOutput(
   if (truncatedBy === null && endLine < totalLines) truncatedBy = "lines";
   if (truncatedBy !== null) {
     const why = truncatedBy === "bytes" ? `, ${formatSize(maxBytes)} limit` : "";
-    out.push(
-      "",
-      `[Showing lines ${offset}-${endLine} of ${totalLines}${why}. Use offset=${endLine + 1} to continue.]`,
-    );
+    out.push("", `[Showing lines ${offset}-${endLine} of ${totalLines}${why}. Use offset=${endLine + 1} to continue.]`);
   }
   return { text: out.join("\n"), window: { startLine: offset, endLine, totalLines, truncatedBy } };
   // #endregion

@@ -5,13 +5,13 @@
  * the model sent). Nothing else is guessed: any other shape is validated as sent and, if wrong,
  * answered with an error result the model can read.
  *
- * | tools                 | the model sends                                   | the tool reads                          |
- * |-----------------------|---------------------------------------------------|-----------------------------------------|
- * | read, write, edit, ls | `file_path` or `filePath` (and no `path`)         | `path`                                  |
- * | edit                  | `oldText`/`newText` at the top (and no `edits`)   | `edits: [{ oldText, newText }]`         |
- * | edit                  | `old_string`/`new_string` at the top (no `edits`) | `edits: [{ oldText, newText }]`         |
+ * | tools                 | the model sends                                   | the tool reads                  |
+ * | --------------------- | ------------------------------------------------- | ------------------------------- |
+ * | read, write, edit, ls | `file_path` or `filePath` (and no `path`)         | `path`                          |
+ * | edit                  | `oldText`/`newText` at the top (and no `edits`)   | `edits: [{ oldText, newText }]` |
+ * | edit                  | `old_string`/`new_string` at the top (no `edits`) | `edits: [{ oldText, newText }]` |
  *
- * The README lists the same table; `test/08-coding-tools.test.ts` checks that both agree.
+ * The README lists the same table; `test/readme.test.ts` checks that both agree.
  */
 
 /** Names a model may use for `path`. */
@@ -34,7 +34,10 @@ export function repairEdit(args: unknown): unknown {
   if (typeof repaired !== "object" || repaired === null || Array.isArray(repaired)) return repaired;
   const record = repaired as Record<string, unknown>;
   if (record.edits !== undefined) return repaired;
-  for (const [oldKey, newKey] of [["oldText", "newText"], ["old_string", "new_string"]] as const) {
+  for (const [oldKey, newKey] of [
+    ["oldText", "newText"],
+    ["old_string", "new_string"],
+  ] as const) {
     const oldText = record[oldKey];
     const newText = record[newKey];
     if (typeof oldText === "string" && typeof newText === "string") {

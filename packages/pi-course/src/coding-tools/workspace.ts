@@ -63,9 +63,7 @@ export class Workspace {
     try {
       real = realpathSync(this.givenRoot);
     } catch {
-      throw new Error(
-        `Workspace: the folder ${this.givenRoot} does not exist. Create it, or pass an existing folder.`,
-      );
+      throw new Error(`Workspace: the folder ${this.givenRoot} does not exist. Create it, or pass an existing folder.`);
     }
     const info = statSync(real);
     if (!info.isDirectory()) {
@@ -172,7 +170,10 @@ export class Workspace {
       // With O_DIRECTORY a symlink is ENOTDIR too: only what is there now and is no link is "not a folder".
       const notFolder =
         isCode(error, "ENOTDIR") &&
-        (await lstat(folder.pathOf(name)).then((s) => !s.isSymbolicLink() && !s.isDirectory(), () => false));
+        (await lstat(folder.pathOf(name)).then(
+          (s) => !s.isSymbolicLink() && !s.isDirectory(),
+          () => false,
+        ));
       if (isCode(error, "ELOOP") || (isCode(error, "ENOTDIR") && !notFolder)) {
         throw new WorkspaceEscapeError(`${target} became a symbolic link after it was checked; it is refused.`);
       }

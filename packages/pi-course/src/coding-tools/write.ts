@@ -41,7 +41,12 @@ export async function writeFileAtomic(
   const dir = path.dirname(target);
   // A short fixed-length name: the target's own name may already be near the 255-byte limit.
   const temp = path.join(dir, `.pi-${randomBytes(8).toString("hex")}.tmp`);
-  const mode = options.mode ?? (await stat(target).then((s) => s.mode & 0o7777, () => 0o644));
+  const mode =
+    options.mode ??
+    (await stat(target).then(
+      (s) => s.mode & 0o7777,
+      () => 0o644,
+    ));
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const handle = await open(temp, flags, mode);
   let renamed = false;
@@ -95,7 +100,10 @@ export function createWriteTool(workspace: Workspace): AgentTool<typeof writePar
       return workspace.locks.run(resolved.absolute, async () => {
         await workspace.beforeOpen(resolved.absolute);
         // Every step happens inside the held folder: a folder swapped on the path is not followed.
-        const folder = await workspace.openFolder(path.dirname(resolved.relative), { create: true, target: resolved.relative });
+        const folder = await workspace.openFolder(path.dirname(resolved.relative), {
+          create: true,
+          target: resolved.relative,
+        });
         let existed: boolean;
         try {
           const target = folder.pathOf(path.basename(resolved.relative));

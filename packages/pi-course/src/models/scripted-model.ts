@@ -14,18 +14,8 @@ import { assistantMessage } from "../messages.js";
 // #region ch05
 import { PartialJsonParser } from "./http/partial-json.js";
 // #endregion
-import type {
-  AssistantMessage,
-  Context,
-  ModelEvent,
-  StopReason,
-  TextContent,
-  ToolCall,
-} from "../types.js";
-import type {
-  Model,
-  StreamOptions,
-} from "../model.js";
+import type { AssistantMessage, Context, ModelEvent, StopReason, TextContent, ToolCall } from "../types.js";
+import type { Model, StreamOptions } from "../model.js";
 
 /** A scripted failure: played as an `error` event, after `partialText` if given. */
 export interface ScriptedFailure {
@@ -180,7 +170,12 @@ export class ScriptedModel implements Model {
       }
       if (partial.content.length === contentIndex) partial.content.push(target);
       target.rawArguments += delta;
-      const event: Extract<ModelEvent, { type: "toolcall_delta" }> = { type: "toolcall_delta", contentIndex, delta, partial };
+      const event: Extract<ModelEvent, { type: "toolcall_delta" }> = {
+        type: "toolcall_delta",
+        contentIndex,
+        delta,
+        partial,
+      };
       // #region ch05
       live(event, target.rawArguments.length);
       // #endregion
@@ -243,9 +238,7 @@ export class ScriptedModel implements Model {
    * it, before the next one is made.
    */
   private async interrupted(signal: AbortSignal | undefined): Promise<boolean> {
-    await new Promise((resolve) =>
-      this.delayMs > 0 ? setTimeout(resolve, this.delayMs) : setImmediate(resolve),
-    );
+    await new Promise((resolve) => (this.delayMs > 0 ? setTimeout(resolve, this.delayMs) : setImmediate(resolve)));
     return signal?.aborted === true;
   }
 
@@ -256,11 +249,7 @@ export class ScriptedModel implements Model {
     stream.push({ type: "error", reason: "aborted", error: partial });
   }
 
-  private fail(
-    stream: AssistantMessageEventStream,
-    reason: "error" | "aborted",
-    errorMessage: string,
-  ): undefined {
+  private fail(stream: AssistantMessageEventStream, reason: "error" | "aborted", errorMessage: string): undefined {
     const error = this.blank(reason);
     error.errorMessage = errorMessage;
     stream.push({ type: "error", reason, error });
@@ -314,7 +303,9 @@ function describe(error: unknown): string {
  * never reads it pays nothing. The getter is not enumerable: a spread or `JSON.stringify` of the
  * event leaves it out (read it by name).
  */
-function livePartialArguments(json: string): (event: Extract<ModelEvent, { type: "toolcall_delta" }>, end: number) => void {
+function livePartialArguments(
+  json: string,
+): (event: Extract<ModelEvent, { type: "toolcall_delta" }>, end: number) => void {
   let parser: PartialJsonParser | undefined;
   let fed = 0;
   const valueAt = (end: number): unknown => {
@@ -326,7 +317,11 @@ function livePartialArguments(json: string): (event: Extract<ModelEvent, { type:
     return parser.value;
   };
   return (event, end) => {
-    Object.defineProperty(event, "partialArguments", { get: () => valueAt(end), enumerable: false, configurable: true });
+    Object.defineProperty(event, "partialArguments", {
+      get: () => valueAt(end),
+      enumerable: false,
+      configurable: true,
+    });
   };
 }
 // #endregion

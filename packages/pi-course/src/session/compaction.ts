@@ -138,7 +138,10 @@ export async function compact(session: CompactableSession, options: CompactOptio
     if (typeof text !== "string") throw new Error(`the summarizer returned ${typeof text}, not text`);
     if (text.trim() === "") throw new Error("the summary is empty");
   } catch (error) {
-    return fail("summary_failed", `no summary, nothing appended: ${error instanceof Error ? error.message : String(error)}`);
+    return fail(
+      "summary_failed",
+      `no summary, nothing appended: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const summary = text.trim() + formatFilesSection(filesTouched(cutMessages, compaction?.summary));
 
@@ -165,7 +168,10 @@ export async function compact(session: CompactableSession, options: CompactOptio
   try {
     entryId = await session.append(entry);
   } catch (error) {
-    return fail("append_failed", `the session refused the compaction entry: ${error instanceof Error ? error.message : String(error)}`);
+    return fail(
+      "append_failed",
+      `the session refused the compaction entry: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return { ok: true, entryId, entry, summarizedMessages: cutMessages.length, keptMessages: kept.length };
   // #endregion

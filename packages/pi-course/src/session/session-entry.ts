@@ -35,14 +35,16 @@ export const ENTRY_TYPES: readonly SessionEntry["type"][] = [
 
 type Json = Record<string, unknown>;
 
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The header line (line 1). Refuses a newer format version with what to do. */
 export function parseHeader(value: unknown, path: string): SessionHeader {
   const fail = (why: string) => new SessionFileError(path, 1, `not a session header: ${why}`);
   if (!isObject(value) || value.type !== "session") throw fail('line 1 must be {"type":"session",…}');
   const { version, id, timestamp, cwd } = value;
-  if (typeof version !== "number" || !Number.isInteger(version) || version < 1) throw fail("version must be a whole number ≥ 1");
+  if (typeof version !== "number" || !Number.isInteger(version) || version < 1)
+    throw fail("version must be a whole number ≥ 1");
   if (version > SESSION_FORMAT_VERSION) {
     throw new SessionFileError(
       path,
@@ -110,12 +112,14 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
     }
     case "label":
       if (typeof value.targetId !== "string") throw fail(`label entry ${id}: "targetId" must be an entry id`);
-      if (value.label !== null && typeof value.label !== "string") throw fail(`label entry ${id}: "label" must be a string or null`);
+      if (value.label !== null && typeof value.label !== "string")
+        throw fail(`label entry ${id}: "label" must be a string or null`);
       break;
     // #region ch11
     case "compaction":
       if (typeof value.summary !== "string") throw fail(`compaction entry ${id}: "summary" must be a string`);
-      if (typeof value.firstKeptEntryId !== "string") throw fail(`compaction entry ${id}: "firstKeptEntryId" must be an entry id`);
+      if (typeof value.firstKeptEntryId !== "string")
+        throw fail(`compaction entry ${id}: "firstKeptEntryId" must be an entry id`);
       if (typeof value.tokensBefore !== "number" || typeof value.tokensAfter !== "number") {
         throw fail(`compaction entry ${id}: "tokensBefore" and "tokensAfter" must be numbers`);
       }

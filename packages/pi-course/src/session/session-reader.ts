@@ -14,13 +14,7 @@
  * Cost: one pass over the bytes in 1 MiB reads; time and memory linear in the file.
  */
 import { open } from "node:fs/promises";
-import {
-  SessionFileError,
-  looksLikeTornMark,
-  parseEntry,
-  parseHeader,
-  parseTornMark,
-} from "./session-entry.js";
+import { SessionFileError, looksLikeTornMark, parseEntry, parseHeader, parseTornMark } from "./session-entry.js";
 import type { SessionEntry, SessionHeader } from "./types.js";
 
 /** Bytes of a session file that are not part of the tree: a torn line. */
@@ -128,7 +122,10 @@ export class LineScan {
   /** The end of the file: the torn tail, the last held line, the references. */
   end(): SessionContents {
     // #region lab 10.2 LineScan.end
-    const tail = this.position > this.lineStart ? { line: this.lines + 1, offset: this.lineStart, length: this.position - this.lineStart } : null;
+    const tail =
+      this.position > this.lineStart
+        ? { line: this.lines + 1, offset: this.lineStart, length: this.position - this.lineStart }
+        : null;
     if (this.header === undefined) {
       throw new SessionFileError(
         this.path,
@@ -161,7 +158,9 @@ export class LineScan {
           this.path,
           line,
           `this torn mark names ${mark.length} bytes at offset ${mark.offset}, but ` +
-            (held === null ? "the line before it is not an entry line" : `line ${held.line} is ${held.length} bytes at offset ${held.offset}`) +
+            (held === null
+              ? "the line before it is not an entry line"
+              : `line ${held.line} is ${held.length} bytes at offset ${held.offset}`) +
             ": the file was edited by hand; restore it from a copy",
         );
       }
@@ -179,12 +178,21 @@ export class LineScan {
     const entry = parseEntry(this.json(text, line, offset), this.path, line);
     const first = this.index.get(entry.id);
     if (first !== undefined) {
-      throw new SessionFileError(this.path, line, `duplicate entry id "${entry.id}" (first used on line ${this.lineOf[first]})`);
+      throw new SessionFileError(
+        this.path,
+        line,
+        `duplicate entry id "${entry.id}" (first used on line ${this.lineOf[first]})`,
+      );
     }
     if (entry.type === "label" && !this.index.has(entry.targetId)) {
-      throw new SessionFileError(this.path, line, `label entry ${entry.id} names "${entry.targetId}", which is not an earlier entry`);
+      throw new SessionFileError(
+        this.path,
+        line,
+        `label entry ${entry.id} names "${entry.targetId}", which is not an earlier entry`,
+      );
     }
-    if (entry.parentId !== null && !this.index.has(entry.parentId) && this.forward < 0) this.forward = this.entries.length;
+    if (entry.parentId !== null && !this.index.has(entry.parentId) && this.forward < 0)
+      this.forward = this.entries.length;
     this.index.set(entry.id, this.entries.length);
     this.entries.push(entry);
     this.lineOf.push(line);
@@ -208,7 +216,11 @@ export class LineScan {
       const i = this.index.get(id);
       if (i === undefined) break;
       if (seen.has(id)) {
-        return new SessionFileError(this.path, line, `entry ${entry.id} is its own ancestor: a cycle through lines ${lines.join(" → ")}`);
+        return new SessionFileError(
+          this.path,
+          line,
+          `entry ${entry.id} is its own ancestor: a cycle through lines ${lines.join(" → ")}`,
+        );
       }
       seen.add(id);
       lines.push(this.lineOf[i]!);

@@ -114,7 +114,15 @@ export class SessionFile {
   static async open(path: string, options: SessionFileOptions = {}): Promise<SessionFile> {
     const contents = await readSessionFile(path);
     const handle = await open(path, OPEN_FOR_APPEND);
-    return new SessionFile(path, contents.header, contents.recovery, contents.entries, contents.lines, handle, options.durable ?? false);
+    return new SessionFile(
+      path,
+      contents.header,
+      contents.recovery,
+      contents.entries,
+      contents.lines,
+      handle,
+      options.durable ?? false,
+    );
   }
 
   /** What reading found besides the tree: a torn tail not yet marked, torn lines kept from earlier crashes. */
@@ -143,7 +151,8 @@ export class SessionFile {
     const path: SessionEntry[] = [];
     for (let at: string | null = id; at !== null; ) {
       const entry = this.byId.get(at);
-      if (entry === undefined) throw new Error(`${this.path}: no entry "${at}" in this session (use an id from entries() or append())`);
+      if (entry === undefined)
+        throw new Error(`${this.path}: no entry "${at}" in this session (use an id from entries() or append())`);
       path.push(entry);
       at = entry.parentId;
     }
@@ -172,10 +181,16 @@ export class SessionFile {
       return Promise.reject(new Error(`${this.path}: unknown entry type "${type}" (known: ${ENTRY_TYPES.join(", ")})`));
     }
     if (parentId !== null && !this.byId.has(parentId)) {
-      return Promise.reject(new Error(`${this.path}: parentId "${parentId}" is not a written entry of this session (await the append that made it)`));
+      return Promise.reject(
+        new Error(
+          `${this.path}: parentId "${parentId}" is not a written entry of this session (await the append that made it)`,
+        ),
+      );
     }
     if (entry.type === "label" && !this.byId.has(entry.targetId)) {
-      return Promise.reject(new Error(`${this.path}: label target "${entry.targetId}" is not a written entry of this session`));
+      return Promise.reject(
+        new Error(`${this.path}: label target "${entry.targetId}" is not a written entry of this session`),
+      );
     }
     const id = this.newId();
     const timestamp = new Date().toISOString();
@@ -187,7 +202,9 @@ export class SessionFile {
     try {
       line = JSON.stringify(record) + "\n";
     } catch (error) {
-      return Promise.reject(new Error(`${this.path}: the entry is not JSON-serialisable (${(error as Error).message})`));
+      return Promise.reject(
+        new Error(`${this.path}: the entry is not JSON-serialisable (${(error as Error).message})`),
+      );
     }
     this.pending.add(id);
     const written = this.queue.then(() => this.write(line));
@@ -217,7 +234,12 @@ export class SessionFile {
     try {
       const tail = this.torn.tail;
       if (tail !== null) {
-        const mark: SessionTornMark = { type: "torn", offset: tail.offset, length: tail.length, timestamp: new Date().toISOString() };
+        const mark: SessionTornMark = {
+          type: "torn",
+          offset: tail.offset,
+          length: tail.length,
+          timestamp: new Date().toISOString(),
+        };
         await writeAll(this.handle, Buffer.from("\n" + JSON.stringify(mark) + "\n"));
         if (this.durable) await this.handle.sync();
         this.torn.kept.push(tail);

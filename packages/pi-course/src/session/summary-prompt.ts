@@ -64,7 +64,8 @@ export function summaryRequest(conversation: string, previousSummary?: string, i
       "the conversation above stops in the middle of a task, describe exactly where it stopped.",
     FORMAT,
   );
-  if (instructions !== undefined && instructions.trim() !== "") parts.push(`Pay particular attention to: ${instructions.trim()}`);
+  if (instructions !== undefined && instructions.trim() !== "")
+    parts.push(`Pay particular attention to: ${instructions.trim()}`);
   return {
     systemPrompt: SYSTEM_PROMPT,
     messages: [{ role: "user", content: [{ type: "text", text: parts.join("\n\n") }], timestamp: 0 }],
@@ -88,7 +89,9 @@ export function serializeConversation(messages: readonly AgentMessage[]): string
         const assistant = message as AssistantMessage;
         const text = textOf(assistant.content);
         if (assistant.stopReason === "error" || assistant.stopReason === "aborted") {
-          lines.push(`[Assistant turn failed (${assistant.stopReason}: ${assistant.errorMessage ?? "no message"})]: ${text}`);
+          lines.push(
+            `[Assistant turn failed (${assistant.stopReason}: ${assistant.errorMessage ?? "no message"})]: ${text}`,
+          );
           break;
         }
         if (text !== "") lines.push(`[Assistant]: ${text}`);

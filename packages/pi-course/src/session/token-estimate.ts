@@ -76,8 +76,7 @@ export function charsOf(message: AgentMessage): number {
         if (block.type === "text") chars += block.text.length;
         else if (block.type === "toolCall") {
           chars += block.name.length + (block.rawArguments ?? JSON.stringify(block.arguments) ?? "").length;
-        }
-        else if (block.type === "thinking") chars += block.thinking.length;
+        } else if (block.type === "thinking") chars += block.thinking.length;
       }
       return chars;
     }
@@ -147,7 +146,9 @@ export function countTokens(estimator: TokenEstimator, input: TokenEstimateInput
   const length = input.messages.length;
   const ok = (n: unknown) => typeof n === "number" && Number.isFinite(n) && n >= 0;
   if (!counts || !ok(counts.systemPrompt) || !Array.isArray(counts.messages) || counts.messages.length !== length) {
-    throw new TypeError(`${who}: the estimator must return { systemPrompt, messages } with one count per message (${length}).`);
+    throw new TypeError(
+      `${who}: the estimator must return { systemPrompt, messages } with one count per message (${length}).`,
+    );
   }
   const bad = counts.messages.findIndex((n) => !ok(n));
   if (bad >= 0) {

@@ -80,6 +80,7 @@ export interface CompactionEntry extends SessionEntryBase {
 // #endregion
 
 /** One line of a session file after the header. */
+// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type SessionEntry =
   | MessageEntry
   | LabelEntry

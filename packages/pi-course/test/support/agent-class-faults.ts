@@ -49,13 +49,22 @@ export interface AgentScenario {
 
 const turnSpec: fc.Arbitrary<AgentTurnSpec> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("text" as const), text: fc.string({ maxLength: 6 }) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("tools" as const), tools: fc.array(fc.constantFrom(...TOOLS), { minLength: 1, maxLength: 3 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("tools" as const),
+      tools: fc.array(fc.constantFrom(...TOOLS), { minLength: 1, maxLength: 3 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: "error" as const }) },
 );
 
 export const agentScenarioArbitrary: fc.Arbitrary<AgentScenario> = fc.record({
   turns: fc.array(turnSpec, { maxLength: 14 }),
-  outside: fc.array(fc.record({ action: fc.constantFrom(...ACTIONS), delay: fc.nat({ max: 12 }) }), { minLength: 1, maxLength: 8 }),
+  outside: fc.array(fc.record({ action: fc.constantFrom(...ACTIONS), delay: fc.nat({ max: 12 }) }), {
+    minLength: 1,
+    maxLength: 8,
+  }),
   inside: fc.array(fc.record({ action: fc.constantFrom(...ACTIONS), at: fc.nat({ max: 60 }) }), { maxLength: 4 }),
   listenerThrow: fc.oneof(
     { weight: 3, arbitrary: fc.constant(null) },
@@ -68,7 +77,11 @@ export const agentScenarioArbitrary: fc.Arbitrary<AgentScenario> = fc.record({
 });
 
 const macrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-const result = (text: string, terminate = false) => ({ content: [{ type: "text" as const, text }], details: undefined, ...(terminate && { terminate }) });
+const result = (text: string, terminate = false) => ({
+  content: [{ type: "text" as const, text }],
+  details: undefined,
+  ...(terminate && { terminate }),
+});
 
 function toolsOf(): AgentTool<any, any>[] {
   const make = (name: string, execute: AgentTool<any, any>["execute"]): AgentTool<any, any> => ({
@@ -99,12 +112,19 @@ function toolsOf(): AgentTool<any, any>[] {
   ];
 }
 
-function scriptOf(turns: readonly AgentTurnSpec[]): AssistantMessage[] | { stopReason: "error"; errorMessage: string }[] {
+function scriptOf(
+  turns: readonly AgentTurnSpec[],
+): AssistantMessage[] | { stopReason: "error"; errorMessage: string }[] {
   return turns.map((turn, n) => {
     if (turn.kind === "text") return assistantMessage([{ type: "text", text: turn.text }], "stop");
     if (turn.kind === "error") return { stopReason: "error" as const, errorMessage: "scripted failure" };
     const calls: AssistantContent[] = turn.tools.map(
-      (tool, k): ToolCall => ({ type: "toolCall", id: `t${n}c${k}`, name: tool === "unknown" ? "nope" : tool, arguments: {} }),
+      (tool, k): ToolCall => ({
+        type: "toolCall",
+        id: `t${n}c${k}`,
+        name: tool === "unknown" ? "nope" : tool,
+        arguments: {},
+      }),
     );
     return assistantMessage(calls, "toolUse");
   }) as AssistantMessage[];
@@ -155,8 +175,7 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
           if (String(error.message).includes("(not implemented yet)")) {
             site ??= error.message;
             sited();
-          }
-          else if (error instanceof AgentListenerError) listenerErrors++;
+          } else if (error instanceof AgentListenerError) listenerErrors++;
           else if (/busy/.test(error.message)) {
             if (!busy) problems.push(`${what}() refused as busy while idle: ${error.message}`);
           } else if (!(what === "continue" && /^Agent\.continue/.test(error.message))) {
@@ -183,7 +202,7 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
   // listeners: a (maybe slow, maybe throwing) actor first, then a recorder
   let index = 0;
   let throws = 0;
-  agent.subscribe((event) => {
+  agent.subscribe((_event) => {
     const at = index++;
     for (const inside of scenario.inside) if (inside.at === at) act(inside.action);
     const fails = scenario.listenerThrow?.at === at;
@@ -226,7 +245,10 @@ export async function runAgentScenario(scenario: AgentScenario, deadlineMs = 300
       live,
       siteSeen,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`the agent did not become idle within ${deadlineMs} ms`)), deadlineMs);
+        timer = setTimeout(
+          () => reject(new Error(`the agent did not become idle within ${deadlineMs} ms`)),
+          deadlineMs,
+        );
       }),
     ]);
   } catch (error) {
@@ -251,25 +273,36 @@ function invariantViolations(agent: Agent, runs: AgentEvent[][], queued: Readonl
   runs.forEach((events, k) => problems.push(...grammarViolations(events).map((p) => `run ${k}: ${p}`)));
   if (state.isStreaming) problems.push("isStreaming is still true");
   if (state.streamingMessage !== undefined) problems.push("streamingMessage is still set");
-  if (state.pendingToolCalls.size > 0) problems.push(`pendingToolCalls not empty: ${[...state.pendingToolCalls].join(", ")}`);
+  if (state.pendingToolCalls.size > 0)
+    problems.push(`pendingToolCalls not empty: ${[...state.pendingToolCalls].join(", ")}`);
   // the transcript is exactly the concatenation of every run's new messages
   const concatenated = runs.flatMap((events) => {
     const end = events.at(-1);
     return end?.type === "agent_end" ? end.messages : [];
   });
   const same = concatenated.length === state.messages.length && concatenated.every((m, k) => m === state.messages[k]);
-  if (!same) problems.push(`state.messages (${state.messages.length}) is not the runs' messages concatenated (${concatenated.length})`);
+  if (!same)
+    problems.push(
+      `state.messages (${state.messages.length}) is not the runs' messages concatenated (${concatenated.length})`,
+    );
   if (new Set(state.messages).size !== state.messages.length) problems.push("a message is twice in the transcript");
   // every tool call of the transcript has exactly one result, right after its message
   state.messages.forEach((m, k) => {
     if (m.role !== "assistant" || m.stopReason === "error" || m.stopReason === "aborted") return;
     const ids = m.content.filter((b): b is ToolCall => b.type === "toolCall").map((c) => c.id);
-    const next = state.messages.slice(k + 1, k + 1 + ids.length).map((r) => (r.role === "toolResult" ? r.toolCallId : r.role));
-    if (JSON.stringify(next) !== JSON.stringify(ids)) problems.push(`calls ${JSON.stringify(ids)} answered by ${JSON.stringify(next)}`);
+    const next = state.messages
+      .slice(k + 1, k + 1 + ids.length)
+      .map((r) => (r.role === "toolResult" ? r.toolCallId : r.role));
+    if (JSON.stringify(next) !== JSON.stringify(ids))
+      problems.push(`calls ${JSON.stringify(ids)} answered by ${JSON.stringify(next)}`);
   });
   const answered = state.messages.filter((m) => m.role === "toolResult").length;
   const calls = state.messages.reduce(
-    (n, m) => n + (m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted" ? m.content.filter((b) => b.type === "toolCall").length : 0),
+    (n, m) =>
+      n +
+      (m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted"
+        ? m.content.filter((b) => b.type === "toolCall").length
+        : 0),
     0,
   );
   if (answered !== calls) problems.push(`${calls} tool calls, ${answered} results`);
@@ -278,7 +311,10 @@ function invariantViolations(agent: Agent, runs: AgentEvent[][], queued: Readonl
   const everywhere = [...state.messages, ...waiting.steering, ...waiting.followUps];
   for (const message of queued) {
     const count = everywhere.filter((m) => m === message).length;
-    if (count !== 1) problems.push(`queued message "${(message as { content: { text: string }[] }).content[0]!.text}" found ${count} times`);
+    if (count !== 1)
+      problems.push(
+        `queued message "${(message as { content: { text: string }[] }).content[0]!.text}" found ${count} times`,
+      );
   }
   return problems;
 }

@@ -15,12 +15,7 @@
  */
 import fc from "fast-check";
 import { Type } from "typebox";
-import {
-  AssistantMessageEventStream,
-  agentLoop,
-  runAgentLoop,
-  userMessage,
-} from "../../src/index.js";
+import { AssistantMessageEventStream, agentLoop, runAgentLoop, userMessage } from "../../src/index.js";
 import type {
   AgentEvent,
   AgentLoopConfig,
@@ -191,8 +186,17 @@ const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
       text: fc.boolean(),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("length" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 2 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("error" as const, "aborted" as const), text: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("length" as const),
+      calls: fc.array(callSpec, { minLength: 1, maxLength: 2 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constantFrom("error" as const, "aborted" as const), text: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: "torn" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("hostile" as const), what: fc.nat({ max: 5 }) }) },
 );
@@ -213,13 +217,22 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   ),
   answers: fc.oneof(
     { weight: 4, arbitrary: fc.constant([] as Scenario["answers"]) },
-    { weight: 1, arbitrary: fc.array(fc.record({ hook: fc.constantFrom(...ANSWERING), nth: fc.nat({ max: 3 }) }), { maxLength: 2 }) },
+    {
+      weight: 1,
+      arbitrary: fc.array(fc.record({ hook: fc.constantFrom(...ANSWERING), nth: fc.nat({ max: 3 }) }), {
+        maxLength: 2,
+      }),
+    },
   ),
   stuck: fc.oneof(
     { weight: 5, arbitrary: fc.constant(null) },
     {
       weight: 1,
-      arbitrary: fc.record({ hook: fc.constantFrom(...HOOKS, "sink" as const), nth: fc.nat({ max: 12 }), abort: fc.boolean() }),
+      arbitrary: fc.record({
+        hook: fc.constantFrom(...HOOKS, "sink" as const),
+        nth: fc.nat({ max: 12 }),
+        abort: fc.boolean(),
+      }),
     },
   ),
   hookTimeoutMs: fc.oneof(
@@ -229,7 +242,14 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   abort: fc.oneof(
     { weight: 3, arbitrary: fc.constant(null) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant("event" as const), index: fc.nat({ max: 40 }) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("hook" as const), hook: fc.constantFrom(...HOOKS), nth: fc.nat({ max: 3 }) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant("hook" as const),
+        hook: fc.constantFrom(...HOOKS),
+        nth: fc.nat({ max: 3 }),
+      }),
+    },
   ),
   execution: fc.constantFrom("parallel" as const, "sequential" as const),
   maxTurns: fc.integer({ min: 1, max: 8 }),
@@ -266,7 +286,10 @@ class FaultModel implements Model {
     if (directive?.kind === "stuck") {
       // a stream that ignores its signal and never yields, nor settles result()
       const stuck = directive.promise;
-      return { [Symbol.asyncIterator]: () => ({ next: () => stuck }), result: () => stuck } as unknown as AssistantMessageEventStream;
+      return {
+        [Symbol.asyncIterator]: () => ({ next: () => stuck }),
+        result: () => stuck,
+      } as unknown as AssistantMessageEventStream;
     }
     const turn = this.turns[n];
     if (turn?.kind === "hostile") return hostileStream(turn.what, this.message([], "stop"));
@@ -281,7 +304,8 @@ class FaultModel implements Model {
     n: number,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const message = (content: AssistantContent[], stopReason: AssistantMessage["stopReason"]) => this.message(content, stopReason);
+    const message = (content: AssistantContent[], stopReason: AssistantMessage["stopReason"]) =>
+      this.message(content, stopReason);
     await Promise.resolve();
     if (turn === undefined || signal?.aborted) {
       const reason = signal?.aborted ? "aborted" : "error";
@@ -354,7 +378,10 @@ function hostileStream(what: number, sound: AssistantMessage): AssistantMessageE
     [null],
     [{ type: "start", partial: throwingProxy() }],
     [{ type: "start", partial: sound }, throwingGetter({ type: "done", reason: "stop" }, "message")],
-    [{ type: "start", partial: sound }, { type: "done", reason: "stop", message: throwingGetter(sound, "content") }],
+    [
+      { type: "start", partial: sound },
+      { type: "done", reason: "stop", message: throwingGetter(sound, "content") },
+    ],
     [{ type: "done", reason: "toolUse", message: { ...sound, stopReason: "toolUse", content: [throwingProxy()] } }],
   ][what % 6]!;
   return {
@@ -375,15 +402,29 @@ function toolCallOf(spec: CallSpec, id: string): ToolCall {
     case "invalid":
       return { type: "toolCall", id, name, arguments: { ticks: "many" } };
     case "malformed":
-      return { type: "toolCall", id, name, arguments: {}, rawArguments: '{"ticks": ', argumentsError: "Unexpected end of JSON input" };
+      return {
+        type: "toolCall",
+        id,
+        name,
+        arguments: {},
+        rawArguments: '{"ticks": ',
+        argumentsError: "Unexpected end of JSON input",
+      };
   }
 }
 
 const params = Type.Object({ ticks: Type.Integer({ minimum: 0 }) });
 
 /** The scenario's tools; `onExecute` sees every call of `execute`, by tool-call id; `hang` never settles. */
-function toolsOf(onExecute: (toolCallId: string) => void, hang: () => Promise<never>): AgentTool<typeof params, unknown>[] {
-  const result = (text: string, terminate = false) => ({ content: [{ type: "text" as const, text }], details: { text }, ...(terminate && { terminate }) });
+function toolsOf(
+  onExecute: (toolCallId: string) => void,
+  hang: () => Promise<never>,
+): AgentTool<typeof params, unknown>[] {
+  const result = (text: string, terminate = false) => ({
+    content: [{ type: "text" as const, text }],
+    details: { text },
+    ...(terminate && { terminate }),
+  });
   const make = (
     name: string,
     run: AgentTool<typeof params, unknown>["execute"],
@@ -512,13 +553,15 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
     beforeToolCall: async ({ toolCall }) => {
       const directive = hookCall("beforeToolCall");
       if (directive?.kind === "stuck") return directive.promise;
-      if (directive?.kind === "answer") return (directive.odd ? throwingProxy() : throwingGetter({ reason: "r" }, "block")) as never;
+      if (directive?.kind === "answer")
+        return (directive.odd ? throwingProxy() : throwingGetter({ reason: "r" }, "block")) as never;
       return toolCall.name === "block" ? { block: true, reason: "blocked by policy" } : undefined;
     },
     afterToolCall: async () => {
       const directive = hookCall("afterToolCall");
       if (directive?.kind === "stuck") return directive.promise;
-      if (directive?.kind === "answer") return (directive.odd ? throwingProxy() : throwingGetter({}, "content")) as never;
+      if (directive?.kind === "answer")
+        return (directive.odd ? throwingProxy() : throwingGetter({}, "content")) as never;
       return undefined;
     },
     getSteeringMessages: async () => {
@@ -544,7 +587,7 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   };
   const context = { systemPrompt: "sys", messages: [] as AgentMessage[], tools: toolsOf(onExecute, () => hang()) };
   const prompts = [userMessage("go")];
-  const onEvent = (_event: AgentEvent, index: number): void | Promise<never> => {
+  const onEvent = (_event: AgentEvent, index: number): undefined | Promise<never> => {
     if (scenario.abort?.kind === "event" && scenario.abort.index === index) controller.abort();
     // a subscriber that never settles (only a sink's promise is awaited by the loop)
     if (!scenario.stream && scenario.stuck?.hook === "sink" && scenario.stuck.nth === index) return hang();
@@ -558,15 +601,24 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
       ({ events, result } = await finish(agentLoop(prompts, context, config, controller.signal), onEvent, deadlineMs));
     } else {
       const delivered: AgentEvent[] = [];
-      const run = runAgentLoop(prompts, context, config, (event) => {
-        delivered.push(event);
-        return onEvent(event, delivered.length - 1);
-      }, controller.signal);
+      const run = runAgentLoop(
+        prompts,
+        context,
+        config,
+        (event) => {
+          delivered.push(event);
+          return onEvent(event, delivered.length - 1);
+        },
+        controller.signal,
+      );
       let timer: ReturnType<typeof setTimeout> | undefined;
       result = await Promise.race([
         run,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`runAgentLoop did not settle within ${deadlineMs} ms`)), deadlineMs);
+          timer = setTimeout(
+            () => reject(new Error(`runAgentLoop did not settle within ${deadlineMs} ms`)),
+            deadlineMs,
+          );
         }),
       ]).finally(() => clearTimeout(timer));
       // late tool updates, late failures of what never settled: nothing may follow agent_end
@@ -583,7 +635,10 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
   problems.push(...grammarViolations(events, result));
   if (model.callsAfterAbort > 0) problems.push(`${model.callsAfterAbort} model call(s) after the abort`);
   if (polledAfterAbort.length > 0) problems.push(`queues polled after the abort: ${polledAfterAbort.join(", ")}`);
-  if (polledAtLimit.length > 0) problems.push(`queues polled after the last allowed model call (maxTurns = ${scenario.maxTurns}): ${polledAtLimit.join(", ")}`);
+  if (polledAtLimit.length > 0)
+    problems.push(
+      `queues polled after the last allowed model call (maxTurns = ${scenario.maxTurns}): ${polledAtLimit.join(", ")}`,
+    );
   // every tool call of the run answered exactly once, by id
   const calls = result.flatMap((m) =>
     m.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted"
@@ -605,7 +660,9 @@ export async function runScenario(scenario: Scenario, deadlineMs = 2000): Promis
 }
 
 /** The tool_execution_end events of each turn, with the turn's assistant message. */
-function turnsOf(events: readonly AgentEvent[]): { message: AssistantMessage; ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] }[] {
+function turnsOf(
+  events: readonly AgentEvent[],
+): { message: AssistantMessage; ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] }[] {
   const turns: { message: AssistantMessage; ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] }[] = [];
   let ends: Extract<AgentEvent, { type: "tool_execution_end" }>[] = [];
   for (const event of events) {
@@ -619,11 +676,13 @@ function turnsOf(events: readonly AgentEvent[]): { message: AssistantMessage; en
 /** A batch whose every result says terminate ends the run; a turn after it is a violation. */
 function terminateViolations(events: readonly AgentEvent[]): string[] {
   const turns = turnsOf(events);
-  return turns.slice(0, -1).flatMap((turn, k) =>
-    turn.ends.length > 0 && turn.ends.every((end) => end.result.terminate === true)
-      ? [`turn ${k}: every result said terminate, yet the run went on`]
-      : [],
-  );
+  return turns
+    .slice(0, -1)
+    .flatMap((turn, k) =>
+      turn.ends.length > 0 && turn.ends.every((end) => end.result.terminate === true)
+        ? [`turn ${k}: every result said terminate, yet the run went on`]
+        : [],
+    );
 }
 
 /**
@@ -635,7 +694,13 @@ function terminateViolations(events: readonly AgentEvent[]): string[] {
  */
 function endingViolations(
   events: readonly AgentEvent[],
-  seen: { model: FaultModel; scenario: Scenario; thrown: ReadonlySet<Hook>; polls: readonly string[]; aborted: boolean },
+  seen: {
+    model: FaultModel;
+    scenario: Scenario;
+    thrown: ReadonlySet<Hook>;
+    polls: readonly string[];
+    aborted: boolean;
+  },
 ): string[] {
   const last = turnsOf(events).at(-1);
   if (last === undefined) return ["the run ended without a turn"];
@@ -650,13 +715,18 @@ function endingViolations(
   const unanimous = ends.length === calls.length && ends.every((e) => e.result.terminate === true);
   if (limit !== undefined) {
     const reported = atLimit && !failed && calls.length > 0 && !unanimous && limit.startsWith("Turn limit reached");
-    return reported ? [] : [`agent_end says "${limit}" after a turn that did not leave the limit's tool results unanswered`];
+    return reported
+      ? []
+      : [`agent_end says "${limit}" after a turn that did not leave the limit's tool results unanswered`];
   }
   if (failed) {
     const needs = (ok: boolean, cause: string): string[] => (ok ? [] : [`ended with "${why}" without ${cause}`]);
     if (why.startsWith("Turn limit reached")) return [`the turn limit took a turn of its own: "${why}"`];
     if (why.startsWith("The run was aborted")) return needs(seen.aborted, "an abort");
-    const hook = /^(getSteeringMessages|getFollowUpMessages|beforeToolCall|afterToolCall|convertToLlm|transformContext) failed/.exec(why)?.[1];
+    const hook =
+      /^(getSteeringMessages|getFollowUpMessages|beforeToolCall|afterToolCall|convertToLlm|transformContext) failed/.exec(
+        why,
+      )?.[1];
     if (hook !== undefined) return needs(seen.thrown.has(hook as Hook), `a throw from ${hook}`);
     return []; // the model's own error/aborted turn (scripted, torn, thrown, or no turn left)
   }
@@ -666,7 +736,9 @@ function endingViolations(
   }
   if (atLimit) return [];
   const lastPolls = seen.polls.slice(-2).join(", ");
-  return lastPolls === "steering 0, followUp 0" ? [] : [`the run ended after a stop, the last polls being: ${lastPolls}`];
+  return lastPolls === "steering 0, followUp 0"
+    ? []
+    : [`the run ended after a stop, the last polls being: ${lastPolls}`];
 }
 
 /** Collects unhandled rejections while installed; the property checks the list stays empty. */

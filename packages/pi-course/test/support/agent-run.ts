@@ -173,7 +173,10 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
           if (assistant === undefined) fail(i, "tool result before the assistant message");
           if (!ended.has(message.toolCallId)) fail(i, `result ${message.toolCallId} before its tool_execution_end`);
           else if (endIsError.get(message.toolCallId) !== message.isError) {
-            fail(i, `result ${message.toolCallId}: isError ${message.isError}, its tool_execution_end said ${endIsError.get(message.toolCallId)}`);
+            fail(
+              i,
+              `result ${message.toolCallId}: isError ${message.isError}, its tool_execution_end said ${endIsError.get(message.toolCallId)}`,
+            );
           }
           results.push(message);
         } else if (assistant !== undefined) {
@@ -206,7 +209,8 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
         if (!inTurn) fail(i, "turn_end outside a turn");
         if (open !== undefined) fail(i, "turn_end with an open message");
         if (assistants !== 1) fail(i, `a turn must hold exactly one assistant message, got ${assistants}`);
-        if (assistant !== undefined && event.message !== assistant) fail(i, "turn_end.message is not the turn's assistant message");
+        if (assistant !== undefined && event.message !== assistant)
+          fail(i, "turn_end.message is not the turn's assistant message");
         if (event.toolResults.length !== results.length || event.toolResults.some((r, k) => r !== results[k])) {
           fail(i, "turn_end.toolResults differ from the turn's result messages");
         }

@@ -55,7 +55,7 @@ export async function startChatReplayServer(bodies: readonly string[]): Promise<
     }
     response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     // Write in uneven pieces, as a real server's TCP stream would arrive.
-    for (let at = 0, size = 7; at < sse.length; at += size, size = (size * 7) % 61 + 5) {
+    for (let at = 0, size = 7; at < sse.length; at += size, size = ((size * 7) % 61) + 5) {
       response.write(sse.slice(at, at + size));
       if (at % 3 === 0) await new Promise((resolve) => setImmediate(resolve));
     }

@@ -124,7 +124,9 @@ export class Flipper {
     const stopFile = `${options.stash}.stop`;
     const config = JSON.stringify({ ...options, stopFile });
     const [command, args] =
-      options.strategy === "exchange" ? ["python3", ["-c", EXCHANGE_CHILD, config]] : [process.execPath, ["-e", CHILD, config]];
+      options.strategy === "exchange"
+        ? ["python3", ["-c", EXCHANGE_CHILD, config]]
+        : [process.execPath, ["-e", CHILD, config]];
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
     const flipper = new Flipper(child, stopFile);
     const ready = await Promise.race([
@@ -161,7 +163,10 @@ export async function snapshotTree(root: string): Promise<TreeSnapshot> {
       const info = await lstat(full);
       const relative = path.relative(root, full);
       let content = "";
-      if (info.isFile()) content = createHash("sha256").update(await readFile(full)).digest("hex");
+      if (info.isFile())
+        content = createHash("sha256")
+          .update(await readFile(full))
+          .digest("hex");
       else if (info.isSymbolicLink()) content = await readlink(full);
       const kind = info.isFile() ? "file" : info.isDirectory() ? "dir" : info.isSymbolicLink() ? "link" : "other";
       entries.set(relative, `${kind} ino=${info.ino} size=${info.size} mtime=${info.mtimeMs} ${content}`);

@@ -16,7 +16,9 @@ if (file === undefined) throw new Error("usage: session-crash-child <file> <dura
 
 async function main(): Promise<void> {
   const options = { durable: durableFlag === "1" };
-  const session = existsSync(file!) ? await SessionFile.open(file!, options) : await SessionFile.create(file!, { cwd: process.cwd() }, options);
+  const session = existsSync(file!)
+    ? await SessionFile.open(file!, options)
+    : await SessionFile.create(file!, { cwd: process.cwd() }, options);
   const ids = session.entries().map((entry) => entry.id);
   process.stdout.write("ready\n");
   let budget = Number(budgetText ?? 1_000_000);
@@ -26,16 +28,26 @@ async function main(): Promise<void> {
     for (let i = 0; i < batch; i++) {
       const dice = Math.random();
       const size =
-        dice < 0.1 ? 1_048_576 + Math.floor(Math.random() * 3_145_728) : dice < 0.25 ? 32_768 + Math.floor(Math.random() * 491_520) : 20 + Math.floor(Math.random() * 400);
+        dice < 0.1
+          ? 1_048_576 + Math.floor(Math.random() * 3_145_728)
+          : dice < 0.25
+            ? 32_768 + Math.floor(Math.random() * 491_520)
+            : 20 + Math.floor(Math.random() * 400);
       budget -= size;
       const parentId = ids.length === 0 || Math.random() < 0.05 ? null : ids[Math.floor(Math.random() * ids.length)]!;
       const text = "x".repeat(size);
       appends.push(
-        session.append({ type: "message", parentId, message: { role: "user", content: [{ type: "text", text }], timestamp: Date.now() } }).then((id) => {
-          process.stdout.write(id + "\n");
-          ids.push(id);
-          return id;
-        }),
+        session
+          .append({
+            type: "message",
+            parentId,
+            message: { role: "user", content: [{ type: "text", text }], timestamp: Date.now() },
+          })
+          .then((id) => {
+            process.stdout.write(id + "\n");
+            ids.push(id);
+            return id;
+          }),
       );
     }
     await Promise.all(appends);

@@ -26,7 +26,8 @@ export function compileForNode(entry: string, out: string): string {
       fileName: file,
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
     });
-    for (const match of outputText.matchAll(/from "(\.\.?\/[^"]+)\.js"/g)) todo.push(resolve(dirname(file), `${match[1]}.ts`));
+    for (const match of outputText.matchAll(/from "(\.\.?\/[^"]+)\.js"/g))
+      todo.push(resolve(dirname(file), `${match[1]}.ts`));
     const target = join(out, relative(PACKAGE, file)).replace(/\.ts$/, ".js");
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, outputText);
@@ -48,7 +49,11 @@ export interface CrashRun {
  * `killAfter` ms later.
  * Rejects, with the child's stderr, if the child ends by itself or never gets ready.
  */
-export function crashChild(child: string, file: string, options: { durable: boolean; killAfter: number; budget: number; from: "ready" | "first write" }): Promise<CrashRun> {
+export function crashChild(
+  child: string,
+  file: string,
+  options: { durable: boolean; killAfter: number; budget: number; from: "ready" | "first write" },
+): Promise<CrashRun> {
   return new Promise((resolvePromise, reject) => {
     const proc = spawn(process.execPath, [child, file, options.durable ? "1" : "0", String(options.budget)], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -75,7 +80,11 @@ export function crashChild(child: string, file: string, options: { durable: bool
     proc.on("close", (code, signal) => {
       clearTimeout(deadline);
       if (signal !== "SIGKILL" || killedAt === 0) {
-        reject(new Error(`the crash child ended by itself (code ${code}, signal ${signal}) before the kill: ${err.trim() || "(no stderr)"}`));
+        reject(
+          new Error(
+            `the crash child ended by itself (code ${code}, signal ${signal}) before the kill: ${err.trim() || "(no stderr)"}`,
+          ),
+        );
         return;
       }
       // A line cut by the kill is not a confirmed id.

@@ -12,9 +12,7 @@ import type {
   Usage,
   UserMessage,
 } from "../../src/types.js";
-import type {
-  SessionEntry,
-} from "../../src/session/types.js";
+import type { SessionEntry } from "../../src/session/types.js";
 
 export const T0 = Date.UTC(2026, 0, 1);
 
@@ -83,7 +81,11 @@ export class MemorySession implements CompactableSession {
 
   pathToLeaf(id: string): SessionEntry[] {
     const path: SessionEntry[] = [];
-    for (let entry = this.byId.get(id); entry; entry = entry.parentId === null ? undefined : this.byId.get(entry.parentId)) {
+    for (
+      let entry = this.byId.get(id);
+      entry;
+      entry = entry.parentId === null ? undefined : this.byId.get(entry.parentId)
+    ) {
       path.push(entry);
     }
     if (path.length === 0) throw new Error(`MemorySession: no entry "${id}"`);

@@ -126,7 +126,12 @@ export function sseReply(
 }
 
 /** A reply with a status and a body (an HTTP error), and extra headers (e.g. `retry-after`). */
-export function statusReply(status: number, body: string, contentType = "application/json", headers: Record<string, string> = {}): Reply {
+export function statusReply(
+  status: number,
+  body: string,
+  contentType = "application/json",
+  headers: Record<string, string> = {},
+): Reply {
   return (res) => {
     res.writeHead(status, { "content-type": contentType, ...headers }).end(body);
   };
@@ -167,7 +172,11 @@ export function dripReply(
       if (piece === undefined) return void res.end();
       const ok = res.write(piece);
       bytes += typeof piece === "string" ? Buffer.byteLength(piece) : piece.byteLength;
-      if (!ok && !res.destroyed) await new Promise((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+      if (!ok && !res.destroyed)
+        await new Promise((resolve) => {
+          res.once("drain", resolve);
+          res.once("close", resolve);
+        });
       await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
   };
@@ -214,7 +223,10 @@ export function fixtureSse(name: string, options: { done?: boolean } = {}): stri
 export function fixtureChunks(name: string): Record<string, any>[] {
   const text = fixtureText(name);
   const lines = name.endsWith(".sse")
-    ? text.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6))
+    ? text
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => line.slice(6))
     : text.split("\n").filter((line) => line.trim() !== "");
   return lines.filter((line) => line !== "[DONE]").map((line) => JSON.parse(line) as Record<string, any>);
 }

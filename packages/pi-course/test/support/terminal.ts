@@ -55,12 +55,16 @@ export function openTerminal(
   options: { cwd: string; env: NodeJS.ProcessEnv; columns?: number; rows?: number },
 ): PseudoTerminal {
   const size = `stty cols ${options.columns ?? 80} rows ${options.rows ?? 30}`;
-  const child = spawn("script", ["-q", "-f", "-e", "-E", "never", "-c", `${size}; exec ${command.map(shellQuote).join(" ")}`, "/dev/null"], {
-    cwd: options.cwd,
-    env: options.env,
-    stdio: ["pipe", "pipe", "pipe"],
-    detached: true,
-  });
+  const child = spawn(
+    "script",
+    ["-q", "-f", "-e", "-E", "never", "-c", `${size}; exec ${command.map(shellQuote).join(" ")}`, "/dev/null"],
+    {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    },
+  );
   let output = "";
   let consumed = 0;
   const waiters = new Set<() => void>();
@@ -95,7 +99,8 @@ export function openTerminal(
         const check = () => {
           const found = find(pattern);
           if (found === undefined) {
-            if (child.exitCode !== null || child.signalCode !== null) done(new Error(`the terminal ended before showing ${String(pattern)}`));
+            if (child.exitCode !== null || child.signalCode !== null)
+              done(new Error(`the terminal ended before showing ${String(pattern)}`));
             return;
           }
           const text = plain(output).slice(0, found.end);

@@ -48,7 +48,10 @@ export const stepArbitrary = (withCompactions: boolean): fc.Arbitrary<Step> =>
       }),
       weight: 1,
     },
-    { arbitrary: fc.record({ kind: fc.constant("length" as const), calls: fc.integer({ min: 1, max: 2 }) }), weight: 1 },
+    {
+      arbitrary: fc.record({ kind: fc.constant("length" as const), calls: fc.integer({ min: 1, max: 2 }) }),
+      weight: 1,
+    },
     {
       arbitrary: fc.record({ kind: fc.constant("compact" as const), keepRecentTokens: fc.nat({ max: 800 }) }),
       weight: withCompactions ? 3 : 0,
@@ -65,14 +68,23 @@ export function messagesOf(step: Step, n: number): AgentMessage[] {
     case "text":
       return [assistant(chars(step.size, "t"), { usage: { totalTokens: step.usage } })];
     case "tools": {
-      const calls = step.calls.map((c, i) => call(`s${n}c${i}`, i % 2 ? "edit" : "read", { path: `f${i}.ts`, pad: chars(c.size) }));
-      const results = step.calls.map((c, i) => result(`s${n}c${i}`, chars(c.resultSize, "r"), calls[i]!.name, c.isError));
+      const calls = step.calls.map((c, i) =>
+        call(`s${n}c${i}`, i % 2 ? "edit" : "read", { path: `f${i}.ts`, pad: chars(c.size) }),
+      );
+      const results = step.calls.map((c, i) =>
+        result(`s${n}c${i}`, chars(c.resultSize, "r"), calls[i]!.name, c.isError),
+      );
       if (step.reversed) results.reverse();
       return [assistant(calls, { usage: { totalTokens: step.usage } }), ...results];
     }
     case "failed": {
       const calls = Array.from({ length: step.calls }, (_, i) => call(`s${n}c${i}`, "read", { path: "x" }));
-      return [assistant([{ type: "text", text: chars(step.size, "p") }, ...calls], { stopReason: step.stopReason, errorMessage: "failed" })];
+      return [
+        assistant([{ type: "text", text: chars(step.size, "p") }, ...calls], {
+          stopReason: step.stopReason,
+          errorMessage: "failed",
+        }),
+      ];
     }
     case "length": {
       const calls = Array.from({ length: step.calls }, (_, i) => call(`s${n}c${i}`, "write", { path: "y" }));

@@ -154,11 +154,17 @@ export class AnthropicTurn extends ProviderTurn {
         if (typeof wire.signature === "string" && wire.signature !== "") block.signature = wire.signature;
         this.partial.content.push(block);
         this.blocks.set(index, { kind: "thinking", block, contentIndex });
-        if (typeof wire.thinking === "string" && wire.thinking !== "") this.pushThinking(block, contentIndex, wire.thinking);
+        if (typeof wire.thinking === "string" && wire.thinking !== "")
+          this.pushThinking(block, contentIndex, wire.thinking);
         return;
       }
       case "redacted_thinking": {
-        const block: ThinkingContent = { type: "thinking", thinking: "", redacted: true, signature: String(wire.data ?? "") };
+        const block: ThinkingContent = {
+          type: "thinking",
+          thinking: "",
+          redacted: true,
+          signature: String(wire.data ?? ""),
+        };
         this.partial.content.push(block);
         this.blocks.set(index, { kind: "thinking", block, contentIndex });
         return;
@@ -178,7 +184,10 @@ export class AnthropicTurn extends ProviderTurn {
       }
       default: {
         this.blocks.set(index, { kind: "skipped" });
-        const what = wire.type === "server_tool_use" ? `server tool ${JSON.stringify(wire.name)} (call ${wire.id})` : `a ${JSON.stringify(wire.type)} block`;
+        const what =
+          wire.type === "server_tool_use"
+            ? `server tool ${JSON.stringify(wire.name)} (call ${wire.id})`
+            : `a ${JSON.stringify(wire.type)} block`;
         this.diagnose(`Not kept: ${what}; it is the provider's own content, not canonical content.`);
       }
     }
@@ -231,7 +240,13 @@ export class AnthropicTurn extends ProviderTurn {
     const cacheRead = u.cache_read_input_tokens;
     const cacheWrite = u.cache_creation_input_tokens;
     const input = u.input_tokens + cacheRead + cacheWrite;
-    this.partial.usage = { input, output: u.output_tokens, totalTokens: input + u.output_tokens, cacheRead, cacheWrite };
+    this.partial.usage = {
+      input,
+      output: u.output_tokens,
+      totalTokens: input + u.output_tokens,
+      cacheRead,
+      cacheWrite,
+    };
   }
 
   private note(key: string, text: string): void {

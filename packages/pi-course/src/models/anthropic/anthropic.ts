@@ -57,7 +57,9 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
   const who = "createAnthropicModel";
   const baseUrl = options.baseUrl ?? "https://api.anthropic.com";
   if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
-    throw new TypeError(`${who}: baseUrl must be an http(s) URL such as "https://api.anthropic.com", got ${JSON.stringify(baseUrl)}`);
+    throw new TypeError(
+      `${who}: baseUrl must be an http(s) URL such as "https://api.anthropic.com", got ${JSON.stringify(baseUrl)}`,
+    );
   }
   const endpoint = /(\/v1)?\/messages\/*$/.exec(baseUrl);
   if (endpoint !== null) {
@@ -74,7 +76,9 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
   }
   const budget = options.thinking?.budgetTokens;
   if (budget !== undefined && !(Number.isSafeInteger(budget) && budget >= 1024 && budget < options.maxTokens)) {
-    throw new TypeError(`${who}: thinking.budgetTokens must be an integer ≥ 1024 and below maxTokens (${options.maxTokens}).`);
+    throw new TypeError(
+      `${who}: thinking.budgetTokens must be an integer ≥ 1024 and below maxTokens (${options.maxTokens}).`,
+    );
   }
   checkTransportOptions(options, who);
   checkInputOptions(options, who);
@@ -114,7 +118,10 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
     try {
       error = frame.event === "error" && event?.type !== "error" ? describeAnthropicError(event) : turn.event(event);
     } catch (cause) {
-      return failure("protocol", `The server sent an event this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`);
+      return failure(
+        "protocol",
+        `The server sent an event this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`,
+      );
     }
     if (error === undefined) return undefined;
     const code = wireErrorCode(event?.error);

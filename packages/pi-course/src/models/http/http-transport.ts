@@ -22,7 +22,14 @@
 import { boundedBody, DEFAULT_LIMITS, ResponseTooLargeError, type ResponseLimits } from "./response-limits.js";
 import { RequestDeadline } from "./request-deadline.js";
 import { clip, describeCause, failure, readErrorBody, type RequestFailure } from "./request-failure.js";
-import { backoffMs, isRetryableCode, isRetryableNetworkError, isRetryableStatus, retryAfterMs, sleep } from "./retry-policy.js";
+import {
+  backoffMs,
+  isRetryableCode,
+  isRetryableNetworkError,
+  isRetryableStatus,
+  retryAfterMs,
+  sleep,
+} from "./retry-policy.js";
 
 /** How a model sends its requests (every field optional; defaults in `DEFAULT_TRANSPORT`). */
 export interface TransportOptions extends ResponseLimits {
@@ -55,9 +62,12 @@ export function checkTransportOptions(options: TransportOptions, who: string): v
   const check = (name: keyof TransportOptions, min: number, allowInfinity: boolean) => {
     const value = options[name];
     if (value === undefined) return;
-    const ok = typeof value === "number" && value >= min && (Number.isFinite(value) || (allowInfinity && value === Infinity));
+    const ok =
+      typeof value === "number" && value >= min && (Number.isFinite(value) || (allowInfinity && value === Infinity));
     if (!ok) {
-      throw new TypeError(`${who}: ${name} must be a number ≥ ${min}${allowInfinity ? " (or Infinity)" : ""}, got ${String(value)}`);
+      throw new TypeError(
+        `${who}: ${name} must be a number ≥ ${min}${allowInfinity ? " (or Infinity)" : ""}, got ${String(value)}`,
+      );
     }
   };
   check("maxRetries", 0, false);
@@ -120,7 +130,8 @@ export async function openEventStream(
       return { ok: true, stream: streamOf(body, deadline, options, request.secrets) };
     }
     const last = result.failure;
-    const wait = last.retryAfterMs ?? backoffMs(attempt, options.retryBaseDelayMs ?? DEFAULT_TRANSPORT.retryBaseDelayMs);
+    const wait =
+      last.retryAfterMs ?? backoffMs(attempt, options.retryBaseDelayMs ?? DEFAULT_TRANSPORT.retryBaseDelayMs);
     const giveUp =
       deadline.signal.aborted ||
       !last.retryable ||
@@ -138,17 +149,28 @@ export async function openEventStream(
 }
 
 /** One attempt: `fetch`, same-origin redirects, then the status and content type checked. */
-async function sendOnce(request: StreamingRequest, options: TransportOptions, deadline: RequestDeadline): Promise<Attempt> {
+async function sendOnce(
+  request: StreamingRequest,
+  options: TransportOptions,
+  deadline: RequestDeadline,
+): Promise<Attempt> {
   const fetchFn = options.fetch ?? fetch;
   const { secrets } = request;
   let url = request.url;
   let response: Response;
   for (let hop = 0; ; hop++) {
     try {
-      const init: RequestInit = { method: "POST", headers: request.headers, body: request.body, signal: deadline.signal, redirect: "manual" };
+      const init: RequestInit = {
+        method: "POST",
+        headers: request.headers,
+        body: request.body,
+        signal: deadline.signal,
+        redirect: "manual",
+      };
       response = await fetchFn(url, init);
     } catch (error) {
-      if (deadline.signal.aborted) return { ok: false, failure: deadlineFailure(deadline, options, "while waiting for the server", "headers") };
+      if (deadline.signal.aborted)
+        return { ok: false, failure: deadlineFailure(deadline, options, "while waiting for the server", "headers") };
       const text = `Request to ${url} failed: ${clip(describeCause(error), secrets)}`;
       return { ok: false, failure: failure("network", text, { retryable: isRetryableNetworkError(error) }) };
     }
@@ -162,7 +184,11 @@ async function sendOnce(request: StreamingRequest, options: TransportOptions, de
   const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
   if (!response.ok || response.body === null) {
     const payload = await readErrorBody(response, secrets);
-    if (deadline.signal.aborted) return { ok: false, failure: deadlineFailure(deadline, options, "while reading the error response", "error body") };
+    if (deadline.signal.aborted)
+      return {
+        ok: false,
+        failure: deadlineFailure(deadline, options, "while reading the error response", "error body"),
+      };
     if (response.ok) return { ok: false, failure: failure("protocol", `${status}: the response has no body.`) };
     const after = retryAfterMs(response.headers);
     return {
@@ -185,7 +211,12 @@ async function sendOnce(request: StreamingRequest, options: TransportOptions, de
 }
 
 /** The next URL for a same-origin 307/308, or the failure that refuses the redirect. */
-function redirectRefusal(from: string, response: Response, hop: number, secrets: readonly string[]): string | RequestFailure {
+function redirectRefusal(
+  from: string,
+  response: Response,
+  hop: number,
+  secrets: readonly string[],
+): string | RequestFailure {
   const location = response.headers.get("location");
   let target: URL | undefined;
   try {
@@ -205,20 +236,31 @@ function redirectRefusal(from: string, response: Response, hop: number, secrets:
     );
   }
   if (response.status !== 307 && response.status !== 308) {
-    return failure("redirect", `${head}; a ${response.status} would turn the POST into a GET, so it was not followed. Set baseUrl to the final address.`, details);
+    return failure(
+      "redirect",
+      `${head}; a ${response.status} would turn the POST into a GET, so it was not followed. Set baseUrl to the final address.`,
+      details,
+    );
   }
-  if (hop + 1 >= MAX_REDIRECTS) return failure("redirect", `${head}, after ${MAX_REDIRECTS} redirects; giving up.`, details);
+  if (hop + 1 >= MAX_REDIRECTS)
+    return failure("redirect", `${head}, after ${MAX_REDIRECTS} redirects; giving up.`, details);
   return target.href;
 }
 
-function streamOf(body: ReadableStream<Uint8Array>, deadline: RequestDeadline, options: TransportOptions, secrets: readonly string[]): OpenStream {
+function streamOf(
+  body: ReadableStream<Uint8Array>,
+  deadline: RequestDeadline,
+  options: TransportOptions,
+  secrets: readonly string[],
+): OpenStream {
   return {
     body,
     signal: deadline.signal,
     progress: () => deadline.progress(),
     failure(error) {
       if (deadline.cause !== undefined) return deadlineFailure(deadline, options, "mid-stream", "stream");
-      if (error instanceof ResponseTooLargeError) return failure("limit", `The response was cut off: ${error.message}.`);
+      if (error instanceof ResponseTooLargeError)
+        return failure("limit", `The response was cut off: ${error.message}.`);
       const text = `The connection failed mid-stream: ${clip(describeCause(error), secrets)}`;
       return failure("network", text, { retryable: isRetryableNetworkError(error) });
     },

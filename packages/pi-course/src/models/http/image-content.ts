@@ -31,7 +31,9 @@ export function checkInputOptions(options: InputOptions, who: string): void {
   const valid =
     Array.isArray(input) && input.includes("text") && input.every((kind) => kind === "text" || kind === "image");
   if (!valid) {
-    throw new TypeError(`${who}: input lists what the model takes: ["text"] or ["text", "image"], got ${JSON.stringify(input)}`);
+    throw new TypeError(
+      `${who}: input lists what the model takes: ["text"] or ["text", "image"], got ${JSON.stringify(input)}`,
+    );
   }
 }
 
@@ -64,7 +66,10 @@ export function checkImage(block: ImageContent, where: string, options: InputOpt
     );
   }
   if (typeof data !== "string" || data === "" || data.length % 4 !== 0 || !BASE64.test(data)) {
-    const got = typeof data === "string" ? `${data.length} characters starting ${JSON.stringify(data.slice(0, 12))}` : typeof data;
+    const got =
+      typeof data === "string"
+        ? `${data.length} characters starting ${JSON.stringify(data.slice(0, 12))}`
+        : typeof data;
     throw new TypeError(
       `${where} holds an image whose data is not base64 (got ${got}): encode the image's bytes as standard, padded ` +
         `base64 without line breaks, e.g. Buffer.from(bytes).toString("base64").`,

@@ -17,6 +17,10 @@
  *
  * Text that cannot be JSON (a stray character, a missing comma) stops the parser: `failed`
  * becomes true and `value` keeps what it showed before. Text after the root value is ignored.
+ *
+ * Longer than the house's ~400 lines on purpose: `PartialJsonParser` is one state machine whose
+ * hot loop reads private fields and constants shared by every state; split across files, one
+ * loop would be read in several places. `parseToolArguments` (the strict final parse) closes it.
  */
 
 type Container = Record<string, unknown> | unknown[];
@@ -376,15 +380,24 @@ export class PartialJsonParser {
 /** The character a one-letter escape (`\n`, `\"`…) stands for, by the letter's code. */
 function simpleEscape(code: number): string | undefined {
   switch (code) {
-    case QUOTE: return '"';
-    case BACKSLASH: return "\\";
-    case 0x2f: return "/";
-    case 0x62: return "\b";
-    case 0x66: return "\f";
-    case 0x6e: return "\n";
-    case 0x72: return "\r";
-    case 0x74: return "\t";
-    default: return undefined;
+    case QUOTE:
+      return '"';
+    case BACKSLASH:
+      return "\\";
+    case 0x2f:
+      return "/";
+    case 0x62:
+      return "\b";
+    case 0x66:
+      return "\f";
+    case 0x6e:
+      return "\n";
+    case 0x72:
+      return "\r";
+    case 0x74:
+      return "\t";
+    default:
+      return undefined;
   }
 }
 
@@ -394,8 +407,15 @@ function isHexDigit(code: number): boolean {
 
 function isDelimiter(code: number): boolean {
   return (
-    code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09 || code === 0x2c ||
-    code === 0x7d || code === 0x5d || code === 0x3a || code === QUOTE
+    code === 0x20 ||
+    code === 0x0a ||
+    code === 0x0d ||
+    code === 0x09 ||
+    code === 0x2c ||
+    code === 0x7d ||
+    code === 0x5d ||
+    code === 0x3a ||
+    code === QUOTE
   );
 }
 

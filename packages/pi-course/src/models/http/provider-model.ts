@@ -72,7 +72,11 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
     return stream;
   }
 
-  private async run(stream: AssistantMessageEventStream, context: Context, signal: AbortSignal | undefined): Promise<void> {
+  private async run(
+    stream: AssistantMessageEventStream,
+    context: Context,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     // #region lab 5.5 ProviderModel.run
     let body: string;
     try {

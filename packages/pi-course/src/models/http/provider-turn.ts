@@ -96,7 +96,13 @@ export abstract class ProviderTurn {
   protected pushArguments(block: ToolCall, contentIndex: number, parser: PartialJsonParser, delta: string): void {
     block.rawArguments = this.grow(block, "rawArguments", block.rawArguments ?? "", delta);
     parser.push(delta);
-    this.stream.push({ type: "toolcall_delta", contentIndex, delta, partial: this.partial, partialArguments: parser.value });
+    this.stream.push({
+      type: "toolcall_delta",
+      contentIndex,
+      delta,
+      partial: this.partial,
+      partialArguments: parser.value,
+    });
   }
 
   /**

@@ -81,22 +81,28 @@ export class RequestDeadline {
   }
 
   private armIdle(delay: number): void {
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = undefined;
-      if (!this.watching || this.signal.aborted) return;
-      const idle = performance.now() - this.lastProgress;
-      if (idle >= this.options.idleTimeoutMs) this.stop("stall");
-      else this.armIdle(this.options.idleTimeoutMs - idle);
-    }, Math.min(Math.max(delay, 1), MAX_TIMER));
+    this.idleTimer = setTimeout(
+      () => {
+        this.idleTimer = undefined;
+        if (!this.watching || this.signal.aborted) return;
+        const idle = performance.now() - this.lastProgress;
+        if (idle >= this.options.idleTimeoutMs) this.stop("stall");
+        else this.armIdle(this.options.idleTimeoutMs - idle);
+      },
+      Math.min(Math.max(delay, 1), MAX_TIMER),
+    );
   }
 
   private armTotal(): void {
     const left = this.remainingMs();
     if (left <= 0) return this.stop("timeout");
-    this.totalTimer = setTimeout(() => {
-      this.totalTimer = undefined;
-      if (!this.signal.aborted) this.armTotal();
-    }, Math.min(left, MAX_TIMER));
+    this.totalTimer = setTimeout(
+      () => {
+        this.totalTimer = undefined;
+        if (!this.signal.aborted) this.armTotal();
+      },
+      Math.min(left, MAX_TIMER),
+    );
   }
 
   private stop(cause: DeadlineCause): void {

@@ -20,11 +20,7 @@ export const MAX_ERROR_TEXT = 500;
 /** At most this much of an error body is read. */
 const MAX_ERROR_BODY = 64 * 1024;
 
-export function failure(
-  kind: ErrorKind,
-  message: string,
-  extra: Partial<ErrorDetails> = {},
-): RequestFailure {
+export function failure(kind: ErrorKind, message: string, extra: Partial<ErrorDetails> = {}): RequestFailure {
   return { kind, message, retryable: false, ...extra };
 }
 

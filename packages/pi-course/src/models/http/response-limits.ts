@@ -117,7 +117,10 @@ export class TurnLimits {
       return failure("limit", `The response passed maxToolCalls (${this.maxToolCalls} tool calls in one turn).`);
     }
     if (content.length > this.maxContentBlocks) {
-      return failure("limit", `The response passed maxContentBlocks (${this.maxContentBlocks} content blocks in one turn).`);
+      return failure(
+        "limit",
+        `The response passed maxContentBlocks (${this.maxContentBlocks} content blocks in one turn).`,
+      );
     }
     return undefined;
   }

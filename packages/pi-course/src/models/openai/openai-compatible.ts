@@ -25,7 +25,14 @@ import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.j
 import { toChatCompletionsRequest, type ChatCompletionChunk, type ChatCompletionsRequest } from "./openai-wire.js";
 import { ProviderModel, type FrameOutcome } from "../http/provider-model.js";
 import type { TurnMeta } from "../http/provider-turn.js";
-import { clip, describeCause, failure, readErrorPayload, wireErrorCode, type RequestFailure } from "../http/request-failure.js";
+import {
+  clip,
+  describeCause,
+  failure,
+  readErrorPayload,
+  wireErrorCode,
+  type RequestFailure,
+} from "../http/request-failure.js";
 import { isRetryableCode } from "../http/retry-policy.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
@@ -69,7 +76,7 @@ export function createOpenAICompatibleModel(options: OpenAICompatibleOptions): M
     );
   }
   if (typeof options.model !== "string" || options.model === "") {
-    throw new TypeError("createOpenAICompatibleModel: model must be a non-empty model id, e.g. \"gpt-4o-mini\"");
+    throw new TypeError('createOpenAICompatibleModel: model must be a non-empty model id, e.g. "gpt-4o-mini"');
   }
   checkTransportOptions(options, "createOpenAICompatibleModel");
   checkRequestOptions(options, "createOpenAICompatibleModel");
@@ -111,7 +118,10 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
     try {
       error = turn.chunk(chunk);
     } catch (cause) {
-      return failure("protocol", `The server sent a chunk this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`);
+      return failure(
+        "protocol",
+        `The server sent a chunk this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`,
+      );
     }
     return error === undefined ? undefined : providerError(clip(error, this.secrets), wireErrorCode(chunk.error));
     // #endregion

@@ -103,7 +103,11 @@ export class ChatCompletionsTurn extends ProviderTurn {
       return this.done("toolUse");
     }
     if (reason === "stop") return this.done("stop");
-    this.fail("error", `The provider ended the turn with finish_reason "${reason}".`, { kind: "provider", code: reason, retryable: false });
+    this.fail("error", `The provider ended the turn with finish_reason "${reason}".`, {
+      kind: "provider",
+      code: reason,
+      retryable: false,
+    });
     // #endregion
   }
 
@@ -180,13 +184,17 @@ const DELTA_KEYS = ["content", "reasoning_content", "reasoning", "refusal"] as c
 
 /** The delta string of a chunk: the first non-empty text field, or a tool call's arguments. */
 function deltaSlot(value: unknown): FrameSlot | undefined {
-  const delta = (value as ChatCompletionChunk | null)?.choices?.[0]?.delta as Record<string, unknown> | null | undefined;
+  const delta = (value as ChatCompletionChunk | null)?.choices?.[0]?.delta as
+    | Record<string, unknown>
+    | null
+    | undefined;
   if (delta === null || typeof delta !== "object") return undefined;
   for (const key of DELTA_KEYS) {
     const text = delta[key];
     if (typeof text === "string" && text !== "") return { holder: delta, key };
   }
   const fn = (delta as { tool_calls?: { function?: Record<string, unknown> }[] }).tool_calls?.[0]?.function;
-  if (fn !== null && typeof fn === "object" && typeof fn.arguments === "string") return { holder: fn, key: "arguments" };
+  if (fn !== null && typeof fn === "object" && typeof fn.arguments === "string")
+    return { holder: fn, key: "arguments" };
   return undefined;
 }

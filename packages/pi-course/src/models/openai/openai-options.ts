@@ -12,7 +12,6 @@
  *   silently overwritten either way.
  * Misuse throws a `TypeError` saying what to change.
  */
-import type { ChatCompletionsRequest, WireRequestOptions } from "./openai-wire.js";
 import type { Context } from "../../types.js";
 
 /** Whether and which tool the model must call. */
@@ -34,13 +33,22 @@ export interface ChatRequestOptions {
   extraBody?: Record<string, unknown>;
 }
 
+/** The optional fields as the wire names them (part of `ChatCompletionsRequest`). */
+export interface WireOptionalFields {
+  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
+  parallel_tool_calls?: boolean;
+  reasoning_effort?: string;
+  stop?: string | string[];
+  seed?: number;
+}
+
 /** The body with the optional fields added (a new object; `request` is not changed). */
-export function applyRequestOptions(
-  request: ChatCompletionsRequest,
+export function applyRequestOptions<Request extends WireOptionalFields>(
+  request: Request,
   context: Context,
-  options: ChatRequestOptions & WireRequestOptions,
-): ChatCompletionsRequest {
-  const out: ChatCompletionsRequest = { ...request };
+  options: ChatRequestOptions,
+): Request {
+  const out: Request = { ...request };
   const tools = context.tools ?? [];
   if (options.toolChoice !== undefined && tools.length > 0) {
     const choice = options.toolChoice;
@@ -82,13 +90,19 @@ export function checkRequestOptions(options: ChatRequestOptions, who: string): v
     choice !== "required" &&
     !(typeof choice === "object" && choice !== null && typeof choice.name === "string" && choice.name !== "")
   ) {
-    throw new TypeError(`${who}: toolChoice must be "auto", "none", "required" or { name: "<tool>" }, got ${JSON.stringify(choice)}.`);
+    throw new TypeError(
+      `${who}: toolChoice must be "auto", "none", "required" or { name: "<tool>" }, got ${JSON.stringify(choice)}.`,
+    );
   }
   if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) {
     throw new TypeError(`${who}: seed must be an integer, got ${String(options.seed)}.`);
   }
   const stop = options.stop;
-  if (stop !== undefined && typeof stop !== "string" && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
+  if (
+    stop !== undefined &&
+    typeof stop !== "string" &&
+    !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))
+  ) {
     throw new TypeError(`${who}: stop must be a string or an array of strings.`);
   }
   const extra = options.extraBody;

@@ -20,8 +20,16 @@
  *   then its images; the tool message itself says how many images were moved there.
  */
 import { checkImage, type InputOptions } from "../http/image-content.js";
-import { applyRequestOptions, type ChatRequestOptions } from "./openai-options.js";
-import type { AssistantMessage, Context, Message, ToolCall, ToolDefinition, ToolResultMessage, UserContent } from "../../types.js";
+import { applyRequestOptions, type ChatRequestOptions, type WireOptionalFields } from "./openai-options.js";
+import type {
+  AssistantMessage,
+  Context,
+  Message,
+  ToolCall,
+  ToolDefinition,
+  ToolResultMessage,
+  UserContent,
+} from "../../types.js";
 
 /** A text part of a user message. */
 export interface WireTextPart {
@@ -58,8 +66,8 @@ export interface WireTool {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-/** The body of `POST /chat/completions` as this adapter sends it. */
-export interface ChatCompletionsRequest {
+/** The body of `POST /chat/completions` as this adapter sends it (with the optional fields of `openai-options.ts`). */
+export interface ChatCompletionsRequest extends WireOptionalFields {
   model: string;
   messages: WireMessage[];
   stream: true;
@@ -68,12 +76,6 @@ export interface ChatCompletionsRequest {
   tools?: WireTool[];
   max_tokens?: number;
   temperature?: number;
-  /** The optional fields of `openai-options.ts`. */
-  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
-  parallel_tool_calls?: boolean;
-  reasoning_effort?: string;
-  stop?: string | string[];
-  seed?: number;
 }
 
 /** Per-model settings that shape the request. */
@@ -123,7 +125,8 @@ function toWireMessage(message: Message, where: string, options: InputOptions): 
     case "toolResult": {
       const texts = message.content.flatMap((block) => (block.type === "text" ? [block.text] : []));
       const images = message.content.length - texts.length;
-      if (images > 0) texts.push(`[${images} image${images === 1 ? "" : "s"} of this result: in the next user message]`);
+      if (images > 0)
+        texts.push(`[${images} image${images === 1 ? "" : "s"} of this result: in the next user message]`);
       return { role: "tool", tool_call_id: message.toolCallId, content: texts.join("\n") };
     }
   }
@@ -138,9 +141,14 @@ function toWirePart(block: UserContent, where: string, options: InputOptions): W
 
 /** A tool result's images as user-message parts, after a text part naming the call; none without images. */
 function toolResultImages(message: ToolResultMessage, where: string, options: InputOptions): WireUserPart[] {
-  const images = message.content.filter((block) => block.type === "image").map((block) => toWirePart(block, where, options));
+  const images = message.content
+    .filter((block) => block.type === "image")
+    .map((block) => toWirePart(block, where, options));
   if (images.length === 0) return [];
-  return [{ type: "text", text: `Images from the ${message.toolName} result (call ${message.toolCallId}):` }, ...images];
+  return [
+    { type: "text", text: `Images from the ${message.toolName} result (call ${message.toolCallId}):` },
+    ...images,
+  ];
 }
 
 function toWireAssistant(message: AssistantMessage): WireMessage | undefined {
@@ -182,10 +190,7 @@ export function toWireTools(tools: readonly ToolDefinition[]): WireTool[] {
 }
 
 /** The whole request body: streaming, with usage requested. */
-export function toChatCompletionsRequest(
-  context: Context,
-  options: WireRequestOptions,
-): ChatCompletionsRequest {
+export function toChatCompletionsRequest(context: Context, options: WireRequestOptions): ChatCompletionsRequest {
   // #region lab 5.3 toChatCompletionsRequest
   const request: ChatCompletionsRequest = {
     model: options.model,
