@@ -27,7 +27,11 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);
 
 const require = createRequire(import.meta.url);
-const everything = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
+const everything = path.join(
+  path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")),
+  "dist",
+  "index.js",
+);
 const args = [everything, "stdio"];
 
 async function oursClient(): Promise<McpClient> {
@@ -65,7 +69,8 @@ try {
         name: "sdk",
         run: async () => {
           let last = "";
-          for (let i = 0; i < CALLS; i++) last = echoed(await sdk.callTool({ name: "echo", arguments: { message: `m${i}` } }));
+          for (let i = 0; i < CALLS; i++)
+            last = echoed(await sdk.callTool({ name: "echo", arguments: { message: `m${i}` } }));
           return last;
         },
       },
@@ -82,7 +87,11 @@ try {
   await Promise.all([ours.close(), sdk.close()]);
 }
 
-const configs: McpServerConfig[] = ["a", "b", "c"].map((name) => ({ name, source: "bench", transport: { kind: "stdio", command: process.execPath, args } }));
+const configs: McpServerConfig[] = ["a", "b", "c"].map((name) => ({
+  name,
+  source: "bench",
+  transport: { kind: "stdio", command: process.execPath, args },
+}));
 const startup = await measure(
   [
     {
@@ -112,4 +121,6 @@ const startup = await measure(
   ],
   { warmup: 1, runs: STARTUP_RUNS },
 );
-printTable("start 3 servers in parallel (spawn, initialize, tools/list), then close", startup, [{ label: "ours / sdk", num: "ours", den: "sdk" }]);
+printTable("start 3 servers in parallel (spawn, initialize, tools/list), then close", startup, [
+  { label: "ours / sdk", num: "ours", den: "sdk" },
+]);

@@ -46,13 +46,16 @@ export default defineChapter({
   labs: [
     {
       id: "17.1",
-      title: { zh: "分帧：一行一条 JSON-RPC 消息（readMessage、LineDecoder.push）", en: "framing: one JSON-RPC message per line" },
+      title: {
+        zh: "分帧：一行一条 JSON-RPC 消息（readMessage、LineDecoder.push）",
+        en: "framing: one JSON-RPC message per line",
+      },
       hint: {
         zh:
-          "`readMessage`：先排除非对象与数组（数组返回 `\"a batch (array); MCP sends one message per line\"`），再要求 `jsonrpc` 为 `\"2.0\"`（否则 `'no \"jsonrpc\": \"2.0\"'`）。" +
+          '`readMessage`：先排除非对象与数组（数组返回 `"a batch (array); MCP sends one message per line"`），再要求 `jsonrpc` 为 `"2.0"`（否则 `\'no "jsonrpc": "2.0"\'`）。' +
           "`id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`，唯一的例外是错误响应里的 `id: null`。" +
-          "有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`'a response needs exactly one of \"result\" and \"error\"'`），" +
-          "`error` 要有数字 `code` 和字符串 `message`（`'an \"error\" without a numeric code and a message'`）；不是对象的值返回 `\"not a JSON object\"`。键的顺序无关紧要：服务器写的是 `{\"result\":…,\"jsonrpc\":\"2.0\",\"id\":0}`。" +
+          '有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`\'a response needs exactly one of "result" and "error"\'`），' +
+          '`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）；不是对象的值返回 `"not a JSON object"`。键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。' +
           "`LineDecoder.push`：在每个块里找 `\\n`；一行没结束就把块存起来，结束时才用 `Buffer.concat` 拼一次（这样无论怎么切块都是线性的，多字节 UTF-8 字符被切开也没关系，因为按字节拼完才解码）；" +
           "去掉行尾的 `\\r`；正在读的行一旦超过 `maxLineBytes` 就抛 `LineTooLongError`，消息是 " +
           "`the server sent a line longer than 8 bytes without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)`（数字按上限写成 `8 bytes`、`1 MiB`）。",
@@ -64,15 +67,18 @@ export default defineChapter({
     },
     {
       id: "17.2",
-      title: { zh: "配对：每个请求恰好结束一次（JsonRpcConnection.request、receive）", en: "correlation: every request ends exactly once" },
+      title: {
+        zh: "配对：每个请求恰好结束一次（JsonRpcConnection.request、receive）",
+        en: "correlation: every request ends exactly once",
+      },
       hint: {
         zh:
           "`request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，" +
-          "每次进度都重新开始计时。超时用 `McpError(\"timeout\", \"tools/call timed out: no answer within 150 ms\")`，中止用 `McpError(\"aborted\", \"tools/call was aborted: <原因>\")`；" +
+          '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`；' +
           "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。" +
           "连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`。" +
           "`receive`：有 `method` 和 `id` 的是对方的请求（交给 `answer`），只有 `method` 的是通知（未知的忽略），其余是响应：按 id 找到挂起的请求，" +
-          "`error` 变成 `McpError(\"remote\", \"c failed: MCP error -32601: Method not found\", code, data)`；找不到的（重复、迟到）直接忽略。",
+          '`error` 变成 `McpError("remote", "c failed: MCP error -32601: Method not found", code, data)`；找不到的（重复、迟到）直接忽略。',
         en:
           "request: ids from 0; progressToken = the id when onProgress is given, and progress restarts the timer; timeout and abort " +
           "remove the entry first, then send notifications/cancelled. receive: requests to answer, notifications to handlers, " +
@@ -81,17 +87,20 @@ export default defineChapter({
     },
     {
       id: "17.3",
-      title: { zh: "生命周期与 stdio 传输（McpClient.connect、StdioTransport.start / close）", en: "lifecycle and the stdio transport" },
+      title: {
+        zh: "生命周期与 stdio 传输（McpClient.connect、StdioTransport.start / close）",
+        en: "lifecycle and the stdio transport",
+      },
       hint: {
         zh:
-          "`connect`：启动连接，发 `initialize {protocolVersion: \"2025-11-25\", capabilities, clientInfo}`（给了 roots 就声明 `roots: {listChanged: true}`），" +
+          '`connect`：启动连接，发 `initialize {protocolVersion: "2025-11-25", capabilities, clientInfo}`（给了 roots 就声明 `roots: {listChanged: true}`），' +
           "服务器回的版本必须在 `SUPPORTED_PROTOCOL_VERSIONS` 里，否则关掉连接并抛出 " +
-          "`the server answered initialize with protocol version \"2099-01-01\", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`" +
+          '`the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`' +
           "——服务器不会替你拒绝，它只会回它最新的版本。然后记下版本、发 `notifications/initialized`。" +
           "`StdioTransport.start`：`spawn` 子进程（环境只继承 `INHERITED_ENV` 再加配置的 env），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`；" +
-          "不是 JSON 的行是坏掉的服务器：以 `the server wrote a line to stdout that is not JSON: \"…\"; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)` 结束传输；" +
+          '不是 JSON 的行是坏掉的服务器：以 `the server wrote a line to stdout that is not JSON: "…"; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)` 结束传输；' +
           "stderr 一定要读（管道满了服务器会卡住），留下最后几行；进程退出时以 `the server process exited with code 3 (last stderr line: …)` 结束；" +
-          "程序不存在（ENOENT）时是 `cannot start \"x\": no such program (is it installed and on PATH?)`。" +
+          '程序不存在（ENOENT）时是 `cannot start "x": no such program (is it installed and on PATH?)`。' +
           "`close`：先关 stdin，等 `graceMs`，再 SIGTERM，再等，最后 SIGKILL——有的服务器永远不会自己退出。",
         en:
           "connect: initialize offering 2025-11-25, refuse an unsupported answer (the server will not), then notifications/initialized. " +
@@ -118,17 +127,20 @@ export default defineChapter({
     },
     {
       id: "17.5",
-      title: { zh: "配置：用户已经在写的 mcpServers（expandVariables、parseMcpConfig）", en: "configuration: mcpServers as users write it" },
+      title: {
+        zh: "配置：用户已经在写的 mcpServers（expandVariables、parseMcpConfig）",
+        en: "configuration: mcpServers as users write it",
+      },
       hint: {
         zh:
           "`expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。" +
-          "这样 key 留在环境里，不进文件。`parseMcpConfig`：文件不是 JSON 时抛 `McpConfigError`；不是 `{\"mcpServers\": {…}}` 时抛 " +
-          "`<file> must be a JSON object with an \"mcpServers\" object: {\"mcpServers\": {\"NAME\": {\"command\": …} | {\"url\": …}}}`。" +
-          "每个服务器：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`\"disabled\": true` 跳过；" +
+          '这样 key 留在环境里，不进文件。`parseMcpConfig`：文件不是 JSON 时抛 `McpConfigError`；不是 `{"mcpServers": {…}}` 时抛 ' +
+          '`<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。' +
+          '每个服务器：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
           "`env` 与 `headers` 的值要展开变量。单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 " +
-          "`server \"broken\" in <file>: needs \"command\" (a program to start) or \"url\" (a Streamable HTTP endpoint)`、" +
-          "`server \"secret\" in <file>: \"headers.Authorization\": ${MISSING} is not set in the environment`、" +
-          "`server \"old\" in <file>: the old HTTP+SSE transport (\"type\": \"sse\") is not supported; use the server's Streamable HTTP endpoint`——它单独失败，其他服务器照常启动。" +
+          '`server "broken" in <file>: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`、' +
+          '`server "secret" in <file>: "headers.Authorization": ${MISSING} is not set in the environment`、' +
+          '`server "old" in <file>: the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint`——它单独失败，其他服务器照常启动。' +
           "项目里的 `.pi-course/mcp.json` 只在受信任的文件夹里读取（第 12 章的规则）：打开一个克隆下来的仓库不应该就此启动程序。",
         en:
           "expandVariables: ${VAR} and ${VAR:-default} from the environment, a missing one named. parseMcpConfig: a file of the wrong " +
@@ -136,12 +148,16 @@ export default defineChapter({
       },
     },
   ],
-  devDependencies: ["@modelcontextprotocol/sdk", "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"],
+  devDependencies: [
+    "@modelcontextprotocol/sdk",
+    "@modelcontextprotocol/server-everything",
+    "@modelcontextprotocol/server-filesystem",
+  ],
   breakIt: {
     zh:
       "在 `JsonRpcConnection.request` 的超时处理里，把“先从 pending 删掉”挪到发送 `notifications/cancelled` 之后，" +
-      "或者干脆不删，跑 `npm test -- -t \"Lab 17\\.2\\b\"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，" +
-      "跑 `npm test -- -t \"Lab 17\\.3\\b\"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。",
+      '或者干脆不删，跑 `npm test -- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
+      '跑 `npm test -- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
     en:
       "Delete the pending entry after (or never) sending notifications/cancelled on a timeout and run the Lab 17.2 tests; drop the " +
       "SIGKILL from StdioTransport.close and watch the stubborn server; lift the 64-character cap and think which provider refuses it.",

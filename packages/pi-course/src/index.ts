@@ -281,7 +281,14 @@ export type {
 // Chapter 17: an MCP client (JSON-RPC over stdio or Streamable HTTP), MCP tools as agent tools,
 // and the mcpServers configuration.
 export { ErrorCode, McpError, isNotification, isRequest, readMessage } from "./mcp/json-rpc.js";
-export type { JsonRpcErrorObject, JsonRpcId, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from "./mcp/json-rpc.js";
+export type {
+  JsonRpcErrorObject,
+  JsonRpcId,
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcResponse,
+} from "./mcp/json-rpc.js";
 export { DEFAULT_MAX_LINE_BYTES, LineDecoder, LineTooLongError } from "./mcp/line-decoder.js";
 export type { McpTransport, TransportHandlers } from "./mcp/transport.js";
 export { DEFAULT_REQUEST_TIMEOUT_MS, JsonRpcConnection } from "./mcp/connection.js";

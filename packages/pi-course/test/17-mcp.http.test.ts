@@ -28,7 +28,10 @@ async function freePort(): Promise<number> {
 beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}/mcp`;
-  child = spawn(process.execPath, [serverEntry("server-everything"), "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"] });
+  child = spawn(process.execPath, [serverEntry("server-everything"), "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   child.stdout!.resume();
   child.stderr!.resume();
   // ready once the port answers
@@ -72,11 +75,18 @@ describe("Streamable HTTP against server-everything", () => {
     const tools = await client.listTools();
     expect(tools.map((t) => t.name)).toContain("get-roots-list");
     const progress: number[] = [];
-    const result = await client.callTool("trigger-long-running-operation", { duration: 0.3, steps: 3 }, { onProgress: (p) => progress.push(p.progress) });
-    expect(result.content).toEqual([{ type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." }]);
+    const result = await client.callTool(
+      "trigger-long-running-operation",
+      { duration: 0.3, steps: 3 },
+      { onProgress: (p) => progress.push(p.progress) },
+    );
+    expect(result.content).toEqual([
+      { type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." },
+    ]);
     expect(progress).toEqual([1, 2, 3]);
     // the server asked for roots/list on the GET stream and logged what it got
-    for (let i = 0; i < 100 && !diagnostics.some((d) => d.includes("Roots updated")); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 100 && !diagnostics.some((d) => d.includes("Roots updated")); i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect(diagnostics.some((d) => d.includes("Roots updated: 1 root(s) received from client"))).toBe(true);
     const roots = await client.callTool("get-roots-list", {});
     expect(JSON.stringify(roots.content)).toContain("file:///workspace");
@@ -95,7 +105,9 @@ describe("Streamable HTTP against server-everything", () => {
     const first = transport.session!;
     // the session ends behind the client's back
     await fetch(url, { method: "DELETE", headers: { "mcp-session-id": first, "mcp-protocol-version": "2025-11-25" } });
-    expect((await client.callTool("echo", { message: "again" })).content).toEqual([{ type: "text", text: "Echo: again" }]);
+    expect((await client.callTool("echo", { message: "again" })).content).toEqual([
+      { type: "text", text: "Echo: again" },
+    ]);
     expect(transport.session).not.toBe(first);
     expect(diagnostics).toContain("the server lost the session; initializing a new one");
     await client.close();
@@ -116,16 +128,26 @@ describe("Streamable HTTP failures", () => {
         const message = JSON.parse(body) as { id?: number; method: string };
         if (message.method === "initialize") {
           response.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" });
-          return void response.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "t", version: "1" } } }));
+          return void response.end(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              id: message.id,
+              result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "t", version: "1" } },
+            }),
+          );
         }
         if (message.id === undefined) return void response.writeHead(202).end();
         if (mode === "500") {
           response.writeHead(500, { "content-type": "application/json" });
-          return void response.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "database is down" } }));
+          return void response.end(
+            JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "database is down" } }),
+          );
         }
         // an event stream that ends without the answer
         response.writeHead(200, { "content-type": "text/event-stream" });
-        response.end('id: 1\ndata: \n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n');
+        response.end(
+          'id: 1\ndata: \n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n',
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

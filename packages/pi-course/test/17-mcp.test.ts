@@ -14,11 +14,17 @@ import type { AddressInfo } from "node:net";
 import { agentLoop } from "../src/agent/agent-loop.js";
 import { parseArgs } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
-import { McpConfigError, expandVariables, loadMcpConfig, parseMcpConfig, type McpServerConfig } from "../src/mcp/config.js";
+import {
+  McpConfigError,
+  expandVariables,
+  loadMcpConfig,
+  parseMcpConfig,
+  type McpServerConfig,
+} from "../src/mcp/config.js";
 import { McpServers } from "../src/mcp/servers.js";
 import { McpClient } from "../src/mcp/client.js";
 import { JsonRpcConnection } from "../src/mcp/connection.js";
-import { McpError, readMessage, type JsonRpcMessage } from "../src/mcp/json-rpc.js";
+import { McpError, readMessage } from "../src/mcp/json-rpc.js";
 import { LineDecoder, LineTooLongError } from "../src/mcp/line-decoder.js";
 import { mapCallResult, mcpAgentTools, mcpToolName } from "../src/mcp/mcp-tools.js";
 import { StdioTransport } from "../src/mcp/stdio-transport.js";
@@ -40,8 +46,15 @@ afterEach(async () => {
 });
 
 /** A client of a stdio server, closed after the test. */
-function stdioClient(args: string[], options: ConstructorParameters<typeof McpClient>[1] = {}, transport: Partial<ConstructorParameters<typeof StdioTransport>[0]> = {}) {
-  const client = new McpClient(new StdioTransport({ command: process.execPath, args, graceMs: 500, ...transport }), options);
+function stdioClient(
+  args: string[],
+  options: ConstructorParameters<typeof McpClient>[1] = {},
+  transport: Partial<ConstructorParameters<typeof StdioTransport>[0]> = {},
+) {
+  const client = new McpClient(
+    new StdioTransport({ command: process.execPath, args, graceMs: 500, ...transport }),
+    options,
+  );
   clients.push(client);
   return client;
 }
@@ -51,19 +64,34 @@ const everything = () => [serverEntry("server-everything"), "stdio"];
 describe("framing: one JSON-RPC message per line", () => {
   it("Lab 17.1 · readMessage tells requests, notifications and responses apart, in any key order, and says why anything else is not one", () => {
     expect(readMessage({ result: {}, jsonrpc: "2.0", id: 0 })).toEqual({ result: {}, jsonrpc: "2.0", id: 0 });
-    expect(readMessage({ jsonrpc: "2.0", id: "a", method: "ping" })).toEqual({ jsonrpc: "2.0", id: "a", method: "ping" });
-    expect(readMessage({ jsonrpc: "2.0", method: "notifications/initialized" })).toEqual({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(readMessage({ jsonrpc: "2.0", id: "a", method: "ping" })).toEqual({
+      jsonrpc: "2.0",
+      id: "a",
+      method: "ping",
+    });
+    expect(readMessage({ jsonrpc: "2.0", method: "notifications/initialized" })).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/initialized",
+    });
     expect(readMessage({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request" } })).toEqual({
       jsonrpc: "2.0",
       id: null,
       error: { code: -32000, message: "Bad Request" },
     });
-    expect(readMessage([{ jsonrpc: "2.0", method: "ping", id: 1 }])).toBe("a batch (array); MCP sends one message per line");
+    expect(readMessage([{ jsonrpc: "2.0", method: "ping", id: 1 }])).toBe(
+      "a batch (array); MCP sends one message per line",
+    );
     expect(readMessage({ method: "ping", id: 1 })).toBe('no "jsonrpc": "2.0"');
-    expect(readMessage({ jsonrpc: "2.0", method: "ping", id: null })).toBe("an id that is neither a number nor a string (null)");
+    expect(readMessage({ jsonrpc: "2.0", method: "ping", id: null })).toBe(
+      "an id that is neither a number nor a string (null)",
+    );
     expect(readMessage({ jsonrpc: "2.0", id: 1 })).toBe('a response needs exactly one of "result" and "error"');
-    expect(readMessage({ jsonrpc: "2.0", id: 1, result: {}, error: { code: 1, message: "x" } })).toBe('a response needs exactly one of "result" and "error"');
-    expect(readMessage({ jsonrpc: "2.0", id: 1, error: "boom" })).toBe('an "error" without a numeric code and a message');
+    expect(readMessage({ jsonrpc: "2.0", id: 1, result: {}, error: { code: 1, message: "x" } })).toBe(
+      'a response needs exactly one of "result" and "error"',
+    );
+    expect(readMessage({ jsonrpc: "2.0", id: 1, error: "boom" })).toBe(
+      'an "error" without a numeric code and a message',
+    );
     expect(readMessage("text")).toBe("not a JSON object");
   });
 
@@ -107,13 +135,22 @@ describe("correlation: every request ends exactly once", () => {
     ]);
     transport.deliver({ jsonrpc: "2.0", id: 1, result: { b: true } });
     transport.deliver({ jsonrpc: "2.0", id: 0, result: { a: true } });
-    transport.deliver({ jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found", data: { m: "c" } } });
+    transport.deliver({
+      jsonrpc: "2.0",
+      id: 2,
+      error: { code: -32601, message: "Method not found", data: { m: "c" } },
+    });
     transport.deliver({ jsonrpc: "2.0", id: 2, result: {} }); // a duplicate answer is ignored
     expect(await first).toEqual({ a: true });
     expect(await second).toEqual({ b: true });
     const error = await third.catch((e: McpError) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect([error.kind, error.code, error.message, error.data]).toEqual(["remote", -32601, "c failed: MCP error -32601: Method not found", { m: "c" }]);
+    expect([error.kind, error.code, error.message, error.data]).toEqual([
+      "remote",
+      -32601,
+      "c failed: MCP error -32601: Method not found",
+      { m: "c" },
+    ]);
   });
 
   it("Lab 17.2 · an abort ends the request at once and tells the peer; progress and a late answer for it are ignored", async () => {
@@ -122,12 +159,28 @@ describe("correlation: every request ends exactly once", () => {
     await connection.start();
     const controller = new AbortController();
     const seen: unknown[] = [];
-    const call = connection.request("tools/call", { name: "slow" }, { signal: controller.signal, onProgress: (p) => seen.push(p) });
-    transport.deliver({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 0, progress: 1, total: 2 } });
+    const call = connection.request(
+      "tools/call",
+      { name: "slow" },
+      { signal: controller.signal, onProgress: (p) => seen.push(p) },
+    );
+    transport.deliver({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 0, progress: 1, total: 2 },
+    });
     controller.abort("the user pressed Ctrl-C");
     const error = await call.catch((e: McpError) => e);
-    expect([error.kind, error.code, error.message]).toEqual(["aborted", -32001, "tools/call was aborted: the user pressed Ctrl-C"]);
-    transport.deliver({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 0, progress: 2, total: 2 } });
+    expect([error.kind, error.code, error.message]).toEqual([
+      "aborted",
+      -32001,
+      "tools/call was aborted: the user pressed Ctrl-C",
+    ]);
+    transport.deliver({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 0, progress: 2, total: 2 },
+    });
     transport.deliver({ jsonrpc: "2.0", id: 0, result: { content: [] } });
     expect(seen).toEqual([{ progress: 1, total: 2 }]);
     expect(wire(transport.sent)).toEqual([
@@ -145,12 +198,23 @@ describe("correlation: every request ends exactly once", () => {
     // progress every 100 ms keeps it alive past 150 ms
     for (let i = 0; i < 3; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      transport.deliver({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 0, progress: i } });
+      transport.deliver({
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: { progressToken: 0, progress: i },
+      });
     }
     const error = await call.catch((e: McpError) => e);
     expect(Date.now() - started).toBeGreaterThanOrEqual(400);
-    expect([error.kind, error.code, error.message]).toEqual(["timeout", -32001, "tools/call timed out: no answer within 150 ms"]);
-    expect(wire(transport.sent).at(-1)).toEqual({ method: "notifications/cancelled", params: { requestId: 0, reason: "Request timed out after 150 ms" } });
+    expect([error.kind, error.code, error.message]).toEqual([
+      "timeout",
+      -32001,
+      "tools/call timed out: no answer within 150 ms",
+    ]);
+    expect(wire(transport.sent).at(-1)).toEqual({
+      method: "notifications/cancelled",
+      params: { requestId: 0, reason: "Request timed out after 150 ms" },
+    });
   });
 
   it("Lab 17.2 · the end of the transport ends every pending request with the reason; later requests are refused", async () => {
@@ -176,7 +240,12 @@ describe("correlation: every request ends exactly once", () => {
       throw new Error("no");
     });
     await connection.start();
-    for (const [id, method] of [[0, "ping"], [1, "roots/list"], [2, "boom"], [3, "sampling/createMessage"]] as const) {
+    for (const [id, method] of [
+      [0, "ping"],
+      [1, "roots/list"],
+      [2, "boom"],
+      [3, "sampling/createMessage"],
+    ] as const) {
       transport.deliver({ jsonrpc: "2.0", id, method });
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -196,14 +265,22 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     const answer = (version: string) =>
       new MemoryTransport((message, reply) => {
         if ("method" in message && message.method === "initialize" && "id" in message) {
-          reply({ jsonrpc: "2.0", id: message.id, result: { protocolVersion: version, capabilities: {}, serverInfo: { name: "s", version: "1" } } });
+          reply({
+            jsonrpc: "2.0",
+            id: message.id,
+            result: { protocolVersion: version, capabilities: {}, serverInfo: { name: "s", version: "1" } },
+          });
         }
       });
     const old = answer("2024-11-05");
     const client = new McpClient(old, { clientInfo: { name: "test", version: "1" } });
     expect((await client.connect()).protocolVersion).toBe("2024-11-05");
     expect(wire(old.sent)).toEqual([
-      { id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "test", version: "1" } } },
+      {
+        id: 0,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "test", version: "1" } },
+      },
       { method: "notifications/initialized" },
     ]);
     const future = answer("2099-01-01");
@@ -222,7 +299,9 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     const tools = await client.listTools();
     expect(tools.map((t) => t.name)).toContain("echo");
     await client.ping();
-    expect(await client.callTool("echo", { message: "héllo" })).toEqual({ content: [{ type: "text", text: "Echo: héllo" }] });
+    expect(await client.callTool("echo", { message: "héllo" })).toEqual({
+      content: [{ type: "text", text: "Echo: héllo" }],
+    });
     const transport = client.transport as StdioTransport;
     await client.close();
     expect(transport.stderrTail).toContain("Starting default (STDIO) server...");
@@ -243,7 +322,9 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     // filesystem asks for roots/list right after initialized and replaces its allowed folders with them
     let allowed = "";
     for (let i = 0; i < 50 && !allowed.includes(root); i++) {
-      allowed = (await client.callTool("list_allowed_directories", {})).content.map((c) => ("text" in c ? c.text : "")).join("");
+      allowed = (await client.callTool("list_allowed_directories", {})).content
+        .map((c) => ("text" in c ? c.text : ""))
+        .join("");
       if (!allowed.includes(root)) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(allowed).toContain(root);
@@ -252,7 +333,10 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
 
     // everything sends one list_changed per conditionally registered tool; the client lists once
     const lists2: number[] = [];
-    const all = stdioClient(everything(), { roots: [{ uri: `file://${root}` }], onToolsChanged: (tools) => lists2.push(tools.length) });
+    const all = stdioClient(everything(), {
+      roots: [{ uri: `file://${root}` }],
+      onToolsChanged: (tools) => lists2.push(tools.length),
+    });
     await all.connect({ timeoutMs: 20_000 });
     for (let i = 0; i < 100 && lists2.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -265,7 +349,10 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     const controller = new AbortController();
     const aborted = client.callTool("hang", {}, { signal: controller.signal });
     setTimeout(() => controller.abort("stop"), 50);
-    expect(await aborted.catch((e: McpError) => [e.kind, e.message])).toEqual(["aborted", "tools/call was aborted: stop"]);
+    expect(await aborted.catch((e: McpError) => [e.kind, e.message])).toEqual([
+      "aborted",
+      "tools/call was aborted: stop",
+    ]);
     const timedOut = await client.callTool("hang", {}, { timeoutMs: 100 }).catch((e: McpError) => [e.kind, e.message]);
     expect(timedOut).toEqual(["timeout", "tools/call timed out: no answer within 100 ms"]);
     // the connection is still good
@@ -296,10 +383,15 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
   it("Lab 17.3 · a server that never answers initialize times out; one that cannot start says so", async () => {
     const mute = stdioClient(["-e", "process.stdin.resume()"]);
     const started = Date.now();
-    expect(await mute.connect({ timeoutMs: 300 }).catch((e: McpError) => [e.kind, e.message])).toEqual(["timeout", "initialize timed out: no answer within 300 ms"]);
+    expect(await mute.connect({ timeoutMs: 300 }).catch((e: McpError) => [e.kind, e.message])).toEqual([
+      "timeout",
+      "initialize timed out: no answer within 300 ms",
+    ]);
     expect(Date.now() - started).toBeLessThan(3000);
     const missing = new McpClient(new StdioTransport({ command: "no-such-mcp-server-here" }));
-    expect(await missing.connect().catch((e: Error) => e.message)).toBe('cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)');
+    expect(await missing.connect().catch((e: Error) => e.message)).toBe(
+      'cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)',
+    );
   }, 30_000);
 
   it("Lab 17.3 · close ends a server that ignores stdin close and SIGTERM (SIGKILL after the grace period)", async () => {
@@ -360,12 +452,23 @@ describe("MCP tools as agent tools", () => {
     const client = stdioClient(everything());
     await client.connect({ timeoutMs: 20_000 });
     const { tools, hidden } = mcpAgentTools("everything", client, await client.listTools());
-    expect(hidden).toEqual(["simulate-research-query (it requires task augmentation, which this client does not support)"]);
+    expect(hidden).toEqual([
+      "simulate-research-query (it requires task augmentation, which this client does not support)",
+    ]);
     expect(tools.map((t) => t.name)).toContain("mcp__everything__get-tiny-image");
     const echo = tools.find((t) => t.name === "mcp__everything__echo")!;
-    expect(echo.parameters).toMatchObject({ type: "object", properties: { message: { type: "string" } }, required: ["message"] });
+    expect(echo.parameters).toMatchObject({
+      type: "object",
+      properties: { message: { type: "string" } },
+      required: ["message"],
+    });
 
-    const call = (id: string, name: string, args: unknown) => ({ type: "toolCall" as const, id, name, arguments: args });
+    const call = (id: string, name: string, args: unknown) => ({
+      type: "toolCall" as const,
+      id,
+      name,
+      arguments: args,
+    });
     const model = new ScriptedModel([
       assistantMessage(
         [
@@ -384,20 +487,35 @@ describe("MCP tools as agent tools", () => {
     const run = agentLoop([userMessage("use everything")], { messages: [], tools }, { model });
     const updates: string[] = [];
     for await (const event of run) {
-      if (event.type === "tool_execution_update") updates.push((event.partialResult as { content: { text: string }[] }).content[0]!.text);
+      if (event.type === "tool_execution_update")
+        updates.push((event.partialResult as { content: { text: string }[] }).content[0]!.text);
     }
     const results = (await run.result()).filter((m): m is ToolResultMessage => "role" in m && m.role === "toolResult");
     const byId = new Map(results.map((r) => [r.toolCallId, r]));
     expect(byId.get("1")).toMatchObject({ isError: false, content: [{ type: "text", text: "Echo: hi" }] });
     const image = byId.get("2")!.content.find((c) => c.type === "image");
     expect(image).toMatchObject({ type: "image", mimeType: "image/png" });
-    expect(byId.get("3")!.content[1]).toMatchObject({ type: "text", text: expect.stringMatching(/^Resource demo:\/\/resource\/dynamic\/text\/1 \(text\/plain\):\nResource 1: This is a plaintext resource/) });
-    expect(byId.get("4")!.content.some((c) => c.type === "text" && /^Resource link: .*demo:\/\/resource/.test(c.text))).toBe(true);
-    expect((byId.get("5")!.details as { structuredContent: unknown }).structuredContent).toMatchObject({ conditions: expect.any(String) });
+    expect(byId.get("3")!.content[1]).toMatchObject({
+      type: "text",
+      text: expect.stringMatching(
+        /^Resource demo:\/\/resource\/dynamic\/text\/1 \(text\/plain\):\nResource 1: This is a plaintext resource/,
+      ),
+    });
+    expect(
+      byId.get("4")!.content.some((c) => c.type === "text" && /^Resource link: .*demo:\/\/resource/.test(c.text)),
+    ).toBe(true);
+    expect((byId.get("5")!.details as { structuredContent: unknown }).structuredContent).toMatchObject({
+      conditions: expect.any(String),
+    });
     // the loop checks arguments against the server's inputSchema before the call
     expect(byId.get("6")).toMatchObject({ isError: true });
-    expect((byId.get("6")!.content[0] as { text: string }).text).toMatch(/^Invalid arguments for tool "mcp__everything__get-sum":\n {2}- \/a: /);
-    expect(byId.get("7")).toMatchObject({ isError: false, content: [{ type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." }] });
+    expect((byId.get("6")!.content[0] as { text: string }).text).toMatch(
+      /^Invalid arguments for tool "mcp__everything__get-sum":\n {2}- \/a: /,
+    );
+    expect(byId.get("7")).toMatchObject({
+      isError: false,
+      content: [{ type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." }],
+    });
     expect(updates).toEqual(["progress 1/3", "progress 2/3", "progress 3/3"]);
 
     // an unknown tool is a result with isError, not a JSON-RPC error
@@ -414,7 +532,17 @@ describe("MCP tools as agent tools", () => {
     await client.connect({ timeoutMs: 20_000 });
     const { tools } = mcpAgentTools("everything", client, await client.listTools());
     const model = new ScriptedModel([
-      assistantMessage([{ type: "toolCall", id: "1", name: "mcp__everything__trigger-long-running-operation", arguments: { duration: 5, steps: 5 } }], "toolUse"),
+      assistantMessage(
+        [
+          {
+            type: "toolCall",
+            id: "1",
+            name: "mcp__everything__trigger-long-running-operation",
+            arguments: { duration: 5, steps: 5 },
+          },
+        ],
+        "toolUse",
+      ),
       assistantMessage([{ type: "text", text: "never" }], "stop"),
     ]);
     const controller = new AbortController();
@@ -426,7 +554,9 @@ describe("MCP tools as agent tools", () => {
     expect(results[0]!.isError).toBe(true);
     expect(Date.now() - started).toBeLessThan(3000);
     // the server is still usable after the cancellation
-    expect((await client.callTool("echo", { message: "after" })).content).toEqual([{ type: "text", text: "Echo: after" }]);
+    expect((await client.callTool("echo", { message: "after" })).content).toEqual([
+      { type: "text", text: "Echo: after" },
+    ]);
   }, 30_000);
 
   it("Lab 17.4 · server-filesystem's read_text_file through the agent: the model reads the file's text", async () => {
@@ -435,7 +565,17 @@ describe("MCP tools as agent tools", () => {
     await client.connect({ timeoutMs: 20_000 });
     const { tools } = mcpAgentTools("fs", client, await client.listTools());
     const model = new ScriptedModel([
-      assistantMessage([{ type: "toolCall", id: "r", name: "mcp__fs__read_text_file", arguments: { path: path.join(dir, "notes.md") } }], "toolUse"),
+      assistantMessage(
+        [
+          {
+            type: "toolCall",
+            id: "r",
+            name: "mcp__fs__read_text_file",
+            arguments: { path: path.join(dir, "notes.md") },
+          },
+        ],
+        "toolUse",
+      ),
       (context) => {
         const last = context.messages.at(-1)!;
         const text = last.role === "toolResult" && last.content[0]?.type === "text" ? last.content[0].text : "?";
@@ -452,9 +592,14 @@ describe("MCP tools as agent tools", () => {
       details: { server: "fs", tool: "read_text_file", structuredContent: { content: "# Notes\nMCP works.\n" } },
     });
     const answer = messages.at(-1)!;
-    expect("role" in answer && answer.role === "assistant" && answer.content[0]).toEqual({ type: "text", text: "The file says: MCP works." });
+    expect("role" in answer && answer.role === "assistant" && answer.content[0]).toEqual({
+      type: "text",
+      text: "The file says: MCP works.",
+    });
     // outside the allowed folder: the server's error, as a result the model reads
-    const denied = await tools.find((t) => t.name === "mcp__fs__read_text_file")!.execute("d", { path: "/etc/hostname" });
+    const denied = await tools
+      .find((t) => t.name === "mcp__fs__read_text_file")!
+      .execute("d", { path: "/etc/hostname" });
     expect(denied.isError).toBe(true);
     expect((denied.content[0] as { text: string }).text).toMatch(/Access denied/);
   }, 30_000);
@@ -472,7 +617,12 @@ describe("configuration: mcpServers as users already write it", () => {
     const file = path.join("/home/u", ".pi-course", "mcp.json");
     const text = JSON.stringify({
       mcpServers: {
-        fs: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."], env: { TOKEN: "${FS_TOKEN}" }, cwd: "work" },
+        fs: {
+          command: "npx",
+          args: ["-y", "@modelcontextprotocol/server-filesystem", "."],
+          env: { TOKEN: "${FS_TOKEN}" },
+          cwd: "work",
+        },
         web: { type: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}" } },
         off: { command: "x", disabled: true },
         broken: { args: [] },
@@ -481,11 +631,37 @@ describe("configuration: mcpServers as users already write it", () => {
       },
     });
     expect(parseMcpConfig(text, file, { FS_TOKEN: "t1", WEB_TOKEN: "t2" })).toEqual([
-      { name: "fs", source: file, transport: { kind: "stdio", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."], env: { TOKEN: "t1" }, cwd: "/home/u/.pi-course/work" } },
-      { name: "web", source: file, transport: { kind: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer t2" } } },
-      { name: "broken", source: file, problem: `server "broken" in ${file}: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)` },
-      { name: "secret", source: file, problem: `server "secret" in ${file}: "headers.Authorization": \${MISSING} is not set in the environment` },
-      { name: "old", source: file, problem: `server "old" in ${file}: the old HTTP+SSE transport ("type": "sse") is not supported; use the server's Streamable HTTP endpoint` },
+      {
+        name: "fs",
+        source: file,
+        transport: {
+          kind: "stdio",
+          command: "npx",
+          args: ["-y", "@modelcontextprotocol/server-filesystem", "."],
+          env: { TOKEN: "t1" },
+          cwd: "/home/u/.pi-course/work",
+        },
+      },
+      {
+        name: "web",
+        source: file,
+        transport: { kind: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer t2" } },
+      },
+      {
+        name: "broken",
+        source: file,
+        problem: `server "broken" in ${file}: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`,
+      },
+      {
+        name: "secret",
+        source: file,
+        problem: `server "secret" in ${file}: "headers.Authorization": \${MISSING} is not set in the environment`,
+      },
+      {
+        name: "old",
+        source: file,
+        problem: `server "old" in ${file}: the old HTTP+SSE transport ("type": "sse") is not supported; use the server's Streamable HTTP endpoint`,
+      },
     ]);
     expect(() => parseMcpConfig("{", file, {})).toThrow(McpConfigError);
     expect(() => parseMcpConfig('{"servers": {}}', file, {})).toThrow(
@@ -498,15 +674,24 @@ describe("configuration: mcpServers as users already write it", () => {
     const project = path.join(dir, "project");
     await mkdir(path.join(home, ".pi-course"), { recursive: true });
     await mkdir(path.join(project, ".pi-course"), { recursive: true });
-    await writeFile(path.join(home, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { a: { command: "user-a" }, b: { command: "user-b" } } }));
-    await writeFile(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { b: { command: "project-b" }, c: { command: "project-c" } } }));
+    await writeFile(
+      path.join(home, ".pi-course", "mcp.json"),
+      JSON.stringify({ mcpServers: { a: { command: "user-a" }, b: { command: "user-b" } } }),
+    );
+    await writeFile(
+      path.join(project, ".pi-course", "mcp.json"),
+      JSON.stringify({ mcpServers: { b: { command: "project-b" }, c: { command: "project-c" } } }),
+    );
     const extra = path.join(dir, "servers.json");
     await writeFile(extra, JSON.stringify({ mcpServers: { a: { command: "extra-a" } } }));
-    const commands = (servers: McpServerConfig[]) => servers.map((s) => `${s.name}=${s.transport?.kind === "stdio" ? s.transport.command : s.problem}`);
+    const commands = (servers: McpServerConfig[]) =>
+      servers.map((s) => `${s.name}=${s.transport?.kind === "stdio" ? s.transport.command : s.problem}`);
 
     const untrusted = loadMcpConfig({ home, project, projectTrusted: false, files: [extra], env: {} });
     expect(commands(untrusted.servers)).toEqual(["b=user-b", "a=extra-a"]);
-    expect(untrusted.notices).toEqual([`the project's MCP servers (${path.join(project, ".pi-course", "mcp.json")}) are not started: the folder is not trusted`]);
+    expect(untrusted.notices).toEqual([
+      `the project's MCP servers (${path.join(project, ".pi-course", "mcp.json")}) are not started: the folder is not trusted`,
+    ]);
 
     const trusted = loadMcpConfig({ home, project, projectTrusted: true, files: [extra], env: {} });
     expect(commands(trusted.servers)).toEqual(["b=project-b", "c=project-c", "a=extra-a"]);
@@ -532,7 +717,10 @@ describe("configuration: mcpServers as users already write it", () => {
         mcpServers: {
           everything: { command: process.execPath, args: everything() },
           missing: { command: "no-such-mcp-server-here" },
-          mute: { command: process.execPath, args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"] },
+          mute: {
+            command: process.execPath,
+            args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"],
+          },
           bad: { args: [] },
         },
       }),
@@ -546,11 +734,17 @@ describe("configuration: mcpServers as users already write it", () => {
       expect(servers.entries().map((e) => e.state.status)).toEqual(["ready", "failed", "failed", "failed"]);
       expect(servers.tools.every((t) => t.name.startsWith("mcp__everything__"))).toBe(true);
       const lines = servers.describe().split("\n");
-      expect(lines[0]).toMatch(/^everything: ready with 12 tools \(1 hidden: simulate-research-query \(it requires task augmentation, which this client does not support\)\)$/);
-      expect(lines).toContain('missing: failed: cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)');
+      expect(lines[0]).toMatch(
+        /^everything: ready with 12 tools \(1 hidden: simulate-research-query \(it requires task augmentation, which this client does not support\)\)$/,
+      );
+      expect(lines).toContain(
+        'missing: failed: cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)',
+      );
       expect(lines).toContain("mute: failed: initialize timed out: no answer within 6000 ms");
       expect(lines).toContain("  stderr: booting");
-      expect(lines).toContain('bad: failed: server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)');
+      expect(lines).toContain(
+        'bad: failed: server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)',
+      );
     } finally {
       await servers.close();
     }
@@ -561,7 +755,12 @@ describe("configuration: mcpServers as users already write it", () => {
     await mkdir(workspace);
     await writeFile(path.join(workspace, "notes.md"), "MCP reaches the agent.\n");
     const config = path.join(dir, "servers.json");
-    await writeFile(config, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), workspace] } } }));
+    await writeFile(
+      config,
+      JSON.stringify({
+        mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), workspace] } },
+      }),
+    );
     // an OpenAI-compatible model on 127.0.0.1: first a call of the MCP tool, then an answer that quotes its result
     const bodies: any[] = [];
     const model = createServer((request, response) => {
@@ -570,14 +769,33 @@ describe("configuration: mcpServers as users already write it", () => {
       request.on("end", () => {
         const body = JSON.parse(text);
         bodies.push(body);
-        const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        const chunk = (delta: unknown, finish: string | null = null) =>
+          `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
         response.writeHead(200, { "content-type": "text/event-stream" });
         if (bodies.length === 1) {
           const args = JSON.stringify({ path: path.join(workspace, "notes.md") });
-          response.end(chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "mcp__fs__read_text_file", arguments: args } }] }) + chunk({}, "tool_calls") + "data: [DONE]\n\n");
+          response.end(
+            chunk({
+              role: "assistant",
+              tool_calls: [
+                {
+                  index: 0,
+                  id: "call_1",
+                  type: "function",
+                  function: { name: "mcp__fs__read_text_file", arguments: args },
+                },
+              ],
+            }) +
+              chunk({}, "tool_calls") +
+              "data: [DONE]\n\n",
+          );
         } else {
           const result = body.messages.at(-1);
-          response.end(chunk({ role: "assistant", content: `The notes say: ${result.content}` }) + chunk({}, "stop") + "data: [DONE]\n\n");
+          response.end(
+            chunk({ role: "assistant", content: `The notes say: ${result.content}` }) +
+              chunk({}, "stop") +
+              "data: [DONE]\n\n",
+          );
         }
       });
     });
@@ -586,11 +804,27 @@ describe("configuration: mcpServers as users already write it", () => {
     let stdout = "";
     let stderr = "";
     try {
-      const code = await runMain(["--base-url", baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--no-session", "--mcp-config", config, "-p", "read notes.md"], {
-        stdout: { write: (text: string) => (stdout += text) },
-        stderr: { write: (text: string) => (stderr += text) },
-        env: { HOME: dir, INIT_CWD: dir },
-      });
+      const code = await runMain(
+        [
+          "--base-url",
+          baseUrl,
+          "--model",
+          "m",
+          "--no-api-key",
+          "--cwd",
+          workspace,
+          "--no-session",
+          "--mcp-config",
+          config,
+          "-p",
+          "read notes.md",
+        ],
+        {
+          stdout: { write: (text: string) => (stdout += text) },
+          stderr: { write: (text: string) => (stderr += text) },
+          env: { HOME: dir, INIT_CWD: dir },
+        },
+      );
       expect(code).toBe(0);
     } finally {
       await new Promise((resolve) => model.close(resolve));
@@ -598,6 +832,16 @@ describe("configuration: mcpServers as users already write it", () => {
     expect(stdout).toBe("The notes say: MCP reaches the agent.\n\n");
     expect(stderr).toMatch(/^note: MCP server fs: ready with \d+ tools\n/m);
     const offered = bodies[0].tools.map((t: { function: { name: string } }) => t.function.name);
-    expect(offered).toEqual(expect.arrayContaining(["read", "write", "edit", "ls", "bash", "mcp__fs__read_text_file", "mcp__fs__list_directory"]));
+    expect(offered).toEqual(
+      expect.arrayContaining([
+        "read",
+        "write",
+        "edit",
+        "ls",
+        "bash",
+        "mcp__fs__read_text_file",
+        "mcp__fs__list_directory",
+      ]),
+    );
   }, 30_000);
 });

@@ -162,7 +162,8 @@ export async function runInteractive(
         return printer.line(`model: ${agent.state.model.provider} · ${agent.state.model.id}`, "dim");
       // #region ch17
       case "mcp":
-        if (runtime.mcp === undefined) return printer.line("no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)", "dim");
+        if (runtime.mcp === undefined)
+          return printer.line("no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)", "dim");
         for (const text of runtime.mcp.describe().split("\n")) printer.line(neutralize(text));
         return;
       // #endregion

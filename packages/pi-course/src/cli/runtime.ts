@@ -217,7 +217,9 @@ export class Runtime {
         notes(`MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`);
       } else if (state.status === "failed") {
         const tail = entry.stderrTail.at(-1);
-        notes(`MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`);
+        notes(
+          `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`,
+        );
       }
     }
   }

@@ -89,11 +89,15 @@ export class McpClient {
     readonly transport: McpTransport,
     private readonly options: McpClientOptions = {},
   ) {
-    this.connection = new JsonRpcConnection(transport, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, (text) => this.note(text));
+    this.connection = new JsonRpcConnection(transport, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, (text) =>
+      this.note(text),
+    );
     const roots = options.roots;
     if (roots !== undefined) this.connection.setRequestHandler("roots/list", () => ({ roots }));
-    if (options.onSampling !== undefined) this.connection.setRequestHandler("sampling/createMessage", options.onSampling);
-    if (options.onElicitation !== undefined) this.connection.setRequestHandler("elicitation/create", options.onElicitation);
+    if (options.onSampling !== undefined)
+      this.connection.setRequestHandler("sampling/createMessage", options.onSampling);
+    if (options.onElicitation !== undefined)
+      this.connection.setRequestHandler("elicitation/create", options.onElicitation);
     this.connection.setNotificationHandler("notifications/message", (params) => {
       const data = typeof params.data === "string" ? params.data : JSON.stringify(params.data);
       this.note(`[${String(params.level)}]${typeof params.logger === "string" ? ` ${params.logger}:` : ""} ${data}`);
@@ -117,8 +121,15 @@ export class McpClient {
       if (this.options.onElicitation !== undefined) capabilities.elicitation = { form: {} };
       const result = await this.connection.request(
         "initialize",
-        { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities, clientInfo: this.options.clientInfo ?? { name: "pi-course", version: "0.1.0" } },
-        { ...(options.signal !== undefined && { signal: options.signal }), ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }) },
+        {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities,
+          clientInfo: this.options.clientInfo ?? { name: "pi-course", version: "0.1.0" },
+        },
+        {
+          ...(options.signal !== undefined && { signal: options.signal }),
+          ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+        },
       );
       const version = result.protocolVersion;
       if (typeof version !== "string" || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
@@ -146,10 +157,12 @@ export class McpClient {
     let cursor: string | undefined;
     for (let page = 0; page < 1000; page++) {
       const result = await this.connection.request("tools/list", cursor === undefined ? {} : { cursor }, options);
-      if (!Array.isArray(result.tools)) throw new McpError("protocol", "tools/list answered without a tools array", ErrorCode.InvalidRequest);
+      if (!Array.isArray(result.tools))
+        throw new McpError("protocol", "tools/list answered without a tools array", ErrorCode.InvalidRequest);
       tools.push(...(result.tools as McpToolInfo[]));
       if (typeof result.nextCursor !== "string" || result.nextCursor === "") return tools;
-      if (result.nextCursor === cursor) throw new McpError("protocol", "tools/list returned the same cursor twice", ErrorCode.InvalidRequest);
+      if (result.nextCursor === cursor)
+        throw new McpError("protocol", "tools/list returned the same cursor twice", ErrorCode.InvalidRequest);
       cursor = result.nextCursor;
     }
     throw new McpError("protocol", "tools/list gave more than 1000 pages", ErrorCode.InvalidRequest);
@@ -166,7 +179,12 @@ export class McpClient {
     options: { signal?: AbortSignal; timeoutMs?: number; onProgress?: (progress: Progress) => void } = {},
   ): Promise<McpCallResult> {
     const result = await this.connection.request("tools/call", { name, arguments: args }, options);
-    if (!Array.isArray(result.content)) throw new McpError("protocol", `tools/call of ${name} answered without a content array`, ErrorCode.InvalidRequest);
+    if (!Array.isArray(result.content))
+      throw new McpError(
+        "protocol",
+        `tools/call of ${name} answered without a content array`,
+        ErrorCode.InvalidRequest,
+      );
     return result as unknown as McpCallResult;
   }
 

@@ -46,12 +46,15 @@ export class McpConfigError extends Error {
  */
 export function expandVariables(text: string, env: Readonly<Record<string, string | undefined>>): string {
   // #region lab 17.5 expandVariables
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback: string | undefined) => {
-    const value = env[name];
-    if (value !== undefined) return value;
-    if (fallback !== undefined) return fallback;
-    throw new Error(`\${${name}} is not set in the environment`);
-  });
+  return text.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+    (_, name: string, fallback: string | undefined) => {
+      const value = env[name];
+      if (value !== undefined) return value;
+      if (fallback !== undefined) return fallback;
+      throw new Error(`\${${name}} is not set in the environment`);
+    },
+  );
   // #endregion
 }
 
@@ -60,7 +63,11 @@ export function expandVariables(text: string, env: Readonly<Record<string, strin
  * its folder). Throws `McpConfigError` when the text is not JSON or not `{"mcpServers": {…}}`;
  * a wrong server entry is returned with its `problem`.
  */
-export function parseMcpConfig(text: string, file: string, env: Readonly<Record<string, string | undefined>>): McpServerConfig[] {
+export function parseMcpConfig(
+  text: string,
+  file: string,
+  env: Readonly<Record<string, string | undefined>>,
+): McpServerConfig[] {
   // #region lab 17.5 parseMcpConfig
   let value: unknown;
   try {
@@ -69,8 +76,17 @@ export function parseMcpConfig(text: string, file: string, env: Readonly<Record<
     throw new McpConfigError(`${file} is not valid JSON (${(error as Error).message}); fix it or remove it`);
   }
   const servers = (value as { mcpServers?: unknown } | null)?.mcpServers;
-  if (typeof value !== "object" || value === null || Array.isArray(value) || typeof servers !== "object" || servers === null || Array.isArray(servers)) {
-    throw new McpConfigError(`${file} must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`);
+  if (
+    typeof value !== "object" ||
+    value === null ||
+    Array.isArray(value) ||
+    typeof servers !== "object" ||
+    servers === null ||
+    Array.isArray(servers)
+  ) {
+    throw new McpConfigError(
+      `${file} must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`,
+    );
   }
   const out: McpServerConfig[] = [];
   for (const [name, entry] of Object.entries(servers as Record<string, unknown>)) {
@@ -87,16 +103,25 @@ export function parseMcpConfig(text: string, file: string, env: Readonly<Record<
 }
 
 /** One entry of `mcpServers`; undefined for `"disabled": true`. Throws with what is wrong. */
-function serverEntry(entry: unknown, folder: string, env: Readonly<Record<string, string | undefined>>): McpServerConfig["transport"] {
+function serverEntry(
+  entry: unknown,
+  folder: string,
+  env: Readonly<Record<string, string | undefined>>,
+): McpServerConfig["transport"] {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new Error("must be an object");
   const e = entry as Record<string, unknown>;
   if (e.disabled === true) return undefined;
   const type = e.type;
-  if (type === "sse") throw new Error('the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint');
+  if (type === "sse")
+    throw new Error(
+      'the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint',
+    );
   if (typeof e.command === "string" && e.command !== "") {
-    if (type !== undefined && type !== "stdio") throw new Error(`"type": ${JSON.stringify(type)} does not go with "command"`);
+    if (type !== undefined && type !== "stdio")
+      throw new Error(`"type": ${JSON.stringify(type)} does not go with "command"`);
     const args = e.args ?? [];
-    if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) throw new Error('"args" must be an array of strings');
+    if (!Array.isArray(args) || !args.every((a) => typeof a === "string"))
+      throw new Error('"args" must be an array of strings');
     const config: McpServerConfig["transport"] = { kind: "stdio", command: e.command, args };
     if (e.env !== undefined) config.env = expandRecord(e.env, "env", env);
     if (e.cwd !== undefined) {
@@ -123,8 +148,13 @@ function serverEntry(entry: unknown, folder: string, env: Readonly<Record<string
   throw new Error('needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)');
 }
 
-function expandRecord(value: unknown, field: string, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error(`"${field}" must be an object of strings`);
+function expandRecord(
+  value: unknown,
+  field: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new Error(`"${field}" must be an object of strings`);
   const out: Record<string, string> = {};
   for (const [key, text] of Object.entries(value)) {
     if (typeof text !== "string") throw new Error(`"${field}.${key}" must be a string`);
@@ -184,7 +214,9 @@ export function loadMcpConfig(sources: McpConfigSources): { servers: McpServerCo
     const file = path.join(sources.project, ".pi-course", "mcp.json");
     if (sources.projectTrusted) read(file, false);
     else if (existsSync(file)) {
-      notices.push(`the project's MCP servers (${file}) are not started: ${sources.untrustedReason ?? "the folder is not trusted"}`);
+      notices.push(
+        `the project's MCP servers (${file}) are not started: ${sources.untrustedReason ?? "the folder is not trusted"}`,
+      );
     }
   }
   for (const file of sources.files ?? []) read(path.resolve(file), true);
@@ -196,7 +228,11 @@ export function loadMcpConfig(sources: McpConfigSources): { servers: McpServerCo
  * of `argv` mention, for the launcher to hand over with the key (the agent's own environment has
  * no secret-looking variable). Never throws: unreadable files are `parseArgs`'s to report.
  */
-export function mcpVariables(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, home: string): string[] {
+export function mcpVariables(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  home: string,
+): string[] {
   const from = env.INIT_CWD ?? process.cwd();
   const files = [path.join(home, ".pi-course", "mcp.json")];
   argv.forEach((arg, i) => {

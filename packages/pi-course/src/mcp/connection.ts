@@ -40,7 +40,10 @@ export interface RequestOptions {
 }
 
 /** Answers one request from the peer; `signal` fires if the peer cancels it. */
-export type RequestHandler = (params: Record<string, unknown>, signal: AbortSignal) => Promise<Record<string, unknown>> | Record<string, unknown>;
+export type RequestHandler = (
+  params: Record<string, unknown>,
+  signal: AbortSignal,
+) => Promise<Record<string, unknown>> | Record<string, unknown>;
 
 /** The default request timeout: 60 s, as the official SDK. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -112,17 +115,24 @@ export class JsonRpcConnection {
    * Sends a request and resolves with its `result`. Rejects with an `McpError`: `remote` (the
    * peer's error), `timeout`, `aborted` or `closed`. Never stays pending once the transport ends.
    */
-  request(method: string, params: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<Record<string, unknown>> {
+  request(
+    method: string,
+    params: Record<string, unknown> = {},
+    options: RequestOptions = {},
+  ): Promise<Record<string, unknown>> {
     // #region lab 17.2 JsonRpcConnection.request
     if (this.closedWith !== undefined) {
-      return Promise.reject(new McpError("closed", `cannot send ${method}: the connection is closed (${this.closedWith.message})`));
+      return Promise.reject(
+        new McpError("closed", `cannot send ${method}: the connection is closed (${this.closedWith.message})`),
+      );
     }
     const { signal, onProgress } = options;
     if (signal?.aborted) return Promise.reject(new McpError("aborted", `${method} was aborted before it was sent`));
     const id = this.nextId++;
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const message: JsonRpcRequest = { jsonrpc: "2.0", id, method, params };
-    if (onProgress !== undefined) message.params = { ...params, _meta: { ...(params._meta as object), progressToken: id } };
+    if (onProgress !== undefined)
+      message.params = { ...params, _meta: { ...(params._meta as object), progressToken: id } };
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const end = (reason: string, error: McpError) => {
@@ -160,7 +170,12 @@ export class JsonRpcConnection {
       this.transport.send(message).catch((error: Error) => {
         if (!this.pending.delete(id)) return;
         entry.cleanup();
-        reject(new McpError(this.closedWith !== undefined ? "closed" : "transport", `cannot send ${method}: ${error.message}`));
+        reject(
+          new McpError(
+            this.closedWith !== undefined ? "closed" : "transport",
+            `cannot send ${method}: ${error.message}`,
+          ),
+        );
       });
     });
     // #endregion
@@ -169,7 +184,8 @@ export class JsonRpcConnection {
   /** Sends a notification; rejects if the transport cannot take it. */
   async notify(method: string, params?: Record<string, unknown>): Promise<void> {
     if (this.closedWith !== undefined) throw new McpError("closed", `cannot send ${method}: the connection is closed`);
-    const message: JsonRpcNotification = params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params };
+    const message: JsonRpcNotification =
+      params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params };
     await this.transport.send(message);
   }
 
@@ -223,7 +239,11 @@ export class JsonRpcConnection {
     const handler = this.requestHandlers.get(request.method);
     let response: JsonRpcMessage;
     if (handler === undefined) {
-      response = { jsonrpc: "2.0", id: request.id, error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method}` } };
+      response = {
+        jsonrpc: "2.0",
+        id: request.id,
+        error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${request.method}` },
+      };
     } else {
       const controller = new AbortController();
       this.incoming.set(request.id, controller);
@@ -232,14 +252,20 @@ export class JsonRpcConnection {
         response = { jsonrpc: "2.0", id: request.id, result };
       } catch (error) {
         const code = error instanceof McpError && error.kind === "remote" ? error.code : ErrorCode.InternalError;
-        response = { jsonrpc: "2.0", id: request.id, error: { code, message: (error as Error)?.message ?? String(error) } };
+        response = {
+          jsonrpc: "2.0",
+          id: request.id,
+          error: { code, message: (error as Error)?.message ?? String(error) },
+        };
       } finally {
         this.incoming.delete(request.id);
       }
       if (controller.signal.aborted) return; // cancelled by the peer: no answer, as the spec says
     }
     if (this.closedWith !== undefined) return;
-    this.transport.send(response).catch((error: Error) => this.onDiagnostic(`could not answer ${request.method}: ${error.message}`));
+    this.transport
+      .send(response)
+      .catch((error: Error) => this.onDiagnostic(`could not answer ${request.method}: ${error.message}`));
   }
 
   private closed(error: Error): void {

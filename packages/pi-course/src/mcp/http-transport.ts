@@ -54,7 +54,8 @@ export class HttpTransport implements McpTransport {
     if (isRequest(message) && message.method === "initialize") this.initialize = message;
     // Messages the server starts come on the GET stream; open it before `initialized`, which is
     // when servers send their first ones (a list_changed sent before it opens is lost).
-    if ("method" in message && message.method === "notifications/initialized" && !isRequest(message)) await this.openGetStream();
+    if ("method" in message && message.method === "notifications/initialized" && !isRequest(message))
+      await this.openGetStream();
     const hadSession = this.sessionId !== undefined;
     const response = await this.post(message);
     if (hadSession && (await this.lostSession(response)) && this.initialize !== undefined) {
@@ -104,7 +105,10 @@ export class HttpTransport implements McpTransport {
   private async lostSession(response: Response): Promise<boolean> {
     if (response.status === 404) return true;
     if (response.status !== 400) return false;
-    const text = await response.clone().text().catch(() => "");
+    const text = await response
+      .clone()
+      .text()
+      .catch(() => "");
     return /session/i.test(text);
   }
 
@@ -116,8 +120,12 @@ export class HttpTransport implements McpTransport {
     this.sessionId = response.headers.get("mcp-session-id") ?? undefined;
     const messages = await this.readAll(response);
     const answer = messages.find((m) => "id" in m && m.id === request.id);
-    if (answer === undefined || "error" in answer) throw new Error("the server refused a new session after losing the old one");
-    await this.deliverResponse({ jsonrpc: "2.0", method: "notifications/initialized" }, await this.post({ jsonrpc: "2.0", method: "notifications/initialized" }));
+    if (answer === undefined || "error" in answer)
+      throw new Error("the server refused a new session after losing the old one");
+    await this.deliverResponse(
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      await this.post({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    );
   }
 
   /** Delivers what the server answered to `message`: nothing (202), JSON, or an event stream. */
@@ -172,7 +180,8 @@ export class HttpTransport implements McpTransport {
     }
     for (const item of Array.isArray(value) ? value : [value]) {
       const message = readMessage(item);
-      if (typeof message === "string") this.handlers?.onDiagnostic?.(`dropped a message that is not JSON-RPC (${message})`);
+      if (typeof message === "string")
+        this.handlers?.onDiagnostic?.(`dropped a message that is not JSON-RPC (${message})`);
       else out.push(message);
     }
     return out;
@@ -207,7 +216,11 @@ export class HttpTransport implements McpTransport {
     this.getStreamOpen = true;
     let response: Response;
     try {
-      response = await this.fetch(this.params.url, { method: "GET", headers: this.headers(false), signal: this.streams.signal });
+      response = await this.fetch(this.params.url, {
+        method: "GET",
+        headers: this.headers(false),
+        signal: this.streams.signal,
+      });
     } catch (error) {
       this.getStreamOpen = false;
       if (!this.ended) this.handlers?.onDiagnostic?.(`cannot open the GET event stream: ${(error as Error).message}`);
@@ -216,7 +229,8 @@ export class HttpTransport implements McpTransport {
     if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
       this.getStreamOpen = false;
       await response.body?.cancel();
-      if (response.status !== 405) this.handlers?.onDiagnostic?.(`the server refused the GET event stream (HTTP ${response.status})`);
+      if (response.status !== 405)
+        this.handlers?.onDiagnostic?.(`the server refused the GET event stream (HTTP ${response.status})`);
       return;
     }
     void (async () => {

@@ -70,7 +70,9 @@ export class McpError extends Error {
     readonly kind: "remote" | "timeout" | "aborted" | "closed" | "protocol" | "transport",
     message: string,
     /** The JSON-RPC code (the peer's for `remote`; -32001 for timeout and abort, -32000 otherwise). */
-    readonly code: number = kind === "timeout" || kind === "aborted" ? ErrorCode.RequestTimeout : ErrorCode.ConnectionClosed,
+    readonly code: number = kind === "timeout" || kind === "aborted"
+      ? ErrorCode.RequestTimeout
+      : ErrorCode.ConnectionClosed,
     /** The peer's `error.data`, if any. */
     readonly data?: unknown,
   ) {
@@ -108,7 +110,12 @@ export function readMessage(value: unknown): JsonRpcMessage | string {
   if (hasResult === hasError) return 'a response needs exactly one of "result" and "error"';
   if (hasError) {
     const error = message.error as Record<string, unknown> | null;
-    if (typeof error !== "object" || error === null || typeof error.code !== "number" || typeof error.message !== "string") {
+    if (
+      typeof error !== "object" ||
+      error === null ||
+      typeof error.code !== "number" ||
+      typeof error.message !== "string"
+    ) {
       return 'an "error" without a numeric code and a message';
     }
   } else if (typeof message.result !== "object" || message.result === null) {

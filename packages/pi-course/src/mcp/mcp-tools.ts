@@ -39,7 +39,10 @@ export function mcpToolName(server: string, tool: string, taken: ReadonlySet<str
   const name = `mcp__${server.replace(NAME_CHARS, "_")}__${tool.replace(NAME_CHARS, "_")}`;
   if (name.length <= MAX_TOOL_NAME && !taken.has(name)) return name;
   for (let salt = 0; ; salt++) {
-    const hash = createHash("sha256").update(`${server}\u0000${tool}\u0000${salt || ""}`).digest("hex").slice(0, 6);
+    const hash = createHash("sha256")
+      .update(`${server}\u0000${tool}\u0000${salt || ""}`)
+      .digest("hex")
+      .slice(0, 6);
     const candidate = `${name.slice(0, MAX_TOOL_NAME - 7)}_${hash}`;
     if (!taken.has(candidate)) return candidate;
   }
@@ -53,7 +56,11 @@ export function mapCallResult(server: string, tool: string, result: McpCallResul
   // #region lab 17.4 mapCallResult
   const content: UserContent[] = [];
   for (const block of result.content) content.push(mapBlock(block));
-  if (content.length === 0) content.push({ type: "text", text: result.isError === true ? "The tool failed and said nothing." : "(no content)" });
+  if (content.length === 0)
+    content.push({
+      type: "text",
+      text: result.isError === true ? "The tool failed and said nothing." : "(no content)",
+    });
   const details: McpToolDetails = { server, tool };
   if (result.structuredContent !== undefined) details.structuredContent = result.structuredContent;
   return result.isError === true ? { content, details, isError: true } : { content, details };
@@ -67,7 +74,10 @@ function mapBlock(block: McpContent): UserContent {
     case "image":
       return { type: "image", data: block.data, mimeType: block.mimeType };
     case "audio":
-      return { type: "text", text: `[audio (${block.mimeType}) left out: this agent does not pass audio to the model]` };
+      return {
+        type: "text",
+        text: `[audio (${block.mimeType}) left out: this agent does not pass audio to the model]`,
+      };
     case "resource": {
       const { uri, mimeType, text, blob } = block.resource;
       const kind = mimeType !== undefined ? ` (${mimeType})` : "";
@@ -78,10 +88,16 @@ function mapBlock(block: McpContent): UserContent {
     case "resource_link": {
       const name = block.name !== undefined && block.name !== block.uri ? `${block.name}: ` : "";
       const about = block.description !== undefined ? ` — ${block.description}` : "";
-      return { type: "text", text: `Resource link: ${name}${block.uri}${block.mimeType !== undefined ? ` (${block.mimeType})` : ""}${about}` };
+      return {
+        type: "text",
+        text: `Resource link: ${name}${block.uri}${block.mimeType !== undefined ? ` (${block.mimeType})` : ""}${about}`,
+      };
     }
     default:
-      return { type: "text", text: `[a content block of type ${JSON.stringify((block as { type?: unknown }).type)} that this agent cannot show]` };
+      return {
+        type: "text",
+        text: `[a content block of type ${JSON.stringify((block as { type?: unknown }).type)} that this agent cannot show]`,
+      };
   }
 }
 
@@ -116,7 +132,12 @@ export function mcpAgentTools(
           ...(onUpdate !== undefined && {
             onProgress: (p) =>
               onUpdate({
-                content: [{ type: "text", text: `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ""}${p.message !== undefined ? `: ${p.message}` : ""}` }],
+                content: [
+                  {
+                    type: "text",
+                    text: `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ""}${p.message !== undefined ? `: ${p.message}` : ""}`,
+                  },
+                ],
                 details: { server, tool: info.name },
               }),
           }),
@@ -130,6 +151,7 @@ export function mcpAgentTools(
 
 /** The tool's schema as the server sent it; an object schema at least (some servers omit `type`). */
 function schemaOf(inputSchema: Record<string, unknown> | undefined): TSchema {
-  if (typeof inputSchema !== "object" || inputSchema === null) return { type: "object", properties: {} } as unknown as TSchema;
+  if (typeof inputSchema !== "object" || inputSchema === null)
+    return { type: "object", properties: {} } as unknown as TSchema;
   return inputSchema as unknown as TSchema;
 }

@@ -134,7 +134,10 @@ export class McpServers {
     const { kind, ...params } = config.transport;
     const transport =
       kind === "stdio"
-        ? new StdioTransport({ ...(params as ConstructorParameters<typeof StdioTransport>[0]), ...(this.options.graceMs !== undefined && { graceMs: this.options.graceMs }) })
+        ? new StdioTransport({
+            ...(params as ConstructorParameters<typeof StdioTransport>[0]),
+            ...(this.options.graceMs !== undefined && { graceMs: this.options.graceMs }),
+          })
         : new HttpTransport(params as ConstructorParameters<typeof HttpTransport>[0]);
     const root = this.options.root;
     const client = new McpClient(transport, {
@@ -151,7 +154,9 @@ export class McpServers {
     try {
       const started = Date.now();
       await client.connect({ timeoutMs });
-      server.tools = await client.listTools({ signal: AbortSignal.timeout(Math.max(1, timeoutMs - (Date.now() - started))) });
+      server.tools = await client.listTools({
+        signal: AbortSignal.timeout(Math.max(1, timeoutMs - (Date.now() - started))),
+      });
     } catch (error) {
       const reason = (error as Error).message;
       this.setState(server, { status: "failed", reason });

@@ -37,7 +37,18 @@ export interface StdioServerParameters {
 }
 
 /** The variables a server inherits from this process (the rest stays here). */
-export const INHERITED_ENV = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "SystemRoot", "APPDATA"];
+export const INHERITED_ENV = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "TERM",
+  "TMPDIR",
+  "LANG",
+  "SystemRoot",
+  "APPDATA",
+];
 
 /** A JSON-RPC transport over a child process's stdin and stdout. */
 export class StdioTransport implements McpTransport {
@@ -93,7 +104,10 @@ export class StdioTransport implements McpTransport {
     child.once("close", (code, signal) => {
       const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
       const last = this.stderrTail.at(-1);
-      this.fail(new Error(`the server process ${how}${last !== undefined ? ` (last stderr line: ${last})` : ""}`), false);
+      this.fail(
+        new Error(`the server process ${how}${last !== undefined ? ` (last stderr line: ${last})` : ""}`),
+        false,
+      );
     });
     return new Promise((resolve, reject) => {
       child.once("spawn", () => resolve());
@@ -118,7 +132,9 @@ export class StdioTransport implements McpTransport {
     const text = `${JSON.stringify(message)}\n`;
     return new Promise((resolve, reject) => {
       // write's callback fires once the data is handed to the OS, or with the write's error
-      stdin.write(text, (error) => (error ? reject(new Error(`cannot write to the server: ${error.message}`)) : resolve()));
+      stdin.write(text, (error) =>
+        error ? reject(new Error(`cannot write to the server: ${error.message}`)) : resolve(),
+      );
     });
   }
 
@@ -157,12 +173,20 @@ export class StdioTransport implements McpTransport {
     try {
       value = JSON.parse(line);
     } catch {
-      this.fail(new Error(`the server wrote a line to stdout that is not JSON: ${quote(line)}; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)`), true);
+      this.fail(
+        new Error(
+          `the server wrote a line to stdout that is not JSON: ${quote(line)}; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)`,
+        ),
+        true,
+      );
       return;
     }
     const message = readMessage(value);
     if (typeof message === "string") {
-      this.fail(new Error(`the server wrote a line to stdout that is not a JSON-RPC message (${message}): ${quote(line)}`), true);
+      this.fail(
+        new Error(`the server wrote a line to stdout that is not a JSON-RPC message (${message}): ${quote(line)}`),
+        true,
+      );
       return;
     }
     this.handlers!.onMessage(message);

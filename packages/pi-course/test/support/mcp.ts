@@ -27,7 +27,9 @@ export class MemoryTransport implements McpTransport {
   closed = false;
   protocolVersion?: string;
 
-  constructor(private readonly serve: (message: JsonRpcMessage, reply: (message: JsonRpcMessage) => void) => void = () => {}) {}
+  constructor(
+    private readonly serve: (message: JsonRpcMessage, reply: (message: JsonRpcMessage) => void) => void = () => {},
+  ) {}
 
   async start(handlers: TransportHandlers): Promise<void> {
     this.handlers = handlers;
