@@ -291,6 +291,39 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     expect(future.closed).toBe(true);
   });
 
+  it("Lab 17.3 · listTools follows nextCursor until there is none", async () => {
+    const pages: Record<string, unknown> = {
+      "": { tools: [{ name: "a", inputSchema: { type: "object" } }], nextCursor: "p2" },
+      p2: { tools: [{ name: "b", inputSchema: { type: "object" } }], nextCursor: "p3" },
+      p3: { tools: [{ name: "c", inputSchema: { type: "object" } }] },
+    };
+    const transport = new MemoryTransport((message, reply) => {
+      if (!("method" in message) || !("id" in message)) return;
+      if (message.method === "initialize") {
+        reply({
+          jsonrpc: "2.0",
+          id: message.id,
+          result: {
+            protocolVersion: "2025-11-25",
+            capabilities: { tools: {} },
+            serverInfo: { name: "s", version: "1" },
+          },
+        });
+      } else if (message.method === "tools/list") {
+        const cursor = (message.params?.cursor as string | undefined) ?? "";
+        reply({ jsonrpc: "2.0", id: message.id, result: pages[cursor] as Record<string, unknown> });
+      }
+    });
+    const client = new McpClient(transport);
+    await client.connect();
+    expect((await client.listTools()).map((t) => t.name)).toEqual(["a", "b", "c"]);
+    expect(
+      transport.sent
+        .filter((m) => "method" in m && m.method === "tools/list")
+        .map((m) => ("params" in m ? m.params : undefined)),
+    ).toEqual([{}, { cursor: "p2" }, { cursor: "p3" }]);
+  });
+
   it("Lab 17.3 · server-everything over stdio: initialize, tools/list, ping, tools/call, close (the process exits)", async () => {
     const client = stdioClient(everything());
     const info = await client.connect({ timeoutMs: 20_000 });
