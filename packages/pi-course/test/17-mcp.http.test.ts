@@ -35,7 +35,8 @@ beforeAll(async () => {
   child.stdout!.resume();
   child.stderr!.resume();
   // ready once the port answers
-  for (let i = 0; i < 200; i++) {
+  // up to a minute: the server imports the SDK, express and zod, seconds on a loaded machine
+  for (let i = 0; i < 1100; i++) {
     const ok = await fetch(url, { method: "GET" }).then(
       () => true,
       () => false,
@@ -43,8 +44,8 @@ beforeAll(async () => {
     if (ok) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error("server-everything did not start listening within 10 s");
-}, 20_000);
+  throw new Error("server-everything did not start listening within 55 s");
+}, 60_000);
 
 afterAll(async () => {
   child.kill("SIGTERM");
