@@ -152,7 +152,7 @@ export class McpClient {
   }
 
   /** Every tool of the server: `tools/list`, following `nextCursor` until there is none. */
-  async listTools(options: { signal?: AbortSignal } = {}): Promise<McpToolInfo[]> {
+  async listTools(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<McpToolInfo[]> {
     const tools: McpToolInfo[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 1000; page++) {

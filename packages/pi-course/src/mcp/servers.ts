@@ -154,9 +154,7 @@ export class McpServers {
     try {
       const started = Date.now();
       await client.connect({ timeoutMs });
-      server.tools = await client.listTools({
-        signal: AbortSignal.timeout(Math.max(1, timeoutMs - (Date.now() - started))),
-      });
+      server.tools = await client.listTools({ timeoutMs: Math.max(1, timeoutMs - (Date.now() - started)) });
     } catch (error) {
       const reason = (error as Error).message;
       this.setState(server, { status: "failed", reason });
