@@ -359,3 +359,32 @@ export type { LoadResourcesOptions, Resources } from "./resources/resources.js";
 export { transcriptPrinter } from "./cli/transcript.js";
 export type { TranscriptOptions } from "./cli/transcript.js";
 // #endregion
+// #region ch17
+// Chapter 17: an MCP client (JSON-RPC over stdio or Streamable HTTP), MCP tools as agent tools,
+// and the mcpServers configuration.
+export { ErrorCode, McpError, isNotification, isRequest, readMessage } from "./mcp/json-rpc.js";
+export type {
+  JsonRpcErrorObject,
+  JsonRpcId,
+  JsonRpcMessage,
+  JsonRpcNotification,
+  JsonRpcRequest,
+  JsonRpcResponse,
+} from "./mcp/json-rpc.js";
+export { DEFAULT_MAX_LINE_BYTES, LineDecoder, LineTooLongError } from "./mcp/line-decoder.js";
+export type { McpTransport, TransportHandlers } from "./mcp/transport.js";
+export { DEFAULT_REQUEST_TIMEOUT_MS, JsonRpcConnection } from "./mcp/connection.js";
+export type { Progress, RequestHandler, RequestOptions } from "./mcp/connection.js";
+export { INHERITED_ENV, StdioTransport } from "./mcp/stdio-transport.js";
+export type { StdioServerParameters } from "./mcp/stdio-transport.js";
+export { HttpTransport } from "./mcp/http-transport.js";
+export type { HttpServerParameters } from "./mcp/http-transport.js";
+export { LATEST_PROTOCOL_VERSION, McpClient, SUPPORTED_PROTOCOL_VERSIONS } from "./mcp/client.js";
+export type { McpCallResult, McpClientOptions, McpContent, McpRoot, McpServerInfo, McpToolInfo } from "./mcp/client.js";
+export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/mcp-tools.js";
+export type { McpToolDetails } from "./mcp/mcp-tools.js";
+export { McpConfigError, expandVariables, loadMcpConfig, parseMcpConfig } from "./mcp/config.js";
+export type { McpConfigSources, McpServerConfig } from "./mcp/config.js";
+export { McpServers } from "./mcp/servers.js";
+export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/servers.js";
+// #endregion

@@ -18,6 +18,9 @@ import {
   type SettingName,
   type Settings,
 } from "./config.js";
+// #region ch17
+import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../mcp/config.js";
+// #endregion
 
 /** The ways `npm start` talks to a person (see `--help`). */
 export type CliMode = "interactive" | "trace" | "print" | "json";
@@ -71,6 +74,18 @@ export interface RunOptions {
   approve?: boolean;
   /** `--extension PATH` (repeatable), absolute: extensions to load besides the folders'. */
   extensions: string[];
+  // #region ch17
+  /**
+   * The MCP servers to start: `~/.pi-course/mcp.json`, then the project's `.pi-course/mcp.json`
+   * once the folder is trusted (main.ts adds it), then each `--mcp-config FILE` (later files
+   * replace earlier servers of the same name). Empty when none is configured.
+   */
+  mcpServers: McpServerConfig[];
+  /** What a person should know about the MCP configuration (a project file not read, and why). */
+  mcpNotices: string[];
+  /** The `--mcp-config FILE`s, absolute, in order (read again with the project's file once it is trusted). */
+  mcpConfigFiles: string[];
+  // #endregion
   /** Absent: the offline demo on the scripted model. */
   server?: {
     provider: Provider;
@@ -149,6 +164,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   let approve: boolean | undefined;
   let approveFlags = 0;
   const extensions: string[] = [];
+  // #region ch17
+  const mcpConfigs: string[] = [];
+  // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -241,6 +259,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--extension":
         extensions.push(value());
         break;
+      // #region ch17
+      case "--mcp-config":
+        mcpConfigs.push(value());
+        break;
+      // #endregion
       default:
         // `--api-key=sk-…` is a common mistake: the part after "=" is never shown.
         if (arg.startsWith("-")) throw new CliUsageError(`unknown option ${shownOption(arg)}.`);
@@ -317,6 +340,18 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         `got "${settings.contextTokens!.value}"${blame("contextTokens")}.`,
     );
   }
+  // #region ch17
+  let mcp: { servers: McpServerConfig[]; notices: string[] };
+  const mcpConfigFiles = mcpConfigs.map((file) => path.resolve(from, file));
+  try {
+    // The project's own .pi-course/mcp.json waits for the trust decision (main.ts); these files
+    // are the user's, so they are read now and a bad one is a usage error.
+    mcp = loadMcpConfig({ home: path.dirname(homeFolder(env)), projectTrusted: false, files: mcpConfigFiles, env });
+  } catch (error) {
+    if (error instanceof McpConfigError) throw new CliUsageError(`${error.message}.`);
+    throw error;
+  }
+  // #endregion
   const common = {
     kind: "run" as const,
     mode,
@@ -329,6 +364,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     ...(approve !== undefined && { approve }),
     ...(config.file !== undefined && { configFile: config.file }),
     ...(contextTokens !== undefined && { contextTokens }),
+    // #region ch17
+    mcpServers: mcp.servers,
+    mcpNotices: mcp.notices,
+    mcpConfigFiles,
+    // #endregion
   };
   if (!onServer) {
     const serverOnly = [model, cwd, flags.apiKeyEnv, apiKeyFile, promptFile].some((v) => v !== undefined);

@@ -31,6 +31,17 @@ export function helpText(command: "npm start --" | "pi-course"): string {
     .replace(/^( {2})npm start(?: --)?( .*)?$/gm, (_all, indent: string, rest = "") => `${indent}pi-course${rest}`)
     .replace(/\nnpm start ran in/, "\npi-course ran in");
 }
+/** Options of later chapters, each added inside its chapter's region (lines of the Options list). */
+const LATER_OPTIONS: string[] = [];
+// #region ch17
+LATER_OPTIONS.push(`  --mcp-config FILE    start the MCP servers of FILE ({"mcpServers": {"NAME": {"command",
+                       "args", "env", "cwd"} | {"url", "headers"}}}, as other agents write it)
+                       besides those of ~/.pi-course/mcp.json; repeatable, later files win.
+                       Their tools are named mcp__NAME__TOOL; \${VAR} in "env" and "headers" is
+                       read from the environment; /mcp shows each server's state. A project's
+                       .pi-course/mcp.json starts only in a trusted folder (see Trust below)
+`);
+// #endregion
 
 export const HELP = `npm start: a coding agent you can talk to, and a live trace of every event of its lifecycle.
 
@@ -93,7 +104,7 @@ Options:
                        oldest whole exchanges are left out), and a session is compacted into a
                        summary when it nears N (default: no budget; at least 1000)
   --config PATH        the config file (default ~/.pi-course/config.json if it exists)
-  -h, --help           this text
+${LATER_OPTIONS.join("")}  -h, --help           this text
 
 Sessions: every run appends its messages to a session file under
 ~/.pi-course/sessions/<hash of the working folder>/ (the working folder: --cwd, or the folder
@@ -129,8 +140,8 @@ The project around the agent (chapter 12): shown on start-up, every problem as a
                        call), api.afterToolCall, api.addSystemPrompt. They run in the agent's
                        process with your rights.
   --extension PATH     load this extension too (repeatable)
-  Trust                the project's skills, templates and extensions load only for a trusted
-                       folder (its git root, else the working folder). On a terminal you are
+  Trust                the project's skills, templates, extensions and MCP servers load only for a
+                       trusted folder (its git root, else the working folder). On a terminal you are
                        asked once; the answer is kept in ~/.pi-course/trust.json, where the
                        closest folder's decision wins. With --print, --json or piped, an
                        undecided folder's project resources are skipped (and the run says so).

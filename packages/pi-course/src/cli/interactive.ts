@@ -37,6 +37,9 @@ export const COMMANDS_HELP = [
   "/model [NAME]     show the model, or switch to another of the same server",
   "/later TEXT       queue TEXT for when the agent would stop (Alt-Enter does the same)",
   "/skills           the skills found; /skill:NAME [ARGS] activates one",
+  // #region ch17
+  "/mcp              the MCP servers: starting, ready with N tools, or failed and why; their stderr",
+  // #endregion
   "/exit             leave (Ctrl-D too)",
   "While the agent works, Enter steers it: your text lands after the current tool batch.",
   "Ctrl-C stops the run; a second Ctrl-C exits.",
@@ -194,6 +197,13 @@ export async function runInteractive(
           runtime.switchModel(arg);
         }
         return printer.line(`model: ${agent.state.model.provider} · ${agent.state.model.id}`, "dim");
+      // #region ch17
+      case "mcp":
+        if (runtime.mcp === undefined)
+          return printer.line("no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)", "dim");
+        for (const text of runtime.mcp.describe().split("\n")) printer.line(neutralize(text));
+        return;
+      // #endregion
       case "later":
         if (arg === "") return printer.line("/later TEXT: what to say when the agent would stop", "red");
         agent.followUp(arg);

@@ -43,6 +43,10 @@ import {
   parseArgs,
   usageMessage,
 } from "./args.js";
+// #region ch17
+import { mcpVariables } from "../mcp/config.js";
+import { homeFolder } from "./config.js";
+// #endregion
 
 /**
  * Names left out of the agent's environment besides the key's variable: the same as
@@ -89,6 +93,13 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   const named = keyVariable(argv, process.env);
   const handover: Record<string, string> = {};
   if (named !== undefined && process.env[named] !== undefined) handover[named] = process.env[named]!;
+  // #region ch17
+  // The variables MCP configurations name as ${VAR} (a server's key) travel the same way: the
+  // agent's environment has no secret-looking variable, and only the server that names one gets it.
+  for (const name of mcpVariables(argv, process.env, path.dirname(homeFolder(process.env)))) {
+    if (process.env[name] !== undefined && handover[name] === undefined) handover[name] = process.env[name]!;
+  }
+  // #endregion
   const defaults: readonly string[] = Object.values(DEFAULT_KEY_VARIABLE);
 
   const folder = mkdtempSync(path.join(tmpdir(), "pi-course-agent-"));

@@ -15,11 +15,24 @@ import { findProjectResources, loadResources, type Resources } from "../resource
 import { homeFolder } from "./config.js";
 import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./resources.js";
 import type { AssistantMessage } from "../types.js";
-import { CliUsageError, commandName, helpText, parseArgs, usageMessage, type RunOptions } from "./args.js";
+import {
+  type CliOptions,
+  CliUsageError,
+  commandName,
+  helpText,
+  parseArgs,
+  usageMessage,
+  type RunOptions,
+} from "./args.js";
 import { DEMO_TASK } from "./demo.js";
 import { runInteractive, type TerminalIO } from "./interactive.js";
 import { Runtime } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
+// #region ch17
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { loadMcpConfig } from "../mcp/config.js";
+// #endregion
 
 /** Where the main job writes; tests pass their own. `stdin` is read in the interactive mode only. */
 export interface CliIO {
@@ -34,18 +47,19 @@ export interface CliIO {
  * run was interrupted: `signal` aborted it, and its `reason`, if a string, names why).
  */
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
-  let options;
+  let parsed: CliOptions;
   try {
-    options = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
+    parsed = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
   } catch (error) {
     if (!(error instanceof CliUsageError)) throw error;
     io.stderr.write(usageMessage(error, io.env));
     return 2;
   }
-  if (options.kind === "help") {
+  if (parsed.kind === "help") {
     io.stdout.write(helpText(commandName(io.env)));
     return 0;
   }
+  let options: RunOptions = parsed;
   // In json and print modes stdout carries only the events or the answer.
   const info = (text: string) =>
     (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
@@ -56,12 +70,23 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     // The project around the agent: the trust question (interactive only) comes before anything
     // of the project is loaded, and before the conversation's own prompt.
     const locations = { cwd: options.folder, piHome: homeFolder(io.env), userHome: io.env.HOME || homedir() };
+    // Files of later chapters' features that load only in a trusted folder.
+    const alsoProtected: string[] = [];
+    // #region ch17
+    // A project's MCP configuration starts programs: it passes the same gate as its extensions.
+    const projectMcp = path.join(options.folder, ".pi-course", "mcp.json");
+    if (existsSync(projectMcp)) alsoProtected.push(projectMcp);
+    // #endregion
     const ask =
       options.mode === "interactive" && io.stdin !== undefined
-        ? askTrust({ input: io.stdin, output: io.stdout as unknown as Writable }, findProjectResources(locations))
+        ? askTrust({ input: io.stdin, output: io.stdout as unknown as Writable }, [
+            ...findProjectResources(locations),
+            ...alsoProtected,
+          ])
         : undefined;
     resources = await loadResources({
       locations,
+      alsoProtected,
       contextFiles: options.contextFiles,
       trust: { ...(options.approve !== undefined && { override: options.approve }), ...(ask !== undefined && { ask }) },
       extensionPaths: options.extensions,
@@ -69,6 +94,19 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
       reservedCommands: BUILTIN_COMMANDS,
       onDiagnostic: (w) => io.stderr.write(`warning: ${neutralize(`${w.path}: ${w.message}`)}\n`),
     });
+    // #region ch17
+    if (alsoProtected.includes(projectMcp)) {
+      const mcp = loadMcpConfig({
+        home: path.dirname(locations.piHome),
+        project: options.folder,
+        projectTrusted: resources.trust?.trusted === true,
+        untrustedReason: "the folder is not trusted (--approve trusts it for one run; the interactive mode asks)",
+        files: options.mcpConfigFiles,
+        env: io.env,
+      });
+      options = { ...options, mcpServers: mcp.servers, mcpNotices: mcp.notices };
+    }
+    // #endregion
     // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
     const slow = io.stdout.isTTY === true && (options.mode === "trace" || options.mode === "interactive") ? 12 : 0;
     runtime = await Runtime.start(options, (note) => notes.push(note), slow, resources);

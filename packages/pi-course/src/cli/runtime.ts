@@ -23,6 +23,9 @@ import type { RunOptions } from "./args.js";
 import { createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";
 import { SessionFolder, type SessionSummary } from "./sessions.js";
+// #region ch17
+import { McpServers } from "../mcp/servers.js";
+// #endregion
 
 /**
  * What a person should know about a session file before going on with it: torn lines (a crash
@@ -87,6 +90,10 @@ export class Runtime {
   session: SessionFile | undefined;
   /** Session files this runtime created (removed at close while still empty). */
   private readonly created = new Set<SessionFile>();
+  // #region ch17
+  /** The MCP servers of `options.mcpServers` (undefined when none is configured). */
+  mcp: McpServers | undefined;
+  // #endregion
 
   private constructor(
     readonly options: RunOptions,
@@ -146,6 +153,10 @@ export class Runtime {
       if (found !== undefined) await runtime.resume(found, notes);
       else await runtime.startNew();
     }
+    // #region ch17
+    // last: a session that cannot be found has refused the start before any server runs
+    await runtime.startMcp(notes);
+    // #endregion
     return runtime;
   }
 
@@ -202,8 +213,43 @@ export class Runtime {
     this.agent.setModel(withPairingCheck(createModel(this.options, 0, id)));
   }
 
+  // #region ch17
+  /**
+   * Starts the configured MCP servers in parallel and waits until each is ready or failed (each
+   * within its start-up timeout); their tools join the coding tools, and follow later changes of
+   * a server's tool list. A failed server is a note, never a failed start.
+   */
+  private async startMcp(notes: (text: string) => void): Promise<void> {
+    for (const notice of this.options.mcpNotices) notes(notice);
+    if (this.options.mcpServers.length === 0) return;
+    const own = this.agent.state.tools.slice();
+    this.mcp = McpServers.start(this.options.mcpServers, {
+      root: this.workspace,
+      reservedNames: own.map((tool) => tool.name),
+      clientInfo: { name: "pi-course", version: "0.1.0" },
+      onToolsChanged: (tools) => this.agent.setTools([...own, ...tools]),
+    });
+    await this.mcp.ready();
+    for (const entry of this.mcp.entries()) {
+      const state = entry.state;
+      if (state.status === "ready") {
+        const hidden = state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : "";
+        notes(`MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`);
+      } else if (state.status === "failed") {
+        const tail = entry.stderrTail.at(-1);
+        notes(
+          `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`,
+        );
+      }
+    }
+  }
+  // #endregion
+
   /** Stops recording and closes the session file (waits for its writes). */
   async close(): Promise<void> {
+    // #region ch17
+    await this.mcp?.close();
+    // #endregion
     const session = this.session;
     this.session = undefined;
     if (session === undefined) return;

@@ -35,6 +35,12 @@ export interface LoadResourcesOptions {
   reservedTools?: readonly string[];
   /** Command names taken by the conversation's own commands. */
   reservedCommands?: readonly string[];
+  /**
+   * Files of the project that other features load only when it is trusted (the CLI's
+   * `.pi-course/mcp.json`, which starts programs): found, they ask the trust question as a skill
+   * does; their owner reads `trust` afterwards and says itself what it skipped.
+   */
+  alsoProtected?: readonly string[];
   /** How long an extension's factory may take (default 10 s). */
   factoryTimeoutMs?: number;
   /** Hears problems while the agent runs (an extension's after-hook that failed). */
@@ -100,7 +106,11 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
   }
   const projectResources = findProjectResources(locations);
   let trust: TrustOutcome | undefined;
-  if (projectResources.length > 0 || options.trust?.override !== undefined) {
+  if (
+    projectResources.length > 0 ||
+    (options.alsoProtected ?? []).length > 0 ||
+    options.trust?.override !== undefined
+  ) {
     trust = await decideTrust({
       folder: projectRoot(locations.cwd),
       store: options.trust?.store ?? TrustStore.inHome(locations.piHome),

@@ -1,0 +1,258 @@
+/**
+ * MCP server configuration as users already write it for other agents:
+ *
+ * ```json
+ * { "mcpServers": {
+ *     "fs":  { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."], "env": { "KEY": "${MY_KEY}" } },
+ *     "web": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ${WEB_TOKEN}" } } } }
+ * ```
+ *
+ * Files, later ones replacing earlier servers of the same name: the user's
+ * `~/.pi-course/mcp.json`, the project's `.pi-course/mcp.json` (only in a trusted folder: a
+ * cloned repository must not start programs by being opened), then each `--mcp-config FILE`.
+ * `${VAR}` (and `${VAR:-default}`) in `env` and `headers` values is taken from the environment,
+ * so keys stay out of the file.
+ *
+ * A file that cannot be read as such a configuration is an error naming the file. A server whose
+ * entry is wrong (no command nor url, a variable that is not set) is kept with its `problem`:
+ * it fails alone, the agent and the other servers go on.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type { HttpServerParameters } from "./http-transport.js";
+import type { StdioServerParameters } from "./stdio-transport.js";
+
+/** One configured server: how to reach it, or why it cannot be started. */
+export interface McpServerConfig {
+  /** Its name in `mcpServers` (tools are named `mcp__<name>__<tool>`). */
+  name: string;
+  /** The file it came from. */
+  source: string;
+  /** How to reach it; absent when `problem` is set. */
+  transport?: ({ kind: "stdio" } & StdioServerParameters) | ({ kind: "http" } & HttpServerParameters);
+  /** Why it cannot be started, for a person. */
+  problem?: string;
+}
+
+/** A configuration file that cannot be used; the message names the file and what to fix. */
+export class McpConfigError extends Error {
+  override readonly name = "McpConfigError";
+}
+
+/**
+ * Replaces `${VAR}` and `${VAR:-default}` in `text` with the environment's values. Throws an
+ * `Error` naming the first variable that is not set (an empty value counts as set) and has no
+ * default. `$` not followed by `{` is left as it is.
+ */
+export function expandVariables(text: string, env: Readonly<Record<string, string | undefined>>): string {
+  // #region lab 17.5 expandVariables
+  return text.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+    (_, name: string, fallback: string | undefined) => {
+      const value = env[name];
+      if (value !== undefined) return value;
+      if (fallback !== undefined) return fallback;
+      throw new Error(`\${${name}} is not set in the environment`);
+    },
+  );
+  // #endregion
+}
+
+/**
+ * Reads one `mcp.json` text (`file` names it in messages; relative `cwd`s are resolved against
+ * its folder). Throws `McpConfigError` when the text is not JSON or not `{"mcpServers": {…}}`;
+ * a wrong server entry is returned with its `problem`.
+ */
+export function parseMcpConfig(
+  text: string,
+  file: string,
+  env: Readonly<Record<string, string | undefined>>,
+): McpServerConfig[] {
+  // #region lab 17.5 parseMcpConfig
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new McpConfigError(`${file} is not valid JSON (${(error as Error).message}); fix it or remove it`);
+  }
+  const servers = (value as { mcpServers?: unknown } | null)?.mcpServers;
+  if (
+    typeof value !== "object" ||
+    value === null ||
+    Array.isArray(value) ||
+    typeof servers !== "object" ||
+    servers === null ||
+    Array.isArray(servers)
+  ) {
+    throw new McpConfigError(
+      `${file} must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`,
+    );
+  }
+  const out: McpServerConfig[] = [];
+  for (const [name, entry] of Object.entries(servers as Record<string, unknown>)) {
+    const at = { name, source: file };
+    try {
+      const config = serverEntry(entry, path.dirname(file), env);
+      if (config !== undefined) out.push({ ...at, transport: config });
+    } catch (error) {
+      out.push({ ...at, problem: `server "${name}" in ${file}: ${(error as Error).message}` });
+    }
+  }
+  return out;
+  // #endregion
+}
+
+/** One entry of `mcpServers`; undefined for `"disabled": true`. Throws with what is wrong. */
+function serverEntry(
+  entry: unknown,
+  folder: string,
+  env: Readonly<Record<string, string | undefined>>,
+): McpServerConfig["transport"] {
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new Error("must be an object");
+  const e = entry as Record<string, unknown>;
+  if (e.disabled === true) return undefined;
+  const type = e.type;
+  if (type === "sse")
+    throw new Error(
+      'the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint',
+    );
+  if (typeof e.command === "string" && e.command !== "") {
+    if (type !== undefined && type !== "stdio")
+      throw new Error(`"type": ${JSON.stringify(type)} does not go with "command"`);
+    const args = e.args ?? [];
+    if (!Array.isArray(args) || !args.every((a) => typeof a === "string"))
+      throw new Error('"args" must be an array of strings');
+    const config: McpServerConfig["transport"] = { kind: "stdio", command: e.command, args };
+    if (e.env !== undefined) config.env = expandRecord(e.env, "env", env);
+    if (e.cwd !== undefined) {
+      if (typeof e.cwd !== "string") throw new Error('"cwd" must be a string');
+      config.cwd = path.resolve(folder, e.cwd);
+    }
+    return config;
+  }
+  if (typeof e.url === "string" && e.url !== "") {
+    if (type !== undefined && type !== "http" && type !== "streamable-http" && type !== "streamableHttp") {
+      throw new Error(`"type": ${JSON.stringify(type)} does not go with "url" (use "http")`);
+    }
+    let url: URL;
+    try {
+      url = new URL(e.url);
+    } catch {
+      throw new Error(`"url" is not a URL: ${JSON.stringify(e.url)}`);
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`"url" must be http or https: ${e.url}`);
+    const config: McpServerConfig["transport"] = { kind: "http", url: e.url };
+    if (e.headers !== undefined) config.headers = expandRecord(e.headers, "headers", env);
+    return config;
+  }
+  throw new Error('needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)');
+}
+
+function expandRecord(
+  value: unknown,
+  field: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new Error(`"${field}" must be an object of strings`);
+  const out: Record<string, string> = {};
+  for (const [key, text] of Object.entries(value)) {
+    if (typeof text !== "string") throw new Error(`"${field}.${key}" must be a string`);
+    try {
+      out[key] = expandVariables(text, env);
+    } catch (error) {
+      throw new Error(`"${field}.${key}": ${(error as Error).message}`);
+    }
+  }
+  return out;
+}
+
+/** Where `loadMcpConfig` looks. */
+export interface McpConfigSources {
+  /** The user's home: `~/.pi-course/mcp.json` is read if it exists. */
+  home: string;
+  /** The project folder: `.pi-course/mcp.json` there is read only when `projectTrusted`. */
+  project?: string;
+  /**
+   * The trust decision for the project folder (chapter 12's rule), made by the caller. False:
+   * the project's file is not read, and a notice says so.
+   */
+  projectTrusted: boolean;
+  /** Why the folder is not trusted, for the notice (default: "the folder is not trusted"). */
+  untrustedReason?: string;
+  /** `--mcp-config FILE`s, in order; each must exist. */
+  files?: string[];
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Every configured server, later files replacing earlier servers of the same name, and the
+ * notices a person should see (a project file that was not read, and why). Throws
+ * `McpConfigError` for a file that cannot be read or used.
+ */
+export function loadMcpConfig(sources: McpConfigSources): { servers: McpServerConfig[]; notices: string[] } {
+  const notices: string[] = [];
+  const byName = new Map<string, McpServerConfig>();
+  const read = (file: string, required: boolean) => {
+    if (!existsSync(file)) {
+      if (required) throw new McpConfigError(`the MCP configuration ${file} does not exist`);
+      return;
+    }
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new McpConfigError(`cannot read the MCP configuration ${file}: ${(error as Error).message}`);
+    }
+    for (const server of parseMcpConfig(text, file, sources.env)) {
+      byName.delete(server.name); // the newest keeps its place at the end
+      byName.set(server.name, server);
+    }
+  };
+  read(path.join(sources.home, ".pi-course", "mcp.json"), false);
+  if (sources.project !== undefined) {
+    const file = path.join(sources.project, ".pi-course", "mcp.json");
+    if (sources.projectTrusted) read(file, false);
+    else if (existsSync(file)) {
+      notices.push(
+        `the project's MCP servers (${file}) are not started: ${sources.untrustedReason ?? "the folder is not trusted"}`,
+      );
+    }
+  }
+  for (const file of sources.files ?? []) read(path.resolve(file), true);
+  return { servers: [...byName.values()], notices };
+}
+
+/**
+ * The names of the variables (`${NAME}`) that the user's `mcp.json`, the `--mcp-config` files
+ * of `argv` and the project's `.pi-course/mcp.json` mention, for the launcher to hand over with
+ * the key (the agent's own environment has no secret-looking variable). Never throws: unreadable
+ * files are `parseArgs`'s to report.
+ */
+export function mcpVariables(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  home: string,
+): string[] {
+  const from = env.INIT_CWD ?? process.cwd();
+  const files = [path.join(home, ".pi-course", "mcp.json")];
+  let project = from;
+  argv.forEach((arg, i) => {
+    const next = argv[i + 1];
+    if (arg === "--mcp-config" && next !== undefined) files.push(path.resolve(from, next));
+    if (arg === "--cwd" && next !== undefined) project = path.resolve(from, next);
+  });
+  // The project's file too: its values are used only if the folder is trusted (main.ts decides).
+  files.push(path.join(project, ".pi-course", "mcp.json"));
+  const names = new Set<string>();
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    for (const match of text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}/g)) names.add(match[1]!);
+  }
+  return [...names];
+}

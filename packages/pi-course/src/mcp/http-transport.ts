@@ -1,0 +1,271 @@
+/**
+ * The Streamable HTTP transport: every message the client sends is a POST to one URL
+ * (`Accept: application/json, text/event-stream`); the server answers a request with JSON or
+ * with an event stream (SSE) that carries progress and other messages before the response, and
+ * a notification or a client response with 202. After `initialize` the server names a session
+ * (`mcp-session-id`), which every later request carries with `mcp-protocol-version`; messages the
+ * server starts on its own (list changes, `roots/list`, logs) come on a GET event stream; DELETE
+ * ends the session.
+ *
+ * Failures never leave a call pending: an HTTP error rejects the send (the connection ends the
+ * request with the status and the server's message), and a response stream that ends before the
+ * answer is turned into a JSON-RPC error for that request. A lost session (404, or the 400
+ * "No valid session ID" some servers send) is answered by one new `initialize`, then the message
+ * is sent again.
+ */
+import { readSse } from "../models/http/sse.js";
+import { ErrorCode, isRequest, readMessage, type JsonRpcMessage, type JsonRpcRequest } from "./json-rpc.js";
+import type { McpTransport, TransportHandlers } from "./transport.js";
+
+/** How to reach a Streamable HTTP server. */
+export interface HttpServerParameters {
+  /** The MCP endpoint, e.g. `http://127.0.0.1:3001/mcp`. */
+  url: string;
+  /** Sent with every request (e.g. `Authorization`). */
+  headers?: Record<string, string>;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** A JSON-RPC transport over Streamable HTTP. */
+export class HttpTransport implements McpTransport {
+  private handlers: TransportHandlers | undefined;
+  private sessionId: string | undefined;
+  private ended = false;
+  /** The initialize request, kept to start a new session if the server loses this one. */
+  private initialize: JsonRpcRequest | undefined;
+  private readonly streams = new AbortController();
+  private getStreamOpen = false;
+  protocolVersion?: string;
+
+  constructor(readonly params: HttpServerParameters) {}
+
+  /** The session id the server gave, once initialized. */
+  get session(): string | undefined {
+    return this.sessionId;
+  }
+
+  async start(handlers: TransportHandlers): Promise<void> {
+    this.handlers = handlers;
+  }
+
+  async send(message: JsonRpcMessage): Promise<void> {
+    if (this.ended) throw new Error("the HTTP transport is closed");
+    if (isRequest(message) && message.method === "initialize") this.initialize = message;
+    // Messages the server starts come on the GET stream; open it before `initialized`, which is
+    // when servers send their first ones (a list_changed sent before it opens is lost).
+    if ("method" in message && message.method === "notifications/initialized" && !isRequest(message))
+      await this.openGetStream();
+    const hadSession = this.sessionId !== undefined;
+    const response = await this.post(message);
+    if (hadSession && (await this.lostSession(response)) && this.initialize !== undefined) {
+      this.handlers?.onDiagnostic?.("the server lost the session; initializing a new one");
+      this.sessionId = undefined;
+      await this.reinitialize();
+      await this.deliverResponse(message, await this.post(message));
+      return;
+    }
+    await this.deliverResponse(message, response);
+  }
+
+  /** Ends the transport: the GET stream is closed and the session deleted (DELETE). */
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.streams.abort();
+    if (this.sessionId !== undefined) {
+      await this.fetch(this.params.url, { method: "DELETE", headers: this.headers(false) })
+        .then((response) => response.body?.cancel())
+        .catch(() => {}); // a server that is already gone has no session to delete
+    }
+    this.handlers?.onClose(new Error("the connection was closed"));
+  }
+
+  private post(message: JsonRpcMessage): Promise<Response> {
+    return this.fetch(this.params.url, {
+      method: "POST",
+      headers: { ...this.headers(true), "content-type": "application/json" },
+      body: JSON.stringify(message),
+      signal: this.streams.signal,
+    }).catch((error: Error) => {
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      throw new Error(`cannot reach the MCP server at ${this.params.url}: ${cause ?? error.message}`);
+    });
+  }
+
+  private headers(post: boolean): Record<string, string> {
+    const headers: Record<string, string> = { ...this.params.headers };
+    headers.accept = post ? "application/json, text/event-stream" : "text/event-stream";
+    if (this.sessionId !== undefined) headers["mcp-session-id"] = this.sessionId;
+    if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion;
+    return headers;
+  }
+
+  /** 404 for a request with a session id, or a 400 whose body says the session is not valid. */
+  private async lostSession(response: Response): Promise<boolean> {
+    if (response.status === 404) return true;
+    if (response.status !== 400) return false;
+    const text = await response
+      .clone()
+      .text()
+      .catch(() => "");
+    return /session/i.test(text);
+  }
+
+  /** A new session: `initialize` again (a new id), then `notifications/initialized`. */
+  private async reinitialize(): Promise<void> {
+    const request: JsonRpcRequest = { ...this.initialize!, id: `reinitialize-${Date.now()}` };
+    const response = await this.post(request);
+    await this.failOnHttpError(request, response);
+    this.sessionId = response.headers.get("mcp-session-id") ?? undefined;
+    const messages = await this.readAll(response);
+    const answer = messages.find((m) => "id" in m && m.id === request.id);
+    if (answer === undefined || "error" in answer)
+      throw new Error("the server refused a new session after losing the old one");
+    await this.deliverResponse(
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      await this.post({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    );
+  }
+
+  /** Delivers what the server answered to `message`: nothing (202), JSON, or an event stream. */
+  private async deliverResponse(message: JsonRpcMessage, response: Response): Promise<void> {
+    await this.failOnHttpError(message, response);
+    const session = response.headers.get("mcp-session-id");
+    if (session !== null) this.sessionId = session;
+    if (response.status === 202 || !isRequest(message)) {
+      await response.body?.cancel();
+      return;
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (type.includes("text/event-stream")) {
+      // the stream is read in the background: send resolves once the request is accepted
+      void this.readStream(response, message.id);
+      return;
+    }
+    for (const reply of await this.readAll(response)) this.handlers?.onMessage(reply);
+  }
+
+  private async failOnHttpError(message: JsonRpcMessage, response: Response): Promise<void> {
+    if (response.ok) return;
+    const body = await response.text().catch(() => "");
+    let detail = body.slice(0, 500);
+    try {
+      const parsed = JSON.parse(body) as { error?: { message?: string } };
+      if (typeof parsed.error?.message === "string") detail = parsed.error.message;
+    } catch {
+      // not JSON: the text as it is
+    }
+    const what = "method" in message ? message.method : "a response";
+    throw new Error(`the server answered ${what} with HTTP ${response.status}${detail !== "" ? `: ${detail}` : ""}`);
+  }
+
+  /** Every message of a response body, JSON (one message or a batch) or SSE. */
+  private async readAll(response: Response): Promise<JsonRpcMessage[]> {
+    const type = response.headers.get("content-type") ?? "";
+    const out: JsonRpcMessage[] = [];
+    if (type.includes("text/event-stream")) {
+      for await (const event of readSse(response.body!)) {
+        const message = this.parse(event.data);
+        if (message !== undefined) out.push(message);
+      }
+      return out;
+    }
+    const text = await response.text();
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new Error(`the server answered with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
+    }
+    for (const item of Array.isArray(value) ? value : [value]) {
+      const message = readMessage(item);
+      if (typeof message === "string")
+        this.handlers?.onDiagnostic?.(`dropped a message that is not JSON-RPC (${message})`);
+      else out.push(message);
+    }
+    return out;
+  }
+
+  /** The POST event stream of request `id`: every message delivered; an early end answers the request with an error. */
+  private async readStream(response: Response, id: JsonRpcRequest["id"]): Promise<void> {
+    let answered = false;
+    let failure = "the server ended the response stream before answering";
+    try {
+      for await (const event of readSse(response.body!)) {
+        const message = this.parse(event.data);
+        if (message === undefined) continue;
+        if ("id" in message && message.id === id && !("method" in message)) answered = true;
+        this.handlers?.onMessage(message);
+      }
+    } catch (error) {
+      if (this.ended) return;
+      failure = `the response stream broke before the answer: ${(error as Error).message}`;
+    }
+    if (!answered && !this.ended) {
+      this.handlers?.onMessage({ jsonrpc: "2.0", id, error: { code: ErrorCode.ConnectionClosed, message: failure } });
+    }
+  }
+
+  /**
+   * Opens the GET stream for messages the server starts; resolves once the server has answered
+   * (the stream is then read in the background). A server that offers none (405) is fine.
+   */
+  private async openGetStream(): Promise<void> {
+    if (this.getStreamOpen || this.ended || this.sessionId === undefined) return;
+    this.getStreamOpen = true;
+    let response: Response;
+    try {
+      response = await this.fetch(this.params.url, {
+        method: "GET",
+        headers: this.headers(false),
+        signal: this.streams.signal,
+      });
+    } catch (error) {
+      this.getStreamOpen = false;
+      if (!this.ended) this.handlers?.onDiagnostic?.(`cannot open the GET event stream: ${(error as Error).message}`);
+      return;
+    }
+    if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+      this.getStreamOpen = false;
+      await response.body?.cancel();
+      if (response.status !== 405)
+        this.handlers?.onDiagnostic?.(`the server refused the GET event stream (HTTP ${response.status})`);
+      return;
+    }
+    void (async () => {
+      try {
+        for await (const event of readSse(response.body!)) {
+          const message = this.parse(event.data);
+          if (message !== undefined) this.handlers?.onMessage(message);
+        }
+      } catch (error) {
+        if (!this.ended) this.handlers?.onDiagnostic?.(`the GET event stream broke: ${(error as Error).message}`);
+      } finally {
+        this.getStreamOpen = false;
+      }
+    })();
+  }
+
+  /** One SSE `data` as a message; the priming event (empty data) and non-messages are skipped. */
+  private parse(data: string): JsonRpcMessage | undefined {
+    if (data === "") return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(data);
+    } catch {
+      this.handlers?.onDiagnostic?.(`dropped an event whose data is not JSON: ${JSON.stringify(data.slice(0, 200))}`);
+      return undefined;
+    }
+    const message = readMessage(value);
+    if (typeof message === "string") {
+      this.handlers?.onDiagnostic?.(`dropped an event that is not JSON-RPC (${message})`);
+      return undefined;
+    }
+    return message;
+  }
+
+  private fetch(url: string, init: RequestInit): Promise<Response> {
+    return (this.params.fetch ?? fetch)(url, init);
+  }
+}

@@ -1,0 +1,228 @@
+/**
+ * The stdio transport: the server is a child process; messages go to its stdin and come from its
+ * stdout, one JSON object per line (`line-decoder.ts`); its stderr is its log, drained (a full
+ * pipe would stall the server) and its last lines kept for diagnostics.
+ *
+ * Anything else on stdout is a broken server: a line that is not JSON-RPC ends the transport
+ * with an error that quotes it, so pending calls fail at once instead of waiting for a timeout.
+ *
+ * Shutdown as servers need it: close stdin (an idle server exits within milliseconds), wait
+ * `graceMs`, SIGTERM, wait `graceMs`, SIGKILL. Some servers never exit on their own (after an
+ * oversized line, or with timers running), and a busy one finishes its call first.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readMessage, type JsonRpcMessage } from "./json-rpc.js";
+import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from "./line-decoder.js";
+import type { McpTransport, TransportHandlers } from "./transport.js";
+
+/** How to start a stdio server. */
+export interface StdioServerParameters {
+  /** The program, found on `PATH` (e.g. `"npx"`, `"node"`, `"uvx"`). */
+  command: string;
+  args?: string[];
+  /**
+   * Variables added to the child's environment. The child does not inherit the whole environment
+   * (API keys stay out of servers): only `PATH`, `HOME`, `USER`, `LOGNAME`, `SHELL`, `TERM`,
+   * `TMPDIR`, `LANG`, `SystemRoot`, plus these.
+   */
+  env?: Record<string, string>;
+  /** Working directory of the child (default: this process's). */
+  cwd?: string;
+  /** Refuse a line longer than this (default 10 MiB, as the SDK). */
+  maxLineBytes?: number;
+  /** Milliseconds between the steps of the shutdown (default 2,000). */
+  graceMs?: number;
+  /** How many stderr lines to keep (default 50). */
+  stderrLines?: number;
+}
+
+/** The variables a server inherits from this process (the rest stays here). */
+export const INHERITED_ENV = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "TERM",
+  "TMPDIR",
+  "LANG",
+  "SystemRoot",
+  "APPDATA",
+];
+
+/** A JSON-RPC transport over a child process's stdin and stdout. */
+export class StdioTransport implements McpTransport {
+  private child: ChildProcess | undefined;
+  private handlers: TransportHandlers | undefined;
+  private ended = false;
+  private exited: Promise<void> | undefined;
+  private readonly tail: string[] = [];
+  private stderrPartial = "";
+  protocolVersion?: string;
+
+  constructor(readonly params: StdioServerParameters) {}
+
+  /** The last lines the server wrote to stderr. */
+  get stderrTail(): readonly string[] {
+    return this.stderrPartial === "" ? this.tail : [...this.tail, this.stderrPartial];
+  }
+
+  /** The child's process id, once spawned. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(handlers: TransportHandlers): Promise<void> {
+    // #region lab 17.3 StdioTransport.start
+    this.handlers = handlers;
+    const { command, args = [], env = {}, cwd } = this.params;
+    const childEnv: Record<string, string> = {};
+    for (const name of INHERITED_ENV) if (process.env[name] !== undefined) childEnv[name] = process.env[name]!;
+    Object.assign(childEnv, env);
+    const child = spawn(command, args, { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
+    this.child = child;
+    this.exited = new Promise((resolve) => child.once("close", () => resolve()));
+    const decoder = new LineDecoder(this.params.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      if (this.ended) return;
+      let lines: string[];
+      try {
+        lines = decoder.push(chunk);
+      } catch (error) {
+        this.fail(error as Error, true);
+        return;
+      }
+      for (const line of lines) {
+        if (this.ended) return;
+        if (line.trim() === "") continue;
+        this.line(line);
+      }
+    });
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (text: string) => this.keepStderr(text));
+    child.stdin!.on("error", () => {}); // EPIPE after a crash: the exit says it better
+    child.once("close", (code, signal) => {
+      const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+      const last = this.stderrTail.at(-1);
+      this.fail(
+        new Error(`the server process ${how}${last !== undefined ? ` (last stderr line: ${last})` : ""}`),
+        false,
+      );
+    });
+    return new Promise((resolve, reject) => {
+      child.once("spawn", () => resolve());
+      child.once("error", (error: NodeJS.ErrnoException) => {
+        const text =
+          error.code === "ENOENT"
+            ? `cannot start "${command}": no such program (is it installed and on PATH${cwd !== undefined ? `, or is the cwd ${cwd} missing` : ""}?)`
+            : `cannot start "${command}": ${error.message}`;
+        const failure = new Error(text);
+        this.fail(failure, false);
+        reject(failure);
+      });
+    });
+    // #endregion
+  }
+
+  send(message: JsonRpcMessage): Promise<void> {
+    const stdin = this.child?.stdin;
+    if (this.ended || stdin === undefined || stdin === null || !stdin.writable) {
+      return Promise.reject(new Error("the server process is not running"));
+    }
+    const text = `${JSON.stringify(message)}\n`;
+    return new Promise((resolve, reject) => {
+      // write's callback fires once the data is handed to the OS, or with the write's error
+      stdin.write(text, (error) =>
+        error ? reject(new Error(`cannot write to the server: ${error.message}`)) : resolve(),
+      );
+    });
+  }
+
+  /**
+   * Ends the server: stdin closed, then SIGTERM after `graceMs`, then SIGKILL after `graceMs`.
+   * Resolves when the process has exited.
+   */
+  async close(): Promise<void> {
+    // #region lab 17.3 StdioTransport.close
+    const child = this.child;
+    this.fail(new Error("the connection was closed"), false);
+    if (child === undefined || this.exited === undefined) return;
+    const grace = this.params.graceMs ?? 2000;
+    const exited = this.exited;
+    const within = (ms: number) =>
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), ms);
+        void exited.then(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+    if (child.exitCode !== null || child.signalCode !== null) return exited;
+    child.stdin?.end();
+    if (await within(grace)) return;
+    child.kill("SIGTERM");
+    if (await within(grace)) return;
+    child.kill("SIGKILL");
+    await exited;
+    // #endregion
+  }
+
+  /** One line of stdout. */
+  private line(line: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      this.fail(
+        new Error(
+          `the server wrote a line to stdout that is not JSON: ${quote(line)}; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)`,
+        ),
+        true,
+      );
+      return;
+    }
+    const message = readMessage(value);
+    if (typeof message === "string") {
+      this.fail(
+        new Error(`the server wrote a line to stdout that is not a JSON-RPC message (${message}): ${quote(line)}`),
+        true,
+      );
+      return;
+    }
+    this.handlers!.onMessage(message);
+  }
+
+  private keepStderr(text: string): void {
+    const lines = (this.stderrPartial + text).split("\n");
+    this.stderrPartial = lines.pop()!.slice(-4096);
+    const keep = this.params.stderrLines ?? 50;
+    for (const line of lines) {
+      this.tail.push(line.replace(/\r$/, "").slice(0, 4096));
+      if (this.tail.length > keep) this.tail.shift();
+    }
+  }
+
+  /** Ends the transport once; a broken stream also stops the process (it cannot be used). */
+  private fail(error: Error, kill: boolean): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (kill) void this.stop();
+    this.handlers?.onClose(error);
+  }
+
+  /** Stops a server whose stream is broken: SIGTERM, then SIGKILL after `graceMs`. */
+  private async stop(): Promise<void> {
+    const child = this.child;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    child.stdin?.end();
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), this.params.graceMs ?? 2000);
+    timer.unref();
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+function quote(line: string): string {
+  return JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}…` : line);
+}

@@ -1,0 +1,936 @@
+/**
+ * Chapter 17: an MCP client written by hand, proven against servers nobody here wrote.
+ * Framing (17.1), correlation (17.2), lifecycle and the stdio transport (17.3), MCP tools as agent
+ * tools (17.4), configuration (17.5). The real servers are the reference servers
+ * `@modelcontextprotocol/server-everything` and `server-filesystem`; faults come from a server
+ * written with the official SDK's `McpServer` (test/fixtures/mcp/fault-server.mjs).
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { agentLoop } from "../src/agent/agent-loop.js";
+import { parseArgs } from "../src/cli/args.js";
+import { runMain } from "../src/cli/main.js";
+import {
+  McpConfigError,
+  expandVariables,
+  loadMcpConfig,
+  parseMcpConfig,
+  type McpServerConfig,
+} from "../src/mcp/config.js";
+import { McpServers } from "../src/mcp/servers.js";
+import { McpClient } from "../src/mcp/client.js";
+import { JsonRpcConnection } from "../src/mcp/connection.js";
+import { McpError, readMessage } from "../src/mcp/json-rpc.js";
+import { LineDecoder, LineTooLongError } from "../src/mcp/line-decoder.js";
+import { mapCallResult, mcpAgentTools, mcpToolName } from "../src/mcp/mcp-tools.js";
+import { StdioTransport } from "../src/mcp/stdio-transport.js";
+import { assistantMessage, userMessage } from "../src/messages.js";
+import { ScriptedModel } from "../src/models/scripted-model.js";
+import type { ToolResultMessage } from "../src/types.js";
+import { FAULT_SERVER, MemoryTransport, serverEntry, wire } from "./support/mcp.js";
+
+const clients: McpClient[] = [];
+let dir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "pi-course-17-"));
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.close().catch(() => {})));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A client of a stdio server, closed after the test. */
+function stdioClient(
+  args: string[],
+  options: ConstructorParameters<typeof McpClient>[1] = {},
+  transport: Partial<ConstructorParameters<typeof StdioTransport>[0]> = {},
+) {
+  const client = new McpClient(
+    new StdioTransport({ command: process.execPath, args, graceMs: 500, ...transport }),
+    options,
+  );
+  clients.push(client);
+  return client;
+}
+
+const everything = () => [serverEntry("server-everything"), "stdio"];
+
+describe("framing: one JSON-RPC message per line", () => {
+  it("Lab 17.1 · readMessage tells requests, notifications and responses apart, in any key order, and says why anything else is not one", () => {
+    expect(readMessage({ result: {}, jsonrpc: "2.0", id: 0 })).toEqual({ result: {}, jsonrpc: "2.0", id: 0 });
+    expect(readMessage({ jsonrpc: "2.0", id: "a", method: "ping" })).toEqual({
+      jsonrpc: "2.0",
+      id: "a",
+      method: "ping",
+    });
+    expect(readMessage({ jsonrpc: "2.0", method: "notifications/initialized" })).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/initialized",
+    });
+    expect(readMessage({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request" } })).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32000, message: "Bad Request" },
+    });
+    expect(readMessage([{ jsonrpc: "2.0", method: "ping", id: 1 }])).toBe(
+      "a batch (array); MCP sends one message per line",
+    );
+    expect(readMessage({ method: "ping", id: 1 })).toBe('no "jsonrpc": "2.0"');
+    expect(readMessage({ jsonrpc: "2.0", method: "ping", id: null })).toBe(
+      "an id that is neither a number nor a string (null)",
+    );
+    expect(readMessage({ jsonrpc: "2.0", id: 1 })).toBe('a response needs exactly one of "result" and "error"');
+    expect(readMessage({ jsonrpc: "2.0", id: 1, result: {}, error: { code: 1, message: "x" } })).toBe(
+      'a response needs exactly one of "result" and "error"',
+    );
+    expect(readMessage({ jsonrpc: "2.0", id: 1, error: "boom" })).toBe(
+      'an "error" without a numeric code and a message',
+    );
+    expect(readMessage("text")).toBe("not a JSON object");
+  });
+
+  it("Lab 17.1 · LineDecoder joins lines split over chunks, splits chunks with several lines, drops a CR before LF, and keeps split UTF-8 whole", () => {
+    const decoder = new LineDecoder();
+    const bytes = Buffer.from('{"a":"é"}\r\n{"b":2}\n{"c":');
+    // cut inside the two-byte é
+    const cut = bytes.indexOf(0xc3) + 1;
+    expect(decoder.push(bytes.subarray(0, cut))).toEqual([]);
+    expect(decoder.push(bytes.subarray(cut))).toEqual(['{"a":"é"}', '{"b":2}']);
+    expect(decoder.pending).toBe(5);
+    expect(decoder.push(Buffer.from("3}\n\n"))).toEqual(['{"c":3}', ""]);
+    expect(decoder.pending).toBe(0);
+  });
+
+  it("Lab 17.1 · LineDecoder refuses a line longer than its cap, in one chunk or many, with an error that says what to do", () => {
+    const small = new LineDecoder(8);
+    expect(small.push(Buffer.from("12345678\n"))).toEqual(["12345678"]);
+    expect(() => small.push(Buffer.from("123456789\n"))).toThrow(LineTooLongError);
+    const many = new LineDecoder(8);
+    many.push(Buffer.from("12345"));
+    expect(() => many.push(Buffer.from("6789"))).toThrow(
+      "the server sent a line longer than 8 bytes without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
+    );
+  });
+});
+
+describe("correlation: every request ends exactly once", () => {
+  it("Lab 17.2 · ids start at 0, answers are matched by id in any order, and a peer error becomes a remote McpError", async () => {
+    const transport = new MemoryTransport();
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    const first = connection.request("a");
+    const second = connection.request("b", { x: 1 });
+    const third = connection.request("c");
+    await Promise.resolve();
+    expect(wire(transport.sent)).toEqual([
+      { id: 0, method: "a", params: {} },
+      { id: 1, method: "b", params: { x: 1 } },
+      { id: 2, method: "c", params: {} },
+    ]);
+    transport.deliver({ jsonrpc: "2.0", id: 1, result: { b: true } });
+    transport.deliver({ jsonrpc: "2.0", id: 0, result: { a: true } });
+    transport.deliver({
+      jsonrpc: "2.0",
+      id: 2,
+      error: { code: -32601, message: "Method not found", data: { m: "c" } },
+    });
+    transport.deliver({ jsonrpc: "2.0", id: 2, result: {} }); // a duplicate answer is ignored
+    expect(await first).toEqual({ a: true });
+    expect(await second).toEqual({ b: true });
+    const error = await third.catch((e: McpError) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect([error.kind, error.code, error.message, error.data]).toEqual([
+      "remote",
+      -32601,
+      "c failed: MCP error -32601: Method not found",
+      { m: "c" },
+    ]);
+  });
+
+  it("Lab 17.2 · an abort ends the request at once and tells the peer; progress and a late answer for it are ignored", async () => {
+    const transport = new MemoryTransport();
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    const controller = new AbortController();
+    const seen: unknown[] = [];
+    const call = connection.request(
+      "tools/call",
+      { name: "slow" },
+      { signal: controller.signal, onProgress: (p) => seen.push(p) },
+    );
+    transport.deliver({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 0, progress: 1, total: 2 },
+    });
+    controller.abort("the user pressed Ctrl-C");
+    const error = await call.catch((e: McpError) => e);
+    expect([error.kind, error.code, error.message]).toEqual([
+      "aborted",
+      -32001,
+      "tools/call was aborted: the user pressed Ctrl-C",
+    ]);
+    transport.deliver({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 0, progress: 2, total: 2 },
+    });
+    transport.deliver({ jsonrpc: "2.0", id: 0, result: { content: [] } });
+    expect(seen).toEqual([{ progress: 1, total: 2 }]);
+    expect(wire(transport.sent)).toEqual([
+      { id: 0, method: "tools/call", params: { name: "slow", _meta: { progressToken: 0 } } },
+      { method: "notifications/cancelled", params: { requestId: 0, reason: "the user pressed Ctrl-C" } },
+    ]);
+  });
+
+  it("Lab 17.2 · a timeout ends the request, is restarted by progress, and cancels the request at the peer", async () => {
+    const transport = new MemoryTransport();
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    const started = Date.now();
+    const call = connection.request("tools/call", {}, { timeoutMs: 150, onProgress: () => {} });
+    // progress every 100 ms keeps it alive past 150 ms
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      transport.deliver({
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: { progressToken: 0, progress: i },
+      });
+    }
+    const error = await call.catch((e: McpError) => e);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect([error.kind, error.code, error.message]).toEqual([
+      "timeout",
+      -32001,
+      "tools/call timed out: no answer within 150 ms",
+    ]);
+    expect(wire(transport.sent).at(-1)).toEqual({
+      method: "notifications/cancelled",
+      params: { requestId: 0, reason: "Request timed out after 150 ms" },
+    });
+  });
+
+  it("Lab 17.2 · the end of the transport ends every pending request with the reason; later requests are refused", async () => {
+    const transport = new MemoryTransport();
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    const pending = [connection.request("a"), connection.request("b")];
+    transport.fail(new Error("the server process exited with code 3"));
+    const errors = await Promise.all(pending.map((p) => p.catch((e: McpError) => [e.kind, e.message])));
+    expect(errors).toEqual([
+      ["closed", "a failed: the server process exited with code 3"],
+      ["closed", "b failed: the server process exited with code 3"],
+    ]);
+    const later = await connection.request("c").catch((e: McpError) => e.message);
+    expect(later).toBe("cannot send c: the connection is closed (the server process exited with code 3)");
+  });
+
+  it("Lab 17.2 · the peer's requests are answered: ping, a handler's result or error, and -32601 for an unknown method", async () => {
+    const transport = new MemoryTransport();
+    const connection = new JsonRpcConnection(transport);
+    connection.setRequestHandler("roots/list", () => ({ roots: [{ uri: "file:///w" }] }));
+    connection.setRequestHandler("boom", () => {
+      throw new Error("no");
+    });
+    await connection.start();
+    for (const [id, method] of [
+      [0, "ping"],
+      [1, "roots/list"],
+      [2, "boom"],
+      [3, "sampling/createMessage"],
+    ] as const) {
+      transport.deliver({ jsonrpc: "2.0", id, method });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // answers go out as each is ready, in any order
+    const answers = wire(transport.sent).sort((a, b) => (a as { id: number }).id - (b as { id: number }).id);
+    expect(answers).toEqual([
+      { id: 0, result: {} },
+      { id: 1, result: { roots: [{ uri: "file:///w" }] } },
+      { id: 2, error: { code: -32603, message: "no" } },
+      { id: 3, error: { code: -32601, message: "Method not found: sampling/createMessage" } },
+    ]);
+  });
+});
+
+describe("lifecycle and the stdio transport, against the reference servers", () => {
+  it("Lab 17.3 · connect offers 2025-11-25 and refuses an answer with a version the SDK does not support", async () => {
+    const answer = (version: string) =>
+      new MemoryTransport((message, reply) => {
+        if ("method" in message && message.method === "initialize" && "id" in message) {
+          reply({
+            jsonrpc: "2.0",
+            id: message.id,
+            result: { protocolVersion: version, capabilities: {}, serverInfo: { name: "s", version: "1" } },
+          });
+        }
+      });
+    const old = answer("2024-11-05");
+    const client = new McpClient(old, { clientInfo: { name: "test", version: "1" } });
+    expect((await client.connect()).protocolVersion).toBe("2024-11-05");
+    expect(wire(old.sent)).toEqual([
+      {
+        id: 0,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "test", version: "1" } },
+      },
+      { method: "notifications/initialized" },
+    ]);
+    const future = answer("2099-01-01");
+    const refused = await new McpClient(future).connect().catch((e: Error) => e.message);
+    expect(refused).toBe(
+      'the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client',
+    );
+    expect(future.closed).toBe(true);
+  });
+
+  it("Lab 17.3 · listTools follows nextCursor until there is none", async () => {
+    const pages: Record<string, unknown> = {
+      "": { tools: [{ name: "a", inputSchema: { type: "object" } }], nextCursor: "p2" },
+      p2: { tools: [{ name: "b", inputSchema: { type: "object" } }], nextCursor: "p3" },
+      p3: { tools: [{ name: "c", inputSchema: { type: "object" } }] },
+    };
+    const transport = new MemoryTransport((message, reply) => {
+      if (!("method" in message) || !("id" in message)) return;
+      if (message.method === "initialize") {
+        reply({
+          jsonrpc: "2.0",
+          id: message.id,
+          result: {
+            protocolVersion: "2025-11-25",
+            capabilities: { tools: {} },
+            serverInfo: { name: "s", version: "1" },
+          },
+        });
+      } else if (message.method === "tools/list") {
+        const cursor = (message.params?.cursor as string | undefined) ?? "";
+        reply({ jsonrpc: "2.0", id: message.id, result: pages[cursor] as Record<string, unknown> });
+      }
+    });
+    const client = new McpClient(transport);
+    await client.connect();
+    expect((await client.listTools()).map((t) => t.name)).toEqual(["a", "b", "c"]);
+    expect(
+      transport.sent
+        .filter((m) => "method" in m && m.method === "tools/list")
+        .map((m) => ("params" in m ? m.params : undefined)),
+    ).toEqual([{}, { cursor: "p2" }, { cursor: "p3" }]);
+  });
+
+  it("Lab 17.3 · server-everything over stdio: initialize, tools/list, ping, tools/call, close (the process exits)", async () => {
+    const client = stdioClient(everything());
+    const info = await client.connect({ timeoutMs: 20_000 });
+    expect(info.protocolVersion).toBe("2025-11-25");
+    expect(info.serverInfo.name).toBe("mcp-servers/everything");
+    const tools = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain("echo");
+    await client.ping();
+    expect(await client.callTool("echo", { message: "héllo" })).toEqual({
+      content: [{ type: "text", text: "Echo: héllo" }],
+    });
+    const transport = client.transport as StdioTransport;
+    await client.close();
+    expect(transport.stderrTail).toContain("Starting default (STDIO) server...");
+    const error = await client.ping().catch((e: McpError) => e.kind);
+    expect(error).toBe("closed");
+  }, 30_000);
+
+  it("Lab 17.3 · roots/list is answered with the workspace root, and list_changed re-lists the tools once for a burst", async () => {
+    const root = path.join(dir, "root");
+    await mkdir(root);
+    await writeFile(path.join(root, "hello.txt"), "hello from the root\n");
+    const lists: string[][] = [];
+    const client = stdioClient([serverEntry("server-filesystem")], {
+      roots: [{ uri: `file://${root}`, name: "workspace" }],
+      onToolsChanged: (tools) => lists.push(tools.map((t) => t.name)),
+    });
+    await client.connect({ timeoutMs: 20_000 });
+    // filesystem asks for roots/list right after initialized and replaces its allowed folders with them
+    let allowed = "";
+    for (let i = 0; i < 50 && !allowed.includes(root); i++) {
+      allowed = (await client.callTool("list_allowed_directories", {})).content
+        .map((c) => ("text" in c ? c.text : ""))
+        .join("");
+      if (!allowed.includes(root)) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(allowed).toContain(root);
+    const read = await client.callTool("read_text_file", { path: path.join(root, "hello.txt") });
+    expect(read.content).toEqual([{ type: "text", text: "hello from the root\n" }]);
+
+    // everything sends one list_changed per conditionally registered tool; the client lists once
+    const lists2: number[] = [];
+    const all = stdioClient(everything(), {
+      roots: [{ uri: `file://${root}` }],
+      onToolsChanged: (tools) => lists2.push(tools.length),
+    });
+    await all.connect({ timeoutMs: 20_000 });
+    for (let i = 0; i < 100 && lists2.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(lists2).toEqual([(await all.listTools()).length]);
+  }, 30_000);
+
+  it("Lab 17.3 · a tool that never answers: abort and timeout end the call, and the server is told", async () => {
+    const client = stdioClient([FAULT_SERVER]);
+    await client.connect({ timeoutMs: 20_000 });
+    const controller = new AbortController();
+    const aborted = client.callTool("hang", {}, { signal: controller.signal });
+    setTimeout(() => controller.abort("stop"), 50);
+    expect(await aborted.catch((e: McpError) => [e.kind, e.message])).toEqual([
+      "aborted",
+      "tools/call was aborted: stop",
+    ]);
+    const timedOut = await client.callTool("hang", {}, { timeoutMs: 100 }).catch((e: McpError) => [e.kind, e.message]);
+    expect(timedOut).toEqual(["timeout", "tools/call timed out: no answer within 100 ms"]);
+    // the connection is still good
+    expect((await client.callTool("slow", {})).content).toEqual([{ type: "text", text: "slow done" }]);
+  }, 30_000);
+
+  it("Lab 17.3 · a crash mid-call, garbage on stdout and an over-long line each end the pending call with an error that says why", async () => {
+    const crash = stdioClient([FAULT_SERVER]);
+    await crash.connect({ timeoutMs: 20_000 });
+    expect(await crash.callTool("crash", {}).catch((e: McpError) => [e.kind, e.message])).toEqual([
+      "closed",
+      "tools/call failed: the server process exited with code 3 (last stderr line: fault-server ready)",
+    ]);
+
+    const garbage = stdioClient([FAULT_SERVER]);
+    await garbage.connect({ timeoutMs: 20_000 });
+    expect(await garbage.callTool("garbage", {}).catch((e: McpError) => e.message)).toBe(
+      'tools/call failed: the server wrote a line to stdout that is not JSON: "hello from a careless console.log"; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)',
+    );
+
+    const flood = stdioClient([FAULT_SERVER], {}, { maxLineBytes: 1024 * 1024 });
+    await flood.connect({ timeoutMs: 20_000 });
+    expect(await flood.callTool("flood", {}).catch((e: McpError) => e.message)).toBe(
+      "tools/call failed: the server sent a line longer than 1 MiB without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
+    );
+  }, 30_000);
+
+  it("Lab 17.3 · a server that never answers initialize times out; one that cannot start says so", async () => {
+    const mute = stdioClient(["-e", "process.stdin.resume()"]);
+    const started = Date.now();
+    expect(await mute.connect({ timeoutMs: 300 }).catch((e: McpError) => [e.kind, e.message])).toEqual([
+      "timeout",
+      "initialize timed out: no answer within 300 ms",
+    ]);
+    expect(Date.now() - started).toBeLessThan(3000);
+    const missing = new McpClient(new StdioTransport({ command: "no-such-mcp-server-here" }));
+    expect(await missing.connect().catch((e: Error) => e.message)).toBe(
+      'cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)',
+    );
+  }, 30_000);
+
+  it("Lab 17.3 · close ends a server that ignores stdin close and SIGTERM (SIGKILL after the grace period)", async () => {
+    const client = stdioClient([FAULT_SERVER, "stubborn"], {}, { graceMs: 200 });
+    await client.connect({ timeoutMs: 20_000 });
+    const transport = client.transport as StdioTransport;
+    const started = Date.now();
+    await client.close();
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(400);
+    expect(took).toBeLessThan(3000);
+    expect(transport.stderrTail).toContain("ignoring SIGTERM");
+  }, 30_000);
+});
+
+describe("MCP tools as agent tools", () => {
+  it("Lab 17.4 · mcpToolName: mcp__server__tool, other characters replaced, at most 64, a hash on collision", () => {
+    expect(mcpToolName("everything", "get-tiny-image")).toBe("mcp__everything__get-tiny-image");
+    expect(mcpToolName("my server", "read.file")).toBe("mcp__my_server__read_file");
+    const long = mcpToolName("s", "x".repeat(80));
+    expect(long).toMatch(/^mcp__s__x{49}_[0-9a-f]{6}$/);
+    expect(long).toHaveLength(64);
+    expect(mcpToolName("s", "x".repeat(80))).toBe(long); // stable
+    const taken = new Set(["mcp__a_b__c"]);
+    const other = mcpToolName("a.b", "c", taken);
+    expect(other).toMatch(/^mcp__a_b__c_[0-9a-f]{6}$/);
+  });
+
+  it("Lab 17.4 · mapCallResult: text, image, resource, resource_link, structuredContent in details, isError", () => {
+    const result = mapCallResult("s", "t", {
+      content: [
+        { type: "text", text: "hi" },
+        { type: "image", data: "iVBOR", mimeType: "image/png" },
+        { type: "resource", resource: { uri: "demo://r/1", mimeType: "text/plain", text: "body" } },
+        { type: "resource", resource: { uri: "demo://r/2", mimeType: "application/octet-stream", blob: "AAAA" } },
+        { type: "resource_link", uri: "demo://r/3", name: "Three", description: "the third", mimeType: "text/plain" },
+      ],
+      structuredContent: { sum: 3 },
+    });
+    expect(result).toEqual({
+      content: [
+        { type: "text", text: "hi" },
+        { type: "image", data: "iVBOR", mimeType: "image/png" },
+        { type: "text", text: "Resource demo://r/1 (text/plain):\nbody" },
+        { type: "text", text: "Resource demo://r/2 (application/octet-stream), 3 bytes of binary data" },
+        { type: "text", text: "Resource link: Three: demo://r/3 (text/plain) — the third" },
+      ],
+      details: { server: "s", tool: "t", structuredContent: { sum: 3 } },
+    });
+    expect(mapCallResult("s", "t", { content: [{ type: "text", text: "bad" }], isError: true })).toEqual({
+      content: [{ type: "text", text: "bad" }],
+      details: { server: "s", tool: "t" },
+      isError: true,
+    });
+  });
+
+  it("Lab 17.4 · server-everything's tools in an agent run: every content type, a tool error, an unknown tool, progress, and task-only tools hidden", async () => {
+    const client = stdioClient(everything());
+    await client.connect({ timeoutMs: 20_000 });
+    const { tools, hidden } = mcpAgentTools("everything", client, await client.listTools());
+    expect(hidden).toEqual([
+      "simulate-research-query (it requires task augmentation, which this client does not support)",
+    ]);
+    expect(tools.map((t) => t.name)).toContain("mcp__everything__get-tiny-image");
+    const echo = tools.find((t) => t.name === "mcp__everything__echo")!;
+    expect(echo.parameters).toMatchObject({
+      type: "object",
+      properties: { message: { type: "string" } },
+      required: ["message"],
+    });
+
+    const call = (id: string, name: string, args: unknown) => ({
+      type: "toolCall" as const,
+      id,
+      name,
+      arguments: args,
+    });
+    const model = new ScriptedModel([
+      assistantMessage(
+        [
+          call("1", "mcp__everything__echo", { message: "hi" }),
+          call("2", "mcp__everything__get-tiny-image", {}),
+          call("3", "mcp__everything__get-resource-reference", { resourceType: "Text", resourceId: 1 }),
+          call("4", "mcp__everything__get-resource-links", { count: 1 }),
+          call("5", "mcp__everything__get-structured-content", { location: "New York" }),
+          call("6", "mcp__everything__get-sum", { a: "one", b: 2 }),
+          call("7", "mcp__everything__trigger-long-running-operation", { duration: 0.3, steps: 3 }),
+        ],
+        "toolUse",
+      ),
+      assistantMessage([{ type: "text", text: "done" }], "stop"),
+    ]);
+    const run = agentLoop([userMessage("use everything")], { messages: [], tools }, { model });
+    const updates: string[] = [];
+    for await (const event of run) {
+      if (event.type === "tool_execution_update")
+        updates.push((event.partialResult as { content: { text: string }[] }).content[0]!.text);
+    }
+    const results = (await run.result()).filter((m): m is ToolResultMessage => "role" in m && m.role === "toolResult");
+    const byId = new Map(results.map((r) => [r.toolCallId, r]));
+    expect(byId.get("1")).toMatchObject({ isError: false, content: [{ type: "text", text: "Echo: hi" }] });
+    const image = byId.get("2")!.content.find((c) => c.type === "image");
+    expect(image).toMatchObject({ type: "image", mimeType: "image/png" });
+    expect(byId.get("3")!.content[1]).toMatchObject({
+      type: "text",
+      text: expect.stringMatching(
+        /^Resource demo:\/\/resource\/dynamic\/text\/1 \(text\/plain\):\nResource 1: This is a plaintext resource/,
+      ),
+    });
+    expect(
+      byId.get("4")!.content.some((c) => c.type === "text" && /^Resource link: .*demo:\/\/resource/.test(c.text)),
+    ).toBe(true);
+    expect((byId.get("5")!.details as { structuredContent: unknown }).structuredContent).toMatchObject({
+      conditions: expect.any(String),
+    });
+    // the loop checks arguments against the server's inputSchema before the call
+    expect(byId.get("6")).toMatchObject({ isError: true });
+    expect((byId.get("6")!.content[0] as { text: string }).text).toMatch(
+      /^Invalid arguments for tool "mcp__everything__get-sum":\n {2}- \/a: /,
+    );
+    expect(byId.get("7")).toMatchObject({
+      isError: false,
+      content: [{ type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." }],
+    });
+    expect(updates).toEqual(["progress 1/3", "progress 2/3", "progress 3/3"]);
+
+    // an unknown tool is a result with isError, not a JSON-RPC error
+    const unknown = await client.callTool("no-such-tool", {});
+    expect(mapCallResult("everything", "no-such-tool", unknown)).toEqual({
+      content: [{ type: "text", text: "MCP error -32602: Tool no-such-tool not found" }],
+      details: { server: "everything", tool: "no-such-tool" },
+      isError: true,
+    });
+  }, 30_000);
+
+  it("Lab 17.4 · an abort during an MCP tool call answers the call as an error at once, and the server stays usable", async () => {
+    const client = stdioClient(everything());
+    await client.connect({ timeoutMs: 20_000 });
+    const { tools } = mcpAgentTools("everything", client, await client.listTools());
+    const model = new ScriptedModel([
+      assistantMessage(
+        [
+          {
+            type: "toolCall",
+            id: "1",
+            name: "mcp__everything__trigger-long-running-operation",
+            arguments: { duration: 5, steps: 5 },
+          },
+        ],
+        "toolUse",
+      ),
+      assistantMessage([{ type: "text", text: "never" }], "stop"),
+    ]);
+    const controller = new AbortController();
+    const run = agentLoop([userMessage("go")], { messages: [], tools }, { model }, controller.signal);
+    const started = Date.now();
+    for await (const event of run) if (event.type === "tool_execution_start") setTimeout(() => controller.abort(), 100);
+    const results = (await run.result()).filter((m): m is ToolResultMessage => "role" in m && m.role === "toolResult");
+    expect(results).toHaveLength(1);
+    expect(results[0]!.isError).toBe(true);
+    expect(Date.now() - started).toBeLessThan(3000);
+    // the server is still usable after the cancellation
+    expect((await client.callTool("echo", { message: "after" })).content).toEqual([
+      { type: "text", text: "Echo: after" },
+    ]);
+  }, 30_000);
+
+  it("Lab 17.4 · server-filesystem's read_text_file through the agent: the model reads the file's text", async () => {
+    await writeFile(path.join(dir, "notes.md"), "# Notes\nMCP works.\n");
+    const client = stdioClient([serverEntry("server-filesystem"), dir]);
+    await client.connect({ timeoutMs: 20_000 });
+    const { tools } = mcpAgentTools("fs", client, await client.listTools());
+    const model = new ScriptedModel([
+      assistantMessage(
+        [
+          {
+            type: "toolCall",
+            id: "r",
+            name: "mcp__fs__read_text_file",
+            arguments: { path: path.join(dir, "notes.md") },
+          },
+        ],
+        "toolUse",
+      ),
+      (context) => {
+        const last = context.messages.at(-1)!;
+        const text = last.role === "toolResult" && last.content[0]?.type === "text" ? last.content[0].text : "?";
+        return assistantMessage([{ type: "text", text: `The file says: ${text.split("\n")[1]}` }], "stop");
+      },
+    ]);
+    const run = agentLoop([userMessage("read notes.md")], { messages: [], tools }, { model });
+    const messages = await run.result();
+    const result = messages.find((m): m is ToolResultMessage => "role" in m && m.role === "toolResult")!;
+    expect(result).toMatchObject({
+      toolName: "mcp__fs__read_text_file",
+      isError: false,
+      content: [{ type: "text", text: "# Notes\nMCP works.\n" }],
+      details: { server: "fs", tool: "read_text_file", structuredContent: { content: "# Notes\nMCP works.\n" } },
+    });
+    const answer = messages.at(-1)!;
+    expect("role" in answer && answer.role === "assistant" && answer.content[0]).toEqual({
+      type: "text",
+      text: "The file says: MCP works.",
+    });
+    // outside the allowed folder: the server's error, as a result the model reads
+    const denied = await tools
+      .find((t) => t.name === "mcp__fs__read_text_file")!
+      .execute("d", { path: "/etc/hostname" });
+    expect(denied.isError).toBe(true);
+    expect((denied.content[0] as { text: string }).text).toMatch(/Access denied/);
+  }, 30_000);
+});
+
+describe("configuration: mcpServers as users already write it", () => {
+  it("Lab 17.5 · expandVariables takes ${VAR} and ${VAR:-default} from the environment and names a missing one", () => {
+    const env = { KEY: "k-1", EMPTY: "" };
+    expect(expandVariables("Bearer ${KEY}", env)).toBe("Bearer k-1");
+    expect(expandVariables("${EMPTY:-x}|${NONE:-fallback}|$KEY|${KEY}", env)).toBe("|fallback|$KEY|k-1");
+    expect(() => expandVariables("${NOPE}", env)).toThrow("${NOPE} is not set in the environment");
+  });
+
+  it("Lab 17.5 · parseMcpConfig reads stdio and HTTP servers, keeps a wrong entry with its problem, and refuses a file of another shape", () => {
+    const file = path.join("/home/u", ".pi-course", "mcp.json");
+    const text = JSON.stringify({
+      mcpServers: {
+        fs: {
+          command: "npx",
+          args: ["-y", "@modelcontextprotocol/server-filesystem", "."],
+          env: { TOKEN: "${FS_TOKEN}" },
+          cwd: "work",
+        },
+        web: { type: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}" } },
+        off: { command: "x", disabled: true },
+        broken: { args: [] },
+        secret: { url: "https://example.com/mcp", headers: { Authorization: "Bearer ${MISSING}" } },
+        old: { type: "sse", url: "https://example.com/sse" },
+      },
+    });
+    expect(parseMcpConfig(text, file, { FS_TOKEN: "t1", WEB_TOKEN: "t2" })).toEqual([
+      {
+        name: "fs",
+        source: file,
+        transport: {
+          kind: "stdio",
+          command: "npx",
+          args: ["-y", "@modelcontextprotocol/server-filesystem", "."],
+          env: { TOKEN: "t1" },
+          cwd: "/home/u/.pi-course/work",
+        },
+      },
+      {
+        name: "web",
+        source: file,
+        transport: { kind: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer t2" } },
+      },
+      {
+        name: "broken",
+        source: file,
+        problem: `server "broken" in ${file}: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`,
+      },
+      {
+        name: "secret",
+        source: file,
+        problem: `server "secret" in ${file}: "headers.Authorization": \${MISSING} is not set in the environment`,
+      },
+      {
+        name: "old",
+        source: file,
+        problem: `server "old" in ${file}: the old HTTP+SSE transport ("type": "sse") is not supported; use the server's Streamable HTTP endpoint`,
+      },
+    ]);
+    expect(() => parseMcpConfig("{", file, {})).toThrow(McpConfigError);
+    expect(() => parseMcpConfig('{"servers": {}}', file, {})).toThrow(
+      `${file} must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`,
+    );
+  });
+
+  it("Lab 17.5 · loadMcpConfig: the user's file, the project's only when trusted, then --mcp-config files, later names winning", async () => {
+    const home = path.join(dir, "home");
+    const project = path.join(dir, "project");
+    await mkdir(path.join(home, ".pi-course"), { recursive: true });
+    await mkdir(path.join(project, ".pi-course"), { recursive: true });
+    await writeFile(
+      path.join(home, ".pi-course", "mcp.json"),
+      JSON.stringify({ mcpServers: { a: { command: "user-a" }, b: { command: "user-b" } } }),
+    );
+    await writeFile(
+      path.join(project, ".pi-course", "mcp.json"),
+      JSON.stringify({ mcpServers: { b: { command: "project-b" }, c: { command: "project-c" } } }),
+    );
+    const extra = path.join(dir, "servers.json");
+    await writeFile(extra, JSON.stringify({ mcpServers: { a: { command: "extra-a" } } }));
+    const commands = (servers: McpServerConfig[]) =>
+      servers.map((s) => `${s.name}=${s.transport?.kind === "stdio" ? s.transport.command : s.problem}`);
+
+    const untrusted = loadMcpConfig({ home, project, projectTrusted: false, files: [extra], env: {} });
+    expect(commands(untrusted.servers)).toEqual(["b=user-b", "a=extra-a"]);
+    expect(untrusted.notices).toEqual([
+      `the project's MCP servers (${path.join(project, ".pi-course", "mcp.json")}) are not started: the folder is not trusted`,
+    ]);
+
+    const trusted = loadMcpConfig({ home, project, projectTrusted: true, files: [extra], env: {} });
+    expect(commands(trusted.servers)).toEqual(["b=project-b", "c=project-c", "a=extra-a"]);
+    expect(trusted.notices).toEqual([]);
+
+    expect(() => loadMcpConfig({ home, projectTrusted: false, files: [path.join(dir, "nope.json")], env: {} })).toThrow(
+      `the MCP configuration ${path.join(dir, "nope.json")} does not exist`,
+    );
+    // the CLI's parseArgs reads the user's files only: the project's waits for the trust decision (main.ts)
+    const options = parseArgs(["--no-session", "--mcp-config", extra], { HOME: home, INIT_CWD: project }, false);
+    expect(options.kind === "run" && [commands(options.mcpServers), options.mcpNotices]).toEqual([
+      ["b=user-b", "a=extra-a"],
+      [],
+    ]);
+  });
+
+  it("Lab 17.5 · a project's .pi-course/mcp.json passes chapter 12's trust gate: --no-approve names it, --approve starts it", async () => {
+    const project = path.join(dir, "project");
+    await mkdir(path.join(project, ".pi-course"), { recursive: true });
+    const file = path.join(project, ".pi-course", "mcp.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), project] } },
+      }),
+    );
+    const model = createServer((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        const chunk = (delta: unknown, finish: string | null = null) =>
+          `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        response.end(chunk({ role: "assistant", content: "ok" }) + chunk({}, "stop") + "data: [DONE]\n\n");
+      });
+    });
+    await new Promise<void>((resolve) => model.listen(0, "127.0.0.1", resolve));
+    const baseUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+    const run = async (approve: string) => {
+      let stderr = "";
+      const argv = [
+        "--base-url",
+        baseUrl,
+        "--model",
+        "m",
+        "--no-api-key",
+        "--cwd",
+        project,
+        "--no-session",
+        approve,
+        "-p",
+        "hi",
+      ];
+      const code = await runMain(argv, {
+        stdout: { write: () => true },
+        stderr: { write: (text: string) => (stderr += text) },
+        env: { HOME: dir, INIT_CWD: project },
+      });
+      // a failed start (in a practice folder: a lab's not-implemented error) fails here, saying why
+      if (code !== 0) throw new Error(stderr);
+      return stderr;
+    };
+    try {
+      const refused = await run("--no-approve");
+      expect(refused).toContain(
+        `note: the project's MCP servers (${file}) are not started: the folder is not trusted (--approve trusts it for one run; the interactive mode asks)\n`,
+      );
+      expect(refused).not.toContain("MCP server fs");
+      const approved = await run("--approve");
+      expect(approved).toMatch(/^note: MCP server fs: ready with \d+ tools\n/m);
+      expect(approved).not.toContain("are not started");
+    } finally {
+      await new Promise((resolve) => model.close(resolve));
+    }
+  }, 30_000);
+
+  it("Lab 17.5 · McpServers start in parallel; a server that cannot start or is misconfigured fails alone, with the reason", async () => {
+    const configs = parseMcpConfig(
+      JSON.stringify({
+        mcpServers: {
+          everything: { command: process.execPath, args: everything() },
+          missing: { command: "no-such-mcp-server-here" },
+          mute: {
+            command: process.execPath,
+            args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"],
+          },
+          bad: { args: [] },
+        },
+      }),
+      "t",
+      {},
+    );
+    const servers = McpServers.start(configs, { startupTimeoutMs: 6_000, graceMs: 200, reservedNames: ["read"] });
+    expect(servers.entries().map((e) => e.state.status)).toEqual(["starting", "starting", "starting", "failed"]);
+    await servers.ready();
+    try {
+      expect(servers.entries().map((e) => e.state.status)).toEqual(["ready", "failed", "failed", "failed"]);
+      expect(servers.tools.every((t) => t.name.startsWith("mcp__everything__"))).toBe(true);
+      const lines = servers.describe().split("\n");
+      expect(lines[0]).toMatch(
+        /^everything: ready with 12 tools \(1 hidden: simulate-research-query \(it requires task augmentation, which this client does not support\)\)$/,
+      );
+      expect(lines).toContain(
+        'missing: failed: cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)',
+      );
+      expect(lines).toContain("mute: failed: initialize timed out: no answer within 6000 ms");
+      expect(lines).toContain("  stderr: booting");
+      expect(lines).toContain(
+        'bad: failed: server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)',
+      );
+    } finally {
+      await servers.close();
+    }
+  }, 30_000);
+
+  it("Lab 17.5 · end to end: npm start with --mcp-config gives the model server-filesystem's tools, and it reads a file through them", async () => {
+    const workspace = path.join(dir, "work");
+    await mkdir(workspace);
+    await writeFile(path.join(workspace, "notes.md"), "MCP reaches the agent.\n");
+    const config = path.join(dir, "servers.json");
+    await writeFile(
+      config,
+      JSON.stringify({
+        mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), workspace] } },
+      }),
+    );
+    // an OpenAI-compatible model on 127.0.0.1: first a call of the MCP tool, then an answer that quotes its result
+    const bodies: any[] = [];
+    const model = createServer((request, response) => {
+      let text = "";
+      request.on("data", (chunk) => (text += chunk));
+      request.on("end", () => {
+        const body = JSON.parse(text);
+        bodies.push(body);
+        const chunk = (delta: unknown, finish: string | null = null) =>
+          `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        if (bodies.length === 1) {
+          const args = JSON.stringify({ path: path.join(workspace, "notes.md") });
+          response.end(
+            chunk({
+              role: "assistant",
+              tool_calls: [
+                {
+                  index: 0,
+                  id: "call_1",
+                  type: "function",
+                  function: { name: "mcp__fs__read_text_file", arguments: args },
+                },
+              ],
+            }) +
+              chunk({}, "tool_calls") +
+              "data: [DONE]\n\n",
+          );
+        } else {
+          const result = body.messages.at(-1);
+          response.end(
+            chunk({ role: "assistant", content: `The notes say: ${result.content}` }) +
+              chunk({}, "stop") +
+              "data: [DONE]\n\n",
+          );
+        }
+      });
+    });
+    await new Promise<void>((resolve) => model.listen(0, "127.0.0.1", resolve));
+    const baseUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+    let stdout = "";
+    let stderr = "";
+    try {
+      const code = await runMain(
+        [
+          "--base-url",
+          baseUrl,
+          "--model",
+          "m",
+          "--no-api-key",
+          "--cwd",
+          workspace,
+          "--no-session",
+          "--mcp-config",
+          config,
+          "-p",
+          "read notes.md",
+        ],
+        {
+          stdout: { write: (text: string) => (stdout += text) },
+          stderr: { write: (text: string) => (stderr += text) },
+          env: { HOME: dir, INIT_CWD: dir },
+        },
+      );
+      expect(code).toBe(0);
+    } finally {
+      await new Promise((resolve) => model.close(resolve));
+    }
+    expect(stdout).toBe("The notes say: MCP reaches the agent.\n\n");
+    expect(stderr).toMatch(/^note: MCP server fs: ready with \d+ tools\n/m);
+    const offered = bodies[0].tools.map((t: { function: { name: string } }) => t.function.name);
+    expect(offered).toEqual(
+      expect.arrayContaining([
+        "read",
+        "write",
+        "edit",
+        "ls",
+        "bash",
+        "mcp__fs__read_text_file",
+        "mcp__fs__list_directory",
+      ]),
+    );
+  }, 30_000);
+});

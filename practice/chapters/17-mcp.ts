@@ -1,0 +1,176 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "17",
+  slug: "mcp",
+  title: { zh: "MCP：亲手写一个 Model Context Protocol 客户端", en: "MCP: a Model Context Protocol client, by hand" },
+  invariant: {
+    zh:
+      "每个发出的请求恰好结束一次——回答、对方的错误、超时、中止或连接结束——绝不永远挂起；" +
+      "服务器的任何故障（启动失败、调用中崩溃、stdout 上的垃圾、超长的行、HTTP 错误）都以一条说明原因的错误结束挂起的调用，" +
+      "而一个失败的服务器不会拖垮智能体或其他服务器。",
+    en:
+      "Every request ends exactly once (its answer, the peer's error, a timeout, an abort, or the end of the connection), never " +
+      "hangs; every server fault (cannot start, crash mid-call, garbage on stdout, an over-long line, an HTTP error) ends the " +
+      "pending calls with an error that says why, and one failed server stops neither the agent nor the other servers.",
+  },
+  adds: {
+    zh:
+      "MCP（Model Context Protocol）是今天工具接入智能体的通用方式：用户已经为别的智能体写好了 `mcpServers` 配置，希望这个智能体也能用上同样的服务器。" +
+      "本章不用官方 SDK，而是亲手写客户端（`src/mcp/`）：JSON-RPC 2.0 的消息与按 id 配对（`json-rpc.ts`、`connection.ts`），" +
+      "stdio 的逐行分帧（`line-decoder.ts`、`stdio-transport.ts`）与 Streamable HTTP（`http-transport.ts`），" +
+      "生命周期 `initialize` → `notifications/initialized`（`client.ts`），把 MCP 工具变成名为 `mcp__<服务器>__<工具>` 的 `AgentTool`（`mcp-tools.ts`），" +
+      "以及 `mcp.json` 配置（`config.ts`）和并行启动、互不拖累的服务器组（`servers.ts`）。命令行用 `--mcp-config FILE` 加载服务器，" +
+      "`/mcp` 显示每个服务器的状态。测试直接对着没人在这里写过的真实参考服务器跑：`@modelcontextprotocol/server-everything` 与 `server-filesystem`，" +
+      "故障则来自一个用官方 SDK 的 `McpServer` 故意写坏的服务器。",
+    en:
+      "MCP is how tools reach agents today. You write the client without the SDK: JSON-RPC messages and id correlation, stdio " +
+      "line framing and Streamable HTTP, the initialize lifecycle, MCP tools as AgentTools named mcp__<server>__<tool>, the " +
+      "mcp.json configuration and a group of servers started in parallel. The tests run against the real reference servers " +
+      "and a server written with the SDK's McpServer that misbehaves on purpose.",
+  },
+  files: [
+    "src/mcp/json-rpc.ts",
+    "src/mcp/line-decoder.ts",
+    "src/mcp/transport.ts",
+    "src/mcp/connection.ts",
+    "src/mcp/stdio-transport.ts",
+    "src/mcp/http-transport.ts",
+    "src/mcp/client.ts",
+    "src/mcp/mcp-tools.ts",
+    "src/mcp/config.ts",
+    "src/mcp/servers.ts",
+    "test/17-mcp.http.test.ts",
+    "test/fixtures/mcp/fault-server.mjs",
+  ],
+  labs: [
+    {
+      id: "17.1",
+      title: {
+        zh: "分帧：一行一条 JSON-RPC 消息（readMessage、LineDecoder.push）",
+        en: "framing: one JSON-RPC message per line",
+      },
+      hint: {
+        zh:
+          '`readMessage`：先排除非对象与数组（数组返回 `"a batch (array); MCP sends one message per line"`），再要求 `jsonrpc` 为 `"2.0"`（否则 `\'no "jsonrpc": "2.0"\'`）。' +
+          "`id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`，唯一的例外是错误响应里的 `id: null`。" +
+          '有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`\'a response needs exactly one of "result" and "error"\'`），' +
+          '`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）；不是对象的值返回 `"not a JSON object"`。键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。' +
+          "`LineDecoder.push`：在每个块里找 `\\n`；一行没结束就把块存起来，结束时才用 `Buffer.concat` 拼一次（这样无论怎么切块都是线性的，多字节 UTF-8 字符被切开也没关系，因为按字节拼完才解码）；" +
+          "去掉行尾的 `\\r`；正在读的行一旦超过 `maxLineBytes` 就抛 `LineTooLongError`，消息是 " +
+          "`the server sent a line longer than 8 bytes without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)`（数字按上限写成 `8 bytes`、`1 MiB`）。",
+        en:
+          "readMessage: refuse non-objects and batches, require jsonrpc 2.0, ids are numbers or strings (0 is an id; null only in an error), " +
+          "a method means request/notification, a response has exactly one of result and error. LineDecoder.push: keep the pieces of an " +
+          "unfinished line and join them once when its newline arrives; drop a trailing CR; throw LineTooLongError past the cap.",
+      },
+    },
+    {
+      id: "17.2",
+      title: {
+        zh: "配对：每个请求恰好结束一次（JsonRpcConnection.request、receive）",
+        en: "correlation: every request ends exactly once",
+      },
+      hint: {
+        zh:
+          "`request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，" +
+          '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`；' +
+          "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。" +
+          "连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`。" +
+          "`receive`：有 `method` 和 `id` 的是对方的请求（交给 `answer`），只有 `method` 的是通知（未知的忽略），其余是响应：按 id 找到挂起的请求，" +
+          '`error` 变成 `McpError("remote", "c failed: MCP error -32601: Method not found", code, data)`；找不到的（重复、迟到）直接忽略。',
+        en:
+          "request: ids from 0; progressToken = the id when onProgress is given, and progress restarts the timer; timeout and abort " +
+          "remove the entry first, then send notifications/cancelled. receive: requests to answer, notifications to handlers, " +
+          "responses matched by id (unknown ids ignored), an error becomes a remote McpError.",
+      },
+    },
+    {
+      id: "17.3",
+      says: [
+        "cannot send ${method}: cannot reach the MCP server at ${url}: ${code}   (the HTTP transport, given; e.g. cannot send initialize: cannot reach the MCP server at http://127.0.0.1:PORT/mcp: ECONNREFUSED)",
+        "${method} failed: the server sent a line longer than ${n} MiB without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
+        "stderrTail keeps the server's last stderr lines as they came: the tests look for server-everything's own first line, Starting default (STDIO) server..., and for the test server's ignoring SIGTERM",
+      ],
+      title: {
+        zh: "生命周期与 stdio 传输（McpClient.connect、StdioTransport.start / close）",
+        en: "lifecycle and the stdio transport",
+      },
+      hint: {
+        zh:
+          '`connect`：启动连接，发 `initialize {protocolVersion: "2025-11-25", capabilities, clientInfo}`（给了 roots 就声明 `roots: {listChanged: true}`），' +
+          "服务器回的版本必须在 `SUPPORTED_PROTOCOL_VERSIONS` 里，否则关掉连接并抛出 " +
+          '`the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`' +
+          "——服务器不会替你拒绝，它只会回它最新的版本。然后记下版本、发 `notifications/initialized`。" +
+          "`StdioTransport.start`：`spawn` 子进程（环境只继承 `INHERITED_ENV` 再加配置的 env），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`；" +
+          '不是 JSON 的行是坏掉的服务器：以 `the server wrote a line to stdout that is not JSON: "…"; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)` 结束传输；' +
+          "stderr 一定要读（管道满了服务器会卡住），留下最后几行；进程退出时以 `the server process exited with code 3 (last stderr line: …)` 结束；" +
+          '程序不存在（ENOENT）时是 `cannot start "x": no such program (is it installed and on PATH?)`。' +
+          "`close`：先关 stdin，等 `graceMs`，再 SIGTERM，再等，最后 SIGKILL——有的服务器永远不会自己退出。",
+        en:
+          "connect: initialize offering 2025-11-25, refuse an unsupported answer (the server will not), then notifications/initialized. " +
+          "start: spawn, lines from stdout through LineDecoder and readMessage, a non-JSON line ends the transport, stderr drained " +
+          "and kept, the exit ends it with the code. close: stdin end, wait, SIGTERM, wait, SIGKILL.",
+      },
+    },
+    {
+      id: "17.4",
+      says: [
+        "Resource ${uri} (${mimeType}):\\n${text}   (server-everything's dynamic text resource: Resource demo://resource/dynamic/text/1 (text/plain):\\nResource 1: This is a plaintext resource…)",
+      ],
+      title: { zh: "MCP 工具变成智能体工具（mcpToolName、mapCallResult）", en: "MCP tools as agent tools" },
+      hint: {
+        zh:
+          "`mcpToolName`：`mcp__<服务器>__<工具>`，`[A-Za-z0-9_-]` 以外的字符换成 `_`；超过 64 个字符或名字已被占用时，截到 57 个字符再加 `_` 和 6 位十六进制哈希（服务器名与工具名的 sha256），" +
+          "这样名字在两次运行之间不变。`mapCallResult`：`text` → 文本；`image` → `ImageContent`；`resource` → `Resource <uri> (<mime>):\\n<text>`" +
+          "（二进制的是 `Resource <uri> (<mime>), N bytes of binary data`）；`resource_link` → `Resource link: <name>: <uri> (<mime>) — <description>`；" +
+          "`structuredContent` 放进 `details`（和 `server`、`tool` 一起）；`isError: true` 变成 `isError: true` 的结果，让模型读到原因。" +
+          "注意：未知工具和参数错误在 MCP 里是 `isError` 的结果，不是 JSON-RPC 错误。",
+        en:
+          "mcpToolName: mcp__server__tool, other characters to _, at most 64 (cut and a 6-hex hash on length or collision). " +
+          "mapCallResult: text, image, resource and resource_link as text naming the URI, structuredContent in details, isError kept.",
+      },
+      // Its agent tests connect to the real server first (17.3).
+      uses: ["17.3"],
+    },
+    {
+      id: "17.5",
+      says: [
+        "the project's MCP servers (${file}) are not started: ${untrustedReason}   (the CLI, given in cli/main.ts, prints it as note: the project's MCP servers (${file}) are not started: the folder is not trusted (--approve trusts it for one run; the interactive mode asks))",
+      ],
+      title: {
+        zh: "配置：用户已经在写的 mcpServers（expandVariables、parseMcpConfig）",
+        en: "configuration: mcpServers as users write it",
+      },
+      hint: {
+        zh:
+          "`expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。" +
+          '这样 key 留在环境里，不进文件。`parseMcpConfig`：文件不是 JSON 时抛 `McpConfigError`；不是 `{"mcpServers": {…}}` 时抛 ' +
+          '`<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。' +
+          '每个服务器：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
+          "`env` 与 `headers` 的值要展开变量。单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 " +
+          '`server "broken" in <file>: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`、' +
+          '`server "secret" in <file>: "headers.Authorization": ${MISSING} is not set in the environment`、' +
+          '`server "old" in <file>: the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint`——它单独失败，其他服务器照常启动。' +
+          "项目里的 `.pi-course/mcp.json` 只在受信任的文件夹里读取（第 12 章的规则）：打开一个克隆下来的仓库不应该就此启动程序。",
+        en:
+          "expandVariables: ${VAR} and ${VAR:-default} from the environment, a missing one named. parseMcpConfig: a file of the wrong " +
+          "shape throws McpConfigError; a wrong server entry is returned with its problem, so it fails alone.",
+      },
+    },
+  ],
+  devDependencies: [
+    "@modelcontextprotocol/sdk",
+    "@modelcontextprotocol/server-everything",
+    "@modelcontextprotocol/server-filesystem",
+  ],
+  breakIt: {
+    zh:
+      "在 `JsonRpcConnection.request` 的超时处理里，把“先从 pending 删掉”挪到发送 `notifications/cancelled` 之后，" +
+      '或者干脆不删，跑 `npm test -- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
+      '跑 `npm test -- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
+    en:
+      "Delete the pending entry after (or never) sending notifications/cancelled on a timeout and run the Lab 17.2 tests; drop the " +
+      "SIGKILL from StdioTransport.close and watch the stubborn server; lift the 64-character cap and think which provider refuses it.",
+  },
+});
