@@ -44,7 +44,17 @@ async function open(url: string, viewport?: { width: number; height: number }): 
 
 /** The ids of the articles a person sees, top to bottom. */
 function shownIds(watched: WatchedPage): Promise<string[]> {
-  return watched.page.$$eval("article[data-id]", (all) => all.filter((a) => !(a as HTMLElement).hidden && (a as HTMLElement).offsetParent !== null).map((a) => a.getAttribute("data-id")!));
+  return watched.page.$$eval("article[data-id]", (all) => all.filter((a) => !(a as unknown as Dom).hidden && (a as unknown as Dom).offsetParent !== null).map((a) => a.getAttribute("data-id")!));
+}
+
+/** What the tests read of DOM elements in the page (the repository's typecheck has no DOM library). */
+interface Dom {
+  hidden: boolean;
+  open: boolean;
+  offsetParent: unknown;
+  naturalWidth: number;
+  innerText: string;
+  checkVisibility(): boolean;
 }
 
 const ids = (...numbers: number[]) => numbers.map((n) => `e${String(n).padStart(7, "0")}`);
@@ -90,27 +100,27 @@ describe("session page in chromium", () => {
     expect(tree[12]).toBe("└─ 13 user: Instead, rename greet to welcome everywhere.");
     expect(tree[15]).toBe("   16 assistant: Renamed greet to welcome in greet.js (the only use). ← here");
     // Images are shown (decoded by the browser), inline.
-    const images = await page.$$eval("article:not([hidden]) img.image", (all) => all.map((i) => (i as HTMLImageElement).naturalWidth));
+    const images = await page.$$eval("article:not([hidden]) img.image", (all) => all.map((i) => (i as unknown as Dom).naturalWidth));
     expect(images).toEqual([24, 24]);
   }, 30_000);
 
   it("thinking, tool calls and tool results are folded; opening one shows the arguments and the result", async () => {
     const watched = await open(await pageFor("folds", sampleSession()));
     const page = watched.page;
-    const closed = await page.$$eval("article:not([hidden]) details.fold", (all) => all.filter((d) => !(d as HTMLDetailsElement).open).length);
+    const closed = await page.$$eval("article:not([hidden]) details.fold", (all) => all.filter((d) => !(d as unknown as Dom).open).length);
     const total = await page.$$eval("article:not([hidden]) details.fold", (all) => all.length);
     expect(total).toBe(9); // on the branch: 1 thinking, 4 calls, 4 results
     expect(closed).toBe(total);
     const call = `#e-${ids(2)[0]} details.call`;
-    expect(await page.$eval(call, (d) => (d.querySelector("pre") as HTMLElement).checkVisibility())).toBe(false);
+    expect(await page.$eval(call, (d) => (d.querySelector("pre") as unknown as Dom).checkVisibility())).toBe(false);
     await page.click(`${call} > summary`);
-    expect(await page.$eval(call, (d) => (d as HTMLDetailsElement).open)).toBe(true);
-    expect(await page.$eval(call, (d) => (d.querySelector("pre") as HTMLElement).checkVisibility())).toBe(true);
-    expect(await page.$eval(`${call} pre`, (p) => (p as HTMLElement).innerText)).toBe('{\n  "path": "greet.js"\n}');
+    expect(await page.$eval(call, (d) => (d as unknown as Dom).open)).toBe(true);
+    expect(await page.$eval(call, (d) => (d.querySelector("pre") as unknown as Dom).checkVisibility())).toBe(true);
+    expect(await page.$eval(`${call} pre`, (p) => (p as unknown as Dom).innerText)).toBe('{\n  "path": "greet.js"\n}');
     await page.click(`#e-${ids(3)[0]} details > summary`);
-    expect(await page.$eval(`#e-${ids(3)[0]} pre`, (p) => (p as HTMLElement).innerText)).toBe('export function greet(name) {\n  return "Hello, " + nam;\n}');
+    expect(await page.$eval(`#e-${ids(3)[0]} pre`, (p) => (p as unknown as Dom).innerText)).toBe('export function greet(name) {\n  return "Hello, " + nam;\n}');
     await page.click(`#e-${ids(2)[0]} details.thinking > summary`);
-    expect(await page.$eval(`#e-${ids(2)[0]} details.thinking`, (d) => (d as HTMLElement).innerText)).toContain("Read the file first.");
+    expect(await page.$eval(`#e-${ids(2)[0]} details.thinking`, (d) => (d as unknown as Dom).innerText)).toContain("Read the file first.");
     expect(await page.$eval(`#e-${ids(11)[0]} details`, (d) => d.className)).toBe("fold failed");
     expect(watched.problems).toEqual([]);
   }, 30_000);
@@ -141,8 +151,8 @@ describe("session page in chromium", () => {
     expect(watched.problems).toEqual([]);
     expect(watched.dialogs).toEqual([]);
     expect(watched.requests.filter((r) => r !== url && !r.startsWith("data:"))).toEqual([]);
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBe(undefined);
-    expect(await page.evaluate(() => document.scripts.length)).toBe(1);
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBe(undefined);
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { scripts: { length: number } } }).document.scripts.length)).toBe(1);
     expect(await page.$$eval("svg, iframe, object, embed, textarea, [onerror], [onload]", (all) => all.length)).toBe(0);
     expect(await page.$$eval("img", (all) => all.map((i) => i.getAttribute("src")!.slice(0, 22)))).toEqual(["data:image/png;base64,", "data:image/png;base64,"]);
     // The text is all there, as text; control characters are shown as \uXXXX.
@@ -156,9 +166,9 @@ describe("session page in chromium", () => {
     await clickNode(watched, hostileId(10));
     expect(await shownIds(watched)).toEqual(range(1, 12).map(hostileId));
     // Open every fold: still nothing runs.
-    await page.$$eval("details", (all) => all.forEach((d) => ((d as HTMLDetailsElement).open = true)));
+    await page.$$eval("details", (all) => all.forEach((d) => ((d as unknown as Dom).open = true)));
     await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 100)));
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBe(undefined);
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBe(undefined);
     expect(watched.dialogs).toEqual([]);
     expect(watched.problems).toEqual([]);
   }, 30_000);
@@ -166,8 +176,8 @@ describe("session page in chromium", () => {
   it("reads on a phone: one column, no sideways scrolling, the tree folded above the transcript", async () => {
     const watched = await open(await pageFor("phone", sampleSession()), { width: 390, height: 844 });
     const page = watched.page;
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    expect(await page.$eval("#side", (d) => (d as HTMLDetailsElement).open)).toBe(false);
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.$eval("#side", (d) => (d as unknown as Dom).open)).toBe(false);
     const main = await page.$eval("main", (m) => m.getBoundingClientRect().width);
     expect(main).toBeGreaterThan(370);
     await page.click("#side > summary");
