@@ -30,7 +30,7 @@ export function defaultPagePath(sessionFile: string): string {
 export async function writeSessionPage(session: SessionPageInput, sessionFile: string, out = defaultPagePath(sessionFile)): Promise<ExportResult> {
   const target = path.resolve(out);
   if (target === path.resolve(sessionFile) || target.endsWith(".jsonl")) {
-    throw new Error(`refusing to write the page to ${out}: that is a session file; give an .html path with --out`);
+    throw new Error(`refusing to write the page to ${out}: that is a session file; give a path ending in .html`);
   }
   const html = renderSessionPage(session, { source: path.resolve(sessionFile) });
   const temporary = `${target}.${process.pid}.tmp`;
