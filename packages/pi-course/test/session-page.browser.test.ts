@@ -44,7 +44,11 @@ async function open(url: string, viewport?: { width: number; height: number }): 
 
 /** The ids of the articles a person sees, top to bottom. */
 function shownIds(watched: WatchedPage): Promise<string[]> {
-  return watched.page.$$eval("article[data-id]", (all) => all.filter((a) => !(a as unknown as Dom).hidden && (a as unknown as Dom).offsetParent !== null).map((a) => a.getAttribute("data-id")!));
+  return watched.page.$$eval("article[data-id]", (all) =>
+    all
+      .filter((a) => !(a as unknown as Dom).hidden && (a as unknown as Dom).offsetParent !== null)
+      .map((a) => a.getAttribute("data-id")!),
+  );
 }
 
 /** What the tests read of DOM elements in the page (the repository's typecheck has no DOM library). */
@@ -53,7 +57,7 @@ interface Dom {
   open: boolean;
   offsetParent: unknown;
   naturalWidth: number;
-  innerText: string;
+  textContent: string;
   checkVisibility(): boolean;
 }
 
@@ -85,7 +89,9 @@ describe("session page in chromium", () => {
     expect(await page.$eval("#session-totals", (e) => e.textContent)).toBe(
       "Whole session: 16 messages in 2 branches · 8 model turns · 5 tool calls · tokens in 12,630 · out 313 · total 12,943",
     );
-    expect(await page.$eval("#branch-totals", (e) => e.textContent)).toBe("This branch: 12 messages · tokens in 9,130 · out 268");
+    expect(await page.$eval("#branch-totals", (e) => e.textContent)).toBe(
+      "This branch: 12 messages · tokens in 9,130 · out 268",
+    );
     const first = await page.$eval(`#e-${ids(2)[0]}`, (e) => e.textContent);
     expect(first).toContain("in 1,200 · out 80 · total 1,280");
     expect(first).toContain("2026-12-03 10:00:14");
@@ -100,14 +106,19 @@ describe("session page in chromium", () => {
     expect(tree[12]).toBe("└─ 13 user: Instead, rename greet to welcome everywhere.");
     expect(tree[15]).toBe("   16 assistant: Renamed greet to welcome in greet.js (the only use). ← here");
     // Images are shown (decoded by the browser), inline.
-    const images = await page.$$eval("article:not([hidden]) img.image", (all) => all.map((i) => (i as unknown as Dom).naturalWidth));
+    const images = await page.$$eval("article:not([hidden]) img.image", (all) =>
+      all.map((i) => (i as unknown as Dom).naturalWidth),
+    );
     expect(images).toEqual([24, 24]);
   }, 30_000);
 
   it("thinking, tool calls and tool results are folded; opening one shows the arguments and the result", async () => {
     const watched = await open(await pageFor("folds", sampleSession()));
     const page = watched.page;
-    const closed = await page.$$eval("article:not([hidden]) details.fold", (all) => all.filter((d) => !(d as unknown as Dom).open).length);
+    const closed = await page.$$eval(
+      "article:not([hidden]) details.fold",
+      (all) => all.filter((d) => !(d as unknown as Dom).open).length,
+    );
     const total = await page.$$eval("article:not([hidden]) details.fold", (all) => all.length);
     expect(total).toBe(9); // on the branch: 1 thinking, 4 calls, 4 results
     expect(closed).toBe(total);
@@ -116,11 +127,20 @@ describe("session page in chromium", () => {
     await page.click(`${call} > summary`);
     expect(await page.$eval(call, (d) => (d as unknown as Dom).open)).toBe(true);
     expect(await page.$eval(call, (d) => (d.querySelector("pre") as unknown as Dom).checkVisibility())).toBe(true);
-    expect(await page.$eval(`${call} pre`, (p) => (p as unknown as Dom).innerText)).toBe('{\n  "path": "greet.js"\n}');
+    expect(await page.$eval(`${call} pre`, (p) => (p as unknown as Dom).textContent)).toBe(
+      '{\n  "path": "greet.js"\n}',
+    );
     await page.click(`#e-${ids(3)[0]} details > summary`);
-    expect(await page.$eval(`#e-${ids(3)[0]} pre`, (p) => (p as unknown as Dom).innerText)).toBe('export function greet(name) {\n  return "Hello, " + nam;\n}');
+    expect(await page.$eval(`#e-${ids(3)[0]} pre`, (p) => (p as unknown as Dom).textContent)).toBe(
+      'export function greet(name) {\n  return "Hello, " + nam;\n}',
+    );
     await page.click(`#e-${ids(2)[0]} details.thinking > summary`);
-    expect(await page.$eval(`#e-${ids(2)[0]} details.thinking`, (d) => (d as unknown as Dom).innerText)).toContain("Read the file first.");
+    expect(
+      await page.$eval(`#e-${ids(2)[0]} details.thinking .text`, (d) => (d as unknown as Dom).checkVisibility()),
+    ).toBe(true);
+    expect(await page.$eval(`#e-${ids(2)[0]} details.thinking`, (d) => (d as unknown as Dom).textContent)).toContain(
+      "Read the file first.",
+    );
     expect(await page.$eval(`#e-${ids(11)[0]} details`, (d) => d.className)).toBe("fold failed");
     expect(watched.problems).toEqual([]);
   }, 30_000);
@@ -131,8 +151,12 @@ describe("session page in chromium", () => {
     await clickNode(watched, ids(10)[0]!);
     expect(await shownIds(watched)).toEqual(ids(...range(1, 12)));
     expect(await page.$eval("body", (b) => b.getAttribute("data-shown-leaf"))).toBe(ids(12)[0]);
-    expect(await page.$eval("#branch-totals", (e) => e.textContent)).toBe("This branch: 12 messages · tokens in 9,260 · out 255");
-    expect(await page.$$eval("#tree button.selected", (all) => all.map((b) => b.getAttribute("data-id")))).toEqual(ids(10));
+    expect(await page.$eval("#branch-totals", (e) => e.textContent)).toBe(
+      "This branch: 12 messages · tokens in 9,260 · out 255",
+    );
+    expect(await page.$$eval("#tree button.selected", (all) => all.map((b) => b.getAttribute("data-id")))).toEqual(
+      ids(10),
+    );
     // Back to the other branch, by its last message.
     await clickNode(watched, ids(16)[0]!);
     expect(await shownIds(watched)).toEqual(ids(...range(1, 8), ...range(13, 16)));
@@ -152,13 +176,25 @@ describe("session page in chromium", () => {
     expect(watched.dialogs).toEqual([]);
     expect(watched.requests.filter((r) => r !== url && !r.startsWith("data:"))).toEqual([]);
     expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBe(undefined);
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { scripts: { length: number } } }).document.scripts.length)).toBe(1);
+    expect(
+      await page.evaluate(
+        () => (globalThis as unknown as { document: { scripts: { length: number } } }).document.scripts.length,
+      ),
+    ).toBe(1);
     expect(await page.$$eval("svg, iframe, object, embed, textarea, [onerror], [onload]", (all) => all.length)).toBe(0);
-    expect(await page.$$eval("img", (all) => all.map((i) => i.getAttribute("src")!.slice(0, 22)))).toEqual(["data:image/png;base64,", "data:image/png;base64,"]);
+    expect(await page.$$eval("img", (all) => all.map((i) => i.getAttribute("src")!.slice(0, 22)))).toEqual([
+      "data:image/png;base64,",
+      "data:image/png;base64,",
+    ]);
     // The text is all there, as text; control characters are shown as \uXXXX.
-    const shown = HOSTILE.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+    const shown = HOSTILE.replace(
+      /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    );
     const user = await page.$eval("article.user .text", (e) => e.textContent);
-    expect(user).toBe(`The greeting in greet.js prints undefined. Fix it, and here is a screenshot of the output.${shown}`);
+    expect(user).toBe(
+      `The greeting in greet.js prints undefined. Fix it, and here is a screenshot of the output.${shown}`,
+    );
     expect(await page.$eval("h1", (e) => e.textContent)).toBe(`Session s${shown}`);
     expect(await page.title()).toBe("Session s<script · pi-course");
     // Branches switch with hostile ids too (their control characters are written as text there as well).
@@ -176,7 +212,13 @@ describe("session page in chromium", () => {
   it("reads on a phone: one column, no sideways scrolling, the tree folded above the transcript", async () => {
     const watched = await open(await pageFor("phone", sampleSession()), { width: 390, height: 844 });
     const page = watched.page;
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(
+      await page.evaluate(
+        () =>
+          (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
+            .scrollWidth,
+      ),
+    ).toBeLessThanOrEqual(390);
     expect(await page.$eval("#side", (d) => (d as unknown as Dom).open)).toBe(false);
     const main = await page.$eval("main", (m) => m.getBoundingClientRect().width);
     expect(main).toBeGreaterThan(370);

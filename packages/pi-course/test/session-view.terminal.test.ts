@@ -39,12 +39,35 @@ afterAll(async () => {
 
 function terminal(args: string[]): PseudoTerminal {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: workspace };
-  for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER", "PI_COURSE_SESSION_DIR"]) delete env[name];
-  const opened = openTerminal([process.execPath, tsxCli, startScript, "--base-url", server!.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace, ...args], {
-    cwd: workspace,
-    env,
-    columns: 100,
-  });
+  for (const name of [
+    "NO_COLOR",
+    "PI_COURSE_CONFIG",
+    "PI_COURSE_BASE_URL",
+    "PI_COURSE_MODEL",
+    "PI_COURSE_PROVIDER",
+    "PI_COURSE_SESSION_DIR",
+  ])
+    delete env[name];
+  const opened = openTerminal(
+    [
+      process.execPath,
+      tsxCli,
+      startScript,
+      "--base-url",
+      server!.baseUrl,
+      "--model",
+      "replay",
+      "--no-api-key",
+      "--cwd",
+      workspace,
+      ...args,
+    ],
+    {
+      cwd: workspace,
+      env,
+      columns: 100,
+    },
+  );
   terminals.push(opened);
   return opened;
 }
@@ -77,15 +100,36 @@ async function command(t: PseudoTerminal, line: string, ...expected: string[]): 
 describe("the session tree in the conversation", () => {
   it("/tree shows the branches, /fork goes on from an earlier message, /label names it, and --continue resumes the branch last chosen", async () => {
     server = await SseServer.start();
-    for (const text of ["Answer one.", "Answer two.", "Answer three.", "Answer four.", "Answer five."]) server.reply(sseReply(answer(text)));
+    for (const text of ["Answer one.", "Answer two.", "Answer three.", "Answer four.", "Answer five."])
+      server.reply(sseReply(answer(text)));
 
     const t = terminal([]);
     await t.waitFor(PROMPT);
     await ask(t, "first", "Answer one.");
     await ask(t, "second", "Answer two.");
-    await command(t, "/tree", "4 messages, 1 branch", "1 user: first\n", "2 assistant: Answer one.\n", "3 user: second\n", "4 assistant: Answer two.  ← here\n");
-    await command(t, "/fork 2", "forked: going on after message 2; your next message starts a new branch (2 messages in context):", "› first\n", "Answer one.");
-    await command(t, "/tree", "2 assistant: Answer one.  ← here (your next message starts a new branch)\n", "3 user: second\n", "4 assistant: Answer two.\n");
+    await command(
+      t,
+      "/tree",
+      "4 messages, 1 branch",
+      "1 user: first\n",
+      "2 assistant: Answer one.\n",
+      "3 user: second\n",
+      "4 assistant: Answer two.  ← here\n",
+    );
+    await command(
+      t,
+      "/fork 2",
+      "forked: going on after message 2; your next message starts a new branch (2 messages in context):",
+      "› first\n",
+      "Answer one.",
+    );
+    await command(
+      t,
+      "/tree",
+      "2 assistant: Answer one.  ← here (your next message starts a new branch)\n",
+      "3 user: second\n",
+      "4 assistant: Answer two.\n",
+    );
     await ask(t, "third", "Answer three.");
     expect(sent(2)).toEqual(["user: first", "assistant: Answer one.", "user: third"]);
     await command(t, "/label the retry", "labelled message 6: the retry");
@@ -109,14 +153,30 @@ describe("the session tree in the conversation", () => {
     const again = terminal(["--continue"]);
     await again.waitFor("earlier in this session (1 messages):");
     await again.waitFor(PROMPT);
-    await command(again, "/tree", "1 user: first  ← here (your next message starts a new branch)\n", "   6 assistant: Answer three. [the retry]\n");
+    await command(
+      again,
+      "/tree",
+      "1 user: first  ← here (your next message starts a new branch)\n",
+      "   6 assistant: Answer three. [the retry]\n",
+    );
     await ask(again, "fourth", "Answer four.");
     expect(sent(3)).toEqual(["user: first", "user: fourth"]);
-    await command(again, "/tree", "8 messages, 3 branches", "├─ 2 assistant: Answer one.\n", "└─ 7 user: fourth\n", "   8 assistant: Answer four.  ← here\n");
+    await command(
+      again,
+      "/tree",
+      "8 messages, 3 branches",
+      "├─ 2 assistant: Answer one.\n",
+      "└─ 7 user: fourth\n",
+      "   8 assistant: Answer four.  ← here\n",
+    );
     await command(again, "/export", "wrote", ".html", "(8 messages, 3 branches)");
     const out = path.join(workspace, "page.html");
     await command(again, `/export ${out}`, `(8 messages, 3 branches)`);
-    await command(again, "/export nope.jsonl", "error: refusing to write the page to nope.jsonl: that is a session file");
+    await command(
+      again,
+      "/export nope.jsonl",
+      "error: refusing to write the page to nope.jsonl: that is a session file",
+    );
     again.type(`/exit${KEY.enter}`);
     expect(await again.exit).toBe(0);
 
@@ -124,9 +184,27 @@ describe("the session tree in the conversation", () => {
     const dir = path.join(home, ".pi-course", "sessions", folderKey(workspace));
     const names = (await readdir(dir)).sort();
     expect(names.filter((n) => n.endsWith(".jsonl"))).toHaveLength(1);
-    expect(names.filter((n) => n.endsWith(".html"))).toEqual([names.find((n) => n.endsWith(".jsonl"))!.replace(/\.jsonl$/, ".html")]);
-    const lines = (await readFile(path.join(dir, names.find((n) => n.endsWith(".jsonl"))!), "utf8")).trimEnd().split("\n").map((l) => JSON.parse(l));
-    expect(lines.map((l) => l.type)).toEqual(["session", "message", "message", "message", "message", "label", "message", "message", "label", "label", "message", "message"]);
+    expect(names.filter((n) => n.endsWith(".html"))).toEqual([
+      names.find((n) => n.endsWith(".jsonl"))!.replace(/\.jsonl$/, ".html"),
+    ]);
+    const lines = (await readFile(path.join(dir, names.find((n) => n.endsWith(".jsonl"))!), "utf8"))
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.type)).toEqual([
+      "session",
+      "message",
+      "message",
+      "message",
+      "message",
+      "label",
+      "message",
+      "message",
+      "label",
+      "label",
+      "message",
+      "message",
+    ]);
     const page = await readFile(out, "utf8");
     expect(page).toContain("Answer four.");
     expect(page).toContain("the retry");

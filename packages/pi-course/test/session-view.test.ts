@@ -36,7 +36,14 @@ async function sample(name: string, text = sampleSession()): Promise<string> {
 
 const io = () => {
   const out = { stdout: "", stderr: "" };
-  return { out, io: { stdout: { write: (t: string) => (out.stdout += t) }, stderr: { write: (t: string) => (out.stderr += t) }, env: {} } };
+  return {
+    out,
+    io: {
+      stdout: { write: (t: string) => (out.stdout += t) },
+      stderr: { write: (t: string) => (out.stderr += t) },
+      env: {},
+    },
+  };
 };
 
 describe("the session tree", () => {
@@ -45,10 +52,27 @@ describe("the session tree", () => {
     const tree = buildSessionTree(entries);
     expect(tree.byNumber).toHaveLength(16);
     expect(tree.nodes.map((n) => `${n.prefix}${n.number}`)).toEqual([
-      "1", "2", "3", "4", "5", "6", "7", "8", "├─ 9", "│  10", "│  11", "│  12", "└─ 13", "   14", "   15", "   16",
+      "1",
+      "2",
+      "3",
+      "4",
+      "5",
+      "6",
+      "7",
+      "8",
+      "├─ 9",
+      "│  10",
+      "│  11",
+      "│  12",
+      "└─ 13",
+      "   14",
+      "   15",
+      "   16",
     ]);
     expect(tree.current?.number).toBe(16);
-    expect(tree.nodes.filter((n) => n.onCurrentPath).map((n) => n.number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 13, 14, 15, 16]);
+    expect(tree.nodes.filter((n) => n.onCurrentPath).map((n) => n.number)).toEqual([
+      1, 2, 3, 4, 5, 6, 7, 8, 13, 14, 15, 16,
+    ]);
     expect(tree.leaves.map((n) => n.number)).toEqual([12, 16]);
     expect(tree.byNumber[7]!.label).toBe("fixed");
     // Message 13's parent is the label entry; its shown parent is message 8.
@@ -71,7 +95,11 @@ describe("the session tree", () => {
   });
 
   it("a 10,000-entry chain builds without recursion", () => {
-    const entries = longSession(10_000).trimEnd().split("\n").slice(1).map((l) => JSON.parse(l));
+    const entries = longSession(10_000)
+      .trimEnd()
+      .split("\n")
+      .slice(1)
+      .map((l) => JSON.parse(l));
     const tree = buildSessionTree(entries);
     expect(tree.byNumber).toHaveLength(10_000);
     expect(tree.current?.entry.id).toBe(entries.at(-1).id);
@@ -122,7 +150,9 @@ describe("/fork and /label on a session file, with the Agent", () => {
     await forkSession(reopened, "1");
     await reopened.close();
     const again = await SessionFile.open(file);
-    expect(new Agent({ initialState: { model }, session: again }).state.messages.map((m) => textOf(m as never))).toEqual(["first"]);
+    expect(
+      new Agent({ initialState: { model }, session: again }).state.messages.map((m) => textOf(m as never)),
+    ).toEqual(["first"]);
     expect(treeLines(again).at(1)).toBe("1 user: first  ← here (your next message starts a new branch)");
     await expect(labelSession(again, "  ")).rejects.toThrow("give the label's text: /label TEXT");
     await again.close();
@@ -140,7 +170,9 @@ describe("/fork and /label on a session file, with the Agent", () => {
 describe("the page's escaping", () => {
   it("escapes markup and shows control characters as text, in content and attributes", () => {
     expect(escapeHtml(`<a href="x">'&'</a>`)).toBe("&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
-    expect(escapeHtml("a\u0000b\u001b[1m\u0007\u007f\u009b\tc\nd")).toBe("a\\u0000b\\u001b[1m\\u0007\\u007f\\u009b\tc\nd");
+    expect(escapeHtml("a\u0000b\u001b[1m\u0007\u007f\u009b\tc\nd")).toBe(
+      "a\\u0000b\\u001b[1m\\u0007\\u007f\\u009b\tc\nd",
+    );
     expect(imageDataUrl("image/svg+xml", "PHN2Zz4=")).toBe(undefined);
     expect(imageDataUrl("image/png", 'AAA"><script>')).toBe(undefined);
     expect(imageDataUrl("image/png", "AAAA")).toBe("data:image/png;base64,AAAA");

@@ -27,7 +27,11 @@ export function defaultPagePath(sessionFile: string): string {
 }
 
 /** Writes the page of `session` (read from `sessionFile`) to `out`. */
-export async function writeSessionPage(session: SessionPageInput, sessionFile: string, out = defaultPagePath(sessionFile)): Promise<ExportResult> {
+export async function writeSessionPage(
+  session: SessionPageInput,
+  sessionFile: string,
+  out = defaultPagePath(sessionFile),
+): Promise<ExportResult> {
   const target = path.resolve(out);
   if (target === path.resolve(sessionFile) || target.endsWith(".jsonl")) {
     throw new Error(`refusing to write the page to ${out}: that is a session file; give a path ending in .html`);
@@ -63,7 +67,9 @@ export async function runExport(
         return 2;
       }
     } else if (arg === "-h" || arg === "--help") {
-      io.stdout.write(`${EXPORT_USAGE}\nWrites the session as one self-contained HTML page (default: beside the file, .jsonl → .html).\n`);
+      io.stdout.write(
+        `${EXPORT_USAGE}\nWrites the session as one self-contained HTML page (default: beside the file, .jsonl → .html).\n`,
+      );
       return 0;
     } else if (arg.startsWith("-") && arg !== "-") {
       io.stderr.write(`error: unknown option ${arg}\n${EXPORT_USAGE}\n`);
@@ -75,13 +81,17 @@ export async function runExport(
     }
   }
   if (file === undefined) {
-    io.stderr.write(`error: which session? give its file (the sessions are under ~/.pi-course/sessions/)\n${EXPORT_USAGE}\n`);
+    io.stderr.write(
+      `error: which session? give its file (the sessions are under ~/.pi-course/sessions/)\n${EXPORT_USAGE}\n`,
+    );
     return 2;
   }
   try {
     const session = await readSessionFile(file);
     const result = await writeSessionPage(session, file, out);
-    io.stdout.write(`wrote ${result.out} (${result.messages} messages, ${result.branches} branch${result.branches === 1 ? "" : "es"}, ${result.bytes} bytes)\n`);
+    io.stdout.write(
+      `wrote ${result.out} (${result.messages} messages, ${result.branches} branch${result.branches === 1 ? "" : "es"}, ${result.bytes} bytes)\n`,
+    );
     return 0;
   } catch (error) {
     io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);

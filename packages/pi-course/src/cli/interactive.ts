@@ -158,32 +158,46 @@ export async function runInteractive(
       }
       case "tree": {
         const session = runtime.session;
-        if (session === undefined) return printer.line("/tree needs a session (this conversation is not kept: --no-session)", "red");
+        if (session === undefined)
+          return printer.line("/tree needs a session (this conversation is not kept: --no-session)", "red");
         for (const text of treeLines(session, io.output.columns ?? 80)) printer.line(text);
         return;
       }
       case "fork": {
         const session = runtime.session;
-        if (session === undefined) return printer.line("/fork needs a session (this conversation is not kept: --no-session)", "red");
+        if (session === undefined)
+          return printer.line("/fork needs a session (this conversation is not kept: --no-session)", "red");
         if (arg === "") return printer.line("/fork N: go on from message N of /tree (or an entry id)", "red");
         const node = await forkSession(session, arg);
         runtime.reload();
-        printer.line(`forked: going on after message ${node.number}; your next message starts a new branch (${agent.state.messages.length} messages in context):`, "dim");
+        printer.line(
+          `forked: going on after message ${node.number}; your next message starts a new branch (${agent.state.messages.length} messages in context):`,
+          "dim",
+        );
         replay(printer, agent.state.messages);
         return;
       }
       case "label": {
         const session = runtime.session;
-        if (session === undefined) return printer.line("/label needs a session (this conversation is not kept: --no-session)", "red");
+        if (session === undefined)
+          return printer.line("/label needs a session (this conversation is not kept: --no-session)", "red");
         const node = await labelSession(session, arg);
         runtime.reload();
         return printer.line(`labelled message ${node.number}: ${neutralize(arg)}`, "dim");
       }
       case "export": {
         const session = runtime.session;
-        if (session === undefined) return printer.line("/export needs a session (this conversation is not kept: --no-session)", "red");
-        const result = await writeSessionPage({ header: session.header, entries: session.entries() }, session.path, arg === "" ? undefined : arg);
-        return printer.line(`wrote ${neutralize(result.out)} (${result.messages} messages, ${result.branches} branch${result.branches === 1 ? "" : "es"})`, "dim");
+        if (session === undefined)
+          return printer.line("/export needs a session (this conversation is not kept: --no-session)", "red");
+        const result = await writeSessionPage(
+          { header: session.header, entries: session.entries() },
+          session.path,
+          arg === "" ? undefined : arg,
+        );
+        return printer.line(
+          `wrote ${neutralize(result.out)} (${result.messages} messages, ${result.branches} branch${result.branches === 1 ? "" : "es"})`,
+          "dim",
+        );
       }
       case "model":
         if (arg !== "") {

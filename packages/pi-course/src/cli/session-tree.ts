@@ -31,7 +31,11 @@ export function treeLines(session: SessionFile, columns = 80): string[] {
 
 function treeLine(node: TreeNode, columns: number): string {
   const label = node.label === undefined ? "" : ` [${neutralize(node.label)}]`;
-  const here = node.current ? (node.children.length > 0 ? "  ← here (your next message starts a new branch)" : "  ← here") : "";
+  const here = node.current
+    ? node.children.length > 0
+      ? "  ← here (your next message starts a new branch)"
+      : "  ← here"
+    : "";
   const head = `${node.prefix}${node.number} `;
   const room = Math.max(20, columns - head.length - label.length - here.length - 2);
   const { role, text } = headlineOf(node.entry, room);
@@ -62,7 +66,8 @@ export async function labelSession(session: SessionFile, text: string): Promise<
   const tree = buildSessionTree(session.entries());
   const node = tree.current;
   const leaf = session.leaf;
-  if (node === undefined || leaf === undefined) throw new Error("the session holds no messages yet: there is nothing to label");
+  if (node === undefined || leaf === undefined)
+    throw new Error("the session holds no messages yet: there is nothing to label");
   await session.append({ type: "label", parentId: leaf.id, targetId: node.entry.id, label });
   return node;
 }

@@ -40,7 +40,10 @@ export function entryHtml(node: TreeNode, hidden: boolean): string {
     const input = count(usage.input);
     const output = count(usage.output);
     const model = [message.provider, message.model].filter((v) => typeof v === "string").join(" · ");
-    const stop = typeof message.stopReason === "string" && message.stopReason !== "stop" ? ` <span class="stop">${esc(message.stopReason)}</span>` : "";
+    const stop =
+      typeof message.stopReason === "string" && message.stopReason !== "stop"
+        ? ` <span class="stop">${esc(message.stopReason)}</span>`
+        : "";
     const more =
       `${stop} <span class="model">${esc(model)}</span>` +
       ` <span class="usage" title="tokens: input · output · total">in ${input.toLocaleString("en")} · out ${output.toLocaleString("en")} · total ${count(usage.totalTokens).toLocaleString("en")}</span>`;
@@ -50,12 +53,18 @@ export function entryHtml(node: TreeNode, hidden: boolean): string {
 
   if (role === "toolResult") {
     const failed = message.isError === true;
-    const text = blocks.filter((b): b is Block => isBlock(b) && b.type === "text").map((b) => String(b.text)).join("\n");
+    const text = blocks
+      .filter((b): b is Block => isBlock(b) && b.type === "text")
+      .map((b) => String(b.text))
+      .join("\n");
     const lines = text === "" ? 0 : text.split("\n").length;
     const summary =
       `${failed ? "✗" : "✓"} ${esc(String(message.toolName))} <code>${esc(String(message.toolCallId))}</code>` +
       ` <span class="dim">${lines} line${lines === 1 ? "" : "s"}${failed ? ", error" : ""}</span>`;
-    const images = blocks.filter((b) => isBlock(b) && b.type === "image").map(contentHtml).join("");
+    const images = blocks
+      .filter((b) => isBlock(b) && b.type === "image")
+      .map(contentHtml)
+      .join("");
     return (
       `${open(role)}${meta("tool result")}<details class="fold${failed ? " failed" : ""}"><summary>${summary}</summary>` +
       `<pre>${esc(text)}</pre>${images}</details></article>`
@@ -81,7 +90,8 @@ function contentHtml(block: unknown): string {
     }
     case "toolCall": {
       const args = block.argumentsError !== undefined ? String(block.rawArguments ?? "") : json(block.arguments);
-      const problem = typeof block.argumentsError === "string" ? `<p class="error">${esc(block.argumentsError)}</p>` : "";
+      const problem =
+        typeof block.argumentsError === "string" ? `<p class="error">${esc(block.argumentsError)}</p>` : "";
       return (
         `<details class="fold call"><summary>→ ${esc(String(block.name))} <code>${esc(String(block.id))}</code></summary>` +
         `${problem}<pre>${esc(args)}</pre></details>`
@@ -89,7 +99,8 @@ function contentHtml(block: unknown): string {
     }
     case "image": {
       const url = imageDataUrl(block.mimeType, block.data);
-      if (url === undefined) return `<p class="dim">[an image of type ${esc(String(block.mimeType))} that the page does not show]</p>`;
+      if (url === undefined)
+        return `<p class="dim">[an image of type ${esc(String(block.mimeType))} that the page does not show]</p>`;
       return `<img class="image" alt="${esc(`image (${String(block.mimeType)})`)}" src="${esc(url)}">`;
     }
     default:

@@ -19,9 +19,20 @@ export interface Headline {
 /** The headline of `entry`, its text cut to `max` characters (with `…`). */
 export function headlineOf(entry: ShownEntry, max = 80): Headline {
   if (entry.type === "compaction") {
-    return { role: "summary", text: cut(`compacted (${entry.tokensBefore} → ${entry.tokensAfter} tokens): ${entry.summary}`, max), failed: false };
+    return {
+      role: "summary",
+      text: cut(`compacted (${entry.tokensBefore} → ${entry.tokensAfter} tokens): ${entry.summary}`, max),
+      failed: false,
+    };
   }
-  const message = entry.message as { role?: unknown; content?: unknown; stopReason?: unknown; isError?: unknown; toolName?: unknown; errorMessage?: unknown };
+  const message = entry.message as {
+    role?: unknown;
+    content?: unknown;
+    stopReason?: unknown;
+    isError?: unknown;
+    toolName?: unknown;
+    errorMessage?: unknown;
+  };
   const role = typeof message.role === "string" ? message.role : "message";
   const parts: string[] = [];
   const blocks = Array.isArray(message.content) ? (message.content as { type?: unknown }[]) : [];

@@ -94,7 +94,9 @@ export function renderSessionPage(session: SessionPageInput, options: SessionPag
 
 /** The tree beside the transcript: one button per node, drawn as `/tree` draws it. */
 function treeHtml(tree: SessionTree): string {
-  const items: string[] = ['<ol class="tree" id="tree" aria-label="The session\'s tree: choose a message to show its branch">'];
+  const items: string[] = [
+    '<ol class="tree" id="tree" aria-label="The session\'s tree: choose a message to show its branch">',
+  ];
   for (const node of tree.nodes) {
     const { role, text, failed } = headlineOf(node.entry, 60);
     const classes = [node.onCurrentPath ? "on-path" : "", node.current ? "selected" : ""].filter(Boolean).join(" ");
@@ -121,7 +123,8 @@ export function totalsOf(nodes: Iterable<TreeNode>): SessionTotals {
     const message = entry.message as { role?: string; usage?: Record<string, unknown>; content?: unknown };
     if (message.role !== "assistant") continue;
     totals.assistantTurns++;
-    if (Array.isArray(message.content)) totals.toolCalls += message.content.filter((b) => b?.type === "toolCall").length;
+    if (Array.isArray(message.content))
+      totals.toolCalls += message.content.filter((b) => b?.type === "toolCall").length;
     totals.input += number(message.usage?.input);
     totals.output += number(message.usage?.output);
     totals.total += number(message.usage?.totalTokens);

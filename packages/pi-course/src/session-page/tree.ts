@@ -98,7 +98,8 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
   const shownAncestor = new Map<string, TreeNode | undefined>();
   const roots: TreeNode[] = [];
   for (const entry of entries) {
-    const parent = entry.parentId === null ? undefined : (nodeOf.get(entry.parentId) ?? shownAncestor.get(entry.parentId));
+    const parent =
+      entry.parentId === null ? undefined : (nodeOf.get(entry.parentId) ?? shownAncestor.get(entry.parentId));
     const node = nodeOf.get(entry.id);
     shownAncestor.set(entry.id, node ?? parent);
     if (node === undefined) continue;
@@ -134,7 +135,8 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
   for (let i = nodes.length - 1; i >= 0; i--) {
     const node = nodes[i]!;
     for (const child of node.children) {
-      if (node.newestLeaf === node || child.newestLeaf.number > node.newestLeaf.number) node.newestLeaf = child.newestLeaf;
+      if (node.newestLeaf === node || child.newestLeaf.number > node.newestLeaf.number)
+        node.newestLeaf = child.newestLeaf;
     }
   }
 
@@ -166,5 +168,7 @@ export function findNode(tree: SessionTree, ref: string): TreeNode {
   const matches = tree.byNumber.filter((n) => n.entry.id.startsWith(wanted));
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) throw new Error(`no message has an id starting "${wanted}"; /tree shows the numbers`);
-  throw new Error(`"${wanted}" starts ${matches.length} ids (${matches.map((n) => n.number).join(", ")}); give the number`);
+  throw new Error(
+    `"${wanted}" starts ${matches.length} ids (${matches.map((n) => n.number).join(", ")}); give the number`,
+  );
 }

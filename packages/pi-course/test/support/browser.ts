@@ -78,7 +78,8 @@ export async function launchBrowser(): Promise<TestBrowser> {
       const watched: WatchedPage = { page, problems: [], console: [], requests: [], dialogs: [] };
       page.on("console", (message: ConsoleMessage) => {
         watched.console.push(`${message.type()}: ${message.text()}`);
-        if (message.type() === "error" || message.type() === "warn") watched.problems.push(`${message.type()}: ${message.text()}`);
+        if (message.type() === "error" || message.type() === "warn")
+          watched.problems.push(`${message.type()}: ${message.text()}`);
       });
       page.on("pageerror", (error) => watched.problems.push(`pageerror: ${String(error)}`));
       page.on("request", (request) => watched.requests.push(request.url()));

@@ -34,14 +34,28 @@ export function sampleSession(options: { hostile?: boolean } = {}): string {
   const lines: Line[] = [];
   const add = (parent: number | null, n: number, message: Message) => {
     clock += 7_000;
-    lines.push({ type: "message", id: id(n), parentId: parent === null ? null : id(parent), timestamp: new Date(clock).toISOString(), message: { ...message, timestamp: clock } });
+    lines.push({
+      type: "message",
+      id: id(n),
+      parentId: parent === null ? null : id(parent),
+      timestamp: new Date(clock).toISOString(),
+      message: { ...message, timestamp: clock },
+    });
   };
   const user = (text: string, images = false): UserMessage => ({
     role: "user",
-    content: [{ type: "text", text: text + h }, ...(images ? [{ type: "image" as const, data: TINY_PNG, mimeType: "image/png" }] : [])],
+    content: [
+      { type: "text", text: text + h },
+      ...(images ? [{ type: "image" as const, data: TINY_PNG, mimeType: "image/png" }] : []),
+    ],
     timestamp: 0,
   });
-  const assistant = (content: AssistantMessage["content"], stopReason: AssistantMessage["stopReason"], input: number, output: number): AssistantMessage => ({
+  const assistant = (
+    content: AssistantMessage["content"],
+    stopReason: AssistantMessage["stopReason"],
+    input: number,
+    output: number,
+  ): AssistantMessage => ({
     role: "assistant",
     content,
     provider: `openai${h}`,
@@ -50,45 +64,140 @@ export function sampleSession(options: { hostile?: boolean } = {}): string {
     stopReason,
     timestamp: 0,
   });
-  const result = (toolCallId: string, toolName: string, text: string, isError = false, image = false): ToolResultMessage => ({
+  const result = (
+    toolCallId: string,
+    toolName: string,
+    text: string,
+    isError = false,
+    image = false,
+  ): ToolResultMessage => ({
     role: "toolResult",
     toolCallId,
     toolName: toolName + h,
-    content: [{ type: "text", text: text + h }, ...(image ? [{ type: "image" as const, data: TINY_PNG, mimeType: "image/png" }] : [])],
+    content: [
+      { type: "text", text: text + h },
+      ...(image ? [{ type: "image" as const, data: TINY_PNG, mimeType: "image/png" }] : []),
+    ],
     isError,
     timestamp: 0,
   });
 
-  add(null, 1, user("The greeting in greet.js prints undefined. Fix it, and here is a screenshot of the output.", true));
-  add(1, 2, assistant([
-    { type: "thinking", thinking: `The name is probably not passed through. Read the file first.${h}` },
-    { type: "text", text: `Let me look at greet.js.${h}` },
-    { type: "toolCall", id: `call_1${h}`, name: `read${h}`, arguments: { path: `greet.js${h}` } },
-  ], "toolUse", 1_200, 80));
+  add(
+    null,
+    1,
+    user("The greeting in greet.js prints undefined. Fix it, and here is a screenshot of the output.", true),
+  );
+  add(
+    1,
+    2,
+    assistant(
+      [
+        { type: "thinking", thinking: `The name is probably not passed through. Read the file first.${h}` },
+        { type: "text", text: `Let me look at greet.js.${h}` },
+        { type: "toolCall", id: `call_1${h}`, name: `read${h}`, arguments: { path: `greet.js${h}` } },
+      ],
+      "toolUse",
+      1_200,
+      80,
+    ),
+  );
   add(2, 3, result(`call_1${h}`, "read", 'export function greet(name) {\n  return "Hello, " + nam;\n}'));
-  add(3, 4, assistant([
-    { type: "text", text: "The variable is misspelled: `nam`. Fixing it." },
-    { type: "toolCall", id: "call_2", name: "edit", arguments: { path: "greet.js", oldText: "nam;", newText: "name;" } },
-  ], "toolUse", 1_420, 60));
+  add(
+    3,
+    4,
+    assistant(
+      [
+        { type: "text", text: "The variable is misspelled: `nam`. Fixing it." },
+        {
+          type: "toolCall",
+          id: "call_2",
+          name: "edit",
+          arguments: { path: "greet.js", oldText: "nam;", newText: "name;" },
+        },
+      ],
+      "toolUse",
+      1_420,
+      60,
+    ),
+  );
   add(4, 5, result("call_2", "edit", "Edited greet.js (1 replacement)."));
-  add(5, 6, assistant([
-    { type: "toolCall", id: "call_3", name: "bash", arguments: { command: "node -e 'import(\"./greet.js\").then(m => console.log(m.greet(\"Ada\")))'" } },
-  ], "toolUse", 1_530, 40));
+  add(
+    5,
+    6,
+    assistant(
+      [
+        {
+          type: "toolCall",
+          id: "call_3",
+          name: "bash",
+          arguments: { command: 'node -e \'import("./greet.js").then(m => console.log(m.greet("Ada")))\'' },
+        },
+      ],
+      "toolUse",
+      1_530,
+      40,
+    ),
+  );
   add(6, 7, result("call_3", "bash", "Hello, Ada", false, true));
-  add(7, 8, assistant([{ type: "text", text: `Fixed: greet.js used \`nam\` instead of \`name\`; it now prints "Hello, Ada".${h}` }], "stop", 1_610, 30));
+  add(
+    7,
+    8,
+    assistant(
+      [{ type: "text", text: `Fixed: greet.js used \`nam\` instead of \`name\`; it now prints "Hello, Ada".${h}` }],
+      "stop",
+      1_610,
+      30,
+    ),
+  );
   add(8, 9, user("Now add a test for it."));
-  add(9, 10, assistant([{ type: "toolCall", id: "call_4", name: "bash", arguments: { command: "npm test" } }], "toolUse", 1_700, 20));
-  add(10, 11, result("call_4", "bash", "npm ERR! Missing script: \"test\"", true));
-  add(11, 12, assistant([{ type: "text", text: "There is no test script yet. Shall I add one with node:test?" }], "stop", 1_800, 25));
+  add(
+    9,
+    10,
+    assistant(
+      [{ type: "toolCall", id: "call_4", name: "bash", arguments: { command: "npm test" } }],
+      "toolUse",
+      1_700,
+      20,
+    ),
+  );
+  add(10, 11, result("call_4", "bash", 'npm ERR! Missing script: "test"', true));
+  add(
+    11,
+    12,
+    assistant(
+      [{ type: "text", text: "There is no test script yet. Shall I add one with node:test?" }],
+      "stop",
+      1_800,
+      25,
+    ),
+  );
   // A fork after message 8: the person went back and asked for something else.
   clock += 7_000;
-  lines.push({ type: "label", id: id(90), parentId: id(8), timestamp: new Date(clock).toISOString(), targetId: id(8), label: `fixed${h}` });
+  lines.push({
+    type: "label",
+    id: id(90),
+    parentId: id(8),
+    timestamp: new Date(clock).toISOString(),
+    targetId: id(8),
+    label: `fixed${h}`,
+  });
   add(90, 13, user("Instead, rename greet to welcome everywhere."));
-  add(13, 14, assistant([
-    { type: "toolCall", id: "call_5", name: "bash", arguments: { command: "grep -rn greet ." } },
-  ], "toolUse", 1_650, 30));
+  add(
+    13,
+    14,
+    assistant(
+      [{ type: "toolCall", id: "call_5", name: "bash", arguments: { command: "grep -rn greet ." } }],
+      "toolUse",
+      1_650,
+      30,
+    ),
+  );
   add(14, 15, result("call_5", "bash", "./greet.js:1:export function greet(name) {"));
-  add(15, 16, assistant([{ type: "text", text: `Renamed greet to welcome in greet.js (the only use).${h}` }], "stop", 1_720, 28));
+  add(
+    15,
+    16,
+    assistant([{ type: "text", text: `Renamed greet to welcome in greet.js (the only use).${h}` }], "stop", 1_720, 28),
+  );
   const header = {
     type: "session",
     version: 1,
@@ -105,24 +214,91 @@ export function sampleSession(options: { hostile?: boolean } = {}): string {
  * question).
  */
 export function longSession(entries: number, forkEvery = 50): string {
-  const lines: string[] = [JSON.stringify({ type: "session", version: 1, id: "long", timestamp: "2026-12-03T10:00:00.000Z", cwd: "/tmp/long" })];
+  const lines: string[] = [
+    JSON.stringify({
+      type: "session",
+      version: 1,
+      id: "long",
+      timestamp: "2026-12-03T10:00:00.000Z",
+      cwd: "/tmp/long",
+    }),
+  ];
   let n = 0;
   let parent: string | null = null;
   let clock = Date.parse("2026-12-03T10:00:00.000Z");
   const push = (message: Message, parentId: string | null): string => {
     const id = `m${(n++).toString(16).padStart(7, "0")}`;
     clock += 1000;
-    lines.push(JSON.stringify({ type: "message", id, parentId, timestamp: new Date(clock).toISOString(), message: { ...message, timestamp: clock } }));
+    lines.push(
+      JSON.stringify({
+        type: "message",
+        id,
+        parentId,
+        timestamp: new Date(clock).toISOString(),
+        message: { ...message, timestamp: clock },
+      }),
+    );
     return id;
   };
   const usage = { input: 1000, output: 50, totalTokens: 1050 };
   for (let turn = 0; n < entries; turn++) {
-    const question = push({ role: "user", content: [{ type: "text", text: `Step ${turn}: read file ${turn}.txt and say what it holds.` }], timestamp: 0 }, parent);
-    const call = push({ role: "assistant", content: [{ type: "toolCall", id: `c${turn}`, name: "read", arguments: { path: `${turn}.txt` } }], provider: "p", model: "m", usage, stopReason: "toolUse", timestamp: 0 }, question);
-    const result = push({ role: "toolResult", toolCallId: `c${turn}`, toolName: "read", content: [{ type: "text", text: `line one of ${turn}\nline two\n`.repeat(4) }], isError: false, timestamp: 0 }, call);
-    if (turn % forkEvery === forkEvery - 1 && n < entries) push({ role: "assistant", content: [{ type: "text", text: `An earlier answer to step ${turn}.` }], provider: "p", model: "m", usage, stopReason: "stop", timestamp: 0 }, result);
+    const question = push(
+      {
+        role: "user",
+        content: [{ type: "text", text: `Step ${turn}: read file ${turn}.txt and say what it holds.` }],
+        timestamp: 0,
+      },
+      parent,
+    );
+    const call = push(
+      {
+        role: "assistant",
+        content: [{ type: "toolCall", id: `c${turn}`, name: "read", arguments: { path: `${turn}.txt` } }],
+        provider: "p",
+        model: "m",
+        usage,
+        stopReason: "toolUse",
+        timestamp: 0,
+      },
+      question,
+    );
+    const result = push(
+      {
+        role: "toolResult",
+        toolCallId: `c${turn}`,
+        toolName: "read",
+        content: [{ type: "text", text: `line one of ${turn}\nline two\n`.repeat(4) }],
+        isError: false,
+        timestamp: 0,
+      },
+      call,
+    );
+    if (turn % forkEvery === forkEvery - 1 && n < entries)
+      push(
+        {
+          role: "assistant",
+          content: [{ type: "text", text: `An earlier answer to step ${turn}.` }],
+          provider: "p",
+          model: "m",
+          usage,
+          stopReason: "stop",
+          timestamp: 0,
+        },
+        result,
+      );
     if (n >= entries) break;
-    parent = push({ role: "assistant", content: [{ type: "text", text: `File ${turn}.txt holds two lines, four times.` }], provider: "p", model: "m", usage, stopReason: "stop", timestamp: 0 }, result);
+    parent = push(
+      {
+        role: "assistant",
+        content: [{ type: "text", text: `File ${turn}.txt holds two lines, four times.` }],
+        provider: "p",
+        model: "m",
+        usage,
+        stopReason: "stop",
+        timestamp: 0,
+      },
+      result,
+    );
   }
   return lines.join("\n") + "\n";
 }
