@@ -133,7 +133,7 @@ describe("/fork and /label on a session file, with the Agent", () => {
     expect(model.requests.at(-1)!.messages.map((m) => textOf(m))).toEqual(["first", "one", "again"]);
     await labelSession(session, "the retry");
     expect(treeLines(session)).toEqual([
-      "6 messages, 2 branches (/fork N goes on from message N on a new branch; /label TEXT names where you are)",
+      "6 messages, 2 branches",
       "1 user: first",
       "2 assistant: one",
       "├─ 3 user: second",

@@ -22,8 +22,7 @@ export function treeLines(session: SessionFile, columns = 80): string[] {
   const tree = buildSessionTree(session.entries());
   if (tree.nodes.length === 0) return ["the session holds no messages yet"];
   const lines = [
-    `${tree.byNumber.length} message${tree.byNumber.length === 1 ? "" : "s"}, ${tree.leaves.length} branch${tree.leaves.length === 1 ? "" : "es"} ` +
-      "(/fork N goes on from message N on a new branch; /label TEXT names where you are)",
+    `${tree.byNumber.length} message${tree.byNumber.length === 1 ? "" : "s"}, ${tree.leaves.length} branch${tree.leaves.length === 1 ? "" : "es"}`,
   ];
   for (const node of tree.nodes) lines.push(treeLine(node, columns));
   return lines;

@@ -7,7 +7,7 @@
  * script can show one branch; assistant turns carry their token counts for the branch totals.
  */
 import { escapeHtml as esc, imageDataUrl } from "./escape.js";
-import { headlineOf } from "./headline.js";
+import { argumentsPreview, headlineOf } from "./headline.js";
 import type { TreeNode } from "./tree.js";
 
 type Block = Record<string, unknown>;
@@ -40,8 +40,9 @@ export function entryHtml(node: TreeNode, hidden: boolean): string {
     const input = count(usage.input);
     const output = count(usage.output);
     const model = [message.provider, message.model].filter((v) => typeof v === "string").join(" · ");
+    // A turn that ended normally (stop, toolUse) says nothing; length, error and aborted stand out.
     const stop =
-      typeof message.stopReason === "string" && message.stopReason !== "stop"
+      typeof message.stopReason === "string" && message.stopReason !== "stop" && message.stopReason !== "toolUse"
         ? ` <span class="stop">${esc(message.stopReason)}</span>`
         : "";
     const more =
@@ -93,7 +94,8 @@ function contentHtml(block: unknown): string {
       const problem =
         typeof block.argumentsError === "string" ? `<p class="error">${esc(block.argumentsError)}</p>` : "";
       return (
-        `<details class="fold call"><summary>→ ${esc(String(block.name))} <code>${esc(String(block.id))}</code></summary>` +
+        `<details class="fold call"><summary>→ ${esc(String(block.name))} <span class="dim">${esc(oneLine(argumentsPreview(block.arguments), 80))}</span>` +
+        ` <code>${esc(String(block.id))}</code></summary>` +
         `${problem}<pre>${esc(args)}</pre></details>`
       );
     }
@@ -106,6 +108,11 @@ function contentHtml(block: unknown): string {
     default:
       return `<details class="fold"><summary>${esc(String(block.type))} block</summary><pre>${esc(json(block))}</pre></details>`;
   }
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, "")}…` : flat;
 }
 
 function isBlock(value: unknown): value is Block {

@@ -54,7 +54,8 @@ export function headlineOf(entry: ShownEntry, max = 80): Headline {
   return { role, text: cut(text, max), failed };
 }
 
-function argumentsPreview(value: unknown): string {
+/** The first argument of a tool call as `key: value`, for a one-line preview (raw text: escape it where it goes). */
+export function argumentsPreview(value: unknown): string {
   if (typeof value !== "object" || value === null) return "";
   const first = Object.entries(value as Record<string, unknown>)[0];
   if (first === undefined) return "";
