@@ -103,8 +103,8 @@ describe("session page in chromium", () => {
     expect(tree).toHaveLength(16);
     expect(tree[7]).toBe("8 assistant: Fixed: greet.js used `nam` instead of `name`; it now prints… [fixed]");
     expect(tree[8]).toBe("├─ 9 user: Now add a test for it.");
-    expect(tree[12]).toBe("└─ 13 user: Instead, rename greet to welcome everywhere.");
-    expect(tree[15]).toBe("   16 assistant: Renamed greet to welcome in greet.js (the only use). ← here");
+    expect(tree[12]).toBe("13 user: Instead, rename greet to welcome everywhere.");
+    expect(tree[15]).toBe("16 assistant: Renamed greet to welcome in greet.js (the only use). ← here");
     // Images are shown (decoded by the browser), inline.
     const images = await page.$$eval("article:not([hidden]) img.image", (all) =>
       all.map((i) => (i as unknown as Dom).naturalWidth),

@@ -18,6 +18,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const startScript = path.resolve(here, "..", "src", "cli", "start.ts");
 const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
 const PROMPT = "› ";
+/** A start-up (tsx compiling the CLI) on a loaded 2-core machine can take many seconds. */
+const START_MS = 40_000;
 
 let home: string;
 let workspace: string;
@@ -91,8 +93,13 @@ async function ask(t: PseudoTerminal, text: string, reply: string): Promise<void
   await t.waitFor(PROMPT);
 }
 
-async function command(t: PseudoTerminal, line: string, ...expected: string[]): Promise<void> {
-  t.type(`${line}${KEY.enter}`);
+/** One whole line of the screen. */
+function line(text: string): RegExp {
+  return new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m");
+}
+
+async function command(t: PseudoTerminal, typed: string, ...expected: (string | RegExp)[]): Promise<void> {
+  t.type(`${typed}${KEY.enter}`);
   for (const text of expected) await t.waitFor(text);
   await t.waitFor(PROMPT);
 }
@@ -104,31 +111,31 @@ describe("the session tree in the conversation", () => {
       server.reply(sseReply(answer(text)));
 
     const t = terminal([]);
-    await t.waitFor(PROMPT);
+    await t.waitFor(PROMPT, START_MS);
     await ask(t, "first", "Answer one.");
     await ask(t, "second", "Answer two.");
     await command(
       t,
       "/tree",
       "4 messages, 1 branch",
-      "1 user: first\n",
-      "2 assistant: Answer one.\n",
-      "3 user: second\n",
-      "4 assistant: Answer two.  ← here\n",
+      line("1 user: first"),
+      line("2 assistant: Answer one."),
+      line("3 user: second"),
+      line("4 assistant: Answer two.  ← here"),
     );
     await command(
       t,
       "/fork 2",
       "forked: going on after message 2; your next message starts a new branch (2 messages in context):",
-      "› first\n",
+      line("› first"),
       "Answer one.",
     );
     await command(
       t,
       "/tree",
-      "2 assistant: Answer one.  ← here (your next message starts a new branch)\n",
-      "3 user: second\n",
-      "4 assistant: Answer two.\n",
+      line("2 assistant: Answer one.  ← here (your next message starts a new branch)"),
+      line("3 user: second"),
+      line("4 assistant: Answer two."),
     );
     await ask(t, "third", "Answer three.");
     expect(sent(2)).toEqual(["user: first", "assistant: Answer one.", "user: third"]);
@@ -137,12 +144,12 @@ describe("the session tree in the conversation", () => {
       t,
       "/tree",
       "6 messages, 2 branches",
-      "1 user: first\n",
-      "2 assistant: Answer one.\n",
-      "├─ 3 user: second\n",
-      "│  4 assistant: Answer two.\n",
-      "└─ 5 user: third\n",
-      "   6 assistant: Answer three. [the retry]  ← here\n",
+      line("1 user: first"),
+      line("2 assistant: Answer one."),
+      line("├─ 3 user: second"),
+      line("│  4 assistant: Answer two."),
+      line("5 user: third"),
+      line("6 assistant: Answer three. [the retry]  ← here"),
     );
     await command(t, "/fork 99", "error: there is no message 99: /tree numbers them 1 to 6");
     await command(t, "/fork 1", "forked: going on after message 1");
@@ -151,13 +158,13 @@ describe("the session tree in the conversation", () => {
     expect(await t.exit).toBe(0);
 
     const again = terminal(["--continue"]);
-    await again.waitFor("earlier in this session (1 messages):");
+    await again.waitFor("earlier in this session (1 messages):", START_MS);
     await again.waitFor(PROMPT);
     await command(
       again,
       "/tree",
-      "1 user: first  ← here (your next message starts a new branch)\n",
-      "   6 assistant: Answer three. [the retry]\n",
+      line("1 user: first  ← here (your next message starts a new branch)"),
+      line("6 assistant: Answer three. [the retry]"),
     );
     await ask(again, "fourth", "Answer four.");
     expect(sent(3)).toEqual(["user: first", "user: fourth"]);
@@ -165,9 +172,11 @@ describe("the session tree in the conversation", () => {
       again,
       "/tree",
       "8 messages, 3 branches",
-      "├─ 2 assistant: Answer one.\n",
-      "└─ 7 user: fourth\n",
-      "   8 assistant: Answer four.  ← here\n",
+      line("├─ 2 assistant: Answer one."),
+      line("│  ├─ 3 user: second"),
+      line("│  6 assistant: Answer three. [the retry]"),
+      line("7 user: fourth"),
+      line("8 assistant: Answer four.  ← here"),
     );
     await command(again, "/export", "wrote", ".html", "(8 messages, 3 branches)");
     const out = path.join(workspace, "page.html");
@@ -211,11 +220,11 @@ describe("the session tree in the conversation", () => {
 
     // A restart goes on from the newest branch's end.
     const third = terminal(["--continue"]);
-    await third.waitFor("earlier in this session (3 messages):");
+    await third.waitFor("earlier in this session (3 messages):", START_MS);
     await third.waitFor(PROMPT);
     await ask(third, "fifth", "Answer five.");
     expect(sent(4)).toEqual(["user: first", "user: fourth", "assistant: Answer four.", "user: fifth"]);
     third.type(KEY.ctrlD);
     expect(await third.exit).toBe(0);
-  }, 90_000);
+  }, 180_000);
 });

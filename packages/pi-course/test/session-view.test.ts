@@ -64,10 +64,10 @@ describe("the session tree", () => {
       "│  10",
       "│  11",
       "│  12",
-      "└─ 13",
-      "   14",
-      "   15",
-      "   16",
+      "13",
+      "14",
+      "15",
+      "16",
     ]);
     expect(tree.current?.number).toBe(16);
     expect(tree.nodes.filter((n) => n.onCurrentPath).map((n) => n.number)).toEqual([
@@ -138,8 +138,8 @@ describe("/fork and /label on a session file, with the Agent", () => {
       "2 assistant: one",
       "├─ 3 user: second",
       "│  4 assistant: two",
-      "└─ 5 user: again",
-      "   6 assistant: three [the retry]  ← here",
+      "5 user: again",
+      "6 assistant: three [the retry]  ← here",
     ]);
     await session.close();
     // What --continue does: open the file, attach it at its leaf.

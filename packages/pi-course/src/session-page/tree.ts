@@ -31,9 +31,9 @@ export interface TreeNode {
   parent: TreeNode | undefined;
   /** Shown children, in file order. */
   children: TreeNode[];
-  /** Branch depth: how many forks (a node with several children) lie above it. */
+  /** How many side branches it is inside (0: on the line of newest branches from the root). */
   depth: number;
-  /** What to draw before the node's line: guides and, for the first node of a branch, `├─ ` or `└─ `. */
+  /** What to draw before the node's line: guides (`│  `) and, for the first node of a side branch, `├─ `. */
   prefix: string;
   /** The newest label of this entry, if any. */
   label: string | undefined;
@@ -111,15 +111,17 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
   // Drawing order and prefixes, depth first without recursion.
   const nodes: TreeNode[] = [];
   const stack: { node: TreeNode; prefix: string; guide: string; depth: number }[] = [];
+  // Where a message has several children, the newest (the last in file order) goes on in the
+  // same column, and each earlier one is a side branch drawn `├─ ` and indented `│  `: a session
+  // that was forked a hundred times and always went on from the newest branch stays in column 0.
   const pushChildren = (children: TreeNode[], guide: string, depth: number) => {
-    const forked = children.length > 1;
     for (let i = children.length - 1; i >= 0; i--) {
-      const last = i === children.length - 1;
+      const side = i < children.length - 1;
       stack.push({
         node: children[i]!,
-        prefix: forked ? `${guide}${last ? "└─ " : "├─ "}` : guide,
-        guide: forked ? `${guide}${last ? "   " : "│  "}` : guide,
-        depth: forked ? depth + 1 : depth,
+        prefix: side ? `${guide}├─ ` : guide,
+        guide: side ? `${guide}│  ` : guide,
+        depth: side ? depth + 1 : depth,
       });
     }
   };
