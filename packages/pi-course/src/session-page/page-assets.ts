@@ -22,6 +22,7 @@ code, pre, .tree { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas,
 .side { position: sticky; top: 0; max-height: 100vh; overflow: auto; border-right: 1px solid var(--line); padding: 8px; }
 .side > summary { font-weight: 600; cursor: pointer; padding: 4px; }
 .tree { list-style: none; margin: 0; padding: 0; }
+.tree li { content-visibility: auto; contain-intrinsic-size: auto 22px; }
 .tree button { display: block; width: 100%; text-align: left; border: 0; background: none; color: inherit; font: inherit;
   padding: 1px 4px; white-space: pre; overflow: hidden; text-overflow: ellipsis; cursor: pointer; border-radius: 4px; }
 .tree button:hover { background: var(--tool); }
@@ -60,38 +61,56 @@ details.fold > summary { cursor: pointer; overflow-wrap: anywhere; }
 export const PAGE_SCRIPT = `
 (function () {
   "use strict";
+  // Read once: each article's parent and tokens, each tree button by id.
   var articles = new Map();
-  document.querySelectorAll("article[data-id]").forEach(function (a) { articles.set(a.getAttribute("data-id"), a); });
-  var buttons = [];
-  document.querySelectorAll(".tree button[data-id]").forEach(function (b) { buttons.push(b); });
+  var parentOf = new Map();
+  var tokensOf = new Map();
+  document.querySelectorAll("article[data-id]").forEach(function (a) {
+    var id = a.getAttribute("data-id");
+    articles.set(id, a);
+    parentOf.set(id, a.getAttribute("data-parent"));
+    tokensOf.set(id, [Number(a.getAttribute("data-in") || 0), Number(a.getAttribute("data-out") || 0)]);
+  });
+  var buttons = new Map();
+  document.querySelectorAll(".tree button[data-id]").forEach(function (b) { buttons.set(b.getAttribute("data-id"), b); });
   var totals = document.getElementById("branch-totals");
   var fmt = function (n) { return n.toLocaleString("en"); };
+  var shown = new Set();
+  articles.forEach(function (a, id) { if (!a.hidden) shown.add(id); });
+  var selected = null;
+  buttons.forEach(function (b, id) { if (b.classList.contains("selected")) selected = id; });
+  // Shows the path from the root to leafId; only what changes is touched, so a switch costs
+  // the two branches' difference, not the whole session.
   function show(leafId, selectedId) {
     var on = new Set();
-    for (var id = leafId; id; ) {
-      if (on.has(id)) break;
-      on.add(id);
-      var a = articles.get(id);
-      id = a ? a.getAttribute("data-parent") : null;
-    }
-    var count = 0, input = 0, output = 0;
-    articles.forEach(function (a, id) {
-      var visible = on.has(id);
-      if (a.hidden === visible) a.hidden = !visible;
-      if (visible) {
-        count++;
-        input += Number(a.getAttribute("data-in") || 0);
-        output += Number(a.getAttribute("data-out") || 0);
+    for (var id = leafId; id && !on.has(id); id = parentOf.get(id)) on.add(id);
+    var input = 0, output = 0;
+    on.forEach(function (id) {
+      var t = tokensOf.get(id);
+      if (t) { input += t[0]; output += t[1]; }
+      if (!shown.has(id)) {
+        var a = articles.get(id), b = buttons.get(id);
+        if (a) a.hidden = false;
+        if (b) b.classList.add("on-path");
       }
     });
-    buttons.forEach(function (b) {
-      var id = b.getAttribute("data-id");
-      b.classList.toggle("on-path", on.has(id));
-      b.classList.toggle("selected", id === selectedId);
-      if (id === selectedId) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
+    shown.forEach(function (id) {
+      if (!on.has(id)) {
+        var a = articles.get(id), b = buttons.get(id);
+        if (a) a.hidden = true;
+        if (b) b.classList.remove("on-path");
+      }
     });
+    shown = on;
+    if (selected !== selectedId) {
+      var old = selected && buttons.get(selected);
+      if (old) { old.classList.remove("selected"); old.removeAttribute("aria-current"); }
+      var now = buttons.get(selectedId);
+      if (now) { now.classList.add("selected"); now.setAttribute("aria-current", "true"); }
+      selected = selectedId;
+    }
     document.body.setAttribute("data-shown-leaf", leafId);
-    if (totals) totals.textContent = "This branch: " + fmt(count) + " messages · tokens in " + fmt(input) + " · out " + fmt(output);
+    if (totals) totals.textContent = "This branch: " + fmt(on.size) + " messages · tokens in " + fmt(input) + " · out " + fmt(output);
   }
   var tree = document.getElementById("tree");
   if (tree) tree.addEventListener("click", function (event) {
