@@ -3,9 +3,12 @@
  * real `Agent`, the page's escaping, and `pi-course export` through `runMain`. The page in a
  * browser is session-page.browser.test.ts; the commands in a terminal, session-view.terminal.test.ts.
  */
+import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { runMain } from "../src/cli/main.js";
@@ -202,6 +205,29 @@ describe("pi-course export", () => {
     expect(await runMain(["export", file, "--out", path.join(dir, "other.html")], b.io)).toBe(0);
     expect((await stat(path.join(dir, "other.html"))).size).toBeGreaterThan(1000);
   });
+
+  it("runs through the real entry point (start.ts), with no launcher, key or model", async () => {
+    const file = await sample("entry");
+    const out = path.join(dir, "entry-page.html");
+    const start = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "start.ts");
+    const tsx = createRequire(import.meta.url).resolve("tsx/cli");
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+      (resolve, reject) => {
+        const child = spawn(process.execPath, [tsx, start, "export", file, "--out", out], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code, stdout, stderr }));
+      },
+    );
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(stdout).toMatch(/^wrote .*entry-page\.html \(16 messages, 2 branches, \d+ bytes\)\n$/);
+    expect((await readFile(out, "utf8")).includes("Renamed greet to welcome")).toBe(true);
+  }, 90_000);
 
   it("refuses a missing file, a .jsonl target and bad usage, with what to do", async () => {
     const file = await sample("refuse");

@@ -5,8 +5,9 @@
  * A session file (chapter 10) is a tree of entries. What is *shown* are its messages and
  * compactions, one node each. Label entries are not shown as nodes: a label names its target
  * (the newest label entry for a target wins; `label: null` clears it), and a label entry's
- * children are drawn as children of the label's own parent, so a fork point (see
- * `forkEntry` in this folder) or a bookmark never adds a line.
+ * children are drawn as children of the label's own parent, so a fork point (`/fork` appends a
+ * label entry under the message forked from, see cli/session-tree.ts) or a bookmark never adds a
+ * line.
  *
  * Numbers are 1-based positions of the shown entries in file order. The file is append-only, so
  * a number never changes: `/fork 12` means the same message tomorrow.
