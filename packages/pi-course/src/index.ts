@@ -281,7 +281,7 @@ export type {
 // The session's tree as drawn by /tree and the session page, and the page itself.
 export { buildSessionTree, findNode } from "./session-page/tree.js";
 export type { SessionTree, ShownEntry, TreeNode } from "./session-page/tree.js";
-export { renderSessionPage, totalsOf } from "./session-page/page.js";
+export { renderSessionPage, sessionPage, totalsOf } from "./session-page/page.js";
 export type { SessionPageInput, SessionPageOptions, SessionTotals } from "./session-page/page.js";
 export { escapeHtml } from "./session-page/escape.js";
 // #endregion

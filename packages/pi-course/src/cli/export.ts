@@ -8,8 +8,7 @@
  */
 import { rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { renderSessionPage, type SessionPageInput } from "../session-page/page.js";
-import { buildSessionTree } from "../session-page/tree.js";
+import { type SessionPageInput, sessionPage } from "../session-page/page.js";
 import { readSessionFile } from "../session/session-reader.js";
 import { neutralize } from "./trace.js";
 
@@ -36,7 +35,7 @@ export async function writeSessionPage(
   if (target === path.resolve(sessionFile) || target.endsWith(".jsonl")) {
     throw new Error(`refusing to write the page to ${out}: that is a session file; give a path ending in .html`);
   }
-  const html = renderSessionPage(session, { source: path.resolve(sessionFile) });
+  const { html, tree } = sessionPage(session, { source: path.resolve(sessionFile) });
   const temporary = `${target}.${process.pid}.tmp`;
   try {
     await writeFile(temporary, html);
@@ -45,7 +44,6 @@ export async function writeSessionPage(
     await rm(temporary, { force: true });
     throw error;
   }
-  const tree = buildSessionTree(session.entries);
   return { out: target, messages: tree.byNumber.length, branches: tree.leaves.length, bytes: Buffer.byteLength(html) };
 }
 

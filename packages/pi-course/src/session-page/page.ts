@@ -50,6 +50,14 @@ const hash = (text: string) => `'sha256-${createHash("sha256").update(text).dige
 
 /** The page for `session` as one HTML string. Throws for a `place` that is not an entry of the session. */
 export function renderSessionPage(session: SessionPageInput, options: SessionPageOptions = {}): string {
+  return sessionPage(session, options).html;
+}
+
+/** `renderSessionPage`, with the tree it drew (for counts, without building it twice). */
+export function sessionPage(
+  session: SessionPageInput,
+  options: SessionPageOptions = {},
+): { html: string; tree: SessionTree } {
   const tree = buildSessionTree(session.entries, options.place);
   const header = session.header;
   const branch = new Set<TreeNode>();
@@ -89,7 +97,7 @@ export function renderSessionPage(session: SessionPageInput, options: SessionPag
   if (tree.byNumber.length === 0) parts.push('<p class="dim">This session holds no messages yet.</p>');
   for (const node of tree.byNumber) parts.push(entryHtml(node, !branch.has(node)));
   parts.push("</main></div>", `<script>${PAGE_SCRIPT}</script>`, "</body></html>\n");
-  return parts.join("");
+  return { html: parts.join(""), tree };
 }
 
 /** The tree beside the transcript: one button per node, drawn as `/tree` draws it. */
