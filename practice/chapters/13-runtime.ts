@@ -42,6 +42,7 @@ export default defineChapter({
     "src/cli/args.ts",
     "src/cli/config.ts",
     "src/cli/demo.ts",
+    "src/cli/export.ts",
     "src/cli/help.ts",
     "src/cli/interactive.ts",
     "src/cli/launch.ts",
@@ -50,10 +51,19 @@ export default defineChapter({
     "src/cli/render.ts",
     "src/cli/resources.ts",
     "src/cli/runtime.ts",
+    "src/cli/session-tree.ts",
     "src/cli/sessions.ts",
     "src/cli/start.ts",
     "src/cli/trace.ts",
     "src/cli/transcript.ts",
+    // The session's tree in the conversation (/tree, /fork, /label) and the session page
+    // (/export, `export`): given whole, no lab.
+    "src/session-page/entry-html.ts",
+    "src/session-page/escape.ts",
+    "src/session-page/headline.ts",
+    "src/session-page/page-assets.ts",
+    "src/session-page/page.ts",
+    "src/session-page/tree.ts",
   ],
   labs: [
     {

@@ -358,6 +358,12 @@ export type { LoadResourcesOptions, Resources } from "./resources/resources.js";
 // Chapter 13: the CLI's transcript, for programs that show what their agent does
 export { transcriptPrinter } from "./cli/transcript.js";
 export type { TranscriptOptions } from "./cli/transcript.js";
+// The session's tree as drawn by /tree and the session page, and the page itself.
+export { buildSessionTree, findNode } from "./session-page/tree.js";
+export type { SessionTree, ShownEntry, TreeNode } from "./session-page/tree.js";
+export { renderSessionPage, sessionPage, totalsOf } from "./session-page/page.js";
+export type { SessionPageInput, SessionPageOptions, SessionTotals } from "./session-page/page.js";
+export { escapeHtml } from "./session-page/escape.js";
 // #endregion
 // #region ch17
 // Chapter 17: an MCP client (JSON-RPC over stdio or Streamable HTTP), MCP tools as agent tools,

@@ -64,7 +64,11 @@ Usage:
                                               the task from a file (- reads stdin): npm cannot
                                               pass an argument list longer than about 128 KB (it
                                               ends with exit code 249 and no message)
-  npm start -- --continue                     go on with the newest conversation of this folder
+  npm start -- --continue                     go on with the newest conversation of this folder,
+                                              on the branch you were last on
+  npm start -- export SESSION_FILE [--out page.html]
+                                              the session as one self-contained HTML page
+                                              (default: beside the file, .jsonl -> .html)
 
 Modes:
   (a terminal, no task) interactive: type a message and press Enter; the answer streams in,
@@ -73,8 +77,8 @@ Modes:
                        batch), Alt-Enter or /later TEXT queues it for when the agent would stop.
                        Ctrl-C stops the run, a second Ctrl-C exits; up-arrow recalls earlier
                        prompts. Commands: /help /new /sessions /resume ID /compact /model [NAME]
-                       /later TEXT /skills /skill:NAME /exit, the templates' /NAME and the
-                       extensions' commands
+                       /later TEXT /tree /fork N /label TEXT /export [FILE] /skills
+                       /skill:NAME /exit, the templates' /NAME and the extensions' commands
   (a task, or piped)   the trace: every event, one line each, then the answer
   -p, --print          only the final answer on stdout (exit code 1 if the run ends in error)
   --json               one JSON event per line (agent, turn, message and tool events);

@@ -21,6 +21,8 @@ import { expandInput, resourceHelp } from "./resources.js";
 import { ChatPrinter } from "./render.js";
 import type { Runtime } from "./runtime.js";
 import { neutralize } from "./trace.js";
+import { writeSessionPage } from "./export.js";
+import { forkSession, labelSession, treeLines } from "./session-tree.js";
 
 export interface TerminalIO {
   input: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
@@ -34,6 +36,10 @@ export const COMMANDS_HELP = [
   "/sessions         the sessions of this folder, newest first",
   "/resume ID        go on with session ID (its first characters are enough)",
   "/compact          condense older messages into a summary, to free context",
+  "/tree             the session's tree: every message of every branch, where you are marked",
+  "/fork N           go on from message N of /tree (or an entry id) on a new branch",
+  "/label TEXT       name the current message (shown in /tree and the page)",
+  "/export [FILE]    write the session as one HTML page (default: beside its file)",
   "/model [NAME]     show the model, or switch to another of the same server",
   "/later TEXT       queue TEXT for when the agent would stop (Alt-Enter does the same)",
   "/skills           the skills found; /skill:NAME [ARGS] activates one",
@@ -189,6 +195,49 @@ export async function runInteractive(
         if (!result.ok) return printer.line(`nothing compacted: ${result.reason.message}`, "yellow");
         runtime.reload();
         return printer.line(`summarised ${result.summarizedMessages} messages, kept ${result.keptMessages}`, "dim");
+      }
+      case "tree": {
+        const session = runtime.session;
+        if (session === undefined)
+          return printer.line("/tree needs a session (this conversation is not kept: --no-session)", "red");
+        for (const text of treeLines(session, io.output.columns ?? 80)) printer.line(text);
+        return;
+      }
+      case "fork": {
+        const session = runtime.session;
+        if (session === undefined)
+          return printer.line("/fork needs a session (this conversation is not kept: --no-session)", "red");
+        if (arg === "") return printer.line("/fork N: go on from message N of /tree (or an entry id)", "red");
+        const node = await forkSession(session, arg);
+        runtime.reload();
+        printer.line(
+          `forked: going on after message ${node.number}; your next message starts a new branch (${agent.state.messages.length} messages in context):`,
+          "dim",
+        );
+        replay(printer, agent.state.messages);
+        return;
+      }
+      case "label": {
+        const session = runtime.session;
+        if (session === undefined)
+          return printer.line("/label needs a session (this conversation is not kept: --no-session)", "red");
+        const node = await labelSession(session, arg);
+        runtime.reload();
+        return printer.line(`labelled message ${node.number}: ${neutralize(arg)}`, "dim");
+      }
+      case "export": {
+        const session = runtime.session;
+        if (session === undefined)
+          return printer.line("/export needs a session (this conversation is not kept: --no-session)", "red");
+        const result = await writeSessionPage(
+          { header: session.header, entries: session.entries() },
+          session.path,
+          arg === "" ? undefined : arg,
+        );
+        return printer.line(
+          `wrote ${neutralize(result.out)} (${result.messages} messages, ${result.branches} branch${result.branches === 1 ? "" : "es"})`,
+          "dim",
+        );
       }
       case "model":
         if (arg !== "") {

@@ -25,6 +25,7 @@ import {
   type RunOptions,
 } from "./args.js";
 import { DEMO_TASK } from "./demo.js";
+import { runExport } from "./export.js";
 import { runInteractive, type TerminalIO } from "./interactive.js";
 import { Runtime } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
@@ -47,6 +48,8 @@ export interface CliIO {
  * run was interrupted: `signal` aborted it, and its `reason`, if a string, names why).
  */
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
+  // `pi-course export SESSION_FILE`: a session as an HTML page, no agent.
+  if (argv[0] === "export") return runExport(argv.slice(1), io);
   let parsed: CliOptions;
   try {
     parsed = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });

@@ -11,7 +11,9 @@
 import { AGENT_SOCKET_VARIABLE, canLaunchApart, connectToLauncher, launchAgent, type AgentChannel } from "./launch.js";
 
 const socketPath = process.env[AGENT_SOCKET_VARIABLE];
-if (socketPath === undefined && canLaunchApart) await launchAgent(process.argv.slice(2));
+// `export SESSION_FILE` reads one file and writes one: no agent, no key, nothing to launch apart.
+const exporting = process.argv[2] === "export";
+if (socketPath === undefined && canLaunchApart && !exporting) await launchAgent(process.argv.slice(2));
 // Only the agent loads the agent (the launcher stays small).
 const { killLiveProcessGroups } = await import("../coding-tools/processes.js");
 const { runMain } = await import("./main.js");
