@@ -29,6 +29,13 @@ export interface CliIO {
  * run was interrupted: `signal` aborted it, and its `reason`, if a string, names why).
  */
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
+  // #region ch14
+  if (argv[0] === "eval") {
+    // Chapter 14's eval harness: loaded only when asked for.
+    const { runEval } = await import("./eval-command.js");
+    return runEval(argv.slice(1), io, signal);
+  }
+  // #endregion
   let options;
   try {
     options = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });

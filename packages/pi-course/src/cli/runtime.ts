@@ -78,6 +78,19 @@ export function createModel(options: RunOptions, demoDelayMs: number, modelId?: 
   return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...key });
 }
 
+/**
+ * What a caller other than `npm start` may set when it wires a runtime (the eval harness of
+ * chapter 14 runs every case through this same composition root): a model of its own (a case's
+ * script), the workspace, a turn limit, and the environment the commands start from. Each
+ * replaces what `options` would give.
+ */
+export interface RuntimeWiring {
+  model?: Model;
+  workspace?: string;
+  maxTurns?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
 /** The wired conversation: agent, workspace, and the session file in use. */
 export class Runtime {
   readonly agent: Agent;
@@ -91,11 +104,12 @@ export class Runtime {
     readonly workspace: string,
     readonly folder: SessionFolder | undefined,
     model: Model,
+    wiring: RuntimeWiring = {},
   ) {
     // Commands the model runs never see the API key: secret-looking variables are dropped, also
     // the variable named by --api-key-env, and any other holding the key in use.
     const server = options.server;
-    const commandEnv = commandEnvironment(process.env, server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
+    const commandEnv = commandEnvironment(wiring.env ?? process.env, server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
@@ -107,6 +121,7 @@ export class Runtime {
       },
       convertToLlm: toLlm(options.dropToolResult),
       ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
+      ...(wiring.maxTurns !== undefined && { maxTurns: wiring.maxTurns }),
     });
   }
 
@@ -116,10 +131,10 @@ export class Runtime {
    * should know about the session. Rejects with an `Error` that says what to do when the session
    * asked for cannot be found or read.
    */
-  static async start(options: RunOptions, notes: (text: string) => void, demoDelayMs = 0): Promise<Runtime> {
-    const workspace = options.server?.workspace ?? (await createDemoWorkspace());
+  static async start(options: RunOptions, notes: (text: string) => void, demoDelayMs = 0, wiring: RuntimeWiring = {}): Promise<Runtime> {
+    const workspace = wiring.workspace ?? options.server?.workspace ?? (await createDemoWorkspace());
     const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
-    const runtime = new Runtime(options, workspace, folder, createModel(options, demoDelayMs));
+    const runtime = new Runtime(options, workspace, folder, wiring.model ?? createModel(options, demoDelayMs), wiring);
     if (folder !== undefined) {
       const wanted = options.session!.resume;
       let found: SessionSummary | undefined;
