@@ -17,7 +17,7 @@ import path from "node:path";
 import type { Agent } from "../agent/agent.js";
 import type { Model } from "../model.js";
 import type { AgentMessage, AssistantMessage } from "../types.js";
-import type { EvalCase } from "./case-format.js";
+import type { CaseSettings, EvalCase } from "./case-format.js";
 import { checkSessionReplay, checkToolPairing, diffSnapshots, snapshotFolders } from "./protocol.js";
 import { runCheck, type CheckOutcome } from "./run-check.js";
 import type { RunPhase, RunRecord, RunStatus } from "./run-record.js";
@@ -175,20 +175,60 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     record.check = check;
   }
 
-  const last = assistants[assistants.length - 1];
-  if (options.signal?.aborted) return finish("interrupted", "agent", "stopped by the user (Ctrl-C) before the run finished");
-  if (problems.length > 0) return finish("protocol", "protocol", problems[0]);
-  if (timedOut) return finish("failed", "agent", `the time limit of ${evalCase.settings.timeLimitSeconds} s was reached`);
-  if (runError !== undefined) return finish("infrastructure", "agent", `the run failed: ${runError}`);
-  if (last === undefined) return finish("infrastructure", "agent", "the model never answered");
+  const verdict = classifyRun({
+    interrupted: options.signal?.aborted === true,
+    protocolProblems: problems,
+    timedOut,
+    ...(runError !== undefined && { runError }),
+    ...(assistants.length > 0 && { last: assistants[assistants.length - 1]! }),
+    ...(check !== undefined && { check }),
+    settings: evalCase.settings,
+  });
+  return finish(verdict.status, verdict.phase, verdict.reason);
+}
+
+/** What a run's verdict is decided from. */
+export interface RunFacts {
+  /** Ctrl-C stopped the run. */
+  interrupted: boolean;
+  /** The protocol checks' problems. */
+  protocolProblems: readonly string[];
+  /** The case's time limit stopped the agent. */
+  timedOut: boolean;
+  /** `prompt()` rejected (a session write failed, the runtime broke). */
+  runError?: string;
+  /** The run's last assistant message (absent: the model never answered). */
+  last?: AssistantMessage;
+  /** The check's outcome (absent when it did not run). */
+  check?: CheckOutcome;
+  settings: Pick<CaseSettings, "timeLimitSeconds" | "checkTimeLimitSeconds">;
+}
+
+/**
+ * A run's status, the phase that failed and why, from its facts. The first that applies wins:
+ * interrupted; a protocol problem (whatever the check says: a run that broke a contract is not
+ * trusted); the time limit (a task failure: too slow); the runtime failed or the model never
+ * answered or its call failed (infrastructure: the run could not be judged); the check could not
+ * start (infrastructure), timed out, or exited non-zero (task failures); else passed.
+ */
+export function classifyRun(facts: RunFacts): { status: RunStatus; phase?: RunPhase; reason?: string } {
+  // #region lab 14.3 classifyRun
+  const { check, last, settings } = facts;
+  if (facts.interrupted) return { status: "interrupted", phase: "agent", reason: "stopped by the user (Ctrl-C) before the run finished" };
+  if (facts.protocolProblems.length > 0) return { status: "protocol", phase: "protocol", reason: facts.protocolProblems[0]! };
+  if (facts.timedOut) return { status: "failed", phase: "agent", reason: `the time limit of ${settings.timeLimitSeconds} s was reached` };
+  if (facts.runError !== undefined) return { status: "infrastructure", phase: "agent", reason: `the run failed: ${facts.runError}` };
+  if (last === undefined) return { status: "infrastructure", phase: "agent", reason: "the model never answered" };
   if (last.stopReason === "error") {
-    return finish("infrastructure", "agent", `the model call failed: ${last.errorMessage ?? "no message"}`);
+    return { status: "infrastructure", phase: "agent", reason: `the model call failed: ${last.errorMessage ?? "no message"}` };
   }
-  if (check!.startError !== undefined) return finish("infrastructure", "check", `the check could not start: ${check!.startError}`);
-  if (check!.timedOut) return finish("failed", "check", `the check did not finish within ${evalCase.settings.checkTimeLimitSeconds} s`);
-  if (check!.exitCode !== 0) {
-    const how = check!.exitCode === null ? `was killed by ${check!.signal}` : `exited with ${check!.exitCode}`;
-    return finish("failed", "check", `the check ${how}`);
+  if (check === undefined) return { status: "infrastructure", phase: "check", reason: "the check did not run" };
+  if (check.startError !== undefined) return { status: "infrastructure", phase: "check", reason: `the check could not start: ${check.startError}` };
+  if (check.timedOut) return { status: "failed", phase: "check", reason: `the check did not finish within ${settings.checkTimeLimitSeconds} s` };
+  if (check.exitCode !== 0) {
+    const how = check.exitCode === null ? `was killed by ${check.signal}` : `exited with ${check.exitCode}`;
+    return { status: "failed", phase: "check", reason: `the check ${how}` };
   }
-  return finish("passed");
+  return { status: "passed" };
+  // #endregion
 }

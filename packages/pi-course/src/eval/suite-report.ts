@@ -62,7 +62,7 @@ export interface SuiteMeta {
  * and verdict; the totals.
  */
 export function buildSuiteReport(meta: SuiteMeta, runs: readonly RunRecord[]): SuiteReport {
-  // #region lab 14.3 buildSuiteReport
+  // #region lab 14.4 buildSuiteReport
   const cases = meta.cases.map((c): CaseReport => {
     const mine = runs.filter((r) => r.case === c.name).sort((a, b) => a.repeat - b.repeat);
     const counts = Object.fromEntries(STATUSES.map((s) => [s, mine.filter((r) => r.status === s).length])) as Record<RunStatus, number>;
@@ -91,7 +91,7 @@ export function buildSuiteReport(meta: SuiteMeta, runs: readonly RunRecord[]): S
 
 /** 0 when every case passed; 130 when Ctrl-C stopped the suite; 1 when a case failed. */
 export function suiteExitCode(report: SuiteReport): number {
-  // #region lab 14.3 suiteExitCode
+  // #region lab 14.4 suiteExitCode
   if (report.interrupted) return 130;
   return report.cases.every((c) => c.verdict === "passed") ? 0 : 1;
   // #endregion
