@@ -319,6 +319,7 @@ const run = (name: string, repeat: number, status: RunRecord["status"]): RunReco
   turns: 1,
   tokens: { input: 1, output: 1, total: 2 },
   cost: null,
+  startedAt: new Date(0).toISOString(),
   wallMs: 5,
   notes: [],
 });

@@ -276,6 +276,7 @@ async function runInWorker(
     turns: 0,
     tokens: { input: 0, output: 0, total: 0 },
     cost: null,
+    startedAt: new Date(started).toISOString(),
     wallMs: Date.now() - started,
     notes: [],
   };

@@ -76,6 +76,7 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     turns: 0,
     tokens: { input: 0, output: 0, total: 0 },
     cost: null,
+    startedAt: new Date(started).toISOString(),
     wallMs: 0,
     notes: [],
   };

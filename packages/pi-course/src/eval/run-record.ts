@@ -37,6 +37,8 @@ export interface RunRecord {
   tokens: { input: number; output: number; total: number };
   /** In US dollars, when the model reports it; null when unknown. */
   cost: number | null;
+  /** When the run started (ISO 8601). */
+  startedAt: string;
   /** Wall time of the whole run, preparation and check included, in milliseconds. */
   wallMs: number;
   /** The check's outcome (absent when it did not run). */
