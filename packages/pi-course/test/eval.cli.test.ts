@@ -44,15 +44,31 @@ interface Finished {
 
 function environment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, INIT_CWD: repoDir };
-  for (const name of ["PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER", "OPENAI_API_KEY"]) delete env[name];
+  for (const name of [
+    "PI_COURSE_CONFIG",
+    "PI_COURSE_BASE_URL",
+    "PI_COURSE_MODEL",
+    "PI_COURSE_PROVIDER",
+    "OPENAI_API_KEY",
+  ])
+    delete env[name];
   return env;
 }
 
 /** `pi-course eval args` as a process; `onStderr` sees stderr as it grows (and the child). */
-function evalProcess(args: string[], onStderr?: (text: string, pid: number) => void, env: NodeJS.ProcessEnv = {}): Promise<Finished> {
+function evalProcess(
+  args: string[],
+  onStderr?: (text: string, pid: number) => void,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Finished> {
   return new Promise((resolve, reject) => {
     // Its own process group, as a job on a terminal: a SIGINT to the group is a Ctrl-C.
-    const child = spawn(process.execPath, [tsxCli, startScript, "eval", ...args], { cwd: repoDir, env: { ...environment(), ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [tsxCli, startScript, "eval", ...args], {
+      cwd: repoDir,
+      env: { ...environment(), ...env },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
@@ -65,11 +81,20 @@ function evalProcess(args: string[], onStderr?: (text: string, pid: number) => v
   });
 }
 
-const report = (out: string): SuiteReport => JSON.parse(readFileSync(path.join(out, "report.json"), "utf8")) as SuiteReport;
+const report = (out: string): SuiteReport =>
+  JSON.parse(readFileSync(path.join(out, "report.json"), "utf8")) as SuiteReport;
 
 it("the shipped offline suite passes, twice per case, and writes both reports", async () => {
   const out = path.join(dir, "shipped");
-  const { code, stdout, stderr } = await evalProcess([shippedSuite, "--repeat", "2", "--concurrency", "3", "--out", out]);
+  const { code, stdout, stderr } = await evalProcess([
+    shippedSuite,
+    "--repeat",
+    "2",
+    "--concurrency",
+    "3",
+    "--out",
+    out,
+  ]);
   expect(stderr).toContain(`reports: ${out}\n`);
   expect(code, stdout + stderr).toBe(0);
   const r = report(out);
@@ -106,7 +131,9 @@ it("each failure class is reported apart, and a failed case makes the exit code 
     ["task", "failed", "failed", "check"],
   ]);
   expect(r.cases[3]!.runs[0]!.check!.output).toBe("wrong\n");
-  expect(stdout).toContain("1/4 cases passed · runs: 1 passed, 1 failed, 1 protocol, 1 infrastructure, 0 interrupted\n");
+  expect(stdout).toContain(
+    "1/4 cases passed · runs: 1 passed, 1 failed, 1 protocol, 1 infrastructure, 0 interrupted\n",
+  );
 }, 60_000);
 
 it("runs at once do not see each other: own workspace, own session, own process", async () => {
@@ -127,7 +154,9 @@ it("runs at once do not see each other: own workspace, own session, own process"
     });
   }
   const out = path.join(dir, "parallel-out");
-  const { code, stdout, stderr } = await evalProcess([suite, "--concurrency", "4", "--out", out], undefined, { EVAL_TEST_BARRIER: barrier });
+  const { code, stdout, stderr } = await evalProcess([suite, "--concurrency", "4", "--out", out], undefined, {
+    EVAL_TEST_BARRIER: barrier,
+  });
   await rm(barrier, { recursive: true, force: true });
   expect(code, stdout + stderr).toBe(0);
   const runs = report(out).cases.map((c) => c.runs[0]!);
@@ -169,7 +198,11 @@ it("Ctrl-C (SIGINT to the process group) stops the suite cleanly and still repor
     ["b-slow", "incomplete", ["interrupted"]],
     ["c-never", "incomplete", []],
   ]);
-  expect(r.cases[1]!.runs[0]).toMatchObject({ phase: "agent", reason: "stopped by the user (Ctrl-C) before the run finished", turns: 1 });
+  expect(r.cases[1]!.runs[0]).toMatchObject({
+    phase: "agent",
+    reason: "stopped by the user (Ctrl-C) before the run finished",
+    turns: 1,
+  });
   expect(stdout).toContain("stopped by Ctrl-C");
   expect(existsSync(path.join(out, "report.html"))).toBe(true);
   // The slow case's command is gone with it.
@@ -178,7 +211,9 @@ it("Ctrl-C (SIGINT to the process group) stops the suite cleanly and still repor
 
 /** The processes running the slow case's `sleep 47.25`. */
 function sleeping(): string[] {
-  return readdirSync("/proc").filter((pid) => /^\d+$/.test(pid) && (readFileSyncSafe(`/proc/${pid}/cmdline`) ?? "").includes("sleep\u000047.25"));
+  return readdirSync("/proc").filter(
+    (pid) => /^\d+$/.test(pid) && (readFileSyncSafe(`/proc/${pid}/cmdline`) ?? "").includes("sleep\u000047.25"),
+  );
 }
 
 function readFileSyncSafe(file: string): string | undefined {
@@ -196,7 +231,12 @@ function chat(content: { text?: string; bash?: string }): string {
   let body = "";
   if (content.text !== undefined) body += chunk({ role: "assistant", content: content.text }, null);
   if (content.bash !== undefined) {
-    const call = { index: 0, id: "call_1", type: "function", function: { name: "bash", arguments: JSON.stringify({ command: content.bash }) } };
+    const call = {
+      index: 0,
+      id: "call_1",
+      type: "function",
+      function: { name: "bash", arguments: JSON.stringify({ command: content.bash }) },
+    };
     body += chunk({ role: "assistant", tool_calls: [call] }, null);
   }
   return `${body + chunk({}, content.bash ? "tool_calls" : "stop")}data: [DONE]\n\n`;
@@ -207,9 +247,23 @@ it("--base-url runs the same cases against a model server (the script is not rea
   servers.push(server);
   server.reply(sseReply(chat({ bash: "echo 42 > answer.txt" }))).reply(sseReply(chat({ text: "Wrote 42." })));
   const suite = path.join(dir, "served");
-  await writeCase(suite, "answer", { task: "Write 42 into answer.txt.", check: '[ "$(cat answer.txt)" = 42 ]', script: [{ text: "never played" }], caseJson: { model: { id: "case-model" } } });
+  await writeCase(suite, "answer", {
+    task: "Write 42 into answer.txt.",
+    check: '[ "$(cat answer.txt)" = 42 ]',
+    script: [{ text: "never played" }],
+    caseJson: { model: { id: "case-model" } },
+  });
   const out = path.join(dir, "served-out");
-  const { code, stdout, stderr } = await evalProcess([suite, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--out", out]);
+  const { code, stdout, stderr } = await evalProcess([
+    suite,
+    "--base-url",
+    server.baseUrl,
+    "--model",
+    "m",
+    "--no-api-key",
+    "--out",
+    out,
+  ]);
   expect(code, stdout + stderr).toBe(0);
   expect(stderr).toContain(`model: m at ${server.baseUrl}`);
   expect(report(out).cases[0]!.runs[0]).toMatchObject({ status: "passed", model: "case-model", turns: 2 });
@@ -217,7 +271,16 @@ it("--base-url runs the same cases against a model server (the script is not rea
   await server.close();
   servers.splice(0);
   const down = path.join(dir, "down-out");
-  const second = await evalProcess([suite, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--out", down]);
+  const second = await evalProcess([
+    suite,
+    "--base-url",
+    server.baseUrl,
+    "--model",
+    "m",
+    "--no-api-key",
+    "--out",
+    down,
+  ]);
   expect(second.code).toBe(1);
   expect(report(down).cases[0]!.runs[0]).toMatchObject({ status: "infrastructure", phase: "agent" });
   expect(report(down).cases[0]!.runs[0]!.reason).toMatch(/^the model call failed: .*ECONNREFUSED/);
@@ -226,24 +289,35 @@ it("--base-url runs the same cases against a model server (the script is not rea
 it("usage errors exit 2 and say what to do", async () => {
   const none = await evalProcess([]);
   expect(none.code).toBe(2);
-  expect(none.stderr).toBe("error: name the suite: pi-course eval SUITE (a folder of cases).\nRun `pi-course eval --help` for the options.\n");
+  expect(none.stderr).toBe(
+    "error: name the suite: pi-course eval SUITE (a folder of cases).\nRun `pi-course eval --help` for the options.\n",
+  );
   // The same checks in-process (a process start costs seconds on a busy machine).
   const run = async (args: string[]) => {
     let stderr = "";
-    const code = await runMain(["eval", ...args], { stdout: { write: () => true }, stderr: { write: (t: string) => (stderr += t) }, env: environment() });
+    const code = await runMain(["eval", ...args], {
+      stdout: { write: () => true },
+      stderr: { write: (t: string) => (stderr += t) },
+      env: environment(),
+    });
     return { code, stderr };
   };
   expect(await run([shippedSuite, "--concurrency", "0"])).toEqual({
     code: 2,
-    stderr: 'error: --concurrency needs a whole number from 1 to 64, got "0".\nRun `pi-course eval --help` for the options.\n',
+    stderr:
+      'error: --concurrency needs a whole number from 1 to 64, got "0".\nRun `pi-course eval --help` for the options.\n',
   });
   const offline = await run([shippedSuite, "--model", "m"]);
   expect(offline.code).toBe(2);
-  expect(offline.stderr).toContain("--model, --cwd, --api-key-env, --api-key-file, --prompt-file and a task need --base-url");
+  expect(offline.stderr).toContain(
+    "--model, --cwd, --api-key-env, --api-key-file, --prompt-file and a task need --base-url",
+  );
   expect((await run([path.join(dir, "no-such-suite")])).stderr).toBe(
     `error: the suite ${path.join(dir, "no-such-suite")} is not a folder: a suite is a folder of case folders.\nRun \`pi-course eval --help\` for the options.\n`,
   );
   const used = path.join(dir, "used");
   await writeCase(used, "x", {});
-  expect((await run([shippedSuite, "--out", used])).stderr).toContain(`error: --out ${used} is not empty; name a new or empty folder`);
+  expect((await run([shippedSuite, "--out", used])).stderr).toContain(
+    `error: --out ${used} is not empty; name a new or empty folder`,
+  );
 }, 60_000);

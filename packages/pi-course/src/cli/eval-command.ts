@@ -27,7 +27,6 @@ import { CliUsageError, parseArgs } from "./args.js";
 import { readConfigFile, resolveSettings } from "./config.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
-import type { CliIO } from "./main.js";
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report
 
@@ -47,6 +46,13 @@ plays it offline). A suite is a folder of cases.
 
 Exit code: 0 every case passed, 1 a case failed, 2 usage, 130 stopped by Ctrl-C.
 `;
+
+/** Where the command writes (main.ts's `CliIO` fits it). */
+export interface EvalIO {
+  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown; isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+}
 
 /** `pi-course eval`'s options. */
 export interface EvalOptions {
@@ -71,7 +77,9 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   let keep = false;
   const count = (flag: string, text: string | undefined, max: number): number => {
     if (text === undefined || !/^[0-9]+$/.test(text) || Number(text) < 1 || Number(text) > max) {
-      throw new CliUsageError(`${flag} needs a whole number from 1 to ${max}, got ${text === undefined ? "nothing" : JSON.stringify(text)}.`);
+      throw new CliUsageError(
+        `${flag} needs a whole number from 1 to ${max}, got ${text === undefined ? "nothing" : JSON.stringify(text)}.`,
+      );
     }
     return Number(text);
   };
@@ -94,7 +102,11 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     else positional.push(arg);
   }
   if (positional.length !== 1) {
-    throw new CliUsageError(positional.length === 0 ? "name the suite: pi-course eval SUITE (a folder of cases)." : `give one suite, got ${positional.join(", ")}.`);
+    throw new CliUsageError(
+      positional.length === 0
+        ? "name the suite: pi-course eval SUITE (a folder of cases)."
+        : `give one suite, got ${positional.join(", ")}.`,
+    );
   }
   const suite = path.resolve(from, positional[0]!);
   // The model comes from the same settings as npm start's: flags, environment, config file.
@@ -108,14 +120,25 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   }
   const named = resolveSettings({ baseUrl: at("--base-url"), provider: at("--provider") }, env, file);
   const onServer = named.baseUrl !== undefined || named.provider?.value === "anthropic";
-  const parsed = parseArgs([...modelFlags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])], env, false);
+  const parsed = parseArgs(
+    [...modelFlags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])],
+    env,
+    false,
+  );
   if (parsed.kind !== "run") return "help";
   let server: EvalServer | undefined;
   if (parsed.server !== undefined) {
     const { workspace: _unused, ...rest } = parsed.server;
     server = rest;
   }
-  return { suite, concurrency, repeat, keep, ...(out !== undefined && { out }), ...(server !== undefined && { server }) };
+  return {
+    suite,
+    concurrency,
+    repeat,
+    keep,
+    ...(out !== undefined && { out }),
+    ...(server !== undefined && { server }),
+  };
 }
 
 /** The worker script beside this file (.ts under tsx, .js once built). */
@@ -125,7 +148,7 @@ function workerPath(): string {
 }
 
 /** Runs the eval command; resolves with the exit code. */
-export async function runEval(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
+export async function runEval(argv: readonly string[], io: EvalIO, signal?: AbortSignal): Promise<number> {
   let options: EvalOptions | "help";
   let cases: EvalCase[];
   try {
@@ -136,7 +159,9 @@ export async function runEval(argv: readonly string[], io: CliIO, signal?: Abort
     }
     cases = await loadSuite(options.suite);
     if (options.out !== undefined && existsSync(options.out) && readdirSync(options.out).length > 0) {
-      throw new CliUsageError(`--out ${options.out} is not empty; name a new or empty folder (reports are never overwritten).`);
+      throw new CliUsageError(
+        `--out ${options.out} is not empty; name a new or empty folder (reports are never overwritten).`,
+      );
     }
   } catch (error) {
     if (!(error instanceof CliUsageError || error instanceof CaseFormatError)) throw error;
@@ -146,10 +171,17 @@ export async function runEval(argv: readonly string[], io: CliIO, signal?: Abort
   const out = options.out ?? (await mkdtemp(path.join(tmpdir(), "pi-course-eval-")));
   await mkdir(out, { recursive: true });
   const scratch = await mkdtemp(path.join(tmpdir(), "pi-course-eval-runs-"));
-  const modelName = options.server === undefined ? "scripted (offline, each case's script.json)" : `${options.server.model} at ${options.server.baseUrl ?? "https://api.anthropic.com"}`;
-  io.stderr.write(`eval · ${cases.length} case(s) × ${options.repeat} · ${options.concurrency} at once · model: ${modelName}\nreports: ${out}\n`);
+  const modelName =
+    options.server === undefined
+      ? "scripted (offline, each case's script.json)"
+      : `${options.server.model} at ${options.server.baseUrl ?? "https://api.anthropic.com"}`;
+  io.stderr.write(
+    `eval · ${cases.length} case(s) × ${options.repeat} · ${options.concurrency} at once · model: ${modelName}\nreports: ${out}\n`,
+  );
 
-  const jobs = cases.flatMap((evalCase) => Array.from({ length: options.repeat }, (_, repeat) => ({ evalCase, repeat })));
+  const jobs = cases.flatMap((evalCase) =>
+    Array.from({ length: options.repeat }, (_, repeat) => ({ evalCase, repeat })),
+  );
   const children = new Set<ChildProcess>();
   const killAll = () => {
     for (const child of children) {
@@ -161,7 +193,7 @@ export async function runEval(argv: readonly string[], io: CliIO, signal?: Abort
     }
   };
   process.on("exit", killAll);
-  const tty = (io.stdout as { isTTY?: boolean }).isTTY === true && (io.stderr as { isTTY?: boolean }).isTTY === true;
+  const tty = io.stdout.isTTY === true && io.stderr.isTTY === true;
   let done = 0;
   let running = 0;
   const tally = { passed: 0, failed: 0 };
@@ -175,7 +207,10 @@ export async function runEval(argv: readonly string[], io: CliIO, signal?: Abort
       ...(signal !== undefined && { signal }),
       onStart: (job) => {
         running++;
-        if (tty) progress(`[${done}/${jobs.length}] running ${running} · passed ${tally.passed} · not passed ${tally.failed} · ${job.evalCase.name} #${job.repeat}`);
+        if (tty)
+          progress(
+            `[${done}/${jobs.length}] running ${running} · passed ${tally.passed} · not passed ${tally.failed} · ${job.evalCase.name} #${job.repeat}`,
+          );
       },
       onDone: (record) => {
         running--;
@@ -183,7 +218,9 @@ export async function runEval(argv: readonly string[], io: CliIO, signal?: Abort
         if (record.status === "passed") tally.passed++;
         else tally.failed++;
         const what = record.status === "passed" ? "PASS" : record.status.toUpperCase();
-        progress(`[${done}/${jobs.length}] ${what} ${record.case} #${record.repeat} (${(record.wallMs / 1000).toFixed(1)} s)${record.reason ? `: ${record.reason}` : ""}`);
+        progress(
+          `[${done}/${jobs.length}] ${what} ${record.case} #${record.repeat} (${(record.wallMs / 1000).toFixed(1)} s)${record.reason ? `: ${record.reason}` : ""}`,
+        );
       },
     },
   );
@@ -232,7 +269,10 @@ async function runInWorker(
   };
   const started = Date.now();
   // Its own process group: a Ctrl-C on the terminal reaches this process, which passes it on.
-  const child = spawn(process.execPath, [...process.execArgv, workerPath()], { detached: true, stdio: ["pipe", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...process.execArgv, workerPath()], {
+    detached: true,
+    stdio: ["pipe", "ignore", "pipe"],
+  });
   children.add(child);
   let stderr = "";
   child.stderr!.on("data", (data: Buffer) => (stderr = (stderr + data.toString("utf8")).slice(-4000)));
@@ -260,11 +300,12 @@ async function runInWorker(
   children.delete(child);
   const text = await readFile(job.resultFile, "utf8").catch(() => undefined);
   if (text !== undefined) return JSON.parse(text) as RunRecord;
-  const why = exit.error !== undefined
-    ? `the worker could not start: ${exit.error.message}`
-    : hung
-      ? `the worker did not finish within ${limitMs / 1000} s and was killed`
-      : `the worker ended (${exit.signal ?? `exit code ${exit.code}`}) without a result${stderr.trim() ? `: ${stderr.trim().split("\n").slice(-3).join(" / ")}` : ""}`;
+  const why =
+    exit.error !== undefined
+      ? `the worker could not start: ${exit.error.message}`
+      : hung
+        ? `the worker did not finish within ${limitMs / 1000} s and was killed`
+        : `the worker ended (${exit.signal ?? `exit code ${exit.code}`}) without a result${stderr.trim() ? `: ${stderr.trim().split("\n").slice(-3).join(" / ")}` : ""}`;
   return {
     case: evalCase.name,
     repeat,

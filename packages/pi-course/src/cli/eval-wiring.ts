@@ -46,10 +46,16 @@ export function runtimeWire(server: EvalServer | undefined): Wire {
  * case's script, variant `repeat`. A case without a script offline has no model, which the
  * record reports as an infrastructure failure that says what to do.
  */
-export async function caseModel(evalCase: EvalCase, server: EvalServer | undefined, repeat: number): Promise<Model | { unavailable: string }> {
+export async function caseModel(
+  evalCase: EvalCase,
+  server: EvalServer | undefined,
+  repeat: number,
+): Promise<Model | { unavailable: string }> {
   if (server !== undefined) return createModel(runOptions(server, evalCase.dir), 0, evalCase.settings.model.id);
   if (evalCase.script === undefined) {
-    return { unavailable: `case ${evalCase.name} has no script.json, so it cannot run offline; run the suite against a server with --base-url URL --model NAME` };
+    return {
+      unavailable: `case ${evalCase.name} has no script.json, so it cannot run offline; run the suite against a server with --base-url URL --model NAME`,
+    };
   }
   try {
     return createCaseModel(await loadCaseScript(evalCase.script), repeat, evalCase.name);

@@ -109,7 +109,10 @@ export class Runtime {
     // Commands the model runs never see the API key: secret-looking variables are dropped, also
     // the variable named by --api-key-env, and any other holding the key in use.
     const server = options.server;
-    const commandEnv = commandEnvironment(wiring.env ?? process.env, server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
+    const commandEnv = commandEnvironment(
+      wiring.env ?? process.env,
+      server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv],
+    );
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
@@ -131,7 +134,12 @@ export class Runtime {
    * should know about the session. Rejects with an `Error` that says what to do when the session
    * asked for cannot be found or read.
    */
-  static async start(options: RunOptions, notes: (text: string) => void, demoDelayMs = 0, wiring: RuntimeWiring = {}): Promise<Runtime> {
+  static async start(
+    options: RunOptions,
+    notes: (text: string) => void,
+    demoDelayMs = 0,
+    wiring: RuntimeWiring = {},
+  ): Promise<Runtime> {
     const workspace = wiring.workspace ?? options.server?.workspace ?? (await createDemoWorkspace());
     const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
     const runtime = new Runtime(options, workspace, folder, wiring.model ?? createModel(options, demoDelayMs), wiring);

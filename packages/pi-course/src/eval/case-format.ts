@@ -102,7 +102,9 @@ export function parseCaseSettings(text: string, where: string): CaseSettings {
     const value = record[key];
     if (value === undefined) return;
     if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-      throw new CaseFormatError(`${where}: "${key}" must be a ${integer ? "whole number" : "number"} above 0, got ${JSON.stringify(value)}.`);
+      throw new CaseFormatError(
+        `${where}: "${key}" must be a ${integer ? "whole number" : "number"} above 0, got ${JSON.stringify(value)}.`,
+      );
     }
     settings[key] = value;
   };
@@ -120,7 +122,13 @@ export function parseCaseSettings(text: string, where: string): CaseSettings {
   if (model !== undefined) {
     const id = (model as { id?: unknown } | null)?.id;
     const keys = typeof model === "object" && model !== null ? Object.keys(model) : [];
-    if (typeof model !== "object" || model === null || Array.isArray(model) || keys.some((k) => k !== "id") || (id !== undefined && (typeof id !== "string" || id === ""))) {
+    if (
+      typeof model !== "object" ||
+      model === null ||
+      Array.isArray(model) ||
+      keys.some((k) => k !== "id") ||
+      (id !== undefined && (typeof id !== "string" || id === ""))
+    ) {
       throw new CaseFormatError(`${where}: "model" must be an object like {"id": "model-name"} (only "id" is read).`);
     }
     if (id !== undefined) settings.model = { id: id as string };
@@ -141,25 +149,38 @@ export async function loadCase(dir: string): Promise<EvalCase> {
   const absolute = path.resolve(dir);
   const name = path.basename(absolute);
   const info = await stat(absolute).catch(() => undefined);
-  if (info === undefined || !info.isDirectory()) throw new CaseFormatError(`${absolute} is not a folder: a case is a folder.`);
+  if (info === undefined || !info.isDirectory())
+    throw new CaseFormatError(`${absolute} is not a folder: a case is a folder.`);
   const taskFile = path.join(absolute, "task.md");
   const task = (await readFile(taskFile, "utf8").catch(() => undefined))?.trim();
   if (task === undefined) throw new CaseFormatError(`case ${name}: ${taskFile} is missing; write the prompt there.`);
   if (task === "") throw new CaseFormatError(`case ${name}: ${taskFile} is empty; write the prompt there.`);
   const filesDir = path.join(absolute, "files");
   if (!(await stat(filesDir).catch(() => undefined))?.isDirectory()) {
-    throw new CaseFormatError(`case ${name}: ${filesDir} is missing; it is the starting workspace (an empty folder is fine).`);
+    throw new CaseFormatError(
+      `case ${name}: ${filesDir} is missing; it is the starting workspace (an empty folder is fine).`,
+    );
   }
   const check = path.join(absolute, "check");
   if (!(await stat(check).catch(() => undefined))?.isFile()) {
-    throw new CaseFormatError(`case ${name}: ${check} is missing; it is the executable that judges the run (exit 0 passes).`);
+    throw new CaseFormatError(
+      `case ${name}: ${check} is missing; it is the executable that judges the run (exit 0 passes).`,
+    );
   }
-  if (!(await access(check, constants.X_OK).then(() => true, () => false))) {
+  if (
+    !(await access(check, constants.X_OK).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     throw new CaseFormatError(`case ${name}: ${check} is not executable; run chmod +x on it.`);
   }
   const settingsFile = path.join(absolute, "case.json");
   const settingsText = await readFile(settingsFile, "utf8").catch(() => undefined);
-  const settings = settingsText === undefined ? { ...DEFAULT_CASE_SETTINGS, model: {}, tags: [] } : parseCaseSettings(settingsText, settingsFile);
+  const settings =
+    settingsText === undefined
+      ? { ...DEFAULT_CASE_SETTINGS, model: {}, tags: [] }
+      : parseCaseSettings(settingsText, settingsFile);
   const script = path.join(absolute, "script.json");
   const hasScript = (await stat(script).catch(() => undefined))?.isFile() === true;
   return { name, dir: absolute, task, filesDir, check, settings, ...(hasScript && { script }) };
@@ -175,7 +196,8 @@ export async function loadSuite(dir: string): Promise<EvalCase[]> {
   if (info === undefined || !info.isDirectory()) {
     throw new CaseFormatError(`the suite ${absolute} is not a folder: a suite is a folder of case folders.`);
   }
-  if ((await stat(path.join(absolute, "task.md")).catch(() => undefined)) !== undefined) return [await loadCase(absolute)];
+  if ((await stat(path.join(absolute, "task.md")).catch(() => undefined)) !== undefined)
+    return [await loadCase(absolute)];
   const names = (await readdir(absolute, { withFileTypes: true }))
     .filter((entry) => entry.isDirectory() && !entry.name.startsWith(".") && !entry.name.startsWith("_"))
     .map((entry) => entry.name)
@@ -186,7 +208,9 @@ export async function loadSuite(dir: string): Promise<EvalCase[]> {
     cases.push(await loadCase(path.join(absolute, name)));
   }
   if (cases.length === 0) {
-    throw new CaseFormatError(`the suite ${absolute} holds no case: a case is a folder with task.md, files/ and check.`);
+    throw new CaseFormatError(
+      `the suite ${absolute} holds no case: a case is a folder with task.md, files/ and check.`,
+    );
   }
   return cases;
 }

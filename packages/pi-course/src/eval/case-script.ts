@@ -60,20 +60,28 @@ export function parseCaseScript(text: string, where: string): CaseScript {
   if ((record.turns === undefined) === (record.variants === undefined)) {
     throw new CaseFormatError(`${where}: give exactly one of "turns" and "variants".`);
   }
-  const lists: unknown[] = record.turns !== undefined ? [record.turns] : Array.isArray(record.variants) ? record.variants.map((v) => (v as { turns?: unknown } | null)?.turns) : [];
+  const lists: unknown[] =
+    record.turns !== undefined
+      ? [record.turns]
+      : Array.isArray(record.variants)
+        ? record.variants.map((v) => (v as { turns?: unknown } | null)?.turns)
+        : [];
   if (lists.length === 0) throw new CaseFormatError(`${where}: "variants" must be a non-empty list of {"turns": […]}.`);
   const variants = lists.map((list, v) => {
     const at = record.variants !== undefined ? `variant ${v}` : "turns";
-    if (!Array.isArray(list) || list.length === 0) throw new CaseFormatError(`${where}: ${at} must be a non-empty list of turns.`);
+    if (!Array.isArray(list) || list.length === 0)
+      throw new CaseFormatError(`${where}: ${at} must be a non-empty list of turns.`);
     return list.map((turn, t) => checkTurn(turn, `${where}: ${at}, turn ${t}`));
   });
   const delayMs = record.delayMs ?? 0;
-  if (typeof delayMs !== "number" || !(delayMs >= 0)) throw new CaseFormatError(`${where}: "delayMs" must be a number ≥ 0.`);
+  if (typeof delayMs !== "number" || !(delayMs >= 0))
+    throw new CaseFormatError(`${where}: "delayMs" must be a number ≥ 0.`);
   return { variants, delayMs };
 }
 
 function checkTurn(turn: unknown, where: string): ScriptTurn {
-  if (typeof turn !== "object" || turn === null || Array.isArray(turn)) throw new CaseFormatError(`${where} must be an object.`);
+  if (typeof turn !== "object" || turn === null || Array.isArray(turn))
+    throw new CaseFormatError(`${where} must be an object.`);
   const t = turn as Record<string, unknown>;
   for (const key of Object.keys(t)) {
     if (!["text", "toolCalls", "error", "usage"].includes(key)) {
@@ -85,10 +93,20 @@ function checkTurn(turn: unknown, where: string): ScriptTurn {
       throw new CaseFormatError(`${where}: "error" is a non-empty message, on a turn without toolCalls.`);
     }
   }
-  if (t.text !== undefined && typeof t.text !== "string") throw new CaseFormatError(`${where}: "text" must be a string.`);
+  if (t.text !== undefined && typeof t.text !== "string")
+    throw new CaseFormatError(`${where}: "text" must be a string.`);
   if (t.toolCalls !== undefined) {
     const calls = t.toolCalls;
-    if (!Array.isArray(calls) || calls.some((c) => typeof c !== "object" || c === null || typeof (c as { name?: unknown }).name !== "string" || !("arguments" in c))) {
+    if (
+      !Array.isArray(calls) ||
+      calls.some(
+        (c) =>
+          typeof c !== "object" ||
+          c === null ||
+          typeof (c as { name?: unknown }).name !== "string" ||
+          !("arguments" in c),
+      )
+    ) {
       throw new CaseFormatError(`${where}: "toolCalls" must be a list of {"name": "…", "arguments": {…}}.`);
     }
   }
@@ -96,7 +114,10 @@ function checkTurn(turn: unknown, where: string): ScriptTurn {
     throw new CaseFormatError(`${where} says nothing: give text, toolCalls or error.`);
   }
   const usage = t.usage as { input?: unknown; output?: unknown } | undefined;
-  if (usage !== undefined && (typeof usage !== "object" || usage === null || typeof usage.input !== "number" || typeof usage.output !== "number")) {
+  if (
+    usage !== undefined &&
+    (typeof usage !== "object" || usage === null || typeof usage.input !== "number" || typeof usage.output !== "number")
+  ) {
     throw new CaseFormatError(`${where}: "usage" must be {"input": N, "output": N}.`);
   }
   return t as ScriptTurn;
@@ -114,13 +135,22 @@ export async function loadCaseScript(file: string): Promise<CaseScript> {
 export function createCaseModel(script: CaseScript, repeatIndex: number, caseName: string): ScriptedModel {
   const variant = script.variants[repeatIndex % script.variants.length]!;
   const turns: ScriptedTurn[] = variant.map((turn, t) => {
-    if (turn.error !== undefined) return { stopReason: "error", errorMessage: turn.error, ...(turn.text !== undefined && { partialText: turn.text }) };
+    if (turn.error !== undefined)
+      return {
+        stopReason: "error",
+        errorMessage: turn.error,
+        ...(turn.text !== undefined && { partialText: turn.text }),
+      };
     const content: AssistantContent[] = [];
     if (turn.text !== undefined) content.push({ type: "text", text: turn.text });
-    (turn.toolCalls ?? []).forEach((call, i) => content.push({ type: "toolCall", id: `call_${t}_${i}`, name: call.name, arguments: call.arguments }));
+    (turn.toolCalls ?? []).forEach((call, i) =>
+      content.push({ type: "toolCall", id: `call_${t}_${i}`, name: call.name, arguments: call.arguments }),
+    );
     const input = turn.usage?.input ?? 0;
     const output = turn.usage?.output ?? 0;
-    return assistantMessage(content, (turn.toolCalls ?? []).length > 0 ? "toolUse" : "stop", { usage: { input, output, totalTokens: input + output } });
+    return assistantMessage(content, (turn.toolCalls ?? []).length > 0 ? "toolUse" : "stop", {
+      usage: { input, output, totalTokens: input + output },
+    });
   });
   return new ScriptedModel(turns, { provider: "scripted", id: `script:${caseName}`, delayMs: script.delayMs });
 }

@@ -34,7 +34,12 @@ export async function readTranscripts(report: SuiteReport): Promise<Map<string, 
 
 /** `text` safe inside HTML text and attribute values. */
 export function escapeHtml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
 }
 
 const STYLE = `
@@ -50,7 +55,10 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem;
 `;
 
 /** The whole page for `report`, with the transcripts of `readTranscripts`. */
-export function renderHtmlReport(report: SuiteReport, transcripts: ReadonlyMap<string, AgentMessage[] | string>): string {
+export function renderHtmlReport(
+  report: SuiteReport,
+  transcripts: ReadonlyMap<string, AgentMessage[] | string>,
+): string {
   const t = report.totals;
   const rows = report.cases
     .map((c) => {
@@ -104,12 +112,22 @@ function renderRun(run: RunRecord, transcript: AgentMessage[] | string | undefin
   const why = run.reason === undefined ? "" : ` — ${escapeHtml(run.phase ?? "")}: ${escapeHtml(run.reason)}`;
   const parts: string[] = [];
   if (run.protocolProblems.length > 0) {
-    parts.push(`<h3>Protocol problems</h3><ul>${run.protocolProblems.map((p) => `<li>${escapeHtml(p)}</li>`).join("")}</ul>`);
+    parts.push(
+      `<h3>Protocol problems</h3><ul>${run.protocolProblems.map((p) => `<li>${escapeHtml(p)}</li>`).join("")}</ul>`,
+    );
   }
   if (run.notes.length > 0) parts.push(`<ul>${run.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join("")}</ul>`);
   if (run.check !== undefined) {
-    const how = run.check.startError ?? (run.check.timedOut ? "timed out" : run.check.exitCode === null ? `killed by ${run.check.signal}` : `exit ${run.check.exitCode}`);
-    parts.push(`<h3>Check (${escapeHtml(how)}, ${(run.check.ms / 1000).toFixed(1)} s)</h3><pre class="check">${escapeHtml(run.check.output) || "(no output)"}</pre>`);
+    const how =
+      run.check.startError ??
+      (run.check.timedOut
+        ? "timed out"
+        : run.check.exitCode === null
+          ? `killed by ${run.check.signal}`
+          : `exit ${run.check.exitCode}`);
+    parts.push(
+      `<h3>Check (${escapeHtml(how)}, ${(run.check.ms / 1000).toFixed(1)} s)</h3><pre class="check">${escapeHtml(run.check.output) || "(no output)"}</pre>`,
+    );
   }
   parts.push(`<h3>Transcript</h3>`);
   if (transcript === undefined) parts.push("<p>No session file was kept.</p>");
@@ -124,7 +142,8 @@ function renderRun(run: RunRecord, transcript: AgentMessage[] | string | undefin
 
 function renderMessage(agentMessage: AgentMessage): string {
   const message = agentMessage as Message;
-  if (!("role" in message) || !["user", "assistant", "toolResult"].includes(message.role)) return `<div class="msg"><pre>${escapeHtml(JSON.stringify(message, null, 2))}</pre></div>`;
+  if (!("role" in message) || !["user", "assistant", "toolResult"].includes(message.role))
+    return `<div class="msg"><pre>${escapeHtml(JSON.stringify(message, null, 2))}</pre></div>`;
   if (message.role === "user") {
     return `<div class="msg user"><div class="role">user</div><pre>${escapeHtml(message.content.map((c) => ("text" in c ? c.text : `[${c.type}]`)).join("\n"))}</pre></div>`;
   }
@@ -137,9 +156,13 @@ function renderMessage(agentMessage: AgentMessage): string {
   }
   const blocks = message.content.map((block) => {
     if (block.type === "text") return `<pre>${escapeHtml(block.text)}</pre>`;
-    if (block.type === "toolCall") return `<pre>→ ${escapeHtml(block.name)} ${escapeHtml(JSON.stringify(block.arguments))}</pre>`;
+    if (block.type === "toolCall")
+      return `<pre>→ ${escapeHtml(block.name)} ${escapeHtml(JSON.stringify(block.arguments))}</pre>`;
     return `<pre><em>${escapeHtml(block.type)}</em></pre>`;
   });
-  const stop = message.stopReason === "error" || message.stopReason === "aborted" ? ` (${message.stopReason}: ${escapeHtml(message.errorMessage ?? "")})` : "";
+  const stop =
+    message.stopReason === "error" || message.stopReason === "aborted"
+      ? ` (${message.stopReason}: ${escapeHtml(message.errorMessage ?? "")})`
+      : "";
   return `<div class="msg assistant${stop ? " error" : ""}"><div class="role">assistant${stop}</div>${blocks.join("")}</div>`;
 }

@@ -39,13 +39,15 @@ export function checkToolPairing(messages: readonly AgentMessage[]): string[] {
       }
     } else if (message.role === "toolResult") {
       const call = calls.get(message.toolCallId);
-      if (call === undefined) problems.push(`the result for ${message.toolCallId} (${message.toolName}) answers no earlier tool call.`);
+      if (call === undefined)
+        problems.push(`the result for ${message.toolCallId} (${message.toolName}) answers no earlier tool call.`);
       else call.results++;
     }
   }
   for (const [id, call] of calls) {
     if (call.results === 0) problems.push(`tool call ${id} (${call.name}) has no result.`);
-    else if (call.results > 1) problems.push(`tool call ${id} (${call.name}) has ${call.results} results; it must have exactly one.`);
+    else if (call.results > 1)
+      problems.push(`tool call ${id} (${call.name}) has ${call.results} results; it must have exactly one.`);
   }
   return problems;
   // #endregion
@@ -66,7 +68,8 @@ export async function checkSessionReplay(file: string, messages: readonly AgentM
   }
   try {
     const problems: string[] = [];
-    if (session.recovery.tail !== null || session.recovery.kept.length > 0) problems.push(`the session file ${file} has torn lines.`);
+    if (session.recovery.tail !== null || session.recovery.kept.length > 0)
+      problems.push(`the session file ${file} has torn lines.`);
     const leaf = session.leaf;
     const stored = leaf === undefined ? [] : messagesOf(session.pathToLeaf(leaf.id));
     const same = Math.min(stored.length, messages.length);
@@ -123,7 +126,8 @@ export function diffSnapshots(before: FolderSnapshot, after: FolderSnapshot): st
     if (was === undefined) problems.push(`written outside the workspace: ${at} was created.`);
     else if (!isDeepStrictEqual(was, state)) problems.push(`written outside the workspace: ${at} was changed.`);
   }
-  for (const at of before.keys()) if (!after.has(at)) problems.push(`written outside the workspace: ${at} was removed.`);
+  for (const at of before.keys())
+    if (!after.has(at)) problems.push(`written outside the workspace: ${at} was removed.`);
   return problems;
   // #endregion
 }

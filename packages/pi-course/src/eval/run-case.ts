@@ -95,7 +95,11 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
   const root = path.resolve(options.runRoot);
   const workspace = path.join(root, "workspace");
   const sessionRoot = path.join(root, "sessions");
-  const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), HOME: path.join(root, "home"), TMPDIR: path.join(root, "tmp") };
+  const env: NodeJS.ProcessEnv = {
+    ...(options.env ?? process.env),
+    HOME: path.join(root, "home"),
+    TMPDIR: path.join(root, "tmp"),
+  };
   let wired: WiredAgent;
   let before;
   try {
@@ -172,7 +176,12 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
   record.protocolProblems = problems;
   let check: CheckOutcome | undefined;
   if (!options.signal?.aborted) {
-    check = await runCheck(evalCase.check, workspace, { ...env, PI_EVAL_CASE_DIR: evalCase.dir }, evalCase.settings.checkTimeLimitSeconds * 1000);
+    check = await runCheck(
+      evalCase.check,
+      workspace,
+      { ...env, PI_EVAL_CASE_DIR: evalCase.dir },
+      evalCase.settings.checkTimeLimitSeconds * 1000,
+    );
     record.check = check;
   }
 
@@ -215,17 +224,31 @@ export interface RunFacts {
 export function classifyRun(facts: RunFacts): { status: RunStatus; phase?: RunPhase; reason?: string } {
   // #region lab 14.3 classifyRun
   const { check, last, settings } = facts;
-  if (facts.interrupted) return { status: "interrupted", phase: "agent", reason: "stopped by the user (Ctrl-C) before the run finished" };
-  if (facts.protocolProblems.length > 0) return { status: "protocol", phase: "protocol", reason: facts.protocolProblems[0]! };
-  if (facts.timedOut) return { status: "failed", phase: "agent", reason: `the time limit of ${settings.timeLimitSeconds} s was reached` };
-  if (facts.runError !== undefined) return { status: "infrastructure", phase: "agent", reason: `the run failed: ${facts.runError}` };
+  if (facts.interrupted)
+    return { status: "interrupted", phase: "agent", reason: "stopped by the user (Ctrl-C) before the run finished" };
+  if (facts.protocolProblems.length > 0)
+    return { status: "protocol", phase: "protocol", reason: facts.protocolProblems[0]! };
+  if (facts.timedOut)
+    return { status: "failed", phase: "agent", reason: `the time limit of ${settings.timeLimitSeconds} s was reached` };
+  if (facts.runError !== undefined)
+    return { status: "infrastructure", phase: "agent", reason: `the run failed: ${facts.runError}` };
   if (last === undefined) return { status: "infrastructure", phase: "agent", reason: "the model never answered" };
   if (last.stopReason === "error") {
-    return { status: "infrastructure", phase: "agent", reason: `the model call failed: ${last.errorMessage ?? "no message"}` };
+    return {
+      status: "infrastructure",
+      phase: "agent",
+      reason: `the model call failed: ${last.errorMessage ?? "no message"}`,
+    };
   }
   if (check === undefined) return { status: "infrastructure", phase: "check", reason: "the check did not run" };
-  if (check.startError !== undefined) return { status: "infrastructure", phase: "check", reason: `the check could not start: ${check.startError}` };
-  if (check.timedOut) return { status: "failed", phase: "check", reason: `the check did not finish within ${settings.checkTimeLimitSeconds} s` };
+  if (check.startError !== undefined)
+    return { status: "infrastructure", phase: "check", reason: `the check could not start: ${check.startError}` };
+  if (check.timedOut)
+    return {
+      status: "failed",
+      phase: "check",
+      reason: `the check did not finish within ${settings.checkTimeLimitSeconds} s`,
+    };
   if (check.exitCode !== 0) {
     const how = check.exitCode === null ? `was killed by ${check.signal}` : `exited with ${check.exitCode}`;
     return { status: "failed", phase: "check", reason: `the check ${how}` };

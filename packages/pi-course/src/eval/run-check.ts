@@ -27,13 +27,18 @@ export interface CheckOutcome {
 export const MAX_CHECK_OUTPUT = 64 * 1024;
 
 /** Runs `check` in `cwd` with `env`, killed (its whole group) after `timeLimitMs`. Never rejects. */
-export function runCheck(check: string, cwd: string, env: NodeJS.ProcessEnv, timeLimitMs: number): Promise<CheckOutcome> {
+export function runCheck(
+  check: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  timeLimitMs: number,
+): Promise<CheckOutcome> {
   const started = Date.now();
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let dropped = 0;
-    let tail: Buffer[] = [];
+    const tail: Buffer[] = [];
     let tailSize = 0;
     const keep = (data: Buffer) => {
       if (size < MAX_CHECK_OUTPUT / 2) {
@@ -67,7 +72,14 @@ export function runCheck(check: string, cwd: string, env: NodeJS.ProcessEnv, tim
     };
     child.on("error", (error) => {
       clearTimeout(timer);
-      resolve({ exitCode: null, signal: null, timedOut: false, output: "", ms: Date.now() - started, startError: error.message });
+      resolve({
+        exitCode: null,
+        signal: null,
+        timedOut: false,
+        output: "",
+        ms: Date.now() - started,
+        startError: error.message,
+      });
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);

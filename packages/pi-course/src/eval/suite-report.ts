@@ -65,13 +65,30 @@ export function buildSuiteReport(meta: SuiteMeta, runs: readonly RunRecord[]): S
   // #region lab 14.4 buildSuiteReport
   const cases = meta.cases.map((c): CaseReport => {
     const mine = runs.filter((r) => r.case === c.name).sort((a, b) => a.repeat - b.repeat);
-    const counts = Object.fromEntries(STATUSES.map((s) => [s, mine.filter((r) => r.status === s).length])) as Record<RunStatus, number>;
+    const counts = Object.fromEntries(STATUSES.map((s) => [s, mine.filter((r) => r.status === s).length])) as Record<
+      RunStatus,
+      number
+    >;
     const judged = mine.length - counts.interrupted;
     const passRate = judged === 0 ? null : counts.passed / judged;
-    const verdict = passRate === null ? "incomplete" : passRate >= c.minPassRate && counts.protocol === 0 ? "passed" : "failed";
-    return { name: c.name, tags: c.tags, minPassRate: c.minPassRate, repeat: meta.repeat, runs: mine, counts, passRate, verdict };
+    const verdict =
+      passRate === null ? "incomplete" : passRate >= c.minPassRate && counts.protocol === 0 ? "passed" : "failed";
+    return {
+      name: c.name,
+      tags: c.tags,
+      minPassRate: c.minPassRate,
+      repeat: meta.repeat,
+      runs: mine,
+      counts,
+      passRate,
+      verdict,
+    };
   });
-  const totals = { cases: cases.length, passedCases: cases.filter((c) => c.verdict === "passed").length, runs: runs.length } as SuiteReport["totals"];
+  const totals = {
+    cases: cases.length,
+    passedCases: cases.filter((c) => c.verdict === "passed").length,
+    runs: runs.length,
+  } as SuiteReport["totals"];
   for (const s of STATUSES) totals[s] = runs.filter((r) => r.status === s).length;
   return {
     version: 1,
@@ -102,7 +119,9 @@ export function formatSummary(report: SuiteReport): string {
   const width = Math.max(4, ...report.cases.map((c) => c.name.length));
   const lines = report.cases.map((c) => {
     const rate = c.passRate === null ? "  —" : `${Math.round(c.passRate * 100)}%`.padStart(4);
-    const bad = c.runs.filter((r) => r.status !== "passed").map((r) => `#${r.repeat} ${r.status}${r.reason ? `: ${r.reason}` : ""}`);
+    const bad = c.runs
+      .filter((r) => r.status !== "passed")
+      .map((r) => `#${r.repeat} ${r.status}${r.reason ? `: ${r.reason}` : ""}`);
     return `${c.verdict === "passed" ? "PASS" : c.verdict === "failed" ? "FAIL" : "STOP"}  ${c.name.padEnd(width)}  ${rate} of ${c.runs.length}${bad.length ? `  (${bad[0]}${bad.length > 1 ? ` and ${bad.length - 1} more` : ""})` : ""}`;
   });
   const t = report.totals;

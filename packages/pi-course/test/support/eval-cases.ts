@@ -36,7 +36,10 @@ export async function writeCase(suite: string, name: string, spec: CaseSpec): Pr
   await chmod(path.join(dir, "check"), 0o755);
   if (spec.caseJson !== undefined) await writeFile(path.join(dir, "case.json"), JSON.stringify(spec.caseJson));
   if (spec.script !== undefined) {
-    await writeFile(path.join(dir, "script.json"), JSON.stringify(Array.isArray(spec.script) ? { turns: spec.script } : spec.script));
+    await writeFile(
+      path.join(dir, "script.json"),
+      JSON.stringify(Array.isArray(spec.script) ? { turns: spec.script } : spec.script),
+    );
   }
   return dir;
 }
