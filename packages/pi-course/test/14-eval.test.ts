@@ -121,6 +121,9 @@ it("Lab 14.1 · a case folder is read whole; a suite is its case folders by name
 
 it("Lab 14.1 · a broken case says what is missing and how to fix it", async () => {
   const c = await writeCase(dir, "c", { caseJson: { tags: [] } });
+  await expect(loadCase(c)).resolves.toMatchObject({ name: "c", settings: DEFAULT_CASE_SETTINGS });
+  await writeFile(path.join(c, "case.json"), "{}}");
+  await expect(loadCase(c)).rejects.toThrow(`${path.join(c, "case.json")} is not valid JSON`);
   await chmod(path.join(c, "check"), 0o644);
   await expect(loadCase(c)).rejects.toThrow(`case c: ${path.join(c, "check")} is not executable; run chmod +x on it.`);
   await rm(path.join(c, "check"));

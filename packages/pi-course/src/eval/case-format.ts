@@ -77,8 +77,20 @@ export class CaseFormatError extends Error {
 const KNOWN_KEYS = ["timeLimitSeconds", "maxTurns", "checkTimeLimitSeconds", "minPassRate", "model", "tags"];
 
 /**
- * Reads `case.json`'s text (`where` names it in errors) into settings over the defaults.
- * Throws `CaseFormatError` for anything but a JSON object of the known keys with values in range.
+ * Reads `case.json`'s text (`where` names it in errors) into settings over the defaults
+ * (`DEFAULT_CASE_SETTINGS`; a fresh `model` object and `tags` list each time). Throws
+ * `CaseFormatError` for anything but a JSON object of the known keys with values in range, with
+ * these messages (`<where>` is the argument, `<v>` the value as JSON):
+ *
+ * - `<where> is not valid JSON (<the parser's message>).`
+ * - `<where> must hold one JSON object, e.g. {"timeLimitSeconds": 60}.` (an array, null, a number)
+ * - `<where>: unknown key "<key>"; the keys are timeLimitSeconds, maxTurns, checkTimeLimitSeconds, minPassRate, model, tags.`
+ * - `<where>: "<key>" must be a number above 0, got <v>.` (timeLimitSeconds, checkTimeLimitSeconds:
+ *   finite and > 0) and `… must be a whole number above 0, got <v>.` (maxTurns)
+ * - `<where>: "minPassRate" must be a number in (0, 1], got <v>.`
+ * - `<where>: "model" must be an object like {"id": "model-name"} (only "id" is read).`
+ *   (not an object, another key, or an id that is not a non-empty string)
+ * - `<where>: "tags" must be a list of non-empty strings.`
  */
 export function parseCaseSettings(text: string, where: string): CaseSettings {
   // #region lab 14.1 parseCaseSettings

@@ -23,7 +23,14 @@ import type { AgentMessage } from "../types.js";
 
 /**
  * The pairing problems of `messages`: a tool call without a result, with two, or a result
- * before its call or for no call at all. Messages of other shapes (custom ones) are ignored.
+ * before its call or for no call at all. Messages without a `role` (custom ones) are ignored.
+ * Read in order; first the problems found while reading, then, by call in order of appearance:
+ *
+ * - `tool call id <id> (<name>) is used twice.` (a second call with an id already seen; the
+ *   first call keeps it, so later results count for the first)
+ * - `the result for <toolCallId> (<toolName>) answers no earlier tool call.`
+ * - `tool call <id> (<name>) has no result.`
+ * - `tool call <id> (<name>) has <n> results; it must have exactly one.`
  */
 export function checkToolPairing(messages: readonly AgentMessage[]): string[] {
   // #region lab 14.2 checkToolPairing
@@ -54,9 +61,15 @@ export function checkToolPairing(messages: readonly AgentMessage[]): string[] {
 }
 
 /**
- * Reopens the session file at `file` and compares the messages on its path to the leaf with
- * `messages` (the run's, in order). Problems: the file does not open, has torn lines, or its
- * messages differ (the first difference is named by index).
+ * Reopens the session file at `file` (`SessionFile.open`, closed again before returning) and
+ * compares the messages on its path to the leaf (`messagesOf`) with `messages` (the run's, in
+ * order, compared deeply). Problems:
+ *
+ * - `the session file <file> does not reopen: <the error's message>` (the only problem then)
+ * - `the session file <file> has torn lines.` (a torn tail, or torn lines kept from earlier)
+ * - `message <i> of the session file differs from message <i> of the run.` (the first index
+ *   where both have a message and they differ), else, when the counts differ:
+ *   `the session file holds <n> messages on its path, the run has <m>.`
  */
 export async function checkSessionReplay(file: string, messages: readonly AgentMessage[]): Promise<string[]> {
   // #region lab 14.2 checkSessionReplay
@@ -117,7 +130,12 @@ export async function snapshotFolders(roots: readonly string[], skip: readonly s
   return snapshot;
 }
 
-/** What changed from `before` to `after`, one line per path: created, removed or changed. */
+/**
+ * What changed from `before` to `after`, one line per path: first every path of `after` in its
+ * order, `written outside the workspace: <path> was created.` (not in `before`) or
+ * `… was changed.` (its state differs), then the paths of `before` missing from `after`:
+ * `written outside the workspace: <path> was removed.`
+ */
 export function diffSnapshots(before: FolderSnapshot, after: FolderSnapshot): string[] {
   // #region lab 14.2 diffSnapshots
   const problems: string[] = [];

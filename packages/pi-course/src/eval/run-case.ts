@@ -215,11 +215,21 @@ export interface RunFacts {
 }
 
 /**
- * A run's status, the phase that failed and why, from its facts. The first that applies wins:
- * interrupted; a protocol problem (whatever the check says: a run that broke a contract is not
- * trusted); the time limit (a task failure: too slow); the runtime failed or the model never
- * answered or its call failed (infrastructure: the run could not be judged); the check could not
- * start (infrastructure), timed out, or exited non-zero (task failures); else passed.
+ * A run's status, the phase that failed and why, from its facts. The first that applies wins
+ * (status, phase, reason):
+ *
+ * 1. interrupted: `interrupted`, `agent`, `stopped by the user (Ctrl-C) before the run finished`
+ * 2. a protocol problem, whatever the check says (a run that broke a contract is not trusted):
+ *    `protocol`, `protocol`, the first problem
+ * 3. the time limit (a task failure: too slow): `failed`, `agent`, `the time limit of <timeLimitSeconds> s was reached`
+ * 4. `runError`: `infrastructure`, `agent`, `the run failed: <runError>`
+ * 5. no assistant message: `infrastructure`, `agent`, `the model never answered`
+ * 6. the last one's `stopReason` is `error`: `infrastructure`, `agent`, `the model call failed: <errorMessage>`
+ * 7. no check: `infrastructure`, `check`, `the check did not run`
+ * 8. `check.startError`: `infrastructure`, `check`, `the check could not start: <startError>`
+ * 9. `check.timedOut`: `failed`, `check`, `the check did not finish within <checkTimeLimitSeconds> s`
+ * 10. a non-zero exit: `failed`, `check`, `the check exited with <code>` (or `the check was killed by <signal>`)
+ * 11. else `{ status: "passed" }` (no phase, no reason).
  */
 export function classifyRun(facts: RunFacts): { status: RunStatus; phase?: RunPhase; reason?: string } {
   // #region lab 14.3 classifyRun

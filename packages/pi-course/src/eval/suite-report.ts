@@ -58,8 +58,12 @@ export interface SuiteMeta {
 }
 
 /**
- * The report of `runs` (any order): each case's runs sorted by index, counted, its pass rate
- * and verdict; the totals.
+ * The report of `runs` (any order): for each case of `meta.cases`, in that order, its runs
+ * sorted by `repeat`, `counts` by status (every status, zeros included), `passRate` = passed /
+ * judged runs (interrupted runs are not judged; null when none is), and the `verdict`:
+ * `incomplete` without a judged run, `passed` when `passRate >= minPassRate` and no run broke the
+ * protocol, else `failed`. `totals` count cases, passed cases, runs and runs by status;
+ * `wallMs` is `finishedAt − startedAt`; dates as ISO strings; `version: 1`.
  */
 export function buildSuiteReport(meta: SuiteMeta, runs: readonly RunRecord[]): SuiteReport {
   // #region lab 14.4 buildSuiteReport
