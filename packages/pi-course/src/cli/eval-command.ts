@@ -197,7 +197,9 @@ export async function runEval(argv: readonly string[], io: EvalIO, signal?: Abor
   let done = 0;
   let running = 0;
   const tally = { passed: 0, failed: 0 };
-  const progress = (line: string) => io.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
+  // One line per finished run; on a terminal, below them, a status line rewritten in place.
+  const status = () =>
+    `[${done}/${jobs.length}] running ${running} · passed ${tally.passed} · not passed ${tally.failed}`;
   const startedAt = new Date();
   const records = await runPool(
     jobs,
@@ -205,12 +207,9 @@ export async function runEval(argv: readonly string[], io: EvalIO, signal?: Abor
     (job, stop) => runInWorker(job.evalCase, job.repeat, options as EvalOptions, out, scratch, stop, children),
     {
       ...(signal !== undefined && { signal }),
-      onStart: (job) => {
+      onStart: () => {
         running++;
-        if (tty)
-          progress(
-            `[${done}/${jobs.length}] running ${running} · passed ${tally.passed} · not passed ${tally.failed} · ${job.evalCase.name} #${job.repeat}`,
-          );
+        if (tty) io.stderr.write(`\r\x1b[2K${status()}`);
       },
       onDone: (record) => {
         running--;
@@ -218,14 +217,13 @@ export async function runEval(argv: readonly string[], io: EvalIO, signal?: Abor
         if (record.status === "passed") tally.passed++;
         else tally.failed++;
         const what = record.status === "passed" ? "PASS" : record.status.toUpperCase();
-        progress(
-          `[${done}/${jobs.length}] ${what} ${record.case} #${record.repeat} (${(record.wallMs / 1000).toFixed(1)} s)${record.reason ? `: ${record.reason}` : ""}`,
-        );
+        const line = `[${done}/${jobs.length}] ${what} ${record.case} #${record.repeat} (${(record.wallMs / 1000).toFixed(1)} s)${record.reason ? `: ${record.reason}` : ""}`;
+        io.stderr.write(tty ? `\r\x1b[2K${line}\n${status()}` : `${line}\n`);
       },
     },
   );
   process.off("exit", killAll);
-  if (tty) io.stderr.write("\n");
+  if (tty) io.stderr.write("\r\x1b[2K");
   const report = buildSuiteReport(
     {
       suite: options.suite,
