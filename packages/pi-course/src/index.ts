@@ -365,6 +365,30 @@ export { renderSessionPage, sessionPage, totalsOf } from "./session-page/page.js
 export type { SessionPageInput, SessionPageOptions, SessionTotals } from "./session-page/page.js";
 export { escapeHtml } from "./session-page/escape.js";
 // #endregion
+// #region ch14
+// Chapter 14: the eval harness (the `pi-course eval` command is in cli/eval-command.ts)
+export {
+  CaseFormatError,
+  DEFAULT_CASE_SETTINGS,
+  loadCase,
+  loadSuite,
+  parseCaseSettings,
+} from "./eval/case-format.js";
+export type { CaseSettings, EvalCase } from "./eval/case-format.js";
+export { createCaseModel, loadCaseScript, parseCaseScript } from "./eval/case-script.js";
+export type { CaseScript, ScriptTurn } from "./eval/case-script.js";
+export { checkSessionReplay, checkToolPairing, diffSnapshots, snapshotFolders } from "./eval/protocol.js";
+export type { FolderSnapshot, PathState } from "./eval/protocol.js";
+export { MAX_CHECK_OUTPUT, runCheck } from "./eval/run-check.js";
+export type { CheckOutcome } from "./eval/run-check.js";
+export { classifyRun, runCase } from "./eval/run-case.js";
+export type { RunCaseOptions, RunFacts, Wire, WiredAgent, WireSetup } from "./eval/run-case.js";
+export type { RunPhase, RunRecord, RunStatus } from "./eval/run-record.js";
+export { runPool } from "./eval/run-pool.js";
+export { buildSuiteReport, formatSummary, suiteExitCode } from "./eval/suite-report.js";
+export type { CaseReport, SuiteMeta, SuiteReport } from "./eval/suite-report.js";
+export { readTranscripts, renderHtmlReport, runKey } from "./eval/html-report.js";
+// #endregion
 // #region ch17
 // Chapter 17: an MCP client (JSON-RPC over stdio or Streamable HTTP), MCP tools as agent tools,
 // and the mcpServers configuration.

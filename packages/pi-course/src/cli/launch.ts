@@ -76,7 +76,12 @@ export const canLaunchApart = process.platform === "linux" || process.platform =
 export async function launchAgent(argv: readonly string[]): Promise<never> {
   // Help and usage errors need no agent, unless reading the options would read a file the agent
   // must read (stdin, or a pipe such as <(pass show openai) can be read only once).
-  if (!argv.includes("--prompt-file") && !argv.includes("--api-key-file")) {
+  let check = !argv.includes("--prompt-file") && !argv.includes("--api-key-file");
+  // #region ch14
+  // `eval` (chapter 14) reads its own options, in the agent.
+  if (argv[0] === "eval") check = false;
+  // #endregion
+  if (check) {
     try {
       const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
       if (parseArgs(argv, process.env, terminal).kind === "help") {

@@ -50,6 +50,13 @@ export interface CliIO {
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
   // `pi-course export SESSION_FILE`: a session as an HTML page, no agent.
   if (argv[0] === "export") return runExport(argv.slice(1), io);
+  // #region ch14
+  if (argv[0] === "eval") {
+    // Chapter 14's eval harness: loaded only when asked for.
+    const { runEval } = await import("./eval-command.js");
+    return runEval(argv.slice(1), io, signal);
+  }
+  // #endregion
   let parsed: CliOptions;
   try {
     parsed = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
@@ -112,7 +119,7 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     // #endregion
     // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
     const slow = io.stdout.isTTY === true && (options.mode === "trace" || options.mode === "interactive") ? 12 : 0;
-    runtime = await Runtime.start(options, (note) => notes.push(note), slow, resources);
+    runtime = await Runtime.start(options, (note) => notes.push(note), slow, { resources });
   } catch (error) {
     io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);
     return 1;

@@ -83,6 +83,22 @@ export function createModel(options: RunOptions, demoDelayMs: number, modelId?: 
   return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...key });
 }
 
+/**
+ * What the caller wires in besides `options`: the project's resources (`npm start` loads them
+ * after the trust decision), and for callers other than `npm start` (the eval harness of chapter
+ * 14 runs every case through this same composition root) a model of its own (a case's script),
+ * the workspace, a turn limit, and the environment the commands start from. Each replaces what
+ * `options` would give.
+ */
+export interface RuntimeWiring {
+  /** The project around the agent (context files, skills, templates, extensions), if loaded. */
+  resources?: Resources;
+  model?: Model;
+  workspace?: string;
+  maxTurns?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
 /** The wired conversation: agent, workspace, and the session file in use. */
 export class Runtime {
   readonly agent: Agent;
@@ -94,23 +110,29 @@ export class Runtime {
   /** The MCP servers of `options.mcpServers` (undefined when none is configured). */
   mcp: McpServers | undefined;
   // #endregion
+  /** The project around the agent (context files, skills, templates, extensions), if loaded. */
+  readonly resources: Resources | undefined;
 
   private constructor(
     readonly options: RunOptions,
     readonly workspace: string,
     readonly folder: SessionFolder | undefined,
     model: Model,
-    /** The project around the agent (context files, skills, templates, extensions), if loaded. */
-    readonly resources?: Resources,
+    wiring: RuntimeWiring = {},
   ) {
     // Commands the model runs never see the API key: secret-looking variables are dropped, also
     // the variable named by --api-key-env, and any other holding the key in use.
     const server = options.server;
-    const commandEnv = commandEnvironment(process.env, server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv]);
+    const commandEnv = commandEnvironment(
+      wiring.env ?? process.env,
+      server?.apiKeyEnv === undefined ? [] : [server.apiKeyEnv],
+    );
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
     const tools = createCodingTools(workspace, { bash: { env: commandEnv } });
+    const resources = wiring.resources;
+    this.resources = resources;
     const host = resources?.extensions;
     this.agent = new Agent({
       initialState: {
@@ -124,6 +146,7 @@ export class Runtime {
       ...(host?.hasBeforeHooks === true && { beforeToolCall: host.beforeToolCall }),
       ...(host?.hasAfterHooks === true && { afterToolCall: host.afterToolCall }),
       ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
+      ...(wiring.maxTurns !== undefined && { maxTurns: wiring.maxTurns }),
     });
   }
 
@@ -137,11 +160,11 @@ export class Runtime {
     options: RunOptions,
     notes: (text: string) => void,
     demoDelayMs = 0,
-    resources?: Resources,
+    wiring: RuntimeWiring = {},
   ): Promise<Runtime> {
-    const workspace = options.server?.workspace ?? (await createDemoWorkspace());
+    const workspace = wiring.workspace ?? options.server?.workspace ?? (await createDemoWorkspace());
     const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
-    const runtime = new Runtime(options, workspace, folder, createModel(options, demoDelayMs), resources);
+    const runtime = new Runtime(options, workspace, folder, wiring.model ?? createModel(options, demoDelayMs), wiring);
     if (folder !== undefined) {
       const wanted = options.session!.resume;
       let found: SessionSummary | undefined;

@@ -1,0 +1,3 @@
+export function clamp(x, lo, hi) {
+  return Math.max(x, Math.min(lo, hi));
+}

@@ -1,0 +1,5 @@
+import { getUser } from "./users.mjs";
+
+export function greet(id) {
+  return `Hello, ${getUser(id)}!`;
+}

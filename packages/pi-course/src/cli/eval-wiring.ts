@@ -1,0 +1,73 @@
+/**
+ * Chapter 14: how the eval harness reaches the CLI's runtime. Every run of a case goes through
+ * `Runtime.start` (runtime.ts), the same composition root as `npm start`: the `Agent`, the
+ * coding tools over the run's workspace, a session file, the pairing check; only the model
+ * (a case's script offline), the workspace, the turn limit and the commands' environment are
+ * the harness's.
+ */
+import type { EvalCase } from "../eval/case-format.js";
+import { createCaseModel, loadCaseScript } from "../eval/case-script.js";
+import type { Wire } from "../eval/run-case.js";
+import type { Model } from "../model.js";
+import type { RunOptions } from "./args.js";
+import { Runtime, createModel } from "./runtime.js";
+
+/** The server a suite runs against (`RunOptions["server"]` without its workspace), or none: offline. */
+export type EvalServer = Omit<NonNullable<RunOptions["server"]>, "workspace">;
+
+function runOptions(server: EvalServer | undefined, workspace: string, sessionRoot?: string): RunOptions {
+  return {
+    kind: "run",
+    mode: "print",
+    json: false,
+    color: false,
+    dropToolResult: false,
+    folder: workspace,
+    // A case runs alone: no project resources (the runtime is given none) and no MCP servers.
+    contextFiles: false,
+    extensions: [],
+    // #region ch17
+    mcpServers: [],
+    mcpNotices: [],
+    mcpConfigFiles: [],
+    // #endregion
+    ...(sessionRoot !== undefined && { session: { root: sessionRoot, continue: false } }),
+    ...(server !== undefined && { server: { ...server, workspace } }),
+  };
+}
+
+/** The `Wire` of the eval harness: one `Runtime` per run, with a session file under the run folder. */
+export function runtimeWire(server: EvalServer | undefined): Wire {
+  return async (setup) => {
+    const runtime = await Runtime.start(runOptions(server, setup.workspace, setup.sessionRoot), () => {}, 0, {
+      model: setup.model,
+      workspace: setup.workspace,
+      maxTurns: setup.maxTurns,
+      env: setup.env,
+    });
+    return { agent: runtime.agent, sessionFile: runtime.session?.path, close: () => runtime.close() };
+  };
+}
+
+/**
+ * The model of one run: the server's (with the case's model id, if it names one), or offline the
+ * case's script, variant `repeat`. A case without a script offline has no model, which the
+ * record reports as an infrastructure failure that says what to do.
+ */
+export async function caseModel(
+  evalCase: EvalCase,
+  server: EvalServer | undefined,
+  repeat: number,
+): Promise<Model | { unavailable: string }> {
+  if (server !== undefined) return createModel(runOptions(server, evalCase.dir), 0, evalCase.settings.model.id);
+  if (evalCase.script === undefined) {
+    return {
+      unavailable: `case ${evalCase.name} has no script.json, so it cannot run offline; run the suite against a server with --base-url URL --model NAME`,
+    };
+  }
+  try {
+    return createCaseModel(await loadCaseScript(evalCase.script), repeat, evalCase.name);
+  } catch (error) {
+    return { unavailable: (error as Error).message };
+  }
+}
