@@ -389,6 +389,16 @@ export { buildSuiteReport, formatSummary, suiteExitCode } from "./eval/suite-rep
 export type { CaseReport, SuiteMeta, SuiteReport } from "./eval/suite-report.js";
 export { readTranscripts, renderHtmlReport, runKey } from "./eval/html-report.js";
 // #endregion
+// #region ch15
+// Chapter 15: tool exposure (declared vs callable) and the tool_search tool.
+export type { ToolExposure, ToolsDeclaredMessage } from "./types.js";
+export { declaredToolNames, exposureOf, exposureRefusal } from "./agent/tool-exposure.js";
+export type { CallOrigin } from "./agent/tool-exposure.js";
+export { rankTools, tokenize, toolWords } from "./tool-search/bm25.js";
+export type { ToolMatch } from "./tool-search/bm25.js";
+export { TOOL_SEARCH_MAX_RESULTS, createToolSearchTool } from "./tool-search/tool-search.js";
+export type { ToolSearchDetails, ToolSearchOptions } from "./tool-search/tool-search.js";
+// #endregion
 // #region ch17
 // Chapter 17: an MCP client (JSON-RPC over stdio or Streamable HTTP), MCP tools as agent tools,
 // and the mcpServers configuration.

@@ -247,7 +247,27 @@ export type Message = UserMessage | AssistantMessage | ToolResultMessage;
  * Each value type must have a `role` that no canonical message uses.
  */
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface CustomAgentMessages {}
+export interface CustomAgentMessages {
+  // #region ch15
+  toolsDeclared: ToolsDeclaredMessage;
+  // #endregion
+}
+// #region ch15
+
+/**
+ * A change of the declared tool set, kept in the transcript (chapter 15): from the next model
+ * call on, the deferred tools named in `tools` are declared to the model as well. The loop adds
+ * one when a tool result asks for it (`AgentToolResult.declareTools`, e.g. `tool_search`); a run
+ * resumed from the same transcript therefore declares the same tools as before. Never sent to
+ * the model as a message.
+ */
+export interface ToolsDeclaredMessage {
+  role: "toolsDeclared";
+  /** The tools newly declared, by name. */
+  tools: string[];
+  timestamp: number;
+}
+// #endregion
 
 /** Anything an agent's transcript may hold: canonical messages and the app's own. */
 export type AgentMessage = Message | CustomAgentMessages[keyof CustomAgentMessages];
@@ -329,6 +349,14 @@ export interface AgentToolResult<TDetails = unknown> {
   terminate?: boolean;
   /** The call failed; `content` says why. */
   isError?: boolean;
+  // #region ch15
+  /**
+   * Deferred tools to declare to the model from its next call on (chapter 15): the loop records
+   * the change as a `toolsDeclared` message. Names that are not deferred tools of the run, or
+   * already declared, are ignored.
+   */
+  declareTools?: string[];
+  // #endregion
 }
 
 /** Streams a partial result while a tool runs (becomes `tool_execution_update`). */
@@ -336,6 +364,34 @@ export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentT
 
 /** `parallel` (default) or `sequential`; one sequential tool makes its whole batch sequential. */
 export type ToolExecutionMode = "parallel" | "sequential";
+// #region ch15
+
+/**
+ * Who sees a tool, and who may call it (chapter 15):
+ * - `direct` (the default): declared to the model in every request, and callable by it;
+ * - `deferred`: declared only once found (`tool_search` asks the loop to declare it), then callable;
+ * - `codemode`: never declared; callable only from a codemode script (`ToolExecutionContext.callTool`);
+ * - `hidden`: never declared, callable by neither the model nor a script (the application's own).
+ *
+ * The loop refuses a model's call to a tool that was not declared to it in that request.
+ */
+export type ToolExposure = "direct" | "deferred" | "codemode" | "hidden";
+// #endregion
+// #region ch16
+
+/**
+ * What the loop hands a tool besides its arguments (chapter 16): a way to call the run's other
+ * tools through the same pipeline as a model's call (exposure, validation, hooks, the events with
+ * `parentToolCallId`). Nested call ids are the parent's id with `.1`, `.2`, … appended.
+ */
+export interface ToolExecutionContext {
+  /**
+   * Calls another tool of the run. Never rejects for the tool's sake: a refusal, invalid
+   * arguments, a block or a throw come back as `isError: true` with the reason as text.
+   */
+  callTool(name: string, args: unknown): Promise<{ result: AgentToolResult<unknown>; isError: boolean }>;
+}
+// #endregion
 
 /**
  * A tool the agent can run, with a TypeBox schema for its parameters.
@@ -366,6 +422,9 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
     params: Static<TParameters>,
     signal?: AbortSignal,
     onUpdate?: AgentToolUpdateCallback<TDetails>,
+    // #region ch16
+    context?: ToolExecutionContext,
+    // #endregion
   ): Promise<AgentToolResult<TDetails>>;
   /**
    * Contract: repairs raw arguments before validation (e.g. a renamed field). Receives a copy;
@@ -374,5 +433,9 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
   prepareArguments?(args: unknown): unknown;
   /** Defaults to `parallel`. */
   executionMode?: ToolExecutionMode;
+  // #region ch15
+  /** Who sees and may call the tool; defaults to `direct` (see `ToolExposure`). */
+  exposure?: ToolExposure;
+  // #endregion
 }
 // #endregion

@@ -108,6 +108,11 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
   await run.emit({ type: "agent_start" });
   for (;;) {
     await run.emit({ type: "turn_start" });
+    // #region ch15
+    const declared = run.pendingDeclaration;
+    run.pendingDeclaration = undefined;
+    if (declared !== undefined) await run.add(declared);
+    // #endregion
     for (const message of pending) await run.add(message);
     pending = [];
     let message: AssistantMessage;
@@ -126,13 +131,23 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     let results: ToolResultMessage[] = [];
     let terminate = false;
     let hookFailure: string | undefined;
+    // #region ch15
+    let declareTools: string[] | undefined;
+    // #endregion
     if (calls.length > 0) {
       if (message.stopReason === "length") {
         results = await refuseTruncatedCalls(run, calls);
       } else {
-        ({ results, terminate, hookFailure } = await executeToolBatch(run, message, calls));
+        const outcome = await executeToolBatch(run, message, calls);
+        ({ results, terminate, hookFailure } = outcome);
+        // #region ch15
+        declareTools = outcome.declareTools;
+        // #endregion
       }
       run.recordResults(results);
+      // #region ch15
+      if (declareTools !== undefined) run.declareTools(declareTools);
+      // #endregion
     }
     await run.endTurn(message, results);
     if (hookFailure !== undefined) return run.fail(hookFailure);

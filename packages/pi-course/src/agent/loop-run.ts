@@ -8,6 +8,9 @@ import { settle } from "./settle.js";
 import type { Settled } from "./settle.js";
 import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
 import { messageOf, toToolDefinition } from "./tools.js";
+// #region ch15
+import { declaredToolNames } from "./tool-exposure.js";
+// #endregion
 import type {
   AgentContext,
   AgentMessage,
@@ -16,6 +19,9 @@ import type {
   Message,
   ToolDefinition,
   ToolResultMessage,
+  // #region ch15
+  ToolsDeclaredMessage,
+  // #endregion
 } from "../types.js";
 import type { AgentEvent, AgentLoopConfig } from "./types.js";
 
@@ -43,8 +49,14 @@ export class LoopRun implements ToolBatchRun {
   turns = 0;
   /** This turn's calls whose id repeated an earlier call's (fresh id → repeated id); see `ToolBatchRun`. */
   repeatedCalls: ReadonlyMap<string, string> | undefined;
+  // #region ch15
+  /** The tools declared in the current request, by name; `undefined` when every tool is direct. */
+  declared: Set<string> | undefined;
+  /** A change of the declared set not yet in the transcript: the next turn adds it first. */
+  pendingDeclaration: ToolsDeclaredMessage | undefined;
+  // #endregion
   private readonly transcript: AgentMessage[];
-  private readonly tools: ToolDefinition[] | undefined;
+  private tools: ToolDefinition[] | undefined;
   private turnOpen = false;
   private started = false;
   private ended = false;
@@ -58,10 +70,40 @@ export class LoopRun implements ToolBatchRun {
   ) {
     this.transcript = [...context.messages];
     this.context = { ...context, messages: this.transcript };
-    const tools = context.tools ?? [];
+    let tools = context.tools ?? [];
+    // #region ch15
+    this.declared = declaredToolNames(tools, this.transcript);
+    tools = tools.filter((tool) => this.declared?.has(tool.name) !== false);
+    // #endregion
     this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
     this.emit = (event) => this.deliver(event);
   }
+  // #region ch15
+
+  /**
+   * Declares deferred tools from the next model call on. The change is recorded in the
+   * transcript as a `toolsDeclared` message, added (and reported) at the start of the next turn,
+   * before the model call it concerns. Names that are not deferred tools of the run, or are
+   * declared already, are ignored; nothing is recorded when nothing changes.
+   */
+  declareTools(names: readonly string[]): void {
+    // #region lab 15.2 LoopRun.declareTools
+    const declared = this.declared;
+    if (declared === undefined) return;
+    const fresh: string[] = [];
+    for (const tool of this.context.tools ?? []) {
+      if (tool.exposure === "deferred" && names.includes(tool.name) && !declared.has(tool.name)) fresh.push(tool.name);
+    }
+    if (fresh.length === 0) return;
+    for (const name of fresh) declared.add(name);
+    const tools = (this.context.tools ?? []).filter((tool) => declared.has(tool.name));
+    this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
+    const pending = this.pendingDeclaration;
+    if (pending === undefined) this.pendingDeclaration = { role: "toolsDeclared", tools: fresh, timestamp: Date.now() };
+    else pending.tools.push(...fresh);
+    // #endregion
+  }
+  // #endregion
 
   /** Runs the loop; never rejects, except to report a sink failure after the run ended. */
   async run(

@@ -26,8 +26,47 @@ import type {
   ToolCall,
   TextContent,
   ToolResultMessage,
+  // #region ch16
+  ToolExecutionContext,
+  // #endregion
 } from "../types.js";
 import type { AgentEvent, AgentLoopConfig } from "./types.js";
+// #region ch15
+import { exposureRefusal, type CallOrigin } from "./tool-exposure.js";
+// #endregion
+
+// #region ch16
+/** A nested call (made by a script through `ToolExecutionContext.callTool`) → the call whose script made it. */
+const parentOf = new WeakMap<ToolCall, ToolCall>();
+
+/**
+ * The `ToolExecutionContext` of one call: its script's nested calls go through this batch's
+ * pipeline (exposure, prepare, validate, hooks, execute, events) with ids `<parent>.1`, `<parent>.2`,
+ * …; they are not answered by result messages (the parent's result reports them).
+ */
+function nestedCalls(run: ToolBatchRun, batch: Batch, parent: ToolCall): ToolExecutionContext {
+  let count = 0;
+  return {
+    async callTool(name, args) {
+      // #region lab 16.1 callTool
+      count++;
+      const call: ToolCall = {
+        type: "toolCall",
+        id: `${parent.id}.${count}`,
+        name: String(name),
+        arguments: args as ToolCall["arguments"],
+      };
+      parentOf.set(call, parent);
+      await emitStart(run, call);
+      const prepared = await prepareCall(run, batch, call);
+      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, batch, prepared);
+      await emitEnd(run, done);
+      return { result: done.result, isError: done.isError };
+      // #endregion
+    },
+  };
+}
+// #endregion
 
 /** Receives the loop's events. Contract: may return a promise; the loop waits for it. */
 export type AgentEventSink = (event: AgentEvent) => void | Promise<void>;
@@ -44,6 +83,10 @@ export interface ToolBatchRun {
    * fresh id (the key) and keeps the id it repeated (the value). They are answered, never run.
    */
   readonly repeatedCalls?: ReadonlyMap<string, string>;
+  // #region ch15
+  /** The tools declared in this turn's request; `undefined` when every tool is direct. */
+  readonly declared?: ReadonlySet<string> | undefined;
+  // #endregion
 }
 
 /** The results of one batch, in source order, and whether every one of them said `terminate`. */
@@ -52,6 +95,10 @@ export interface ToolBatchOutcome {
   terminate: boolean;
   /** Set when a tool hook threw: what to report as the run's final error. */
   hookFailure?: string;
+  // #region ch15
+  /** Deferred tools the batch's successful results asked to declare (`AgentToolResult.declareTools`). */
+  declareTools?: string[];
+  // #endregion
 }
 
 /** What the calls of one batch share: the assistant message, and the first hook failure. */
@@ -117,8 +164,13 @@ export async function executeToolBatch(
     }
   }
   const terminate = finished.length > 0 && finished.every((done) => done.result.terminate === true);
-  if (batch.hookFailure !== undefined) return { results, terminate, hookFailure: batch.hookFailure };
-  return { results, terminate };
+  const outcome: ToolBatchOutcome = { results, terminate };
+  if (batch.hookFailure !== undefined) outcome.hookFailure = batch.hookFailure;
+  // #region ch15
+  const declareTools = finished.flatMap((done) => (done.isError ? [] : (done.result.declareTools ?? [])));
+  if (declareTools.length > 0) outcome.declareTools = declareTools;
+  // #endregion
+  return outcome;
   // #endregion
 }
 
@@ -160,6 +212,15 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
         `call if it is still needed.`,
     );
   }
+  // #region ch15
+  const caller: { origin: CallOrigin; parent?: string } = { origin: "model" };
+  // #region ch16
+  const parent = parentOf.get(call);
+  if (parent !== undefined) Object.assign(caller, { origin: "script", parent: parent.name });
+  // #endregion
+  const refused = exposureRefusal(run.context.tools ?? [], run.declared, call.name, caller.origin, caller.parent);
+  if (refused !== undefined) return answered(call, refused);
+  // #endregion
   const tool = findTool(run.context, call.name);
   if (tool === undefined) {
     const names = (run.context.tools ?? []).map((t) => t.name).join(", ") || "(none)";
@@ -187,16 +248,25 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
   const updates: Promise<void>[] = [];
   const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
     if (!open) return;
-    const emitted = run.emit({
+    const event: AgentEvent = {
       type: "tool_execution_update",
       toolCallId: call.id,
       toolName: call.name,
       args: call.arguments,
       partialResult,
-    });
+    };
+    // #region ch16
+    const parent = parentOf.get(call);
+    if (parent !== undefined) event.parentToolCallId = parent.id;
+    // #endregion
+    const emitted = run.emit(event);
     if (emitted !== undefined) updates.push(emitted);
   };
-  const executed = await settle(() => tool.execute(call.id, args, run.signal, onUpdate), run.signal);
+  let execute = () => tool.execute(call.id, args, run.signal, onUpdate);
+  // #region ch16
+  execute = () => tool.execute(call.id, args, run.signal, onUpdate, nestedCalls(run, batch, call));
+  // #endregion
+  const executed = await settle(execute, run.signal);
   open = false;
   await Promise.all(updates);
   if (executed.kind === "threw") return answered(call, messageOf(executed.error));
@@ -343,17 +413,32 @@ function abortedCall(call: ToolCall): AnsweredCall {
 // sink that does not return one (the common case) an event costs no promise and no microtask.
 
 function emitStart(run: ToolBatchRun, call: ToolCall): void | Promise<void> {
-  return run.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+  const event: AgentEvent = {
+    type: "tool_execution_start",
+    toolCallId: call.id,
+    toolName: call.name,
+    args: call.arguments,
+  };
+  // #region ch16
+  const parent = parentOf.get(call);
+  if (parent !== undefined) event.parentToolCallId = parent.id;
+  // #endregion
+  return run.emit(event);
 }
 
 function emitEnd(run: ToolBatchRun, done: FinishedCall): void | Promise<void> {
-  return run.emit({
+  const event: AgentEvent = {
     type: "tool_execution_end",
     toolCallId: done.call.id,
     toolName: done.call.name,
     result: done.result,
     isError: done.isError,
-  });
+  };
+  // #region ch16
+  const parent = parentOf.get(done.call);
+  if (parent !== undefined) event.parentToolCallId = parent.id;
+  // #endregion
+  return run.emit(event);
 }
 
 /** The result message of one call, emitted as message_start/message_end. */

@@ -58,13 +58,25 @@ export type AgentEvent =
   /** `message` is the partial as of `event` (the same live object throughout the turn). */
   | { type: "message_update"; message: AssistantMessage; event: ModelEvent }
   | { type: "message_end"; message: AgentMessage }
-  | { type: "tool_execution_start"; toolCallId: string; toolName: string; args: unknown }
+  | {
+      type: "tool_execution_start";
+      toolCallId: string;
+      toolName: string;
+      args: unknown;
+      // #region ch16
+      /** Set on a nested call made by a script: the id of the call whose script made it. */
+      parentToolCallId?: string;
+      // #endregion
+    }
   | {
       type: "tool_execution_update";
       toolCallId: string;
       toolName: string;
       args: unknown;
       partialResult: AgentToolResult<unknown>;
+      // #region ch16
+      parentToolCallId?: string;
+      // #endregion
     }
   | {
       type: "tool_execution_end";
@@ -72,6 +84,9 @@ export type AgentEvent =
       toolName: string;
       result: AgentToolResult<unknown>;
       isError: boolean;
+      // #region ch16
+      parentToolCallId?: string;
+      // #endregion
     };
 
 /** What `beforeToolCall` sees. */

@@ -1,0 +1,89 @@
+/**
+ * Chapter 15: which tools are declared to the model, and which calls the loop refuses.
+ *
+ * A tool's `exposure` (see `ToolExposure` in types.ts) says who sees it and who may call it. The
+ * declared set of one request is every `direct` tool plus every `deferred` tool named by a
+ * `toolsDeclared` message of the transcript so far: the transcript is the only record, so a run
+ * resumed from it declares the same tools as before.
+ *
+ * A model's call to a tool outside that set is answered with an error result that says
+ * `was not declared to you in this request`; a script's call (codemode) may reach `direct`,
+ * `deferred` and `codemode` tools, never a `hidden` one.
+ */
+import type { AgentMessage, AgentTool, ToolExposure } from "../types.js";
+
+/** Who asked for a call: the model (in its message) or a codemode script (a nested call). */
+export type CallOrigin = "model" | "script";
+
+/** A tool's exposure, `direct` when it sets none (or an unknown value). */
+export function exposureOf(tool: AgentTool<any, any>): ToolExposure {
+  const exposure = tool.exposure;
+  return exposure === "deferred" || exposure === "codemode" || exposure === "hidden" ? exposure : "direct";
+}
+
+/**
+ * The names declared to the model for the next request, or `undefined` when every tool is
+ * `direct` (nothing to track: the loop's fast path). Deferred tools count once a `toolsDeclared`
+ * message of `messages` names them.
+ */
+export function declaredToolNames(
+  tools: readonly AgentTool<any, any>[],
+  messages: readonly AgentMessage[],
+): Set<string> | undefined {
+  // #region lab 15.1 declaredToolNames
+  if (tools.every((tool) => exposureOf(tool) === "direct")) return undefined;
+  const deferred = new Set<string>();
+  const declared = new Set<string>();
+  for (const tool of tools) {
+    const exposure = exposureOf(tool);
+    if (exposure === "direct") declared.add(tool.name);
+    else if (exposure === "deferred") deferred.add(tool.name);
+  }
+  for (const message of messages) {
+    if (message.role !== "toolsDeclared" || !Array.isArray(message.tools)) continue;
+    for (const name of message.tools) if (deferred.has(name)) declared.add(name);
+  }
+  return declared;
+  // #endregion
+}
+
+/**
+ * Why the loop refuses a call before preparing it, or `undefined` to let it through (then an
+ * unknown name is answered by the chapter 07 "not found" text). `declared` is the request's
+ * declared set (`undefined`: every tool is direct). `parent` is the name of the tool whose script
+ * made a nested call; a script may not call its own tool.
+ */
+export function exposureRefusal(
+  tools: readonly AgentTool<any, any>[],
+  declared: ReadonlySet<string> | undefined,
+  name: string,
+  origin: CallOrigin,
+  parent?: string,
+): string | undefined {
+  // #region lab 15.1 exposureRefusal
+  const tool = tools.find((candidate) => candidate.name === name);
+  if (origin === "script") {
+    if (tool === undefined || exposureOf(tool) === "hidden" || name === parent) {
+      const callable = tools
+        .filter((candidate) => exposureOf(candidate) !== "hidden" && candidate.name !== parent)
+        .map((candidate) => candidate.name);
+      return `Tool "${name}" is not callable from a script. Callable tools: ${callable.join(", ") || "(none)"}.`;
+    }
+    return undefined;
+  }
+  if (declared === undefined || declared.has(name)) return undefined;
+  const names = [...declared].join(", ") || "(none)";
+  if (tool === undefined || exposureOf(tool) === "hidden")
+    return `Tool "${name}" not found. Available tools: ${names}.`;
+  if (exposureOf(tool) === "codemode") {
+    return (
+      `Tool "${name}" was not declared to you in this request: it can only be called from a script ` +
+      `(the code tool), as tools.${name}(args).`
+    );
+  }
+  return (
+    `Tool "${name}" was not declared to you in this request: it is a deferred tool. Find it with ` +
+    `tool_search first; it is declared to you from the next request on.`
+  );
+  // #endregion
+}

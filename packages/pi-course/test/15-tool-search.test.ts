@@ -1,0 +1,344 @@
+import { Type } from "typebox";
+import { describe, expect, it } from "vitest";
+import {
+  ScriptedModel,
+  agentLoop,
+  assistantMessage,
+  createToolSearchTool,
+  declaredToolNames,
+  defineTool,
+  exposureRefusal,
+  rankTools,
+  textOf,
+  tokenize,
+  userMessage,
+} from "../src/index.js";
+import type {
+  AgentMessage,
+  AgentTool,
+  AssistantMessage,
+  ToolCall,
+  ToolExposure,
+  ToolResultMessage,
+  ToolsDeclaredMessage,
+} from "../src/index.js";
+import { finish, grammarViolations, shape } from "./support/agent-run.js";
+
+type AnyTool = AgentTool<any, any>;
+
+const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
+const calls = (...list: ToolCall[]): AssistantMessage => assistantMessage(list, "toolUse");
+const says = (text: string): AssistantMessage => assistantMessage([{ type: "text", text }], "stop");
+const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
+  new ScriptedModel(turns, { chunkSize: 10_000 });
+
+/** A tool that answers with its own name, with the given exposure and description. */
+function tool(
+  name: string,
+  exposure?: ToolExposure,
+  description = `the ${name} tool`,
+  parameters = Type.Object({}),
+): AnyTool {
+  return defineTool({
+    name,
+    label: name,
+    description,
+    parameters,
+    ...(exposure !== undefined && { exposure }),
+    execute: async () => ({ content: [{ type: "text", text: `${name} ran` }], details: undefined }),
+  });
+}
+
+const declaredNames = (model: ScriptedModel, index: number): string[] =>
+  (model.requests[index]?.tools ?? []).map((t) => t.name);
+const resultText = (messages: readonly AgentMessage[], id: string): string => {
+  const found = messages.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === id);
+  if (found === undefined) throw new Error(`no result for ${id}`);
+  return textOf(found);
+};
+
+describe("tool exposure", () => {
+  it("Lab 15.1 · the declared set: direct tools, plus deferred tools named by toolsDeclared messages", () => {
+    expect(declaredToolNames([tool("a"), tool("b", "direct")], [])).toBeUndefined();
+    const tools = [tool("a"), tool("b", "deferred"), tool("c", "deferred"), tool("d", "codemode"), tool("e", "hidden")];
+    expect([...declaredToolNames(tools, [])!]).toEqual(["a"]);
+    const declared: ToolsDeclaredMessage = { role: "toolsDeclared", tools: ["c", "d", "e", "zz"], timestamp: 1 };
+    expect([...declaredToolNames(tools, [userMessage("hi"), declared])!].sort()).toEqual(["a", "c"]);
+  });
+
+  it("Lab 15.1 · refusals say why: deferred, codemode-only, hidden, and what a script may reach", () => {
+    const tools = [tool("a"), tool("b", "deferred"), tool("d", "codemode"), tool("e", "hidden"), tool("code")];
+    const declared = new Set(["a", "code"]);
+    expect(exposureRefusal(tools, declared, "a", "model")).toBeUndefined();
+    expect(exposureRefusal(tools, undefined, "anything", "model")).toBeUndefined();
+    expect(exposureRefusal(tools, declared, "b", "model")).toBe(
+      'Tool "b" was not declared to you in this request: it is a deferred tool. Find it with tool_search first; ' +
+        "it is declared to you from the next request on.",
+    );
+    expect(exposureRefusal(tools, declared, "d", "model")).toBe(
+      'Tool "d" was not declared to you in this request: it can only be called from a script (the code tool), as tools.d(args).',
+    );
+    expect(exposureRefusal(tools, declared, "e", "model")).toBe('Tool "e" not found. Available tools: a, code.');
+    for (const name of ["a", "b", "d"])
+      expect(exposureRefusal(tools, declared, name, "script", "code")).toBeUndefined();
+    expect(exposureRefusal(tools, declared, "e", "script", "code")).toBe(
+      'Tool "e" is not callable from a script. Callable tools: a, b, d.',
+    );
+    expect(exposureRefusal(tools, declared, "code", "script", "code")).toBe(
+      'Tool "code" is not callable from a script. Callable tools: a, b, d.',
+    );
+  });
+
+  it("Lab 15.1 · the loop declares only direct tools and refuses a call to any other, without running it", async () => {
+    const ran: string[] = [];
+    const spy = (name: string, exposure: ToolExposure): AnyTool => ({
+      ...tool(name, exposure),
+      execute: async () => {
+        ran.push(name);
+        return { content: [{ type: "text", text: "ran" }], details: undefined };
+      },
+    });
+    const model = scripted([calls(call("c1", "a"), call("c2", "b"), call("c3", "d"), call("c4", "e")), says("done")]);
+    const { events, result } = await finish(
+      agentLoop(
+        [userMessage("go")],
+        { messages: [], tools: [tool("a"), spy("b", "deferred"), spy("d", "codemode"), spy("e", "hidden")] },
+        { model },
+      ),
+    );
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(declaredNames(model, 0)).toEqual(["a"]);
+    expect(declaredNames(model, 1)).toEqual(["a"]);
+    expect(ran).toEqual([]);
+    expect(resultText(result, "c1")).toBe("a ran");
+    expect(resultText(result, "c2")).toContain('Tool "b" was not declared to you in this request');
+    expect(resultText(result, "c3")).toContain('Tool "d" was not declared to you in this request');
+    expect(resultText(result, "c4")).toBe('Tool "e" not found. Available tools: a.');
+    for (const id of ["c2", "c3", "c4"]) {
+      expect(result.find((m) => m.role === "toolResult" && m.toolCallId === id)).toMatchObject({ isError: true });
+    }
+  });
+});
+
+describe("declaring tools", () => {
+  const declaring = (names: string[]): AnyTool => ({
+    ...tool("declare"),
+    execute: async () => ({ content: [{ type: "text", text: "ok" }], details: undefined, declareTools: names }),
+  });
+
+  it("Lab 15.2 · a result's declareTools is recorded as a toolsDeclared message, reported, and declared next request", async () => {
+    const model = scripted([calls(call("c1", "declare")), calls(call("c2", "b")), says("done")]);
+    const tools = [declaring(["b", "b", "a", "d", "nope"]), tool("a"), tool("b", "deferred"), tool("d", "codemode")];
+    const { events, result } = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model }));
+    expect(shape(events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+      "message_start:assistant",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_end",
+      "message_end:assistant",
+      "tool_execution_start:c1",
+      "tool_execution_end:c1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:toolsDeclared",
+      "message_end:toolsDeclared",
+      "message_start:assistant",
+      "message_update:toolcall_delta",
+      "message_update:toolcall_end",
+      "message_end:assistant",
+      "tool_execution_start:c2",
+      "tool_execution_end:c2",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "turn_end",
+      "turn_start",
+      "message_start:assistant",
+      "message_update:text_delta",
+      "message_end:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    const declared = result.filter((m) => m.role === "toolsDeclared");
+    expect(declared).toEqual([{ role: "toolsDeclared", tools: ["b"], timestamp: expect.any(Number) }]);
+    expect(declaredNames(model, 0)).toEqual(["declare", "a"]);
+    expect(declaredNames(model, 1)).toEqual(["declare", "a", "b"]);
+    expect(resultText(result, "c2")).toBe("b ran");
+    // the model never sees the toolsDeclared message itself
+    expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    expect(grammarViolations(events, result)).toEqual([]);
+  });
+
+  it("Lab 15.2 · nothing new, nothing recorded; a resumed transcript declares the same tools", async () => {
+    const first = scripted([calls(call("c1", "declare")), calls(call("c2", "declare")), says("done")]);
+    const tools = [declaring(["b"]), tool("b", "deferred"), tool("c", "deferred")];
+    const run1 = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model: first }));
+    expect(run1.result.filter((m) => m.role === "toolsDeclared")).toHaveLength(1);
+    const resumed = scripted([calls(call("c3", "b")), says("done")]);
+    const run2 = await finish(
+      agentLoop([userMessage("again")], { messages: run1.result, tools: tools.slice(1) }, { model: resumed }),
+    );
+    expect(declaredNames(resumed, 0)).toEqual(["b"]);
+    expect(resultText(run2.result, "c3")).toBe("b ran");
+    // an error result declares nothing
+    const failing: AnyTool = {
+      ...tool("declare"),
+      execute: async () => ({
+        content: [{ type: "text", text: "no" }],
+        details: undefined,
+        isError: true,
+        declareTools: ["b"],
+      }),
+    };
+    const model = scripted([calls(call("c1", "declare")), says("done")]);
+    const run3 = await finish(
+      agentLoop([userMessage("go")], { messages: [], tools: [failing, tool("b", "deferred")] }, { model }),
+    );
+    expect(run3.result.filter((m) => m.role === "toolsDeclared")).toEqual([]);
+    expect(declaredNames(model, 1)).toEqual(["declare"]);
+  });
+});
+
+describe("ranking", () => {
+  it("Lab 15.3 · tokenize splits names and prose into lowercase words", () => {
+    expect(tokenize("readFile list_dir GitHub-PR v2.0 Größe issues process bus")).toEqual([
+      "read",
+      "file",
+      "list",
+      "dir",
+      "git",
+      "hub",
+      "pr",
+      "v2",
+      "0",
+      "größe",
+      "issue",
+      "process",
+      "bus",
+    ]);
+    expect(tokenize("  ")).toEqual([]);
+  });
+
+  const catalogue = [
+    tool(
+      "github_create_issue",
+      "deferred",
+      "Create a new issue in a GitHub repository.",
+      Type.Object({ title: Type.String(), body: Type.String() }),
+    ),
+    tool(
+      "github_list_issues",
+      "deferred",
+      "List the issues of a GitHub repository, open or closed.",
+      Type.Object({ state: Type.String() }),
+    ),
+    tool(
+      "github_create_pull_request",
+      "deferred",
+      "Open a pull request from a branch.",
+      Type.Object({ head: Type.String(), base: Type.String() }),
+    ),
+    tool(
+      "slack_post_message",
+      "deferred",
+      "Post a message to a Slack channel.",
+      Type.Object({ channel: Type.String(), text: Type.String() }),
+    ),
+    tool(
+      "weather_forecast",
+      "deferred",
+      "The weather forecast for a city, by day.",
+      Type.Object({ city: Type.String(), days: Type.Number() }),
+    ),
+    tool("fs_read_file", "deferred", "Read a text file from disk.", Type.Object({ path: Type.String() })),
+  ];
+
+  it("Lab 15.3 · rankTools: BM25 over names, descriptions and parameter names, best first", () => {
+    expect(rankTools(catalogue, "create issue").map((m) => m.name)).toEqual([
+      "github_create_issue",
+      "github_list_issues",
+      "github_create_pull_request",
+    ]);
+    expect(rankTools(catalogue, "weather in Paris")[0]?.name).toBe("weather_forecast");
+    expect(rankTools(catalogue, "channel").map((m) => m.name)).toEqual(["slack_post_message"]);
+    expect(rankTools(catalogue, "city").map((m) => m.name)).toEqual(["weather_forecast"]);
+    expect(rankTools(catalogue, "github", 2).map((m) => m.name)).toHaveLength(2);
+    expect(rankTools(catalogue, "kubernetes")).toEqual([]);
+    expect(rankTools(catalogue, "")).toEqual([]);
+    const scores = rankTools(catalogue, "create issue").map((m) => m.score);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    expect(scores.every((s) => s > 0)).toBe(true);
+  });
+
+  it("Lab 15.3 · a rare word outweighs a common one; ties go by name", () => {
+    // "github" is in three tools, "pull" in one: "pull github" ranks the pull request tool first
+    expect(rankTools(catalogue, "github pull")[0]?.name).toBe("github_create_pull_request");
+    const twins = [tool("b_twin", "deferred", "same words"), tool("a_twin", "deferred", "same words")];
+    expect(rankTools(twins, "same").map((m) => m.name)).toEqual(["a_twin", "b_twin"]);
+  });
+});
+
+describe("tool_search", () => {
+  const deferred = [
+    tool("github_create_issue", "deferred", "Create a new issue in a GitHub repository."),
+    tool("weather_forecast", "deferred", "The weather forecast for a city."),
+    tool("slack_post_message", "deferred", "Post a message to a Slack channel."),
+  ];
+
+  it("Lab 15.4 · the model finds a deferred tool and calls it on its next turn", async () => {
+    const search = createToolSearchTool(deferred);
+    expect(search.description).toContain("Searches 3 more tools that are not declared to you yet");
+    const model = scripted([
+      calls(call("c1", "weather_forecast")),
+      calls(call("c2", "tool_search", { query: "weather forecast" })),
+      calls(call("c3", "weather_forecast")),
+      says("sunny"),
+    ]);
+    const { events, result } = await finish(
+      agentLoop([userMessage("weather?")], { messages: [], tools: [search, ...deferred] }, { model }),
+    );
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(resultText(result, "c1")).toContain("was not declared to you in this request");
+    expect(resultText(result, "c2")).toBe(
+      "Declared from your next request on:\n- weather_forecast: The weather forecast for a city.",
+    );
+    expect(resultText(result, "c3")).toBe("weather_forecast ran");
+    expect(declaredNames(model, 1)).toEqual(["tool_search"]);
+    expect(declaredNames(model, 2)).toEqual(["tool_search", "weather_forecast"]);
+    expect(result.filter((m) => m.role === "toolsDeclared").map((m) => (m as ToolsDeclaredMessage).tools)).toEqual([
+      ["weather_forecast"],
+    ]);
+  });
+
+  it("Lab 15.4 · no match: the result says so and names some deferred tools; maxResults bounds a search", async () => {
+    const search = createToolSearchTool(deferred, { maxResults: 1 });
+    const none = await search.execute("x", { query: "kubernetes" });
+    expect(
+      textOf({
+        role: "toolResult",
+        toolCallId: "x",
+        toolName: "tool_search",
+        content: none.content,
+        isError: false,
+        timestamp: 0,
+      }),
+    ).toBe(
+      'No deferred tool matches "kubernetes". Try other words; some deferred tools: github_create_issue, weather_forecast, slack_post_message.',
+    );
+    expect(none.declareTools).toBeUndefined();
+    const one = await search.execute("y", { query: "post create" });
+    expect(one.declareTools).toHaveLength(1);
+    expect(() => createToolSearchTool(deferred, { maxResults: 0 })).toThrow(
+      "createToolSearchTool: maxResults must be a positive integer, got 0.",
+    );
+  });
+});
