@@ -399,6 +399,22 @@ export type { ToolMatch } from "./tool-search/bm25.js";
 export { TOOL_SEARCH_MAX_RESULTS, createToolSearchTool } from "./tool-search/tool-search.js";
 export type { ToolSearchDetails, ToolSearchOptions } from "./tool-search/tool-search.js";
 // #endregion
+// #region ch16
+// Chapter 16: codemode: a script that calls tools, in a QuickJS sandbox in a worker thread.
+export type { ToolExecutionContext } from "./types.js";
+export { CodeSandbox, DEFAULT_SANDBOX_LIMITS, STOP_GRACE_MS } from "./codemode/sandbox.js";
+export type {
+  NestedCallAnswer,
+  NestedCallRecord,
+  SandboxLimits,
+  ScriptErrorKind,
+  ScriptOutcome,
+  ScriptRequest,
+} from "./codemode/sandbox.js";
+export { DECLARATIONS_TOKEN_BUDGET, toTypeScript, toolDeclarations } from "./codemode/declarations.js";
+export { CODE_TOOL_NAME, createCodeTool, reportOutcome, sharedSandbox } from "./codemode/code-tool.js";
+export type { CodeToolOptions } from "./codemode/code-tool.js";
+// #endregion
 // #region ch17
 // Chapter 17: an MCP client (JSON-RPC over stdio or Streamable HTTP), MCP tools as agent tools,
 // and the mcpServers configuration.

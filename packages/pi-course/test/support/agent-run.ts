@@ -113,7 +113,8 @@ function callsOf(message: AssistantMessage): ToolCall[] {
  * - a turn holds exactly one assistant message, reported by its turn_end;
  * - message_update only inside an open assistant message; messages never nest;
  * - per call: tool_execution_start, updates, tool_execution_end, once each, updates only between;
- *   only for a call of the turn's assistant message; tool_execution_end.isError (and its
+ *   only for a call of the turn's assistant message, or for a nested call (`parentToolCallId`,
+ *   chapter 16) between its parent's start and end, its id `<parent>.N`; tool_execution_end.isError (and its
  *   result's isError, when set) equals the result message's isError;
  * - every tool call of a turn's assistant message has exactly one result, in source order,
  *   before the turn ends; error/aborted turns run no tools;
@@ -134,6 +135,7 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
   let started = new Set<string>();
   let ended = new Set<string>();
   let endIsError = new Map<string, boolean>();
+  const nestedOpen = new Set<string>();
   let ends = 0;
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!;
@@ -187,7 +189,15 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
       case "tool_execution_start":
         if (assistant === undefined || open !== undefined) fail(i, "tool start outside a batch");
         if (started.has(event.toolCallId)) fail(i, `second start for ${event.toolCallId}`);
-        if (assistant !== undefined && !callsOf(assistant).some((c) => c.id === event.toolCallId)) {
+        if (event.parentToolCallId !== undefined) {
+          // a nested call (chapter 16): inside its parent's start and end, with an id derived from the parent's
+          const parent = event.parentToolCallId;
+          if (!started.has(parent) || ended.has(parent))
+            fail(i, `nested ${event.toolCallId} outside its parent ${parent}`);
+          if (!event.toolCallId.startsWith(`${parent}.`))
+            fail(i, `nested ${event.toolCallId}: id not derived from ${parent}`);
+          nestedOpen.add(event.toolCallId);
+        } else if (assistant !== undefined && !callsOf(assistant).some((c) => c.id === event.toolCallId)) {
           fail(i, `tool ${event.toolCallId} is not a call of this turn's assistant message`);
         }
         started.add(event.toolCallId);
@@ -202,6 +212,11 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
         if (event.result.isError !== undefined && event.result.isError !== event.isError) {
           fail(i, `tool ${event.toolCallId}: result.isError ${event.result.isError} but isError ${event.isError}`);
         }
+        for (const nested of nestedOpen) {
+          if (nested.startsWith(`${event.toolCallId}.`))
+            fail(i, `${event.toolCallId} ended before its nested ${nested}`);
+        }
+        nestedOpen.delete(event.toolCallId);
         ended.add(event.toolCallId);
         endIsError.set(event.toolCallId, event.isError);
         break;

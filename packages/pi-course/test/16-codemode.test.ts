@@ -1,0 +1,425 @@
+import { Type } from "typebox";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  CodeSandbox,
+  ScriptedModel,
+  agentLoop,
+  assistantMessage,
+  createCodeTool,
+  defineTool,
+  textOf,
+  toTypeScript,
+  toolDeclarations,
+  userMessage,
+} from "../src/index.js";
+import type {
+  AgentEvent,
+  AgentMessage,
+  AgentTool,
+  AssistantMessage,
+  ScriptOutcome,
+  ToolCall,
+  ToolExposure,
+  ToolResultMessage,
+} from "../src/index.js";
+import { finish, grammarViolations } from "./support/agent-run.js";
+
+type AnyTool = AgentTool<any, any>;
+
+const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
+const calls = (...list: ToolCall[]): AssistantMessage => assistantMessage(list, "toolUse");
+const says = (text: string): AssistantMessage => assistantMessage([{ type: "text", text }], "stop");
+const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
+  new ScriptedModel(turns, { chunkSize: 10_000 });
+
+const ran: string[] = [];
+const add: AnyTool = defineTool({
+  name: "add",
+  label: "Add",
+  description: "Adds two numbers.",
+  parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
+  execute: async (_id, { a, b }) => {
+    ran.push(`add ${a} ${b}`);
+    return { content: [{ type: "text", text: String(a + b) }], details: undefined };
+  },
+});
+const tool = (name: string, exposure?: ToolExposure, fail = false): AnyTool =>
+  defineTool({
+    name,
+    label: name,
+    description: `the ${name} tool`,
+    parameters: Type.Object({}),
+    ...(exposure !== undefined && { exposure }),
+    execute: async () => {
+      ran.push(name);
+      return { content: [{ type: "text", text: `${name} ran` }], details: undefined, ...(fail && { isError: true }) };
+    },
+  });
+
+/** A tool that calls other tools through its ToolExecutionContext, as the code tool does. */
+const caller = (plan: [string, unknown][]): AnyTool => ({
+  ...tool("caller"),
+  execute: async (_id, _args, _signal, _onUpdate, context) => {
+    const answers: string[] = [];
+    for (const [name, args] of plan) {
+      const { result, isError } = await context!.callTool(name, args);
+      answers.push(
+        `${name}: ${isError ? "error " : ""}${result.content.map((b) => (b.type === "text" ? b.text : "")).join("")}`,
+      );
+    }
+    return { content: [{ type: "text", text: JSON.stringify(answers) }], details: undefined };
+  },
+});
+
+const toolEvents = (events: readonly AgentEvent[]): string[] =>
+  events.flatMap((event) =>
+    event.type === "tool_execution_start" || event.type === "tool_execution_end"
+      ? [
+          `${event.type.slice(15)} ${event.toolCallId} ${event.toolName}${event.parentToolCallId ? ` ⊂ ${event.parentToolCallId}` : ""}`,
+        ]
+      : [],
+  );
+const resultText = (messages: readonly AgentMessage[], id: string): string => {
+  const found = messages.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === id);
+  if (found === undefined) throw new Error(`no result for ${id}`);
+  return textOf(found);
+};
+
+const sandbox = new CodeSandbox();
+afterAll(() => sandbox.close());
+const noTools = async () => ({ text: "", isError: true });
+const run = (code: string, extra: Partial<Parameters<CodeSandbox["run"]>[0]> = {}): Promise<ScriptOutcome> =>
+  sandbox.run({ code, tools: [], callTool: noTools, ...extra });
+
+describe("nested calls", () => {
+  it("Lab 16.1 · a tool's nested calls go through the pipeline: ids, parentToolCallId, exposure, validation, hooks", async () => {
+    ran.length = 0;
+    const model = scripted([calls(call("c1", "caller", {})), says("done")]);
+    const plan: [string, unknown][] = [
+      ["add", { a: 1, b: 2 }],
+      ["add", { a: "x" }],
+      ["secret", {}],
+      ["only_code", {}],
+      ["later", {}],
+      ["blocked", {}],
+      ["caller", {}],
+    ];
+    const tools = [
+      caller(plan),
+      add,
+      tool("secret", "hidden"),
+      tool("only_code", "codemode"),
+      tool("later", "deferred"),
+      tool("blocked"),
+    ];
+    const seen: string[] = [];
+    const { events, result } = await finish(
+      agentLoop(
+        [userMessage("go")],
+        { messages: [], tools },
+        {
+          model,
+          beforeToolCall: ({ toolCall }) => {
+            seen.push(toolCall.id);
+            return toolCall.name === "blocked" ? { block: true, reason: "blocked by policy" } : undefined;
+          },
+        },
+      ),
+    );
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(toolEvents(events)).toEqual([
+      "start c1 caller",
+      "start c1.1 add ⊂ c1",
+      "end c1.1 add ⊂ c1",
+      "start c1.2 add ⊂ c1",
+      "end c1.2 add ⊂ c1",
+      "start c1.3 secret ⊂ c1",
+      "end c1.3 secret ⊂ c1",
+      "start c1.4 only_code ⊂ c1",
+      "end c1.4 only_code ⊂ c1",
+      "start c1.5 later ⊂ c1",
+      "end c1.5 later ⊂ c1",
+      "start c1.6 blocked ⊂ c1",
+      "end c1.6 blocked ⊂ c1",
+      "start c1.7 caller ⊂ c1",
+      "end c1.7 caller ⊂ c1",
+      "end c1 caller",
+    ]);
+    // invalid arguments (c1.2) and refusals (c1.3, c1.7) are answered before the hook
+    expect(seen).toEqual(["c1", "c1.1", "c1.4", "c1.5", "c1.6"]);
+    expect(ran).toEqual(["add 1 2", "only_code", "later"]);
+    const text = JSON.parse(resultText(result, "c1")) as string[];
+    expect(text[0]).toBe("add: 3");
+    expect(text[1]).toMatch(/^add: error /);
+    expect(text[2]).toBe(
+      'secret: error Tool "secret" is not callable from a script. Callable tools: add, only_code, later, blocked.',
+    );
+    expect(text.slice(3, 6)).toEqual([
+      "only_code: only_code ran",
+      "later: later ran",
+      "blocked: error blocked by policy",
+    ]);
+    expect(text[6]).toBe(
+      'caller: error Tool "caller" is not callable from a script. Callable tools: add, only_code, later, blocked.',
+    );
+    // nested calls get no result messages of their own
+    expect(result.filter((m) => m.role === "toolResult").map((m) => (m as ToolResultMessage).toolCallId)).toEqual([
+      "c1",
+    ]);
+  });
+});
+
+describe("the sandbox", () => {
+  it("Lab 16.2 · a script returns JSON, logs, and calls tools through the host", async () => {
+    const asked: [string, unknown][] = [];
+    const outcome = await run(
+      "const a = await tools.add({ a: 1, b: 2 });\nconsole.log('sum', a, { n: 1 });\nconsole.warn('careful');\n" +
+        "try { await tools.fail({}) } catch (e) { console.error(e.message) }\nreturn { a, list: [1, 'two'] };",
+      {
+        tools: ["add", "fail"],
+        callTool: async (name, args) => {
+          asked.push([name, args]);
+          return name === "add" ? { text: "3", isError: false } : { text: "it broke", isError: true };
+        },
+      },
+    );
+    expect(outcome).toEqual({
+      ok: true,
+      value: { a: "3", list: [1, "two"] },
+      logs: ['sum 3 {"n":1}', "warn: careful", "error: it broke"],
+      calls: [
+        { name: "add", args: { a: 1, b: 2 }, isError: false },
+        { name: "fail", args: {}, isError: true },
+      ],
+    });
+    expect(asked).toEqual([
+      ["add", { a: 1, b: 2 }],
+      ["fail", {}],
+    ]);
+  });
+
+  it("Lab 16.2 · nothing but tools and console: no timers, network, process or modules; nothing kept between scripts", async () => {
+    const globals = await run(
+      "globalThis.kept = 42;\nreturn [typeof setTimeout, typeof setInterval, typeof fetch, typeof process, typeof require, typeof XMLHttpRequest];",
+    );
+    expect(globals.value).toEqual(Array(6).fill("undefined"));
+    expect((await run("return typeof globalThis.kept")).value).toBe("undefined");
+    expect((await run("return typeof tools.add", { tools: [] })).value).toBe("undefined");
+    const imported = await run("const fs = await import('node:fs'); return 1");
+    expect(imported.ok).toBe(false);
+    expect(imported.error?.kind).toBe("script");
+    const syntax = await run("this is not javascript(");
+    expect(syntax).toMatchObject({ ok: false, error: { kind: "script" } });
+    expect(syntax.error?.message).toMatch(/^SyntaxError: /);
+    const thrown = await run("throw new TypeError('nope')");
+    expect(thrown.error).toEqual({ kind: "script", message: "TypeError: nope" });
+  });
+
+  it("Lab 16.2 · the time limit stops a busy loop and a script that waits forever; the next script runs", async () => {
+    const busy = await run("while (true) {}", { limits: { timeoutMs: 300 } });
+    expect(busy.error).toEqual({
+      kind: "timeout",
+      message: "the script ran longer than 300 ms (timeoutMs) and was stopped",
+    });
+    const waiting = await run("await new Promise(() => {})", { limits: { timeoutMs: 200 } });
+    expect(waiting.error?.kind).toBe("timeout");
+    expect((await run("return 'alive'")).value).toBe("alive");
+  });
+
+  it("Lab 16.2 · memory and stack limits end the script, not the worker", async () => {
+    const memory = await run("const a = []; while (true) a.push('x'.repeat(1000) + a.length);", {
+      limits: { memoryBytes: 8 * 1024 * 1024 },
+    });
+    expect(memory.error).toEqual({ kind: "limit", message: "InternalError: out of memory" });
+    const deep = await run("function f(n) { return f(n + 1) + 1 }\nreturn f(0)");
+    expect(deep.error).toEqual({ kind: "limit", message: "RangeError: Maximum call stack size exceeded" });
+    expect((await run("return 1 + 1")).value).toBe(2);
+  });
+
+  it("Lab 16.2 · call count, argument size and output size are limited; the calls made are listed", async () => {
+    const callTool = async () => ({ text: "ok", isError: false });
+    const many = await run("for (let i = 0; i < 10; i++) await tools.t({ i });", {
+      tools: ["t"],
+      callTool,
+      limits: { maxCalls: 3 },
+    });
+    expect(many.error).toEqual({
+      kind: "limit",
+      message: "the script made more than 3 tool calls (maxCalls) and was stopped",
+    });
+    expect(many.calls.map((c) => c.args)).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+    const big = await run("await tools.t({ s: 'x'.repeat(100) })", {
+      tools: ["t"],
+      callTool,
+      limits: { maxArgChars: 50 },
+    });
+    expect(big.error?.message).toBe(
+      "the arguments of tools.t are 108 characters long, more than 50 (maxArgChars); the script was stopped",
+    );
+    const loud = await run("for (let i = 0; i < 100; i++) console.log('line ' + i); return 'x'.repeat(500)", {
+      limits: { maxOutputChars: 100 },
+    });
+    expect(loud.error?.kind).toBe("limit");
+    expect(loud.logs.at(-1)).toMatch(/^\[\d+ more console lines cut: output limit reached\]$/);
+    expect(loud.logs.join("\n").length).toBeLessThan(200);
+  });
+
+  it("Lab 16.2 · an abort stops the script at once, also while a nested call is pending", async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    const outcome = run("await tools.slow({}); return 'finished'", {
+      tools: ["slow"],
+      signal: controller.signal,
+      callTool: () => {
+        setTimeout(() => controller.abort(), 20);
+        return new Promise(() => {});
+      },
+    });
+    expect(await outcome).toMatchObject({
+      ok: false,
+      error: { kind: "aborted", message: "the run was aborted; the script was stopped" },
+      calls: [{ name: "slow", args: {} }],
+    });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const before = new AbortController();
+    before.abort();
+    expect((await run("return 1", { signal: before.signal })).error?.kind).toBe("aborted");
+    expect((await run("return 'next'")).value).toBe("next");
+  });
+
+  it("Lab 16.2 · without a stack limit deep recursion crashes the VM: a sandbox error, and the next script runs", async () => {
+    const crashed = await run("function f(n) { return f(n + 1) + 1 }\nreturn f(0)", { limits: { maxStackBytes: 0 } });
+    expect(crashed.ok).toBe(false);
+    expect(crashed.error).toEqual({
+      kind: "sandbox",
+      message: "the sandbox crashed: RuntimeError: memory access out of bounds",
+    });
+    expect((await run("return 'again'")).value).toBe("again");
+  });
+});
+
+describe("declarations", () => {
+  it("Lab 16.3 · JSON Schema as TypeScript", () => {
+    expect(toTypeScript(add.parameters)).toBe("{ a: number; b: number }");
+    expect(
+      toTypeScript(
+        Type.Object({
+          path: Type.String(),
+          mode: Type.Optional(Type.Union([Type.Literal("r"), Type.Literal("w")])),
+          lines: Type.Array(Type.Integer()),
+          tags: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Null()]))),
+          "odd-key": Type.Boolean(),
+          meta: Type.Object({}),
+        }),
+      ),
+    ).toBe(
+      '{ path: string; mode?: "r" | "w"; lines: number[]; tags?: Array<string | null>; "odd-key": boolean; meta: Record<string, unknown> }',
+    );
+    expect(toTypeScript({ enum: ["a", 1] })).toBe('"a" | 1');
+    expect(toTypeScript({})).toBe("unknown");
+  });
+
+  it("Lab 16.3 · the declarations stay within the token budget and name the tools left out", () => {
+    const tools = [add, tool("b"), tool("c")];
+    expect(toolDeclarations(tools)).toBe(
+      "declare const tools: {\n" +
+        "  /** Adds two numbers. */\n  add(args: { a: number; b: number }): Promise<string>;\n" +
+        "  /** the b tool */\n  b(args: Record<string, unknown>): Promise<string>;\n" +
+        "  /** the c tool */\n  c(args: Record<string, unknown>): Promise<string>;\n" +
+        "};",
+    );
+    const small = toolDeclarations(tools, 30);
+    expect(small).toContain("add(args: { a: number; b: number }): Promise<string>;");
+    expect(small).not.toContain("b(args");
+    expect(small).toContain("  // also callable, same way: b, c\n");
+  });
+});
+
+describe("the code tool", () => {
+  it("Lab 16.4 · one script calls several tools in one turn, each through the pipeline, reported under the script", async () => {
+    ran.length = 0;
+    const tools: AnyTool[] = [add, tool("note", "codemode"), tool("secret", "hidden")];
+    const code = createCodeTool({ tools, sandbox });
+    expect(code.description).toContain("Runs JavaScript as the body of an async function in a QuickJS sandbox");
+    expect(code.description).toContain("add(args: { a: number; b: number }): Promise<string>;");
+    expect(code.description).toContain("note(args: Record<string, unknown>): Promise<string>;");
+    expect(code.description).not.toContain("secret");
+    const script =
+      "const x = await tools.add({ a: 1, b: 2 });\nconst y = await tools.add({ a: Number(x), b: 10 });\n" +
+      "await tools.note({});\nconsole.log('x', x);\nreturn { y };";
+    const model = scripted([calls(call("s1", "code", { code: script })), says("13")]);
+    const { events, result } = await finish(
+      agentLoop([userMessage("add")], { messages: [], tools: [code, ...tools] }, { model }),
+      () => {},
+      20_000,
+    );
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect((model.requests[0]?.tools ?? []).map((t) => t.name)).toEqual(["code", "add"]);
+    expect(toolEvents(events)).toEqual([
+      "start s1 code",
+      "start s1.1 add ⊂ s1",
+      "end s1.1 add ⊂ s1",
+      "start s1.2 add ⊂ s1",
+      "end s1.2 add ⊂ s1",
+      "start s1.3 note ⊂ s1",
+      "end s1.3 note ⊂ s1",
+      "end s1 code",
+    ]);
+    expect(ran).toEqual(["add 1 2", "add 3 10", "note"]);
+    expect(resultText(result, "s1")).toBe('Result: {"y":"13"}\nConsole:\nx 3\nTool calls: 3');
+  });
+
+  it("Lab 16.4 · a failed script is an error result listing the calls already made: they are not undone", async () => {
+    const code = createCodeTool({ tools: [add], sandbox, limits: { timeoutMs: 400 } });
+    const model = scripted([
+      calls(call("s1", "code", { code: "await tools.add({ a: 1, b: 1 });\nawait tools.add({ a: 'no' });" })),
+      calls(call("s2", "code", { code: "await tools.add({ a: 2, b: 2 });\nwhile (true) {}" })),
+      says("ok"),
+    ]);
+    const { result } = await finish(
+      agentLoop([userMessage("go")], { messages: [], tools: [code, add] }, { model }),
+      () => {},
+      20_000,
+    );
+    const first = resultText(result, "s1").split("\n");
+    expect(first[0]).toMatch(/^The script failed \(script\): Error: /);
+    expect(first.slice(-3)).toEqual([
+      "Tool calls made before the failure (they are not undone):",
+      '1. add {"a":1,"b":1} → ok',
+      '2. add {"a":"no"} → error',
+    ]);
+    expect(resultText(result, "s2")).toBe(
+      "The script failed (timeout): the script ran longer than 400 ms (timeoutMs) and was stopped.\n" +
+        "Tool calls made before the failure (they are not undone):\n" +
+        '1. add {"a":2,"b":2} → ok',
+    );
+    expect(result.find((m) => m.role === "toolResult" && m.toolCallId === "s2")).toMatchObject({ isError: true });
+  });
+
+  it("Lab 16.4 · aborting the run stops the script; outside the loop the tool refuses", async () => {
+    const code = createCodeTool({ tools: [add], sandbox });
+    const stream = agentLoop(
+      [userMessage("go")],
+      { messages: [], tools: [code, add] },
+      { model: scripted([calls(call("s1", "code", { code: "while (true) {}" })), says("never")]) },
+    );
+    const { result } = await finish(
+      stream,
+      (event) => {
+        if (event.type === "tool_execution_start") setTimeout(() => stream.abort(), 50);
+      },
+      20_000,
+    );
+    expect(resultText(result, "s1")).toContain("aborted");
+    const alone = await code.execute("x", { code: "return 1" });
+    expect(alone.isError).toBe(true);
+    expect(alone.content).toEqual([
+      { type: "text", text: "The code tool runs only inside the agent loop, which hands it the ToolExecutionContext." },
+    ]);
+  });
+});
