@@ -86,6 +86,13 @@ export interface RunOptions {
   /** The `--mcp-config FILE`s, absolute, in order (read again with the project's file once it is trusted). */
   mcpConfigFiles: string[];
   // #endregion
+  // #region ch16
+  /**
+   * `--codemode`, or `$PI_COURSE_CODEMODE` set to `1`, `on` or `true`: add the `code` tool (a
+   * script that calls the other tools, in a QuickJS sandbox).
+   */
+  codemode: boolean;
+  // #endregion
   /** Absent: the offline demo on the scripted model. */
   server?: {
     provider: Provider;
@@ -166,6 +173,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   const extensions: string[] = [];
   // #region ch17
   const mcpConfigs: string[] = [];
+  // #endregion
+  // #region ch16
+  let codemode = false;
   // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -262,6 +272,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       // #region ch17
       case "--mcp-config":
         mcpConfigs.push(value());
+        break;
+      // #endregion
+      // #region ch16
+      case "--codemode":
+        codemode = true;
         break;
       // #endregion
       default:
@@ -368,6 +383,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     mcpServers: mcp.servers,
     mcpNotices: mcp.notices,
     mcpConfigFiles,
+    // #endregion
+    // #region ch16
+    codemode: codemode || codemodeFromEnv(env),
     // #endregion
   };
   if (!onServer) {
@@ -494,3 +512,13 @@ function readText(option: string, file: string, from: string): string {
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#\s]*@/i, "$1***@");
 }
+// #region ch16
+
+/** The codemode setting of the environment: `$PI_COURSE_CODEMODE` = `1`, `on` or `true` (any case). */
+export function codemodeFromEnv(env: NodeJS.ProcessEnv): boolean {
+  const value = env.PI_COURSE_CODEMODE?.trim().toLowerCase();
+  if (value === undefined || value === "" || value === "0" || value === "off" || value === "false") return false;
+  if (value === "1" || value === "on" || value === "true") return true;
+  throw new CliUsageError(`$PI_COURSE_CODEMODE must be 1, on or true (or 0, off, false), got "${value.slice(0, 12)}".`);
+}
+// #endregion

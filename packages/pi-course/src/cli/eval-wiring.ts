@@ -31,6 +31,9 @@ function runOptions(server: EvalServer | undefined, workspace: string, sessionRo
     mcpNotices: [],
     mcpConfigFiles: [],
     // #endregion
+    // #region ch16
+    codemode: false,
+    // #endregion
     ...(sessionRoot !== undefined && { session: { root: sessionRoot, continue: false } }),
     ...(server !== undefined && { server: { ...server, workspace } }),
   };

@@ -40,6 +40,14 @@ LATER_OPTIONS.push(`  --mcp-config FILE    start the MCP servers of FILE ({"mcpS
                        Their tools are named mcp__NAME__TOOL; \${VAR} in "env" and "headers" is
                        read from the environment; /mcp shows each server's state. A project's
                        .pi-course/mcp.json starts only in a trusted folder (see Trust below)
+                       With more than 20 MCP tools, they are deferred: the model finds them with
+                       tool_search, and each is declared once found
+`);
+// #endregion
+// #region ch16
+LATER_OPTIONS.push(`  --codemode           add the code tool: the model writes one JavaScript snippet that calls
+                       the other tools (await tools.NAME(args)) in a QuickJS sandbox in a worker
+                       thread, each call checked like its own; also $PI_COURSE_CODEMODE=1
 `);
 // #endregion
 

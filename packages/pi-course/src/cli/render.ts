@@ -63,13 +63,15 @@ export class ChatPrinter {
         return this.messageEnd(event.message);
       case "tool_execution_start":
         this.toolStarted.set(event.toolCallId, Date.now());
-        this.line(`${this.paint("yellow", "⚙")} ${neutralize(event.toolName)} ${preview(argsText(event.args), 90)}`);
+        this.line(
+          `${nestedMark(event)}${this.paint("yellow", "⚙")} ${neutralize(event.toolName)} ${preview(argsText(event.args), 90)}`,
+        );
         return this.startTicker(event.toolName);
       case "tool_execution_end": {
         const ms = Date.now() - (this.toolStarted.get(event.toolCallId) ?? Date.now());
         this.toolStarted.delete(event.toolCallId);
         const mark = event.isError ? this.paint("red", "✗") : this.paint("green", "✓");
-        this.line(`${mark} ${neutralize(event.toolName)} ${this.paint("dim", `(${seconds(ms)})`)}`);
+        this.line(`${nestedMark(event)}${mark} ${neutralize(event.toolName)} ${this.paint("dim", `(${seconds(ms)})`)}`);
         this.resultLines(resultText(event.result), event.isError);
         return this.toolStarted.size > 0 ? this.startTicker("tools") : this.stopTicker();
       }
@@ -255,4 +257,13 @@ function argsText(args: unknown): string {
 
 function resultText(result: AgentToolResult<unknown>): string {
   return contentText(result.content);
+}
+
+/** The prefix of a tool line: none, or `  ↳ ` for a script's nested call (shown under its script). */
+function nestedMark(event: AgentEvent): string {
+  let mark = "";
+  // #region ch16
+  if ("parentToolCallId" in event && event.parentToolCallId !== undefined) mark = "  ↳ ";
+  // #endregion
+  return mark;
 }

@@ -18,6 +18,10 @@ import { createOpenAICompatibleModel } from "../models/openai/openai-compatible.
 import { SessionFile } from "../session/session.js";
 import { composeSystemPrompt, resourceTools, type Resources } from "../resources/resources.js";
 import type { AgentMessage, Message } from "../types.js";
+// #region ch15
+import type { AgentTool } from "../types.js";
+import { exposeTools } from "./tool-exposure.js";
+// #endregion
 import type { Model } from "../model.js";
 import type { RunOptions } from "./args.js";
 import { createDemoModel, createDemoWorkspace } from "./demo.js";
@@ -112,6 +116,10 @@ export class Runtime {
   // #endregion
   /** The project around the agent (context files, skills, templates, extensions), if loaded. */
   readonly resources: Resources | undefined;
+  // #region ch15
+  /** The CLI's own tools (coding tools, the skill tool): always declared. */
+  private readonly ownTools: AgentTool<any, any>[];
+  // #endregion
 
   private constructor(
     readonly options: RunOptions,
@@ -133,13 +141,22 @@ export class Runtime {
     const tools = createCodingTools(workspace, { bash: { env: commandEnv } });
     const resources = wiring.resources;
     this.resources = resources;
+    let initialTools = resources === undefined ? tools : [...tools, ...resourceTools(resources)];
+    // #region ch15
+    this.ownTools = initialTools;
+    const exposure: { codemode?: boolean } = {};
+    // #region ch16
+    exposure.codemode = options.codemode;
+    // #endregion
+    initialTools = exposeTools(initialTools, [], exposure).tools;
+    // #endregion
     const host = resources?.extensions;
     this.agent = new Agent({
       initialState: {
         systemPrompt:
           resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
         model: withPairingCheck(model),
-        tools: resources === undefined ? tools : [...tools, ...resourceTools(resources)],
+        tools: initialTools,
       },
       convertToLlm: toLlm(options.dropToolResult),
       // extension hooks (fail closed before a call; an after-hook's failure is only reported)
@@ -245,12 +262,21 @@ export class Runtime {
   private async startMcp(notes: (text: string) => void): Promise<void> {
     for (const notice of this.options.mcpNotices) notes(notice);
     if (this.options.mcpServers.length === 0) return;
-    const own = this.agent.state.tools.slice();
+    const own = this.ownTools;
+    const exposure: { codemode?: boolean } = {};
+    // #region ch16
+    exposure.codemode = this.options.codemode;
+    // #endregion
+    let note: string | undefined;
     this.mcp = McpServers.start(this.options.mcpServers, {
       root: this.workspace,
-      reservedNames: own.map((tool) => tool.name),
+      reservedNames: this.agent.state.tools.map((tool) => tool.name),
       clientInfo: { name: "pi-course", version: "0.1.0" },
-      onToolsChanged: (tools) => this.agent.setTools([...own, ...tools]),
+      onToolsChanged: (tools) => {
+        const exposed = exposeTools(own, tools, exposure);
+        note = exposed.note;
+        this.agent.setTools(exposed.tools);
+      },
     });
     await this.mcp.ready();
     for (const entry of this.mcp.entries()) {
@@ -265,6 +291,7 @@ export class Runtime {
         );
       }
     }
+    if (note !== undefined) notes(note);
   }
   // #endregion
 

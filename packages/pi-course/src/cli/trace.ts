@@ -64,22 +64,27 @@ export class TracePrinter {
         return this.messageEnd(event.message);
       case "tool_execution_start":
         return this.line(
-          2,
+          toolDepth(event),
           "yellow",
           event.type,
           `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${preview(JSON.stringify(event.args))}`,
         );
       case "tool_execution_update":
         return this.line(
-          3,
+          toolDepth(event) + 1,
           "yellow",
           event.type,
           `${neutralize(event.toolName)} ${preview(resultText(event.partialResult))}`,
         );
       case "tool_execution_end": {
         const mark = event.isError ? this.paint("red", "✗ error") : this.paint("green", "✓ ok");
-        this.line(2, "yellow", event.type, `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${mark}`);
-        return this.block(4, resultText(event.result), event.isError ? "red" : "dim");
+        this.line(
+          toolDepth(event),
+          "yellow",
+          event.type,
+          `${neutralize(`${event.toolName} ${event.toolCallId}`)} ${mark}`,
+        );
+        return this.block(toolDepth(event) + 2, resultText(event.result), event.isError ? "red" : "dim");
       }
     }
   }
@@ -206,4 +211,13 @@ export function compactUpdate(event: ModelEvent): { type: "message_update"; even
     partialArguments?: unknown;
   };
   return { type: "message_update", event: rest };
+}
+
+/** The indentation of a tool event: 2, and one more for a script's nested call (under its script). */
+function toolDepth(event: AgentEvent): number {
+  let depth = 2;
+  // #region ch16
+  if ("parentToolCallId" in event && event.parentToolCallId !== undefined) depth = 3;
+  // #endregion
+  return depth;
 }

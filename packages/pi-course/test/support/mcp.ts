@@ -63,3 +63,6 @@ export class MemoryTransport implements McpTransport {
 export function wire(messages: readonly JsonRpcMessage[]): unknown[] {
   return messages.map(({ jsonrpc: _, ...rest }) => rest);
 }
+
+/** An MCP server with 25 tools (`city_weather` and 24 fillers), for the CLI's deferral of many MCP tools. */
+export const MANY_TOOLS_SERVER = path.join(here, "..", "fixtures", "mcp", "many-tools-server.mjs");
