@@ -391,7 +391,7 @@ export { readTranscripts, renderHtmlReport, runKey } from "./eval/html-report.js
 // #endregion
 // #region ch15
 // Chapter 15: tool exposure (declared vs callable) and the tool_search tool.
-export type { ToolExposure, ToolsDeclaredMessage } from "./types.js";
+export type { ToolExposure } from "./types.js";
 export { declaredToolNames, exposureOf, exposureRefusal } from "./agent/tool-exposure.js";
 export type { CallOrigin } from "./agent/tool-exposure.js";
 export { rankTools, tokenize, toolWords } from "./tool-search/bm25.js";

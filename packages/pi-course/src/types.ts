@@ -230,6 +230,15 @@ export interface ToolResultMessage<TDetails = unknown> {
   isError: boolean;
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;
+  // #region ch15
+  /**
+   * The deferred tools this result declared (chapter 15): from the next model call on they are
+   * declared to the model too. The transcript is the record, so a run resumed from it declares
+   * the same tools. Set by the loop from `AgentToolResult.declareTools`; like `details`, no provider
+   * puts it on the wire.
+   */
+  declaredTools?: string[];
+  // #endregion
 }
 
 /** The three canonical roles a model understands. */
@@ -247,27 +256,7 @@ export type Message = UserMessage | AssistantMessage | ToolResultMessage;
  * Each value type must have a `role` that no canonical message uses.
  */
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface CustomAgentMessages {
-  // #region ch15
-  toolsDeclared: ToolsDeclaredMessage;
-  // #endregion
-}
-// #region ch15
-
-/**
- * A change of the declared tool set, kept in the transcript (chapter 15): from the next model
- * call on, the deferred tools named in `tools` are declared to the model as well. The loop adds
- * one when a tool result asks for it (`AgentToolResult.declareTools`, e.g. `tool_search`); a run
- * resumed from the same transcript therefore declares the same tools as before. Never sent to
- * the model as a message.
- */
-export interface ToolsDeclaredMessage {
-  role: "toolsDeclared";
-  /** The tools newly declared, by name. */
-  tools: string[];
-  timestamp: number;
-}
-// #endregion
+export interface CustomAgentMessages {}
 
 /** Anything an agent's transcript may hold: canonical messages and the app's own. */
 export type AgentMessage = Message | CustomAgentMessages[keyof CustomAgentMessages];
@@ -352,8 +341,9 @@ export interface AgentToolResult<TDetails = unknown> {
   // #region ch15
   /**
    * Deferred tools to declare to the model from its next call on (chapter 15): the loop records
-   * the change as a `toolsDeclared` message. Names that are not deferred tools of the run, or
-   * already declared, are ignored.
+   * the ones newly declared on the result message (`ToolResultMessage.declaredTools`). Names that
+   * are not deferred tools of the run, or are declared already, are ignored, and so is the field
+   * on an error result.
    */
   declareTools?: string[];
   // #endregion

@@ -20,7 +20,6 @@ import type {
   ToolCall,
   ToolExposure,
   ToolResultMessage,
-  ToolsDeclaredMessage,
 } from "../src/index.js";
 import { finish, grammarViolations, shape } from "./support/agent-run.js";
 
@@ -63,11 +62,19 @@ const resultText = (messages: readonly AgentMessage[], id: string): string => {
 };
 
 describe("tool exposure", () => {
-  it("Lab 15.1 · the declared set: direct tools, plus deferred tools named by toolsDeclared messages", () => {
+  it("Lab 15.1 · the declared set: direct tools, plus deferred tools named by a tool result's declaredTools", () => {
     expect(declaredToolNames([tool("a"), tool("b", "direct")], [])).toBeUndefined();
     const tools = [tool("a"), tool("b", "deferred"), tool("c", "deferred"), tool("d", "codemode"), tool("e", "hidden")];
     expect([...declaredToolNames(tools, [])!]).toEqual(["a"]);
-    const declared: ToolsDeclaredMessage = { role: "toolsDeclared", tools: ["c", "d", "e", "zz"], timestamp: 1 };
+    const declared: ToolResultMessage = {
+      role: "toolResult",
+      toolCallId: "x",
+      toolName: "tool_search",
+      content: [],
+      isError: false,
+      timestamp: 1,
+      declaredTools: ["c", "d", "e", "zz"],
+    };
     expect([...declaredToolNames(tools, [userMessage("hi"), declared])!].sort()).toEqual(["a", "c"]);
   });
 
@@ -131,7 +138,7 @@ describe("declaring tools", () => {
     execute: async () => ({ content: [{ type: "text", text: "ok" }], details: undefined, declareTools: names }),
   });
 
-  it("Lab 15.2 · a result's declareTools is recorded as a toolsDeclared message, reported, and declared next request", async () => {
+  it("Lab 15.2 · a result's declareTools is recorded on its message as declaredTools, and declared next request", async () => {
     const model = scripted([calls(call("c1", "declare")), calls(call("c2", "b")), says("done")]);
     const tools = [declaring(["b", "b", "a", "d", "nope"]), tool("a"), tool("b", "deferred"), tool("d", "codemode")];
     const { events, result } = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model }));
@@ -150,8 +157,6 @@ describe("declaring tools", () => {
       "message_end:toolResult",
       "turn_end",
       "turn_start",
-      "message_start:toolsDeclared",
-      "message_end:toolsDeclared",
       "message_start:assistant",
       "message_update:toolcall_delta",
       "message_update:toolcall_end",
@@ -168,12 +173,13 @@ describe("declaring tools", () => {
       "turn_end",
       "agent_end",
     ]);
-    const declared = result.filter((m) => m.role === "toolsDeclared");
-    expect(declared).toEqual([{ role: "toolsDeclared", tools: ["b"], timestamp: expect.any(Number) }]);
+    const first = result.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === "c1");
+    expect(first?.declaredTools).toEqual(["b"]);
+    const ended = events.find((e) => e.type === "message_end" && e.message === first);
+    expect(ended).toBeDefined();
     expect(declaredNames(model, 0)).toEqual(["declare", "a"]);
     expect(declaredNames(model, 1)).toEqual(["declare", "a", "b"]);
     expect(resultText(result, "c2")).toBe("b ran");
-    // the model never sees the toolsDeclared message itself
     expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
     expect(grammarViolations(events, result)).toEqual([]);
   });
@@ -182,7 +188,9 @@ describe("declaring tools", () => {
     const first = scripted([calls(call("c1", "declare")), calls(call("c2", "declare")), says("done")]);
     const tools = [declaring(["b"]), tool("b", "deferred"), tool("c", "deferred")];
     const run1 = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model: first }));
-    expect(run1.result.filter((m) => m.role === "toolsDeclared")).toHaveLength(1);
+    const records = (messages: readonly AgentMessage[]) =>
+      messages.flatMap((m) => (m.role === "toolResult" && m.declaredTools !== undefined ? [m.declaredTools] : []));
+    expect(records(run1.result)).toEqual([["b"]]);
     const resumed = scripted([calls(call("c3", "b")), says("done")]);
     const run2 = await finish(
       agentLoop([userMessage("again")], { messages: run1.result, tools: tools.slice(1) }, { model: resumed }),
@@ -203,7 +211,7 @@ describe("declaring tools", () => {
     const run3 = await finish(
       agentLoop([userMessage("go")], { messages: [], tools: [failing, tool("b", "deferred")] }, { model }),
     );
-    expect(run3.result.filter((m) => m.role === "toolsDeclared")).toEqual([]);
+    expect(records(run3.result)).toEqual([]);
     expect(declaredNames(model, 1)).toEqual(["declare"]);
   });
 });
@@ -314,7 +322,7 @@ describe("tool_search", () => {
     expect(resultText(result, "c3")).toBe("weather_forecast ran");
     expect(declaredNames(model, 1)).toEqual(["tool_search"]);
     expect(declaredNames(model, 2)).toEqual(["tool_search", "weather_forecast"]);
-    expect(result.filter((m) => m.role === "toolsDeclared").map((m) => (m as ToolsDeclaredMessage).tools)).toEqual([
+    expect(result.flatMap((m) => (m.role === "toolResult" && m.declaredTools ? [m.declaredTools] : []))).toEqual([
       ["weather_forecast"],
     ]);
   });

@@ -108,11 +108,6 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
   await run.emit({ type: "agent_start" });
   for (;;) {
     await run.emit({ type: "turn_start" });
-    // #region ch15
-    const declared = run.pendingDeclaration;
-    run.pendingDeclaration = undefined;
-    if (declared !== undefined) await run.add(declared);
-    // #endregion
     for (const message of pending) await run.add(message);
     pending = [];
     let message: AssistantMessage;
@@ -131,22 +126,15 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     let results: ToolResultMessage[] = [];
     let terminate = false;
     let hookFailure: string | undefined;
-    // #region ch15
-    let declareTools: string[] | undefined;
-    // #endregion
     if (calls.length > 0) {
       if (message.stopReason === "length") {
         results = await refuseTruncatedCalls(run, calls);
       } else {
-        const outcome = await executeToolBatch(run, message, calls);
-        ({ results, terminate, hookFailure } = outcome);
-        // #region ch15
-        declareTools = outcome.declareTools;
-        // #endregion
+        ({ results, terminate, hookFailure } = await executeToolBatch(run, message, calls));
       }
       run.recordResults(results);
       // #region ch15
-      if (declareTools !== undefined) run.declareTools(declareTools);
+      run.declareTools(results.flatMap((result) => result.declaredTools ?? []));
       // #endregion
     }
     await run.endTurn(message, results);

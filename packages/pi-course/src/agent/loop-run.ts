@@ -19,9 +19,6 @@ import type {
   Message,
   ToolDefinition,
   ToolResultMessage,
-  // #region ch15
-  ToolsDeclaredMessage,
-  // #endregion
 } from "../types.js";
 import type { AgentEvent, AgentLoopConfig } from "./types.js";
 
@@ -52,8 +49,6 @@ export class LoopRun implements ToolBatchRun {
   // #region ch15
   /** The tools declared in the current request, by name; `undefined` when every tool is direct. */
   declared: Set<string> | undefined;
-  /** A change of the declared set not yet in the transcript: the next turn adds it first. */
-  pendingDeclaration: ToolsDeclaredMessage | undefined;
   // #endregion
   private readonly transcript: AgentMessage[];
   private tools: ToolDefinition[] | undefined;
@@ -81,27 +76,17 @@ export class LoopRun implements ToolBatchRun {
   // #region ch15
 
   /**
-   * Declares deferred tools from the next model call on. The change is recorded in the
-   * transcript as a `toolsDeclared` message, added (and reported) at the start of the next turn,
-   * before the model call it concerns. Names that are not deferred tools of the run, or are
-   * declared already, are ignored; nothing is recorded when nothing changes.
+   * Declares deferred tools from the next model call on (the names a batch's results recorded
+   * in `declaredTools`). Names that are not deferred tools of the run are ignored.
    */
   declareTools(names: readonly string[]): void {
-    // #region lab 15.2 LoopRun.declareTools
     const declared = this.declared;
-    if (declared === undefined) return;
-    const fresh: string[] = [];
+    if (declared === undefined || names.length === 0) return;
     for (const tool of this.context.tools ?? []) {
-      if (tool.exposure === "deferred" && names.includes(tool.name) && !declared.has(tool.name)) fresh.push(tool.name);
+      if (tool.exposure === "deferred" && names.includes(tool.name)) declared.add(tool.name);
     }
-    if (fresh.length === 0) return;
-    for (const name of fresh) declared.add(name);
     const tools = (this.context.tools ?? []).filter((tool) => declared.has(tool.name));
     this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
-    const pending = this.pendingDeclaration;
-    if (pending === undefined) this.pendingDeclaration = { role: "toolsDeclared", tools: fresh, timestamp: Date.now() };
-    else pending.tools.push(...fresh);
-    // #endregion
   }
   // #endregion
 

@@ -35,6 +35,23 @@ import type { AgentEvent, AgentLoopConfig } from "./types.js";
 import { exposureRefusal, type CallOrigin } from "./tool-exposure.js";
 // #endregion
 
+// #region ch15
+/**
+ * The deferred tools a successful result asks to declare that are not declared yet (in this
+ * request's set), or `undefined`. The loop then declares them from the next request on.
+ */
+function newlyDeclared(run: ToolBatchRun, done: FinishedCall): string[] | undefined {
+  // #region lab 15.2 newlyDeclared
+  const names = done.result.declareTools;
+  const declared = run.declared;
+  if (names === undefined || done.isError || declared === undefined) return undefined;
+  const fresh = (run.context.tools ?? [])
+    .filter((tool) => tool.exposure === "deferred" && names.includes(tool.name) && !declared.has(tool.name))
+    .map((tool) => tool.name);
+  return fresh.length > 0 ? fresh : undefined;
+  // #endregion
+}
+// #endregion
 // #region ch16
 /** A nested call (made by a script through `ToolExecutionContext.callTool`) → the call whose script made it. */
 const parentOf = new WeakMap<ToolCall, ToolCall>();
@@ -95,10 +112,6 @@ export interface ToolBatchOutcome {
   terminate: boolean;
   /** Set when a tool hook threw: what to report as the run's final error. */
   hookFailure?: string;
-  // #region ch15
-  /** Deferred tools the batch's successful results asked to declare (`AgentToolResult.declareTools`). */
-  declareTools?: string[];
-  // #endregion
 }
 
 /** What the calls of one batch share: the assistant message, and the first hook failure. */
@@ -166,10 +179,6 @@ export async function executeToolBatch(
   const terminate = finished.length > 0 && finished.every((done) => done.result.terminate === true);
   const outcome: ToolBatchOutcome = { results, terminate };
   if (batch.hookFailure !== undefined) outcome.hookFailure = batch.hookFailure;
-  // #region ch15
-  const declareTools = finished.flatMap((done) => (done.isError ? [] : (done.result.declareTools ?? [])));
-  if (declareTools.length > 0) outcome.declareTools = declareTools;
-  // #endregion
   return outcome;
   // #endregion
 }
@@ -452,6 +461,10 @@ function emitResult(run: ToolBatchRun, done: FinishedCall): ToolResultMessage | 
     timestamp: Date.now(),
   };
   if (done.result.details !== undefined) message.details = done.result.details;
+  // #region ch15
+  const declaredTools = newlyDeclared(run, done);
+  if (declaredTools !== undefined) message.declaredTools = declaredTools;
+  // #endregion
   const started = run.emit({ type: "message_start", message });
   if (started !== undefined) return started.then(() => run.emit({ type: "message_end", message })).then(() => message);
   const ended = run.emit({ type: "message_end", message });

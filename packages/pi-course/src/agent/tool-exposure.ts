@@ -2,9 +2,9 @@
  * Chapter 15: which tools are declared to the model, and which calls the loop refuses.
  *
  * A tool's `exposure` (see `ToolExposure` in types.ts) says who sees it and who may call it. The
- * declared set of one request is every `direct` tool plus every `deferred` tool named by a
- * `toolsDeclared` message of the transcript so far: the transcript is the only record, so a run
- * resumed from it declares the same tools as before.
+ * declared set of one request is every `direct` tool plus every `deferred` tool named by the
+ * `declaredTools` of a tool result in the transcript so far: the transcript is the only record,
+ * so a run resumed from it declares the same tools as before.
  *
  * A model's call to a tool outside that set is answered with an error result that says
  * `was not declared to you in this request`; a script's call (codemode) may reach `direct`,
@@ -40,8 +40,8 @@ export function declaredToolNames(
     else if (exposure === "deferred") deferred.add(tool.name);
   }
   for (const message of messages) {
-    if (message.role !== "toolsDeclared" || !Array.isArray(message.tools)) continue;
-    for (const name of message.tools) if (deferred.has(name)) declared.add(name);
+    if (message.role !== "toolResult" || !Array.isArray(message.declaredTools)) continue;
+    for (const name of message.declaredTools) if (deferred.has(name)) declared.add(name);
   }
   return declared;
   // #endregion

@@ -2,8 +2,8 @@
  * Chapter 15: the `tool_search` tool. With a hundred tools (MCP servers bring many), declaring
  * each on every request costs thousands of tokens. Deferred tools (`exposure: "deferred"`) are
  * not declared; the model finds them with `tool_search`, whose result asks the loop to declare
- * the best matches from the next request on (`declareTools`; the loop records a `toolsDeclared`
- * message, so a resumed session declares them too).
+ * the best matches from the next request on (`declareTools`; the loop records them on the result
+ * message as `declaredTools`, so a resumed session declares them too).
  *
  * The result text starts with `Declared from your next request on:` followed by one line per
  * tool (`- name: description`); with no match it says `No deferred tool matches` and lists a few
