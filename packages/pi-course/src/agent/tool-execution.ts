@@ -41,10 +41,11 @@ import { exposureRefusal, type CallOrigin } from "./tool-exposure.js";
  * request's set), or `undefined`. The loop then declares them from the next request on.
  */
 function newlyDeclared(run: ToolBatchRun, done: FinishedCall): string[] | undefined {
-  // #region lab 15.2 newlyDeclared
   const names = done.result.declareTools;
+  if (names === undefined) return undefined;
+  // #region lab 15.2 newlyDeclared
   const declared = run.declared;
-  if (names === undefined || done.isError || declared === undefined) return undefined;
+  if (done.isError || declared === undefined) return undefined;
   const fresh = (run.context.tools ?? [])
     .filter((tool) => tool.exposure === "deferred" && names.includes(tool.name) && !declared.has(tool.name))
     .map((tool) => tool.name);

@@ -30,8 +30,8 @@ export function declaredToolNames(
   tools: readonly AgentTool<any, any>[],
   messages: readonly AgentMessage[],
 ): Set<string> | undefined {
-  // #region lab 15.1 declaredToolNames
   if (tools.every((tool) => exposureOf(tool) === "direct")) return undefined;
+  // #region lab 15.1 declaredToolNames
   const deferred = new Set<string>();
   const declared = new Set<string>();
   for (const tool of tools) {
@@ -60,6 +60,7 @@ export function exposureRefusal(
   origin: CallOrigin,
   parent?: string,
 ): string | undefined {
+  if (origin === "model" && declared === undefined) return undefined; // every tool is direct
   // #region lab 15.1 exposureRefusal
   const tool = tools.find((candidate) => candidate.name === name);
   if (origin === "script") {

@@ -263,10 +263,7 @@ export class Runtime {
     for (const notice of this.options.mcpNotices) notes(notice);
     if (this.options.mcpServers.length === 0) return;
     const own = this.ownTools;
-    const exposure: { codemode?: boolean } = {};
-    // #region ch16
-    exposure.codemode = this.options.codemode;
-    // #endregion
+    const exposure = { codemode: this.options.codemode };
     let note: string | undefined;
     this.mcp = McpServers.start(this.options.mcpServers, {
       root: this.workspace,

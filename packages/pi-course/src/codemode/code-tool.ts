@@ -66,7 +66,7 @@ export function createCodeTool(options: CodeToolOptions): AgentTool<typeof codeP
     description,
     parameters: codeParameters,
     execute: async (_id, { code }, signal, _onUpdate, context?: ToolExecutionContext) => {
-      // #region lab 16.4 code tool
+      // #region lab 16.4 createCodeTool
       if (context === undefined) {
         const message = "The code tool runs only inside the agent loop, which hands it the ToolExecutionContext.";
         return { content: [{ type: "text", text: message }], details: failedOutcome(message), isError: true };

@@ -189,9 +189,10 @@ export function grammarViolations(events: readonly AgentEvent[], result?: readon
       case "tool_execution_start":
         if (assistant === undefined || open !== undefined) fail(i, "tool start outside a batch");
         if (started.has(event.toolCallId)) fail(i, `second start for ${event.toolCallId}`);
-        if (event.parentToolCallId !== undefined) {
+        // (read without the type: before chapter 16 the event has no parentToolCallId)
+        if ((event as { parentToolCallId?: string }).parentToolCallId !== undefined) {
           // a nested call (chapter 16): inside its parent's start and end, with an id derived from the parent's
-          const parent = event.parentToolCallId;
+          const parent = (event as { parentToolCallId?: string }).parentToolCallId!;
           if (!started.has(parent) || ended.has(parent))
             fail(i, `nested ${event.toolCallId} outside its parent ${parent}`);
           if (!event.toolCallId.startsWith(`${parent}.`))

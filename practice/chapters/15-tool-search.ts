@@ -1,0 +1,115 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "15",
+  slug: "tool-search",
+  title: { zh: "工具的曝光与工具搜索", en: "Tool exposure and tool search" },
+  invariant: {
+    zh:
+      "模型只能调用在那一次请求里声明给它的工具：其余的调用一律以一条说明原因的错误结果回答，工具本身不会运行；" +
+      "声明集合的每一次变化都记在对话记录里（工具结果的 `declaredTools`），所以从同一份记录恢复的会话声明同样的工具。",
+    en:
+      "The model may call only the tools declared to it in that request: any other call is answered with an error result that " +
+      "says why, and the tool never runs. Every change of the declared set is recorded in the transcript (a tool result's " +
+      "declaredTools), so a session resumed from it declares the same tools.",
+  },
+  adds: {
+    zh:
+      "接上 MCP 服务器（第 17 章）之后，一个智能体很容易有上百个工具：每次请求都声明全部工具要花几千个 token。" +
+      "本章把“声明给模型”和“可以调用”分开：`AgentTool.exposure` 有四种取值——`direct`（默认：每次都声明，可以调用）、" +
+      "`deferred`（找到之前不声明）、`codemode`（只能从第 16 章的脚本里调用）、`hidden`（只有应用自己能用）。" +
+      "循环（`src/agent/tool-exposure.ts`）按对话记录算出每次请求的声明集合，并拒绝对其他工具的调用；" +
+      "`tool_search` 工具（`src/tool-search/`）用 BM25 风格的打分在名字、描述和参数名上给延迟工具排名，" +
+      "它的结果通过 `declareTools` 请循环从下一次请求起声明找到的工具，循环把新声明的名字记在结果消息的 `declaredTools` 上。" +
+      "命令行里 MCP 工具超过 20 个时就自动延迟，并且告诉你。",
+    en:
+      "Exposure separates what the model is told from what it may call: direct, deferred, codemode, hidden. The loop computes each " +
+      "request's declared set from the transcript and refuses any other call; tool_search ranks deferred tools BM25-style and " +
+      "asks the loop to declare the best matches from the next request on. The CLI defers MCP tools above 20.",
+  },
+  files: [
+    "src/agent/tool-exposure.ts",
+    "src/tool-search/bm25.ts",
+    "src/tool-search/tool-search.ts",
+    "src/cli/tool-exposure.ts",
+  ],
+  labs: [
+    {
+      id: "15.1",
+      title: {
+        zh: "声明集合与拒绝（declaredToolNames、exposureRefusal）",
+        en: "the declared set, and refusals",
+      },
+      says: [
+        'Tool "${name}" was not declared to you in this request: it is a deferred tool. Find it with tool_search first; it is declared to you from the next request on.',
+        'Tool "${name}" was not declared to you in this request: it can only be called from a script (the code tool), as tools.${name}(args).',
+        'Tool "${name}" not found. Available tools: ${declared names, ", "-joined, or (none)}.   (a hidden tool reads like an unknown one)',
+        'Tool "${name}" is not callable from a script. Callable tools: ${every tool but hidden ones and the calling tool, ", "-joined}.',
+      ],
+      hint: {
+        zh:
+          "`declaredToolNames`：全是 `direct` 的工具时返回 `undefined`（快速路径，已经写好）；否则是所有 `direct` 工具，加上对话记录里" +
+          '任一工具结果（`role: "toolResult"`）的 `declaredTools` 中出现的 `deferred` 工具——`codemode` 和 `hidden` 的名字即使出现也不算。' +
+          '`exposureRefusal`：来自脚本（`origin: "script"`）的调用可以用 `direct`、`deferred`、`codemode` 工具，不能用 `hidden` 的，也不能调用发起脚本的工具本身；' +
+          "来自模型的调用只要名字在声明集合里就放行，否则按工具的曝光方式给出上面的文字。循环在 `prepareCall` 里、准备参数之前就问它，所以被拒绝的工具一次也不会运行。",
+        en:
+          "declaredToolNames: direct tools plus deferred ones named in a tool result's declaredTools. exposureRefusal: a script may " +
+          "reach direct, deferred and codemode tools (not hidden ones, not its own tool); the model only the declared set.",
+      },
+    },
+    {
+      id: "15.2",
+      title: { zh: "把声明记进对话记录（newlyDeclared）", en: "recording a declaration in the transcript" },
+      hint: {
+        zh:
+          "工具结果可以带 `declareTools: [名字…]`。`newlyDeclared` 从中挑出这次运行里确实是 `deferred`、而且这次请求还没声明的工具（按 `context.tools` 的顺序），" +
+          "出错的结果不算；一个也没有时返回 `undefined`。`emitResult` 把它们写到结果消息的 `declaredTools` 上，循环在这一批结束后调用 `run.declareTools`，" +
+          "从下一次请求起声明它们。记录在结果消息上而不是另起一种消息：库自己加一种自定义消息角色会让每个用户的 `AgentMessage` 都多一种情况。",
+        en:
+          "newlyDeclared: the names of a successful result's declareTools that are deferred tools not declared yet, in tool order; " +
+          "the loop writes them on the result message as declaredTools and declares them from the next request on.",
+      },
+      uses: ["15.1"],
+    },
+    {
+      id: "15.3",
+      title: { zh: "BM25 排名（tokenize、rankTools）", en: "BM25 ranking" },
+      hint: {
+        zh:
+          "`tokenize`：在驼峰处断开（`readFile` → `read file`），转小写，按非字母数字切分，丢掉空词，再去掉长于 3 个字母、以 `s` 结尾但不是 `ss` 结尾的词尾 `s`（`issues` → `issue`，`process` 不变）。" +
+          "`rankTools`：每个工具是一篇文档（`toolWords`：名字算两次、描述、顶层参数名）；查询词去重；IDF = `ln(1 + (N − n + 0.5) / (n + 0.5))`；" +
+          "每个词的得分 `idf · f·(k1+1) / (f + k1·(1 − b + b·长度/平均长度))`，k1 = 1.2，b = 0.75；只留下得分大于 0 的，按得分从高到低、同分按名字排序，最多 `limit` 个。",
+        en:
+          "tokenize: split camelCase humps and non-alphanumerics, lowercase, drop a plural s. rankTools: BM25 (k1 1.2, b 0.75) over " +
+          "name twice, description and parameter names; positive scores only, best first, ties by name, at most limit.",
+      },
+    },
+    {
+      id: "15.4",
+      title: { zh: "tool_search 工具", en: "the tool_search tool" },
+      says: [
+        "Searches ${n} more tools that are not declared to you yet   (the start of tool_search's description; given)",
+        "Declared from your next request on:\\n- ${name}: ${first line of its description}   (one line per match)",
+        'No deferred tool matches "${query}". Try other words; some deferred tools: ${up to 20 names, ", "-joined}${", … (N in all)" when there are more}.',
+        "createToolSearchTool: maxResults must be a positive integer, got ${maxResults}.   (given)",
+      ],
+      hint: {
+        zh:
+          "用 `rankTools` 在延迟工具里找出最好的几个；有结果时返回上面那段文字，并带上 `declareTools`（匹配到的名字）；没有结果时不带 `declareTools`，" +
+          "返回“没有匹配”的那句话，列出一些延迟工具的名字帮模型换个说法。`details` 里放 `{query, matches}`。",
+        en:
+          "Rank the deferred tools with rankTools; on matches answer with the list and declareTools, else say nothing matched and " +
+          "name some deferred tools.",
+      },
+      uses: ["15.1"],
+    },
+  ],
+  breakIt: {
+    zh:
+      '把 `exposureRefusal` 里对模型调用的检查删掉（总是返回 `undefined`），跑 `npx vitest run test/15- -t "Lab 15\\.1\\b"`：' +
+      "哪个工具被运行了？再把 `tokenize` 里去掉复数 `s` 的那一步删掉，想一想 “create issue” 还能找到 `github_list_issues` 吗？",
+    en:
+      "Let exposureRefusal pass every model call and run the Lab 15.1 tests: which tool ran? Drop the plural step of tokenize and " +
+      'think whether "create issue" still finds github_list_issues.',
+  },
+});

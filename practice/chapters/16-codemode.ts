@@ -1,0 +1,128 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "16",
+  slug: "codemode",
+  title: {
+    zh: "Codemode：模型写一段调用工具的脚本，在 QuickJS 沙箱里运行",
+    en: "Codemode: the model writes a script that calls tools, in a QuickJS sandbox",
+  },
+  invariant: {
+    zh:
+      "脚本能做的不会超过模型能做的：每个嵌套调用都走和模型调用同一条流水线（曝光、校验、钩子、事件）；" +
+      "脚本从不在主线程上运行，所有限制（时间、内存、栈、调用次数、参数与输出大小、中止）都由宿主掌握；" +
+      "每次失败都是一条错误结果，列出已经做过的嵌套调用（它们不会被撤销），而且一个脚本留下的东西到不了下一个脚本。",
+    en:
+      "A script can do nothing the model may not: every nested call goes through the model's own pipeline (exposure, validation, " +
+      "hooks, events). A script never runs on the host thread; the host owns every limit (time, memory, stack, calls, sizes, " +
+      "abort); every failure is an error result listing the nested calls already made (not undone), and nothing of one script " +
+      "reaches the next.",
+  },
+  adds: {
+    zh:
+      "一个需要二十次工具调用的任务要花二十轮模型调用。Codemode 让模型写一段 JavaScript（一个 async 函数体），" +
+      "在脚本里 `await tools.<名字>(参数)` 调用工具，一轮就做完。脚本跑在 QuickJS（`quickjs-wasi`，这是第一个由某一章加入的运行时依赖，练习文件夹会安装它）里，" +
+      "QuickJS 跑在一个 worker 线程里：`src/codemode/worker-source.ts` 是 worker 的代码，`sandbox.ts` 是宿主——一个一直开着的 worker，" +
+      "每个脚本一个全新的 VM（启动 worker 要几十到几百毫秒，新建 VM 大约 2 毫秒）。嵌套调用通过 `ToolExecutionContext.callTool` 回到循环自己的流水线" +
+      "（`src/agent/tool-execution.ts` 的 ch16 部分），事件带着 `parentToolCallId`，id 是父调用的 id 加 `.1`、`.2`……" +
+      "`declarations.ts` 把可调用的工具写成 TypeScript 声明放进 `code` 工具的描述（`code-tool.ts`）。命令行用 `--codemode` 打开它。",
+    en:
+      "The code tool runs one JavaScript snippet that calls many tools: QuickJS (quickjs-wasi, the first runtime dependency a " +
+      "chapter adds) in one warm worker thread, a fresh VM per script, host-owned limits, nested calls through the loop's own " +
+      "pipeline with parentToolCallId, and the callable tools as TypeScript declarations. --codemode turns it on in the CLI.",
+  },
+  files: [
+    "src/codemode/worker-source.ts",
+    "src/codemode/sandbox.ts",
+    "src/codemode/declarations.ts",
+    "src/codemode/code-tool.ts",
+  ],
+  labs: [
+    {
+      id: "16.1",
+      title: { zh: "嵌套调用走同一条流水线（callTool）", en: "nested calls through the same pipeline" },
+      hint: {
+        zh:
+          "`nestedCalls` 给每个正在执行的调用一个 `ToolExecutionContext`。`callTool(name, args)`：计数加一，造一个 `ToolCall`，id 是 `<父 id>.<计数>`；" +
+          "在 `parentOf` 里记下它的父调用（发事件时据此加上 `parentToolCallId`，`prepareCall` 据此把它当成脚本的调用）；然后和模型的调用一样：" +
+          "`emitStart` → `prepareCall`（曝光、`prepareArguments`、校验、`beforeToolCall`）→ 准备好了就 `runPreparedCall`（执行、`afterToolCall`）→ `emitEnd`，" +
+          "返回 `{result, isError}`。嵌套调用没有自己的结果消息：父调用的结果会报告它们。",
+        en:
+          "callTool: id <parent>.<n>, remember the parent (events get parentToolCallId; exposure treats it as a script's call), then " +
+          "emitStart, prepareCall, runPreparedCall, emitEnd, and return {result, isError}. No result message of its own.",
+      },
+    },
+    {
+      id: "16.2",
+      title: {
+        zh: "宿主：一个热的 worker，所有限制归宿主（CodeSandbox.runNow）",
+        en: "the host: a warm worker, every limit the host's",
+      },
+      says: [
+        "the script ran longer than ${timeoutMs} ms (timeoutMs) and was stopped",
+        "the script made more than ${maxCalls} tool calls (maxCalls) and was stopped",
+        "the arguments of tools.${name} are ${length} characters long, more than ${maxArgChars} (maxArgChars); the script was stopped",
+        "the run was aborted; the script was stopped",
+        "the returned value is ${length} characters of JSON, more than ${maxOutputChars} (maxOutputChars)   (given)",
+        "InternalError: out of memory · RangeError: Maximum call stack size exceeded   (QuickJS's own messages, kind limit; given)",
+        "the sandbox crashed: RuntimeError: memory access out of bounds   (the worker, given: a wasm trap without a stack limit)",
+        "[${n} more console lines cut: output limit reached]   (the worker, given)",
+      ],
+      hint: {
+        zh:
+          "合并默认限制；已经中止就直接返回 `aborted`。拿到 worker（`ensureWorker`，第一次才启动），给这次运行一个新的 `runId`。" +
+          "准备两个 promise：`outcome`（结果，只定一次）和 `released`（worker 真正空下来，队列等它）。`stop(kind, message)`：先给出结果，" +
+          "再把共享内存里的中断标志设成这个 `runId`（VM 的中断处理函数看到 `>= runId` 就打断脚本）、发 `cancel`，" +
+          '`STOP_GRACE_MS` 之内 worker 不回话就 `terminate()` 并换一个新的。worker 的 `call` 消息：先查调用次数和参数长度（超了就 `stop("limit", …)`），' +
+          "记下 `{name, args}`，交给 `request.callTool`，回答用 `reply` 发回去（`ok` 为假时脚本里会抛出 Error）；`done` 消息用 `doneOutcome` 读出结果。" +
+          '计时器到点就 `stop("timeout", …)`，`signal` 中止就 `stop("aborted", …)`；worker 出错或退出都是 `sandbox`。最后发 `run` 消息。',
+        en:
+          "Merge the limits; start or reuse the worker; per run an id, an outcome settled once and a released promise. stop(): settle, " +
+          "raise the shared interrupt flag, send cancel, terminate after STOP_GRACE_MS. Check maxCalls and maxArgChars per call, reply " +
+          "with the tool's text, read done with doneOutcome; the timer and the signal stop the script.",
+      },
+    },
+    {
+      id: "16.3",
+      title: { zh: "把 JSON Schema 写成 TypeScript（toTypeScript）", en: "JSON Schema as TypeScript" },
+      hint: {
+        zh:
+          "`const` → `JSON.stringify` 的值；`enum` → 用 ` | ` 连起来的字面量；`anyOf`/`oneOf` → 各部分用 ` | ` 连起来；`type` 是数组时同理。" +
+          "`string`、`number`/`integer` → `number`、`boolean`、`null`；`array` → `T[]`，元素类型里有空格时写 `Array<T>`；" +
+          "`object` → `{ a: T; b?: U }`（不在 `required` 里的加 `?`，不是标识符的键用 JSON 字符串写），没有属性时是 `Record<string, unknown>`" +
+          "（`additionalProperties: false` 时是 `{}`）；其他一律 `unknown`，嵌套超过 6 层也是 `unknown`。",
+        en:
+          "const, enum, anyOf/oneOf and type arrays as unions; primitives; T[] or Array<T>; objects with optional fields marked ?; " +
+          "an object without properties is Record<string, unknown>; anything else unknown.",
+      },
+    },
+    {
+      id: "16.4",
+      title: { zh: "code 工具（createCodeTool 的 execute）", en: "the code tool" },
+      says: [
+        "Runs JavaScript as the body of an async function in a QuickJS sandbox   (the start of the description; given)",
+        "The code tool runs only inside the agent loop, which hands it the ToolExecutionContext.",
+        "Result: ${JSON of the value}\\nConsole:\\n${lines}\\nTool calls: ${n}   (reportOutcome, given: each part only when there is something to say)",
+        "The script failed (${kind}): ${message}.\\nTool calls made before the failure (they are not undone):\\n1. ${name} ${JSON args} → ok|error|unfinished   (reportOutcome, given)",
+      ],
+      hint: {
+        zh:
+          "没有 `context`（不在循环里直接调用 `execute`）就返回上面那条错误结果。否则在沙箱（`options.sandbox`，默认全进程共享的一个）里运行脚本：" +
+          "`tools` 是可调用工具的名字，`limits`、`signal` 照传；`callTool` 用 `context.callTool` 跑嵌套调用，把结果的文本块拼起来交回脚本。" +
+          "结果的文字用 `reportOutcome(outcome)`，`details` 放整个 `outcome`，`isError` 是 `!outcome.ok`。",
+        en:
+          "Without a context, refuse. Else run the script in the sandbox with the callable names, the limits and the signal; nested " +
+          "calls through context.callTool, their text back to the script; answer with reportOutcome, details the outcome.",
+      },
+      uses: ["16.3"],
+    },
+  ],
+  breakIt: {
+    zh:
+      "在 `sandbox.ts` 里把 `maxStackSize` 设成 0（或者在测试里传 `maxStackBytes: 0`），跑一个无限递归的脚本：VM 崩溃了，宿主还活着吗？" +
+      "再把 `CodeSandbox` 改成每个脚本都新开一个 worker，跑 `npm run bench -- codemode`（在仓库里），看看和 pi-codemode 的比值怎么变。",
+    en:
+      "Run an endless recursion with maxStackBytes 0: the VM crashes; does the host survive? Start a worker per script and rerun " +
+      "the codemode bench to see the ratio to pi-codemode move.",
+  },
+});
