@@ -61,7 +61,8 @@ export default defineChapter({
       says: [
         "the script ran longer than ${timeoutMs} ms (timeoutMs) and was stopped",
         "the script made more than ${maxCalls} tool calls (maxCalls) and was stopped",
-        "the arguments of tools.${name} are ${length} characters long, more than ${maxArgChars} (maxArgChars); the script was stopped",
+        "the arguments of tools.${name} are ${length} characters long, more than ${maxArgChars} (maxArgChars); the script was stopped   (e.g. the arguments of tools.t are 108 characters long, more than 50 (maxArgChars); the script was stopped)",
+        'TypeError: nope   (a script that throws new TypeError("nope") fails with kind script and the message name: message, made by the worker; given)',
         "the run was aborted; the script was stopped",
         "the returned value is ${length} characters of JSON, more than ${maxOutputChars} (maxOutputChars)   (given)",
         "InternalError: out of memory · RangeError: Maximum call stack size exceeded   (QuickJS's own messages, kind limit; given)",
