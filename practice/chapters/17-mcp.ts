@@ -167,8 +167,8 @@ export default defineChapter({
   breakIt: {
     zh:
       "在 `JsonRpcConnection.request` 的超时处理里，把“先从 pending 删掉”挪到发送 `notifications/cancelled` 之后，" +
-      '或者干脆不删，跑 `npm test -- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
-      '跑 `npm test -- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
+      '或者干脆不删，跑 `npx vitest run test/17- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
+      '跑 `npx vitest run test/17- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
     en:
       "Delete the pending entry after (or never) sending notifications/cancelled on a timeout and run the Lab 17.2 tests; drop the " +
       "SIGKILL from StdioTransport.close and watch the stubborn server; lift the 64-character cap and think which provider refuses it.",
