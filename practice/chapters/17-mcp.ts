@@ -89,6 +89,7 @@ export default defineChapter({
       id: "17.3",
       says: [
         "cannot send ${method}: cannot reach the MCP server at ${url}: ${code}   (the HTTP transport, given; e.g. cannot send initialize: cannot reach the MCP server at http://127.0.0.1:PORT/mcp: ECONNREFUSED)",
+        "cannot send ${method}: ${why}   (a transport that cannot deliver the request, e.g. cannot send tools/call: the response passed maxResponseBytes (1048576 bytes after decompression); the rest was not read)",
         "${method} failed: the server sent a line longer than ${n} MiB without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
         "stderrTail keeps the server's last stderr lines as they came: the tests look for server-everything's own first line, Starting default (STDIO) server..., and for the test server's ignoring SIGTERM",
       ],
