@@ -1,0 +1,72 @@
+/**
+ * A physical model with what the catalogue knows of it (chapter 18), and a model at a thinking
+ * level.
+ *
+ * - `catalogued(model, info)`: every final message gets its `cost` (priced by `info.prices`;
+ *   none when the price is unknown), and a thinking level the model cannot use (the catalogue
+ *   says it does not reason) is not sent: the final message's diagnostics say it was ignored.
+ * - `atThinkingLevel(model, level)`: every call is made with `thinking: level`, unless the
+ *   caller's own options name a level.
+ *
+ * Both keep the `Model` contract: `stream()` returns at once and never throws, and the events
+ * are the inner model's, in order; only the terminal event's message is a copy with more fields.
+ */
+import { AssistantMessageEventStream } from "../event-stream.js";
+import type { Model, StreamOptions, ThinkingLevel } from "../model.js";
+import type { AssistantMessage, Context, ModelEvent } from "../types.js";
+import type { ModelInfo } from "./catalogue.js";
+import { costOf } from "./cost.js";
+
+/** Forwards `inner`'s events into a new stream, the terminal message passed through `final`. */
+export function relay(
+  inner: AssistantMessageEventStream,
+  final: (message: AssistantMessage) => AssistantMessage,
+): AssistantMessageEventStream {
+  const out = new AssistantMessageEventStream();
+  void (async () => {
+    for await (const event of inner) out.push(finishing(event, final));
+  })();
+  return out;
+}
+
+function finishing(event: ModelEvent, final: (message: AssistantMessage) => AssistantMessage): ModelEvent {
+  if (event.type === "done") return { ...event, message: final(event.message) };
+  if (event.type === "error") return { ...event, error: final(event.error) };
+  return event;
+}
+
+/** The diagnostic of a thinking level that was not sent. */
+export function thinkingIgnored(level: ThinkingLevel, id: string): string {
+  return `thinking level "${level}" ignored: the model catalogue says ${id} does not reason`;
+}
+
+/** `model` with its cost and its thinking ability from `info` (see the module comment). */
+export function catalogued(model: Model, info: ModelInfo): Model {
+  return {
+    provider: model.provider,
+    id: model.id,
+    stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
+      // #region lab 18.3 catalogued
+      const level = options.thinking;
+      const ignored = level !== undefined && level !== "off" && info.known && !info.reasoning;
+      const { thinking: _level, ...rest } = options;
+      const inner = model.stream(context, ignored ? rest : options);
+      return relay(inner, (message) => {
+        const cost = costOf(message.usage, info.prices);
+        const out: AssistantMessage = { ...message, ...(cost !== undefined && { cost }) };
+        if (ignored) out.diagnostics = [...(message.diagnostics ?? []), thinkingIgnored(level, info.id)];
+        return out;
+      });
+      // #endregion
+    },
+  };
+}
+
+/** `model` called at thinking `level` (a call's own `options.thinking` wins). */
+export function atThinkingLevel(model: Model, level: ThinkingLevel): Model {
+  return {
+    provider: model.provider,
+    id: model.id,
+    stream: (context, options = {}) => model.stream(context, { ...options, thinking: options.thinking ?? level }),
+  };
+}
