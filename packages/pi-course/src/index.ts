@@ -428,7 +428,7 @@ export { withThinkingLevel } from "./models/openai/openai-options.js";
 export { ANTHROPIC_THINKING_BUDGETS, withAnthropicThinking } from "./models/anthropic/anthropic-wire.js";
 export { BUILTIN_MODELS } from "./model-choice/catalogue-data.js";
 export { DEFAULT_MODEL_INFO, ModelCatalogue } from "./model-choice/catalogue.js";
-export type { CatalogueEntry, InputKind, ModelApi, ModelInfo, ModelPrices } from "./model-choice/catalogue.js";
+export type { CatalogueEntry, ModelApi, ModelInfo, ModelInput, ModelPrices } from "./model-choice/types.js";
 export { ModelsFileError, loadModelsFile, parseModelsFile } from "./model-choice/models-file.js";
 export type { ModelsFile } from "./model-choice/models-file.js";
 export { conversationCost, costOf, formatConversationCost, formatDollars } from "./model-choice/cost.js";

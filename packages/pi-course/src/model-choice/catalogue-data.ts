@@ -8,19 +8,23 @@
  * (`local`). `cacheRead` / `cacheWrite` are absent where the provider has no such price: those
  * tokens are then priced as input (see `cost.ts`).
  */
-import type { CatalogueEntry } from "./catalogue.js";
+import type { CatalogueEntry } from "./types.js";
 
 const OPENAI = { source: "https://openai.com/api/pricing/", asOf: "2025-10" };
 const ANTHROPIC = { source: "https://docs.anthropic.com/en/docs/about-claude/pricing", asOf: "2025-10" };
 const DEEPSEEK = { source: "https://api-docs.deepseek.com/quick_start/pricing", asOf: "2025-10" };
 const GROQ = { source: "https://groq.com/pricing", asOf: "2025-10" };
-const OPENROUTER = { source: "https://openrouter.ai/models (the provider's own price, passed through)", asOf: "2025-10" };
+const OPENROUTER = {
+  source: "https://openrouter.ai/models (the provider's own price, passed through)",
+  asOf: "2025-10",
+};
 const LOCAL = { source: "runs on your own machine: no price per token", asOf: "2025-10" };
 
 const text = ["text"] as const;
 const textImage = ["text", "image"] as const;
 
 /** The built-in catalogue. Ids are the names the provider's API takes. */
+// biome-ignore format: one model per line, read as a table
 export const BUILTIN_MODELS: readonly CatalogueEntry[] = [
   // OpenAI (Chat Completions)
   { id: "gpt-4o", provider: "openai", api: "openai-compatible", contextWindow: 128_000, maxOutput: 16_384, input: textImage, reasoning: false, prices: { input: 2.5, output: 10, cacheRead: 1.25, ...OPENAI } },

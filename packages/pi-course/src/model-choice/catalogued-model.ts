@@ -14,7 +14,7 @@
 import { AssistantMessageEventStream } from "../event-stream.js";
 import type { Model, StreamOptions, ThinkingLevel } from "../model.js";
 import type { AssistantMessage, Context, ModelEvent } from "../types.js";
-import type { ModelInfo } from "./catalogue.js";
+import type { ModelInfo } from "./types.js";
 import { costOf } from "./cost.js";
 
 /** Forwards `inner`'s events into a new stream, the terminal message passed through `final`. */

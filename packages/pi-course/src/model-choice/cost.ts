@@ -8,7 +8,7 @@
  * input. Prices are per million tokens. An unknown price gives no cost at all: never a zero.
  */
 import type { AgentMessage, AssistantMessage, Cost, Usage } from "../types.js";
-import type { ModelPrices } from "./catalogue.js";
+import type { ModelPrices } from "./types.js";
 
 /** The cost of `usage` at `prices`, in dollars; undefined when `prices` is (an unknown price). */
 export function costOf(usage: Usage, prices: ModelPrices | undefined): Cost | undefined {

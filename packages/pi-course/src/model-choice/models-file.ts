@@ -17,7 +17,8 @@
  * file, the field and what to write instead: a bad file is never half read.
  */
 import { readFile } from "node:fs/promises";
-import type { CatalogueEntry, InputKind, ModelApi, ModelCatalogue, ModelPrices } from "./catalogue.js";
+import type { ModelCatalogue } from "./catalogue.js";
+import type { CatalogueEntry, ModelApi, ModelInput, ModelPrices } from "./types.js";
 
 /** A models file that cannot be used as it stands. */
 export class ModelsFileError extends Error {
@@ -28,7 +29,7 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 const APIS: readonly ModelApi[] = ["openai-compatible", "anthropic"];
-const INPUTS: readonly InputKind[] = ["text", "image"];
+const INPUTS: readonly ModelInput[] = ["text", "image"];
 
 /** What a models file holds, checked. */
 export interface ModelsFile {
@@ -102,7 +103,7 @@ function checkEntry(value: unknown, where: string, fail: (why: string) => Error)
     api: api as ModelApi,
     contextWindow: count("contextWindow"),
     maxOutput: count("maxOutput"),
-    input: input as InputKind[],
+    input: input as ModelInput[],
     reasoning: (value.reasoning ?? false) as boolean,
   };
   if (value.prices !== undefined) entry.prices = checkPrices(value.prices, name("prices"), fail);

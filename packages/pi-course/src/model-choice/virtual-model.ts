@@ -76,7 +76,11 @@ async function dispatch(
   try {
     models = options.route(context, call);
   } catch (error) {
-    return out.push({ type: "error", reason: "error", error: routeFailure(options, `the route failed: ${String(error)}`) });
+    return out.push({
+      type: "error",
+      reason: "error",
+      error: routeFailure(options, `the route failed: ${String(error)}`),
+    });
   }
   if (models.length === 0) {
     return out.push({ type: "error", reason: "error", error: routeFailure(options, "the route chose no model") });
@@ -86,7 +90,13 @@ async function dispatch(
     const last = i === models.length - 1;
     let committed = false;
     for await (const event of model.stream(context, call)) {
-      if (!committed && event.type === "error" && !last && event.reason === "error" && event.error.errorDetails?.retryable) {
+      if (
+        !committed &&
+        event.type === "error" &&
+        !last &&
+        event.reason === "error" &&
+        event.error.errorDetails?.retryable
+      ) {
         skipped.push({ model, error: event.error.errorMessage ?? "failed" });
         break; // nothing of this model reached the caller: try the next
       }

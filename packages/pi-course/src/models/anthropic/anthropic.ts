@@ -99,7 +99,8 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
 
   protected body(context: Context, call: StreamOptions): AnthropicRequest {
     // #region ch18
-    if (call.thinking !== undefined) return toAnthropicRequest(context, withAnthropicThinking(this.options, call.thinking));
+    if (call.thinking !== undefined)
+      return toAnthropicRequest(context, withAnthropicThinking(this.options, call.thinking));
     // #endregion
     return toAnthropicRequest(context, this.options);
   }

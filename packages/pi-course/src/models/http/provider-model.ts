@@ -76,11 +76,7 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
     return stream;
   }
 
-  private async run(
-    stream: AssistantMessageEventStream,
-    context: Context,
-    options: StreamOptions,
-  ): Promise<void> {
+  private async run(stream: AssistantMessageEventStream, context: Context, options: StreamOptions): Promise<void> {
     const signal = options.signal;
     // #region lab 5.5 ProviderModel.run
     let body: string;

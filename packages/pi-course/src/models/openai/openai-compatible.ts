@@ -97,7 +97,8 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
 
   protected body(context: Context, call: StreamOptions): ChatCompletionsRequest {
     // #region ch18
-    if (call.thinking !== undefined) return toChatCompletionsRequest(context, withThinkingLevel(this.options, call.thinking));
+    if (call.thinking !== undefined)
+      return toChatCompletionsRequest(context, withThinkingLevel(this.options, call.thinking));
     // #endregion
     return toChatCompletionsRequest(context, this.options);
   }
