@@ -18,6 +18,9 @@ import {
   type SettingName,
   type Settings,
 } from "./config.js";
+// #region ch18
+import { THINKING_LEVELS, type ThinkingLevel } from "../model.js";
+// #endregion
 // #region ch17
 import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../mcp/config.js";
 // #endregion
@@ -85,6 +88,12 @@ export interface RunOptions {
   mcpNotices: string[];
   /** The `--mcp-config FILE`s, absolute, in order (read again with the project's file once it is trusted). */
   mcpConfigFiles: string[];
+  // #endregion
+  // #region ch18
+  /** `--thinking LEVEL` (or the setting): the thinking level of every call; absent: the model's default. */
+  thinking?: ThinkingLevel;
+  /** The user's models file (`~/.pi-course/models.json`), read at start when it exists; absent: none. */
+  modelsFile?: string;
   // #endregion
   /** Absent: the offline demo on the scripted model. */
   server?: {
@@ -225,6 +234,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--cwd":
         cwd = value();
         break;
+      // #region ch18
+      case "--thinking":
+        flags.thinking = value();
+        break;
+      // #endregion
       case "--api-key-file":
         apiKeyFile = value();
         break;
@@ -340,6 +354,15 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         `got "${settings.contextTokens!.value}"${blame("contextTokens")}.`,
     );
   }
+  // #region ch18
+  const thinkingText = settings.thinking?.value;
+  if (thinkingText !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinkingText)) {
+    throw new CliUsageError(
+      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}${blame("thinking")}.`,
+    );
+  }
+  const thinking = thinkingText as ThinkingLevel | undefined;
+  // #endregion
   // #region ch17
   let mcp: { servers: McpServerConfig[]; notices: string[] };
   const mcpConfigFiles = mcpConfigs.map((file) => path.resolve(from, file));
@@ -368,6 +391,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     mcpServers: mcp.servers,
     mcpNotices: mcp.notices,
     mcpConfigFiles,
+    // #endregion
+    // #region ch18
+    ...(thinking !== undefined && { thinking }),
+    modelsFile: path.join(homeFolder(env), "models.json"),
     // #endregion
   };
   if (!onServer) {

@@ -29,6 +29,9 @@ import { runExport } from "./export.js";
 import { runInteractive, type TerminalIO } from "./interactive.js";
 import { Runtime } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
+// #region ch18
+import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
+// #endregion
 // #region ch17
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -128,7 +131,7 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   if (server === undefined) info(`pi-course · offline demo on the scripted model (no network)`);
   else
     info(
-      `pi-course · ${server.model} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
+      `pi-course · ${neutralize(runtime.choice?.name ?? server.model)}${runtime.choice?.thinking !== undefined ? ` (thinking ${runtime.choice.thinking})` : ""} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
     );
   info(`workspace: ${runtime.workspace}`);
   // The id comes from the file and the path from a folder listing: neither is trusted on a terminal.
@@ -139,6 +142,9 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   for (const line of banner.lines) info(neutralize(line));
   for (const warning of banner.warnings) io.stderr.write(`warning: ${neutralize(warning)}\n`);
   for (const note of [...resources.notes, ...notes]) io.stderr.write(`note: ${neutralize(note)}\n`);
+  // #region ch18
+  runtime.onNotice = (note) => io.stderr.write(`note: ${neutralize(note)}\n`);
+  // #endregion
 
   try {
     if (options.mode === "interactive") {
@@ -212,6 +218,13 @@ async function runOnce(
     io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
     return 1;
   }
+  // #region ch18
+  if (options.server !== undefined) {
+    const cost = conversationCost(agent.state.messages);
+    if (options.json) io.stdout.write(`${JSON.stringify({ type: "conversation_cost", ...cost })}\n`);
+    else info(`cost:      ${formatConversationCost(cost)}`);
+  }
+  // #endregion
   // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
   if (options.mode === "print")
     io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);
