@@ -90,7 +90,7 @@ export interface RunOptions {
   mcpConfigFiles: string[];
   // #endregion
   // #region ch18
-  /** `--thinking LEVEL` (or the setting): the thinking level of every call; absent: the model's default. */
+  /** `--thinking LEVEL`: the thinking level of every call; absent: the model's default. */
   thinking?: ThinkingLevel;
   /** The user's models file (`~/.pi-course/models.json`), read at start when it exists; absent: none. */
   modelsFile?: string;
@@ -176,6 +176,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   // #region ch17
   const mcpConfigs: string[] = [];
   // #endregion
+  // #region ch18
+  let thinkingText: string | undefined;
+  // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -236,7 +239,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         break;
       // #region ch18
       case "--thinking":
-        flags.thinking = value();
+        thinkingText = value();
         break;
       // #endregion
       case "--api-key-file":
@@ -355,10 +358,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     );
   }
   // #region ch18
-  const thinkingText = settings.thinking?.value;
   if (thinkingText !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinkingText)) {
     throw new CliUsageError(
-      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}${blame("thinking")}.`,
+      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}.`,
     );
   }
   const thinking = thinkingText as ThinkingLevel | undefined;

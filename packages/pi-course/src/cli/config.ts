@@ -19,9 +19,6 @@ export interface Settings {
   apiKeyEnv?: string;
   sessionDir?: string;
   contextTokens?: string;
-  // #region ch18
-  thinking?: string;
-  // #endregion
 }
 
 export type SettingName = keyof Settings;
@@ -42,9 +39,6 @@ export const SETTINGS: Readonly<Record<SettingName, { flag: string; env?: string
   apiKeyEnv: { flag: "--api-key-env", key: "apiKeyEnv" },
   sessionDir: { flag: "--session-dir", env: "PI_COURSE_SESSION_DIR", key: "sessionDir" },
   contextTokens: { flag: "--context-tokens", env: "PI_COURSE_CONTEXT_TOKENS", key: "contextTokens" },
-  // #region ch18
-  thinking: { flag: "--thinking", env: "PI_COURSE_THINKING", key: "thinking" },
-  // #endregion
 };
 
 /** The variable naming another config file. */

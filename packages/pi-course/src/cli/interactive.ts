@@ -386,12 +386,11 @@ export async function runInteractive(
 function choiceLine(runtime: Runtime): string {
   const model = runtime.agent.state.model;
   const choice = runtime.choice;
-  const name = choice?.name ?? model.id;
   const budget =
     choice?.budget !== undefined && runtime.options.contextTokens === undefined
       ? ` · context budget ${choice.budget} tokens`
       : "";
-  return `model: ${neutralize(name)} (${neutralize(model.provider)}) · thinking ${choice?.thinking ?? "off"}${budget}`;
+  return `model: ${neutralize(model.provider)} · ${neutralize(choice?.name ?? model.id)} · thinking ${choice?.thinking ?? "off"}${budget}`;
 }
 
 /** The conversation's cost: every answer on the session's path (compacted ones too), else the transcript. */
