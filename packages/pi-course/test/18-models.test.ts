@@ -52,7 +52,7 @@ afterEach(async () => {
   await server.close();
 });
 
-describe("Lab 18.1 · the catalogue", () => {
+describe("the catalogue", () => {
   it("Lab 18.1 · resolve finds a model by id (exactly, else ignoring case) with its window, output, inputs, reasoning and prices", () => {
     const catalogue = ModelCatalogue.builtin();
     const info = catalogue.resolve("claude-sonnet-4-5", { provider: "x", api: "openai-compatible" });
@@ -96,11 +96,11 @@ describe("Lab 18.1 · the catalogue", () => {
   });
 
   it("Lab 18.1 · every built-in model has a provider, an API, sizes and a price with its source and date", () => {
+    for (const name of ["gpt-4o-mini", "claude-sonnet-4-5", "qwen2.5-coder"]) {
+      expect(ModelCatalogue.builtin().resolve(name, { provider: "x", api: "anthropic" }).known, name).toBe(true);
+    }
     const providers = new Set(BUILTIN_MODELS.map((m) => m.provider));
     for (const p of ["openai", "anthropic", "deepseek", "groq", "openrouter", "local"]) expect(providers).toContain(p);
-    for (const name of ["gpt-4o-mini", "claude-sonnet-4-5", "qwen2.5-coder"]) {
-      expect(ModelCatalogue.builtin().find(name), name).toBeDefined();
-    }
     for (const model of BUILTIN_MODELS) {
       expect(model.contextWindow, model.id).toBeGreaterThan(model.maxOutput);
       expect(model.prices?.source, model.id).toMatch(/\S/);
@@ -108,8 +108,10 @@ describe("Lab 18.1 · the catalogue", () => {
     }
     expect(new Set(BUILTIN_MODELS.map((m) => m.id)).size).toBe(BUILTIN_MODELS.length);
   });
+});
 
-  it("Lab 18.1 · ~/.pi-course/models.json adds models (replacing built-in ones) and named virtual models", async () => {
+describe("a user's models file", () => {
+  it("Lab 18.2 · ~/.pi-course/models.json adds models (replacing built-in ones) and named virtual models", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
     try {
       const file = path.join(dir, "models.json");
@@ -152,7 +154,7 @@ describe("Lab 18.1 · the catalogue", () => {
     }
   });
 
-  it("Lab 18.1 · a bad models file is refused whole, with the field and what to write", () => {
+  it("Lab 18.2 · a bad models file is refused whole, with the field and what to write", () => {
     const bad = (value: unknown) => () => parseModelsFile(JSON.stringify(value), "models.json");
     expect(bad({ modles: [] })).toThrow(
       new ModelsFileError('models.json: unknown field "modles" (the fields are models and virtual)'),
@@ -177,8 +179,8 @@ describe("Lab 18.1 · the catalogue", () => {
   });
 });
 
-describe("Lab 18.2 · cost", () => {
-  it("Lab 18.2 · costOf prices fresh input, cache reads, cache writes and output apart (recorded DeepSeek usage: 320 of 339 cached)", async () => {
+describe("cost", () => {
+  it("Lab 18.3 · costOf prices fresh input, cache reads, cache writes and output apart (recorded DeepSeek usage: 320 of 339 cached)", async () => {
     server.reply(sseReply(fixtureSse("deepseek-reasoner-reasoning-then-tool-call.chunks.txt")));
     const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "deepseek-reasoner" });
     const info = ModelCatalogue.builtin().resolve("deepseek-reasoner", { provider: "x", api: "openai-compatible" });
@@ -193,7 +195,7 @@ describe("Lab 18.2 · cost", () => {
     expect(message.cost!.total).toBeCloseTo(expected.input + expected.cacheRead + expected.output, 15);
   });
 
-  it("Lab 18.2 · cache writes at their own price; no cache price: priced as input; no price: no cost", () => {
+  it("Lab 18.3 · cache writes at their own price; no cache price: priced as input; no price: no cost", () => {
     const usage = { input: 10_000, output: 1_000, totalTokens: 11_000, cacheRead: 2_000, cacheWrite: 3_000 };
     const sonnet = ModelCatalogue.builtin().find("claude-sonnet-4-5")!.prices;
     const cost = costOf(usage, sonnet)!;
@@ -208,7 +210,7 @@ describe("Lab 18.2 · cost", () => {
     expect(costOf(usage, undefined)).toBeUndefined();
   });
 
-  it("Lab 18.2 · a recorded Anthropic stream is priced; an unknown model's answer has no cost, never a zero", async () => {
+  it("Lab 18.3 · a recorded Anthropic stream is priced; an unknown model's answer has no cost, never a zero", async () => {
     server.reply(sseReply(anthropicFixture("anthropic-thinking-then-text.sse")));
     const sonnet = createAnthropicModel({ baseUrl: server.baseUrl, model: "claude-sonnet-4-0", maxTokens: 4096 });
     const catalogue = ModelCatalogue.builtin();
@@ -232,9 +234,20 @@ describe("Lab 18.2 · cost", () => {
     expect(formatConversationCost(conversationCost([plain.message]))).toBe("unknown (1 answer without a price)");
     expect(formatConversationCost(conversationCost([]))).toBe("$0");
   });
+  it("Lab 18.3 · a model the catalogue says does not reason: the level is not sent, and a diagnostic says so", async () => {
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-4o" });
+    const info = ModelCatalogue.builtin().resolve("gpt-4o", { provider: "openai", api: "openai-compatible" });
+    const { message } = await collect(atThinkingLevel(catalogued(model, info), "high"));
+    expect(JSON.parse(server.requests[0]!.body).reasoning_effort).toBeUndefined();
+    expect(message.diagnostics).toEqual([
+      'thinking level "high" ignored: the model catalogue says gpt-4o does not reason',
+    ]);
+    expect(message.cost).toBeDefined();
+  });
 });
 
-describe("Lab 18.3 · thinking levels on the wire", () => {
+describe("thinking levels on the wire", () => {
   const expectedOpenAI = (level: ThinkingLevel) => ({
     model: "gpt-5-mini",
     messages: [
@@ -247,7 +260,7 @@ describe("Lab 18.3 · thinking levels on the wire", () => {
   });
 
   for (const level of THINKING_LEVELS) {
-    it(`Lab 18.3 · OpenAI-compatible, level ${level}: the exact request body`, async () => {
+    it(`Lab 18.4 · OpenAI-compatible, level ${level}: the exact request body`, async () => {
       server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
       // reasoningEffort set on the model: the call's level replaces it (off removes it)
       const model = createOpenAICompatibleModel({
@@ -256,15 +269,15 @@ describe("Lab 18.3 · thinking levels on the wire", () => {
         reasoningEffort: "low",
       });
       const { message } = await collect(atThinkingLevel(model, level));
-      expect(message.stopReason).toBe("stop");
+      expect(message.stopReason, message.errorMessage).toBe("stop");
       expect(JSON.parse(server.requests[0]!.body)).toEqual(expectedOpenAI(level));
     });
 
-    it(`Lab 18.3 · Anthropic, level ${level}: the exact request body (thinking budget, max_tokens raised to fit)`, async () => {
+    it(`Lab 18.4 · Anthropic, level ${level}: the exact request body (thinking budget, max_tokens raised to fit)`, async () => {
       server.reply(sseReply(anthropicFixture("anthropic-thinking-then-text.sse")));
       const model = createAnthropicModel({ baseUrl: server.baseUrl, model: "claude-sonnet-4-5", maxTokens: 4096 });
       const { message } = await collect(model, { thinking: level });
-      expect(message.stopReason).toBe("stop");
+      expect(message.stopReason, message.errorMessage).toBe("stop");
       const budget = level === "off" ? undefined : ANTHROPIC_THINKING_BUDGETS[level];
       expect(JSON.parse(server.requests[0]!.body)).toEqual({
         model: "claude-sonnet-4-5",
@@ -277,37 +290,22 @@ describe("Lab 18.3 · thinking levels on the wire", () => {
     });
   }
 
-  it("Lab 18.3 · the budgets: minimal 1024, low 2048, medium 8192, high 16384 tokens", () => {
-    expect(ANTHROPIC_THINKING_BUDGETS).toEqual({ minimal: 1024, low: 2048, medium: 8192, high: 16384 });
-  });
-
-  it("Lab 18.3 · a model the catalogue says does not reason: the level is not sent, and a diagnostic says so", async () => {
-    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
-    const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-4o" });
-    const info = ModelCatalogue.builtin().resolve("gpt-4o", { provider: "openai", api: "openai-compatible" });
-    const { message } = await collect(atThinkingLevel(catalogued(model, info), "high"));
-    expect(JSON.parse(server.requests[0]!.body).reasoning_effort).toBeUndefined();
-    expect(message.diagnostics).toEqual([
-      'thinking level "high" ignored: the model catalogue says gpt-4o does not reason',
-    ]);
-    expect(message.cost).toBeDefined();
-  });
-
-  it("Lab 18.3 · a call's own level wins over atThinkingLevel's", async () => {
+  it("Lab 18.4 · a call's own level wins over atThinkingLevel's", async () => {
     server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
     const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-5" });
-    await collect(atThinkingLevel(model, "high"), { thinking: "minimal" });
+    const { message } = await collect(atThinkingLevel(model, "high"), { thinking: "minimal" });
+    expect(message.stopReason, message.errorMessage).toBe("stop");
     expect(JSON.parse(server.requests[0]!.body).reasoning_effort).toBe("minimal");
   });
 });
 
-describe("Lab 18.4 · virtual models: selection apart from dispatch", () => {
+describe("virtual models: selection apart from dispatch", () => {
   const overloaded = JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } });
   const rateLimited = JSON.stringify({
     error: { message: "Rate limit reached", type: "rate_limit_exceeded", code: "rate_limit_exceeded" },
   });
 
-  it("Lab 18.4 · a 529 from the first (Anthropic), a stream from the second: the answer is the second's, and says it fell back", async () => {
+  it("Lab 18.5 · a 529 from the first (Anthropic), a stream from the second: the answer is the second's, and says it fell back", async () => {
     const second = await SseServer.start();
     try {
       server.reply(statusReply(529, overloaded));
@@ -323,6 +321,7 @@ describe("Lab 18.4 · virtual models: selection apart from dispatch", () => {
       const model = createFallbackModel([first, backup], { onRoute: (r) => routes.push(r) });
       expect([model.provider, model.id]).toEqual(["fallback", "claude-sonnet-4-5,gpt-4o"]);
       const { events, message } = await collect(model);
+      expect(message.stopReason, message.errorMessage).toBe("stop");
       expect(events.map((e) => e.type)).toEqual(["start", ...Array(8).fill("text_delta"), "done"]);
       expect([message.provider, message.model]).toEqual(["openai", "gpt-4o"]);
       expect(message.diagnostics).toEqual([
@@ -338,24 +337,25 @@ describe("Lab 18.4 · virtual models: selection apart from dispatch", () => {
     }
   });
 
-  it("Lab 18.4 · a 429, then a refused connection, then a stream: tried in order", async () => {
+  it("Lab 18.5 · a 429, then a refused connection, then a stream: tried in order", async () => {
     const port = await closedPort();
     server.reply(statusReply(429, rateLimited)).reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
     const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
     const b = createOpenAICompatibleModel({ baseUrl: `http://127.0.0.1:${port}/v1`, model: "b", maxRetries: 0 });
     const c = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "c" });
     const { message } = await collect(createFallbackModel([a, b, c]));
-    expect(message.stopReason).toBe("stop");
+    expect(message.stopReason, message.errorMessage).toBe("stop");
     expect(message.diagnostics).toHaveLength(1);
     expect(message.diagnostics![0]).toMatch(/^fell back from a and b to c \(a: .*Rate limit reached.*; b: .*\)$/);
     expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["a", "c"]);
   });
 
-  it("Lab 18.4 · no fallback once content has streamed: the first model's error (with its content) is the answer", async () => {
+  it("Lab 18.5 · no fallback once content has streamed: the first model's error (with its content) is the answer", async () => {
     server.reply(sseReply(fixtureSse("groq-gpt-oss-reasoning-then-error-event.sse")));
     const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
     const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b" });
     const { events, message } = await collect(createFallbackModel([a, b]));
+    expect(message.model, message.errorMessage).toBe("a");
     expect(events[0]!.type).toBe("start");
     expect(events.at(-1)!.type).toBe("error");
     expect(message.content.length).toBeGreaterThan(0);
@@ -363,11 +363,12 @@ describe("Lab 18.4 · virtual models: selection apart from dispatch", () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it("Lab 18.4 · not retryable (a 400) or aborted: no fallback; every model failing: the last failure names the others", async () => {
+  it("Lab 18.5 · not retryable (a 400) or aborted: no fallback; every model failing: the last failure names the others", async () => {
     server.reply(statusReply(400, JSON.stringify({ error: { message: "bad request" } })));
     const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
     const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b", maxRetries: 0 });
     const refused = await collect(createFallbackModel([a, b]));
+    expect(refused.message.model, refused.message.errorMessage).toBe("a");
     expect(refused.message.stopReason).toBe("error");
     expect(server.requests).toHaveLength(1);
 
@@ -382,7 +383,7 @@ describe("Lab 18.4 · virtual models: selection apart from dispatch", () => {
     expect(both.message.diagnostics).toEqual([expect.stringMatching(/^fell back from a to b \(a: /)]);
   });
 
-  it("Lab 18.4 · a router the application writes chooses per request; a route that chooses nothing ends in an error answer", async () => {
+  it("Lab 18.5 · a router the application writes chooses per request; a route that chooses nothing ends in an error answer", async () => {
     server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
     const small = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "small" });
     const large = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "large" });
@@ -390,7 +391,8 @@ describe("Lab 18.4 · virtual models: selection apart from dispatch", () => {
       id: "by-length",
       route: (ctx) => (JSON.stringify(ctx.messages).length > 500 ? [large] : [small]),
     });
-    await collect(router);
+    const routed = await collect(router);
+    expect(routed.message.stopReason, routed.message.errorMessage).toBe("stop");
     expect(JSON.parse(server.requests[0]!.body).model).toBe("small");
 
     const none = await collect(createVirtualModel({ id: "empty", route: () => [] }));

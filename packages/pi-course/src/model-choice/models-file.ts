@@ -52,6 +52,7 @@ export async function loadModelsFile(catalogue: ModelCatalogue, file: string): P
 
 /** Checks the text of a models file; `file` names it in errors. */
 export function parseModelsFile(text: string, file: string): ModelsFile {
+  // #region lab 18.2 parseModelsFile
   const fail = (why: string) => new ModelsFileError(`${file}: ${why}`);
   let value: unknown;
   try {
@@ -75,6 +76,7 @@ export function parseModelsFile(text: string, file: string): ModelsFile {
     out.virtual[name] = list as string[];
   }
   return out;
+  // #endregion
 }
 
 function checkEntry(value: unknown, where: string, fail: (why: string) => Error): CatalogueEntry {
