@@ -143,7 +143,7 @@ describe("the CLI chooses models by name", () => {
     expect(await t.exit).toBe(0);
   }, 60_000);
 
-  it("--model a,b falls back when the first is overloaded, and says so; an unknown model gets one notice; --json ends with the cost", async () => {
+  it("--model a,b falls back when the first is overloaded, and says so; an unknown model gets one notice; --json's agent_end carries the conversation's cost", async () => {
     const replay = await server();
     replay
       .reply(statusReply(529, JSON.stringify({ error: { message: "Overloaded", type: "overloaded_error" } })))
@@ -171,10 +171,13 @@ describe("the CLI chooses models by name", () => {
       .split("\n")
       .map((line) => JSON.parse(line));
     const last = lines.at(-1);
-    expect(last.type).toBe("conversation_cost");
-    expect(last.priced).toBe(1);
-    expect(last.unpriced).toBe(0);
-    expect(last.total).toBeCloseTo(14 * 0.15e-6 + 8 * 0.6e-6, 15);
+    expect(last.type).toBe("agent_end");
+    expect(last.conversationCost.priced).toBe(1);
+    expect(last.conversationCost.unpriced).toBe(0);
+    expect(last.conversationCost.total).toBeCloseTo(14 * 0.15e-6 + 8 * 0.6e-6, 15);
+    const answer = lines.find((l) => l.type === "message_end" && l.message.role === "assistant");
+    expect(answer.message.model).toBe("gpt-4o-mini");
+    expect(answer.message.cost.total).toBeCloseTo(last.conversationCost.total, 15);
     expect(replay.requests.map((r) => JSON.parse(r.body).model)).toEqual(["mystery-model", "gpt-4o-mini"]);
   }, 60_000);
 

@@ -192,6 +192,11 @@ async function runOnce(
       write: (text) => io.stdout.write(text),
       color: options.color,
       json: options.json,
+      // #region ch18
+      ...(options.server !== undefined && {
+        agentEndFields: () => ({ conversationCost: conversationCost(runtime.agent.state.messages) }),
+      }),
+      // #endregion
     });
     agent.subscribe((event) => printer.print(event));
     agent.subscribe((event) => (event.type === "agent_end" ? printer.finish() : undefined));
@@ -220,9 +225,7 @@ async function runOnce(
   }
   // #region ch18
   if (options.server !== undefined) {
-    const cost = conversationCost(agent.state.messages);
-    if (options.json) io.stdout.write(`${JSON.stringify({ type: "conversation_cost", ...cost })}\n`);
-    else info(`cost:      ${formatConversationCost(cost)}`);
+    if (!options.json) info(`cost:      ${formatConversationCost(conversationCost(agent.state.messages))}`);
   }
   // #endregion
   // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
