@@ -46,65 +46,49 @@ export default defineChapter({
   labs: [
     {
       id: "18.1",
-      title: {
-        zh: "按名字查模型；不认识的模型用默认值并提示一次（ModelCatalogue.resolve）",
-        en: "resolve a model by name",
-      },
-      hint: {
-        zh:
-          "先用 `find(name)`（先精确匹配，再忽略大小写）；找到就返回 `{ ...entry, known: true }`。" +
-          "找不到也不能报错——用户的本地服务器上的模型当然不在表里：用 `fallback` 给出的 `provider` 和 `api`，加上 `DEFAULT_MODEL_INFO`，" +
-          "`known: false`，**不给** `prices`（价格未知，不是零），再附上一条提示 `notice`。",
-        en:
-          "find(name) (exact, else ignoring case) → { ...entry, known: true }. Otherwise the fallback's provider and api, " +
-          "DEFAULT_MODEL_INFO, known: false, no prices (unknown, not zero), and one notice.",
-      },
-      says: [
-        'model "${name}" is not in the model catalogue: its context window is taken as ${DEFAULT_MODEL_INFO.contextWindow} tokens and its price as unknown (add it to ~/.pi-course/models.json to say more)',
-      ],
-    },
-    {
-      id: "18.2",
       title: { zh: "用户自己的模型文件 models.json（parseModelsFile）", en: "a user's models file" },
       hint: {
         zh:
-          "先 `JSON.parse`（失败就是 `${file}: not JSON (…)`），顶层必须是对象，只允许 `models` 和 `virtual` 两个字段；" +
-          "每个模型交给已经写好的 `checkEntry`，每个虚拟模型必须是至少两个非空名字的数组（按尝试顺序）。" +
+          "目录（`ModelCatalogue`）已经给你写好：`resolve(name)` 先精确、再忽略大小写地找，找不到就用默认值（`known: false`、没有价格、一条提示）。" +
+          "你来写用户加模型的入口：先 `JSON.parse`（失败就是 `${file}: not JSON (…)`），顶层必须是对象，只允许 `models` 和 `virtual` 两个字段；" +
+          "每个模型交给已经写好的 `checkEntry(m, `models[${i}]`, fail)`，每个虚拟模型必须是至少两个非空名字的数组（按尝试顺序）。" +
           "任何一处不对就整个文件拒绝（`ModelsFileError`，消息以文件名开头），绝不读一半。",
         en:
-          "JSON.parse, an object with only models and virtual; each model through checkEntry; each virtual model a list of " +
-          "two or more names. Anything wrong refuses the whole file with a ModelsFileError that starts with the file's name.",
+          "The catalogue is given (resolve: exact, else ignoring case, else defaults with known: false, no price and a notice). " +
+          "You write parseModelsFile: JSON.parse, an object with only models and virtual; each model through checkEntry; each " +
+          "virtual model two or more names. Anything wrong refuses the whole file with a ModelsFileError starting with the file.",
       },
       says: [
         '${file}: unknown field "${key}" (the fields are models and virtual)',
         '${file}: virtual "${name}" must list two or more model names, in the order to try them',
         "${file}: not JSON (${error.message})",
+        "checkEntry's texts, e.g. models.json: models[0].api must be one of openai-compatible, anthropic",
+        "models.json: models[0].contextWindow must be a whole number of tokens",
+        "models.json: models[0].prices.source must say where the price was read",
       ],
     },
     {
-      id: "18.3",
+      id: "18.2",
       title: {
-        zh: "花费：按缓存读写分开计价，未知价格不记零（costOf、conversationCost、catalogued）",
+        zh: "花费：缓存读写分开计价，未知价格不记零（costOf）",
         en: "cost: cache reads and writes priced apart, an unknown price never zero",
       },
-      uses: ["18.1"],
       hint: {
         zh:
-          "`costOf`：`usage.input` 已经**包含**缓存读写的 token（第 5 章的约定），所以按输入价计的只有 `input - cacheRead - cacheWrite`；" +
-          "缓存读、缓存写各用自己的价格，提供方没有这个价格时按输入价；价格是每百万 token 的美元，`total` 是四项之和；`prices` 为 undefined 时返回 undefined。" +
-          "`conversationCost`：把每条助手消息的 `cost.total` 加起来；没有 `cost` 但用了 token 的回答记进 `unpriced`。" +
-          "`catalogued(model, info)`：把内部模型的事件原样转发（用 `relay`），只在终止事件的消息上加 `cost`；" +
-          "如果目录说这个模型不会推理（`info.known && !info.reasoning`）而调用要了一个不是 `off` 的思考级别，就不把级别传下去，" +
-          "并在最终消息的 `diagnostics` 里加上 `thinkingIgnored(level, info.id)`。",
+          "`usage.input` 已经**包含**缓存读写的 token（第 5 章的约定），所以按输入价计的只有 `input - cacheRead - cacheWrite`（缺的字段当 0）；" +
+          "缓存读、缓存写各用自己的价格，提供方没有这个价格（字段不存在）时按输入价；输出按输出价。价格是每百万 token 的美元，" +
+          "`total` 是四项之和；`prices` 为 undefined 时返回 undefined（未知就是未知）。" +
+          "已经写好的 `catalogued(model, info)` 会在每条最终消息上放 `cost`，`conversationCost` 把一段对话加起来，" +
+          "`formatConversationCost` 把它写成人读的样子。",
         en:
-          "costOf: input already counts the cached tokens, so the input price applies to input - cacheRead - cacheWrite; " +
-          "cached parts at their own price (else the input price); per million tokens; undefined prices → undefined. " +
-          "conversationCost sums cost.total and counts answers without a cost. catalogued relays the events, adds cost to " +
-          "the final message, and drops a thinking level the catalogue says the model cannot use, with a diagnostic.",
+          "input already counts the cached tokens, so the input price applies to input - cacheRead - cacheWrite; the cached " +
+          "parts at their own price, else the input price; output at the output price; per million tokens; total is the sum; " +
+          "undefined prices give undefined.",
       },
+      says: ["$0.0044 + unknown (1 answer without a price)", "unknown (1 answer without a price)"],
     },
     {
-      id: "18.4",
+      id: "18.3",
       title: {
         zh: "思考级别映射到两种线格式（withThinkingLevel、withAnthropicThinking）",
         en: "thinking levels on both wires",
@@ -121,7 +105,7 @@ export default defineChapter({
       },
     },
     {
-      id: "18.5",
+      id: "18.4",
       title: {
         zh: "虚拟模型：先选择，再派发；只在第一个字节之前回退（dispatch）",
         en: "virtual models: route, then dispatch; fall back only before the first byte",
@@ -130,15 +114,19 @@ export default defineChapter({
         zh:
           "先调用 `options.route(context, call)`：抛错或一个模型都没选，都以一条错误回答结束（用 `routeFailure`）。" +
           "然后按顺序试：对每个模型 `for await` 它的事件；如果**第一个**事件就是 `error`、原因是 `error`（不是中止）、`errorDetails.retryable` 为真、" +
-          "而且后面还有模型，就记进 `skipped` 换下一个——这时它的任何事件都还没交给调用方。否则就认定这个模型（`committed`）：" +
-          "之后每个事件都经 `noted` 转发（终止事件的消息会写上 `fell back from …`），遇到终止事件时调用 `onRoute({ answeredBy, skipped })` 并结束。" +
+          "而且后面还有模型，就记进 `skipped` 换下一个——这时它的任何事件都还没交给调用方。否则就认定这个模型：" +
+          "之后每个事件都经 `noted` 转发（终止事件的消息的 diagnostics 会写上回退经过），遇到终止事件时调用 `onRoute({ answeredBy, skipped })` 并结束。" +
           "流开始之后的失败绝不回退：已经流出的内容就是这条回答。",
         en:
           "route() first (a throw or no model ends in an error answer). Then each model in order: a first event that is a " +
           "retryable error (not an abort) with models left → skip it; otherwise commit, forward every event through noted, " +
           "and report the route at the terminal event. Never fall back once the answer has started.",
       },
-      says: ["Virtual model ${options.id}: the route chose no model"],
+      says: [
+        "Virtual model ${options.id}: the route chose no model",
+        "noted's texts, e.g. fell back from a to b (a: <why>), fell back from a and b to c (a: <why>; b: <why>)",
+        "fell back from claude-sonnet-4-5 to gpt-4o (claude-sonnet-4-5: HTTP 529 unknown: Overloaded)",
+      ],
     },
   ],
   breakIt: {

@@ -73,7 +73,6 @@ export class ModelCatalogue {
    * provider and API of an unknown model (the server it is reached on).
    */
   resolve(name: string, fallback: { provider: string; api: ModelApi }): ModelInfo {
-    // #region lab 18.1 ModelCatalogue.resolve
     const entry = this.find(name);
     if (entry !== undefined) return { ...entry, known: true };
     return {
@@ -86,6 +85,5 @@ export class ModelCatalogue {
         `${DEFAULT_MODEL_INFO.contextWindow} tokens and its price as unknown ` +
         "(add it to ~/.pi-course/models.json to say more)",
     };
-    // #endregion
   }
 }

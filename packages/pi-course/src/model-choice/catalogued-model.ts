@@ -46,18 +46,17 @@ export function catalogued(model: Model, info: ModelInfo): Model {
     provider: model.provider,
     id: model.id,
     stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
-      // #region lab 18.3 catalogued
       const level = options.thinking;
       const ignored = level !== undefined && level !== "off" && info.known && !info.reasoning;
       const { thinking: _level, ...rest } = options;
       const inner = model.stream(context, ignored ? rest : options);
       return relay(inner, (message) => {
-        const cost = costOf(message.usage, info.prices);
+        // (an unknown price is no cost at all: costOf is not even asked)
+        const cost = info.prices === undefined ? undefined : costOf(message.usage, info.prices);
         const out: AssistantMessage = { ...message, ...(cost !== undefined && { cost }) };
         if (ignored) out.diagnostics = [...(message.diagnostics ?? []), thinkingIgnored(level, info.id)];
         return out;
       });
-      // #endregion
     },
   };
 }

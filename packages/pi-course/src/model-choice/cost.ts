@@ -12,7 +12,7 @@ import type { ModelPrices } from "./types.js";
 
 /** The cost of `usage` at `prices`, in dollars; undefined when `prices` is (an unknown price). */
 export function costOf(usage: Usage, prices: ModelPrices | undefined): Cost | undefined {
-  // #region lab 18.3 costOf
+  // #region lab 18.2 costOf
   if (prices === undefined) return undefined;
   const cacheRead = usage.cacheRead ?? 0;
   const cacheWrite = usage.cacheWrite ?? 0;
@@ -40,7 +40,6 @@ export interface ConversationCost {
 
 /** Adds up the `cost` of every assistant message of `messages`. */
 export function conversationCost(messages: readonly AgentMessage[]): ConversationCost {
-  // #region lab 18.3 conversationCost
   const sum: ConversationCost = { total: 0, priced: 0, unpriced: 0 };
   for (const message of messages) {
     if (!("role" in message) || message.role !== "assistant") continue;
@@ -53,7 +52,6 @@ export function conversationCost(messages: readonly AgentMessage[]): Conversatio
     }
   }
   return sum;
-  // #endregion
 }
 
 /** Dollars as a person reads them: `$0.0123` (four decimals; more below a cent: `$0.000042`). */

@@ -52,7 +52,7 @@ export async function loadModelsFile(catalogue: ModelCatalogue, file: string): P
 
 /** Checks the text of a models file; `file` names it in errors. */
 export function parseModelsFile(text: string, file: string): ModelsFile {
-  // #region lab 18.2 parseModelsFile
+  // #region lab 18.1 parseModelsFile
   const fail = (why: string) => new ModelsFileError(`${file}: ${why}`);
   let value: unknown;
   try {

@@ -71,7 +71,7 @@ async function dispatch(
   call: StreamOptions,
   out: AssistantMessageEventStream,
 ): Promise<void> {
-  // #region lab 18.5 dispatch
+  // #region lab 18.4 dispatch
   let models: readonly Model[];
   try {
     models = options.route(context, call);

@@ -107,7 +107,7 @@ export function withAnthropicThinking<Options extends AnthropicRequestOptions>(
   options: Options,
   level: ThinkingLevel,
 ): Options {
-  // #region lab 18.4 withAnthropicThinking
+  // #region lab 18.3 withAnthropicThinking
   const { thinking: _replaced, ...rest } = options;
   if (level === "off") return rest as Options;
   const budgetTokens = ANTHROPIC_THINKING_BUDGETS[level];

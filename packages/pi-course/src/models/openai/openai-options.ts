@@ -22,7 +22,7 @@ import type { ThinkingLevel } from "../../model.js";
  * sent under its own name (`minimal`, `low`, `medium`, `high`). A new object; `options` is kept.
  */
 export function withThinkingLevel<Options extends ChatRequestOptions>(options: Options, level: ThinkingLevel): Options {
-  // #region lab 18.4 withThinkingLevel
+  // #region lab 18.3 withThinkingLevel
   const { reasoningEffort: _replaced, ...rest } = options;
   return (level === "off" ? rest : { ...rest, reasoningEffort: level }) as Options;
   // #endregion
