@@ -137,6 +137,7 @@ describe("cost", () => {
     const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "deepseek-reasoner" });
     const info = ModelCatalogue.builtin().resolve("deepseek-reasoner", { provider: "x", api: "openai-compatible" });
     const { message } = await collect(catalogued(model, info));
+    expect(message.stopReason, message.errorMessage).toBe("toolUse");
     expect(message.usage).toEqual({ input: 339, output: 83, totalTokens: 422, cacheRead: 320 });
     // 19 fresh × $0.28, 320 cached × $0.028, 83 out × $0.42, per million
     const expected = { input: 19 * 0.28e-6, cacheRead: 320 * 0.028e-6, cacheWrite: 0, output: 83 * 0.42e-6 };
@@ -169,6 +170,7 @@ describe("cost", () => {
     const priced = await collect(
       catalogued(sonnet, catalogue.resolve("claude-sonnet-4-0", { provider: "anthropic", api: "anthropic" })),
     );
+    expect(priced.message.stopReason, priced.message.errorMessage).toBe("stop");
     expect(priced.message.usage).toEqual({ input: 43, output: 282, totalTokens: 325, cacheRead: 0, cacheWrite: 0 });
     expect(priced.message.cost!.total).toBeCloseTo(43 * 3e-6 + 282 * 15e-6, 15);
 

@@ -10,6 +10,7 @@ import {
   ModelCatalogue,
   atThinkingLevel,
   catalogued,
+  relay,
   createOpenAICompatibleModel,
   userMessage,
 } from "../src/index.js";
@@ -99,5 +100,20 @@ describe("the catalogue", () => {
       'thinking level "high" ignored: the model catalogue says gpt-4o does not reason',
     ]);
     expect(message.cost).toBeDefined();
+  });
+
+  it("relay: a finishing step that throws ends the turn as an error, never leaves it open", async () => {
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-4o" });
+    const stream = relay(model.stream(context), () => {
+      throw new Error("boom");
+    });
+    const events: string[] = [];
+    for await (const event of stream) events.push(event.type);
+    expect(events.at(-1)).toBe("error");
+    expect(await stream.result()).toMatchObject({
+      stopReason: "error",
+      errorMessage: "finishing the answer failed: boom",
+    });
   });
 });

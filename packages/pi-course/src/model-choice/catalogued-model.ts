@@ -29,10 +29,24 @@ export function relay(
   return out;
 }
 
+/**
+ * The terminal event with its message passed through `final`. A throw there must not leave the
+ * stream open forever: the turn ends as an `error` whose message says what failed.
+ */
 function finishing(event: ModelEvent, final: (message: AssistantMessage) => AssistantMessage): ModelEvent {
-  if (event.type === "done") return { ...event, message: final(event.message) };
-  if (event.type === "error") return { ...event, error: final(event.error) };
-  return event;
+  if (event.type !== "done" && event.type !== "error") return event;
+  const message = event.type === "done" ? event.message : event.error;
+  try {
+    const out = final(message);
+    return event.type === "done" ? { ...event, message: out } : { ...event, error: out };
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return {
+      type: "error",
+      reason: "error",
+      error: { ...message, stopReason: "error", errorMessage: `finishing the answer failed: ${why}` },
+    };
+  }
 }
 
 /** The diagnostic of a thinking level that was not sent. */
