@@ -14,7 +14,6 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ANTHROPIC_THINKING_BUDGETS,
-  BUILTIN_MODELS,
   ModelCatalogue,
   ModelsFileError,
   THINKING_LEVELS,

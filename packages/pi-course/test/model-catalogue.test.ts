@@ -1,9 +1,3 @@
-/**
- * The model catalogue (chapter 18) apart from its labs: lookup by name, the defaults and the one
- * notice of an unknown model, the built-in data, and a thinking level the catalogue says a model
- * cannot use (over real HTTP on 127.0.0.1, replaying a recorded stream).
- */
-import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   BUILTIN_MODELS,

@@ -37,12 +37,12 @@ import type {
   // #region ch11
   AgentSessionStore,
   // #endregion
-  // #region ch18
-  AgentContextBudget,
-  // #endregion
   AgentState,
   QueueMode,
 } from "./types.js";
+// #region ch18
+import type { AgentContextBudget as NewContextBudget } from "./types.js";
+// #endregion
 
 export class Agent {
   private readonly draft: AgentDraft;
@@ -155,7 +155,7 @@ export class Agent {
    * Replaces the context budget of the next run (chapter 18: a new model, a new window);
    * `undefined` removes it. Refused during a run; a malformed budget throws as in the constructor.
    */
-  setContextBudget(budget: AgentContextBudget | undefined): void {
+  setContextBudget(budget: NewContextBudget | undefined): void {
     this.refuseWhileRunning("setContextBudget()", "await agent.waitForIdle() first");
     this.keeper.setBudget(budget);
     const others = this.subscriptions.filter((entry) => entry !== this.keeper.subscription);

@@ -265,12 +265,10 @@ export async function runInteractive(
         if (arg !== "") {
           if (runtime.options.server === undefined)
             return printer.line("the offline demo has one model; start with --base-url for others", "red");
-          // #region ch18
           await runtime.switchModel(arg);
-          // #endregion
         }
-        // #region ch18
-        return printer.line(choiceLine(runtime), "dim");
+        return printer.line(modelLine(runtime), "dim");
+      // #region ch18
       case "thinking":
         if (arg !== "") {
           if (!(THINKING_LEVELS as readonly string[]).includes(arg))
@@ -414,6 +412,15 @@ function completeLine(runtime: Runtime, line: string): [string[], string] {
   return [found.length > 0 ? found : names, start];
 }
 // #endregion
+
+/** What `/model` shows: the model in use. */
+function modelLine(runtime: Runtime): string {
+  // #region ch18
+  if (runtime.choice !== undefined) return choiceLine(runtime);
+  // #endregion
+  const model = runtime.agent.state.model;
+  return `model: ${model.provider} · ${model.id}`;
+}
 
 function replay(printer: ChatPrinter, messages: readonly AgentMessage[]): void {
   for (const message of messages) printer.replay(message);

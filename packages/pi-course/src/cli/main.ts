@@ -128,10 +128,18 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     return 1;
   }
   const server = options.server;
+  let shownModel = server?.model;
+  // #region ch18
+  // the model in use: a resumed session's choice, with its thinking level
+  const choice = runtime.choice;
+  if (choice !== undefined) {
+    shownModel = `${neutralize(choice.name)}${choice.thinking !== undefined ? ` (thinking ${choice.thinking})` : ""}`;
+  }
+  // #endregion
   if (server === undefined) info(`pi-course · offline demo on the scripted model (no network)`);
   else
     info(
-      `pi-course · ${neutralize(runtime.choice?.name ?? server.model)}${runtime.choice?.thinking !== undefined ? ` (thinking ${runtime.choice.thinking})` : ""} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
+      `pi-course · ${shownModel} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
     );
   info(`workspace: ${runtime.workspace}`);
   // The id comes from the file and the path from a folder listing: neither is trusted on a terminal.

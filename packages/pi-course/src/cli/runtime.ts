@@ -250,20 +250,27 @@ export class Runtime {
     if (this.session !== undefined) this.agent.setSession(this.session);
   }
 
-  // #region ch18
   /**
-   * Switches to the model `name` names (a catalogue id, a virtual model, or `a,b`) for the next
-   * run, and records the choice in the session (a `model_change` entry after the leaf), so
-   * `--continue` resumes with it. Throws, changing nothing, when the name names no model.
+   * Switches to another model of the same server for the next run. From chapter 18 on, `name` is
+   * a catalogue id, a virtual model, or `a,b`, and the choice is recorded in the session (a
+   * `model_change` entry after the leaf), so `--continue` resumes with it; a name that names no
+   * model throws, changing nothing.
    */
-  async switchModel(name: string): Promise<ModelSetup> {
-    const setup = setUpModel(this.options, this.catalogue, name, this.choice?.thinking, 0, this.routeHeard);
-    this.choose(setup, this.onNotice);
-    await this.recordChoice();
-    return setup;
+  async switchModel(name: string): Promise<void> {
+    // #region ch18
+    if (this.choice !== undefined) {
+      const setup = setUpModel(this.options, this.catalogue, name, this.choice.thinking, 0, this.routeHeard);
+      this.choose(setup, this.onNotice);
+      await this.recordChoice();
+      return;
+    }
+    // #endregion
+    this.agent.setModel(withPairingCheck(createModel(this.options, 0, name)));
   }
 
-  /** Sets the thinking level of every call from the next run on, recorded as `switchModel` records. */
+  // #region ch18
+
+  /** Sets the thinking level of every call from the next run on, recorded as `switchModel` records it. */
   async setThinking(level: ThinkingLevel): Promise<ModelSetup> {
     const name = this.choice?.name ?? this.options.server?.model ?? "demo";
     const setup = setUpModel(this.options, this.catalogue, name, level, 0, this.routeHeard);
