@@ -51,6 +51,7 @@ export default defineChapter({
     "src/cli/render.ts",
     "src/cli/resources.ts",
     "src/cli/runtime.ts",
+    "src/cli/runtime-model.ts",
     "src/cli/session-tree.ts",
     "src/cli/sessions.ts",
     "src/cli/start.ts",

@@ -444,3 +444,22 @@ export type { McpConfigSources, McpServerConfig } from "./mcp/config.js";
 export { McpServers } from "./mcp/servers.js";
 export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/servers.js";
 // #endregion
+// #region ch18
+// Chapter 18: models as users choose them: the catalogue, thinking levels, cost, virtual models.
+export { THINKING_LEVELS } from "./model.js";
+export type { ThinkingLevel } from "./model.js";
+export type { Cost } from "./types.js";
+export type { ModelChangeEntry } from "./session/types.js";
+export { withThinkingLevel } from "./models/openai/openai-options.js";
+export { ANTHROPIC_THINKING_BUDGETS, withAnthropicThinking } from "./models/anthropic/anthropic-wire.js";
+export { BUILTIN_MODELS } from "./model-choice/catalogue-data.js";
+export { DEFAULT_MODEL_INFO, ModelCatalogue } from "./model-choice/catalogue.js";
+export type { CatalogueEntry, ModelApi, ModelInfo, ModelInput, ModelPrices } from "./model-choice/types.js";
+export { ModelsFileError, loadModelsFile, parseModelsFile } from "./model-choice/models-file.js";
+export type { ModelsFile } from "./model-choice/models-file.js";
+export { conversationCost, costOf, formatConversationCost, formatDollars } from "./model-choice/cost.js";
+export type { ConversationCost } from "./model-choice/cost.js";
+export { atThinkingLevel, catalogued, relay, thinkingIgnored } from "./model-choice/catalogued-model.js";
+export { createFallbackModel, createVirtualModel } from "./model-choice/virtual-model.js";
+export type { RouteReport, VirtualModelOptions } from "./model-choice/virtual-model.js";
+// #endregion

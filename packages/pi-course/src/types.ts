@@ -130,6 +130,21 @@ export interface Usage {
   // #endregion
 }
 
+// #region ch18
+/**
+ * What one assistant turn cost, in US dollars, split as its `Usage` is: `input` prices the
+ * prompt tokens the cache did not touch (`usage.input - cacheRead - cacheWrite`), `cacheRead`
+ * and `cacheWrite` the cached parts, `output` the completion tokens. `total` is their sum.
+ */
+export interface Cost {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+}
+// #endregion
+
 // #region ch05
 /**
  * What ended a turn in failure, for programs:
@@ -210,6 +225,13 @@ export interface AssistantMessage {
    * usage is the explicit default (all zero)". Never sent back to a model.
    */
   diagnostics?: string[];
+  // #endregion
+  // #region ch18
+  /**
+   * What the turn cost, priced from the model catalogue (chapter 18) by the model that answered.
+   * Absent when the price is unknown: an unknown price is never shown as zero.
+   */
+  cost?: Cost;
   // #endregion
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;

@@ -714,7 +714,8 @@ describe("Prologue · against a real server", () => {
       let stdout = "";
       let stderr = "";
       const code = await runMain(
-        ["--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "--color", "go"],
+        // a model of the catalogue (chapter 18): an unknown one would add its notice to stderr
+        ["--base-url", server.baseUrl, "--model", "gpt-4o-mini", "--no-api-key", "--cwd", workspace, "--color", "go"],
         {
           stdout: { write: (text: string) => (stdout += text) },
           stderr: { write: (text: string) => (stderr += text) },

@@ -77,10 +77,18 @@ export class SessionKeeper {
 
   constructor(
     private readonly host: KeeperHost,
-    private readonly budget: AgentContextBudget | undefined,
+    private budget: AgentContextBudget | undefined,
   ) {
     if (budget !== undefined) checkBudget(budget);
   }
+  // #region ch18
+
+  /** Replaces the budget (chapter 18: it follows the chosen model's window). Checked as at construction. */
+  setBudget(budget: AgentContextBudget | undefined): void {
+    if (budget !== undefined) checkBudget(budget);
+    this.budget = budget;
+  }
+  // #endregion
 
   get session(): AgentSessionStore | undefined {
     return this.store;

@@ -40,6 +40,9 @@ import type {
   AgentState,
   QueueMode,
 } from "./types.js";
+// #region ch18
+import type { AgentContextBudget as NewContextBudget } from "./types.js";
+// #endregion
 
 export class Agent {
   private readonly draft: AgentDraft;
@@ -146,6 +149,19 @@ export class Agent {
     this.draft.model = model;
     this.changed(false);
   }
+
+  // #region ch18
+  /**
+   * Replaces the context budget of the next run (chapter 18: a new model, a new window);
+   * `undefined` removes it. Refused during a run; a malformed budget throws as in the constructor.
+   */
+  setContextBudget(budget: NewContextBudget | undefined): void {
+    this.refuseWhileRunning("setContextBudget()", "await agent.waitForIdle() first");
+    this.keeper.setBudget(budget);
+    const others = this.subscriptions.filter((entry) => entry !== this.keeper.subscription);
+    this.subscriptions = this.keeper.active ? [this.keeper.subscription, ...others] : others;
+  }
+  // #endregion
 
   /** Sets the tools of the next run; the array is copied. */
   setTools(tools: readonly AgentTool<any, any>[]): void {

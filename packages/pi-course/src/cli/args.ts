@@ -18,6 +18,9 @@ import {
   type SettingName,
   type Settings,
 } from "./config.js";
+// #region ch18
+import { THINKING_LEVELS, type ThinkingLevel } from "../model.js";
+// #endregion
 // #region ch17
 import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../mcp/config.js";
 // #endregion
@@ -92,6 +95,12 @@ export interface RunOptions {
    * script that calls the other tools, in a QuickJS sandbox).
    */
   codemode: boolean;
+  // #endregion
+  // #region ch18
+  /** `--thinking LEVEL`: the thinking level of every call; absent: the model's default. */
+  thinking?: ThinkingLevel;
+  /** The user's models file (`~/.pi-course/models.json`), read at start when it exists; absent: none. */
+  modelsFile?: string;
   // #endregion
   /** Absent: the offline demo on the scripted model. */
   server?: {
@@ -177,6 +186,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   // #region ch16
   let codemode = false;
   // #endregion
+  // #region ch18
+  let thinkingText: string | undefined;
+  // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -235,6 +247,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--cwd":
         cwd = value();
         break;
+      // #region ch18
+      case "--thinking":
+        thinkingText = value();
+        break;
+      // #endregion
       case "--api-key-file":
         apiKeyFile = value();
         break;
@@ -355,6 +372,14 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         `got "${settings.contextTokens!.value}"${blame("contextTokens")}.`,
     );
   }
+  // #region ch18
+  if (thinkingText !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinkingText)) {
+    throw new CliUsageError(
+      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}.`,
+    );
+  }
+  const thinking = thinkingText as ThinkingLevel | undefined;
+  // #endregion
   // #region ch17
   let mcp: { servers: McpServerConfig[]; notices: string[] };
   const mcpConfigFiles = mcpConfigs.map((file) => path.resolve(from, file));
@@ -386,6 +411,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     // #endregion
     // #region ch16
     codemode: codemode || codemodeFromEnv(env),
+    // #endregion
+    // #region ch18
+    ...(thinking !== undefined && { thinking }),
+    modelsFile: path.join(homeFolder(env), "models.json"),
     // #endregion
   };
   if (!onServer) {

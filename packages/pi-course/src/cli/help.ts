@@ -59,6 +59,22 @@ LATER_OPTIONS.push(`  --codemode           add the code tool: the model writes o
                        thread, each call checked like its own; also $PI_COURSE_CODEMODE=1
 `);
 // #endregion
+// #region ch18
+LATER_OPTIONS.push(`  --thinking LEVEL     off, minimal, low, medium or high: how much the model thinks first
+                       (reasoning_effort on OpenAI-compatible servers; a thinking budget of
+                       1024/2048/8192/16384 tokens on Anthropic, max_tokens raised to fit);
+                       ignored, with a note, where the model catalogue says it does not reason
+  Models (chapter 18)  --model takes a name of the model catalogue (gpt-4o-mini, claude-sonnet-4-5,
+                       deepseek-chat, qwen2.5-coder, …; others work with defaults and one note),
+                       names separated by commas (a,b: the next when one fails before its first
+                       byte: rate limit, overloaded, 5xx, refused), or a virtual model of
+                       ~/.pi-course/models.json ({"models": […], "virtual": {"NAME": ["a", "b"]}}).
+                       The context budget follows the model's window unless --context-tokens.
+                       Each answer is priced from the catalogue (unknown prices stay unknown);
+                       /model NAME (Tab completes), /thinking LEVEL and /cost in a conversation;
+                       the choice is kept in the session, so --continue goes on with it
+`);
+// #endregion
 
 export const HELP = `npm start: a coding agent you can talk to, and a live trace of every event of its lifecycle.
 

@@ -23,6 +23,10 @@ import type { Runtime } from "./runtime.js";
 import { neutralize } from "./trace.js";
 import { writeSessionPage } from "./export.js";
 import { forkSession, labelSession, treeLines } from "./session-tree.js";
+// #region ch18
+import { THINKING_LEVELS, type ThinkingLevel } from "../model.js";
+import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
+// #endregion
 
 export interface TerminalIO {
   input: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
@@ -40,7 +44,11 @@ export const COMMANDS_HELP = [
   "/fork N           go on from message N of /tree (or an entry id) on a new branch",
   "/label TEXT       name the current message (shown in /tree and the page)",
   "/export [FILE]    write the session as one HTML page (default: beside its file)",
-  "/model [NAME]     show the model, or switch to another of the same server",
+  "/model [NAME]     show the model, or switch (a catalogue name, a virtual model, or a,b to fall back; Tab completes)",
+  // #region ch18
+  "/thinking [LEVEL] show or set the thinking level: off, minimal, low, medium, high",
+  "/cost             what this conversation cost so far",
+  // #endregion
   "/later TEXT       queue TEXT for when the agent would stop (Alt-Enter does the same)",
   "/skills           the skills found; /skill:NAME [ARGS] activates one",
   // #region ch17
@@ -66,7 +74,18 @@ export async function runInteractive(
     ticker: true,
   });
   agent.subscribe((event) => printer.print(event));
-  const rl = readline.createInterface({ input: io.input, output: io.output, terminal: true, historySize: 500 });
+  const rl = readline.createInterface({
+    input: io.input,
+    output: io.output,
+    terminal: true,
+    historySize: 500,
+    // #region ch18
+    completer: (line: string) => completeLine(runtime, line),
+    // #endregion
+  });
+  // #region ch18
+  runtime.onNotice = (text) => printer.line(`note: ${neutralize(text)}`, "yellow");
+  // #endregion
   const promptText = io.color ? "\u001b[36m›\u001b[0m " : "› ";
   rl.setPrompt(promptText);
   // Earlier prompts of a resumed session come back with the up arrow (neutralised: readline
@@ -105,6 +124,9 @@ export async function runInteractive(
         running = undefined;
         printer.stopTicker();
         printer.endLine();
+        // #region ch18
+        if (runtime.options.server !== undefined) printer.line(`cost: ${costLine(runtime)}`, "dim");
+        // #endregion
         prompt();
       });
   };
@@ -247,9 +269,20 @@ export async function runInteractive(
         if (arg !== "") {
           if (runtime.options.server === undefined)
             return printer.line("the offline demo has one model; start with --base-url for others", "red");
-          runtime.switchModel(arg);
+          await runtime.switchModel(arg);
         }
-        return printer.line(`model: ${agent.state.model.provider} · ${agent.state.model.id}`, "dim");
+        return printer.line(modelLine(runtime), "dim");
+      // #region ch18
+      case "thinking":
+        if (arg !== "") {
+          if (!(THINKING_LEVELS as readonly string[]).includes(arg))
+            return printer.line(`/thinking LEVEL: one of ${THINKING_LEVELS.join(", ")}`, "red");
+          await runtime.setThinking(arg as ThinkingLevel);
+        }
+        return printer.line(choiceLine(runtime), "dim");
+      case "cost":
+        return printer.line(`cost: ${costLine(runtime)}`, "dim");
+      // #endregion
       // #region ch17
       case "mcp":
         if (runtime.mcp === undefined)
@@ -348,6 +381,49 @@ export async function runInteractive(
     if (runtime.options.server === undefined && agent.state.messages.length === 0) rl.write(DEMO_TASK);
   }
   return finished;
+}
+
+// #region ch18
+/** The model in use, as `/model` and `/thinking` show it. */
+function choiceLine(runtime: Runtime): string {
+  const model = runtime.agent.state.model;
+  const choice = runtime.choice;
+  const budget =
+    choice?.budget !== undefined && runtime.options.contextTokens === undefined
+      ? ` · context budget ${choice.budget} tokens`
+      : "";
+  return `model: ${neutralize(model.provider)} · ${neutralize(choice?.name ?? model.id)} · thinking ${choice?.thinking ?? "off"}${budget}`;
+}
+
+/** The conversation's cost: every answer on the session's path (compacted ones too), else the transcript. */
+function costLine(runtime: Runtime): string {
+  const session = runtime.session;
+  const leaf = session?.leaf;
+  const messages =
+    session === undefined || leaf === undefined
+      ? runtime.agent.state.messages
+      : session.pathToLeaf(leaf.id).flatMap((e) => (e.type === "message" ? [e.message] : []));
+  return formatConversationCost(conversationCost(messages));
+}
+
+/** Tab completion: model names after `/model `, levels after `/thinking `. */
+function completeLine(runtime: Runtime, line: string): [string[], string] {
+  const match = /^\/(model|thinking) (\S*)$/.exec(line);
+  if (match === null) return [[], line];
+  const [, command, start = ""] = match;
+  const names = command === "model" ? runtime.catalogue.names() : [...THINKING_LEVELS];
+  const found = names.filter((n) => n.startsWith(start));
+  return [found.length > 0 ? found : names, start];
+}
+// #endregion
+
+/** What `/model` shows: the model in use. */
+function modelLine(runtime: Runtime): string {
+  // #region ch18
+  if (runtime.choice !== undefined) return choiceLine(runtime);
+  // #endregion
+  const model = runtime.agent.state.model;
+  return `model: ${model.provider} · ${model.id}`;
 }
 
 function replay(printer: ChatPrinter, messages: readonly AgentMessage[]): void {

@@ -29,6 +29,9 @@ import { runExport } from "./export.js";
 import { runInteractive, type TerminalIO } from "./interactive.js";
 import { Runtime } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
+// #region ch18
+import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
+// #endregion
 // #region ch17
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -125,10 +128,18 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     return 1;
   }
   const server = options.server;
+  let shownModel = server?.model;
+  // #region ch18
+  // the model in use: a resumed session's choice, with its thinking level
+  const choice = runtime.choice;
+  if (choice !== undefined) {
+    shownModel = `${neutralize(choice.name)}${choice.thinking !== undefined ? ` (thinking ${choice.thinking})` : ""}`;
+  }
+  // #endregion
   if (server === undefined) info(`pi-course · offline demo on the scripted model (no network)`);
   else
     info(
-      `pi-course · ${server.model} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
+      `pi-course · ${shownModel} at ${server.baseUrl ?? "https://api.anthropic.com"}${server.provider === "anthropic" ? " (Anthropic)" : ""}`,
     );
   info(`workspace: ${runtime.workspace}`);
   // The id comes from the file and the path from a folder listing: neither is trusted on a terminal.
@@ -139,6 +150,9 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   for (const line of banner.lines) info(neutralize(line));
   for (const warning of banner.warnings) io.stderr.write(`warning: ${neutralize(warning)}\n`);
   for (const note of [...resources.notes, ...notes]) io.stderr.write(`note: ${neutralize(note)}\n`);
+  // #region ch18
+  runtime.onNotice = (note) => io.stderr.write(`note: ${neutralize(note)}\n`);
+  // #endregion
 
   try {
     if (options.mode === "interactive") {
@@ -186,6 +200,11 @@ async function runOnce(
       write: (text) => io.stdout.write(text),
       color: options.color,
       json: options.json,
+      // #region ch18
+      ...(options.server !== undefined && {
+        agentEndFields: () => ({ conversationCost: conversationCost(runtime.agent.state.messages) }),
+      }),
+      // #endregion
     });
     agent.subscribe((event) => printer.print(event));
     agent.subscribe((event) => (event.type === "agent_end" ? printer.finish() : undefined));
@@ -212,6 +231,11 @@ async function runOnce(
     io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
     return 1;
   }
+  // #region ch18
+  if (options.server !== undefined) {
+    if (!options.json) info(`cost:      ${formatConversationCost(conversationCost(agent.state.messages))}`);
+  }
+  // #endregion
   // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
   if (options.mode === "print")
     io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);

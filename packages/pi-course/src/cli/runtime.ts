@@ -12,9 +12,7 @@
 import path from "node:path";
 import { rm } from "node:fs/promises";
 import { Agent } from "../agent/agent.js";
-import { createAnthropicModel } from "../models/anthropic/anthropic.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
-import { createOpenAICompatibleModel } from "../models/openai/openai-compatible.js";
 import { SessionFile } from "../session/session.js";
 import { composeSystemPrompt, resourceTools, type Resources } from "../resources/resources.js";
 import type { AgentMessage, Message } from "../types.js";
@@ -27,8 +25,17 @@ import type { RunOptions } from "./args.js";
 import { createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";
 import { SessionFolder, type SessionSummary } from "./sessions.js";
+import { createServerModel } from "./runtime-model.js";
 // #region ch17
 import { McpServers } from "../mcp/servers.js";
+// #endregion
+// #region ch18
+import { ModelCatalogue } from "../model-choice/catalogue.js";
+import { loadModelsFile } from "../model-choice/models-file.js";
+import type { RouteReport } from "../model-choice/virtual-model.js";
+import type { ThinkingLevel } from "../model.js";
+import type { ModelChangeEntry } from "../session/types.js";
+import { setUpModel, type ModelSetup } from "./model-setup.js";
 // #endregion
 
 /**
@@ -74,17 +81,7 @@ function toLlm(dropToolResult: boolean) {
 export function createModel(options: RunOptions, demoDelayMs: number, modelId?: string): Model {
   const server = options.server;
   if (server === undefined) return createDemoModel({ delayMs: demoDelayMs });
-  const id = modelId ?? server.model;
-  const key = server.apiKey !== undefined ? { apiKey: server.apiKey } : {};
-  if (server.provider === "anthropic") {
-    return createAnthropicModel({
-      ...(server.baseUrl !== undefined && { baseUrl: server.baseUrl }),
-      model: id,
-      maxTokens: 8192,
-      ...key,
-    });
-  }
-  return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...key });
+  return createServerModel(options, modelId ?? server.model);
 }
 
 /**
@@ -119,6 +116,14 @@ export class Runtime {
   // #region ch15
   /** The CLI's own tools (coding tools, the skill tool): always declared. */
   private readonly ownTools: AgentTool<any, any>[];
+  // #endregion
+  // #region ch18
+  /** The models the runtime knows by name (built in, plus `~/.pi-course/models.json`). */
+  catalogue: ModelCatalogue = ModelCatalogue.builtin();
+  /** The model in use as chosen (undefined when the caller wired in a model of its own). */
+  choice: ModelSetup | undefined;
+  /** Hears what a person should know while the conversation goes on (a fallback, a model's notice). */
+  onNotice: (text: string) => void = () => {};
   // #endregion
 
   private constructor(
@@ -182,6 +187,17 @@ export class Runtime {
     const workspace = wiring.workspace ?? options.server?.workspace ?? (await createDemoWorkspace());
     const folder = options.session === undefined ? undefined : new SessionFolder(options.session.root, options.folder);
     const runtime = new Runtime(options, workspace, folder, wiring.model ?? createModel(options, demoDelayMs), wiring);
+    // #region ch18
+    if (wiring.model === undefined) {
+      if (options.modelsFile !== undefined)
+        runtime.catalogue = await loadModelsFile(runtime.catalogue, options.modelsFile);
+      const name = options.server?.model ?? "demo";
+      runtime.choose(
+        setUpModel(options, runtime.catalogue, name, options.thinking, demoDelayMs, runtime.routeHeard),
+        notes,
+      );
+    }
+    // #endregion
     if (folder !== undefined) {
       const wanted = options.session!.resume;
       let found: SessionSummary | undefined;
@@ -193,6 +209,9 @@ export class Runtime {
       if (found !== undefined) await runtime.resume(found, notes);
       else await runtime.startNew();
     }
+    // #region ch18
+    if (wiring.model === undefined) runtime.restoreChoice(notes, demoDelayMs);
+    // #endregion
     // #region ch17
     // last: a session that cannot be found has refused the start before any server runs
     await runtime.startMcp(notes);
@@ -248,10 +267,87 @@ export class Runtime {
     if (this.session !== undefined) this.agent.setSession(this.session);
   }
 
-  /** Changes the model id (same provider and server) for the next run. */
-  switchModel(id: string): void {
-    this.agent.setModel(withPairingCheck(createModel(this.options, 0, id)));
+  /**
+   * Switches to another model of the same server for the next run. From chapter 18 on, `name` is
+   * a catalogue id, a virtual model, or `a,b`, and the choice is recorded in the session (a
+   * `model_change` entry after the leaf), so `--continue` resumes with it; a name that names no
+   * model throws, changing nothing.
+   */
+  async switchModel(name: string): Promise<void> {
+    // #region ch18
+    if (this.choice !== undefined) {
+      const setup = setUpModel(this.options, this.catalogue, name, this.choice.thinking, 0, this.routeHeard);
+      this.choose(setup, this.onNotice);
+      await this.recordChoice();
+      return;
+    }
+    // #endregion
+    this.agent.setModel(withPairingCheck(createModel(this.options, 0, name)));
   }
+
+  // #region ch18
+
+  /** Sets the thinking level of every call from the next run on, recorded as `switchModel` records it. */
+  async setThinking(level: ThinkingLevel): Promise<ModelSetup> {
+    const name = this.choice?.name ?? this.options.server?.model ?? "demo";
+    const setup = setUpModel(this.options, this.catalogue, name, level, 0, this.routeHeard);
+    this.choose(setup, this.onNotice);
+    await this.recordChoice();
+    return setup;
+  }
+
+  /** Makes `setup` the agent's model; the budget follows its window unless `--context-tokens` set one. */
+  private choose(setup: ModelSetup, notes: (text: string) => void): void {
+    this.choice = setup;
+    this.agent.setModel(withPairingCheck(setup.model));
+    if (this.options.contextTokens === undefined) {
+      this.agent.setContextBudget(setup.budget === undefined ? undefined : { budget: setup.budget });
+    }
+    for (const notice of setup.notices) notes(notice);
+  }
+
+  /** Appends the choice in use to the session after its leaf, and goes on from there. */
+  private async recordChoice(): Promise<void> {
+    const session = this.session;
+    const choice = this.choice;
+    if (session === undefined || choice === undefined) return;
+    await session.append({
+      type: "model_change",
+      parentId: session.leaf?.id ?? null,
+      model: choice.name,
+      thinking: choice.thinking ?? "off",
+    });
+    this.reload();
+  }
+
+  /** The newest `model_change` on the session's path: the choice a resumed conversation goes on with. */
+  private restoreChoice(notes: (text: string) => void, demoDelayMs: number): void {
+    const leaf = this.session?.leaf;
+    if (leaf === undefined) return;
+    const path = this.session!.pathToLeaf(leaf.id);
+    const entry = path.filter((e): e is ModelChangeEntry => e.type === "model_change").at(-1);
+    if (entry === undefined) return;
+    if (entry.model === this.choice?.name && entry.thinking === (this.choice?.thinking ?? "off")) return;
+    try {
+      const setup = setUpModel(this.options, this.catalogue, entry.model, entry.thinking, demoDelayMs, this.routeHeard);
+      this.choose(setup, notes);
+      notes(`model from the session: ${entry.model} · thinking ${entry.thinking}`);
+    } catch (error) {
+      notes(
+        `the session's model ${entry.model} cannot be used (${(error as Error).message}); going on with ${this.choice?.name}`,
+      );
+    }
+  }
+
+  /** A fallback is said as it happens. */
+  private readonly routeHeard = (report: RouteReport): void => {
+    if (report.skipped.length === 0) return;
+    this.onNotice(
+      `fell back from ${report.skipped.map((s) => s.model.id).join(" and ")} to ${report.answeredBy.id} ` +
+        `(${report.skipped.map((s) => `${s.model.id}: ${s.error}`).join("; ")})`,
+    );
+  };
+  // #endregion
 
   // #region ch17
   /**

@@ -21,6 +21,10 @@ export interface TraceOptions {
   write: (text: string) => void;
   color: boolean;
   json: boolean;
+  // #region ch18
+  /** With `json`: fields added to the `agent_end` line (the conversation's cost, chapter 18). */
+  agentEndFields?: () => Record<string, unknown>;
+  // #endregion
 }
 
 const CODES = { dim: 2, bold: 1, red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36 } as const;
@@ -35,6 +39,12 @@ export class TracePrinter {
 
   print(event: AgentEvent): void {
     if (this.options.json) {
+      // #region ch18
+      if (event.type === "agent_end" && this.options.agentEndFields !== undefined) {
+        this.options.write(`${JSON.stringify({ ...event, ...this.options.agentEndFields() })}\n`);
+        return;
+      }
+      // #endregion
       this.options.write(`${JSON.stringify(event.type === "message_update" ? compactUpdate(event.event) : event)}\n`);
       return;
     }

@@ -6,6 +6,9 @@
  * these checks is not guessed at (pi 1.6 skips malformed lines; this course fails closed).
  */
 import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
+// #region ch18
+import { THINKING_LEVELS } from "../model.js";
+// #endregion
 
 /** The format version this code writes, and the newest it reads. */
 export const SESSION_FORMAT_VERSION = 1;
@@ -51,6 +54,9 @@ export const ENTRY_TYPES: readonly SessionEntry["type"][] = [
   "label",
   // #region ch11
   "compaction",
+  // #endregion
+  // #region ch18
+  "model_change",
   // #endregion
 ];
 
@@ -139,6 +145,14 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
       if (typeof value.tokensBefore !== "number" || typeof value.tokensAfter !== "number") {
         throw fail(`compaction entry ${id}: "tokensBefore" and "tokensAfter" must be numbers`);
       }
+      break;
+    // #endregion
+    // #region ch18
+    case "model_change":
+      if (typeof value.model !== "string" || value.model === "")
+        throw fail(`model_change entry ${id}: "model" must be a model name`);
+      if (!(THINKING_LEVELS as readonly unknown[]).includes(value.thinking))
+        throw fail(`model_change entry ${id}: "thinking" must be one of ${THINKING_LEVELS.join(", ")}`);
       break;
     // #endregion
   }

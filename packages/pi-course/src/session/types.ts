@@ -3,6 +3,9 @@
  * entry (chapter 11). Plain JSON data.
  */
 import type { AgentMessage } from "../types.js";
+// #region ch18
+import type { ThinkingLevel } from "../model.js";
+// #endregion
 
 /**
  * The first line of a session file. Not an entry of the tree: it says what the file is.
@@ -78,6 +81,19 @@ export interface CompactionEntry extends SessionEntryBase {
   tokensAfter: number;
 }
 // #endregion
+// #region ch18
+
+/**
+ * The model and thinking level chosen from here on (`/model`, `/thinking`, chapter 18). Not part
+ * of the model's context: it is a setting, and `--continue` restores the newest one on the path.
+ */
+export interface ModelChangeEntry extends SessionEntryBase {
+  type: "model_change";
+  /** The model as the user named it: a catalogue id, a virtual model, or `a,b` (fallback). */
+  model: string;
+  thinking: ThinkingLevel;
+}
+// #endregion
 
 /** One line of a session file after the header. */
 // biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
@@ -86,5 +102,8 @@ export type SessionEntry =
   | LabelEntry
   // #region ch11
   | CompactionEntry
+  // #endregion
+  // #region ch18
+  | ModelChangeEntry
   // #endregion
   ;

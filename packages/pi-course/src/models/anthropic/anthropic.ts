@@ -24,7 +24,10 @@ import { clip, describeCause, failure, wireErrorCode } from "../http/request-fai
 import { isRetryableCode } from "../http/retry-policy.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
-import type { Model } from "../../model.js";
+import type { Model, StreamOptions } from "../../model.js";
+// #region ch18
+import { withAnthropicThinking } from "./anthropic-wire.js";
+// #endregion
 
 /**
  * How to reach Anthropic (or a server that speaks its Messages API). The transport options
@@ -94,7 +97,11 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
     this.url = `${options.baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")}/v1/messages`;
   }
 
-  protected body(context: Context): AnthropicRequest {
+  protected body(context: Context, call: StreamOptions): AnthropicRequest {
+    // #region ch18
+    if (call.thinking !== undefined)
+      return toAnthropicRequest(context, withAnthropicThinking(this.options, call.thinking));
+    // #endregion
     return toAnthropicRequest(context, this.options);
   }
 

@@ -57,8 +57,11 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
   protected abstract readonly url: string;
   /** The request headers (the key included). */
   protected abstract headers(): Record<string, string>;
-  /** The request body for `context`. May throw: the turn then ends with kind `request`, nothing sent. */
-  protected abstract body(context: Context): unknown;
+  /**
+   * The request body for `context` and this call's `options` (its thinking level, chapter 18).
+   * May throw: the turn then ends with kind `request`, nothing sent.
+   */
+  protected abstract body(context: Context, options: StreamOptions): unknown;
   /** A fresh turn translator. */
   protected abstract newTurn(stream: AssistantMessageEventStream, meta: TurnMeta): Turn;
   /** Applies one frame to the turn. Never throws: a frame it cannot read is a `protocol` failure. */
@@ -66,22 +69,19 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
 
   stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
     const stream = new AssistantMessageEventStream();
-    this.run(stream, context, options.signal).catch((error: unknown) => {
+    this.run(stream, context, options).catch((error: unknown) => {
       // Unreachable by design; still, a bug must end the turn, not hang it.
       this.failEarly(stream, failure("protocol", `Internal error in the adapter: ${describeCause(error)}`));
     });
     return stream;
   }
 
-  private async run(
-    stream: AssistantMessageEventStream,
-    context: Context,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
+  private async run(stream: AssistantMessageEventStream, context: Context, options: StreamOptions): Promise<void> {
+    const signal = options.signal;
     // #region lab 5.5 ProviderModel.run
     let body: string;
     try {
-      body = JSON.stringify(this.body(context));
+      body = JSON.stringify(this.body(context, options));
     } catch (error) {
       return this.failEarly(stream, failure("request", `The request could not be built: ${describeCause(error)}`));
     }

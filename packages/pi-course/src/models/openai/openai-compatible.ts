@@ -36,7 +36,10 @@ import {
 import { isRetryableCode } from "../http/retry-policy.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
-import type { Model } from "../../model.js";
+import type { Model, StreamOptions } from "../../model.js";
+// #region ch18
+import { withThinkingLevel } from "./openai-options.js";
+// #endregion
 
 /**
  * How to reach an OpenAI-compatible server. The transport options (`fetch`, `maxRetries`,
@@ -92,7 +95,11 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
     this.url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
   }
 
-  protected body(context: Context): ChatCompletionsRequest {
+  protected body(context: Context, call: StreamOptions): ChatCompletionsRequest {
+    // #region ch18
+    if (call.thinking !== undefined)
+      return toChatCompletionsRequest(context, withThinkingLevel(this.options, call.thinking));
+    // #endregion
     return toChatCompletionsRequest(context, this.options);
   }
 

@@ -1,0 +1,82 @@
+/**
+ * The model of a run, chosen by name (chapter 18): `--model NAME`, `/model NAME`, or the choice a
+ * session recorded.
+ *
+ * A name is a catalogue model (`gpt-4o-mini`), a virtual model of `~/.pi-course/models.json`, or
+ * several names separated by commas (`gpt-4o-mini,gpt-4o`): the models to fall back over, in
+ * order, on the server the command line names. Each real model is priced and told whether it
+ * reasons from the catalogue (`catalogued`); an unknown one works with the defaults and one
+ * notice. A model that falls back is not retried by the transport first (`maxRetries: 0`): the
+ * next model is the retry. The thinking level applies to every call (`atThinkingLevel`); the
+ * offline demo ignores it, with a notice.
+ *
+ * The context budget follows the chosen models' window (the smallest of them, less the room of
+ * an answer), unless the user set `--context-tokens`.
+ */
+import type { Model, ThinkingLevel } from "../model.js";
+import { atThinkingLevel, catalogued } from "../model-choice/catalogued-model.js";
+import type { ModelCatalogue } from "../model-choice/catalogue.js";
+import type { ModelInfo } from "../model-choice/types.js";
+import { createFallbackModel, type RouteReport } from "../model-choice/virtual-model.js";
+import type { RunOptions } from "./args.js";
+import { createDemoModel } from "./demo.js";
+import { createServerModel } from "./runtime-model.js";
+
+/** The room kept for one answer when the budget follows a model's window. */
+export const ANSWER_ROOM_TOKENS = 16_384;
+
+/** A model as chosen: what the agent calls, and what is known of it. */
+export interface ModelSetup {
+  /** What the agent calls (fallback and thinking level included). */
+  model: Model;
+  /** The name as given (recorded in the session). */
+  name: string;
+  thinking: ThinkingLevel | undefined;
+  /** The real models, in fallback order (empty for the demo). */
+  infos: ModelInfo[];
+  /** The context budget the models' windows give (undefined for the demo). */
+  budget: number | undefined;
+  /** What a person should know (unknown models, an ignored thinking level). */
+  notices: string[];
+}
+
+/** Builds the model `name` names on the server of `options` (see the module comment). */
+export function setUpModel(
+  options: RunOptions,
+  catalogue: ModelCatalogue,
+  name: string,
+  thinking: ThinkingLevel | undefined,
+  demoDelayMs = 0,
+  onRoute?: (report: RouteReport) => void,
+): ModelSetup {
+  const server = options.server;
+  if (server === undefined) {
+    const notices =
+      thinking !== undefined && thinking !== "off"
+        ? [`the offline demo does not think: thinking level "${thinking}" is ignored`]
+        : [];
+    return { model: createDemoModel({ delayMs: demoDelayMs }), name, thinking, infos: [], budget: undefined, notices };
+  }
+  const names = catalogue.virtual(name) ?? name.split(",").map((n) => n.trim());
+  if (names.length === 0 || names.some((n) => n === "")) {
+    throw new Error(`"${name}" names no model: give a model name, or names separated by commas (a,b)`);
+  }
+  const api = server.provider === "anthropic" ? "anthropic" : "openai-compatible";
+  const infos = names.map((n) => catalogue.resolve(n, { provider: server.provider, api }));
+  const models = infos.map((info, i) => {
+    const last = i === infos.length - 1;
+    const real = createServerModel(options, info.id, {
+      maxTokens: Math.min(8_192, info.maxOutput),
+      ...(!last && { maxRetries: 0 }),
+    });
+    return catalogued(real, info);
+  });
+  let model: Model =
+    models.length === 1
+      ? models[0]!
+      : createFallbackModel(models, { id: name, ...(onRoute !== undefined && { onRoute }) });
+  if (thinking !== undefined) model = atThinkingLevel(model, thinking);
+  const notices = infos.flatMap((info) => (info.notice !== undefined ? [info.notice] : []));
+  const window = Math.min(...infos.map((info) => info.contextWindow - Math.min(info.maxOutput, ANSWER_ROOM_TOKENS)));
+  return { model, name, thinking, infos, budget: Math.max(1_000, window), notices };
+}

@@ -1,0 +1,89 @@
+/**
+ * The model catalogue (chapter 18): what the agent knows about a model it is asked to use, by
+ * name. A model is more than a base URL and an id: its context window sets the context budget,
+ * its prices turn usage into cost, whether it reasons decides what a thinking level does.
+ *
+ * - `ModelCatalogue.builtin()` holds `BUILTIN_MODELS`; `with(entries)` adds a user's models
+ *   (`~/.pi-course/models.json`, read by `models-file.ts`), which replace built-in ones of the
+ *   same id.
+ * - `resolve(name)` finds a model by its id (exactly, else ignoring case). A model that is not in
+ *   the catalogue still works: it gets `DEFAULT_MODEL_INFO` (no price: its cost is unknown,
+ *   never zero), `known: false`, and one notice that says so and what to do.
+ * - `virtual(name)` names the models a named virtual model routes to (fallback order).
+ */
+import { BUILTIN_MODELS } from "./catalogue-data.js";
+import type { CatalogueEntry, ModelApi, ModelInfo } from "./types.js";
+
+/** What stands in for a model the catalogue does not know (its price stays unknown). */
+export const DEFAULT_MODEL_INFO: Omit<CatalogueEntry, "id" | "provider" | "api"> = {
+  contextWindow: 128_000,
+  maxOutput: 8_192,
+  input: ["text"],
+  reasoning: false,
+};
+
+/** Known models by id, plus the named virtual models. Immutable: `with` returns a new catalogue. */
+export class ModelCatalogue {
+  private readonly byId = new Map<string, CatalogueEntry>();
+  private readonly byLowerId = new Map<string, CatalogueEntry>();
+
+  private constructor(
+    entries: readonly CatalogueEntry[],
+    private readonly virtuals: ReadonlyMap<string, readonly string[]>,
+  ) {
+    for (const entry of entries) {
+      this.byId.set(entry.id, entry);
+      this.byLowerId.set(entry.id.toLowerCase(), entry);
+    }
+  }
+
+  /** The built-in catalogue (`BUILTIN_MODELS`), no virtual models. */
+  static builtin(): ModelCatalogue {
+    return new ModelCatalogue(BUILTIN_MODELS, new Map());
+  }
+
+  /**
+   * A catalogue with `entries` added (replacing models of the same id) and `virtual` models
+   * added (name → the models it routes to, in fallback order).
+   */
+  with(entries: readonly CatalogueEntry[], virtual: Readonly<Record<string, readonly string[]>> = {}): ModelCatalogue {
+    const all = new Map(this.byId);
+    for (const entry of entries) all.set(entry.id, entry);
+    return new ModelCatalogue([...all.values()], new Map([...this.virtuals, ...Object.entries(virtual)]));
+  }
+
+  /** Every model id, sorted (for completion and `/model` with no name). */
+  names(): string[] {
+    return [...this.byId.keys(), ...this.virtuals.keys()].sort();
+  }
+
+  /** The entry of `id` (exact, else ignoring case), or undefined. */
+  find(id: string): CatalogueEntry | undefined {
+    return this.byId.get(id) ?? this.byLowerId.get(id.toLowerCase());
+  }
+
+  /** The models a named virtual model routes to, or undefined when `name` is not one. */
+  virtual(name: string): readonly string[] | undefined {
+    return this.virtuals.get(name);
+  }
+
+  /**
+   * What the agent knows of `name`: its entry (`known: true`), or the defaults with the notice
+   * `model "<name>" is not in the model catalogue: …` (`known: false`). `fallback` gives the
+   * provider and API of an unknown model (the server it is reached on).
+   */
+  resolve(name: string, fallback: { provider: string; api: ModelApi }): ModelInfo {
+    const entry = this.find(name);
+    if (entry !== undefined) return { ...entry, known: true };
+    return {
+      id: name,
+      ...fallback,
+      ...DEFAULT_MODEL_INFO,
+      known: false,
+      notice:
+        `model "${name}" is not in the model catalogue: its context window is taken as ` +
+        `${DEFAULT_MODEL_INFO.contextWindow} tokens and its price as unknown ` +
+        "(add it to ~/.pi-course/models.json to say more)",
+    };
+  }
+}

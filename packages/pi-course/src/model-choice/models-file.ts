@@ -1,0 +1,142 @@
+/**
+ * A user's own models (chapter 18): `~/.pi-course/models.json`, checked field by field.
+ *
+ * ```json
+ * {
+ *   "models": [
+ *     { "id": "my-model", "provider": "local", "api": "openai-compatible", "contextWindow": 32768,
+ *       "maxOutput": 4096, "input": ["text"], "reasoning": false,
+ *       "prices": { "input": 0, "output": 0, "source": "my own server", "asOf": "2026-01" } }
+ *   ],
+ *   "virtual": { "cheap-then-strong": ["gpt-4o-mini", "gpt-4o"] }
+ * }
+ * ```
+ *
+ * A model here replaces a built-in one of the same id. A virtual model names two or more models
+ * it falls back over, in order. Anything else is refused with a `ModelsFileError` that names the
+ * file, the field and what to write instead: a bad file is never half read.
+ */
+import { readFile } from "node:fs/promises";
+import type { ModelCatalogue } from "./catalogue.js";
+import type { CatalogueEntry, ModelApi, ModelInput, ModelPrices } from "./types.js";
+
+/** A models file that cannot be used as it stands. */
+export class ModelsFileError extends Error {
+  override name = "ModelsFileError";
+}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const APIS: readonly ModelApi[] = ["openai-compatible", "anthropic"];
+const INPUTS: readonly ModelInput[] = ["text", "image"];
+
+/** What a models file holds, checked. */
+export interface ModelsFile {
+  models: CatalogueEntry[];
+  virtual: Record<string, string[]>;
+}
+
+/** Reads `file` (absent: an empty file) and returns `catalogue` with its models added. */
+export async function loadModelsFile(catalogue: ModelCatalogue, file: string): Promise<ModelCatalogue> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return catalogue;
+    throw new ModelsFileError(`${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  const parsed = parseModelsFile(text, file);
+  return catalogue.with(parsed.models, parsed.virtual);
+}
+
+/** Checks the text of a models file; `file` names it in errors. */
+export function parseModelsFile(text: string, file: string): ModelsFile {
+  // #region lab 18.1 parseModelsFile
+  const fail = (why: string) => new ModelsFileError(`${file}: ${why}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw fail(`not JSON (${(error as Error).message})`);
+  }
+  if (!isObject(value)) throw fail('expected an object: { "models": [ … ], "virtual": { … } }');
+  for (const key of Object.keys(value)) {
+    if (key !== "models" && key !== "virtual") throw fail(`unknown field "${key}" (the fields are models and virtual)`);
+  }
+  const models = value.models ?? [];
+  if (!Array.isArray(models)) throw fail('"models" must be an array of models');
+  const virtual = value.virtual ?? {};
+  if (!isObject(virtual)) throw fail('"virtual" must be an object: name → [model, model, …]');
+  const out: ModelsFile = { models: models.map((m, i) => checkEntry(m, `models[${i}]`, fail)), virtual: {} };
+  for (const [name, list] of Object.entries(virtual)) {
+    if (!Array.isArray(list) || list.length < 2 || !list.every((m) => typeof m === "string" && m !== "")) {
+      throw fail(`virtual "${name}" must list two or more model names, in the order to try them`);
+    }
+    out.virtual[name] = list as string[];
+  }
+  return out;
+  // #endregion
+}
+
+function checkEntry(value: unknown, where: string, fail: (why: string) => Error): CatalogueEntry {
+  if (!isObject(value)) throw fail(`${where} must be an object`);
+  const name = (field: string) => `${where}.${field}`;
+  const str = (field: string): string => {
+    const v = value[field];
+    if (typeof v !== "string" || v === "") throw fail(`${name(field)} must be a non-empty string`);
+    return v;
+  };
+  const count = (field: string): number => {
+    const v = value[field];
+    if (!Number.isSafeInteger(v) || (v as number) < 1) throw fail(`${name(field)} must be a whole number of tokens`);
+    return v as number;
+  };
+  const api = value.api;
+  if (!(APIS as readonly unknown[]).includes(api)) throw fail(`${name("api")} must be one of ${APIS.join(", ")}`);
+  const input = value.input ?? ["text"];
+  if (!Array.isArray(input) || !input.every((k) => (INPUTS as readonly unknown[]).includes(k))) {
+    throw fail(`${name("input")} must list "text" and/or "image"`);
+  }
+  if (typeof (value.reasoning ?? false) !== "boolean") throw fail(`${name("reasoning")} must be true or false`);
+  const entry: CatalogueEntry = {
+    id: str("id"),
+    provider: str("provider"),
+    api: api as ModelApi,
+    contextWindow: count("contextWindow"),
+    maxOutput: count("maxOutput"),
+    input: input as ModelInput[],
+    reasoning: (value.reasoning ?? false) as boolean,
+  };
+  if (value.prices !== undefined) entry.prices = checkPrices(value.prices, name("prices"), fail);
+  return entry;
+}
+
+function checkPrices(value: unknown, where: string, fail: (why: string) => Error): ModelPrices {
+  if (!isObject(value)) throw fail(`${where} must be an object of dollars per million tokens`);
+  const price = (field: string, optional: boolean): number | undefined => {
+    const v = value[field];
+    if (v === undefined && optional) return undefined;
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      throw fail(`${where}.${field} must be a number of dollars per million tokens (0 or more)`);
+    }
+    return v;
+  };
+  const said = (field: string): string => {
+    const v = value[field];
+    if (typeof v !== "string" || v === "") {
+      throw fail(`${where}.${field} must say ${field === "source" ? "where the price was read" : "when (YYYY-MM)"}`);
+    }
+    return v;
+  };
+  const cacheRead = price("cacheRead", true);
+  const cacheWrite = price("cacheWrite", true);
+  return {
+    input: price("input", false)!,
+    output: price("output", false)!,
+    ...(cacheRead !== undefined && { cacheRead }),
+    ...(cacheWrite !== undefined && { cacheWrite }),
+    source: said("source"),
+    asOf: said("asOf"),
+  };
+}

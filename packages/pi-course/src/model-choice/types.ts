@@ -1,0 +1,50 @@
+/**
+ * The vocabulary of the model catalogue (chapter 18): what is known of a model, as plain data.
+ */
+
+/** The wire format a model speaks. */
+export type ModelApi = "openai-compatible" | "anthropic";
+
+/** What a model can read. */
+export type ModelInput = "text" | "image";
+
+/**
+ * US dollars per million tokens, with where and when the price was read. `cacheRead` and
+ * `cacheWrite` are absent where the provider has no such price (the tokens are priced as input).
+ */
+export interface ModelPrices {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  /** Where the price was read (a price list's address, or why there is none). */
+  source: string;
+  /** When it was read (`YYYY-MM` or `YYYY-MM-DD`). */
+  asOf: string;
+}
+
+/** One model of the catalogue. */
+export interface CatalogueEntry {
+  /** The name the provider's API takes, e.g. `"gpt-4o-mini"`, `"claude-sonnet-4-5"`. */
+  id: string;
+  /** Who serves it: `openai`, `anthropic`, `deepseek`, `groq`, `openrouter`, `local`, … */
+  provider: string;
+  api: ModelApi;
+  /** Tokens the model reads per call (prompt and answer together). */
+  contextWindow: number;
+  /** The most tokens of one answer. */
+  maxOutput: number;
+  input: readonly ModelInput[];
+  /** Whether the model thinks before it answers (a thinking level means something to it). */
+  reasoning: boolean;
+  /** Absent: the price is unknown. */
+  prices?: ModelPrices;
+}
+
+/** What `resolve` gives: the entry, and whether it came from the catalogue. */
+export interface ModelInfo extends CatalogueEntry {
+  /** False when the name is not in the catalogue and the defaults stand in. */
+  known: boolean;
+  /** Set when `known` is false: the one notice to show a person. */
+  notice?: string;
+}

@@ -1,0 +1,347 @@
+/**
+ * Chapter 18: models as users choose them. The catalogue and a user's models file; cost from
+ * recorded usage (cache reads and writes included); thinking levels as exact request bodies on
+ * both wire formats, over real HTTP on 127.0.0.1 replaying recorded streams; virtual models that
+ * fall back before the first byte (a 529 or a 429 from the first, a stream from the second) and
+ * never once content has streamed.
+ */
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  ANTHROPIC_THINKING_BUDGETS,
+  ModelCatalogue,
+  ModelsFileError,
+  THINKING_LEVELS,
+  atThinkingLevel,
+  catalogued,
+  conversationCost,
+  costOf,
+  createAnthropicModel,
+  createFallbackModel,
+  createOpenAICompatibleModel,
+  createVirtualModel,
+  formatConversationCost,
+  loadModelsFile,
+  parseModelsFile,
+  userMessage,
+} from "../src/index.js";
+import type { AssistantMessage, Context, Model, ModelEvent, RouteReport, ThinkingLevel } from "../src/index.js";
+import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
+
+const context: Context = { systemPrompt: "be brief", messages: [userMessage("hi")] };
+const anthropicFixture = (name: string) =>
+  readFileSync(new URL(`./fixtures/anthropic/${name}`, import.meta.url), "utf8");
+
+async function collect(model: Model, options: Parameters<Model["stream"]>[1] = {}) {
+  const events: ModelEvent[] = [];
+  const stream = model.stream(context, options);
+  for await (const event of stream) events.push(event);
+  return { events, message: await stream.result() };
+}
+
+/** A port on 127.0.0.1 where nothing listens (bound, then released). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+let server: SseServer;
+beforeEach(async () => {
+  server = await SseServer.start();
+});
+afterEach(async () => {
+  await server.close();
+});
+
+describe("a user's models file", () => {
+  it("Lab 18.1 · ~/.pi-course/models.json adds models (replacing built-in ones) and named virtual models", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
+    try {
+      const file = path.join(dir, "models.json");
+      await writeFile(
+        file,
+        JSON.stringify({
+          models: [
+            {
+              id: "gpt-4o-mini",
+              provider: "openai",
+              api: "openai-compatible",
+              contextWindow: 64_000,
+              maxOutput: 4_000,
+              prices: { input: 1, output: 2, source: "my contract", asOf: "2026-01" },
+            },
+            { id: "house-model", provider: "local", api: "openai-compatible", contextWindow: 8_192, maxOutput: 1_024 },
+          ],
+          virtual: { "cheap-then-strong": ["gpt-4o-mini", "gpt-4o"] },
+        }),
+      );
+      const catalogue = await loadModelsFile(ModelCatalogue.builtin(), file);
+      expect(catalogue.find("gpt-4o-mini")).toEqual({
+        id: "gpt-4o-mini",
+        provider: "openai",
+        api: "openai-compatible",
+        contextWindow: 64_000,
+        maxOutput: 4_000,
+        input: ["text"],
+        reasoning: false,
+        prices: { input: 1, output: 2, source: "my contract", asOf: "2026-01" },
+      });
+      expect(catalogue.resolve("house-model", { provider: "x", api: "anthropic" }).known).toBe(true);
+      expect(catalogue.virtual("cheap-then-strong")).toEqual(["gpt-4o-mini", "gpt-4o"]);
+      expect(catalogue.names()).toContain("cheap-then-strong");
+      expect(ModelCatalogue.builtin().find("house-model")).toBeUndefined();
+      // no file: the catalogue as it was
+      expect(await loadModelsFile(catalogue, path.join(dir, "absent.json"))).toBe(catalogue);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("Lab 18.1 · a bad models file is refused whole, with the field and what to write", () => {
+    const bad = (value: unknown) => () => parseModelsFile(JSON.stringify(value), "models.json");
+    expect(bad({ modles: [] })).toThrow(
+      new ModelsFileError('models.json: unknown field "modles" (the fields are models and virtual)'),
+    );
+    expect(bad({ models: [{ id: "m", provider: "p", api: "grpc", contextWindow: 1, maxOutput: 1 }] })).toThrow(
+      "models.json: models[0].api must be one of openai-compatible, anthropic",
+    );
+    expect(bad({ models: [{ id: "m", provider: "p", api: "anthropic", contextWindow: "big", maxOutput: 1 }] })).toThrow(
+      "models.json: models[0].contextWindow must be a whole number of tokens",
+    );
+    expect(
+      bad({
+        models: [
+          { id: "m", provider: "p", api: "anthropic", contextWindow: 9, maxOutput: 1, prices: { input: 1, output: 1 } },
+        ],
+      }),
+    ).toThrow("models.json: models[0].prices.source must say where the price was read");
+    expect(bad({ virtual: { solo: ["gpt-4o"] } })).toThrow(
+      'models.json: virtual "solo" must list two or more model names, in the order to try them',
+    );
+    expect(() => parseModelsFile("{", "models.json")).toThrow(/^models\.json: not JSON/);
+  });
+});
+
+describe("cost", () => {
+  it("Lab 18.2 · costOf prices fresh input, cache reads, cache writes and output apart (recorded DeepSeek usage: 320 of 339 cached)", async () => {
+    server.reply(sseReply(fixtureSse("deepseek-reasoner-reasoning-then-tool-call.chunks.txt")));
+    const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "deepseek-reasoner" });
+    const info = ModelCatalogue.builtin().resolve("deepseek-reasoner", { provider: "x", api: "openai-compatible" });
+    const { message } = await collect(catalogued(model, info));
+    expect(message.stopReason, message.errorMessage).toBe("toolUse");
+    expect(message.usage).toEqual({ input: 339, output: 83, totalTokens: 422, cacheRead: 320 });
+    // 19 fresh × $0.28, 320 cached × $0.028, 83 out × $0.42, per million
+    const expected = { input: 19 * 0.28e-6, cacheRead: 320 * 0.028e-6, cacheWrite: 0, output: 83 * 0.42e-6 };
+    expect(message.cost!.input).toBeCloseTo(expected.input, 15);
+    expect(message.cost!.cacheRead).toBeCloseTo(expected.cacheRead, 15);
+    expect(message.cost!.cacheWrite).toBe(0);
+    expect(message.cost!.output).toBeCloseTo(expected.output, 15);
+    expect(message.cost!.total).toBeCloseTo(expected.input + expected.cacheRead + expected.output, 15);
+  });
+
+  it("Lab 18.2 · cache writes at their own price; no cache price: priced as input; no price: no cost", () => {
+    const usage = { input: 10_000, output: 1_000, totalTokens: 11_000, cacheRead: 2_000, cacheWrite: 3_000 };
+    const sonnet = ModelCatalogue.builtin().find("claude-sonnet-4-5")!.prices;
+    const cost = costOf(usage, sonnet)!;
+    expect(cost.input).toBeCloseTo(5_000 * 3e-6, 15);
+    expect(cost.cacheRead).toBeCloseTo(2_000 * 0.3e-6, 15);
+    expect(cost.cacheWrite).toBeCloseTo(3_000 * 3.75e-6, 15);
+    expect(cost.output).toBeCloseTo(1_000 * 15e-6, 15);
+    expect(cost.total).toBeCloseTo(0.015 + 0.0006 + 0.01125 + 0.015, 15);
+    const groq = costOf(usage, { input: 1, output: 2, source: "s", asOf: "2025-10" })!;
+    expect(groq.cacheRead).toBeCloseTo(2_000e-6, 15);
+    expect(groq.cacheWrite).toBeCloseTo(3_000e-6, 15);
+    expect(costOf(usage, undefined)).toBeUndefined();
+  });
+
+  it("Lab 18.2 · a recorded Anthropic stream is priced; an unknown model's answer has no cost, never a zero", async () => {
+    server.reply(sseReply(anthropicFixture("anthropic-thinking-then-text.sse")));
+    const sonnet = createAnthropicModel({ baseUrl: server.baseUrl, model: "claude-sonnet-4-0", maxTokens: 4096 });
+    const catalogue = ModelCatalogue.builtin();
+    const priced = await collect(
+      catalogued(sonnet, catalogue.resolve("claude-sonnet-4-0", { provider: "anthropic", api: "anthropic" })),
+    );
+    expect(priced.message.stopReason, priced.message.errorMessage).toBe("stop");
+    expect(priced.message.usage).toEqual({ input: 43, output: 282, totalTokens: 325, cacheRead: 0, cacheWrite: 0 });
+    expect(priced.message.cost!.total).toBeCloseTo(43 * 3e-6 + 282 * 15e-6, 15);
+
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const unknown = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "mystery" });
+    const plain = await collect(
+      catalogued(unknown, catalogue.resolve("mystery", { provider: "openai", api: "openai-compatible" })),
+    );
+    expect(plain.message.usage.input).toBe(14);
+    expect("cost" in plain.message).toBe(false);
+
+    const total = conversationCost([context.messages[0]!, priced.message, plain.message]);
+    expect(total).toEqual({ total: priced.message.cost!.total, priced: 1, unpriced: 1 });
+    expect(formatConversationCost(total)).toBe("$0.0044 + unknown (1 answer without a price)");
+    expect(formatConversationCost(conversationCost([plain.message]))).toBe("unknown (1 answer without a price)");
+    expect(formatConversationCost(conversationCost([]))).toBe("$0");
+  });
+});
+
+describe("thinking levels on the wire", () => {
+  const expectedOpenAI = (level: ThinkingLevel) => ({
+    model: "gpt-5-mini",
+    messages: [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "hi" },
+    ],
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(level !== "off" && { reasoning_effort: level }),
+  });
+
+  for (const level of THINKING_LEVELS) {
+    it(`Lab 18.3 · OpenAI-compatible, level ${level}: the exact request body`, async () => {
+      server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+      // reasoningEffort set on the model: the call's level replaces it (off removes it)
+      const model = createOpenAICompatibleModel({
+        baseUrl: server.baseUrl,
+        model: "gpt-5-mini",
+        reasoningEffort: "low",
+      });
+      const { message } = await collect(atThinkingLevel(model, level));
+      expect(message.stopReason, message.errorMessage).toBe("stop");
+      expect(JSON.parse(server.requests[0]!.body)).toEqual(expectedOpenAI(level));
+    });
+
+    it(`Lab 18.3 · Anthropic, level ${level}: the exact request body (thinking budget, max_tokens raised to fit)`, async () => {
+      server.reply(sseReply(anthropicFixture("anthropic-thinking-then-text.sse")));
+      const model = createAnthropicModel({ baseUrl: server.baseUrl, model: "claude-sonnet-4-5", maxTokens: 4096 });
+      const { message } = await collect(model, { thinking: level });
+      expect(message.stopReason, message.errorMessage).toBe("stop");
+      const budget = level === "off" ? undefined : ANTHROPIC_THINKING_BUDGETS[level];
+      expect(JSON.parse(server.requests[0]!.body)).toEqual({
+        model: "claude-sonnet-4-5",
+        max_tokens: 4096 + (budget ?? 0),
+        messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+        stream: true,
+        system: "be brief",
+        ...(budget !== undefined && { thinking: { type: "enabled", budget_tokens: budget } }),
+      });
+    });
+  }
+
+  it("Lab 18.3 · a call's own level wins over atThinkingLevel's", async () => {
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-5" });
+    const { message } = await collect(atThinkingLevel(model, "high"), { thinking: "minimal" });
+    expect(message.stopReason, message.errorMessage).toBe("stop");
+    expect(JSON.parse(server.requests[0]!.body).reasoning_effort).toBe("minimal");
+  });
+});
+
+describe("virtual models: selection apart from dispatch", () => {
+  const overloaded = JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } });
+  const rateLimited = JSON.stringify({
+    error: { message: "Rate limit reached", type: "rate_limit_exceeded", code: "rate_limit_exceeded" },
+  });
+
+  it("Lab 18.4 · a 529 from the first (Anthropic), a stream from the second: the answer is the second's, and says it fell back", async () => {
+    const second = await SseServer.start();
+    try {
+      server.reply(statusReply(529, overloaded));
+      second.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+      const first = createAnthropicModel({
+        baseUrl: server.baseUrl,
+        model: "claude-sonnet-4-5",
+        maxTokens: 1024,
+        maxRetries: 0,
+      });
+      const backup = createOpenAICompatibleModel({ baseUrl: second.baseUrl, model: "gpt-4o", provider: "openai" });
+      const routes: RouteReport[] = [];
+      const model = createFallbackModel([first, backup], { onRoute: (r) => routes.push(r) });
+      expect([model.provider, model.id]).toEqual(["fallback", "claude-sonnet-4-5,gpt-4o"]);
+      const { events, message } = await collect(model);
+      expect(message.stopReason, message.errorMessage).toBe("stop");
+      expect(events.map((e) => e.type)).toEqual(["start", ...Array(8).fill("text_delta"), "done"]);
+      expect([message.provider, message.model]).toEqual(["openai", "gpt-4o"]);
+      expect(message.diagnostics).toEqual([
+        "fell back from claude-sonnet-4-5 to gpt-4o (claude-sonnet-4-5: HTTP 529 unknown: Overloaded)",
+      ]);
+      expect(routes.map((r) => [r.answeredBy.id, r.skipped.map((s) => s.model.id)])).toEqual([
+        ["gpt-4o", ["claude-sonnet-4-5"]],
+      ]);
+      expect(server.requests).toHaveLength(1);
+      expect(second.requests).toHaveLength(1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("Lab 18.4 · a 429, then a refused connection, then a stream: tried in order", async () => {
+    const port = await closedPort();
+    server.reply(statusReply(429, rateLimited)).reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
+    const b = createOpenAICompatibleModel({ baseUrl: `http://127.0.0.1:${port}/v1`, model: "b", maxRetries: 0 });
+    const c = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "c" });
+    const { message } = await collect(createFallbackModel([a, b, c]));
+    expect(message.stopReason, message.errorMessage).toBe("stop");
+    expect(message.diagnostics).toHaveLength(1);
+    expect(message.diagnostics![0]).toMatch(/^fell back from a and b to c \(a: .*Rate limit reached.*; b: .*\)$/);
+    expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["a", "c"]);
+  });
+
+  it("Lab 18.4 · no fallback once content has streamed: the first model's error (with its content) is the answer", async () => {
+    server.reply(sseReply(fixtureSse("groq-gpt-oss-reasoning-then-error-event.sse")));
+    const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
+    const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b" });
+    const { events, message } = await collect(createFallbackModel([a, b]));
+    expect(message.model, message.errorMessage).toBe("a");
+    expect(events[0]!.type).toBe("start");
+    expect(events.at(-1)!.type).toBe("error");
+    expect(message.content.length).toBeGreaterThan(0);
+    expect(message.diagnostics ?? []).not.toContainEqual(expect.stringMatching(/fell back/));
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("Lab 18.4 · not retryable (a 400) or aborted: no fallback; every model failing: the last failure names the others", async () => {
+    server.reply(statusReply(400, JSON.stringify({ error: { message: "bad request" } })));
+    const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
+    const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b", maxRetries: 0 });
+    const refused = await collect(createFallbackModel([a, b]));
+    expect(refused.message.model, refused.message.errorMessage).toBe("a");
+    expect(refused.message.stopReason).toBe("error");
+    expect(server.requests).toHaveLength(1);
+
+    const aborted = await collect(createFallbackModel([a, b]), { signal: AbortSignal.abort() });
+    expect(aborted.message.stopReason).toBe("aborted");
+    expect(server.requests).toHaveLength(1);
+
+    server.reply(statusReply(503, "{}")).reply(statusReply(503, "{}"));
+    const both = await collect(createFallbackModel([a, b]));
+    expect(both.message.stopReason).toBe("error");
+    expect(both.message.model).toBe("b");
+    expect(both.message.diagnostics).toEqual([expect.stringMatching(/^fell back from a to b \(a: /)]);
+  });
+
+  it("Lab 18.4 · a router the application writes chooses per request; a route that chooses nothing ends in an error answer", async () => {
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const small = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "small" });
+    const large = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "large" });
+    const router = createVirtualModel({
+      id: "by-length",
+      route: (ctx) => (JSON.stringify(ctx.messages).length > 500 ? [large] : [small]),
+    });
+    const routed = await collect(router);
+    expect(routed.message.stopReason, routed.message.errorMessage).toBe("stop");
+    expect(JSON.parse(server.requests[0]!.body).model).toBe("small");
+
+    const none = await collect(createVirtualModel({ id: "empty", route: () => [] }));
+    expect(none.events.map((e) => e.type)).toEqual(["error"]);
+    expect(none.message).toMatchObject({
+      stopReason: "error",
+      errorMessage: "Virtual model empty: the route chose no model",
+    } satisfies Partial<AssistantMessage>);
+  });
+});

@@ -1,0 +1,140 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "18",
+  slug: "models",
+  title: {
+    zh: "按名字选模型：模型目录、思考级别、花费，以及选择与派发分离（虚拟模型）",
+    en: "Models as users choose them: a catalogue, thinking levels, cost, and selection apart from dispatch",
+  },
+  invariant: {
+    zh:
+      "每条回答都记下真正回答它的模型，并按那个模型的价格算出花费；价格未知就是未知，绝不记成零；" +
+      "回退只发生在第一个字节之前的可重试失败（限流、过载、5xx、连接被拒），一旦内容开始流出，那就是这条回答。",
+    en:
+      "Every answer records the real model that gave it and is priced at that model's price; an unknown price stays " +
+      "unknown, never zero; a fallback happens only on a retryable failure before the first byte (rate limit, overload, " +
+      "5xx, refused connection): once content has streamed, that is the answer.",
+  },
+  adds: {
+    zh:
+      "到第 17 章为止，一个模型只是一个 base URL 加一个名字：智能体不知道它的上下文窗口（预算要用户自己填），说不出一段对话花了多少钱，" +
+      "没法要求“多想一点”，`--continue` 之后忘了 `/model` 选过什么，提供方一过载就停下——哪怕换个模型就能接着干。" +
+      "本章先把“模型是什么”变成数据：`src/model-choice/catalogue-data.ts` 是一张模型表（提供方、线格式、上下文窗口、最大输出、能读的输入、" +
+      "会不会推理、每百万 token 的价格，每个价格都写明来源和日期），`ModelCatalogue` 按名字查它，用户还能在 `~/.pi-course/models.json` 里加自己的模型和虚拟模型。" +
+      "然后三件事都从目录出发：花费（`cost.ts`：`usage` 旁边的 `cost`，缓存读写分开计价）、思考级别（`off | minimal | low | medium | high`，" +
+      "在 `StreamOptions.thinking` 里，OpenAI 兼容服务器上是 `reasoning_effort`，Anthropic 上是带 token 预算的 `thinking` 并相应调高 `max_tokens`）、" +
+      "以及本章的核心想法——**选择与派发分离**：虚拟模型（`virtual-model.ts`）也是一个 `Model`，每次请求先由路由（应用自己写的函数，或固定的回退顺序）" +
+      "选出要试的真实模型，再依次派发。命令行里 `--model a,b` 就是按顺序回退，`/model`、`/thinking` 作为 `model_change` 条目记进会话，" +
+      "`--continue` 会接着用；上下文预算跟着所选模型的窗口走（除非给了 `--context-tokens`）；每次回答之后和 `/cost` 显示这段对话的花费。",
+    en:
+      "A model becomes data: a catalogue of known models (provider, API, context window, max output, inputs, reasoning, " +
+      "prices with their source and date) and a user's models.json. From it: cost beside usage (cache reads and writes " +
+      "priced apart), thinking levels mapped onto each wire, and virtual models: a route chooses the real models, dispatch " +
+      "tries them in order, falling back only before the first byte. The CLI records /model and /thinking in the session.",
+  },
+  files: [
+    "src/model-choice/types.ts",
+    "src/model-choice/catalogue-data.ts",
+    "src/model-choice/catalogue.ts",
+    "src/model-choice/models-file.ts",
+    "src/model-choice/cost.ts",
+    "src/model-choice/catalogued-model.ts",
+    "src/model-choice/virtual-model.ts",
+    "src/cli/model-setup.ts",
+  ],
+  labs: [
+    {
+      id: "18.1",
+      title: { zh: "用户自己的模型文件 models.json（parseModelsFile）", en: "a user's models file" },
+      hint: {
+        zh:
+          "目录（`ModelCatalogue`）已经给你写好：`resolve(name)` 先精确、再忽略大小写地找，找不到就用默认值（`known: false`、没有价格、一条提示）。" +
+          "你来写用户加模型的入口：先 `JSON.parse`（失败就是 `${file}: not JSON (…)`），顶层必须是对象，只允许 `models` 和 `virtual` 两个字段；" +
+          "每个模型交给已经写好的 `checkEntry(m, `models[${i}]`, fail)`，每个虚拟模型必须是至少两个非空名字的数组（按尝试顺序）。" +
+          "任何一处不对就整个文件拒绝（`ModelsFileError`，消息以文件名开头），绝不读一半。",
+        en:
+          "The catalogue is given (resolve: exact, else ignoring case, else defaults with known: false, no price and a notice). " +
+          "You write parseModelsFile: JSON.parse, an object with only models and virtual; each model through checkEntry; each " +
+          "virtual model two or more names. Anything wrong refuses the whole file with a ModelsFileError starting with the file.",
+      },
+      says: [
+        '${file}: unknown field "${key}" (the fields are models and virtual)',
+        '${file}: virtual "${name}" must list two or more model names, in the order to try them',
+        "${file}: not JSON (${error.message})",
+        "checkEntry's texts, e.g. models.json: models[0].api must be one of openai-compatible, anthropic",
+        "models.json: models[0].contextWindow must be a whole number of tokens",
+        "models.json: models[0].prices.source must say where the price was read",
+      ],
+    },
+    {
+      id: "18.2",
+      title: {
+        zh: "花费：缓存读写分开计价，未知价格不记零（costOf）",
+        en: "cost: cache reads and writes priced apart, an unknown price never zero",
+      },
+      hint: {
+        zh:
+          "`usage.input` 已经**包含**缓存读写的 token（第 5 章的约定），所以按输入价计的只有 `input - cacheRead - cacheWrite`（缺的字段当 0）；" +
+          "缓存读、缓存写各用自己的价格，提供方没有这个价格（字段不存在）时按输入价；输出按输出价。价格是每百万 token 的美元，" +
+          "`total` 是四项之和；`prices` 为 undefined 时返回 undefined（未知就是未知）。" +
+          "已经写好的 `catalogued(model, info)` 会在每条最终消息上放 `cost`，`conversationCost` 把一段对话加起来，" +
+          "`formatConversationCost` 把它写成人读的样子。",
+        en:
+          "input already counts the cached tokens, so the input price applies to input - cacheRead - cacheWrite; the cached " +
+          "parts at their own price, else the input price; output at the output price; per million tokens; total is the sum; " +
+          "undefined prices give undefined.",
+      },
+      says: ["$0.0044 + unknown (1 answer without a price)", "unknown (1 answer without a price)"],
+    },
+    {
+      id: "18.3",
+      title: {
+        zh: "思考级别映射到两种线格式（withThinkingLevel、withAnthropicThinking）",
+        en: "thinking levels on both wires",
+      },
+      hint: {
+        zh:
+          'OpenAI 兼容：`off` 时去掉 `reasoningEffort`（模型上原来设的也去掉：调用的级别说了算），其他级别原名发送（`reasoning_effort: "high"`）。' +
+          "Anthropic：`off` 时去掉 `thinking`；其他级别用 `ANTHROPIC_THINKING_BUDGETS`（minimal 1024、low 2048、medium 8192、high 16384 个 token）" +
+          "作为 `thinking.budgetTokens`，并把 `maxTokens` **加上**这个预算——API 把思考算在 `max_tokens` 里，且要求预算小于它，这样回答仍有原来那么多空间。" +
+          "两个函数都返回新对象，不改传入的 options。",
+        en:
+          "OpenAI-compatible: off removes reasoningEffort, other levels are sent by name. Anthropic: off removes thinking; " +
+          "other levels take ANTHROPIC_THINKING_BUDGETS (1024, 2048, 8192, 16384) and raise maxTokens by the budget. New objects.",
+      },
+    },
+    {
+      id: "18.4",
+      title: {
+        zh: "虚拟模型：先选择，再派发；只在第一个字节之前回退（dispatch）",
+        en: "virtual models: route, then dispatch; fall back only before the first byte",
+      },
+      hint: {
+        zh:
+          "先调用 `options.route(context, call)`：抛错或一个模型都没选，都以一条错误回答结束（用 `routeFailure`）。" +
+          "然后按顺序试：对每个模型 `for await` 它的事件；如果**第一个**事件就是 `error`、原因是 `error`（不是中止）、`errorDetails.retryable` 为真、" +
+          "而且后面还有模型，就记进 `skipped` 换下一个——这时它的任何事件都还没交给调用方。否则就认定这个模型：" +
+          "之后每个事件都经 `noted` 转发（终止事件的消息的 diagnostics 会写上回退经过），遇到终止事件时调用 `onRoute({ answeredBy, skipped })` 并结束。" +
+          "流开始之后的失败绝不回退：已经流出的内容就是这条回答。",
+        en:
+          "route() first (a throw or no model ends in an error answer). Then each model in order: a first event that is a " +
+          "retryable error (not an abort) with models left → skip it; otherwise commit, forward every event through noted, " +
+          "and report the route at the terminal event. Never fall back once the answer has started.",
+      },
+      says: [
+        "Virtual model ${options.id}: the route chose no model",
+        "noted's texts, e.g. fell back from a to b (a: <why>), fell back from a and b to c (a: <why>; b: <why>)",
+        "fell back from claude-sonnet-4-5 to gpt-4o (claude-sonnet-4-5: HTTP 529 unknown: Overloaded)",
+      ],
+    },
+  ],
+  breakIt: {
+    zh:
+      "把 `dispatch` 里“第一个事件”的条件去掉，让流中途的错误也回退，再跑 18.5 的测试：哪条回答把已经显示给用户的内容丢掉了？" +
+      "再把 `costOf` 里的 `- cacheRead - cacheWrite` 去掉：DeepSeek 那条 339 个输入 token、320 个命中缓存的记录，花费多算了几倍？",
+    en:
+      "Let dispatch fall back after a stream has started and see which answer throws away content already shown; drop " +
+      "the cached tokens' subtraction in costOf and see how much the recorded DeepSeek turn is overcharged.",
+  },
+});
