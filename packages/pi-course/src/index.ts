@@ -418,3 +418,28 @@ export type { McpConfigSources, McpServerConfig } from "./mcp/config.js";
 export { McpServers } from "./mcp/servers.js";
 export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/servers.js";
 // #endregion
+// #region ch19
+// Chapter 19: durable runs. Commit first, then visible: a tool call's intent before its effect,
+// its outcome right after, the streamed answer before it is shown; recovery after a crash.
+export type { ToolIntentEntry, ToolOutcomeEntry } from "./session/types.js";
+export { fileStreamJournal, streamPathOf } from "./durable/store.js";
+export type { DurableStore, StreamJournal, StreamedTurn } from "./durable/store.js";
+export { RunJournal } from "./durable/journal.js";
+export type { RunJournalOptions } from "./durable/journal.js";
+export {
+  CUT_ANSWER,
+  applyRecovery,
+  notRunText,
+  planRecovery,
+  resumeRun,
+  uncertainText,
+} from "./durable/recovery.js";
+export type {
+  ApplyRecoveryOptions,
+  PlannedCall,
+  RecoveryAction,
+  RecoveryPlan,
+  RecoveryReport,
+  ResumeRunOptions,
+} from "./durable/recovery.js";
+// #endregion

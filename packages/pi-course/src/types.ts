@@ -374,5 +374,13 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
   prepareArguments?(args: unknown): unknown;
   /** Defaults to `parallel`. */
   executionMode?: ToolExecutionMode;
+  // #region ch19
+  /**
+   * Chapter 19: whether a call interrupted by a crash may simply be run again on recovery.
+   * `"safe"` only for a tool whose call has no effect beyond its result (`read`, `ls`); the default
+   * (`"unsafe"`) gives an interrupted call an error result saying it may or may not have taken effect.
+   */
+  replay?: "safe" | "unsafe";
+  // #endregion
 }
 // #endregion

@@ -97,15 +97,16 @@ export async function runInteractive(
     if (exitCode === undefined && running === undefined) rl.prompt();
   };
 
-  const startRun = (text: string) => {
-    running = agent
-      .prompt(text)
+  /** Runs `text` as a prompt (undefined: `continue()`, chapter 19), then `then` or the prompt line. */
+  const startRun = (text: string | undefined, then?: () => void) => {
+    running = (text === undefined ? agent.continue() : agent.prompt(text))
       .catch((error: Error) => printer.line(`error: ${neutralize(error.message)}`, "red"))
       .finally(() => {
         running = undefined;
         printer.stopTicker();
         printer.endLine();
-        prompt();
+        if (then !== undefined && !signal.aborted) then();
+        else prompt();
       });
   };
 
@@ -335,14 +336,26 @@ export async function runInteractive(
     replay(printer, agent.state.messages);
   }
   printer.line("Type a message and press Enter (/help for commands, Ctrl-D to leave).", "dim");
-  if (firstTask !== undefined) {
-    io.output.write(`${promptText}${neutralize(firstTask)}\n`);
-    startRun(firstTask);
-  } else {
-    prompt();
-    // Offline, the demo task is the first suggestion: Enter sends it, Ctrl-U clears it.
-    if (runtime.options.server === undefined && agent.state.messages.length === 0) rl.write(DEMO_TASK);
+  const begin = () => {
+    if (firstTask !== undefined) {
+      io.output.write(`${promptText}${neutralize(firstTask)}\n`);
+      startRun(firstTask);
+    } else {
+      prompt();
+      // Offline, the demo task is the first suggestion: Enter sends it, Ctrl-U clears it.
+      if (runtime.options.server === undefined && agent.state.messages.length === 0) rl.write(DEMO_TASK);
+    }
+  };
+  // #region ch19
+  // The resumed session's run was killed mid-way and recovered (see the note): it goes on first.
+  if (runtime.unfinished) {
+    runtime.unfinished = false;
+    printer.line("going on with the interrupted run (Ctrl-C stops it)", "dim");
+    startRun(undefined, begin);
+    return finished;
   }
+  // #endregion
+  begin();
   return finished;
 }
 

@@ -17,7 +17,7 @@ import { commandEnvironment, createCodingTools } from "../coding-tools/index.js"
 import { createOpenAICompatibleModel } from "../models/openai/openai-compatible.js";
 import { SessionFile } from "../session/session.js";
 import { composeSystemPrompt, resourceTools, type Resources } from "../resources/resources.js";
-import type { AgentMessage, Message } from "../types.js";
+import type { AgentMessage, AgentTool, Message } from "../types.js";
 import type { Model } from "../model.js";
 import type { RunOptions } from "./args.js";
 import { createDemoModel, createDemoWorkspace } from "./demo.js";
@@ -25,6 +25,11 @@ import { withPairingCheck } from "./pairing.js";
 import { SessionFolder, type SessionSummary } from "./sessions.js";
 // #region ch17
 import { McpServers } from "../mcp/servers.js";
+// #endregion
+// #region ch19
+import { RunJournal } from "../durable/journal.js";
+import { applyRecovery, planRecovery, type RecoveryPlan } from "../durable/recovery.js";
+import { fileStreamJournal, streamPathOf } from "../durable/store.js";
 // #endregion
 
 /**
@@ -47,6 +52,23 @@ export function sessionNotes(session: SessionFile): string[] {
   }
   return notes;
 }
+
+// #region ch19
+/** What recovery did, in one line for a person. */
+export function recoveryNote(plan: RecoveryPlan, run: boolean): string {
+  const said: string[] = [];
+  if (plan.partial !== undefined) said.push("an answer cut mid-stream was kept as interrupted");
+  const verbs = {
+    recorded: "result recorded before the crash",
+    run: run ? "never started, run now" : "never started, not run",
+    replay: run ? "safe to repeat, run again" : "interrupted",
+    interrupted: "interrupted, may or may not have taken effect",
+  };
+  for (const { call, action } of plan.calls) said.push(`${call.name} (${call.id}): ${verbs[action]}`);
+  const then = run ? "the run goes on" : "not continued (--no-recover)";
+  return `the session's last run was killed mid-way: ${said.length > 0 ? said.join("; ") : "it had not ended"}; ${then}`;
+}
+// #endregion
 
 export const SYSTEM_PROMPT = (workspace: string): string =>
   `You are a careful coding agent working in the folder ${workspace}. ` +
@@ -112,6 +134,15 @@ export class Runtime {
   // #endregion
   /** The project around the agent (context files, skills, templates, extensions), if loaded. */
   readonly resources: Resources | undefined;
+  // #region ch19
+  /** Commits each tool call's intent and outcome, and the streamed answer, to the session in use. */
+  readonly journal = new RunJournal({
+    store: () => this.session,
+    stream: () => (this.session === undefined ? undefined : fileStreamJournal(streamPathOf(this.session.path))),
+  });
+  /** The resumed session's run was killed mid-way and recovered: it is to go on (`agent.continue()`). */
+  unfinished = false;
+  // #endregion
 
   private constructor(
     readonly options: RunOptions,
@@ -130,7 +161,7 @@ export class Runtime {
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
-    const tools = createCodingTools(workspace, { bash: { env: commandEnv } });
+    const tools = this.wrapTools(createCodingTools(workspace, { bash: { env: commandEnv } }));
     const resources = wiring.resources;
     this.resources = resources;
     const host = resources?.extensions;
@@ -139,7 +170,7 @@ export class Runtime {
         systemPrompt:
           resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
         model: withPairingCheck(model),
-        tools: resources === undefined ? tools : [...tools, ...resourceTools(resources)],
+        tools: resources === undefined ? tools : [...tools, ...this.wrapTools(resourceTools(resources))],
       },
       convertToLlm: toLlm(options.dropToolResult),
       // extension hooks (fail closed before a call; an after-hook's failure is only reported)
@@ -148,6 +179,19 @@ export class Runtime {
       ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
       ...(wiring.maxTurns !== undefined && { maxTurns: wiring.maxTurns }),
     });
+    // #region ch19
+    // first after the session's recorder: a streamed answer is kept before any listener shows it
+    this.agent.subscribe(this.journal.listener);
+    // #endregion
+  }
+
+  /** The tools, journaled from chapter 19 on (intent before effect). */
+  private wrapTools(tools: AgentTool<any, any>[]): AgentTool<any, any>[] {
+    // #region ch19
+    return this.journal.tools(tools);
+    // #endregion
+    // biome-ignore lint/correctness/noUnreachable: before chapter 19 the tools are used as they are
+    return tools;
   }
 
   /**
@@ -203,6 +247,14 @@ export class Runtime {
     }
     const session = await SessionFile.open(summary.file);
     for (const note of sessionNotes(session)) notes(note);
+    // #region ch19
+    try {
+      await this.recover(session, notes);
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
+    // #endregion
     await this.attach(session);
   }
 
@@ -225,6 +277,27 @@ export class Runtime {
     if (previous !== undefined) await this.closeSession(previous);
     // #endregion
   }
+
+  // #region ch19
+  /**
+   * Recovers what a run killed mid-way left at the leaf of `session` (chapter 19), before the agent
+   * reads it: the cut answer is recorded as aborted, each unanswered tool call gets its committed
+   * outcome, runs (never started, or safe to replay), or is answered as interrupted. Tells what it
+   * did through `notes`; with `--no-recover` nothing runs and the run is not continued.
+   */
+  private async recover(session: SessionFile, notes: (text: string) => void): Promise<void> {
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    const plan = await planRecovery(session, this.agent.state.tools, stream);
+    if (!plan.unfinished) {
+      await stream.clear();
+      return;
+    }
+    const run = this.options.session?.noRecover !== true;
+    await applyRecovery(session, plan, { tools: this.agent.state.tools, run, stream });
+    notes(recoveryNote(plan, run));
+    this.unfinished = run;
+  }
+  // #endregion
 
   /** Reads the transcript from the session again (after `/compact` appended a summary to it). */
   reload(): void {
@@ -250,7 +323,7 @@ export class Runtime {
       root: this.workspace,
       reservedNames: own.map((tool) => tool.name),
       clientInfo: { name: "pi-course", version: "0.1.0" },
-      onToolsChanged: (tools) => this.agent.setTools([...own, ...tools]),
+      onToolsChanged: (tools) => this.agent.setTools([...own, ...this.wrapTools(tools)]),
     });
     await this.mcp.ready();
     for (const entry of this.mcp.entries()) {

@@ -52,6 +52,10 @@ export const ENTRY_TYPES: readonly SessionEntry["type"][] = [
   // #region ch11
   "compaction",
   // #endregion
+  // #region ch19
+  "tool_intent",
+  "tool_outcome",
+  // #endregion
 ];
 
 type Json = Record<string, unknown>;
@@ -138,6 +142,17 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
         throw fail(`compaction entry ${id}: "firstKeptEntryId" must be an entry id`);
       if (typeof value.tokensBefore !== "number" || typeof value.tokensAfter !== "number") {
         throw fail(`compaction entry ${id}: "tokensBefore" and "tokensAfter" must be numbers`);
+      }
+      break;
+    // #endregion
+    // #region ch19
+    case "tool_intent":
+    case "tool_outcome":
+      if (typeof value.toolCallId !== "string" || typeof value.toolName !== "string") {
+        throw fail(`${type} entry ${id}: "toolCallId" and "toolName" must be strings`);
+      }
+      if (type === "tool_outcome" && (!Array.isArray(value.content) || typeof value.isError !== "boolean")) {
+        throw fail(`tool_outcome entry ${id}: "content" must be an array and "isError" a boolean`);
       }
       break;
     // #endregion
