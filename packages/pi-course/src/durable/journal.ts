@@ -43,10 +43,10 @@ export class RunJournal {
    * inherits every other field of the tool (its prototype is the tool).
    */
   wrap<T extends AgentTool<any, any>>(tool: T): T {
+    // #region lab 19.1 RunJournal.wrap
     const journal = this;
     const wrapped = Object.create(tool) as T;
     wrapped.execute = async function execute(toolCallId, params, signal, onUpdate) {
-      // #region lab 19.1 RunJournal.wrap
       const store = journal.options.store();
       if (store === undefined) return tool.execute(toolCallId, params, signal, onUpdate);
       await store.append({
@@ -80,9 +80,9 @@ export class RunJournal {
         isError: result.isError === true,
       });
       return result;
-      // #endregion
     };
     return wrapped;
+    // #endregion
   }
 
   /**
