@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { folderKey } from "../src/cli/sessions.js";
 import { SessionFile } from "../src/session/session.js";
 import { transcriptOf } from "../src/session/context.js";
+import { uncertainText } from "../src/durable/recovery.js";
 import { streamPathOf } from "../src/durable/store.js";
 import type { AgentMessage } from "../src/types.js";
 import { DurableServer, FINAL } from "./support/durable-server.js";
@@ -206,4 +207,54 @@ describe("durable runs under real crashes", () => {
     },
     60_000 + KILLS * 20_000,
   );
+
+  it("--no-recover declines: a run killed while bash ran is recorded as it stands (uncertain result), nothing runs again, and it is not continued", async () => {
+    const slow = await DurableServer.start({ sleepSeconds: 60 });
+    try {
+      const dir = path.join(root, "no-recover");
+      const workspace = path.join(dir, "work");
+      const sessions = path.join(dir, "sessions");
+      await mkdir(workspace, { recursive: true });
+      const lane = randomUUID();
+      const env = { HOME: dir, NO_COLOR: "1", PI_DURABLE_LANE: lane };
+      const args = ["--base-url", slow.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
+      args.push("--session-dir", sessions);
+      const first = run([...args, "--print", "do both steps"], env);
+      const effects = path.join(workspace, "effects.log");
+      const deadline = Date.now() + 120_000;
+      // the bash call has started (its effect is written first, then it sleeps a minute)
+      while (!safely(() => readFileSync(effects, "utf8") === "call_0_0\n") && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      const pid = agentPid(lane);
+      expect(pid).toBeGreaterThan(0);
+      process.kill(pid!, "SIGKILL");
+      await first.exit;
+      killLane(lane);
+      const before = slow.requests;
+      const second = run([...args, "--continue", "--no-recover", "--print", "anything else?"], env);
+      const code = await second.exit;
+      const out = second.output();
+      expect(code, JSON.stringify(out)).toBe(0);
+      expect(out.stdout).toBe(`${FINAL}\n`);
+      expect(out.stderr).toContain(
+        "note: the session's last run was killed mid-way: bash (call_0_0): interrupted, may or may not have taken effect; not continued (--no-recover)",
+      );
+      expect(slow.requests - before).toBe(1); // only the new prompt: the killed run was not continued
+      expect(readFileSync(effects, "utf8")).toBe("call_0_0\n");
+      const sessionDir = path.join(sessions, folderKey(workspace));
+      const [name] = (await readdir(sessionDir)).filter((f) => f.endsWith(".jsonl"));
+      const session = await SessionFile.open(path.join(sessionDir, name!), { readOnly: true });
+      const messages = transcriptOf(session.pathToLeaf(session.leaf!.id)).messages as (AgentMessage & {
+        role: string;
+      })[];
+      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "user", "assistant"]);
+      expect(messages[2]).toMatchObject({
+        toolCallId: "call_0_0",
+        isError: true,
+        content: [{ type: "text", text: uncertainText("bash") }],
+      });
+    } finally {
+      await slow.close();
+    }
+  }, 600_000);
 });

@@ -62,7 +62,7 @@ function start(script: string, args: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 /** Polls `check` until it holds (a real process: no fixed sleep); fails after `ms` with `what`. */
-async function until(check: () => boolean, what: () => string, ms = 20_000): Promise<void> {
+async function until(check: () => boolean, what: () => string, ms = 120_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
@@ -103,7 +103,7 @@ describe("a tool call interrupted by a crash", () => {
     const onDisk = messagesOf((await SessionFile.open(file)).entries()) as Message[];
     expect(roles(onDisk)).toEqual(["user", "assistant", "toolResult", "user", "assistant"]);
     expect(textOf(onDisk[2]!)).toBe(interruptedText("wait"));
-  }, 30_000);
+  }, 240_000);
 
   it("CLI: SIGKILL of the agent process while bash runs; --continue answers the call as interrupted, records it, and the server gets a well-paired request", async () => {
     server = await SseServer.start();
@@ -183,7 +183,7 @@ describe("a tool call interrupted by a crash", () => {
     expect(roles(saved)).toEqual(["user", "assistant", "toolResult", "assistant", "user", "assistant"]);
     expect(saved[2]).toMatchObject({ toolCallId: "call_sleep", isError: true });
     expect(textOf(saved[2]!)).toBe(uncertainText("bash"));
-  }, 60_000);
+  }, 300_000);
 });
 
 function readText(file: string): string {
