@@ -137,11 +137,14 @@ export class Runtime {
   // #region ch19
   /** Commits each tool call's intent and outcome, and the streamed answer, to the session in use. */
   readonly journal = new RunJournal({
-    store: () => this.session,
+    // while a session is recovered, the calls recovery runs are journaled into it
+    store: () => this.recovering ?? this.session,
     stream: () => (this.session === undefined ? undefined : fileStreamJournal(streamPathOf(this.session.path))),
   });
   /** The resumed session's run was killed mid-way and recovered: it is to go on (`agent.continue()`). */
   unfinished = false;
+  /** The session being recovered (before it is attached). */
+  private recovering: SessionFile | undefined;
   // #endregion
 
   private constructor(
@@ -293,7 +296,12 @@ export class Runtime {
       return;
     }
     const run = this.options.session?.noRecover !== true;
-    await applyRecovery(session, plan, { tools: this.agent.state.tools, run, stream });
+    this.recovering = session;
+    try {
+      await applyRecovery(session, plan, { tools: this.agent.state.tools, run, stream });
+    } finally {
+      this.recovering = undefined;
+    }
     notes(recoveryNote(plan, run));
     this.unfinished = run;
   }
