@@ -24,7 +24,7 @@ export default defineChapter({
       "本章的规则是**先提交，再可见**：一步在写进存储之前，不许任何东西依据它行动或把它显示出来。" +
       "`src/durable/store.ts` 定义运行需要的存储（`DurableStore`：会话树本身，`SessionFile` 就是一个；`StreamJournal`：正在流的回答，整份替换，" +
       "文件版本 `fileStreamJournal` 写临时文件再 rename，崩溃后要么是旧的一份、要么是新的一份）。" +
-      "`src/durable/journal.ts` 的 `RunJournal` 是写的一半：包装每个工具，`execute` 之前把**意图**（`tool_intent`：调用 id、工具名、参数）提交到会话，" +
+      "`src/durable/journal.ts` 的 `RunJournal` 是写的一半（本章把它整个给你，先读懂它：命令行每次运行都经过它，所以它不能是施工现场，否则前面各章的命令行测试在练习文件夹里就跑不动了；它的测试在 `test/durable-journal.test.ts`）：包装每个工具，`execute` 之前把**意图**（`tool_intent`：调用 id、工具名、参数）提交到会话，" +
       "返回（或抛出）之后立刻提交**结果**（`tool_outcome`）；它的监听器在后面的监听器（界面）看到每个 delta 之前把回答存进流日志。" +
       "这两种新条目挂在当时的叶子下面，不在对话的主路径上，`transcriptOf` 跳过它们。" +
       "`src/durable/recovery.ts` 是读的一半：`planRecovery` 只读不写，按提交了什么给叶子上每个未回答的调用定下做法——" +
@@ -46,41 +46,6 @@ export default defineChapter({
   labs: [
     {
       id: "19.1",
-      title: { zh: "先意图，后效果（RunJournal.wrap）", en: "intent before effect" },
-      hint: {
-        zh:
-          "`wrap` 返回的包装工具以原工具为原型（其余字段照旧），只换掉 `execute`：没有存储（`store()` 为 undefined）就原样调用；" +
-          '否则先 `await store.append({ type: "tool_intent", parentId: 当前叶子的 id 或 null, toolCallId, toolName, arguments: params })`——' +
-          "这一步失败就直接抛出，工具**不会**运行；然后执行工具；返回后追加 `tool_outcome`（`content`、`isError: result.isError === true`），" +
-          "抛出时追加 `isError: true`、`content` 为一段文字（错误的 message）的 `tool_outcome`，再把原来的错误抛出去。" +
-          "意图和结果的父条目都是写入那一刻的 `store.leaf`：它的路径一定经过发出这个调用的助手消息。",
-        en:
-          "Append tool_intent (parentId: the store's leaf) before calling the tool; if that append fails the tool never runs. " +
-          "After it returns, append tool_outcome with its content and isError; if it throws, a tool_outcome with the error's " +
-          "message as text and isError true, then rethrow. No store: call the tool as it is.",
-      },
-    },
-    {
-      id: "19.2",
-      title: {
-        zh: "正在流的回答先存下（fileStreamJournal.save、RunJournal.listener）",
-        en: "the streamed answer is kept before it is shown",
-      },
-      hint: {
-        zh:
-          "`save`：把 `JSON.stringify(turn)` 写进同一文件夹里一个新的临时文件（`${path}.<随机>.tmp`，权限 0600），再 `rename` 到 `path` 上：" +
-          "rename 是原子的，崩溃后不会剩半份。注意在第一个 `await` 之前就把 `turn` 序列化（事件里的部分消息之后还会变）。" +
-          "`listener`：助手消息的 `message_start` 记下当时的叶子 id（没有就是 null）作为这段回答的 `parentId`；每个 `message_update` 返回 `journal.save(...)` 的 promise——" +
-          "智能体会等它完成才把事件交给后面的监听器，这就是“先提交，再可见”；助手消息的 `message_end` 返回 `journal.clear()`（会话自己的记录器先于它写下了这条消息）。" +
-          "没有流日志（`stream()` 为 undefined）时什么都不做。",
-        en:
-          "save: write the JSON to a temporary file beside the target, then rename it over the target (atomic). listener: on " +
-          "an assistant message_start remember the leaf id; on each message_update return journal.save({ parentId, message }) " +
-          "so later listeners wait for it; on the assistant's message_end return journal.clear().",
-      },
-    },
-    {
-      id: "19.3",
       title: { zh: "只读地定下恢复计划（planRecovery）", en: "plan the recovery, reading only" },
       says: ["the process stopped while this answer streamed; this is what had arrived"],
       hint: {
@@ -100,8 +65,8 @@ export default defineChapter({
       },
     },
     {
-      id: "19.4",
-      uses: ["19.3"],
+      id: "19.2",
+      uses: ["19.1"],
       title: { zh: "执行计划，接着跑（applyRecovery）", en: "carry the plan out, and go on" },
       says: [
         'Tool call "${toolName}" was interrupted: the process stopped while it ran, so it may or may not have taken effect. Check before running it again.',
@@ -123,11 +88,11 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '把 `RunJournal.wrap` 里提交意图的那一行移到 `tool.execute` **之后**，再跑 `npx vitest run test/19- -t "Lab 19\\.4\\b"`：' +
+      '把 `RunJournal.wrap` 里提交意图的那一行移到 `tool.execute` **之后**，再跑 `npx vitest run test/19- -t "Lab 19\\.2\\b"`：' +
       "进程在工具运行时被杀死，会话里没有意图，恢复以为它从没开始，于是又执行了一次——崩溃测试会报出 effects 文件里出现了两次的调用 id。" +
       '再试一次：把 `peek` 的 `replay: "safe"` 也加到 `effect` 上，看同一个断言如何失败。',
     en:
-      "Move the intent's append after tool.execute in RunJournal.wrap and run the Lab 19.4 tests: a kill during the tool " +
+      "Move the intent's append after tool.execute in RunJournal.wrap and run the Lab 19.2 tests: a kill during the tool " +
       "leaves no intent, recovery thinks the call never started and runs it again, and the crash test reports an effect " +
       'id twice. Then mark `effect` replay: "safe" and watch the same assertion fail.',
   },

@@ -429,6 +429,7 @@ export type { RunJournalOptions } from "./durable/journal.js";
 export {
   CUT_ANSWER,
   applyRecovery,
+  mayNeedRecovery,
   notRunText,
   planRecovery,
   resumeRun,

@@ -163,9 +163,12 @@ async function oneKill(index: number, stats: Map<string, number>): Promise<void>
   expect(code, `kill ${index} (${kind}): ${JSON.stringify(out)}`).toBe(0);
   expect(out.stdout, `kill ${index} (${kind})`).toBe(`${FINAL}\n`);
 
-  // every session opens; on its path every tool call has exactly one result
-  const [name] = (await readdir(sessionDir)).filter((f) => f.endsWith(".jsonl"));
-  const session = await SessionFile.open(path.join(sessionDir, name!), { readOnly: true });
+  // every session opens; on its path every tool call has exactly one result. The session is the
+  // one the resumed run names (a kill before the first entry leaves an empty file that --continue
+  // passes over for a new one)
+  const used = /session: {3}\S+ \((.+\.jsonl)\)/.exec(out.stderr)?.[1];
+  expect(used, out.stderr).toBeDefined();
+  const session = await SessionFile.open(used!, { readOnly: true });
   const messages = transcriptOf(session.pathToLeaf(session.leaf!.id)).messages as AgentMessage[];
   const calls = new Map<string, number>();
   for (const m of messages) {

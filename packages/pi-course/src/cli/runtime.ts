@@ -28,7 +28,7 @@ import { McpServers } from "../mcp/servers.js";
 // #endregion
 // #region ch19
 import { RunJournal } from "../durable/journal.js";
-import { applyRecovery, planRecovery, type RecoveryPlan } from "../durable/recovery.js";
+import { applyRecovery, mayNeedRecovery, planRecovery, type RecoveryPlan } from "../durable/recovery.js";
 import { fileStreamJournal, streamPathOf } from "../durable/store.js";
 // #endregion
 
@@ -290,6 +290,7 @@ export class Runtime {
    */
   private async recover(session: SessionFile, notes: (text: string) => void): Promise<void> {
     const stream = fileStreamJournal(streamPathOf(session.path));
+    if (!(await mayNeedRecovery(session, stream))) return; // the common case: the last run ended
     const plan = await planRecovery(session, this.agent.state.tools, stream);
     if (!plan.unfinished) {
       await stream.clear();

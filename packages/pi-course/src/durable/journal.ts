@@ -15,6 +15,9 @@
  *
  * Order of subscription matters: the agent's recorder first (it always is), then the journal's
  * listener, then everything that shows the run.
+ *
+ * (Chapter 19 gives this file whole, to read: the CLI runs through it on every run, so it cannot
+ * be a construction site while the earlier chapters' CLI tests run. The labs are the recovery.)
  */
 import type { AgentEvent } from "../agent/types.js";
 import type { AgentTool, AgentToolResult } from "../types.js";
@@ -43,7 +46,6 @@ export class RunJournal {
    * inherits every other field of the tool (its prototype is the tool).
    */
   wrap<T extends AgentTool<any, any>>(tool: T): T {
-    // #region lab 19.1 RunJournal.wrap
     const journal = this;
     const wrapped = Object.create(tool) as T;
     wrapped.execute = async function execute(toolCallId, params, signal, onUpdate) {
@@ -82,7 +84,6 @@ export class RunJournal {
       return result;
     };
     return wrapped;
-    // #endregion
   }
 
   /**
@@ -90,7 +91,6 @@ export class RunJournal {
    * it keeps each streamed answer in the stream journal before it is shown.
    */
   readonly listener = (event: AgentEvent): Promise<void> | undefined => {
-    // #region lab 19.2 RunJournal.listener
     const journal = this.options.stream?.();
     if (journal === undefined) return undefined;
     if (event.type === "message_start" && event.message.role === "assistant") {
@@ -105,6 +105,5 @@ export class RunJournal {
       return journal.clear();
     }
     return undefined;
-    // #endregion
   };
 }

@@ -79,13 +79,30 @@ export function notRunText(toolName: string): string {
 /** The `errorMessage` of an answer cut mid-stream. */
 export const CUT_ANSWER = "the process stopped while this answer streamed; this is what had arrived";
 
+/**
+ * Whether `planRecovery` could find anything at the leaf of `store`: false when there is no kept
+ * streamed answer and the leaf's last message is a finished answer (an assistant message without
+ * tool calls, or an error or aborted one). The cheap check a resume makes first; true proves nothing.
+ */
+export async function mayNeedRecovery(store: DurableStore, stream?: StreamJournal): Promise<boolean> {
+  if ((await stream?.load()) !== undefined) return true;
+  const leaf = store.leaf;
+  if (leaf === undefined) return false;
+  const messages = transcriptOf(store.pathToLeaf(leaf.id)).messages;
+  const last = messages[messages.length - 1];
+  if (last === undefined || !("role" in last)) return false;
+  if (last.role !== "assistant") return last.role === "user" || last.role === "toolResult";
+  if (last.stopReason === "error" || last.stopReason === "aborted") return false;
+  return last.content.some((block) => block.type === "toolCall");
+}
+
 /** Reads what a killed run left at the leaf of `store`. Changes nothing. */
 export async function planRecovery(
   store: DurableStore,
   tools: readonly AgentTool<any, any>[],
   stream?: StreamJournal,
 ): Promise<RecoveryPlan> {
-  // #region lab 19.3 planRecovery
+  // #region lab 19.1 planRecovery
   const leaf = store.leaf;
   const plan: RecoveryPlan = { leafId: leaf?.id, calls: [], unfinished: false };
   const streamed = await stream?.load();
@@ -170,7 +187,7 @@ export async function applyRecovery(
   if (store.leaf?.id !== plan.leafId) {
     throw new Error("applyRecovery: the session changed since the plan was made; make a new plan with planRecovery");
   }
-  // #region lab 19.4 applyRecovery
+  // #region lab 19.2 applyRecovery
   const appended: AgentMessage[] = [];
   let place = plan.leafId ?? null;
   const record = async (message: AgentMessage) => {

@@ -66,11 +66,9 @@ export function streamPathOf(sessionPath: string): string {
 export function fileStreamJournal(path: string): StreamJournal {
   return {
     async save(turn) {
-      // #region lab 19.2 fileStreamJournal.save
       const temporary = `${path}.${randomUUID().slice(0, 8)}.tmp`;
       await writeFile(temporary, JSON.stringify(turn), { mode: 0o600 });
       await rename(temporary, path);
-      // #endregion
     },
     async load() {
       let text: string;
