@@ -292,18 +292,24 @@ describe("applying recovery", () => {
         while (!out.includes("started") && child.exitCode === null && Date.now() < deadline)
           await new Promise((resolve) => setTimeout(resolve, 5));
         expect(out).toContain("started");
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 400));
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 250));
         child.kill("SIGKILL");
         await exited;
         const session = await SessionFile.open(file);
         const last = session.leaf;
+        const streamLeft = await readFile(streamPathOf(file)).then(
+          () => true,
+          () => false,
+        );
         const kind = out.includes("finished")
           ? "after the run"
-          : last === undefined
-            ? "before the first entry"
-            : last.type === "message"
-              ? `after a ${last.message.role} message`
-              : `after a ${last.type}`;
+          : streamLeft
+            ? "mid-stream"
+            : last === undefined
+              ? "before the first entry"
+              : last.type === "message"
+                ? `after a ${last.message.role} message`
+                : `after a ${last.type}`;
         stats.set(kind, (stats.get(kind) ?? 0) + 1);
         const agent = new Agent({ initialState: { model: scriptModel(0), tools: scriptTools(effects) } });
         const journal = new RunJournal({ store: () => session });

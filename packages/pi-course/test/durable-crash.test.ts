@@ -5,14 +5,14 @@
  * one result; no effect (a `bash` call appending its id to effects.log, not safe to replay) ran
  * twice; and the resumed run finishes with the final answer.
  *
- * `PI_DURABLE_KILLS` sets the number of kills (default 2, two at a time: npm test stays fast; each kill costs two CLI start-ups);
+ * `PI_DURABLE_KILLS` sets the number of kills (default 2; `PI_DURABLE_LANES` at a time, default two: npm test stays fast; each kill costs two CLI start-ups);
  * the issue's proof is `PI_DURABLE_KILLS=200`. Each kill is classified by what it left (mid-stream,
  * between intent and effect or mid-tool, between the outcome and the result, between messages),
  * and the counts are printed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -29,7 +29,7 @@ import { DurableServer, FINAL } from "./support/durable-server.js";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
 const KILLS = Number(process.env.PI_DURABLE_KILLS ?? 2);
-const LANES = 2;
+const LANES = Number(process.env.PI_DURABLE_LANES ?? 2);
 /** About how long the killed run takes on a quiet machine; kills are spread over it. */
 const RUN_MS = Number(process.env.PI_DURABLE_RUN_MS ?? 2500);
 
@@ -156,6 +156,8 @@ async function oneKill(index: number, stats: Map<string, number>): Promise<void>
     kind = classify(seen.entries(), streamLeft);
   }
   stats.set(kind, (stats.get(kind) ?? 0) + 1);
+  // a long proof (PI_DURABLE_KILLS=200) can be watched: one line per kill
+  if (process.env.PI_DURABLE_LOG) appendFileSync(process.env.PI_DURABLE_LOG, `kill ${index}: ${kind}\n`);
 
   const second = run([...args, "--continue", "--print", "anything else?"], env);
   const code = await second.exit;

@@ -15,7 +15,7 @@ const session = await SessionFile.create(file, { cwd: process.cwd() });
 const journal = new RunJournal({ store: () => session, stream: () => fileStreamJournal(streamPathOf(file)) });
 const agent = new Agent({
   session,
-  initialState: { model: scriptModel(2), tools: journal.tools(scriptTools(effects)) },
+  initialState: { model: scriptModel(4), tools: journal.tools(scriptTools(effects)) },
 });
 agent.subscribe(journal.listener);
 process.stdout.write("started\n");
