@@ -6,6 +6,7 @@
  * (SIGKILL) at many random points.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -292,7 +293,13 @@ describe("applying recovery", () => {
         while (!out.includes("started") && child.exitCode === null && Date.now() < deadline)
           await new Promise((resolve) => setTimeout(resolve, 5));
         expect(out).toContain("started");
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 250));
+        // a random point of the run, whatever the machine's speed: once the file holds a random
+        // number of lines (the whole run writes 18), then a random few milliseconds more
+        const lines = 1 + Math.floor(Math.random() * 18);
+        const count = () => readFileSync(file, "utf8").split("\n").length - 2;
+        while (count() < lines && child.exitCode === null && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 15));
         child.kill("SIGKILL");
         await exited;
         const session = await SessionFile.open(file);
