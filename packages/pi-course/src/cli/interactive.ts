@@ -181,6 +181,13 @@ export async function runInteractive(
         await runtime.resume(found, (note) => printer.line(`note: ${neutralize(note)}`, "yellow"));
         printer.line(`resumed session ${neutralize(found.id)} (${agent.state.messages.length} messages):`, "dim");
         replay(printer, agent.state.messages);
+        // #region ch19
+        if (runtime.unfinished) {
+          // recovered, not continued from a command: the next message goes on from the repaired transcript
+          runtime.unfinished = false;
+          printer.line("its killed run is recovered; send a message to go on from there", "dim");
+        }
+        // #endregion
         return;
       }
       case "compact": {
