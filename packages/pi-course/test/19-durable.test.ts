@@ -345,6 +345,6 @@ describe("applying recovery", () => {
       );
       process.stdout.write(`chapter 19 crash test: ${[...stats].map(([k, n]) => `${n} ${k}`).join(", ")}\n`);
     },
-    60_000 + KILLS * 10_000,
+    120_000 + KILLS * 30_000,
   );
 });
