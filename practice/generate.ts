@@ -44,7 +44,7 @@ function readText(sources: Sources, path: string): string {
 }
 
 /** Relative imports of a TypeScript file, as package-relative .ts paths. */
-function relativeImports(from: string, text: string): string[] {
+export function relativeImports(from: string, text: string): string[] {
   const out: string[] = [];
   for (const specifier of importSpecifiers(text)) {
     if (!specifier.startsWith(".")) continue;

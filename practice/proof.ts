@@ -15,12 +15,14 @@
  * - wrong implementations (`ChapterSpec.wrong`): snapshot(N) with one lab made wrong on purpose;
  *   the lab's tests must fail with the given text, by themselves, never hang until killed.
  *
- * Which tests run where: practice(N) runs the tests of every chapter up to N (the earlier ones
- * must pass with N's labs still construction sites, which is what a learner's folder runs);
- * snapshot(N) and an observe chapter's view run only the chapter's own test files. An earlier
- * chapter's tests in snapshot(N) would prove nothing practice(N) does not: the two views hold the
- * same code but N's lab bodies, and an earlier test that reached them fails in practice(N).
- * (Running them again was half of the proof's time.)
+ * Which tests run where: practice(N) runs the chapter's own tests and every earlier test that
+ * can reach one of N's labs (reach.ts: imports and the entry points a test starts as a child):
+ * those must pass with N's labs still construction sites, which is what a learner's folder runs.
+ * An earlier test that reaches none of them runs the same code as in the repository's own run
+ * and in the earlier chapters' proofs (running the whole earlier suite in every practice folder
+ * was most of the proof's time). snapshot(N) and an observe chapter's view run only the
+ * chapter's own test files: an earlier test in snapshot(N) would prove nothing practice(N) does
+ * not, the two views holding the same code but N's lab bodies.
  *
  * Problems are collected, not thrown, so one run reports everything that is wrong.
  */
@@ -44,6 +46,7 @@ import {
 } from "./generate.js";
 import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
+import { testsReaching } from "./reach.js";
 import { normalise, requiredTexts, untoldParts } from "./told.js";
 
 export interface ProofOptions {
@@ -330,10 +333,10 @@ function testProblems(view: View, scan: SourceScan, tests: TestOutcome[], label:
   const problems: string[] = [];
   const chapter = view.chapter;
   const cut = view.kind === "practice" && chapter.mode === "rebuild";
-  for (const c of cut ? view.included : [chapter]) {
-    if (!tests.some((t) => t.chapter === c.number))
-      problems.push(`${label}: no test of chapter ${c.id} ran (${c.testFile})`);
-  }
+  // Only the chapter's own tests must have run: practice(N) runs an earlier chapter's tests
+  // only where they reach N's labs (practiceTestFiles).
+  if (!tests.some((t) => t.chapter === chapter.number))
+    problems.push(`${label}: no test of chapter ${chapter.id} ran (${chapter.testFile})`);
   if (chapter.mode === "rebuild") {
     for (const lab of chapter.labs) {
       if (!tests.some((t) => t.chapter === chapter.number && t.lab === lab.id)) {
@@ -486,6 +489,17 @@ function siteMessages(chapter: Chapter, scan: SourceScan): { lab: string; symbol
 /** The test files of the view's own chapter. */
 function ownTestFiles(view: View, scan: SourceScan): string[] {
   return [...view.files.keys()].filter((f) => f.endsWith(".test.ts") && scan.owners.get(f) === view.chapter);
+}
+
+/**
+ * The test files practice(N) runs: the chapter's own, and every earlier test that can reach one
+ * of N's labs (reach.ts); the others run unchanged code and were proven green where it is.
+ */
+function practiceTestFiles(view: View, scan: SourceScan): string[] {
+  // A lab's file is named from the repository root; the view's, from the package folder.
+  const named = labsOf(view.chapter, scan).map((l) => l.file);
+  const labFiles = new Set([...view.files.keys()].filter((k) => named.some((f) => f === k || f.endsWith(`/${k}`))));
+  return [...new Set([...ownTestFiles(view, scan), ...testsReaching(view.files, labFiles)])].sort();
 }
 
 /** vitest arguments for a progress view: the chapter's own test files, the labs up to `next`. */
@@ -692,7 +706,8 @@ async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOpt
       const args = ["run", "--no-cache", `--reporter=${reporter}`];
       if (prepared.wrong !== undefined) args.push("-t", labPattern(prepared.wrong.lab), ...ownTestFiles(view, scan));
       else if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
-      else if (!(view.kind === "practice" && view.chapter.mode === "rebuild")) args.push(...ownTestFiles(view, scan));
+      else if (view.kind === "practice" && view.chapter.mode === "rebuild") args.push(...practiceTestFiles(view, scan));
+      else args.push(...ownTestFiles(view, scan));
       const vitest = await run(folder, "vitest", args, WRONG_RUN_LIMIT_MS * (prepared.wrong ? 1 : 2), {
         PI_PROOF_REPORT: json,
         PI_COURSE_PROOF: "1",

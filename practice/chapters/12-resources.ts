@@ -158,7 +158,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '在 `loadResources` 里把加载项目扩展的那一行挪到 `decideTrust` 之前（不管信不信任都先 `host.load`），跑 `npm test -- -t "Lab 12\\.5\\b"`：' +
+      '在 `loadResources` 里把加载项目扩展的那一行挪到 `decideTrust` 之前（不管信不信任都先 `host.load`），跑 `npx vitest run test/12- -t "Lab 12\\.5\\b"`：' +
       "哪个断言先失败？副作用文件是在问用户之前还是之后出现的？——这正是“信任门必须在导入之前”的原因：模块的顶层代码在 import 时就执行了。" +
       "再把 `expandTemplate` 改成两遍替换（先换 `$1`，再换 `$@`），用参数 `'$@'` 试试会发生什么。",
     en:

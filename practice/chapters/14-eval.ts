@@ -121,7 +121,7 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      '在 `runCase` 里把 `diffSnapshots(...)` 那一行删掉，再跑 `npm test -- -t "Lab 14\\.3\\b"`：哪个测试失败了？' +
+      '在 `runCase` 里把 `diffSnapshots(...)` 那一行删掉，再跑 `npx vitest run test/14- -t "Lab 14\\.3\\b"`：哪个测试失败了？' +
       "一个往 `../escaped.txt` 写东西的模型现在被算成“通过”——这正是为什么协议检查要独立于任务自己的 check。" +
       "然后在仓库根目录跑 `npm run eval -- evals/offline --repeat 4`，打开它打印的 `report.html`，找到 flaky-model 的两次失败，点开看对话记录：模型哪一步做错了？",
     en:

@@ -89,6 +89,7 @@ export default defineChapter({
       id: "17.3",
       says: [
         "cannot send ${method}: cannot reach the MCP server at ${url}: ${code}   (the HTTP transport, given; e.g. cannot send initialize: cannot reach the MCP server at http://127.0.0.1:PORT/mcp: ECONNREFUSED)",
+        "cannot send ${method}: ${why}   (a transport that cannot deliver the request, e.g. cannot send tools/call: the response passed maxResponseBytes (1048576 bytes after decompression); the rest was not read)",
         "${method} failed: the server sent a line longer than ${n} MiB without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
         "stderrTail keeps the server's last stderr lines as they came: the tests look for server-everything's own first line, Starting default (STDIO) server..., and for the test server's ignoring SIGTERM",
       ],
@@ -167,8 +168,8 @@ export default defineChapter({
   breakIt: {
     zh:
       "在 `JsonRpcConnection.request` 的超时处理里，把“先从 pending 删掉”挪到发送 `notifications/cancelled` 之后，" +
-      '或者干脆不删，跑 `npm test -- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
-      '跑 `npm test -- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
+      '或者干脆不删，跑 `npx vitest run test/17- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
+      '跑 `npx vitest run test/17- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
     en:
       "Delete the pending entry after (or never) sending notifications/cancelled on a timeout and run the Lab 17.2 tests; drop the " +
       "SIGKILL from StdioTransport.close and watch the stubborn server; lift the 64-character cap and think which provider refuses it.",

@@ -118,7 +118,7 @@ describe("Streamable HTTP against server-everything", () => {
 describe("Streamable HTTP failures", () => {
   let server: Server;
   let base: string;
-  let mode: "500" | "cut" = "500";
+  let mode: "500" | "cut" | "huge json" | "huge stream" = "500";
 
   beforeAll(async () => {
     server = createServer((request, response) => {
@@ -144,6 +144,26 @@ describe("Streamable HTTP failures", () => {
             JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "database is down" } }),
           );
         }
+        const huge = "x".repeat(64 * 1024);
+        if (mode === "huge json") {
+          // an answer of ~2 MiB, written piece by piece
+          response.writeHead(200, { "content-type": "application/json" });
+          response.write(`{"jsonrpc":"2.0","id":${message.id},"result":{"content":[{"type":"text","text":"`);
+          for (let i = 0; i < 32; i++) response.write(huge);
+          return void response.end('"}]}}');
+        }
+        if (mode === "huge stream") {
+          // progress events without end: only the cap stops them
+          response.writeHead(200, { "content-type": "text/event-stream" });
+          const more = () => {
+            if (response.destroyed) return;
+            response.write(
+              `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"debug","data":"${huge}"}}\n\n`,
+              () => setImmediate(more),
+            );
+          };
+          return more();
+        }
         // an event stream that ends without the answer
         response.writeHead(200, { "content-type": "text/event-stream" });
         response.end(
@@ -158,6 +178,21 @@ describe("Streamable HTTP failures", () => {
   afterAll(async () => {
     await new Promise((resolve) => server.close(resolve));
   });
+
+  it("Lab 17.3 · a POST answer larger than maxResponseBytes ends the call with an error that says so, as JSON or as an endless event stream", async () => {
+    const client = new McpClient(new HttpTransport({ url: base, maxResponseBytes: 1024 * 1024 }));
+    await client.connect();
+    const tooLarge = "the response passed maxResponseBytes (1048576 bytes after decompression); the rest was not read";
+    mode = "huge json";
+    expect(await client.callTool("x", {}).catch((e: McpError) => e.message)).toBe(
+      `cannot send tools/call: ${tooLarge}`,
+    );
+    mode = "huge stream";
+    expect(await client.callTool("x", {}).catch((e: McpError) => e.message)).toBe(
+      `tools/call failed: MCP error -32000: the response stream broke before the answer: ${tooLarge}`,
+    );
+    await client.close();
+  }, 30_000);
 
   it("Lab 17.3 · an HTTP error, a stream that ends without the answer, and a refused connection each end the call with an error that says why", async () => {
     const client = new McpClient(new HttpTransport({ url: base }));

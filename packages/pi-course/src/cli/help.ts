@@ -31,6 +31,15 @@ export function helpText(command: "npm start --" | "pi-course"): string {
     .replace(/^( {2})npm start(?: --)?( .*)?$/gm, (_all, indent: string, rest = "") => `${indent}pi-course${rest}`)
     .replace(/\nnpm start ran in/, "\npi-course ran in");
 }
+/** Usage lines of later chapters' commands, each added inside its chapter's region. */
+const LATER_USAGE: string[] = [];
+// #region ch14
+LATER_USAGE.push(`  npm start -- eval SUITE [--repeat K] [--concurrency N] [--out DIR]
+                                              run every case of an eval suite (offline on the
+                                              cases' scripts, or with --base-url as above) and
+                                              judge it (eval --help says it all)
+`);
+// #endregion
 /** Session options of later chapters, each added inside its chapter's region. */
 const LATER_SESSION_OPTIONS: string[] = [];
 // #region ch19
@@ -77,7 +86,7 @@ Usage:
   npm start -- export SESSION_FILE [--out page.html]
                                               the session as one self-contained HTML page
                                               (default: beside the file, .jsonl -> .html)
-
+${LATER_USAGE.join("")}
 Modes:
   (a terminal, no task) interactive: type a message and press Enter; the answer streams in,
                        tool calls show with the first lines of their result. While the agent

@@ -195,10 +195,14 @@ export async function runInteractive(
         if (session === undefined)
           return printer.line("/compact needs a session (it writes a compaction entry)", "red");
         printer.line("compacting…", "dim");
+        const keepRecentTokens = 2_000;
+        const budget = runtime.options.contextTokens;
         const result = await compact(session, {
           model: agent.state.model,
-          keepRecentTokens: 2_000,
+          keepRecentTokens,
           systemPrompt: agent.state.systemPrompt,
+          // With a budget, a summary that could not fit beside the kept messages is refused.
+          ...(budget !== undefined && { maxSummaryTokens: Math.max(1, budget - keepRecentTokens) }),
         });
         if (!result.ok) return printer.line(`nothing compacted: ${result.reason.message}`, "yellow");
         runtime.reload();

@@ -13,6 +13,7 @@
  * "No valid session ID" some servers send) is answered by one new `initialize`, then the message
  * is sent again.
  */
+import { boundedBody, DEFAULT_LIMITS } from "../models/http/response-limits.js";
 import { readSse } from "../models/http/sse.js";
 import { ErrorCode, isRequest, readMessage, type JsonRpcMessage, type JsonRpcRequest } from "./json-rpc.js";
 import type { McpTransport, TransportHandlers } from "./transport.js";
@@ -25,7 +26,16 @@ export interface HttpServerParameters {
   headers?: Record<string, string>;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * The most bytes one POST response may bring (its JSON, or its whole event stream, after
+   * decompression); past it the call ends with an error instead of memory growing without end.
+   * Default `DEFAULT_MAX_RESPONSE_BYTES` (64 MiB, as the model providers).
+   */
+  maxResponseBytes?: number;
 }
+
+/** The default of `HttpServerParameters.maxResponseBytes`. */
+export const DEFAULT_MAX_RESPONSE_BYTES = DEFAULT_LIMITS.maxResponseBytes;
 
 /** A JSON-RPC transport over Streamable HTTP. */
 export class HttpTransport implements McpTransport {
@@ -81,8 +91,9 @@ export class HttpTransport implements McpTransport {
     this.handlers?.onClose(new Error("the connection was closed"));
   }
 
-  private post(message: JsonRpcMessage): Promise<Response> {
-    return this.fetch(this.params.url, {
+  /** POSTs `message`; the response's body (whatever reads it) fails past `maxResponseBytes`. */
+  private async post(message: JsonRpcMessage): Promise<Response> {
+    const response = await this.fetch(this.params.url, {
       method: "POST",
       headers: { ...this.headers(true), "content-type": "application/json" },
       body: JSON.stringify(message),
@@ -91,6 +102,10 @@ export class HttpTransport implements McpTransport {
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       throw new Error(`cannot reach the MCP server at ${this.params.url}: ${cause ?? error.message}`);
     });
+    if (response.body === null) return response;
+    const max = this.params.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const { status, statusText, headers } = response;
+    return new Response(boundedBody(response.body, max, this.streams.signal), { status, statusText, headers });
   }
 
   private headers(post: boolean): Record<string, string> {
