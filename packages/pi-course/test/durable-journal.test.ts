@@ -156,6 +156,42 @@ describe("intent before effect", () => {
   });
 });
 
+describe("intent before effect, after an abort", () => {
+  it("a call stopped by the run's abort gets no late outcome: the file's last line stays on the message chain", async () => {
+    const file = path.join(dir, "s.jsonl");
+    const session = await SessionFile.create(file, { cwd: dir });
+    const journal = new RunJournal({ store: () => session });
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const slow = defineTool({
+      name: "slow",
+      label: "slow",
+      description: "waits until stopped, then fails late",
+      parameters: Type.Object({}),
+      execute: (_id, _params, signal) =>
+        new Promise<never>((_resolve, reject) => {
+          started();
+          signal?.addEventListener("abort", () => setTimeout(() => reject(new Error("stopped late")), 20), {
+            once: true,
+          });
+        }),
+    });
+    const model = new ScriptedModel([assistantMessage([call("s1", "slow")], "toolUse")]);
+    const agent = new Agent({ session, initialState: { model, tools: journal.tools([slow]) } });
+    const run = agent.prompt("go");
+    await running;
+    agent.abort();
+    await run;
+    await new Promise((resolve) => setTimeout(resolve, 60)); // the tool's late failure has come and gone
+    const lines = await linesOf(file);
+    expect(kinds(lines).slice(0, 4)).toEqual(["user", "assistant", "tool_intent", "toolResult"]);
+    expect(kinds(lines)).not.toContain("tool_outcome");
+    const leafPath = transcriptOf(session.pathToLeaf(session.leaf!.id)).messages;
+    expect(leafPath.map((m) => ("role" in m ? m.role : "?")).slice(0, 3)).toEqual(["user", "assistant", "toolResult"]);
+    await session.close();
+  });
+});
+
 describe("the streamed answer", () => {
   it("every delta is in the stream journal before a later listener sees it; the answer's end clears it", async () => {
     const file = path.join(dir, "s.jsonl");

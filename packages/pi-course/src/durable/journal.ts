@@ -5,6 +5,7 @@
  *   `execute` is called, a `tool_intent` entry (call id, tool name, arguments) is committed to the
  *   session, and right after it returns (or throws) a `tool_outcome` entry with what it returned.
  *   If the intent cannot be written, the tool does not run (the call gets the write's error).
+ *   After the run's abort no outcome is written: the loop has answered the call itself.
  * - **Streamed answers** (`RunJournal.listener`): each `message_update` of an assistant answer
  *   saves the answer so far to the stream journal before later listeners (what the user sees)
  *   get it; `message_end` clears it, after the session's own recorder wrote the message.
@@ -58,10 +59,16 @@ export class RunJournal {
         toolName: tool.name,
         arguments: params,
       });
+      // stopped while the intent was written: the loop has answered the call as aborted; no effect
+      signal?.throwIfAborted();
       let result: AgentToolResult<unknown>;
       try {
         result = await tool.execute(toolCallId, params, signal, onUpdate);
       } catch (error) {
+        // After an abort the loop has answered the call already (and recorded that answer): a late
+        // outcome would become the file's last line on a side branch, and a resume follows the last
+        // line. The check and the append's parentId are in one synchronous step.
+        if (signal?.aborted) throw error;
         const text = error instanceof Error ? error.message || error.name : String(error);
         await store.append({
           type: "tool_outcome",
@@ -73,6 +80,7 @@ export class RunJournal {
         });
         throw error;
       }
+      if (signal?.aborted) return result; // see above: the loop ignores a late result
       await store.append({
         type: "tool_outcome",
         parentId: store.leaf?.id ?? null,
