@@ -463,3 +463,29 @@ export { atThinkingLevel, catalogued, relay, thinkingIgnored } from "./model-cho
 export { createFallbackModel, createVirtualModel } from "./model-choice/virtual-model.js";
 export type { RouteReport, VirtualModelOptions } from "./model-choice/virtual-model.js";
 // #endregion
+// #region ch19
+// Chapter 19: durable runs. Commit first, then visible: a tool call's intent before its effect,
+// its outcome right after, the streamed answer before it is shown; recovery after a crash.
+export type { ToolIntentEntry, ToolOutcomeEntry } from "./session/types.js";
+export { fileStreamJournal, streamPathOf } from "./durable/store.js";
+export type { DurableStore, StreamJournal, StreamedTurn } from "./durable/store.js";
+export { RunJournal } from "./durable/journal.js";
+export type { RunJournalOptions } from "./durable/journal.js";
+export {
+  CUT_ANSWER,
+  applyRecovery,
+  mayNeedRecovery,
+  notRunText,
+  planRecovery,
+  resumeRun,
+  uncertainText,
+} from "./durable/recovery.js";
+export type {
+  ApplyRecoveryOptions,
+  PlannedCall,
+  RecoveryAction,
+  RecoveryPlan,
+  RecoveryReport,
+  ResumeRunOptions,
+} from "./durable/recovery.js";
+// #endregion

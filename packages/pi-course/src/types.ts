@@ -449,5 +449,13 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
   /** Who sees and may call the tool; defaults to `direct` (see `ToolExposure`). */
   exposure?: ToolExposure;
   // #endregion
+  // #region ch19
+  /**
+   * Chapter 19: whether a call interrupted by a crash may simply be run again on recovery.
+   * `"safe"` only for a tool whose call has no effect beyond its result (`read`, `ls`); the default
+   * (`"unsafe"`) gives an interrupted call an error result saying it may or may not have taken effect.
+   */
+  replay?: "safe" | "unsafe";
+  // #endregion
 }
 // #endregion

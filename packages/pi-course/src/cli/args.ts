@@ -63,6 +63,13 @@ export interface RunOptions {
     continue: boolean;
     /** `--resume ID`: that session (an id or its start). */
     resume?: string;
+    // #region ch19
+    /**
+     * `--no-recover`: a run the resumed session left unfinished (killed mid-way) is recorded as
+     * it stands (nothing runs again) and not continued. Default false: it is recovered and goes on.
+     */
+    noRecover?: boolean;
+    // #endregion
   };
   /** The config file that was read, if any. */
   configFile?: string;
@@ -176,6 +183,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   let resume: string | undefined;
   let continueLast = false;
   let noSession = false;
+  // #region ch19
+  let noRecover = false;
+  // #endregion
   let contextFiles = true;
   let approve: boolean | undefined;
   let approveFlags = 0;
@@ -272,6 +282,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       case "--no-session":
         noSession = true;
         break;
+      // #region ch19
+      case "--no-recover":
+        noRecover = true;
+        break;
+      // #endregion
       case "--no-context-files":
         contextFiles = false;
         break;
@@ -362,7 +377,14 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   const sessionRoot = path.resolve(from, settings.sessionDir?.value ?? path.join(homeFolder(env), "sessions"));
   const session = noSession
     ? undefined
-    : { root: sessionRoot, continue: continueLast, ...(resume !== undefined && { resume }) };
+    : {
+        root: sessionRoot,
+        continue: continueLast,
+        ...(resume !== undefined && { resume }),
+        // #region ch19
+        ...(noRecover && { noRecover }),
+        // #endregion
+      };
   const tokensText = settings.contextTokens?.value;
   const contextTokens =
     tokensText === undefined ? undefined : /^[0-9]+$/.test(tokensText) ? Number(tokensText) : Number.NaN;

@@ -40,6 +40,14 @@ LATER_USAGE.push(`  npm start -- eval SUITE [--repeat K] [--concurrency N] [--ou
                                               judge it (eval --help says it all)
 `);
 // #endregion
+/** Session options of later chapters, each added inside its chapter's region. */
+const LATER_SESSION_OPTIONS: string[] = [];
+// #region ch19
+LATER_SESSION_OPTIONS.push(`  --no-recover         a run the session left unfinished (killed mid-way) is recorded as it
+                       stands, nothing runs again, and it is not continued (by default it is
+                       recovered, told, and goes on before the new prompt)
+`);
+// #endregion
 /** Options of later chapters, each added inside its chapter's region (lines of the Options list). */
 const LATER_OPTIONS: string[] = [];
 // #region ch17
@@ -150,7 +158,7 @@ npm start ran in for the demo).
   -c, --continue       go on with the newest session of the working folder
   -r, --resume ID      go on with session ID (its first characters are enough)
   --no-session         keep nothing
-
+${LATER_SESSION_OPTIONS.join("")}
 The project around the agent (chapter 12): shown on start-up, every problem as a warning.
   Context files        AGENTS.md (or CLAUDE.md where a folder has none) of ~/.pi-course and of
                        every folder from / down to the working folder, outermost first, each

@@ -116,9 +116,9 @@ export async function runInteractive(
     if (exitCode === undefined && running === undefined) rl.prompt();
   };
 
-  const startRun = (text: string) => {
-    running = agent
-      .prompt(text)
+  /** Runs `text` as a prompt (undefined: `continue()`, chapter 19), then `then` or the prompt line. */
+  const startRun = (text: string | undefined, then?: () => void) => {
+    running = (text === undefined ? agent.continue() : agent.prompt(text))
       .catch((error: Error) => printer.line(`error: ${neutralize(error.message)}`, "red"))
       .finally(() => {
         running = undefined;
@@ -127,7 +127,8 @@ export async function runInteractive(
         // #region ch18
         if (runtime.options.server !== undefined) printer.line(`cost: ${costLine(runtime)}`, "dim");
         // #endregion
-        prompt();
+        if (then !== undefined && !signal.aborted) then();
+        else prompt();
       });
   };
 
@@ -202,6 +203,13 @@ export async function runInteractive(
         await runtime.resume(found, (note) => printer.line(`note: ${neutralize(note)}`, "yellow"));
         printer.line(`resumed session ${neutralize(found.id)} (${agent.state.messages.length} messages):`, "dim");
         replay(printer, agent.state.messages);
+        // #region ch19
+        if (runtime.unfinished) {
+          // recovered, not continued from a command: the next message goes on from the repaired transcript
+          runtime.unfinished = false;
+          printer.line("its killed run is recovered; send a message to go on from there", "dim");
+        }
+        // #endregion
         return;
       }
       case "compact": {
@@ -372,14 +380,26 @@ export async function runInteractive(
     replay(printer, agent.state.messages);
   }
   printer.line("Type a message and press Enter (/help for commands, Ctrl-D to leave).", "dim");
-  if (firstTask !== undefined) {
-    io.output.write(`${promptText}${neutralize(firstTask)}\n`);
-    startRun(firstTask);
-  } else {
-    prompt();
-    // Offline, the demo task is the first suggestion: Enter sends it, Ctrl-U clears it.
-    if (runtime.options.server === undefined && agent.state.messages.length === 0) rl.write(DEMO_TASK);
+  const begin = () => {
+    if (firstTask !== undefined) {
+      io.output.write(`${promptText}${neutralize(firstTask)}\n`);
+      startRun(firstTask);
+    } else {
+      prompt();
+      // Offline, the demo task is the first suggestion: Enter sends it, Ctrl-U clears it.
+      if (runtime.options.server === undefined && agent.state.messages.length === 0) rl.write(DEMO_TASK);
+    }
+  };
+  // #region ch19
+  // The resumed session's run was killed mid-way and recovered (see the note): it goes on first.
+  if (runtime.unfinished) {
+    runtime.unfinished = false;
+    printer.line("going on with the interrupted run (Ctrl-C stops it)", "dim");
+    startRun(undefined, begin);
+    return finished;
   }
+  // #endregion
+  begin();
   return finished;
 }
 

@@ -210,7 +210,20 @@ async function runOnce(
     agent.subscribe((event) => (event.type === "agent_end" ? printer.finish() : undefined));
   }
   const before = agent.state.messages.length;
-  const running = agent.prompt(task);
+  // #region ch19
+  // A run the resumed session left unfinished (killed mid-way, recovered by Runtime) goes on first.
+  const resumed = runtime.unfinished;
+  runtime.unfinished = false;
+  // #endregion
+  const running = (async () => {
+    // #region ch19
+    if (resumed) {
+      await agent.continue();
+      if (signal?.aborted) return;
+    }
+    // #endregion
+    await agent.prompt(task);
+  })();
   // the caller's signal stops the run (abort() before the prompt would find the agent idle)
   if (signal?.aborted) agent.abort();
   else signal?.addEventListener("abort", () => agent.abort(), { once: true });

@@ -29,7 +29,8 @@ export function findPairingProblem(messages: readonly Message[]): string | undef
       continue;
     }
     if (pending.size > 0) return unanswered();
-    if (message.role === "assistant") {
+    // An error or aborted answer ran no tools (every wire leaves it out): its calls need no result.
+    if (message.role === "assistant" && message.stopReason !== "error" && message.stopReason !== "aborted") {
       for (const block of message.content) {
         if (block.type === "toolCall") pending.set(block.id, block.name);
       }

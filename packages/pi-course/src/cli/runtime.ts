@@ -15,9 +15,8 @@ import { Agent } from "../agent/agent.js";
 import { commandEnvironment, createCodingTools } from "../coding-tools/index.js";
 import { SessionFile } from "../session/session.js";
 import { composeSystemPrompt, resourceTools, type Resources } from "../resources/resources.js";
-import type { AgentMessage, Message } from "../types.js";
+import type { AgentMessage, AgentTool, Message } from "../types.js";
 // #region ch15
-import type { AgentTool } from "../types.js";
 import { exposeTools } from "./tool-exposure.js";
 // #endregion
 import type { Model } from "../model.js";
@@ -36,6 +35,11 @@ import type { RouteReport } from "../model-choice/virtual-model.js";
 import type { ThinkingLevel } from "../model.js";
 import type { ModelChangeEntry } from "../session/types.js";
 import { setUpModel, type ModelSetup } from "./model-setup.js";
+// #endregion
+// #region ch19
+import { RunJournal } from "../durable/journal.js";
+import { applyRecovery, mayNeedRecovery, planRecovery, type RecoveryPlan } from "../durable/recovery.js";
+import { fileStreamJournal, streamPathOf } from "../durable/store.js";
 // #endregion
 
 /**
@@ -58,6 +62,23 @@ export function sessionNotes(session: SessionFile): string[] {
   }
   return notes;
 }
+
+// #region ch19
+/** What recovery did, in one line for a person. */
+export function recoveryNote(plan: RecoveryPlan, run: boolean): string {
+  const said: string[] = [];
+  if (plan.partial !== undefined) said.push("an answer cut mid-stream was kept as interrupted");
+  const verbs = {
+    recorded: "result recorded before the crash",
+    run: run ? "never started, run now" : "never started, not run",
+    replay: run ? "safe to repeat, run again" : "interrupted",
+    interrupted: "interrupted, may or may not have taken effect",
+  };
+  for (const { call, action } of plan.calls) said.push(`${call.name} (${call.id}): ${verbs[action]}`);
+  const then = run ? "the run goes on" : "not continued (--no-recover)";
+  return `the session's last run was killed mid-way: ${said.length > 0 ? said.join("; ") : "it had not ended"}; ${then}`;
+}
+// #endregion
 
 export const SYSTEM_PROMPT = (workspace: string): string =>
   `You are a careful coding agent working in the folder ${workspace}. ` +
@@ -125,6 +146,18 @@ export class Runtime {
   /** Hears what a person should know while the conversation goes on (a fallback, a model's notice). */
   onNotice: (text: string) => void = () => {};
   // #endregion
+  // #region ch19
+  /** Commits each tool call's intent and outcome, and the streamed answer, to the session in use. */
+  readonly journal = new RunJournal({
+    // while a session is recovered, the calls recovery runs are journaled into it
+    store: () => this.recovering ?? this.session,
+    stream: () => (this.session === undefined ? undefined : fileStreamJournal(streamPathOf(this.session.path))),
+  });
+  /** The resumed session's run was killed mid-way and recovered: it is to go on (`agent.continue()`). */
+  unfinished = false;
+  /** The session being recovered (before it is attached). */
+  private recovering: SessionFile | undefined;
+  // #endregion
 
   private constructor(
     readonly options: RunOptions,
@@ -161,7 +194,7 @@ export class Runtime {
         systemPrompt:
           resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
         model: withPairingCheck(model),
-        tools: initialTools,
+        tools: this.wrapTools(initialTools),
       },
       convertToLlm: toLlm(options.dropToolResult),
       // extension hooks (fail closed before a call; an after-hook's failure is only reported)
@@ -170,6 +203,22 @@ export class Runtime {
       ...(options.contextTokens !== undefined && { contextBudget: { budget: options.contextTokens } }),
       ...(wiring.maxTurns !== undefined && { maxTurns: wiring.maxTurns }),
     });
+    // #region ch19
+    // first after the session's recorder: a streamed answer is kept before any listener shows it
+    this.agent.subscribe(this.journal.listener);
+    // #endregion
+  }
+
+  /**
+   * The tools as the agent runs them, journaled from chapter 19 on (intent before effect). Applied
+   * once, to the whole list the model is given, so the `code` tool and `tool_search` are journaled too.
+   */
+  private wrapTools(tools: AgentTool<any, any>[]): AgentTool<any, any>[] {
+    // #region ch19
+    return this.journal.tools(tools);
+    // #endregion
+    // biome-ignore lint/correctness/noUnreachable: before chapter 19 the tools are used as they are
+    return tools;
   }
 
   /**
@@ -239,6 +288,14 @@ export class Runtime {
     }
     const session = await SessionFile.open(summary.file);
     for (const note of sessionNotes(session)) notes(note);
+    // #region ch19
+    try {
+      await this.recover(session, notes);
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
+    // #endregion
     await this.attach(session);
   }
 
@@ -261,6 +318,33 @@ export class Runtime {
     if (previous !== undefined) await this.closeSession(previous);
     // #endregion
   }
+
+  // #region ch19
+  /**
+   * Recovers what a run killed mid-way left at the leaf of `session` (chapter 19), before the agent
+   * reads it: the cut answer is recorded as aborted, each unanswered tool call gets its committed
+   * outcome, runs (never started, or safe to replay), or is answered as interrupted. Tells what it
+   * did through `notes`; with `--no-recover` nothing runs and the run is not continued.
+   */
+  private async recover(session: SessionFile, notes: (text: string) => void): Promise<void> {
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    if (!(await mayNeedRecovery(session, stream))) return; // the common case: the last run ended
+    const plan = await planRecovery(session, this.agent.state.tools, stream);
+    if (!plan.unfinished) {
+      await stream.clear();
+      return;
+    }
+    const run = this.options.session?.noRecover !== true;
+    this.recovering = session;
+    try {
+      await applyRecovery(session, plan, { tools: this.agent.state.tools, run, stream });
+    } finally {
+      this.recovering = undefined;
+    }
+    notes(recoveryNote(plan, run));
+    this.unfinished = run;
+  }
+  // #endregion
 
   /** Reads the transcript from the session again (after `/compact` appended a summary to it). */
   reload(): void {
@@ -368,7 +452,7 @@ export class Runtime {
       onToolsChanged: (tools) => {
         const exposed = exposeTools(own, tools, exposure);
         note = exposed.note;
-        this.agent.setTools(exposed.tools);
+        this.agent.setTools(this.wrapTools(exposed.tools));
       },
     });
     await this.mcp.ready();

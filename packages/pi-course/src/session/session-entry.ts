@@ -58,6 +58,10 @@ export const ENTRY_TYPES: readonly SessionEntry["type"][] = [
   // #region ch18
   "model_change",
   // #endregion
+  // #region ch19
+  "tool_intent",
+  "tool_outcome",
+  // #endregion
 ];
 
 type Json = Record<string, unknown>;
@@ -153,6 +157,17 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
         throw fail(`model_change entry ${id}: "model" must be a model name`);
       if (!(THINKING_LEVELS as readonly unknown[]).includes(value.thinking))
         throw fail(`model_change entry ${id}: "thinking" must be one of ${THINKING_LEVELS.join(", ")}`);
+      break;
+    // #endregion
+    // #region ch19
+    case "tool_intent":
+    case "tool_outcome":
+      if (typeof value.toolCallId !== "string" || typeof value.toolName !== "string") {
+        throw fail(`${type} entry ${id}: "toolCallId" and "toolName" must be strings`);
+      }
+      if (type === "tool_outcome" && (!Array.isArray(value.content) || typeof value.isError !== "boolean")) {
+        throw fail(`tool_outcome entry ${id}: "content" must be an array and "isError" a boolean`);
+      }
       break;
     // #endregion
   }

@@ -6,6 +6,9 @@ import type { AgentMessage } from "../types.js";
 // #region ch18
 import type { ThinkingLevel } from "../model.js";
 // #endregion
+// #region ch19
+import type { AgentToolResult } from "../types.js";
+// #endregion
 
 /**
  * The first line of a session file. Not an entry of the tree: it says what the file is.
@@ -94,6 +97,34 @@ export interface ModelChangeEntry extends SessionEntryBase {
   thinking: ThinkingLevel;
 }
 // #endregion
+// #region ch19
+
+/**
+ * Chapter 19, intent before effect: a tool call about to run, committed before its tool's
+ * `execute` is called. `parentId` is the entry that was last when it was written (so its path
+ * holds the call's assistant message); it is never on the conversation's main path, and the
+ * transcript skips it. A call with an intent and no result was interrupted while it ran.
+ */
+export interface ToolIntentEntry extends SessionEntryBase {
+  type: "tool_intent";
+  toolCallId: string;
+  toolName: string;
+  /** The validated arguments the tool was given. */
+  arguments: unknown;
+}
+
+/**
+ * Chapter 19: what a tool's `execute` returned (or threw, as `isError`), committed right after
+ * it, before the result message: a crash in between loses nothing and repeats nothing.
+ */
+export interface ToolOutcomeEntry extends SessionEntryBase {
+  type: "tool_outcome";
+  toolCallId: string;
+  toolName: string;
+  content: AgentToolResult<unknown>["content"];
+  isError: boolean;
+}
+// #endregion
 
 /** One line of a session file after the header. */
 // biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
@@ -105,5 +136,9 @@ export type SessionEntry =
   // #endregion
   // #region ch18
   | ModelChangeEntry
+  // #endregion
+  // #region ch19
+  | ToolIntentEntry
+  | ToolOutcomeEntry
   // #endregion
   ;

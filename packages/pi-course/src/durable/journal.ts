@@ -1,0 +1,117 @@
+/**
+ * Chapter 19: the run journal, the writing half of a durable run.
+ *
+ * - **Intent before effect** (`RunJournal.tools`): each tool is wrapped so that, before its
+ *   `execute` is called, a `tool_intent` entry (call id, tool name, arguments) is committed to the
+ *   session, and right after it returns (or throws) a `tool_outcome` entry with what it returned.
+ *   If the intent cannot be written, the tool does not run (the call gets the write's error).
+ *   After the run's abort no outcome is written: the loop has answered the call itself.
+ * - **Streamed answers** (`RunJournal.listener`): each `message_update` of an assistant answer
+ *   saves the answer so far to the stream journal before later listeners (what the user sees)
+ *   get it; `message_end` clears it, after the session's own recorder wrote the message.
+ *
+ * Messages themselves are recorded by the `Agent`'s session binding (chapter 11) at `message_end`,
+ * as before: an assistant message, with its tool calls, is in the session before any of its tools
+ * runs (the loop awaits the recording).
+ *
+ * Order of subscription matters: the agent's recorder first (it always is), then the journal's
+ * listener, then everything that shows the run.
+ *
+ * (Chapter 19 gives this file whole, to read: the CLI runs through it on every run, so it cannot
+ * be a construction site while the earlier chapters' CLI tests run. The labs are the recovery.)
+ */
+import type { AgentEvent } from "../agent/types.js";
+import type { AgentTool, AgentToolResult } from "../types.js";
+import type { DurableStore, StreamJournal } from "./store.js";
+
+/** Where the journal writes; `store()` undefined (no session) writes nothing and runs tools as they are. */
+export interface RunJournalOptions {
+  /** The session in use now (a getter: a CLI can switch sessions between runs). */
+  store: () => DurableStore | undefined;
+  /** The stream journal of that session, if streamed answers are to be kept. */
+  stream?: () => StreamJournal | undefined;
+}
+
+export class RunJournal {
+  private streamParent: string | null | undefined;
+
+  constructor(private readonly options: RunJournalOptions) {}
+
+  /** `tools`, each wrapped by `wrap`. */
+  tools(tools: readonly AgentTool<any, any>[]): AgentTool<any, any>[] {
+    return tools.map((tool) => this.wrap(tool));
+  }
+
+  /**
+   * The tool, with intent committed before its `execute` and outcome right after. The wrapper
+   * inherits every other field of the tool (its prototype is the tool).
+   */
+  wrap<T extends AgentTool<any, any>>(tool: T): T {
+    const journal = this;
+    const wrapped = Object.create(tool) as T;
+    wrapped.execute = async function execute(toolCallId, params, signal, onUpdate) {
+      const store = journal.options.store();
+      if (store === undefined) return tool.execute(toolCallId, params, signal, onUpdate);
+      await store.append({
+        type: "tool_intent",
+        parentId: store.leaf?.id ?? null,
+        toolCallId,
+        toolName: tool.name,
+        arguments: params,
+      });
+      // stopped while the intent was written: the loop has answered the call as aborted; no effect
+      signal?.throwIfAborted();
+      let result: AgentToolResult<unknown>;
+      try {
+        result = await tool.execute(toolCallId, params, signal, onUpdate);
+      } catch (error) {
+        // After an abort the loop has answered the call already (and recorded that answer): a late
+        // outcome would become the file's last line on a side branch, and a resume follows the last
+        // line. The check and the append's parentId are in one synchronous step.
+        if (signal?.aborted) throw error;
+        const text = error instanceof Error ? error.message || error.name : String(error);
+        await store.append({
+          type: "tool_outcome",
+          parentId: store.leaf?.id ?? null,
+          toolCallId,
+          toolName: tool.name,
+          content: [{ type: "text", text }],
+          isError: true,
+        });
+        throw error;
+      }
+      if (signal?.aborted) return result; // see above: the loop ignores a late result
+      await store.append({
+        type: "tool_outcome",
+        parentId: store.leaf?.id ?? null,
+        toolCallId,
+        toolName: tool.name,
+        content: result.content,
+        isError: result.isError === true,
+      });
+      return result;
+    };
+    return wrapped;
+  }
+
+  /**
+   * Subscribe it to the agent right after creating it (before any listener that shows the run):
+   * it keeps each streamed answer in the stream journal before it is shown.
+   */
+  readonly listener = (event: AgentEvent): Promise<void> | undefined => {
+    const journal = this.options.stream?.();
+    if (journal === undefined) return undefined;
+    if (event.type === "message_start" && event.message.role === "assistant") {
+      this.streamParent = this.options.store()?.leaf?.id ?? null;
+      return undefined;
+    }
+    if (event.type === "message_update" && this.streamParent !== undefined) {
+      return journal.save({ parentId: this.streamParent, message: event.message });
+    }
+    if (event.type === "message_end" && event.message.role === "assistant") {
+      this.streamParent = undefined;
+      return journal.clear();
+    }
+    return undefined;
+  };
+}

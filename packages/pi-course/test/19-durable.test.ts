@@ -1,0 +1,350 @@
+/**
+ * Chapter 19: durable runs. Commit first, then visible: a tool call's intent is in the session
+ * before its effect, its outcome right after; a streamed answer is kept before anyone sees it (the
+ * journal, tested in durable-journal.test.ts); a run killed anywhere is recovered from what was
+ * committed, without losing a step or repeating an effect. The last lab kills a real process
+ * (SIGKILL) at many random points.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Type } from "typebox";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Agent } from "../src/agent/agent.js";
+import { defineTool } from "../src/agent/tools.js";
+import { RunJournal } from "../src/durable/journal.js";
+import {
+  CUT_ANSWER,
+  applyRecovery,
+  notRunText,
+  planRecovery,
+  resumeRun,
+  uncertainText,
+} from "../src/durable/recovery.js";
+import { fileStreamJournal, streamPathOf } from "../src/durable/store.js";
+import { assistantMessage, userMessage } from "../src/messages.js";
+import { ScriptedModel } from "../src/models/scripted-model.js";
+import { transcriptOf } from "../src/session/context.js";
+import { SessionFile } from "../src/session/session.js";
+import type { AgentMessage, AgentTool, ToolCall } from "../src/types.js";
+import { DONE, scriptModel, scriptTools } from "./support/durable-script.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const packageDir = path.resolve(here, "..");
+
+let dir: string;
+const children: ChildProcess[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "pi-durable-"));
+});
+afterEach(async () => {
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await rm(dir, { recursive: true, force: true });
+});
+
+const call = (id: string, name: string, args: object = {}): ToolCall => ({
+  type: "toolCall",
+  id,
+  name,
+  arguments: args,
+});
+
+/** A tool that counts its runs. */
+function counted(name: string, replay?: "safe"): AgentTool<any, any> & { runs: string[] } {
+  const runs: string[] = [];
+  const tool = defineTool({
+    name,
+    label: name,
+    description: name,
+    parameters: Type.Object({}),
+    ...(replay && { replay }),
+    execute: async (id) => {
+      runs.push(id);
+      return { content: [{ type: "text", text: `${name} ran` }], details: undefined };
+    },
+  });
+  return Object.assign(tool, { runs });
+}
+
+/** A session holding a user prompt and an assistant message with `calls`, plus `extra` lines. */
+async function crashedSession(calls: ToolCall[]): Promise<{ session: SessionFile; assistantId: string }> {
+  const session = await SessionFile.create(path.join(dir, "c.jsonl"), { cwd: dir });
+  const userId = await session.append({ type: "message", parentId: null, message: userMessage("go") });
+  const assistantId = await session.append({
+    type: "message",
+    parentId: userId,
+    message: assistantMessage([{ type: "text", text: "on it" }, ...calls], "toolUse"),
+  });
+  return { session, assistantId };
+}
+
+describe("planning recovery", () => {
+  it("Lab 19.1 · each unanswered call: recorded (outcome committed), run (never started), replay (safe), interrupted (unsafe)", async () => {
+    const { session, assistantId } = await crashedSession([
+      call("a", "effect"),
+      call("b", "effect"),
+      call("c", "peek"),
+      call("d", "effect"),
+    ]);
+    let at = assistantId;
+    const commit = async (entry: Record<string, unknown>) => {
+      at = await session.append({ ...(entry as any), parentId: at });
+    };
+    await commit({ type: "tool_intent", toolCallId: "a", toolName: "effect", arguments: {} });
+    await commit({
+      type: "tool_outcome",
+      toolCallId: "a",
+      toolName: "effect",
+      content: [{ type: "text", text: "effect ran" }],
+      isError: false,
+    });
+    await commit({ type: "tool_intent", toolCallId: "b", toolName: "effect", arguments: {} });
+    await commit({ type: "tool_intent", toolCallId: "c", toolName: "peek", arguments: {} });
+    const before = await readFile(session.path, "utf8");
+    const tools = [counted("effect"), counted("peek", "safe")];
+    const plan = await planRecovery(session, tools);
+    expect(plan.calls.map((c) => [c.call.id, c.action])).toEqual([
+      ["a", "recorded"],
+      ["b", "interrupted"],
+      ["c", "replay"],
+      ["d", "run"],
+    ]);
+    expect(plan.calls[0]!.outcome).toMatchObject({ content: [{ type: "text", text: "effect ran" }] });
+    expect(plan).toMatchObject({ leafId: at, unfinished: true });
+    expect(plan.partial).toBe(undefined);
+    expect(await readFile(session.path, "utf8")).toBe(before); // planning changes nothing
+    await session.close();
+  });
+
+  it("Lab 19.1 · an answer cut mid-stream at the leaf becomes an aborted message; a stale copy, a finished run, a user message at the end", async () => {
+    const { session, assistantId } = await crashedSession([]);
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    // finished: the last answer has no calls
+    expect(await planRecovery(session, [], stream)).toEqual({ leafId: assistantId, calls: [], unfinished: false });
+    // a copy of an answer that continued the leaf: cut mid-stream
+    const partial = assistantMessage([{ type: "text", text: "I will now" }], "stop");
+    await stream.save({ parentId: assistantId, message: partial });
+    const cut = await planRecovery(session, [], stream);
+    expect(cut.partial).toEqual({ ...partial, stopReason: "aborted", errorMessage: CUT_ANSWER });
+    expect(cut.unfinished).toBe(true);
+    // a copy that continued another entry (its answer was written after all): stale, ignored
+    const userId = session.entries()[0]!.id;
+    await stream.save({ parentId: userId, message: partial });
+    expect((await planRecovery(session, [], stream)).partial).toBe(undefined);
+    // a run killed before its first answer: the transcript ends with the user's message
+    const next = await session.append({ type: "message", parentId: assistantId, message: userMessage("more") });
+    expect(await planRecovery(session, [])).toEqual({ leafId: next, calls: [], unfinished: true });
+    await session.close();
+  });
+
+  it("Lab 19.1 · only what the journal committed below this call's message counts (an intent elsewhere in the tree does not)", async () => {
+    const { session, assistantId } = await crashedSession([call("a", "effect")]);
+    const userId = session.entries()[0]!.id;
+    // a sibling branch holds an intent with the same call id: not this call's
+    const other = await session.append({
+      type: "message",
+      parentId: userId,
+      message: assistantMessage([call("a", "effect")], "toolUse"),
+    });
+    await session.append({ type: "tool_intent", parentId: other, toolCallId: "a", toolName: "effect", arguments: {} });
+    await session.append({ type: "label", parentId: null, targetId: assistantId, label: "here" });
+    // the leaf is the label: recovery reads the path of the leaf (a label is a root here)
+    const plan = await planRecovery(session, [counted("effect")]);
+    expect(plan.calls).toEqual([]);
+    session.pathToLeaf(assistantId); // the crashed message is still there
+    await session.close();
+  });
+});
+
+describe("applying recovery", () => {
+  async function mixed() {
+    const { session, assistantId } = await crashedSession([
+      call("a", "effect"),
+      call("b", "effect"),
+      call("c", "peek"),
+      call("d", "effect"),
+    ]);
+    let at = assistantId;
+    for (const entry of [
+      { type: "tool_intent", toolCallId: "a", toolName: "effect", arguments: {} },
+      {
+        type: "tool_outcome",
+        toolCallId: "a",
+        toolName: "effect",
+        content: [{ type: "text", text: "a done" }],
+        isError: false,
+      },
+      { type: "tool_intent", toolCallId: "b", toolName: "effect", arguments: {} },
+      { type: "tool_intent", toolCallId: "c", toolName: "peek", arguments: {} },
+    ])
+      at = await session.append({ ...(entry as any), parentId: at });
+    return session;
+  }
+
+  it("Lab 19.2 · applyRecovery appends one result per call, in order: the outcome, a rerun of the safe call, the unstarted call run once, the uncertain error", async () => {
+    const session = await mixed();
+    const effect = counted("effect");
+    const peek = counted("peek", "safe");
+    const plan = await planRecovery(session, [effect, peek]);
+    const report = await applyRecovery(session, plan, { tools: [effect, peek] });
+    const results = report.appended as (AgentMessage & { role: "toolResult" })[];
+    expect(results.map((r) => [r.toolCallId, r.isError, r.content])).toEqual([
+      ["a", false, [{ type: "text", text: "a done" }]],
+      ["b", true, [{ type: "text", text: uncertainText("effect") }]],
+      ["c", false, [{ type: "text", text: "peek ran" }]],
+      ["d", false, [{ type: "text", text: "effect ran" }]],
+    ]);
+    expect(uncertainText("effect")).toBe(
+      'Tool call "effect" was interrupted: the process stopped while it ran, so it may or may not have taken effect. Check before running it again.',
+    );
+    expect({ effect: effect.runs, peek: peek.runs }).toEqual({ effect: ["d"], peek: ["c"] });
+    // in the session: the results continue the leaf, so the path holds every call's one result
+    const messages = transcriptOf(session.pathToLeaf(session.leaf!.id)).messages;
+    expect(messages.map((m) => ("role" in m ? m.role : "?"))).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+    ]);
+    // a plan made before the session changed is refused
+    await expect(applyRecovery(session, plan, { tools: [] })).rejects.toThrow(
+      "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
+    );
+    await session.close();
+  });
+
+  it("Lab 19.2 · declined (run: false): nothing runs; the unstarted call is answered as not run, the started ones as uncertain", async () => {
+    const session = await mixed();
+    const effect = counted("effect");
+    const peek = counted("peek", "safe");
+    const report = await applyRecovery(session, await planRecovery(session, [effect, peek]), {
+      tools: [effect, peek],
+      run: false,
+    });
+    expect(report.appended.map((r) => (r as { content: unknown }).content)).toEqual([
+      [{ type: "text", text: "a done" }],
+      [{ type: "text", text: uncertainText("effect") }],
+      [{ type: "text", text: uncertainText("peek") }],
+      [{ type: "text", text: notRunText("effect") }],
+    ]);
+    expect(notRunText("effect")).toBe(
+      'Tool call "effect" was not run: the process stopped before it started. Run it again if it is still needed.',
+    );
+    expect({ effect: effect.runs, peek: peek.runs }).toEqual({ effect: [], peek: [] });
+    await session.close();
+  });
+
+  it("Lab 19.2 · resumeRun: the agent given the crashed session recovers it and goes on; the model gets a well-paired transcript", async () => {
+    const session = await mixed();
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    const model = new ScriptedModel([assistantMessage([{ type: "text", text: "finished" }], "stop")]);
+    const effect = counted("effect");
+    const peek = counted("peek", "safe");
+    const agent = new Agent({ initialState: { model, tools: [effect, peek] } });
+    const seen: string[] = [];
+    const report = await resumeRun(agent, session, {
+      stream,
+      confirm: (plan) => {
+        seen.push(plan.calls.map((c) => `${c.call.id}:${c.action}`).join(" "));
+        return true;
+      },
+    });
+    expect(seen).toEqual(["a:recorded b:interrupted c:replay d:run"]);
+    expect(report?.appended).toHaveLength(4);
+    expect(model.requests).toHaveLength(1);
+    expect(model.requests[0]!.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+    ]);
+    expect(agent.state.messages.at(-1)).toMatchObject({ role: "assistant", stopReason: "stop" });
+    // nothing left to recover: the next resume only attaches
+    expect(await resumeRun(new Agent({ initialState: { model, tools: [] } }), session, { stream })).toBe(undefined);
+    await session.close();
+  });
+
+  const KILLS = Number(process.env.PI_DURABLE_LIB_KILLS ?? 12);
+  it(
+    `Lab 19.2 · SIGKILL of a real process at ${KILLS} random points, then resumeRun: every call has one result, no effect twice, the run finishes`,
+    async () => {
+      const stats = new Map<string, number>();
+      const one = async (k: number) => {
+        const file = path.join(dir, `k${k}.jsonl`);
+        const effects = path.join(dir, `k${k}.effects`);
+        const child = spawn(
+          process.execPath,
+          ["--import", "tsx", path.join(here, "support", "durable-child.ts"), file, effects],
+          { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] },
+        );
+        children.push(child);
+        let out = "";
+        child.stdout!.on("data", (d: Buffer) => (out += d.toString("utf8")));
+        const exited = new Promise((resolve) => child.on("close", resolve));
+        const deadline = Date.now() + 60_000;
+        while (!out.includes("started") && child.exitCode === null && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        expect(out).toContain("started");
+        // a random point of the run, whatever the machine's speed: once the file holds a random
+        // number of lines (the whole run writes 18), then a random few milliseconds more
+        const lines = 1 + Math.floor(Math.random() * 18);
+        const count = () => readFileSync(file, "utf8").split("\n").length - 2;
+        while (count() < lines && child.exitCode === null && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 15));
+        child.kill("SIGKILL");
+        await exited;
+        const session = await SessionFile.open(file);
+        const last = session.leaf;
+        const streamLeft = await readFile(streamPathOf(file)).then(
+          () => true,
+          () => false,
+        );
+        const kind = out.includes("finished")
+          ? "after the run"
+          : streamLeft
+            ? "mid-stream"
+            : last === undefined
+              ? "before the first entry"
+              : last.type === "message"
+                ? `after a ${last.message.role} message`
+                : `after a ${last.type}`;
+        stats.set(kind, (stats.get(kind) ?? 0) + 1);
+        const agent = new Agent({ initialState: { model: scriptModel(0), tools: scriptTools(effects) } });
+        const journal = new RunJournal({ store: () => session });
+        agent.setTools(journal.tools(scriptTools(effects)));
+        await resumeRun(agent, session, { stream: fileStreamJournal(streamPathOf(file)) });
+        if (session.leaf === undefined) await agent.prompt("run both effects"); // killed before the prompt was written
+        const messages = transcriptOf(session.pathToLeaf(session.leaf!.id)).messages;
+        const results = new Map<string, number>();
+        for (const m of messages) {
+          if (!("role" in m)) continue;
+          if (m.role === "assistant" && m.stopReason !== "aborted")
+            for (const b of m.content) if (b.type === "toolCall") results.set(b.id, results.get(b.id) ?? 0);
+          if (m.role === "toolResult") results.set(m.toolCallId, (results.get(m.toolCallId) ?? 0) + 1);
+        }
+        for (const [id, n] of results) expect({ k, kind, id, n }).toEqual({ k, kind, id, n: 1 });
+        const ran = (await readFile(effects, "utf8").catch(() => "")).split("\n").filter(Boolean);
+        expect({ k, kind, ran }).toEqual({ k, kind, ran: [...new Set(ran)] });
+        expect(messages.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: DONE }] });
+        await session.close();
+      };
+      let next = 0;
+      await Promise.all(
+        [0, 1].map(async () => {
+          while (next < KILLS) await one(next++);
+        }),
+      );
+      process.stdout.write(`chapter 19 crash test: ${[...stats].map(([k, n]) => `${n} ${k}`).join(", ")}\n`);
+    },
+    120_000 + KILLS * 30_000,
+  );
+});

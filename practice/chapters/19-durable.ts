@@ -1,0 +1,99 @@
+import { defineChapter } from "../catalogue.js";
+
+export default defineChapter({
+  id: "19",
+  slug: "durable",
+  title: {
+    zh: "持久运行：先提交，再可见——运行被杀死后从停下的地方接着跑",
+    en: "Durable runs: commit first, then visible; a killed run resumes where it stopped",
+  },
+  invariant: {
+    zh:
+      "运行在任何一点被杀死（SIGKILL、断电、合上笔记本），下一个进程都能从会话里已提交的内容恢复它：" +
+      "每个工具调用恰好得到一个结果，不安全的工具绝不执行两次，被切断的回答作为 aborted 消息留下，运行接着走完。",
+    en:
+      "Killed at any point (SIGKILL, a power cut, a closed laptop), a run is recovered by the next process from what the " +
+      "session committed: every tool call gets exactly one result, no tool unsafe to replay runs twice, an answer cut " +
+      "mid-stream is kept as an aborted message, and the run goes on to its end.",
+  },
+  adds: {
+    zh:
+      "第 10 章的会话文件记下了每条**结束了**的消息；第 10 章末尾的修补（`answerInterruptedCalls`）在加载时给没有结果的调用一个“被中断”的错误结果，" +
+      "一写锁（`session-lock.ts`）保证一个会话只有一个写者。但一次被杀死的运行仍然丢东西：模型永远不知道它的 `bash` 命令到底跑了没有，" +
+      "已经执行完、结果还没写下的调用只能当作“被中断”，流到一半的回答整个消失，而 `--continue` 只会开始一个新的提示。\n\n" +
+      "本章的规则是**先提交，再可见**：一步在写进存储之前，不许任何东西依据它行动或把它显示出来。" +
+      "`src/durable/store.ts` 定义运行需要的存储（`DurableStore`：会话树本身，`SessionFile` 就是一个；`StreamJournal`：正在流的回答，整份替换，" +
+      "文件版本 `fileStreamJournal` 写临时文件再 rename，崩溃后要么是旧的一份、要么是新的一份）。" +
+      "`src/durable/journal.ts` 的 `RunJournal` 是写的一半（本章把它整个给你，先读懂它：命令行每次运行都经过它，所以它不能是施工现场，否则前面各章的命令行测试在练习文件夹里就跑不动了；它的测试在 `test/durable-journal.test.ts`）：包装每个工具，`execute` 之前把**意图**（`tool_intent`：调用 id、工具名、参数）提交到会话，" +
+      "返回（或抛出）之后立刻提交**结果**（`tool_outcome`）；它的监听器在后面的监听器（界面）看到每个 delta 之前把回答存进流日志。" +
+      "这两种新条目挂在当时的叶子下面，不在对话的主路径上，`transcriptOf` 跳过它们。" +
+      "`src/durable/recovery.ts` 是读的一半：`planRecovery` 只读不写，按提交了什么给叶子上每个未回答的调用定下做法——" +
+      '`recorded`（结果已提交：直接用它）、`run`（没有意图：从没开始，现在跑）、`replay`（开始了没结束，但工具声明 `replay: "safe"`，如 `read`、`ls`：再跑一次）、' +
+      "`interrupted`（开始了没结束，默认不安全：错误结果说它可能生效也可能没有，让模型去检查）；" +
+      "`applyRecovery` 按计划把结果追加到会话，`resumeRun` 把这些交给一个 `Agent` 并在运行没结束时 `continue()`。\n\n" +
+      "命令行：`--continue` / `--resume` 打开一个上次运行被杀死的会话时，先恢复、用一条 note 说明恢复了什么，再把那次运行走完，然后才是新的提示；" +
+      "`--no-recover` 拒绝：什么都不再执行，也不接着跑。证明是真实的崩溃：测试在随机时刻 SIGKILL 一个真实的进程，再恢复，检查每个调用恰好一个结果、" +
+      "副作用计数从不出现两次、运行走完。",
+    en:
+      "Commit first, then visible. RunJournal commits a tool call's intent (tool_intent) before its execute and its outcome " +
+      "(tool_outcome) right after, and keeps the streamed answer in a stream journal before later listeners see it. " +
+      "planRecovery reads what a killed run left at the session's leaf and decides for each unanswered call: recorded, run " +
+      '(never started), replay (started, tool says replay: "safe"), interrupted (started, may or may not have taken ' +
+      "effect); applyRecovery appends the results, resumeRun hands the session to an Agent and continues the run. The CLI " +
+      "recovers on --continue/--resume, says what it did, and finishes the killed run first; --no-recover declines.",
+  },
+  files: ["src/durable/store.ts", "src/durable/journal.ts", "src/durable/recovery.ts", "test/support/durable-child.ts"],
+  labs: [
+    {
+      id: "19.1",
+      title: { zh: "只读地定下恢复计划（planRecovery）", en: "plan the recovery, reading only" },
+      says: ["the process stopped while this answer streamed; this is what had arrived"],
+      hint: {
+        zh:
+          "从 `store.leaf` 出发。流日志里有一份回答且它的 `parentId` 等于叶子的 id（没有叶子时等于 null），它就是被切断的回答：" +
+          '`partial` 为这条消息，但 `stopReason: "aborted"`、`errorMessage` 为 `CUT_ANSWER`' +
+          '（`"the process stopped while this answer streamed; this is what had arrived"`）；`parentId` 对不上的是过时的副本，忽略。' +
+          "然后取叶子路径的对话（`transcriptOf(store.pathToLeaf(leaf.id)).messages`），用第 10 章的 `answerInterruptedCalls` 找出**末尾**（`atEnd`）没有结果的调用，" +
+          "按它们在最后一条助手消息里的顺序逐个决定：在这条助手消息条目**之下**（条目的路径经过它）提交过 `tool_outcome` 的 → `recorded`（带上 `outcome`）；" +
+          '没有 `tool_intent` 的 → `run`；有意图、工具 `replay === "safe"` 的 → `replay`；其余 → `interrupted`。' +
+          "`unfinished` 在有 `partial`、有调用、或对话以用户消息或工具结果结尾时为 true。什么都不写。",
+        en:
+          "A stream journal copy whose parentId is the leaf's id is the cut answer (aborted, errorMessage CUT_ANSWER). The " +
+          "unanswered calls at the end of the leaf's transcript are decided by what was committed below their assistant " +
+          'message: outcome → recorded; no intent → run; intent and replay: "safe" → replay; else interrupted. unfinished: a ' +
+          "partial, any call, or a transcript ending in a user message or a tool result.",
+      },
+    },
+    {
+      id: "19.2",
+      uses: ["19.1"],
+      title: { zh: "执行计划，接着跑（applyRecovery）", en: "carry the plan out, and go on" },
+      says: [
+        'Tool call "${toolName}" was interrupted: the process stopped while it ran, so it may or may not have taken effect. Check before running it again.',
+        'Tool call "${toolName}" was not run: the process stopped before it started. Run it again if it is still needed.',
+        "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
+      ],
+      hint: {
+        zh:
+          "从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），然后清掉流日志，再按顺序给每个调用追加一条 `toolResult` 消息：" +
+          "`recorded` 用提交过的 `content` 和 `isError`；`interrupted` 是错误结果 `uncertainText(name)`；`run` 与 `replay` 用 `runCall` 真的执行一次（它经过和循环一样的 `prepareToolArguments`）。" +
+          "`run: false`（用户拒绝）时什么都不执行：`replay` 也得到 `uncertainText`，从没开始的 `run` 得到 `notRunText(name)`。" +
+          "返回 `{ plan, appended }`，`appended` 是按顺序追加的消息。传给它的工具应当是被 `RunJournal` 包装过的：恢复时再跑的调用同样先提交意图，所以恢复本身被杀死也能再恢复。",
+        en:
+          "Append after the plan's leaf, chaining each entry: the partial, then one toolResult per call (recorded: the " +
+          "outcome; interrupted: uncertainText; run/replay: run the call once through runCall). With run: false nothing runs " +
+          "(replay → uncertainText, run → notRunText). Return { plan, appended }.",
+      },
+    },
+  ],
+  breakIt: {
+    zh:
+      '把 `RunJournal.wrap` 里提交意图的那一行移到 `tool.execute` **之后**，再跑 `npx vitest run test/19- -t "Lab 19\\.2\\b"`：' +
+      "进程在工具运行时被杀死，会话里没有意图，恢复以为它从没开始，于是又执行了一次——崩溃测试会报出 effects 文件里出现了两次的调用 id。" +
+      '再试一次：把 `peek` 的 `replay: "safe"` 也加到 `effect` 上，看同一个断言如何失败。',
+    en:
+      "Move the intent's append after tool.execute in RunJournal.wrap and run the Lab 19.2 tests: a kill during the tool " +
+      "leaves no intent, recovery thinks the call never started and runs it again, and the crash test reports an effect " +
+      'id twice. Then mark `effect` replay: "safe" and watch the same assertion fail.',
+  },
+});
