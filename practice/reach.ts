@@ -6,10 +6,13 @@
  * most of the proof's time (the suite of chapters 00–N, once per chapter).
  *
  * "Reach" is followed through the folder's files, transitively: a relative import, and any file
- * a test file (or a file under test/) names in a string literal by its base name (`"start.ts"`, `"../src/cli/start.ts"`,
- * `join(root, "src", "cli", "start.ts")`): that is how a test starts a child process on an entry
- * point of the library, and the child runs whatever that entry point imports. A base name that
- * several files share counts for all of them (erring towards running a test). `src/index.ts`
+ * a test file (or a file under test/) names by a path in string literals (`"../src/cli/start.ts"`,
+ * `"src/cli/start.ts"`, or the literals of one `join(root, "src", "cli", "start.ts")`): that is how
+ * a test starts a child process on an entry point of the library, and the child runs whatever that
+ * entry point imports. The named path must end with at least one folder and the file's name, and
+ * every file whose path ends that way counts. A bare file name (`"main.ts"`) is a file a test
+ * writes in its own workspace, not the library's (the tools' tests write a `main.ts` of their own,
+ * which is not `src/cli/main.ts`): it leads nowhere. `src/index.ts`
  * re-exports everything, so a named import from it leads to the files that export those names
  * (a type-only import leads nowhere: it is erased); any other use of it leads to every file.
  */
@@ -17,7 +20,10 @@ import { posix } from "node:path";
 import { relativeImports } from "./generate.js";
 
 const CODE = /\.(ts|mts|tsx|js|mjs)$/;
-const NAMED_FILE = /["'`]([^"'`\s]*?([\w.-]+\.(?:ts|mts|tsx|js|mjs)))["'`]/g;
+/** A string literal that ends in a code file's name; group 2 is the text inside the quotes. */
+const NAMED_FILE = /(["'`])([^"'`\s]*?[\w.-]+\.(?:ts|mts|tsx|js|mjs))\1/g;
+/** The string literals that are arguments right before a match: `"src", "cli", ` of a `join(…)`. */
+const JOINED_BEFORE = /(?:(["'`])[\w.-]+\1\s*,\s*)+$/;
 
 const BARREL = "src/index.ts";
 const NAMED_IMPORT = /import\s+(type\s+)?\{([^}]*)\}\s*from\s*["']([^"']+)["']/g;
@@ -76,10 +82,28 @@ function edges(
         .replace(/(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*["'][^"']+["']/g, "")
     : "";
   for (const match of named.matchAll(NAMED_FILE)) {
-    const base = match[2]!.replace(/\.js$/, ".ts").replace(/\.mjs$/, ".mts");
-    out.push(...(byBaseName.get(posix.basename(base)) ?? []));
+    const line = named.slice(named.lastIndexOf("\n", match.index) + 1, match.index);
+    const joined = JOINED_BEFORE.exec(line)?.[0].match(/[\w.-]+/g) ?? [];
+    const suffix = namedPath([...joined, match[2]!]);
+    if (suffix === undefined) continue;
+    const candidates = byBaseName.get(posix.basename(suffix)) ?? [];
+    out.push(...candidates.filter((path) => path === suffix || path.endsWith(`/${suffix}`)));
   }
   return out;
+}
+
+/**
+ * The path a test names with `parts` (the literals of one `join`, or one literal), as the end of a
+ * folder-relative path: `../`, `./` and a leading `/` dropped, `.js` read as `.ts`. Undefined when
+ * it names no folder (a bare file name).
+ */
+function namedPath(parts: string[]): string | undefined {
+  const segments = parts
+    .join("/")
+    .split("/")
+    .filter((segment) => segment !== "" && segment !== "." && segment !== "..");
+  if (segments.length < 2) return undefined;
+  return segments.join("/").replace(/\.js$/, ".ts").replace(/\.mjs$/, ".mts");
 }
 
 /**
