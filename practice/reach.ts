@@ -103,7 +103,10 @@ function namedPath(parts: string[]): string | undefined {
     .split("/")
     .filter((segment) => segment !== "" && segment !== "." && segment !== "..");
   if (segments.length < 2) return undefined;
-  return segments.join("/").replace(/\.js$/, ".ts").replace(/\.mjs$/, ".mts");
+  return segments
+    .join("/")
+    .replace(/\.js$/, ".ts")
+    .replace(/\.mjs$/, ".mts");
 }
 
 /**
