@@ -49,11 +49,11 @@ export default defineChapter({
       hint: {
         zh:
           "`declaredToolNames`：全是 `direct` 的工具时返回 `undefined`（快速路径，已经写好）；否则是所有 `direct` 工具，加上对话记录里" +
-          '任一工具结果（`role: "toolResult"`）的 `declaredTools` 中出现的 `deferred` 工具——`codemode` 和 `hidden` 的名字即使出现也不算。' +
+          '任一工具结果（`role: "toolResult"`）或压缩摘要（`role: "user"`，第 11 章的摘要消息会带上被压缩部分声明过的工具）的 `declaredTools` 中出现的 `deferred` 工具——`codemode` 和 `hidden` 的名字即使出现也不算。' +
           '`exposureRefusal`：来自脚本（`origin: "script"`）的调用可以用 `direct`、`deferred`、`codemode` 工具，不能用 `hidden` 的，也不能调用发起脚本的工具本身；' +
           "来自模型的调用只要名字在声明集合里就放行，否则按工具的曝光方式给出上面的文字。循环在 `prepareCall` 里、准备参数之前就问它，所以被拒绝的工具一次也不会运行。",
         en:
-          "declaredToolNames: direct tools plus deferred ones named in a tool result's declaredTools. exposureRefusal: a script may " +
+          "declaredToolNames: direct tools plus deferred ones named in the declaredTools of a tool result or of a compaction summary (a user message). exposureRefusal: a script may " +
           "reach direct, deferred and codemode tools (not hidden ones, not its own tool); the model only the declared set.",
       },
     },

@@ -199,6 +199,14 @@ export interface UserMessage {
   content: UserContent[];
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;
+  // #region ch15
+  /**
+   * Deferred tools that stay declared (chapter 15): set on a compaction's summary, it names the
+   * tools the condensed part of the conversation declared (`ToolResultMessage.declaredTools`), so
+   * a compaction does not take found tools away from the model. No provider puts it on the wire.
+   */
+  declaredTools?: string[];
+  // #endregion
 }
 
 /** One model turn, final or partial. */

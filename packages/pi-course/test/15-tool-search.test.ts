@@ -11,12 +11,14 @@ import {
   rankTools,
   textOf,
   tokenize,
+  transcriptOf,
   userMessage,
 } from "../src/index.js";
 import type {
   AgentMessage,
   AgentTool,
   AssistantMessage,
+  SessionEntry,
   ToolCall,
   ToolExposure,
   ToolResultMessage,
@@ -213,6 +215,79 @@ describe("declaring tools", () => {
     );
     expect(records(run3.result)).toEqual([]);
     expect(declaredNames(model, 1)).toEqual(["declare"]);
+  });
+
+  it("Lab 15.2 · a compaction keeps found tools declared: its summary carries what the condensed part declared", async () => {
+    // A session path: "b" found before a first compaction, "c" after it, then a second compaction
+    // that condenses both; only the last exchange is kept verbatim.
+    const tools = [declaring(["b"]), tool("b", "deferred"), tool("c", "deferred"), tool("d", "deferred")];
+    const run1 = await finish(
+      agentLoop(
+        [userMessage("find b")],
+        { messages: [], tools: [declaring(["b"]), ...tools.slice(1)] },
+        {
+          model: scripted([calls(call("c1", "declare")), says("found b")]),
+        },
+      ),
+    );
+    const run2 = await finish(
+      agentLoop(
+        [userMessage("find c")],
+        { messages: run1.result, tools: [declaring(["c"]), ...tools.slice(1)] },
+        {
+          model: scripted([calls(call("c2", "declare")), says("found c")]),
+        },
+      ),
+    );
+    let at = 0;
+    const entry = (fields: Record<string, unknown>): SessionEntry =>
+      ({
+        id: `e${++at}`,
+        parentId: at === 1 ? null : `e${at - 1}`,
+        timestamp: "2026-01-01T00:00:00Z",
+        ...fields,
+      }) as SessionEntry;
+    const path: SessionEntry[] = [];
+    const messages = (list: readonly AgentMessage[]) => {
+      for (const message of list) path.push(entry({ type: "message", message }));
+    };
+    messages(run1.result);
+    path.push(
+      entry({
+        type: "compaction",
+        summary: "b was found",
+        firstKeptEntryId: `e${at + 1}`,
+        tokensBefore: 1,
+        tokensAfter: 1,
+      }),
+    );
+    messages(run2.result);
+    messages([userMessage("and now?"), says("ready")]);
+    path.push(
+      entry({
+        type: "compaction",
+        summary: "b and c were found",
+        firstKeptEntryId: `e${at - 1}`,
+        tokensBefore: 1,
+        tokensAfter: 1,
+      }),
+    );
+    const transcript = transcriptOf(path);
+    expect(transcript.messages.map((m) => m.role)).toEqual(["user", "user", "assistant"]);
+    expect(transcript.messages[0]).toMatchObject({ role: "user", declaredTools: ["b", "c"] });
+    // The next run declares what was found before the compaction, and no more.
+    const after = scripted([calls(call("c3", "b"), call("c4", "c")), says("done")]);
+    const run3 = await finish(
+      agentLoop([userMessage("use them")], { messages: transcript.messages, tools: tools.slice(1) }, { model: after }),
+    );
+    expect(declaredNames(after, 0)).toEqual(["b", "c"]);
+    expect([resultText(run3.result, "c3"), resultText(run3.result, "c4")]).toEqual(["b ran", "c ran"]);
+    // Without a declaration in the condensed part, the summary carries none.
+    const plain = transcriptOf([
+      entry({ type: "message", message: userMessage("hi") }),
+      entry({ type: "compaction", summary: "hi", firstKeptEntryId: `e${at + 1}`, tokensBefore: 1, tokensAfter: 1 }),
+    ]);
+    expect(plain.messages[0]).not.toHaveProperty("declaredTools");
   });
 });
 

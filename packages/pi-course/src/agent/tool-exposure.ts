@@ -3,8 +3,9 @@
  *
  * A tool's `exposure` (see `ToolExposure` in types.ts) says who sees it and who may call it. The
  * declared set of one request is every `direct` tool plus every `deferred` tool named by the
- * `declaredTools` of a tool result in the transcript so far: the transcript is the only record,
- * so a run resumed from it declares the same tools as before.
+ * `declaredTools` of a tool result in the transcript so far, or of a compaction's summary (a user
+ * message naming the declarations of the part it condensed): the transcript is the only record,
+ * so a run resumed from it, or compacted, declares the same tools as before.
  *
  * A model's call to a tool outside that set is answered with an error result that says
  * `was not declared to you in this request`; a script's call (codemode) may reach `direct`,
@@ -23,8 +24,9 @@ export function exposureOf(tool: AgentTool<any, any>): ToolExposure {
 
 /**
  * The names declared to the model for the next request, or `undefined` when every tool is
- * `direct` (nothing to track: the loop's fast path). Deferred tools count once a `toolsDeclared`
- * message of `messages` names them.
+ * `direct` (nothing to track: the loop's fast path). Deferred tools count once the
+ * `declaredTools` of a tool result or of a compaction summary (a user message) in `messages`
+ * names them.
  */
 export function declaredToolNames(
   tools: readonly AgentTool<any, any>[],
@@ -40,7 +42,8 @@ export function declaredToolNames(
     else if (exposure === "deferred") deferred.add(tool.name);
   }
   for (const message of messages) {
-    if (message.role !== "toolResult" || !Array.isArray(message.declaredTools)) continue;
+    // A tool result's declaration, or a compaction summary's (the declarations it condensed).
+    if ((message.role !== "toolResult" && message.role !== "user") || !Array.isArray(message.declaredTools)) continue;
     for (const name of message.declaredTools) if (deferred.has(name)) declared.add(name);
   }
   return declared;

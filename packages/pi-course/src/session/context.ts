@@ -137,6 +137,21 @@ export function summaryMessage(entry: Pick<CompactionEntry, "summary"> & { times
   return { role: "user", content: [{ type: "text", text }], timestamp: Number.isFinite(timestamp) ? timestamp : 0 };
 }
 
+// #region ch15
+/**
+ * The deferred tools declared by the tool results of `path` before index `end` (chapter 15), in
+ * order, each once: what a compaction condenses must not take them away from the model.
+ */
+function declaredBefore(path: readonly SessionEntry[], end: number): string[] {
+  const names = new Set<string>();
+  for (const entry of path.slice(0, end)) {
+    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
+    for (const name of entry.message.declaredTools ?? []) names.add(name);
+  }
+  return [...names];
+}
+// #endregion
+
 /**
  * The messages of a path (root..leaf, as `pathToLeaf` returns it), starting from the newest
  * compaction's summary when there is one. Throws a `TypeError` when that compaction's
@@ -177,7 +192,12 @@ export function transcriptOf(path: readonly SessionEntry[]): Transcript {
     }
   }
   transcript.compaction = compaction;
-  transcript.messages.push(summaryMessage(compaction));
+  const summary = summaryMessage(compaction);
+  // #region ch15
+  const declared = declaredBefore(path, firstKept);
+  if (declared.length > 0) summary.declaredTools = declared;
+  // #endregion
+  transcript.messages.push(summary);
   transcript.entryIds.push(compaction.id);
   take(firstKept, c);
   transcript.usageFrom = transcript.messages.length;
