@@ -615,10 +615,14 @@ function firstRedProblems(view: View, scan: SourceScan, tests: TestOutcome[], la
   ];
 }
 
+/** How many chapters' views one compiler program checks (see `proveChapters`). */
+const CHAPTERS_PER_PROGRAM = 7;
+
 /** The typecheck child of this process (see `typecheckInChild`), while it runs. */
 interface TypecheckServer {
   child: ChildProcessWithoutNullStreams;
-  waiting: { folders: string[]; resolve: (result: Record<string, string[]>) => void; timer: NodeJS.Timeout }[];
+  /** The calls in order; the first is the one the child works on, and only its timer runs. */
+  waiting: { folders: string[]; resolve: (result: Record<string, string[]>) => void; timer?: NodeJS.Timeout }[];
   out: string;
   err: string;
 }
@@ -633,12 +637,18 @@ let server: TypecheckServer | undefined;
 function typecheckInChild(folders: string[]): Promise<Record<string, string[]>> {
   return new Promise((resolve) => {
     const s = (server ??= startTypecheckServer());
-    const timer = setTimeout(() => s.child.kill("SIGKILL"), 600_000);
-    s.waiting.push({ folders, resolve, timer });
+    s.waiting.push({ folders, resolve });
+    armHead(s);
     s.child.ref();
     pipe(s.child.stdout).ref();
     s.child.stdin.write(JSON.stringify(folders) + "\n");
   });
+}
+
+/** Ten minutes for the call the child works on (a call waiting behind it has not started). */
+function armHead(s: TypecheckServer): void {
+  const head = s.waiting[0];
+  if (head !== undefined && head.timer === undefined) head.timer = setTimeout(() => s.child.kill("SIGKILL"), 600_000);
 }
 
 /** A child's stdio stream is a socket (ref and unref). */
@@ -671,6 +681,7 @@ function startTypecheckServer(): TypecheckServer {
       } catch {
         fail(call, `unreadable answer: ${line.slice(0, 200)}`);
       }
+      armHead(s);
     }
     if (s.waiting.length === 0) {
       child.unref();
@@ -787,8 +798,9 @@ function testCost(prepared: Prepared, scan: SourceScan): number {
 
 /**
  * Proves several chapters: builds and checks every view statically, writes them all, typechecks
- * them all in one compiler program (so work such as TypeBox's type machinery is done once, not
- * once per folder), then runs each folder's tests, three folders at a time, the longest first.
+ * them in a few compiler programs of several chapters each (in one child that keeps the
+ * libraries' declarations parsed, so work such as TypeBox's type machinery is not redone per
+ * folder), then runs each folder's tests, three folders at a time, the longest first.
  * Never throws for a broken course: each chapter's report lists its problems.
  */
 export function proveChapters(
@@ -803,7 +815,12 @@ export function proveChapters(
     (chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }),
   );
   const phase = (async (): Promise<
-    | { scan: SourceScan; prepared: Prepared[]; typecheck?: Promise<void>; tested: Map<Prepared, Promise<void>> }
+    | {
+        scan: SourceScan;
+        prepared: Prepared[];
+        typecheck?: Map<ProofReport, Promise<void>>;
+        tested: Map<Prepared, Promise<void>>;
+      }
     | undefined
   > => {
     await new Promise((resolve) => setImmediate(resolve));
@@ -887,17 +904,39 @@ export function proveChapters(
       }
     });
     if (prepared.length === 0) return { scan, prepared, tested: new Map() };
-    const typecheck = POOL.run(async () => {
-      const typecheckStarted = Date.now();
-      // A wrong implementation's folder is only run (vitest strips types), never typechecked.
-      const checked = prepared.filter((p) => p.wrong === undefined);
-      const diagnostics = await typecheckInChild(checked.map((p) => p.folder));
-      const typecheckMs = Date.now() - typecheckStarted;
-      for (const p of checked) {
-        p.report.timings["typecheck (all views, one program)"] = typecheckMs;
-        const found = diagnostics[p.folder] ?? ["no typecheck result for this folder"];
-        if (found.length > 0)
-          p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
+    // The views of up to CHAPTERS_PER_PROGRAM chapters in one compiler program, one program
+    // after the other in one pool slot. A program pays ~12 s of CPU once for the libraries'
+    // types (TypeBox's above all), and each chapter adds ~230 MB of checked types (its views share
+    // nearly every file's context; two chapters share few, each adding regions to files all the
+    // others import): one program of twenty chapters outgrew the child's 4 GB heap.
+    // A wrong implementation's folder is only run (vitest strips types), never typechecked.
+    const byChapter = new Map<ProofReport, Prepared[]>();
+    for (const p of prepared)
+      if (p.wrong === undefined) byChapter.set(p.report, [...(byChapter.get(p.report) ?? []), p]);
+    const reportsChecked = [...byChapter.keys()];
+    const typecheck = new Map<ProofReport, Promise<void>>();
+    const ends = new Map<ProofReport, () => void>();
+    for (const report of reportsChecked) typecheck.set(report, new Promise<void>((end) => ends.set(report, end)));
+    void POOL.run(async () => {
+      for (let at = 0; at < reportsChecked.length; at += CHAPTERS_PER_PROGRAM) {
+        const reports = reportsChecked.slice(at, at + CHAPTERS_PER_PROGRAM);
+        const checked = reports.flatMap((report) => byChapter.get(report)!);
+        try {
+          const started = Date.now();
+          const diagnostics = await typecheckInChild(checked.map((p) => p.folder));
+          const label = `typecheck (the views of ${reports.length} chapter(s), one program)`;
+          for (const report of reports) report.timings[label] = Date.now() - started;
+          for (const p of checked) {
+            const found = diagnostics[p.folder] ?? ["no typecheck result for this folder"];
+            if (found.length > 0)
+              p.report.problems.push(`${p.label}: tsc --noEmit failed:\n${found.slice(0, 10).join("\n")}`);
+          }
+        } catch (error) {
+          for (const report of reports)
+            report.problems.push(`chapter ${report.chapter}: the typecheck could not run: ${messageOf(error)}`);
+        } finally {
+          for (const report of reports) ends.get(report)!();
+        }
       }
     });
     // The longest runs first, so the pool's last minutes are not one big folder alone.
@@ -911,9 +950,9 @@ export function proveChapters(
     const proof = phase.then(async (ready) => {
       if (ready) {
         const mine = ready.prepared.filter((p) => p.report === report);
-        // The typecheck (one child process for every folder) and the tests share the pool.
+        // The typecheck (one child process, a program per few chapters) and the tests share the pool.
         try {
-          await Promise.all([ready.typecheck, ...mine.map((p) => ready.tested.get(p))]);
+          await Promise.all([ready.typecheck?.get(report), ...mine.map((p) => ready.tested.get(p))]);
         } finally {
           if (!options.keep) for (const p of mine) rmSync(p.root, { recursive: true, force: true });
         }
