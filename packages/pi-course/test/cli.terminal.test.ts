@@ -405,6 +405,45 @@ describe("interactive, against a replay server", () => {
     expect(await again.exit).toBe(0);
     expect(server.requests).toHaveLength(2);
   }, 45_000);
+
+  it("text typed while a run goes on stays out of the answer: the status line shows it, the prompt line gets it back, Enter sends it", async () => {
+    const server = await replayServer();
+    const words = Array.from({ length: 60 }, (_, i) => `word${i} `);
+    const chunk = (delta: object, reason: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: reason }] })}\n\n`;
+    const story = (i: number) =>
+      i < words.length
+        ? chunk({ content: words[i] })
+        : i === words.length
+          ? `${chunk({}, "stop")}data: [DONE]\n\n`
+          : undefined;
+    server
+      .reply(sseReply(chat({ bash: "sleep 2", id: "call_sleep" })))
+      .reply(dripReply(chunk({ content: "Here is a story: " }), story, 25))
+      .reply(sseReply(chat({ text: "You typed it." })));
+    const t = terminal(["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace]);
+    await t.waitFor(PROMPT);
+    t.type(`tell me a story${KEY.enter}`);
+    await t.waitFor("⚙ bash sleep 2");
+    t.type("typed-meanwhile");
+    // While the tool runs, the status line shows the elapsed time and the line being typed.
+    await t.waitFor(/… bash [\d.]+ m?s {2}› typed-meanwhile/);
+    await t.waitFor("word5 ");
+    t.type("!");
+    const answer = await t.waitFor("word59");
+    // The answer reads as it streamed: the typed text is nowhere in it.
+    const streamed = answer.slice(answer.indexOf("Here is a story:"));
+    expect(streamed).not.toContain("typed-meanwhile");
+    expect(streamed).not.toContain("!");
+    expect(streamed.replace(/\s+/g, " ")).toContain(words.join("").trim());
+    // Once the run has ended, the line comes back on the prompt, and Enter sends it.
+    await t.waitFor(`${PROMPT}typed-meanwhile!`);
+    t.type(KEY.enter);
+    await t.waitFor("You typed it.");
+    expect(sent(server, 2).at(-1)).toEqual({ role: "user", content: "typed-meanwhile!" });
+    t.type(KEY.ctrlD);
+    expect(await t.exit).toBe(0);
+  }, 45_000);
 });
 
 describe("print and json modes, and Anthropic, through npm start", () => {

@@ -74,9 +74,22 @@ export async function runInteractive(
     ticker: true,
   });
   agent.subscribe((event) => printer.print(event));
+  // While a run streams, readline echoes nothing: a key typed then would land inside the answer.
+  // The typed line is kept (rl.line), shown on the ticker line, and comes back on the prompt line
+  // when the run ends; Enter sends it as a steer at once.
+  let echo = true;
+  const readlineOutput = new Proxy(io.output, {
+    get(target, key) {
+      if (key === "write") {
+        return (...args: Parameters<Writable["write"]>) => (echo ? target.write(...args) : true);
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
   const rl = readline.createInterface({
     input: io.input,
-    output: io.output,
+    output: readlineOutput,
     terminal: true,
     historySize: 500,
     // #region ch18
@@ -118,10 +131,13 @@ export async function runInteractive(
 
   /** Runs `text` as a prompt (undefined: `continue()`, chapter 19), then `then` or the prompt line. */
   const startRun = (text: string | undefined, then?: () => void) => {
+    echo = false;
     running = (text === undefined ? agent.continue() : agent.prompt(text))
       .catch((error: Error) => printer.line(`error: ${neutralize(error.message)}`, "red"))
       .finally(() => {
         running = undefined;
+        echo = true;
+        printer.showTyping("");
         printer.stopTicker();
         printer.endLine();
         // #region ch18
@@ -344,6 +360,8 @@ export async function runInteractive(
   io.input.on("keypress", (_text: string, key?: { name?: string; meta?: boolean; ctrl?: boolean }) => {
     // Only two Ctrl-C in a row exit.
     if (!(key?.ctrl === true && key.name === "c")) lastKeyWasCtrlC = false;
+    // readline has handled the key already (its listener came first): show the line as it is now.
+    if (running !== undefined) printer.showTyping(neutralize(rl.line));
     if (key?.name !== "return" || key.meta !== true) return;
     const line = rl.line.trim();
     (rl as unknown as { line: string; cursor: number }).line = "";

@@ -34,8 +34,21 @@ export class ChatPrinter {
   private pendingWord = "";
   private pendingStyle: Style | undefined;
   private readonly toolStarted = new Map<string, number>();
+  /** What the person is typing while a run streams (shown on the ticker line, never in the answer). */
+  private typing = "";
+  /** The ticker's text without the typed line (`… model 3.1 s`), while it runs. */
+  private tickerText: (() => string) | undefined;
 
   constructor(private readonly out: ChatOutput) {}
+
+  /**
+   * Shows `text` (what is typed while a run streams) after the ticker, redrawn now when the
+   * ticker line is on screen; the empty string hides it.
+   */
+  showTyping(text: string): void {
+    this.typing = text;
+    if (this.tickerShown && this.column === 0) this.drawTicker();
+  }
 
   /** `text` in `style` when colour is on. */
   paint(style: Style, text: string): string {
@@ -92,6 +105,7 @@ export class ChatPrinter {
   stopTicker(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+    this.tickerText = undefined;
     this.clearTicker();
   }
 
@@ -201,12 +215,25 @@ export class ChatPrinter {
     if (!this.out.ticker) return;
     if (this.timer !== undefined) clearInterval(this.timer);
     const since = Date.now();
+    this.tickerText = () => `… ${what} ${seconds(Date.now() - since)}`;
     this.timer = setInterval(() => {
       if (this.column > 0) return;
-      this.raw(`\r\u001b[K${this.paint("dim", `… ${what} ${seconds(Date.now() - since)}`)}`);
-      this.tickerShown = true;
+      this.drawTicker();
     }, 1000);
     this.timer.unref();
+  }
+
+  /** The ticker line: the elapsed time, then what is being typed (cut to the terminal's width). */
+  private drawTicker(): void {
+    if (this.tickerText === undefined) return;
+    const ticker = this.tickerText();
+    const room = this.width() - ticker.length - 4;
+    const typed =
+      this.typing === "" || room < 8
+        ? ""
+        : `  › ${this.typing.length > room ? `…${this.typing.slice(-(room - 1))}` : this.typing}`;
+    this.raw(`\r\u001b[K${this.paint("dim", ticker)}${typed}`);
+    this.tickerShown = true;
   }
 
   private clearTicker(): void {
