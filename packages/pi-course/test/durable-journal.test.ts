@@ -11,8 +11,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { defineTool } from "../src/agent/tools.js";
 import { RunJournal } from "../src/durable/journal.js";
+import { mayNeedRecovery } from "../src/durable/recovery.js";
 import { fileStreamJournal, streamPathOf } from "../src/durable/store.js";
-import { assistantMessage } from "../src/messages.js";
+import { assistantMessage, userMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import { transcriptOf } from "../src/session/context.js";
 import { SessionFile } from "../src/session/session.js";
@@ -100,6 +101,54 @@ describe("intent before effect", () => {
       "assistant",
     ]);
     expect(transcriptOf(session.pathToLeaf(session.leaf!.id)).messages).toHaveLength(4);
+    await session.close();
+  });
+
+  it("a wrapped tool is given every argument the loop passes (the code tool of chapter 16 needs the fifth)", async () => {
+    const session = await SessionFile.create(path.join(dir, "s.jsonl"), { cwd: dir });
+    const seen: unknown[][] = [];
+    const tool = {
+      ...counted("probe"),
+      execute: async (...args: unknown[]) => {
+        seen.push(args);
+        return { content: [{ type: "text" as const, text: "ok" }], details: undefined };
+      },
+    } as AgentTool<any, any>;
+    const [wrapped] = new RunJournal({ store: () => session }).tools([tool]);
+    const context = { marker: "the loop's execution context" };
+    const signal = new AbortController().signal;
+    const onUpdate = () => {};
+    await (wrapped!.execute as (...args: unknown[]) => Promise<unknown>)("c1", {}, signal, onUpdate, context);
+    expect(seen).toEqual([["c1", {}, signal, onUpdate, context]]);
+    // …and the same without a session to journal into
+    await (new RunJournal({ store: () => undefined }).wrap(tool).execute as (...args: unknown[]) => Promise<unknown>)(
+      "c2",
+      {},
+      signal,
+      onUpdate,
+      context,
+    );
+    expect(seen[1]).toEqual(["c2", {}, signal, onUpdate, context]);
+    await session.close();
+  });
+
+  it("a place a person moved between runs is no killed run: a /fork label at a question, a model change after it", async () => {
+    const session = await SessionFile.create(path.join(dir, "s.jsonl"), { cwd: dir });
+    const question = await session.append({ type: "message", parentId: null, message: userMessage("first") });
+    const answer = await session.append({
+      type: "message",
+      parentId: question,
+      message: assistantMessage([{ type: "text", text: "one" }], "stop"),
+    });
+    expect(await mayNeedRecovery(session)).toBe(false);
+    // killed right after the question was committed: that is a run to go on with
+    await session.append({ type: "message", parentId: answer, message: userMessage("second") });
+    expect(await mayNeedRecovery(session)).toBe(true);
+    // /fork 1: a label entry under the first question is the leaf; the next message starts a branch
+    const fork = await session.append({ type: "label", parentId: question, targetId: question, label: null });
+    expect(await mayNeedRecovery(session)).toBe(false);
+    await session.append({ type: "model_change", parentId: fork, model: "m", thinking: "off" });
+    expect(await mayNeedRecovery(session)).toBe(false);
     await session.close();
   });
 

@@ -49,9 +49,13 @@ export class RunJournal {
   wrap<T extends AgentTool<any, any>>(tool: T): T {
     const journal = this;
     const wrapped = Object.create(tool) as T;
-    wrapped.execute = async function execute(toolCallId, params, signal, onUpdate) {
+    // Every argument is passed on as it came (a tool may take more than the first four: the `code`
+    // tool of chapter 16 needs the loop's execution context).
+    const inner: AgentTool<any, any> = tool;
+    wrapped.execute = async function execute(...args: Parameters<AgentTool<any, any>["execute"]>) {
+      const [toolCallId, params, signal] = args;
       const store = journal.options.store();
-      if (store === undefined) return tool.execute(toolCallId, params, signal, onUpdate);
+      if (store === undefined) return inner.execute(...args);
       await store.append({
         type: "tool_intent",
         parentId: store.leaf?.id ?? null,
@@ -63,7 +67,7 @@ export class RunJournal {
       signal?.throwIfAborted();
       let result: AgentToolResult<unknown>;
       try {
-        result = await tool.execute(toolCallId, params, signal, onUpdate);
+        result = await inner.execute(...args);
       } catch (error) {
         // After an abort the loop has answered the call already (and recorded that answer): a late
         // outcome would become the file's last line on a side branch, and a resume follows the last

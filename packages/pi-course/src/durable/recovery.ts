@@ -79,15 +79,23 @@ export function notRunText(toolName: string): string {
 /** The `errorMessage` of an answer cut mid-stream. */
 export const CUT_ANSWER = "the process stopped while this answer streamed; this is what had arrived";
 
+/** The entries a run appends (see `mayNeedRecovery`). */
+const RUN_ENTRY_TYPES: ReadonlySet<string> = new Set(["message", "tool_intent", "tool_outcome", "compaction"]);
+
 /**
  * Whether `planRecovery` could find anything at the leaf of `store`: false when there is no kept
- * streamed answer and the leaf's last message is a finished answer (an assistant message without
- * tool calls, or an error or aborted one). The cheap check a resume makes first; true proves nothing.
+ * streamed answer and either the leaf is an entry a person wrote between runs (a label, a model
+ * change: not a message, the journal or a compaction) or the leaf's last message is a finished
+ * answer (an assistant message without tool calls, or an error or aborted one). The cheap check a resume makes first; true proves nothing.
  */
 export async function mayNeedRecovery(store: DurableStore, stream?: StreamJournal): Promise<boolean> {
   if ((await stream?.load()) !== undefined) return true;
   const leaf = store.leaf;
   if (leaf === undefined) return false;
+  // A run writes messages, its journal and compactions. Any other last entry (a /fork or /label's
+  // label, a /model change) was written by a person between runs: the place was moved on purpose,
+  // even when it is now a question with no answer yet.
+  if (!RUN_ENTRY_TYPES.has(leaf.type)) return false;
   const messages = transcriptOf(store.pathToLeaf(leaf.id)).messages;
   const last = messages[messages.length - 1];
   if (last === undefined || !("role" in last)) return false;
@@ -274,6 +282,10 @@ export async function resumeRun(
 ): Promise<RecoveryReport | undefined> {
   // the agent's tools: wrapped by the run's journal, so what recovery runs is journaled too
   const tools = agent.state.tools;
+  if (!(await mayNeedRecovery(store, options.stream))) {
+    agent.setSession(store);
+    return undefined;
+  }
   const plan = await planRecovery(store, tools, options.stream);
   if (!plan.unfinished) {
     agent.setSession(store);
