@@ -190,6 +190,16 @@ export interface ErrorDetails {
    * arrived; this says whether a caller's own later retry makes sense.
    */
   retryable: boolean;
+  /**
+   * How many HTTP requests the turn took, retries included: 1 when the first request failed in a
+   * way not worth retrying (or failed mid-stream), n after n-1 retries (`maxRetries + 1` when
+   * every retry failed too), 0 when nothing was sent (aborted before sending, or a request that
+   * could not be built). A followed same-origin redirect is part of the same request. Set by the
+   * adapters over HTTP on every failed turn (the same number as `AssistantMessage.attempts`);
+   * absent where no request stands behind the message (a scripted model, an abort seen by the
+   * agent loop before the model was called).
+   */
+  attempts?: number;
 }
 // #endregion
 
@@ -228,6 +238,14 @@ export interface AssistantMessage {
    * parses text to decide what to do (retry later, re-authenticate, shorten the context…).
    */
   errorDetails?: ErrorDetails;
+  /**
+   * How many HTTP requests this turn took, on **every** message a provider adapter over HTTP ends,
+   * success or failure: 1 when the first request was answered, n after n-1 retries (a rate limit,
+   * an overloaded server, a refused connection before the first byte), so a program sees retries
+   * without wrapping `fetch` to count them. On a failed turn `errorDetails.attempts` holds the same
+   * number. Absent on messages no request stands behind (a scripted model). Never sent to a model.
+   */
+  attempts?: number;
   /**
    * Notes about how the message was made that are not errors, e.g. "the server sent no usage;
    * usage is the explicit default (all zero)". Never sent back to a model.
