@@ -176,6 +176,7 @@ export default defineChapter({
         "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
+        "HTTP 503 Service Unavailable: {} (gave up after 3 attempts)   (three 503s with the body {}, maxRetries 2: errorDetails.attempts is 3)",
         "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
         "The request could not be built: context.messages[${i}] (${role}) holds an image whose data is not base64 (got …): …",
         "Request was aborted before it was sent. / Request was aborted while waiting for the server. / Request was aborted mid-stream. / Request was aborted while waiting to retry.",
