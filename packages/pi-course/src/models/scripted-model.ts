@@ -188,7 +188,7 @@ export class ScriptedModel implements Model {
   /**
    * Streams one tool call of the turn into `partial` (the next content index): its JSON text as
    * `toolcall_delta`s, the block holding `arguments: {}` and the text so far in `rawArguments`
-   * (from chapter 05, each delta also carries `partialArguments`, as the providers' do);
+   * (each delta also carries `partialArguments`, as the providers' do);
    * then, unless the turn is a truncated `length` turn, `toolcall_end` with the completed block
    * (the scripted arguments, deep-copied), the very object the final message holds. Returns
    * false when an abort ended the turn (its error event is pushed), true to go on.

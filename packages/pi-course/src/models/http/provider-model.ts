@@ -60,7 +60,7 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
   /** The request headers (the key included). */
   protected abstract headers(): Record<string, string>;
   /**
-   * The request body for `context` and this call's `options` (its thinking level, chapter 18).
+   * The request body for `context` and this call's `options` (its `thinking` level included).
    * May throw: the turn then ends with kind `request`, nothing sent.
    */
   protected abstract body(context: Context, options: StreamOptions): unknown;
