@@ -64,7 +64,7 @@ export default defineChapter({
       "按 wire `index` 分开的工具调用片段、finish_reason 与 usage 的映射。网络这一层是现成的（不是 lab，之后的 Anthropic 适配器原样复用）：" +
       "`models/http/http-transport.ts` 在收到第一个字节之前重试 429/5xx/连接被拒（遵守 `Retry-After`），`models/http/request-deadline.ts` 管 `timeoutMs` 和空闲看门狗 " +
       "`idleTimeoutMs`（只发 keep-alive 注释的服务器也算卡住），`models/http/response-limits.ts` 限制解压后的字节数、内容块数和工具调用数，" +
-      "`models/http/request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable）。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
+      "`models/http/request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable、attempts：这一轮发了几次请求）。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
       "把 OpenAI、DeepSeek、xAI、Groq、OpenRouter、Azure、Qwen、Z.ai 的真实录制流随机切碎后回放，再注入各种故障。",
     en:
       "The first Model that talks to a real server: createOpenAICompatibleModel over fetch, in four layers: an SSE reader " +
@@ -176,6 +176,7 @@ export default defineChapter({
         "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
+        "HTTP 503 Service Unavailable: {} (gave up after 3 attempts)   (three 503s with the body {}, maxRetries 2: errorDetails.attempts is 3)",
         "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
         "The request could not be built: context.messages[${i}] (${role}) holds an image whose data is not base64 (got …): …",
         "Request was aborted before it was sent. / Request was aborted while waiting for the server. / Request was aborted mid-stream. / Request was aborted while waiting to retry.",
@@ -195,13 +196,19 @@ export default defineChapter({
           "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
           "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。" +
           "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，" +
-          "返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。",
+          "返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。" +
+          "每条消息都说出这一轮发了几次 HTTP 请求：建 turn 时把 `http.attempts` 放进 meta（`{ ...this.meta(), attempts: http.attempts }`），" +
+          "消息就带上 `attempts`（第一次就成功是 1，重试 n-1 次后是 n），失败时 `errorDetails.attempts` 是同一个数；" +
+          "`openEventStream` 返回的失败自己带着 `attempts`（请求前就中止、请求体建不出来是 0）。",
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
           "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
           "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (parse it " +
-          "with turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks).",
+          "with turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks). Every message says " +
+          "how many HTTP requests its turn took: make the turn with { ...this.meta(), attempts: http.attempts } and the message " +
+          "carries attempts (1 when the first request was answered, n after n-1 retries), errorDetails.attempts the same on a " +
+          "failure; a failure from openEventStream carries its own (0 when nothing was sent).",
       },
     },
     {

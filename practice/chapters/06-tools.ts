@@ -22,14 +22,19 @@ export default defineChapter({
       '数字或布尔值 → 字符串，双重编码的 JSON 字符串 → 对象/数组，`"3"` → 字面量 3，可选字段上的 `null` → 删除该字段；' +
       '其他一概不猜（`"1"` 不会变成 true，`4.5` 不会截成整数，单个值不会包成数组）。校验失败时抛出 `ToolArgumentsError`：' +
       "它作为工具结果回到模型那里，模型据此改正自己的调用。`defineTool` 让单独定义的工具保留参数类型推断，" +
-      "`toToolDefinition` 给出模型看到的样子：名字、描述和一份干净的 JSON Schema。",
+      "`toToolDefinition` 给出模型看到的样子：名字、描述和一份干净的 JSON Schema。" +
+      "从本章起 `ScriptedModel` 也用这些 schema 检查脚本里的工具调用（`models/scripted-tool-calls.ts`，现成的，不是 lab）：" +
+      "请求声明了工具时，调用了没声明的工具、或参数不合 schema（严格校验，不做纠正），那一轮就以 error 结束，" +
+      "消息写明第几轮、哪个工具、哪里错；故意演示坏调用的脚本传 `{ checkToolCalls: false }`。",
     en:
       "The AgentTool contract and the pipeline from a model's tool call to execute: copy, prepareArguments, coerce (only the " +
       "documented slips: numeric and boolean strings, numbers to strings, double-encoded JSON, const members, null for " +
       "optional fields), validate with a compiled TypeBox validator, and errors that list each failing field by path with the " +
-      "received arguments. defineTool keeps inference; toToolDefinition is what the model sees.",
+      "received arguments. defineTool keeps inference; toToolDefinition is what the model sees. From here on ScriptedModel " +
+      "checks scripted tool calls against the declared schemas (strictly, no coercion; given, not a lab): a wrong call ends " +
+      "its turn with an error naming the turn, the tool and the field; { checkToolCalls: false } plays one on purpose.",
   },
-  files: ["src/agent/tools.ts", "src/agent/tool-coercion.ts"],
+  files: ["src/agent/tools.ts", "src/agent/tool-coercion.ts", "src/models/scripted-tool-calls.ts"],
   labs: [
     {
       id: "6.1",

@@ -18,7 +18,7 @@ import type {
 /** All-zero usage: the explicit default when a provider reports none. Frozen; copy it. */
 export const EMPTY_USAGE: Readonly<Usage> = Object.freeze({ input: 0, output: 0, totalTokens: 0 });
 
-/** Text, or content blocks (text, and from chapter 05 images), as the constructors accept them. */
+/** Text, or content blocks (text and images), as the constructors accept them. */
 export type TextInput = string | readonly UserContent[];
 
 function toTextBlocks(input: TextInput): UserContent[] {

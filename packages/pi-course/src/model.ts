@@ -8,7 +8,7 @@ import type { Context } from "./types.js";
 
 // #region ch18
 /**
- * How much the model should think before it answers (chapter 18). Each provider maps it onto its
+ * How much the model should think before it answers. Each provider maps it onto its
  * own wire: OpenAI-compatible servers get `reasoning_effort` (`off` sends none), Anthropic gets
  * `thinking` with a token budget (`off` sends none) and `max_tokens` raised to fit it.
  */

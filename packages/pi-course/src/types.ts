@@ -64,7 +64,7 @@ export interface ToolCall {
    * The parsed arguments. Parsed JSON only means the text was complete, not that the arguments
    * are valid for the tool: the tool layer validates them. While the call streams (in a
    * partial message) it is `{}` and the text grows in `rawArguments`; the value so far is on
-   * the model event (`partialArguments`, chapter 05).
+   * the model event (`toolcall_delta`'s `partialArguments`).
    */
   arguments: unknown;
   /** The argument text as it arrived on the wire; kept when it could not be parsed. */
@@ -79,7 +79,7 @@ export interface ToolCall {
   // #endregion
 }
 
-/** What a user message or a tool result may hold: text, and (from chapter 05) images. */
+/** What a user message or a tool result may hold: text and images. */
 // biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type UserContent =
   | TextContent
@@ -190,6 +190,16 @@ export interface ErrorDetails {
    * arrived; this says whether a caller's own later retry makes sense.
    */
   retryable: boolean;
+  /**
+   * How many HTTP requests the turn took, retries included: 1 when the first request failed in a
+   * way not worth retrying (or failed mid-stream), n after n-1 retries (`maxRetries + 1` when
+   * every retry failed too), 0 when nothing was sent (aborted before sending, or a request that
+   * could not be built). A followed same-origin redirect is part of the same request. Set by the
+   * adapters over HTTP on every failed turn (the same number as `AssistantMessage.attempts`);
+   * absent where no request stands behind the message (a scripted model, an abort seen by the
+   * agent loop before the model was called).
+   */
+  attempts?: number;
 }
 // #endregion
 
@@ -201,7 +211,7 @@ export interface UserMessage {
   timestamp: number;
   // #region ch15
   /**
-   * Deferred tools that stay declared (chapter 15): set on a compaction's summary, it names the
+   * Deferred tools that stay declared: set on a compaction's summary, it names the
    * tools the condensed part of the conversation declared (`ToolResultMessage.declaredTools`), so
    * a compaction does not take found tools away from the model. No provider puts it on the wire.
    */
@@ -229,6 +239,14 @@ export interface AssistantMessage {
    */
   errorDetails?: ErrorDetails;
   /**
+   * How many HTTP requests this turn took, on **every** message a provider adapter over HTTP ends,
+   * success or failure: 1 when the first request was answered, n after n-1 retries (a rate limit,
+   * an overloaded server, a refused connection before the first byte), so a program sees retries
+   * without wrapping `fetch` to count them. On a failed turn `errorDetails.attempts` holds the same
+   * number. Absent on messages no request stands behind (a scripted model). Never sent to a model.
+   */
+  attempts?: number;
+  /**
    * Notes about how the message was made that are not errors, e.g. "the server sent no usage;
    * usage is the explicit default (all zero)". Never sent back to a model.
    */
@@ -236,7 +254,7 @@ export interface AssistantMessage {
   // #endregion
   // #region ch18
   /**
-   * What the turn cost, priced from the model catalogue (chapter 18) by the model that answered.
+   * What the turn cost, priced from the model catalogue (`costOf`) by the model that answered.
    * Absent when the price is unknown: an unknown price is never shown as zero.
    */
   cost?: Cost;
@@ -262,7 +280,7 @@ export interface ToolResultMessage<TDetails = unknown> {
   timestamp: number;
   // #region ch15
   /**
-   * The deferred tools this result declared (chapter 15): from the next model call on they are
+   * The deferred tools this result declared (`AgentToolResult.declareTools`): from the next model call on they are
    * declared to the model too. The transcript is the record, so a run resumed from it declares
    * the same tools. Set by the loop from `AgentToolResult.declareTools`; like `details`, no provider
    * puts it on the wire.
@@ -370,7 +388,7 @@ export interface AgentToolResult<TDetails = unknown> {
   isError?: boolean;
   // #region ch15
   /**
-   * Deferred tools to declare to the model from its next call on (chapter 15): the loop records
+   * Deferred tools to declare to the model from its next call on (`exposure: "deferred"`): the loop records
    * the ones newly declared on the result message (`ToolResultMessage.declaredTools`). Names that
    * are not deferred tools of the run, or are declared already, are ignored, and so is the field
    * on an error result.
@@ -387,7 +405,7 @@ export type ToolExecutionMode = "parallel" | "sequential";
 // #region ch15
 
 /**
- * Who sees a tool, and who may call it (chapter 15):
+ * Who sees a tool, and who may call it:
  * - `direct` (the default): declared to the model in every request, and callable by it;
  * - `deferred`: declared only once found (`tool_search` asks the loop to declare it), then callable;
  * - `codemode`: never declared; callable only from a codemode script (`ToolExecutionContext.callTool`);
@@ -400,7 +418,7 @@ export type ToolExposure = "direct" | "deferred" | "codemode" | "hidden";
 // #region ch16
 
 /**
- * What the loop hands a tool besides its arguments (chapter 16): a way to call the run's other
+ * What the loop hands a tool besides its arguments: a way to call the run's other
  * tools through the same pipeline as a model's call (exposure, validation, hooks, the events with
  * `parentToolCallId`). Nested call ids are the parent's id with `.1`, `.2`, … appended.
  */
@@ -459,7 +477,7 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
   // #endregion
   // #region ch19
   /**
-   * Chapter 19: whether a call interrupted by a crash may simply be run again on recovery.
+   * Whether a call interrupted by a crash may simply be run again when a durable run recovers.
    * `"safe"` only for a tool whose call has no effect beyond its result (`read`, `ls`); the default
    * (`"unsafe"`) gives an interrupted call an error result saying it may or may not have taken effect.
    */

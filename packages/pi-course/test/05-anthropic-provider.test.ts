@@ -39,7 +39,14 @@ import {
   stallReply,
   statusReply,
 } from "./support/sse-server.js";
-import { RecordingStream, expectedMessage, signatureOf, turnRunner, type Turn } from "./support/model-turn.js";
+import {
+  RecordingStream,
+  expectedMessage,
+  overHttp,
+  signatureOf,
+  turnRunner,
+  type Turn,
+} from "./support/model-turn.js";
 
 const NOW = 1_700_000_000_000;
 const KEY = "sk-ant-test-SECRET-0a1b2c3d4e5f";
@@ -503,7 +510,7 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
         server.reply(sseReply(body, { seed, maxPiece }));
         const turn = await runTurn(modelAt(server.baseUrl));
         expect(turn.signature).toEqual(fixture.signature);
-        expect(turn.message).toEqual({ ...fixture.expected(), provider: "anthropic" });
+        expect(turn.message).toEqual(overHttp({ ...fixture.expected(), provider: "anthropic" }));
       }
     }, 20_000);
   });
@@ -546,7 +553,7 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     server.reply(sseReply(body, { seed: 8, maxPiece: 37 }));
     const turn = await runTurn(modelAt(server.baseUrl));
     expect(turn.signature).toEqual(parsed.signature);
-    expect(turn.message).toEqual({ ...parsed.message, provider: "anthropic" });
+    expect(turn.message).toEqual(overHttp({ ...parsed.message, provider: "anthropic" }));
     expect(turn.message.content).toEqual([
       { type: "text", text: 'x"y\\\u2028 é😀' },
       { type: "toolCall", id: "toolu_1", name: "write", arguments: { path: 'a\\bé"' } },
@@ -662,6 +669,7 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       status: 400,
       code: "invalid_request_error",
       retryable: false,
+      attempts: 1,
     });
 
     const before = server.requests.length;
@@ -674,6 +682,7 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     const retried = await runTurn(modelAt(server.baseUrl));
     expect(retried.signature).toEqual(["start", "text_delta@0×4", "done:stop"]);
     expect(server.requests.length - before).toBe(3);
+    expect(retried.message.attempts).toBe(3);
 
     server.reply(statusReply(529, anthropicError("overloaded_error", "Overloaded")));
     const gaveUp = await runTurn(modelAt(server.baseUrl, { maxRetries: 0 }));
@@ -682,6 +691,7 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       status: 529,
       code: "overloaded_error",
       retryable: true,
+      attempts: 1,
     });
   }, 10_000);
 
@@ -694,7 +704,12 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(turn.message.content).toEqual([{ type: "text", text: "Hel" }]);
     expect(turn.message.errorMessage).toBe("The provider reported an error: Overloaded (overloaded_error)");
-    expect(turn.message.errorDetails).toEqual({ kind: "provider", code: "overloaded_error", retryable: true });
+    expect(turn.message.errorDetails).toEqual({
+      kind: "provider",
+      code: "overloaded_error",
+      retryable: true,
+      attempts: 1,
+    });
     expect(turn.message.usage).toMatchObject({ input: 5, output: 1 });
     expect(server.requests.length - before).toBe(1);
   }, 10_000);

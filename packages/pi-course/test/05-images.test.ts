@@ -249,7 +249,7 @@ describe("chapter 05 · images on the Chat Completions wire", () => {
     expect(blind.message.errorMessage).toMatch(
       /^The request could not be built: context\.messages\[0\] \(user\) holds an image, and this model takes no images/,
     );
-    expect(blind.message.errorDetails).toEqual({ kind: "request", retryable: false });
+    expect(blind.message.errorDetails).toEqual({ kind: "request", retryable: false, attempts: 0 });
     expect(blind.message.content).toEqual([]);
 
     const bad = await runTurn(
@@ -297,7 +297,7 @@ describe("chapter 05 · images on the Anthropic Messages wire", () => {
     expect(blind.message.errorMessage).toMatch(
       /^The request could not be built: context\.messages\[0\] \(user\) holds an image, and this model takes no images/,
     );
-    expect(blind.message.errorDetails).toEqual({ kind: "request", retryable: false });
+    expect(blind.message.errorDetails).toEqual({ kind: "request", retryable: false, attempts: 0 });
 
     const bad = await runTurn(anthropicModel(server.baseUrl), withImage({ type: "image", data: PNG }));
     expect(bad.message.errorMessage).toMatch(

@@ -47,7 +47,14 @@ import {
   writePieces,
 } from "./support/sse-server.js";
 import { FrameTemplate, type FrameSlot } from "../src/models/http/frame-template.js";
-import { RecordingStream, expectedMessage, surfaceInternalError, turnRunner, type Turn } from "./support/model-turn.js";
+import {
+  RecordingStream,
+  expectedMessage,
+  overHttp,
+  surfaceInternalError,
+  turnRunner,
+  type Turn,
+} from "./support/model-turn.js";
 
 const KEY = "sk-test-SECRET-7f3a9c0d1e2b4455";
 const NOW = 1_700_000_000_000;
@@ -680,9 +687,13 @@ function deepFreeze<T>(value: T): T {
 // ---------------------------------------------------------------------------------------------
 
 /** Feeds chunks to a `ChatCompletionsTurn` as the adapter does; records events as they are pushed. */
-function translate(chunks: readonly unknown[], options: { end?: boolean } = {}): Turn {
+/** `attempts`: as the adapter over HTTP makes the turn, after that many requests. */
+function translate(chunks: readonly unknown[], options: { end?: boolean; attempts?: number } = {}): Turn {
   const stream = new RecordingStream();
-  const turn = new ChatCompletionsTurn(stream, META);
+  const turn = new ChatCompletionsTurn(stream, {
+    ...META,
+    ...(options.attempts !== undefined && { attempts: options.attempts }),
+  });
   turn.start();
   for (const chunk of chunks) {
     const error = turn.chunk(chunk as ChatCompletionChunk);
@@ -727,7 +738,8 @@ const INTERLEAVED = [
   usage(5, 7, 12),
 ];
 
-function expectInterleaved(turn: Turn): void {
+/** `attempts`: set when the turn came over HTTP (`AssistantMessage.attempts`). */
+function expectInterleaved(turn: Turn, attempts?: number): void {
   expect(turn.signature).toEqual([
     "start",
     "text_delta@0",
@@ -745,13 +757,12 @@ function expectInterleaved(turn: Turn): void {
   expect(turn.partials).toEqual([{}, {}, { dir: "src" }, { path: "a.txt" }, { dir: "src" }, { path: "a.txt" }]);
   const deltas = turn.events.flatMap((e) => (e.type === "toolcall_delta" ? [e.delta] : []));
   expect(deltas).toEqual(['{"di', '{"path":', 'r": "src', ' "a.txt"', '"}', "}"]);
-  expect(turn.message).toEqual(
-    message(
-      [text("Both."), call("call_B", "read", { path: "a.txt" }), call("call_A", "ls", { dir: "src" })],
-      "toolUse",
-      [5, 7, 12],
-    ),
+  const expected = message(
+    [text("Both."), call("call_B", "read", { path: "a.txt" }), call("call_A", "ls", { dir: "src" })],
+    "toolUse",
+    [5, 7, 12],
   );
+  expect(turn.message).toEqual(attempts === undefined ? expected : overHttp(expected, attempts));
 }
 
 const optionTools = [
@@ -1239,7 +1250,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       server.reply(sseReply(fixtureSse(fixture.file), { seed: 11 + i, maxPiece: 97 }));
       const turn = await runTurn(modelAt(server.baseUrl));
       expect(turn.signature).toEqual(fixture.signature);
-      expect(turn.message).toEqual(fixture.expected());
+      expect(turn.message).toEqual(overHttp(fixture.expected()));
       expectPartialArgumentsEndAsArguments(turn);
     }, 20_000);
 
@@ -1248,7 +1259,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       server.reply(sseReply(body, { seed: 1000 + i, maxPiece: 23 }));
       const turn = await runTurn(modelAt(server.baseUrl));
       expect(turn.signature).toEqual(fixture.signature);
-      expect(turn.message).toEqual(fixture.expected());
+      expect(turn.message).toEqual(overHttp(fixture.expected()));
     }, 20_000);
   });
 
@@ -1289,7 +1300,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
 
   it("Lab 5.5 · the hand-written interleaved tool-call stream, over HTTP in random pieces", async () => {
     server.reply(sseReply(sseOf(INTERLEAVED), { seed: 7, maxPiece: 11 }));
-    expectInterleaved(await runTurn(modelAt(server.baseUrl)));
+    expectInterleaved(await runTurn(modelAt(server.baseUrl)), 1);
   }, 10_000);
 
   it("Lab 5.5 · repeated chunks are read by a template, not JSON.parse: exactly what parsing every chunk gives", async () => {
@@ -1325,7 +1336,10 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       sseReply(lines.map((line) => `data: ${line}\n\n`).join("") + "data: [DONE]\n\n", { seed: 3, maxPiece: 41 }),
     );
     const turn = await runTurn(modelAt(server.baseUrl));
-    const parsed = translate(lines.map((line) => JSON.parse(line)));
+    const parsed = translate(
+      lines.map((line) => JSON.parse(line)),
+      { attempts: 1 },
+    );
     expect(turn.signature).toEqual(parsed.signature);
     expect(turn.events).toEqual(parsed.events);
     expect(turn.message.content).toEqual([
@@ -1580,7 +1594,8 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
         reason: "error",
         error: message([], "error", undefined, {
           errorMessage: "HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)",
-          errorDetails: { kind: "http", status: 401, code: "invalid_api_key", retryable: false },
+          errorDetails: { kind: "http", status: 401, code: "invalid_api_key", retryable: false, attempts: 1 },
+          attempts: 1,
         }),
       },
     ]);
@@ -1590,7 +1605,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     server.reply(statusReply(500, "upstream exploded\n", "text/plain"));
     const exploded = (await runTurn(once)).message;
     expect(exploded.errorMessage).toBe("HTTP 500 Internal Server Error: upstream exploded");
-    expect(exploded.errorDetails).toEqual({ kind: "http", status: 500, retryable: true });
+    expect(exploded.errorDetails).toEqual({ kind: "http", status: 500, retryable: true, attempts: 1 });
 
     server.reply(statusReply(429, JSON.stringify({ message: "slow down" })));
     expect((await runTurn(once)).message.errorMessage).toBe("HTTP 429 Too Many Requests: slow down");
@@ -1598,14 +1613,14 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     server.reply(statusReply(404, ""));
     const missing = (await runTurn(modelAt(server.baseUrl))).message;
     expect(missing.errorMessage).toBe("HTTP 404 Not Found: (empty body)");
-    expect(missing.errorDetails).toEqual({ kind: "http", status: 404, retryable: false });
+    expect(missing.errorDetails).toEqual({ kind: "http", status: 404, retryable: false, attempts: 1 });
 
     server.reply(statusReply(200, JSON.stringify({ error: { message: "streaming is not supported with tools" } })));
     const json = (await runTurn(modelAt(server.baseUrl))).message;
     expect(json.errorMessage).toBe(
       "HTTP 200: expected an event stream, got JSON: streaming is not supported with tools",
     );
-    expect(json.errorDetails).toEqual({ kind: "protocol", retryable: false });
+    expect(json.errorDetails).toEqual({ kind: "protocol", retryable: false, attempts: 1 });
   }, 10_000);
 
   it("Lab 5.5 · a refused connection is an error event, never a throw", async () => {
@@ -1628,7 +1643,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(reset.signature).toEqual(["start", "text_delta@0×2", "error:error"]);
     expect(reset.message.content).toEqual([text("Hello")]);
     expect(reset.message.errorMessage).toMatch(/^The connection failed mid-stream: /);
-    expect(reset.message.errorDetails).toEqual({ kind: "network", retryable: true });
+    expect(reset.message.errorDetails).toEqual({ kind: "network", retryable: true, attempts: 1 });
 
     server.reply(sseReply(`${head}data: {"choices": [{"delta": \n\n`));
     const malformed = await runTurn(modelAt(server.baseUrl));
@@ -1636,7 +1651,8 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(malformed.message).toEqual(
       message([text("Hello")], "error", undefined, {
         errorMessage: 'The server sent a malformed chunk: {"choices": [{"delta": ',
-        errorDetails: { kind: "protocol", retryable: false },
+        errorDetails: { kind: "protocol", retryable: false, attempts: 1 },
+        attempts: 1,
       }),
     );
 
@@ -1645,7 +1661,8 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(cut.message).toEqual(
       message([text("Hello")], "error", undefined, {
         errorMessage: "The stream ended before the model finished (no finish_reason was sent).",
-        errorDetails: { kind: "protocol", retryable: false },
+        errorDetails: { kind: "protocol", retryable: false, attempts: 1 },
+        attempts: 1,
       }),
     );
   }, 10_000);
@@ -1663,7 +1680,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
       );
     server.reply(sseReply(body));
     const turn = await runTurn(modelAt(server.baseUrl));
-    expect(turn.message).toEqual(message([text("A")], "stop", [2, 1, 3]));
+    expect(turn.message).toEqual(overHttp(message([text("A")], "stop", [2, 1, 3])));
   }, 10_000);
 
   it("Lab 5.5 · abort before the request, while waiting for headers, and mid-stream: aborted, partial content kept", async () => {
@@ -1675,7 +1692,8 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
         reason: "aborted",
         error: message([], "aborted", undefined, {
           errorMessage: "Request was aborted before it was sent.",
-          errorDetails: { kind: "aborted", retryable: false },
+          errorDetails: { kind: "aborted", retryable: false, attempts: 0 },
+          attempts: 0,
         }),
       },
     ]);
@@ -1689,6 +1707,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     const headers = await pending;
     expect(headers.signature).toEqual(["error:aborted"]);
     expect(headers.message.errorMessage).toBe("Request was aborted while waiting for the server.");
+    expect(headers.message.errorDetails).toEqual({ kind: "aborted", retryable: false, attempts: 1 });
 
     server.reply(async (res) => {
       startSse(res);
@@ -1711,7 +1730,8 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(aborted).toEqual(
       message([text("partial")], "aborted", undefined, {
         errorMessage: "Request was aborted mid-stream.",
-        errorDetails: { kind: "aborted", retryable: false },
+        errorDetails: { kind: "aborted", retryable: false, attempts: 1 },
+        attempts: 1,
       }),
     );
   }, 10_000);
@@ -1798,10 +1818,51 @@ describe("chapter 05 · a failing or hostile server", () => {
       .reply(sseReply(OK_BODY));
     const turn = await runTurn(model({ maxRetries: 3 }));
     expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
-    expect(turn.message).toEqual(message([text("fine")], "stop", [3, 1, 4]));
+    // Four requests for one turn, and the message says so.
+    expect(turn.message).toEqual(overHttp(message([text("fine")], "stop", [3, 1, 4]), 4));
     expect(sent() - before).toBe(4);
     const bodies = server.requests.slice(before).map((r) => r.body);
     expect(new Set(bodies).size).toBe(1);
+  }, 10_000);
+
+  it("Lab 5.5 · attempts: every message says how many requests its turn took (errorDetails.attempts on a failure)", async () => {
+    // A 429, then the answer: a successful turn of two requests.
+    let before = sent();
+    server
+      .reply(
+        statusReply(429, JSON.stringify({ error: { message: "slow down" } }), "application/json", {
+          "retry-after-ms": "5",
+        }),
+      )
+      .reply(sseReply(OK_BODY));
+    const limited = await runTurn(model());
+    expect(sent() - before).toBe(2);
+    expect(limited.message).toEqual(overHttp(message([text("fine")], "stop", [3, 1, 4]), 2));
+    expect(limited.message.errorDetails).toBeUndefined();
+
+    // Three 503s with maxRetries 2: the first request and both retries, then it gives up.
+    before = sent();
+    for (let i = 0; i < 3; i++) server.reply(statusReply(503, "{}"));
+    const busy = await runTurn(model({ maxRetries: 2 }));
+    expect(sent() - before).toBe(3);
+    expect(busy.message).toEqual(
+      overHttp(
+        message([], "error", undefined, {
+          errorMessage: "HTTP 503 Service Unavailable: {} (gave up after 3 attempts)",
+          errorDetails: { kind: "http", status: 503, retryable: true },
+        }),
+        3,
+      ),
+    );
+
+    // A 503, then a stream that drops mid-way: not retried (content was shown), two requests.
+    before = sent();
+    server.reply(statusReply(503, "{}")).reply(sseReply(textChunk("Hel"), { then: "reset" }));
+    const dropped = await runTurn(model());
+    expect(sent() - before).toBe(2);
+    expect(dropped.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(dropped.message.attempts).toBe(2);
+    expect(dropped.message.errorDetails).toEqual({ kind: "network", retryable: true, attempts: 2 });
   }, 10_000);
 
   it("Lab 5.5 · honours Retry-After (seconds) on a 429 before retrying", async () => {
@@ -1820,6 +1881,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(950);
     expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
     expect(sent() - before).toBe(2);
+    expect(turn.message.attempts).toBe(2);
   }, 10_000);
 
   it("Lab 5.5 · gives up after maxRetries, or at once when not retryable or when Retry-After is too long: structured details", async () => {
@@ -1838,7 +1900,15 @@ describe("chapter 05 · a failing or hostile server", () => {
         reason: "error",
         error: message([], "error", undefined, {
           errorMessage: "HTTP 503 Service Unavailable: busy (gave up after 3 attempts)",
-          errorDetails: { kind: "http", status: 503, code: "overloaded_error", retryAfterMs: 10, retryable: true },
+          errorDetails: {
+            kind: "http",
+            status: 503,
+            code: "overloaded_error",
+            retryAfterMs: 10,
+            retryable: true,
+            attempts: 3,
+          },
+          attempts: 3,
         }),
       },
     ]);
@@ -1847,13 +1917,25 @@ describe("chapter 05 · a failing or hostile server", () => {
     server.reply(statusReply(400, JSON.stringify({ error: { message: "bad tools", code: "invalid_request" } })));
     const bad = await runTurn(model());
     expect(sent() - before).toBe(1);
-    expect(bad.message.errorDetails).toEqual({ kind: "http", status: 400, code: "invalid_request", retryable: false });
+    expect(bad.message.errorDetails).toEqual({
+      kind: "http",
+      status: 400,
+      code: "invalid_request",
+      retryable: false,
+      attempts: 1,
+    });
 
     before = sent();
     server.reply(statusReply(429, "{}", "application/json", { "retry-after": "3600" }));
     const later = await runTurn(model({ maxRetryDelayMs: 5_000 }));
     expect(sent() - before).toBe(1);
-    expect(later.message.errorDetails).toEqual({ kind: "http", status: 429, retryAfterMs: 3_600_000, retryable: true });
+    expect(later.message.errorDetails).toEqual({
+      kind: "http",
+      status: 429,
+      retryAfterMs: 3_600_000,
+      retryable: true,
+      attempts: 1,
+    });
   }, 10_000);
 
   it("Lab 5.5 · a refused connection is retried, then reported with its cause", async () => {
@@ -1862,7 +1944,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     await closed.close();
     const turn = await runTurn(modelAt(url, { retryBaseDelayMs: 5 }));
     expect(turn.message.errorMessage).toMatch(/ECONNREFUSED.*\(gave up after 3 attempts\)$/);
-    expect(turn.message.errorDetails).toEqual({ kind: "network", retryable: true });
+    expect(turn.message.errorDetails).toEqual({ kind: "network", retryable: true, attempts: 3 });
   }, 10_000);
 
   it("Lab 5.5 · never retries once content has streamed: a reset or an overloaded error mid-stream ends the turn", async () => {
@@ -1884,7 +1966,8 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(overloaded.message).toEqual(
       message([text("Hel")], "error", undefined, {
         errorMessage: "The provider reported an error: Overloaded",
-        errorDetails: { kind: "provider", code: "overloaded_error", retryable: true },
+        errorDetails: { kind: "provider", code: "overloaded_error", retryable: true, attempts: 1 },
+        attempts: 1,
       }),
     );
   }, 10_000);
@@ -1907,6 +1990,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(sent() - before).toBe(1);
     expect(turn.message.stopReason).toBe("aborted");
     expect(turn.message.errorMessage).toBe("Request was aborted while waiting to retry.");
+    expect(turn.message.errorDetails).toEqual({ kind: "aborted", retryable: false, attempts: 1 });
   }, 10_000);
 
   it("Lab 5.5 · timeoutMs ends the request as a timeout (stopReason error, kind timeout), not as an abort; partial content kept", async () => {
@@ -1918,7 +2002,8 @@ describe("chapter 05 · a failing or hostile server", () => {
         reason: "error",
         error: message([], "error", undefined, {
           errorMessage: "The request timed out: timeoutMs (150 ms) ran out while waiting for the server.",
-          errorDetails: { kind: "timeout", retryable: false },
+          errorDetails: { kind: "timeout", retryable: false, attempts: 1 },
+          attempts: 1,
         }),
       },
     ]);
@@ -1927,7 +2012,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     const streaming = await runTurn(model({ timeoutMs: 1_000 }));
     expect(streaming.message.stopReason).toBe("error");
     expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (1000 ms) ran out mid-stream.");
-    expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false });
+    expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false, attempts: 1 });
     expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
   }, 10_000);
 
@@ -1941,7 +2026,7 @@ describe("chapter 05 · a failing or hostile server", () => {
 
     // The headers come at once below; the bound leaves them room on a loaded machine.
     const stall = { idleTimeoutMs: 800 };
-    expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true });
+    expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
 
     server.reply((res) => {
       res.writeHead(500, { "content-type": "application/json" });
@@ -1951,7 +2036,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(slowError.message.errorMessage).toBe(
       "The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).",
     );
-    expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true });
+    expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
 
     const midStream =
       "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
@@ -1960,7 +2045,8 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(stalled.message).toEqual(
       message([text("partial")], "error", undefined, {
         errorMessage: midStream,
-        errorDetails: { kind: "stall", retryable: true },
+        errorDetails: { kind: "stall", retryable: true, attempts: 1 },
+        attempts: 1,
       }),
     );
 
@@ -1994,7 +2080,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(turn.message.errorMessage).toBe(
       "The response was cut off: the response passed maxResponseBytes (65536 bytes after decompression); the rest was not read.",
     );
-    expect(turn.message.errorDetails).toEqual({ kind: "limit", retryable: false });
+    expect(turn.message.errorDetails).toEqual({ kind: "limit", retryable: false, attempts: 1 });
     const shown = (turn.message.content[0] as TextContent).text.length;
     expect(shown).toBeGreaterThan(30_000);
     expect(shown).toBeLessThan(65_536);
@@ -2036,7 +2122,7 @@ describe("chapter 05 · a failing or hostile server", () => {
     const blocks = await runTurn(model({ maxContentBlocks: 20 }));
     expect(blocks.message.content.length).toBe(21);
     expect(blocks.message.errorMessage).toBe("The response passed maxContentBlocks (20 content blocks in one turn).");
-    expect(blocks.message.errorDetails).toEqual({ kind: "limit", retryable: false });
+    expect(blocks.message.errorDetails).toEqual({ kind: "limit", retryable: false, attempts: 1 });
 
     const calls = (i: number) =>
       sseOf(
@@ -2085,7 +2171,8 @@ describe("chapter 05 · a failing or hostile server", () => {
             errorMessage:
               `HTTP 307: the server redirected the request to ${target}, another origin; it was not followed, so the conversation ` +
               "and the key were not sent there. If that server is the right one, set baseUrl to it.",
-            errorDetails: { kind: "redirect", status: 307, retryable: false },
+            errorDetails: { kind: "redirect", status: 307, retryable: false, attempts: 1 },
+            attempts: 1,
           }),
         },
       ]);
@@ -2094,6 +2181,8 @@ describe("chapter 05 · a failing or hostile server", () => {
       const context: Context = { messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 }] };
       const moved = await runTurn(model(), context);
       expect(moved.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+      // A followed redirect is part of the same request.
+      expect(moved.message.attempts).toBe(1);
       const [first, second] = server.requests.slice(-2);
       expect([first!.method, first!.url, second!.method, second!.url]).toEqual([
         "POST",
@@ -2106,7 +2195,7 @@ describe("chapter 05 · a failing or hostile server", () => {
 
       server.reply(redirectReply(302, "/v2/chat/completions"));
       const found = await runTurn(model());
-      expect(found.message.errorDetails).toEqual({ kind: "redirect", status: 302, retryable: false });
+      expect(found.message.errorDetails).toEqual({ kind: "redirect", status: 302, retryable: false, attempts: 1 });
       expect(found.message.errorMessage).toMatch(/a 302 would turn the POST into a GET/);
     } finally {
       await other.close();

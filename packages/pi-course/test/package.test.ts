@@ -4,9 +4,9 @@
  * `CustomAgentMessages` by declaration merging. Not a chapter test: no practice folder gets it.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -149,6 +149,29 @@ describe("package · @pi/course as an installed dependency", () => {
     const readme = readFileSync(join(work, "app", "node_modules", "@pi", "course", "README.md"), "utf8");
     expect(readme).toMatch(/ESM only/);
     expect(readme).toContain("npm install @pi/course typebox");
+  });
+
+  it("Package · the declarations state contracts where they are used: no doc comment sends a user to a chapter, a lab or a source file", () => {
+    // A user reads these on hover, with no course and no sources at hand. A module's own header
+    // (the comment a .d.ts starts with) is where the file says what it is part of, so it is not
+    // checked; every comment on a declaration is.
+    const dist = join(work, "app", "node_modules", "@pi", "course", "dist");
+    const walk = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".d.ts") ? [join(dir, e.name)] : [],
+      );
+    const found: string[] = [];
+    const files = walk(dist);
+    for (const file of files) {
+      const text = readFileSync(file, "utf8");
+      for (const comment of text.matchAll(/\/\*\*[\s\S]*?\*\//g)) {
+        if (comment.index === 0) continue;
+        for (const hit of comment[0].matchAll(/\b[Cc]hapters? \d+|\bLab \d+\.\d+|`[\w./-]+\.ts`/g))
+          found.push(`${relative(dist, file)}: ${hit[0]}`);
+      }
+    }
+    expect(files.length).toBeGreaterThan(50);
+    expect(found).toEqual([]);
   });
 
   it("Package · exports list types first and a default; typebox is a peer; pi-course is a bin that runs", () => {

@@ -169,7 +169,7 @@ function turnLimitReached(turns: number, maxTurns: number): string {
 /**
  * Asks the model for one turn and reports it as message_start, message_update…, message_end.
  * Never throws: a failure before or during the turn is an error assistant message. Exported for
- * the tests of one turn alone (Lab 7.1); not part of the package's API.
+ * the tests of one turn alone; not part of the package's API.
  */
 export async function streamAssistantMessage(run: LoopRun): Promise<AssistantMessage> {
   // #region lab 7.1 streamAssistantMessage

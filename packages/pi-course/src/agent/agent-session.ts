@@ -83,7 +83,7 @@ export class SessionKeeper {
   }
   // #region ch18
 
-  /** Replaces the budget (chapter 18: it follows the chosen model's window). Checked as at construction. */
+  /** Replaces the budget (e.g. to follow a newly chosen model's context window). Checked as at construction. */
   setBudget(budget: AgentContextBudget | undefined): void {
     if (budget !== undefined) checkBudget(budget);
     this.budget = budget;

@@ -152,7 +152,7 @@ export class Agent {
 
   // #region ch18
   /**
-   * Replaces the context budget of the next run (chapter 18: a new model, a new window);
+   * Replaces the context budget of the next run (a new model has a new context window);
    * `undefined` removes it. Refused during a run; a malformed budget throws as in the constructor.
    */
   setContextBudget(budget: NewContextBudget | undefined): void {

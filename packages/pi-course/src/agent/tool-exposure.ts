@@ -52,7 +52,7 @@ export function declaredToolNames(
 
 /**
  * Why the loop refuses a call before preparing it, or `undefined` to let it through (then an
- * unknown name is answered by the chapter 07 "not found" text). `declared` is the request's
+ * unknown name is answered `Tool "…" not found. Available tools: …`). `declared` is the request's
  * declared set (`undefined`: every tool is direct). `parent` is the name of the tool whose script
  * made a nested call; a script may not call its own tool.
  */

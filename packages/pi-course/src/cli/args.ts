@@ -49,7 +49,7 @@ export interface RunOptions {
   json: boolean;
   /** Colour in what is printed. */
   color: boolean;
-  /** The break-it experiment of chapter 00: the model never sees the first tool result. */
+  /** A break-it experiment for the course: the model never sees the first tool result. */
   dropToolResult: boolean;
   /** The first prompt; absent: the demo task (offline) or none (interactive). */
   task?: string;

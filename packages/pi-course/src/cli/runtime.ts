@@ -210,7 +210,7 @@ export class Runtime {
   }
 
   /**
-   * The tools as the agent runs them, journaled from chapter 19 on (intent before effect). Applied
+   * The tools as the agent runs them, each call journaled (intent before effect) for a durable run. Applied
    * once, to the whole list the model is given, so the `code` tool and `tool_search` are journaled too.
    */
   private wrapTools(tools: AgentTool<any, any>[]): AgentTool<any, any>[] {
@@ -321,7 +321,7 @@ export class Runtime {
 
   // #region ch19
   /**
-   * Recovers what a run killed mid-way left at the leaf of `session` (chapter 19), before the agent
+   * Recovers what a run killed mid-way left at the leaf of `session` (a durable run), before the agent
    * reads it: the cut answer is recorded as aborted, each unanswered tool call gets its committed
    * outcome, runs (never started, or safe to replay), or is answered as interrupted. Tells what it
    * did through `notes`; with `--no-recover` nothing runs and the run is not continued.
@@ -352,7 +352,7 @@ export class Runtime {
   }
 
   /**
-   * Switches to another model of the same server for the next run. From chapter 18 on, `name` is
+   * Switches to another model of the same server for the next run. `name` is
    * a catalogue id, a virtual model, or `a,b`, and the choice is recorded in the session (a
    * `model_change` entry after the leaf), so `--continue` resumes with it; a name that names no
    * model throws, changing nothing.

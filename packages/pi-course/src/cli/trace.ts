@@ -22,7 +22,7 @@ export interface TraceOptions {
   color: boolean;
   json: boolean;
   // #region ch18
-  /** With `json`: fields added to the `agent_end` line (the conversation's cost, chapter 18). */
+  /** With `json`: fields added to the `agent_end` line (the conversation's cost). */
   agentEndFields?: () => Record<string, unknown>;
   // #endregion
 }

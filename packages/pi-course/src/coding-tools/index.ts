@@ -24,8 +24,11 @@ export interface CodingToolsOptions extends WorkspaceOptions {
 /**
  * The five coding tools over the folder `root` (or an existing `Workspace`), in the order
  * `read`, `write`, `edit`, `ls`, `bash`. Throws when `root` is not an existing folder. A
- * relative `root` is resolved against the current folder once, here. The argument repairs the
- * tools make are listed in `repairs.ts`.
+ * relative `root` is resolved against the current folder once, here. Near-miss arguments are
+ * repaired on a copy before validation (the transcript keeps what the model sent), and nothing
+ * else is guessed: `file_path` or `filePath` (with no `path`) becomes `path` for read, write, edit
+ * and ls; for edit, a flat `oldText`/`newText` or `old_string`/`new_string` pair (with no `edits`)
+ * becomes `edits: [{ oldText, newText }]`.
  */
 export function createCodingTools(root: string | Workspace, options: CodingToolsOptions = {}): AgentTool<any, any>[] {
   const workspace = typeof root === "string" ? new Workspace(root, options) : root;

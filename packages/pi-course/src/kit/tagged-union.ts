@@ -10,7 +10,7 @@
  * throws instead of returning `undefined` into code that trusts the type.
  */
 
-/** What a model streams, reduced to four kinds: the running example of chapter 01. */
+/** What a model streams, reduced to four kinds: the course's first running example. */
 export type Delta =
   | { type: "text"; text: string }
   | { type: "toolCall"; id: string; name: string }

@@ -174,7 +174,7 @@ export interface McpConfigSources {
   /** The project folder: `.pi-course/mcp.json` there is read only when `projectTrusted`. */
   project?: string;
   /**
-   * The trust decision for the project folder (chapter 12's rule), made by the caller. False:
+   * The trust decision for the project folder (`isTrusted` / `decideTrust`), made by the caller. False:
    * the project's file is not read, and a notice says so.
    */
   projectTrusted: boolean;

@@ -14,6 +14,9 @@ import { assistantMessage } from "../messages.js";
 // #region ch05
 import { PartialJsonParser } from "./http/partial-json.js";
 // #endregion
+// #region ch06
+import { scriptedToolCallProblem } from "./scripted-tool-calls.js";
+// #endregion
 import type { AssistantMessage, Context, ModelEvent, StopReason, TextContent, ToolCall } from "../types.js";
 import type { Model, StreamOptions } from "../model.js";
 
@@ -50,6 +53,19 @@ export interface ScriptedModelOptions {
    * script has no turn N). Its `turnIndex` counts on from the scripted turns.
    */
   repeat?: ScriptedResponder;
+  // #region ch06
+  /**
+   * Checks each scripted tool call against the tools the request declares (`context.tools`) when
+   * its turn is played (default true): a call to an undeclared tool, or arguments the tool's
+   * schema refuses, end that turn with an `error` event, nothing streamed, whose message names the
+   * turn, the tool and what is wrong, e.g. `ScriptedModel: scripted turn 3: tool call "read"
+   * arguments: /path must be string. …`. A request without tools is not checked. The check is
+   * strict JSON Schema: it applies neither the loop's coercions (`"3"` for a number) nor a tool's
+   * `prepareArguments`. Set `false` for a script that plays a wrong or loose call on purpose (to
+   * test how the loop answers a model's mistake).
+   */
+  checkToolCalls?: boolean;
+  // #endregion
 }
 
 export class ScriptedModel implements Model {
@@ -62,6 +78,9 @@ export class ScriptedModel implements Model {
   private readonly now: () => number;
   private readonly delayMs: number;
   private readonly repeat: ScriptedResponder | undefined;
+  // #region ch06
+  private readonly checkToolCalls: boolean;
+  // #endregion
   /** Turns played so far: a call refused before it started (pre-aborted) does not use one up. */
   private played = 0;
 
@@ -80,6 +99,9 @@ export class ScriptedModel implements Model {
       throw new TypeError("ScriptedModel: repeat must be a responder function (context, turnIndex) => turn");
     }
     this.repeat = options.repeat;
+    // #region ch06
+    this.checkToolCalls = options.checkToolCalls ?? true;
+    // #endregion
   }
 
   /** A model that answers every call with `responder` (a long run, a soak test, a default reply). */
@@ -113,8 +135,15 @@ export class ScriptedModel implements Model {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     if (this.repeat !== undefined && this.played >= this.turns.length) this.turns.push(this.repeat);
+    // #region ch06
+    const turnNumber = this.played + 1; // resolveTurn counts the turn before its first await
+    // #endregion
     const script = await this.resolveTurn(stream, context, signal);
     if (script === undefined) return;
+    // #region ch06
+    const wrong = this.checkToolCalls ? scriptedToolCallProblem(script, context, turnNumber) : undefined;
+    if (wrong !== undefined) return void this.fail(stream, "error", wrong);
+    // #endregion
     // #region lab 4.2 play
     const partial = this.blank("stop");
     stream.push({ type: "start", partial });
@@ -159,7 +188,7 @@ export class ScriptedModel implements Model {
   /**
    * Streams one tool call of the turn into `partial` (the next content index): its JSON text as
    * `toolcall_delta`s, the block holding `arguments: {}` and the text so far in `rawArguments`
-   * (from chapter 05, each delta also carries `partialArguments`, as the providers' do);
+   * (each delta also carries `partialArguments`, as the providers' do);
    * then, unless the turn is a truncated `length` turn, `toolcall_end` with the completed block
    * (the scripted arguments, deep-copied), the very object the final message holds. Returns
    * false when an abort ended the turn (its error event is pushed), true to go on.

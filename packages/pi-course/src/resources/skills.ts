@@ -253,7 +253,7 @@ function escapeXml(text: string): string {
 /**
  * The system prompt's skill catalogue (empty text when no skill may be invoked by the model):
  * name, description and location of each skill without `disable-model-invocation`, and how to
- * activate one (the `skill` tool of `skill-tool.ts`).
+ * activate one (the read-only `skill` tool, `createSkillTool`).
  */
 export function skillsSection(skills: readonly Skill[]): string {
   const listed = skills.filter((s) => !s.disableModelInvocation);

@@ -167,18 +167,29 @@ export function transcriptOf(path: readonly SessionEntry[]): Transcript {
       break;
     }
   }
-  const transcript: Transcript = { messages: [], entryIds: [], usageFrom: 0 };
+  // The arrays are made at their final size, not grown by push: past ~16k elements V8 keeps an
+  // array in its large-object space, where every regrowth copies it (a 100k push loop costs ~4x
+  // a pre-sized one; see bench/11-context.bench.ts).
+  let count = c < 0 ? 0 : 1;
+  for (let i = 0; i < path.length; i++) if (path[i]!.type === "message") count++;
+  const transcript: Transcript = { messages: new Array(count), entryIds: new Array(count), usageFrom: 0 };
+  let filled = 0;
   const take = (from: number, to: number) => {
     for (let i = from; i < to; i++) {
       const entry = path[i]!;
       if (entry.type !== "message") continue;
-      transcript.messages.push(entry.message);
-      transcript.entryIds.push(entry.id);
+      transcript.messages[filled] = entry.message;
+      transcript.entryIds[filled++] = entry.id;
     }
+  };
+  const trimmed = () => {
+    transcript.messages.length = filled;
+    transcript.entryIds.length = filled;
+    return transcript;
   };
   if (c < 0) {
     take(0, path.length);
-    return transcript;
+    return trimmed();
   }
   const compaction = path[c] as CompactionEntry;
   let firstKept = c; // "keep nothing before it" when it names itself
@@ -197,12 +208,12 @@ export function transcriptOf(path: readonly SessionEntry[]): Transcript {
   const declared = declaredBefore(path, firstKept);
   if (declared.length > 0) summary.declaredTools = declared;
   // #endregion
-  transcript.messages.push(summary);
-  transcript.entryIds.push(compaction.id);
+  transcript.messages[filled] = summary;
+  transcript.entryIds[filled++] = compaction.id;
   take(firstKept, c);
-  transcript.usageFrom = transcript.messages.length;
+  transcript.usageFrom = filled;
   take(c + 1, path.length);
-  return transcript;
+  return trimmed();
   // #endregion
 }
 

@@ -34,24 +34,27 @@ export interface Interaction {
  */
 export function openSpans(messages: readonly AgentMessage[]): boolean[] {
   // #region lab 11.1 openSpans
-  const callAt = new Map<string, number>(); // call id → index of its assistant message
-  const lastResultAt = new Map<number, number>(); // assistant index → index of its last result
-  const answered = new Set<string>();
-  const unreachable = new Set<string>(); // calls of error/aborted messages
-  messages.forEach((message, i) => {
+  // One hash lookup per call and one per result: a call id maps to the index of its assistant
+  // message while unanswered, and to -1 once answered (the index of its message's last result
+  // is kept in an array by position, not in a second map).
+  const callAt = new Map<string, number>(); // call id → index of its assistant message, or -1 once answered
+  const lastResultAt = new Int32Array(messages.length).fill(-1); // assistant index → its last result
+  let unreachable: Set<string> | undefined; // calls of error/aborted messages (rare)
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
     if (message.role === "assistant") {
       const assistant = message as AssistantMessage;
       const failed = assistant.stopReason === "error" || assistant.stopReason === "aborted";
       for (const block of assistant.content) {
         if (block.type !== "toolCall") continue;
-        if (failed) unreachable.add(block.id);
-        else callAt.set(block.id, i);
+        if (failed) (unreachable ??= new Set()).add(block.id);
+        else if (callAt.get(block.id) !== -1) callAt.set(block.id, i); // an answered id stays answered
       }
     } else if (message.role === "toolResult") {
       const id = (message as ToolResultMessage).toolCallId;
       const at = callAt.get(id);
       if (at === undefined) {
-        const why = unreachable.has(id)
+        const why = unreachable?.has(id)
           ? "answers a call of an error/aborted assistant message, which the model never sees"
           : "has no tool call before it";
         throw new TypeError(
@@ -59,22 +62,22 @@ export function openSpans(messages: readonly AgentMessage[]): boolean[] {
             `the context. Fix the transcript (or the compaction that cut it) so every result follows its call.`,
         );
       }
-      if (answered.has(id)) {
+      if (at < 0) {
         throw new TypeError(
           `transcript message ${i}: a second tool result for call "${id}"; each call gets exactly one result.`,
         );
       }
-      answered.add(id);
-      lastResultAt.set(at, i);
+      callAt.set(id, -1);
+      lastResultAt[at] = i;
     }
-  });
+  }
   // A span is open from just after the assistant message to its last result.
   const open = new Array<boolean>(messages.length).fill(false);
   let reach = -1;
   for (let i = 0; i < messages.length; i++) {
     if (reach >= i) open[i] = true;
-    const last = lastResultAt.get(i);
-    if (last !== undefined && last > reach) reach = last;
+    const last = lastResultAt[i]!;
+    if (last > reach) reach = last;
   }
   return open;
   // #endregion

@@ -372,7 +372,7 @@ export class SessionFile {
 
 /**
  * The messages of a path of entries (`pathToLeaf`), in order, as they were written. Other entry
- * types are skipped (labels are not context; chapter 11's projection reads compactions).
+ * types are skipped (labels are not context; `transcriptOf` reads compactions).
  */
 export function messagesOf(path: readonly SessionEntry[]): AgentMessage[] {
   // #region lab 10.3 messagesOf

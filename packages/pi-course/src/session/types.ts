@@ -87,7 +87,7 @@ export interface CompactionEntry extends SessionEntryBase {
 // #region ch18
 
 /**
- * The model and thinking level chosen from here on (`/model`, `/thinking`, chapter 18). Not part
+ * The model and thinking level chosen from here on (the CLI's `/model`, `/thinking`). Not part
  * of the model's context: it is a setting, and `--continue` restores the newest one on the path.
  */
 export interface ModelChangeEntry extends SessionEntryBase {
@@ -100,7 +100,7 @@ export interface ModelChangeEntry extends SessionEntryBase {
 // #region ch19
 
 /**
- * Chapter 19, intent before effect: a tool call about to run, committed before its tool's
+ * A durable run's intent before effect: a tool call about to run, committed before its tool's
  * `execute` is called. `parentId` is the entry that was last when it was written (so its path
  * holds the call's assistant message); it is never on the conversation's main path, and the
  * transcript skips it. A call with an intent and no result was interrupted while it ran.
@@ -114,7 +114,7 @@ export interface ToolIntentEntry extends SessionEntryBase {
 }
 
 /**
- * Chapter 19: what a tool's `execute` returned (or threw, as `isError`), committed right after
+ * A durable run's record of what a tool's `execute` returned (or threw, as `isError`), committed right after
  * it, before the result message: a crash in between loses nothing and repeats nothing.
  */
 export interface ToolOutcomeEntry extends SessionEntryBase {

@@ -102,6 +102,15 @@ export function expectedMessage(
 }
 
 /**
+ * `message` as an adapter over HTTP ends it after `attempts` requests: `attempts` on the message,
+ * and on `errorDetails` too when the turn failed (`AssistantMessage.attempts`).
+ */
+export function overHttp(message: AssistantMessage, attempts = 1): AssistantMessage {
+  const { errorDetails } = message;
+  return { ...message, attempts, ...(errorDetails !== undefined && { errorDetails: { ...errorDetails, attempts } }) };
+}
+
+/**
  * A turn's stream that records each event as it is pushed, `partialArguments` copied then: for
  * tests that drive a turn translator directly, without HTTP.
  */

@@ -98,7 +98,7 @@ export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<Exclude<ThinkingLevel, 
 };
 
 /**
- * `options` with the thinking level of one call (chapter 18): `off` removes `thinking`; any other
+ * `options` with the thinking level of one call: `off` removes `thinking`; any other
  * level sets `thinking.budgetTokens` from `ANTHROPIC_THINKING_BUDGETS` and raises `maxTokens` by
  * the budget, so the answer keeps the room `maxTokens` gave it (the API counts thinking inside
  * `max_tokens`, and refuses a budget that is not below it). A new object; `options` is kept.

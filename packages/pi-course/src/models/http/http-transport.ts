@@ -18,6 +18,10 @@
  * - **Size**: the body is bounded by `maxResponseBytes` after decompression (`response-limits.ts`).
  * - **Errors**: the status, the provider's message and code from the body, `Retry-After`, and
  *   whether a later try may succeed, as `ErrorDetails`; every outside text redacted, then clipped.
+ * - **Attempts**: every failure it returns, and every failure of an accepted stream, carries
+ *   `attempts`, how many times the request was sent (0 when aborted before sending, 1 when the
+ *   first try failed for good, `maxRetries + 1` when every retry failed); an accepted stream
+ *   says how many sends it took (`OpenStream.attempts`).
  */
 import { boundedBody, DEFAULT_LIMITS, ResponseTooLargeError, type ResponseLimits } from "./response-limits.js";
 import { RequestDeadline } from "./request-deadline.js";
@@ -92,6 +96,11 @@ export interface StreamingRequest {
 
 /** An accepted event stream. */
 export interface OpenStream {
+  /**
+   * How many times the request was sent until this stream was accepted: 1 when the first try
+   * succeeded, n after n-1 retries. A followed same-origin redirect is part of the same try.
+   */
+  attempts: number;
   /** The body, bounded and failing at once on abort, timeout or stall. */
   body: ReadableStream<Uint8Array>;
   /** Fires on the caller's abort, the timeout, or a stall. */
@@ -118,8 +127,11 @@ export async function openEventStream(
     ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
     idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_TRANSPORT.idleTimeoutMs,
   });
-  const stopped = (phase: string) => deadlineFailure(deadline, options, phase, "headers");
-  if (deadline.signal.aborted) return { ok: false, failure: stopped("before it was sent") };
+  const stopped = (phase: string, attempts: number) => ({
+    ...deadlineFailure(deadline, options, phase, "headers"),
+    attempts,
+  });
+  if (deadline.signal.aborted) return { ok: false, failure: stopped("before it was sent", 0) };
   const maxRetries = options.maxRetries ?? DEFAULT_TRANSPORT.maxRetries;
   for (let attempt = 1; ; attempt++) {
     deadline.watch();
@@ -127,9 +139,9 @@ export async function openEventStream(
     if (result.ok) {
       const maxBytes = options.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
       const body = boundedBody(result.response.body!, maxBytes, deadline.signal);
-      return { ok: true, stream: streamOf(body, deadline, options, request.secrets) };
+      return { ok: true, stream: streamOf(body, deadline, options, request.secrets, attempt) };
     }
-    const last = result.failure;
+    const last: RequestFailure = { ...result.failure, attempts: attempt };
     const wait =
       last.retryAfterMs ?? backoffMs(attempt, options.retryBaseDelayMs ?? DEFAULT_TRANSPORT.retryBaseDelayMs);
     const giveUp =
@@ -144,7 +156,8 @@ export async function openEventStream(
       return { ok: false, failure: last };
     }
     deadline.unwatch();
-    if (!(await sleep(wait, deadline.signal))) return { ok: false, failure: stopped("while waiting to retry") };
+    if (!(await sleep(wait, deadline.signal)))
+      return { ok: false, failure: stopped("while waiting to retry", attempt) };
   }
 }
 
@@ -252,17 +265,20 @@ function streamOf(
   deadline: RequestDeadline,
   options: TransportOptions,
   secrets: readonly string[],
+  attempts: number,
 ): OpenStream {
+  const counted = (cause: RequestFailure): RequestFailure => ({ ...cause, attempts });
   return {
+    attempts,
     body,
     signal: deadline.signal,
     progress: () => deadline.progress(),
     failure(error) {
-      if (deadline.cause !== undefined) return deadlineFailure(deadline, options, "mid-stream", "stream");
+      if (deadline.cause !== undefined) return counted(deadlineFailure(deadline, options, "mid-stream", "stream"));
       if (error instanceof ResponseTooLargeError)
-        return failure("limit", `The response was cut off: ${error.message}.`);
+        return counted(failure("limit", `The response was cut off: ${error.message}.`));
       const text = `The connection failed mid-stream: ${clip(describeCause(error), secrets)}`;
-      return failure("network", text, { retryable: isRetryableNetworkError(error) });
+      return counted(failure("network", text, { retryable: isRetryableNetworkError(error) }));
     },
     close: () => deadline.dispose(),
   };

@@ -12,7 +12,9 @@
  * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the
  * signal cannot change there.) A failure
  * before the first byte is a fresh error message (`failedMessage`, no `start`); one after it
- * keeps the partial content. The secrets (the API key) are redacted from every error text.
+ * keeps the partial content. Every message says how many HTTP requests the turn took
+ * (`attempts`, and `errorDetails.attempts` on a failure): the turn is made with the accepted
+ * stream's `attempts`. The secrets (the API key) are redacted from every error text.
  */
 import { AssistantMessageEventStream } from "../../event-stream.js";
 import { openEventStream, type TransportOptions } from "./http-transport.js";
@@ -58,7 +60,7 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
   /** The request headers (the key included). */
   protected abstract headers(): Record<string, string>;
   /**
-   * The request body for `context` and this call's `options` (its thinking level, chapter 18).
+   * The request body for `context` and this call's `options` (its `thinking` level included).
    * May throw: the turn then ends with kind `request`, nothing sent.
    */
   protected abstract body(context: Context, options: StreamOptions): unknown;
@@ -83,13 +85,14 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
     try {
       body = JSON.stringify(this.body(context, options));
     } catch (error) {
-      return this.failEarly(stream, failure("request", `The request could not be built: ${describeCause(error)}`));
+      const text = `The request could not be built: ${describeCause(error)}`;
+      return this.failEarly(stream, failure("request", text, { attempts: 0 }));
     }
     const request = { url: this.url, headers: this.headers(), body, secrets: this.secrets, ...(signal && { signal }) };
     const opened = await openEventStream(request, this.transport);
     if (!opened.ok) return this.failEarly(stream, opened.failure);
     const http = opened.stream;
-    const turn = this.newTurn(stream, this.meta());
+    const turn = this.newTurn(stream, { ...this.meta(), attempts: http.attempts });
     const limits = new TurnLimits(this.transport);
     const fail = (cause: RequestFailure) =>
       turn.fail(cause.kind === "aborted" ? "aborted" : "error", redact(cause.message, this.secrets), detailsOf(cause));

@@ -25,6 +25,11 @@ export interface TurnMeta {
   provider: string;
   model: string;
   timestamp: number;
+  /**
+   * How many HTTP requests the turn took (`OpenStream.attempts`): copied to the message
+   * (`AssistantMessage.attempts`) and, when the turn fails, to `errorDetails.attempts`.
+   */
+  attempts?: number;
 }
 
 export abstract class ProviderTurn {
@@ -52,6 +57,7 @@ export abstract class ProviderTurn {
       model: meta.model,
       usage: { input: 0, output: 0, totalTokens: 0 },
       stopReason: "stop",
+      ...(meta.attempts !== undefined && { attempts: meta.attempts }),
       timestamp: meta.timestamp,
     };
   }
@@ -89,14 +95,17 @@ export abstract class ProviderTurn {
 
   /**
    * Ends the turn with an `error` event that keeps the partial content. Without `details`, an
-   * `aborted` turn is of kind `aborted` and an `error` turn of kind `protocol`.
+   * `aborted` turn is of kind `aborted` and an `error` turn of kind `protocol`. The turn's
+   * `attempts` (from `TurnMeta`) goes into the details when they do not say it themselves.
    */
   fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
     if (this.ended) return;
     this.ended = true;
     this.partial.stopReason = reason;
     this.partial.errorMessage = errorMessage;
-    this.partial.errorDetails = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
+    const given = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
+    const attempts = this.partial.attempts;
+    this.partial.errorDetails = attempts === undefined || given.attempts !== undefined ? given : { ...given, attempts };
     this.emit({ type: "error", reason, error: this.partial });
   }
 

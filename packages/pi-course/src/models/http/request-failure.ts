@@ -33,6 +33,7 @@ export function detailsOf(failure: RequestFailure): ErrorDetails {
 /**
  * The final message of a turn that failed before any content (no `start` was pushed): empty,
  * zero usage, the failure's text redacted and its details. Aborted only for the caller's abort.
+ * The failure's `attempts` is copied to the message's own `attempts` too.
  */
 export function failedMessage(meta: TurnMeta, cause: RequestFailure, secrets: readonly string[]): AssistantMessage {
   return {
@@ -44,6 +45,7 @@ export function failedMessage(meta: TurnMeta, cause: RequestFailure, secrets: re
     stopReason: cause.kind === "aborted" ? "aborted" : "error",
     errorMessage: redact(cause.message, secrets),
     errorDetails: detailsOf(cause),
+    ...(cause.attempts !== undefined && { attempts: cause.attempts }),
     timestamp: meta.timestamp,
   };
 }

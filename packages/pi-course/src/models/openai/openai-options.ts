@@ -17,7 +17,7 @@ import type { Context } from "../../types.js";
 import type { ThinkingLevel } from "../../model.js";
 
 /**
- * `options` with the thinking level of one call as `reasoning_effort` (chapter 18): `off` sends
+ * `options` with the thinking level of one call as `reasoning_effort`: `off` sends
  * none (the field is left out, also when `options.reasoningEffort` set one), every other level is
  * sent under its own name (`minimal`, `low`, `medium`, `high`). A new object; `options` is kept.
  */

@@ -66,7 +66,7 @@ export interface WireTool {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-/** The body of `POST /chat/completions` as this adapter sends it (with the optional fields of `openai-options.ts`). */
+/** The body of `POST /chat/completions` as this adapter sends it (with the optional `WireOptionalFields`). */
 export interface ChatCompletionsRequest extends WireOptionalFields {
   model: string;
   messages: WireMessage[];
