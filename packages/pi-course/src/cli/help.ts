@@ -77,6 +77,11 @@ LATER_OPTIONS.push(`  --thinking LEVEL     off, minimal, low, medium or high: ho
                        names separated by commas (a,b: the next when one fails before its first
                        byte: rate limit, overloaded, 5xx, refused), or a virtual model of
                        ~/.pi-course/models.json ({"models": […], "virtual": {"NAME": ["a", "b"]}}).
+                       With no --base-url or --provider, a catalogue name picks its server and
+                       key: deepseek-chat → https://api.deepseek.com/v1 with $DEEPSEEK_API_KEY
+                       (openai $OPENAI_API_KEY, anthropic $ANTHROPIC_API_KEY, groq $GROQ_API_KEY,
+                       openrouter $OPENROUTER_API_KEY, local: Ollama at 127.0.0.1:11434, no key;
+                       "providers": {"NAME": {"baseUrl", "apiKeyEnv"}} in models.json moves them).
                        The context budget follows the model's window unless --context-tokens.
                        Each answer is priced from the catalogue (unknown prices stay unknown);
                        /model NAME (Tab completes), /thinking LEVEL and /cost in a conversation;

@@ -176,6 +176,13 @@ export class Runtime {
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
+    // #region ch18
+    // The keys a catalogue name picked (one per provider of a fallback list): by name and by value.
+    const keys = server?.keys ?? {};
+    for (const name of Object.keys(commandEnv)) {
+      if (name in keys || Object.values(keys).includes(commandEnv[name]!)) delete commandEnv[name];
+    }
+    // #endregion
     const tools = createCodingTools(workspace, { bash: { env: commandEnv } });
     const resources = wiring.resources;
     this.resources = resources;
