@@ -449,7 +449,7 @@ export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/se
 export { THINKING_LEVELS } from "./model.js";
 export type { ThinkingLevel } from "./model.js";
 export type { Cost } from "./types.js";
-export type { ModelChangeEntry } from "./session/types.js";
+export type { ModelChangeEntry, ModelRouteEntry } from "./session/types.js";
 export { withThinkingLevel } from "./models/openai/openai-options.js";
 export { ANTHROPIC_THINKING_BUDGETS, withAnthropicThinking } from "./models/anthropic/anthropic-wire.js";
 export { BUILTIN_MODELS } from "./model-choice/catalogue-data.js";

@@ -13,8 +13,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliUsageError, keyVariable, keyVariables, parseArgs, type RunOptions } from "../src/cli/args.js";
+import { runMain } from "../src/cli/main.js";
 import { setUpModel } from "../src/cli/model-setup.js";
 import { ModelCatalogue } from "../src/model-choice/catalogue.js";
+import { readdir, readFile } from "node:fs/promises";
+import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
 import { startChatReplayServer } from "./support/chat-replay-server.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -254,4 +257,69 @@ describe("a catalogue name picks the server and the key", () => {
       "deepseek-reasoner",
     ]);
   });
+});
+
+describe("the route of a virtual model, recorded in the session only when it changes", () => {
+  it("a model_route entry right before the answer whose real model differs from the last recorded one; none when it is the same; --continue knows the last", async () => {
+    const replay = await SseServer.start();
+    const sessions = await mkdtemp(path.join(tmpdir(), "pi-course-route-sessions-"));
+    const overloaded = () =>
+      statusReply(529, JSON.stringify({ error: { message: "Overloaded", type: "overloaded_error" } }));
+    const text = () => sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse"));
+    try {
+      await modelsFile({});
+      // run 1: mini overloaded, 4o answers; run 2: the same; run 3: mini answers.
+      replay.reply(overloaded()).reply(text()).reply(overloaded()).reply(text()).reply(text());
+      const common = ["--base-url", replay.baseUrl, "--no-api-key", "--model", "gpt-4o-mini,gpt-4o"];
+      const at = ["--cwd", workspace, "--session-dir", sessions, "--print"];
+      let stderr = "";
+      const io = {
+        stdout: { write: () => true },
+        stderr: { write: (t: string) => ((stderr += t), true) },
+        env: environment(),
+      };
+      expect(await runMain([...common, ...at, "one"], io)).toBe(0);
+      expect(await runMain([...common, ...at, "--continue", "two"], io)).toBe(0);
+      expect(await runMain([...common, ...at, "--continue", "three"], io)).toBe(0);
+      expect(stderr.match(/note: fell back from gpt-4o-mini to gpt-4o/g)).toHaveLength(2);
+      expect(replay.requests.map((r) => JSON.parse(r.body).model)).toEqual([
+        "gpt-4o-mini",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-4o",
+        "gpt-4o-mini",
+      ]);
+      const [folder] = await readdir(sessions);
+      const [file] = await readdir(path.join(sessions, folder!));
+      const lines = (await readFile(path.join(sessions, folder!, file!), "utf8"))
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      const shown = lines
+        .slice(1)
+        .map((e) =>
+          e.type === "message"
+            ? `${e.message.role}${e.message.role === "assistant" ? ` ${e.message.model}` : ""}`
+            : e.type === "model_route"
+              ? `route ${e.model} → ${e.provider}/${e.answeredBy} (skipped ${e.skipped.map((s: { model: string }) => s.model).join(",") || "none"})`
+              : e.type,
+        );
+      expect(shown).toEqual([
+        "user",
+        "route gpt-4o-mini,gpt-4o → openai-compatible/gpt-4o (skipped gpt-4o-mini)",
+        "assistant gpt-4o",
+        "user",
+        "assistant gpt-4o",
+        "user",
+        "route gpt-4o-mini,gpt-4o → openai-compatible/gpt-4o-mini (skipped none)",
+        "assistant gpt-4o-mini",
+      ]);
+      // Each entry on the path: every line's parent is the line before it.
+      for (let i = 2; i < lines.length; i++) expect(lines[i].parentId).toBe(lines[i - 1].id);
+      expect(lines[2].skipped[0].error).toMatch(/Overloaded/);
+    } finally {
+      await replay.close();
+      await rm(sessions, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
