@@ -13,6 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliUsageError, keyVariable, keyVariables, parseArgs, type RunOptions } from "../src/cli/args.js";
+import { helpText } from "../src/cli/help.js";
 import { runMain } from "../src/cli/main.js";
 import { setUpModel } from "../src/cli/model-setup.js";
 import { ModelCatalogue } from "../src/model-choice/catalogue.js";
@@ -322,4 +323,32 @@ describe("the route of a virtual model, recorded in the session only when it cha
       await rm(sessions, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe("--thinking and --codemode are settings", () => {
+  it('--thinking, else $PI_COURSE_THINKING, else "thinking" in the config file; a bad level names where it came from; --help lists both settings', async () => {
+    await modelsFile({});
+    const config = path.join(home, "thinking-config.json");
+    const parse = (argv: string[], extra: NodeJS.ProcessEnv = {}) =>
+      parseArgs(["--no-session", ...argv], environment(extra), false) as RunOptions;
+    expect(parse([]).thinking).toBeUndefined();
+    expect(parse(["--thinking", "low"]).thinking).toBe("low");
+    expect(parse([], { PI_COURSE_THINKING: "high" }).thinking).toBe("high");
+    await writeFile(config, JSON.stringify({ thinking: "medium" }));
+    expect(parse(["--config", config]).thinking).toBe("medium");
+    expect(parse(["--config", config], { PI_COURSE_THINKING: "minimal" }).thinking).toBe("minimal");
+    expect(parse(["--config", config, "--thinking", "off"], { PI_COURSE_THINKING: "minimal" }).thinking).toBe("off");
+    expect(() => parse([], { PI_COURSE_THINKING: "lots" })).toThrow(
+      '--thinking must be one of off, minimal, low, medium, high, got "lots" (from $PI_COURSE_THINKING).',
+    );
+    await writeFile(config, JSON.stringify({ thinking: "max" }));
+    expect(() => parse(["--config", config])).toThrow(
+      `--thinking must be one of off, minimal, low, medium, high, got "max" (from "thinking" in ${config}).`,
+    );
+    // --help prints the table the code reads: every setting with its variable and its key.
+    const help = helpText("pi-course");
+    expect(help).toMatch(/^ {2}--codemode +\$PI_COURSE_CODEMODE +"codemode"$/m);
+    expect(help).toMatch(/^ {2}--thinking +\$PI_COURSE_THINKING +"thinking"$/m);
+    expect(help).toMatch(/^ {2}--context-tokens +\$PI_COURSE_CONTEXT_TOKENS +"contextTokens"$/m);
+  });
 });

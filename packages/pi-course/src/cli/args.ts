@@ -102,13 +102,17 @@ export interface RunOptions {
   // #endregion
   // #region ch16
   /**
-   * `--codemode`, or `$PI_COURSE_CODEMODE` set to `1`, `on` or `true`: add the `code` tool (a
+   * `--codemode`, or `$PI_COURSE_CODEMODE` / the config file's `"codemode"` set to `1`, `on` or
+   * `true` (a setting: see config.ts): add the `code` tool (a
    * script that calls the other tools, in a QuickJS sandbox).
    */
   codemode: boolean;
   // #endregion
   // #region ch18
-  /** `--thinking LEVEL`: the thinking level of every call; absent: the model's default. */
+  /**
+   * `--thinking LEVEL` (or `$PI_COURSE_THINKING`, or `"thinking"` in the config file): the
+   * thinking level of every call; absent: the model's default.
+   */
   thinking?: ThinkingLevel;
   /** The user's models file (`~/.pi-course/models.json`), read at start when it exists; absent: none. */
   modelsFile?: string;
@@ -219,12 +223,6 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   // #region ch17
   const mcpConfigs: string[] = [];
   // #endregion
-  // #region ch16
-  let codemode = false;
-  // #endregion
-  // #region ch18
-  let thinkingText: string | undefined;
-  // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -285,7 +283,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         break;
       // #region ch18
       case "--thinking":
-        thinkingText = value();
+        flags.thinking = value();
         break;
       // #endregion
       case "--api-key-file":
@@ -334,7 +332,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       // #endregion
       // #region ch16
       case "--codemode":
-        codemode = true;
+        flags.codemode = "on";
         break;
       // #endregion
       default:
@@ -434,12 +432,17 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     );
   }
   // #region ch18
+  const thinkingText = settings.thinking?.value;
   if (thinkingText !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinkingText)) {
     throw new CliUsageError(
-      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}.`,
+      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}${blame("thinking")}.`,
     );
   }
   const thinking = thinkingText as ThinkingLevel | undefined;
+  // #endregion
+  // #region ch16
+  const codemodeFrom = settings.codemode?.source === "config" ? `"codemode" in ${config.file}` : "$PI_COURSE_CODEMODE";
+  const codemode = codemodeOf(settings.codemode?.value, codemodeFrom);
   // #endregion
   // #region ch17
   let mcp: { servers: McpServerConfig[]; notices: string[] };
@@ -471,7 +474,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     mcpConfigFiles,
     // #endregion
     // #region ch16
-    codemode: codemode || codemodeFromEnv(env),
+    codemode,
     // #endregion
     // #region ch18
     ...(thinking !== undefined && { thinking }),
@@ -703,11 +706,16 @@ export function keyVariables(argv: readonly string[], env: NodeJS.ProcessEnv): s
 // #endregion
 // #region ch16
 
-/** The codemode setting of the environment: `$PI_COURSE_CODEMODE` = `1`, `on` or `true` (any case). */
-export function codemodeFromEnv(env: NodeJS.ProcessEnv): boolean {
-  const value = env.PI_COURSE_CODEMODE?.trim().toLowerCase();
+/**
+ * The codemode setting's value (`--codemode` gives "on"; `$PI_COURSE_CODEMODE`, `"codemode"`):
+ * `1`, `on`, `true` (any case) turn it on, `0`, `off`, `false` or nothing leave it off; anything
+ * else is a usage error `${subject} must be 1, on or true (or 0, off, false), got "…".`, where
+ * `subject` says where the value came from (`$PI_COURSE_CODEMODE`, or `"codemode" in FILE`).
+ */
+export function codemodeOf(text: string | undefined, subject: string): boolean {
+  const value = text?.trim().toLowerCase();
   if (value === undefined || value === "" || value === "0" || value === "off" || value === "false") return false;
   if (value === "1" || value === "on" || value === "true") return true;
-  throw new CliUsageError(`$PI_COURSE_CODEMODE must be 1, on or true (or 0, off, false), got "${value.slice(0, 12)}".`);
+  throw new CliUsageError(`${subject} must be 1, on or true (or 0, off, false), got "${value.slice(0, 12)}".`);
 }
 // #endregion
