@@ -43,6 +43,7 @@ export default defineChapter({
     "src/model-choice/catalogued-model.ts",
     "src/model-choice/virtual-model.ts",
     "src/cli/model-setup.ts",
+    "src/session-page/model-marks.ts",
   ],
   labs: [
     {
