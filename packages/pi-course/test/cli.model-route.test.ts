@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliUsageError, keyVariable, keyVariables, parseArgs, type RunOptions } from "../src/cli/args.js";
 import { helpText } from "../src/cli/help.js";
+import { parseEvalArgs } from "../src/cli/eval-command.js";
 import { runMain } from "../src/cli/main.js";
 import { setUpModel } from "../src/cli/model-setup.js";
 import { ModelCatalogue } from "../src/model-choice/catalogue.js";
@@ -240,6 +241,12 @@ describe("a catalogue name picks the server and the key", () => {
     expect(keyVariables(argv("--model", "deepseek-chat", "--api-key-env", "MY_KEY"), environment())).toEqual([
       "MY_KEY",
     ]);
+    // pi-course eval takes the same route.
+    const evalOptions = parseEvalArgs(["suite", "--model", "deepseek-chat"], environment(keys));
+    expect(evalOptions !== "help" && evalOptions.server).toMatchObject({
+      baseUrl: "https://api.deepseek.com/v1",
+      apiKey: "sk-d",
+    });
   });
 
   it("/model to a model of a provider whose key this run was not given is refused, naming the variable", () => {
