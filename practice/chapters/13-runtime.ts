@@ -73,7 +73,7 @@ export default defineChapter({
         'unknown provider "${name}" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.   (the value came from the environment)',
         "the config file ${file} (${by}) cannot be read (ENOENT).   (a missing file: the code of the error)",
         'unknown provider "${name}"${blame}; the providers are openai and anthropic.   (blame: " (from $PI_COURSE_PROVIDER)" for the environment, " (from \\"provider\\" in ${file})" for the config file, "" for a flag)',
-        'the config file ${file} has an unknown key "${key}"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.',
+        'the config file ${file} has an unknown key "${key}"; the keys are ${Object.keys(SETTINGS).join(", ")}.   (in this chapter: provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens; a later chapter\'s settings join the list)',
         'the config file ${file} holds "${key}": keep API keys out of files others may read; name the variable that holds it with "apiKeyEnv", or use --api-key-file.   (any key ending in "key", any case, that is not a known key)',
         'the config file ${file}: "${key}" must be a non-empty string, got ${describeValue(value)}.   (describeValue is given in the file and never shows the value itself, which may be a misplaced secret; for {"model": 3}: "model" must be a non-empty string, got a number.)',
         "the config file ${file} (${by}) cannot be read (${error.code}).",

@@ -449,13 +449,16 @@ export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/se
 export { THINKING_LEVELS } from "./model.js";
 export type { ThinkingLevel } from "./model.js";
 export type { Cost } from "./types.js";
-export type { ModelChangeEntry } from "./session/types.js";
+export type { ModelChangeEntry, ModelRouteEntry } from "./session/types.js";
 export { withThinkingLevel } from "./models/openai/openai-options.js";
 export { ANTHROPIC_THINKING_BUDGETS, withAnthropicThinking } from "./models/anthropic/anthropic-wire.js";
 export { BUILTIN_MODELS } from "./model-choice/catalogue-data.js";
 export { DEFAULT_MODEL_INFO, ModelCatalogue } from "./model-choice/catalogue.js";
 export type { CatalogueEntry, ModelApi, ModelInfo, ModelInput, ModelPrices } from "./model-choice/types.js";
-export { ModelsFileError, loadModelsFile, parseModelsFile } from "./model-choice/models-file.js";
+export { ModelsFileError, loadModelsFile, loadModelsFileSync, parseModelsFile } from "./model-choice/models-file.js";
+/** Where each provider of the catalogue is reached (endpoint, wire, key variable); `ModelCatalogue.endpoint(id)` gives a model's. */
+export { BUILTIN_PROVIDERS } from "./model-choice/providers.js";
+export type { ModelEndpoint, ProviderEndpoint } from "./model-choice/providers.js";
 export type { ModelsFile } from "./model-choice/models-file.js";
 export { conversationCost, costOf, formatConversationCost, formatDollars } from "./model-choice/cost.js";
 export type { ConversationCost } from "./model-choice/cost.js";

@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionWriteError } from "../src/agent/agent-session.js";
 import { CliUsageError, keyVariable, parseArgs, type RunOptions } from "../src/cli/args.js";
-import { resolveSettings } from "../src/cli/config.js";
+import { SETTINGS, resolveSettings } from "../src/cli/config.js";
 import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
 import { Runtime, sessionNotes } from "../src/cli/runtime.js";
 import { SessionFolder, folderKey } from "../src/cli/sessions.js";
@@ -141,8 +141,17 @@ describe("settings: flag, then environment, then config file", () => {
       return () => parseArgs([], { HOME: dir, INIT_CWD: dir }, false);
     };
     expect(await refuse("{ model: x }")).toThrow(new RegExp(`the config file ${config} is not JSON`));
+    // The keys are SETTINGS' keys: this chapter's six, in this order, then any a later chapter adds.
+    expect(Object.keys(SETTINGS).slice(0, 6)).toEqual([
+      "provider",
+      "baseUrl",
+      "model",
+      "apiKeyEnv",
+      "sessionDir",
+      "contextTokens",
+    ]);
     expect(await refuse('{"modle": "x"}')).toThrow(
-      `the config file ${config} has an unknown key "modle"; the keys are provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens.`,
+      `the config file ${config} has an unknown key "modle"; the keys are ${Object.keys(SETTINGS).join(", ")}.`,
     );
     expect(await refuse('{"apiKey": "sk-1"}')).toThrow(/keep API keys out of files .* "apiKeyEnv"/);
     expect(await refuse('{"model": 3}')).toThrow(

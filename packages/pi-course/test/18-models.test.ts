@@ -81,6 +81,10 @@ describe("a user's models file", () => {
             { id: "house-model", provider: "local", api: "openai-compatible", contextWindow: 8_192, maxOutput: 1_024 },
           ],
           virtual: { "cheap-then-strong": ["gpt-4o-mini", "gpt-4o"] },
+          providers: {
+            deepseek: { baseUrl: "http://127.0.0.1:8080/v1/" },
+            "my-cloud": { baseUrl: "https://llm.example.com/v1", apiKeyEnv: "MY_CLOUD_KEY" },
+          },
         }),
       );
       const catalogue = await loadModelsFile(ModelCatalogue.builtin(), file);
@@ -97,6 +101,20 @@ describe("a user's models file", () => {
       expect(catalogue.resolve("house-model", { provider: "x", api: "anthropic" }).known).toBe(true);
       expect(catalogue.virtual("cheap-then-strong")).toEqual(["gpt-4o-mini", "gpt-4o"]);
       expect(catalogue.names()).toContain("cheap-then-strong");
+      // A provider's fields replace the known ones one by one: DeepSeek moves, its key variable stays.
+      expect(catalogue.endpoint("deepseek-chat")).toEqual({
+        model: "deepseek-chat",
+        provider: "deepseek",
+        api: "openai-compatible",
+        baseUrl: "http://127.0.0.1:8080/v1",
+        apiKeyEnv: "DEEPSEEK_API_KEY",
+      });
+      expect(catalogue.endpoint("house-model")).toEqual({
+        model: "house-model",
+        provider: "local",
+        api: "openai-compatible",
+        baseUrl: "http://127.0.0.1:11434/v1",
+      });
       expect(ModelCatalogue.builtin().find("house-model")).toBeUndefined();
       // no file: the catalogue as it was
       expect(await loadModelsFile(catalogue, path.join(dir, "absent.json"))).toBe(catalogue);
@@ -108,7 +126,16 @@ describe("a user's models file", () => {
   it("Lab 18.1 · a bad models file is refused whole, with the field and what to write", () => {
     const bad = (value: unknown) => () => parseModelsFile(JSON.stringify(value), "models.json");
     expect(bad({ modles: [] })).toThrow(
-      new ModelsFileError('models.json: unknown field "modles" (the fields are models and virtual)'),
+      new ModelsFileError('models.json: unknown field "modles" (the fields are models, virtual and providers)'),
+    );
+    expect(bad({ providers: { acme: { apiKeyEnv: "ACME_KEY" } } })).toThrow(
+      'models.json: providers.acme needs "baseUrl": acme is not a provider the catalogue knows',
+    );
+    expect(bad({ providers: { groq: { apiKey: "gsk-…" } } })).toThrow(
+      'models.json: providers.groq has an unknown field "apiKey" (the fields are baseUrl and apiKeyEnv)',
+    );
+    expect(bad({ providers: { groq: { apiKeyEnv: "gsk-abc123" } } })).toThrow(
+      "models.json: providers.groq.apiKeyEnv must name an environment variable (letters, digits, _), never hold the key itself",
     );
     expect(bad({ models: [{ id: "m", provider: "p", api: "grpc", contextWindow: 1, maxOutput: 1 }] })).toThrow(
       "models.json: models[0].api must be one of openai-compatible, anthropic",

@@ -87,13 +87,27 @@ describe("tool exposure in the CLI", () => {
     );
   });
 
-  it("--codemode or $PI_COURSE_CODEMODE turns codemode on; a bad value is a usage error", () => {
+  it('codemode is a setting: --codemode, else $PI_COURSE_CODEMODE, else "codemode" in the config file; a bad value is a usage error naming where it came from', async () => {
     const home = { HOME: dir, INIT_CWD: dir };
     expect(parseArgs(["--no-session"], home, false)).toMatchObject({ codemode: false });
     expect(parseArgs(["--no-session", "--codemode"], home, false)).toMatchObject({ codemode: true });
     expect(parseArgs(["--no-session"], { ...home, PI_COURSE_CODEMODE: "on" }, false)).toMatchObject({ codemode: true });
     expect(() => parseArgs(["--no-session"], { ...home, PI_COURSE_CODEMODE: "maybe" }, false)).toThrow(
       '$PI_COURSE_CODEMODE must be 1, on or true (or 0, off, false), got "maybe".',
+    );
+    const config = path.join(dir, "codemode-config.json");
+    const withConfig =
+      (value: string, env: NodeJS.ProcessEnv = {}) =>
+      async (argv: string[] = []) => {
+        await writeFile(config, JSON.stringify({ codemode: value }));
+        return parseArgs(["--no-session", "--config", config, ...argv], { ...home, ...env }, false);
+      };
+    expect(await withConfig("true")()).toMatchObject({ codemode: true });
+    // the environment wins over the file, the flag over both
+    expect(await withConfig("true", { PI_COURSE_CODEMODE: "off" })()).toMatchObject({ codemode: false });
+    expect(await withConfig("off", { PI_COURSE_CODEMODE: "0" })(["--codemode"])).toMatchObject({ codemode: true });
+    await expect(withConfig("sometimes")()).rejects.toThrow(
+      `"codemode" in ${config} must be 1, on or true (or 0, off, false), got "sometimes".`,
     );
   });
 

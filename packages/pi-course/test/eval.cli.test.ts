@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { runMain } from "../src/cli/main.js";
 import type { SuiteReport } from "../src/eval/suite-report.js";
-import { SseServer, sseReply } from "./support/sse-server.js";
+import { SseServer, fixtureSse, sseReply } from "./support/sse-server.js";
 import { bashThenAnswer, writeCase } from "./support/eval-cases.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -284,6 +284,30 @@ it("--base-url runs the same cases against a model server (the script is not rea
   expect(second.code).toBe(1);
   expect(report(down).cases[0]!.runs[0]).toMatchObject({ status: "infrastructure", phase: "agent" });
   expect(report(down).cases[0]!.runs[0]!.reason).toMatch(/^the model call failed: .*ECONNREFUSED/);
+}, 60_000);
+
+it("a model of the catalogue is priced: each run's cost, each case's and the suite's total in both reports; an unknown price stays unknown", async () => {
+  const server = await SseServer.start();
+  servers.push(server);
+  // 14 tokens in, 8 out: at gpt-4o-mini's price, 14 × $0.15 + 8 × $0.60 per million = $0.0000069.
+  const priced = () => sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse"));
+  server.reply(priced()).reply(priced());
+  const suite = path.join(dir, "priced");
+  await writeCase(suite, "a-priced", { caseJson: { model: { id: "gpt-4o-mini" } } });
+  await writeCase(suite, "b-unknown", { caseJson: { model: { id: "mystery-model" } } });
+  const out = path.join(dir, "priced-out");
+  const args = [suite, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--concurrency", "1"];
+  const { code, stdout, stderr } = await evalProcess([...args, "--out", out]);
+  expect(code, stdout + stderr).toBe(0);
+  const [a, b] = report(out).cases;
+  expect(a!.runs[0]!.model).toBe("gpt-4o-mini");
+  expect(a!.runs[0]!.cost).toBeCloseTo(14 * 0.15e-6 + 8 * 0.6e-6, 15);
+  expect(b!.runs[0]!.cost).toBeNull();
+  expect(stdout).toContain("cost: $0.0000069 + unknown (1 run without a price)\n");
+  const html = readFileSync(path.join(out, "report.html"), "utf8");
+  expect(html).toContain('<p id="cost">Cost of the suite: $0.0000069 + unknown (1 run without a price)</p>');
+  expect(html).toContain('<p class="cost">Cost of the case: $0.0000069</p>');
+  expect(html).toContain('<p class="cost">Cost of the case: unknown (1 run without a price)</p>');
 }, 60_000);
 
 it("usage errors exit 2 and say what to do", async () => {

@@ -53,6 +53,78 @@ describe("the catalogue", () => {
     expect(catalogue.resolve("GPT-4o-Mini", { provider: "x", api: "anthropic" }).id).toBe("gpt-4o-mini");
   });
 
+  it("each provider's endpoint and key variable: a catalogue name alone says where it is reached", () => {
+    const catalogue = ModelCatalogue.builtin();
+    const reach = (id: string) => {
+      const endpoint = catalogue.endpoint(id)!;
+      return [endpoint.provider, endpoint.api, endpoint.baseUrl, endpoint.apiKeyEnv];
+    };
+    expect(reach("gpt-4o-mini")).toEqual([
+      "openai",
+      "openai-compatible",
+      "https://api.openai.com/v1",
+      "OPENAI_API_KEY",
+    ]);
+    expect(reach("claude-sonnet-4-5")).toEqual([
+      "anthropic",
+      "anthropic",
+      "https://api.anthropic.com",
+      "ANTHROPIC_API_KEY",
+    ]);
+    expect(reach("deepseek-chat")).toEqual([
+      "deepseek",
+      "openai-compatible",
+      "https://api.deepseek.com/v1",
+      "DEEPSEEK_API_KEY",
+    ]);
+    expect(reach("llama-3.3-70b-versatile")).toEqual([
+      "groq",
+      "openai-compatible",
+      "https://api.groq.com/openai/v1",
+      "GROQ_API_KEY",
+    ]);
+    expect(reach("openai/gpt-4o-mini")).toEqual([
+      "openrouter",
+      "openai-compatible",
+      "https://openrouter.ai/api/v1",
+      "OPENROUTER_API_KEY",
+    ]);
+    expect(reach("qwen3")).toEqual(["local", "openai-compatible", "http://127.0.0.1:11434/v1", undefined]);
+    // Every built-in model is reachable; a name the catalogue does not know is not.
+    for (const id of catalogue.names()) expect(catalogue.endpoint(id), id).toBeDefined();
+    expect(catalogue.endpoint("mystery-model")).toBeUndefined();
+    // A model's own server and key variable come first; a provider no one placed has none.
+    const own = catalogue.with([
+      {
+        id: "mine",
+        provider: "groq",
+        api: "openai-compatible",
+        contextWindow: 9,
+        maxOutput: 9,
+        input: ["text"],
+        reasoning: false,
+        baseUrl: "http://127.0.0.1:1/v1",
+        apiKeyEnv: "MINE",
+      },
+      {
+        id: "lost",
+        provider: "nowhere",
+        api: "openai-compatible",
+        contextWindow: 9,
+        maxOutput: 9,
+        input: ["text"],
+        reasoning: false,
+      },
+    ]);
+    expect(own.endpoint("mine")).toMatchObject({
+      provider: "groq",
+      baseUrl: "http://127.0.0.1:1/v1",
+      apiKeyEnv: "MINE",
+    });
+    expect(own.endpoint("lost")).toBeUndefined();
+    expect(own.members("a, b")).toEqual(["a", "b"]);
+  });
+
   it("a model not in the catalogue works with the defaults, an unknown price and one notice", () => {
     const info = ModelCatalogue.builtin().resolve("my-local-model", { provider: "openai", api: "openai-compatible" });
     expect(info).toEqual({

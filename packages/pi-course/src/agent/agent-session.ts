@@ -30,6 +30,9 @@ import { countTokens, estimateTokens } from "../session/token-estimate.js";
 import type { AgentCompactionReport, AgentContextBudget, AgentLoopConfig, AgentSessionStore } from "./types.js";
 import type { AgentContext, AgentMessage } from "../types.js";
 import type { CompactionEntry } from "../session/types.js";
+// #region ch18
+import type { ModelRouteEntry } from "../session/types.js";
+// #endregion
 
 /** `prompt()`/`continue()` rejects with this, once the run has ended, when the session refused a write. */
 export class SessionWriteError extends Error {
@@ -70,6 +73,10 @@ export class SessionKeeper {
   private run: AgentRun | undefined;
   /** Synthetic results for interrupted calls at the end of the loaded path, not yet in the session. */
   private unrecorded: AgentMessage[] = [];
+  // #region ch18
+  /** Entries to write on the agent's path just before the next message (see `note`). */
+  private notes: Omit<ModelRouteEntry, "id" | "timestamp" | "parentId">[] = [];
+  // #endregion
   /** The recording listener; the agent subscribes it first while a session is attached. */
   readonly subscription: Subscription = {
     listener: (event) => (event.type === "message_end" ? this.record(event.message) : undefined),
@@ -82,6 +89,29 @@ export class SessionKeeper {
     if (budget !== undefined) checkBudget(budget);
   }
   // #region ch18
+
+  /**
+   * Writes `entry` (a `model_route`: which real model answered) on the agent's path just before the next
+   * message recorded, so it sits at its place in the run (a route heard while an answer streams
+   * comes right before that answer). Nothing without a session; dropped by `attach`.
+   */
+  note(entry: Omit<ModelRouteEntry, "id" | "timestamp" | "parentId">): void {
+    if (this.store !== undefined) this.notes.push(entry);
+  }
+
+  /** Appends the pending notes in order, each the next one's parent. A failure stops the run, as `record`'s does. */
+  private async writeNotes(): Promise<void> {
+    const store = this.store;
+    for (const entry of this.notes.splice(0)) {
+      if (store === undefined || this.failure !== undefined) return;
+      try {
+        this.place = await store.append({ ...entry, parentId: this.place ?? null });
+      } catch (error) {
+        this.failure = new SessionWriteError([], error);
+        this.run?.controller.abort(this.failure);
+      }
+    }
+  }
 
   /** Replaces the budget (e.g. to follow a newly chosen model's context window). Checked as at construction. */
   setBudget(budget: AgentContextBudget | undefined): void {
@@ -118,6 +148,9 @@ export class SessionKeeper {
     this.failure = undefined;
     this.trimmed = false;
     this.unrecorded = [];
+    // #region ch18
+    this.notes = [];
+    // #endregion
     this.store = store;
     this.place = place;
     if (store === undefined) return; // detached: the transcript, and what usage is trusted in it, stay
@@ -176,6 +209,9 @@ export class SessionKeeper {
 
   /** Appends one message after the previous entry. Never rejects: a failure stops the run. */
   private async record(message: AgentMessage): Promise<void> {
+    // #region ch18
+    await this.writeNotes();
+    // #endregion
     // #region lab 11.5 SessionKeeper.record
     const draft = this.host.draft;
     if (message.role === "assistant" && this.trimmed) this.usageFrom = draft.messages.length;

@@ -42,6 +42,7 @@ import type {
 } from "./types.js";
 // #region ch18
 import type { AgentContextBudget as NewContextBudget } from "./types.js";
+import type { ModelRouteEntry } from "../session/types.js";
 // #endregion
 
 export class Agent {
@@ -160,6 +161,16 @@ export class Agent {
     this.keeper.setBudget(budget);
     const others = this.subscriptions.filter((entry) => entry !== this.keeper.subscription);
     this.subscriptions = this.keeper.active ? [this.keeper.subscription, ...others] : others;
+  }
+
+  /**
+   * Records in the session which real model answers under a virtual model (a `model_route`
+   * entry), on the agent's path just before the next message written: called while an answer
+   * streams, it lands right before that answer. Allowed during a run; nothing without a session.
+   * Whether the route changed is the caller's to decide (record it only when it does).
+   */
+  noteRoute(entry: Omit<ModelRouteEntry, "id" | "timestamp" | "parentId">): void {
+    this.keeper.note(entry);
   }
   // #endregion
 

@@ -24,6 +24,9 @@ import type { CompactionFailure, Summarizer } from "../session/compaction.js";
 import type { ContextProjection } from "../session/context.js";
 import type { TokenEstimator } from "../session/token-estimate.js";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "../session/types.js";
+// #region ch18
+import type { ModelRouteEntry } from "../session/types.js";
+// #endregion
 // #endregion
 
 // ---------------------------------------------------------------------------------------------
@@ -294,7 +297,14 @@ export type AgentListener = (event: AgentEvent, signal: AbortSignal) => void | P
 // ---------------------------------------------------------------------------------------------
 
 /** An entry as the agent hands it to its session: the session makes `id` and `timestamp`. */
-export type AgentSessionEntryInput = Omit<MessageEntry, "id" | "timestamp"> | Omit<CompactionEntry, "id" | "timestamp">;
+// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
+export type AgentSessionEntryInput =
+  | Omit<MessageEntry, "id" | "timestamp">
+  | Omit<CompactionEntry, "id" | "timestamp">
+  // #region ch18
+  | Omit<ModelRouteEntry, "id" | "timestamp">
+  // #endregion
+  ;
 
 /**
  * What an `Agent` needs of a session; a `SessionFile` fits it as it is.

@@ -15,11 +15,15 @@ import {
   describeValue,
   readConfigFile,
   resolveSettings,
+  type Setting,
   type SettingName,
   type Settings,
 } from "./config.js";
 // #region ch18
 import { THINKING_LEVELS, type ThinkingLevel } from "../model.js";
+import { ModelCatalogue } from "../model-choice/catalogue.js";
+import { ModelsFileError, loadModelsFileSync } from "../model-choice/models-file.js";
+import type { ModelEndpoint } from "../model-choice/providers.js";
 // #endregion
 // #region ch17
 import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../mcp/config.js";
@@ -98,13 +102,17 @@ export interface RunOptions {
   // #endregion
   // #region ch16
   /**
-   * `--codemode`, or `$PI_COURSE_CODEMODE` set to `1`, `on` or `true`: add the `code` tool (a
+   * `--codemode`, or `$PI_COURSE_CODEMODE` / the config file's `"codemode"` set to `1`, `on` or
+   * `true` (a setting: see config.ts): add the `code` tool (a
    * script that calls the other tools, in a QuickJS sandbox).
    */
   codemode: boolean;
   // #endregion
   // #region ch18
-  /** `--thinking LEVEL`: the thinking level of every call; absent: the model's default. */
+  /**
+   * `--thinking LEVEL` (or `$PI_COURSE_THINKING`, or `"thinking"` in the config file): the
+   * thinking level of every call; absent: the model's default.
+   */
   thinking?: ThinkingLevel;
   /** The user's models file (`~/.pi-course/models.json`), read at start when it exists; absent: none. */
   modelsFile?: string;
@@ -119,6 +127,18 @@ export interface RunOptions {
     /** The variable named by `--api-key-env` (or the config file), if any: the commands never see it. */
     apiKeyEnv?: string;
     workspace: string;
+    // #region ch18
+    /**
+     * The catalogue chose the server (`--model NAME` with no base URL or provider set): each
+     * model of a fallback list is reached on its own provider's server (`catalogueRoute`).
+     */
+    byCatalogue?: boolean;
+    /**
+     * With `byCatalogue` and no key option (`--api-key-env`, `--api-key-file`, `--no-api-key`):
+     * the keys read, by variable, one per provider in the list. The commands never see them.
+     */
+    keys?: Record<string, string>;
+    // #endregion
   };
 }
 
@@ -162,6 +182,16 @@ export function keyVariable(argv: readonly string[], env: NodeJS.ProcessEnv): st
   }
   const named = resolveSettings({ apiKeyEnv: after("--api-key-env"), provider: after("--provider") }, env, file);
   if (named.apiKeyEnv !== undefined) return named.apiKeyEnv.value;
+  // #region ch18
+  // A catalogue name alone picks the provider, and its key variable (none for a local server).
+  try {
+    const flags = { provider: after("--provider"), baseUrl: after("--base-url"), model: after("--model") };
+    const route = catalogueRoute(resolveSettings(flags, env, file), env);
+    if (route !== undefined) return route.endpoints[0]!.apiKeyEnv;
+  } catch {
+    // parseArgs reports a bad models file.
+  }
+  // #endregion
   return named.provider?.value === "anthropic" ? DEFAULT_KEY_VARIABLE.anthropic : DEFAULT_KEY_VARIABLE.openai;
 }
 
@@ -192,12 +222,6 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
   const extensions: string[] = [];
   // #region ch17
   const mcpConfigs: string[] = [];
-  // #endregion
-  // #region ch16
-  let codemode = false;
-  // #endregion
-  // #region ch18
-  let thinkingText: string | undefined;
   // #endregion
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -259,7 +283,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
         break;
       // #region ch18
       case "--thinking":
-        thinkingText = value();
+        flags.thinking = value();
         break;
       // #endregion
       case "--api-key-file":
@@ -308,7 +332,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       // #endregion
       // #region ch16
       case "--codemode":
-        codemode = true;
+        flags.codemode = "on";
         break;
       // #endregion
       default:
@@ -351,9 +375,22 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       `unknown provider "${providerName}"${blame("provider")}; the providers are ${PROVIDERS.join(" and ")}.`,
     );
   }
-  const provider = providerName as Provider;
-  const baseUrl = settings.baseUrl?.value;
+  let provider = providerName as Provider;
+  let baseUrl = settings.baseUrl?.value;
   const model = settings.model?.value;
+  // #region ch18
+  let route: CatalogueRoute | undefined;
+  try {
+    route = catalogueRoute(settings, env);
+  } catch (error) {
+    if (error instanceof ModelsFileError) throw new CliUsageError(`${error.message}.`);
+    throw error;
+  }
+  if (route !== undefined) {
+    provider = route.endpoints[0]!.api === "anthropic" ? "anthropic" : "openai";
+    baseUrl = route.endpoints[0]!.baseUrl;
+  }
+  // #endregion
   const onServer = baseUrl !== undefined || provider === "anthropic";
   if (promptFile !== undefined && positional.length > 0) {
     throw new CliUsageError("give the task either as arguments or with --prompt-file, not both.");
@@ -395,12 +432,17 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     );
   }
   // #region ch18
+  const thinkingText = settings.thinking?.value;
   if (thinkingText !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinkingText)) {
     throw new CliUsageError(
-      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}.`,
+      `--thinking must be one of ${THINKING_LEVELS.join(", ")}, got ${JSON.stringify(thinkingText.slice(0, 20))}${blame("thinking")}.`,
     );
   }
   const thinking = thinkingText as ThinkingLevel | undefined;
+  // #endregion
+  // #region ch16
+  const codemodeFrom = settings.codemode?.source === "config" ? `"codemode" in ${config.file}` : "$PI_COURSE_CODEMODE";
+  const codemode = codemodeOf(settings.codemode?.value, codemodeFrom);
   // #endregion
   // #region ch17
   let mcp: { servers: McpServerConfig[]; notices: string[] };
@@ -432,7 +474,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     mcpConfigFiles,
     // #endregion
     // #region ch16
-    codemode: codemode || codemodeFromEnv(env),
+    codemode,
     // #endregion
     // #region ch18
     ...(thinking !== undefined && { thinking }),
@@ -471,7 +513,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     }
     shownBaseUrl = baseUrl.replace(/\/+$/, "");
   }
-  const needs = baseUrl !== undefined ? "--base-url" : "--provider anthropic";
+  let needs = baseUrl !== undefined ? "--base-url" : "--provider anthropic";
+  // #region ch18
+  if (route !== undefined) needs = `--model ${model}`;
+  // #endregion
   if (model === undefined || model === "") {
     throw new CliUsageError(`${needs} needs --model NAME (the model id the server knows).`);
   }
@@ -501,11 +546,22 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     throw new CliUsageError("--api-key-file cannot be combined with --api-key-env or --no-api-key: choose one.");
   }
   let apiKey: string | undefined;
+  // #region ch18
+  let keys: Record<string, string> | undefined;
+  // #endregion
   if (apiKeyFile !== undefined) {
     apiKey = readText("--api-key-file", apiKeyFile, from).split(/\r?\n/)[0]!.trim();
     if (apiKey === "")
       throw new CliUsageError(`no API key: the first line of ${apiKeyFile} is empty (--api-key-file).`);
-  } else if (!noApiKey) {
+  }
+  // #region ch18
+  else if (!noApiKey && route !== undefined && apiKeyEnv === undefined) {
+    keys = catalogueKeys(route, env);
+    const first = route.endpoints[0]!.apiKeyEnv;
+    if (first !== undefined) apiKey = keys[first];
+  }
+  // #endregion
+  else if (!noApiKey) {
     const name = apiKeyEnv ?? DEFAULT_KEY_VARIABLE[provider];
     apiKey = env[name];
     if (apiKey === undefined || apiKey === "") {
@@ -529,6 +585,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
       ...(apiKey !== undefined && { apiKey }),
       ...(apiKeyEnv !== undefined && { apiKeyEnv }),
       workspace,
+      // #region ch18
+      ...(route !== undefined && { byCatalogue: true }),
+      ...(keys !== undefined && { keys }),
+      // #endregion
     },
   };
 }
@@ -563,13 +623,99 @@ function readText(option: string, file: string, from: string): string {
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#\s]*@/i, "$1***@");
 }
+// #region ch18
+
+/** Where a catalogue name's models are reached: the first model's server is the run's. */
+export interface CatalogueRoute {
+  /** One per model of the name that the catalogue knows, in fallback order (the first is the name's first). */
+  endpoints: ModelEndpoint[];
+}
+
+/** The user's models file: `~/.pi-course/models.json`. */
+export function modelsFilePath(env: NodeJS.ProcessEnv): string {
+  return path.join(homeFolder(env), "models.json");
+}
+
+/**
+ * The server and key a catalogue name picks (chapter 18). With a model named and neither a base
+ * URL nor a provider set (by flag, environment or config file: those still win), a name whose
+ * first model the catalogue knows (a model, a virtual model, or `a,b`) is reached where its
+ * provider is, with its provider's key variable (`model-choice/providers.ts`, overridden by
+ * `~/.pi-course/models.json`). Undefined otherwise: chapter 13's rules stand. Throws
+ * `ModelsFileError` for a models file that cannot be used.
+ */
+export function catalogueRoute(
+  settings: Partial<Record<SettingName, Setting>>,
+  env: NodeJS.ProcessEnv,
+): CatalogueRoute | undefined {
+  if (settings.baseUrl !== undefined || settings.provider !== undefined) return undefined;
+  const name = settings.model?.value;
+  if (name === undefined || name.trim() === "") return undefined;
+  const catalogue = loadModelsFileSync(ModelCatalogue.builtin(), modelsFilePath(env));
+  const members = catalogue.members(name);
+  if (members[0] === undefined || catalogue.endpoint(members[0]) === undefined) return undefined;
+  return { endpoints: members.flatMap((m) => catalogue.endpoint(m) ?? []) };
+}
+
+/**
+ * The keys a route needs, by variable: one per variable its models name. A variable that is not
+ * set is a usage error that names it, and the model and server it is for.
+ */
+function catalogueKeys(route: CatalogueRoute, env: NodeJS.ProcessEnv): Record<string, string> {
+  const keys: Record<string, string> = {};
+  for (const endpoint of route.endpoints) {
+    const name = endpoint.apiKeyEnv;
+    if (name === undefined || keys[name] !== undefined) continue;
+    const key = env[name];
+    if (key === undefined || key === "") {
+      throw new CliUsageError(
+        `no API key: $${name} is not set (${endpoint.model} is served by ${endpoint.provider} at ${endpoint.baseUrl}). ` +
+          "Set it, name another variable with --api-key-env NAME, or pass --no-api-key for a local server that needs none.",
+      );
+    }
+    keys[name] = key;
+  }
+  return keys;
+}
+
+/**
+ * Every key variable `argv` will read (the launcher hands over exactly these): `keyVariable`'s,
+ * and with a catalogue route each model's provider's. Never throws.
+ */
+export function keyVariables(argv: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const first = keyVariable(argv, env);
+  const names = first === undefined ? [] : [first];
+  if (first === undefined && (argv.includes("--no-api-key") || argv.includes("--api-key-file"))) return names;
+  const after = (flag: string) => {
+    const at = argv.indexOf(flag);
+    return at !== -1 ? argv[at + 1] : undefined;
+  };
+  try {
+    const file = readConfigFile(env, after("--config")).settings;
+    const flags = { provider: after("--provider"), baseUrl: after("--base-url"), model: after("--model") };
+    const settings = resolveSettings({ ...flags, apiKeyEnv: after("--api-key-env") }, env, file);
+    if (settings.apiKeyEnv !== undefined) return names;
+    for (const endpoint of catalogueRoute(settings, env)?.endpoints ?? []) {
+      if (endpoint.apiKeyEnv !== undefined && !names.includes(endpoint.apiKeyEnv)) names.push(endpoint.apiKeyEnv);
+    }
+  } catch {
+    // parseArgs reports it.
+  }
+  return names;
+}
+// #endregion
 // #region ch16
 
-/** The codemode setting of the environment: `$PI_COURSE_CODEMODE` = `1`, `on` or `true` (any case). */
-export function codemodeFromEnv(env: NodeJS.ProcessEnv): boolean {
-  const value = env.PI_COURSE_CODEMODE?.trim().toLowerCase();
+/**
+ * The codemode setting's value (`--codemode` gives "on"; `$PI_COURSE_CODEMODE`, `"codemode"`):
+ * `1`, `on`, `true` (any case) turn it on, `0`, `off`, `false` or nothing leave it off; anything
+ * else is a usage error `${subject} must be 1, on or true (or 0, off, false), got "…".`, where
+ * `subject` says where the value came from (`$PI_COURSE_CODEMODE`, or `"codemode" in FILE`).
+ */
+export function codemodeOf(text: string | undefined, subject: string): boolean {
+  const value = text?.trim().toLowerCase();
   if (value === undefined || value === "" || value === "0" || value === "off" || value === "false") return false;
   if (value === "1" || value === "on" || value === "true") return true;
-  throw new CliUsageError(`$PI_COURSE_CODEMODE must be 1, on or true (or 0, off, false), got "${value.slice(0, 12)}".`);
+  throw new CliUsageError(`${subject} must be 1, on or true (or 0, off, false), got "${value.slice(0, 12)}".`);
 }
 // #endregion

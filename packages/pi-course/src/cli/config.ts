@@ -19,6 +19,14 @@ export interface Settings {
   apiKeyEnv?: string;
   sessionDir?: string;
   contextTokens?: string;
+  // #region ch16
+  /** `--codemode` (as "on"), `$PI_COURSE_CODEMODE`, `"codemode"`: 1, on, true or 0, off, false. */
+  codemode?: string;
+  // #endregion
+  // #region ch18
+  /** `--thinking LEVEL`, `$PI_COURSE_THINKING`, `"thinking"`: off, minimal, low, medium or high. */
+  thinking?: string;
+  // #endregion
 }
 
 export type SettingName = keyof Settings;
@@ -39,6 +47,12 @@ export const SETTINGS: Readonly<Record<SettingName, { flag: string; env?: string
   apiKeyEnv: { flag: "--api-key-env", key: "apiKeyEnv" },
   sessionDir: { flag: "--session-dir", env: "PI_COURSE_SESSION_DIR", key: "sessionDir" },
   contextTokens: { flag: "--context-tokens", env: "PI_COURSE_CONTEXT_TOKENS", key: "contextTokens" },
+  // #region ch16
+  codemode: { flag: "--codemode", env: "PI_COURSE_CODEMODE", key: "codemode" },
+  // #endregion
+  // #region ch18
+  thinking: { flag: "--thinking", env: "PI_COURSE_THINKING", key: "thinking" },
+  // #endregion
 };
 
 /** The variable naming another config file. */
@@ -145,9 +159,15 @@ export function resolveSettings(
 
 /** The lines of `--help` that say where each setting comes from. */
 export function settingsHelp(): string {
-  const rows = (Object.keys(SETTINGS) as SettingName[]).map((name) => {
+  const names = Object.keys(SETTINGS) as SettingName[];
+  // The columns as wide as their widest cell, so a long flag or variable never shifts a row.
+  const flagWidth = Math.max(15, ...names.map((name) => SETTINGS[name].flag.length));
+  const envWidth = Math.max(24, ...names.map((name) => (SETTINGS[name].env ?? "").length + 1));
+  const rows = names.map((name) => {
     const { flag, env, key } = SETTINGS[name];
-    return `  ${flag.padEnd(15)} ${(env ? `$${env}` : "-").padEnd(24)} "${key}"`;
+    return `  ${flag.padEnd(flagWidth)} ${(env ? `$${env}` : "-").padEnd(envWidth)} "${key}"`;
   });
-  return [`  ${"flag".padEnd(15)} ${"else environment".padEnd(24)} else config file key`, ...rows].join("\n");
+  return [`  ${"flag".padEnd(flagWidth)} ${"else environment".padEnd(envWidth)} else config file key`, ...rows].join(
+    "\n",
+  );
 }

@@ -27,6 +27,9 @@ import { CliUsageError, parseArgs } from "./args.js";
 import { readConfigFile, resolveSettings } from "./config.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
+// #region ch18
+import { catalogueRoute } from "./args.js";
+// #endregion
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report
 
@@ -119,7 +122,16 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     // parseArgs below reports it.
   }
   const named = resolveSettings({ baseUrl: at("--base-url"), provider: at("--provider") }, env, file);
-  const onServer = named.baseUrl !== undefined || named.provider?.value === "anthropic";
+  let onServer = named.baseUrl !== undefined || named.provider?.value === "anthropic";
+  // #region ch18
+  // A catalogue name alone picks its server too (see catalogueRoute).
+  try {
+    const model = resolveSettings({ model: at("--model") }, env, file).model;
+    onServer ||= catalogueRoute({ ...named, ...(model !== undefined && { model }) }, env) !== undefined;
+  } catch {
+    // parseArgs below reports a bad models file.
+  }
+  // #endregion
   const parsed = parseArgs(
     [...modelFlags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])],
     env,

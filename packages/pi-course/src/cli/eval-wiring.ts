@@ -11,6 +11,10 @@ import type { Wire } from "../eval/run-case.js";
 import type { Model } from "../model.js";
 import type { RunOptions } from "./args.js";
 import { Runtime, createModel } from "./runtime.js";
+// #region ch18
+import { ModelCatalogue } from "../model-choice/catalogue.js";
+import { catalogued } from "../model-choice/catalogued-model.js";
+// #endregion
 
 /** The server a suite runs against (`RunOptions["server"]` without its workspace), or none: offline. */
 export type EvalServer = Omit<NonNullable<RunOptions["server"]>, "workspace">;
@@ -62,7 +66,15 @@ export async function caseModel(
   server: EvalServer | undefined,
   repeat: number,
 ): Promise<Model | { unavailable: string }> {
-  if (server !== undefined) return createModel(runOptions(server, evalCase.dir), 0, evalCase.settings.model.id);
+  if (server !== undefined) {
+    let model = createModel(runOptions(server, evalCase.dir), 0, evalCase.settings.model.id);
+    // #region ch18
+    // A model of the catalogue is priced: each run's cost, each case's and the suite's total.
+    const known = ModelCatalogue.builtin().find(model.id);
+    if (known !== undefined) model = catalogued(model, { ...known, known: true });
+    // #endregion
+    return model;
+  }
   if (evalCase.script === undefined) {
     return {
       unavailable: `case ${evalCase.name} has no script.json, so it cannot run offline; run the suite against a server with --base-url URL --model NAME`,

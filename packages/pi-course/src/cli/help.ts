@@ -64,19 +64,26 @@ LATER_OPTIONS.push(`  --mcp-config FILE    start the MCP servers of FILE ({"mcpS
 // #region ch16
 LATER_OPTIONS.push(`  --codemode           add the code tool: the model writes one JavaScript snippet that calls
                        the other tools (await tools.NAME(args)) in a QuickJS sandbox in a worker
-                       thread, each call checked like its own; also $PI_COURSE_CODEMODE=1
+                       thread, each call checked like its own; also $PI_COURSE_CODEMODE=1 or
+                       "codemode": "on" in the config file
 `);
 // #endregion
 // #region ch18
 LATER_OPTIONS.push(`  --thinking LEVEL     off, minimal, low, medium or high: how much the model thinks first
                        (reasoning_effort on OpenAI-compatible servers; a thinking budget of
                        1024/2048/8192/16384 tokens on Anthropic, max_tokens raised to fit);
-                       ignored, with a note, where the model catalogue says it does not reason
+                       ignored, with a note, where the model catalogue says it does not reason;
+                       also $PI_COURSE_THINKING or "thinking" in the config file
   Models (chapter 18)  --model takes a name of the model catalogue (gpt-4o-mini, claude-sonnet-4-5,
                        deepseek-chat, qwen2.5-coder, …; others work with defaults and one note),
                        names separated by commas (a,b: the next when one fails before its first
                        byte: rate limit, overloaded, 5xx, refused), or a virtual model of
                        ~/.pi-course/models.json ({"models": […], "virtual": {"NAME": ["a", "b"]}}).
+                       With no --base-url or --provider, a catalogue name picks its server and
+                       key: deepseek-chat → https://api.deepseek.com/v1 with $DEEPSEEK_API_KEY
+                       (openai $OPENAI_API_KEY, anthropic $ANTHROPIC_API_KEY, groq $GROQ_API_KEY,
+                       openrouter $OPENROUTER_API_KEY, local: Ollama at 127.0.0.1:11434, no key;
+                       "providers": {"NAME": {"baseUrl", "apiKeyEnv"}} in models.json moves them).
                        The context budget follows the model's window unless --context-tokens.
                        Each answer is priced from the catalogue (unknown prices stay unknown);
                        /model NAME (Tab completes), /thinking LEVEL and /cost in a conversation;

@@ -40,6 +40,9 @@ import {
   commandName,
   helpText,
   keyVariable,
+  // #region ch18
+  keyVariables,
+  // #endregion
   parseArgs,
   usageMessage,
 } from "./args.js";
@@ -98,6 +101,13 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   const named = keyVariable(argv, process.env);
   const handover: Record<string, string> = {};
   if (named !== undefined && process.env[named] !== undefined) handover[named] = process.env[named]!;
+  // #region ch18
+  // A catalogue name picks its provider's key variable; a fallback list may need one per provider.
+  const catalogueKeys = keyVariables(argv, process.env);
+  for (const name of catalogueKeys) {
+    if (process.env[name] !== undefined && handover[name] === undefined) handover[name] = process.env[name]!;
+  }
+  // #endregion
   // #region ch17
   // The variables MCP configurations name as ${VAR} (a server's key) travel the same way: the
   // agent's environment has no secret-looking variable, and only the server that names one gets it.
@@ -175,6 +185,9 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   for (const [name, value] of Object.entries(process.env)) {
     if (name !== named && !defaults.includes(name) && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
   }
+  // #region ch18
+  for (const name of catalogueKeys) delete env[name];
+  // #endregion
   const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
   const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], {
     env,

@@ -12,6 +12,12 @@
  *
  * The context budget follows the chosen models' window (the smallest of them, less the room of
  * an answer), unless the user set `--context-tokens`.
+ *
+ * When the catalogue chose the server (`--model NAME` alone, see `catalogueRoute` in args.ts),
+ * each catalogue model is reached on its own provider's server with its provider's key, so a
+ * fallback list may cross providers; a model the catalogue does not know runs on the first
+ * model's server. A model whose key this run was not given (a `/model` switch to another
+ * provider) is refused, naming the variable to set.
  */
 import type { Model, ThinkingLevel } from "../model.js";
 import { atThinkingLevel, catalogued } from "../model-choice/catalogued-model.js";
@@ -57,7 +63,7 @@ export function setUpModel(
         : [];
     return { model: createDemoModel({ delayMs: demoDelayMs }), name, thinking, infos: [], budget: undefined, notices };
   }
-  const names = catalogue.virtual(name) ?? name.split(",").map((n) => n.trim());
+  const names = catalogue.members(name);
   if (names.length === 0 || names.some((n) => n === "")) {
     throw new Error(`"${name}" names no model: give a model name, or names separated by commas (a,b)`);
   }
@@ -65,7 +71,7 @@ export function setUpModel(
   const infos = names.map((n) => catalogue.resolve(n, { provider: server.provider, api }));
   const models = infos.map((info, i) => {
     const last = i === infos.length - 1;
-    const real = createServerModel(options, info.id, {
+    const real = createServerModel(serverOf(options, catalogue, info.id), info.id, {
       maxTokens: Math.min(8_192, info.maxOutput),
       ...(!last && { maxRetries: 0 }),
     });
@@ -79,4 +85,36 @@ export function setUpModel(
   const notices = infos.flatMap((info) => (info.notice !== undefined ? [info.notice] : []));
   const window = Math.min(...infos.map((info) => info.contextWindow - Math.min(info.maxOutput, ANSWER_ROOM_TOKENS)));
   return { model, name, thinking, infos, budget: Math.max(1_000, window), notices };
+}
+
+/**
+ * The options whose server reaches `id`: `options` themselves, unless the catalogue chose the
+ * server and knows where `id` is reached (then that server, with the key of its variable).
+ */
+export function serverOf(options: RunOptions, catalogue: ModelCatalogue, id: string): RunOptions {
+  const server = options.server;
+  if (server?.byCatalogue !== true) return options;
+  const endpoint = catalogue.endpoint(id);
+  if (endpoint === undefined) return options;
+  const { apiKey: given, ...rest } = server;
+  let apiKey = given;
+  if (server.keys !== undefined) {
+    // The keys came from the catalogue's variables (no --api-key-env, --api-key-file or --no-api-key).
+    apiKey = endpoint.apiKeyEnv === undefined ? undefined : server.keys[endpoint.apiKeyEnv];
+    if (endpoint.apiKeyEnv !== undefined && apiKey === undefined) {
+      throw new Error(
+        `${endpoint.model} is served by ${endpoint.provider} at ${endpoint.baseUrl} with the key in ` +
+          `$${endpoint.apiKeyEnv}, which this run was not given: set it and start with --model ${endpoint.model}`,
+      );
+    }
+  }
+  return {
+    ...options,
+    server: {
+      ...rest,
+      provider: endpoint.api === "anthropic" ? "anthropic" : "openai",
+      baseUrl: endpoint.baseUrl,
+      ...(apiKey !== undefined && { apiKey }),
+    },
+  };
 }

@@ -33,7 +33,7 @@ import { ModelCatalogue } from "../model-choice/catalogue.js";
 import { loadModelsFile } from "../model-choice/models-file.js";
 import type { RouteReport } from "../model-choice/virtual-model.js";
 import type { ThinkingLevel } from "../model.js";
-import type { ModelChangeEntry } from "../session/types.js";
+import type { ModelChangeEntry, ModelRouteEntry } from "../session/types.js";
 import { setUpModel, type ModelSetup } from "./model-setup.js";
 // #endregion
 // #region ch19
@@ -176,6 +176,13 @@ export class Runtime {
     for (const name of Object.keys(commandEnv)) {
       if (server?.apiKey !== undefined && commandEnv[name] === server.apiKey) delete commandEnv[name];
     }
+    // #region ch18
+    // The keys a catalogue name picked (one per provider of a fallback list): by name and by value.
+    const keys = server?.keys ?? {};
+    for (const name of Object.keys(commandEnv)) {
+      if (name in keys || Object.values(keys).includes(commandEnv[name]!)) delete commandEnv[name];
+    }
+    // #endregion
     const tools = createCodingTools(workspace, { bash: { env: commandEnv } });
     const resources = wiring.resources;
     this.resources = resources;
@@ -404,6 +411,22 @@ export class Runtime {
     this.reload();
   }
 
+  /**
+   * The newest `model_route` on the session's path, unless a `model_change` came after it (a new
+   * choice: its first answer is a change). Undefined without a session.
+   */
+  private lastRoute(): ModelRouteEntry | undefined {
+    const leaf = this.session?.leaf;
+    if (leaf === undefined) return undefined;
+    const path = this.session!.pathToLeaf(leaf.id);
+    for (let i = path.length - 1; i >= 0; i--) {
+      const entry = path[i]!;
+      if (entry.type === "model_route") return entry;
+      if (entry.type === "model_change") return undefined;
+    }
+    return undefined;
+  }
+
   /** The newest `model_change` on the session's path: the choice a resumed conversation goes on with. */
   private restoreChoice(notes: (text: string) => void, demoDelayMs: number): void {
     const leaf = this.session?.leaf;
@@ -423,8 +446,23 @@ export class Runtime {
     }
   }
 
-  /** A fallback is said as it happens. */
+  /**
+   * A fallback is said as it happens. The real model that answered is recorded in the session
+   * (a `model_route` entry, just before its answer) when it differs from the one recorded last
+   * on the path since the newest choice (`lastRoute`): unchanged, nothing is written.
+   */
   private readonly routeHeard = (report: RouteReport): void => {
+    const { provider, id } = report.answeredBy;
+    const last = this.lastRoute();
+    if (this.choice !== undefined && (last?.provider !== provider || last.answeredBy !== id)) {
+      this.agent.noteRoute({
+        type: "model_route",
+        model: this.choice.name,
+        provider,
+        answeredBy: id,
+        skipped: report.skipped.map((s) => ({ model: s.model.id, error: s.error })),
+      });
+    }
     if (report.skipped.length === 0) return;
     this.onNotice(
       `fell back from ${report.skipped.map((s) => s.model.id).join(" and ")} to ${report.answeredBy.id} ` +

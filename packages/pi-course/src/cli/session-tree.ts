@@ -16,6 +16,9 @@ import { buildSessionTree, findNode, type TreeNode } from "../session-page/tree.
 import { headlineOf } from "../session-page/headline.js";
 import type { SessionFile } from "../session/session.js";
 import { neutralize } from "./trace.js";
+// #region ch18
+import { modelMarkText } from "../session-page/model-marks.js";
+// #endregion
 
 /** The lines `/tree` prints for `session` on a terminal `columns` wide. */
 export function treeLines(session: SessionFile, columns = 80): string[] {
@@ -24,7 +27,17 @@ export function treeLines(session: SessionFile, columns = 80): string[] {
   const lines = [
     `${tree.byNumber.length} message${tree.byNumber.length === 1 ? "" : "s"}, ${tree.leaves.length} branch${tree.leaves.length === 1 ? "" : "es"}`,
   ];
-  for (const node of tree.nodes) lines.push(treeLine(node, columns));
+  for (const node of tree.nodes) {
+    // #region ch18
+    // Where the model or thinking level changed, or which model answered, on a line of its own.
+    for (const entry of node.models)
+      lines.push(`${node.prefix.replace(/├─ $/, "│  ")}  ⇄ ${neutralize(modelMarkText(entry))}`);
+    // #endregion
+    lines.push(treeLine(node, columns));
+    // #region ch18
+    if (node.current) for (const entry of node.modelsAfter) lines.push(`  ⇄ ${neutralize(modelMarkText(entry))}`);
+    // #endregion
+  }
   return lines;
 }
 

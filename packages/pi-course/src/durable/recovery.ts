@@ -79,8 +79,14 @@ export function notRunText(toolName: string): string {
 /** The `errorMessage` of an answer cut mid-stream. */
 export const CUT_ANSWER = "the process stopped while this answer streamed; this is what had arrived";
 
-/** The entries a run appends (see `mayNeedRecovery`). */
-const RUN_ENTRY_TYPES: ReadonlySet<string> = new Set(["message", "tool_intent", "tool_outcome", "compaction"]);
+/** The entries a run appends (see `mayNeedRecovery`): a `model_route` is written just before an answer. */
+const RUN_ENTRY_TYPES: ReadonlySet<string> = new Set([
+  "message",
+  "tool_intent",
+  "tool_outcome",
+  "compaction",
+  "model_route",
+]);
 
 /**
  * Whether `planRecovery` could find anything at the leaf of `store`: false when there is no kept
@@ -92,7 +98,7 @@ export async function mayNeedRecovery(store: DurableStore, stream?: StreamJourna
   if ((await stream?.load()) !== undefined) return true;
   const leaf = store.leaf;
   if (leaf === undefined) return false;
-  // A run writes messages, its journal and compactions. Any other last entry (a /fork or /label's
+  // A run writes messages, its journal, compactions and routes. Any other last entry (a /fork or /label's
   // label, a /model change) was written by a person between runs: the place was moved on purpose,
   // even when it is now a question with no answer yet.
   if (!RUN_ENTRY_TYPES.has(leaf.type)) return false;

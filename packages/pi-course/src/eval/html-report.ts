@@ -12,6 +12,9 @@ import { SessionFile, messagesOf } from "../session/session.js";
 import type { AgentMessage, Message } from "../types.js";
 import type { RunRecord } from "./run-record.js";
 import type { SuiteReport } from "./suite-report.js";
+// #region ch18
+import { costOfRuns } from "./suite-report.js";
+// #endregion
 
 /** A run's key in `readTranscripts`' map: `case#repeat`. */
 export const runKey = (run: Pick<RunRecord, "case" | "repeat">): string => `${run.case}#${run.repeat}`;
@@ -51,6 +54,10 @@ export function renderHtmlReport(
   transcripts: ReadonlyMap<string, AgentMessage[] | string>,
 ): string {
   const t = report.totals;
+  let suiteCost = "";
+  // #region ch18
+  suiteCost = `<p id="cost">Cost of the suite: ${escapeHtml(costOfRuns(report.cases.flatMap((c) => c.runs)))}</p>\n`;
+  // #endregion
   const rows = report.cases
     .map((c) => {
       const rate = c.passRate === null ? "—" : `${Math.round(c.passRate * 100)}%`;
@@ -69,7 +76,11 @@ export function renderHtmlReport(
   const sections = report.cases
     .map((c) => {
       const runs = c.runs.map((run) => renderRun(run, transcripts.get(runKey(run)))).join("\n");
-      return `<section id="case-${escapeHtml(c.name)}"><h2>${escapeHtml(c.name)} <span class="${c.verdict}">${c.verdict}</span></h2>\n${runs || "<p>No run finished.</p>"}</section>`;
+      let cost = "";
+      // #region ch18
+      cost = `<p class="cost">Cost of the case: ${escapeHtml(costOfRuns(c.runs))}</p>\n`;
+      // #endregion
+      return `<section id="case-${escapeHtml(c.name)}"><h2>${escapeHtml(c.name)} <span class="${c.verdict}">${c.verdict}</span></h2>\n${cost}${runs || "<p>No run finished.</p>"}</section>`;
     })
     .join("\n");
   return `<!doctype html>
@@ -84,7 +95,7 @@ ${report.concurrency} at once · ${report.repeat} run(s) per case${report.interr
 <p id="totals"><strong>${t.passedCases} of ${t.cases} cases passed.</strong> Runs: <span class="passed">${t.passed} passed</span>,
 <span class="failed">${t.failed} failed</span> (task), <span class="protocol">${t.protocol} protocol</span>,
 <span class="infrastructure">${t.infrastructure} infrastructure</span>, <span class="interrupted">${t.interrupted} interrupted</span>.</p>
-<table id="summary"><thead><tr><th>case</th><th>verdict</th><th>pass rate</th><th>runs</th><th>tags</th></tr></thead>
+${suiteCost}<table id="summary"><thead><tr><th>case</th><th>verdict</th><th>pass rate</th><th>runs</th><th>tags</th></tr></thead>
 <tbody>
 ${rows}
 </tbody></table>

@@ -146,7 +146,11 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     record.tokens.input += m.usage.input;
     record.tokens.output += m.usage.output;
     record.tokens.total += m.usage.totalTokens;
-    const reported = (m.usage as { cost?: { total?: unknown } }).cost?.total;
+    let reported = (m.usage as { cost?: { total?: unknown } }).cost?.total;
+    // #region ch18
+    // Chapter 18 prices an answer from the model catalogue: its `cost` beside `usage`.
+    reported ??= m.cost?.total;
+    // #endregion
     if (typeof reported === "number") cost += reported;
     else costKnown = false;
   }

@@ -118,6 +118,23 @@ export function suiteExitCode(report: SuiteReport): number {
   // #endregion
 }
 
+// #region ch18
+/**
+ * What `runs` cost together (chapter 18): `$0.0123` when every run's cost is known, `$0.0123 +
+ * unknown (2 runs without a price)` when some are not, `unknown (…)` when none is: never a zero
+ * for an unknown price. `$0` for no runs.
+ */
+export function costOfRuns(runs: readonly RunRecord[]): string {
+  const known = runs.filter((r) => r.cost !== null);
+  const total = known.reduce((sum, r) => sum + r.cost!, 0);
+  const dollars = total === 0 ? "$0" : total >= 0.01 ? `$${total.toFixed(4)}` : `$${total.toPrecision(2)}`;
+  const missing = runs.length - known.length;
+  if (missing === 0) return dollars;
+  const unknown = `unknown (${missing} run${missing === 1 ? "" : "s"} without a price)`;
+  return known.length === 0 ? unknown : `${dollars} + ${unknown}`;
+}
+// #endregion
+
 /** A short text summary: one line per case, then the totals. */
 export function formatSummary(report: SuiteReport): string {
   const width = Math.max(4, ...report.cases.map((c) => c.name.length));
@@ -133,5 +150,8 @@ export function formatSummary(report: SuiteReport): string {
     `${t.passedCases}/${t.cases} cases passed · runs: ${t.passed} passed, ${t.failed} failed, ${t.protocol} protocol, ` +
       `${t.infrastructure} infrastructure, ${t.interrupted} interrupted${report.interrupted ? " · stopped by Ctrl-C" : ""}`,
   );
+  // #region ch18
+  lines.push(`cost: ${costOfRuns(report.cases.flatMap((c) => c.runs))}`);
+  // #endregion
   return `${lines.join("\n")}\n`;
 }

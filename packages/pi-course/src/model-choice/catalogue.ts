@@ -10,8 +10,12 @@
  *   the catalogue still works: it gets `DEFAULT_MODEL_INFO` (no price: its cost is unknown,
  *   never zero), `known: false`, and one notice that says so and what to do.
  * - `virtual(name)` names the models a named virtual model routes to (fallback order).
+ * - `endpoint(name)` says where a catalogue model is reached and which variable holds its key:
+ *   its provider's (`BUILTIN_PROVIDERS`, or a user's `providers`), the model's own `baseUrl` /
+ *   `apiKeyEnv` first.
  */
 import { BUILTIN_MODELS } from "./catalogue-data.js";
+import { BUILTIN_PROVIDERS, type ModelEndpoint, type ProviderEndpoint } from "./providers.js";
 import type { CatalogueEntry, ModelApi, ModelInfo } from "./types.js";
 
 /** What stands in for a model the catalogue does not know (its price stays unknown). */
@@ -30,6 +34,7 @@ export class ModelCatalogue {
   private constructor(
     entries: readonly CatalogueEntry[],
     private readonly virtuals: ReadonlyMap<string, readonly string[]>,
+    private readonly providers: Readonly<Record<string, ProviderEndpoint>> = BUILTIN_PROVIDERS,
   ) {
     for (const entry of entries) {
       this.byId.set(entry.id, entry);
@@ -43,13 +48,48 @@ export class ModelCatalogue {
   }
 
   /**
-   * A catalogue with `entries` added (replacing models of the same id) and `virtual` models
-   * added (name → the models it routes to, in fallback order).
+   * A catalogue with `entries` added (replacing models of the same id), `virtual` models added
+   * (name → the models it routes to, in fallback order), and `providers` added (a provider's
+   * fields given here replace the known provider's, one by one).
    */
-  with(entries: readonly CatalogueEntry[], virtual: Readonly<Record<string, readonly string[]>> = {}): ModelCatalogue {
+  with(
+    entries: readonly CatalogueEntry[],
+    virtual: Readonly<Record<string, readonly string[]>> = {},
+    providers: Readonly<Record<string, Partial<ProviderEndpoint>>> = {},
+  ): ModelCatalogue {
     const all = new Map(this.byId);
     for (const entry of entries) all.set(entry.id, entry);
-    return new ModelCatalogue([...all.values()], new Map([...this.virtuals, ...Object.entries(virtual)]));
+    const reached: Record<string, ProviderEndpoint> = { ...this.providers };
+    for (const [name, given] of Object.entries(providers)) {
+      reached[name] = { ...reached[name], ...given } as ProviderEndpoint;
+    }
+    return new ModelCatalogue([...all.values()], new Map([...this.virtuals, ...Object.entries(virtual)]), reached);
+  }
+
+  /** The model names `name` stands for: a virtual model's list, else the names between its commas. */
+  members(name: string): string[] {
+    return [...(this.virtual(name) ?? name.split(",").map((n) => n.trim()))];
+  }
+
+  /**
+   * Where the catalogue model `id` is reached: its own `baseUrl` / `apiKeyEnv`, else its
+   * provider's. Undefined when `id` is not in the catalogue, or when neither it nor its provider
+   * names a server (a provider the catalogue does not know, with no `baseUrl` of its own).
+   */
+  endpoint(id: string): ModelEndpoint | undefined {
+    const entry = this.find(id);
+    if (entry === undefined) return undefined;
+    const provider: Partial<ProviderEndpoint> = this.providers[entry.provider] ?? {};
+    const baseUrl = entry.baseUrl ?? provider.baseUrl;
+    if (baseUrl === undefined) return undefined;
+    const apiKeyEnv = entry.apiKeyEnv ?? provider.apiKeyEnv;
+    return {
+      model: entry.id,
+      provider: entry.provider,
+      api: entry.api,
+      baseUrl,
+      ...(apiKeyEnv !== undefined && { apiKeyEnv }),
+    };
   }
 
   /** Every model id, sorted (for completion and `/model` with no name). */

@@ -39,6 +39,10 @@ export interface CatalogueEntry {
   reasoning: boolean;
   /** Absent: the price is unknown. */
   prices?: ModelPrices;
+  /** This model's own server, instead of its provider's (`providers.ts`). */
+  baseUrl?: string;
+  /** The variable holding this model's key, instead of its provider's. */
+  apiKeyEnv?: string;
 }
 
 /** What `resolve` gives: the entry, and whether it came from the catalogue. */

@@ -19,6 +19,9 @@
  * Cost: linear in the entries, no recursion (a 10,000-message chain is 10,000 levels deep).
  */
 import type { CompactionEntry, MessageEntry, SessionEntry } from "../session/types.js";
+// #region ch18
+import { isModelEntry, type ModelEntry } from "./model-marks.js";
+// #endregion
 
 /** An entry drawn as a node of the tree. */
 export type ShownEntry = MessageEntry | CompactionEntry;
@@ -44,6 +47,12 @@ export interface TreeNode {
   onCurrentPath: boolean;
   /** The newest shown leaf below this node (or itself): what clicking it shows. */
   newestLeaf: TreeNode;
+  // #region ch18
+  /** The model entries on the path since the shown parent, in order: what changed before this node. */
+  models: ModelEntry[];
+  /** On the current node only: the model entries after it, not yet followed by a message (`SessionTree.modelsAtPlace`). */
+  modelsAfter: ModelEntry[];
+  // #endregion
 }
 
 /** A session's tree, ready to draw. */
@@ -56,6 +65,10 @@ export interface SessionTree {
   current: TreeNode | undefined;
   /** Nodes without children: one per branch, in drawing order. */
   leaves: TreeNode[];
+  // #region ch18
+  /** The model entries after the current node, not yet followed by a message (a `/model` before the next prompt). */
+  modelsAtPlace: ModelEntry[];
+  // #endregion
 }
 
 /**
@@ -89,6 +102,10 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
       current: false,
       onCurrentPath: false,
       newestLeaf: undefined as unknown as TreeNode,
+      // #region ch18
+      models: [],
+      modelsAfter: [],
+      // #endregion
     };
     node.newestLeaf = node;
     byNumber.push(node);
@@ -151,7 +168,28 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
   }
   if (current !== undefined) current.current = true;
   for (let n = current; n !== undefined; n = n.parent) n.onCurrentPath = true;
-  return { nodes, byNumber, current, leaves: nodes.filter((n) => n.children.length === 0) };
+  const tree: SessionTree = {
+    nodes,
+    byNumber,
+    current,
+    leaves: nodes.filter((n) => n.children.length === 0),
+    // #region ch18
+    modelsAtPlace: [],
+    // #endregion
+  };
+  // #region ch18
+  // The model entries met since the last shown entry, per entry, in file order (parents first).
+  const pending = new Map<string | null, ModelEntry[]>([[null, []]]);
+  for (const entry of entries) {
+    const before = pending.get(entry.parentId) ?? [];
+    const node = nodeOf.get(entry.id);
+    if (node !== undefined) node.models = before;
+    pending.set(entry.id, node !== undefined ? [] : isModelEntry(entry) ? [...before, entry] : before);
+  }
+  if (at !== undefined && !nodeOf.has(at)) tree.modelsAtPlace = pending.get(at) ?? [];
+  if (current !== undefined) current.modelsAfter = tree.modelsAtPlace;
+  // #endregion
+  return tree;
 }
 
 /**

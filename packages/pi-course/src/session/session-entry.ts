@@ -57,6 +57,7 @@ export const ENTRY_TYPES: readonly SessionEntry["type"][] = [
   // #endregion
   // #region ch18
   "model_change",
+  "model_route",
   // #endregion
   // #region ch19
   "tool_intent",
@@ -157,6 +158,15 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
         throw fail(`model_change entry ${id}: "model" must be a model name`);
       if (!(THINKING_LEVELS as readonly unknown[]).includes(value.thinking))
         throw fail(`model_change entry ${id}: "thinking" must be one of ${THINKING_LEVELS.join(", ")}`);
+      break;
+    case "model_route":
+      if (typeof value.model !== "string" || typeof value.provider !== "string" || typeof value.answeredBy !== "string")
+        throw fail(`model_route entry ${id}: "model", "provider" and "answeredBy" must be strings`);
+      if (
+        !Array.isArray(value.skipped) ||
+        !value.skipped.every((s) => isObject(s) && typeof s.model === "string" && typeof s.error === "string")
+      )
+        throw fail(`model_route entry ${id}: "skipped" must be a list of { "model", "error" }`);
       break;
     // #endregion
     // #region ch19

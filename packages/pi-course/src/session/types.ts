@@ -96,6 +96,22 @@ export interface ModelChangeEntry extends SessionEntryBase {
   model: string;
   thinking: ThinkingLevel;
 }
+
+/**
+ * The real model that answers from here on, under a virtual model (chapter 18): written just
+ * before the answer it gave, and only when it differs from the one recorded last (the first
+ * answer of a virtual model is a change). Not part of the model's context.
+ */
+export interface ModelRouteEntry extends SessionEntryBase {
+  type: "model_route";
+  /** The model as the user chose it (the virtual model's name, or `a,b`). */
+  model: string;
+  /** The real model that answered: its provider and id, as its answer records them. */
+  provider: string;
+  answeredBy: string;
+  /** The models that failed before their first byte for that answer, in order, with why. */
+  skipped: { model: string; error: string }[];
+}
 // #endregion
 // #region ch19
 
@@ -136,6 +152,7 @@ export type SessionEntry =
   // #endregion
   // #region ch18
   | ModelChangeEntry
+  | ModelRouteEntry
   // #endregion
   // #region ch19
   | ToolIntentEntry

@@ -1,0 +1,50 @@
+/**
+ * Chapter 18 in the session's tree (`/tree`, the session page): where the model or the thinking
+ * level changed (`model_change`: `/model`, `/thinking`), which real model answered under a
+ * virtual model (`model_route`), and what an answer cost.
+ *
+ * The model entries are not nodes of the tree (they are settings, not messages, and the tree's
+ * numbers stay those of the messages): each shown node carries the model entries met on the path
+ * since its shown parent (`TreeNode.models`), and the tree the ones after its current node
+ * (`SessionTree.modelsAtPlace`: a `/model` with no answer yet). The texts are raw: the caller
+ * makes them safe for where they go.
+ */
+import { formatDollars } from "../model-choice/cost.js";
+import type { ModelChangeEntry, ModelRouteEntry } from "../session/types.js";
+
+/** A model entry of the tree. */
+export type ModelEntry = ModelChangeEntry | ModelRouteEntry;
+
+/** Whether `entry` is a model entry (a `model_change` or a `model_route`). */
+export function isModelEntry(entry: { type: string }): entry is ModelEntry {
+  return entry.type === "model_change" || entry.type === "model_route";
+}
+
+/**
+ * One line for a model entry: `model → gpt-4o · thinking high` for a choice, and for a route
+ * `answered by gpt-4o (openai-compatible) for gpt-4o-mini,gpt-4o`, with `, after gpt-4o-mini
+ * failed (Overloaded)` when models were skipped.
+ */
+export function modelMarkText(entry: ModelEntry): string {
+  if (entry.type === "model_change") return `model → ${entry.model} · thinking ${entry.thinking}`;
+  const skipped = Array.isArray(entry.skipped) ? entry.skipped : [];
+  const after =
+    skipped.length === 0
+      ? ""
+      : `, after ${skipped.map((s) => s.model).join(" and ")} failed (${skipped.map((s) => s.error).join("; ")})`;
+  return `answered by ${entry.answeredBy} (${entry.provider}) for ${entry.model}${after}`;
+}
+
+/**
+ * What an assistant message cost, as a person reads it: `$0.0012` from its `cost`; `cost
+ * unknown` when it used tokens and has no `cost` (its price is unknown: never shown as zero);
+ * undefined when it has neither (nothing was used, nothing to say).
+ */
+export function answerCostText(message: { cost?: unknown; usage?: unknown }): string | undefined {
+  const cost = message.cost as { total?: unknown } | undefined;
+  if (typeof cost?.total === "number" && Number.isFinite(cost.total)) return formatDollars(cost.total);
+  const usage = (message.usage ?? {}) as { input?: unknown; output?: unknown };
+  const used =
+    (typeof usage.input === "number" ? usage.input : 0) + (typeof usage.output === "number" ? usage.output : 0);
+  return used > 0 ? "cost unknown" : undefined;
+}
