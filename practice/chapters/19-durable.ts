@@ -32,7 +32,8 @@ export default defineChapter({
       "`interrupted`（开始了没结束，默认不安全：错误结果说它可能生效也可能没有，让模型去检查）；" +
       "`applyRecovery` 按计划把结果追加到会话，`resumeRun` 把这些交给一个 `Agent` 并在运行没结束时 `continue()`。\n\n" +
       "命令行：`--continue` / `--resume` 打开一个上次运行被杀死的会话时，先恢复、用一条 note 说明恢复了什么，再把那次运行走完，然后才是新的提示；" +
-      "`--no-recover` 拒绝：什么都不再执行，也不接着跑。证明是真实的崩溃：测试在随机时刻 SIGKILL 一个真实的进程，再恢复，检查每个调用恰好一个结果、" +
+      "交互模式先说明被杀死的运行留下了什么，再问要不要接着跑（`/resume ID` 也问）：`y`（或回车）恢复并接着跑，`n` 按原样记录（正在跑的调用得到错误结果，什么都不再执行），等你的下一条消息。" +
+      "`--no-recover` 不问就拒绝：什么都不再执行，也不接着跑。证明是真实的崩溃：测试在随机时刻 SIGKILL 一个真实的进程，再恢复，检查每个调用恰好一个结果、" +
       "副作用计数从不出现两次、运行走完。",
     en:
       "Commit first, then visible. RunJournal commits a tool call's intent (tool_intent) before its execute and its outcome " +
@@ -40,7 +41,8 @@ export default defineChapter({
       "planRecovery reads what a killed run left at the session's leaf and decides for each unanswered call: recorded, run " +
       '(never started), replay (started, tool says replay: "safe"), interrupted (started, may or may not have taken ' +
       "effect); applyRecovery appends the results, resumeRun hands the session to an Agent and continues the run. The CLI " +
-      "recovers on --continue/--resume, says what it did, and finishes the killed run first; --no-recover declines.",
+      "recovers on --continue/--resume, says what it did, and finishes the killed run first; the interactive mode asks first " +
+      "(y: go on, n: record it as it stands); --no-recover declines without asking.",
   },
   files: ["src/durable/store.ts", "src/durable/journal.ts", "src/durable/recovery.ts", "test/support/durable-child.ts"],
   labs: [
