@@ -87,19 +87,25 @@ export function fileStreamJournal(path: string): StreamJournal {
   return {
     save: (turn) =>
       inOrder(async () => {
-        if (open_ === undefined || open_.parentId !== turn.parentId) {
-          await close();
-          const handle = await open(path, "w", 0o600);
-          open_ = { handle, parentId: turn.parentId, kept: keptForm(turn.message) };
-          await writeLine(handle, JSON.stringify(turn));
-          return;
-        }
-        const changed = patchOf(open_.kept, turn.message);
-        if (changed === "whole") {
-          open_.kept = keptForm(turn.message);
-          await writeLine(open_.handle, JSON.stringify(turn));
-        } else if (changed !== undefined) {
-          await writeLine(open_.handle, JSON.stringify(changed));
+        try {
+          if (open_ === undefined || open_.parentId !== turn.parentId) {
+            await close();
+            const handle = await open(path, "w", 0o600);
+            open_ = { handle, parentId: turn.parentId, kept: keptForm(turn.message) };
+            await writeLine(handle, JSON.stringify(turn));
+            return;
+          }
+          const changed = patchOf(open_.kept, turn.message);
+          if (changed === "whole") {
+            open_.kept = keptForm(turn.message);
+            await writeLine(open_.handle, JSON.stringify(turn));
+          } else if (changed !== undefined) {
+            await writeLine(open_.handle, JSON.stringify(changed));
+          }
+        } catch (error) {
+          // the file may now hold less than `kept` says: the next save starts it anew
+          await close().catch(() => {});
+          throw error;
         }
       }),
     async load() {
