@@ -390,6 +390,9 @@ export async function runInteractive(
     // Only two Ctrl-C in a row exit.
     if (!(key?.ctrl === true && key.name === "c")) lastKeyWasCtrlC = false;
     if (key?.name !== "return" || key.meta !== true) return;
+    // #region ch19
+    if (asking) return; // the recovery question takes a plain answer
+    // #endregion
     const line = rl.line.trim();
     (rl as unknown as { line: string; cursor: number }).line = "";
     (rl as unknown as { cursor: number }).cursor = 0;
