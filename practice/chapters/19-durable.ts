@@ -22,8 +22,8 @@ export default defineChapter({
       "一写锁（`session-lock.ts`）保证一个会话只有一个写者。但一次被杀死的运行仍然丢东西：模型永远不知道它的 `bash` 命令到底跑了没有，" +
       "已经执行完、结果还没写下的调用只能当作“被中断”，流到一半的回答整个消失，而 `--continue` 只会开始一个新的提示。\n\n" +
       "本章的规则是**先提交，再可见**：一步在写进存储之前，不许任何东西依据它行动或把它显示出来。" +
-      "`src/durable/store.ts` 定义运行需要的存储（`DurableStore`：会话树本身，`SessionFile` 就是一个；`StreamJournal`：正在流的回答，整份替换，" +
-      "文件版本 `fileStreamJournal` 写临时文件再 rename，崩溃后要么是旧的一份、要么是新的一份）。" +
+      "`src/durable/store.ts` 定义运行需要的存储（`DurableStore`：会话树本身，`SessionFile` 就是一个；`StreamJournal`：正在流的回答，" +
+      "文件版本 `fileStreamJournal` 只追加：第一行是整份，之后每个 delta 追加一行变化，一次 `write`；崩溃在写一半时留下残缺的最后一行，读的时候跳过它）。" +
       "`src/durable/journal.ts` 的 `RunJournal` 是写的一半（本章把它整个给你，先读懂它：命令行每次运行都经过它，所以它不能是施工现场，否则前面各章的命令行测试在练习文件夹里就跑不动了；它的测试在 `test/durable-journal.test.ts`）：包装每个工具，`execute` 之前把**意图**（`tool_intent`：调用 id、工具名、参数）提交到会话，" +
       "返回（或抛出）之后立刻提交**结果**（`tool_outcome`）；它的监听器在后面的监听器（界面）看到每个 delta 之前把回答存进流日志。" +
       "这两种新条目挂在当时的叶子下面，不在对话的主路径上，`transcriptOf` 跳过它们。" +
@@ -32,7 +32,8 @@ export default defineChapter({
       "`interrupted`（开始了没结束，默认不安全：错误结果说它可能生效也可能没有，让模型去检查）；" +
       "`applyRecovery` 按计划把结果追加到会话，`resumeRun` 把这些交给一个 `Agent` 并在运行没结束时 `continue()`。\n\n" +
       "命令行：`--continue` / `--resume` 打开一个上次运行被杀死的会话时，先恢复、用一条 note 说明恢复了什么，再把那次运行走完，然后才是新的提示；" +
-      "`--no-recover` 拒绝：什么都不再执行，也不接着跑。证明是真实的崩溃：测试在随机时刻 SIGKILL 一个真实的进程，再恢复，检查每个调用恰好一个结果、" +
+      "交互模式先说明被杀死的运行留下了什么，再问要不要接着跑（`/resume ID` 也问）：`y`（或回车）恢复并接着跑，`n` 按原样记录（正在跑的调用得到错误结果，什么都不再执行），等你的下一条消息。" +
+      "`--no-recover` 不问就拒绝：什么都不再执行，也不接着跑。证明是真实的崩溃：测试在随机时刻 SIGKILL 一个真实的进程，再恢复，检查每个调用恰好一个结果、" +
       "副作用计数从不出现两次、运行走完。",
     en:
       "Commit first, then visible. RunJournal commits a tool call's intent (tool_intent) before its execute and its outcome " +
@@ -40,7 +41,8 @@ export default defineChapter({
       "planRecovery reads what a killed run left at the session's leaf and decides for each unanswered call: recorded, run " +
       '(never started), replay (started, tool says replay: "safe"), interrupted (started, may or may not have taken ' +
       "effect); applyRecovery appends the results, resumeRun hands the session to an Agent and continues the run. The CLI " +
-      "recovers on --continue/--resume, says what it did, and finishes the killed run first; --no-recover declines.",
+      "recovers on --continue/--resume, says what it did, and finishes the killed run first; the interactive mode asks first " +
+      "(y: go on, n: record it as it stands); --no-recover declines without asking.",
   },
   files: ["src/durable/store.ts", "src/durable/journal.ts", "src/durable/recovery.ts", "test/support/durable-child.ts"],
   labs: [

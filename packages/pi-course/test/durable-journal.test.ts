@@ -266,7 +266,7 @@ describe("the streamed answer", () => {
       if (event.type === "message_update") {
         if (event.event.type === "text_delta") arrived += event.event.delta;
         const shown = text(event.message);
-        const kept = JSON.parse(await readFile(streamFile, "utf8"));
+        const kept = (await fileStreamJournal(streamFile).load())!;
         checks.push({ arrived, kept: text(kept.message), shown, parent: kept.parentId });
       }
       if (event.type === "message_end" && event.message.role === "assistant")
@@ -288,7 +288,7 @@ describe("the streamed answer", () => {
     await session.close();
   });
 
-  it("fileStreamJournal: save replaces the whole copy, load reads it back (or undefined), clear forgets it", async () => {
+  it("fileStreamJournal: save keeps the answer so far, load reads it back (or undefined), clear forgets it", async () => {
     const where = path.join(dir, "x.stream");
     const journal = fileStreamJournal(where);
     expect(await journal.load()).toBe(undefined);
@@ -299,10 +299,61 @@ describe("the streamed answer", () => {
       parentId: "abc",
       message: { ...message, content: [{ type: "text", text: "half" }] },
     });
+    // an answer that continues another entry starts the file anew
+    await journal.save({ parentId: "def", message });
+    expect(await journal.load()).toEqual({ parentId: "def", message });
+    expect((await readFile(where, "utf8")).split("\n")).toHaveLength(2);
     await writeFile(where, '{"parentId":"abc","mess');
     expect(await journal.load()).toBe(undefined);
     await journal.clear();
     await journal.clear();
     expect(await journal.load()).toBe(undefined);
+  });
+
+  it("fileStreamJournal appends one line per delta (the first a whole copy, then what changed): text, thinking, a tool call, the usage", async () => {
+    const where = path.join(dir, "y.stream");
+    const journal = fileStreamJournal(where);
+    const states: AssistantMessage[] = [];
+    let message = assistantMessage([{ type: "thinking", thinking: "let" }], "stop");
+    const save = async (next: AssistantMessage) => {
+      message = next;
+      states.push(structuredClone(next));
+      await journal.save({ parentId: null, message: next });
+    };
+    await save(message);
+    await save({ ...message, content: [{ type: "thinking", thinking: "let me see" }] });
+    await save({ ...message, content: [{ type: "thinking", thinking: "let me see", signature: "sig" }] });
+    await save({ ...message, content: [...message.content, { type: "text", text: "I" }] });
+    await save({ ...message, content: [message.content[0]!, { type: "text", text: "I will" }] });
+    await save({ ...message, content: [message.content[0]!, { type: "text", text: "We" }] }); // not a prefix
+    const call = { type: "toolCall" as const, id: "c1", name: "read", arguments: {} };
+    await save({ ...message, content: [...message.content, call] });
+    await save({
+      ...message,
+      content: [message.content[0]!, message.content[1]!, { ...call, arguments: { path: "a" } }],
+    });
+    await save({ ...message, usage: { ...message.usage, output: 42 } });
+    await save(message); // nothing changed: nothing written
+    const text = await readFile(where, "utf8");
+    const lines = text.trimEnd().split("\n");
+    expect(lines).toHaveLength(states.length - 1);
+    expect(JSON.parse(lines[0]!)).toEqual({ parentId: null, message: states[0] });
+    expect(JSON.parse(lines[1]!)).toEqual({ patch: [[0, "+", " me see"]] });
+    expect(JSON.parse(lines[4]!)).toEqual({ patch: [[1, "+", " will"]] });
+    expect(JSON.parse(lines[5]!)).toEqual({ patch: [[1, "=", { type: "text", text: "We" }]] });
+    expect(await journal.load()).toEqual({ parentId: null, message: states.at(-1) });
+    // cut anywhere, as a crash mid-write leaves it: the answer as of the last whole line
+    const bytes = Buffer.from(text, "utf8");
+    const ends = [...bytes.keys()].filter((i) => bytes[i] === 0x0a).map((i) => i + 1);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      await writeFile(where, bytes.subarray(0, cut));
+      // a line is whole once its newline is written, or when only the newline is missing (it parses)
+      const whole = ends.filter((end) => end <= cut).length + (bytes[cut] === 0x0a ? 1 : 0);
+      // line k holds state k (the last save changed nothing and wrote nothing)
+      const expected = whole === 0 ? undefined : { parentId: null, message: states[whole - 1] };
+      expect(await fileStreamJournal(where).load(), `cut at ${cut} of ${bytes.length}`).toEqual(expected);
+    }
+    await journal.clear();
+    await expect(readFile(where)).rejects.toThrow(/ENOENT/);
   });
 });

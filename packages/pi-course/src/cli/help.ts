@@ -45,7 +45,8 @@ const LATER_SESSION_OPTIONS: string[] = [];
 // #region ch19
 LATER_SESSION_OPTIONS.push(`  --no-recover         a run the session left unfinished (killed mid-way) is recorded as it
                        stands, nothing runs again, and it is not continued (by default it is
-                       recovered, told, and goes on before the new prompt)
+                       recovered, told, and goes on before the new prompt; the interactive mode
+                       asks first, and this flag skips the question)
 `);
 // #endregion
 /** Options of later chapters, each added inside its chapter's region (lines of the Options list). */

@@ -27,6 +27,9 @@ import { forkSession, labelSession, treeLines } from "./session-tree.js";
 import { THINKING_LEVELS, type ThinkingLevel } from "../model.js";
 import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
 // #endregion
+// #region ch19
+import { recoveryFound } from "./runtime.js";
+// #endregion
 
 export interface TerminalIO {
   input: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
@@ -58,6 +61,12 @@ export const COMMANDS_HELP = [
   "While the agent works, Enter steers it: your text lands after the current tool batch.",
   "Ctrl-C stops the run; a second Ctrl-C exits.",
 ];
+
+// #region ch19
+/** The question the interactive mode asks when the session it opens holds a killed run. */
+export const RECOVERY_QUESTION =
+  "resume the killed run now? [Y/n] (n: record it as it stands and wait for your message) ";
+// #endregion
 
 /** Runs the conversation until the person leaves; resolves with the exit code. */
 export async function runInteractive(
@@ -148,6 +157,37 @@ export async function runInteractive(
       });
   };
 
+  // #region ch19
+  /** While the recovery question waits for its answer (Ctrl-C then leaves, recovering nothing). */
+  let asking = false;
+  /**
+   * A killed run found in the session just opened (`runtime.pendingRecovery`): says what it left,
+   * asks whether to resume it, and recovers. Yes (Enter, y): recovered as the other modes do, and
+   * `runtime.unfinished` says the run is to go on; no (n): recorded as it stands (interrupted calls
+   * get their error results, nothing runs again), the prompt waits.
+   */
+  const settleRecovery = async (): Promise<void> => {
+    const plan = runtime.pendingRecovery;
+    if (plan === undefined) return;
+    printer.line(`note: ${neutralize(recoveryFound(plan))}`, "yellow");
+    let run: boolean | undefined;
+    while (run === undefined) {
+      asking = true;
+      // Ctrl-D (the terminal closes) or Ctrl-C (see SIGINT) leaves without an answer
+      const answer = await new Promise<string>((resolve) => {
+        rl.once("close", () => resolve(""));
+        rl.question(RECOVERY_QUESTION, resolve);
+      });
+      asking = false;
+      if (exitCode !== undefined) return;
+      if (/^(y|yes)?$/i.test(answer.trim())) run = true;
+      else if (/^(n|no)$/i.test(answer.trim())) run = false;
+      else printer.line("answer y (resume the run) or n (record it as it stands)", "dim");
+    }
+    await runtime.settleRecovery(run, (note) => printer.line(`note: ${neutralize(note)}`, "yellow"));
+  };
+  // #endregion
+
   const command = async (line: string): Promise<void> => {
     const [name = "", ...rest] = line.slice(1).split(/\s+/);
     const arg = rest.join(" ").trim();
@@ -217,13 +257,18 @@ export async function runInteractive(
         if (arg === "") return printer.line("give the session's id: /resume ID (see /sessions)", "red");
         const found = await runtime.folder.find(arg);
         await runtime.resume(found, (note) => printer.line(`note: ${neutralize(note)}`, "yellow"));
+        // #region ch19
+        await settleRecovery();
+        if (exitCode !== undefined) return;
+        // #endregion
         printer.line(`resumed session ${neutralize(found.id)} (${agent.state.messages.length} messages):`, "dim");
         replay(printer, agent.state.messages);
         // #region ch19
         if (runtime.unfinished) {
-          // recovered, not continued from a command: the next message goes on from the repaired transcript
+          // the person answered yes: the killed run goes on now (the prompt line waits for it)
           runtime.unfinished = false;
-          printer.line("its killed run is recovered; send a message to go on from there", "dim");
+          printer.line("going on with the interrupted run (Ctrl-C stops it)", "dim");
+          startRun(undefined);
         }
         // #endregion
         return;
@@ -363,6 +408,9 @@ export async function runInteractive(
     // readline has handled the key already (its listener came first): show the line as it is now.
     if (running !== undefined) printer.showTyping(neutralize(rl.line));
     if (key?.name !== "return" || key.meta !== true) return;
+    // #region ch19
+    if (asking) return; // the recovery question takes a plain answer
+    // #endregion
     const line = rl.line.trim();
     (rl as unknown as { line: string; cursor: number }).line = "";
     (rl as unknown as { cursor: number }).cursor = 0;
@@ -376,6 +424,12 @@ export async function runInteractive(
   });
 
   rl.on("SIGINT", () => {
+    // #region ch19
+    if (asking) {
+      printer.line("(exit: the killed run is left as it is; --continue asks again)", "dim");
+      return leave(130);
+    }
+    // #endregion
     if (lastKeyWasCtrlC) {
       printer.line("(exit)", "dim");
       return leave(130);
@@ -393,6 +447,11 @@ export async function runInteractive(
   rl.on("close", () => leave(exitCode ?? 0));
   signal.addEventListener("abort", () => leave(130), { once: true });
 
+  // #region ch19
+  // The resumed session's run was killed mid-way: the person is told what it left and asked first.
+  await settleRecovery();
+  if (exitCode !== undefined) return finished;
+  // #endregion
   if (agent.state.messages.length > 0) {
     printer.line(`earlier in this session (${agent.state.messages.length} messages):`, "dim");
     replay(printer, agent.state.messages);
@@ -409,7 +468,7 @@ export async function runInteractive(
     }
   };
   // #region ch19
-  // The resumed session's run was killed mid-way and recovered (see the note): it goes on first.
+  // Recovered, and the person said yes: the killed run goes on first, before the prompt line.
   if (runtime.unfinished) {
     runtime.unfinished = false;
     printer.line("going on with the interrupted run (Ctrl-C stops it)", "dim");

@@ -27,7 +27,7 @@ import {
 import { DEMO_TASK } from "./demo.js";
 import { runExport } from "./export.js";
 import { runInteractive, type TerminalIO } from "./interactive.js";
-import { Runtime } from "./runtime.js";
+import { Runtime, type RuntimeWiring } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
 // #region ch18
 import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
@@ -122,7 +122,12 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     // #endregion
     // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
     const slow = io.stdout.isTTY === true && (options.mode === "trace" || options.mode === "interactive") ? 12 : 0;
-    runtime = await Runtime.start(options, (note) => notes.push(note), slow, { resources });
+    const wiring: RuntimeWiring = { resources };
+    // #region ch19
+    // a killed run is recovered after a question on the terminal (interactive.ts), not before the banner
+    wiring.askRecovery = options.mode === "interactive";
+    // #endregion
+    runtime = await Runtime.start(options, (note) => notes.push(note), slow, wiring);
   } catch (error) {
     io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);
     return 1;

@@ -64,8 +64,30 @@ export function sessionNotes(session: SessionFile): string[] {
 }
 
 // #region ch19
+/** How each unanswered call of a killed run stands, as a person reads it before recovery. */
+const FOUND = {
+  recorded: "finished before the crash, its result is recorded",
+  run: "never started",
+  replay: "interrupted, safe to repeat",
+  interrupted: "interrupted, may or may not have taken effect",
+} as const;
+
+/** What a killed run left, in one line for a person, before anything is recovered (the interactive mode asks next). */
+export function recoveryFound(plan: RecoveryPlan): string {
+  const said: string[] = [];
+  if (plan.partial !== undefined) said.push("an answer was cut mid-stream");
+  for (const { call, action } of plan.calls) said.push(`${call.name} (${call.id}): ${FOUND[action]}`);
+  return `the session's last run was killed mid-way: ${said.length > 0 ? said.join("; ") : "it had not ended"}`;
+}
+
+/**
+ * Why a killed run was recovered without going on: `--no-recover` (the flag), or the person
+ * answered no to the interactive mode's question.
+ */
+export type RecoveryDeclined = "flag" | "answer";
+
 /** What recovery did, in one line for a person. */
-export function recoveryNote(plan: RecoveryPlan, run: boolean): string {
+export function recoveryNote(plan: RecoveryPlan, run: boolean, declined: RecoveryDeclined = "flag"): string {
   const said: string[] = [];
   if (plan.partial !== undefined) said.push("an answer cut mid-stream was kept as interrupted");
   const verbs = {
@@ -75,7 +97,11 @@ export function recoveryNote(plan: RecoveryPlan, run: boolean): string {
     interrupted: "interrupted, may or may not have taken effect",
   };
   for (const { call, action } of plan.calls) said.push(`${call.name} (${call.id}): ${verbs[action]}`);
-  const then = run ? "the run goes on" : "not continued (--no-recover)";
+  const then = run
+    ? "the run goes on"
+    : declined === "flag"
+      ? "not continued (--no-recover)"
+      : "recorded as it stands, nothing ran again; your next message goes on from there";
   return `the session's last run was killed mid-way: ${said.length > 0 ? said.join("; ") : "it had not ended"}; ${then}`;
 }
 // #endregion
@@ -119,6 +145,14 @@ export interface RuntimeWiring {
   workspace?: string;
   maxTurns?: number;
   env?: NodeJS.ProcessEnv;
+  // #region ch19
+  /**
+   * Ask before recovering a killed run (the interactive mode): `resume` then only finds what the
+   * run left (`pendingRecovery`), and `settleRecovery` carries it out once the person has answered.
+   * Without it (the other modes) recovery is done at once, and goes on unless `--no-recover`.
+   */
+  askRecovery?: boolean;
+  // #endregion
 }
 
 /** The wired conversation: agent, workspace, and the session file in use. */
@@ -157,6 +191,14 @@ export class Runtime {
   unfinished = false;
   /** The session being recovered (before it is attached). */
   private recovering: SessionFile | undefined;
+  /** Ask before recovering (`RuntimeWiring.askRecovery`). */
+  private readonly askRecovery: boolean;
+  /**
+   * What a killed run left in the session in use, found while asking (`askRecovery`) and not yet
+   * recovered: the session is attached as it is (its unanswered calls get chapter 10's in-memory
+   * answers only) until `settleRecovery` records the recovery.
+   */
+  pendingRecovery: RecoveryPlan | undefined;
   // #endregion
 
   private constructor(
@@ -213,6 +255,7 @@ export class Runtime {
     // #region ch19
     // first after the session's recorder: a streamed answer is kept before any listener shows it
     this.agent.subscribe(this.journal.listener);
+    this.askRecovery = wiring.askRecovery === true;
     // #endregion
   }
 
@@ -334,6 +377,7 @@ export class Runtime {
    * did through `notes`; with `--no-recover` nothing runs and the run is not continued.
    */
   private async recover(session: SessionFile, notes: (text: string) => void): Promise<void> {
+    this.pendingRecovery = undefined;
     const stream = fileStreamJournal(streamPathOf(session.path));
     if (!(await mayNeedRecovery(session, stream))) return; // the common case: the last run ended
     const plan = await planRecovery(session, this.agent.state.tools, stream);
@@ -342,6 +386,11 @@ export class Runtime {
       return;
     }
     const run = this.options.session?.noRecover !== true;
+    if (run && this.askRecovery) {
+      // the interactive mode asks first (settleRecovery); --no-recover skips the question
+      this.pendingRecovery = plan;
+      return;
+    }
     this.recovering = session;
     try {
       await applyRecovery(session, plan, { tools: this.agent.state.tools, run, stream });
@@ -349,6 +398,30 @@ export class Runtime {
       this.recovering = undefined;
     }
     notes(recoveryNote(plan, run));
+    this.unfinished = run;
+  }
+
+  /**
+   * Carries out the recovery `pendingRecovery` found, once the person answered: `run` true
+   * recovers as the other modes do (never-started and safe calls run) and marks the run to go on
+   * (`unfinished`); false records it as it stands (no call runs; interrupted calls get their error
+   * results) and the run does not go on. Tells what it did through `notes`.
+   */
+  async settleRecovery(run: boolean, notes: (text: string) => void): Promise<void> {
+    const session = this.session;
+    const found = this.pendingRecovery;
+    this.pendingRecovery = undefined;
+    if (session === undefined || found === undefined) return;
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    // planned again at the leaf it is applied to (reading is cheap; the tools may have grown since)
+    const plan = await planRecovery(session, this.agent.state.tools, stream);
+    if (!plan.unfinished) {
+      await stream.clear();
+      return;
+    }
+    await applyRecovery(session, plan, { tools: this.agent.state.tools, run, stream });
+    this.reload();
+    notes(recoveryNote(plan, run, "answer"));
     this.unfinished = run;
   }
   // #endregion

@@ -8,7 +8,8 @@
  *   After the run's abort no outcome is written: the loop has answered the call itself.
  * - **Streamed answers** (`RunJournal.listener`): each `message_update` of an assistant answer
  *   saves the answer so far to the stream journal before later listeners (what the user sees)
- *   get it; `message_end` clears it, after the session's own recorder wrote the message.
+ *   get it; `message_end` clears it, after the session's own recorder wrote the message. The
+ *   journal is asked for once per answer (`stream()` at `message_start`) and used for all of it.
  *
  * Messages themselves are recorded by the `Agent`'s session binding (chapter 11) at `message_end`,
  * as before: an assistant message, with its tool calls, is in the session before any of its tools
@@ -33,7 +34,8 @@ export interface RunJournalOptions {
 }
 
 export class RunJournal {
-  private streamParent: string | null | undefined;
+  /** The answer streaming now: its journal, and the entry it continues. */
+  private streaming: { journal: StreamJournal; parentId: string | null } | undefined;
 
   constructor(private readonly options: RunJournalOptions) {}
 
@@ -103,18 +105,21 @@ export class RunJournal {
    * it keeps each streamed answer in the stream journal before it is shown.
    */
   readonly listener = (event: AgentEvent): Promise<void> | undefined => {
-    const journal = this.options.stream?.();
-    if (journal === undefined) return undefined;
     if (event.type === "message_start" && event.message.role === "assistant") {
-      this.streamParent = this.options.store()?.leaf?.id ?? null;
+      // one journal for the whole answer: a file journal keeps what it wrote, to append only what changed
+      const journal = this.options.stream?.();
+      this.streaming =
+        journal === undefined ? undefined : { journal, parentId: this.options.store()?.leaf?.id ?? null };
       return undefined;
     }
-    if (event.type === "message_update" && this.streamParent !== undefined) {
-      return journal.save({ parentId: this.streamParent, message: event.message });
+    const streaming = this.streaming;
+    if (streaming === undefined) return undefined;
+    if (event.type === "message_update") {
+      return streaming.journal.save({ parentId: streaming.parentId, message: event.message });
     }
     if (event.type === "message_end" && event.message.role === "assistant") {
-      this.streamParent = undefined;
-      return journal.clear();
+      this.streaming = undefined;
+      return streaming.journal.clear();
     }
     return undefined;
   };
