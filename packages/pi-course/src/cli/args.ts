@@ -637,11 +637,12 @@ export function modelsFilePath(env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The server and key a catalogue name picks (chapter 18). With a model named and neither a base
- * URL nor a provider set (by flag, environment or config file: those still win), a name whose
- * first model the catalogue knows (a model, a virtual model, or `a,b`) is reached where its
- * provider is, with its provider's key variable (`model-choice/providers.ts`, overridden by
- * `~/.pi-course/models.json`). Undefined otherwise: chapter 13's rules stand. Throws
+ * The server and key a catalogue name picks. With a model named and neither a base URL nor a
+ * provider set (by flag, environment or config file: those still win), a name whose first model
+ * the catalogue knows (a model, a virtual model, or `a,b`) is reached where its provider is, with
+ * its provider's key variable (the built-in providers' endpoints, overridden by
+ * `~/.pi-course/models.json`). Undefined otherwise: the base URL, provider and key variable are
+ * the settings' (flag, environment, config file, default). Throws
  * `ModelsFileError` for a models file that cannot be used.
  */
 export function catalogueRoute(

@@ -195,8 +195,8 @@ export class Runtime {
   private readonly askRecovery: boolean;
   /**
    * What a killed run left in the session in use, found while asking (`askRecovery`) and not yet
-   * recovered: the session is attached as it is (its unanswered calls get chapter 10's in-memory
-   * answers only) until `settleRecovery` records the recovery.
+   * recovered: the session is attached as it is (its unanswered calls are answered as interrupted
+   * in memory only) until `settleRecovery` records the recovery.
    */
   pendingRecovery: RecoveryPlan | undefined;
   // #endregion

@@ -120,7 +120,7 @@ export function suiteExitCode(report: SuiteReport): number {
 
 // #region ch18
 /**
- * What `runs` cost together (chapter 18): `$0.0123` when every run's cost is known, `$0.0123 +
+ * What `runs` cost together (priced from the model catalogue): `$0.0123` when every run's cost is known, `$0.0123 +
  * unknown (2 runs without a price)` when some are not, `unknown (…)` when none is: never a zero
  * for an unknown price. `$0` for no runs.
  */

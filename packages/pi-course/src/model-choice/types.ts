@@ -39,7 +39,7 @@ export interface CatalogueEntry {
   reasoning: boolean;
   /** Absent: the price is unknown. */
   prices?: ModelPrices;
-  /** This model's own server, instead of its provider's (`providers.ts`). */
+  /** This model's own server, instead of its provider's (`BUILTIN_PROVIDERS`, or the models file's `providers`). */
   baseUrl?: string;
   /** The variable holding this model's key, instead of its provider's. */
   apiKeyEnv?: string;

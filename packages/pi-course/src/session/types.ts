@@ -98,7 +98,7 @@ export interface ModelChangeEntry extends SessionEntryBase {
 }
 
 /**
- * The real model that answers from here on, under a virtual model (chapter 18): written just
+ * The real model that answers from here on, under a virtual (routing or fallback) model: written just
  * before the answer it gave, and only when it differs from the one recorded last (the first
  * answer of a virtual model is a change). Not part of the model's context.
  */
