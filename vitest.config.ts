@@ -4,7 +4,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * The longest files, started first, in this order: the course proof (minutes; it runs its own
- * child processes four at a time) and the proof's own tests. The other files run beside them.
+ * child processes three at a time) and the proof's own tests. The other files run beside them.
  */
 const FIRST = ["practice/test/chapters.test.ts", "practice/test/proof-catches.test.ts"];
 

@@ -97,12 +97,12 @@ export class Pool {
 }
 
 /**
- * Shared by every proof in one process. Four at a time on 2 cores: a folder's `vitest run`
+ * Shared by every proof in one process. Three at a time on 2 cores: a folder's `vitest run`
  * spends about half its time waiting on the servers, processes and timers its tests use (the
- * observe folder's run: 39 s, of which 15 s on a core). With three, the whole `npm test` kept
- * 1.3 of 2 cores busy (866 s of CPU in 665 s) and the proof was its last 10 minutes.
+ * observe folder's run: 39 s, of which 15 s on a core), so two left a core idle; four made the
+ * whole `npm test` slower (926 s of CPU instead of 866 s, 707 s instead of 665 s).
  */
-export const POOL = new Pool(4);
+export const POOL = new Pool(3);
 
 interface Run {
   code: number;
@@ -624,7 +624,10 @@ function firstRedProblems(view: View, scan: SourceScan, tests: TestOutcome[], la
 }
 
 /** How many chapters' views one compiler program checks (see `proveChapters`). */
-const CHAPTERS_PER_PROGRAM = 7;
+const CHAPTERS_PER_PROGRAM = 24;
+
+/** The typecheck child's heap: a program of twenty chapters' views needs more than node's default 4 GB. */
+const TYPECHECK_HEAP_MB = 8192;
 
 /** The typecheck child of this process (see `typecheckInChild`), while it runs. */
 interface TypecheckServer {
@@ -665,7 +668,9 @@ const pipe = (stream: Readable | Writable) => stream as unknown as Socket;
 function startTypecheckServer(): TypecheckServer {
   const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
   const script = join(REPO_ROOT, "practice", "typecheck.ts");
-  const child = spawn(tsx, [script, "--serve"], { env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  const env = childEnv();
+  env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ""} --max-old-space-size=${TYPECHECK_HEAP_MB}`.trim();
+  const child = spawn(tsx, [script, "--serve"], { env, stdio: ["pipe", "pipe", "pipe"] });
   const s: TypecheckServer = { child, waiting: [], out: "", err: "" };
   const fail = (call: TypecheckServer["waiting"][number], why: string) => {
     clearTimeout(call.timer);
@@ -808,7 +813,7 @@ function testCost(prepared: Prepared, scan: SourceScan): number {
  * Proves several chapters: builds and checks every view statically, writes them all, typechecks
  * them in a few compiler programs of several chapters each (in one child that keeps the
  * libraries' declarations parsed, so work such as TypeBox's type machinery is not redone per
- * folder), then runs each folder's tests, four folders at a time, the longest first.
+ * folder), then runs each folder's tests, three folders at a time, the longest first.
  * Never throws for a broken course: each chapter's report lists its problems.
  */
 export function proveChapters(
@@ -913,10 +918,11 @@ export function proveChapters(
     });
     if (prepared.length === 0) return { scan, prepared, tested: new Map() };
     // The views of up to CHAPTERS_PER_PROGRAM chapters in one compiler program, one program
-    // after the other in one pool slot. A program pays ~12 s of CPU once for the libraries'
-    // types (TypeBox's above all), and each chapter adds ~230 MB of checked types (its views share
-    // nearly every file's context; two chapters share few, each adding regions to files all the
-    // others import): one program of twenty chapters outgrew the child's 4 GB heap.
+    // after the other in one pool slot. One program pays ~12 s of CPU once for the libraries'
+    // types (TypeBox's above all) and checks a file once for every view that holds it in the
+    // same context, across chapters too: twenty chapters in three programs of seven took 522 s
+    // of checking, in one program about half. Each chapter adds ~230 MB of checked types: one
+    // program of twenty outgrew node's default 4 GB heap, so the child gets 8 GB (TYPECHECK_HEAP_MB).
     // A wrong implementation's folder is only run (vitest strips types), never typechecked.
     const byChapter = new Map<ProofReport, Prepared[]>();
     for (const p of prepared)
