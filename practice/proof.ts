@@ -624,9 +624,9 @@ function firstRedProblems(view: View, scan: SourceScan, tests: TestOutcome[], la
 }
 
 /** How many chapters' views one compiler program checks (see `proveChapters`). */
-const CHAPTERS_PER_PROGRAM = 24;
+const CHAPTERS_PER_PROGRAM = 7;
 
-/** The typecheck child's heap: a program of twenty chapters' views needs more than node's default 4 GB. */
+/** The typecheck child's heap: room to spare for seven chapters' views (~2 GB). */
 const TYPECHECK_HEAP_MB = 8192;
 
 /** The typecheck child of this process (see `typecheckInChild`), while it runs. */
@@ -918,11 +918,10 @@ export function proveChapters(
     });
     if (prepared.length === 0) return { scan, prepared, tested: new Map() };
     // The views of up to CHAPTERS_PER_PROGRAM chapters in one compiler program, one program
-    // after the other in one pool slot. One program pays ~12 s of CPU once for the libraries'
-    // types (TypeBox's above all) and checks a file once for every view that holds it in the
-    // same context, across chapters too: twenty chapters in three programs of seven took 522 s
-    // of checking, in one program about half. Each chapter adds ~230 MB of checked types: one
-    // program of twenty outgrew node's default 4 GB heap, so the child gets 8 GB (TYPECHECK_HEAP_MB).
+    // after the other in one pool slot. A program pays ~12 s of CPU once for the libraries' types
+    // (TypeBox's above all), and each chapter adds ~230 MB of checked types: one program of
+    // twenty chapters outgrew node's default 4 GB heap. Measured on the whole `npm test` (20
+    // chapters): three programs of seven 665 s, one program of twenty (8 GB heap) 707 s.
     // A wrong implementation's folder is only run (vitest strips types), never typechecked.
     const byChapter = new Map<ProofReport, Prepared[]>();
     for (const p of prepared)

@@ -1,7 +1,7 @@
 /**
  * The proof of every chapter in the catalogue (see practice/proof.ts): snapshot(N) and
- * practice(N) are generated into temporary folders, typechecked together (one compiler
- * program for up to 24 chapters), and tested there three folders at a time. One test per chapter, so `-t "chapter 05"`
+ * practice(N) are generated into temporary folders, typechecked together (a compiler
+ * program per seven chapters), and tested there three folders at a time. One test per chapter, so `-t "chapter 05"`
  * proves one chapter (only the chapters whose tests run are generated).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
