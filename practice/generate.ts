@@ -172,7 +172,7 @@ export function buildView(
   files.set("package.json", packageJson(view, sources));
   files.set("tsconfig.json", tsconfigJson(sources));
   files.set("vitest.config.ts", VITEST_CONFIG);
-  files.set(".gitignore", "node_modules/\n");
+  files.set(".gitignore", "node_modules/\n.test-build/\n");
   files.set("LEARNING.md", renderLearning(chapter, labsOf(chapter, scan), view));
   return view;
 }

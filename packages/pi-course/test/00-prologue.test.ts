@@ -7,7 +7,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,11 +18,10 @@ import { findPairingProblem } from "../src/cli/pairing.js";
 import { SECRET_NAME_PATTERN } from "../src/coding-tools/processes.js";
 import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
 import { closedPort, startChatReplayServer } from "./support/chat-replay-server.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
 /** Every run keeps a session file (chapter 13): here, not in the home folder of whoever runs the tests. */
 const SESSIONS = mkdtempSync(path.join(tmpdir(), "pi-course-00-sessions-"));
 afterAll(() => rmSync(SESSIONS, { recursive: true, force: true }));
@@ -124,10 +122,10 @@ function bashThenDone(command: string): string[] {
   ];
 }
 
-/** The main job as `npm start -- …` runs it (tsx on the entry point), without npm's start-up cost. */
+/** The main job as `npm start -- …` runs it, without npm's and tsx's start-up cost (the sources compiled once). */
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
   // What npm's start script of @pi/course sets, so usage lines name `npm start --` as they do there.
-  return collect(process.execPath, [tsxCli, startScript, ...args], {
+  return collect(process.execPath, [builtStart(), ...args], {
     npm_lifecycle_event: "start",
     npm_package_name: "@pi/course",
     ...env,
@@ -657,7 +655,7 @@ describe("Prologue · against a real server", () => {
     try {
       const run = launch(
         process.execPath,
-        [tsxCli, startScript, "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "wait"],
+        [builtStart(), "--base-url", server.baseUrl, "--model", "m", "--no-api-key", "--cwd", workspace, "wait"],
         {},
         { detached: true },
       );
@@ -800,7 +798,7 @@ describe("Prologue · against a real server", () => {
         ),
         launch(
           process.execPath,
-          [tsxCli, startScript, "--base-url", stdinServer.baseUrl, ...common, "--no-api-key", "--prompt-file", "-"],
+          [builtStart(), "--base-url", stdinServer.baseUrl, ...common, "--no-api-key", "--prompt-file", "-"],
           {},
           { input: "from stdin\n" },
         ).outcome,

@@ -6,7 +6,6 @@
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,10 +13,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { folderKey } from "../src/cli/sessions.js";
 import { SessionFile } from "../src/session/session.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
+import { builtStart } from "./support/built-cli.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const startScript = path.join(here, "..", "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+const _here = path.dirname(fileURLToPath(import.meta.url));
 
 const RESET = "\u001bc";
 const CLEAR = "\u001b[2J";
@@ -87,7 +85,7 @@ afterAll(async () => {
 
 describe("a hostile sessions folder", () => {
   it("in the pseudo-terminal: --continue, the replay, /sessions, /resume and the Up arrow show escapes neutralised", async () => {
-    const t = openTerminal([process.execPath, tsxCli, startScript, "--continue"], {
+    const t = openTerminal([process.execPath, builtStart(), "--continue"], {
       cwd: workspace,
       env: environment(),
     });
@@ -115,7 +113,7 @@ describe("a hostile sessions folder", () => {
 
   it("--print --continue: the header line on stderr shows escapes neutralised", async () => {
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [tsxCli, startScript, "--print", "--continue"], {
+      const child = spawn(process.execPath, [builtStart(), "--print", "--continue"], {
         cwd: workspace,
         env: environment(),
         stdio: ["ignore", "pipe", "pipe"],

@@ -7,17 +7,15 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SseServer, sseReply } from "./support/sse-server.js";
+import { builtStart } from "./support/built-cli.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const startScript = path.join(here, "..", "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+const _here = path.dirname(fileURLToPath(import.meta.url));
 const KEY = "sk-test-handover-0123456789abcdef";
 
 let temp = "";
@@ -85,8 +83,7 @@ describe("the key hand-over", () => {
       const child = spawn(
         process.execPath,
         [
-          tsxCli,
-          startScript,
+          builtStart(),
           "--print",
           "--no-session",
           "--base-url",

@@ -4,7 +4,6 @@
  * shows each server's state. server-everything is the real reference server.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,10 +11,9 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { serverEntry } from "./support/mcp.js";
 import { SseServer } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
+import { builtStart } from "./support/built-cli.js";
 
-const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+const _packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 let dir: string;
 let model: SseServer | undefined;
@@ -50,7 +48,7 @@ it("a project's mcp.json is named in the trust question, starts once trusted, an
   for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
     delete env[name];
   const args = ["--base-url", model.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
-  terminal = openTerminal([process.execPath, tsxCli, startScript, ...args], { cwd: project, env, columns: 200 });
+  terminal = openTerminal([process.execPath, builtStart(), ...args], { cwd: project, env, columns: 200 });
   await terminal.waitFor(`The folder ${project} holds project resources`);
   await terminal.waitFor(config);
   await terminal.waitFor("(y/N) ");

@@ -7,7 +7,6 @@
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,11 +20,10 @@ import { ModelCatalogue } from "../src/model-choice/catalogue.js";
 import { readdir, readFile } from "node:fs/promises";
 import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
 import { startChatReplayServer } from "./support/chat-replay-server.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const packageDir = path.resolve(here, "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+const _packageDir = path.resolve(here, "..");
 
 let home: string;
 let workspace: string;
@@ -57,7 +55,7 @@ function run(
   extra: NodeJS.ProcessEnv,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsxCli, startScript, ...args], {
+    const child = spawn(process.execPath, [builtStart(), ...args], {
       cwd: workspace,
       env: environment(extra),
       stdio: ["ignore", "pipe", "pipe"],

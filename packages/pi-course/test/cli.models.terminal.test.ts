@@ -6,18 +6,16 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
 const PROMPT = "› ";
 const ANSWER = "The capital of Mexico is Mexico City.";
 
@@ -46,7 +44,7 @@ function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 function terminal(args: string[]): PseudoTerminal {
-  const opened = openTerminal([process.execPath, tsxCli, startScript, ...args], {
+  const opened = openTerminal([process.execPath, builtStart(), ...args], {
     cwd: workspace,
     env: environment({ INIT_CWD: workspace }),
   });
@@ -56,7 +54,7 @@ function terminal(args: string[]): PseudoTerminal {
 
 function piped(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsxCli, startScript, ...args], {
+    const child = spawn(process.execPath, [builtStart(), ...args], {
       cwd: packageDir,
       env: environment(),
       stdio: ["ignore", "pipe", "pipe"],

@@ -10,7 +10,6 @@
  */
 import { spawn } from "node:child_process";
 import { appendFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,11 +22,10 @@ import { findPairingProblem } from "../src/cli/pairing.js";
 import type { Message } from "../src/types.js";
 import { SseServer, dripReply, sseReply, statusReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
 
 let home: string;
 let workspace: string;
@@ -65,7 +63,7 @@ function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 /** `npm start -- args` on a terminal (tsx on the entry point, as the start script runs it, without npm's start-up). */
 function terminal(args: string[], env: NodeJS.ProcessEnv = {}): PseudoTerminal {
-  const opened = openTerminal([process.execPath, tsxCli, startScript, ...args], {
+  const opened = openTerminal([process.execPath, builtStart(), ...args], {
     cwd: workspace,
     env: environment({ INIT_CWD: workspace, ...env }),
   });
@@ -86,7 +84,7 @@ function startPiped(
   args: string[],
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return piped(process.execPath, [tsxCli, startScript, ...args], env);
+  return piped(process.execPath, [builtStart(), ...args], env);
 }
 
 function piped(

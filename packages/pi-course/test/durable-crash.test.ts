@@ -25,6 +25,7 @@ import { uncertainText } from "../src/durable/recovery.js";
 import { streamPathOf } from "../src/durable/store.js";
 import type { AgentMessage } from "../src/types.js";
 import { DurableServer, FINAL } from "./support/durable-server.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -55,7 +56,7 @@ afterAll(async () => {
 });
 
 function run(args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/start.ts", ...args], {
+  const child = spawn(process.execPath, [builtStart(), ...args], {
     cwd: packageDir,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -10,7 +10,6 @@
  * twice. Waits are for what the screen shows (generous limits: a start-up on a loaded machine can
  * take many seconds), never a fixed time.
  */
-import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -25,11 +24,10 @@ import { textOf } from "../src/messages.js";
 import type { Message } from "../src/types.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const packageDir = path.resolve(here, "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+const _packageDir = path.resolve(here, "..");
 const PROMPT = "› ";
 const WAIT = 60_000;
 
@@ -66,7 +64,7 @@ function terminal(extra: string[]): PseudoTerminal {
   };
   for (const name of ["PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
     delete env[name];
-  const t = openTerminal([process.execPath, tsxCli, startScript, ...args, "--session-dir", sessions, ...extra], {
+  const t = openTerminal([process.execPath, builtStart(), ...args, "--session-dir", sessions, ...extra], {
     cwd: workspace,
     env,
     columns: 200,

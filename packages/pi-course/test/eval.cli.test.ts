@@ -7,7 +7,6 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,12 +15,11 @@ import { runMain } from "../src/cli/main.js";
 import type { SuiteReport } from "../src/eval/suite-report.js";
 import { SseServer, fixtureSse, sseReply } from "./support/sse-server.js";
 import { bashThenAnswer, writeCase } from "./support/eval-cases.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
 const repoDir = path.resolve(packageDir, "..", "..");
-const startScript = path.join(packageDir, "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
 const shippedSuite = path.join(repoDir, "evals", "offline");
 
 let dir: string;
@@ -63,7 +61,7 @@ function evalProcess(
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
     // Its own process group, as a job on a terminal: a SIGINT to the group is a Ctrl-C.
-    const child = spawn(process.execPath, [tsxCli, startScript, "eval", ...args], {
+    const child = spawn(process.execPath, [builtStart(), "eval", ...args], {
       cwd: repoDir,
       env: { ...environment(), ...env },
       detached: true,

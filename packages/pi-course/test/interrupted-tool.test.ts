@@ -23,6 +23,7 @@ import { interruptedText } from "../src/session/interrupted.js";
 import { SessionFile, messagesOf } from "../src/session/session.js";
 import type { Message } from "../src/types.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
+import { builtStart } from "./support/built-cli.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -43,9 +44,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** `node --import tsx script args` from the package folder (one process: a SIGKILL kills it all). */
+/** `node script args` from the package folder, under tsx for a .ts script (one process: a SIGKILL kills it all). */
 function start(script: string, args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+  const child = spawn(process.execPath, [...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script, ...args], {
     cwd: packageDir,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -127,7 +128,7 @@ describe("a tool call interrupted by a crash", () => {
     await mkdir(workspace);
     const args = ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
     const env = { HOME: dir, INIT_CWD: workspace, NO_COLOR: "1" };
-    const first = start("src/cli/start.ts", [...args, "--session-dir", sessions, "--print", "sleep a while"], env);
+    const first = start(builtStart(), [...args, "--session-dir", sessions, "--print", "sleep a while"], env);
     await until(
       () => /^\d+ \d+\n$/.test(readText(pidFile)),
       () => JSON.stringify(first.output()),
@@ -152,11 +153,7 @@ describe("a tool call interrupted by a crash", () => {
         .map((entry) => entry.message as Message);
     expect(roles(await lines())).toEqual(["user", "assistant"]);
 
-    const second = start(
-      "src/cli/start.ts",
-      [...args, "--session-dir", sessions, "--continue", "--print", "go on"],
-      env,
-    );
+    const second = start(builtStart(), [...args, "--session-dir", sessions, "--continue", "--print", "go on"], env);
     const done = await second.exit;
     // chapter 19: the bash call's intent was committed, so recovery answers it as uncertain (it
     // may or may not have run: bash is not safe to replay), says so, and finishes the killed run

@@ -5,7 +5,6 @@
  * tests see which branch the agent really went on from.
  */
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,10 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { folderKey } from "../src/cli/sessions.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
+import { builtStart } from "./support/built-cli.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const startScript = path.resolve(here, "..", "src", "cli", "start.ts");
-const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
+const _here = path.dirname(fileURLToPath(import.meta.url));
 const PROMPT = "› ";
 /** A start-up (tsx compiling the CLI) on a loaded 2-core machine can take many seconds. */
 const START_MS = 40_000;
@@ -53,8 +51,7 @@ function terminal(args: string[]): PseudoTerminal {
   const opened = openTerminal(
     [
       process.execPath,
-      tsxCli,
-      startScript,
+      builtStart(),
       "--base-url",
       server!.baseUrl,
       "--model",

@@ -5,10 +5,8 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import { runMain } from "../src/cli/main.js";
@@ -22,6 +20,7 @@ import { renderSessionPage } from "../src/session-page/page.js";
 import { buildSessionTree, findNode } from "../src/session-page/tree.js";
 import { assistantMessage } from "../src/messages.js";
 import { HOSTILE, longSession, sampleSession } from "./support/sample-session.js";
+import { builtStart } from "./support/built-cli.js";
 
 let dir: string;
 beforeAll(async () => {
@@ -206,14 +205,12 @@ describe("pi-course export", () => {
     expect((await stat(path.join(dir, "other.html"))).size).toBeGreaterThan(1000);
   });
 
-  it("runs through the real entry point (start.ts), with no launcher, key or model", async () => {
+  it("runs through the real entry point (start), with no launcher, key or model", async () => {
     const file = await sample("entry");
     const out = path.join(dir, "entry-page.html");
-    const start = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "start.ts");
-    const tsx = createRequire(import.meta.url).resolve("tsx/cli");
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
       (resolve, reject) => {
-        const child = spawn(process.execPath, [tsx, start, "export", file, "--out", out], {
+        const child = spawn(process.execPath, [builtStart(), "export", file, "--out", out], {
           stdio: ["ignore", "pipe", "pipe"],
         });
         let stdout = "";
