@@ -178,7 +178,7 @@ describe("intent before effect", () => {
       isError: true,
       content: [{ type: "text", text: "boom: the disk is full" }],
     });
-    expect(lines[4].message).toMatchObject({ role: "toolResult", toolCallId: "b1", isError: true });
+    expect(lines[4]!.message).toMatchObject({ role: "toolResult", toolCallId: "b1", isError: true });
     await session.close();
 
     // a store that refuses the intent: the tool never runs, the call gets the store's error
