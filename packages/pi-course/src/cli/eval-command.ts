@@ -18,6 +18,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { killGroup } from "../coding-tools/processes.js";
 import { CaseFormatError, loadSuite, type EvalCase } from "../eval/case-format.js";
 import { readTranscripts, renderHtmlReport } from "../eval/html-report.js";
 import { runPool } from "../eval/run-pool.js";
@@ -196,13 +197,7 @@ export async function runEval(argv: readonly string[], io: EvalIO, signal?: Abor
   );
   const children = new Set<ChildProcess>();
   const killAll = () => {
-    for (const child of children) {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }
+    for (const child of children) killGroup(child.pid!);
   };
   process.on("exit", killAll);
   const tty = io.stdout.isTTY === true && io.stderr.isTTY === true;
@@ -295,11 +290,7 @@ async function runInWorker(
   let hung = false;
   const timer = setTimeout(() => {
     hung = true;
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // gone
-    }
+    killGroup(child.pid!);
   }, limitMs);
   const exit = await new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
     child.on("error", (error) => resolve({ code: null, signal: null, error }));

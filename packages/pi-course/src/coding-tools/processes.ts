@@ -101,28 +101,27 @@ export function untrackProcessGroup(pid: number): void {
   liveGroups.delete(pid);
 }
 
-/**
- * Kills what a command left behind when it ended: SIGKILL to its process group, then to every
- * process carrying its call marker. Returns how many marked processes had to be killed.
- */
-export function killLeftovers(pid: number, marker: string | undefined): number {
+/** Sends SIGKILL to the process group `pid` leads. Contract: never throws; a group already gone is no error. */
+export function killGroup(pid: number): void {
   try {
     process.kill(-pid, "SIGKILL");
   } catch {
     // ESRCH: the group is already gone.
   }
+}
+
+/**
+ * Kills what a command left behind when it ended: SIGKILL to its process group, then to every
+ * process carrying its call marker. Returns how many marked processes had to be killed.
+ */
+export function killLeftovers(pid: number, marker: string | undefined): number {
+  killGroup(pid);
   return marker === undefined ? 0 : killMarkedProcesses([marker]);
 }
 
 /** Sends SIGKILL to every tracked process group and marked process; runs on process `exit`. */
 export function killLiveProcessGroups(): void {
-  for (const pid of liveGroups.keys()) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // ESRCH: the group is already gone.
-    }
-  }
+  for (const pid of liveGroups.keys()) killGroup(pid);
   killMarkedProcesses([...liveGroups.values()].filter((marker): marker is string => marker !== undefined));
   liveGroups.clear();
 }

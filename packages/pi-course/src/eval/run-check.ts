@@ -6,6 +6,7 @@
  * shows. Exit 0 passes; anything else, a signal or the time limit fails.
  */
 import { spawn } from "node:child_process";
+import { killGroup } from "../coding-tools/processes.js";
 
 /** What the check did. */
 export interface CheckOutcome {
@@ -59,11 +60,7 @@ export function runCheck(
     child.stderr.on("data", keep);
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // already gone
-      }
+      killGroup(child.pid!);
     }, timeLimitMs);
     const text = () => {
       const head = Buffer.concat(chunks).toString("utf8");
@@ -84,11 +81,7 @@ export function runCheck(
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       // Anything the check left running in its group goes with it.
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // none left
-      }
+      killGroup(child.pid!);
       resolve({ exitCode: code, signal, timedOut, output: text(), ms: Date.now() - started });
     });
   });
