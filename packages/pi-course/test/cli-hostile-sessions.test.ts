@@ -8,14 +8,11 @@ import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { folderKey } from "../src/cli/sessions.js";
 import { SessionFile } from "../src/session/session.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
-
-const _here = path.dirname(fileURLToPath(import.meta.url));
 
 const RESET = "\u001bc";
 const CLEAR = "\u001b[2J";

@@ -10,12 +10,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { builtStart } from "./support/built-cli.js";
 
-const _here = path.dirname(fileURLToPath(import.meta.url));
 const KEY = "sk-test-handover-0123456789abcdef";
 
 let temp = "";

@@ -6,14 +6,11 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { serverEntry } from "./support/mcp.js";
 import { SseServer } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
-
-const _packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 let dir: string;
 let model: SseServer | undefined;

@@ -9,7 +9,6 @@ import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliUsageError, keyVariable, keyVariables, parseArgs, type RunOptions } from "../src/cli/args.js";
 import { helpText } from "../src/cli/help.js";
@@ -21,9 +20,6 @@ import { readdir, readFile } from "node:fs/promises";
 import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
 import { startChatReplayServer } from "./support/chat-replay-server.js";
 import { builtStart } from "./support/built-cli.js";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const _packageDir = path.resolve(here, "..");
 
 let home: string;
 let workspace: string;

@@ -14,7 +14,6 @@ import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RECOVERY_QUESTION } from "../src/cli/interactive.js";
 import { folderKey } from "../src/cli/sessions.js";
@@ -26,8 +25,6 @@ import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const _packageDir = path.resolve(here, "..");
 const PROMPT = "› ";
 const WAIT = 60_000;
 

@@ -7,14 +7,12 @@
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { folderKey } from "../src/cli/sessions.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
 
-const _here = path.dirname(fileURLToPath(import.meta.url));
 const PROMPT = "› ";
 /** A start-up (tsx compiling the CLI) on a loaded 2-core machine can take many seconds. */
 const START_MS = 40_000;
