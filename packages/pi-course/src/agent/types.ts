@@ -23,10 +23,7 @@ import type {
 import type { CompactionFailure, Summarizer } from "../session/compaction.js";
 import type { ContextProjection } from "../session/context.js";
 import type { TokenEstimator } from "../session/token-estimate.js";
-import type { CompactionEntry, MessageEntry, SessionEntry } from "../session/types.js";
-// #region ch18
-import type { ModelRouteEntry } from "../session/types.js";
-// #endregion
+import type { CompactionEntry, MessageEntry, ModelRouteEntry, SessionEntry } from "../session/types.js";
 // #endregion
 
 // ---------------------------------------------------------------------------------------------
@@ -66,10 +63,8 @@ export type AgentEvent =
       toolCallId: string;
       toolName: string;
       args: unknown;
-      // #region ch16
       /** Set on a nested call made by a script: the id of the call whose script made it. */
       parentToolCallId?: string;
-      // #endregion
     }
   | {
       type: "tool_execution_update";
@@ -77,9 +72,7 @@ export type AgentEvent =
       toolName: string;
       args: unknown;
       partialResult: AgentToolResult<unknown>;
-      // #region ch16
       parentToolCallId?: string;
-      // #endregion
     }
   | {
       type: "tool_execution_end";
@@ -87,9 +80,7 @@ export type AgentEvent =
       toolName: string;
       result: AgentToolResult<unknown>;
       isError: boolean;
-      // #region ch16
       parentToolCallId?: string;
-      // #endregion
     };
 
 /** What `beforeToolCall` sees. */
@@ -297,14 +288,10 @@ export type AgentListener = (event: AgentEvent, signal: AbortSignal) => void | P
 // ---------------------------------------------------------------------------------------------
 
 /** An entry as the agent hands it to its session: the session makes `id` and `timestamp`. */
-// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type AgentSessionEntryInput =
   | Omit<MessageEntry, "id" | "timestamp">
   | Omit<CompactionEntry, "id" | "timestamp">
-  // #region ch18
-  | Omit<ModelRouteEntry, "id" | "timestamp">
-  // #endregion
-  ;
+  | Omit<ModelRouteEntry, "id" | "timestamp">;
 
 /**
  * What an `Agent` needs of a session; a `SessionFile` fits it as it is.
