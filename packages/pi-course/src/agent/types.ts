@@ -15,6 +15,7 @@ import type {
   Message,
   ModelEvent,
   ToolCall,
+  ToolExecutionContext,
   ToolExecutionMode,
   ToolResultMessage,
   UserContent,
@@ -203,6 +204,37 @@ export interface AgentEventStream extends EventStream<AgentEvent, AgentMessage[]
   /** Stops the run as aborting `agentLoop`'s signal would: no further model call. Idempotent. */
   abort(reason?: unknown): void;
 }
+
+/** A call as the tool batch answered it. */
+export interface AnsweredToolCall {
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/** Runs a call made by another call's tool through the batch's pipeline (its events, no result message). */
+export type NestedCallRunner = (call: ToolCall) => Promise<AnsweredToolCall>;
+
+/**
+ * What a feature adds to the tool batch of one run, without patching the loop (tool search's
+ * declarations, codemode's nested calls); every hook is optional, and they are asked in order.
+ * Contract: the hooks are the library's own code, called synchronously inside the pipeline; they
+ * do not throw.
+ */
+export interface ToolMiddleware {
+  /** Whether `tool` is declared to the model in the next request (every hook must agree). */
+  declares?(tool: AgentTool<any, any>): boolean;
+  /** Why `call` is answered without running, or `undefined`. `parent`: the call whose tool made it. */
+  refuse?(call: ToolCall, parent: ToolCall | undefined): string | undefined;
+  /** The `context` argument of `call`'s `execute`; `nested` runs the calls its tool makes. */
+  context?(call: ToolCall, nested: NestedCallRunner): ToolExecutionContext | undefined;
+  /** Sees the result message of a call before it is emitted; it may add fields to it. */
+  result?(message: ToolResultMessage, done: AnsweredToolCall): void;
+  /** Sees a batch's result messages once they are in the transcript; true when `declares` changed. */
+  afterBatch?(results: readonly ToolResultMessage[]): boolean;
+}
+
+/** Makes one run's hooks from the run's context (its tools, and the transcript it starts from). */
+export type ToolMiddlewareFactory = (context: AgentContext) => ToolMiddleware;
 // #region ch09
 
 // ---------------------------------------------------------------------------------------------
