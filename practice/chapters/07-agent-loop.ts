@@ -46,6 +46,7 @@ export default defineChapter({
     "src/agent/agent-loop.ts",
     "src/agent/loop-run.ts",
     "src/agent/tool-execution.ts",
+    "src/agent/tool-middleware.ts",
     "src/agent/settle.ts",
     "src/agent/loop-input.ts",
     "test/07-agent-loop.property.test.ts",

@@ -63,11 +63,11 @@ export default defineChapter({
       hint: {
         zh:
           "工具结果可以带 `declareTools: [名字…]`。`newlyDeclared` 从中挑出这次运行里确实是 `deferred`、而且这次请求还没声明的工具（按 `context.tools` 的顺序），" +
-          "出错的结果不算；一个也没有时返回 `undefined`。`emitResult` 把它们写到结果消息的 `declaredTools` 上，循环在这一批结束后调用 `run.declareTools`，" +
-          "从下一次请求起声明它们。记录在结果消息上而不是另起一种消息：库自己加一种自定义消息角色会让每个用户的 `AgentMessage` 都多一种情况。",
+          "出错的结果不算；一个也没有时返回 `undefined`。它在 `src/agent/tool-exposure.ts` 里，由工具批次的中间件 `toolExposure` 调用：中间件的 `result` 把它们写到结果消息的 `declaredTools` 上，" +
+          "`afterBatch` 在这一批结束后把它们加进声明集合，从下一次请求起声明它们。记录在结果消息上而不是另起一种消息：库自己加一种自定义消息角色会让每个用户的 `AgentMessage` 都多一种情况。",
         en:
           "newlyDeclared: the names of a successful result's declareTools that are deferred tools not declared yet, in tool order; " +
-          "the loop writes them on the result message as declaredTools and declares them from the next request on.",
+          "the toolExposure middleware writes them on the result message as declaredTools and declares them from the next request on.",
       },
       uses: ["15.1"],
     },

@@ -32,6 +32,7 @@ export default defineChapter({
       "pipeline with parentToolCallId, and the callable tools as TypeScript declarations. --codemode turns it on in the CLI.",
   },
   files: [
+    "src/agent/nested-calls.ts",
     "src/codemode/worker-source.ts",
     "src/codemode/sandbox.ts",
     "src/codemode/declarations.ts",
@@ -43,13 +44,12 @@ export default defineChapter({
       title: { zh: "嵌套调用走同一条流水线（callTool）", en: "nested calls through the same pipeline" },
       hint: {
         zh:
-          "`nestedCalls` 给每个正在执行的调用一个 `ToolExecutionContext`。`callTool(name, args)`：计数加一，造一个 `ToolCall`，id 是 `<父 id>.<计数>`；" +
-          "在 `parentOf` 里记下它的父调用（发事件时据此加上 `parentToolCallId`，`prepareCall` 据此把它当成脚本的调用）；然后和模型的调用一样：" +
-          "`emitStart` → `prepareCall`（曝光、`prepareArguments`、校验、`beforeToolCall`）→ 准备好了就 `runPreparedCall`（执行、`afterToolCall`）→ `emitEnd`，" +
-          "返回 `{result, isError}`。嵌套调用没有自己的结果消息：父调用的结果会报告它们。",
+          "`nestedCalls`（`src/agent/nested-calls.ts`）是工具批次的一个中间件：它给每个正在执行的调用一个 `ToolExecutionContext`。`callTool(name, args)`：计数加一，造一个 `ToolCall`，id 是 `<父 id>.<计数>`；" +
+          "然后交给 `nested`（批次给的运行器：它记下父调用，事件据此带上 `parentToolCallId`，曝光检查据此把它当成脚本的调用；" +
+          "再和模型的调用一样走 `emitStart` → `prepareCall` → `runPreparedCall` → `emitEnd`），返回 `{result, isError}`。嵌套调用没有自己的结果消息：父调用的结果会报告它们。",
         en:
-          "callTool: id <parent>.<n>, remember the parent (events get parentToolCallId; exposure treats it as a script's call), then " +
-          "emitStart, prepareCall, runPreparedCall, emitEnd, and return {result, isError}. No result message of its own.",
+          "callTool (a middleware of the tool batch, src/agent/nested-calls.ts): id <parent>.<n>, then run it with `nested` (the batch's " +
+          "runner: it remembers the parent, tags the events with parentToolCallId, and runs the same pipeline as a model's call); return {result, isError}.",
       },
     },
     {

@@ -6,7 +6,6 @@
 import type { AssistantMessageEventStream } from "./event-stream.js";
 import type { Context } from "./types.js";
 
-// #region ch18
 /**
  * How much the model should think before it answers. Each provider maps it onto its
  * own wire: OpenAI-compatible servers get `reasoning_effort` (`off` sends none), Anthropic gets
@@ -16,16 +15,13 @@ export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
 
 /** The levels in order, from none to the most. */
 export const THINKING_LEVELS: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high"];
-// #endregion
 
 /** Per-call options of `Model.stream`. */
 export interface StreamOptions {
   /** Aborting ends the turn with an `error` event whose reason is `aborted`. */
   signal?: AbortSignal;
-  // #region ch18
   /** The thinking level of this turn; absent: the model's own default (nothing is sent). */
   thinking?: ThinkingLevel;
-  // #endregion
 }
 
 /** Anything that can play one assistant turn. */

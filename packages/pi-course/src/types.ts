@@ -10,9 +10,7 @@
  * is in `model.ts`; the loop's and the Agent's types are in `agent/types.ts`, the session's in
  * `session/types.ts`.
  */
-// #region ch06
 import type { Static, TSchema } from "typebox";
-// #endregion
 
 // ---------------------------------------------------------------------------------------------
 // Content blocks
@@ -130,7 +128,6 @@ export interface Usage {
   // #endregion
 }
 
-// #region ch18
 /**
  * What one assistant turn cost, in US dollars, split as its `Usage` is: `input` prices the
  * prompt tokens the cache did not touch (`usage.input - cacheRead - cacheWrite`), `cacheRead`
@@ -143,7 +140,6 @@ export interface Cost {
   cacheWrite: number;
   total: number;
 }
-// #endregion
 
 // #region ch05
 /**
@@ -209,14 +205,12 @@ export interface UserMessage {
   content: UserContent[];
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;
-  // #region ch15
   /**
    * Deferred tools that stay declared: set on a compaction's summary, it names the
    * tools the condensed part of the conversation declared (`ToolResultMessage.declaredTools`), so
    * a compaction does not take found tools away from the model. No provider puts it on the wire.
    */
   declaredTools?: string[];
-  // #endregion
 }
 
 /** One model turn, final or partial. */
@@ -252,13 +246,11 @@ export interface AssistantMessage {
    */
   diagnostics?: string[];
   // #endregion
-  // #region ch18
   /**
    * What the turn cost, priced from the model catalogue (`costOf`) by the model that answered.
    * Absent when the price is unknown: an unknown price is never shown as zero.
    */
   cost?: Cost;
-  // #endregion
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;
 }
@@ -278,7 +270,6 @@ export interface ToolResultMessage<TDetails = unknown> {
   isError: boolean;
   /** Milliseconds since the epoch, set when the message is made. */
   timestamp: number;
-  // #region ch15
   /**
    * The deferred tools this result declared (`AgentToolResult.declareTools`): from the next model call on they are
    * declared to the model too. The transcript is the record, so a run resumed from it declares
@@ -286,7 +277,6 @@ export interface ToolResultMessage<TDetails = unknown> {
    * puts it on the wire.
    */
   declaredTools?: string[];
-  // #endregion
 }
 
 /** The three canonical roles a model understands. */
@@ -313,10 +303,8 @@ export type AgentMessage = Message | CustomAgentMessages[keyof CustomAgentMessag
 export interface AgentContext {
   systemPrompt?: string;
   messages: AgentMessage[];
-  // #region ch06
   /** The tools the model may call in this run. */
   tools?: AgentTool<any, any>[];
-  // #endregion
 }
 
 /** What a model may call: a name, a description, and a JSON Schema for the arguments. */
@@ -370,7 +358,6 @@ export type ModelEvent =
   | { type: "toolcall_end"; contentIndex: number; toolCall: ToolCall; partial: AssistantMessage }
   | { type: "done"; reason: "stop" | "length" | "toolUse"; message: AssistantMessage }
   | { type: "error"; reason: "error" | "aborted"; error: AssistantMessage };
-// #region ch06
 
 // ---------------------------------------------------------------------------------------------
 // Tools (chapter 06)
@@ -386,7 +373,6 @@ export interface AgentToolResult<TDetails = unknown> {
   terminate?: boolean;
   /** The call failed; `content` says why. */
   isError?: boolean;
-  // #region ch15
   /**
    * Deferred tools to declare to the model from its next call on (`exposure: "deferred"`): the loop records
    * the ones newly declared on the result message (`ToolResultMessage.declaredTools`). Names that
@@ -394,7 +380,6 @@ export interface AgentToolResult<TDetails = unknown> {
    * on an error result.
    */
   declareTools?: string[];
-  // #endregion
 }
 
 /** Streams a partial result while a tool runs (becomes `tool_execution_update`). */
@@ -402,7 +387,6 @@ export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentT
 
 /** `parallel` (default) or `sequential`; one sequential tool makes its whole batch sequential. */
 export type ToolExecutionMode = "parallel" | "sequential";
-// #region ch15
 
 /**
  * Who sees a tool, and who may call it:
@@ -414,8 +398,6 @@ export type ToolExecutionMode = "parallel" | "sequential";
  * The loop refuses a model's call to a tool that was not declared to it in that request.
  */
 export type ToolExposure = "direct" | "deferred" | "codemode" | "hidden";
-// #endregion
-// #region ch16
 
 /**
  * What the loop hands a tool besides its arguments: a way to call the run's other
@@ -429,7 +411,6 @@ export interface ToolExecutionContext {
    */
   callTool(name: string, args: unknown): Promise<{ result: AgentToolResult<unknown>; isError: boolean }>;
 }
-// #endregion
 
 /**
  * A tool the agent can run, with a TypeBox schema for its parameters.
@@ -460,9 +441,7 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
     params: Static<TParameters>,
     signal?: AbortSignal,
     onUpdate?: AgentToolUpdateCallback<TDetails>,
-    // #region ch16
     context?: ToolExecutionContext,
-    // #endregion
   ): Promise<AgentToolResult<TDetails>>;
   /**
    * Contract: repairs raw arguments before validation (e.g. a renamed field). Receives a copy;
@@ -471,17 +450,12 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
   prepareArguments?(args: unknown): unknown;
   /** Defaults to `parallel`. */
   executionMode?: ToolExecutionMode;
-  // #region ch15
   /** Who sees and may call the tool; defaults to `direct` (see `ToolExposure`). */
   exposure?: ToolExposure;
-  // #endregion
-  // #region ch19
   /**
    * Whether a call interrupted by a crash may simply be run again when a durable run recovers.
    * `"safe"` only for a tool whose call has no effect beyond its result (`read`, `ls`); the default
    * (`"unsafe"`) gives an interrupted call an error result saying it may or may not have taken effect.
    */
   replay?: "safe" | "unsafe";
-  // #endregion
 }
-// #endregion

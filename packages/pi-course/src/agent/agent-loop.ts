@@ -133,9 +133,6 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
         ({ results, terminate, hookFailure } = await executeToolBatch(run, message, calls));
       }
       run.recordResults(results);
-      // #region ch15
-      run.declareTools(results.flatMap((result) => result.declaredTools ?? []));
-      // #endregion
     }
     await run.endTurn(message, results);
     if (hookFailure !== undefined) return run.fail(hookFailure);

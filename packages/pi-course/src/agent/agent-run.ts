@@ -12,6 +12,7 @@
 import { NO_PENDING_CALLS, reduceAgentEvent } from "./agent-state.js";
 import type { AgentDraft } from "./agent-state.js";
 import type { AgentEventSink } from "./tool-execution.js";
+import { messageOf } from "./tools.js";
 import type { AgentContext, AgentMessage } from "../types.js";
 import type { AgentEvent, AgentListener, AgentLoopConfig } from "./types.js";
 
@@ -173,9 +174,4 @@ export class AgentRun {
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | undefined)?.then === "function";
-}
-
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return String(error);
 }

@@ -20,7 +20,7 @@
  *   nothing and the run goes on with the projection alone.
  */
 import type { LoopStart, AgentRun, Subscription } from "./agent-run.js";
-import { messageOf } from "./agent-run.js";
+import { messageOf } from "./tools.js";
 import type { AgentDraft } from "./agent-state.js";
 import { compact } from "../session/compaction.js";
 import type { CompactableSession, CompactionResult } from "../session/compaction.js";

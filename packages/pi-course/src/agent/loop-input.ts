@@ -62,10 +62,8 @@ export function readToolResult(value: unknown): AgentToolResult<unknown> | strin
     const result: AgentToolResult<unknown> = { content: [...content], details };
     if (isError !== undefined && isError !== null) result.isError = isError === true;
     if (terminate !== undefined && terminate !== null) result.terminate = terminate === true;
-    // #region ch15
     const declareTools: unknown = (value as AgentToolResult<unknown>).declareTools;
     if (Array.isArray(declareTools)) result.declareTools = declareTools.filter((name) => typeof name === "string");
-    // #endregion
     return result;
   } catch (error) {
     return `returned a result that cannot be read (${messageOf(error)}): ${expected}, as plain data.`;

@@ -8,9 +8,7 @@ import { settle } from "./settle.js";
 import type { Settled } from "./settle.js";
 import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
 import { messageOf, toToolDefinition } from "./tools.js";
-// #region ch15
-import { declaredToolNames } from "./tool-exposure.js";
-// #endregion
+import { BUILT_IN_MIDDLEWARE } from "./tool-middleware.js";
 import type {
   AgentContext,
   AgentMessage,
@@ -20,7 +18,7 @@ import type {
   ToolDefinition,
   ToolResultMessage,
 } from "../types.js";
-import type { AgentEvent, AgentLoopConfig } from "./types.js";
+import type { AgentEvent, AgentLoopConfig, ToolMiddleware } from "./types.js";
 
 /**
  * Keeps the three canonical roles and drops every other (custom) message, and every error or
@@ -46,10 +44,8 @@ export class LoopRun implements ToolBatchRun {
   turns = 0;
   /** This turn's calls whose id repeated an earlier call's (fresh id → repeated id); see `ToolBatchRun`. */
   repeatedCalls: ReadonlyMap<string, string> | undefined;
-  // #region ch15
-  /** The tools declared in the current request, by name; `undefined` when every tool is direct. */
-  declared: Set<string> | undefined;
-  // #endregion
+  /** The hooks the built-in features add to this run's tool batches (`BUILT_IN_MIDDLEWARE`). */
+  readonly middleware: readonly ToolMiddleware[];
   private readonly transcript: AgentMessage[];
   private tools: ToolDefinition[] | undefined;
   private turnOpen = false;
@@ -65,30 +61,29 @@ export class LoopRun implements ToolBatchRun {
   ) {
     this.transcript = [...context.messages];
     this.context = { ...context, messages: this.transcript };
-    let tools = context.tools ?? [];
-    // #region ch15
-    this.declared = declaredToolNames(tools, this.transcript);
-    tools = tools.filter((tool) => this.declared?.has(tool.name) !== false);
-    // #endregion
-    this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
+    this.middleware = BUILT_IN_MIDDLEWARE.map((make) => make(this.context));
+    this.tools = this.declaredTools();
     this.emit = (event) => this.deliver(event);
   }
-  // #region ch15
 
-  /**
-   * Declares deferred tools from the next model call on (the names a batch's results recorded
-   * in `declaredTools`). Names that are not deferred tools of the run are ignored.
-   */
-  declareTools(names: readonly string[]): void {
-    const declared = this.declared;
-    if (declared === undefined || names.length === 0) return;
-    for (const tool of this.context.tools ?? []) {
-      if (tool.exposure === "deferred" && names.includes(tool.name)) declared.add(tool.name);
-    }
-    const tools = (this.context.tools ?? []).filter((tool) => declared.has(tool.name));
-    this.tools = tools.length > 0 ? tools.map(toToolDefinition) : undefined;
+  /** The definitions of the tools every middleware declares to the model, or `undefined` for none. */
+  private declaredTools(): ToolDefinition[] | undefined {
+    const tools = (this.context.tools ?? []).filter((tool) =>
+      this.middleware.every((m) => m.declares?.(tool) !== false),
+    );
+    return tools.length > 0 ? tools.map(toToolDefinition) : undefined;
   }
-  // #endregion
+
+  /** Records a batch's results, already reported by the batch, and lets the middleware see them. */
+  recordResults(results: readonly ToolResultMessage[]): void {
+    for (const result of results) {
+      this.transcript.push(result);
+      this.added.push(result);
+    }
+    let changed = false;
+    for (const m of this.middleware) if (m.afterBatch?.(results) === true) changed = true;
+    if (changed) this.tools = this.declaredTools();
+  }
 
   /** Runs the loop; never rejects, except to report a sink failure after the run ended. */
   async run(
@@ -163,14 +158,6 @@ export class LoopRun implements ToolBatchRun {
   record(message: AssistantMessage): void {
     this.transcript.push(message);
     this.added.push(message);
-  }
-
-  /** Records tool results, already reported by the batch. */
-  recordResults(results: readonly ToolResultMessage[]): void {
-    for (const result of results) {
-      this.transcript.push(result);
-      this.added.push(result);
-    }
   }
 
   endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): void | Promise<void> {

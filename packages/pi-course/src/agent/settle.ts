@@ -3,6 +3,10 @@
  * letting it hold the run: `settle` turns whatever the code does (return, throw, reject, return a
  * hostile thenable, never settle) into data, and stops waiting once the run's signal is aborted or
  * an optional timeout passes. The loop awaits nothing of the user's except through it.
+ *
+ * The waits on one signal share one "abort" listener over a list of waiters, added only for a
+ * promise still pending after a microtask. The plain version, one listener per wait, is
+ * test/support/settle-plain.ts; test/settle.property.test.ts holds the two to the same outcomes.
  */
 
 /** How a piece of user code (a tool, a hook, a queue getter, the sink, the model) ended, as the loop saw it. */

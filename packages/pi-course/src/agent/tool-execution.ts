@@ -26,65 +26,12 @@ import type {
   ToolCall,
   TextContent,
   ToolResultMessage,
-  // #region ch16
   ToolExecutionContext,
-  // #endregion
 } from "../types.js";
-import type { AgentEvent, AgentLoopConfig } from "./types.js";
-// #region ch15
-import { exposureRefusal, type CallOrigin } from "./tool-exposure.js";
-// #endregion
+import type { AgentEvent, AgentLoopConfig, AnsweredToolCall, ToolMiddleware } from "./types.js";
 
-// #region ch15
-/**
- * The deferred tools a successful result asks to declare that are not declared yet (in this
- * request's set), or `undefined`. The loop then declares them from the next request on.
- */
-function newlyDeclared(run: ToolBatchRun, done: FinishedCall): string[] | undefined {
-  const names = done.result.declareTools;
-  if (names === undefined) return undefined;
-  // #region lab 15.2 newlyDeclared
-  const declared = run.declared;
-  if (done.isError || declared === undefined) return undefined;
-  const fresh = (run.context.tools ?? [])
-    .filter((tool) => tool.exposure === "deferred" && names.includes(tool.name) && !declared.has(tool.name))
-    .map((tool) => tool.name);
-  return fresh.length > 0 ? fresh : undefined;
-  // #endregion
-}
-// #endregion
-// #region ch16
-/** A nested call (made by a script through `ToolExecutionContext.callTool`) → the call whose script made it. */
+/** A call made by another call's tool (through its `ToolExecutionContext`) → that call. */
 const parentOf = new WeakMap<ToolCall, ToolCall>();
-
-/**
- * The `ToolExecutionContext` of one call: its script's nested calls go through this batch's
- * pipeline (exposure, prepare, validate, hooks, execute, events) with ids `<parent>.1`, `<parent>.2`,
- * …; they are not answered by result messages (the parent's result reports them).
- */
-function nestedCalls(run: ToolBatchRun, batch: Batch, parent: ToolCall): ToolExecutionContext {
-  let count = 0;
-  return {
-    async callTool(name, args) {
-      // #region lab 16.1 callTool
-      count++;
-      const call: ToolCall = {
-        type: "toolCall",
-        id: `${parent.id}.${count}`,
-        name: String(name),
-        arguments: args as ToolCall["arguments"],
-      };
-      parentOf.set(call, parent);
-      await emitStart(run, call);
-      const prepared = await prepareCall(run, batch, call);
-      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, batch, prepared);
-      await emitEnd(run, done);
-      return { result: done.result, isError: done.isError };
-      // #endregion
-    },
-  };
-}
-// #endregion
 
 /** Receives the loop's events. Contract: may return a promise; the loop waits for it. */
 export type AgentEventSink = (event: AgentEvent) => void | Promise<void>;
@@ -101,10 +48,8 @@ export interface ToolBatchRun {
    * fresh id (the key) and keeps the id it repeated (the value). They are answered, never run.
    */
   readonly repeatedCalls?: ReadonlyMap<string, string>;
-  // #region ch15
-  /** The tools declared in this turn's request; `undefined` when every tool is direct. */
-  readonly declared?: ReadonlySet<string> | undefined;
-  // #endregion
+  /** The hooks the run's features add to each call (see `ToolMiddleware`). */
+  readonly middleware: readonly ToolMiddleware[];
 }
 
 /** The results of one batch, in source order, and whether every one of them said `terminate`. */
@@ -222,15 +167,10 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
         `call if it is still needed.`,
     );
   }
-  // #region ch15
-  const caller: { origin: CallOrigin; parent?: string } = { origin: "model" };
-  // #region ch16
-  const parent = parentOf.get(call);
-  if (parent !== undefined) Object.assign(caller, { origin: "script", parent: parent.name });
-  // #endregion
-  const refused = exposureRefusal(run.context.tools ?? [], run.declared, call.name, caller.origin, caller.parent);
-  if (refused !== undefined) return answered(call, refused);
-  // #endregion
+  for (const middleware of run.middleware) {
+    const refused = middleware.refuse?.(call, parentOf.get(call));
+    if (refused !== undefined) return answered(call, refused);
+  }
   const tool = findTool(run.context, call.name);
   if (tool === undefined) {
     const names = (run.context.tools ?? []).map((t) => t.name).join(", ") || "(none)";
@@ -265,18 +205,11 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
       args: call.arguments,
       partialResult,
     };
-    // #region ch16
-    const parent = parentOf.get(call);
-    if (parent !== undefined) event.parentToolCallId = parent.id;
-    // #endregion
-    const emitted = run.emit(event);
+    const emitted = run.emit(tagged(event, call));
     if (emitted !== undefined) updates.push(emitted);
   };
-  let execute = () => tool.execute(call.id, args, run.signal, onUpdate);
-  // #region ch16
-  execute = () => tool.execute(call.id, args, run.signal, onUpdate, nestedCalls(run, batch, call));
-  // #endregion
-  const executed = await settle(execute, run.signal);
+  const context = executionContext(run, batch, call);
+  const executed = await settle(() => tool.execute(call.id, args, run.signal, onUpdate, context), run.signal);
   open = false;
   await Promise.all(updates);
   if (executed.kind === "threw") return answered(call, messageOf(executed.error));
@@ -393,6 +326,32 @@ function hookFailure(
   );
 }
 
+/**
+ * The `context` argument of a call's `execute`, from the first middleware that gives one: the calls
+ * its tool makes run through this batch's pipeline, with their events tagged by the parent's id.
+ */
+function executionContext(run: ToolBatchRun, batch: Batch, parent: ToolCall): ToolExecutionContext | undefined {
+  for (const middleware of run.middleware) {
+    if (middleware.context === undefined) continue;
+    return middleware.context(parent, async (call): Promise<AnsweredToolCall> => {
+      parentOf.set(call, parent);
+      await emitStart(run, call);
+      const prepared = await prepareCall(run, batch, call);
+      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, batch, prepared);
+      await emitEnd(run, done);
+      return done;
+    });
+  }
+  return undefined;
+}
+
+/** `event` with the id of the call whose tool made `call`, if one did. */
+function tagged<E extends { parentToolCallId?: string }>(event: E, call: ToolCall): E {
+  const parent = parentOf.get(call);
+  if (parent !== undefined) event.parentToolCallId = parent.id;
+  return event;
+}
+
 function findTool(context: AgentContext, name: string): AgentTool<any, any> | undefined {
   const tools = context.tools;
   if (tools === undefined) return undefined;
@@ -429,11 +388,7 @@ function emitStart(run: ToolBatchRun, call: ToolCall): void | Promise<void> {
     toolName: call.name,
     args: call.arguments,
   };
-  // #region ch16
-  const parent = parentOf.get(call);
-  if (parent !== undefined) event.parentToolCallId = parent.id;
-  // #endregion
-  return run.emit(event);
+  return run.emit(tagged(event, call));
 }
 
 function emitEnd(run: ToolBatchRun, done: FinishedCall): void | Promise<void> {
@@ -444,11 +399,7 @@ function emitEnd(run: ToolBatchRun, done: FinishedCall): void | Promise<void> {
     result: done.result,
     isError: done.isError,
   };
-  // #region ch16
-  const parent = parentOf.get(done.call);
-  if (parent !== undefined) event.parentToolCallId = parent.id;
-  // #endregion
-  return run.emit(event);
+  return run.emit(tagged(event, done.call));
 }
 
 /** The result message of one call, emitted as message_start/message_end. */
@@ -462,10 +413,7 @@ function emitResult(run: ToolBatchRun, done: FinishedCall): ToolResultMessage | 
     timestamp: Date.now(),
   };
   if (done.result.details !== undefined) message.details = done.result.details;
-  // #region ch15
-  const declaredTools = newlyDeclared(run, done);
-  if (declaredTools !== undefined) message.declaredTools = declaredTools;
-  // #endregion
+  for (const middleware of run.middleware) middleware.result?.(message, done);
   const started = run.emit({ type: "message_start", message });
   if (started !== undefined) return started.then(() => run.emit({ type: "message_end", message })).then(() => message);
   const ended = run.emit({ type: "message_end", message });

@@ -11,7 +11,8 @@
  * `was not declared to you in this request`; a script's call (codemode) may reach `direct`,
  * `deferred` and `codemode` tools, never a `hidden` one.
  */
-import type { AgentMessage, AgentTool, ToolExposure } from "../types.js";
+import type { AgentContext, AgentMessage, AgentTool, ToolExposure } from "../types.js";
+import type { AnsweredToolCall, ToolMiddleware } from "./types.js";
 
 /** Who asked for a call: the model (in its message) or a codemode script (a nested call). */
 export type CallOrigin = "model" | "script";
@@ -89,5 +90,51 @@ export function exposureRefusal(
     `Tool "${name}" was not declared to you in this request: it is a deferred tool. Find it with ` +
     `tool_search first; it is declared to you from the next request on.`
   );
+  // #endregion
+}
+
+/**
+ * The middleware of one run: declares the run's declared set to the model, refuses the calls
+ * `exposureRefusal` refuses, records on each result message the deferred tools it newly declared
+ * (`declaredTools`), and declares them from the next request on.
+ */
+export function toolExposure(context: AgentContext): ToolMiddleware {
+  const tools = context.tools ?? [];
+  const declared = declaredToolNames(tools, context.messages);
+  return {
+    declares: (tool) => declared === undefined || declared.has(tool.name),
+    refuse: (call, parent) =>
+      exposureRefusal(tools, declared, call.name, parent === undefined ? "model" : "script", parent?.name),
+    result(message, done) {
+      const fresh = newlyDeclared(tools, declared, done);
+      if (fresh !== undefined) message.declaredTools = fresh;
+    },
+    afterBatch(results) {
+      const names = results.flatMap((result) => result.declaredTools ?? []);
+      if (declared === undefined || names.length === 0) return false;
+      for (const tool of tools) if (tool.exposure === "deferred" && names.includes(tool.name)) declared.add(tool.name);
+      return true;
+    },
+  };
+}
+
+/**
+ * The deferred tools a successful result asks to declare that are not declared yet (in this
+ * request's set `declared`), in the order of `tools`, or `undefined`. The loop then declares
+ * them from the next request on.
+ */
+export function newlyDeclared(
+  tools: readonly AgentTool<any, any>[],
+  declared: ReadonlySet<string> | undefined,
+  done: AnsweredToolCall,
+): string[] | undefined {
+  const names = done.result.declareTools;
+  if (names === undefined) return undefined;
+  // #region lab 15.2 newlyDeclared
+  if (done.isError || declared === undefined) return undefined;
+  const fresh = tools
+    .filter((tool) => tool.exposure === "deferred" && names.includes(tool.name) && !declared.has(tool.name))
+    .map((tool) => tool.name);
+  return fresh.length > 0 ? fresh : undefined;
   // #endregion
 }

@@ -63,9 +63,19 @@ export function validateToolArguments<TParameters extends TSchema>(
   toolCall: ToolCall,
 ): Static<TParameters> {
   // #region lab 6.1 validateToolArguments
-  let copy: unknown;
+  const copy = copyArguments(tool, toolCall);
+  const validator = validatorFor(tool.parameters);
+  if (validator.Check(copy)) return copy as Static<TParameters>; // the common case: nothing to repair
+  const coerced = coerceValue(tool.parameters, copy, checkAgainst);
+  if (validator.Check(coerced)) return coerced as Static<TParameters>;
+  throw new ToolArgumentsError(tool.name, issuesOf(validator, coerced), toolCall.arguments);
+  // #endregion
+}
+
+/** A copy of the call's arguments (the call itself is never changed); refuses what is not plain JSON data. */
+function copyArguments(tool: AgentTool<any, any>, toolCall: ToolCall): unknown {
   try {
-    copy = copyJson(toolCall.arguments);
+    return copyJson(toolCall.arguments);
   } catch (error) {
     throw new ToolArgumentsError(
       tool.name,
@@ -74,12 +84,6 @@ export function validateToolArguments<TParameters extends TSchema>(
       `the arguments are not plain JSON data (${messageOf(error)})`,
     );
   }
-  const validator = validatorFor(tool.parameters);
-  if (validator.Check(copy)) return copy as Static<TParameters>; // the common case: nothing to repair
-  const coerced = coerceValue(tool.parameters, copy, checkAgainst);
-  if (validator.Check(coerced)) return coerced as Static<TParameters>;
-  throw new ToolArgumentsError(tool.name, issuesOf(validator, coerced), toolCall.arguments);
-  // #endregion
 }
 
 /**
@@ -99,18 +103,7 @@ export function prepareToolArguments<TParameters extends TSchema>(
     throw new ToolArgumentsError(tool.name, [], toolCall.rawArguments ?? toolCall.arguments, toolCall.argumentsError);
   }
   if (tool.prepareArguments === undefined) return validateToolArguments(tool, toolCall);
-  let copy: unknown;
-  try {
-    copy = copyJson(toolCall.arguments);
-  } catch (error) {
-    // the arguments' fault, not the hook's: prepareArguments never ran
-    throw new ToolArgumentsError(
-      tool.name,
-      [],
-      toolCall.arguments,
-      `the arguments are not plain JSON data (${messageOf(error)})`,
-    );
-  }
+  const copy = copyArguments(tool, toolCall); // the arguments' fault, not the hook's: prepareArguments never ran
   let prepared: unknown;
   try {
     prepared = tool.prepareArguments(copy);

@@ -15,6 +15,7 @@ import type {
   Message,
   ModelEvent,
   ToolCall,
+  ToolExecutionContext,
   ToolExecutionMode,
   ToolResultMessage,
   UserContent,
@@ -23,10 +24,7 @@ import type {
 import type { CompactionFailure, Summarizer } from "../session/compaction.js";
 import type { ContextProjection } from "../session/context.js";
 import type { TokenEstimator } from "../session/token-estimate.js";
-import type { CompactionEntry, MessageEntry, SessionEntry } from "../session/types.js";
-// #region ch18
-import type { ModelRouteEntry } from "../session/types.js";
-// #endregion
+import type { CompactionEntry, MessageEntry, ModelRouteEntry, SessionEntry } from "../session/types.js";
 // #endregion
 
 // ---------------------------------------------------------------------------------------------
@@ -66,10 +64,8 @@ export type AgentEvent =
       toolCallId: string;
       toolName: string;
       args: unknown;
-      // #region ch16
       /** Set on a nested call made by a script: the id of the call whose script made it. */
       parentToolCallId?: string;
-      // #endregion
     }
   | {
       type: "tool_execution_update";
@@ -77,9 +73,7 @@ export type AgentEvent =
       toolName: string;
       args: unknown;
       partialResult: AgentToolResult<unknown>;
-      // #region ch16
       parentToolCallId?: string;
-      // #endregion
     }
   | {
       type: "tool_execution_end";
@@ -87,9 +81,7 @@ export type AgentEvent =
       toolName: string;
       result: AgentToolResult<unknown>;
       isError: boolean;
-      // #region ch16
       parentToolCallId?: string;
-      // #endregion
     };
 
 /** What `beforeToolCall` sees. */
@@ -212,6 +204,37 @@ export interface AgentEventStream extends EventStream<AgentEvent, AgentMessage[]
   /** Stops the run as aborting `agentLoop`'s signal would: no further model call. Idempotent. */
   abort(reason?: unknown): void;
 }
+
+/** A call as the tool batch answered it. */
+export interface AnsweredToolCall {
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/** Runs a call made by another call's tool through the batch's pipeline (its events, no result message). */
+export type NestedCallRunner = (call: ToolCall) => Promise<AnsweredToolCall>;
+
+/**
+ * What a feature adds to the tool batch of one run, without patching the loop (tool search's
+ * declarations, codemode's nested calls); every hook is optional, and they are asked in order.
+ * Contract: the hooks are the library's own code, called synchronously inside the pipeline; they
+ * do not throw.
+ */
+export interface ToolMiddleware {
+  /** Whether `tool` is declared to the model in the next request (every hook must agree). */
+  declares?(tool: AgentTool<any, any>): boolean;
+  /** Why `call` is answered without running, or `undefined`. `parent`: the call whose tool made it. */
+  refuse?(call: ToolCall, parent: ToolCall | undefined): string | undefined;
+  /** The `context` argument of `call`'s `execute`; `nested` runs the calls its tool makes. */
+  context?(call: ToolCall, nested: NestedCallRunner): ToolExecutionContext | undefined;
+  /** Sees the result message of a call before it is emitted; it may add fields to it. */
+  result?(message: ToolResultMessage, done: AnsweredToolCall): void;
+  /** Sees a batch's result messages once they are in the transcript; true when `declares` changed. */
+  afterBatch?(results: readonly ToolResultMessage[]): boolean;
+}
+
+/** Makes one run's hooks from the run's context (its tools, and the transcript it starts from). */
+export type ToolMiddlewareFactory = (context: AgentContext) => ToolMiddleware;
 // #region ch09
 
 // ---------------------------------------------------------------------------------------------
@@ -297,14 +320,10 @@ export type AgentListener = (event: AgentEvent, signal: AbortSignal) => void | P
 // ---------------------------------------------------------------------------------------------
 
 /** An entry as the agent hands it to its session: the session makes `id` and `timestamp`. */
-// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type AgentSessionEntryInput =
   | Omit<MessageEntry, "id" | "timestamp">
   | Omit<CompactionEntry, "id" | "timestamp">
-  // #region ch18
-  | Omit<ModelRouteEntry, "id" | "timestamp">
-  // #endregion
-  ;
+  | Omit<ModelRouteEntry, "id" | "timestamp">;
 
 /**
  * What an `Agent` needs of a session; a `SessionFile` fits it as it is.

@@ -137,10 +137,10 @@ export function summaryMessage(entry: Pick<CompactionEntry, "summary"> & { times
   return { role: "user", content: [{ type: "text", text }], timestamp: Number.isFinite(timestamp) ? timestamp : 0 };
 }
 
-// #region ch15
 /**
- * The deferred tools declared by the tool results of `path` before index `end` (chapter 15), in
- * order, each once: what a compaction condenses must not take them away from the model.
+ * The deferred tools declared by the tool results of `path` before index `end` (`declaredTools`), in
+ * order, each once: what a compaction condenses must not take them away from the model. None
+ * before tools are deferred (chapter 15).
  */
 function declaredBefore(path: readonly SessionEntry[], end: number): string[] {
   const names = new Set<string>();
@@ -150,7 +150,6 @@ function declaredBefore(path: readonly SessionEntry[], end: number): string[] {
   }
   return [...names];
 }
-// #endregion
 
 /**
  * The messages of a path (root..leaf, as `pathToLeaf` returns it), starting from the newest
@@ -204,10 +203,8 @@ export function transcriptOf(path: readonly SessionEntry[]): Transcript {
   }
   transcript.compaction = compaction;
   const summary = summaryMessage(compaction);
-  // #region ch15
   const declared = declaredBefore(path, firstKept);
   if (declared.length > 0) summary.declaredTools = declared;
-  // #endregion
   transcript.messages[filled] = summary;
   transcript.entryIds[filled++] = compaction.id;
   take(firstKept, c);

@@ -1,14 +1,9 @@
 /**
- * The session layer's vocabulary: the lines of a session file (chapter 10) and the compaction
- * entry (chapter 11). Plain JSON data.
+ * The session layer's vocabulary: the lines of a session file, written whole (the compaction,
+ * model and durable-run entries are read and written from the chapters that add them). Plain JSON data.
  */
-import type { AgentMessage } from "../types.js";
-// #region ch18
 import type { ThinkingLevel } from "../model.js";
-// #endregion
-// #region ch19
-import type { AgentToolResult } from "../types.js";
-// #endregion
+import type { AgentMessage, AgentToolResult } from "../types.js";
 
 /**
  * The first line of a session file. Not an entry of the tree: it says what the file is.
@@ -65,7 +60,6 @@ export interface SessionTornMark {
   /** When the mark was written (ISO 8601). */
   timestamp: string;
 }
-// #region ch11
 
 /**
  * What compaction leaves in the tree: a summary of everything on the path before
@@ -83,8 +77,6 @@ export interface CompactionEntry extends SessionEntryBase {
   /** Estimated tokens of the context after compaction (summary + kept entries). */
   tokensAfter: number;
 }
-// #endregion
-// #region ch18
 
 /**
  * The model and thinking level chosen from here on (the CLI's `/model`, `/thinking`). Not part
@@ -112,8 +104,6 @@ export interface ModelRouteEntry extends SessionEntryBase {
   /** The models that failed before their first byte for that answer, in order, with why. */
   skipped: { model: string; error: string }[];
 }
-// #endregion
-// #region ch19
 
 /**
  * A durable run's intent before effect: a tool call about to run, committed before its tool's
@@ -140,22 +130,13 @@ export interface ToolOutcomeEntry extends SessionEntryBase {
   content: AgentToolResult<unknown>["content"];
   isError: boolean;
 }
-// #endregion
 
 /** One line of a session file after the header. */
-// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type SessionEntry =
   | MessageEntry
   | LabelEntry
-  // #region ch11
   | CompactionEntry
-  // #endregion
-  // #region ch18
   | ModelChangeEntry
   | ModelRouteEntry
-  // #endregion
-  // #region ch19
   | ToolIntentEntry
-  | ToolOutcomeEntry
-  // #endregion
-  ;
+  | ToolOutcomeEntry;
