@@ -20,6 +20,10 @@
  * `an array of 2 items`, `an object`, `null`, `nothing` for a missing field, and numbers and
  * booleans as JSON (`0`, `true`; only their type where the place says `hideValues`).
  *
+ * A missing field is reported at the field when its schema has an `expected`, else at the object
+ * around it when that one has (`<where> must be a JSON object with an "mcpServers" object: …`),
+ * else at the field, said from its type.
+ *
  * A format adds what a schema cannot say (a URL's scheme, a key that looks like a secret) as
  * checks on the value the reader returns.
  */
