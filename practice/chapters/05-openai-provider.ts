@@ -75,6 +75,7 @@ export default defineChapter({
       "policy, structured errorDetails.",
   },
   files: [
+    "src/errors.ts",
     "src/models/http/request-failure.ts",
     "src/models/http/retry-policy.ts",
     "src/models/http/request-deadline.ts",

@@ -54,6 +54,7 @@ export default defineChapter({
     "src/resources/prompt-templates.ts",
     "src/resources/extension-api.ts",
     "src/resources/extension-host.ts",
+    "src/read-json.ts",
     "src/resources/trust.ts",
     "src/resources/resources.ts",
   ],

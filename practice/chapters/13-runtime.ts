@@ -71,26 +71,31 @@ export default defineChapter({
       id: "13.1",
       says: [
         'unknown provider "${name}" (from $PI_COURSE_PROVIDER); the providers are openai and anthropic.   (the value came from the environment)',
-        "the config file ${file} (${by}) cannot be read (ENOENT).   (a missing file: the code of the error)",
+        "the config file ${file} does not exist (${by}).   (by: --config or $PI_COURSE_CONFIG; read-json.ts words it, the error function adds the source)",
         'unknown provider "${name}"${blame}; the providers are openai and anthropic.   (blame: " (from $PI_COURSE_PROVIDER)" for the environment, " (from \\"provider\\" in ${file})" for the config file, "" for a flag)',
         'the config file ${file} has an unknown key "${key}"; the keys are ${Object.keys(SETTINGS).join(", ")}.   (in this chapter: provider, baseUrl, model, apiKeyEnv, sessionDir, contextTokens; a later chapter\'s settings join the list)',
         'the config file ${file} holds "${key}": keep API keys out of files others may read; name the variable that holds it with "apiKeyEnv", or use --api-key-file.   (any key ending in "key", any case, that is not a known key)',
-        'the config file ${file}: "${key}" must be a non-empty string, got ${describeValue(value)}.   (describeValue is given in the file and never shows the value itself, which may be a misplaced secret; for {"model": 3}: "model" must be a non-empty string, got a number.)',
-        "the config file ${file} (${by}) cannot be read (${error.code}).",
+        'the config file ${file}: ${key} must be a non-empty string, got ${describeJson(value, true)}.   (read-json.ts\'s one wording; hideValues: true never shows the value itself, which may be a misplaced secret; for {"model": 3}: model must be a non-empty string, got a number.)',
+        'the config file ${file} must be one JSON object, e.g. {"model": "gpt-4o-mini"}, got ${describeJson(value, true)}.',
+        "the config file ${file} is not JSON (${the parser's message}); fix it or move it away.",
+        "the config file ${file} cannot be read (${error.code}) (${by}).",
       ],
       title: { zh: "设置从哪里来（resolveSettings、readConfigFile）", en: "where each setting comes from" },
       hint: {
         zh:
           "`resolveSettings`：对 `SETTINGS` 里的每个设置，按顺序看：参数、环境变量（空字符串算没设）、配置文件、默认值，取第一个有值的，" +
           "并记下来源（`flag` / `env` / `config` / `default`）——出错时 `parseArgs` 要靠来源告诉用户“这个值是从哪儿来的”。" +
-          "`readConfigFile`：文件内容必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串；" +
-          "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里。每条错误都带上文件路径。" +
-          "类型不对的值绝不原样回显（它可能就是密钥）：用 `describeValue` 只说类型和长度，例如 `got a number.`。",
+          "`readConfigFile`：读文件已经写好（`readTextFile`，缺文件、读不了的措辞由 `src/read-json.ts` 统一给出）。你来写检查：先 `parseJson(text, Type.Unknown(), place)`，" +
+          "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里；" +
+          "其余交给 `checkJson(value, SettingsSchema, place)`：必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串，消息统一为 " +
+          "`<文件>: <键> must be <期望>, got <实际>.`。每条错误都带上文件路径。" +
+          "类型不对的值绝不原样回显（它可能就是密钥）：`place` 设了 `hideValues: true`，只说类型和长度，例如 `got a number.`。",
         en:
           "resolveSettings: for each setting take the first of flag, environment (an empty variable is unset), config file, " +
-          "default, and record its source: error messages name it. readConfigFile: one JSON object, known keys, non-empty " +
-          "string values; a key such as apiKey is refused with a pointer to apiKeyEnv; every error names the file. A wrong " +
-          "value is never echoed (it may be a key): describeValue gives its type and size, e.g. `got a number.`",
+          "default, and record its source: error messages name it. readConfigFile: parseJson, then a key such as apiKey is " +
+          "refused with a pointer to apiKeyEnv, then checkJson with SettingsSchema (one JSON object, known keys, non-empty " +
+          "string values) in read-json's wording; every error names the file. A wrong value is never echoed (it may be a " +
+          "key): hideValues gives its type and size, e.g. `got a number.`",
       },
     },
     {

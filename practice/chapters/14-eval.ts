@@ -61,12 +61,14 @@ export default defineChapter({
       hint: {
         zh:
           "`case.json` 里每个键都是可选的，没写的取 `DEFAULT_CASE_SETTINGS`（注意每次给新的 `model` 对象和 `tags` 数组，别共享默认值里的）。" +
-          "其余一律拒绝，抛 `CaseFormatError`，消息带上文件名并告诉人该怎么写：不是合法 JSON、不是一个对象、未知的键、" +
-          "时间不是大于 0 的有限数、`maxTurns` 不是正整数、`minPassRate` 不在 (0, 1]、`model` 不是只含 `id` 的对象、`tags` 不是非空字符串列表。" +
-          "每条消息的原文写在函数上方的文档注释里，测试按原文比较。",
+          "其余一律拒绝：文件上方的 `CaseSettingsSchema` 已经写明每个键的形状和期望（`expected`），你用 `parseJson(text, CaseSettingsSchema, casePlace(where))` 读它" +
+          "（`src/read-json.ts`，第 12 章给出），它抛 `CaseFormatError`，消息统一为 `<where>: <键> must be <期望>, got <实际>.`，" +
+          '例如 `/s/c/case.json: maxTurns must be a whole number above 0, got 2.5.`、`/s/c/case.json has an unknown key "timeout"; the keys are …`、' +
+          "`/s/c/case.json is not JSON (…).`。然后把读到的值放到默认值上。每条消息的原文写在函数上方的文档注释里，测试按原文比较。",
         en:
-          "Every key is optional; defaults from DEFAULT_CASE_SETTINGS (fresh model and tags each time). Anything else is a " +
-          "CaseFormatError naming the file and what to write; the exact messages are in the doc comment above the function.",
+          "Every key is optional; defaults from DEFAULT_CASE_SETTINGS (fresh model and tags each time). Read the text with " +
+          "parseJson(text, CaseSettingsSchema, casePlace(where)): anything else is a CaseFormatError in read-json's one wording " +
+          "(`<where>: <key> must be <expected>, got <what>.`); the exact messages are in the doc comment above the function.",
       },
     },
     {

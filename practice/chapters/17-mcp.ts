@@ -146,7 +146,7 @@ export default defineChapter({
       hint: {
         zh:
           "`expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。" +
-          '这样 key 留在环境里，不进文件。`parseMcpConfig`：文件不是 JSON 时抛 `McpConfigError`；不是 `{"mcpServers": {…}}` 时抛 ' +
+          '这样 key 留在环境里，不进文件。`parseMcpConfig`：用 `parseJson(text, McpFileSchema, mcpPlace(file))`（`src/read-json.ts`）读，文件不是 JSON 时抛 `McpConfigError`（`<file> is not JSON (…); fix it or remove it`）；不是 `{"mcpServers": {…}}` 时抛 ' +
           '`<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。' +
           '每个服务器：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
           "`env` 与 `headers` 的值要展开变量。单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 " +
@@ -155,8 +155,9 @@ export default defineChapter({
           '`server "old" in <file>: the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint`——它单独失败，其他服务器照常启动。' +
           "项目里的 `.pi-course/mcp.json` 只在受信任的文件夹里读取（第 12 章的规则）：打开一个克隆下来的仓库不应该就此启动程序。",
         en:
-          "expandVariables: ${VAR} and ${VAR:-default} from the environment, a missing one named. parseMcpConfig: a file of the wrong " +
-          "shape throws McpConfigError; a wrong server entry is returned with its problem, so it fails alone.",
+          "expandVariables: ${VAR} and ${VAR:-default} from the environment, a missing one named. parseMcpConfig: parseJson with " +
+          "McpFileSchema, so a file of the wrong shape throws McpConfigError in read-json's wording; a wrong server entry is " +
+          "returned with its problem, so it fails alone.",
       },
     },
   ],

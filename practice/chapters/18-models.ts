@@ -52,26 +52,29 @@ export default defineChapter({
       hint: {
         zh:
           "目录（`ModelCatalogue`）已经给你写好：`resolve(name)` 先精确、再忽略大小写地找，找不到就用默认值（`known: false`、没有价格、一条提示）。" +
-          "你来写用户加模型的入口：先 `JSON.parse`（失败就是 `${file}: not JSON (…)`），顶层必须是对象，只允许 `models`、`virtual` 和 `providers` 三个字段；" +
-          "每个模型交给已经写好的 `checkEntry(m, `models[${i}]`, fail)`，每个虚拟模型必须是至少两个非空名字的数组（按尝试顺序），" +
-          "`providers`（提供方的 `baseUrl` 与存放密钥的变量名 `apiKeyEnv`，逐项盖过 `providers.ts` 里已知的）交给已经写好的 `checkProviders(value.providers ?? {}, fail)`。" +
+          "你来写用户加模型的入口：用 `parseJson(text, ModelsFileSchema, { where: file, error: modelsError })` 一步完成解析和形状检查（`src/read-json.ts`，第 12 章给出）：" +
+          '不是 JSON 就是 `${file} is not JSON (…)`；形状不对的消息统一为 `${file}: <路径> must be <期望>, got <实际>`，多出的键是 `${file} has an unknown key "<键>"; the keys are models, virtual, providers`。' +
+          "每个期望都写在 schema 的 `expected` 里，例如 `models[0].contextWindow must be a whole number of tokens, got …`。" +
+          "schema 说不了的再用代码检查：每个模型交给已经写好的 `checkEntry`（补默认值、去掉 URL 末尾的 `/`），" +
+          "`providers`（提供方的 `baseUrl` 与存放密钥的变量名 `apiKeyEnv`，逐项盖过 `providers.ts` 里已知的）交给已经写好的 `checkProviders(value.providers ?? {}, fail)`：目录不认识的提供方必须给 `baseUrl`。" +
           "有了它们，只写一个目录里的名字（`--model deepseek-chat`）就知道去哪个服务器、读哪个密钥变量。" +
           "任何一处不对就整个文件拒绝（`ModelsFileError`，消息以文件名开头），绝不读一半。",
         en:
           "The catalogue is given (resolve: exact, else ignoring case, else defaults with known: false, no price and a notice). " +
-          "You write parseModelsFile: JSON.parse, an object with only models, virtual and providers; each model through checkEntry; each " +
-          "virtual model two or more names; providers (baseUrl, apiKeyEnv over the known ones) through checkProviders. Anything wrong refuses the whole file with a ModelsFileError starting with the file.",
+          "You write parseModelsFile: parseJson with ModelsFileSchema (read-json.ts words every failure: `<file>: <path> must be <expected>, got <what>`); " +
+          "each model through checkEntry (defaults); providers (baseUrl, apiKeyEnv over the known ones) through checkProviders (a new provider needs baseUrl). " +
+          "Anything wrong refuses the whole file with a ModelsFileError starting with the file.",
       },
       says: [
-        '${file}: unknown field "${key}" (the fields are models, virtual and providers)',
-        '${file}: virtual "${name}" must list two or more model names, in the order to try them',
-        "${file}: not JSON (${error.message})",
-        "checkEntry's texts, e.g. models.json: models[0].api must be one of openai-compatible, anthropic",
-        "models.json: models[0].contextWindow must be a whole number of tokens",
-        "models.json: models[0].prices.source must say where the price was read",
+        '${file} has an unknown key "${key}"; the keys are models, virtual, providers',
+        "models.json: virtual.solo must be a list of two or more model names, in the order to try them, got an array of 1 item",
+        "${file} is not JSON (${the parser's message})",
+        "the schema's texts, e.g. models.json: models[0].api must be one of openai-compatible, anthropic, got a string of 4 characters",
+        "models.json: models[0].contextWindow must be a whole number of tokens, got a string of 3 characters",
+        "models.json: models[0].prices.source must be a non-empty text saying where the price was read, got nothing",
         'checkProviders\'s texts, e.g. models.json: providers.acme needs "baseUrl": acme is not a provider the catalogue knows',
-        'models.json: providers.groq has an unknown field "apiKey" (the fields are baseUrl and apiKeyEnv)',
-        "models.json: providers.groq.apiKeyEnv must name an environment variable (letters, digits, _), never hold the key itself",
+        'models.json: providers.groq has an unknown key "apiKey"; the keys are baseUrl, apiKeyEnv',
+        "models.json: providers.groq.apiKeyEnv must be the name of an environment variable (letters, digits, _), never the key itself, got a string of 10 characters",
       ],
     },
     {

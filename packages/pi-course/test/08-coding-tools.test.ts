@@ -36,6 +36,7 @@ import {
   writeFileAtomic,
 } from "../src/coding-tools/index.js";
 import type { AgentTool, AgentToolResult } from "../src/types.js";
+import { PiCourseError } from "../src/errors.js";
 import { Flipper, compareTrees, snapshotTree } from "./support/folder-flipper.js";
 
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -687,8 +688,8 @@ describe("chapter 08 · exact edits", () => {
                 rethrowSite(error);
                 const message = error instanceof Error ? error.message : String(error);
                 // A clear refusal names the path in words; a raw system error (ENOENT: …) is not one.
-                if ((error as { code?: unknown }).code !== undefined || /^E[A-Z]+: /.test(message))
-                  tally.unclear.push(message);
+                const raw = !(error instanceof PiCourseError) && (error as { code?: unknown }).code !== undefined;
+                if (raw || /^E[A-Z]+: /.test(message)) tally.unclear.push(message);
                 else tally.refusals++;
                 const shape = message.replace(/\d+/g, "N").replace(/"[^"]*"/g, "…");
                 refusalKinds.set(shape, (refusalKinds.get(shape) ?? 0) + 1);

@@ -155,10 +155,10 @@ describe("settings: flag, then environment, then config file", () => {
     );
     expect(await refuse('{"apiKey": "sk-1"}')).toThrow(/keep API keys out of files .* "apiKeyEnv"/);
     expect(await refuse('{"model": 3}')).toThrow(
-      `the config file ${config}: "model" must be a non-empty string, got a number.`,
+      `the config file ${config}: model must be a non-empty string, got a number.`,
     );
     expect(() => parseArgs(["--config", path.join(dir, "none.json")], { HOME: dir, INIT_CWD: dir }, false)).toThrow(
-      /cannot be read \(ENOENT\)/,
+      /none\.json does not exist \(--config\)\.$/,
     );
   });
 

@@ -75,20 +75,22 @@ it("Lab 14.1 · case.json: anything else is refused with the file's name and wha
     }
     throw new Error(`accepted: ${text}`);
   };
-  expect(refused("{")).toMatch(/^\/s\/c\/case\.json is not valid JSON/);
-  expect(refused("[]")).toBe('/s/c/case.json must hold one JSON object, e.g. {"timeLimitSeconds": 60}.');
+  expect(refused("{")).toMatch(/^\/s\/c\/case\.json is not JSON \(/);
+  expect(refused("[]")).toBe(
+    '/s/c/case.json must be one JSON object, e.g. {"timeLimitSeconds": 60}, got an array of 0 items.',
+  );
   expect(refused('{"timeout": 5}')).toBe(
-    '/s/c/case.json: unknown key "timeout"; the keys are timeLimitSeconds, maxTurns, checkTimeLimitSeconds, minPassRate, model, tags.',
+    '/s/c/case.json has an unknown key "timeout"; the keys are timeLimitSeconds, maxTurns, checkTimeLimitSeconds, minPassRate, model, tags.',
   );
-  expect(refused('{"timeLimitSeconds": 0}')).toBe(
-    '/s/c/case.json: "timeLimitSeconds" must be a number above 0, got 0.',
-  );
-  expect(refused('{"maxTurns": 2.5}')).toBe('/s/c/case.json: "maxTurns" must be a whole number above 0, got 2.5.');
-  expect(refused('{"minPassRate": 0}')).toBe('/s/c/case.json: "minPassRate" must be a number in (0, 1], got 0.');
+  expect(refused('{"timeLimitSeconds": 0}')).toBe("/s/c/case.json: timeLimitSeconds must be a number above 0, got 0.");
+  expect(refused('{"maxTurns": 2.5}')).toBe("/s/c/case.json: maxTurns must be a whole number above 0, got 2.5.");
+  expect(refused('{"minPassRate": 0}')).toBe("/s/c/case.json: minPassRate must be a number in (0, 1], got 0.");
   expect(refused('{"model": "gpt"}')).toBe(
-    '/s/c/case.json: "model" must be an object like {"id": "model-name"} (only "id" is read).',
+    '/s/c/case.json: model must be an object like {"id": "model-name"} (only "id" is read), got a string of 3 characters.',
   );
-  expect(refused('{"tags": [""]}')).toBe('/s/c/case.json: "tags" must be a list of non-empty strings.');
+  expect(refused('{"tags": [""]}')).toBe(
+    "/s/c/case.json: tags must be a list of non-empty strings, got an array of 1 item.",
+  );
 });
 
 it("Lab 14.1 · a case folder is read whole; a suite is its case folders by name", async () => {
@@ -123,7 +125,7 @@ it("Lab 14.1 · a broken case says what is missing and how to fix it", async () 
   const c = await writeCase(dir, "c", { caseJson: { tags: [] } });
   expect(await loadCase(c)).toMatchObject({ name: "c", settings: DEFAULT_CASE_SETTINGS });
   await writeFile(path.join(c, "case.json"), "{}}");
-  await expect(loadCase(c)).rejects.toThrow(`${path.join(c, "case.json")} is not valid JSON`);
+  await expect(loadCase(c)).rejects.toThrow(`${path.join(c, "case.json")} is not JSON (`);
   await chmod(path.join(c, "check"), 0o644);
   await expect(loadCase(c)).rejects.toThrow(`case c: ${path.join(c, "check")} is not executable; run chmod +x on it.`);
   await rm(path.join(c, "check"));

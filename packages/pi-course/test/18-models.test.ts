@@ -126,16 +126,16 @@ describe("a user's models file", () => {
   it("Lab 18.1 · a bad models file is refused whole, with the field and what to write", () => {
     const bad = (value: unknown) => () => parseModelsFile(JSON.stringify(value), "models.json");
     expect(bad({ modles: [] })).toThrow(
-      new ModelsFileError('models.json: unknown field "modles" (the fields are models, virtual and providers)'),
+      new ModelsFileError('models.json has an unknown key "modles"; the keys are models, virtual, providers'),
     );
     expect(bad({ providers: { acme: { apiKeyEnv: "ACME_KEY" } } })).toThrow(
       'models.json: providers.acme needs "baseUrl": acme is not a provider the catalogue knows',
     );
     expect(bad({ providers: { groq: { apiKey: "gsk-…" } } })).toThrow(
-      'models.json: providers.groq has an unknown field "apiKey" (the fields are baseUrl and apiKeyEnv)',
+      'models.json: providers.groq has an unknown key "apiKey"; the keys are baseUrl, apiKeyEnv',
     );
     expect(bad({ providers: { groq: { apiKeyEnv: "gsk-abc123" } } })).toThrow(
-      "models.json: providers.groq.apiKeyEnv must name an environment variable (letters, digits, _), never hold the key itself",
+      "models.json: providers.groq.apiKeyEnv must be the name of an environment variable (letters, digits, _), never the key itself, got a string of 10 characters",
     );
     expect(bad({ models: [{ id: "m", provider: "p", api: "grpc", contextWindow: 1, maxOutput: 1 }] })).toThrow(
       "models.json: models[0].api must be one of openai-compatible, anthropic",
@@ -149,11 +149,13 @@ describe("a user's models file", () => {
           { id: "m", provider: "p", api: "anthropic", contextWindow: 9, maxOutput: 1, prices: { input: 1, output: 1 } },
         ],
       }),
-    ).toThrow("models.json: models[0].prices.source must say where the price was read");
-    expect(bad({ virtual: { solo: ["gpt-4o"] } })).toThrow(
-      'models.json: virtual "solo" must list two or more model names, in the order to try them',
+    ).toThrow(
+      "models.json: models[0].prices.source must be a non-empty text saying where the price was read, got nothing",
     );
-    expect(() => parseModelsFile("{", "models.json")).toThrow(/^models\.json: not JSON/);
+    expect(bad({ virtual: { solo: ["gpt-4o"] } })).toThrow(
+      "models.json: virtual.solo must be a list of two or more model names, in the order to try them, got an array of 1 item",
+    );
+    expect(() => parseModelsFile("{", "models.json")).toThrow(/^models\.json is not JSON \(/);
   });
 });
 

@@ -59,7 +59,7 @@ describe("usage errors keep secrets out", () => {
     ] as const) {
       await writeFile(config, JSON.stringify({ model: value }));
       const error = usageError(["--config", config]);
-      expect(error.message).toBe(`the config file ${config}: "model" must be a non-empty string, got ${shown}.`);
+      expect(error.message).toBe(`the config file ${config}: model must be a non-empty string, got ${shown}.`);
       expect(error.message).not.toContain(KEY);
     }
   });
@@ -69,9 +69,11 @@ describe("usage errors keep secrets out", () => {
     const depth = 200_000;
     await writeFile(config, `{"model":${"[".repeat(depth)}${"]".repeat(depth)}}`);
     expect(usageError(["--config", config]).message).toBe(
-      `the config file ${config}: "model" must be a non-empty string, got an array of 1 item.`,
+      `the config file ${config}: model must be a non-empty string, got an array of 1 item.`,
     );
     await writeFile(config, `${"[".repeat(depth)}${"]".repeat(depth)}`);
-    expect(usageError(["--config", config]).message).toMatch(/must hold one JSON object/);
+    expect(usageError(["--config", config]).message).toMatch(
+      /must be one JSON object, e\.g\. \{"model": "gpt-4o-mini"\}, got an array of 1 item\.$/,
+    );
   });
 });

@@ -15,6 +15,7 @@ import type { AgentEventSink } from "./tool-execution.js";
 import { messageOf } from "./tools.js";
 import type { AgentContext, AgentMessage } from "../types.js";
 import type { AgentEvent, AgentListener, AgentLoopConfig } from "./types.js";
+import { PiCourseError } from "../errors.js";
 
 /** One listener failure: the event it was given, and what it threw. */
 export interface ListenerFailure {
@@ -23,8 +24,10 @@ export interface ListenerFailure {
 }
 
 /** `prompt()`/`continue()` rejects with this, once the run has ended, when a listener threw. */
-export class AgentListenerError extends Error {
+export class AgentListenerError extends PiCourseError {
   override name = "AgentListenerError";
+  /** Stable: `"AGENT_LISTENER"`. */
+  override readonly code = "AGENT_LISTENER";
   constructor(readonly failures: readonly ListenerFailure[]) {
     const first = failures[0]!;
     const more = failures.length > 1 ? ` (and ${failures.length - 1} more listener failure(s))` : "";

@@ -19,6 +19,7 @@
  *   from the new summary. `onCompaction` gets the report, done or failed; a failure appends
  *   nothing and the run goes on with the projection alone.
  */
+import { PiCourseError } from "../errors.js";
 import type { LoopStart, AgentRun, Subscription } from "./agent-run.js";
 import { messageOf } from "./tools.js";
 import type { AgentDraft } from "./agent-state.js";
@@ -35,8 +36,10 @@ import type { ModelRouteEntry } from "../session/types.js";
 // #endregion
 
 /** `prompt()`/`continue()` rejects with this, once the run has ended, when the session refused a write. */
-export class SessionWriteError extends Error {
+export class SessionWriteError extends PiCourseError {
   override name = "SessionWriteError";
+  /** Stable: `"SESSION_WRITE"`. */
+  override readonly code = "SESSION_WRITE";
   constructor(
     /** The messages of the transcript the session does not hold, oldest first. */
     readonly unsaved: readonly AgentMessage[],

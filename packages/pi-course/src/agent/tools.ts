@@ -12,6 +12,7 @@ import type { Static, TSchema } from "typebox";
 import { Compile, type Validator } from "typebox/compile";
 import { coerceValue } from "./tool-coercion.js";
 import type { AgentTool, AgentToolResult, AgentToolUpdateCallback, ToolCall, ToolDefinition } from "../types.js";
+import { PiCourseError } from "../errors.js";
 
 /** One failing field: a JSON Pointer into the arguments (`""` is the whole object) and why. */
 export interface ToolArgumentIssue {
@@ -24,8 +25,10 @@ export interface ToolArgumentIssue {
  * field by path and shows the received arguments, so that, as a tool result, it lets a model
  * correct its call.
  */
-export class ToolArgumentsError extends Error {
+export class ToolArgumentsError extends PiCourseError {
   override readonly name = "ToolArgumentsError";
+  /** Stable: `"TOOL_ARGUMENTS"`. */
+  override readonly code = "TOOL_ARGUMENTS";
 
   constructor(
     /** The tool the call named. */

@@ -5,6 +5,7 @@
  * reads besides are the optional config file (see config.ts) and the files named by
  * `--prompt-file` and `--api-key-file` (`-`: stdin).
  */
+import { PiCourseError } from "../errors.js";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { commandName } from "./help.js";
@@ -146,8 +147,10 @@ export interface RunOptions {
 export type CliOptions = { kind: "help" } | RunOptions;
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit code 2. */
-export class CliUsageError extends Error {
+export class CliUsageError extends PiCourseError {
   override name = "CliUsageError";
+  /** Stable: `"CLI_USAGE"`. */
+  override readonly code = "CLI_USAGE";
 }
 
 /** What a usage error prints; `env` tells how the program was started (see `commandName`). */

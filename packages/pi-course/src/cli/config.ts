@@ -7,9 +7,11 @@
  * `$PI_COURSE_CONFIG`). It never holds the API key itself: it may name the variable that holds it
  * (`apiKeyEnv`), as `--api-key-env` does.
  */
-import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
+import { Type } from "typebox";
+import { type JsonPlace, checkJson, parseJson, readTextFile } from "../read-json.js";
+import { PiCourseError } from "../errors.js";
 
 /** The settings a run reads from flags, the environment or the config file. */
 export interface Settings {
@@ -64,56 +66,60 @@ export function homeFolder(env: NodeJS.ProcessEnv): string {
 }
 
 /** A config file that cannot be used: the message says which file and what to do. */
-export class ConfigError extends Error {
+export class ConfigError extends PiCourseError {
   override name = "ConfigError";
+  /** Stable: `"CONFIG"`. */
+  override readonly code = "CONFIG";
 }
+
+/** What the config file may hold: each setting as a non-empty string, no other key. */
+const SettingsSchema = Type.Object(
+  Object.fromEntries(
+    Object.keys(SETTINGS).map((key) => [
+      key,
+      Type.Optional(Type.String({ pattern: "\\S", expected: "a non-empty string" })),
+    ]),
+  ),
+  { additionalProperties: false, expected: 'one JSON object, e.g. {"model": "gpt-4o-mini"}' },
+);
 
 /**
  * Reads the config file: the one `explicit` names (it must exist), else `$PI_COURSE_CONFIG`
  * (must exist too), else `~/.pi-course/config.json` if it is there. Returns its settings and its
- * path (undefined when there is none). Throws `ConfigError` for a file that is not JSON, not an
- * object, has an unknown key or a value that is not a non-empty string.
+ * path (undefined when there is none). Throws `ConfigError` (read-json's wording, naming the
+ * file) for a file that is not JSON, not an object, has an unknown key or a value that is not a
+ * non-empty string, and for a key that looks like it holds an API key.
  */
 export function readConfigFile(env: NodeJS.ProcessEnv, explicit?: string): { settings: Settings; file?: string } {
   const named = explicit ?? (env[CONFIG_VARIABLE] || undefined);
   const file = named === undefined ? path.join(homeFolder(env), "config.json") : path.resolve(named);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (named === undefined && code === "ENOENT") return { settings: {} };
-    const by = explicit !== undefined ? "--config" : `$${CONFIG_VARIABLE}`;
-    throw new ConfigError(`the config file ${file} (${by}) cannot be read (${code ?? String(error)}).`);
-  }
+  const by = explicit !== undefined ? "--config" : `$${CONFIG_VARIABLE}`;
+  const place: JsonPlace = {
+    where: `the config file ${file}`,
+    hideValues: true,
+    error: (message, failure) =>
+      new ConfigError(
+        failure === "not-json"
+          ? `${message}; fix it or move it away.`
+          : failure === "shape"
+            ? `${message}.`
+            : `${message} (${by}).`,
+      ),
+  };
+  const text = readTextFile(file, { ...place, ...(named === undefined && { ifMissing: () => undefined }) });
+  if (text === undefined) return { settings: {} };
   // #region lab 13.1 readConfigFile
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`the config file ${file} is not JSON (${(error as Error).message}); fix it or move it away.`);
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new ConfigError(`the config file ${file} must hold one JSON object, e.g. {"model": "gpt-4o-mini"}.`);
-  }
+  const value = parseJson(text, Type.Unknown(), place);
   const known = Object.keys(SETTINGS);
-  const settings: Settings = {};
-  for (const [key, v] of Object.entries(value)) {
+  for (const key of typeof value === "object" && value !== null ? Object.keys(value) : []) {
     if (/key$/i.test(key) && !known.includes(key)) {
       throw new ConfigError(
-        `the config file ${file} holds "${key}": keep API keys out of files others may read; ` +
+        `${place.where} holds "${key}": keep API keys out of files others may read; ` +
           `name the variable that holds it with "apiKeyEnv", or use --api-key-file.`,
       );
     }
-    if (!known.includes(key)) {
-      throw new ConfigError(`the config file ${file} has an unknown key "${key}"; the keys are ${known.join(", ")}.`);
-    }
-    if (typeof v !== "string" || v.trim() === "") {
-      throw new ConfigError(`the config file ${file}: "${key}" must be a non-empty string, got ${describeValue(v)}.`);
-    }
-    settings[key as SettingName] = v;
   }
-  return { settings, file };
+  return { settings: checkJson(value, SettingsSchema, place) as Settings, file };
   // #endregion
 }
 

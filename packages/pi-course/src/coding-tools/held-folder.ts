@@ -18,10 +18,13 @@
 import { constants, existsSync } from "node:fs";
 import { lstat, mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
+import { PiCourseError } from "../errors.js";
 
 /** A path the model asked for lies outside the workspace. */
-export class WorkspaceEscapeError extends Error {
+export class WorkspaceEscapeError extends PiCourseError {
   override name = "WorkspaceEscapeError";
+  /** Stable: `"WORKSPACE_ESCAPE"`. */
+  override readonly code = "WORKSPACE_ESCAPE";
 }
 
 let descriptorPaths: boolean | undefined;

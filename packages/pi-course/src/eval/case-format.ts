@@ -22,6 +22,9 @@
 import { constants } from "node:fs";
 import { access, readFile, readdir, stat } from "node:fs/promises";
 import path from "node:path";
+import { Type } from "typebox";
+import { type JsonPlace, parseJson } from "../read-json.js";
+import { PiCourseError } from "../errors.js";
 
 /** The optional `case.json`: every field is optional. */
 export interface CaseSettings {
@@ -70,88 +73,62 @@ export const DEFAULT_CASE_SETTINGS: Readonly<CaseSettings> = Object.freeze({
 });
 
 /** A case or suite folder that is not in the format: the message names the file and the fix. */
-export class CaseFormatError extends Error {
+export class CaseFormatError extends PiCourseError {
   override name = "CaseFormatError";
+  /** Stable: `"EVAL_CASE"`. */
+  override readonly code = "EVAL_CASE";
 }
 
-const KNOWN_KEYS = ["timeLimitSeconds", "maxTurns", "checkTimeLimitSeconds", "minPassRate", "model", "tags"];
+const Positive = (expected: string, integer: boolean) =>
+  integer ? Type.Integer({ exclusiveMinimum: 0, expected }) : Type.Number({ exclusiveMinimum: 0, expected });
+
+/** What `case.json` may hold: every key optional, none other. */
+const CaseSettingsSchema = Type.Object(
+  {
+    timeLimitSeconds: Type.Optional(Positive("a number above 0", false)),
+    maxTurns: Type.Optional(Positive("a whole number above 0", true)),
+    checkTimeLimitSeconds: Type.Optional(Positive("a number above 0", false)),
+    minPassRate: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1, expected: "a number in (0, 1]" })),
+    model: Type.Optional(
+      Type.Object(
+        { id: Type.Optional(Type.String({ minLength: 1 })) },
+        { additionalProperties: false, expected: 'an object like {"id": "model-name"} (only "id" is read)' },
+      ),
+    ),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { expected: "a list of non-empty strings" })),
+  },
+  { additionalProperties: false, expected: 'one JSON object, e.g. {"timeLimitSeconds": 60}' },
+);
+
+/** `where` as read-json names it; every message of a case file ends with a period. */
+export function casePlace(where: string): JsonPlace {
+  return { where, error: (message) => new CaseFormatError(`${message}.`) };
+}
 
 /**
  * Reads `case.json`'s text (`where` names it in errors) into settings over the defaults
  * (`DEFAULT_CASE_SETTINGS`; a fresh `model` object and `tags` list each time). Throws
- * `CaseFormatError` for anything but a JSON object of the known keys with values in range, with
- * these messages (`<where>` is the argument, `<v>` the value as JSON):
+ * `CaseFormatError` for anything but a JSON object of the known keys with values in range, in
+ * read-json's wording, e.g. (`<where>` is the argument):
  *
- * - `<where> is not valid JSON (<the parser's message>).`
- * - `<where> must hold one JSON object, e.g. {"timeLimitSeconds": 60}.` (an array, null, a number)
- * - `<where>: unknown key "<key>"; the keys are timeLimitSeconds, maxTurns, checkTimeLimitSeconds, minPassRate, model, tags.`
- * - `<where>: "<key>" must be a number above 0, got <v>.` (timeLimitSeconds, checkTimeLimitSeconds:
- *   finite and > 0) and `… must be a whole number above 0, got <v>.` (maxTurns)
- * - `<where>: "minPassRate" must be a number in (0, 1], got <v>.`
- * - `<where>: "model" must be an object like {"id": "model-name"} (only "id" is read).`
- *   (not an object, another key, or an id that is not a non-empty string)
- * - `<where>: "tags" must be a list of non-empty strings.`
+ * - `<where> is not JSON (<the parser's message>).`
+ * - `<where> must be one JSON object, e.g. {"timeLimitSeconds": 60}, got an array of 0 items.`
+ * - `<where> has an unknown key "<key>"; the keys are timeLimitSeconds, maxTurns, checkTimeLimitSeconds, minPassRate, model, tags.`
+ * - `<where>: timeLimitSeconds must be a number above 0, got 0.` (checkTimeLimitSeconds too) and
+ *   `<where>: maxTurns must be a whole number above 0, got 2.5.`
+ * - `<where>: minPassRate must be a number in (0, 1], got 0.`
+ * - `<where>: model must be an object like {"id": "model-name"} (only "id" is read), got a string of 3 characters.`
+ * - `<where>: tags must be a list of non-empty strings, got an array of 1 item.`
  */
 export function parseCaseSettings(text: string, where: string): CaseSettings {
   // #region lab 14.1 parseCaseSettings
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    throw new CaseFormatError(`${where} is not valid JSON (${(error as Error).message}).`);
-  }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new CaseFormatError(`${where} must hold one JSON object, e.g. {"timeLimitSeconds": 60}.`);
-  }
-  const record = raw as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!KNOWN_KEYS.includes(key)) {
-      throw new CaseFormatError(`${where}: unknown key "${key}"; the keys are ${KNOWN_KEYS.join(", ")}.`);
-    }
-  }
+  const given = parseJson(text, CaseSettingsSchema, casePlace(where));
   const settings: CaseSettings = { ...DEFAULT_CASE_SETTINGS, model: {}, tags: [] };
-  const positive = (key: "timeLimitSeconds" | "checkTimeLimitSeconds" | "maxTurns", integer: boolean) => {
-    const value = record[key];
-    if (value === undefined) return;
-    if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-      throw new CaseFormatError(
-        `${where}: "${key}" must be a ${integer ? "whole number" : "number"} above 0, got ${JSON.stringify(value)}.`,
-      );
-    }
-    settings[key] = value;
-  };
-  positive("timeLimitSeconds", false);
-  positive("checkTimeLimitSeconds", false);
-  positive("maxTurns", true);
-  const rate = record.minPassRate;
-  if (rate !== undefined) {
-    if (typeof rate !== "number" || !(rate > 0 && rate <= 1)) {
-      throw new CaseFormatError(`${where}: "minPassRate" must be a number in (0, 1], got ${JSON.stringify(rate)}.`);
-    }
-    settings.minPassRate = rate;
+  for (const key of ["timeLimitSeconds", "checkTimeLimitSeconds", "maxTurns", "minPassRate"] as const) {
+    if (given[key] !== undefined) settings[key] = given[key];
   }
-  const model = record.model;
-  if (model !== undefined) {
-    const id = (model as { id?: unknown } | null)?.id;
-    const keys = typeof model === "object" && model !== null ? Object.keys(model) : [];
-    if (
-      typeof model !== "object" ||
-      model === null ||
-      Array.isArray(model) ||
-      keys.some((k) => k !== "id") ||
-      (id !== undefined && (typeof id !== "string" || id === ""))
-    ) {
-      throw new CaseFormatError(`${where}: "model" must be an object like {"id": "model-name"} (only "id" is read).`);
-    }
-    if (id !== undefined) settings.model = { id: id as string };
-  }
-  const tags = record.tags;
-  if (tags !== undefined) {
-    if (!Array.isArray(tags) || tags.some((tag) => typeof tag !== "string" || tag === "")) {
-      throw new CaseFormatError(`${where}: "tags" must be a list of non-empty strings.`);
-    }
-    settings.tags = [...tags] as string[];
-  }
+  if (given.model?.id !== undefined) settings.model = { id: given.model.id };
+  if (given.tags !== undefined) settings.tags = [...given.tags];
   return settings;
   // #endregion
 }

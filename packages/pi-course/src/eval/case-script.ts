@@ -21,10 +21,12 @@
  * pass rate exact. `delayMs` slows the deltas down.
  */
 import { readFile } from "node:fs/promises";
+import { Type } from "typebox";
 import { assistantMessage } from "../messages.js";
 import { ScriptedModel, type ScriptedTurn } from "../models/scripted-model.js";
 import type { AssistantContent } from "../types.js";
-import { CaseFormatError } from "./case-format.js";
+import { parseJson } from "../read-json.js";
+import { CaseFormatError, casePlace } from "./case-format.js";
 
 /** One turn of a script, as written in script.json. */
 export interface ScriptTurn {
@@ -40,87 +42,55 @@ export interface CaseScript {
   delayMs: number;
 }
 
+const TurnSchema = Type.Object(
+  {
+    text: Type.Optional(Type.String()),
+    toolCalls: Type.Optional(
+      Type.Array(Type.Object({ name: Type.String(), arguments: Type.Unknown() }), {
+        expected: 'a list of {"name": "…", "arguments": {…}}',
+      }),
+    ),
+    error: Type.Optional(Type.String({ minLength: 1, expected: "a non-empty message" })),
+    usage: Type.Optional(
+      Type.Object({ input: Type.Number(), output: Type.Number() }, { expected: '{"input": N, "output": N}' }),
+    ),
+  },
+  { additionalProperties: false, expected: "a turn: {text, toolCalls, error, usage}" },
+);
+const TurnsSchema = Type.Array(TurnSchema, { minItems: 1, expected: "a non-empty list of turns" });
+
+/** What script.json may hold; that exactly one of `turns` and `variants` is given is checked after. */
+const ScriptSchema = Type.Object(
+  {
+    turns: Type.Optional(TurnsSchema),
+    variants: Type.Optional(
+      Type.Array(Type.Object({ turns: TurnsSchema }), { minItems: 1, expected: 'a non-empty list of {"turns": […]}' }),
+    ),
+    delayMs: Type.Optional(Type.Number({ minimum: 0, expected: "a number ≥ 0" })),
+  },
+  { additionalProperties: false, expected: 'one JSON object with "turns" (or "variants")' },
+);
+
 /** Checks script.json's text (`where` names it in errors). Throws `CaseFormatError`. */
 export function parseCaseScript(text: string, where: string): CaseScript {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    throw new CaseFormatError(`${where} is not valid JSON (${(error as Error).message}).`);
-  }
-  const record = raw as Record<string, unknown>;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new CaseFormatError(`${where} must hold one JSON object with "turns" (or "variants").`);
-  }
-  for (const key of Object.keys(record)) {
-    if (!["turns", "variants", "delayMs"].includes(key)) {
-      throw new CaseFormatError(`${where}: unknown key "${key}"; the keys are turns, variants and delayMs.`);
-    }
-  }
-  if ((record.turns === undefined) === (record.variants === undefined)) {
+  const place = casePlace(where);
+  const script = parseJson(text, ScriptSchema, place);
+  if ((script.turns === undefined) === (script.variants === undefined)) {
     throw new CaseFormatError(`${where}: give exactly one of "turns" and "variants".`);
   }
-  const lists: unknown[] =
-    record.turns !== undefined
-      ? [record.turns]
-      : Array.isArray(record.variants)
-        ? record.variants.map((v) => (v as { turns?: unknown } | null)?.turns)
-        : [];
-  if (lists.length === 0) throw new CaseFormatError(`${where}: "variants" must be a non-empty list of {"turns": […]}.`);
-  const variants = lists.map((list, v) => {
-    const at = record.variants !== undefined ? `variant ${v}` : "turns";
-    if (!Array.isArray(list) || list.length === 0)
-      throw new CaseFormatError(`${where}: ${at} must be a non-empty list of turns.`);
-    return list.map((turn, t) => checkTurn(turn, `${where}: ${at}, turn ${t}`));
-  });
-  const delayMs = record.delayMs ?? 0;
-  if (typeof delayMs !== "number" || !(delayMs >= 0))
-    throw new CaseFormatError(`${where}: "delayMs" must be a number ≥ 0.`);
-  return { variants, delayMs };
-}
-
-function checkTurn(turn: unknown, where: string): ScriptTurn {
-  if (typeof turn !== "object" || turn === null || Array.isArray(turn))
-    throw new CaseFormatError(`${where} must be an object.`);
-  const t = turn as Record<string, unknown>;
-  for (const key of Object.keys(t)) {
-    if (!["text", "toolCalls", "error", "usage"].includes(key)) {
-      throw new CaseFormatError(`${where}: unknown key "${key}"; a turn has text, toolCalls, error and usage.`);
-    }
-  }
-  if (t.error !== undefined) {
-    if (typeof t.error !== "string" || t.error === "" || t.toolCalls !== undefined) {
-      throw new CaseFormatError(`${where}: "error" is a non-empty message, on a turn without toolCalls.`);
-    }
-  }
-  if (t.text !== undefined && typeof t.text !== "string")
-    throw new CaseFormatError(`${where}: "text" must be a string.`);
-  if (t.toolCalls !== undefined) {
-    const calls = t.toolCalls;
-    if (
-      !Array.isArray(calls) ||
-      calls.some(
-        (c) =>
-          typeof c !== "object" ||
-          c === null ||
-          typeof (c as { name?: unknown }).name !== "string" ||
-          !("arguments" in c),
-      )
-    ) {
-      throw new CaseFormatError(`${where}: "toolCalls" must be a list of {"name": "…", "arguments": {…}}.`);
-    }
-  }
-  if (t.text === undefined && t.toolCalls === undefined && t.error === undefined) {
-    throw new CaseFormatError(`${where} says nothing: give text, toolCalls or error.`);
-  }
-  const usage = t.usage as { input?: unknown; output?: unknown } | undefined;
-  if (
-    usage !== undefined &&
-    (typeof usage !== "object" || usage === null || typeof usage.input !== "number" || typeof usage.output !== "number")
-  ) {
-    throw new CaseFormatError(`${where}: "usage" must be {"input": N, "output": N}.`);
-  }
-  return t as ScriptTurn;
+  const variants = script.turns !== undefined ? [script.turns] : script.variants!.map((v) => v.turns);
+  variants.forEach((turns, v) =>
+    turns.forEach((turn, t) => {
+      const at = `${where}: ${script.variants !== undefined ? `variants[${v}].turns` : "turns"}[${t}]`;
+      if (turn.error !== undefined && turn.toolCalls !== undefined) {
+        throw new CaseFormatError(`${at}: "error" is a failed model call: it goes on a turn without toolCalls.`);
+      }
+      if (turn.text === undefined && turn.toolCalls === undefined && turn.error === undefined) {
+        throw new CaseFormatError(`${at} says nothing: give text, toolCalls or error.`);
+      }
+    }),
+  );
+  return { variants, delayMs: script.delayMs ?? 0 };
 }
 
 /** Reads and checks the script.json at `file`. */

@@ -7,6 +7,7 @@
  * case each run as a `<details>` that opens on click: why it failed, the protocol problems, the
  * check's output, and the transcript read back from the run's session file.
  */
+import { errorText } from "../errors.js";
 import { escapeHtml } from "../session-page/escape.js";
 import { SessionFile, messagesOf } from "../session/session.js";
 import type { AgentMessage, Message } from "../types.js";
@@ -30,7 +31,7 @@ export async function readTranscripts(report: SuiteReport): Promise<Map<string, 
       transcripts.set(runKey(run), leaf === undefined ? [] : messagesOf(session.pathToLeaf(leaf.id)));
       await session.close();
     } catch (error) {
-      transcripts.set(runKey(run), `the session file could not be read: ${(error as Error).message}`);
+      transcripts.set(runKey(run), `the session file could not be read: ${errorText(error)}`);
     }
   }
   return transcripts;

@@ -15,6 +15,7 @@
  * protocol failure, reported apart from a wrong answer (the task's check) and from a broken
  * harness or server (infrastructure).
  */
+import { errorText } from "../errors.js";
 import { isDeepStrictEqual } from "node:util";
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
@@ -78,7 +79,7 @@ export async function checkSessionReplay(file: string, messages: readonly AgentM
   try {
     session = await SessionFile.open(file, { readOnly: true });
   } catch (error) {
-    return [`the session file ${file} does not reopen: ${(error as Error).message}`];
+    return [`the session file ${file} does not reopen: ${errorText(error)}`];
   }
   try {
     const problems: string[] = [];

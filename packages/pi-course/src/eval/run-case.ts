@@ -12,6 +12,7 @@
  * session file; a test may pass anything). This keeps `eval/` below the coding tools and the
  * CLI in the layer order.
  */
+import { errorText } from "../errors.js";
 import { copyFile, cp, mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Agent } from "../agent/agent.js";
@@ -109,7 +110,7 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     before = await snapshotFolders([root, evalCase.dir], [workspace, sessionRoot]);
     wired = await options.wire({ workspace, sessionRoot, model, maxTurns: evalCase.settings.maxTurns, env });
   } catch (error) {
-    return finish("infrastructure", "prepare", `the run could not be prepared: ${(error as Error).message}`);
+    return finish("infrastructure", "prepare", `the run could not be prepared: ${errorText(error)}`);
   }
 
   // Run the agent under the case's limits.
@@ -131,7 +132,7 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     if (options.signal?.aborted) throw new Error("interrupted before the agent started");
     await agent.prompt(evalCase.task);
   } catch (error) {
-    runError = (error as Error).message;
+    runError = errorText(error);
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener("abort", onAbort);
@@ -159,7 +160,7 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
   try {
     await wired.close();
   } catch (error) {
-    record.notes.push(`closing the session failed: ${(error as Error).message}`);
+    record.notes.push(`closing the session failed: ${errorText(error)}`);
   }
   if (wired.sessionFile !== undefined) {
     record.sessionFile = wired.sessionFile;

@@ -19,8 +19,12 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { Type } from "typebox";
+import { errorText } from "../errors.js";
+import { type JsonPlace, parseJson, readTextFile } from "../read-json.js";
 import type { HttpServerParameters } from "./http-transport.js";
 import type { StdioServerParameters } from "./stdio-transport.js";
+import { PiCourseError } from "../errors.js";
 
 /** One configured server: how to reach it, or why it cannot be started. */
 export interface McpServerConfig {
@@ -34,9 +38,28 @@ export interface McpServerConfig {
   problem?: string;
 }
 
+const SHAPE = '{"mcpServers": {"NAME": {"command": …} | {"url": …}}}';
+
+/** What an `mcp.json` holds; each server entry is checked apart (a wrong one fails alone). */
+const McpFileSchema = Type.Object(
+  { mcpServers: Type.Record(Type.String(), Type.Unknown()) },
+  { expected: `a JSON object with an "mcpServers" object: ${SHAPE}` },
+);
+
+/** `file` as read-json names it; a text that is not JSON gets the advice to fix or remove it. */
+function mcpPlace(file: string): JsonPlace {
+  return {
+    where: file,
+    error: (message, failure) =>
+      new McpConfigError(failure === "not-json" ? `${message}; fix it or remove it` : message),
+  };
+}
+
 /** A configuration file that cannot be used; the message names the file and what to fix. */
-export class McpConfigError extends Error {
+export class McpConfigError extends PiCourseError {
   override readonly name = "McpConfigError";
+  /** Stable: `"MCP_CONFIG"`. */
+  override readonly code = "MCP_CONFIG";
 }
 
 /**
@@ -69,33 +92,15 @@ export function parseMcpConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): McpServerConfig[] {
   // #region lab 17.5 parseMcpConfig
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new McpConfigError(`${file} is not valid JSON (${(error as Error).message}); fix it or remove it`);
-  }
-  const servers = (value as { mcpServers?: unknown } | null)?.mcpServers;
-  if (
-    typeof value !== "object" ||
-    value === null ||
-    Array.isArray(value) ||
-    typeof servers !== "object" ||
-    servers === null ||
-    Array.isArray(servers)
-  ) {
-    throw new McpConfigError(
-      `${file} must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`,
-    );
-  }
+  const { mcpServers } = parseJson(text, McpFileSchema, mcpPlace(file));
   const out: McpServerConfig[] = [];
-  for (const [name, entry] of Object.entries(servers as Record<string, unknown>)) {
+  for (const [name, entry] of Object.entries(mcpServers)) {
     const at = { name, source: file };
     try {
       const config = serverEntry(entry, path.dirname(file), env);
       if (config !== undefined) out.push({ ...at, transport: config });
     } catch (error) {
-      out.push({ ...at, problem: `server "${name}" in ${file}: ${(error as Error).message}` });
+      out.push({ ...at, problem: `server "${name}" in ${file}: ${errorText(error)}` });
     }
   }
   return out;
@@ -161,7 +166,7 @@ function expandRecord(
     try {
       out[key] = expandVariables(text, env);
     } catch (error) {
-      throw new Error(`"${field}.${key}": ${(error as Error).message}`);
+      throw new Error(`"${field}.${key}": ${errorText(error)}`);
     }
   }
   return out;
@@ -194,16 +199,13 @@ export function loadMcpConfig(sources: McpConfigSources): { servers: McpServerCo
   const notices: string[] = [];
   const byName = new Map<string, McpServerConfig>();
   const read = (file: string, required: boolean) => {
-    if (!existsSync(file)) {
-      if (required) throw new McpConfigError(`the MCP configuration ${file} does not exist`);
-      return;
-    }
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      throw new McpConfigError(`cannot read the MCP configuration ${file}: ${(error as Error).message}`);
-    }
+    const where = `the MCP configuration ${file}`;
+    const text = readTextFile(file, {
+      where,
+      error: mcpPlace(file).error,
+      ...(!required && { ifMissing: () => undefined }),
+    });
+    if (text === undefined) return;
     for (const server of parseMcpConfig(text, file, sources.env)) {
       byName.delete(server.name); // the newest keeps its place at the end
       byName.set(server.name, server);

@@ -7,6 +7,7 @@
  * peer with `notifications/cancelled`; what the peer still sends for it (a late response,
  * progress) is ignored. Nothing is left pending when the transport ends.
  */
+import { errorText } from "../errors.js";
 import {
   ErrorCode,
   McpError,
@@ -208,7 +209,7 @@ export class JsonRpcConnection {
       try {
         handler(message.params ?? {});
       } catch (error) {
-        this.onDiagnostic(`the handler of ${message.method} failed: ${(error as Error).message}`);
+        this.onDiagnostic(`the handler of ${message.method} failed: ${errorText(error)}`);
       }
       return;
     }

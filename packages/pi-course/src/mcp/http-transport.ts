@@ -13,6 +13,7 @@
  * "No valid session ID" some servers send) is answered by one new `initialize`, then the message
  * is sent again.
  */
+import { errorText } from "../errors.js";
 import { boundedBody, DEFAULT_LIMITS } from "../models/http/response-limits.js";
 import { readSse } from "../models/http/sse.js";
 import { ErrorCode, isRequest, readMessage, type JsonRpcMessage, type JsonRpcRequest } from "./json-rpc.js";
@@ -215,7 +216,7 @@ export class HttpTransport implements McpTransport {
       }
     } catch (error) {
       if (this.ended) return;
-      failure = `the response stream broke before the answer: ${(error as Error).message}`;
+      failure = `the response stream broke before the answer: ${errorText(error)}`;
     }
     if (!answered && !this.ended) {
       this.handlers?.onMessage({ jsonrpc: "2.0", id, error: { code: ErrorCode.ConnectionClosed, message: failure } });
@@ -238,7 +239,7 @@ export class HttpTransport implements McpTransport {
       });
     } catch (error) {
       this.getStreamOpen = false;
-      if (!this.ended) this.handlers?.onDiagnostic?.(`cannot open the GET event stream: ${(error as Error).message}`);
+      if (!this.ended) this.handlers?.onDiagnostic?.(`cannot open the GET event stream: ${errorText(error)}`);
       return;
     }
     if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
@@ -255,7 +256,7 @@ export class HttpTransport implements McpTransport {
           if (message !== undefined) this.handlers?.onMessage(message);
         }
       } catch (error) {
-        if (!this.ended) this.handlers?.onDiagnostic?.(`the GET event stream broke: ${(error as Error).message}`);
+        if (!this.ended) this.handlers?.onDiagnostic?.(`the GET event stream broke: ${errorText(error)}`);
       } finally {
         this.getStreamOpen = false;
       }

@@ -7,6 +7,7 @@
  * sides send both kinds: a server asks the client for `roots/list` as the client asks it for
  * `tools/list`.
  */
+import { PiCourseError } from "../errors.js";
 
 /** A request id. Numbers start at 0 in every implementation seen; 0 is a valid id. */
 export type JsonRpcId = number | string;
@@ -63,14 +64,14 @@ export const ErrorCode = {
  * protocol, e.g. an unsupported version), `transport` (the request could not be handed over: the
  * process is gone, or the HTTP POST failed; the connection may still serve other requests).
  */
-export class McpError extends Error {
+export class McpError extends PiCourseError {
   override readonly name = "McpError";
 
   constructor(
     readonly kind: "remote" | "timeout" | "aborted" | "closed" | "protocol" | "transport",
     message: string,
     /** The JSON-RPC code (the peer's for `remote`; -32001 for timeout and abort, -32000 otherwise). */
-    readonly code: number = kind === "timeout" || kind === "aborted"
+    override readonly code: number = kind === "timeout" || kind === "aborted"
       ? ErrorCode.RequestTimeout
       : ErrorCode.ConnectionClosed,
     /** The peer's `error.data`, if any. */

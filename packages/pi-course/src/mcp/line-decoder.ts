@@ -8,10 +8,13 @@
  * memory: the official SDK's cap is 10 MiB, and a server that writes more without a newline has
  * lost its framing for good.
  */
+import { PiCourseError } from "../errors.js";
 
 /** Thrown by `LineDecoder.push` when a line grows past the cap. */
-export class LineTooLongError extends Error {
+export class LineTooLongError extends PiCourseError {
   override readonly name = "LineTooLongError";
+  /** Stable: `"LINE_TOO_LONG"`. */
+  override readonly code = "LINE_TOO_LONG";
   constructor(readonly limit: number) {
     super(
       `the server sent a line longer than ${formatBytes(limit)} without a newline; ` +

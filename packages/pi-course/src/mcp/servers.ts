@@ -4,6 +4,7 @@
  * agent, it is `failed` with the reason. The tools of every ready server are agent tools
  * (`mcp-tools.ts`); when a server's tool list changes, `onToolsChanged` hears the new whole list.
  */
+import { errorText } from "../errors.js";
 import { pathToFileURL } from "node:url";
 import type { TSchema } from "typebox";
 import type { AgentTool } from "../types.js";
@@ -156,7 +157,7 @@ export class McpServers {
       await client.connect({ timeoutMs });
       server.tools = await client.listTools({ timeoutMs: Math.max(1, timeoutMs - (Date.now() - started)) });
     } catch (error) {
-      const reason = (error as Error).message;
+      const reason = errorText(error);
       this.setState(server, { status: "failed", reason });
       await client.close().catch(() => {});
       return;

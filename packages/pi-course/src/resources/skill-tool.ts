@@ -10,6 +10,7 @@
  * `SkillLibrary` holds the skills of a conversation and which are active; `/skill:NAME` (the user)
  * activates through it too, so the model can then read that skill's files.
  */
+import { errorText } from "../errors.js";
 import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
@@ -173,7 +174,7 @@ export function createSkillTool(library: SkillLibrary): AgentTool<typeof skillPa
         return { content: [{ type: "text", text }], details: { skill: name, action: "read", path: relative } };
       } catch (error) {
         return {
-          content: [{ type: "text", text: (error as Error).message }],
+          content: [{ type: "text", text: errorText(error) }],
           details: { skill: name, action: relative ? "read" : "activate", ...(relative && { path: relative }) },
           isError: true,
         };

@@ -16,9 +16,12 @@
  * Other layers use this too (e.g. MCP servers of a project's `.pi-course/mcp.json`): call
  * `isTrusted(folder, piHome)` for the saved decision, or `decideTrust` for the whole rule.
  */
-import { mkdirSync, readFileSync, realpathSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, realpathSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { Type } from "typebox";
+import { type JsonFailure, readJsonFile } from "../read-json.js";
+import { PiCourseError } from "../errors.js";
 
 /** The file name of the trust store inside the pi-course home (`~/.pi-course`). */
 export const TRUST_FILE = "trust.json";
@@ -32,9 +35,28 @@ export interface TrustDecision {
   decidedAt: string;
 }
 
+/** What `trust.json` holds; `version` and `decidedAt` are read leniently (older files lack them). */
+const TrustFileSchema = Type.Object(
+  {
+    folders: Type.Record(
+      Type.String(),
+      Type.Object(
+        { trusted: Type.Boolean(), decidedAt: Type.Optional(Type.Unknown()) },
+        {
+          expected: '{"trusted": true or false, "decidedAt": "…"}',
+        },
+      ),
+      { expected: 'an object of absolute folders: {"/abs/folder": {"trusted": true or false}}' },
+    ),
+  },
+  { expected: '{"version": 1, "folders": {…}}' },
+);
+
 /** A trust file that cannot be read as a trust file: the message names it and says what to do. */
-export class TrustStoreError extends Error {
+export class TrustStoreError extends PiCourseError {
   override name = "TrustStoreError";
+  /** Stable: `"TRUST_FILE"`. */
+  override readonly code = "TRUST_FILE";
 }
 
 /** `folder` made absolute, with symlinks resolved where the folder exists. */
@@ -71,43 +93,24 @@ export class TrustStore {
    * not a trust file (it is never overwritten then: the user fixes or removes it).
    */
   decisions(): TrustDecision[] {
-    let text: string;
-    try {
-      text = readFileSync(this.file, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new TrustStoreError(
-        `the trust file ${this.file} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
-      );
-    }
-    const broken = (why: string) =>
+    const where = `the trust file ${this.file}`;
+    const error = (message: string, failure: JsonFailure) =>
       new TrustStoreError(
-        `the trust file ${this.file} ${why}; fix it or remove it (every folder is then asked about again).`,
+        failure === "unreadable"
+          ? `${message}.`
+          : `${message}; fix it or remove it (every folder is then asked about again).`,
       );
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      throw broken(`is not JSON (${(error as Error).message})`);
-    }
-    const folders = (value as { folders?: unknown } | null)?.folders;
-    if (
-      typeof value !== "object" ||
-      value === null ||
-      typeof folders !== "object" ||
-      folders === null ||
-      Array.isArray(folders)
-    ) {
-      throw broken('must hold {"version": 1, "folders": {…}}');
-    }
+    const { folders } = readJsonFile(this.file, TrustFileSchema, { where, error, ifMissing: () => ({ folders: {} }) });
     const decisions: TrustDecision[] = [];
     for (const [folder, entry] of Object.entries(folders)) {
-      const trusted = (entry as { trusted?: unknown } | null)?.trusted;
-      if (!path.isAbsolute(folder) || typeof trusted !== "boolean") {
-        throw broken(`has a bad entry for "${folder}" (an absolute folder with {"trusted": true or false})`);
+      if (!path.isAbsolute(folder)) {
+        throw error(`${where}: folders has a key that is not an absolute folder, ${JSON.stringify(folder)}`, "shape");
       }
-      const decidedAt = (entry as { decidedAt?: unknown }).decidedAt;
-      decisions.push({ folder, trusted, decidedAt: typeof decidedAt === "string" ? decidedAt : "" });
+      decisions.push({
+        folder,
+        trusted: entry.trusted,
+        decidedAt: typeof entry.decidedAt === "string" ? entry.decidedAt : "",
+      });
     }
     return decisions;
   }

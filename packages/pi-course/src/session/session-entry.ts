@@ -5,6 +5,7 @@
  * not exactly a known shape is refused with the line number and what to do: a file that fails
  * these checks is not guessed at (pi 1.6 skips malformed lines; this course fails closed).
  */
+import { PiCourseError } from "../errors.js";
 import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
 // #region ch18
 import { THINKING_LEVELS } from "../model.js";
@@ -35,7 +36,9 @@ export function nestedDeeperThan(value: unknown, max: number): boolean {
 }
 
 /** A session file that cannot be read as it stands. Nothing in the file was changed. */
-export class SessionFileError extends Error {
+export class SessionFileError extends PiCourseError {
+  /** Stable: `"SESSION_FILE"`. */
+  override readonly code = "SESSION_FILE";
   constructor(
     /** The file. */
     readonly path: string,

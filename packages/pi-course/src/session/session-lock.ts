@@ -19,6 +19,7 @@
 import { constants, readFileSync } from "node:fs";
 import { open, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
+import { PiCourseError } from "../errors.js";
 
 /** Who holds a session lock, as its lock file says. */
 export interface LockOwner {
@@ -29,8 +30,10 @@ export interface LockOwner {
 }
 
 /** A session file that another process has open for writing. */
-export class SessionLockedError extends Error {
+export class SessionLockedError extends PiCourseError {
   override name = "SessionLockedError";
+  /** Stable: `"SESSION_LOCKED"`. */
+  override readonly code = "SESSION_LOCKED";
   constructor(
     /** The session file. */
     readonly path: string,

@@ -13,6 +13,7 @@
  *
  * Cost: one pass over the bytes in 1 MiB reads; time and memory linear in the file.
  */
+import { errorText } from "../errors.js";
 import { open } from "node:fs/promises";
 import { constants } from "node:fs";
 import {
@@ -359,7 +360,7 @@ export class LineScan {
       throw new SessionFileError(
         this.path,
         line,
-        `not valid JSON (byte offset ${offset}: ${(error as Error).message}). Only the last line can be cut by a crash, ` +
+        `not valid JSON (byte offset ${offset}: ${errorText(error)}). Only the last line can be cut by a crash, ` +
           "so this line was damaged: restore the file from a copy (nothing was changed)",
       );
     }

@@ -23,6 +23,7 @@
  * takes no lock and appends nothing (for viewers). A new file is created 0600: transcripts hold
  * code, paths and sometimes secrets.
  */
+import { errorText } from "../errors.js";
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
 import { access, open, type FileHandle } from "node:fs/promises";
@@ -279,9 +280,7 @@ export class SessionFile {
     try {
       line = JSON.stringify(record) + "\n";
     } catch (error) {
-      return Promise.reject(
-        new Error(`${this.path}: the entry is not JSON-serialisable (${(error as Error).message})`),
-      );
+      return Promise.reject(new Error(`${this.path}: the entry is not JSON-serialisable (${errorText(error)})`));
     }
     this.pending.add(id);
     const written = this.queue.then(() => this.write(line));

@@ -11,6 +11,7 @@
  * before a retry). `progress()` is one clock read, cheap enough for every frame: the timer is
  * not reset on each call, it checks the time of the last progress when it fires.
  */
+import { PiCourseError } from "../../errors.js";
 
 /** Why the request's signal fired. */
 export type DeadlineCause = "aborted" | "timeout" | "stall";
@@ -114,7 +115,9 @@ export class RequestDeadline {
 }
 
 /** The abort reason of a deadline's signal. */
-export class DeadlineError extends Error {
+export class DeadlineError extends PiCourseError {
+  /** Stable: `"DEADLINE"`. */
+  override readonly code = "DEADLINE";
   constructor(readonly why: DeadlineCause) {
     super(`request ${why === "aborted" ? "aborted by the caller" : why === "timeout" ? "timed out" : "stalled"}`);
     this.name = "DeadlineError";

@@ -14,6 +14,7 @@
  */
 import { failure, type RequestFailure } from "./request-failure.js";
 import type { AssistantMessage } from "../../types.js";
+import { PiCourseError } from "../../errors.js";
 
 /** The bounds a model applies to each response (every field optional; defaults below). */
 export interface ResponseLimits {
@@ -32,7 +33,9 @@ export const DEFAULT_LIMITS: Readonly<Required<ResponseLimits>> = Object.freeze(
 });
 
 /** The error a bounded body fails with once it has passed `maxResponseBytes`. */
-export class ResponseTooLargeError extends Error {
+export class ResponseTooLargeError extends PiCourseError {
+  /** Stable: `"RESPONSE_TOO_LARGE"`. */
+  override readonly code = "RESPONSE_TOO_LARGE";
   constructor(readonly limit: number) {
     super(`the response passed maxResponseBytes (${limit} bytes after decompression); the rest was not read`);
     this.name = "ResponseTooLargeError";
