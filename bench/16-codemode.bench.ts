@@ -2,7 +2,7 @@
  * Chapter 16 bench: the codemode sandbox of @pi/course against `@earendil-works/pi-codemode`
  * 1.6.0's `CodemodeSandbox` (installed here only: it declares Node >= 22 but runs on 20), both
  * running QuickJS (quickjs-wasi 3.6.2) in a worker thread, on the same no-op tool.
- * DESIGN §5 bar: ours >= 3x faster than pi-codemode on
+ * Bar (issue 37): ours >= 3x faster than pi-codemode on
  *
  * (a) one script with 1 nested call, (b) one script with 100 nested calls.
  *

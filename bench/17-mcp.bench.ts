@@ -2,7 +2,7 @@
  * Chapter 17 bench: the hand-written MCP client of @pi/course against the official SDK's
  * `Client` (@modelcontextprotocol/sdk 1.32.2), both over stdio to the same reference server,
  * `@modelcontextprotocol/server-everything` (a separate process each, started once).
- * DESIGN §5 bar: ours <= 1.0x the SDK's time on
+ * Bar (issue 37): ours <= 1.0x the SDK's time on
  *
  * (a) 1,000 `tools/call` round trips to `echo`, one after the other (each waits for its answer);
  *

@@ -185,6 +185,7 @@ export default defineChapter({
         "The server stalled: no response headers arrived for ${idle} ms (idleTimeoutMs).   (or: the error response stopped arriving for …)",
         "${who}: ${name} must be a number ≥ ${min} (or Infinity), got ${String(value)}   (idleTimeoutMs ≥ 1 or Infinity, maxRetries ≥ 0, timeoutMs ≥ 1, maxResponseBytes ≥ 1)",
         "The stream ended before the model finished (no finish_reason was sent).",
+        'The server sent a malformed chunk: ${data}   (readJsonFrame with noun "chunk"; and: The server sent a chunk this adapter cannot read (${cause}): ${data})',
       ],
       title: { zh: "基于 fetch 的 Model：失败都是事件", en: "The Model over fetch: failures are events" },
       hint: {
@@ -192,10 +193,11 @@ export default defineChapter({
           "`stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）" +
           "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
           "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
-          "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`；你负责读帧：每读到一帧调用 `progress()`" +
-          "（看门狗只认数据帧），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
+          "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`；你负责读帧：一批帧里有带内容的帧（`turn.progressMark` 变了）" +
+          "才调用一次 `progress()`（保活帧不算进度），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
           "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
-          "`[DONE]`、或者交给 `ChatCompletionsTurn.chunk` 的 JSON chunk（之后的 Anthropic 适配器只需要写自己的 `readFrame`）。" +
+          "`[DONE]`、或者 JSON chunk：交给 `this.readJsonFrame(turn, frame, CHUNKS)`（现成的，Anthropic 适配器也用它；" +
+          "解析失败、读不懂、服务商报错都由它变成失败），`CHUNKS` 用 `ChatCompletionsTurn.chunk` 应用每个 chunk。" +
           "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，" +
           "返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。" +
           "每条消息都说出这一轮发了几次 HTTP 请求：建 turn 时把 `http.attempts` 放进 meta（`{ ...this.meta(), attempts: http.attempts }`），" +
@@ -204,9 +206,10 @@ export default defineChapter({
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries; you read frames: progress() " +
-          "per frame, TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
-          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (parse it " +
-          "with turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks). Every message says " +
+          "once per batch whose frames carried content (turn.progressMark changed), TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
+          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (a JSON chunk goes " +
+          "to this.readJsonFrame(turn, frame, CHUNKS), given, shared with the Anthropic adapter; CHUNKS parses it with " +
+          "turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks). Every message says " +
           "how many HTTP requests its turn took: make the turn with { ...this.meta(), attempts: http.attempts } and the message " +
           "carries attempts (1 when the first request was answered, n after n-1 retries), errorDetails.attempts the same on a " +
           "failure; a failure from openEventStream carries its own (0 when nothing was sent).",
@@ -220,6 +223,7 @@ export default defineChapter({
         "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
         '… holds an image whose mimeType is not an image media type (got ${JSON.stringify(mimeType) ?? "nothing"}): …',
         "The stream ended before the model finished (no stop_reason was sent).",
+        'The server sent a malformed event: ${data}   (readJsonFrame with noun "event"; and: The server sent an event this adapter cannot read (${cause}): ${data})',
         "${who}: maxTokens is required by the Messages API: a positive integer, e.g. 4096.",
         "${who}: thinking.budgetTokens must be an integer ≥ 1024 and below maxTokens (${maxTokens}).",
         "HTTP ${status} ${statusText}: ${type}: ${message}   (an Anthropic error body, e.g. invalid_request_error: max_tokens: too large (key [redacted]); secrets become [redacted])",

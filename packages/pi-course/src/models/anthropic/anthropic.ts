@@ -18,10 +18,9 @@ import { AnthropicTurn, describeAnthropicError } from "./anthropic-inbound.js";
 import type { AssistantMessageEventStream } from "../../event-stream.js";
 import { checkTransportOptions, type TransportOptions } from "../http/http-transport.js";
 import { checkInputOptions, type InputOptions } from "../http/image-content.js";
-import { ProviderModel, type FrameOutcome } from "../http/provider-model.js";
+import { ProviderModel, type FrameOutcome, type JsonFrames } from "../http/provider-model.js";
 import type { TurnMeta } from "../http/provider-turn.js";
-import { clip, describeCause, failure, wireErrorCode } from "../http/request-failure.js";
-import { isRetryableCode } from "../http/retry-policy.js";
+import { wireErrorCode } from "../http/request-failure.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
 import type { Model, StreamOptions } from "../../model.js";
@@ -89,6 +88,18 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
   // #endregion
 }
 
+/**
+ * An event is read by the turn's `FrameTemplate` (what `JSON.parse` gives, the repeated delta
+ * events without re-parsing) and applied by `AnthropicTurn.event`.
+ */
+const EVENTS: JsonFrames<AnthropicTurn, AnthropicStreamEvent> = {
+  noun: "event",
+  parse: (turn, data) => turn.frames.parse(data) as AnthropicStreamEvent,
+  apply: (turn, event, frame) =>
+    frame.event === "error" && event?.type !== "error" ? describeAnthropicError(event) : turn.event(event),
+  codeOf: (event) => wireErrorCode(event?.error),
+};
+
 class AnthropicModel extends ProviderModel<AnthropicTurn> {
   protected readonly url: string;
 
@@ -109,33 +120,9 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
     return new AnthropicTurn(stream, meta);
   }
 
-  /**
-   * One frame: a JSON event for the turn (an `event: error` frame may carry a bare error object).
-   * The repeated delta frames are read by the turn's `FrameTemplate`, the rest by `JSON.parse`:
-   * same result.
-   */
+  /** One frame: a JSON event for the turn (an `event: error` frame may carry a bare error object). */
   protected readFrame(turn: AnthropicTurn, frame: SseEvent): FrameOutcome {
-    let event: AnthropicStreamEvent;
-    try {
-      event = turn.frames.parse(frame.data) as AnthropicStreamEvent;
-    } catch {
-      return failure("protocol", `The server sent a malformed event: ${clip(frame.data, this.secrets)}`);
-    }
-    let error: string | undefined;
-    try {
-      error = frame.event === "error" && event?.type !== "error" ? describeAnthropicError(event) : turn.event(event);
-    } catch (cause) {
-      return failure(
-        "protocol",
-        `The server sent an event this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`,
-      );
-    }
-    if (error === undefined) return undefined;
-    const code = wireErrorCode(event?.error);
-    return failure("provider", `The provider reported an error: ${clip(error, this.secrets)}`, {
-      ...(code !== undefined && { code }),
-      retryable: isRetryableCode(code),
-    });
+    return this.readJsonFrame(turn, frame, EVENTS);
   }
 
   protected headers(): Record<string, string> {

@@ -6,7 +6,7 @@
  * with kind `request` before anything is sent), sent by the shared transport
  * (`http-transport.ts`: retries before the first byte, timeouts, redirect policy, size bound),
  * and the answer read as server-sent events (`sse.ts`), a batch of frames per read. Per batch the
- * caller's signal is checked, and the idle watchdog is fed by every frame that carried content
+ * caller's signal is checked, and the idle watchdog is fed when a frame of the batch carried content
  * (`ProviderTurn.progressMark`: keep-alive frames are not progress); each frame goes to the adapter's
  * `readFrame`, which maps it onto its `ProviderTurn`, and the per-turn bounds
  * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the
@@ -19,7 +19,16 @@
 import { AssistantMessageEventStream } from "../../event-stream.js";
 import { openEventStream, type TransportOptions } from "./http-transport.js";
 import type { ProviderTurn, TurnMeta } from "./provider-turn.js";
-import { describeCause, detailsOf, failedMessage, failure, redact, type RequestFailure } from "./request-failure.js";
+import {
+  clip,
+  describeCause,
+  detailsOf,
+  failedMessage,
+  failure,
+  redact,
+  type RequestFailure,
+} from "./request-failure.js";
+import { isRetryableCode } from "./retry-policy.js";
 import { TurnLimits } from "./response-limits.js";
 import { readSseBatches, type SseEvent } from "./sse.js";
 import type { Context } from "../../types.js";
@@ -27,6 +36,29 @@ import type { Model, StreamOptions } from "../../model.js";
 
 /** What reading one frame may come to: go on (`undefined`), stop reading (`"end"`), or fail. */
 export type FrameOutcome = undefined | "end" | RequestFailure;
+
+/**
+ * What an adapter whose wire sends one JSON value per frame tells `readJsonFrame`: how to parse a
+ * frame, how to apply the value to the turn, and the code of an error the value reports.
+ */
+export interface JsonFrames<Turn, T> {
+  /** What the wire calls a frame's value ("chunk", "event"): named in the failure texts. */
+  noun: string;
+  /** Reads the frame's data; throws when it is not JSON. */
+  parse(turn: Turn, data: string): T;
+  /** Maps the value onto the turn; returns the provider's error text when the value reports one. */
+  apply(turn: Turn, value: T, frame: SseEvent): string | undefined;
+  /** The provider's code for that error, if any. */
+  codeOf(value: T): string | undefined;
+}
+
+/** An error the server reported inside its stream: a `provider` failure, retryable as its code says. */
+export function providerError(text: string, code: string | undefined): RequestFailure {
+  return failure("provider", `The provider reported an error: ${text}`, {
+    ...(code !== undefined && { code }),
+    retryable: isRetryableCode(code),
+  });
+}
 
 /** Who a provider model is: copied to every message it makes. */
 export interface ProviderIdentity {
@@ -69,6 +101,35 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
   /** Applies one frame to the turn. Never throws: a frame it cannot read is a `protocol` failure. */
   protected abstract readFrame(turn: Turn, frame: SseEvent): FrameOutcome;
 
+  /**
+   * A `readFrame` for a wire of JSON frames: `wire.parse`, then `wire.apply`.
+   * Contract: never throws. Data that does not parse is a `protocol` failure ("The server sent a
+   * malformed <noun>: <data>"); a throw while applying it is one too ("The server sent a <noun>
+   * this adapter cannot read (<cause>): <data>"); an error text from `apply` is a `provider`
+   * failure ("The provider reported an error: <text>") with `wire.codeOf(value)`. Every text
+   * taken from the frame is redacted and clipped. (With the noun "chunk": "The server sent a
+   * malformed chunk: …"; with "event": "The server sent a malformed event: …".)
+   */
+  protected readJsonFrame<T>(turn: Turn, frame: SseEvent, wire: JsonFrames<Turn, T>): FrameOutcome {
+    let value: T;
+    try {
+      value = wire.parse(turn, frame.data);
+    } catch {
+      return failure("protocol", `The server sent a malformed ${wire.noun}: ${clip(frame.data, this.secrets)}`);
+    }
+    let error: string | undefined;
+    try {
+      error = wire.apply(turn, value, frame);
+    } catch (cause) {
+      const a = /^[aeiou]/.test(wire.noun) ? "an" : "a";
+      return failure(
+        "protocol",
+        `The server sent ${a} ${wire.noun} this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`,
+      );
+    }
+    return error === undefined ? undefined : providerError(clip(error, this.secrets), wire.codeOf(value));
+  }
+
   stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
     const stream = new AssistantMessageEventStream();
     this.run(stream, context, options).catch((error: unknown) => {
@@ -100,21 +161,18 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
     try {
       reading: for await (const frames of readSseBatches(http.body)) {
         if (http.signal.aborted) return fail(http.failure(undefined));
-        let mark = turn.progressMark;
+        // Only a batch with a frame that carried content is progress (keep-alives are not; see
+        // progressMark). A batch is read in one go, so its last frame's time is its first one's.
+        const mark = turn.progressMark;
         for (const frame of frames) {
           const outcome = this.readFrame(turn, frame);
-          // Only a frame that carried content is progress (keep-alives are not; see progressMark).
-          const now = turn.progressMark;
-          if (now !== mark) {
-            http.progress();
-            mark = now;
-          }
           if (outcome === "end") break reading;
           if (outcome !== undefined) return fail(outcome);
           const over = limits.check(turn.partial);
           if (over !== undefined) return fail(over);
           if (turn.isEnded) return;
         }
+        if (turn.progressMark !== mark) http.progress();
       }
     } catch (error) {
       return fail(http.failure(error));

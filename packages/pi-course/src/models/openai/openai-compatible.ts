@@ -23,17 +23,9 @@ import { checkInputOptions, type InputOptions } from "../http/image-content.js";
 import { ChatCompletionsTurn } from "./openai-inbound.js";
 import { checkRequestOptions, type ChatRequestOptions } from "./openai-options.js";
 import { toChatCompletionsRequest, type ChatCompletionChunk, type ChatCompletionsRequest } from "./openai-wire.js";
-import { ProviderModel, type FrameOutcome } from "../http/provider-model.js";
+import { ProviderModel, providerError, type FrameOutcome, type JsonFrames } from "../http/provider-model.js";
 import type { TurnMeta } from "../http/provider-turn.js";
-import {
-  clip,
-  describeCause,
-  failure,
-  readErrorPayload,
-  wireErrorCode,
-  type RequestFailure,
-} from "../http/request-failure.js";
-import { isRetryableCode } from "../http/retry-policy.js";
+import { readErrorPayload, wireErrorCode } from "../http/request-failure.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
 import type { Model, StreamOptions } from "../../model.js";
@@ -115,22 +107,7 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
       return providerError(payload.text, payload.code);
     }
     if (frame.data === "[DONE]") return "end";
-    let chunk: ChatCompletionChunk;
-    try {
-      chunk = turn.frames.parse(frame.data) as ChatCompletionChunk;
-    } catch {
-      return failure("protocol", `The server sent a malformed chunk: ${clip(frame.data, this.secrets)}`);
-    }
-    let error: string | undefined;
-    try {
-      error = turn.chunk(chunk);
-    } catch (cause) {
-      return failure(
-        "protocol",
-        `The server sent a chunk this adapter cannot read (${describeCause(cause)}): ${clip(frame.data, this.secrets)}`,
-      );
-    }
-    return error === undefined ? undefined : providerError(clip(error, this.secrets), wireErrorCode(chunk.error));
+    return this.readJsonFrame(turn, frame, CHUNKS);
     // #endregion
   }
 
@@ -147,10 +124,13 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
   }
 }
 
-/** An error the server reported inside its stream (a chunk's `error`, an `event: error` frame). */
-function providerError(text: string, code: string | undefined): RequestFailure {
-  return failure("provider", `The provider reported an error: ${text}`, {
-    ...(code !== undefined && { code }),
-    retryable: isRetryableCode(code),
-  });
-}
+/**
+ * A chunk is read by the turn's `FrameTemplate` (what `JSON.parse` gives, the repeated delta
+ * chunks without re-parsing) and applied by `ChatCompletionsTurn.chunk`.
+ */
+const CHUNKS: JsonFrames<ChatCompletionsTurn, ChatCompletionChunk> = {
+  noun: "chunk",
+  parse: (turn, data) => turn.frames.parse(data) as ChatCompletionChunk,
+  apply: (turn, chunk) => turn.chunk(chunk),
+  codeOf: (chunk) => wireErrorCode(chunk.error),
+};
