@@ -6,14 +6,11 @@
  * ends, and `result()` resolves with `extractResult(terminal)`. A producer that has no terminal
  * event calls `end(result)` instead.
  *
- * Cost: O(1) amortised per push and per read (an array with a moving head, compacted in bulk).
+ * Cost: O(1) amortised per push and per read (an array with a moving head, emptied once drained).
  */
 // #region ch03
 import type { AssistantMessage, ModelEvent } from "./types.js";
 // #endregion
-
-/** Past this many consumed slots (and half the array), the next push compacts the queue in one go. */
-const COMPACT_AFTER = 1024;
 
 export class EventStream<T, R = T> implements AsyncIterable<T> {
   /** Buffered events; `queue[head]` is the next one to deliver. */
@@ -66,11 +63,6 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
       this.waiter = undefined;
       waiter({ value: event, done: false });
       return;
-    }
-    // Reclaim the consumed prefix while the producer keeps adding; a drain alone never copies.
-    if (this.head >= COMPACT_AFTER && this.head * 2 >= this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
     }
     this.queue.push(event);
     // #endregion

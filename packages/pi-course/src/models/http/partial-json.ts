@@ -45,24 +45,16 @@ const SLOT_MEMBER = 1;
 const SLOT_ELEMENT = 2;
 const SLOT_PROTO = 3;
 
-/** An open string's latest characters are folded into one flat block once they reach this many. */
-const FOLD_AT = 256;
-
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 export class PartialJsonParser {
   private root: unknown = undefined;
   private stack: Frame[] = [];
-  /** Inside a string, and whether it is a key or a value (its text is in `text` + `tail`). */
+  /** Inside a string, and whether it is a key or a value (its text is in `text`). */
   private inString = false;
   private stringIsKey = false;
-  /**
-   * The open string's text: `text` (settled) + `tail` (the latest pieces). The tail is folded
-   * into `text` in flat blocks of at least `FOLD_AT` characters, so a long string keeps one node
-   * per block alive instead of one per piece: far less work for the garbage collector.
-   */
+  /** The open string's decoded text so far. */
   private text = "";
-  private tail = "";
   /** A started escape (`\`, `\u12`…) held back until complete. */
   private escape = "";
   /** A number or literal being read. */
@@ -87,21 +79,6 @@ export class PartialJsonParser {
   /** Reads the next piece of text. Cost: linear in `piece.length` (amortised O(1) per char). */
   push(piece: string): void {
     // #region lab 5.2 PartialJsonParser.push
-    // Fast path: a piece that stays inside an open string value (the bulk of large arguments).
-    // readString would do the same; skipping the loop below saves 3–9% on long strings.
-    if (this.inString && !this.stringIsKey && this.escape === "" && !this.broken) {
-      let j = 0;
-      while (j < piece.length) {
-        const code = piece.charCodeAt(j);
-        if (code === QUOTE || code === BACKSLASH || code < 0x20) break;
-        j++;
-      }
-      if (j === piece.length) {
-        this.addText(piece);
-        this.show();
-        return;
-      }
-    }
     let i = 0;
     const n = piece.length;
     while (i < n && !this.broken && !this.rootDone) {
@@ -209,19 +186,12 @@ export class PartialJsonParser {
 
   /** Places the open string value as read so far (keys are not placed). */
   private show(): void {
-    if (!this.stringIsKey) this.place(this.tail === "" ? this.text : this.text + this.tail);
+    if (!this.stringIsKey) this.place(this.text);
   }
 
   /** Adds decoded characters to the open string (placing it is the caller's job). */
   private addText(decoded: string): void {
-    const tail = this.tail + decoded;
-    if (tail.length < FOLD_AT) {
-      this.tail = tail;
-      return;
-    }
-    tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
-    this.text += tail;
-    this.tail = "";
+    this.text += decoded;
   }
 
   private endString(): void {
@@ -229,14 +199,13 @@ export class PartialJsonParser {
     this.inString = false;
     const frame = this.stack[this.stack.length - 1];
     if (this.stringIsKey) {
-      frame!.key = this.text + this.tail;
+      frame!.key = this.text;
       frame!.phase = "colon";
     } else {
-      this.place(this.text + this.tail);
+      this.place(this.text);
       this.valueEnded(frame);
     }
     this.text = "";
-    this.tail = "";
     // #endregion
   }
 
@@ -272,7 +241,6 @@ export class PartialJsonParser {
           this.inString = true;
           this.stringIsKey = true;
           this.text = "";
-          this.tail = "";
           return;
         }
         if (code === 0x7d && Object.keys(frame.container).length === 0) return this.close();
@@ -319,7 +287,6 @@ export class PartialJsonParser {
       this.inString = true;
       this.stringIsKey = false;
       this.text = "";
-      this.tail = "";
       this.place("");
       return;
     }
