@@ -32,6 +32,7 @@ export default defineChapter({
       "pipeline with parentToolCallId, and the callable tools as TypeScript declarations. --codemode turns it on in the CLI.",
   },
   files: [
+    "src/cli/features/codemode.ts",
     "src/codemode/worker-source.ts",
     "src/codemode/sandbox.ts",
     "src/codemode/declarations.ts",
