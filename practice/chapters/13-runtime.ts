@@ -39,7 +39,13 @@ export default defineChapter({
       "finding sessions, and attaching a session file to the agent (chapter 11's setSession restores and records).",
   },
   files: [
+    "src/cli/features/feature.ts",
+    "src/cli/features/index.ts",
+    "src/cli/options.ts",
+    "src/cli/run-options.ts",
+    "src/cli/usage-error.ts",
     "src/cli/args.ts",
+    "src/cli/chat-commands.ts",
     "src/cli/config.ts",
     "src/cli/demo.ts",
     "src/cli/export.ts",

@@ -33,6 +33,7 @@ export default defineChapter({
   },
   files: [
     "src/agent/nested-calls.ts",
+    "src/cli/features/codemode.ts",
     "src/codemode/worker-source.ts",
     "src/codemode/sandbox.ts",
     "src/codemode/declarations.ts",

@@ -30,6 +30,7 @@ export default defineChapter({
       "and a server written with the SDK's McpServer that misbehaves on purpose.",
   },
   files: [
+    "src/cli/features/mcp.ts",
     "src/mcp/json-rpc.ts",
     "src/mcp/line-decoder.ts",
     "src/mcp/transport.ts",

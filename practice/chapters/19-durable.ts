@@ -44,7 +44,13 @@ export default defineChapter({
       "recovers on --continue/--resume, says what it did, and finishes the killed run first; the interactive mode asks first " +
       "(y: go on, n: record it as it stands); --no-recover declines without asking.",
   },
-  files: ["src/durable/store.ts", "src/durable/journal.ts", "src/durable/recovery.ts", "test/support/durable-child.ts"],
+  files: [
+    "src/cli/features/durable.ts",
+    "src/durable/store.ts",
+    "src/durable/journal.ts",
+    "src/durable/recovery.ts",
+    "test/support/durable-child.ts",
+  ],
   labs: [
     {
       id: "19.1",

@@ -29,7 +29,7 @@ import { readConfigFile, resolveSettings } from "./config.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
 // #region ch18
-import { catalogueRoute } from "./args.js";
+import { catalogueRoute } from "./features/models.js";
 // #endregion
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report

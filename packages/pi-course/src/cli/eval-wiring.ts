@@ -9,7 +9,7 @@ import type { EvalCase } from "../eval/case-format.js";
 import { createCaseModel, loadCaseScript } from "../eval/case-script.js";
 import type { Wire } from "../eval/run-case.js";
 import type { Model } from "../model.js";
-import type { RunOptions } from "./args.js";
+import type { RunOptions } from "./run-options.js";
 import { Runtime, createModel } from "./runtime.js";
 // #region ch18
 import { ModelCatalogue } from "../model-choice/catalogue.js";

@@ -30,7 +30,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { Socket, createConnection, createServer } from "node:net";
+import { type Server, Socket, createConnection, createServer } from "node:net";
 import type { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -73,12 +73,11 @@ const SIGNAL_NUMBERS: Record<Forwarded, number> = { SIGINT: 2, SIGTERM: 15, SIGH
 export const canLaunchApart = process.platform === "linux" || process.platform === "darwin";
 
 /**
- * The launcher: starts the agent apart from this process and exits with its exit code (never
- * resolves). `argv` is the command line after the script.
+ * Help and usage errors need no agent: answered here (and the process exits), unless reading the
+ * options would read a file the agent must read.
  */
-export async function launchAgent(argv: readonly string[]): Promise<never> {
-  // Help and usage errors need no agent, unless reading the options would read a file the agent
-  // must read (stdin, or a pipe such as <(pass show openai) can be read only once).
+function answerWithoutAgent(argv: readonly string[]): void {
+  // stdin, or a pipe such as <(pass show openai), can be read only once: the agent reads it.
   let check = !argv.includes("--prompt-file") && !argv.includes("--api-key-file");
   // #region ch14
   // `eval` (chapter 14) reads its own options, in the agent.
@@ -97,13 +96,25 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
       process.exit(2);
     }
   }
+}
+
+/**
+ * The variables handed over to the agent (the only secrets it gets): the one the options read the
+ * key from, each model's provider's (chapter 18), and those MCP configurations name (chapter 17).
+ */
+function keyHandover(argv: readonly string[]): {
+  named: string | undefined;
+  handover: Record<string, string>;
+  catalogueKeys: readonly string[];
+} {
   // The variable the options will read the key from (see args.ts): the only one handed over.
   const named = keyVariable(argv, process.env);
   const handover: Record<string, string> = {};
   if (named !== undefined && process.env[named] !== undefined) handover[named] = process.env[named]!;
+  let catalogueKeys: string[] = [];
   // #region ch18
   // A catalogue name picks its provider's key variable; a fallback list may need one per provider.
-  const catalogueKeys = keyVariables(argv, process.env);
+  catalogueKeys = keyVariables(argv, process.env);
   for (const name of catalogueKeys) {
     if (process.env[name] !== undefined && handover[name] === undefined) handover[name] = process.env[name]!;
   }
@@ -115,21 +126,17 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     if (process.env[name] !== undefined && handover[name] === undefined) handover[name] = process.env[name]!;
   }
   // #endregion
-  const defaults: readonly string[] = Object.values(DEFAULT_KEY_VARIABLE);
+  return { named, handover, catalogueKeys };
+}
 
-  const folder = mkdtempSync(path.join(tmpdir(), "pi-course-agent-"));
-  const socketPath = path.join(folder, "s");
-  let agent: Socket | undefined;
-  let agentPid: number | undefined;
-  let exitCode: number | undefined;
-  let stoppedBy: Forwarded | undefined;
-  // When the agent last reported each signal.
-  const acked: Partial<Record<Forwarded, number>> = {};
-
-  const token = randomBytes(32);
+/**
+ * The launcher's socket server: a connection is the agent only once it has sent `token`; `accept`
+ * gets the first that does, and every connection once `taken()` is refused.
+ */
+function agentServer(token: Buffer, taken: () => boolean, accept: (connection: Socket) => void): Server {
   // A connection is the agent only once it has sent the token (`token <hex>\n`, within 10 s).
-  const server = createServer((connection) => {
-    if (agent !== undefined) return connection.destroy();
+  return createServer((connection) => {
+    if (taken()) return connection.destroy();
     connection.on("error", () => {});
     connection.setTimeout(10_000, () => connection.destroy());
     let heard = "";
@@ -145,12 +152,39 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
       const given = Buffer.from(value, "utf8");
       const expected = Buffer.from(token.toString("hex"), "utf8");
       const proven = word === "token" && given.length === expected.length && timingSafeEqual(given, expected);
-      if (!proven || agent !== undefined) return connection.destroy();
+      if (!proven || taken()) return connection.destroy();
       connection.setTimeout(0);
       accept(connection);
     };
     connection.on("data", onData);
   });
+}
+
+/**
+ * The launcher: starts the agent apart from this process and exits with its exit code (never
+ * resolves). `argv` is the command line after the script.
+ */
+export async function launchAgent(argv: readonly string[]): Promise<never> {
+  answerWithoutAgent(argv);
+  const keys = keyHandover(argv);
+  const { named, handover } = keys;
+  const defaults: readonly string[] = Object.values(DEFAULT_KEY_VARIABLE);
+
+  const folder = mkdtempSync(path.join(tmpdir(), "pi-course-agent-"));
+  const socketPath = path.join(folder, "s");
+  let agent: Socket | undefined;
+  let agentPid: number | undefined;
+  let exitCode: number | undefined;
+  let stoppedBy: Forwarded | undefined;
+  // When the agent last reported each signal.
+  const acked: Partial<Record<Forwarded, number>> = {};
+
+  const token = randomBytes(32);
+  const server = agentServer(
+    token,
+    () => agent !== undefined,
+    (connection) => accept(connection),
+  );
   const accept = (connection: Socket) => {
     agent = connection;
     server.close();
@@ -186,7 +220,7 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     if (name !== named && !defaults.includes(name) && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
   }
   // #region ch18
-  for (const name of catalogueKeys) delete env[name];
+  for (const name of keys.catalogueKeys) delete env[name];
   // #endregion
   const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
   const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], {

@@ -72,13 +72,45 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     io.stdout.write(helpText(commandName(io.env)));
     return 0;
   }
-  let options: RunOptions = parsed;
-  // In json and print modes stdout carries only the events or the answer.
-  const info = (text: string) =>
-    (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
+  const info = infoWriter(parsed, io);
   const notes: string[] = [];
-  let runtime: Runtime;
-  let resources: Resources;
+  const started = await startRuntime(parsed, io, notes);
+  if (started === undefined) return 1;
+  const { runtime, resources } = started;
+  const options = runtime.options;
+  showBanner(runtime, resources, io, info, notes);
+  try {
+    if (options.mode === "interactive") {
+      const stdin = io.stdin!;
+      const output = io.stdout as unknown as TerminalIO["output"];
+      return await runInteractive(
+        runtime,
+        { input: stdin, output, color: options.color },
+        signal ?? new AbortController().signal,
+        options.task,
+      );
+    }
+    return await runOnce(runtime, options, io, info, signal);
+  } finally {
+    await runtime.close();
+  }
+}
+
+/** In json and print modes stdout carries only the events or the answer: what is said goes to stderr. */
+function infoWriter(options: RunOptions, io: CliIO): (text: string) => void {
+  return (text) => (options.mode === "json" || options.mode === "print" ? io.stderr : io.stdout).write(`${text}\n`);
+}
+
+/**
+ * Loads the project around the agent (after the trust decision) and starts the runtime; `notes`
+ * hears what a person should know. Undefined when it cannot start (the error is written).
+ */
+async function startRuntime(
+  parsed: RunOptions,
+  io: CliIO,
+  notes: string[],
+): Promise<{ runtime: Runtime; resources: Resources } | undefined> {
+  let options = parsed;
   try {
     // The project around the agent: the trust question (interactive only) comes before anything
     // of the project is loaded, and before the conversation's own prompt.
@@ -97,7 +129,7 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
             ...alsoProtected,
           ])
         : undefined;
-    resources = await loadResources({
+    const resources = await loadResources({
       locations,
       alsoProtected,
       contextFiles: options.contextFiles,
@@ -127,11 +159,23 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     // a killed run is recovered after a question on the terminal (interactive.ts), not before the banner
     wiring.askRecovery = options.mode === "interactive";
     // #endregion
-    runtime = await Runtime.start(options, (note) => notes.push(note), slow, wiring);
+    const runtime = await Runtime.start(options, (note) => notes.push(note), slow, wiring);
+    return { runtime, resources };
   } catch (error) {
     io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);
-    return 1;
+    return undefined;
   }
+}
+
+/** What the run is about, before it starts: the model, the workspace, the session, the project. */
+function showBanner(
+  runtime: Runtime,
+  resources: Resources,
+  io: CliIO,
+  info: (text: string) => void,
+  notes: readonly string[],
+): void {
+  const options = runtime.options;
   const server = options.server;
   let shownModel = server?.model;
   // #region ch18
@@ -158,22 +202,6 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   // #region ch18
   runtime.onNotice = (note) => io.stderr.write(`note: ${neutralize(note)}\n`);
   // #endregion
-
-  try {
-    if (options.mode === "interactive") {
-      const stdin = io.stdin!;
-      const output = io.stdout as unknown as TerminalIO["output"];
-      return await runInteractive(
-        runtime,
-        { input: stdin, output, color: options.color },
-        signal ?? new AbortController().signal,
-        options.task,
-      );
-    }
-    return await runOnce(runtime, options, io, info, signal);
-  } finally {
-    await runtime.close();
-  }
 }
 
 /** The trace, print and json modes: one prompt, then the exit code. */

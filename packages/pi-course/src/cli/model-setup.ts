@@ -24,7 +24,7 @@ import { atThinkingLevel, catalogued } from "../model-choice/catalogued-model.js
 import type { ModelCatalogue } from "../model-choice/catalogue.js";
 import type { ModelInfo } from "../model-choice/types.js";
 import { createFallbackModel, type RouteReport } from "../model-choice/virtual-model.js";
-import type { RunOptions } from "./args.js";
+import type { RunOptions } from "./run-options.js";
 import { createDemoModel } from "./demo.js";
 import { createServerModel } from "./runtime-model.js";
 

@@ -5,7 +5,7 @@
 import { createAnthropicModel } from "../models/anthropic/anthropic.js";
 import { createOpenAICompatibleModel } from "../models/openai/openai-compatible.js";
 import type { Model } from "../model.js";
-import type { RunOptions } from "./args.js";
+import type { RunOptions } from "./run-options.js";
 
 /** What a caller may set besides the id: the answer's room (Anthropic needs one) and the transport's retries. */
 export interface ServerModelOptions {

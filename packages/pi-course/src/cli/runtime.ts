@@ -20,7 +20,7 @@ import type { AgentMessage, AgentTool, Message } from "../types.js";
 import { exposeTools } from "./tool-exposure.js";
 // #endregion
 import type { Model } from "../model.js";
-import type { RunOptions } from "./args.js";
+import type { RunOptions } from "./run-options.js";
 import { createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";
 import { SessionFolder, type SessionSummary } from "./sessions.js";
@@ -264,11 +264,11 @@ export class Runtime {
    * once, to the whole list the model is given, so the `code` tool and `tool_search` are journaled too.
    */
   private wrapTools(tools: AgentTool<any, any>[]): AgentTool<any, any>[] {
+    let wrapped = tools;
     // #region ch19
-    return this.journal.tools(tools);
+    wrapped = this.journal.tools(wrapped);
     // #endregion
-    // biome-ignore lint/correctness/noUnreachable: before chapter 19 the tools are used as they are
-    return tools;
+    return wrapped;
   }
 
   /**
