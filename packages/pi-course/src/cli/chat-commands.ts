@@ -51,7 +51,7 @@ export interface SlashCommand {
 
 const NOT_KEPT = "this conversation is not kept: --no-session";
 
-/** Chapter 13's commands, in the order `/help` lists them. */
+/** The core commands of a conversation (not a feature's), in the order `/help` lists them. */
 export const CORE_COMMANDS: readonly SlashCommand[] = [
   {
     name: "help",
@@ -168,7 +168,7 @@ const HELP_TAIL = [
 ];
 
 /**
- * The commands of a conversation: chapter 13's, then `extra` (the features'; one with the name of
+ * The commands of a conversation: the core ones, then `extra` (the features'; one with the name of
  * a core command replaces it in place), then `/exit`.
  */
 export function commandTable(extra: readonly SlashCommand[]): SlashCommand[] {

@@ -1,6 +1,6 @@
 /**
  * The options of `npm start`, as one table: `readArgv` parses argv with it and `helpLines` prints
- * it, so an option and its help cannot drift apart. The table is chapter 13's options followed by
+ * it, so an option and its help cannot drift apart. The table is the core options followed by
  * each feature's (`features/index.ts`).
  *
  * Parsing uses `node:util`'s `parseArgs` (in Node since 18.3, stable in 20: no dependency to
@@ -13,7 +13,7 @@ import type { CliFeature, HelpSection, OptionSpec } from "./features/feature.js"
 import * as registry from "./features/index.js";
 import { CliUsageError } from "./usage-error.js";
 
-/** Chapter 13's own entries of `--help`, in the order it shows them. */
+/** The core entries of `--help` (not a feature's), in the order it shows them. */
 const CORE_OPTIONS: readonly OptionSpec[] = [
   {
     label: "(a terminal, no task)",
@@ -203,7 +203,7 @@ Nothing of an untrusted folder's extensions is imported.`,
 /** The features of later chapters (features/index.ts), in the order of their names. */
 export const FEATURES: readonly CliFeature[] = Object.values<CliFeature>(registry);
 
-/** Every entry of `--help`: chapter 13's, then each feature's in the order `FEATURES` lists them. */
+/** Every entry of `--help`: the core ones, then each feature's in the order `FEATURES` lists them. */
 export const OPTIONS: readonly OptionSpec[] = [...CORE_OPTIONS, ...FEATURES.flatMap((f) => f.options ?? [])];
 
 /** Where the help text's right column starts. */
