@@ -60,7 +60,9 @@ function unownedFiles(catalogue: Catalogue): string[] {
     readdirSync(join(REPO_SOURCES.packageDir, dir), { recursive: true })
       .map((f) => `${dir}/${String(f).replaceAll("\\", "/")}`)
       .filter((f) => f.endsWith(".ts"));
-  return [...all("src"), ...all("test").filter((f) => !f.includes("/fixtures/"))].filter((f) => !owners.has(f)).sort();
+  return [...all("src"), ...all("kit"), ...all("test").filter((f) => !f.includes("/fixtures/"))]
+    .filter((f) => !owners.has(f))
+    .sort();
 }
 
 const USAGE = [

@@ -260,7 +260,7 @@ function tsconfigJson(sources: Sources): string {
   const base = JSON.parse(readFileSync(join(sources.repoRoot, "tsconfig.base.json"), "utf8"));
   const config = {
     compilerOptions: { ...base.compilerOptions, noEmit: true },
-    include: ["src/**/*.ts", "test/**/*.ts", "vitest.config.ts"],
+    include: ["src/**/*.ts", "kit/**/*.ts", "test/**/*.ts", "vitest.config.ts"],
   };
   return JSON.stringify(config, null, 2) + "\n";
 }

@@ -300,7 +300,11 @@ export function untoldProblems(view: View, scan: SourceScan, label: string): str
   const corpusParts: string[] = [];
   for (const [file, content] of view.files) {
     if (typeof content !== "string") continue;
-    if (file === "LEARNING.md" || (file.startsWith("src/") && /\.(ts|mts|tsx)$/.test(file))) corpusParts.push(content);
+    if (
+      file === "LEARNING.md" ||
+      ((file.startsWith("src/") || file.startsWith("kit/")) && /\.(ts|mts|tsx)$/.test(file))
+    )
+      corpusParts.push(content);
   }
   const corpus = normalise(corpusParts.join("\n"));
   const lower = corpus.toLowerCase();

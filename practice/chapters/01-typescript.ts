@@ -15,14 +15,14 @@ export default defineChapter({
       "以及运行时边界：文件、服务器、工具参数给的都是 `unknown`，要逐字段检查，返回一个检查过的新对象。" +
       "最后一课：类型断言不是校验——`JSON.parse(text) as Settings` 能通过类型检查，编译器从此相信文件里的任何东西，错误在很远的地方才冒出来。" +
       "`value is T` 的类型谓词和 `asserts value is T` 的断言函数也是编译器无条件相信的承诺：函数体必须真的检查。" +
-      "代码在 `src/kit/`：`tagged-union.ts` 和 `boundary.ts`。",
+      "代码在 `kit/`（课程材料，不在库的 `src/` 里）：`tagged-union.ts` 和 `boundary.ts`。",
     en:
       "Three habits the whole course relies on: tagged unions narrowed by a switch on their tag, exhaustiveness with never " +
       "(the default branch calls unreachable(value: never), so a forgotten case does not compile), and a runtime boundary " +
       "that checks unknown data field by field into a new, trusted object. A type assertion is not validation: " +
-      "JSON.parse(text) as Settings typechecks and the compiler then believes anything. Code: src/kit/.",
+      "JSON.parse(text) as Settings typechecks and the compiler then believes anything. Code: kit/ (course material, outside the library's src/).",
   },
-  files: ["src/kit/tagged-union.ts", "src/kit/boundary.ts"],
+  files: ["kit/tagged-union.ts", "kit/boundary.ts"],
   labs: [
     {
       id: "1.1",

@@ -45,7 +45,7 @@ describe("npm run practice, for real", () => {
       "tsc --noEmit -p tsconfig.json && vitest run",
     );
     expect(readdirSync(target).sort()).toEqual(
-      [".gitignore", "LEARNING.md", "package.json", "src", "test", "tsconfig.json", "vitest.config.ts"].sort(),
+      [".gitignore", "LEARNING.md", "kit", "package.json", "src", "test", "tsconfig.json", "vitest.config.ts"].sort(),
     );
     expect(existsSync(join(target, chapter.testFile))).toBe(true);
     const sites = readdirSync(join(target, "src"), { recursive: true })

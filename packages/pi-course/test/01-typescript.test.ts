@@ -5,8 +5,8 @@
  * lines below fail the typecheck if what they expect stops being an error.
  */
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { assertSettings, kindOf, loadSettings, parseSettings, type Settings } from "../src/kit/boundary.js";
-import { type Delta, describeDelta, unreachable } from "../src/kit/tagged-union.js";
+import { assertSettings, kindOf, loadSettings, parseSettings, type Settings } from "../kit/boundary.js";
+import { type Delta, describeDelta, unreachable } from "../kit/tagged-union.js";
 
 describe("chapter 01 · a tagged union, handled exhaustively", () => {
   it("Lab 1.1 · describeDelta gives one line per kind of delta", () => {
