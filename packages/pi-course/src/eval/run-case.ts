@@ -116,62 +116,17 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
   // Run the agent under the case's limits.
   const agent = wired.agent;
   const startIndex = agent.state.messages.length;
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    agent.abort();
-  }, evalCase.settings.timeLimitSeconds * 1000);
-  const onAbort = () => agent.abort();
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-  let runError: string | undefined;
-  let turnLimit: string | undefined;
-  const unsubscribe = agent.subscribe((event) => {
-    if (event.type === "agent_end" && event.errorMessage !== undefined) turnLimit = event.errorMessage;
-  });
-  try {
-    if (options.signal?.aborted) throw new Error("interrupted before the agent started");
-    await agent.prompt(evalCase.task);
-  } catch (error) {
-    runError = errorText(error);
-  } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onAbort);
-    unsubscribe();
-  }
+  const { timedOut, runError, turnLimit } = await runUnderLimits(agent, evalCase, options.signal);
   const messages: AgentMessage[] = agent.state.messages.slice(startIndex);
   const assistants = messages.filter((m): m is AssistantMessage => "role" in m && m.role === "assistant");
-  record.turns = assistants.length;
-  let cost = 0;
-  let costKnown = assistants.length > 0;
-  for (const m of assistants) {
-    record.tokens.input += m.usage.input;
-    record.tokens.output += m.usage.output;
-    record.tokens.total += m.usage.totalTokens;
-    let reported = (m.usage as { cost?: { total?: unknown } }).cost?.total;
-    // #region ch18
-    // Chapter 18 prices an answer from the model catalogue: its `cost` beside `usage`.
-    reported ??= m.cost?.total;
-    // #endregion
-    if (typeof reported === "number") cost += reported;
-    else costKnown = false;
-  }
-  record.cost = costKnown ? cost : null;
+  tally(record, assistants);
   const all = agent.state.messages.slice();
   try {
     await wired.close();
   } catch (error) {
     record.notes.push(`closing the session failed: ${errorText(error)}`);
   }
-  if (wired.sessionFile !== undefined) {
-    record.sessionFile = wired.sessionFile;
-    if (options.keepSessionAs !== undefined) {
-      await mkdir(path.dirname(options.keepSessionAs), { recursive: true });
-      await copyFile(wired.sessionFile, options.keepSessionAs).then(
-        () => (record.sessionFile = options.keepSessionAs),
-        (error: Error) => record.notes.push(`the session file could not be kept: ${error.message}`),
-      );
-    }
-  }
+  if (wired.sessionFile !== undefined) await keepSession(record, wired.sessionFile, options.keepSessionAs);
   if (turnLimit !== undefined) record.notes.push(`turn limit: ${turnLimit}`);
 
   // Judge: the protocol, then the task's check.
@@ -200,6 +155,68 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     settings: evalCase.settings,
   });
   return finish(verdict.status, verdict.phase, verdict.reason);
+}
+
+/** How a run under the case's limits ended. */
+interface RunEnd {
+  timedOut: boolean;
+  /** `prompt` threw (or the run was interrupted before it started). */
+  runError?: string;
+  /** The loop stopped at the turn limit, in its own words. */
+  turnLimit?: string;
+}
+
+/** Prompts `agent` with the case's task, aborting it at the time limit or when `signal` aborts. */
+async function runUnderLimits(agent: Agent, evalCase: EvalCase, signal: AbortSignal | undefined): Promise<RunEnd> {
+  const end: RunEnd = { timedOut: false };
+  const timer = setTimeout(() => {
+    end.timedOut = true;
+    agent.abort();
+  }, evalCase.settings.timeLimitSeconds * 1000);
+  const onAbort = () => agent.abort();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const unsubscribe = agent.subscribe((event) => {
+    if (event.type === "agent_end" && event.errorMessage !== undefined) end.turnLimit = event.errorMessage;
+  });
+  try {
+    if (signal?.aborted) throw new Error("interrupted before the agent started");
+    await agent.prompt(evalCase.task);
+  } catch (error) {
+    end.runError = errorText(error);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+    unsubscribe();
+  }
+  return end;
+}
+
+/** Adds the turns, tokens and cost of `assistants` to `record` (cost `null` when any turn's is unknown). */
+function tally(record: RunRecord, assistants: readonly AssistantMessage[]): void {
+  record.turns = assistants.length;
+  let cost = 0;
+  let costKnown = assistants.length > 0;
+  for (const m of assistants) {
+    record.tokens.input += m.usage.input;
+    record.tokens.output += m.usage.output;
+    record.tokens.total += m.usage.totalTokens;
+    // A provider may report the cost in `usage`; otherwise the catalogue's price beside it.
+    const reported = (m.usage as { cost?: { total?: unknown } }).cost?.total ?? m.cost?.total;
+    if (typeof reported === "number") cost += reported;
+    else costKnown = false;
+  }
+  record.cost = costKnown ? cost : null;
+}
+
+/** Records the session file, copied to `keepAs` when given (a failed copy is a note). */
+async function keepSession(record: RunRecord, sessionFile: string, keepAs: string | undefined): Promise<void> {
+  record.sessionFile = sessionFile;
+  if (keepAs === undefined) return;
+  await mkdir(path.dirname(keepAs), { recursive: true });
+  await copyFile(sessionFile, keepAs).then(
+    () => (record.sessionFile = keepAs),
+    (error: Error) => record.notes.push(`the session file could not be kept: ${error.message}`),
+  );
 }
 
 /** What a run's verdict is decided from. */
