@@ -234,32 +234,7 @@ export class CodeSandbox {
             `${limits.maxArgChars} (maxArgChars); the script was stopped`,
         );
       }
-      let args: unknown;
-      try {
-        args = JSON.parse(message.args);
-      } catch {
-        args = message.args;
-      }
-      const record: NestedCallRecord = { name: message.name, args };
-      calls.push(record);
-      void request.callTool(message.name, args).then(
-        (answer) => {
-          record.isError = answer.isError;
-          if (!finished)
-            worker.postMessage({
-              type: "reply",
-              runId,
-              callId: message.callId,
-              ok: !answer.isError,
-              text: answer.text,
-            });
-        },
-        (error) => {
-          record.isError = true;
-          if (!finished)
-            worker.postMessage({ type: "reply", runId, callId: message.callId, ok: false, text: String(error) });
-        },
-      );
+      forwardCall(worker, runId, message, (name, args) => request.callTool(name, args), calls, () => finished);
     };
     const onError = (error: Error): void => {
       finish(failed("sandbox", `the sandbox's worker crashed: ${error.message}`, [], calls));
@@ -293,6 +268,43 @@ export class CodeSandbox {
     return { outcome: await outcome, released };
     // #endregion
   }
+}
+
+/**
+ * Runs one of the script's tool calls on the host through `callTool`, records it in `calls`, and
+ * posts the answer back to the worker, unless the run has `finished` by then.
+ */
+function forwardCall(
+  worker: Worker,
+  runId: number,
+  message: Extract<WorkerMessage, { type: "call" }>,
+  callTool: ScriptRequest["callTool"],
+  calls: NestedCallRecord[],
+  finished: () => boolean,
+): void {
+  // #region lab 16.2 forwardCall
+  let args: unknown;
+  try {
+    args = JSON.parse(message.args);
+  } catch {
+    args = message.args;
+  }
+  const record: NestedCallRecord = { name: message.name, args };
+  calls.push(record);
+  const reply = (ok: boolean, text: string): void => {
+    if (!finished()) worker.postMessage({ type: "reply", runId, callId: message.callId, ok, text });
+  };
+  void callTool(message.name, args).then(
+    (answer) => {
+      record.isError = answer.isError;
+      reply(!answer.isError, answer.text);
+    },
+    (error) => {
+      record.isError = true;
+      reply(false, String(error));
+    },
+  );
+  // #endregion
 }
 
 function failed(kind: ScriptErrorKind, message: string, logs: string[], calls: NestedCallRecord[]): ScriptOutcome {
