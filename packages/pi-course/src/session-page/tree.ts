@@ -126,7 +126,45 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
     else parent.children.push(node);
   }
 
-  // Drawing order and prefixes, depth first without recursion.
+  const nodes = drawingOrder(roots);
+
+  const at = place ?? entries[entries.length - 1]?.id;
+  let current: TreeNode | undefined;
+  if (at !== undefined) {
+    if (!byId.has(at)) throw new Error(`no entry "${at}" in this session`);
+    current = nodeOf.get(at) ?? shownAncestor.get(at);
+  }
+  if (current !== undefined) current.current = true;
+  for (let n = current; n !== undefined; n = n.parent) n.onCurrentPath = true;
+  const tree: SessionTree = {
+    nodes,
+    byNumber,
+    current,
+    leaves: nodes.filter((n) => n.children.length === 0),
+    // #region ch18
+    modelsAtPlace: [],
+    // #endregion
+  };
+  // #region ch18
+  // The model entries met since the last shown entry, per entry, in file order (parents first).
+  const pending = new Map<string | null, ModelEntry[]>([[null, []]]);
+  for (const entry of entries) {
+    const before = pending.get(entry.parentId) ?? [];
+    const node = nodeOf.get(entry.id);
+    if (node !== undefined) node.models = before;
+    pending.set(entry.id, node !== undefined ? [] : isModelEntry(entry) ? [...before, entry] : before);
+  }
+  if (at !== undefined && !nodeOf.has(at)) tree.modelsAtPlace = pending.get(at) ?? [];
+  if (current !== undefined) current.modelsAfter = tree.modelsAtPlace;
+  // #endregion
+  return tree;
+}
+
+/**
+ * Lays out the trees under `roots`: their nodes in drawing order (depth first, without
+ * recursion), each node's `prefix` and `depth`, and each node's `newestLeaf`.
+ */
+function drawingOrder(roots: TreeNode[]): TreeNode[] {
   const nodes: TreeNode[] = [];
   const stack: { node: TreeNode; prefix: string; guide: string; depth: number }[] = [];
   // Where a message has several children, the newest (the last in file order) goes on in the
@@ -159,37 +197,7 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
         node.newestLeaf = child.newestLeaf;
     }
   }
-
-  const at = place ?? entries[entries.length - 1]?.id;
-  let current: TreeNode | undefined;
-  if (at !== undefined) {
-    if (!byId.has(at)) throw new Error(`no entry "${at}" in this session`);
-    current = nodeOf.get(at) ?? shownAncestor.get(at);
-  }
-  if (current !== undefined) current.current = true;
-  for (let n = current; n !== undefined; n = n.parent) n.onCurrentPath = true;
-  const tree: SessionTree = {
-    nodes,
-    byNumber,
-    current,
-    leaves: nodes.filter((n) => n.children.length === 0),
-    // #region ch18
-    modelsAtPlace: [],
-    // #endregion
-  };
-  // #region ch18
-  // The model entries met since the last shown entry, per entry, in file order (parents first).
-  const pending = new Map<string | null, ModelEntry[]>([[null, []]]);
-  for (const entry of entries) {
-    const before = pending.get(entry.parentId) ?? [];
-    const node = nodeOf.get(entry.id);
-    if (node !== undefined) node.models = before;
-    pending.set(entry.id, node !== undefined ? [] : isModelEntry(entry) ? [...before, entry] : before);
-  }
-  if (at !== undefined && !nodeOf.has(at)) tree.modelsAtPlace = pending.get(at) ?? [];
-  if (current !== undefined) current.modelsAfter = tree.modelsAtPlace;
-  // #endregion
-  return tree;
+  return nodes;
 }
 
 /**
