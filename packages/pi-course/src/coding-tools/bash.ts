@@ -33,6 +33,7 @@ import type { AgentTool } from "../types.js";
 import {
   CALL_MARKER_VARIABLE,
   commandEnvironment,
+  killGroup,
   killLeftovers,
   newCallMarker,
   trackProcessGroup,
@@ -114,9 +115,7 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
       resolve({ ...base, output: "", exitCode: null, signal: null, aborted: true, durationMs: 0 });
       return;
     }
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let totalBytes = 0;
+    const tail = new OutputTail(cap);
     let timedOut = false;
     let aborted = false;
     let killTimer: NodeJS.Timeout | undefined;
@@ -131,24 +130,13 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
       stdio: ["ignore", "pipe", "pipe"],
     });
     if (child.pid !== undefined) trackProcessGroup(child.pid, marker);
-    const killGroup = (sig: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, sig);
-      } catch {
-        // ESRCH: the group is already gone.
-      }
-    };
     const terminate = () => {
-      killGroup("SIGTERM");
-      killTimer ??= setTimeout(() => killGroup("SIGKILL"), grace);
+      if (child.pid === undefined) return;
+      const pid = child.pid;
+      killGroup(pid, "SIGTERM");
+      killTimer ??= setTimeout(() => killGroup(pid), grace);
     };
-    const collect = (data: Buffer) => {
-      totalBytes += data.length;
-      chunks.push(data);
-      kept += data.length;
-      while (kept - chunks[0]!.length >= cap) kept -= chunks.shift()!.length;
-    };
+    const collect = (data: Buffer) => tail.add(data);
     child.stdout!.on("data", collect);
     child.stderr!.on("data", collect);
 
@@ -169,12 +157,7 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
       clearTimeout(timer);
       clearTimeout(killTimer);
       signal?.removeEventListener("abort", onAbort);
-      let buffer = Buffer.concat(chunks);
-      const truncated = buffer.length > cap;
-      if (truncated) buffer = buffer.subarray(buffer.length - cap);
-      // Cutting the head may split a UTF-8 sequence: drop the broken first character.
-      let output = buffer.toString("utf8");
-      if (truncated) output = output.replace(/^\uFFFD+/, "");
+      const { output, truncated } = tail.text();
       resolve({
         output: output + extra,
         exitCode,
@@ -182,7 +165,7 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
         timedOut,
         aborted,
         truncated,
-        totalBytes,
+        totalBytes: tail.totalBytes,
         durationMs: Date.now() - started,
         pid: child.pid,
       });
@@ -205,6 +188,38 @@ export function runCommand(command: string, options: RunCommandOptions): Promise
     });
   });
   // #endregion
+}
+
+/** The last `cap` bytes of a command's output, gathered chunk by chunk. */
+class OutputTail {
+  private chunks: Buffer[] = [];
+  private kept = 0;
+  /** Every byte the command wrote, kept or not. */
+  totalBytes = 0;
+
+  constructor(private readonly cap: number) {}
+
+  add(data: Buffer): void {
+    // #region lab 8.5 OutputTail.add
+    this.totalBytes += data.length;
+    this.chunks.push(data);
+    this.kept += data.length;
+    while (this.kept - this.chunks[0]!.length >= this.cap) this.kept -= this.chunks.shift()!.length;
+    // #endregion
+  }
+
+  /** The kept output as text; `truncated` when its head was cut. */
+  text(): { output: string; truncated: boolean } {
+    // #region lab 8.5 OutputTail.text
+    let buffer = Buffer.concat(this.chunks);
+    const truncated = buffer.length > this.cap;
+    if (truncated) buffer = buffer.subarray(buffer.length - this.cap);
+    // Cutting the head may split a UTF-8 sequence: drop the broken first character.
+    let output = buffer.toString("utf8");
+    if (truncated) output = output.replace(/^\uFFFD+/, "");
+    return { output, truncated };
+    // #endregion
+  }
 }
 
 const bashParameters = Type.Object({

@@ -101,10 +101,10 @@ export function untrackProcessGroup(pid: number): void {
   liveGroups.delete(pid);
 }
 
-/** Sends SIGKILL to the process group `pid` leads. Contract: never throws; a group already gone is no error. */
-export function killGroup(pid: number): void {
+/** Sends `signal` (default SIGKILL) to the process group `pid` leads. Contract: never throws; a group already gone is no error. */
+export function killGroup(pid: number, signal: NodeJS.Signals = "SIGKILL"): void {
   try {
-    process.kill(-pid, "SIGKILL");
+    process.kill(-pid, signal);
   } catch {
     // ESRCH: the group is already gone.
   }
