@@ -69,6 +69,7 @@ export default defineChapter({
     "src/session-page/escape.ts",
     "src/session-page/headline.ts",
     "src/session-page/page-assets.ts",
+    "src/session-page/page-parts.ts",
     "src/session-page/page.ts",
     "src/session-page/tree.ts",
   ],

@@ -16,9 +16,6 @@ import { buildSessionTree, findNode, type TreeNode } from "../session-page/tree.
 import { headlineOf } from "../session-page/headline.js";
 import type { SessionFile } from "../session/session.js";
 import { neutralize } from "./trace.js";
-// #region ch18
-import { modelMarkText } from "../session-page/model-marks.js";
-// #endregion
 
 /** The lines `/tree` prints for `session` on a terminal `columns` wide. */
 export function treeLines(session: SessionFile, columns = 80): string[] {
@@ -28,15 +25,10 @@ export function treeLines(session: SessionFile, columns = 80): string[] {
     `${tree.byNumber.length} message${tree.byNumber.length === 1 ? "" : "s"}, ${tree.leaves.length} branch${tree.leaves.length === 1 ? "" : "es"}`,
   ];
   for (const node of tree.nodes) {
-    // #region ch18
-    // Where the model or thinking level changed, or which model answered, on a line of its own.
-    for (const entry of node.models)
-      lines.push(`${node.prefix.replace(/├─ $/, "│  ")}  ⇄ ${neutralize(modelMarkText(entry))}`);
-    // #endregion
+    // Marks (a model changed, a model answered: see page-parts.ts), each on a line of its own.
+    for (const mark of node.marks) lines.push(`${node.prefix.replace(/├─ $/, "│  ")}  ⇄ ${neutralize(mark.text)}`);
     lines.push(treeLine(node, columns));
-    // #region ch18
-    if (node.current) for (const entry of node.modelsAfter) lines.push(`  ⇄ ${neutralize(modelMarkText(entry))}`);
-    // #endregion
+    if (node.current) for (const mark of node.marksAfter) lines.push(`  ⇄ ${neutralize(mark.text)}`);
   }
   return lines;
 }

@@ -9,24 +9,24 @@
 import { escapeHtml as esc, imageDataUrl } from "./escape.js";
 import { argumentsPreview, headlineOf } from "./headline.js";
 import type { TreeNode } from "./tree.js";
-// #region ch18
-import { answerCostText, modelMarkText } from "./model-marks.js";
-// #endregion
+import { answerNotes, type TreeMark } from "./page-parts.js";
+import type { AssistantMessage } from "../types.js";
 
 type Block = Record<string, unknown>;
 
 /** The `<article>` of `node`; `hidden` when it is not on the branch shown first. */
 export function entryHtml(node: TreeNode, hidden: boolean): string {
   let html = articleHtml(node, hidden);
-  // #region ch18
-  // Where the model or the thinking level changed, or which model answered: a line above the
-  // entry for what came before it, below the current entry for what comes next.
-  const marks = (entries: TreeNode["models"]) =>
-    entries.map((e) => `<p class="model-mark dim" data-type="${esc(e.type)}">⇄ ${esc(modelMarkText(e))}</p>`).join("");
+  // The marks (page-parts.ts): a line above the entry for what came before it, below the
+  // current entry for what comes next.
+  if (node.marks.length === 0 && node.marksAfter.length === 0) return html;
+  const marks = (list: readonly TreeMark[]) =>
+    list
+      .map((m) => `<p class="${esc(m.className)} dim" data-type="${esc(m.entry.type)}">⇄ ${esc(m.text)}</p>`)
+      .join("");
   const start = html.indexOf(">") + 1;
   const end = html.lastIndexOf("</article>");
-  html = `${html.slice(0, start)}${marks(node.models)}${html.slice(start, end)}${marks(node.modelsAfter)}${html.slice(end)}`;
-  // #endregion
+  html = `${html.slice(0, start)}${marks(node.marks)}${html.slice(start, end)}${marks(node.marksAfter)}${html.slice(end)}`;
   return html;
 }
 
@@ -65,11 +65,8 @@ function articleHtml(node: TreeNode, hidden: boolean): string {
     let more =
       `${stop} <span class="model">${esc(model)}</span>` +
       ` <span class="usage" title="tokens: input · output · total">in ${input.toLocaleString("en")} · out ${output.toLocaleString("en")} · total ${count(usage.totalTokens).toLocaleString("en")}</span>`;
-    // #region ch18
-    // What the answer cost: dollars when its price is known, "cost unknown" (never $0) when not.
-    const cost = answerCostText(message);
-    if (cost !== undefined) more += ` <span class="cost" title="priced from the model catalogue">${esc(cost)}</span>`;
-    // #endregion
+    for (const note of answerNotes(entry.message as AssistantMessage))
+      more += ` <span class="${esc(note.className)}"${note.title === undefined ? "" : ` title="${esc(note.title)}"`}>${esc(note.text)}</span>`;
     const error = typeof message.errorMessage === "string" ? `<p class="error">${esc(message.errorMessage)}</p>` : "";
     return `${open(role, ` data-in="${input}" data-out="${output}"`)}${meta(role, more)}${blocks.map(contentHtml).join("")}${error}</article>`;
   }

@@ -9,7 +9,8 @@
  * (`SessionTree.modelsAtPlace`: a `/model` with no answer yet). The texts are raw: the caller
  * makes them safe for where they go.
  */
-import { formatDollars } from "../model-choice/cost.js";
+import { conversationCost, formatConversationCost, formatDollars } from "../model-choice/cost.js";
+import type { AgentMessage, AssistantMessage } from "../types.js";
 import type { ModelChangeEntry, ModelRouteEntry } from "../session/types.js";
 
 /** A model entry of the tree. */
@@ -48,3 +49,26 @@ export function answerCostText(message: { cost?: unknown; usage?: unknown }): st
     (typeof usage.input === "number" ? usage.input : 0) + (typeof usage.output === "number" ? usage.output : 0);
   return used > 0 ? "cost unknown" : undefined;
 }
+
+/**
+ * Chapter 18's part of the tree and the page (see page-parts.ts): model entries as marks, an
+ * answer's cost on its header, and the whole session's cost (a lower bound, said so, when some
+ * answers have no price).
+ */
+export const MODEL_PAGE_PART = {
+  markClass: "model-mark",
+  mark: (entry: { type: string }): string | undefined => (isModelEntry(entry) ? modelMarkText(entry) : undefined),
+  answerNote(message: AssistantMessage) {
+    const text = answerCostText(message);
+    return text === undefined ? undefined : { text, className: "cost", title: "priced from the model catalogue" };
+  },
+  sessionNote(messages: readonly AgentMessage[]) {
+    const cost = conversationCost(messages);
+    if (cost.priced + cost.unpriced === 0) return undefined;
+    return {
+      text: `Cost of the whole session: ${formatConversationCost(cost)}`,
+      className: "totals",
+      id: "session-cost",
+    };
+  },
+};

@@ -22,10 +22,7 @@ import { escapeHtml as esc } from "./escape.js";
 import { headlineOf } from "./headline.js";
 import { PAGE_SCRIPT, PAGE_STYLE } from "./page-assets.js";
 import { buildSessionTree, type SessionTree, type TreeNode } from "./tree.js";
-// #region ch18
-import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
-import { modelMarkText, type ModelEntry } from "./model-marks.js";
-// #endregion
+import { sessionNotes, type TreeMark } from "./page-parts.js";
 
 /** What the page shows: a session file as read (`readSessionFile`, or a `SessionFile`'s header and entries). */
 export interface SessionPageInput {
@@ -99,16 +96,13 @@ export function sessionPage(
     `<p class="totals" id="branch-totals">This branch: ${fmt(shown.messages)} messages · tokens in ${fmt(shown.input)} · out ${fmt(shown.output)}</p>`,
   );
   if (tree.byNumber.length === 0) parts.push('<p class="dim">This session holds no messages yet.</p>');
-  // #region ch18
-  // The whole session's cost (a lower bound, said so, when some answers have no price).
-  const cost = conversationCost(tree.byNumber.flatMap((n) => (n.entry.type === "message" ? [n.entry.message] : [])));
-  if (cost.priced + cost.unpriced > 0)
+  const messages = tree.byNumber.flatMap((n) => (n.entry.type === "message" ? [n.entry.message] : []));
+  for (const note of sessionNotes(messages))
     parts.push(
-      `<p class="totals" id="session-cost">Cost of the whole session: ${esc(formatConversationCost(cost))}</p>`,
+      `<p class="${esc(note.className)}"${note.id === undefined ? "" : ` id="${esc(note.id)}"`}>${esc(note.text)}</p>`,
     );
   if (tree.current === undefined)
-    for (const entry of tree.modelsAtPlace) parts.push(`<p class="model-mark dim">⇄ ${esc(modelMarkText(entry))}</p>`);
-  // #endregion
+    for (const mark of tree.marksAtPlace) parts.push(`<p class="${esc(mark.className)} dim">⇄ ${esc(mark.text)}</p>`);
   for (const node of tree.byNumber) parts.push(entryHtml(node, !branch.has(node)));
   parts.push("</main></div>", `<script>${PAGE_SCRIPT}</script>`, "</body></html>\n");
   return { html: parts.join(""), tree };
@@ -120,12 +114,10 @@ function treeHtml(tree: SessionTree): string {
     '<ol class="tree" id="tree" aria-label="The session\'s tree: choose a message to show its branch">',
   ];
   for (const node of tree.nodes) {
-    // #region ch18
-    for (const entry of node.models)
+    for (const mark of node.marks)
       items.push(
-        `<li class="model-mark dim"><span class="guide">${esc(node.prefix)}</span>⇄ ${esc(modelMarkText(entry))}</li>`,
+        `<li class="${esc(mark.className)} dim"><span class="guide">${esc(node.prefix)}</span>⇄ ${esc(mark.text)}</li>`,
       );
-    // #endregion
     const { role, text, failed } = headlineOf(node.entry, 60);
     const classes = [node.onCurrentPath ? "on-path" : "", node.current ? "selected" : ""].filter(Boolean).join(" ");
     items.push(
@@ -137,14 +129,12 @@ function treeHtml(tree: SessionTree): string {
         `${node.current ? ' <span class="here">← here</span>' : ""}</button></li>`,
     );
   }
-  // #region ch18
   // What comes next from the current node (a /model with no answer yet), right below it.
-  const after = (entries: readonly ModelEntry[]) =>
-    entries.map((entry) => `<li class="model-mark dim">⇄ ${esc(modelMarkText(entry))}</li>`);
+  const after = (marks: readonly TreeMark[]) =>
+    marks.map((mark) => `<li class="${esc(mark.className)} dim">⇄ ${esc(mark.text)}</li>`);
   const at =
     tree.current === undefined ? items.length : items.findIndex((item) => item.includes('aria-current="true"')) + 1;
-  items.splice(at, 0, ...after(tree.modelsAtPlace));
-  // #endregion
+  items.splice(at, 0, ...after(tree.marksAtPlace));
   items.push("</ol>");
   return items.join("");
 }

@@ -19,9 +19,7 @@
  * Cost: linear in the entries, no recursion (a 10,000-message chain is 10,000 levels deep).
  */
 import type { CompactionEntry, MessageEntry, SessionEntry } from "../session/types.js";
-// #region ch18
-import { isModelEntry, type ModelEntry } from "./model-marks.js";
-// #endregion
+import { markOf, type TreeMark } from "./page-parts.js";
 
 /** An entry drawn as a node of the tree. */
 export type ShownEntry = MessageEntry | CompactionEntry;
@@ -47,12 +45,10 @@ export interface TreeNode {
   onCurrentPath: boolean;
   /** The newest shown leaf below this node (or itself): what clicking it shows. */
   newestLeaf: TreeNode;
-  // #region ch18
-  /** The model entries on the path since the shown parent, in order: what changed before this node. */
-  models: ModelEntry[];
-  /** On the current node only: the model entries after it, not yet followed by a message (`SessionTree.modelsAtPlace`). */
-  modelsAfter: ModelEntry[];
-  // #endregion
+  /** The marks on the path since the shown parent, in order (see page-parts.ts): what happened before this node. */
+  marks: TreeMark[];
+  /** On the current node only: the marks after it, not yet followed by a message (`SessionTree.marksAtPlace`). */
+  marksAfter: TreeMark[];
 }
 
 /** A session's tree, ready to draw. */
@@ -65,10 +61,8 @@ export interface SessionTree {
   current: TreeNode | undefined;
   /** Nodes without children: one per branch, in drawing order. */
   leaves: TreeNode[];
-  // #region ch18
-  /** The model entries after the current node, not yet followed by a message (a `/model` before the next prompt). */
-  modelsAtPlace: ModelEntry[];
-  // #endregion
+  /** The marks after the current node, not yet followed by a message (e.g. a `/model` before the next prompt). */
+  marksAtPlace: TreeMark[];
 }
 
 /**
@@ -102,10 +96,8 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
       current: false,
       onCurrentPath: false,
       newestLeaf: undefined as unknown as TreeNode,
-      // #region ch18
-      models: [],
-      modelsAfter: [],
-      // #endregion
+      marks: [],
+      marksAfter: [],
     };
     node.newestLeaf = node;
     byNumber.push(node);
@@ -141,22 +133,19 @@ export function buildSessionTree(entries: readonly SessionEntry[], place?: strin
     byNumber,
     current,
     leaves: nodes.filter((n) => n.children.length === 0),
-    // #region ch18
-    modelsAtPlace: [],
-    // #endregion
+    marksAtPlace: [],
   };
-  // #region ch18
-  // The model entries met since the last shown entry, per entry, in file order (parents first).
-  const pending = new Map<string | null, ModelEntry[]>([[null, []]]);
+  // The marks met since the last shown entry, per entry, in file order (parents first).
+  const pending = new Map<string | null, TreeMark[]>([[null, []]]);
   for (const entry of entries) {
     const before = pending.get(entry.parentId) ?? [];
     const node = nodeOf.get(entry.id);
-    if (node !== undefined) node.models = before;
-    pending.set(entry.id, node !== undefined ? [] : isModelEntry(entry) ? [...before, entry] : before);
+    if (node !== undefined) node.marks = before;
+    const mark = node === undefined ? markOf(entry) : undefined;
+    pending.set(entry.id, node !== undefined ? [] : mark !== undefined ? [...before, mark] : before);
   }
-  if (at !== undefined && !nodeOf.has(at)) tree.modelsAtPlace = pending.get(at) ?? [];
-  if (current !== undefined) current.modelsAfter = tree.modelsAtPlace;
-  // #endregion
+  if (at !== undefined && !nodeOf.has(at)) tree.marksAtPlace = pending.get(at) ?? [];
+  if (current !== undefined) current.marksAfter = tree.marksAtPlace;
   return tree;
 }
 
