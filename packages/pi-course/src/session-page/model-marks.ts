@@ -4,9 +4,8 @@
  * virtual model (`model_route`), and what an answer cost.
  *
  * The model entries are not nodes of the tree (they are settings, not messages, and the tree's
- * numbers stay those of the messages): each shown node carries the model entries met on the path
- * since its shown parent (`TreeNode.models`), and the tree the ones after its current node
- * (`SessionTree.modelsAtPlace`: a `/model` with no answer yet). The texts are raw: the caller
+ * numbers stay those of the messages): they are marks (`MODEL_PAGE_PART`, listed in
+ * page-parts.ts), drawn between the nodes where they happened. The texts are raw: the caller
  * makes them safe for where they go.
  */
 import { conversationCost, formatConversationCost, formatDollars } from "../model-choice/cost.js";
