@@ -3,7 +3,6 @@ import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
 import {
   AssistantMessageEventStream,
-  ScriptedModel,
   agentLoop,
   assistantMessage,
   createOpenAICompatibleModel,
@@ -19,7 +18,6 @@ import type {
   AssistantContent,
   AssistantMessage,
   Model,
-  StopReason,
   ToolCall,
   ToolResultMessage,
 } from "../src/index.js";
@@ -27,6 +25,7 @@ import { constructionSiteError, finish, grammarViolations, shape, textResult } f
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
 import { HOSTILE, hostileThrown, throwingGetter, throwingProxy } from "./support/agent-faults.js";
 import { SseServer, sseOf, sseReply } from "./support/sse-server.js";
+import { call, says, scripted, turn } from "./support/messages.js";
 
 /**
  * The loop against hostile user code (issue 15): values thrown or returned that cannot be read,
@@ -38,18 +37,6 @@ import { SseServer, sseOf, sseReply } from "./support/sse-server.js";
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------------------------
-
-const call = (id: string, name: string, args: unknown = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
-const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse"): AssistantMessage =>
-  assistantMessage(content, stopReason);
-const says = (t: string): AssistantMessage => turn([{ type: "text", text: t }], "stop");
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
 
 function probe(name: string, execute: AnyTool["execute"], extra: Partial<AnyTool> = {}): AnyTool {
   return { name, label: name, description: `the ${name} tool`, parameters: Type.Object({}), execute, ...extra };

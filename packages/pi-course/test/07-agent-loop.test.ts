@@ -18,11 +18,9 @@ import type {
   AgentEvent,
   AgentLoopConfig,
   AgentMessage,
-  AssistantContent,
   AssistantMessage,
   Message,
   Model,
-  StopReason,
   ToolCall,
   ToolResultMessage,
 } from "../src/index.js";
@@ -30,25 +28,12 @@ import { streamAssistantMessage } from "../src/agent/agent-loop.js";
 import { LoopRun } from "../src/agent/loop-run.js";
 import { constructionSiteError, finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
+import { call, says, scripted, text, turn } from "./support/messages.js";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
-const call = (id: string, name: string, args: unknown = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
-const text = (t: string): AssistantContent => ({ type: "text", text: t });
-const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse"): AssistantMessage =>
-  assistantMessage(content, stopReason);
-const says = (t: string): AssistantMessage => turn([text(t)], "stop");
-
-/** One delta per block: the event sequences stay short and exact. */
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
 /**
  * For the tests of the loop's validation: the script plays unknown, invalid and coercible calls on
  * purpose, so ScriptedModel's own check of scripted calls is turned off.

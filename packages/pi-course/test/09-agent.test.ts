@@ -6,44 +6,26 @@ import {
   AgentListenerError,
   AssistantMessageEventStream,
   MessageQueue,
-  ScriptedModel,
   agentLoop,
   assistantMessage,
   reduceAgentEvent,
   textOf,
-  userMessage,
 } from "../src/index.js";
 import type {
   AgentDraft,
   AgentEvent,
   AgentMessage,
   AgentTool,
-  AssistantContent,
   AssistantMessage,
   Message,
   Model,
-  StopReason,
-  ToolCall,
 } from "../src/index.js";
 import { finish, gate, grammarViolations, shape, textResult } from "./support/agent-run.js";
+import { call, says, scripted, turn, user } from "./support/messages.js";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------------------------
-
-const call = (id: string, name = "probe", args: unknown = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
-const text = (t: string): AssistantContent => ({ type: "text", text: t });
-const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse"): AssistantMessage =>
-  assistantMessage(content, stopReason);
-const says = (t: string): AssistantMessage => turn([text(t)], "stop");
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
-const user = (t: string): AgentMessage => userMessage(t, { timestamp: 1 });
 
 /** A tool whose behaviour each test scripts. */
 function probe(execute: AgentTool<any, any>["execute"], name = "probe"): AgentTool<any, any> {

@@ -7,32 +7,18 @@ import { Agent } from "../src/agent/agent.js";
 import { SessionWriteError } from "../src/agent/agent-session.js";
 import { interruptedText } from "../src/session/interrupted.js";
 import { openSpans } from "../src/session/interactions.js";
-import { assistantMessage, textOf, userMessage } from "../src/messages.js";
-import { ScriptedModel } from "../src/models/scripted-model.js";
+import { textOf, userMessage } from "../src/messages.js";
 import { SessionFile, messagesOf } from "../src/session/session.js";
 import { estimateTokens } from "../src/session/token-estimate.js";
 import type { ContextProjection } from "../src/session/context.js";
 import type { ScriptedTurn } from "../src/models/scripted-model.js";
 import type { AgentCompactionReport, AgentEvent, AgentSessionStore } from "../src/agent/types.js";
-import type {
-  AgentMessage,
-  AgentTool,
-  AssistantContent,
-  AssistantMessage,
-  Message,
-  StopReason,
-  ToolCall,
-} from "../src/types.js";
+import type { AgentMessage, AgentTool, Message, ToolCall } from "../src/types.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { gate, grammarViolations, textResult } from "./support/agent-run.js";
+import { says, scripted, text, turn } from "./support/messages.js";
 
 const call = (id: string, args: unknown = {}): ToolCall => ({ type: "toolCall", id, name: "probe", arguments: args });
-const text = (t: string): AssistantContent => ({ type: "text", text: t });
-const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse", totalTokens = 0): AssistantMessage =>
-  assistantMessage(content, stopReason, { usage: { input: totalTokens, output: 0, totalTokens } });
-const says = (t: string, totalTokens = 0): AssistantMessage => turn([text(t)], "stop", totalTokens);
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
 const probe = (execute: AgentTool<any, any>["execute"]): AgentTool<any, any> => ({
   name: "probe",
   label: "probe",

@@ -24,19 +24,11 @@ import type {
   ToolResultMessage,
 } from "../src/index.js";
 import { finish, grammarViolations, shape } from "./support/agent-run.js";
+import { call, says, scripted } from "./support/messages.js";
 
 type AnyTool = AgentTool<any, any>;
 
-const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
 const calls = (...list: ToolCall[]): AssistantMessage => assistantMessage(list, "toolUse");
-const says = (text: string): AssistantMessage => assistantMessage([{ type: "text", text }], "stop");
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
 /** For the tests of the loop's refusals: the script calls undeclared tools on purpose (no check of scripted calls). */
 const sloppy = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
   new ScriptedModel(turns, { chunkSize: 10_000, checkToolCalls: false });

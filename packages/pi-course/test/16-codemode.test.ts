@@ -2,7 +2,6 @@ import { Type } from "typebox";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   CodeSandbox,
-  ScriptedModel,
   agentLoop,
   assistantMessage,
   createCodeTool,
@@ -23,19 +22,11 @@ import type {
   ToolResultMessage,
 } from "../src/index.js";
 import { finish, grammarViolations } from "./support/agent-run.js";
+import { call, says, scripted } from "./support/messages.js";
 
 type AnyTool = AgentTool<any, any>;
 
-const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
 const calls = (...list: ToolCall[]): AssistantMessage => assistantMessage(list, "toolUse");
-const says = (text: string): AssistantMessage => assistantMessage([{ type: "text", text }], "stop");
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
 
 const ran: string[] = [];
 const add: AnyTool = defineTool({

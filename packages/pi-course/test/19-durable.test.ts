@@ -31,6 +31,7 @@ import { transcriptOf } from "../src/session/context.js";
 import { SessionFile } from "../src/session/session.js";
 import type { AgentMessage, AgentTool, ToolCall } from "../src/types.js";
 import { DONE, scriptModel, scriptTools } from "./support/durable-script.js";
+import { call } from "./support/messages.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -44,13 +45,6 @@ afterEach(async () => {
   for (const child of children.splice(0))
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await rm(dir, { recursive: true, force: true });
-});
-
-const call = (id: string, name: string, args: object = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
 });
 
 /** A tool that counts its runs. */

@@ -9,11 +9,10 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
 import type { AgentCompactionReport } from "../src/agent/types.js";
-import { assistantMessage } from "../src/messages.js";
-import { ScriptedModel } from "../src/models/scripted-model.js";
 import { compact } from "../src/session/compaction.js";
 import { SessionFile } from "../src/session/session.js";
-import type { AgentMessage, AssistantMessage } from "../src/types.js";
+import type { AgentMessage } from "../src/types.js";
+import { says, scripted } from "./support/messages.js";
 
 let dir = "";
 beforeEach(async () => {
@@ -23,10 +22,6 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const says = (t: string, totalTokens = 0): AssistantMessage =>
-  assistantMessage([{ type: "text", text: t }], "stop", { usage: { input: totalTokens, output: 0, totalTokens } });
-const scripted = (turns: ConstructorParameters<typeof ScriptedModel>[0]) =>
-  new ScriptedModel(turns, { chunkSize: 10_000 });
 const within = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(what)), ms))]);
 

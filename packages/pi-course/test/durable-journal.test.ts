@@ -17,7 +17,8 @@ import { assistantMessage, userMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import { transcriptOf } from "../src/session/context.js";
 import { SessionFile } from "../src/session/session.js";
-import type { AgentMessage, AgentTool, AssistantMessage, ToolCall } from "../src/types.js";
+import type { AgentMessage, AgentTool, AssistantMessage } from "../src/types.js";
+import { call } from "./support/messages.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -37,13 +38,6 @@ async function linesOf(file: string): Promise<Record<string, any>[]> {
 }
 
 const kinds = (lines: Record<string, any>[]) => lines.map((l) => (l.type === "message" ? l.message.role : l.type));
-
-const call = (id: string, name: string, args: object = {}): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
 
 /** A tool that counts its runs. */
 function counted(name: string): AgentTool<any, any> & { runs: string[] } {

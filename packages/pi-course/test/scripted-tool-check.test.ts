@@ -9,6 +9,7 @@ import { defineTool, toToolDefinition } from "../src/agent/tools.js";
 import { assistantMessage, userMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import type { AssistantMessage, Context, ToolCall } from "../src/types.js";
+import { call, says } from "./support/messages.js";
 
 const read = defineTool({
   name: "read",
@@ -25,14 +26,7 @@ const write = defineTool({
   execute: async () => ({ content: [{ type: "text", text: "written" }], details: undefined }),
 });
 
-const call = (id: string, name: string, args: Record<string, unknown>): ToolCall => ({
-  type: "toolCall",
-  id,
-  name,
-  arguments: args,
-});
 const calls = (...list: ToolCall[]): AssistantMessage => assistantMessage(list, "toolUse");
-const says = (text: string): AssistantMessage => assistantMessage([{ type: "text", text }], "stop");
 const withTools: Context = { messages: [userMessage("go")], tools: [read, write].map(toToolDefinition) };
 const FIX = "Fix the script, or pass { checkToolCalls: false } to ScriptedModel to play such a call on purpose.";
 
