@@ -76,6 +76,7 @@ export default defineChapter({
   },
   files: [
     "src/errors.ts",
+    "src/timer.ts",
     "src/models/http/request-failure.ts",
     "src/models/http/retry-policy.ts",
     "src/models/http/request-deadline.ts",

@@ -17,6 +17,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { startTimer, userDuration } from "../timer.js";
 import { WORKER_SOURCE } from "./worker-source.js";
 
 /** How long a stopped script's worker may take to answer before it is terminated. */
@@ -175,6 +176,7 @@ export class CodeSandbox {
   private async runNow(request: ScriptRequest): Promise<{ outcome: ScriptOutcome; released: Promise<void> }> {
     // #region lab 16.2 CodeSandbox.runNow
     const limits = { ...DEFAULT_SANDBOX_LIMITS, ...request.limits };
+    const timeoutMs = userDuration(limits.timeoutMs, "codemode timeoutMs"); // undefined: no limit
     const calls: NestedCallRecord[] = [];
     if (request.signal?.aborted) {
       const outcome = failed("aborted", "the run was aborted before the script started", [], calls);
@@ -234,7 +236,7 @@ export class CodeSandbox {
             `${limits.maxArgChars} (maxArgChars); the script was stopped`,
         );
       }
-      forwardCall(worker, runId, message, (name, args) => request.callTool(name, args), calls, () => finished);
+      forwardCall(worker, runId, message, request, calls, () => finished);
     };
     const onError = (error: Error): void => {
       finish(failed("sandbox", `the sandbox's worker crashed: ${error.message}`, [], calls));
@@ -246,9 +248,9 @@ export class CodeSandbox {
       cleanup();
     };
     const onAbort = (): void => stop("aborted", "the run was aborted; the script was stopped");
-    const timer = setTimeout(
+    const timer = startTimer(
       () => stop("timeout", `the script ran longer than ${limits.timeoutMs} ms (timeoutMs) and was stopped`),
-      limits.timeoutMs,
+      timeoutMs,
     );
     worker.on("message", onMessage);
     worker.on("error", onError);
@@ -271,14 +273,14 @@ export class CodeSandbox {
 }
 
 /**
- * Runs one of the script's tool calls on the host through `callTool`, records it in `calls`, and
+ * Runs one of the script's tool calls on the host through `request.callTool`, records it in `calls`, and
  * posts the answer back to the worker, unless the run has `finished` by then.
  */
 function forwardCall(
   worker: Worker,
   runId: number,
   message: Extract<WorkerMessage, { type: "call" }>,
-  callTool: ScriptRequest["callTool"],
+  request: ScriptRequest,
   calls: NestedCallRecord[],
   finished: () => boolean,
 ): void {
@@ -294,7 +296,7 @@ function forwardCall(
   const reply = (ok: boolean, text: string): void => {
     if (!finished()) worker.postMessage({ type: "reply", runId, callId: message.callId, ok, text });
   };
-  void callTool(message.name, args).then(
+  void request.callTool(message.name, args).then(
     (answer) => {
       record.isError = answer.isError;
       reply(!answer.isError, answer.text);

@@ -41,9 +41,7 @@ import {
 } from "./processes.js";
 import { formatSize } from "./read.js";
 import type { Workspace } from "./workspace.js";
-
-/** The largest delay a Node timer honours: 2³¹−1 ms (about 24.8 days). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from "../timer.js";
 
 /**
  * Returns `ms` when it is a time bound a timer can hold (finite, above 0, at most

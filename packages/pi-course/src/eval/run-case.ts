@@ -13,6 +13,7 @@
  * CLI in the layer order.
  */
 import { errorText } from "../errors.js";
+import { startTimer, userDuration } from "../timer.js";
 import { copyFile, cp, mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Agent } from "../agent/agent.js";
@@ -140,7 +141,7 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
       evalCase.check,
       workspace,
       { ...env, PI_EVAL_CASE_DIR: evalCase.dir },
-      evalCase.settings.checkTimeLimitSeconds * 1000,
+      userDuration(evalCase.settings.checkTimeLimitSeconds, "checkTimeLimitSeconds", "s"),
     );
     record.check = check;
   }
@@ -169,10 +170,13 @@ interface RunEnd {
 /** Prompts `agent` with the case's task, aborting it at the time limit or when `signal` aborts. */
 async function runUnderLimits(agent: Agent, evalCase: EvalCase, signal: AbortSignal | undefined): Promise<RunEnd> {
   const end: RunEnd = { timedOut: false };
-  const timer = setTimeout(() => {
-    end.timedOut = true;
-    agent.abort();
-  }, evalCase.settings.timeLimitSeconds * 1000);
+  const timer = startTimer(
+    () => {
+      end.timedOut = true;
+      agent.abort();
+    },
+    userDuration(evalCase.settings.timeLimitSeconds, "timeLimitSeconds", "s"),
+  );
   const onAbort = () => agent.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
   const unsubscribe = agent.subscribe((event) => {

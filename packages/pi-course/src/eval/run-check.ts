@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import { killGroup } from "../coding-tools/processes.js";
+import { startTimer } from "../timer.js";
 
 /** What the check did. */
 export interface CheckOutcome {
@@ -27,12 +28,15 @@ export interface CheckOutcome {
 /** The most output kept from a check (head and tail, each half). */
 export const MAX_CHECK_OUTPUT = 64 * 1024;
 
-/** Runs `check` in `cwd` with `env`, killed (its whole group) after `timeLimitMs`. Never rejects. */
+/**
+ * Runs `check` in `cwd` with `env`, killed (its whole group) after `timeLimitMs` (`undefined`: no
+ * limit, see `userDuration`). Never rejects.
+ */
 export function runCheck(
   check: string,
   cwd: string,
   env: NodeJS.ProcessEnv,
-  timeLimitMs: number,
+  timeLimitMs: number | undefined,
 ): Promise<CheckOutcome> {
   const started = Date.now();
   return new Promise((resolve) => {
@@ -58,7 +62,7 @@ export function runCheck(
     const child = spawn(check, [], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
-    const timer = setTimeout(() => {
+    const timer = startTimer(() => {
       timedOut = true;
       killGroup(child.pid!);
     }, timeLimitMs);

@@ -8,6 +8,7 @@
  * progress) is ignored. Nothing is left pending when the transport ends.
  */
 import { errorText } from "../errors.js";
+import { startTimer, userDuration } from "../timer.js";
 import {
   ErrorCode,
   McpError,
@@ -131,6 +132,12 @@ export class JsonRpcConnection {
     if (signal?.aborted) return Promise.reject(new McpError("aborted", `${method} was aborted before it was sent`));
     const id = this.nextId++;
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    let limit: number | undefined; // undefined: past a timer's reach, no limit
+    try {
+      limit = userDuration(timeoutMs, `the timeout of ${method} (timeoutMs)`);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const message: JsonRpcRequest = { jsonrpc: "2.0", id, method, params };
     if (onProgress !== undefined)
       message.params = { ...params, _meta: { ...(params._meta as object), progressToken: id } };
@@ -154,11 +161,11 @@ export class JsonRpcConnection {
         ...(onProgress !== undefined && { onProgress }),
         restartTimer: () => {
           if (timer !== undefined) clearTimeout(timer);
-          timer = setTimeout(() => {
+          timer = startTimer(() => {
             const text = `${method} timed out: no answer within ${timeoutMs} ms`;
             end(`Request timed out after ${timeoutMs} ms`, new McpError("timeout", text));
-          }, timeoutMs);
-          timer.unref?.();
+          }, limit);
+          timer?.unref();
         },
         cleanup: () => {
           if (timer !== undefined) clearTimeout(timer);

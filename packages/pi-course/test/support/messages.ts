@@ -17,8 +17,11 @@ export const call = (id: string, name = "probe", args: unknown = {}): ToolCall =
 export const text = (t: string): AssistantContent => ({ type: "text", text: t });
 
 /** An assistant turn; `totalTokens` (all of it input) for the tests of the context budget. */
-export const turn = (content: AssistantContent[], stopReason: StopReason = "toolUse", totalTokens = 0): AssistantMessage =>
-  assistantMessage(content, stopReason, { usage: { input: totalTokens, output: 0, totalTokens } });
+export const turn = (
+  content: AssistantContent[],
+  stopReason: StopReason = "toolUse",
+  totalTokens = 0,
+): AssistantMessage => assistantMessage(content, stopReason, { usage: { input: totalTokens, output: 0, totalTokens } });
 
 /** A final answer: one text block, stop reason `stop`. */
 export const says = (t: string, totalTokens = 0): AssistantMessage => turn([text(t)], "stop", totalTokens);

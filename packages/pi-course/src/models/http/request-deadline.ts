@@ -12,6 +12,7 @@
  * not reset on each call, it checks the time of the last progress when it fires.
  */
 import { PiCourseError } from "../../errors.js";
+import { MAX_TIMER_MS } from "../../timer.js";
 
 /** Why the request's signal fired. */
 export type DeadlineCause = "aborted" | "timeout" | "stall";
@@ -25,8 +26,7 @@ export interface DeadlineOptions {
   idleTimeoutMs: number;
 }
 
-/** Node fires longer timers at once; longer waits are made of several. */
-const MAX_TIMER = 2 ** 31 - 1;
+// Node fires longer timers at once (MAX_TIMER_MS): longer waits are made of several.
 
 export class RequestDeadline {
   private readonly controller = new AbortController();
@@ -90,7 +90,7 @@ export class RequestDeadline {
         if (idle >= this.options.idleTimeoutMs) this.stop("stall");
         else this.armIdle(this.options.idleTimeoutMs - idle);
       },
-      Math.min(Math.max(delay, 1), MAX_TIMER),
+      Math.min(Math.max(delay, 1), MAX_TIMER_MS),
     );
   }
 
@@ -102,7 +102,7 @@ export class RequestDeadline {
         this.totalTimer = undefined;
         if (!this.signal.aborted) this.armTotal();
       },
-      Math.min(left, MAX_TIMER),
+      Math.min(left, MAX_TIMER_MS),
     );
   }
 
