@@ -6,6 +6,8 @@
  * ```text
  * <where> does not exist
  * <where> cannot be read (<the system's code, e.g. EACCES>)
+ * <where> is not a regular file (it is a folder)           or a FIFO, a device, a socket
+ * <where> is larger than <maxBytes> bytes, more than a file read here may hold
  * <where> is not JSON (<the parser's message>)
  * <where> must be <expected>, got <what it holds>                  the value itself
  * <where>: <path> must be <expected>, got <what it holds>          a field, e.g. models[0].contextWindow
@@ -27,7 +29,7 @@
  * A format adds what a schema cannot say (a URL's scheme, a key that looks like a secret) as
  * checks on the value the reader returns.
  */
-import { readFileSync } from "node:fs";
+import { type Stats, closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import type { Static, TSchema } from "typebox";
 import { Compile, type Validator } from "typebox/compile";
 import { PiCourseError, errorText } from "./errors.js";
@@ -92,7 +94,12 @@ export interface ReadJsonOptions<M> extends Partial<JsonPlace> {
    * is the error `<where> does not exist`.
    */
   ifMissing?: () => M;
+  /** The most bytes the file may hold (default `MAX_FILE_BYTES`); a larger one is refused unread. */
+  maxBytes?: number;
 }
+
+/** The most a file the library reads because a user named it may hold, unless its format says less: 16 MiB. */
+export const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
 /**
  * The file at `file` read (UTF-8), parsed and checked against `schema`; `where` defaults to the
@@ -112,12 +119,21 @@ export function readJsonFile<T extends TSchema, M = never>(
 
 /**
  * The text of `file` (UTF-8), for a format that parses it itself: the first half of
- * `readJsonFile`, with the same wording for a missing or unreadable file.
+ * `readJsonFile`, with the same wording for a missing or unreadable file. Only a regular file is
+ * read (a folder, a FIFO or a device such as `/dev/zero` is refused at once, without blocking or
+ * reading it), and only up to `maxBytes` (see the file's header for the wording).
  */
 export function readTextFile<M = never>(file: string, options: ReadJsonOptions<M> = {}): string | M {
   const at: JsonPlace = { ...options, where: options.where ?? file };
+  let read: { text: string } | { refused: string };
   try {
-    return readFileSync(file, "utf8");
+    // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one forever.
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      read = readOpenFile(fd, options.maxBytes ?? MAX_FILE_BYTES);
+    } finally {
+      closeSync(fd);
+    }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
     if (code === "ENOENT") {
@@ -126,6 +142,38 @@ export function readTextFile<M = never>(file: string, options: ReadJsonOptions<M
     }
     throw fail(at, `${at.where} cannot be read (${typeof code === "string" ? code : errorText(error)})`, "unreadable");
   }
+  if ("refused" in read) throw fail(at, `${at.where} ${read.refused}`, "unreadable");
+  return read.text;
+}
+
+/** The open file `fd` read to its end: its text, or why it is refused. Throws what the system throws. */
+function readOpenFile(fd: number, max: number): { text: string } | { refused: string } {
+  const info = fstatSync(fd);
+  if (!info.isFile()) return { refused: `is not a regular file (it is ${fileKind(info)})` };
+  const tooBig = { refused: `is larger than ${max} bytes, more than a file read here may hold` };
+  if (info.size > max) return tooBig;
+  // One byte past the cap at most: the file may have grown since fstat.
+  let buffer = Buffer.alloc(info.size + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      if (length > max) return tooBig;
+      const bigger = Buffer.alloc(Math.min(max + 1, buffer.length * 2));
+      buffer.copy(bigger, 0, 0, length);
+      buffer = bigger;
+    }
+    const count = readSync(fd, buffer, length, buffer.length - length, null);
+    if (count === 0) return { text: buffer.toString("utf8", 0, length) };
+    length += count;
+  }
+}
+
+function fileKind(info: Stats): string {
+  if (info.isDirectory()) return "a folder";
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
+  return "not a file";
 }
 
 /**

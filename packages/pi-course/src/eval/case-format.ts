@@ -20,10 +20,10 @@
  * an executable judge.
  */
 import { constants } from "node:fs";
-import { access, readFile, readdir, stat } from "node:fs/promises";
+import { access, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { Type } from "typebox";
-import { type JsonPlace, parseJson } from "../read-json.js";
+import { type JsonPlace, parseJson, readTextFile } from "../read-json.js";
 import { PiCourseError } from "../errors.js";
 
 /** The optional `case.json`: every field is optional. */
@@ -141,7 +141,10 @@ export async function loadCase(dir: string): Promise<EvalCase> {
   if (info === undefined || !info.isDirectory())
     throw new CaseFormatError(`${absolute} is not a folder: a case is a folder.`);
   const taskFile = path.join(absolute, "task.md");
-  const task = (await readFile(taskFile, "utf8").catch(() => undefined))?.trim();
+  const task = readTextFile(taskFile, {
+    ...casePlace(`case ${name}: ${taskFile}`),
+    ifMissing: () => undefined,
+  })?.trim();
   if (task === undefined) throw new CaseFormatError(`case ${name}: ${taskFile} is missing; write the prompt there.`);
   if (task === "") throw new CaseFormatError(`case ${name}: ${taskFile} is empty; write the prompt there.`);
   const filesDir = path.join(absolute, "files");
@@ -165,7 +168,7 @@ export async function loadCase(dir: string): Promise<EvalCase> {
     throw new CaseFormatError(`case ${name}: ${check} is not executable; run chmod +x on it.`);
   }
   const settingsFile = path.join(absolute, "case.json");
-  const settingsText = await readFile(settingsFile, "utf8").catch(() => undefined);
+  const settingsText = readTextFile(settingsFile, { ...casePlace(settingsFile), ifMissing: () => undefined });
   const settings =
     settingsText === undefined
       ? { ...DEFAULT_CASE_SETTINGS, model: {}, tags: [] }

@@ -20,12 +20,11 @@
  * scripts: run k of `--repeat` plays variant k mod n, so a flaky model is reproducible and its
  * pass rate exact. `delayMs` slows the deltas down.
  */
-import { readFile } from "node:fs/promises";
 import { Type } from "typebox";
 import { assistantMessage } from "../messages.js";
 import { ScriptedModel, type ScriptedTurn } from "../models/scripted-model.js";
 import type { AssistantContent } from "../types.js";
-import { parseJson } from "../read-json.js";
+import { parseJson, readTextFile } from "../read-json.js";
 import { CaseFormatError, casePlace } from "./case-format.js";
 
 /** One turn of a script, as written in script.json. */
@@ -95,7 +94,7 @@ export function parseCaseScript(text: string, where: string): CaseScript {
 
 /** Reads and checks the script.json at `file`. */
 export async function loadCaseScript(file: string): Promise<CaseScript> {
-  return parseCaseScript(await readFile(file, "utf8"), file);
+  return parseCaseScript(readTextFile(file, casePlace(file)), file);
 }
 
 /**

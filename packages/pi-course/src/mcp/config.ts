@@ -17,7 +17,7 @@
  * entry is wrong (no command nor url, a variable that is not set) is kept with its `problem`:
  * it fails alone, the agent and the other servers go on.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
 import { errorText } from "../errors.js";
@@ -250,7 +250,7 @@ export function mcpVariables(
   for (const file of files) {
     let text: string;
     try {
-      text = readFileSync(file, "utf8");
+      text = readTextFile(file); // a FIFO or /dev/zero is refused here too, not read
     } catch {
       continue;
     }
