@@ -24,7 +24,7 @@ export default defineChapter({
       "本章的规则是**先提交，再可见**：一步在写进存储之前，不许任何东西依据它行动或把它显示出来。" +
       "`src/durable/store.ts` 定义运行需要的存储（`DurableStore`：会话树本身，`SessionFile` 就是一个；`StreamJournal`：正在流的回答，" +
       "文件版本 `fileStreamJournal` 只追加：第一行是整份，之后每个 delta 追加一行变化，一次 `write`；崩溃在写一半时留下残缺的最后一行，读的时候跳过它）。" +
-      "`src/durable/journal.ts` 的 `RunJournal` 是写的一半（本章把它整个给你，先读懂它：命令行每次运行都经过它，所以它不能是施工现场，否则前面各章的命令行测试在练习文件夹里就跑不动了；它的测试在 `test/durable-journal.test.ts`）：包装每个工具，`execute` 之前把**意图**（`tool_intent`：调用 id、工具名、参数）提交到会话，" +
+      "`src/durable/journal.ts` 的 `RunJournal` 是写的一半（本章把它整个给你，先读懂它：命令行每次运行都经过它，所以它不能是施工现场，否则前面各章的命令行测试在练习文件夹里就跑不动了；它的测试在 `test/durable.journal.test.ts`）：包装每个工具，`execute` 之前把**意图**（`tool_intent`：调用 id、工具名、参数）提交到会话，" +
       "返回（或抛出）之后立刻提交**结果**（`tool_outcome`）；它的监听器在后面的监听器（界面）看到每个 delta 之前把回答存进流日志。" +
       "这两种新条目挂在当时的叶子下面，不在对话的主路径上，`transcriptOf` 跳过它们。" +
       "`src/durable/recovery.ts` 是读的一半：`planRecovery` 只读不写，按提交了什么给叶子上每个未回答的调用定下做法——" +

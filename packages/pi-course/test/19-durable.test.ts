@@ -1,7 +1,7 @@
 /**
  * Chapter 19: durable runs. Commit first, then visible: a tool call's intent is in the session
  * before its effect, its outcome right after; a streamed answer is kept before anyone sees it (the
- * journal, tested in durable-journal.test.ts); a run killed anywhere is recovered from what was
+ * journal, tested in durable.journal.test.ts); a run killed anywhere is recovered from what was
  * committed, without losing a step or repeating an effect. The last lab kills a real process
  * (SIGKILL) at many random points.
  */
