@@ -322,7 +322,7 @@ function doneOutcome(
   const logs = Array.isArray(message.logs) ? message.logs.map(String) : [];
   if (!message.ok) {
     const error = message.error ?? { kind: "script", message: "the script failed" };
-    return failed(classify(error), error.message, logs, calls);
+    return failed(classify(error), capped(String(error.message), limits.maxOutputChars), logs, calls);
   }
   if (message.value === undefined) return { ok: true, logs, calls };
   if (message.value.length > limits.maxOutputChars) {
@@ -333,7 +333,18 @@ function doneOutcome(
       calls,
     );
   }
-  return { ok: true, value: JSON.parse(message.value), logs, calls };
+  try {
+    return { ok: true, value: JSON.parse(message.value), logs, calls };
+  } catch {
+    // The script can replace its own JSON.stringify: what it returned is then its error, never the host's.
+    return failed("script", "the script's return value is not JSON (was JSON.stringify replaced?)", logs, calls);
+  }
+}
+
+/** `text` cut to `max` characters, saying how much was left out (a thrown error is output too). */
+function capped(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}… [${text.length - max} more characters cut: output limit reached]`;
 }
 
 /** QuickJS's own limits surface as script errors: name them. */
