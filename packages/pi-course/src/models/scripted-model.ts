@@ -53,6 +53,12 @@ export interface ScriptedModelOptions {
    * script has no turn N). Its `turnIndex` counts on from the scripted turns.
    */
   repeat?: ScriptedResponder;
+  /**
+   * How many of the latest requests `requests` keeps (default 100; `0`: none; `Infinity`: all).
+   * Each is a deep copy of a context that grows with the run, so keeping all of a long run's
+   * requests costs memory that grows with the square of its length.
+   */
+  keepRequests?: number;
   // #region ch06
   /**
    * Checks each scripted tool call against the tools the request declares (`context.tools`) when
@@ -71,8 +77,11 @@ export interface ScriptedModelOptions {
 export class ScriptedModel implements Model {
   readonly provider: string;
   readonly id: string;
-  /** A deep copy of every context the model was asked with, in order. */
+  /** Deep copies of the latest contexts the model was asked with (see `keepRequests`), oldest first. */
   readonly requests: Context[] = [];
+  /** How many times `stream` was called. */
+  calls = 0;
+  private readonly keepRequests: number;
   private readonly turns: ScriptedTurn[];
   private readonly chunkSize: number;
   private readonly now: () => number;
@@ -95,6 +104,11 @@ export class ScriptedModel implements Model {
     this.chunkSize = chunkSize;
     this.now = options.now ?? Date.now;
     this.delayMs = options.delayMs ?? 0;
+    const keep = options.keepRequests ?? 100;
+    if (!(keep === Infinity || (Number.isInteger(keep) && keep >= 0))) {
+      throw new RangeError(`ScriptedModel: keepRequests must be a whole number >= 0 or Infinity, got ${keep}`);
+    }
+    this.keepRequests = keep;
     if (options.repeat !== undefined && typeof options.repeat !== "function") {
       throw new TypeError("ScriptedModel: repeat must be a responder function (context, turnIndex) => turn");
     }
@@ -104,7 +118,11 @@ export class ScriptedModel implements Model {
     // #endregion
   }
 
-  /** A model that answers every call with `responder` (a long run, a soak test, a default reply). */
+  /**
+   * A model that answers every call with `responder` (a long run, a soak test, a default reply).
+   * It keeps the latest 100 requests like any ScriptedModel; a soak that reads none passes
+   * `keepRequests: 0`.
+   */
   static repeat(responder: ScriptedResponder, options: Omit<ScriptedModelOptions, "repeat"> = {}): ScriptedModel {
     return new ScriptedModel([], { ...options, repeat: responder });
   }
@@ -119,10 +137,14 @@ export class ScriptedModel implements Model {
       this.fail(stream, "error", `ScriptedModel: the context cannot be copied: ${describe(error)}`);
       return stream;
     }
-    this.requests.push(snapshot);
+    const call = ++this.calls;
+    if (this.keepRequests > 0) {
+      this.requests.push(snapshot);
+      if (this.requests.length > this.keepRequests) this.requests.shift();
+      snapshot = structuredClone(snapshot); // the player's own copy: a responder may change it
+    }
     // A bug in a script (say, a responder returning garbage) still ends the turn as an event.
-    const call = this.requests.length;
-    this.play(stream, structuredClone(snapshot), options.signal).catch((error) =>
+    this.play(stream, snapshot, options.signal).catch((error) =>
       this.fail(stream, "error", `ScriptedModel: cannot play call ${call}: ${describe(error)}`),
     );
     return stream;
