@@ -124,13 +124,14 @@ export default defineChapter({
       hint: {
         zh:
           "先调用 `options.route(context, call)`：抛错或一个模型都没选，都以一条错误回答结束（用 `routeFailure`）。" +
-          "然后按顺序试：对每个模型 `for await` 它的事件；如果**第一个**事件就是 `error`、原因是 `error`（不是中止）、`errorDetails.retryable` 为真、" +
+          "然后按顺序试：对每个模型 `for await` 它的事件——除了最后一个，都用 `{ ...call, maxRetries: 0 }` 去问（只试一次：限流时立刻换下一个，不先等 `Retry-After` 重试）；如果**第一个**事件就是 `error`、原因是 `error`（不是中止）、`errorDetails.retryable` 为真、" +
           "而且后面还有模型，就记进 `skipped` 换下一个——这时它的任何事件都还没交给调用方。否则就认定这个模型：" +
           "之后每个事件都经 `noted` 转发（终止事件的消息的 diagnostics 会写上回退经过），遇到终止事件时调用 `onRoute({ answeredBy, skipped })` 并结束。" +
           "流开始之后的失败绝不回退：已经流出的内容就是这条回答。",
         en:
           "route() first (a throw or no model ends in an error answer). Then each model in order: a first event that is a " +
-          "retryable error (not an abort) with models left → skip it; otherwise commit, forward every event through noted, " +
+          "retryable error (not an abort) with models left → skip it (ask every model but the last with { ...call, maxRetries: 0 }: " +
+          "fall back at once, never wait out a Retry-After first); otherwise commit, forward every event through noted, " +
           "and report the route at the terminal event. Never fall back once the answer has started.",
       },
       says: [

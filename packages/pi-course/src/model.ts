@@ -22,6 +22,12 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /** The thinking level of this turn; absent: the model's own default (nothing is sent). */
   thinking?: ThinkingLevel;
+  /**
+   * How many times this request may be retried before its first byte, overriding the model's own
+   * `maxRetries` (a model over HTTP; others ignore it). A fallback asks for 0 on every model but
+   * its last, so that it moves on at once instead of waiting out a `Retry-After` first.
+   */
+  maxRetries?: number;
 }
 
 /** Anything that can play one assistant turn. */

@@ -321,6 +321,21 @@ describe("virtual models: selection apart from dispatch", () => {
     expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["a", "c"]);
   });
 
+  it("Lab 18.4 · a 429 asking to wait 5 s falls back at once: every model but the last is tried once, the last keeps its retries", async () => {
+    server
+      .reply(statusReply(429, rateLimited, "application/json", { "retry-after": "5" }))
+      .reply(statusReply(429, rateLimited, "application/json", { "retry-after": "0" }))
+      .reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    // Both keep the default maxRetries (2), as the README's example does.
+    const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a" });
+    const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b" });
+    const started = Date.now();
+    const { message } = await collect(createFallbackModel([a, b]));
+    expect(message.stopReason, message.errorMessage).toBe("stop");
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["a", "b", "b"]);
+  });
+
   it("Lab 18.4 · no fallback once content has streamed: the first model's error (with its content) is the answer", async () => {
     server.reply(sseReply(fixtureSse("groq-gpt-oss-reasoning-then-error-event.sse")));
     const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });

@@ -3,6 +3,8 @@
  * `stream()` chooses, per request, which real models to try (`route`), then dispatches to them
  * in order: the next one only when the one before failed **before its first byte** with a
  * retryable error (rate limit, overloaded, 5xx, connection refused: `errorDetails.retryable`).
+ * Every model but the last is asked with `maxRetries: 0`, so it falls back at once instead of
+ * retrying first (waiting out a `Retry-After`); the last one retries as it is configured to.
  * Once a model has started its answer (a `start` event), that model's answer is the answer,
  * whatever happens after: content that streamed is never thrown away for another model.
  *
@@ -89,7 +91,8 @@ async function dispatch(
   for (const [i, model] of models.entries()) {
     const last = i === models.length - 1;
     let committed = false;
-    for await (const event of model.stream(context, call)) {
+    // Every model but the last is tried once: a retryable failure moves on to the next at once.
+    for await (const event of model.stream(context, last ? call : { ...call, maxRetries: 0 })) {
       if (
         !committed &&
         event.type === "error" &&

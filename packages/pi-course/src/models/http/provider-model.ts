@@ -141,6 +141,13 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
 
   private async run(stream: AssistantMessageEventStream, context: Context, options: StreamOptions): Promise<void> {
     const signal = options.signal;
+    // This request's retry budget, when the caller set one (a fallback asks for none).
+    const retries = options.maxRetries;
+    if (retries !== undefined && !(Number.isInteger(retries) && retries >= 0)) {
+      const text = `The request could not be built: maxRetries must be a whole number >= 0, got ${retries}`;
+      return this.failEarly(stream, failure("request", text, { attempts: 0 }));
+    }
+    const transport = retries === undefined ? this.transport : { ...this.transport, maxRetries: retries };
     // #region lab 5.5 ProviderModel.run
     let body: string;
     try {
@@ -150,7 +157,7 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
       return this.failEarly(stream, failure("request", text, { attempts: 0 }));
     }
     const request = { url: this.url, headers: this.headers(), body, secrets: this.secrets, ...(signal && { signal }) };
-    const opened = await openEventStream(request, this.transport);
+    const opened = await openEventStream(request, transport);
     if (!opened.ok) return this.failEarly(stream, opened.failure);
     const http = opened.stream;
     const turn = this.newTurn(stream, { ...this.meta(), attempts: http.attempts });
