@@ -96,6 +96,11 @@ export interface ReadJsonOptions<M> extends Partial<JsonPlace> {
   ifMissing?: () => M;
   /** The most bytes the file may hold (default `MAX_FILE_BYTES`); a larger one is refused unread. */
   maxBytes?: number;
+  /**
+   * A pipe is read too, to its end (e.g. `--api-key-file <(pass show openai)`), where reading one
+   * is the point. A named pipe that nobody writes to reads as empty, at once.
+   */
+  allowPipe?: boolean;
 }
 
 /** The most a file the library reads because a user named it may hold, unless its format says less: 16 MiB. */
@@ -130,7 +135,7 @@ export function readTextFile<M = never>(file: string, options: ReadJsonOptions<M
     // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one forever.
     const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
-      read = readOpenFile(fd, options.maxBytes ?? MAX_FILE_BYTES);
+      read = readOpenFile(fd, options.maxBytes ?? MAX_FILE_BYTES, options.allowPipe === true);
     } finally {
       closeSync(fd);
     }
@@ -147,9 +152,10 @@ export function readTextFile<M = never>(file: string, options: ReadJsonOptions<M
 }
 
 /** The open file `fd` read to its end: its text, or why it is refused. Throws what the system throws. */
-function readOpenFile(fd: number, max: number): { text: string } | { refused: string } {
+function readOpenFile(fd: number, max: number, allowPipe: boolean): { text: string } | { refused: string } {
   const info = fstatSync(fd);
-  if (!info.isFile()) return { refused: `is not a regular file (it is ${fileKind(info)})` };
+  const pipe = allowPipe && info.isFIFO();
+  if (!info.isFile() && !pipe) return { refused: `is not a regular file (it is ${fileKind(info)})` };
   const tooBig = { refused: `is larger than ${max} bytes, more than a file read here may hold` };
   if (info.size > max) return tooBig;
   // One byte past the cap at most: the file may have grown since fstat.
@@ -162,11 +168,21 @@ function readOpenFile(fd: number, max: number): { text: string } | { refused: st
       buffer.copy(bigger, 0, 0, length);
       buffer = bigger;
     }
-    const count = readSync(fd, buffer, length, buffer.length - length, null);
+    let count: number;
+    try {
+      count = readSync(fd, buffer, length, buffer.length - length, null);
+    } catch (error) {
+      // A pipe opened without blocking whose writer has not written yet: wait a little, read again.
+      if (!pipe || (error as NodeJS.ErrnoException).code !== "EAGAIN") throw error;
+      Atomics.wait(PAUSE, 0, 0, 10);
+      continue;
+    }
     if (count === 0) return { text: buffer.toString("utf8", 0, length) };
     length += count;
   }
 }
+
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 function fileKind(info: Stats): string {
   if (info.isDirectory()) return "a folder";

@@ -4,7 +4,7 @@
  * refused at once otherwise, with an error naming the path: a FIFO never blocks the process and
  * `/dev/zero` is never read until memory runs out.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -17,6 +17,7 @@ import { ModelCatalogue } from "../src/model-choice/catalogue.js";
 import { loadModelsFileSync } from "../src/model-choice/models-file.js";
 import { MAX_FILE_BYTES, readTextFile } from "../src/read-json.js";
 import { TrustStore } from "../src/resources/trust.js";
+import { builtStart } from "./support/built-cli.js";
 import { writeCase } from "./support/eval-cases.js";
 
 let dir: string;
@@ -86,4 +87,43 @@ describe("a user-named file that is not a regular file is refused at once", () =
     expect(readTextFile(big, { maxBytes: 2000 })).toHaveLength(2000);
     expect(MAX_FILE_BYTES).toBe(16 * 1024 * 1024);
   });
+});
+
+describe("the CLI refuses such files at once, naming the option and the path", () => {
+  /** Runs the built CLI with `args` (and `env`), stdin closed; at most 20 s. */
+  const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const started = Date.now();
+    const run = spawnSync(process.execPath, [builtStart(), ...args], {
+      env: { PATH: process.env.PATH, HOME: dir, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    return { code: run.status, stderr: run.stderr, ms: Date.now() - started };
+  };
+  const base = () => ["--base-url", "http://127.0.0.1:9/v1", "--model", "gpt-4o-mini", "--cwd", dir, "--no-session"];
+
+  it("--config and $PI_COURSE_CONFIG", () => {
+    for (const { kind, file } of bad) {
+      for (const run of [
+        cli([...base(), "--config", file, "hi"]),
+        cli([...base(), "hi"], { PI_COURSE_CONFIG: file }),
+      ]) {
+        expect(run.stderr).toContain(`the config file ${file} is not a regular file (it is ${kind})`);
+        expect([run.code, run.ms < 10_000]).toEqual([2, true]);
+      }
+    }
+  }, 60_000);
+
+  it("--prompt-file and --api-key-file: a device or a folder is refused; a named pipe nobody writes to reads as empty", () => {
+    for (const option of ["--prompt-file", "--api-key-file"]) {
+      const extra = option === "--prompt-file" ? ["--no-api-key"] : ["hi"];
+      for (const { kind, file } of bad) {
+        const run = cli([...base(), option, file, ...extra]);
+        expect([run.code, run.ms < 10_000]).toEqual([2, true]);
+        if (kind === "a FIFO") expect(run.stderr).toMatch(/is empty/);
+        else expect(run.stderr).toContain(`${option} ${file} is not a regular file (it is ${kind})`);
+      }
+    }
+  }, 60_000);
 });

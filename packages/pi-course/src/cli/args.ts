@@ -33,6 +33,7 @@ import {
   type ServerOptions,
 } from "./run-options.js";
 import { CliUsageError } from "./usage-error.js";
+import { readTextFile } from "../read-json.js";
 // #region ch18
 import { ModelsFileError } from "../model-choice/models-file.js";
 import { catalogueKeys, catalogueRoute, type CatalogueRoute } from "./features/models.js";
@@ -396,13 +397,24 @@ function looksLikeVariableName(name: string): boolean {
   return /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/.test(name) && (name.includes("_") || name.length <= 12);
 }
 
-/** Reads the file an option names (`-`: stdin, to its end); a usage error says what failed. */
+/**
+ * Reads the file an option names (`-`: stdin, to its end): a regular file only, capped like
+ * every file a user names (`readTextFile`); a usage error says what failed.
+ */
 function readText(option: string, file: string, from: string): string {
+  if (file !== "-") {
+    return readTextFile(path.resolve(from, file), {
+      where: `${option} ${file}`,
+      allowPipe: true, // e.g. --api-key-file <(pass show openai)
+      error: (message, failure) =>
+        new CliUsageError(failure === "missing" ? `${option} ${file}: cannot read it (ENOENT).` : `${message}.`),
+    });
+  }
   try {
-    return readFileSync(file === "-" ? 0 : path.resolve(from, file), "utf8");
+    return readFileSync(0, "utf8");
   } catch (error) {
     const why = (error as NodeJS.ErrnoException).code ?? String(error);
-    throw new CliUsageError(`${option} ${file}: cannot read it (${why}).`);
+    throw new CliUsageError(`${option} -: cannot read it (${why}).`);
   }
 }
 

@@ -30,6 +30,7 @@ import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
 // #region ch18
 import { catalogueRoute } from "./features/models.js";
+import { startTimer, userDuration } from "../timer.js";
 // #endregion
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report
@@ -286,12 +287,15 @@ async function runInWorker(
   const interrupt = () => child.kill("SIGINT");
   stop.addEventListener("abort", interrupt, { once: true });
   // The worker owns the run's limits; this is the backstop for a worker that hangs.
-  const limitMs = (evalCase.settings.timeLimitSeconds + evalCase.settings.checkTimeLimitSeconds + 60) * 1000;
+  const limitSeconds = evalCase.settings.timeLimitSeconds + evalCase.settings.checkTimeLimitSeconds + 60;
   let hung = false;
-  const timer = setTimeout(() => {
-    hung = true;
-    killGroup(child.pid!);
-  }, limitMs);
+  const timer = startTimer(
+    () => {
+      hung = true;
+      killGroup(child.pid!);
+    },
+    userDuration(limitSeconds, "the case's time limits", "s"),
+  );
   const exit = await new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
     child.on("error", (error) => resolve({ code: null, signal: null, error }));
     child.on("close", (code, sig) => resolve({ code, signal: sig }));
@@ -305,7 +309,7 @@ async function runInWorker(
     exit.error !== undefined
       ? `the worker could not start: ${exit.error.message}`
       : hung
-        ? `the worker did not finish within ${limitMs / 1000} s and was killed`
+        ? `the worker did not finish within ${limitSeconds} s and was killed`
         : `the worker ended (${exit.signal ?? `exit code ${exit.code}`}) without a result${stderr.trim() ? `: ${stderr.trim().split("\n").slice(-3).join(" / ")}` : ""}`;
   return {
     case: evalCase.name,
