@@ -12,6 +12,7 @@ import { CodeSandbox } from "../src/codemode/sandbox.js";
 import { loadCase } from "../src/eval/case-format.js";
 import { runCase } from "../src/eval/run-case.js";
 import { JsonRpcConnection } from "../src/mcp/connection.js";
+import { sleep } from "../src/models/http/retry-policy.js";
 import { MAX_TIMER_MS, userDuration } from "../src/timer.js";
 import { writeCase } from "./support/eval-cases.js";
 import { MemoryTransport } from "./support/mcp.js";
@@ -95,5 +96,16 @@ describe("a duration past 24.8 days is no limit, never now", () => {
     } finally {
       await sandbox.close();
     }
+  });
+
+  it("a retry wait of 35 days (a server's Retry-After under a huge maxRetryDelayMs) waits until aborted", async () => {
+    const controller = new AbortController();
+    let slept: boolean | undefined;
+    void sleep(DAYS_35_S * 1000, controller.signal).then((value) => (slept = value));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(slept).toBeUndefined();
+    controller.abort();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(slept).toBe(false);
   });
 });

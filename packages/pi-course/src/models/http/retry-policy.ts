@@ -11,6 +11,7 @@
  * capped at 8 s. A server that asks for more than `maxRetryDelayMs` is not waited for: the error
  * goes back to the caller with `retryAfterMs`, to decide.
  */
+import { startTimer, userDuration } from "../../timer.js";
 
 /** Statuses worth another try. */
 export function isRetryableStatus(status: number): boolean {
@@ -67,7 +68,7 @@ export function backoffMs(attempt: number, baseMs: number, random: () => number 
   return Math.round(full / 2 + (random() * full) / 2);
 }
 
-/** Waits `ms`, or less if `signal` aborts first (then resolves `false`). */
+/** Waits `ms` (a finite number >= 0), or less if `signal` aborts first (then resolves `false`). */
 export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
@@ -77,7 +78,9 @@ export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
       resolve(slept);
     };
     const onAbort = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
+    // A wait past a timer's reach (a server's 35-day Retry-After under a huge maxRetryDelayMs) is
+    // no end at all, never "now": only the signal ends it then.
+    const timer = startTimer(() => done(true), userDuration(ms, "the retry wait"));
     signal.addEventListener("abort", onAbort, { once: true });
   });
 }
