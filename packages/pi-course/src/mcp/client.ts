@@ -76,6 +76,24 @@ export interface McpServerInfo {
   instructions?: string;
 }
 
+/** The most JSON a server's tool list may hold over all its pages: 16 Mi characters. */
+export const MAX_TOOL_LIST_CHARS = 16 * 1024 * 1024;
+
+/** Why `tool` (one item of `tools/list`) is not a tool, or undefined. */
+function toolProblem(tool: unknown): string | undefined {
+  if (typeof tool !== "object" || tool === null || Array.isArray(tool)) return "is not an object";
+  const { name, inputSchema, description } = tool as Record<string, unknown>;
+  if (typeof name !== "string" || name === "") return "has no name (a non-empty string)";
+  if (
+    inputSchema !== undefined &&
+    (typeof inputSchema !== "object" || inputSchema === null || Array.isArray(inputSchema))
+  )
+    return `${JSON.stringify(name).slice(0, 80)} has an inputSchema that is not an object`;
+  if (description !== undefined && typeof description !== "string")
+    return `${JSON.stringify(name).slice(0, 80)} has a description that is not a string`;
+  return undefined;
+}
+
 /** One MCP server, seen from the client. */
 export class McpClient {
   readonly connection: JsonRpcConnection;
@@ -151,15 +169,32 @@ export class McpClient {
     // #endregion
   }
 
-  /** Every tool of the server: `tools/list`, following `nextCursor` until there is none. */
+  /**
+   * Every tool of the server: `tools/list`, following `nextCursor` until there is none. A list
+   * with a tool that is not one (no string name, a schema that is not an object), or longer than
+   * `MAX_TOOL_LIST_CHARS` of JSON over all its pages, is a protocol error: that server fails alone.
+   */
   async listTools(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<McpToolInfo[]> {
     const tools: McpToolInfo[] = [];
     let cursor: string | undefined;
+    let size = 0;
     for (let page = 0; page < 1000; page++) {
       const result = await this.connection.request("tools/list", cursor === undefined ? {} : { cursor }, options);
       if (!Array.isArray(result.tools))
         throw new McpError("protocol", "tools/list answered without a tools array", ErrorCode.InvalidRequest);
-      tools.push(...(result.tools as McpToolInfo[]));
+      for (const tool of result.tools as unknown[]) {
+        const problem = toolProblem(tool);
+        if (problem !== undefined)
+          throw new McpError("protocol", `tools/list: tool ${tools.length} ${problem}`, ErrorCode.InvalidRequest);
+        tools.push(tool as McpToolInfo);
+      }
+      size += JSON.stringify(result.tools).length;
+      if (size > MAX_TOOL_LIST_CHARS)
+        throw new McpError(
+          "protocol",
+          `tools/list gave more than ${MAX_TOOL_LIST_CHARS} characters of tools (over ${page + 1} pages)`,
+          ErrorCode.InvalidRequest,
+        );
       if (typeof result.nextCursor !== "string" || result.nextCursor === "") return tools;
       if (result.nextCursor === cursor)
         throw new McpError("protocol", "tools/list returned the same cursor twice", ErrorCode.InvalidRequest);
