@@ -5,6 +5,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, expect, it } from "vitest";
+import { FAULT_SERVER } from "./support/mcp.js";
 import { MAX_TOOL_LIST_CHARS, McpClient } from "../src/mcp/client.js";
 import type { McpServerConfig } from "../src/mcp/config.js";
 import { McpServers } from "../src/mcp/servers.js";
@@ -60,4 +61,17 @@ it("a tool list past its budget over all pages ends in a protocol error, not gig
   expect((error as Error).message).toMatch(
     new RegExp(`^tools/list gave more than ${MAX_TOOL_LIST_CHARS} characters of tools \\(over [45] pages\\)$`),
   );
+}, 30_000);
+
+it("progress restarts a call's timeout, but not past its total time (maxTotalMs)", async () => {
+  const client = new McpClient(new StdioTransport({ command: process.execPath, args: [FAULT_SERVER], graceMs: 500 }));
+  opened.push(client);
+  await client.connect({ timeoutMs: 20_000 });
+  // "slow" answers after 300 ms with progress every 50 ms: each progress restarts the 150 ms timeout.
+  const progressed = await client.callTool("slow", {}, { timeoutMs: 150, onProgress: () => {} });
+  expect(progressed.content).toEqual([{ type: "text", text: "slow done" }]);
+  const capped = await client
+    .callTool("slow", {}, { timeoutMs: 150, maxTotalMs: 120, onProgress: () => {} })
+    .catch((e: Error) => e.message);
+  expect(capped).toBe("tools/call timed out: no answer within 120 ms in all, though progress kept coming");
 }, 30_000);

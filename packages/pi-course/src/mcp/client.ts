@@ -211,7 +211,12 @@ export class McpClient {
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { signal?: AbortSignal; timeoutMs?: number; onProgress?: (progress: Progress) => void } = {},
+    options: {
+      signal?: AbortSignal;
+      timeoutMs?: number;
+      maxTotalMs?: number;
+      onProgress?: (progress: Progress) => void;
+    } = {},
   ): Promise<McpCallResult> {
     const result = await this.connection.request("tools/call", { name, arguments: args }, options);
     if (!Array.isArray(result.content))

@@ -39,6 +39,12 @@ export interface RequestOptions {
    * each progress notification restart the timeout.
    */
   onProgress?: (progress: Progress) => void;
+  /**
+   * With `onProgress`: the most the request may take in all, however often progress restarts
+   * its timeout (default ten times `timeoutMs`), so a server that reports progress for ever
+   * cannot keep a call open for ever.
+   */
+  maxTotalMs?: number;
 }
 
 /** Answers one request from the peer; `signal` fires if the peer cancels it. */
@@ -132,9 +138,12 @@ export class JsonRpcConnection {
     if (signal?.aborted) return Promise.reject(new McpError("aborted", `${method} was aborted before it was sent`));
     const id = this.nextId++;
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    const maxTotalMs = options.maxTotalMs ?? timeoutMs * 10;
     let limit: number | undefined; // undefined: past a timer's reach, no limit
+    let totalLimit: number | undefined;
     try {
       limit = userDuration(timeoutMs, `the timeout of ${method} (timeoutMs)`);
+      if (onProgress !== undefined) totalLimit = userDuration(maxTotalMs, `the total time of ${method} (maxTotalMs)`);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -143,6 +152,7 @@ export class JsonRpcConnection {
       message.params = { ...params, _meta: { ...(params._meta as object), progressToken: id } };
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let totalTimer: ReturnType<typeof setTimeout> | undefined;
       const end = (reason: string, error: McpError) => {
         if (!this.pending.delete(id)) return;
         entry.cleanup();
@@ -169,11 +179,19 @@ export class JsonRpcConnection {
         },
         cleanup: () => {
           if (timer !== undefined) clearTimeout(timer);
+          if (totalTimer !== undefined) clearTimeout(totalTimer);
           signal?.removeEventListener("abort", onAbort);
         },
       };
       this.pending.set(id, entry);
       entry.restartTimer();
+      if (onProgress !== undefined) {
+        totalTimer = startTimer(() => {
+          const text = `${method} timed out: no answer within ${maxTotalMs} ms in all, though progress kept coming`;
+          end(`Request timed out after ${maxTotalMs} ms in all`, new McpError("timeout", text));
+        }, totalLimit);
+        totalTimer?.unref();
+      }
       signal?.addEventListener("abort", onAbort, { once: true });
       this.transport.send(message).catch((error: Error) => {
         if (!this.pending.delete(id)) return;
