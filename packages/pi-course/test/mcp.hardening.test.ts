@@ -2,12 +2,15 @@
  * Issue 41: hostile MCP servers. A server's bad tool list fails that server alone (at start and
  * in a re-list after `list_changed`), and a list is bounded over all its pages.
  */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, expect, it } from "vitest";
 import { FAULT_SERVER } from "./support/mcp.js";
 import { MAX_TOOL_LIST_CHARS, McpClient } from "../src/mcp/client.js";
 import type { McpServerConfig } from "../src/mcp/config.js";
+import { HttpTransport } from "../src/mcp/http-transport.js";
 import { McpServers } from "../src/mcp/servers.js";
 import { StdioTransport } from "../src/mcp/stdio-transport.js";
 
@@ -74,4 +77,64 @@ it("progress restarts a call's timeout, but not past its total time (maxTotalMs)
     .callTool("slow", {}, { timeoutMs: 150, maxTotalMs: 120, onProgress: () => {} })
     .catch((e: Error) => e.message);
   expect(capped).toBe("tools/call timed out: no answer within 120 ms in all, though progress kept coming");
+}, 30_000);
+
+/** A Streamable HTTP server whose GET event stream sends `flood` for ever (until the client goes). */
+async function floodingServer(flood: string): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    if (req.method === "GET") {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = flood.repeat(Math.ceil(65_536 / flood.length));
+      const write = () => {
+        while (!res.destroyed && res.write(chunk)) {}
+        if (!res.destroyed) res.once("drain", write);
+      };
+      req.on("close", () => res.destroy());
+      write();
+      return;
+    }
+    if (req.method !== "POST") return void res.writeHead(200).end();
+    let body = "";
+    req.on("data", (d: Buffer) => (body += d.toString("utf8")));
+    req.on("end", () => {
+      const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+      if (message.id === undefined) return void res.writeHead(202).end();
+      const result =
+        message.method === "initialize"
+          ? {
+              protocolVersion: message.params?.protocolVersion,
+              capabilities: {},
+              serverInfo: { name: "flood", version: "1" },
+            }
+          : {};
+      res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  opened.push({
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, server };
+}
+
+it("the GET event stream bounds each event: an endless data line, or data lines that never end their event", async () => {
+  for (const flood of ["x", "data: x\n"]) {
+    const { url, server } = await floodingServer(flood);
+    const diagnostics: string[] = [];
+    const client = new McpClient(new HttpTransport({ url, maxResponseBytes: 1024 * 1024 }), {
+      onDiagnostic: (text) => diagnostics.push(text),
+    });
+    const heap = process.memoryUsage().heapUsed;
+    await client.connect({ timeoutMs: 10_000 });
+    const deadline = Date.now() + 10_000;
+    while (diagnostics.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(diagnostics).toEqual(["the GET event stream broke: the server sent an event longer than 1048576 bytes"]);
+    expect(process.memoryUsage().heapUsed - heap).toBeLessThan(64 * 1024 * 1024);
+    await client.close();
+    server.closeAllConnections();
+  }
 }, 30_000);

@@ -29,8 +29,9 @@ export interface HttpServerParameters {
   fetch?: typeof fetch;
   /**
    * The most bytes one POST response may bring (its JSON, or its whole event stream, after
-   * decompression); past it the call ends with an error instead of memory growing without end.
-   * Default `DEFAULT_MAX_RESPONSE_BYTES` (64 MiB, as the model providers).
+   * decompression), and one event of the GET stream; past it the call (or the GET stream) ends
+   * with an error instead of memory growing without end. Default `DEFAULT_MAX_RESPONSE_BYTES`
+   * (64 MiB, as the model providers).
    */
   maxResponseBytes?: number;
 }
@@ -251,7 +252,8 @@ export class HttpTransport implements McpTransport {
     }
     void (async () => {
       try {
-        for await (const event of readSse(response.body!)) {
+        const max = this.params.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+        for await (const event of readSse(boundedEvents(response.body!, max))) {
           const message = this.parse(event.data);
           if (message !== undefined) this.handlers?.onMessage(message);
         }
@@ -284,4 +286,44 @@ export class HttpTransport implements McpTransport {
   private fetch(url: string, init: RequestInit): Promise<Response> {
     return (this.params.fetch ?? fetch)(url, init);
   }
+}
+
+/**
+ * `body` (an event stream that may stay open for hours) with a bound on each event instead of
+ * on the whole: past `max` bytes without a blank line (the end of an event) the stream fails,
+ * so an endless `data:` line, or `data:` lines that never end their event, cannot grow memory
+ * without end.
+ */
+function boundedEvents(body: ReadableStream<Uint8Array>, max: number): ReadableStream<Uint8Array> {
+  let since = 0; // bytes since the last blank line
+  let previous = 0; // the last byte of the previous chunk: a blank line may straddle two chunks
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const after = afterLastBlankLine(chunk, previous);
+        since = after === -1 ? since + chunk.length : chunk.length - after;
+        if (chunk.length > 0) previous = chunk[chunk.length - 1]!;
+        if (since > max) controller.error(new Error(`the server sent an event longer than ${max} bytes`));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+/** The index after the last blank line of `chunk` (`previous`: the byte before it), or -1. */
+function afterLastBlankLine(chunk: Uint8Array, previous: number): number {
+  const LF = 0x0a;
+  const CR = 0x0d;
+  for (let i = chunk.length - 1; i >= 0; i--) {
+    const b = chunk[i]!;
+    if (b !== LF && b !== CR) continue;
+    const a = i > 0 ? chunk[i - 1]! : previous;
+    // Two line ends in a row, except CR LF, which is one: LF LF, CR CR, LF CR.
+    if ((a === LF || a === CR) && !(a === CR && b === LF)) return i + 1;
+    if (a === CR && b === LF) {
+      const z = i > 1 ? chunk[i - 2]! : i === 1 ? previous : -1;
+      if (z === LF || z === CR) return i + 1; // CR LF after a line end: LF CR LF, CR CR LF
+    }
+  }
+  return -1;
 }
