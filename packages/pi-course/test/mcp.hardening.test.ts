@@ -138,3 +138,29 @@ it("the GET event stream bounds each event: an endless data line, or data lines 
     server.closeAllConnections();
   }
 }, 30_000);
+
+it("a redirect to another origin is not followed: the call, the session id and the configured key stay home", async () => {
+  const seen: Record<string, string | undefined>[] = [];
+  const elsewhere = createServer((req, res) => {
+    seen.push({ key: req.headers["x-api-key"] as string | undefined, url: req.url });
+    res.writeHead(500).end();
+  });
+  // Every local address (dual stack): "localhost" reaches it whether it resolves to 127.0.0.1 or ::1.
+  await new Promise<void>((resolve) => elsewhere.listen(0, resolve));
+  const port = (elsewhere.address() as AddressInfo).port;
+  const home = createServer((_req, res) => {
+    // "localhost" is another origin than "127.0.0.1", though the same machine.
+    res.writeHead(307, { location: `http://localhost:${port}/steal` }).end();
+  });
+  await new Promise<void>((resolve) => home.listen(0, "127.0.0.1", resolve));
+  opened.push(
+    { close: () => new Promise<void>((resolve) => elsewhere.close(() => resolve())) },
+    { close: () => new Promise<void>((resolve) => home.close(() => resolve())) },
+  );
+  const url = `http://127.0.0.1:${(home.address() as AddressInfo).port}/mcp`;
+  const client = new McpClient(new HttpTransport({ url, headers: { "X-Api-Key": "secret-key" } }));
+  const error = await client.connect({ timeoutMs: 10_000 }).catch((e: Error) => e.message);
+  expect(error).toMatch(/the server redirected to another origin \(http:\/\/localhost:\d+\); not followed/);
+  expect(seen).toEqual([]);
+  await client.close();
+});

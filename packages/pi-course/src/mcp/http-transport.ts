@@ -283,8 +283,25 @@ export class HttpTransport implements McpTransport {
     return message;
   }
 
-  private fetch(url: string, init: RequestInit): Promise<Response> {
-    return (this.params.fetch ?? fetch)(url, init);
+  /**
+   * `fetch` that follows redirects itself: within the server's origin (at most 5), never to
+   * another one, where the call, the session id and the configured headers (an API key) would
+   * go along (`fetch` itself drops only `Authorization` there).
+   */
+  private async fetch(url: string, init: RequestInit): Promise<Response> {
+    const origin = new URL(url).origin;
+    let at = url;
+    for (let hop = 0; ; hop++) {
+      const response = await (this.params.fetch ?? fetch)(at, { ...init, redirect: "manual" });
+      const location = response.headers.get("location");
+      if (response.status < 300 || response.status > 399 || location === null) return response;
+      await response.body?.cancel();
+      const next = new URL(location, at);
+      if (next.origin !== origin)
+        throw new Error(`the server redirected to another origin (${next.origin}); not followed`);
+      if (hop === 5) throw new Error("the server redirected more than 5 times");
+      at = next.href;
+    }
   }
 }
 
