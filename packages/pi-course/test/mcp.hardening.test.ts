@@ -164,3 +164,44 @@ it("a redirect to another origin is not followed: the call, the session id and t
   expect(seen).toEqual([]);
   await client.close();
 });
+
+it("the event stream of an answered call is released even when the server keeps it open", async () => {
+  const server = createServer((req, res) => {
+    if (req.method !== "POST") return void res.writeHead(200).end();
+    let body = "";
+    req.on("data", (d: Buffer) => (body += d.toString("utf8")));
+    req.on("end", () => {
+      const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+      if (message.id === undefined) return void res.writeHead(202).end();
+      if (message.method === "initialize") {
+        res.writeHead(200, { "content-type": "application/json" });
+        const result = {
+          protocolVersion: message.params?.protocolVersion,
+          capabilities: {},
+          serverInfo: { name: "open", version: "1" },
+        };
+        return void res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+      }
+      // The answer on an event stream that this server never ends.
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { content: [] } })}\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  opened.push({
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  const client = new McpClient(new HttpTransport({ url }));
+  opened.push(client);
+  await client.connect({ timeoutMs: 10_000 });
+  for (let i = 0; i < 30; i++) await client.callTool("t", {});
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const open = await new Promise<number>((resolve, reject) =>
+    server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+  );
+  expect(open).toBeLessThan(5);
+});

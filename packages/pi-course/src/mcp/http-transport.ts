@@ -212,8 +212,13 @@ export class HttpTransport implements McpTransport {
       for await (const event of readSse(response.body!)) {
         const message = this.parse(event.data);
         if (message === undefined) continue;
-        if ("id" in message && message.id === id && !("method" in message)) answered = true;
+        const answer = "id" in message && message.id === id && !("method" in message);
         this.handlers?.onMessage(message);
+        if (answer) {
+          // The request is answered: release the stream, whether or not the server closes it.
+          answered = true;
+          break;
+        }
       }
     } catch (error) {
       if (this.ended) return;
