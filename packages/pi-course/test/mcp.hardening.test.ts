@@ -2,7 +2,9 @@
  * Issue 41: hostile MCP servers. A server's bad tool list fails that server alone (at start and
  * in a re-list after `list_changed`), and a list is bounded over all its pages.
  */
+import { readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -205,3 +207,27 @@ it("the event stream of an answered call is released even when the server keeps 
   );
   expect(open).toBeLessThan(5);
 });
+
+it("close() ends what the server started too: its whole process group", async () => {
+  const pidFile = path.join(tmpdir(), `pi-course-spawning-${process.pid}-${Date.now()}`);
+  const server = path.join(path.dirname(HOSTILE), "spawning-server.mjs");
+  const client = new McpClient(
+    new StdioTransport({ command: process.execPath, args: [server, pidFile], graceMs: 500 }),
+  );
+  await client.connect({ timeoutMs: 20_000 });
+  const grandchild = Number(await readFile(pidFile, "utf8"));
+  expect(() => process.kill(grandchild, 0)).not.toThrow();
+  await client.close();
+  const deadline = Date.now() + 5_000;
+  let alive = true;
+  while (alive && Date.now() < deadline) {
+    try {
+      process.kill(grandchild, 0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } catch {
+      alive = false;
+    }
+  }
+  await rm(pidFile, { force: true });
+  expect(alive).toBe(false);
+}, 30_000);

@@ -11,6 +11,7 @@
  * oversized line, or with timers running), and a busy one finishes its call first.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { killGroup, trackProcessGroup, untrackProcessGroup } from "../coding-tools/processes.js";
 import { readMessage, type JsonRpcMessage } from "./json-rpc.js";
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from "./line-decoder.js";
 import type { McpTransport, TransportHandlers } from "./transport.js";
@@ -79,9 +80,20 @@ export class StdioTransport implements McpTransport {
     const childEnv: Record<string, string> = {};
     for (const name of INHERITED_ENV) if (process.env[name] !== undefined) childEnv[name] = process.env[name]!;
     Object.assign(childEnv, env);
-    const child = spawn(command, args, { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
+    // Its own process group (detached), so that what the server starts ends with it.
+    const child = spawn(command, args, { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"], detached: true, windowsHide: true });
     this.child = child;
-    this.exited = new Promise((resolve) => child.once("close", () => resolve()));
+    if (child.pid !== undefined) trackProcessGroup(child.pid);
+    this.exited = new Promise((resolve) =>
+      child.once("close", () => {
+        // The server is gone; whatever it left in its group goes too.
+        if (child.pid !== undefined) {
+          killGroup(child.pid);
+          untrackProcessGroup(child.pid);
+        }
+        resolve();
+      }),
+    );
     const decoder = new LineDecoder(this.params.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
     child.stdout!.on("data", (chunk: Buffer) => {
       if (this.ended) return;
@@ -160,9 +172,9 @@ export class StdioTransport implements McpTransport {
     if (child.exitCode !== null || child.signalCode !== null) return exited;
     child.stdin?.end();
     if (await within(grace)) return;
-    child.kill("SIGTERM");
+    signalGroup(child, "SIGTERM");
     if (await within(grace)) return;
-    child.kill("SIGKILL");
+    signalGroup(child, "SIGKILL");
     await exited;
     // #endregion
   }
@@ -215,12 +227,17 @@ export class StdioTransport implements McpTransport {
     const child = this.child;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     child.stdin?.end();
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), this.params.graceMs ?? 2000);
+    signalGroup(child, "SIGTERM");
+    const timer = setTimeout(() => signalGroup(child, "SIGKILL"), this.params.graceMs ?? 2000);
     timer.unref();
     await this.exited;
     clearTimeout(timer);
   }
+}
+
+/** `signal` to the server's whole process group (the server and what it started). */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid !== undefined) killGroup(child.pid, signal);
 }
 
 function quote(line: string): string {
