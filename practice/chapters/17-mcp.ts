@@ -39,6 +39,7 @@ export default defineChapter({
     "src/mcp/http-transport.ts",
     "src/mcp/client.ts",
     "src/mcp/mcp-tools.ts",
+    "src/mcp/schema-patterns.ts",
     "src/mcp/config.ts",
     "src/mcp/servers.ts",
     "test/17-mcp.http.test.ts",

@@ -13,7 +13,10 @@ import { FAULT_SERVER } from "./support/mcp.js";
 import { MAX_TOOL_LIST_CHARS, McpClient } from "../src/mcp/client.js";
 import type { McpServerConfig } from "../src/mcp/config.js";
 import { HttpTransport } from "../src/mcp/http-transport.js";
+import { mcpAgentTools } from "../src/mcp/mcp-tools.js";
+import { riskyPattern } from "../src/mcp/schema-patterns.js";
 import { McpServers } from "../src/mcp/servers.js";
+import { validateToolArguments } from "../src/agent/tools.js";
 import { StdioTransport } from "../src/mcp/stdio-transport.js";
 
 const HOSTILE = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "mcp", "hostile-list-server.mjs");
@@ -231,3 +234,39 @@ it("close() ends what the server started too: its whole process group", async ()
   await rm(pidFile, { force: true });
   expect(alive).toBe(false);
 }, 30_000);
+
+const callOf = (args: Record<string, unknown>) => ({
+  type: "toolCall" as const,
+  id: "c1",
+  name: "mcp__s__match",
+  arguments: args,
+});
+
+it("a catastrophic pattern in a server's schema is not checked on the agent's thread; safe patterns still are", async () => {
+  const tools = [
+    {
+      name: "match",
+      inputSchema: {
+        type: "object",
+        properties: { s: { type: "string", pattern: "^(a+)+$" }, code: { type: "string", pattern: "^[A-Z]{3}-\\d+$" } },
+      },
+    },
+  ];
+  const client = new McpClient(new StdioTransport({ command: process.execPath, args: [HOSTILE, "bad-name"] }));
+  const { tools: agentTools, notes } = mcpAgentTools("s", client, tools);
+  expect(notes).toEqual([
+    "match: patterns that could take exponential time are not checked here (/properties/s/pattern)",
+  ]);
+  const started = Date.now();
+  // 30 characters that almost match: about 2^30 steps for a backtracking engine.
+  expect(() => validateToolArguments(agentTools[0]!, callOf({ s: `${"a".repeat(30)}!`, code: "ABC-1" }))).not.toThrow();
+  expect(Date.now() - started).toBeLessThan(1_000);
+  expect(() => validateToolArguments(agentTools[0]!, callOf({ s: "a", code: "abc" }))).toThrow(/code/);
+});
+
+it("riskyPattern: nested quantifiers, backreferences and very long patterns; not plain ones", () => {
+  for (const risky of ["^(a+)+$", "(a|b*)*", "(x{2,})+", "((ab)*c)+", "(a)\\1", "a".repeat(501)])
+    expect([risky.slice(0, 20), riskyPattern(risky)]).toEqual([risky.slice(0, 20), true]);
+  for (const plain of ["^[a-z]+$", "^(ab)+$", "^\\d{3}-\\d{4}$", "[(+*)]+", "^(a|b)c*$", "\\(a+\\)+"])
+    expect([plain, riskyPattern(plain)]).toEqual([plain, false]);
+});

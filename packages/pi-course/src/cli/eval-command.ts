@@ -28,9 +28,9 @@ import { CliUsageError, parseArgs } from "./args.js";
 import { readConfigFile, resolveSettings } from "./config.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
+import { startTimer, userDuration } from "../timer.js";
 // #region ch18
 import { catalogueRoute } from "./features/models.js";
-import { startTimer, userDuration } from "../timer.js";
 // #endregion
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report

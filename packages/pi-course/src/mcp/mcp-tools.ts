@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import type { TSchema } from "typebox";
 import type { AgentTool, AgentToolResult, UserContent } from "../types.js";
 import type { McpCallResult, McpClient, McpContent, McpToolInfo } from "./client.js";
+import { withoutRiskyPatterns } from "./schema-patterns.js";
 
 /** What an MCP tool's result keeps for programs and UIs (`AgentToolResult.details`). */
 export interface McpToolDetails {
@@ -111,9 +112,10 @@ export function mcpAgentTools(
   client: McpClient,
   tools: readonly McpToolInfo[],
   taken: Set<string> = new Set(),
-): { tools: AgentTool<TSchema, McpToolDetails>[]; hidden: string[] } {
+): { tools: AgentTool<TSchema, McpToolDetails>[]; hidden: string[]; notes: string[] } {
   const out: AgentTool<TSchema, McpToolDetails>[] = [];
   const hidden: string[] = [];
+  const notes: string[] = [];
   for (const info of tools) {
     if (info.execution?.taskSupport === "required") {
       hidden.push(`${info.name} (it requires task augmentation, which this client does not support)`);
@@ -125,7 +127,11 @@ export function mcpAgentTools(
       name,
       label: `${server}: ${info.title ?? info.name}`,
       description: info.description ?? info.title ?? `The ${info.name} tool of the MCP server ${server}.`,
-      parameters: schemaOf(info.inputSchema),
+      parameters: schemaOf(info.inputSchema, (paths) =>
+        notes.push(
+          `${info.name}: patterns that could take exponential time are not checked here (${paths.join(", ")})`,
+        ),
+      ),
       execute: async (_id, params, signal, onUpdate) => {
         const result = await client.callTool(info.name, params as Record<string, unknown>, {
           ...(signal !== undefined && { signal }),
@@ -146,12 +152,18 @@ export function mcpAgentTools(
       },
     });
   }
-  return { tools: out, hidden };
+  return { tools: out, hidden, notes };
 }
 
-/** The tool's schema as the server sent it; an object schema at least (some servers omit `type`). */
-function schemaOf(inputSchema: Record<string, unknown> | undefined): TSchema {
+/**
+ * The tool's schema as the server sent it, without patterns that could take exponential time
+ * (`onDropped` hears where they were; see schema-patterns.ts); an object schema at least (some
+ * servers omit `type`).
+ */
+function schemaOf(inputSchema: Record<string, unknown> | undefined, onDropped: (paths: string[]) => void): TSchema {
   if (typeof inputSchema !== "object" || inputSchema === null)
     return { type: "object", properties: {} } as unknown as TSchema;
-  return inputSchema as unknown as TSchema;
+  const { schema, dropped } = withoutRiskyPatterns(inputSchema);
+  if (dropped.length > 0) onDropped(dropped);
+  return schema as TSchema;
 }

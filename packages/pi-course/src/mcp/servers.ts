@@ -185,9 +185,11 @@ export class McpServers {
     const all: AgentTool<TSchema, McpToolDetails>[] = [];
     for (const server of this.running) {
       if (server.state.status !== "ready" || server.client === undefined) continue;
-      const { tools, hidden } = mcpAgentTools(server.config.name, server.client, server.tools, taken);
+      const { tools, hidden, notes } = mcpAgentTools(server.config.name, server.client, server.tools, taken);
       server.state.tools = tools.length;
       server.state.hidden = hidden;
+      const diagnostics = server.client.diagnostics;
+      for (const note of notes) if (!diagnostics.includes(note)) diagnostics.push(note);
       all.push(...tools);
     }
     this.toolList = all;

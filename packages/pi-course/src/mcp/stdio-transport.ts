@@ -81,7 +81,13 @@ export class StdioTransport implements McpTransport {
     for (const name of INHERITED_ENV) if (process.env[name] !== undefined) childEnv[name] = process.env[name]!;
     Object.assign(childEnv, env);
     // Its own process group (detached), so that what the server starts ends with it.
-    const child = spawn(command, args, { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"], detached: true, windowsHide: true });
+    const child = spawn(command, args, {
+      cwd,
+      env: childEnv,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+      windowsHide: true,
+    });
     this.child = child;
     if (child.pid !== undefined) trackProcessGroup(child.pid);
     this.exited = new Promise((resolve) =>
