@@ -13,6 +13,9 @@ export const DECLARATIONS_TOKEN_BUDGET = 3000;
 
 type Schema = Record<string, unknown>;
 
+/** A name JavaScript takes as it is after a dot. */
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
 /** A JSON Schema as a TypeScript type (objects, arrays, primitives, enums, unions; else `unknown`). */
 export function toTypeScript(schema: unknown, depth = 0): string {
   // #region lab 16.3 toTypeScript
@@ -44,7 +47,7 @@ export function toTypeScript(schema: unknown, depth = 0): string {
       const properties = (s.properties ?? {}) as Record<string, unknown>;
       const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : []);
       const fields = Object.entries(properties).map(([key, value]) => {
-        const name = /^[A-Za-z_$][\w$]*$/.test(key) ? key : JSON.stringify(key);
+        const name = IDENTIFIER.test(key) ? key : JSON.stringify(key);
         return `${name}${required.has(key) ? "" : "?"}: ${toTypeScript(value, depth + 1)}`;
       });
       if (fields.length === 0) return s.additionalProperties === false ? "{}" : "Record<string, unknown>";
@@ -73,11 +76,15 @@ export function toolDeclarations(
   const left: string[] = [];
   for (const tool of tools) {
     const doc = (tool.description ?? "").split("\n", 1)[0]!.trim().replaceAll("*/", "* /");
-    const entry = `  /** ${doc} */\n  ${tool.name}(args: ${toTypeScript(tool.parameters)}): Promise<string>;\n`;
+    // A name that is no identifier (MCP's get-sum) is declared quoted, and called tools["get-sum"](…).
+    const identifier = IDENTIFIER.test(tool.name);
+    const key = identifier ? tool.name : JSON.stringify(tool.name);
+    const call = identifier ? "" : ` Call it as tools[${key}](args).`;
+    const entry = `  /** ${doc}${call} */\n  ${key}(args: ${toTypeScript(tool.parameters)}): Promise<string>;\n`;
     if (left.length === 0 && used + entry.length <= budget) {
       lines.push(entry);
       used += entry.length;
-    } else left.push(tool.name);
+    } else left.push(IDENTIFIER.test(tool.name) ? tool.name : `tools[${JSON.stringify(tool.name)}]`);
   }
   const more = left.length > 0 ? `  // also callable, same way: ${left.join(", ")}\n` : "";
   return head + lines.join("") + more + tail;
