@@ -50,7 +50,7 @@ export function answerCostText(message: { cost?: unknown; usage?: unknown }): st
 }
 
 /**
- * Chapter 18's part of the tree and the page (see page-parts.ts): model entries as marks, an
+ * The model catalogue's part of the tree and the page (see page-parts.ts): model entries as marks, an
  * answer's cost on its header, and the whole session's cost (a lower bound, said so, when some
  * answers have no price).
  */
