@@ -240,7 +240,7 @@ describe("writing a folder", () => {
     // npm 11 warns at install about any install script allowScripts does not decide.
     const listed = execFileSync("npm", ["install-scripts", "ls"], { cwd: REPO_ROOT, encoding: "utf8" });
     expect(listed).toMatch(/No packages with unreviewed install scripts/);
-  });
+  }, 30_000);
 });
 
 describe("where `npm run practice` writes", () => {

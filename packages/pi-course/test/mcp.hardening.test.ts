@@ -42,7 +42,7 @@ it("a tool without a string name fails its server alone; the others start", asyn
   });
   expect(good!.state.status).toBe("ready");
   expect(servers.tools.map((t) => t.name)).toEqual(["mcp__good__echo"]);
-});
+}, 30_000);
 
 it("a bad tool in a re-list after list_changed is a diagnostic; the agent keeps the tools it had", async () => {
   const servers = McpServers.start([server("relist", "relist-bad")], { graceMs: 500 });
@@ -56,7 +56,7 @@ it("a bad tool in a re-list after list_changed is a diagnostic; the agent keeps 
     "re-listing the tools failed: tools/list: tool 1 has no name (a non-empty string)",
   ]);
   expect(servers.tools.map((t) => t.name)).toEqual(["mcp__relist__echo"]);
-});
+}, 30_000);
 
 it("a tool list past its budget over all pages ends in a protocol error, not gigabytes", async () => {
   const client = new McpClient(
@@ -135,14 +135,14 @@ it("the GET event stream bounds each event: an endless data line, or data lines 
     });
     const heap = process.memoryUsage().heapUsed;
     await client.connect({ timeoutMs: 10_000 });
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 25_000;
     while (diagnostics.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(diagnostics).toEqual(["the GET event stream broke: the server sent an event longer than 1048576 bytes"]);
     expect(process.memoryUsage().heapUsed - heap).toBeLessThan(64 * 1024 * 1024);
     await client.close();
     server.closeAllConnections();
   }
-}, 30_000);
+}, 90_000);
 
 it("a redirect to another origin is not followed: the call, the session id and the configured key stay home", async () => {
   const seen: Record<string, string | undefined>[] = [];
@@ -209,7 +209,7 @@ it("the event stream of an answered call is released even when the server keeps 
     server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
   );
   expect(open).toBeLessThan(5);
-});
+}, 30_000);
 
 it("close() ends what the server started too: its whole process group", async () => {
   const pidFile = path.join(tmpdir(), `pi-course-spawning-${process.pid}-${Date.now()}`);
@@ -221,7 +221,7 @@ it("close() ends what the server started too: its whole process group", async ()
   const grandchild = Number(await readFile(pidFile, "utf8"));
   expect(() => process.kill(grandchild, 0)).not.toThrow();
   await client.close();
-  const deadline = Date.now() + 5_000;
+  const deadline = Date.now() + 20_000;
   let alive = true;
   while (alive && Date.now() < deadline) {
     try {
@@ -233,7 +233,7 @@ it("close() ends what the server started too: its whole process group", async ()
   }
   await rm(pidFile, { force: true });
   expect(alive).toBe(false);
-}, 30_000);
+}, 60_000);
 
 const callOf = (args: Record<string, unknown>) => ({
   type: "toolCall" as const,
@@ -260,7 +260,7 @@ it("a catastrophic pattern in a server's schema is not checked on the agent's th
   const started = Date.now();
   // 30 characters that almost match: about 2^30 steps for a backtracking engine.
   expect(() => validateToolArguments(agentTools[0]!, callOf({ s: `${"a".repeat(30)}!`, code: "ABC-1" }))).not.toThrow();
-  expect(Date.now() - started).toBeLessThan(1_000);
+  expect(Date.now() - started).toBeLessThan(5_000);
   expect(() => validateToolArguments(agentTools[0]!, callOf({ s: "a", code: "abc" }))).toThrow(/code/);
 });
 

@@ -40,7 +40,7 @@ afterAll(async () => {
 function refusedAtOnce(read: () => unknown, file: string, kind: string): void {
   const started = Date.now();
   expect(read).toThrow(`${file} is not a regular file (it is ${kind})`);
-  expect(Date.now() - started).toBeLessThan(1000);
+  expect(Date.now() - started).toBeLessThan(5_000);
 }
 
 describe("a user-named file that is not a regular file is refused at once", () => {
@@ -60,7 +60,7 @@ describe("a user-named file that is not a regular file is refused at once", () =
     expect(mcpVariables(["--mcp-config", bad[0]!.file, "--mcp-config", "/dev/zero"], { INIT_CWD: dir }, dir)).toEqual(
       [],
     );
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(Date.now() - started).toBeLessThan(5_000);
   }, 10_000);
 
   it("an eval case's task.md, case.json and script.json", async () => {
@@ -73,7 +73,7 @@ describe("a user-named file that is not a regular file is refused at once", () =
         const started = Date.now();
         const load = name === "script.json" ? loadCaseScript(target) : loadCase(caseDir);
         await expect(load).rejects.toThrow(`${target} is not a regular file (it is ${kind})`);
-        expect(Date.now() - started).toBeLessThan(1000);
+        expect(Date.now() - started).toBeLessThan(5_000);
       }
     }
   }, 10_000);
@@ -90,14 +90,16 @@ describe("a user-named file that is not a regular file is refused at once", () =
 });
 
 describe("the CLI refuses such files at once, naming the option and the path", () => {
-  /** Runs the built CLI with `args` (and `env`), stdin closed; at most 20 s. */
+  // Built before the clock starts: only the refusal is timed.
+  beforeAll(() => void builtStart(), 120_000);
+  /** Runs the built CLI with `args` (and `env`), stdin closed; at most 60 s (a FIFO read would hang, /dev/zero would fill memory). */
   const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => {
     const started = Date.now();
     const run = spawnSync(process.execPath, [builtStart(), ...args], {
       env: { PATH: process.env.PATH, HOME: dir, ...env },
       stdio: ["ignore", "pipe", "pipe"],
       encoding: "utf8",
-      timeout: 20_000,
+      timeout: 60_000,
     });
     return { code: run.status, stderr: run.stderr, ms: Date.now() - started };
   };
@@ -110,20 +112,20 @@ describe("the CLI refuses such files at once, naming the option and the path", (
         cli([...base(), "hi"], { PI_COURSE_CONFIG: file }),
       ]) {
         expect(run.stderr).toContain(`the config file ${file} is not a regular file (it is ${kind})`);
-        expect([run.code, run.ms < 10_000]).toEqual([2, true]);
+        expect([run.code, run.ms < 30_000]).toEqual([2, true]);
       }
     }
-  }, 60_000);
+  }, 240_000);
 
   it("--prompt-file and --api-key-file: a device or a folder is refused; a named pipe nobody writes to reads as empty", () => {
     for (const option of ["--prompt-file", "--api-key-file"]) {
       const extra = option === "--prompt-file" ? ["--no-api-key"] : ["hi"];
       for (const { kind, file } of bad) {
         const run = cli([...base(), option, file, ...extra]);
-        expect([run.code, run.ms < 10_000]).toEqual([2, true]);
+        expect([run.code, run.ms < 30_000]).toEqual([2, true]);
         if (kind === "a FIFO") expect(run.stderr).toMatch(/is empty/);
         else expect(run.stderr).toContain(`${option} ${file} is not a regular file (it is ${kind})`);
       }
     }
-  }, 60_000);
+  }, 240_000);
 });
