@@ -34,7 +34,12 @@ export default defineChapter({
       "checks scripted tool calls against the declared schemas (strictly, no coercion; given, not a lab): a wrong call ends " +
       "its turn with an error naming the turn, the tool and the field; { checkToolCalls: false } plays one on purpose.",
   },
-  files: ["src/agent/tools.ts", "src/agent/tool-coercion.ts", "src/models/scripted-tool-calls.ts"],
+  files: [
+    "src/agent/tools.ts",
+    "src/agent/tool-coercion.ts",
+    "src/schema-validator.ts",
+    "src/models/scripted-tool-calls.ts",
+  ],
   labs: [
     {
       id: "6.1",

@@ -31,8 +31,9 @@
  */
 import { type Stats, closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import type { Static, TSchema } from "typebox";
-import { Compile, type Validator } from "typebox/compile";
+import type { Validator } from "typebox/compile";
 import { PiCourseError, errorText } from "./errors.js";
+import { validatorFor } from "./schema-validator.js";
 
 /** Which way a text failed: the file is not there, cannot be read, is not JSON, or has the wrong shape. */
 export type JsonFailure = "missing" | "unreadable" | "not-json" | "shape";
@@ -207,17 +208,6 @@ export function describeJson(value: unknown, hide = false): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-const validators = new WeakMap<object, Validator>();
-
-function validatorFor(schema: TSchema): Validator {
-  let validator = validators.get(schema);
-  if (validator === undefined) {
-    validator = Compile(schema) as unknown as Validator;
-    validators.set(schema, validator);
-  }
-  return validator;
-}
 
 function placeOf(place: string | JsonPlace): JsonPlace {
   return typeof place === "string" ? { where: place } : place;

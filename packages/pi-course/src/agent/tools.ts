@@ -9,10 +9,11 @@
  * what it sent).
  */
 import type { Static, TSchema } from "typebox";
-import { Compile, type Validator } from "typebox/compile";
+import type { Validator } from "typebox/compile";
 import { coerceValue } from "./tool-coercion.js";
 import type { AgentTool, AgentToolResult, AgentToolUpdateCallback, ToolCall, ToolDefinition } from "../types.js";
-import { PiCourseError } from "../errors.js";
+import { PiCourseError, errorText } from "../errors.js";
+import { validatorFor } from "../schema-validator.js";
 
 /** One failing field: a JSON Pointer into the arguments (`""` is the whole object) and why. */
 export interface ToolArgumentIssue {
@@ -172,18 +173,7 @@ export function toToolDefinition(tool: AgentTool<any, any>): ToolDefinition {
 
 // ---------------------------------------------------------------------------------------------
 
-const validators = new WeakMap<object, Validator>();
 const plainSchemas = new WeakMap<object, Record<string, unknown>>();
-
-/** One compiled validator per schema object, made on first use. */
-function validatorFor(schema: TSchema): Validator {
-  let validator = validators.get(schema);
-  if (validator === undefined) {
-    validator = Compile(schema) as unknown as Validator;
-    validators.set(schema, validator);
-  }
-  return validator;
-}
 
 /** For the coercion walker: does a sub-schema accept a value? (false if it cannot be compiled) */
 function checkAgainst(schema: Record<string, unknown>, value: unknown): boolean {
@@ -325,24 +315,10 @@ function copyJson(value: unknown, depth = 0): unknown {
 }
 
 /**
- * What a thrown value says, as text: an Error's message (or its name), else its string form.
- * Total: never throws, whatever was thrown (`Object.create(null)`, an object whose `toString`
- * throws, a Proxy that throws on every access, an Error whose `message` getter throws). The
- * loop turns every failure into text with it, so its own failure path cannot fail.
+ * What a thrown value says, as text: `errorText` under the loop's name for it. Total: never
+ * throws, whatever was thrown, so the loop's own failure path cannot fail.
  */
-export function messageOf(error: unknown): string {
-  try {
-    if (error instanceof Error) {
-      const message: unknown = error.message;
-      if (typeof message === "string" && message !== "") return message;
-      const name: unknown = error.name;
-      return typeof name === "string" && name !== "" ? name : "Error";
-    }
-    return String(error);
-  } catch {
-    return `(a thrown ${typeof error} that cannot be read as text)`;
-  }
-}
+export const messageOf = errorText;
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null) {
