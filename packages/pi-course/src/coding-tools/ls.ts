@@ -46,9 +46,7 @@ export function createLsTool(workspace: Workspace): AgentTool<typeof lsParameter
     parameters: lsParameters,
     // The repairs of repairs.ts: `file_path`/`filePath` → `path`.
     prepareArguments: repairPath,
-    // #region ch19
     replay: "safe", // listing twice changes nothing
-    // #endregion
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path ?? ".");

@@ -123,9 +123,7 @@ export function createReadTool(
     parameters: readParameters,
     // The repairs of repairs.ts: `file_path`/`filePath` → `path`.
     prepareArguments: repairPath,
-    // #region ch19
     replay: "safe", // reading twice changes nothing
-    // #endregion
     async execute(_toolCallId, params, signal) {
       signal?.throwIfAborted();
       const resolved = await workspace.resolve(params.path);

@@ -7,9 +7,7 @@
  */
 import { PiCourseError } from "../errors.js";
 import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
-// #region ch18
 import { THINKING_LEVELS } from "../model.js";
-// #endregion
 
 /** The format version this code writes, and the newest it reads. */
 export const SESSION_FORMAT_VERSION = 1;
@@ -55,17 +53,11 @@ export class SessionFileError extends PiCourseError {
 export const ENTRY_TYPES: readonly SessionEntry["type"][] = [
   "message",
   "label",
-  // #region ch11
   "compaction",
-  // #endregion
-  // #region ch18
   "model_change",
   "model_route",
-  // #endregion
-  // #region ch19
   "tool_intent",
   "tool_outcome",
-  // #endregion
 ];
 
 type Json = Record<string, unknown>;
@@ -145,7 +137,6 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
       if (value.label !== null && typeof value.label !== "string")
         throw fail(`label entry ${id}: "label" must be a string or null`);
       break;
-    // #region ch11
     case "compaction":
       if (typeof value.summary !== "string") throw fail(`compaction entry ${id}: "summary" must be a string`);
       if (typeof value.firstKeptEntryId !== "string")
@@ -154,8 +145,6 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
         throw fail(`compaction entry ${id}: "tokensBefore" and "tokensAfter" must be numbers`);
       }
       break;
-    // #endregion
-    // #region ch18
     case "model_change":
       if (typeof value.model !== "string" || value.model === "")
         throw fail(`model_change entry ${id}: "model" must be a model name`);
@@ -171,8 +160,6 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
       )
         throw fail(`model_route entry ${id}: "skipped" must be a list of { "model", "error" }`);
       break;
-    // #endregion
-    // #region ch19
     case "tool_intent":
     case "tool_outcome":
       if (typeof value.toolCallId !== "string" || typeof value.toolName !== "string") {
@@ -182,7 +169,6 @@ export function parseEntry(value: unknown, path: string, line: number): SessionE
         throw fail(`tool_outcome entry ${id}: "content" must be an array and "isError" a boolean`);
       }
       break;
-    // #endregion
   }
   return value as unknown as SessionEntry;
 }
