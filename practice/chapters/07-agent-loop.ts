@@ -32,7 +32,7 @@ export default defineChapter({
       "中止之后，循环不再等待任何用户代码（钩子、队列 getter、工具、模型流、事件 sink），在有限时间内以格式良好的序列结束；" +
       "没有中止时，可以用 `hookTimeoutMs` 给 beforeToolCall/afterToolCall 设上限。同一条消息里两个调用用了同一个 id 时，" +
       "第一个照常执行，重复的那个换成新 id（`<id>_dup1`）并得到一条错误结果——因为提供方不接受重复的 id。" +
-      "这些防御不散在循环里，而是集中在一处：`src/agent/guards.ts` 里一个个具名的守卫（已给出），分别包住事件 sink、" +
+      "这些防御不散在循环里，而是集中在一处：`src/agent/guards.ts` 里一个个具名的守卫（除了实验 7.4 自己写的钩子守卫，都已给出），分别包住事件 sink、" +
       "transformContext/convertToLlm、队列 getter、模型流、工具的 execute 和两个工具钩子，`LoopRun` 在运行开始时把它们套上；" +
       "循环本身按 `AgentLoopConfig` 上写明的契约调用它们，只处理守卫给出的几种回答（值、`aborted`、`failed` 及其文字）。" +
       "另有一个 fast-check 性质测试，用两千次带随机故障（包括这些恶意值）的运行检查整套不变式。",
@@ -42,7 +42,7 @@ export default defineChapter({
       "turns, terminate, steering after a batch, follow-ups after a stop, a turn limit and abort, all with errors as data. " +
       "The failure path is total (hostile thrown values and results), an abort stops all waiting on user code, " +
       "hookTimeoutMs bounds the tool hooks, and a repeated call id is renamed and answered. " +
-      "Those defences stand in one place, the named guards of src/agent/guards.ts (given), which LoopRun wraps around the " +
+      "Those defences stand in one place, the named guards of src/agent/guards.ts (given, except the hooks' guard that Lab 7.4 writes), which LoopRun wraps around the " +
       "sink, the context hooks, the queue getters, the model stream, each tool and the tool hooks; the loop calls them " +
       "under their contracts and handles only the guards' answers (a value, aborted, failed with its text). " +
       "Exact event sequences are tested, and a fast-check property runs 2,000 seeded runs with random faults.",
@@ -147,11 +147,18 @@ export default defineChapter({
     },
     {
       id: "7.4",
-      title: { zh: "钩子（askBeforeToolCall、applyAfterToolCall）", en: "hooks: beforeToolCall and afterToolCall" },
+      title: {
+        zh: "钩子与它们的守卫（guardToolHooks、askBeforeToolCall、applyAfterToolCall）",
+        en: "hooks and their guard: beforeToolCall and afterToolCall",
+      },
       hint: {
         zh:
           '`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call "<名字>" was blocked.`）。' +
-          "两个钩子由已给出的守卫 `guardToolHooks()` 包好，就是 `run.hooks.before` / `run.hooks.after`：它们的回答只有三种，`value`（已读成纯数据）、`aborted`、`failed`。" +
+          "本章的防御都是 `src/agent/guards.ts` 里的具名守卫，前几个实验直接用；这个实验自己写一个：`guardToolHooks` 把两个钩子包成 " +
+          "`run.hooks.before` / `run.hooks.after`，回答只有三种——`value`（已读成纯数据）、`aborted`、`failed`（附运行结束时用的文字）。" +
+          "守卫里用 `settle(() => hook(ctx, signal), signal, hookTimeoutMs)` 调用钩子，只在 try 里读一次它的回答（`block`、`reason`；" +
+          "`afterToolCall` 的回答交给已给出的 `readOverride`），失败的文字用已给出的 `failed()` 写。" +
+          "然后在 tool-execution.ts 里只按这三种回答处理：" +
           '钩子抛错是应用的 bug：`failed` 带着该调用的错误结果文字（`beforeToolCall failed for "<名字>": <消息>`），' +
           "并用 `hookThrew()` 记在批次上：同一批次里在它之后才准备的调用不再执行，回答 `…the run is ending (…)`；" +
           "已经准备好的调用（并行批次里排在它前面、等着一起执行的）照常执行。" +
@@ -160,8 +167,10 @@ export default defineChapter({
           "钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，守卫都按钩子抛错处理，同样是 `failed`。" +
           "本实验最后一个测试是性质测试：两千次带随机故障的运行；失败时它打印 `{ seed, path }`，按测试文件开头的说明可以只重放那一个例子。",
         en:
-          "The guard guardToolHooks() (given) wraps both hooks as run.hooks.before/after, answering value (read as plain data), " +
-          "aborted or failed. beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw " +
+          "The chapter's defences are named guards in src/agent/guards.ts, used as given by the other labs; this lab writes one: " +
+          "guardToolHooks wraps both hooks as run.hooks.before/after (settle with the signal and hookTimeoutMs, the answer read " +
+          "once in a try, readOverride and failed() given), answering value (read as plain data), aborted or failed. Then the " +
+          "batch handles only those answers. beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw " +
           "(an app bug) is failed, with the call's error text, recorded with hookThrew(): calls of the batch prepared after it are answered without running (calls already prepared still run), and the run ends with the same text; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field. " +
           "An answer that cannot be read, or no answer within hookTimeoutMs, is failed too. The property test comes last; its file says how to replay a failing seed and path.",
       },

@@ -16,6 +16,9 @@
  * - `runGuardedTool`: a tool's `execute` and its result (read once, as plain data);
  * - `guardToolHooks`: `beforeToolCall`/`afterToolCall` (an answer read once, `hookTimeoutMs`, an abort).
  *
+ * Chapter 07's labs use the guards as given, except the last: Lab 7.4 writes the guard of the
+ * tool hooks (`guardToolHooks`), the one guard a learner builds from `settle` and a reader.
+ *
  * Under all of them is `settle` (settle.ts): it awaits user code without letting it hold the run.
  * The readers are total: whatever they are given they return a value or say what is wrong, and
  * never throw. The loop applies the guards itself (`LoopRun` wraps its config and sink), so every
@@ -439,6 +442,7 @@ export function guardToolHooks(config: AgentLoopConfig, signal: AbortSignal | un
   const hooks: GuardedToolHooks = {};
   if (before !== undefined) {
     hooks.before = async (ctx) => {
+      // #region lab 7.4 guardToolHooks.before
       const outcome = await settle(() => before(ctx, signal), signal, hookTimeoutMs);
       if (outcome.kind === "aborted" || signal?.aborted) return ABORTED_ANSWER;
       if (outcome.kind !== "value") return failed("beforeToolCall", ctx.toolCall, outcome, hookTimeoutMs);
@@ -450,10 +454,12 @@ export function guardToolHooks(config: AgentLoopConfig, signal: AbortSignal | un
       } catch (error) {
         return failed("beforeToolCall", ctx.toolCall, { kind: "threw", error }, hookTimeoutMs);
       }
+      // #endregion
     };
   }
   if (after !== undefined) {
     hooks.after = async (ctx) => {
+      // #region lab 7.4 guardToolHooks.after
       const outcome = await settle(() => after(ctx, signal), signal, hookTimeoutMs);
       if (outcome.kind === "aborted") return ABORTED_ANSWER;
       if (outcome.kind !== "value") return failed("afterToolCall", ctx.toolCall, outcome, hookTimeoutMs);
@@ -462,6 +468,7 @@ export function guardToolHooks(config: AgentLoopConfig, signal: AbortSignal | un
       } catch (error) {
         return failed("afterToolCall", ctx.toolCall, { kind: "threw", error }, hookTimeoutMs);
       }
+      // #endregion
     };
   }
   return hooks;
