@@ -32,6 +32,9 @@ export default defineChapter({
       "中止之后，循环不再等待任何用户代码（钩子、队列 getter、工具、模型流、事件 sink），在有限时间内以格式良好的序列结束；" +
       "没有中止时，可以用 `hookTimeoutMs` 给 beforeToolCall/afterToolCall 设上限。同一条消息里两个调用用了同一个 id 时，" +
       "第一个照常执行，重复的那个换成新 id（`<id>_dup1`）并得到一条错误结果——因为提供方不接受重复的 id。" +
+      "这些防御不散在循环里，而是集中在一处：`src/agent/guards.ts` 里一个个具名的守卫（除了实验 7.4 自己写的钩子守卫，都已给出），分别包住事件 sink、" +
+      "transformContext/convertToLlm、队列 getter、模型流、工具的 execute 和两个工具钩子，`LoopRun` 在运行开始时把它们套上；" +
+      "循环本身按 `AgentLoopConfig` 上写明的契约调用它们，只处理守卫给出的几种回答（值、`aborted`、`failed` 及其文字）。" +
       "另有一个 fast-check 性质测试，用两千次带随机故障（包括这些恶意值）的运行检查整套不变式。",
     en:
       "The heart of the library: agentLoop and agentLoopContinue. Turns of model message events and tool batches (parallel " +
@@ -39,6 +42,9 @@ export default defineChapter({
       "turns, terminate, steering after a batch, follow-ups after a stop, a turn limit and abort, all with errors as data. " +
       "The failure path is total (hostile thrown values and results), an abort stops all waiting on user code, " +
       "hookTimeoutMs bounds the tool hooks, and a repeated call id is renamed and answered. " +
+      "Those defences stand in one place, the named guards of src/agent/guards.ts (given, except the hooks' guard that Lab 7.4 writes), which LoopRun wraps around the " +
+      "sink, the context hooks, the queue getters, the model stream, each tool and the tool hooks; the loop calls them " +
+      "under their contracts and handles only the guards' answers (a value, aborted, failed with its text). " +
       "Exact event sequences are tested, and a fast-check property runs 2,000 seeded runs with random faults.",
   },
   files: [
@@ -48,7 +54,7 @@ export default defineChapter({
     "src/agent/tool-execution.ts",
     "src/agent/tool-middleware.ts",
     "src/agent/settle.ts",
-    "src/agent/loop-input.ts",
+    "src/agent/guards.ts",
     "test/07-agent-loop.property.test.ts",
     "test/07-agent-loop.hardening.test.ts",
   ],
@@ -65,15 +71,17 @@ export default defineChapter({
           "抛错就返回一条错误助手消息，错误文字就是抛出的消息；此时若已中止，改为 aborted 消息 `ABORTED_BEFORE_MODEL`。" +
           "调用模型前再看一次 signal。读模型流：第一个事件（不论类型）之前发 `message_start`（消息就是事件的 partial），" +
           "之后每个非 start 事件发一个 `message_update`，`done`/`error` 交给 `reportFinal`（它发 `message_end` 并记录消息）。" +
-          "`stream()` 或读流时抛错，收尾成 `The model failed: <消息>`；流没有终结事件就结束，用 `stream.result()` 的结果，" +
-          "它也失败就同样收尾；`reportFailure` 会保留已经流出的内容。每次等下一个事件都用 `settle()` 和 signal 赛跑（`nextOrAbort`）：" +
-          "中止之后不再等一个不理会 signal 的模型，回合以 `ABORTED_WHILE_ANSWERING` 结束，并调用 `stopReading`。",
+          "模型流用已给出的守卫 `openModelStream(model, context, signal)` 打开：它的 `next()` 和 `result()` 与 signal 赛跑，" +
+          "中止之后不再等一个不理会 signal 的模型，返回 undefined（并已停止读流），回合以 `ABORTED_WHILE_ANSWERING` 结束；" +
+          "第一个事件的 partial 先交给 `checkedPartial()`。`stream()` 或读流时抛错，调用 `stream.stop()`，收尾成 `The model failed: <消息>`；" +
+          "流没有终结事件就结束，用 `stream.result()` 的结果，它也失败就同样收尾；`reportFailure` 会保留已经流出的内容。",
         en:
           "Its tests run one turn alone (the test file's own minimal loop, `oneTurn`, calls only your function), so it goes green " +
           "before runLoop exists. modelContext() (a throw becomes an error message with the thrown text; aborted if the signal is), " +
           "check the signal before the call, message_start before the first event, one message_update per other event, " +
-          "done/error to reportFinal; a throwing or torn stream becomes `The model failed: …` keeping the partial; race each read " +
-          "against the signal with settle().",
+          "done/error to reportFinal; a throwing or torn stream becomes `The model failed: …` keeping the partial. Open the stream " +
+          "with the guard openModelStream(): its next() and result() give undefined once the signal is aborted; check the " +
+          "first partial with checkedPartial().",
       },
     },
     {
@@ -123,14 +131,15 @@ export default defineChapter({
           'in the same message, so it was renamed "<新 id>". Every call needs its own id; re-issue this call if it is still needed.`；' +
           '找不到工具回答 `Tool "<名字>" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），' +
           "最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。" +
-          "执行用 `settle()` 包起来：同步抛错、异步 reject、以及中止（不等不守规矩的工具）都变成结果；" +
-          '工具返回的结果用 `readToolResult()` 只读一次（读不出来回答 `Tool "<名字>" <原因>`），然后交给 `applyAfterToolCall`（没有钩子时原样返回）。' +
+          '执行交给已给出的守卫 `runGuardedTool()`：同步抛错、异步 reject、读不出来的结果（`Tool "<名字>" <原因>`）都是 `failed` 及其文字，' +
+          "中止（不等不守规矩的工具）是 `aborted`，否则是只读一次、成了纯数据的结果 `done`；然后交给 `applyAfterToolCall`（没有钩子时原样返回）。" +
           "`onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。结果里的 `isError: false`、`terminate: false` 写不写都可以。",
         en:
           "Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the " +
           "result messages in source order. Sequential: one call at a time. The exact texts for a call not run (run ending, " +
           "repeated id, unknown tool) are in the Chinese hint. askBeforeToolCall and applyAfterToolCall return at once when no " +
-          "hook is set, so call them for every call. Wrap execute in settle(), read its result once with readToolResult(); onUpdate " +
+          "hook is set, so call them for every call. Run execute through the guard runGuardedTool() (failed, aborted, or the " +
+          "result read once as plain data); onUpdate " +
           "goes dead at the call's end.",
       },
       // Every run goes through the loop first.
@@ -138,21 +147,32 @@ export default defineChapter({
     },
     {
       id: "7.4",
-      title: { zh: "钩子（askBeforeToolCall、applyAfterToolCall）", en: "hooks: beforeToolCall and afterToolCall" },
+      title: {
+        zh: "钩子与它们的守卫（guardToolHooks、askBeforeToolCall、applyAfterToolCall）",
+        en: "hooks and their guard: beforeToolCall and afterToolCall",
+      },
       hint: {
         zh:
           '`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call "<名字>" was blocked.`）。' +
-          '钩子抛错是应用的 bug：该调用得到 `hookFailure()` 写出的错误结果（`beforeToolCall failed for "<名字>": <消息>`），' +
+          "本章的防御都是 `src/agent/guards.ts` 里的具名守卫，前几个实验直接用；这个实验自己写一个：`guardToolHooks` 把两个钩子包成 " +
+          "`run.hooks.before` / `run.hooks.after`，回答只有三种——`value`（已读成纯数据）、`aborted`、`failed`（附运行结束时用的文字）。" +
+          "守卫里用 `settle(() => hook(ctx, signal), signal, hookTimeoutMs)` 调用钩子，只在 try 里读一次它的回答（`block`、`reason`；" +
+          "`afterToolCall` 的回答交给已给出的 `readOverride`），失败的文字用已给出的 `failed()` 写。" +
+          "然后在 tool-execution.ts 里只按这三种回答处理：" +
+          '钩子抛错是应用的 bug：`failed` 带着该调用的错误结果文字（`beforeToolCall failed for "<名字>": <消息>`），' +
           "并用 `hookThrew()` 记在批次上：同一批次里在它之后才准备的调用不再执行，回答 `…the run is ending (…)`；" +
           "已经准备好的调用（并行批次里排在它前面、等着一起执行的）照常执行。" +
           "本回合结束后整个运行以同样文字的错误消息收尾。" +
           "`beforeToolCall` 执行期间中止了，调用就算中止；`afterToolCall` 执行期间中止，工具已经跑完，保留它自己的结果。`afterToolCall` 逐字段覆盖：没给的字段保留工具自己的值（`content`、`details`、`isError`、`terminate`）。" +
-          "钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，都按钩子抛错处理（`settle()` 的第三个参数，再交给 `hookFailure()`）。" +
+          "钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，守卫都按钩子抛错处理，同样是 `failed`。" +
           "本实验最后一个测试是性质测试：两千次带随机故障的运行；失败时它打印 `{ seed, path }`，按测试文件开头的说明可以只重放那一个例子。",
         en:
-          "beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw (an app bug) becomes an " +
-          "error result from hookFailure(), recorded with hookThrew(): calls of the batch prepared after it are answered without running (calls already prepared still run), and the run ends with the same text; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field. " +
-          "An answer that cannot be read, or no answer within hookTimeoutMs, counts as a throw. The property test comes last; its file says how to replay a failing seed and path.",
+          "The chapter's defences are named guards in src/agent/guards.ts, used as given by the other labs; this lab writes one: " +
+          "guardToolHooks wraps both hooks as run.hooks.before/after (settle with the signal and hookTimeoutMs, the answer read " +
+          "once in a try, readOverride and failed() given), answering value (read as plain data), aborted or failed. Then the " +
+          "batch handles only those answers. beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw " +
+          "(an app bug) is failed, with the call's error text, recorded with hookThrew(): calls of the batch prepared after it are answered without running (calls already prepared still run), and the run ends with the same text; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field. " +
+          "An answer that cannot be read, or no answer within hookTimeoutMs, is failed too. The property test comes last; its file says how to replay a failing seed and path.",
       },
       uses: ["7.2"],
     },
@@ -161,10 +181,10 @@ export default defineChapter({
     zh:
       '把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npx vitest run test/07- -t "Lab 7\\.2\\b"`：' +
       "哪个测试失败？中止之后又从哪个队列取了消息？这个 bug 是随机故障的浸泡测试（完整仓库里的 `npm run soak`）先找到的，" +
-      "之后才有了那条点名的测试。再把 `settle()` 的 signal 参数换成 `undefined`：哪个测试会一直等到超时，为什么？",
+      "之后才有了那条点名的测试。再把 guards.ts 里 `runGuardedTool` 调用 `settle()` 时的 signal 参数换成 `undefined`：哪个测试会一直等到超时，为什么？",
     en:
       "Delete the abort check after the steering poll in runLoop and run the Lab 7.2 tests: which fails, and which queue " +
-      "was polled after the abort? (The soak found this bug first.) Then pass undefined as settle()'s signal: which test " +
+      "was polled after the abort? (The soak found this bug first.) Then pass undefined as settle()'s signal in runGuardedTool (guards.ts): which test " +
       "waits until its deadline, and why?",
   },
 });

@@ -34,6 +34,8 @@ export default defineChapter({
       "tries them in order, falling back only before the first byte. The CLI records /model and /thinking in the session.",
   },
   files: [
+    "src/models/openai/openai-thinking.ts",
+    "src/models/anthropic/anthropic-thinking.ts",
     "src/cli/features/models.ts",
     "src/model-choice/types.ts",
     "src/model-choice/catalogue-data.ts",

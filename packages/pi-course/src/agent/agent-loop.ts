@@ -10,32 +10,23 @@
  * Errors are data: whatever throws (the model, `convertToLlm`, `transformContext`, a hook, a
  * queue getter) the run still ends with a well-formed sequence: an error assistant message,
  * `turn_end`, `agent_end`. `result()` always settles, and after an abort no model is called.
+ * The loop calls the user's code under its contract; the guards (guards.ts) keep the contract
+ * for code that does not.
  */
 import { EventStream } from "../event-stream.js";
-import { settle } from "./settle.js";
+import { checkLoopConfig, checkedFinal, checkedPartial, openModelStream, partialContent } from "./guards.js";
+import type { GuardedModelStream } from "./guards.js";
 import { executeToolBatch, refuseTruncatedCalls } from "./tool-execution.js";
 import type { AgentEventSink } from "./tool-execution.js";
-import { malformation, readMessages, withUniqueCallIds } from "./loop-input.js";
 import { LoopRun } from "./loop-run.js";
 import { messageOf } from "./tools.js";
-import type {
-  AgentContext,
-  AgentMessage,
-  AssistantMessage,
-  Context,
-  ModelEvent,
-  ToolCall,
-  ToolResultMessage,
-} from "../types.js";
+import type { AgentContext, AgentMessage, AssistantMessage, Context, ToolCall, ToolResultMessage } from "../types.js";
 import type { AgentEvent, AgentEventStream, AgentLoopConfig } from "./types.js";
 
 export { defaultConvertToLlm } from "./loop-run.js";
 
 /** The most model turns one run takes when `maxTurns` is not set. */
 export const DEFAULT_MAX_TURNS = 50;
-
-/** The longest delay `setTimeout` honours (2³¹−1 ms); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * Starts a run with new prompt messages: they are added to the transcript (and reported as
@@ -83,7 +74,7 @@ export function runAgentLoop(
   sink: AgentEventSink,
   signal?: AbortSignal,
 ): Promise<AgentMessage[]> {
-  checkConfig(config);
+  checkLoopConfig(config);
   // Without prompts this is a continuation, and must leave the model something to answer.
   if (prompts.length === 0) checkContinuable(context, "agentLoop");
   return new LoopRun(context, config, sink, signal).run([...prompts], runLoop);
@@ -96,7 +87,7 @@ export function runAgentLoopContinue(
   sink: AgentEventSink,
   signal?: AbortSignal,
 ): Promise<AgentMessage[]> {
-  checkConfig(config);
+  checkLoopConfig(config);
   checkContinuable(context);
   return new LoopRun(context, config, sink, signal).run([], runLoop);
 }
@@ -139,16 +130,16 @@ async function runLoop(run: LoopRun, pending: AgentMessage[]): Promise<void> {
     if (run.signal?.aborted || terminate) return run.finish();
     // the last allowed model call was this turn's: poll no queue, and say so if tools wait for an answer
     if (run.turns >= maxTurns) return run.finish(calls.length > 0 ? turnLimitReached(run.turns, maxTurns) : undefined);
-    const steering = await poll(run, "getSteeringMessages");
-    if (steering === undefined) return;
+    const steering = await run.steering();
+    if (typeof steering === "string") return run.fail(steering);
     if (steering.length > 0) {
       pending = steering; // polled means dequeued: inject them even if an abort came meanwhile
       continue;
     }
     if (run.signal?.aborted) return run.finish();
     if (calls.length > 0) continue;
-    const followUps = await poll(run, "getFollowUpMessages");
-    if (followUps === undefined) return;
+    const followUps = await run.followUps();
+    if (typeof followUps === "string") return run.fail(followUps);
     if (followUps.length === 0) return run.finish();
     pending = followUps;
   }
@@ -179,26 +170,19 @@ export async function streamAssistantMessage(run: LoopRun): Promise<AssistantMes
   }
   if (run.signal?.aborted) return reportFailure(run, undefined, ABORTED_BEFORE_MODEL, "aborted");
   let started: AssistantMessage | undefined;
-  let events: AsyncIterator<ModelEvent> | undefined;
+  let stream: GuardedModelStream | undefined;
   try {
-    const stream = run.config.model.stream(context, { signal: run.signal });
-    events = stream[Symbol.asyncIterator]();
+    stream = openModelStream(run.config.model, context, run.signal);
     for (;;) {
-      // a model that ignores the signal must not keep an aborted run waiting
-      const next = run.signal === undefined ? await events.next() : await nextOrAbort(events, run.signal);
-      if (next === undefined) {
-        stopReading(events);
-        return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
-      }
+      const next = await stream.next(); // undefined: aborted, and the stream no longer read
+      if (next === undefined) return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
       if (next.done === true) break;
       const event = next.value;
       if (event.type === "done" || event.type === "error") {
         return reportFinal(run, started, event.type === "done" ? event.message : event.error);
       }
       if (started === undefined) {
-        const problem = malformation(event.partial, false);
-        if (problem !== undefined) throw new Error(`its partial message is malformed: ${problem}`);
-        started = event.partial;
+        started = checkedPartial(event.partial);
         await run.emit({ type: "message_start", message: started });
       }
       if (event.type !== "start") {
@@ -206,12 +190,11 @@ export async function streamAssistantMessage(run: LoopRun): Promise<AssistantMes
         if (emitted !== undefined) await emitted;
       }
     }
-    const final = await settle(() => stream.result(), run.signal);
-    if (final.kind === "threw") throw final.error;
-    if (final.kind !== "value") return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
-    return reportFinal(run, started, final.value);
+    const final = await stream.result();
+    if (final === undefined) return reportFailure(run, started, ABORTED_WHILE_ANSWERING, "aborted");
+    return reportFinal(run, started, final);
   } catch (error) {
-    if (events !== undefined) stopReading(events);
+    stream?.stop();
     return reportFailure(run, started, `The model failed: ${messageOf(error)}`);
   }
   // #endregion
@@ -219,26 +202,6 @@ export async function streamAssistantMessage(run: LoopRun): Promise<AssistantMes
 
 const ABORTED_BEFORE_MODEL = "The run was aborted before the model was called.";
 const ABORTED_WHILE_ANSWERING = "The run was aborted while the model was answering.";
-
-/** The stream's next item, or undefined once the signal is aborted. Throws what the stream throws. */
-async function nextOrAbort(
-  events: AsyncIterator<ModelEvent>,
-  signal: AbortSignal,
-): Promise<IteratorResult<ModelEvent> | undefined> {
-  const next = await settle(() => events.next(), signal);
-  if (next.kind === "threw") throw next.error;
-  return next.kind === "value" ? next.value : undefined;
-}
-
-/** Stops reading a model stream we no longer wait for; whatever it does next is ignored. */
-function stopReading(events: AsyncIterator<ModelEvent>): void {
-  try {
-    const closed = events.return?.();
-    if (closed !== undefined) Promise.resolve(closed).then(undefined, () => {});
-  } catch {
-    // a broken iterator: nothing more to stop
-  }
-}
 
 /**
  * Reports the model's final message (message_start first if none was sent) and records it; a
@@ -249,15 +212,11 @@ async function reportFinal(
   started: AssistantMessage | undefined,
   message: AssistantMessage,
 ): Promise<AssistantMessage> {
-  const problem = malformation(message);
-  if (problem !== undefined) {
-    return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${problem}.`);
+  const checked = checkedFinal(run, message);
+  if (typeof checked === "string") {
+    return reportFailure(run, started, `The model ended its turn without a well-formed assistant message: ${checked}.`);
   }
-  message = withUniqueCallIds(run, message);
-  // An abort reads the same whoever saw it first: a model that set no details gets a provider's.
-  if (message.stopReason === "aborted" && message.errorDetails === undefined) {
-    message = { ...message, errorDetails: { kind: "aborted", retryable: false } };
-  }
+  message = checked;
   if (started === undefined) await run.emit({ type: "message_start", message });
   await run.emit({ type: "message_end", message });
   run.record(message);
@@ -272,31 +231,8 @@ async function reportFailure(
   stopReason: "error" | "aborted" = "error",
 ): Promise<AssistantMessage> {
   const message = run.failure(stopReason, errorMessage);
-  try {
-    if (started !== undefined && Array.isArray(started.content)) message.content = structuredClone(started.content);
-  } catch {
-    // keep no content rather than a half-copied one (or one whose getters throw)
-  }
+  message.content = partialContent(started);
   return reportFinal(run, started, message);
-}
-
-/**
- * Polls a queue getter; on a throw (or an answer that is not an array of messages), ends the run
- * and returns undefined. If the signal is aborted while a getter's promise is pending, returns
- * no messages at once: the loop then ends at its abort check, and the late answer is ignored.
- */
-async function poll(
-  run: LoopRun,
-  name: "getSteeringMessages" | "getFollowUpMessages",
-): Promise<AgentMessage[] | undefined> {
-  const getter = run.config[name];
-  if (getter === undefined) return [];
-  const outcome = await settle(() => getter(), run.signal);
-  if (outcome.kind === "aborted" || outcome.kind === "timedOut") return [];
-  const messages = outcome.kind === "value" ? readMessages(outcome.value) : messageOf(outcome.error);
-  if (typeof messages !== "string") return messages;
-  await run.fail(`${name} failed: ${messages}`);
-  return undefined;
 }
 
 /** Wraps a sink-based run as an `EventStream`. */
@@ -316,23 +252,6 @@ function streamOf(
     () => stream.end([]),
   );
   return stream;
-}
-
-function checkConfig(config: AgentLoopConfig): void {
-  if (typeof config?.model?.stream !== "function") {
-    throw new TypeError("agentLoop: config.model must be a Model (an object with a stream() method).");
-  }
-  const max = config.maxTurns;
-  if (max !== undefined && !(max === Infinity || (Number.isInteger(max) && max >= 1))) {
-    throw new TypeError(`agentLoop: maxTurns must be a positive integer or Infinity, got ${max}.`);
-  }
-  const timeout = config.hookTimeoutMs;
-  if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= MAX_TIMER_MS)) {
-    throw new TypeError(
-      `agentLoop: hookTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMER_MS} (about 24.8 days, ` +
-        `the longest timer Node keeps), got ${String(timeout)}. Leave it out to wait for the hooks without a bound.`,
-    );
-  }
 }
 
 function checkContinuable(context: AgentContext, who: "agentLoop" | "agentLoopContinue" = "agentLoopContinue"): void {

@@ -30,10 +30,7 @@ import { answerInterruptedCalls } from "../session/interrupted.js";
 import { countTokens, estimateTokens } from "../session/token-estimate.js";
 import type { AgentCompactionReport, AgentContextBudget, AgentLoopConfig, AgentSessionStore } from "./types.js";
 import type { AgentContext, AgentMessage } from "../types.js";
-import type { CompactionEntry } from "../session/types.js";
-// #region ch18
-import type { ModelRouteEntry } from "../session/types.js";
-// #endregion
+import type { CompactionEntry, ModelRouteEntry } from "../session/types.js";
 
 /** `prompt()`/`continue()` rejects with this, once the run has ended, when the session refused a write. */
 export class SessionWriteError extends PiCourseError {
@@ -76,10 +73,8 @@ export class SessionKeeper {
   private run: AgentRun | undefined;
   /** Synthetic results for interrupted calls at the end of the loaded path, not yet in the session. */
   private unrecorded: AgentMessage[] = [];
-  // #region ch18
   /** Entries to write on the agent's path just before the next message (see `note`). */
   private notes: Omit<ModelRouteEntry, "id" | "timestamp" | "parentId">[] = [];
-  // #endregion
   /** The recording listener; the agent subscribes it first while a session is attached. */
   readonly subscription: Subscription = {
     listener: (event) => (event.type === "message_end" ? this.record(event.message) : undefined),
@@ -91,7 +86,6 @@ export class SessionKeeper {
   ) {
     if (budget !== undefined) checkBudget(budget);
   }
-  // #region ch18
 
   /**
    * Writes `entry` (a `model_route`: which real model answered) on the agent's path just before the next
@@ -121,7 +115,6 @@ export class SessionKeeper {
     if (budget !== undefined) checkBudget(budget);
     this.budget = budget;
   }
-  // #endregion
 
   get session(): AgentSessionStore | undefined {
     return this.store;
@@ -151,9 +144,6 @@ export class SessionKeeper {
     this.failure = undefined;
     this.trimmed = false;
     this.unrecorded = [];
-    // #region ch18
-    this.notes = [];
-    // #endregion
     this.store = store;
     this.place = place;
     if (store === undefined) return; // detached: the transcript, and what usage is trusted in it, stay
@@ -161,6 +151,7 @@ export class SessionKeeper {
     this.host.draft.messages = transcript?.messages ?? [];
     this.host.changed(true);
     // #endregion
+    this.notes = []; // routes noted for the previous session are not this one's
     this.answerInterrupted();
   }
 
@@ -212,9 +203,7 @@ export class SessionKeeper {
 
   /** Appends one message after the previous entry. Never rejects: a failure stops the run. */
   private async record(message: AgentMessage): Promise<void> {
-    // #region ch18
     await this.writeNotes();
-    // #endregion
     // #region lab 11.5 SessionKeeper.record
     const draft = this.host.draft;
     if (message.role === "assistant" && this.trimmed) this.usageFrom = draft.messages.length;

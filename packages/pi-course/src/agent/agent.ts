@@ -35,13 +35,13 @@ import type {
   AgentLoopConfig,
   AgentOptions,
   // #region ch11
+  AgentContextBudget,
   AgentSessionStore,
   // #endregion
   AgentState,
   QueueMode,
 } from "./types.js";
-// #region ch18
-import type { AgentContextBudget as NewContextBudget } from "./types.js";
+// #region ch11
 import type { ModelRouteEntry } from "../session/types.js";
 // #endregion
 
@@ -151,12 +151,12 @@ export class Agent {
     this.changed(false);
   }
 
-  // #region ch18
+  // #region ch11
   /**
    * Replaces the context budget of the next run (a new model has a new context window);
    * `undefined` removes it. Refused during a run; a malformed budget throws as in the constructor.
    */
-  setContextBudget(budget: NewContextBudget | undefined): void {
+  setContextBudget(budget: AgentContextBudget | undefined): void {
     this.refuseWhileRunning("setContextBudget()", "await agent.waitForIdle() first");
     this.keeper.setBudget(budget);
     const others = this.subscriptions.filter((entry) => entry !== this.keeper.subscription);

@@ -1,11 +1,11 @@
 /**
  * The state of one agent-loop run: its transcript (a copy of the caller's), the messages it
- * added, the event sink with the guards that keep the sequence well formed (nothing after
- * `agent_end`, sink failures kept for later, no waiting on the sink once the signal is
- * aborted), and the model's view of the transcript.
+ * added, the event sequence kept well formed (nothing after `agent_end`, `agent_start` first),
+ * and the model's view of the transcript. The run applies the guards (guards.ts) to the user's
+ * config and sink as it starts, so the loop can call them under their contracts.
  */
-import { settle } from "./settle.js";
-import type { Settled } from "./settle.js";
+import { guardContextHooks, guardQueues, guardSink, guardToolHooks } from "./guards.js";
+import type { GuardedSink, GuardedToolHooks, QueuePoll } from "./guards.js";
 import type { AgentEventSink, ToolBatchRun } from "./tool-execution.js";
 import { messageOf, toToolDefinition } from "./tools.js";
 import { BUILT_IN_MIDDLEWARE } from "./tool-middleware.js";
@@ -46,23 +46,33 @@ export class LoopRun implements ToolBatchRun {
   repeatedCalls: ReadonlyMap<string, string> | undefined;
   /** The hooks the built-in features add to this run's tool batches (`BUILT_IN_MIDDLEWARE`). */
   readonly middleware: readonly ToolMiddleware[];
+  /** The config's tool hooks, guarded. */
+  readonly hooks: GuardedToolHooks;
+  /** The queue getters, guarded: the messages they give, or the text the run ends with. */
+  readonly steering: QueuePoll;
+  readonly followUps: QueuePoll;
   private readonly transcript: AgentMessage[];
   private tools: ToolDefinition[] | undefined;
   private turnOpen = false;
   private started = false;
   private ended = false;
-  private sinkFailure: { error: unknown } | undefined;
+  private readonly sink: GuardedSink;
+  private readonly modelMessages: (transcript: AgentMessage[]) => Promise<Message[]>;
 
   constructor(
     context: AgentContext,
     readonly config: AgentLoopConfig,
-    private readonly sink: AgentEventSink,
+    sink: AgentEventSink,
     readonly signal: AbortSignal | undefined,
   ) {
     this.transcript = [...context.messages];
     this.context = { ...context, messages: this.transcript };
     this.middleware = BUILT_IN_MIDDLEWARE.map((make) => make(this.context));
     this.tools = this.declaredTools();
+    this.sink = guardSink(sink, signal);
+    this.hooks = guardToolHooks(config, signal);
+    ({ steering: this.steering, followUps: this.followUps } = guardQueues(config, signal));
+    this.modelMessages = guardContextHooks(config, signal, defaultConvertToLlm);
     this.emit = (event) => this.deliver(event);
   }
 
@@ -97,32 +107,18 @@ export class LoopRun implements ToolBatchRun {
       await this.fail(`The agent loop failed: ${messageOf(error)}`);
     }
     if (!this.ended) await this.finish();
-    if (this.sinkFailure !== undefined) throw this.sinkFailure.error;
+    if (this.sink.failure !== undefined) throw this.sink.failure.error;
     return this.added;
   }
 
-  /**
-   * Delivers one event to the sink; nothing after `agent_end`; sink errors are kept for later.
-   * A sink's promise is awaited until the signal is aborted, never after: events are still
-   * delivered, in order, but a sink that never settles cannot keep an aborted run alive.
-   */
+  /** Delivers one event to the (guarded) sink; nothing after `agent_end`. */
   private deliver(event: AgentEvent): void | Promise<void> {
     if (this.ended) return;
     if (event.type === "agent_start") this.started = true;
     else if (event.type === "agent_end") this.ended = true;
     else if (event.type === "turn_start") this.turnOpen = true;
     else if (event.type === "turn_end") this.turnOpen = false;
-    let delivered: void | Promise<void>;
-    try {
-      delivered = this.sink(event);
-    } catch (error) {
-      this.sinkFailure ??= { error };
-      return;
-    }
-    if (delivered === undefined) return;
-    return settle(() => delivered, this.signal).then((outcome) => {
-      if (outcome.kind === "threw") this.sinkFailure ??= { error: outcome.error };
-    });
+    return this.sink.emit(event);
   }
 
   /**
@@ -188,32 +184,14 @@ export class LoopRun implements ToolBatchRun {
   }
 
   /**
-   * The model's view of the transcript for one turn. Throws what the hooks throw, and stops
-   * waiting for a hook once the signal is aborted (then it throws too: the caller checks the signal).
+   * The model's view of the transcript for one turn: `transformContext`, then `convertToLlm`
+   * (guarded: see `guardContextHooks`). Throws `<hook> failed: …` when a hook failed, or was
+   * not waited for after an abort (the caller checks the signal).
    */
   async modelContext(): Promise<Context> {
-    const { transformContext, convertToLlm = defaultConvertToLlm } = this.config;
-    // each hook gets a copy: one that mutates its input cannot corrupt the run's transcript
-    let messages: AgentMessage[] = this.transcript;
-    if (transformContext !== undefined) {
-      const transformed = await settle(() => transformContext(this.transcript.slice(), this.signal), this.signal);
-      messages = valueOf("transformContext", transformed);
-      if (!Array.isArray(messages)) throw new TypeError("transformContext must return an array of messages");
-    }
-    // (the default conversion only filters: it needs no copy of its own)
-    const input = messages === this.transcript && convertToLlm !== defaultConvertToLlm ? messages.slice() : messages;
-    const llm = valueOf("convertToLlm", await settle(() => convertToLlm(input), this.signal));
-    if (!Array.isArray(llm)) throw new TypeError("convertToLlm must return an array of messages");
-    const context: Context = { messages: llm };
+    const context: Context = { messages: await this.modelMessages(this.transcript) };
     if (this.context.systemPrompt !== undefined) context.systemPrompt = this.context.systemPrompt;
     if (this.tools !== undefined) context.tools = this.tools;
     return context;
   }
-}
-
-/** A hook's value, or an error naming the hook. */
-function valueOf<T>(name: string, outcome: Settled<T>): T {
-  if (outcome.kind === "value") return outcome.value;
-  if (outcome.kind === "threw") throw new Error(`${name} failed: ${messageOf(outcome.error)}`);
-  throw new Error(`${name} was not waited for: the run was aborted.`);
 }

@@ -15,8 +15,8 @@
  * `tool_execution_end` is emitted as each finishes, and the result messages follow in source
  * order. Sequential: each call is prepared, run and answered before the next one starts.
  */
-import { readToolResult } from "./loop-input.js";
-import { settle } from "./settle.js";
+import { repeatedCallAnswer, runGuardedTool } from "./guards.js";
+import type { GuardedToolHooks } from "./guards.js";
 import { messageOf, prepareToolArguments } from "./tools.js";
 import type {
   AgentContext,
@@ -24,7 +24,6 @@ import type {
   AgentToolResult,
   AssistantMessage,
   ToolCall,
-  TextContent,
   ToolResultMessage,
   ToolExecutionContext,
 } from "../types.js";
@@ -33,16 +32,24 @@ import type { AgentEvent, AgentLoopConfig, AnsweredToolCall, ToolMiddleware } fr
 /** A call made by another call's tool (through its `ToolExecutionContext`) → that call. */
 const parentOf = new WeakMap<ToolCall, ToolCall>();
 
-/** Receives the loop's events. Contract: may return a promise; the loop waits for it. */
+/**
+ * Receives the loop's events. Contract: may return a promise; the loop waits for it (until the
+ * run is aborted). A throw is kept and reported once the run has ended (see `guardSink`).
+ */
 export type AgentEventSink = (event: AgentEvent) => void | Promise<void>;
 
-/** What a batch needs from its run. */
+/**
+ * What a batch needs from its run. Its `emit` and `hooks` are guarded (guards.ts): they never
+ * throw, and never keep an aborted run waiting.
+ */
 export interface ToolBatchRun {
   readonly config: AgentLoopConfig;
   /** The run's live context (the transcript so far, the tools); hooks see it. */
   readonly context: AgentContext;
   readonly signal: AbortSignal | undefined;
   readonly emit: AgentEventSink;
+  /** `beforeToolCall` and `afterToolCall`, guarded (see `guardToolHooks`). */
+  readonly hooks: GuardedToolHooks;
   /**
    * The calls of this turn's message whose id repeated an earlier call's: the loop gave each a
    * fresh id (the key) and keeps the id it repeated (the value). They are answered, never run.
@@ -159,14 +166,7 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
     return answered(call, `Tool call "${call.name}" was not executed: the run is ending (${batch.hookFailure}).`);
   }
   const repeated = run.repeatedCalls?.get(call.id);
-  if (repeated !== undefined) {
-    return answered(
-      call,
-      `Tool call "${call.name}" was not executed: its id "${repeated}" was already used by an earlier call ` +
-        `in the same message, so it was renamed "${call.id}". Every call needs its own id; re-issue this ` +
-        `call if it is still needed.`,
-    );
-  }
+  if (repeated !== undefined) return answered(call, repeatedCallAnswer(call, repeated));
   for (const middleware of run.middleware) {
     const refused = middleware.refuse?.(call, parentOf.get(call));
     if (refused !== undefined) return answered(call, refused);
@@ -184,12 +184,12 @@ async function prepareCall(run: ToolBatchRun, batch: Batch, call: ToolCall): Pro
   }
   const ready: ReadyCall = { kind: "ready", call, tool, args };
   // (askBeforeToolCall also returns at once without a hook; skipping the call saves an await per call)
-  if (run.config.beforeToolCall === undefined) return ready;
+  if (run.hooks.before === undefined) return ready;
   return (await askBeforeToolCall(run, batch, ready)) ?? ready;
   // #endregion
 }
 
-/** execute → afterToolCall. Never throws; after an abort it answers at once (late results are dropped). */
+/** execute → afterToolCall. After an abort it answers at once (late results are dropped). */
 async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall): Promise<FinishedCall> {
   // #region lab 7.3 runPreparedCall
   const { call, tool, args } = ready;
@@ -209,51 +209,42 @@ async function runPreparedCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall
     if (emitted !== undefined) updates.push(emitted);
   };
   const context = executionContext(run, batch, call);
-  const executed = await settle(() => tool.execute(call.id, args, run.signal, onUpdate, context), run.signal);
+  const executed = await runGuardedTool(
+    call.name,
+    () => tool.execute(call.id, args, run.signal, onUpdate, context),
+    run.signal,
+  );
   open = false;
   await Promise.all(updates);
-  if (executed.kind === "threw") return answered(call, messageOf(executed.error));
-  if (executed.kind !== "value") return abortedCall(call);
-  const result = readToolResult(executed.value);
-  if (typeof result === "string") return answered(call, `Tool "${call.name}" ${result}`);
-  const done: FinishedCall = { call, result, isError: result.isError === true };
-  if (run.config.afterToolCall === undefined) return done;
+  if (executed.kind === "failed") return answered(call, executed.text);
+  if (executed.kind === "aborted") return abortedCall(call);
+  const done: FinishedCall = { call, result: executed.result, isError: executed.result.isError === true };
+  if (run.hooks.after === undefined) return done;
   return applyAfterToolCall(run, batch, ready, done);
   // #endregion
 }
 
 /**
- * `beforeToolCall`: an error result if it blocks, throws (which also ends the run) or is overtaken
+ * `beforeToolCall`: an error result if it blocks, fails (which also ends the run) or is overtaken
  * by an abort; else undefined (also when no hook is set: call it for every call).
  */
 async function askBeforeToolCall(run: ToolBatchRun, batch: Batch, ready: ReadyCall): Promise<AnsweredCall | undefined> {
-  const before = run.config.beforeToolCall;
+  const before = run.hooks.before;
   if (before === undefined) return undefined;
   // #region lab 7.4 askBeforeToolCall
   const { call, tool, args } = ready;
-  const outcome = await settle(
-    () => before({ assistantMessage: batch.message, toolCall: call, args, tool, context: run.context }, run.signal),
-    run.signal,
-    run.config.hookTimeoutMs,
-  );
-  if (outcome.kind === "aborted" || run.signal?.aborted) return abortedCall(call);
-  if (outcome.kind !== "value") return hookThrew(batch, call, hookFailure("beforeToolCall", run, call, outcome));
-  let reason: unknown;
-  try {
-    // a hostile answer (a getter that throws) is the hook's failure, not the loop's
-    if (outcome.value?.block !== true) return undefined;
-    reason = outcome.value.reason;
-  } catch (error) {
-    return hookThrew(batch, call, hookFailure("beforeToolCall", run, call, { kind: "threw", error }));
-  }
-  return answered(call, typeof reason === "string" ? reason : `Tool call "${call.name}" was blocked.`);
+  const answer = await before({ assistantMessage: batch.message, toolCall: call, args, tool, context: run.context });
+  if (answer.kind === "aborted") return abortedCall(call);
+  if (answer.kind === "failed") return hookThrew(batch, call, answer.failure);
+  if (answer.value === undefined) return undefined;
+  return answered(call, answer.value ?? `Tool call "${call.name}" was blocked.`);
   // #endregion
 }
 
 /**
- * `afterToolCall`: overrides the result field by field; a throw becomes an error result and ends
- * the run. An abort while it runs keeps the tool's own result: the tool has already run. Without
- * a hook, the tool's result as it is (call it for every call).
+ * `afterToolCall`: overrides the result field by field; a failure becomes an error result and
+ * ends the run. An abort while it runs keeps the tool's own result: the tool has already run.
+ * Without a hook, the tool's result as it is (call it for every call).
  */
 async function applyAfterToolCall(
   run: ToolBatchRun,
@@ -261,69 +252,36 @@ async function applyAfterToolCall(
   ready: ReadyCall,
   done: FinishedCall,
 ): Promise<FinishedCall> {
-  const after = run.config.afterToolCall;
+  const after = run.hooks.after;
   if (after === undefined) return done;
   // #region lab 7.4 applyAfterToolCall
   const { call, tool, args } = ready;
-  const outcome = await settle(
-    () =>
-      after(
-        {
-          assistantMessage: batch.message,
-          toolCall: call,
-          args,
-          tool,
-          context: run.context,
-          result: done.result,
-          isError: done.isError,
-        },
-        run.signal,
-      ),
-    run.signal,
-    run.config.hookTimeoutMs,
-  );
+  const answer = await after({
+    assistantMessage: batch.message,
+    toolCall: call,
+    args,
+    tool,
+    context: run.context,
+    result: done.result,
+    isError: done.isError,
+  });
   // The tool has already run: an abort now keeps its own result (saying "aborted before it
   // finished" would invite the model to run it again). The hook's late answer is ignored.
-  if (outcome.kind === "aborted") return done;
-  if (outcome.kind !== "value") return hookThrew(batch, call, hookFailure("afterToolCall", run, call, outcome));
-  try {
-    const override = outcome.value;
-    if (override === undefined || override === null) return done;
-    if (typeof override !== "object") throw new TypeError("it must return an object or undefined");
-    const content: unknown = override.content;
-    if (content !== undefined && content !== null && !Array.isArray(content)) {
-      throw new TypeError("its content must be an array of text blocks");
-    }
-    const result: AgentToolResult<unknown> = {
-      ...done.result,
-      content: content ? [...(content as TextContent[])] : done.result.content,
-      // a field given, even as undefined, replaces the tool's: `details: undefined` clears it
-      details: "details" in override ? override.details : done.result.details,
-    };
-    const terminate: unknown = override.terminate;
-    if (terminate !== undefined && terminate !== null) result.terminate = terminate === true;
-    // the override reaches the result itself too, not only tool_execution_end and the message
-    const isError: unknown = override.isError;
-    if (isError !== undefined && isError !== null) result.isError = isError === true;
-    return { call, result, isError: result.isError ?? done.isError };
-  } catch (error) {
-    return hookThrew(batch, call, hookFailure("afterToolCall", run, call, { kind: "threw", error }));
-  }
+  if (answer.kind === "aborted") return done;
+  if (answer.kind === "failed") return hookThrew(batch, call, answer.failure);
+  const override = answer.value;
+  if (override === undefined) return done;
+  const result: AgentToolResult<unknown> = {
+    ...done.result,
+    content: override.content ?? done.result.content,
+    // a field given, even as undefined, replaces the tool's: `details: undefined` clears it
+    details: "details" in override ? override.details : done.result.details,
+  };
+  if (override.terminate !== undefined) result.terminate = override.terminate;
+  // the override reaches the result itself too, not only tool_execution_end and the message
+  if (override.isError !== undefined) result.isError = override.isError;
+  return { call, result, isError: result.isError ?? done.isError };
   // #endregion
-}
-
-/** Why a tool hook failed: it threw, or it did not settle within `hookTimeoutMs`. */
-function hookFailure(
-  hook: "beforeToolCall" | "afterToolCall",
-  run: ToolBatchRun,
-  call: ToolCall,
-  outcome: { kind: "threw"; error: unknown } | { kind: "timedOut" },
-): string {
-  if (outcome.kind === "threw") return `${hook} failed for "${call.name}": ${messageOf(outcome.error)}`;
-  return (
-    `${hook} failed for "${call.name}": it did not settle within ${run.config.hookTimeoutMs} ms ` +
-    `(hookTimeoutMs in the loop config); its late answer is ignored.`
-  );
 }
 
 /**

@@ -19,9 +19,6 @@
  *   messages and inside `tool_result` content alike.
  * Pure: the context is never changed, and nothing of it is shared with the request.
  */
-// #region ch18
-import type { ThinkingLevel } from "../../model.js";
-// #endregion
 import { checkImage, type InputOptions } from "../http/image-content.js";
 import type { AssistantMessage, Context, Message, ToolDefinition, UserContent } from "../../types.js";
 
@@ -84,37 +81,6 @@ export interface AnthropicRequestOptions extends InputOptions {
   thinking?: { budgetTokens: number };
   temperature?: number;
 }
-
-// #region ch18
-/**
- * The thinking budget (tokens) of each level on the Messages API. The API's smallest budget is
- * 1024 tokens; `off` sends no `thinking` at all.
- */
-export const ANTHROPIC_THINKING_BUDGETS: Readonly<Record<Exclude<ThinkingLevel, "off">, number>> = {
-  minimal: 1024,
-  low: 2048,
-  medium: 8192,
-  high: 16384,
-};
-
-/**
- * `options` with the thinking level of one call: `off` removes `thinking`; any other
- * level sets `thinking.budgetTokens` from `ANTHROPIC_THINKING_BUDGETS` and raises `maxTokens` by
- * the budget, so the answer keeps the room `maxTokens` gave it (the API counts thinking inside
- * `max_tokens`, and refuses a budget that is not below it). A new object; `options` is kept.
- */
-export function withAnthropicThinking<Options extends AnthropicRequestOptions>(
-  options: Options,
-  level: ThinkingLevel,
-): Options {
-  // #region lab 18.3 withAnthropicThinking
-  const { thinking: _replaced, ...rest } = options;
-  if (level === "off") return rest as Options;
-  const budgetTokens = ANTHROPIC_THINKING_BUDGETS[level];
-  return { ...rest, thinking: { budgetTokens }, maxTokens: options.maxTokens + budgetTokens } as Options;
-  // #endregion
-}
-// #endregion
 
 /** The request body for one streamed turn. */
 export function toAnthropicRequest(context: Context, options: AnthropicRequestOptions): AnthropicRequest {

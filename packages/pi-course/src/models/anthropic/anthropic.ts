@@ -25,7 +25,7 @@ import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
 import type { Model, StreamOptions } from "../../model.js";
 // #region ch18
-import { withAnthropicThinking } from "./anthropic-wire.js";
+import { withAnthropicThinking } from "./anthropic-thinking.js";
 // #endregion
 
 /**

@@ -30,7 +30,7 @@ import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
 import type { Model, StreamOptions } from "../../model.js";
 // #region ch18
-import { withThinkingLevel } from "./openai-options.js";
+import { withThinkingLevel } from "./openai-thinking.js";
 // #endregion
 
 /**

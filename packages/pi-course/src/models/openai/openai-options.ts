@@ -13,21 +13,6 @@
  * Misuse throws a `TypeError` saying what to change.
  */
 import type { Context } from "../../types.js";
-// #region ch18
-import type { ThinkingLevel } from "../../model.js";
-
-/**
- * `options` with the thinking level of one call as `reasoning_effort`: `off` sends
- * none (the field is left out, also when `options.reasoningEffort` set one), every other level is
- * sent under its own name (`minimal`, `low`, `medium`, `high`). A new object; `options` is kept.
- */
-export function withThinkingLevel<Options extends ChatRequestOptions>(options: Options, level: ThinkingLevel): Options {
-  // #region lab 18.3 withThinkingLevel
-  const { reasoningEffort: _replaced, ...rest } = options;
-  return (level === "off" ? rest : { ...rest, reasoningEffort: level }) as Options;
-  // #endregion
-}
-// #endregion
 
 /** Whether and which tool the model must call. */
 export type ToolChoice = "auto" | "none" | "required" | { name: string };
