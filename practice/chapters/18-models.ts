@@ -35,6 +35,7 @@ export default defineChapter({
   },
   files: [
     "src/cli/features/models.ts",
+    "src/cli/features/chosen-model.ts",
     "src/model-choice/types.ts",
     "src/model-choice/catalogue-data.ts",
     "src/model-choice/providers.ts",

@@ -20,6 +20,21 @@ export interface ExposedTools {
 }
 
 /**
+ * The MCP servers' tools as the run declares them: as they are, or, when there are more than
+ * `DEFER_MCP_TOOLS_ABOVE`, deferred behind a `tool_search` tool that comes first (with a note).
+ */
+export function deferMcpTools(mcp: readonly AgentTool<any, any>[]): ExposedTools {
+  if (mcp.length <= DEFER_MCP_TOOLS_ABOVE) return { tools: [...mcp] };
+  const deferred = mcp.map((tool) => ({ ...tool, exposure: "deferred" as const }));
+  return {
+    tools: [createToolSearchTool(deferred), ...deferred],
+    note:
+      `${mcp.length} MCP tools (more than ${DEFER_MCP_TOOLS_ABOVE}) are deferred: the model finds them with ` +
+      "tool_search, and each is declared to it once found",
+  };
+}
+
+/**
  * The run's tool list from its own tools and the MCP servers' tools: MCP tools deferred behind
  * `tool_search` when there are more than `DEFER_MCP_TOOLS_ABOVE`; with `codemode`, the `code`
  * tool first.
@@ -29,15 +44,9 @@ export function exposeTools(
   mcp: readonly AgentTool<any, any>[],
   options: { codemode?: boolean } = {},
 ): ExposedTools {
-  let tools: AgentTool<any, any>[] = [...own, ...mcp];
-  let note: string | undefined;
-  if (mcp.length > DEFER_MCP_TOOLS_ABOVE) {
-    const deferred = mcp.map((tool) => ({ ...tool, exposure: "deferred" as const }));
-    tools = [...own, createToolSearchTool(deferred), ...deferred];
-    note =
-      `${mcp.length} MCP tools (more than ${DEFER_MCP_TOOLS_ABOVE}) are deferred: the model finds them with ` +
-      "tool_search, and each is declared to it once found";
-  }
+  const added = deferMcpTools(mcp);
+  let tools: AgentTool<any, any>[] = [...own, ...added.tools];
+  const note = added.note;
   // #region ch16
   if (options.codemode === true) tools = [createCodeTool({ tools }), ...tools];
   // #endregion
