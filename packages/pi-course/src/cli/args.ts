@@ -3,7 +3,7 @@
  * (chapter 13's options and each feature's), into `RunOptions`.
  *
  * Parsing takes argv and the environment and gives options or a usage error; the only things it
- * reads besides are the optional config file (see config.ts) and the files named by
+ * reads besides are the optional config file (see settings.ts) and the files named by
  * `--prompt-file` and `--api-key-file` (`-`: stdin).
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -19,7 +19,7 @@ import {
   type Setting,
   type SettingName,
   type Settings,
-} from "./config.js";
+} from "./settings.js";
 import type { ParsedInput, ServerRoute } from "./features/feature.js";
 import { FEATURES, readArgv, type ReadArgv } from "./options.js";
 import {

@@ -10,7 +10,7 @@ import { compact } from "../session/compaction.js";
 import type { AgentMessage } from "../types.js";
 import { writeSessionPage } from "./export.js";
 import type { ChatPrinter } from "./render.js";
-import { resourceHelp } from "./resources.js";
+import { resourceHelp } from "./project-resources.js";
 import type { Runtime } from "./runtime.js";
 import { forkSession, labelSession, treeLines } from "./session-tree.js";
 import type { SessionFile } from "../session/session.js";

@@ -25,7 +25,7 @@ import { runPool } from "../eval/run-pool.js";
 import type { RunRecord } from "../eval/run-record.js";
 import { buildSuiteReport, formatSummary, suiteExitCode } from "../eval/suite-report.js";
 import { CliUsageError, parseArgs, serverRoute } from "./args.js";
-import { readConfigFile, resolveSettings } from "./config.js";
+import { readConfigFile, resolveSettings } from "./settings.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
 

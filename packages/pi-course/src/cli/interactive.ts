@@ -18,7 +18,7 @@ import { type Chat, commandTable, replay, runCommand, type SlashCommand } from "
 import { DEMO_TASK } from "./demo.js";
 import type { TerminalIO } from "./io.js";
 import { FEATURES } from "./options.js";
-import { expandInput } from "./resources.js";
+import { expandInput } from "./project-resources.js";
 import { ChatPrinter } from "./render.js";
 import type { Runtime } from "./runtime.js";
 import { neutralize } from "./trace.js";

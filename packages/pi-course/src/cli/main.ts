@@ -12,8 +12,8 @@ import { homedir } from "node:os";
 import { textOf } from "../messages.js";
 import type { Writable } from "node:stream";
 import { findProjectResources, loadResources, type Resources } from "../resources/resources.js";
-import { homeFolder } from "./config.js";
-import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./resources.js";
+import { homeFolder } from "./settings.js";
+import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./project-resources.js";
 import type { AssistantMessage } from "../types.js";
 import {
   type CliOptions,

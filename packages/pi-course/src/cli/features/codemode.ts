@@ -11,7 +11,7 @@ declare module "../run-options.js" {
   interface RunOptions {
     /**
      * `--codemode`, or `$PI_COURSE_CODEMODE` / the config file's `"codemode"` set to `1`, `on` or
-     * `true` (a setting: see config.ts): add the `code` tool (a script that calls the other
+     * `true` (a setting: see settings.ts): add the `code` tool (a script that calls the other
      * tools, in a QuickJS sandbox). Absent: off.
      */
     codemode?: boolean;

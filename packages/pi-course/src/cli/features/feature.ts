@@ -12,7 +12,7 @@
  * and throws `CliUsageError` for a value it cannot use.
  */
 import type { Chat, SlashCommand } from "../chat-commands.js";
-import type { Setting, SettingName, Settings } from "../config.js";
+import type { Setting, SettingName, Settings } from "../settings.js";
 import type { Model } from "../../model.js";
 import type { Runtime, RuntimeFeature } from "../runtime.js";
 import type { Provider, RunOptions, ServerOptions } from "../run-options.js";

@@ -12,7 +12,7 @@ import { ModelsFileError, loadModelsFileSync } from "../../model-choice/models-f
 import type { ModelEndpoint } from "../../model-choice/providers.js";
 import { conversationCost, formatConversationCost } from "../../model-choice/cost.js";
 import type { Chat, SlashCommand } from "../chat-commands.js";
-import { homeFolder, type Setting, type SettingName } from "../config.js";
+import { homeFolder, type Setting, type SettingName } from "../settings.js";
 import type { Runtime } from "../runtime.js";
 import { neutralize } from "../trace.js";
 import { CliUsageError } from "../usage-error.js";

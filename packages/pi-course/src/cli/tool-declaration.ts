@@ -1,8 +1,10 @@
 /**
  * Chapters 15 and 16 in the CLI: which tools the model sees. The CLI's own tools (coding tools,
  * the skill tool) are always direct. MCP servers may bring many more: above
- * `DEFER_MCP_TOOLS_ABOVE` they are deferred, and the `tool_search` tool finds them. With
- * `--codemode`, the `code` tool runs scripts over every tool the model may reach.
+ * `DEFER_MCP_TOOLS_ABOVE` they are deferred, and the `tool_search` tool finds them
+ * (`deferMcpTools`, which the MCP feature applies to its servers' tools). With `--codemode`, the
+ * `code` tool runs scripts over every tool the model may reach (the codemode feature puts it
+ * first). `exposeTools` is the whole list at once, as those two features build it.
  */
 import type { AgentTool } from "../types.js";
 // #region ch16
