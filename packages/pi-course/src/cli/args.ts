@@ -176,7 +176,7 @@ function runOptions(parsed: Parsed, tty: Terminal): RunOptions {
 }
 
 /**
- * The server a feature picks from `settings` (chapter 18: a catalogue name alone), if one does.
+ * The server a feature picks from `settings` (a model catalogue's name alone), if one does.
  * Throws `CliUsageError` for a file a feature cannot use.
  */
 export function serverRoute(

@@ -94,8 +94,8 @@ function answerWithoutAgent(argv: readonly string[]): void {
 
 /**
  * The variables handed over to the agent (the only secrets it gets): the one the options read the
- * key from, each model's provider's (a route a feature picked, chapter 18), and those a feature
- * names (`handOver`: the MCP configurations' of chapter 17).
+ * key from, each model's provider's (a route a feature picked: a model catalogue's name), and
+ * those a feature names (`handOver`: the MCP configurations').
  */
 function keyHandover(argv: readonly string[]): {
   named: string | undefined;

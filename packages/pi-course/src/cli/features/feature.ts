@@ -58,8 +58,8 @@ export interface ParsedInput {
 }
 
 /**
- * The server a feature's settings pick when neither a base URL nor a provider is set (chapter
- * 18: a model catalogue's name alone picks its server and key).
+ * The server a feature's settings pick when neither a base URL nor a provider is set (a model
+ * catalogue's name alone picks its server and key).
  */
 export interface ServerRoute {
   provider: Provider;
