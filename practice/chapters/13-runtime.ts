@@ -24,7 +24,7 @@ export default defineChapter({
       "交互、打印、JSON 三种模式都从它拿到同一个 `Runtime`。`npm start` 在终端上没有给任务时进入对话模式（`cli/interactive.ts`）：" +
       "回答边到边显示，工具调用一行一个并带上结果的前几行；运行中按 Enter 发出的文字走 `steer()`，Alt-Enter 或 `/later` 走 `followUp()`；" +
       "Ctrl-C 中止当前运行，再按一次退出。会话按工作目录放在 `~/.pi-course/sessions/<目录哈希>/` 下（`cli/sessions.ts`），" +
-      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`cli/config.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
+      "`--continue` 接着最新的一个，`--resume ID` 接着指定的一个。配置（`cli/settings.ts`）按 参数 → 环境变量（`PI_COURSE_BASE_URL`、" +
       "`PI_COURSE_MODEL` 等）→ 配置文件 的顺序取值，`--help` 打印的正是同一张表。`--provider anthropic` 用第 05 章的 Anthropic 适配器，" +
       "key 来自 `ANTHROPIC_API_KEY`，和 OpenAI 的 key 一样经由启动器的 Unix 套接字交给智能体，永远不进智能体的环境变量。" +
       "你要写的是三处接线：设置的优先级与配置文件、会话目录的列举与查找、把会话文件接到智能体上（第 11 章的 `setSession` 负责恢复与记录）。" +
@@ -33,7 +33,7 @@ export default defineChapter({
       "No new mechanism: the wiring. runtime.ts is the one composition root for the interactive, print and json modes; " +
       "interactive.ts is the conversation on a terminal (streaming, compact tool lines, steer on Enter, followUp on " +
       "Alt-Enter or /later, Ctrl-C stops then exits); sessions.ts keeps one session file per conversation under " +
-      "~/.pi-course/sessions/<cwd-hash>/ (--continue, --resume ID); config.ts takes each setting from a flag, the " +
+      "~/.pi-course/sessions/<cwd-hash>/ (--continue, --resume ID); settings.ts takes each setting from a flag, the " +
       "environment or the config file, and --help prints that table. --provider anthropic uses chapter 05's adapter, the " +
       "key handed over the launcher's socket as for OpenAI. You write three joints: the precedence of settings, listing and " +
       "finding sessions, and attaching a session file to the agent (chapter 11's setSession restores and records).",
@@ -45,17 +45,19 @@ export default defineChapter({
     "src/cli/run-options.ts",
     "src/cli/usage-error.ts",
     "src/cli/args.ts",
+    "src/cli/commands.ts",
     "src/cli/chat-commands.ts",
-    "src/cli/config.ts",
+    "src/cli/settings.ts",
     "src/cli/demo.ts",
     "src/cli/export.ts",
     "src/cli/help.ts",
     "src/cli/interactive.ts",
+    "src/cli/io.ts",
     "src/cli/launch.ts",
     "src/cli/main.ts",
     "src/cli/pairing.ts",
     "src/cli/render.ts",
-    "src/cli/resources.ts",
+    "src/cli/project-resources.ts",
     "src/cli/runtime.ts",
     "src/cli/runtime-model.ts",
     "src/cli/session-tree.ts",

@@ -31,7 +31,7 @@ export default defineChapter({
     "src/agent/tool-exposure.ts",
     "src/tool-search/bm25.ts",
     "src/tool-search/tool-search.ts",
-    "src/cli/tool-exposure.ts",
+    "src/cli/tool-declaration.ts",
   ],
   labs: [
     {

@@ -37,6 +37,7 @@ export default defineChapter({
     "src/models/openai/openai-thinking.ts",
     "src/models/anthropic/anthropic-thinking.ts",
     "src/cli/features/models.ts",
+    "src/cli/features/chosen-model.ts",
     "src/model-choice/types.ts",
     "src/model-choice/catalogue-data.ts",
     "src/model-choice/providers.ts",

@@ -46,6 +46,7 @@ export default defineChapter({
   },
   files: [
     "src/cli/features/durable.ts",
+    "src/cli/features/durable-run.ts",
     "src/durable/store.ts",
     "src/durable/journal.ts",
     "src/durable/recovery.ts",

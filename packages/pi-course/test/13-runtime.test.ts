@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionWriteError } from "../src/agent/agent-session.js";
 import { CliUsageError, keyVariable, parseArgs, type RunOptions } from "../src/cli/args.js";
-import { SETTINGS, resolveSettings } from "../src/cli/config.js";
+import { SETTINGS, resolveSettings } from "../src/cli/settings.js";
 import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
 import { Runtime, sessionNotes } from "../src/cli/runtime.js";
 import { SessionFolder, folderKey } from "../src/cli/sessions.js";

@@ -721,7 +721,7 @@ describe("configuration: mcpServers as users already write it", () => {
     );
     const extra = path.join(dir, "servers.json");
     await writeFile(extra, JSON.stringify({ mcpServers: { a: { command: "extra-a" } } }));
-    const commands = (servers: McpServerConfig[]) =>
+    const commands = (servers: McpServerConfig[] = []) =>
       servers.map((s) => `${s.name}=${s.transport?.kind === "stdio" ? s.transport.command : s.problem}`);
 
     const untrusted = loadMcpConfig({ home, project, projectTrusted: false, files: [extra], env: {} });

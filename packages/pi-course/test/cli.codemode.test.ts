@@ -7,7 +7,7 @@ import { Type } from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseArgs } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
-import { DEFER_MCP_TOOLS_ABOVE, exposeTools } from "../src/cli/tool-exposure.js";
+import { DEFER_MCP_TOOLS_ABOVE, exposeTools } from "../src/cli/tool-declaration.js";
 import { TracePrinter } from "../src/cli/trace.js";
 import { defineTool } from "../src/index.js";
 import type { AgentTool } from "../src/index.js";

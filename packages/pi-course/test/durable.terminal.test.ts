@@ -15,7 +15,7 @@ import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RECOVERY_QUESTION } from "../src/cli/interactive.js";
+import { RECOVERY_QUESTION } from "../src/cli/features/durable.js";
 import { folderKey } from "../src/cli/sessions.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
 import { uncertainText } from "../src/durable/recovery.js";

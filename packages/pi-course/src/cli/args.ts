@@ -3,7 +3,7 @@
  * (chapter 13's options and each feature's), into `RunOptions`.
  *
  * Parsing takes argv and the environment and gives options or a usage error; the only things it
- * reads besides are the optional config file (see config.ts) and the files named by
+ * reads besides are the optional config file (see settings.ts) and the files named by
  * `--prompt-file` and `--api-key-file` (`-`: stdin).
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -19,8 +19,8 @@ import {
   type Setting,
   type SettingName,
   type Settings,
-} from "./config.js";
-import type { ParsedInput } from "./features/feature.js";
+} from "./settings.js";
+import type { ParsedInput, ServerRoute } from "./features/feature.js";
 import { FEATURES, readArgv, type ReadArgv } from "./options.js";
 import {
   DEFAULT_KEY_VARIABLE,
@@ -34,10 +34,6 @@ import {
 } from "./run-options.js";
 import { CliUsageError } from "./usage-error.js";
 import { readTextFile } from "../read-json.js";
-// #region ch18
-import { ModelsFileError } from "../model-choice/models-file.js";
-import { catalogueKeys, catalogueRoute, type CatalogueRoute } from "./features/models.js";
-// #endregion
 
 export {
   DEFAULT_KEY_VARIABLE,
@@ -81,16 +77,14 @@ export function keyVariable(argv: readonly string[], env: NodeJS.ProcessEnv): st
   }
   const named = resolveSettings({ apiKeyEnv: after("--api-key-env"), provider: after("--provider") }, env, file);
   if (named.apiKeyEnv !== undefined) return named.apiKeyEnv.value;
-  // #region ch18
-  // A catalogue name alone picks the provider, and its key variable (none for a local server).
+  // A feature may pick the provider (a catalogue name alone), and its key variable (none for a local server).
   try {
     const flags = { provider: after("--provider"), baseUrl: after("--base-url"), model: after("--model") };
-    const route = catalogueRoute(resolveSettings(flags, env, file), env);
-    if (route !== undefined) return route.endpoints[0]!.apiKeyEnv;
+    const route = serverRoute(resolveSettings(flags, env, file), env);
+    if (route !== undefined) return route.firstKey;
   } catch {
-    // parseArgs reports a bad models file.
+    // parseArgs reports a file a feature cannot use.
   }
-  // #endregion
   return named.provider?.value === "anthropic" ? DEFAULT_KEY_VARIABLE.anthropic : DEFAULT_KEY_VARIABLE.openai;
 }
 
@@ -182,13 +176,26 @@ function runOptions(parsed: Parsed, tty: Terminal): RunOptions {
   return onServerNamed ? onServer(parsed, common, server) : offline(parsed, common);
 }
 
-/** The server the settings name: the provider, the base URL, and (chapter 18) the catalogue's route. */
+/**
+ * The server a feature picks from `settings` (a model catalogue's name alone), if one does.
+ * Throws `CliUsageError` for a file a feature cannot use.
+ */
+export function serverRoute(
+  settings: Partial<Record<SettingName, Setting>>,
+  env: NodeJS.ProcessEnv,
+): ServerRoute | undefined {
+  for (const feature of FEATURES) {
+    const route = feature.route?.(settings, env);
+    if (route !== undefined) return route;
+  }
+  return undefined;
+}
+
+/** The server the settings name: the provider, the base URL, and the route a feature picked, if any. */
 interface ServerChoice {
   provider: Provider;
   baseUrl: string | undefined;
-  // #region ch18
-  route?: CatalogueRoute;
-  // #endregion
+  route?: ServerRoute;
 }
 
 function serverChoice({ settings, env, blame }: Parsed): ServerChoice {
@@ -198,21 +205,9 @@ function serverChoice({ settings, env, blame }: Parsed): ServerChoice {
       `unknown provider "${providerName}"${blame("provider")}; the providers are ${PROVIDERS.join(" and ")}.`,
     );
   }
-  const choice: ServerChoice = { provider: providerName as Provider, baseUrl: settings.baseUrl?.value };
-  // #region ch18
-  try {
-    const route = catalogueRoute(settings, env);
-    if (route !== undefined) {
-      choice.route = route;
-      choice.provider = route.endpoints[0]!.api === "anthropic" ? "anthropic" : "openai";
-      choice.baseUrl = route.endpoints[0]!.baseUrl;
-    }
-  } catch (error) {
-    if (error instanceof ModelsFileError) throw new CliUsageError(`${error.message}.`);
-    throw error;
-  }
-  // #endregion
-  return choice;
+  const route = serverRoute(settings, env);
+  if (route === undefined) return { provider: providerName as Provider, baseUrl: settings.baseUrl?.value };
+  return { provider: route.provider, baseUrl: route.baseUrl, route };
 }
 
 /** The mode argv asks for (a task given and the terminal decide when no flag does). */
@@ -277,10 +272,7 @@ function onServer(parsed: Parsed, common: Omit<RunOptions, "folder">, choice: Se
   const { settings, blame, text } = parsed;
   const { provider, baseUrl } = choice;
   const shownBaseUrl = baseUrl === undefined ? undefined : checkedBaseUrl(baseUrl, provider, blame);
-  let needs = baseUrl !== undefined ? "--base-url" : "--provider anthropic";
-  // #region ch18
-  if (choice.route !== undefined) needs = `--model ${settings.model?.value}`;
-  // #endregion
+  const needs = choice.route?.namedBy ?? (baseUrl !== undefined ? "--base-url" : "--provider anthropic");
   const model = settings.model?.value;
   if (model === undefined || model === "") {
     throw new CliUsageError(`${needs} needs --model NAME (the model id the server knows).`);
@@ -303,10 +295,8 @@ function onServer(parsed: Parsed, common: Omit<RunOptions, "folder">, choice: Se
     model,
     ...apiKeyOf(parsed, choice),
     workspace,
+    ...choice.route?.server,
   };
-  // #region ch18
-  if (choice.route !== undefined) server.byCatalogue = true;
-  // #endregion
   return { ...common, folder: workspace, ...(task !== undefined && { task }), server };
 }
 
@@ -367,13 +357,7 @@ function apiKeyOf({ read, settings, env, from, text }: Parsed, choice: ServerCho
     return { apiKey, ...named };
   }
   if (noApiKey) return { ...named };
-  // #region ch18
-  if (choice.route !== undefined && apiKeyEnv === undefined) {
-    const keys = catalogueKeys(choice.route, env);
-    const first = choice.route.endpoints[0]!.apiKeyEnv;
-    return { ...(first !== undefined && keys[first] !== undefined && { apiKey: keys[first] }), keys };
-  }
-  // #endregion
+  if (choice.route !== undefined && apiKeyEnv === undefined) return choice.route.keys(env);
   const name = apiKeyEnv ?? DEFAULT_KEY_VARIABLE[choice.provider];
   const apiKey = env[name];
   if (apiKey === undefined || apiKey === "") {
@@ -422,11 +406,10 @@ function readText(option: string, file: string, from: string): string {
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#\s]*@/i, "$1***@");
 }
-// #region ch18
 
 /**
  * Every key variable `argv` will read (the launcher hands over exactly these): `keyVariable`'s,
- * and with a catalogue route each model's provider's. Never throws.
+ * and with a route a feature picked (a catalogue name) each model's provider's. Never throws.
  */
 export function keyVariables(argv: readonly string[], env: NodeJS.ProcessEnv): string[] {
   const first = keyVariable(argv, env);
@@ -441,12 +424,11 @@ export function keyVariables(argv: readonly string[], env: NodeJS.ProcessEnv): s
     const flags = { provider: after("--provider"), baseUrl: after("--base-url"), model: after("--model") };
     const settings = resolveSettings({ ...flags, apiKeyEnv: after("--api-key-env") }, env, file);
     if (settings.apiKeyEnv !== undefined) return names;
-    for (const endpoint of catalogueRoute(settings, env)?.endpoints ?? []) {
-      if (endpoint.apiKeyEnv !== undefined && !names.includes(endpoint.apiKeyEnv)) names.push(endpoint.apiKeyEnv);
+    for (const name of serverRoute(settings, env)?.keyVariables ?? []) {
+      if (!names.includes(name)) names.push(name);
     }
   } catch {
     // parseArgs reports it.
   }
   return names;
 }
-// #endregion

@@ -10,7 +10,7 @@ import { compact } from "../session/compaction.js";
 import type { AgentMessage } from "../types.js";
 import { writeSessionPage } from "./export.js";
 import type { ChatPrinter } from "./render.js";
-import { resourceHelp } from "./resources.js";
+import { resourceHelp } from "./project-resources.js";
 import type { Runtime } from "./runtime.js";
 import { forkSession, labelSession, treeLines } from "./session-tree.js";
 import type { SessionFile } from "../session/session.js";
@@ -30,10 +30,13 @@ export interface Chat {
   readonly left: boolean;
   /** The commands of this conversation (`commandTable`). */
   readonly commands: readonly SlashCommand[];
-  // #region ch19
-  /** A killed run found in the session just opened: says what it left, asks, and recovers. */
-  settleRecovery(): Promise<void>;
-  // #endregion
+  /** Tells every feature that a session was opened (`CliFeature.opened`: a durable run asks about a killed run). */
+  sessionOpened(): Promise<void>;
+  /**
+   * Asks `question` on the prompt line and resolves with the answer; undefined when the person
+   * left instead (Ctrl-D, or Ctrl-C, which first says `leaving`).
+   */
+  ask(question: string, leaving: string): Promise<string | undefined>;
 }
 
 /** One slash command. */
@@ -217,21 +220,17 @@ async function resume(chat: Chat, arg: string): Promise<void> {
   if (arg === "") return printer.line("give the session's id: /resume ID (see /sessions)", "red");
   const found = await runtime.folder.find(arg);
   await runtime.resume(found, (note) => printer.line(`note: ${neutralize(note)}`, "yellow"));
-  // #region ch19
-  await chat.settleRecovery();
+  await chat.sessionOpened();
   if (chat.left) return;
-  // #endregion
   const messages = runtime.agent.state.messages;
   printer.line(`resumed session ${neutralize(found.id)} (${messages.length} messages):`, "dim");
   replay(printer, messages);
-  // #region ch19
   if (runtime.unfinished) {
-    // the person answered yes: the killed run goes on now (the prompt line waits for it)
+    // a feature recovered a killed run and the person said yes: it goes on now (the prompt line waits for it)
     runtime.unfinished = false;
     printer.line("going on with the interrupted run (Ctrl-C stops it)", "dim");
     chat.startRun(undefined);
   }
-  // #endregion
 }
 
 async function compactSession({ printer, runtime }: Chat, _arg: string, session: SessionFile): Promise<void> {

@@ -24,14 +24,11 @@ import { readTranscripts, renderHtmlReport } from "../eval/html-report.js";
 import { runPool } from "../eval/run-pool.js";
 import type { RunRecord } from "../eval/run-record.js";
 import { buildSuiteReport, formatSummary, suiteExitCode } from "../eval/suite-report.js";
-import { CliUsageError, parseArgs } from "./args.js";
-import { readConfigFile, resolveSettings } from "./config.js";
+import { CliUsageError, parseArgs, serverRoute } from "./args.js";
+import { readConfigFile, resolveSettings } from "./settings.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
 import { startTimer, userDuration } from "../timer.js";
-// #region ch18
-import { catalogueRoute } from "./features/models.js";
-// #endregion
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report
 
@@ -125,15 +122,13 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   }
   const named = resolveSettings({ baseUrl: at("--base-url"), provider: at("--provider") }, env, file);
   let onServer = named.baseUrl !== undefined || named.provider?.value === "anthropic";
-  // #region ch18
-  // A catalogue name alone picks its server too (see catalogueRoute).
+  // A feature may pick the server too (a catalogue name alone, see serverRoute).
   try {
     const model = resolveSettings({ model: at("--model") }, env, file).model;
-    onServer ||= catalogueRoute({ ...named, ...(model !== undefined && { model }) }, env) !== undefined;
+    onServer ||= serverRoute({ ...named, ...(model !== undefined && { model }) }, env) !== undefined;
   } catch {
-    // parseArgs below reports a bad models file.
+    // parseArgs below reports a file a feature cannot use.
   }
-  // #endregion
   const parsed = parseArgs(
     [...modelFlags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])],
     env,

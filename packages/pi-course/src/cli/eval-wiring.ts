@@ -9,12 +9,9 @@ import type { EvalCase } from "../eval/case-format.js";
 import { createCaseModel, loadCaseScript } from "../eval/case-script.js";
 import type { Wire } from "../eval/run-case.js";
 import type { Model } from "../model.js";
+import { FEATURES } from "./options.js";
 import type { RunOptions } from "./run-options.js";
 import { Runtime, createModel } from "./runtime.js";
-// #region ch18
-import { ModelCatalogue } from "../model-choice/catalogue.js";
-import { catalogued } from "../model-choice/catalogued-model.js";
-// #endregion
 
 /** The server a suite runs against (`RunOptions["server"]` without its workspace), or none: offline. */
 export type EvalServer = Omit<NonNullable<RunOptions["server"]>, "workspace">;
@@ -27,17 +24,10 @@ function runOptions(server: EvalServer | undefined, workspace: string, sessionRo
     color: false,
     dropToolResult: false,
     folder: workspace,
-    // A case runs alone: no project resources (the runtime is given none) and no MCP servers.
+    // A case runs alone: no project resources (the runtime is given none), and no feature's
+    // option is set (no MCP servers, no codemode).
     contextFiles: false,
     extensions: [],
-    // #region ch17
-    mcpServers: [],
-    mcpNotices: [],
-    mcpConfigFiles: [],
-    // #endregion
-    // #region ch16
-    codemode: false,
-    // #endregion
     ...(sessionRoot !== undefined && { session: { root: sessionRoot, continue: false } }),
     ...(server !== undefined && { server: { ...server, workspace } }),
   };
@@ -51,6 +41,8 @@ export function runtimeWire(server: EvalServer | undefined): Wire {
       workspace: setup.workspace,
       maxTurns: setup.maxTurns,
       env: setup.env,
+      // every feature plugs in as in `npm start` (a durable run's journal); the model is the case's
+      features: FEATURES,
     });
     return { agent: runtime.agent, sessionFile: runtime.session?.path, close: () => runtime.close() };
   };
@@ -68,11 +60,8 @@ export async function caseModel(
 ): Promise<Model | { unavailable: string }> {
   if (server !== undefined) {
     let model = createModel(runOptions(server, evalCase.dir), 0, evalCase.settings.model.id);
-    // #region ch18
-    // A model of the catalogue is priced: each run's cost, each case's and the suite's total.
-    const known = ModelCatalogue.builtin().find(model.id);
-    if (known !== undefined) model = catalogued(model, { ...known, known: true });
-    // #endregion
+    // e.g. a model of the catalogue is priced: each run's cost, each case's and the suite's total
+    for (const feature of FEATURES) model = feature.caseModel?.(model) ?? model;
     return model;
   }
   if (evalCase.script === undefined) {

@@ -1,9 +1,9 @@
 /**
  * The text of `npm start -- --help`: every mode, option and setting, and where each setting comes
- * from. Its options and settings are printed from the tables parsing reads (options.ts, config.ts),
+ * from. Its options and settings are printed from the tables parsing reads (options.ts, settings.ts),
  * so the help cannot drift from what is read.
  */
-import { settingsHelp } from "./config.js";
+import { settingsHelp } from "./settings.js";
 import { FEATURES, helpLines } from "./options.js";
 
 /**

@@ -12,30 +12,18 @@
  * process group: the launcher and the agent's commands never see it (the abort kills those).
  */
 import readline from "node:readline";
-import type { Readable, Writable } from "node:stream";
+import type { Writable } from "node:stream";
 import { textOf } from "../messages.js";
 import { type Chat, commandTable, replay, runCommand, type SlashCommand } from "./chat-commands.js";
 import { DEMO_TASK } from "./demo.js";
+import type { TerminalIO } from "./io.js";
 import { FEATURES } from "./options.js";
-import { expandInput } from "./resources.js";
+import { expandInput } from "./project-resources.js";
 import { ChatPrinter } from "./render.js";
 import type { Runtime } from "./runtime.js";
 import { neutralize } from "./trace.js";
-// #region ch19
-import { recoveryFound } from "./runtime.js";
-// #endregion
 
-export interface TerminalIO {
-  input: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
-  output: Writable & { columns?: number; isTTY?: boolean };
-  color: boolean;
-}
-
-// #region ch19
-/** The question the interactive mode asks when the session it opens holds a killed run. */
-export const RECOVERY_QUESTION =
-  "resume the killed run now? [Y/n] (n: record it as it stands and wait for your message) ";
-// #endregion
+export type { TerminalIO } from "./io.js";
 
 /** Runs the conversation until the person leaves; resolves with the exit code. */
 export async function runInteractive(
@@ -64,10 +52,8 @@ class Conversation implements Chat {
   private exitCode: number | undefined;
   private done!: (code: number) => void;
   private readonly finished = new Promise<number>((resolve) => (this.done = resolve));
-  // #region ch19
-  /** While the recovery question waits for its answer (Ctrl-C then leaves, recovering nothing). */
-  private asking = false;
-  // #endregion
+  /** While a question (`ask`) waits for its answer: what Ctrl-C says as it leaves. */
+  private asking: string | undefined;
 
   constructor(
     readonly runtime: Runtime,
@@ -158,34 +144,23 @@ class Conversation implements Chat {
       });
   }
 
-  // #region ch19
-  /**
-   * A killed run found in the session just opened (`runtime.pendingRecovery`): says what it left,
-   * asks whether to resume it, and recovers. Yes (Enter, y): recovered as the other modes do, and
-   * `runtime.unfinished` says the run is to go on; no (n): recorded as it stands (interrupted calls
-   * get their error results, nothing runs again), the prompt waits.
-   */
-  async settleRecovery(): Promise<void> {
-    const plan = this.runtime.pendingRecovery;
-    if (plan === undefined) return;
-    this.printer.line(`note: ${neutralize(recoveryFound(plan))}`, "yellow");
-    let run: boolean | undefined;
-    while (run === undefined) {
-      this.asking = true;
-      // Ctrl-D (the terminal closes) or Ctrl-C (see SIGINT) leaves without an answer
-      const answer = await new Promise<string>((resolve) => {
-        this.rl.once("close", () => resolve(""));
-        this.rl.question(RECOVERY_QUESTION, resolve);
-      });
-      this.asking = false;
+  async sessionOpened(): Promise<void> {
+    for (const feature of FEATURES) {
+      await feature.opened?.(this);
       if (this.exitCode !== undefined) return;
-      if (/^(y|yes)?$/i.test(answer.trim())) run = true;
-      else if (/^(n|no)$/i.test(answer.trim())) run = false;
-      else this.printer.line("answer y (resume the run) or n (record it as it stands)", "dim");
     }
-    await this.runtime.settleRecovery(run, (note) => this.printer.line(`note: ${neutralize(note)}`, "yellow"));
   }
-  // #endregion
+
+  async ask(question: string, leaving: string): Promise<string | undefined> {
+    this.asking = leaving;
+    // Ctrl-D (the terminal closes) or Ctrl-C (see onInterrupt) leaves without an answer
+    const answer = await new Promise<string>((resolve) => {
+      this.rl.once("close", () => resolve(""));
+      this.rl.question(question, resolve);
+    });
+    this.asking = undefined;
+    return this.exitCode === undefined ? answer : undefined;
+  }
 
   /** A line starting with "/": a template, a skill or an extension's command, else one of the table's. */
   private async command(line: string): Promise<void> {
@@ -252,9 +227,7 @@ class Conversation implements Chat {
     // readline has handled the key already (its listener came first): show the line as it is now.
     if (this.running !== undefined) this.printer.showTyping(neutralize(this.rl.line));
     if (key?.name !== "return" || key.meta !== true) return;
-    // #region ch19
-    if (this.asking) return; // the recovery question takes a plain answer
-    // #endregion
+    if (this.asking !== undefined) return; // a question takes a plain answer
     const line = this.rl.line.trim();
     this.rl.line = "";
     this.rl.cursor = 0;
@@ -270,12 +243,10 @@ class Conversation implements Chat {
   /** Ctrl-C: stops a run; a second in a row exits. */
   private readonly onInterrupt = (): void => {
     const { printer } = this;
-    // #region ch19
-    if (this.asking) {
-      printer.line("(exit: the killed run is left as it is; --continue asks again)", "dim");
+    if (this.asking !== undefined) {
+      printer.line(this.asking, "dim");
       return this.leave(130);
     }
-    // #endregion
     if (this.lastKeyWasCtrlC) {
       printer.line("(exit)", "dim");
       return this.leave(130);
@@ -301,11 +272,9 @@ class Conversation implements Chat {
     this.rl.on("close", () => this.leave(this.exitCode ?? 0));
     this.signal.addEventListener("abort", () => this.leave(130), { once: true });
     for (const feature of FEATURES) feature.startChat?.(this);
-    // #region ch19
-    // The resumed session's run was killed mid-way: the person is told what it left and asked first.
-    await this.settleRecovery();
+    // e.g. the resumed session's run was killed mid-way: the person is told what it left and asked first
+    await this.sessionOpened();
     if (this.exitCode !== undefined) return this.finished;
-    // #endregion
     if (agent.state.messages.length > 0) {
       printer.line(`earlier in this session (${agent.state.messages.length} messages):`, "dim");
       replay(printer, agent.state.messages);
@@ -321,15 +290,13 @@ class Conversation implements Chat {
         if (runtime.options.server === undefined && agent.state.messages.length === 0) this.rl.write(DEMO_TASK);
       }
     };
-    // #region ch19
-    // Recovered, and the person said yes: the killed run goes on first, before the prompt line.
+    // Recovered (a feature), and the person said yes: the killed run goes on first, before the prompt line.
     if (runtime.unfinished) {
       runtime.unfinished = false;
       printer.line("going on with the interrupted run (Ctrl-C stops it)", "dim");
       this.startRun(undefined, begin);
       return this.finished;
     }
-    // #endregion
     begin();
     return this.finished;
   }

@@ -40,16 +40,12 @@ import {
   commandName,
   helpText,
   keyVariable,
-  // #region ch18
   keyVariables,
-  // #endregion
   parseArgs,
   usageMessage,
 } from "./args.js";
-// #region ch17
-import { mcpVariables } from "../mcp/config.js";
-import { homeFolder } from "./config.js";
-// #endregion
+import { COMMANDS } from "./commands.js";
+import { FEATURES } from "./options.js";
 
 /**
  * Names left out of the agent's environment besides the key's variable: the same as
@@ -79,10 +75,8 @@ export const canLaunchApart = process.platform === "linux" || process.platform =
 function answerWithoutAgent(argv: readonly string[]): void {
   // stdin, or a pipe such as <(pass show openai), can be read only once: the agent reads it.
   let check = !argv.includes("--prompt-file") && !argv.includes("--api-key-file");
-  // #region ch14
-  // `eval` (chapter 14) reads its own options, in the agent.
-  if (argv[0] === "eval") check = false;
-  // #endregion
+  // A command of a later chapter (chapter 14's `eval`) reads its own options, in the agent.
+  if (COMMANDS.some((command) => command.name === argv[0] && command.name !== "export")) check = false;
   if (check) {
     try {
       const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
@@ -100,7 +94,8 @@ function answerWithoutAgent(argv: readonly string[]): void {
 
 /**
  * The variables handed over to the agent (the only secrets it gets): the one the options read the
- * key from, each model's provider's (chapter 18), and those MCP configurations name (chapter 17).
+ * key from, each model's provider's (a route a feature picked: a model catalogue's name), and
+ * those a feature names (`handOver`: the MCP configurations').
  */
 function keyHandover(argv: readonly string[]): {
   named: string | undefined;
@@ -111,21 +106,12 @@ function keyHandover(argv: readonly string[]): {
   const named = keyVariable(argv, process.env);
   const handover: Record<string, string> = {};
   if (named !== undefined && process.env[named] !== undefined) handover[named] = process.env[named]!;
-  let catalogueKeys: string[] = [];
-  // #region ch18
   // A catalogue name picks its provider's key variable; a fallback list may need one per provider.
-  catalogueKeys = keyVariables(argv, process.env);
-  for (const name of catalogueKeys) {
+  const catalogueKeys = keyVariables(argv, process.env);
+  const features = FEATURES.flatMap((feature) => feature.handOver?.(argv, process.env) ?? []);
+  for (const name of [...catalogueKeys, ...features]) {
     if (process.env[name] !== undefined && handover[name] === undefined) handover[name] = process.env[name]!;
   }
-  // #endregion
-  // #region ch17
-  // The variables MCP configurations name as ${VAR} (a server's key) travel the same way: the
-  // agent's environment has no secret-looking variable, and only the server that names one gets it.
-  for (const name of mcpVariables(argv, process.env, path.dirname(homeFolder(process.env)))) {
-    if (process.env[name] !== undefined && handover[name] === undefined) handover[name] = process.env[name]!;
-  }
-  // #endregion
   return { named, handover, catalogueKeys };
 }
 
@@ -219,9 +205,7 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   for (const [name, value] of Object.entries(process.env)) {
     if (name !== named && !defaults.includes(name) && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
   }
-  // #region ch18
   for (const name of keys.catalogueKeys) delete env[name];
-  // #endregion
   const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
   const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], {
     env,

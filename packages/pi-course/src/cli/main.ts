@@ -12,8 +12,8 @@ import { homedir } from "node:os";
 import { textOf } from "../messages.js";
 import type { Writable } from "node:stream";
 import { findProjectResources, loadResources, type Resources } from "../resources/resources.js";
-import { homeFolder } from "./config.js";
-import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./resources.js";
+import { homeFolder } from "./settings.js";
+import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./project-resources.js";
 import type { AssistantMessage } from "../types.js";
 import {
   type CliOptions,
@@ -25,41 +25,23 @@ import {
   type RunOptions,
 } from "./args.js";
 import { DEMO_TASK } from "./demo.js";
-import { runExport } from "./export.js";
-import { runInteractive, type TerminalIO } from "./interactive.js";
+import { COMMANDS } from "./commands.js";
+import { runInteractive } from "./interactive.js";
+import type { CliIO, TerminalIO } from "./io.js";
+import { FEATURES } from "./options.js";
 import { Runtime, type RuntimeWiring } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
-// #region ch18
-import { conversationCost, formatConversationCost } from "../model-choice/cost.js";
-// #endregion
-// #region ch17
-import { existsSync } from "node:fs";
-import path from "node:path";
-import { loadMcpConfig } from "../mcp/config.js";
-// #endregion
 
-/** Where the main job writes; tests pass their own. `stdin` is read in the interactive mode only. */
-export interface CliIO {
-  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
-  stderr: { write(text: string): unknown };
-  stdin?: TerminalIO["input"];
-  env: NodeJS.ProcessEnv;
-}
+export type { CliIO } from "./io.js";
 
 /**
  * Runs the main job; resolves with the exit code (0 ok, 1 the run failed, 2 usage, 130 the
  * run was interrupted: `signal` aborted it, and its `reason`, if a string, names why).
  */
 export async function runMain(argv: readonly string[], io: CliIO, signal?: AbortSignal): Promise<number> {
-  // `pi-course export SESSION_FILE`: a session as an HTML page, no agent.
-  if (argv[0] === "export") return runExport(argv.slice(1), io);
-  // #region ch14
-  if (argv[0] === "eval") {
-    // Chapter 14's eval harness: loaded only when asked for.
-    const { runEval } = await import("./eval-command.js");
-    return runEval(argv.slice(1), io, signal);
-  }
-  // #endregion
+  // `pi-course export SESSION_FILE`, `pi-course eval SUITE` (chapter 14): commands.ts.
+  const command = COMMANDS.find((c) => c.name === argv[0]);
+  if (command !== undefined) return command.run(argv.slice(1), io, signal);
   let parsed: CliOptions;
   try {
     parsed = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
@@ -115,13 +97,8 @@ async function startRuntime(
     // The project around the agent: the trust question (interactive only) comes before anything
     // of the project is loaded, and before the conversation's own prompt.
     const locations = { cwd: options.folder, piHome: homeFolder(io.env), userHome: io.env.HOME || homedir() };
-    // Files of later chapters' features that load only in a trusted folder.
-    const alsoProtected: string[] = [];
-    // #region ch17
-    // A project's MCP configuration starts programs: it passes the same gate as its extensions.
-    const projectMcp = path.join(options.folder, ".pi-course", "mcp.json");
-    if (existsSync(projectMcp)) alsoProtected.push(projectMcp);
-    // #endregion
+    // Files of features that load only in a trusted folder.
+    const alsoProtected = FEATURES.flatMap((feature) => feature.projectFiles?.(options) ?? []);
     const ask =
       options.mode === "interactive" && io.stdin !== undefined
         ? askTrust({ input: io.stdin, output: io.stdout as unknown as Writable }, [
@@ -139,26 +116,12 @@ async function startRuntime(
       reservedCommands: BUILTIN_COMMANDS,
       onDiagnostic: (w) => io.stderr.write(`warning: ${neutralize(`${w.path}: ${w.message}`)}\n`),
     });
-    // #region ch17
-    if (alsoProtected.includes(projectMcp)) {
-      const mcp = loadMcpConfig({
-        home: path.dirname(locations.piHome),
-        project: options.folder,
-        projectTrusted: resources.trust?.trusted === true,
-        untrustedReason: "the folder is not trusted (--approve trusts it for one run; the interactive mode asks)",
-        files: options.mcpConfigFiles,
-        env: io.env,
-      });
-      options = { ...options, mcpServers: mcp.servers, mcpNotices: mcp.notices };
-    }
-    // #endregion
+    const decision = { trusted: resources.trust?.trusted === true, files: alsoProtected, env: io.env };
+    for (const feature of FEATURES) options = { ...options, ...feature.afterTrust?.(options, decision) };
     // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
     const slow = io.stdout.isTTY === true && (options.mode === "trace" || options.mode === "interactive") ? 12 : 0;
-    const wiring: RuntimeWiring = { resources };
-    // #region ch19
-    // a killed run is recovered after a question on the terminal (interactive.ts), not before the banner
-    wiring.askRecovery = options.mode === "interactive";
-    // #endregion
+    // The interactive mode leaves questions to the conversation (a killed run: asked, not before the banner).
+    const wiring: RuntimeWiring = { resources, features: FEATURES, asks: options.mode === "interactive" };
     const runtime = await Runtime.start(options, (note) => notes.push(note), slow, wiring);
     return { runtime, resources };
   } catch (error) {
@@ -178,13 +141,7 @@ function showBanner(
   const options = runtime.options;
   const server = options.server;
   let shownModel = server?.model;
-  // #region ch18
-  // the model in use: a resumed session's choice, with its thinking level
-  const choice = runtime.choice;
-  if (choice !== undefined) {
-    shownModel = `${neutralize(choice.name)}${choice.thinking !== undefined ? ` (thinking ${choice.thinking})` : ""}`;
-  }
-  // #endregion
+  for (const feature of FEATURES) shownModel = feature.modelLabel?.(runtime) ?? shownModel;
   if (server === undefined) info(`pi-course · offline demo on the scripted model (no network)`);
   else
     info(
@@ -199,9 +156,7 @@ function showBanner(
   for (const line of banner.lines) info(neutralize(line));
   for (const warning of banner.warnings) io.stderr.write(`warning: ${neutralize(warning)}\n`);
   for (const note of [...resources.notes, ...notes]) io.stderr.write(`note: ${neutralize(note)}\n`);
-  // #region ch18
   runtime.onNotice = (note) => io.stderr.write(`note: ${neutralize(note)}\n`);
-  // #endregion
 }
 
 /** The trace, print and json modes: one prompt, then the exit code. */
@@ -233,28 +188,20 @@ async function runOnce(
       write: (text) => io.stdout.write(text),
       color: options.color,
       json: options.json,
-      // #region ch18
-      ...(options.server !== undefined && {
-        agentEndFields: () => ({ conversationCost: conversationCost(runtime.agent.state.messages) }),
-      }),
-      // #endregion
+      agentEndFields: () => Object.assign({}, ...FEATURES.map((feature) => feature.agentEndFields?.(runtime))),
     });
     agent.subscribe((event) => printer.print(event));
     agent.subscribe((event) => (event.type === "agent_end" ? printer.finish() : undefined));
   }
   const before = agent.state.messages.length;
-  // #region ch19
-  // A run the resumed session left unfinished (killed mid-way, recovered by Runtime) goes on first.
+  // A run the resumed session left unfinished (killed mid-way, recovered by a feature) goes on first.
   const resumed = runtime.unfinished;
   runtime.unfinished = false;
-  // #endregion
   const running = (async () => {
-    // #region ch19
     if (resumed) {
       await agent.continue();
       if (signal?.aborted) return;
     }
-    // #endregion
     await agent.prompt(task);
   })();
   // the caller's signal stops the run (abort() before the prompt would find the agent idle)
@@ -277,11 +224,7 @@ async function runOnce(
     io.stderr.write(`\nerror: ${why}\n${hint(why, options.server?.baseUrl)}`);
     return 1;
   }
-  // #region ch18
-  if (options.server !== undefined) {
-    if (!options.json) info(`cost:      ${formatConversationCost(conversationCost(agent.state.messages))}`);
-  }
-  // #endregion
+  for (const feature of FEATURES) for (const line of feature.afterOnce?.(runtime) ?? []) info(line);
   // Piped, the answer as it is; on a terminal, its control characters as text (see trace.ts).
   if (options.mode === "print")
     io.stdout.write(`${io.stdout.isTTY === true ? neutralize(textOf(last)) : textOf(last)}\n`);

@@ -8,7 +8,7 @@
  * written as, and every mistake is reported in this program's own words.
  */
 import { parseArgs as parseArgv } from "node:util";
-import type { Settings } from "./config.js";
+import type { Settings } from "./settings.js";
 import type { CliFeature, HelpSection, OptionSpec } from "./features/feature.js";
 import * as registry from "./features/index.js";
 import { CliUsageError } from "./usage-error.js";

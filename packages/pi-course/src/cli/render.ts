@@ -288,9 +288,5 @@ function resultText(result: AgentToolResult<unknown>): string {
 
 /** The prefix of a tool line: none, or `  ↳ ` for a script's nested call (shown under its script). */
 function nestedMark(event: AgentEvent): string {
-  let mark = "";
-  // #region ch16
-  if ("parentToolCallId" in event && event.parentToolCallId !== undefined) mark = "  ↳ ";
-  // #endregion
-  return mark;
+  return "parentToolCallId" in event && event.parentToolCallId !== undefined ? "  ↳ " : "";
 }

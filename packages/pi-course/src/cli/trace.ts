@@ -21,10 +21,8 @@ export interface TraceOptions {
   write: (text: string) => void;
   color: boolean;
   json: boolean;
-  // #region ch18
-  /** With `json`: fields added to the `agent_end` line (the conversation's cost). */
+  /** With `json`: fields added to the `agent_end` line (a feature's: the conversation's cost). */
   agentEndFields?: () => Record<string, unknown>;
-  // #endregion
 }
 
 const CODES = { dim: 2, bold: 1, red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36 } as const;
@@ -39,12 +37,10 @@ export class TracePrinter {
 
   print(event: AgentEvent): void {
     if (this.options.json) {
-      // #region ch18
       if (event.type === "agent_end" && this.options.agentEndFields !== undefined) {
         this.options.write(`${JSON.stringify({ ...event, ...this.options.agentEndFields() })}\n`);
         return;
       }
-      // #endregion
       this.options.write(`${JSON.stringify(event.type === "message_update" ? compactUpdate(event.event) : event)}\n`);
       return;
     }
@@ -225,9 +221,5 @@ export function compactUpdate(event: ModelEvent): { type: "message_update"; even
 
 /** The indentation of a tool event: 2, and one more for a script's nested call (under its script). */
 function toolDepth(event: AgentEvent): number {
-  let depth = 2;
-  // #region ch16
-  if ("parentToolCallId" in event && event.parentToolCallId !== undefined) depth = 3;
-  // #endregion
-  return depth;
+  return "parentToolCallId" in event && event.parentToolCallId !== undefined ? 3 : 2;
 }

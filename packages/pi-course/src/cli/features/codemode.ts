@@ -1,6 +1,8 @@
 /**
  * Codemode on the command line: `--codemode` (or `$PI_COURSE_CODEMODE`, or `"codemode"` in the
- * config file) adds the `code` tool, a script that calls the other tools in a QuickJS sandbox.
+ * config file) adds the `code` tool, a script that calls the other tools in a QuickJS sandbox:
+ * first in the tool list the model is given, over every other tool of that list (the MCP
+ * servers' and `tool_search` too, each time the list changes).
  */
 import { CliUsageError } from "../usage-error.js";
 import type { CliFeature } from "./feature.js";
@@ -9,10 +11,10 @@ declare module "../run-options.js" {
   interface RunOptions {
     /**
      * `--codemode`, or `$PI_COURSE_CODEMODE` / the config file's `"codemode"` set to `1`, `on` or
-     * `true` (a setting: see config.ts): add the `code` tool (a script that calls the other
-     * tools, in a QuickJS sandbox).
+     * `true` (a setting: see settings.ts): add the `code` tool (a script that calls the other
+     * tools, in a QuickJS sandbox). Absent: off.
      */
-    codemode: boolean;
+    codemode?: boolean;
   }
 }
 
@@ -46,5 +48,11 @@ thread, each call checked like its own; also $PI_COURSE_CODEMODE=1 or
   parse({ settings, configFile }) {
     const from = settings.codemode?.source === "config" ? `"codemode" in ${configFile}` : "$PI_COURSE_CODEMODE";
     return { codemode: codemodeOf(settings.codemode?.value, from) };
+  },
+  async setUp(runtime) {
+    if (runtime.options.codemode !== true) return undefined;
+    // loaded only when it is used: the launcher and the other runs never load the sandbox
+    const { createCodeTool } = await import("../../codemode/code-tool.js");
+    return { exposeTools: (tools) => [createCodeTool({ tools }), ...tools] };
   },
 };

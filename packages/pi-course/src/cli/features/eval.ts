@@ -1,4 +1,4 @@
-/** The eval harness on the command line: `npm start -- eval SUITE` (eval-command.ts parses the rest). */
+/** The eval harness on the command line: `npm start -- eval SUITE` (the command is in commands.ts; eval-command.ts parses the rest). */
 import type { CliFeature } from "./feature.js";
 
 export const evalSuite: CliFeature = {

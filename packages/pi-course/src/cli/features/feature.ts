@@ -1,17 +1,21 @@
 /**
  * The seam a feature of the command line plugs into: its options (with their help text), what it
- * adds to the parsed options, its usage lines, and its part of the conversation (slash commands,
- * completion, what it says after a run). Each feature is one module under `features/`,
- * listed once in `features/index.ts`; `parseArgs` and `--help` read the same list, so an option and
- * its help cannot drift apart.
+ * adds to the parsed options, its usage lines, the server it may pick, what it sets up on the
+ * runtime (`RuntimeFeature`: tools it adds or wraps, what it starts and stops), its part of the
+ * conversation (slash commands, completion, what it says after a run) and of the other modes. Each
+ * feature is one module under `features/`, listed once in `features/index.ts`; `parseArgs`,
+ * `--help`, the launcher, `main.ts`, the runtime and the conversation call every feature of that
+ * list through one loop, so a later chapter plugs in instead of patching them.
  *
- * Contract: a feature never reads argv itself; it reads what the option table parsed
- * (`ParsedInput`), and throws `CliUsageError` for a value it cannot use.
+ * Contract: a feature never reads argv itself (except `handOver`, which the launcher calls before
+ * anything is parsed, and must not throw); it reads what the option table parsed (`ParsedInput`),
+ * and throws `CliUsageError` for a value it cannot use.
  */
 import type { Chat, SlashCommand } from "../chat-commands.js";
-import type { Setting, SettingName, Settings } from "../config.js";
-import type { Runtime } from "../runtime.js";
-import type { RunOptions } from "../run-options.js";
+import type { Setting, SettingName, Settings } from "../settings.js";
+import type { Model } from "../../model.js";
+import type { Runtime, RuntimeFeature } from "../runtime.js";
+import type { Provider, RunOptions, ServerOptions } from "../run-options.js";
 
 /** The part of `--help` an entry is printed in. */
 export type HelpSection = "modes" | "options" | "help" | "sessions" | "project";
@@ -53,8 +57,35 @@ export interface ParsedInput {
   readonly session: RunOptions["session"];
 }
 
+/**
+ * The server a feature's settings pick when neither a base URL nor a provider is set (a model
+ * catalogue's name alone picks its server and key).
+ */
+export interface ServerRoute {
+  provider: Provider;
+  baseUrl: string | undefined;
+  /** What named the server, as a message says it: `--model deepseek-chat`. */
+  namedBy: string;
+  /** The key variable of the run's first model, if it needs a key. */
+  firstKey: string | undefined;
+  /** Every key variable its models read, in order. */
+  keyVariables: readonly string[];
+  /** The server's key options when no key option is given; a missing key is a `CliUsageError`. */
+  keys(env: NodeJS.ProcessEnv): Partial<ServerOptions>;
+  /** What it adds to the server's options. */
+  server: Partial<ServerOptions>;
+}
+
+/** What the trust decision gave, for a feature whose project files load only in a trusted folder. */
+export interface TrustDecision {
+  trusted: boolean;
+  /** The protected files found (every feature's `projectFiles`). */
+  files: readonly string[];
+  env: NodeJS.ProcessEnv;
+}
+
 /** One feature's part of the command line. */
-export interface CliFeature {
+export interface CliFeature extends RuntimeFeature {
   /** Its name (the chapter's topic: `"codemode"`). */
   name: string;
   /** Its options and help topics, in the order `--help` shows them. */
@@ -63,12 +94,30 @@ export interface CliFeature {
   usage?: string;
   /** What it adds to the options of a run. Throws `CliUsageError`. */
   parse?(input: ParsedInput): Partial<RunOptions>;
+  /** The server `settings` pick, if this feature picks one; throws `CliUsageError` for a file it cannot use. */
+  route?(settings: Partial<Record<SettingName, Setting>>, env: NodeJS.ProcessEnv): ServerRoute | undefined;
+  /** Variables the agent process needs that the launcher keeps from its environment (handed over as the key is). Never throws. */
+  handOver?(argv: readonly string[], env: NodeJS.ProcessEnv): readonly string[];
+  /** Files of the project it loads only in a trusted folder: they join the trust question. */
+  projectFiles?(options: RunOptions): readonly string[];
+  /** Once the trust decision is made: what it changes in the options. */
+  afterTrust?(options: RunOptions, decision: TrustDecision): Partial<RunOptions>;
+  /** The model as the banner shows it, when this feature chose it. */
+  modelLabel?(runtime: Runtime): string | undefined;
+  /** With `--json`: fields added to the `agent_end` line. */
+  agentEndFields?(runtime: Runtime): Record<string, unknown> | undefined;
+  /** The model the eval harness runs a case on against a server: the feature may wrap it (price it). */
+  caseModel?(model: Model): Model;
+  /** Lines said after a successful run of the trace and print modes (before the answer). */
+  afterOnce?(runtime: Runtime): readonly string[];
   /** Its slash commands in a conversation (one named as a core command replaces it). */
   commands?: readonly SlashCommand[];
   /** Tab completion of a conversation's line, when it knows the line (`/model gpt`): the candidates and the part completed. */
   complete?(runtime: Runtime, line: string): [string[], string] | undefined;
   /** Called once when a conversation starts, before its first prompt. */
   startChat?(chat: Chat): void;
+  /** Called when a conversation has opened a session (at its start, and after `/resume`), before it is shown. */
+  opened?(chat: Chat): Promise<void>;
   /** Called after each run of a conversation, before the prompt line comes back. */
   afterRun?(chat: Chat): void;
 }

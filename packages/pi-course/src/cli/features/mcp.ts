@@ -1,10 +1,17 @@
 /**
  * MCP on the command line: `--mcp-config FILE` (repeatable) besides `~/.pi-course/mcp.json`; the
- * project's own `.pi-course/mcp.json` waits for the trust decision (main.ts).
+ * project's own `.pi-course/mcp.json` passes the trust gate first (`projectFiles`, `afterTrust`).
+ * On the runtime, the servers start last (in parallel; each ready or failed within its start-up
+ * timeout), their tools join the CLI's own (deferred behind `tool_search` above
+ * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { McpConfigError, loadMcpConfig, type McpServerConfig } from "../../mcp/config.js";
-import { homeFolder } from "../config.js";
+import { McpConfigError, loadMcpConfig, mcpVariables, type McpServerConfig } from "../../mcp/config.js";
+import type { McpServers } from "../../mcp/servers.js";
+import { homeFolder } from "../settings.js";
+import type { Runtime, RuntimePart } from "../runtime.js";
+import { deferMcpTools } from "../tool-declaration.js";
 import { neutralize } from "../trace.js";
 import { CliUsageError } from "../usage-error.js";
 import type { CliFeature } from "./feature.js";
@@ -14,13 +21,13 @@ declare module "../run-options.js" {
     /**
      * The MCP servers to start: `~/.pi-course/mcp.json`, then the project's `.pi-course/mcp.json`
      * once the folder is trusted (main.ts adds it), then each `--mcp-config FILE` (later files
-     * replace earlier servers of the same name). Empty when none is configured.
+     * replace earlier servers of the same name). Empty or absent when none is configured.
      */
-    mcpServers: McpServerConfig[];
+    mcpServers?: McpServerConfig[];
     /** What a person should know about the MCP configuration (a project file not read, and why). */
-    mcpNotices: string[];
+    mcpNotices?: string[];
     /** The `--mcp-config FILE`s, absolute, in order (read again with the project's file once it is trusted). */
-    mcpConfigFiles: string[];
+    mcpConfigFiles?: string[];
   }
 }
 
@@ -63,10 +70,85 @@ tool_search, and each is declared once found`,
       name: "mcp",
       help: "/mcp              the MCP servers: starting, ready with N tools, or failed and why; their stderr",
       run: ({ printer, runtime }) => {
-        if (runtime.mcp === undefined)
+        const servers = runtime.part<McpPart>("mcp")?.servers;
+        if (servers === undefined)
           return printer.line("no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)", "dim");
-        for (const text of runtime.mcp.describe().split("\n")) printer.line(neutralize(text));
+        for (const text of servers.describe().split("\n")) printer.line(neutralize(text));
       },
     },
   ],
+  // The variables MCP configurations name as ${VAR} (a server's key) travel as the key does: the
+  // agent's environment has no secret-looking variable, and only the server that names one gets it.
+  handOver: (argv, env) => mcpVariables(argv, env, path.dirname(homeFolder(env))),
+  // A project's MCP configuration starts programs: it passes the same gate as its extensions.
+  projectFiles: (options) => [projectConfig(options.folder)].filter((file) => existsSync(file)),
+  afterTrust(options, { trusted, files, env }) {
+    if (!files.includes(projectConfig(options.folder))) return {};
+    const found = loadMcpConfig({
+      home: path.dirname(homeFolder(env)),
+      project: options.folder,
+      projectTrusted: trusted,
+      untrustedReason: "the folder is not trusted (--approve trusts it for one run; the interactive mode asks)",
+      files: options.mcpConfigFiles ?? [],
+      env,
+    });
+    return { mcpServers: found.servers, mcpNotices: found.notices };
+  },
+  setUp(runtime) {
+    const part: McpPart = {
+      servers: undefined,
+      start: (notes) => startServers(runtime, part, notes),
+      close: async () => {
+        await part.servers?.close();
+      },
+    };
+    return part;
+  },
 };
+
+/** The project's own MCP configuration. */
+function projectConfig(folder: string): string {
+  return path.join(folder, ".pi-course", "mcp.json");
+}
+
+/** The MCP servers of a runtime (undefined when none is configured). */
+interface McpPart extends RuntimePart {
+  servers: McpServers | undefined;
+}
+
+/**
+ * Starts the configured MCP servers in parallel and waits until each is ready or failed; their
+ * tools join the runtime's. A failed server is a note, never a failed start.
+ */
+async function startServers(runtime: Runtime, part: McpPart, notes: (text: string) => void): Promise<void> {
+  const { mcpNotices = [], mcpServers = [] } = runtime.options;
+  for (const notice of mcpNotices) notes(notice);
+  if (mcpServers.length === 0) return;
+  const { McpServers } = await import("../../mcp/servers.js");
+  let note: string | undefined;
+  const servers = McpServers.start(mcpServers, {
+    root: runtime.workspace,
+    reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
+    clientInfo: { name: "pi-course", version: "0.1.0" },
+    onToolsChanged: (tools) => {
+      const added = deferMcpTools(tools);
+      note = added.note;
+      runtime.setAddedTools(added.tools);
+    },
+  });
+  part.servers = servers;
+  await servers.ready();
+  for (const entry of servers.entries()) {
+    const state = entry.state;
+    if (state.status === "ready") {
+      const hidden = state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : "";
+      notes(`MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`);
+    } else if (state.status === "failed") {
+      const tail = entry.stderrTail.at(-1);
+      notes(
+        `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`,
+      );
+    }
+  }
+  if (note !== undefined) notes(note);
+}

@@ -1,19 +1,23 @@
 /**
  * Choosing a model on the command line: `--thinking LEVEL`, and a catalogue name alone
- * (`--model deepseek-chat`) that picks its server and key (`catalogueRoute`).
+ * (`--model deepseek-chat`) that picks its server and key (`catalogueRoute`, the feature's
+ * `route`). On the runtime, the model in use is a `ChosenModel` (chosen-model.ts); the
+ * conversation gets `/model`, `/thinking` and `/cost`, and every mode says what a run cost.
  */
 import path from "node:path";
 import { THINKING_LEVELS, type ThinkingLevel } from "../../model.js";
 import { ModelCatalogue } from "../../model-choice/catalogue.js";
-import { loadModelsFileSync } from "../../model-choice/models-file.js";
+import { catalogued } from "../../model-choice/catalogued-model.js";
+import { ModelsFileError, loadModelsFileSync } from "../../model-choice/models-file.js";
 import type { ModelEndpoint } from "../../model-choice/providers.js";
 import { conversationCost, formatConversationCost } from "../../model-choice/cost.js";
 import type { Chat, SlashCommand } from "../chat-commands.js";
-import { homeFolder, type Setting, type SettingName } from "../config.js";
+import { homeFolder, type Setting, type SettingName } from "../settings.js";
 import type { Runtime } from "../runtime.js";
 import { neutralize } from "../trace.js";
 import { CliUsageError } from "../usage-error.js";
-import type { CliFeature } from "./feature.js";
+import type { ChosenModel } from "./chosen-model.js";
+import type { CliFeature, ServerRoute } from "./feature.js";
 
 declare module "../run-options.js" {
   interface RunOptions {
@@ -86,13 +90,14 @@ the choice is kept in the session, so --continue goes on with it`,
       name: "model",
       help: "/model [NAME]     show the model, or switch (a catalogue name, a virtual model, or a,b to fall back; Tab completes)",
       run: async ({ printer, runtime }, arg) => {
+        const chosen = chosenOf(runtime);
         if (arg !== "") {
           if (runtime.options.server === undefined)
             return printer.line("the offline demo has one model; start with --base-url for others", "red");
-          await runtime.switchModel(arg);
+          await (chosen === undefined ? runtime.switchModel(arg) : chosen.switchModel(arg));
         }
         const { provider, id } = runtime.agent.state.model;
-        printer.line(runtime.choice !== undefined ? choiceLine(runtime) : `model: ${provider} · ${id}`, "dim");
+        printer.line(chosen?.choice !== undefined ? choiceLine(runtime) : `model: ${provider} · ${id}`, "dim");
       },
     },
     {
@@ -102,7 +107,7 @@ the choice is kept in the session, so --continue goes on with it`,
         if (arg !== "") {
           if (!(THINKING_LEVELS as readonly string[]).includes(arg))
             return printer.line(`/thinking LEVEL: one of ${THINKING_LEVELS.join(", ")}`, "red");
-          await runtime.setThinking(arg as ThinkingLevel);
+          await chosenOf(runtime)?.setThinking(arg as ThinkingLevel);
         }
         printer.line(choiceLine(runtime), "dim");
       },
@@ -118,7 +123,8 @@ the choice is kept in the session, so --continue goes on with it`,
     const match = /^\/(model|thinking) (\S*)$/.exec(line);
     if (match === null) return undefined;
     const [, command, start = ""] = match;
-    const names = command === "model" ? runtime.catalogue.names() : [...THINKING_LEVELS];
+    const catalogue = chosenOf(runtime)?.catalogue ?? ModelCatalogue.builtin();
+    const names = command === "model" ? catalogue.names() : [...THINKING_LEVELS];
     const found = names.filter((n) => n.startsWith(start));
     return [found.length > 0 ? found : names, start];
   },
@@ -128,12 +134,76 @@ the choice is kept in the session, so --continue goes on with it`,
   afterRun({ runtime, printer }: Chat) {
     if (runtime.options.server !== undefined) printer.line(`cost: ${costLine(runtime)}`, "dim");
   },
+  route,
+  // The keys a catalogue name picked (one per provider of a fallback list).
+  commandSecrets: (options) => options.server?.keys ?? {},
+  async setUp(runtime, wiring) {
+    // A caller's own model (the eval harness) is used as it is.
+    if (wiring.model !== undefined) return undefined;
+    const { ChosenModel } = await import("./chosen-model.js");
+    return new ChosenModel(runtime);
+  },
+  // the model in use: a resumed session's choice, with its thinking level
+  modelLabel(runtime) {
+    const choice = chosenOf(runtime)?.choice;
+    if (choice === undefined) return undefined;
+    return `${neutralize(choice.name)}${choice.thinking !== undefined ? ` (thinking ${choice.thinking})` : ""}`;
+  },
+  agentEndFields: (runtime) =>
+    runtime.options.server === undefined
+      ? undefined
+      : { conversationCost: conversationCost(runtime.agent.state.messages) },
+  // A model of the catalogue is priced: each run's cost, each case's and the suite's total.
+  caseModel(model) {
+    const known = ModelCatalogue.builtin().find(model.id);
+    return known === undefined ? model : catalogued(model, { ...known, known: true });
+  },
+  afterOnce: (runtime) =>
+    runtime.options.server === undefined || runtime.options.json
+      ? []
+      : [`cost:      ${formatConversationCost(conversationCost(runtime.agent.state.messages))}`],
 };
+
+/** The model the runtime uses as chosen (undefined when the caller wired in a model of its own). */
+function chosenOf(runtime: Runtime): ChosenModel | undefined {
+  return runtime.part<ChosenModel>("models");
+}
+
+/** The server a catalogue name picks (see `catalogueRoute`), as the options read it. */
+function route(settings: Partial<Record<SettingName, Setting>>, env: NodeJS.ProcessEnv): ServerRoute | undefined {
+  let found: CatalogueRoute | undefined;
+  try {
+    found = catalogueRoute(settings, env);
+  } catch (error) {
+    if (error instanceof ModelsFileError) throw new CliUsageError(`${error.message}.`);
+    throw error;
+  }
+  if (found === undefined) return undefined;
+  const endpoints = found.endpoints;
+  const first = endpoints[0]!;
+  const keyVariables: string[] = [];
+  for (const { apiKeyEnv } of endpoints) {
+    if (apiKeyEnv !== undefined && !keyVariables.includes(apiKeyEnv)) keyVariables.push(apiKeyEnv);
+  }
+  return {
+    provider: first.api === "anthropic" ? "anthropic" : "openai",
+    baseUrl: first.baseUrl,
+    namedBy: `--model ${settings.model?.value}`,
+    firstKey: first.apiKeyEnv,
+    keyVariables,
+    keys(env) {
+      const keys = catalogueKeys({ endpoints }, env);
+      const key = first.apiKeyEnv === undefined ? undefined : keys[first.apiKeyEnv];
+      return { ...(key !== undefined && { apiKey: key }), keys };
+    },
+    server: { byCatalogue: true },
+  };
+}
 
 /** The model in use, as `/model` and `/thinking` show it. */
 function choiceLine(runtime: Runtime): string {
   const model = runtime.agent.state.model;
-  const choice = runtime.choice;
+  const choice = chosenOf(runtime)?.choice;
   const budget =
     choice?.budget !== undefined && runtime.options.contextTokens === undefined
       ? ` · context budget ${choice.budget} tokens`

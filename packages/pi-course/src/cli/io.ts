@@ -1,0 +1,17 @@
+/** Where the command line writes and what it reads: the terminal of a conversation, and the streams of a run. */
+import type { Readable, Writable } from "node:stream";
+
+/** The terminal of a conversation (interactive.ts). */
+export interface TerminalIO {
+  input: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  output: Writable & { columns?: number; isTTY?: boolean };
+  color: boolean;
+}
+
+/** Where the main job writes; tests pass their own. `stdin` is read in the interactive mode only. */
+export interface CliIO {
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
+  stderr: { write(text: string): unknown };
+  stdin?: TerminalIO["input"];
+  env: NodeJS.ProcessEnv;
+}
