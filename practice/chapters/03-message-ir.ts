@@ -16,10 +16,12 @@ export default defineChapter({
     zh:
       "`types.ts` 里的词汇：文本块、工具调用、三种消息角色（user / assistant / toolResult）、`ModelEvent`；`model.ts` 里的 `Model` 契约；" +
       "`messages.ts` 里的构造器和 `textOf`；以及 `event-stream.ts` 里的 `AssistantMessageEventStream`，它在 `push` 时拒绝不一致的终止事件。" +
-      "各家提供方 API 的请求/响应格式、界面上显示的文本都属于别的层，这里只有统一的消息结构。",
+      "各家提供方 API 的请求/响应格式、界面上显示的文本都属于别的层，这里只有统一的消息结构。" +
+      "`types.ts` 一次写全：第 5 章才用到的 `ImageContent`、`ErrorDetails` 和几个可选字段（`argumentsError`、`cacheRead`、`errorDetails`、`attempts`、`partialArguments`）已经在里面，现在不用管它们。",
     en:
       "The vocabulary (content blocks, the three roles, ModelEvent, the Model contract), message constructors and textOf, " +
-      "and AssistantMessageEventStream, which refuses an incoherent terminal event at push.",
+      "and AssistantMessageEventStream, which refuses an incoherent terminal event at push. types.ts is written whole: the types " +
+      "and optional fields chapter 05 uses (ImageContent, ErrorDetails, argumentsError, cacheRead, errorDetails, attempts, partialArguments) are there already.",
   },
   files: ["src/types.ts", "src/model.ts", "src/messages.ts"],
   labs: [

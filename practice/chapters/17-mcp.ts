@@ -18,7 +18,7 @@ export default defineChapter({
     zh:
       "MCP（Model Context Protocol）是今天工具接入智能体的通用方式：用户已经为别的智能体写好了 `mcpServers` 配置，希望这个智能体也能用上同样的服务器。" +
       "本章不用官方 SDK，而是亲手写客户端（`src/mcp/`）：JSON-RPC 2.0 的消息与按 id 配对（`json-rpc.ts`、`connection.ts`），" +
-      "stdio 的逐行分帧（`line-decoder.ts`、`stdio-transport.ts`）与 Streamable HTTP（`http-transport.ts`），" +
+      "stdio 的逐行分帧（`line-decoder.ts`、`stdio-transport.ts`）与 Streamable HTTP（`streamable-http.ts`），" +
       "生命周期 `initialize` → `notifications/initialized`（`client.ts`），把 MCP 工具变成名为 `mcp__<服务器>__<工具>` 的 `AgentTool`（`mcp-tools.ts`），" +
       "以及 `mcp.json` 配置（`config.ts`）和并行启动、互不拖累的服务器组（`servers.ts`）。命令行用 `--mcp-config FILE` 加载服务器，" +
       "`/mcp` 显示每个服务器的状态。测试直接对着没人在这里写过的真实参考服务器跑：`@modelcontextprotocol/server-everything` 与 `server-filesystem`，" +
@@ -36,7 +36,7 @@ export default defineChapter({
     "src/mcp/transport.ts",
     "src/mcp/connection.ts",
     "src/mcp/stdio-transport.ts",
-    "src/mcp/http-transport.ts",
+    "src/mcp/streamable-http.ts",
     "src/mcp/client.ts",
     "src/mcp/mcp-tools.ts",
     "src/mcp/schema-patterns.ts",

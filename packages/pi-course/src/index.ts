@@ -434,8 +434,8 @@ export { DEFAULT_REQUEST_TIMEOUT_MS, JsonRpcConnection } from "./mcp/connection.
 export type { Progress, RequestHandler, RequestOptions } from "./mcp/connection.js";
 export { INHERITED_ENV, StdioTransport } from "./mcp/stdio-transport.js";
 export type { StdioServerParameters } from "./mcp/stdio-transport.js";
-export { HttpTransport } from "./mcp/http-transport.js";
-export type { HttpServerParameters } from "./mcp/http-transport.js";
+export { HttpTransport } from "./mcp/streamable-http.js";
+export type { HttpServerParameters } from "./mcp/streamable-http.js";
 export { LATEST_PROTOCOL_VERSION, McpClient, SUPPORTED_PROTOCOL_VERSIONS } from "./mcp/client.js";
 export type { McpCallResult, McpClientOptions, McpContent, McpRoot, McpServerInfo, McpToolInfo } from "./mcp/client.js";
 export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/mcp-tools.js";

@@ -23,7 +23,6 @@ export interface TextContent {
   text: string;
 }
 
-// #region ch05
 /**
  * An image the model looks at, in a user message or a tool result. Sent only to a model whose
  * options do not leave images out (`input: ["text"]`); the adapters check it before sending.
@@ -49,7 +48,6 @@ export interface ThinkingContent {
   /** Anthropic `redacted_thinking`: the reasoning is hidden; `thinking` is empty, `signature` holds the data. */
   redacted?: boolean;
 }
-// #endregion
 
 /** A request from the model to run one tool. */
 export interface ToolCall {
@@ -67,24 +65,20 @@ export interface ToolCall {
   arguments: unknown;
   /** The argument text as it arrived on the wire; kept when it could not be parsed. */
   rawArguments?: string;
-  // #region ch05
   /**
    * Set when `rawArguments` is not valid JSON at the end of the stream. Such a call is never
    * executed: the tool layer answers it with an error result carrying this message, so the model
    * can correct itself. `arguments` is then `{}`.
    */
   argumentsError?: string;
-  // #endregion
 }
 
 /** What a user message or a tool result may hold: text and images. */
-// biome-ignore format: the last member is a later chapter's region, so `;` stays on a line of its own
 export type UserContent =
-  | TextContent
   // #region ch05
   | ImageContent
   // #endregion
-  ;
+  | TextContent;
 
 /** What an assistant message may hold. */
 export type AssistantContent =
@@ -117,7 +111,6 @@ export interface Usage {
   output: number;
   /** As reported by the provider, or `input + output`. */
   totalTokens: number;
-  // #region ch05
   /**
    * The part of `input` read from the prompt cache (OpenAI `prompt_tokens_details.cached_tokens`).
    * Absent when the provider did not say; `0` when it said none.
@@ -125,7 +118,6 @@ export interface Usage {
   cacheRead?: number;
   /** The part of `input` written to the prompt cache, when the provider reports it. */
   cacheWrite?: number;
-  // #endregion
 }
 
 /**
@@ -141,7 +133,6 @@ export interface Cost {
   total: number;
 }
 
-// #region ch05
 /**
  * What ended a turn in failure, for programs:
  * - `aborted`: the caller's signal (the only kind with `stopReason: "aborted"`);
@@ -197,7 +188,6 @@ export interface ErrorDetails {
    */
   attempts?: number;
 }
-// #endregion
 
 /** What the user (or a program speaking for the user) says. */
 export interface UserMessage {
@@ -226,7 +216,6 @@ export interface AssistantMessage {
   stopReason: StopReason;
   /** Set when `stopReason` is `error` or `aborted`: what went wrong, readable by a person. */
   errorMessage?: string;
-  // #region ch05
   /**
    * Set beside `errorMessage` by provider adapters: the same failure for programs, so no caller
    * parses text to decide what to do (retry later, re-authenticate, shorten the context…).
@@ -245,7 +234,6 @@ export interface AssistantMessage {
    * usage is the explicit default (all zero)". Never sent back to a model.
    */
   diagnostics?: string[];
-  // #endregion
   /**
    * What the turn cost, priced from the model catalogue (`costOf`) by the model that answered.
    * Absent when the price is unknown: an unknown price is never shown as zero.
@@ -343,7 +331,6 @@ export type ModelEvent =
       /** A piece of the call's JSON argument text. */
       delta: string;
       partial: AssistantMessage;
-      // #region ch05
       /**
        * Best-effort value of the arguments so far (from an incremental parser), for UIs that
        * want to show a path or a command early. Never execute it. A live view, like `partial`:
@@ -353,7 +340,6 @@ export type ModelEvent =
        * follows it: the OpenAI-compatible and Anthropic adapters and `ScriptedModel`.
        */
       partialArguments?: unknown;
-      // #endregion
     }
   | { type: "toolcall_end"; contentIndex: number; toolCall: ToolCall; partial: AssistantMessage }
   | { type: "done"; reason: "stop" | "length" | "toolUse"; message: AssistantMessage }

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpClient } from "../src/mcp/client.js";
-import { HttpTransport } from "../src/mcp/http-transport.js";
+import { HttpTransport } from "../src/mcp/streamable-http.js";
 import type { McpError } from "../src/mcp/json-rpc.js";
 import { serverEntry } from "./support/mcp.js";
 

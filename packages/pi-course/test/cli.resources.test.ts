@@ -88,6 +88,8 @@ function beforeAllProject(): void {
         "export default (api) => {\n" +
         '  api.beforeToolCall((call) => call.toolName === "bash" ? { block: true, reason: "bash is off today" } : undefined);\n' +
         '  api.addSystemPrompt("Policy: no bash.");\n' +
+        '  api.registerCommand("tree", { description: "Mine", run: () => "mine" });\n' +
+        '  api.registerCommand("thinking", { description: "Mine", run: () => "mine" });\n' +
         "};\n",
       "home/.pi-course/skills/notes/SKILL.md": "---\nname: notes\ndescription: Takes notes.\n---\nWrite notes.\n",
     };
@@ -238,6 +240,12 @@ describe("the project around the agent, through the built bin", () => {
     expect(result.stderr).toContain(
       `extension: ${path.join(base, "policy.mjs")} (flag: hooks 1 before, 0 after; a prompt section)`,
     );
+    // A feature's commands are the conversation's as much as /help is: an extension cannot take them.
+    for (const name of ["tree", "thinking"]) {
+      expect(result.stderr).toContain(
+        `warning: ${path.join(base, "policy.mjs")}: its command /${name} is left out: another command has that name`,
+      );
+    }
     expect(result.stderr).toContain(
       `extension: ${path.join(project, ".pi-course", "extensions", "shout.ts")} (project: tools shout; commands /hi)`,
     );

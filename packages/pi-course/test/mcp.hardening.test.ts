@@ -12,7 +12,7 @@ import { afterEach, expect, it } from "vitest";
 import { FAULT_SERVER } from "./support/mcp.js";
 import { MAX_TOOL_LIST_CHARS, McpClient } from "../src/mcp/client.js";
 import type { McpServerConfig } from "../src/mcp/config.js";
-import { HttpTransport } from "../src/mcp/http-transport.js";
+import { HttpTransport } from "../src/mcp/streamable-http.js";
 import { mcpAgentTools } from "../src/mcp/mcp-tools.js";
 import { riskyPattern } from "../src/mcp/schema-patterns.js";
 import { McpServers } from "../src/mcp/servers.js";

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readConfigFile } from "../src/cli/config.js";
+import { readConfigFile } from "../src/cli/settings.js";
 import { loadCase } from "../src/eval/case-format.js";
 import { loadCaseScript } from "../src/eval/case-script.js";
 import { loadMcpConfig, mcpVariables } from "../src/mcp/config.js";

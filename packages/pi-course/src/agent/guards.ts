@@ -25,6 +25,7 @@
  * run has them: `agentLoop`'s and the `Agent`'s alike.
  */
 import { settle } from "./settle.js";
+import { MAX_TIMER_MS } from "../timer.js";
 import type { Settled } from "./settle.js";
 import { messageOf } from "./tools.js";
 import type {
@@ -49,9 +50,6 @@ import type {
 // ---------------------------------------------------------------------------------------------
 // The config and the sink
 // ---------------------------------------------------------------------------------------------
-
-/** The longest delay `setTimeout` honours (2³¹−1 ms); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /** Refuses a config the loop cannot run with, saying what to change. */
 export function checkLoopConfig(config: AgentLoopConfig): void {

@@ -184,6 +184,11 @@ export function commandTable(extra: readonly SlashCommand[]): SlashCommand[] {
   return [...table, EXIT_COMMAND];
 }
 
+/** Every name the commands of `table` answer to: a template or an extension's command may not take one. */
+export function commandNames(table: readonly SlashCommand[]): string[] {
+  return table.flatMap((command) => [command.name, ...(command.aliases ?? [])]);
+}
+
 /**
  * Runs the slash command `line` (`/NAME ARGS`) from the table; an unknown name, or a command that
  * needs a session when none is in use, is said in red.

@@ -13,7 +13,8 @@ import { textOf } from "../messages.js";
 import type { Writable } from "node:stream";
 import { findProjectResources, loadResources, type Resources } from "../resources/resources.js";
 import { homeFolder } from "./settings.js";
-import { askTrust, BUILTIN_COMMANDS, expandInput, resourceBanner } from "./project-resources.js";
+import { askTrust, expandInput, resourceBanner } from "./project-resources.js";
+import { commandNames, commandTable } from "./chat-commands.js";
 import type { AssistantMessage } from "../types.js";
 import {
   type CliOptions,
@@ -113,7 +114,8 @@ async function startRuntime(
       trust: { ...(options.approve !== undefined && { override: options.approve }), ...(ask !== undefined && { ask }) },
       extensionPaths: options.extensions,
       reservedTools: ["read", "write", "edit", "ls", "bash"],
-      reservedCommands: BUILTIN_COMMANDS,
+      // Every command of the conversation, a feature's too (/tree, /mcp, /thinking…).
+      reservedCommands: commandNames(commandTable(FEATURES.flatMap((feature) => feature.commands ?? []))),
       onDiagnostic: (w) => io.stderr.write(`warning: ${neutralize(`${w.path}: ${w.message}`)}\n`),
     });
     const decision = { trusted: resources.trust?.trusted === true, files: alsoProtected, env: io.env };

@@ -9,20 +9,6 @@ import { expandTemplate, parseSlashCommand, splitArguments } from "../resources/
 import type { Resources } from "../resources/resources.js";
 import { neutralize } from "./trace.js";
 
-/** The commands of the conversation itself: templates and extension commands may not take these names. */
-export const BUILTIN_COMMANDS = [
-  "help",
-  "exit",
-  "quit",
-  "new",
-  "sessions",
-  "resume",
-  "compact",
-  "model",
-  "later",
-  "skills",
-] as const;
-
 /**
  * Asks on the terminal whether to trust `folder` (y/yes trusts, anything else does not; Ctrl-C or
  * Ctrl-D dismisses: untrusted for this run, nothing saved). Lists what would load first.

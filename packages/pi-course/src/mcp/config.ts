@@ -22,7 +22,7 @@ import path from "node:path";
 import { Type } from "typebox";
 import { errorText } from "../errors.js";
 import { type JsonPlace, parseJson, readTextFile } from "../read-json.js";
-import type { HttpServerParameters } from "./http-transport.js";
+import type { HttpServerParameters } from "./streamable-http.js";
 import type { StdioServerParameters } from "./stdio-transport.js";
 import { PiCourseError } from "../errors.js";
 

@@ -10,7 +10,7 @@ import type { TSchema } from "typebox";
 import type { AgentTool } from "../types.js";
 import { McpClient, type McpClientOptions, type McpToolInfo } from "./client.js";
 import type { McpServerConfig } from "./config.js";
-import { HttpTransport } from "./http-transport.js";
+import { HttpTransport } from "./streamable-http.js";
 import { mcpAgentTools, type McpToolDetails } from "./mcp-tools.js";
 import { StdioTransport } from "./stdio-transport.js";
 

@@ -1,6 +1,6 @@
 /**
  * What carries JSON-RPC messages between the client and one server: stdio (a child process,
- * `stdio-transport.ts`) or Streamable HTTP (`http-transport.ts`). The connection
+ * `stdio-transport.ts`) or Streamable HTTP (`streamable-http.ts`). The connection
  * (`connection.ts`) sees only this interface.
  */
 import type { JsonRpcMessage } from "./json-rpc.js";

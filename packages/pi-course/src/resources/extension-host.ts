@@ -116,6 +116,15 @@ export interface ExtensionHostOptions {
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const COMMAND_NAME = /^[a-z0-9][a-z0-9-]*$/;
 
+/** What a factory registered while it ran, committed only when it finishes in time. */
+interface Staged {
+  tools: AgentTool<any, any>[];
+  commands: [string, ExtensionCommand][];
+  before: Hook<ExtensionBeforeHook>[];
+  after: Hook<ExtensionAfterHook>[];
+  prompts: string[];
+}
+
 /** What extensions registered, and their hooks composed for the `Agent`. */
 export class ExtensionHost {
   readonly extensions: LoadedExtension[] = [];
@@ -165,13 +174,7 @@ export class ExtensionHost {
    */
   async loadFactory(factory: ExtensionFactory, name: string, scope: ResourceScope): Promise<boolean> {
     // #region lab 12.4 ExtensionHost.loadFactory
-    const staged = {
-      tools: [] as AgentTool<any, any>[],
-      commands: [] as [string, ExtensionCommand][],
-      before: [] as Hook<ExtensionBeforeHook>[],
-      after: [] as Hook<ExtensionAfterHook>[],
-      prompts: [] as string[],
-    };
+    const staged: Staged = { tools: [], commands: [], before: [], after: [], prompts: [] };
     let open = true;
     const guard = (what: string) => {
       if (!open) throw new Error(`${what}: register while the extension's factory runs, not later`);
@@ -237,7 +240,17 @@ export class ExtensionHost {
       this.warnings.push({ path: name, message: `not loaded (nothing of it is registered): ${why}` });
       return false;
     }
-    // commit
+    this.commit(staged, name, scope);
+    return true;
+    // #endregion
+  }
+
+  /**
+   * Commits what a factory staged once it finished: a tool or command whose name is taken (a
+   * built-in's, or an earlier extension's) is left out with a warning, the rest is registered.
+   */
+  private commit(staged: Staged, name: string, scope: ResourceScope): void {
+    // #region lab 12.4 ExtensionHost.commit
     const loaded: LoadedExtension = {
       path: name,
       scope,
@@ -272,7 +285,6 @@ export class ExtensionHost {
     this.afterHooks.push(...staged.after);
     for (const text of staged.prompts) this.promptSections.push({ extension: name, text });
     this.extensions.push(loaded);
-    return true;
     // #endregion
   }
 
