@@ -50,6 +50,7 @@ export default defineChapter({
     "src/durable/store.ts",
     "src/durable/journal.ts",
     "src/durable/recovery.ts",
+    "src/durable/recovery-hooks.ts",
     "test/support/durable-child.ts",
   ],
   labs: [

@@ -492,4 +492,6 @@ export type {
   RecoveryReport,
   ResumeRunOptions,
 } from "./durable/recovery.js";
+export { underToolHooks } from "./durable/recovery-hooks.js";
+export type { RecoveryHooks } from "./durable/recovery-hooks.js";
 // #endregion

@@ -115,6 +115,20 @@ export class Agent {
     ));
   }
 
+  /**
+   * The tool hooks every run of this agent calls (`beforeToolCall`, `afterToolCall`,
+   * `hookTimeoutMs`, as given to the constructor): for code that runs a call outside a run and
+   * must keep the same rules, such as a recovery after a crash.
+   */
+  get toolHooks(): Pick<AgentLoopConfig, "beforeToolCall" | "afterToolCall" | "hookTimeoutMs"> {
+    const { beforeToolCall, afterToolCall, hookTimeoutMs } = this.hooks;
+    return {
+      ...(beforeToolCall !== undefined && { beforeToolCall }),
+      ...(afterToolCall !== undefined && { afterToolCall }),
+      ...(hookTimeoutMs !== undefined && { hookTimeoutMs }),
+    };
+  }
+
   /** The active run's signal; undefined while idle. */
   get signal(): AbortSignal | undefined {
     return this.active?.controller.signal;

@@ -435,7 +435,10 @@ export interface GuardedToolHooks {
  * is not an array) and a timeout are `failed`, with the text the run ends with (`hookFailure`).
  * An abort is `aborted` (for `beforeToolCall` also when the signal fired as it answered).
  */
-export function guardToolHooks(config: AgentLoopConfig, signal: AbortSignal | undefined): GuardedToolHooks {
+export function guardToolHooks(
+  config: Pick<AgentLoopConfig, "beforeToolCall" | "afterToolCall" | "hookTimeoutMs">,
+  signal: AbortSignal | undefined,
+): GuardedToolHooks {
   const { beforeToolCall: before, afterToolCall: after, hookTimeoutMs } = config;
   const hooks: GuardedToolHooks = {};
   if (before !== undefined) {

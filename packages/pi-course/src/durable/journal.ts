@@ -6,6 +6,11 @@
  *   session, and right after it returns (or throws) a `tool_outcome` entry with what it returned.
  *   If the intent cannot be written, the tool does not run (the call gets the write's error).
  *   After the run's abort no outcome is written: the loop has answered the call itself.
+ * - **Decided outcomes** (`RunJournal.listener`): a call the loop answers without running it (a
+ *   `beforeToolCall` that blocks it, an unknown tool, arguments its schema refuses) has its
+ *   outcome committed at its `tool_execution_end`, which in a parallel batch comes before the
+ *   other calls run: recovery then records that answer and never runs the call, whatever the
+ *   moment the process died.
  * - **Streamed answers** (`RunJournal.listener`): each `message_update` of an assistant answer
  *   saves the answer so far to the stream journal before later listeners (what the user sees)
  *   get it; `message_end` clears it, after the session's own recorder wrote the message. The
@@ -36,6 +41,8 @@ export interface RunJournalOptions {
 export class RunJournal {
   /** The answer streaming now: its journal, and the entry it continues. */
   private streaming: { journal: StreamJournal; parentId: string | null } | undefined;
+  /** This run's call ids with an intent (the tool's wrapper writes their outcome) or a decided outcome. */
+  private readonly journaled = new Set<string>();
 
   constructor(private readonly options: RunJournalOptions) {}
 
@@ -58,6 +65,7 @@ export class RunJournal {
       const [toolCallId, params, signal] = args;
       const store = journal.options.store();
       if (store === undefined) return inner.execute(...args);
+      journal.journaled.add(toolCallId);
       await store.append({
         type: "tool_intent",
         parentId: store.leaf?.id ?? null,
@@ -104,7 +112,9 @@ export class RunJournal {
    * Subscribe it to the agent right after creating it (before any listener that shows the run):
    * it keeps each streamed answer in the stream journal before it is shown.
    */
-  readonly listener = (event: AgentEvent): Promise<void> | undefined => {
+  readonly listener = (event: AgentEvent, signal?: AbortSignal): Promise<void> | undefined => {
+    if (event.type === "tool_execution_end") return this.decided(event, signal);
+    if (event.type === "agent_end") this.journaled.clear();
     if (event.type === "message_start" && event.message.role === "assistant") {
       // one journal for the whole answer: a file journal keeps what it wrote, to append only what changed
       const journal = this.options.stream?.();
@@ -123,4 +133,27 @@ export class RunJournal {
     }
     return undefined;
   };
+
+  /**
+   * Commits the outcome of a call the loop answered without running its tool (the first answer
+   * of its id in this run; nested calls are their script's business). Not after an abort: the
+   * loop answers every call itself then.
+   */
+  private async decided(
+    event: Extract<AgentEvent, { type: "tool_execution_end" }>,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (event.parentToolCallId !== undefined || this.journaled.has(event.toolCallId) || signal?.aborted) return;
+    const store = this.options.store();
+    if (store === undefined) return;
+    this.journaled.add(event.toolCallId);
+    await store.append({
+      type: "tool_outcome",
+      parentId: store.leaf?.id ?? null,
+      toolCallId: event.toolCallId,
+      toolName: event.toolName,
+      content: event.result.content,
+      isError: event.isError,
+    });
+  }
 }

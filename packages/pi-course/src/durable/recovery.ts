@@ -32,6 +32,7 @@ import { answerInterruptedCalls } from "../session/interrupted.js";
 import type { SessionEntry, ToolIntentEntry, ToolOutcomeEntry } from "../session/types.js";
 import type { AgentMessage, AgentTool, AssistantMessage, ToolCall, ToolResultMessage } from "../types.js";
 import type { DurableStore, StreamJournal } from "./store.js";
+import { type RecoveryHooks, underToolHooks } from "./recovery-hooks.js";
 
 /** What recovery does with one unanswered tool call. */
 export type RecoveryAction = "recorded" | "run" | "replay" | "interrupted";
@@ -190,6 +191,11 @@ export interface ApplyRecoveryOptions {
   signal?: AbortSignal;
   /** The stream journal, cleared once the aborted answer is in the session. */
   stream?: StreamJournal;
+  /**
+   * The agent's tool hooks (`Agent.toolHooks`): a call recovery runs passes them as in a run, so a
+   * call `beforeToolCall` would block is blocked here too (recovery-hooks.ts).
+   */
+  hooks?: RecoveryHooks;
 }
 
 /** Carries `plan` out: appends the aborted answer and one result per call after the plan's leaf. */
@@ -200,6 +206,10 @@ export async function applyRecovery(
 ): Promise<RecoveryReport> {
   if (store.leaf?.id !== plan.leafId) {
     throw new Error("applyRecovery: the session changed since the plan was made; make a new plan with planRecovery");
+  }
+  if (options.hooks !== undefined) {
+    const tools = underToolHooks(options.tools, options.hooks, store, plan.leafId, options.signal);
+    options = { ...options, tools };
   }
   // #region lab 19.2 applyRecovery
   const appended: AgentMessage[] = [];
@@ -300,6 +310,7 @@ export async function resumeRun(
   const accepted = options.confirm === undefined ? true : await options.confirm(plan);
   const report = await applyRecovery(store, plan, {
     tools,
+    hooks: agent.toolHooks,
     run: accepted,
     ...(options.signal && { signal: options.signal }),
     ...(options.stream && { stream: options.stream }),

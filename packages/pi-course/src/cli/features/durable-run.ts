@@ -108,7 +108,7 @@ export class DurableRun implements RuntimePart {
     }
     this.recovering = session;
     try {
-      await applyRecovery(session, plan, { tools: agent.state.tools, run, stream });
+      await applyRecovery(session, plan, { tools: agent.state.tools, hooks: agent.toolHooks, run, stream });
     } finally {
       this.recovering = undefined;
     }
@@ -134,7 +134,7 @@ export class DurableRun implements RuntimePart {
       await stream.clear();
       return;
     }
-    await applyRecovery(session, plan, { tools: agent.state.tools, run, stream });
+    await applyRecovery(session, plan, { tools: agent.state.tools, hooks: agent.toolHooks, run, stream });
     this.runtime.reload();
     notes(recoveryNote(plan, run, "answer"));
     this.runtime.unfinished = run;
