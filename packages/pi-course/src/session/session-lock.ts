@@ -9,15 +9,26 @@
  * `SessionLockedError` that names the holder; readers (`readSessionFile`, `SessionFile.open` with
  * `readOnly`) take no lock.
  *
+ * A lock file appears whole: it is written under a name of its own beside it, then hard-linked to
+ * `<file>.lock` (a link fails if the name exists, atomically), so no taker ever reads it empty
+ * and takes it for a torn, stale one.
+ *
  * A lock whose owner is gone (killed, crashed: a lock file is never cleaned up then) is stale: on
  * this host, a pid that no longer runs, or runs with another start time, or is a zombie. A stale
- * lock is taken over (removed, then created again with `O_EXCL`, so of two processes breaking it
- * at once one wins). A lock of another host is never taken over: the message says so.
+ * lock is taken over one taker at a time: the taker first makes the breaker file
+ * `<file>.lock.break` (whole, like a lock), reads the lock again under it, and removes it only if
+ * it still holds the stale owner it judged; then it takes the lock like anyone else. Only a
+ * lock's owner and the breaker's holder remove a lock file, so what the breaker read is what it
+ * removes, and of any number of simultaneous takers exactly one holds the lock. A lock of another
+ * host is never taken over: the message says so.
  *
- * Limits: a lock file on a network file system without `O_EXCL` semantics guards nothing.
+ * Limits: a lock file on a network file system without atomic links (or `O_EXCL`) guards nothing.
+ * A breaker left by a process killed while it held it (microseconds) is stale in turn and removed
+ * by the next taker.
  */
+import { randomBytes } from "node:crypto";
 import { constants, readFileSync } from "node:fs";
-import { open, readFile, unlink } from "node:fs/promises";
+import { link, open, readFile, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { PiCourseError } from "../errors.js";
 
@@ -67,32 +78,84 @@ export async function acquireSessionLock(path: string): Promise<() => Promise<vo
   const owner = me();
   const text = `${JSON.stringify(owner)}\n`;
   for (let attempt = 0; ; attempt++) {
-    try {
-      const handle = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      try {
-        await handle.writeFile(text);
-      } finally {
-        await handle.close();
-      }
+    if (await createWhole(lock, text)) {
       return async () => {
         // Remove it only if it is still ours (never another writer's).
         const now = await readFile(lock, "utf8").catch(() => undefined);
         if (now === text) await unlink(lock).catch(() => undefined);
       };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
     const seen = await readFile(lock, "utf8").catch(() => undefined);
-    if (seen === undefined && attempt < 3) continue; // released meanwhile
     const holder = seen === undefined ? undefined : parseOwner(seen);
-    if (attempt < 3 && seen !== undefined && isStale(holder, owner.host)) {
-      // Remove exactly the stale file we read: if it changed meanwhile, another process took it over.
-      const again = await readFile(lock, "utf8").catch(() => undefined);
-      if (again === seen) await unlink(lock).catch(() => undefined);
+    if (attempt < MAX_ATTEMPTS && (seen === undefined || isStale(holder, owner.host))) {
+      // released meanwhile, or stale: try again (after breaking it, or while another taker does)
+      if (seen !== undefined && !(await breakStale(lock, seen, text, owner.host))) await pause();
       continue;
     }
     throw new SessionLockedError(path, holder);
   }
+}
+
+/** How often a taker tries again while a lock is released or taken over around it. */
+const MAX_ATTEMPTS = 50;
+
+function pause(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8));
+}
+
+/**
+ * Creates `file` holding `text` in one step, or answers false if it exists: written under a name
+ * of its own, then hard-linked to `file` (a file system without hard links gets `O_EXCL`, then the
+ * text: a reader may then see it empty for a moment).
+ */
+async function createWhole(file: string, text: string): Promise<boolean> {
+  const draft = `${file}.${process.pid}.${randomBytes(6).toString("hex")}`;
+  try {
+    await writeFile(draft, text, { flag: "wx", mode: 0o600 });
+    await link(draft, file);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return false;
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP") throw error;
+  } finally {
+    await unlink(draft).catch(() => undefined);
+  }
+  try {
+    const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await handle.writeFile(text);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
+}
+
+/**
+ * Removes the stale lock that held `seen`, as the holder of its breaker (see the module comment);
+ * false when another taker holds the breaker (a breaker whose holder is gone is removed).
+ */
+async function breakStale(lock: string, seen: string, text: string, host: string): Promise<boolean> {
+  const breaker = `${lock}.break`;
+  if (!(await createWhole(breaker, text))) {
+    const other = await readFile(breaker, "utf8").catch(() => undefined);
+    if (other !== undefined && isStale(parseOwner(other), host)) {
+      const again = await readFile(breaker, "utf8").catch(() => undefined);
+      if (again === other) await unlink(breaker).catch(() => undefined);
+    }
+    return false;
+  }
+  try {
+    const again = await readFile(lock, "utf8").catch(() => undefined);
+    if (again === seen) await unlink(lock).catch(() => undefined);
+  } finally {
+    await unlink(breaker).catch(() => undefined);
+  }
+  return true;
 }
 
 function parseOwner(text: string): LockOwner | undefined {

@@ -1,0 +1,26 @@
+/**
+ * One of the processes of session.lock.test.ts that take one session lock at the same instant.
+ * `node --import tsx lock-taker.ts <folder> <rounds> <t0> <spacingMs>`: round r takes the lock of
+ * `<folder>/<r>.jsonl` at `t0 + r * spacingMs` (a busy wait, so every taker starts within a tick
+ * of the others) and prints `r ok` (taken; never released: the process keeps every lock it took
+ * until it exits) or `r locked`.
+ */
+import path from "node:path";
+import { acquireSessionLock, SessionLockedError } from "../../src/session/session-lock.js";
+
+const [folder, rounds, t0, spacing] = process.argv.slice(2);
+if (folder === undefined || rounds === undefined || t0 === undefined || spacing === undefined)
+  throw new Error("usage: lock-taker <folder> <rounds> <t0> <spacingMs>");
+for (let r = 0; r < Number(rounds); r++) {
+  const at = Number(t0) + r * Number(spacing);
+  while (Date.now() < at) {
+    // busy: a timer would wake each process at a different moment
+  }
+  try {
+    await acquireSessionLock(path.join(folder, `${r}.jsonl`));
+    process.stdout.write(`${r} ok\n`);
+  } catch (error) {
+    if (!(error instanceof SessionLockedError)) throw error;
+    process.stdout.write(`${r} locked\n`);
+  }
+}
