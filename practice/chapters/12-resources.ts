@@ -48,6 +48,7 @@ export default defineChapter({
     "src/resources/types.ts",
     "src/resources/folders.ts",
     "src/resources/frontmatter.ts",
+    "src/resources/resource-file.ts",
     "src/resources/context-files.ts",
     "src/resources/skills.ts",
     "src/resources/skill-tool.ts",
@@ -65,12 +66,12 @@ export default defineChapter({
       hint: {
         zh:
           "先放 `piHome` 里的（scope `user`），再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。" +
-          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
+          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次；真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
           "读不了的文件变成警告 `cannot read it (错误码); it is left out`；被截断的文件也给一条警告：" +
           "`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。永远不抛异常。",
         en:
           "The piHome file first (user), then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder " +
-          "(project); dedupe by realpath; read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
+          "(project); dedupe by realpath; a file whose real path is outside its folder is left out with the warning linksOutside(real, folder); read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
       },
     },
     {

@@ -294,6 +294,7 @@ export {
   CONTEXT_FILE_NAMES,
   contextFilesSection,
   findContextFiles,
+  linksOutside,
   truncationNote,
 } from "./resources/context-files.js";
 export type { ContextFile, ContextFileOptions } from "./resources/context-files.js";

@@ -7,7 +7,16 @@
  * (about a second alone, over ten on a loaded machine; the course proof runs several folders at once).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -18,6 +27,7 @@ import {
   CONTEXT_FILE_MAX_BYTES,
   contextFilesSection,
   findContextFiles,
+  linksOutside,
   truncationNote,
 } from "../src/resources/context-files.js";
 import { ExtensionHost } from "../src/resources/extension-host.js";
@@ -120,6 +130,19 @@ describe("context files", { timeout: 60_000 }, () => {
     // an odd cap falls inside a two-byte character: that character is left out, not broken
     const odd = findContextFiles({ cwd, maxBytes: 5 }).files.find((f) => f.path.startsWith(base))!;
     expect(odd.text.split("\n")[0]).toBe("éé");
+  });
+
+  it("Lab 12.1 · an AGENTS.md that links outside its folder (a key in the home folder) is left out with a warning", () => {
+    const cwd = path.join(base, "linked", "repo");
+    tree(base, { "linked/id_key": "PRIVATE KEY", "linked/repo/a.ts": "" });
+    symlinkSync(path.join(base, "linked", "id_key"), path.join(cwd, "AGENTS.md"));
+    const { files, warnings } = findContextFiles({ cwd });
+    expect(files.filter((f) => f.text.includes("PRIVATE KEY"))).toEqual([]);
+    const real = realpathSync(path.join(base, "linked", "id_key"));
+    expect(warnings).toEqual([{ path: path.join(cwd, "AGENTS.md"), message: linksOutside(real, cwd) }]);
+    expect(linksOutside(real, cwd)).toBe(
+      `it links to ${real}, outside ${cwd}: it is left out (a context file is read only inside the folder that holds it)`,
+    );
   });
 
   it("Lab 12.1 · the system prompt shows each file with its path, outermost first", () => {

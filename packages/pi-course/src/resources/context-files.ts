@@ -6,7 +6,9 @@
  * filesystem root down to the working folder, outermost first, so the closest file is read last
  * and wins where they disagree. The walk does not stop at the git root (a file in a parent
  * folder, e.g. a monorepo's or the home folder's, applies too). One file per folder; a file is
- * read once even if two paths reach it. Plain text the user can read: no trust needed.
+ * read once even if two paths reach it. Plain text the user can read: no trust needed. A file that
+ * is a link to somewhere outside its folder (a repository's `AGENTS.md` pointing at a key in the
+ * home folder) is left out with a warning: it would send that file to the model's provider.
  *
  * A file over the size cap is cut, with a visible note in the prompt and a warning, rather than
  * filling the model's context.
@@ -71,6 +73,10 @@ export function findContextFiles(options: ContextFileOptions): { files: ContextF
     } catch {
       real = file;
     }
+    if (outside(folder, real)) {
+      warnings.push({ path: file, message: linksOutside(real, folder) });
+      continue;
+    }
     if (seen.has(real)) continue;
     seen.add(real);
     try {
@@ -92,6 +98,23 @@ export function findContextFiles(options: ContextFileOptions): { files: ContextF
   }
   return { files, warnings };
   // #endregion
+}
+
+/** The warning for a context file whose real path is outside the folder that holds it. */
+export function linksOutside(real: string, folder: string): string {
+  return `it links to ${real}, outside ${folder}: it is left out (a context file is read only inside the folder that holds it)`;
+}
+
+/** Whether `real` (a resolved path) lies outside `folder` (resolved too, when it can be). */
+function outside(folder: string, real: string): boolean {
+  let home = folder;
+  try {
+    home = realpathSync(folder);
+  } catch {
+    // keep the path as given
+  }
+  const relative = path.relative(home, real);
+  return relative.startsWith(`..${path.sep}`) || relative === ".." || path.isAbsolute(relative);
 }
 
 /** The folder's context file: the first of `CONTEXT_FILE_NAMES` that is a regular file. */

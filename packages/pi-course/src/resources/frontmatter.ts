@@ -5,6 +5,7 @@
  */
 import { createRequire } from "node:module";
 import type * as Yaml from "yaml";
+import { errorText } from "../errors.js";
 
 /**
  * `yaml`, loaded on the first frontmatter (a quarter of a second of start-up on a busy machine,
@@ -55,7 +56,13 @@ export function parseFrontmatter(text: string): Frontmatter {
     const where = line === undefined ? "" : ` (line ${line + 1} of the file)`;
     return { ok: false, error: `the frontmatter is not valid YAML${where}: ${first.message.split("\n")[0]}`, body };
   }
-  const data: unknown = document.toJS();
+  let data: unknown;
+  try {
+    // YAML's aliases can multiply a few lines into gigabytes (an "alias bomb"): at most 100 are expanded
+    data = document.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    return { ok: false, error: `the frontmatter cannot be read as YAML: ${errorText(error)}`, body };
+  }
   if (data === null || data === undefined) return { ok: true, data: {}, body, hasFrontmatter: true };
   if (typeof data !== "object" || Array.isArray(data)) {
     return { ok: false, error: "the frontmatter must be a YAML mapping of keys to values (`name: …`)", body };

@@ -13,9 +13,10 @@
  * template: text that came from an argument is never expanded again, so an argument holding `$1`
  * stays `$1`.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import path from "node:path";
 import { parseFrontmatter } from "./frontmatter.js";
+import { readResourceFile } from "./resource-file.js";
 import type { ResourceLocations, ResourceScope, ResourceWarning } from "./types.js";
 
 /** One template. */
@@ -45,6 +46,26 @@ export function templateFolders(
   return folders;
 }
 
+/** The `*.md` names of `folder` (files, or links), sorted; none when it cannot be listed. */
+function templateNames(folder: string): string[] {
+  try {
+    return readdirSync(folder, { withFileTypes: true })
+      .filter((e) => (e.isFile() || e.isSymbolicLink()) && e.name.endsWith(".md"))
+      .map((e) => e.name)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The template files `loadPromptTemplates` would read in `folders`, listed without reading any
+ * of them (what the trust question names before anything of an untrusted folder is read).
+ */
+export function templateFiles(folders: readonly { folder: string }[]): string[] {
+  return folders.flatMap(({ folder }) => templateNames(folder).map((name) => path.join(folder, name)));
+}
+
 /**
  * Every template in `folders` (each folder's `*.md`, not below it), the first of a name winning.
  * Never throws: a file that cannot be read or whose frontmatter does not parse is skipped with a
@@ -58,16 +79,7 @@ export function loadPromptTemplates(folders: readonly { folder: string; scope: P
   const warnings: ResourceWarning[] = [];
   const byName = new Map<string, PromptTemplate>();
   for (const { folder, scope } of folders) {
-    let names: string[];
-    try {
-      names = readdirSync(folder, { withFileTypes: true })
-        .filter((e) => (e.isFile() || e.isSymbolicLink()) && e.name.endsWith(".md"))
-        .map((e) => e.name)
-        .sort();
-    } catch {
-      continue;
-    }
-    for (const file of names) {
+    for (const file of templateNames(folder)) {
       const full = path.join(folder, file);
       const name = file.slice(0, -3);
       if (!TEMPLATE_NAME.test(name)) {
@@ -77,17 +89,12 @@ export function loadPromptTemplates(folders: readonly { folder: string; scope: P
         });
         continue;
       }
-      let text: string;
-      try {
-        text = readFileSync(full, "utf8");
-      } catch (error) {
-        warnings.push({
-          path: full,
-          message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
-        });
+      const read = readResourceFile(full);
+      if ("problem" in read) {
+        warnings.push({ path: full, message: `skipped: ${read.problem}` });
         continue;
       }
-      const parsed = parseFrontmatter(text);
+      const parsed = parseFrontmatter(read.text);
       if (!parsed.ok) {
         warnings.push({ path: full, message: `skipped: ${parsed.error}` });
         continue;

@@ -15,9 +15,9 @@ import type { AgentTool } from "../types.js";
 import { CONTEXT_FILE_MAX_BYTES, contextFilesSection, findContextFiles, type ContextFile } from "./context-files.js";
 import { ExtensionHost, extensionFiles } from "./extension-host.js";
 import { projectRoot } from "./folders.js";
-import { loadPromptTemplates, templateFolders, type PromptTemplate } from "./prompt-templates.js";
+import { loadPromptTemplates, templateFiles, templateFolders, type PromptTemplate } from "./prompt-templates.js";
 import { createSkillTool, SkillLibrary } from "./skill-tool.js";
-import { discoverSkills, skillRoots, skillsSection, type Skill } from "./skills.js";
+import { discoverSkills, skillFiles, skillRoots, skillsSection, type Skill } from "./skills.js";
 import { decideTrust, TrustStore, type TrustOutcome } from "./trust.js";
 import type { ResourceLocations, ResourceWarning } from "./types.js";
 
@@ -72,16 +72,12 @@ export interface Resources {
  * its skill folders, template files and extension files. Reads folder listings only.
  */
 export function findProjectResources(locations: ResourceLocations): string[] {
-  const found: string[] = [];
-  const { skills } = discoverSkills(skillRoots(locations, true).filter((r) => r.scope === "project"));
-  found.push(...skills.map((s) => s.location));
-  found.push(
-    ...loadPromptTemplates(templateFolders(locations, true).filter((f) => f.scope === "project")).templates.map(
-      (t) => t.path,
-    ),
-  );
-  found.push(...extensionFiles(projectExtensionFolder(locations)));
-  return found;
+  // listed, never read: nothing of a folder is read before it is trusted
+  return [
+    ...skillFiles(skillRoots(locations, true).filter((r) => r.scope === "project")),
+    ...templateFiles(templateFolders(locations, true).filter((f) => f.scope === "project")),
+    ...extensionFiles(projectExtensionFolder(locations)),
+  ];
 }
 
 /** The folder of the project's extensions: `.pi-course/extensions` in the working folder. */

@@ -19,9 +19,10 @@
  * (`skillsSection`); the body is read from disk only when the skill is activated (`skill-tool.ts`
  * for the model, `/skill:NAME` for the user).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { parseFrontmatter } from "./frontmatter.js";
+import { readResourceFile } from "./resource-file.js";
 import { foldersToProjectRoot } from "./folders.js";
 import type { ResourceLocations, ResourceScope, ResourceWarning } from "./types.js";
 
@@ -100,16 +101,12 @@ export function skillNameProblem(name: string): string | undefined {
  */
 export function readSkill(folder: string, scope: Skill["scope"], warnings: ResourceWarning[]): Skill | undefined {
   const location = path.join(folder, "SKILL.md");
-  let text: string;
-  try {
-    text = readFileSync(location, "utf8");
-  } catch (error) {
-    warnings.push({
-      path: location,
-      message: `skipped: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
-    });
+  const read = readResourceFile(location);
+  if ("problem" in read) {
+    warnings.push({ path: location, message: `skipped: ${read.problem}` });
     return undefined;
   }
+  const text = read.text;
   // #region lab 12.2 readSkill
   const parsed = parseFrontmatter(text);
   if (!parsed.ok) {
@@ -187,10 +184,17 @@ export function readSkill(folder: string, scope: Skill["scope"], warnings: Resou
   // #endregion
 }
 
-/** The skill folders below `root` (a folder with `SKILL.md` is one; its insides are not scanned). */
-function skillFolders(root: string, depth = 0): string[] {
+/**
+ * The skill folders below `root` (a folder with `SKILL.md` is one; its insides are not scanned).
+ * A folder reached twice (a symbolic link loop, or two links to one folder) is scanned once, and
+ * the walk stops after `MAX_SCANNED_FOLDERS` folders: a repository cannot hold the start up.
+ */
+function skillFolders(root: string, depth = 0, seen = new Set<string>()): string[] {
   let entries;
   try {
+    const real = realpathSync(root);
+    if (seen.has(real) || seen.size >= MAX_SCANNED_FOLDERS) return [];
+    seen.add(real);
     entries = readdirSync(root, { withFileTypes: true });
   } catch {
     return [];
@@ -209,9 +213,26 @@ function skillFolders(root: string, depth = 0): string[] {
         isFolder = false;
       }
     }
-    if (isFolder) found.push(...skillFolders(child, depth + 1));
+    if (isFolder) found.push(...skillFolders(child, depth + 1, seen));
   }
   return found;
+}
+
+/** The most folders one skills root is scanned for skills. */
+const MAX_SCANNED_FOLDERS = 2_000;
+
+/**
+ * The `SKILL.md` files `discoverSkills` would read under `roots`, listed without reading any of
+ * them (what the trust question names before anything of an untrusted folder is read).
+ */
+export function skillFiles(roots: readonly SkillRoot[]): string[] {
+  return roots.flatMap((root) =>
+    root.folder === ""
+      ? []
+      : skillFolders(root.folder)
+          .filter((f) => f !== root.folder)
+          .map((f) => path.join(f, "SKILL.md")),
+  );
 }
 
 /**
@@ -276,7 +297,10 @@ export function skillsSection(skills: readonly Skill[]): string {
 
 /** The instructions of a skill (its `SKILL.md` without the frontmatter), read from disk now. */
 export function readSkillBody(skill: Skill): string {
-  const parsed = parseFrontmatter(readFileSync(skill.location, "utf8"));
+  const read = readResourceFile(skill.location);
+  if ("problem" in read)
+    throw new Error(`the skill "${skill.name}" cannot be read any more: ${read.problem} (${skill.location})`);
+  const parsed = parseFrontmatter(read.text);
   if (!parsed.ok)
     throw new Error(`the skill "${skill.name}" cannot be read any more: ${parsed.error} (${skill.location})`);
   return parsed.body.trim();
