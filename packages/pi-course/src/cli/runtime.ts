@@ -109,6 +109,8 @@ export interface RuntimePart {
   afterSession?(notes: (text: string) => void): void;
   /** Last in `start`: what runs beside the agent (MCP servers). A failure of theirs is a note, not a failed start. */
   start?(notes: (text: string) => void): Promise<void>;
+  /** After every part's `start`: what needs the tools they brought (a killed run's recovery). */
+  started?(notes: (text: string) => void): Promise<void>;
   /** At `close`, before the session file is closed. */
   close?(): Promise<void>;
 }
@@ -267,6 +269,7 @@ export class Runtime {
     await runtime.each((part) => part.afterSession?.(notes));
     // last: a session that cannot be found has refused the start before any server runs
     await runtime.each((part) => part.start?.(notes));
+    await runtime.each((part) => part.started?.(notes));
     return runtime;
   }
 

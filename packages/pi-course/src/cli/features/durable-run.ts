@@ -64,6 +64,13 @@ export class DurableRun implements RuntimePart {
    * only) until `settle` records the recovery.
    */
   pending: RecoveryPlan | undefined;
+  /**
+   * Set while the runtime starts, when the killed run left calls to run with tools that are not
+   * there yet (an MCP server's): the recovery waits for every part to start (`started`).
+   */
+  private waiting = false;
+  /** Whether the runtime has started (every part's tools are there). */
+  private up = false;
 
   /** `asks`: a person answers before a killed run is recovered (the interactive mode). */
   constructor(
@@ -101,6 +108,12 @@ export class DurableRun implements RuntimePart {
       return;
     }
     const run = options.session?.noRecover !== true;
+    if (run && !this.up && !this.asks && this.missesTools(plan)) {
+      // e.g. an MCP tool: its server starts with the runtime, after the session is opened
+      this.pending = plan;
+      this.waiting = true;
+      return;
+    }
     if (run && this.asks) {
       // the interactive mode asks first (settle); --no-recover skips the question
       this.pending = plan;
@@ -114,6 +127,20 @@ export class DurableRun implements RuntimePart {
     }
     notes(recoveryNote(plan, run));
     this.runtime.unfinished = run;
+  }
+
+  /** A recovery that waited for the tools the runtime starts is carried out now (see `waiting`). */
+  async started(notes: (text: string) => void): Promise<void> {
+    this.up = true;
+    if (!this.waiting) return;
+    this.waiting = false;
+    await this.settle(true, notes);
+  }
+
+  /** Whether `plan` runs a call whose tool the agent does not have (yet). */
+  private missesTools(plan: RecoveryPlan): boolean {
+    const names = new Set(this.runtime.agent.state.tools.map((tool) => tool.name));
+    return plan.calls.some(({ call, action }) => (action === "run" || action === "replay") && !names.has(call.name));
   }
 
   /**
