@@ -84,6 +84,7 @@ export default defineChapter({
     "src/models/http/http-transport.ts",
     "src/models/http/sse.ts",
     "src/models/http/partial-json.ts",
+    "src/models/http/growing-text.ts",
     "src/models/http/image-content.ts",
     "src/models/openai/openai-wire.ts",
     "src/models/http/frame-template.ts",

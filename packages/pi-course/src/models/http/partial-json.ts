@@ -23,6 +23,8 @@
  * loop would be read in several places. `parseToolArguments` (the strict final parse) closes it.
  */
 
+import { GrowingText } from "./growing-text.js";
+
 type Container = Record<string, unknown> | unknown[];
 
 /** What an open container expects next. */
@@ -55,6 +57,8 @@ export class PartialJsonParser {
   private stringIsKey = false;
   /** The open string's decoded text so far. */
   private text = "";
+  /** `text` as it grows by pieces (see `addText`). */
+  private readonly growing = new GrowingText();
   /** A started escape (`\`, `\u12`…) held back until complete. */
   private escape = "";
   /** A number or literal being read. */
@@ -191,7 +195,9 @@ export class PartialJsonParser {
 
   /** Adds decoded characters to the open string (placing it is the caller's job). */
   private addText(decoded: string): void {
-    this.text += decoded;
+    // grown in flat blocks (growing-text.ts); `text` set by other code starts it over
+    if (this.text !== this.growing.text) this.growing.reset(this.text);
+    this.text = this.growing.add(decoded);
   }
 
   private endString(): void {

@@ -8,6 +8,7 @@
  */
 import type { AssistantMessageEventStream } from "../../event-stream.js";
 import { parseToolArguments, type PartialJsonParser } from "./partial-json.js";
+import { GrowingText } from "./growing-text.js";
 import type {
   AssistantMessage,
   ErrorDetails,
@@ -16,9 +17,6 @@ import type {
   ThinkingContent,
   ToolCall,
 } from "../../types.js";
-
-/** Deltas gather until they make this many characters, then join their field as one flat block. */
-const FOLD_AT = 256;
 
 /** Who makes the message of a turn, and when. */
 export interface TurnMeta {
@@ -36,15 +34,10 @@ export abstract class ProviderTurn {
   /** The message being built; the same object in every event of the turn. */
   readonly partial: AssistantMessage;
   private ended = false;
-  /**
-   * The string field that deltas last grew (`text`, `thinking` or `rawArguments` of a block):
-   * its text is `settled + tail`. See `grow`.
-   */
+  /** The string field that deltas last grew (`text`, `thinking` or `rawArguments` of a block). See `grow`. */
   private growing: { block: object; key: string } | undefined = undefined;
-  private settled = "";
-  private tail = "";
-  /** What `grow` last returned: a field changed by other code since then starts over. */
-  private grown = "";
+  /** Its text (`growingText.text` is what `grow` last returned). */
+  private readonly growingText = new GrowingText();
 
   constructor(
     protected readonly stream: AssistantMessageEventStream,
@@ -157,30 +150,17 @@ export abstract class ProviderTurn {
   }
 
   /**
-   * `current + delta`, built so that a long field is not one string node per delta: `+=` of
-   * 4-character deltas leaves a chain of hundreds of thousands of small strings alive until the
-   * turn ends, which the garbage collector copies and marks again and again (super-linear time on
-   * a long answer). The latest deltas gather in `tail` and are folded, flattened, into `settled`
-   * once they reach `FOLD_AT` characters: one node per block of text stays alive. Deltas to
-   * another field (interleaved blocks), or to a field set by other code meanwhile, start over
-   * from that field's current text.
+   * `current + delta`, grown as a `GrowingText` (growing-text.ts: not one string node per delta).
+   * Deltas to another field (interleaved blocks), or to a field set by other code meanwhile,
+   * start over from that field's current text.
    */
   private grow(block: object, key: string, current: string, delta: string): string {
     const g = this.growing;
-    if (g === undefined || g.block !== block || g.key !== key || current !== this.grown) {
+    if (g === undefined || g.block !== block || g.key !== key || current !== this.growingText.text) {
       this.growing = { block, key };
-      this.settled = current;
-      this.tail = "";
+      this.growingText.reset(current);
     }
-    const tail = this.tail + delta;
-    if (tail.length < FOLD_AT) {
-      this.tail = tail;
-      return (this.grown = this.settled + tail);
-    }
-    tail.charCodeAt(0); // flattens the tail in place: its pieces become garbage
-    this.settled += tail;
-    this.tail = "";
-    return (this.grown = this.settled);
+    return this.growingText.add(delta);
   }
 
   /** A note on the message that is not an error (never sent back to a model). */
