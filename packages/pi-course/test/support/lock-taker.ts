@@ -1,8 +1,9 @@
 /**
  * One of the processes of session.lock.test.ts that take one session lock at the same instant.
  * `node --import tsx lock-taker.ts <folder> <rounds> <t0> <spacingMs>`: round r takes the lock of
- * `<folder>/<r>.jsonl` at `t0 + r * spacingMs` (a busy wait, so every taker starts within a tick
- * of the others) and prints `r ok` (taken; never released: the process keeps every lock it took
+ * `<folder>/<r>.jsonl` at `t0 + r * spacingMs` (a timer, then a busy wait for the last
+ * milliseconds, so every taker starts within a tick of the others) and prints `r ok` (taken; never
+ * released: the process keeps every lock it took
  * until it exits) or `r locked`.
  */
 import path from "node:path";
