@@ -349,5 +349,5 @@ describe("the streamed answer", () => {
     }
     await journal.clear();
     await expect(readFile(where)).rejects.toThrow(/ENOENT/);
-  });
+  }, 60_000); // a write and a read at every byte of the file: 4.5 s alone, over 10 s beside a loaded run
 });

@@ -3,8 +3,7 @@
  * `node --import tsx lock-taker.ts <folder> <rounds> <t0> <spacingMs>`: round r takes the lock of
  * `<folder>/<r>.jsonl` at `t0 + r * spacingMs` (a timer, then a busy wait for the last
  * milliseconds, so every taker starts within a tick of the others) and prints `r ok` (taken; never
- * released: the process keeps every lock it took
- * until it exits) or `r locked`.
+ * released: the process keeps every lock it took until it exits) or `r locked`.
  */
 import path from "node:path";
 import { acquireSessionLock, SessionLockedError } from "../../src/session/session-lock.js";
