@@ -64,7 +64,8 @@ export default defineChapter({
       "按 wire `index` 分开的工具调用片段、finish_reason 与 usage 的映射。网络这一层是现成的（不是 lab，之后的 Anthropic 适配器原样复用）：" +
       "`models/http/http-transport.ts` 在收到第一个字节之前重试 429/5xx/连接被拒（遵守 `Retry-After`），`models/http/request-deadline.ts` 管 `timeoutMs` 和空闲看门狗 " +
       "`idleTimeoutMs`（只发 keep-alive 注释的服务器也算卡住），`models/http/response-limits.ts` 限制解压后的字节数、内容块数和工具调用数，" +
-      "`models/http/request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable、attempts：这一轮发了几次请求）。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
+      "`models/http/request-failure.ts` 把失败写成 `errorDetails`（kind、status、code、retryAfterMs、retryable、attempts：这一轮发了几次请求）。调用的思考级别（`StreamOptions.thinking`：off、minimal、low、medium、high）在线上的写法也是现成的：" +
+      "`models/openai/openai-thinking.ts` 写成 `reasoning_effort`（off 不发），`models/anthropic/anthropic-thinking.ts` 写成带 token 预算的 `thinking` 并相应调高 `max_tokens`。测试在 127.0.0.1 上起一个真正的 HTTP 服务器，" +
       "把 OpenAI、DeepSeek、xAI、Groq、OpenRouter、Azure、Qwen、Z.ai 的真实录制流随机切碎后回放，再注入各种故障。",
     en:
       "The first Model that talks to a real server: createOpenAICompatibleModel over fetch, in four layers: an SSE reader " +
@@ -72,7 +73,7 @@ export default defineChapter({
       "outbound translation, and inbound translation of chunks into model events. Tested over real HTTP on 127.0.0.1 by " +
       "replaying recorded provider streams in random pieces, plus injected faults. The network layer is given (not a lab; the " +
       "Anthropic adapter reuses it): retries before the first byte, timeoutMs and an idle watchdog, size bounds, redirect " +
-      "policy, structured errorDetails.",
+      "policy, structured errorDetails, and a call's thinking level on each wire (reasoning_effort; a thinking budget).",
   },
   files: [
     "src/errors.ts",
@@ -93,7 +94,9 @@ export default defineChapter({
     "src/models/openai/openai-inbound.ts",
     "src/models/openai/openai-compatible.ts",
     "src/models/openai/openai-options.ts",
+    "src/models/openai/openai-thinking.ts",
     "src/models/anthropic/anthropic-wire.ts",
+    "src/models/anthropic/anthropic-thinking.ts",
     "src/models/anthropic/anthropic-inbound.ts",
     "src/models/anthropic/anthropic.ts",
     "test/05-anthropic-provider.test.ts",

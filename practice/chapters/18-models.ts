@@ -34,8 +34,6 @@ export default defineChapter({
       "tries them in order, falling back only before the first byte. The CLI records /model and /thinking in the session.",
   },
   files: [
-    "src/models/openai/openai-thinking.ts",
-    "src/models/anthropic/anthropic-thinking.ts",
     "src/cli/features/models.ts",
     "src/cli/features/chosen-model.ts",
     "src/model-choice/types.ts",
@@ -104,18 +102,19 @@ export default defineChapter({
     {
       id: "18.3",
       title: {
-        zh: "思考级别映射到两种线格式（withThinkingLevel、withAnthropicThinking）",
-        en: "thinking levels on both wires",
+        zh: "思考级别：给模型一个默认级别，调用自己的级别优先（atThinkingLevel）",
+        en: "a model at a thinking level; a call's own level wins",
       },
       hint: {
         zh:
-          'OpenAI 兼容：`off` 时去掉 `reasoningEffort`（模型上原来设的也去掉：调用的级别说了算），其他级别原名发送（`reasoning_effort: "high"`）。' +
-          "Anthropic：`off` 时去掉 `thinking`；其他级别用 `ANTHROPIC_THINKING_BUDGETS`（minimal 1024、low 2048、medium 8192、high 16384 个 token）" +
-          "作为 `thinking.budgetTokens`，并把 `maxTokens` **加上**这个预算——API 把思考算在 `max_tokens` 里，且要求预算小于它，这样回答仍有原来那么多空间。" +
-          "两个函数都返回新对象，不改传入的 options。",
+          "级别在线上的写法第 5 章已经给你了：OpenAI 兼容服务器上 `off` 不发 `reasoning_effort`（模型上原来设的也去掉），其他级别原名发送；" +
+          "Anthropic 上 `off` 不发 `thinking`，其他级别用 `ANTHROPIC_THINKING_BUDGETS`（minimal 1024、low 2048、medium 8192、high 16384 个 token）作为预算，并把 `max_tokens` 加上这个预算。" +
+          "提供方只看每次调用的 `StreamOptions.thinking`。你来写 `atThinkingLevel(model, level)`：返回一个新的 `Model`（`provider`、`id` 与原模型相同），" +
+          "它的 `stream(context, options)` 用 `{ ...options, thinking: options.thinking ?? level }` 去调原模型——调用自己给了级别就用调用的，没给才用这个默认级别；" +
+          "`options` 省略时当作 `{}`。命令行的 `--thinking` 和 `/thinking` 都经过它。",
         en:
-          "OpenAI-compatible: off removes reasoningEffort, other levels are sent by name. Anthropic: off removes thinking; " +
-          "other levels take ANTHROPIC_THINKING_BUDGETS (1024, 2048, 8192, 16384) and raise maxTokens by the budget. New objects.",
+          "The wires are given (chapter 05). Write atThinkingLevel(model, level): a Model with the same provider and id whose stream " +
+          "calls the inner model with { ...options, thinking: options.thinking ?? level } (options defaults to {}).",
       },
     },
     {

@@ -247,7 +247,7 @@ describe("thinking levels on the wire", () => {
     it(`Lab 18.3 · Anthropic, level ${level}: the exact request body (thinking budget, max_tokens raised to fit)`, async () => {
       server.reply(sseReply(anthropicFixture("anthropic-thinking-then-text.sse")));
       const model = createAnthropicModel({ baseUrl: server.baseUrl, model: "claude-sonnet-4-5", maxTokens: 4096 });
-      const { message } = await collect(model, { thinking: level });
+      const { message } = await collect(atThinkingLevel(model, level));
       expect(message.stopReason, message.errorMessage).toBe("stop");
       const budget = level === "off" ? undefined : ANTHROPIC_THINKING_BUDGETS[level];
       expect(JSON.parse(server.requests[0]!.body)).toEqual({

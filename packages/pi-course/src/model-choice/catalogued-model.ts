@@ -77,9 +77,11 @@ export function catalogued(model: Model, info: ModelInfo): Model {
 
 /** `model` called at thinking `level` (a call's own `options.thinking` wins). */
 export function atThinkingLevel(model: Model, level: ThinkingLevel): Model {
+  // #region lab 18.3 atThinkingLevel
   return {
     provider: model.provider,
     id: model.id,
     stream: (context, options = {}) => model.stream(context, { ...options, thinking: options.thinking ?? level }),
   };
+  // #endregion
 }

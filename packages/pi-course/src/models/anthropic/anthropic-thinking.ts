@@ -1,5 +1,5 @@
 /**
- * Chapter 18: a call's thinking level (`StreamOptions.thinking`) on the Messages API, as a
+ * A call's thinking level (`StreamOptions.thinking`) on the Messages API, as a
  * `thinking` token budget. The model of anthropic.ts applies it to each call that sets one.
  */
 import type { ThinkingLevel } from "../../model.js";
@@ -26,10 +26,8 @@ export function withAnthropicThinking<Options extends AnthropicRequestOptions>(
   options: Options,
   level: ThinkingLevel,
 ): Options {
-  // #region lab 18.3 withAnthropicThinking
   const { thinking: _replaced, ...rest } = options;
   if (level === "off") return rest as Options;
   const budgetTokens = ANTHROPIC_THINKING_BUDGETS[level];
   return { ...rest, thinking: { budgetTokens }, maxTokens: options.maxTokens + budgetTokens } as Options;
-  // #endregion
 }

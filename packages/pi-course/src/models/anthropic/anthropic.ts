@@ -24,9 +24,7 @@ import { wireErrorCode } from "../http/request-failure.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
 import type { Model, StreamOptions } from "../../model.js";
-// #region ch18
 import { withAnthropicThinking } from "./anthropic-thinking.js";
-// #endregion
 
 /**
  * How to reach Anthropic (or a server that speaks its Messages API). The transport options
@@ -109,10 +107,8 @@ class AnthropicModel extends ProviderModel<AnthropicTurn> {
   }
 
   protected body(context: Context, call: StreamOptions): AnthropicRequest {
-    // #region ch18
     if (call.thinking !== undefined)
       return toAnthropicRequest(context, withAnthropicThinking(this.options, call.thinking));
-    // #endregion
     return toAnthropicRequest(context, this.options);
   }
 

@@ -29,9 +29,7 @@ import { readErrorPayload, wireErrorCode } from "../http/request-failure.js";
 import type { SseEvent } from "../http/sse.js";
 import type { Context } from "../../types.js";
 import type { Model, StreamOptions } from "../../model.js";
-// #region ch18
 import { withThinkingLevel } from "./openai-thinking.js";
-// #endregion
 
 /**
  * How to reach an OpenAI-compatible server. The transport options (`fetch`, `maxRetries`,
@@ -88,10 +86,8 @@ class OpenAICompatibleModel extends ProviderModel<ChatCompletionsTurn> {
   }
 
   protected body(context: Context, call: StreamOptions): ChatCompletionsRequest {
-    // #region ch18
     if (call.thinking !== undefined)
       return toChatCompletionsRequest(context, withThinkingLevel(this.options, call.thinking));
-    // #endregion
     return toChatCompletionsRequest(context, this.options);
   }
 

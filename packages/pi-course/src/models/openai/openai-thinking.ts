@@ -1,5 +1,5 @@
 /**
- * Chapter 18: a call's thinking level (`StreamOptions.thinking`) on the Chat Completions wire, as
+ * A call's thinking level (`StreamOptions.thinking`) on the Chat Completions wire, as
  * `reasoning_effort`. The model of openai-compatible.ts applies it to each call that sets one.
  */
 import type { ThinkingLevel } from "../../model.js";
@@ -11,8 +11,6 @@ import type { ChatRequestOptions } from "./openai-options.js";
  * sent under its own name (`minimal`, `low`, `medium`, `high`). A new object; `options` is kept.
  */
 export function withThinkingLevel<Options extends ChatRequestOptions>(options: Options, level: ThinkingLevel): Options {
-  // #region lab 18.3 withThinkingLevel
   const { reasoningEffort: _replaced, ...rest } = options;
   return (level === "off" ? rest : { ...rest, reasoningEffort: level }) as Options;
-  // #endregion
 }
