@@ -290,6 +290,10 @@ describe("the project around the agent, through the built bin", () => {
     t.type(`/hi there${KEY.enter}`);
     await t.waitFor("hi there!");
     await t.waitFor("› ");
+    // an extension's command is a row of the command table: /help lists it before /exit
+    t.type(`/help${KEY.enter}`);
+    await t.waitFor(/\/hi +Greets \(extension\)\s+\/exit/);
+    await t.waitFor("› ");
     t.type(`/review a.ts${KEY.enter}`);
     await t.waitFor("↳ /review expanded");
     await t.waitFor("Reviewed a.ts.");

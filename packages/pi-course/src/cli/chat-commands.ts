@@ -7,6 +7,8 @@
  * is set); without one the conversation says `/NAME needs a session (WHY)` and runs nothing.
  */
 import { compact } from "../session/compaction.js";
+import type { Resources } from "../resources/resources.js";
+import { parseSlashCommand } from "../resources/prompt-templates.js";
 import type { AgentMessage } from "../types.js";
 import { writeSessionPage } from "./export.js";
 import type { ChatPrinter } from "./render.js";
@@ -60,7 +62,7 @@ export const CORE_COMMANDS: readonly SlashCommand[] = [
     name: "help",
     help: "/help             this list",
     run: ({ printer, runtime, commands }) => {
-      for (const text of [...commands.map((c) => c.help), ...HELP_TAIL]) printer.line(text, "dim");
+      for (const text of [...commands.map((c) => neutralize(c.help)), ...HELP_TAIL]) printer.line(text, "dim");
       for (const text of resourceHelp(runtime.resources)) printer.line(text, "dim");
     },
   },
@@ -184,6 +186,26 @@ export function commandTable(extra: readonly SlashCommand[]): SlashCommand[] {
   return [...table, EXIT_COMMAND];
 }
 
+/**
+ * The commands extensions registered (`ExtensionAPI.registerCommand`), as rows of the table: their
+ * names never clash with the table's (`commandNames` is what registration refuses). A string a
+ * command returns is shown; `say` shows a line at once.
+ */
+export function extensionCommands(resources: Resources | undefined): SlashCommand[] {
+  if (resources === undefined) return [];
+  return [...resources.extensions.commands].map(([name, command]) => ({
+    name,
+    help: `${`/${name}`.padEnd(17)} ${command.description} (extension)`,
+    run: async ({ printer }, arg) => {
+      const said = await command.run(arg, {
+        cwd: resources.locations.cwd,
+        say: (text) => printer.line(neutralize(String(text))),
+      });
+      if (typeof said === "string" && said !== "") printer.line(neutralize(said));
+    },
+  }));
+}
+
 /** Every name the commands of `table` answer to: a template or an extension's command may not take one. */
 export function commandNames(table: readonly SlashCommand[]): string[] {
   return table.flatMap((command) => [command.name, ...(command.aliases ?? [])]);
@@ -194,8 +216,7 @@ export function commandNames(table: readonly SlashCommand[]): string[] {
  * needs a session when none is in use, is said in red.
  */
 export async function runCommand(chat: Chat, line: string): Promise<void> {
-  const [name = "", ...rest] = line.slice(1).split(/\s+/);
-  const arg = rest.join(" ").trim();
+  const { name, args: arg } = parseSlashCommand(line) ?? { name: "", args: "" };
   const command = chat.commands.find((c) => c.name === name || c.aliases?.includes(name) === true);
   if (command === undefined) return chat.printer.line(`unknown command /${neutralize(name)}; /help lists them`, "red");
   const session = chat.runtime.session;

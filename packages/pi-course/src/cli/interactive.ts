@@ -14,7 +14,7 @@
 import readline from "node:readline";
 import type { Writable } from "node:stream";
 import { textOf } from "../messages.js";
-import { type Chat, commandTable, replay, runCommand, type SlashCommand } from "./chat-commands.js";
+import { type Chat, commandTable, extensionCommands, replay, runCommand, type SlashCommand } from "./chat-commands.js";
 import { DEMO_TASK } from "./demo.js";
 import type { TerminalIO } from "./io.js";
 import { FEATURES } from "./options.js";
@@ -42,7 +42,7 @@ type Line = readline.Interface & { line: string; cursor: number; history: string
 /** One conversation on a terminal: the readline prompt, the runs it starts, the commands it runs. */
 class Conversation implements Chat {
   readonly printer: ChatPrinter;
-  readonly commands: readonly SlashCommand[] = commandTable(FEATURES.flatMap((f) => f.commands ?? []));
+  readonly commands: readonly SlashCommand[];
   private readonly rl: Line;
   private readonly promptText: string;
   /** While a run streams, readline echoes nothing (a key typed then would land inside the answer). */
@@ -60,6 +60,10 @@ class Conversation implements Chat {
     private readonly io: TerminalIO,
     private readonly signal: AbortSignal,
   ) {
+    this.commands = commandTable([
+      ...FEATURES.flatMap((f) => f.commands ?? []),
+      ...extensionCommands(runtime.resources),
+    ]);
     this.printer = new ChatPrinter({
       write: (text) => void io.output.write(text),
       color: io.color,
@@ -162,7 +166,7 @@ class Conversation implements Chat {
     return this.exitCode === undefined ? answer : undefined;
   }
 
-  /** A line starting with "/": a template, a skill or an extension's command, else one of the table's. */
+  /** A line starting with "/": a template or a skill, else a command of the table (an extension's too). */
   private async command(line: string): Promise<void> {
     const { runtime, printer } = this;
     const expanded = expandInput(runtime.resources, line);
@@ -172,15 +176,6 @@ class Conversation implements Chat {
         return this.startRun(expanded.text);
       case "error":
         return printer.line(neutralize(expanded.message), "red");
-      case "command": {
-        const ext = runtime.resources!.extensions.commands.get(expanded.name)!;
-        const said = await ext.run(expanded.args, {
-          cwd: runtime.resources!.locations.cwd,
-          say: (text) => printer.line(neutralize(String(text))),
-        });
-        if (typeof said === "string" && said !== "") printer.line(neutralize(said));
-        return;
-      }
     }
     await runCommand(this, line);
   }

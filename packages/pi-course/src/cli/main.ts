@@ -11,6 +11,7 @@
 import { homedir } from "node:os";
 import { textOf } from "../messages.js";
 import type { Writable } from "node:stream";
+import { parseSlashCommand } from "../resources/prompt-templates.js";
 import { findProjectResources, loadResources, type Resources } from "../resources/resources.js";
 import { homeFolder } from "./settings.js";
 import { askTrust, expandInput, resourceBanner } from "./project-resources.js";
@@ -175,8 +176,15 @@ async function runOnce(
     io.stderr.write(`error: ${neutralize(expanded.message)}\n`);
     return 2;
   }
-  if (expanded.kind === "command") {
-    io.stderr.write(`error: /${expanded.name} is an extension's command: it runs in the interactive mode only.\n`);
+  const command = parseSlashCommand(task)?.name;
+  if (
+    expanded.kind === "none" &&
+    command !== undefined &&
+    runtime.resources?.extensions.commands.has(command) === true
+  ) {
+    io.stderr.write(
+      `error: /${neutralize(command)} is an extension's command: it runs in the interactive mode only.\n`,
+    );
     return 2;
   }
   if (expanded.kind === "prompt") {

@@ -81,14 +81,12 @@ export function resourceBanner(resources: Resources): { lines: string[]; warning
 export type ExpandedInput =
   /** Send `text` to the model; `note` says what was expanded. */
   | { kind: "prompt"; text: string; note: string }
-  /** Run an extension's command. */
-  | { kind: "command"; name: string; args: string }
   /** A `/skill:` or template problem to show. */
   | { kind: "error"; message: string }
   /** Not ours: an ordinary line or a built-in command. */
   | { kind: "none" };
 
-/** Reads `/skill:NAME args`, `/TEMPLATE args` and extension commands; anything else is `none`. */
+/** Reads `/skill:NAME args` and `/TEMPLATE args`; anything else (a command of the table too) is `none`. */
 export function expandInput(resources: Resources | undefined, line: string): ExpandedInput {
   const command = parseSlashCommand(line);
   if (resources === undefined || command === undefined) return { kind: "none" };
@@ -112,19 +110,15 @@ export function expandInput(resources: Resources | undefined, line: string): Exp
       note: `/${template.name} expanded`,
     };
   }
-  if (resources.extensions.commands.has(command.name))
-    return { kind: "command", name: command.name, args: command.args };
   return { kind: "none" };
 }
 
-/** The `/help` lines for templates, skills and extension commands. */
+/** The `/help` lines for templates and skills (an extension's commands are rows of the command table). */
 export function resourceHelp(resources: Resources | undefined): string[] {
   if (resources === undefined) return [];
   const lines: string[] = [];
   if (resources.skills.length > 0) lines.push("/skills           the skills found; /skill:NAME [ARGS] activates one");
   for (const t of resources.templates)
     lines.push(`/${t.name}${t.argumentHint ? ` ${t.argumentHint}` : ""}`.padEnd(17) + ` ${t.description} (template)`);
-  for (const [name, c] of resources.extensions.commands)
-    lines.push(`/${name}`.padEnd(17) + ` ${c.description} (extension)`);
   return lines.map(neutralize);
 }
