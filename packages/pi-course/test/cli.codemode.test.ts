@@ -1,6 +1,4 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Type } from "typebox";
@@ -11,6 +9,7 @@ import { DEFER_MCP_TOOLS_ABOVE, exposeTools } from "../src/cli/tool-declaration.
 import { TracePrinter } from "../src/cli/trace.js";
 import { defineTool } from "../src/index.js";
 import type { AgentTool } from "../src/index.js";
+import { answerTurn, callTurn, scriptedChatServer } from "./support/chat-turns.js";
 import { MANY_TOOLS_SERVER } from "./support/mcp.js";
 
 let dir: string;
@@ -30,34 +29,6 @@ const tool = (name: string): AgentTool<any, any> =>
     execute: async () => ({ content: [{ type: "text", text: name }], details: undefined }),
   });
 
-/** An OpenAI-compatible server on 127.0.0.1 that answers each request with the next scripted turn. */
-async function scriptedServer(turns: ((body: any) => string)[]) {
-  const bodies: any[] = [];
-  const server = createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk) => (text += chunk));
-    request.on("end", () => {
-      const body = JSON.parse(text);
-      bodies.push(body);
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      response.end(turns[bodies.length - 1]!(body));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return { bodies, baseUrl, close: () => new Promise((resolve) => server.close(resolve)) };
-}
-const chunk = (delta: unknown, finish: string | null = null) =>
-  `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-const callTurn = (id: string, name: string, args: unknown) => () =>
-  chunk({
-    role: "assistant",
-    tool_calls: [{ index: 0, id, type: "function", function: { name, arguments: JSON.stringify(args) } }],
-  }) +
-  chunk({}, "tool_calls") +
-  "data: [DONE]\n\n";
-const answerTurn = (text: (body: any) => string) => (body: any) =>
-  chunk({ role: "assistant", content: text(body) }) + chunk({}, "stop") + "data: [DONE]\n\n";
 const offered = (body: any): string[] => body.tools.map((t: { function: { name: string } }) => t.function.name);
 
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -147,7 +118,7 @@ describe("the CLI end to end", () => {
     );
     const workspace = path.join(dir, "w1");
     await mkdir(workspace, { recursive: true });
-    const server = await scriptedServer([
+    const server = await scriptedChatServer([
       callTurn("call_1", "tool_search", { query: "weather forecast city" }),
       callTurn("call_2", "mcp__many__city_weather", { city: "Oslo" }),
       answerTurn((body) => `It is ${body.messages.at(-1).content}.`),
@@ -180,7 +151,7 @@ describe("the CLI end to end", () => {
     const script =
       "const names = (await tools.ls({ path: '.' })).split('\\n').filter((n) => n.endsWith('.txt'));\n" +
       "const texts = [];\nfor (const name of names) texts.push((await tools.read({ path: name })).trim());\nreturn texts;";
-    const server = await scriptedServer([
+    const server = await scriptedChatServer([
       callTurn("call_1", "code", { code: script }),
       answerTurn((body) => body.messages.at(-1).content),
     ]);

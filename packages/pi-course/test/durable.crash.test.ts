@@ -10,7 +10,7 @@
  * between intent and effect or mid-tool, between the outcome and the result, between messages),
  * and the counts are printed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
@@ -26,6 +26,7 @@ import { streamPathOf } from "../src/durable/store.js";
 import type { AgentMessage } from "../src/types.js";
 import { DurableServer, FINAL } from "./support/durable-server.js";
 import { builtStart } from "./support/built-cli.js";
+import { startProcess } from "./support/processes.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -56,18 +57,7 @@ afterAll(async () => {
 });
 
 function run(args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [builtStart(), ...args], {
-    cwd: packageDir,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, exit, output: () => ({ stdout, stderr }) };
+  return startProcess(builtStart(), args, { cwd: packageDir, started: children, env });
 }
 
 /** The agent process of the launch tagged `lane` (the launcher starts it apart: found in /proc). */
@@ -161,7 +151,7 @@ async function oneKill(index: number, stats: Map<string, number>): Promise<void>
   if (process.env.PI_DURABLE_LOG) appendFileSync(process.env.PI_DURABLE_LOG, `kill ${index}: ${kind}\n`);
 
   const second = run([...args, "--continue", "--print", "anything else?"], env);
-  const code = await second.exit;
+  const { code } = await second.exit;
   const out = second.output();
   expect(code, `kill ${index} (${kind}): ${JSON.stringify(out)}`).toBe(0);
   expect(out.stdout, `kill ${index} (${kind})`).toBe(`${FINAL}\n`);
@@ -238,7 +228,7 @@ describe("durable runs under real crashes", () => {
       killLane(lane);
       const before = slow.requests;
       const second = run([...args, "--continue", "--no-recover", "--print", "anything else?"], env);
-      const code = await second.exit;
+      const { code } = await second.exit;
       const out = second.output();
       expect(code, JSON.stringify(out)).toBe(0);
       expect(out.stdout).toBe(`${FINAL}\n`);

@@ -5,7 +5,7 @@
  * running the call. And a call recovery does run passes the agent's hooks (`Agent.toolHooks`):
  * `beforeToolCall` may block it, `afterToolCall` may change its result.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -22,6 +22,7 @@ import { SessionFile } from "../src/session/session.js";
 import type { ToolResultMessage } from "../src/types.js";
 import { BLOCKED, SECRET, blockReveal, secretTools } from "./support/blocked-call-script.js";
 import { call, says, scripted, turn } from "./support/messages.js";
+import { killStarted, startProcess, until } from "./support/processes.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -31,7 +32,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "pi-durable-hooks-"));
 });
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  killStarted(children);
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -52,21 +53,18 @@ describe("recovery and the tool hooks", () => {
   it("a blocked call's outcome is committed when it is decided: killed while its batch runs, it is recorded, never run", async () => {
     const file = path.join(dir, "killed.jsonl");
     const effects = path.join(dir, "killed.effects");
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", path.join(here, "support", "blocked-call-child.ts"), file, effects],
-      { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] },
+    const run = startProcess(path.join(here, "support", "blocked-call-child.ts"), [file, effects], {
+      cwd: packageDir,
+      started: children,
+    });
+    await until(
+      () => run.output().stdout.includes("hanging") || run.child.exitCode !== null,
+      () => `the child said ${JSON.stringify(run.output())}`,
+      60_000,
     );
-    children.push(child);
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => (out += d.toString("utf8")));
-    const exited = new Promise((resolve) => child.on("close", resolve));
-    const deadline = Date.now() + 60_000;
-    while (!out.includes("hanging") && child.exitCode === null && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(out).toContain("hanging");
-    child.kill("SIGKILL");
-    await exited;
+    expect(run.output().stdout).toContain("hanging");
+    run.child.kill("SIGKILL");
+    await run.exit;
 
     const session = await SessionFile.open(file);
     const tools = secretTools(effects);

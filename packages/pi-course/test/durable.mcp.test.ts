@@ -4,8 +4,6 @@
  * recovery waits for them, so the call runs on its server instead of being answered `not found`.
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +13,7 @@ import { userMessage } from "../src/messages.js";
 import { transcriptOf } from "../src/session/context.js";
 import { SessionFile } from "../src/session/session.js";
 import type { ToolResultMessage } from "../src/types.js";
+import { answerTurn, scriptedChatServer } from "./support/chat-turns.js";
 import { MANY_TOOLS_SERVER } from "./support/mcp.js";
 import { call, turn } from "./support/messages.js";
 
@@ -25,30 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-/** An OpenAI-compatible server on 127.0.0.1 that answers with the last message's text. */
-async function echoServer() {
-  const bodies: any[] = [];
-  const server = createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk) => (text += chunk));
-    request.on("end", () => {
-      const body = JSON.parse(text);
-      bodies.push(body);
-      const chunk = (delta: unknown, finish: string | null = null) =>
-        `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      response.end(
-        chunk({ role: "assistant", content: `It is ${body.messages.at(-1).content}.` }) +
-          chunk({}, "stop") +
-          "data: [DONE]\n\n",
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return { bodies, baseUrl, close: () => new Promise((resolve) => server.close(resolve)) };
-}
 
 describe("recovery and the MCP servers", () => {
   it("--continue: a never-started MCP call of a killed run runs once its server is up", async () => {
@@ -70,7 +45,8 @@ describe("recovery and the MCP servers", () => {
       JSON.stringify({ mcpServers: { many: { command: process.execPath, args: [MANY_TOOLS_SERVER] } } }),
     );
 
-    const model = await echoServer();
+    const echo = answerTurn((body) => `It is ${body.messages.at(-1).content}.`);
+    const model = await scriptedChatServer([echo, echo]);
     let stdout = "";
     let stderr = "";
     let code: number;

@@ -24,6 +24,7 @@ import type { Message } from "../src/types.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
+import { killQuietly, readText, until } from "./support/processes.js";
 
 const PROMPT = "› ";
 const WAIT = 60_000;
@@ -100,7 +101,8 @@ async function killMidTool(): Promise<void> {
   first.type(`sleep a while${KEY.enter}`);
   await until(
     () => /^\d+ \d+\n$/.test(readText(pidFile())),
-    () => first.text(),
+    () => `the terminal showed:\n${first.text()}`,
+    WAIT,
   );
   const [agentPid, shellPid] = readText(pidFile()).trim().split(" ").map(Number) as [number, number];
   process.kill(agentPid, "SIGKILL");
@@ -259,28 +261,4 @@ function messagesIn(file: string): Message[] {
     })
     .filter((entry) => entry.type === "message")
     .map((entry) => entry.message as Message);
-}
-
-async function until(check: () => boolean, what: () => string, ms = WAIT): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting; the terminal showed:\n${what()}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-function readText(file: string): string {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return "";
-  }
-}
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
 }

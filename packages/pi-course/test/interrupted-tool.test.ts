@@ -6,8 +6,7 @@
  * chapter 19: there the result says the call may or may not have taken effect, and the killed
  * run is finished before the new prompt.)
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -24,6 +23,7 @@ import { SessionFile, messagesOf } from "../src/session/session.js";
 import type { Message } from "../src/types.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { builtStart } from "./support/built-cli.js";
+import { killQuietly, readText, startProcess, until } from "./support/processes.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -44,32 +44,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** `node script args` from the package folder, under tsx for a .ts script (one process: a SIGKILL kills it all). */
-function start(script: string, args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script, ...args], {
-    cwd: packageDir,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-  const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-    child.on("close", (code, signal) => resolve({ code, signal })),
-  );
-  return { child, exit, output: () => ({ stdout, stderr }) };
-}
-
-/** Polls `check` until it holds (a real process: no fixed sleep); fails after `ms` with `what`. */
-async function until(check: () => boolean, what: () => string, ms = 120_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+/** `node script args` from the package folder, under tsx for a .ts script. */
+const start = (script: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
+  startProcess(script, args, { cwd: packageDir, started: children, env });
 
 const roles = (messages: readonly { role: string }[]) => messages.map((m) => m.role);
 
@@ -182,19 +159,3 @@ describe("a tool call interrupted by a crash", () => {
     expect(textOf(saved[2]!)).toBe(uncertainText("bash"));
   }, 300_000);
 });
-
-function readText(file: string): string {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return "";
-  }
-}
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
