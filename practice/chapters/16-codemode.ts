@@ -35,6 +35,7 @@ export default defineChapter({
     "src/agent/nested-calls.ts",
     "src/cli/features/codemode.ts",
     "src/codemode/worker-source.ts",
+    "src/codemode/script-calls.ts",
     "src/codemode/sandbox.ts",
     "src/codemode/declarations.ts",
     "src/codemode/code-tool.ts",
@@ -46,10 +47,10 @@ export default defineChapter({
       hint: {
         zh:
           "`nestedCalls`（`src/agent/nested-calls.ts`）是工具批次的一个中间件：它给每个正在执行的调用一个 `ToolExecutionContext`。`callTool(name, args)`：计数加一，造一个 `ToolCall`，id 是 `<父 id>.<计数>`；" +
-          "然后交给 `nested`（批次给的运行器：它记下父调用，事件据此带上 `parentToolCallId`，曝光检查据此把它当成脚本的调用；" +
+          "然后交给 `nested(call, options?.signal)`（批次给的运行器；调用方给了 `signal` 时，这个信号只中止这一个调用，运行照常继续：它记下父调用，事件据此带上 `parentToolCallId`，曝光检查据此把它当成脚本的调用；" +
           "再和模型的调用一样走 `emitStart` → `prepareCall` → `runPreparedCall` → `emitEnd`），返回 `{result, isError}`。嵌套调用没有自己的结果消息：父调用的结果会报告它们。",
         en:
-          "callTool (a middleware of the tool batch, src/agent/nested-calls.ts): id <parent>.<n>, then run it with `nested` (the batch's " +
+          "callTool (a middleware of the tool batch, src/agent/nested-calls.ts): id <parent>.<n>, then run it with nested(call, options?.signal) (the batch's " +
           "runner: it remembers the parent, tags the events with parentToolCallId, and runs the same pipeline as a model's call); return {result, isError}.",
       },
     },
@@ -76,12 +77,14 @@ export default defineChapter({
           "准备两个 promise：`outcome`（结果，只定一次）和 `released`（worker 真正空下来，队列等它）。`stop(kind, message)`：先给出结果，" +
           "再把共享内存里的中断标志设成这个 `runId`（VM 的中断处理函数看到 `>= runId` 就打断脚本）、发 `cancel`，" +
           '`STOP_GRACE_MS` 之内 worker 不回话就 `terminate()` 并换一个新的。worker 的 `call` 消息：先查调用次数和参数长度（超了就 `stop("limit", …)`），' +
-          "记下 `{name, args}`，交给 `request.callTool`，回答用 `reply` 发回去（`ok` 为假时脚本里会抛出 Error）；`done` 消息用 `doneOutcome` 读出结果。" +
+          "记下 `{name, args}`，用 `calls.add(record, request.callTool(name, args, calls.signal))` 交给宿主（`calls` 是这次运行的 `ScriptCalls`，已经写好：" +
+          "脚本一结束——返回、出错、超时、中止都算——它就让还没回答的调用收到中止信号、标上 `cancelled`，`finish` 等它们都回答了才给出结果），回答用 `reply` 发回去（`ok` 为假时脚本里会抛出 Error）；`done` 消息用 `doneOutcome` 读出结果。" +
           '计时器到点就 `stop("timeout", …)`，`signal` 中止就 `stop("aborted", …)`；worker 出错或退出都是 `sandbox`。最后发 `run` 消息。',
         en:
           "Merge the limits; start or reuse the worker; per run an id, an outcome settled once and a released promise. stop(): settle, " +
           "raise the shared interrupt flag, send cancel, terminate after STOP_GRACE_MS. Check maxCalls and maxArgChars per call, reply " +
-          "with the tool's text, read done with doneOutcome; the timer and the signal stop the script.",
+          "with the tool's text (each call through calls.add(record, request.callTool(name, args, calls.signal)): ScriptCalls, given, " +
+          "cancels the calls still running when the script ends), read done with doneOutcome; the timer and the signal stop the script.",
       },
     },
     {
@@ -105,12 +108,13 @@ export default defineChapter({
         "Runs JavaScript as the body of an async function in a QuickJS sandbox   (the start of the description; given)",
         "The code tool runs only inside the agent loop, which hands it the ToolExecutionContext.",
         "Result: ${JSON of the value}\\nConsole:\\n${lines}\\nTool calls: ${n}   (reportOutcome, given: each part only when there is something to say)",
-        "The script failed (${kind}): ${message}.\\nTool calls made before the failure (they are not undone):\\n1. ${name} ${JSON args} → ok|error|unfinished   (reportOutcome, given)",
+        "The script failed (${kind}): ${message}.\\nTool calls made before the failure (they are not undone):\\n1. ${name} ${JSON args} → ok|error|cancelled|unfinished   (reportOutcome, given)",
+        "Tool calls: ${n}; ${k} still running when the script returned were cancelled (${names}): await every call whose result you need.   (reportOutcome, given)",
       ],
       hint: {
         zh:
           "没有 `context`（不在循环里直接调用 `execute`）就返回上面那条错误结果。否则在沙箱（`options.sandbox`，默认全进程共享的一个）里运行脚本：" +
-          "`tools` 是可调用工具的名字，`limits`、`signal` 照传；`callTool` 用 `context.callTool` 跑嵌套调用，把结果的文本块拼起来交回脚本。" +
+          "`tools` 是可调用工具的名字，`limits`、`signal` 照传；`callTool(name, args, signal)` 用 `context.callTool(name, args, { signal })` 跑嵌套调用（脚本结束时这个信号让还在跑的调用停下），把结果的文本块拼起来交回脚本。" +
           "结果的文字用 `reportOutcome(outcome)`，`details` 放整个 `outcome`，`isError` 是 `!outcome.ok`。",
         en:
           "Without a context, refuse. Else run the script in the sandbox with the callable names, the limits and the signal; nested " +

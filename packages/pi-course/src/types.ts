@@ -394,8 +394,14 @@ export interface ToolExecutionContext {
   /**
    * Calls another tool of the run. Never rejects for the tool's sake: a refusal, invalid
    * arguments, a block or a throw come back as `isError: true` with the reason as text.
+   * `options.signal` aborts this call alone (as the run's signal aborts every call): the caller
+   * stops a call it no longer waits for, and the call is answered as aborted at once.
    */
-  callTool(name: string, args: unknown): Promise<{ result: AgentToolResult<unknown>; isError: boolean }>;
+  callTool(
+    name: string,
+    args: unknown,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ result: AgentToolResult<unknown>; isError: boolean }>;
 }
 
 /**

@@ -167,6 +167,44 @@ describe("nested calls", () => {
       "c1",
     ]);
   });
+  it("Lab 16.1 · a nested call's own signal aborts that call alone; the tool's next call runs", async () => {
+    const seen: string[] = [];
+    const waiter: AnyTool = {
+      ...tool("waiter"),
+      execute: (_id, _args, signal) =>
+        new Promise((_resolve, reject) =>
+          signal?.addEventListener("abort", () => {
+            seen.push("waiter saw the abort");
+            reject(new Error("stopped"));
+          }),
+        ),
+    };
+    const impatient: AnyTool = {
+      ...tool("impatient"),
+      execute: async (_id, _args, _signal, _onUpdate, context) => {
+        const giveUp = new AbortController();
+        setTimeout(() => giveUp.abort(), 20);
+        const first = await context!.callTool("waiter", {}, { signal: giveUp.signal });
+        const second = await context!.callTool("add", { a: 2, b: 3 });
+        const text = (answer: typeof first) =>
+          answer.result.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+        return {
+          content: [{ type: "text", text: `${first.isError} ${text(first)} | ${text(second)}` }],
+          details: undefined,
+        };
+      },
+    };
+    const model = scripted([calls(call("c1", "impatient", {})), says("done")]);
+    const { events, result } = await finish(
+      agentLoop([userMessage("go")], { messages: [], tools: [impatient, waiter, add] }, { model }),
+    );
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(seen).toEqual(["waiter saw the abort"]);
+    expect(resultText(result, "c1")).toBe(
+      'true Tool call "waiter" was aborted: the run was stopped before it finished. | 5',
+    );
+    expect(events.at(-1)?.type).toBe("agent_end");
+  });
 });
 
 describe("the sandbox", () => {
@@ -285,6 +323,27 @@ describe("the sandbox", () => {
     before.abort();
     expect((await run("return 1", { signal: before.signal })).error?.kind).toBe("aborted");
     expect((await run("return 'next'")).value).toBe("next");
+  });
+
+  it("Lab 16.2 · a call still running when the script returns is cancelled: its signal fires, the outcome waits for its answer", async () => {
+    let told = false;
+    const outcome = await run("tools.slow({}); return 1", {
+      tools: ["slow"],
+      callTool: (_name, _args, signal) =>
+        new Promise((resolve) =>
+          signal.addEventListener("abort", () => {
+            told = true;
+            setTimeout(() => resolve({ text: "stopped", isError: true }), 30);
+          }),
+        ),
+    });
+    expect(told).toBe(true);
+    expect(outcome).toEqual({
+      ok: true,
+      value: 1,
+      logs: [],
+      calls: [{ name: "slow", args: {}, isError: true, cancelled: true }],
+    });
   });
 
   it("Lab 16.2 · without a stack limit deep recursion crashes the VM: a sandbox error, and the next script runs", async () => {

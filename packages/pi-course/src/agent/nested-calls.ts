@@ -17,7 +17,7 @@ export function nestedCalls(): ToolMiddleware {
 function callsOf(parent: ToolCall, nested: NestedCallRunner): ToolExecutionContext {
   let count = 0;
   return {
-    async callTool(name, args) {
+    async callTool(name, args, options) {
       // #region lab 16.1 callTool
       count++;
       const call: ToolCall = {
@@ -26,7 +26,7 @@ function callsOf(parent: ToolCall, nested: NestedCallRunner): ToolExecutionConte
         name: String(name),
         arguments: args as ToolCall["arguments"],
       };
-      const { result, isError } = await nested(call);
+      const { result, isError } = await nested(call, options?.signal);
       return { result, isError };
       // #endregion
     },

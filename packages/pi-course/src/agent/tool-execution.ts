@@ -291,16 +291,39 @@ async function applyAfterToolCall(
 function executionContext(run: ToolBatchRun, batch: Batch, parent: ToolCall): ToolExecutionContext | undefined {
   for (const middleware of run.middleware) {
     if (middleware.context === undefined) continue;
-    return middleware.context(parent, async (call): Promise<AnsweredToolCall> => {
+    return middleware.context(parent, async (call, signal): Promise<AnsweredToolCall> => {
       parentOf.set(call, parent);
-      await emitStart(run, call);
-      const prepared = await prepareCall(run, batch, call);
-      const done = prepared.kind === "answered" ? prepared : await runPreparedCall(run, batch, prepared);
-      await emitEnd(run, done);
-      return done;
+      // a call its caller may abort alone runs under both signals
+      const both = signal === undefined ? undefined : joinSignals(run.signal, signal);
+      const under = both === undefined ? run : { ...run, signal: both.signal };
+      try {
+        await emitStart(under, call);
+        const prepared = await prepareCall(under, batch, call);
+        const done = prepared.kind === "answered" ? prepared : await runPreparedCall(under, batch, prepared);
+        await emitEnd(under, done);
+        return done;
+      } finally {
+        both?.release();
+      }
     });
   }
   return undefined;
+}
+
+/** A signal that fires with either of two; `release` drops its listeners once the call has ended. */
+function joinSignals(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; release(): void } {
+  const joined = new AbortController();
+  const stop = (): void => joined.abort();
+  if (a?.aborted === true || b.aborted) stop();
+  a?.addEventListener("abort", stop, { once: true });
+  b.addEventListener("abort", stop, { once: true });
+  return {
+    signal: joined.signal,
+    release() {
+      a?.removeEventListener("abort", stop);
+      b.removeEventListener("abort", stop);
+    },
+  };
 }
 
 /** `event` with the id of the call whose tool made `call`, if one did. */

@@ -211,8 +211,11 @@ export interface AnsweredToolCall {
   isError: boolean;
 }
 
-/** Runs a call made by another call's tool through the batch's pipeline (its events, no result message). */
-export type NestedCallRunner = (call: ToolCall) => Promise<AnsweredToolCall>;
+/**
+ * Runs a call made by another call's tool through the batch's pipeline (its events, no result
+ * message); `signal` (with the run's) aborts it.
+ */
+export type NestedCallRunner = (call: ToolCall, signal?: AbortSignal) => Promise<AnsweredToolCall>;
 
 /**
  * What a feature adds to the tool batch of one run, without patching the loop (tool search's

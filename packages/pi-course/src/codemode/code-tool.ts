@@ -77,8 +77,8 @@ export function createCodeTool(options: CodeToolOptions): AgentTool<typeof codeP
         tools: names,
         limits,
         ...(signal !== undefined && { signal }),
-        callTool: async (name, args) => {
-          const { result, isError } = await context.callTool(name, args);
+        callTool: async (name, args, signal) => {
+          const { result, isError } = await context.callTool(name, args, { signal });
           return { text: textOfContent(result.content), isError };
         },
       });
@@ -98,11 +98,23 @@ export function reportOutcome(outcome: ScriptOutcome): string {
     parts.push(`The script failed (${error.kind}): ${error.message}.`);
   }
   if (outcome.logs.length > 0) parts.push(`Console:\n${outcome.logs.join("\n")}`);
-  if (outcome.ok) parts.push(`Tool calls: ${outcome.calls.length}`);
+  const cancelled = outcome.calls.filter((call) => call.cancelled === true).map((call) => call.name);
+  if (outcome.ok && cancelled.length > 0) {
+    parts.push(
+      `Tool calls: ${outcome.calls.length}; ${cancelled.length} still running when the script returned were cancelled ` +
+        `(${cancelled.join(", ")}): await every call whose result you need.`,
+    );
+  } else if (outcome.ok) parts.push(`Tool calls: ${outcome.calls.length}`);
   else if (outcome.calls.length === 0) parts.push("No tool calls were made.");
   else {
     const lines = outcome.calls.map((call, index) => {
-      const state = call.isError === undefined ? "unfinished" : call.isError ? "error" : "ok";
+      const state = call.cancelled
+        ? "cancelled"
+        : call.isError === undefined
+          ? "unfinished"
+          : call.isError
+            ? "error"
+            : "ok";
       return `${index + 1}. ${call.name} ${preview(call.args)} → ${state}`;
     });
     parts.push(`Tool calls made before the failure (they are not undone):\n${lines.join("\n")}`);

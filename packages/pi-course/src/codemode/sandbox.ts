@@ -18,6 +18,7 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { startTimer, userDuration } from "../timer.js";
+import { ScriptCalls } from "./script-calls.js";
 import { WORKER_SOURCE } from "./worker-source.js";
 
 /** How long a stopped script's worker may take to answer before it is terminated. */
@@ -57,6 +58,8 @@ export interface NestedCallRecord {
   args: unknown;
   /** Undefined while the call had not finished when the script stopped. */
   isError?: boolean;
+  /** Set when the call was still running as the script ended: it was aborted (see script-calls.ts). */
+  cancelled?: boolean;
 }
 
 /** What one script did. `calls` lists every nested call made, also when the script failed. */
@@ -81,8 +84,11 @@ export interface ScriptRequest {
   code: string;
   /** The names `tools.<name>` offers. */
   tools: readonly string[];
-  /** Runs one nested call; never rejects (a failure is `isError`). */
-  callTool(name: string, args: unknown): Promise<NestedCallAnswer>;
+  /**
+   * Runs one nested call; never rejects (a failure is `isError`). `signal` fires when the script
+   * has ended while the call runs: the call should stop (the agent loop answers it as aborted).
+   */
+  callTool(name: string, args: unknown, signal: AbortSignal): Promise<NestedCallAnswer>;
   limits?: Partial<SandboxLimits>;
   signal?: AbortSignal;
 }
@@ -177,9 +183,9 @@ export class CodeSandbox {
     // #region lab 16.2 CodeSandbox.runNow
     const limits = { ...DEFAULT_SANDBOX_LIMITS, ...request.limits };
     const timeoutMs = userDuration(limits.timeoutMs, "codemode timeoutMs"); // undefined: no limit
-    const calls: NestedCallRecord[] = [];
+    const calls = new ScriptCalls<NestedCallRecord>();
     if (request.signal?.aborted) {
-      const outcome = failed("aborted", "the run was aborted before the script started", [], calls);
+      const outcome = failed("aborted", "the run was aborted before the script started", [], calls.records);
       return { outcome, released: Promise.resolve() };
     }
     const worker = await this.ensureWorker();
@@ -204,12 +210,12 @@ export class CodeSandbox {
     const finish = (result: ScriptOutcome): void => {
       if (finished) return;
       finished = true;
-      settle(result);
+      void calls.end(STOP_GRACE_MS).then(() => settle(result)); // no call outlives the script
     };
     /** Stops the script: interrupt flag, cancel message, and termination if the worker stays silent. */
     const stop = (kind: ScriptErrorKind, message: string): void => {
       if (finished) return;
-      finish(failed(kind, message, [], calls));
+      finish(failed(kind, message, [], calls.records));
       Atomics.store(this.interrupt, 0, runId);
       worker.postMessage({ type: "cancel", runId });
       grace = setTimeout(() => {
@@ -221,12 +227,12 @@ export class CodeSandbox {
     const onMessage = (message: WorkerMessage): void => {
       if (message.runId !== runId) return;
       if (message.type === "done") {
-        if (!finished) finish(doneOutcome(message, limits, calls));
+        if (!finished) finish(doneOutcome(message, limits, calls.records));
         cleanup();
         return;
       }
       if (finished) return;
-      if (calls.length >= limits.maxCalls) {
+      if (calls.records.length >= limits.maxCalls) {
         return stop("limit", `the script made more than ${limits.maxCalls} tool calls (maxCalls) and was stopped`);
       }
       if (message.args.length > limits.maxArgChars) {
@@ -239,12 +245,12 @@ export class CodeSandbox {
       forwardCall(worker, runId, message, request, calls, () => finished);
     };
     const onError = (error: Error): void => {
-      finish(failed("sandbox", `the sandbox's worker crashed: ${error.message}`, [], calls));
+      finish(failed("sandbox", `the sandbox's worker crashed: ${error.message}`, [], calls.records));
       if (this.worker === worker) this.worker = undefined;
       cleanup();
     };
     const onExit = (): void => {
-      finish(failed("sandbox", "the sandbox's worker exited", [], calls));
+      finish(failed("sandbox", "the sandbox's worker exited", [], calls.records));
       cleanup();
     };
     const onAbort = (): void => stop("aborted", "the run was aborted; the script was stopped");
@@ -273,15 +279,16 @@ export class CodeSandbox {
 }
 
 /**
- * Runs one of the script's tool calls on the host through `request.callTool`, records it in `calls`, and
- * posts the answer back to the worker, unless the run has `finished` by then.
+ * Runs one of the script's tool calls on the host through `request.callTool` (under the signal of
+ * `calls`, which fires when the script ends), records it in `calls`, and posts the answer back to
+ * the worker, unless the run has `finished` by then.
  */
 function forwardCall(
   worker: Worker,
   runId: number,
   message: Extract<WorkerMessage, { type: "call" }>,
   request: ScriptRequest,
-  calls: NestedCallRecord[],
+  calls: ScriptCalls<NestedCallRecord>,
   finished: () => boolean,
 ): void {
   // #region lab 16.2 forwardCall
@@ -292,11 +299,10 @@ function forwardCall(
     args = message.args;
   }
   const record: NestedCallRecord = { name: message.name, args };
-  calls.push(record);
   const reply = (ok: boolean, text: string): void => {
     if (!finished()) worker.postMessage({ type: "reply", runId, callId: message.callId, ok, text });
   };
-  void request.callTool(message.name, args).then(
+  void calls.add(record, request.callTool(message.name, args, calls.signal)).then(
     (answer) => {
       record.isError = answer.isError;
       reply(!answer.isError, answer.text);
