@@ -269,6 +269,7 @@ async function runOnce(spec: CaseSpec, options: { repeat?: number; signal?: Abor
   return runCase(evalCase, {
     repeat,
     runRoot: path.join(dir, `run-${repeat}`),
+    sharedTemp: false, // other test files write at the top of /tmp meanwhile
     model: await caseModel(evalCase, undefined, repeat),
     wire: runtimeWire(undefined),
     keepSessionAs: path.join(dir, "kept", `${repeat}.jsonl`),
@@ -358,6 +359,7 @@ it("Lab 14.3 · infrastructure failure: the model does not answer, no script, a 
   const broken = await runCase(evalCase, {
     repeat: 0,
     runRoot: path.join(dir, "run-x"),
+    sharedTemp: false, // other test files write at the top of /tmp meanwhile
     model: (await caseModel(
       { ...evalCase, script: undefined },
       { provider: "openai", baseUrl: "http://127.0.0.1:9/v1", model: "m" },

@@ -63,6 +63,7 @@ describe("a duration past 24.8 days is no limit, never now", () => {
     const record = await runCase(evalCase, {
       repeat: 0,
       runRoot: path.join(dir, "run"),
+      sharedTemp: false, // other test files write at the top of /tmp meanwhile
       model: await caseModel(evalCase, undefined, 0),
       wire: runtimeWire(undefined),
     });

@@ -41,6 +41,7 @@ beforeAll(async () => {
       await runCase(evalCase, {
         repeat: 0,
         runRoot: path.join(dir, "runs", evalCase.name),
+        sharedTemp: false, // other test files write at the top of /tmp meanwhile
         model: await caseModel(evalCase, undefined, 0),
         wire: runtimeWire(undefined),
         keepSessionAs: path.join(dir, "out", "sessions", evalCase.name, "0.jsonl"),

@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,6 +26,7 @@ let dir: string;
 const servers: SseServer[] = [];
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "pi-course-eval-cli-"));
+  await mkdir(path.join(dir, "tmp"));
 });
 afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
@@ -41,7 +42,8 @@ interface Finished {
 }
 
 function environment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, INIT_CWD: repoDir };
+  // TMPDIR of its own: the eval watches the top of its temporary folder, where other test files write
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, INIT_CWD: repoDir, TMPDIR: path.join(dir, "tmp") };
   for (const name of [
     "PI_COURSE_CONFIG",
     "PI_COURSE_BASE_URL",

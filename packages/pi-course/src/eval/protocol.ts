@@ -9,7 +9,9 @@
  * 2. the session file reopens, and the messages on its path to the leaf are exactly the run's
  *    messages (`checkSessionReplay`);
  * 3. nothing was written outside the workspace: the folders the run could reach besides it
- *    are the same after the run as before (`snapshotFolders`, `diffSnapshots`).
+ *    are the same after the run as before (`snapshotFolders`, `diffSnapshots`), and nothing was
+ *    created or removed at the top of the system's temporary folder, where a command's
+ *    `/tmp/x` lands whatever its `TMPDIR` says (`snapshotTopLevel`).
  *
  * Each returns a list of problems in words; an empty list passes. A run with a problem is a
  * protocol failure, reported apart from a wrong answer (the task's check) and from a broken
@@ -129,6 +131,29 @@ export async function snapshotFolders(roots: readonly string[], skip: readonly s
     for (const name of (await readdir(at).catch(() => [] as string[])).sort()) await visit(path.join(at, name));
   };
   for (const root of roots) await visit(path.resolve(root));
+  return snapshot;
+}
+
+/**
+ * The entries at the top of `folder` (by absolute path; kind only: size and time stay 0, so only
+ * a created, removed or retyped entry differs), except those that hold or are one of `skip` (the
+ * run's own folders). A shared folder such as `/tmp` is watched this way, not whole: other
+ * processes write inside it all the time, and an entry another process creates at its top while
+ * a run goes on counts too (the harness cannot tell who made it; give the eval a `TMPDIR` of its
+ * own where that matters). Absent `folder`: empty.
+ */
+export async function snapshotTopLevel(folder: string, skip: readonly string[] = []): Promise<FolderSnapshot> {
+  const snapshot: FolderSnapshot = new Map();
+  const top = path.resolve(folder);
+  const held = skip.map((p) => path.resolve(p));
+  for (const name of (await readdir(top).catch(() => [] as string[])).sort()) {
+    const at = path.join(top, name);
+    if (held.some((p) => p === at || p.startsWith(`${at}${path.sep}`))) continue;
+    const info = await lstat(at).catch(() => undefined);
+    if (info === undefined) continue;
+    const kind = info.isSymbolicLink() ? "link" : info.isDirectory() ? "folder" : info.isFile() ? "file" : "other";
+    snapshot.set(at, { kind, size: 0, mtimeMs: 0 });
+  }
   return snapshot;
 }
 

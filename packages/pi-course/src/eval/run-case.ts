@@ -15,12 +15,13 @@
 import { errorText } from "../errors.js";
 import { startTimer, userDuration } from "../timer.js";
 import { copyFile, cp, mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Agent } from "../agent/agent.js";
 import type { Model } from "../model.js";
 import type { AgentMessage, AssistantMessage } from "../types.js";
 import type { CaseSettings, EvalCase } from "./case-format.js";
-import { checkSessionReplay, checkToolPairing, diffSnapshots, snapshotFolders } from "./protocol.js";
+import { checkSessionReplay, checkToolPairing, diffSnapshots, snapshotFolders, snapshotTopLevel } from "./protocol.js";
 import { runCheck, type CheckOutcome } from "./run-check.js";
 import type { RunPhase, RunRecord, RunStatus } from "./run-record.js";
 
@@ -58,6 +59,11 @@ export interface RunCaseOptions {
   /** The model for this run, or a reason there is none (an infrastructure failure). */
   model: Model | { unavailable: string };
   wire: Wire;
+  /**
+   * The system's temporary folder, whose top level is watched too (see `snapshotTopLevel`):
+   * default `os.tmpdir()` of this process; `false` watches none.
+   */
+  sharedTemp?: string | false;
   /** Where to keep a copy of the session file (absent: it stays in the run folder). */
   keepSessionAs?: string;
   /** Aborted: the run stops and is recorded as `interrupted`. */
@@ -102,13 +108,20 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
     HOME: path.join(root, "home"),
     TMPDIR: path.join(root, "tmp"),
   };
+  const sharedTemp = options.sharedTemp ?? tmpdir();
+  const snapshotAround = async () => {
+    const around = await snapshotFolders([root, evalCase.dir], [workspace, sessionRoot]);
+    if (sharedTemp === false) return around;
+    for (const [at, state] of await snapshotTopLevel(sharedTemp, [root, evalCase.dir])) around.set(at, state);
+    return around;
+  };
   let wired: WiredAgent;
   let before;
   try {
     for (const dir of ["home", "tmp", "sessions"]) await mkdir(path.join(root, dir), { recursive: true });
     await cp(evalCase.filesDir, workspace, { recursive: true, preserveTimestamps: true });
-    // The run folder besides the workspace and the session, and the case itself.
-    before = await snapshotFolders([root, evalCase.dir], [workspace, sessionRoot]);
+    // The run folder besides the workspace and the session, the case itself, the top of /tmp.
+    before = await snapshotAround();
     wired = await options.wire({ workspace, sessionRoot, model, maxTurns: evalCase.settings.maxTurns, env });
   } catch (error) {
     return finish("infrastructure", "prepare", `the run could not be prepared: ${errorText(error)}`);
@@ -133,7 +146,7 @@ export async function runCase(evalCase: EvalCase, options: RunCaseOptions): Prom
   // Judge: the protocol, then the task's check.
   const problems = checkToolPairing(messages);
   if (wired.sessionFile !== undefined) problems.push(...(await checkSessionReplay(wired.sessionFile, all)));
-  problems.push(...diffSnapshots(before, await snapshotFolders([root, evalCase.dir], [workspace, sessionRoot])));
+  problems.push(...diffSnapshots(before, await snapshotAround()));
   record.protocolProblems = problems;
   let check: CheckOutcome | undefined;
   if (!options.signal?.aborted) {

@@ -1,12 +1,14 @@
 /**
  * Chapter 14: running a case's `check`, the executable that judges a run.
  *
- * It runs in the workspace the agent left, in a process group of its own (so a time limit
- * kills whatever it started), with stdout and stderr kept together as the evidence the report
- * shows. Exit 0 passes; anything else, a signal or the time limit fails.
+ * It runs in the workspace the agent left, in a process group of its own, its every process
+ * marked (`PI_COURSE_CALL`, as the `bash` tool marks a command's), so that when it ends or its
+ * time is up whatever it started goes with it: its group, and a child that left the group
+ * (`setsid`, a double fork) found by the mark. stdout and stderr are kept together as the
+ * evidence the report shows. Exit 0 passes; anything else, a signal or the time limit fails.
  */
 import { spawn } from "node:child_process";
-import { killGroup } from "../coding-tools/processes.js";
+import { CALL_MARKER_VARIABLE, killGroup, killMarkedProcesses, newCallMarker } from "../coding-tools/processes.js";
 import { startTimer } from "../timer.js";
 
 /** What the check did. */
@@ -59,13 +61,26 @@ export function runCheck(
       }
     };
     let timedOut = false;
-    const child = spawn(check, [], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const marker = newCallMarker();
+    const child = spawn(check, [], {
+      cwd,
+      env: { ...env, [CALL_MARKER_VARIABLE]: marker },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
+    /** Ends the check's group and every process it started elsewhere (they may hold its output open). */
+    const endAll = (): void => {
+      if (child.pid === undefined) return; // it never started
+      killGroup(child.pid);
+      killMarkedProcesses([marker]);
+    };
     const timer = startTimer(() => {
       timedOut = true;
-      killGroup(child.pid!);
+      endAll();
     }, timeLimitMs);
+    child.on("exit", endAll);
     const text = () => {
       const head = Buffer.concat(chunks).toString("utf8");
       const rest = Buffer.concat(tail).toString("utf8");
@@ -84,8 +99,7 @@ export function runCheck(
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      // Anything the check left running in its group goes with it.
-      killGroup(child.pid!);
+      endAll(); // anything the check left running goes with it
       resolve({ exitCode: code, signal, timedOut, output: text(), ms: Date.now() - started });
     });
   });

@@ -1,0 +1,105 @@
+/**
+ * Issue 41, item 17: the eval harness against an agent and a check that reach past their run. A
+ * command's write to the top of the system's temporary folder (`/tmp/x`, whatever `TMPDIR`
+ * says) is a protocol failure, as a write anywhere else outside the workspace; and a check's
+ * child that left its process group (`setsid`) ends with the check, also when it holds the
+ * check's output open.
+ */
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { caseModel, runtimeWire } from "../src/cli/eval-wiring.js";
+import { loadCase } from "../src/eval/case-format.js";
+import { runCase } from "../src/eval/run-case.js";
+import { runCheck } from "../src/eval/run-check.js";
+import { bashThenAnswer, writeCase } from "./support/eval-cases.js";
+import { killQuietly } from "./support/processes.js";
+
+let dir: string;
+const strays: number[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "pi-eval-hardening-"));
+});
+afterEach(async () => {
+  for (const pid of strays.splice(0)) killQuietly(pid);
+  await rm(dir, { recursive: true, force: true });
+});
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function gone(pid: number, ms = 2000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return !alive(pid);
+}
+
+it("a command's write to the top of the shared temporary folder is a protocol failure", async () => {
+  // the shared folder is one of the test's own, so no other process writes at its top meanwhile
+  const shared = path.join(dir, "shared-tmp");
+  await mkdir(shared);
+  const evalCase = await loadCase(
+    await writeCase(path.join(dir, "suite"), "case", {
+      check: "exit 0",
+      script: bashThenAnswer(`echo scratch > ${shared}/scratch.py; echo ok`),
+    }),
+  );
+  const record = await runCase(evalCase, {
+    repeat: 0,
+    runRoot: path.join(dir, "run-0"),
+    model: await caseModel(evalCase, undefined, 0),
+    wire: runtimeWire(undefined),
+    sharedTemp: shared,
+  });
+  expect(record.status).toBe("protocol");
+  expect(record.protocolProblems).toEqual([`written outside the workspace: ${shared}/scratch.py was created.`]);
+}, 30_000);
+
+it("a run that writes only where it may is not blamed for the shared folder", async () => {
+  const shared = path.join(dir, "shared-tmp");
+  await mkdir(shared);
+  const evalCase = await loadCase(
+    await writeCase(path.join(dir, "suite"), "case", {
+      check: "exit 0",
+      script: bashThenAnswer("echo a > inside.txt"),
+    }),
+  );
+  const record = await runCase(evalCase, {
+    repeat: 0,
+    runRoot: path.join(shared, "run-0"), // the run folder itself under the shared folder
+    model: await caseModel(evalCase, undefined, 0),
+    wire: runtimeWire(undefined),
+    sharedTemp: shared,
+  });
+  // the run folder appeared at the shared folder's top during the run: it is the run's own, not a problem
+  expect(record.protocolProblems).toEqual([]);
+  expect(record.status).toBe("passed");
+}, 30_000);
+
+for (const holdsOutput of [false, true]) {
+  it(`a check's setsid child ends with the check${holdsOutput ? ", also one that holds its output open" : ""}`, async () => {
+    const pidFile = path.join(dir, "child.pid");
+    const check = path.join(dir, "check");
+    const redirect = holdsOutput ? "" : " >/dev/null 2>&1 </dev/null";
+    await writeFile(
+      check,
+      `#!/bin/sh\nsetsid sh -c 'echo $$ > ${pidFile}; exec sleep 30'${redirect} &\nsleep 0.3\necho judged\n`,
+    );
+    await chmod(check, 0o755);
+    const started = Date.now();
+    const outcome = await runCheck(check, dir, { PATH: process.env.PATH }, 20_000);
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    strays.push(pid);
+    expect(outcome).toMatchObject({ exitCode: 0, timedOut: false, output: "judged\n" });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await gone(pid)).toBe(true);
+  }, 30_000);
+}
