@@ -450,4 +450,11 @@ export interface AgentTool<out TParameters extends TSchema = TSchema, TDetails =
    * (`"unsafe"`) gives an interrupted call an error result saying it may or may not have taken effect.
    */
   replay?: "safe" | "unsafe";
+  /**
+   * Asked when a durable run recovers a call of this tool that started and was interrupted by a
+   * crash, before the call is answered as interrupted: stop what is left of it (e.g. a command
+   * still running) and say what became of it, in a sentence the model reads after the interrupted
+   * text (undefined: nothing to say). Contract: may throw (then nothing is said); returns soon.
+   */
+  settleInterrupted?(toolCallId: string, args: unknown): Promise<string | undefined> | string | undefined;
 }

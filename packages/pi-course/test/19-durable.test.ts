@@ -213,6 +213,34 @@ describe("applying recovery", () => {
     await session.close();
   });
 
+  it("Lab 19.2 · a started call's tool settles what is left of it first (a command still running is stopped), and the model reads what became of it", async () => {
+    const session = await mixed();
+    const asked: string[] = [];
+    const effect = {
+      ...counted("effect"),
+      settleInterrupted: (id: string) => {
+        asked.push(id);
+        return id === "b"
+          ? "Its command was still running after the crash (1 process); it was stopped now."
+          : undefined;
+      },
+    };
+    const report = await applyRecovery(session, await planRecovery(session, [effect, counted("peek", "safe")]), {
+      tools: [effect, counted("peek", "safe")],
+      run: false,
+    });
+    expect(asked).toEqual(["b"]); // only the started call of a tool that can settle (a, d: outcome, never started)
+    expect((report.appended[1] as { content: unknown }).content).toEqual([
+      {
+        type: "text",
+        text:
+          'Tool call "effect" was interrupted: the process stopped while it ran, so it may or may not have taken effect. ' +
+          "Check before running it again. Its command was still running after the crash (1 process); it was stopped now.",
+      },
+    ]);
+    await session.close();
+  });
+
   it("Lab 19.2 · declined (run: false): nothing runs; the unstarted call is answered as not run, the started ones as uncertain", async () => {
     const session = await mixed();
     const effect = counted("effect");

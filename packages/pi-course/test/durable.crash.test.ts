@@ -247,7 +247,7 @@ describe("durable runs under real crashes", () => {
       expect(messages[2]).toMatchObject({
         toolCallId: "call_0_0",
         isError: true,
-        content: [{ type: "text", text: uncertainText("bash") }],
+        content: [{ type: "text", text: uncertainText("bash", "Its command is no longer running.") }],
       });
     } finally {
       await slow.close();

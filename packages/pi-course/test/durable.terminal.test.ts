@@ -155,7 +155,7 @@ describe("interactive recovery of a killed run, in a pseudo-terminal", () => {
     const saved = await sessionMessages();
     expect(roles(saved)).toEqual(["user", "assistant", "toolResult", "assistant", "user", "assistant"]);
     expect(saved[2]).toMatchObject({ toolCallId: "call_sleep", isError: true });
-    expect(textOf(saved[2]!)).toBe(uncertainText("bash"));
+    expect(textOf(saved[2]!)).toBe(uncertainText("bash", "Its command is no longer running."));
     expect(readText(counterFile())).toBe("ran\n"); // bash is not safe to repeat: it never ran again
   }, 300_000);
 
@@ -176,7 +176,7 @@ describe("interactive recovery of a killed run, in a pseudo-terminal", () => {
     // recorded, and nothing re-run: no model call, the command ran once
     const saved = await sessionMessages();
     expect(roles(saved)).toEqual(["user", "assistant", "toolResult"]);
-    expect(textOf(saved[2]!)).toBe(uncertainText("bash"));
+    expect(textOf(saved[2]!)).toBe(uncertainText("bash", "Its command is no longer running."));
     expect(server.requests).toHaveLength(1);
     expect(readText(counterFile())).toBe("ran\n");
     t.type(`what happened?${KEY.enter}`);
@@ -221,7 +221,7 @@ describe("interactive recovery of a killed run, in a pseudo-terminal", () => {
     expect(await t.exit).toBe(0);
     const saved = messagesIn(killed!);
     expect(roles(saved)).toEqual(["user", "assistant", "toolResult", "assistant"]);
-    expect(textOf(saved[2]!)).toBe(uncertainText("bash"));
+    expect(textOf(saved[2]!)).toBe(uncertainText("bash", "Its command is no longer running."));
     expect(readText(counterFile())).toBe("ran\n");
   }, 300_000);
 });

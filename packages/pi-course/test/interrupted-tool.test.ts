@@ -7,6 +7,7 @@
  * run is finished before the new prompt.)
  */
 import type { ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -43,6 +44,12 @@ afterEach(async () => {
   server = undefined;
   await rm(dir, { recursive: true, force: true });
 });
+
+/** Whether `pid` runs (a killed orphan stays a zombie until init reaps it: that is not running). */
+const alive = (pid: number): boolean => {
+  const stat = readText(`/proc/${pid}/stat`);
+  return stat !== "" && stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+};
 
 /** `node script args` from the package folder, under tsx for a .ts script. */
 const start = (script: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -156,6 +163,59 @@ describe("a tool call interrupted by a crash", () => {
     const saved = await lines();
     expect(roles(saved)).toEqual(["user", "assistant", "toolResult", "assistant", "user", "assistant"]);
     expect(saved[2]).toMatchObject({ toolCallId: "call_sleep", isError: true });
-    expect(textOf(saved[2]!)).toBe(uncertainText("bash"));
+    expect(textOf(saved[2]!)).toBe(uncertainText("bash", "Its command is no longer running."));
+  }, 300_000);
+
+  it("CLI: a bash command the killed agent left running is stopped by --continue's recovery, and the model is told", async () => {
+    server = await SseServer.start();
+    const chunk = (delta: object, reason: string | null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: reason }] })}\n\n`;
+    const pidFile = path.join(dir, "agent.pid");
+    const late = path.join(dir, "late.txt");
+    // its output goes to /dev/null, so the orphan holds no pipe of the dead agent open
+    const command = `echo $PPID $$ > ${pidFile}; exec >/dev/null 2>&1; sleep 8; echo late > ${late}`;
+    const call = {
+      index: 0,
+      id: "call_orphan",
+      type: "function",
+      function: { name: "bash", arguments: JSON.stringify({ command }) },
+    };
+    server
+      .reply(
+        sseReply(chunk({ role: "assistant", tool_calls: [call] }, null) + chunk({}, "tool_calls") + "data: [DONE]\n\n"),
+      )
+      .reply(sseReply(chunk({ role: "assistant", content: "Resumed." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"))
+      .reply(sseReply(chunk({ role: "assistant", content: "Done." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"));
+    const workspace = path.join(dir, "work");
+    const sessions = path.join(dir, "sessions");
+    await mkdir(workspace);
+    const args = ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
+    const env = { HOME: dir, INIT_CWD: workspace, NO_COLOR: "1" };
+    const first = start(builtStart(), [...args, "--session-dir", sessions, "--print", "run it"], env);
+    await until(
+      () => /^\d+ \d+\n$/.test(readText(pidFile)),
+      () => JSON.stringify(first.output()),
+    );
+    const [agentPid, shellPid] = readText(pidFile).trim().split(" ").map(Number) as [number, number];
+    strays.push(-shellPid, shellPid); // only if the test fails: recovery is to stop it
+    process.kill(agentPid, "SIGKILL");
+    await first.exit;
+    expect(alive(shellPid)).toBe(true); // the command outlived its agent
+
+    const second = start(builtStart(), [...args, "--session-dir", sessions, "--continue", "--print", "go on"], env);
+    const done = await second.exit;
+    expect({ ...done, ...second.output() }).toMatchObject({ code: 0, stdout: "Done.\n" });
+    expect(alive(shellPid)).toBe(false);
+    const sent = JSON.parse(server.requests[1]!.body).messages;
+    expect(sent[3]).toMatchObject({
+      role: "tool",
+      tool_call_id: "call_orphan",
+      content: uncertainText(
+        "bash",
+        "Its command was still running after the crash (2 processes); it was stopped now.",
+      ),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 9000)); // past the command's sleep
+    expect(existsSync(late)).toBe(false);
   }, 300_000);
 });

@@ -28,6 +28,7 @@
  * called with. An explicit `env` option is used as given.
  */
 import { spawn } from "node:child_process";
+import { realpathSync } from "node:fs";
 import { Type } from "typebox";
 import type { AgentTool } from "../types.js";
 import {
@@ -36,6 +37,7 @@ import {
   killGroup,
   killLeftovers,
   newCallMarker,
+  stopOrphanedCommand,
   trackProcessGroup,
   untrackProcessGroup,
 } from "./processes.js";
@@ -301,6 +303,14 @@ export function createBashTool(
         details: { command: params.command, ...rest },
         isError: result.aborted || result.timedOut || result.exitCode !== 0,
       };
+    },
+    settleInterrupted(_toolCallId, args) {
+      const command = (args as { command?: unknown } | undefined)?.command;
+      if (typeof command !== "string") return undefined;
+      const stopped = stopOrphanedCommand(options.shell ?? "bash", command, realpathSync(workspace.root));
+      return stopped > 0
+        ? `Its command was still running after the crash (${stopped} process${stopped === 1 ? "" : "es"}); it was stopped now.`
+        : "Its command is no longer running.";
     },
   };
 }

@@ -5,7 +5,7 @@
  * the guarantees and their limits.
  */
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** Names of variables `commandEnvironment` leaves out (besides `OPENAI_API_KEY`). */
 export const SECRET_NAME_PATTERN = /(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)/i;
@@ -124,4 +124,83 @@ export function killLiveProcessGroups(): void {
   for (const pid of liveGroups.keys()) killGroup(pid);
   killMarkedProcesses([...liveGroups.values()].filter((marker): marker is string => marker !== undefined));
   liveGroups.clear();
+}
+
+/** A process as `/proc` shows it: its parent, its arguments, its working folder, its call marker. */
+interface ProcessView {
+  ppid: number;
+  argv: string[];
+  cwd: string | undefined;
+  marker: string | undefined;
+}
+
+function viewOf(pid: number): ProcessView | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after the last ")"
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    if (argv.at(-1) === "") argv.pop();
+    const prefix = `${CALL_MARKER_VARIABLE}=`;
+    const entry = readFileSync(`/proc/${pid}/environ`, "utf8")
+      .split("\0")
+      .find((line) => line.startsWith(prefix));
+    let cwd: string | undefined;
+    try {
+      cwd = readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      cwd = undefined;
+    }
+    return { ppid, argv, cwd, marker: entry?.slice(prefix.length) };
+  } catch {
+    return undefined; // gone, or another user's
+  }
+}
+
+/**
+ * Stops what is left of a `bash` call whose agent died (SIGKILL, a crash) while it ran, and says
+ * how many processes that was. Found in `/proc` (Linux only; 0 elsewhere): a command's processes
+ * carry its call marker, and when the agent dies the command's first process is handed to init
+ * (or another reaper), so its nearest ancestor without the marker is no longer a Node process.
+ * The command is the call's when that first process still runs `shell -c command`, or ran a
+ * simple command in its place (`bash -c "sleep 30"` becomes `sleep 30`), in `cwd`. Every process
+ * carrying its marker gets SIGKILL, as `killMarkedProcesses` does.
+ */
+export function stopOrphanedCommand(shell: string, command: string, cwd: string): number {
+  if (process.platform !== "linux") return 0;
+  const views = new Map<number, ProcessView>();
+  for (const name of readdirSafe("/proc")) {
+    const first = name.charCodeAt(0);
+    if (first < 48 || first > 57) continue;
+    const view = viewOf(Number(name));
+    if (view !== undefined && view.marker !== undefined) views.set(Number(name), view);
+  }
+  const markers = new Set<string>();
+  for (const view of views.values()) {
+    // the first process of its command: its parent does not carry the same marker
+    const parent = views.get(view.ppid);
+    if (parent !== undefined && parent.marker === view.marker) continue;
+    if (isNodeProcess(view.ppid)) continue; // its agent is alive
+    const runsIt =
+      (view.argv.length === 3 && view.argv[0] === shell && view.argv[1] === "-c" && view.argv[2] === command) ||
+      view.argv.join(" ") === command.trim();
+    if (runsIt && view.cwd === cwd) markers.add(view.marker!);
+  }
+  return markers.size === 0 ? 0 : killMarkedProcesses(markers);
+}
+
+function isNodeProcess(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node";
+  } catch {
+    return false;
+  }
+}
+
+function readdirSafe(folder: string): string[] {
+  try {
+    return readdirSync(folder);
+  } catch {
+    return [];
+  }
 }

@@ -65,11 +65,35 @@ export interface RecoveryReport {
 }
 
 /** The error text of a call that started and may or may not have taken effect. */
-export function uncertainText(toolName: string): string {
+export function uncertainText(toolName: string, settled?: string): string {
   return (
     `Tool call "${toolName}" was interrupted: the process stopped while it ran, so it may or may not ` +
-    `have taken effect. Check before running it again.`
+    `have taken effect. Check before running it again.${settled === undefined ? "" : ` ${settled}`}`
   );
+}
+
+/**
+ * Asks the tool of every call that started and did not finish (`interrupted`, `replay`) to
+ * settle what is left of it (`AgentTool.settleInterrupted`: a command still running is stopped),
+ * before anything runs; the sentence each says, by call id. A throw says nothing.
+ */
+export async function settleInterrupted(
+  plan: RecoveryPlan,
+  tools: readonly AgentTool<any, any>[],
+): Promise<Map<string, string>> {
+  const said = new Map<string, string>();
+  for (const { call, action } of plan.calls) {
+    if (action !== "interrupted" && action !== "replay") continue;
+    const tool = tools.find((t) => t.name === call.name);
+    if (tool?.settleInterrupted === undefined) continue;
+    try {
+      const text = await tool.settleInterrupted(call.id, call.arguments);
+      if (typeof text === "string" && text !== "") said.set(call.id, text);
+    } catch {
+      // nothing to say
+    }
+  }
+  return said;
 }
 
 /** The error text of a call that never started and was not run (the user declined recovery). */
@@ -211,6 +235,7 @@ export async function applyRecovery(
     const tools = underToolHooks(options.tools, options.hooks, store, plan.leafId, options.signal);
     options = { ...options, tools };
   }
+  const settled = await settleInterrupted(plan, options.tools);
   // #region lab 19.2 applyRecovery
   const appended: AgentMessage[] = [];
   let place = plan.leafId ?? null;
@@ -229,7 +254,7 @@ export async function applyRecovery(
       content = outcome!.content;
       isError = outcome!.isError;
     } else if (action === "interrupted" || (!run && action === "replay")) {
-      content = [{ type: "text", text: uncertainText(call.name) }];
+      content = [{ type: "text", text: uncertainText(call.name, settled.get(call.id)) }];
     } else if (!run) {
       content = [{ type: "text", text: notRunText(call.name) }];
     } else {
