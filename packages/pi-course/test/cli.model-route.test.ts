@@ -326,6 +326,31 @@ describe("the route of a virtual model, recorded in the session only when it cha
   }, 60_000);
 });
 
+describe("a thinking level on a model that does not reason", () => {
+  it("--thinking high on gpt-4o-mini: a note and the banner say it is not sent, and the request has no reasoning_effort", async () => {
+    const replay = await SseServer.start();
+    try {
+      await modelsFile({});
+      replay.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+      let stderr = "";
+      const io = {
+        stdout: { write: () => true },
+        stderr: { write: (t: string) => ((stderr += t), true) },
+        env: environment(),
+      };
+      const args = ["--base-url", replay.baseUrl, "--no-api-key", "--model", "gpt-4o-mini", "--thinking", "high"];
+      expect(await runMain([...args, "--cwd", workspace, "--no-session", "--print", "hi"], io)).toBe(0);
+      expect(stderr).toContain(
+        'note: thinking level "high" ignored: the model catalogue says gpt-4o-mini does not reason',
+      );
+      expect(stderr).toContain("gpt-4o-mini (thinking high: not sent, the model does not reason)");
+      expect(JSON.parse(replay.requests[0]!.body)).not.toHaveProperty("reasoning_effort");
+    } finally {
+      await replay.close();
+    }
+  });
+});
+
 describe("--thinking and --codemode are settings", () => {
   it('--thinking, else $PI_COURSE_THINKING, else "thinking" in the config file; a bad level names where it came from; --help lists both settings', async () => {
     await modelsFile({});

@@ -20,7 +20,7 @@
  * provider) is refused, naming the variable to set.
  */
 import type { Model, ThinkingLevel } from "../model.js";
-import { atThinkingLevel, catalogued } from "../model-choice/catalogued-model.js";
+import { atThinkingLevel, catalogued, thinkingIgnored } from "../model-choice/catalogued-model.js";
 import type { ModelCatalogue } from "../model-choice/catalogue.js";
 import type { ModelInfo } from "../model-choice/types.js";
 import { createFallbackModel, type RouteReport } from "../model-choice/virtual-model.js";
@@ -83,6 +83,10 @@ export function setUpModel(
       : createFallbackModel(models, { id: name, ...(onRoute !== undefined && { onRoute }) });
   if (thinking !== undefined) model = atThinkingLevel(model, thinking);
   const notices = infos.flatMap((info) => (info.notice !== undefined ? [info.notice] : []));
+  // a level the catalogue says a model cannot use is not sent to it (catalogued): say so now
+  if (thinking !== undefined && thinking !== "off") {
+    for (const info of infos) if (info.known && !info.reasoning) notices.push(thinkingIgnored(thinking, info.id));
+  }
   const window = Math.min(...infos.map((info) => info.contextWindow - Math.min(info.maxOutput, ANSWER_ROOM_TOKENS)));
   return { model, name, thinking, infos, budget: Math.max(1_000, window), notices };
 }

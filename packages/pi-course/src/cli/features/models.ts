@@ -147,7 +147,12 @@ the choice is kept in the session, so --continue goes on with it`,
   modelLabel(runtime) {
     const choice = chosenOf(runtime)?.choice;
     if (choice === undefined) return undefined;
-    return `${neutralize(choice.name)}${choice.thinking !== undefined ? ` (thinking ${choice.thinking})` : ""}`;
+    const level = choice.thinking;
+    if (level === undefined) return neutralize(choice.name);
+    // a level no model of the choice can use is not sent (the notice says so too)
+    const unused =
+      level !== "off" && choice.infos.length > 0 && choice.infos.every((info) => info.known && !info.reasoning);
+    return `${neutralize(choice.name)} (thinking ${level}${unused ? ": not sent, the model does not reason" : ""})`;
   },
   agentEndFields: (runtime) =>
     runtime.options.server === undefined
