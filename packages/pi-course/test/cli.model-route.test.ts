@@ -15,6 +15,8 @@ import { helpText } from "../src/cli/help.js";
 import { parseEvalArgs } from "../src/cli/eval-command.js";
 import { runMain } from "../src/cli/main.js";
 import { setUpModel } from "../src/cli/model-setup.js";
+import { SessionFolder } from "../src/cli/sessions.js";
+import { assistantMessage, userMessage } from "../src/messages.js";
 import { ModelCatalogue } from "../src/model-choice/catalogue.js";
 import { readdir, readFile } from "node:fs/promises";
 import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
@@ -324,6 +326,84 @@ describe("the route of a virtual model, recorded in the session only when it cha
       await rm(sessions, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe("--continue and the model", () => {
+  it("without --model: the session's choice; an explicit --model wins, with a note, and the session goes on with it", async () => {
+    const replay = await SseServer.start();
+    const sessions = await mkdtemp(path.join(tmpdir(), "pi-course-continue-model-"));
+    try {
+      await modelsFile({});
+      // a session whose user chose gpt-5-mini at thinking high (/model, /thinking)
+      const session = await new SessionFolder(sessions, workspace).create();
+      let at = await session.append({ type: "message", parentId: null, message: userMessage("one") });
+      at = await session.append({ type: "model_change", parentId: at, model: "gpt-5-mini", thinking: "high" });
+      await session.append({
+        type: "message",
+        parentId: at,
+        message: assistantMessage([{ type: "text", text: "ok" }], "stop"),
+      });
+      await session.close();
+      for (let i = 0; i < 3; i++) replay.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+      let stderr = "";
+      const io = {
+        stdout: { write: () => true },
+        stderr: { write: (t: string) => ((stderr += t), true) },
+        env: environment(),
+      };
+      const common = ["--base-url", replay.baseUrl, "--no-api-key", "--cwd", workspace, "--session-dir", sessions];
+      expect(await runMain([...common, "--continue", "--print", "two"], io), stderr).toBe(0);
+      expect(JSON.parse(replay.requests[0]!.body)).toMatchObject({ model: "gpt-5-mini", reasoning_effort: "high" });
+      expect(await runMain([...common, "--continue", "--model", "gpt-4o-mini", "--print", "three"], io), stderr).toBe(
+        0,
+      );
+      const third = JSON.parse(replay.requests[1]!.body);
+      expect(third.model).toBe("gpt-4o-mini");
+      expect(third).not.toHaveProperty("reasoning_effort");
+      expect(stderr).toContain(
+        "note: --model gpt-4o-mini instead of the session's gpt-5-mini · thinking high; the session goes on with it",
+      );
+      // recorded: the next --continue goes on with gpt-4o-mini
+      expect(await runMain([...common, "--continue", "--print", "four"], io), stderr).toBe(0);
+      expect(JSON.parse(replay.requests[2]!.body).model).toBe("gpt-4o-mini");
+    } finally {
+      await replay.close();
+      await rm(sessions, { recursive: true, force: true });
+    }
+  });
+
+  it("without --model and a session that records no model: a usage error says to give one", async () => {
+    const sessions = await mkdtemp(path.join(tmpdir(), "pi-course-continue-model-"));
+    try {
+      const session = await new SessionFolder(sessions, workspace).create();
+      await session.append({ type: "message", parentId: null, message: userMessage("one") });
+      await session.close();
+      let stderr = "";
+      const io = {
+        stdout: { write: () => true },
+        stderr: { write: (t: string) => ((stderr += t), true) },
+        env: environment(),
+      };
+      const args = [
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--no-api-key",
+        "--cwd",
+        workspace,
+        "--session-dir",
+        sessions,
+      ];
+      expect(await runMain([...args, "--continue", "--print", "two"], io)).not.toBe(0);
+      expect(stderr).toContain("error: --continue without --model: the session records no model; give --model NAME.");
+      expect(() =>
+        parseArgs(["--base-url", "http://127.0.0.1:9/v1", "--cwd", workspace, "hi"], environment(), false),
+      ).toThrow(
+        "--base-url needs --model NAME (the model id the server knows), or --continue / --resume ID to go on with a session's.",
+      );
+    } finally {
+      await rm(sessions, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("a thinking level on a model that does not reason", () => {

@@ -274,8 +274,11 @@ function onServer(parsed: Parsed, common: Omit<RunOptions, "folder">, choice: Se
   const shownBaseUrl = baseUrl === undefined ? undefined : checkedBaseUrl(baseUrl, provider, blame);
   const needs = choice.route?.namedBy ?? (baseUrl !== undefined ? "--base-url" : "--provider anthropic");
   const model = settings.model?.value;
-  if (model === undefined || model === "") {
-    throw new CliUsageError(`${needs} needs --model NAME (the model id the server knows).`);
+  const resuming = common.session !== undefined && (common.session.continue || common.session.resume !== undefined);
+  if ((model === undefined || model === "") && !resuming) {
+    throw new CliUsageError(
+      `${needs} needs --model NAME (the model id the server knows), or --continue / --resume ID to go on with a session's.`,
+    );
   }
   const cwd = text("cwd");
   if (cwd === undefined) {
@@ -292,7 +295,8 @@ function onServer(parsed: Parsed, common: Omit<RunOptions, "folder">, choice: Se
   const server: ServerOptions = {
     provider,
     ...(shownBaseUrl !== undefined && { baseUrl: shownBaseUrl }),
-    model,
+    model: model ?? "",
+    modelFrom: model === undefined || model === "" ? "session" : settings.model!.source === "flag" ? "flag" : "setting",
     ...apiKeyOf(parsed, choice),
     workspace,
     ...choice.route?.server,

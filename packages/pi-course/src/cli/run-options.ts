@@ -36,7 +36,14 @@ export interface ServerOptions {
   provider: Provider;
   /** Absent for Anthropic: its public endpoint. */
   baseUrl?: string;
+  /** The model id; "" when it comes from the resumed session (`modelFrom: "session"`). */
   model: string;
+  /**
+   * Where the model came from: `--model` (it wins over a resumed session's choice, with a note),
+   * an environment variable or the config file (a resumed session's choice wins over it), or none
+   * given with `--continue` / `--resume` (the session's choice, found as the run starts).
+   */
+  modelFrom?: "flag" | "setting" | "session";
   apiKey?: string;
   /** The variable named by `--api-key-env` (or the config file), if any: the commands never see it. */
   apiKeyEnv?: string;

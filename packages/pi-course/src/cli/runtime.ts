@@ -66,7 +66,8 @@ function toLlm(dropToolResult: boolean) {
 export function createModel(options: RunOptions, demoDelayMs: number, modelId?: string): Model {
   const server = options.server;
   if (server === undefined) return createDemoModel({ delayMs: demoDelayMs });
-  return createServerModel(options, modelId ?? server.model);
+  // (a model taken from the resumed session is chosen before any call: see features/chosen-model.ts)
+  return createServerModel(options, modelId ?? (server.model === "" ? "from-the-session" : server.model));
 }
 
 /**
@@ -106,7 +107,7 @@ export interface RuntimePart {
   /** A session file about to be resumed, before the agent reads it (a killed run's recovery). A throw refuses it. */
   opening?(session: SessionFile, notes: (text: string) => void): Promise<void>;
   /** Once the session is chosen (the model the session recorded). */
-  afterSession?(notes: (text: string) => void): void;
+  afterSession?(notes: (text: string) => void): void | Promise<void>;
   /** Last in `start`: what runs beside the agent (MCP servers). A failure of theirs is a note, not a failed start. */
   start?(notes: (text: string) => void): Promise<void>;
   /** After every part's `start`: what needs the tools they brought (a killed run's recovery). */

@@ -10,7 +10,12 @@ import { loadModelsFile } from "../../model-choice/models-file.js";
 import type { RouteReport } from "../../model-choice/virtual-model.js";
 import type { ThinkingLevel } from "../../model.js";
 import type { ModelChangeEntry, ModelRouteEntry } from "../../session/types.js";
+import { CliUsageError } from "../usage-error.js";
+import { SessionFile, messagesOf } from "../../session/session.js";
+import type { AssistantMessage } from "../../types.js";
 import { setUpModel, type ModelSetup } from "../model-setup.js";
+import type { RunOptions } from "../run-options.js";
+import { SessionFolder } from "../sessions.js";
 import { withPairingCheck } from "../pairing.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 
@@ -27,12 +32,19 @@ export class ChosenModel implements RuntimePart {
   async beforeSession(notes: (text: string) => void): Promise<void> {
     const { options, demoDelayMs } = this.runtime;
     if (options.modelsFile !== undefined) this.catalogue = await loadModelsFile(this.catalogue, options.modelsFile);
-    const name = options.server?.model ?? "demo";
-    this.choose(setUpModel(options, this.catalogue, name, options.thinking, demoDelayMs, this.routeHeard), notes);
+    let name = options.server?.model ?? "demo";
+    let thinking = options.thinking;
+    if (options.server?.modelFrom === "session") {
+      // no model given: the one the resumed session went on with (afterSession confirms it)
+      const found = await sessionChoice(options);
+      name = found.model;
+      thinking ??= found.thinking;
+    }
+    this.choose(setUpModel(options, this.catalogue, name, thinking, demoDelayMs, this.routeHeard), notes);
   }
 
   /** The newest `model_change` on the session's path: the choice a resumed conversation goes on with. */
-  afterSession(notes: (text: string) => void): void {
+  async afterSession(notes: (text: string) => void): Promise<void> {
     const session = this.runtime.session;
     const leaf = session?.leaf;
     if (session === undefined || leaf === undefined) return;
@@ -40,6 +52,15 @@ export class ChosenModel implements RuntimePart {
     const entry = path.filter((e): e is ModelChangeEntry => e.type === "model_change").at(-1);
     if (entry === undefined) return;
     if (entry.model === this.choice?.name && entry.thinking === (this.choice?.thinking ?? "off")) return;
+    if (this.runtime.options.server?.modelFrom === "flag" && this.choice !== undefined) {
+      // an explicit --model wins over the session's choice, and the session goes on with it
+      notes(
+        `--model ${this.choice.name} instead of the session's ${entry.model} · thinking ${entry.thinking}; ` +
+          "the session goes on with it",
+      );
+      await this.recordChoice();
+      return;
+    }
     try {
       const { options, demoDelayMs } = this.runtime;
       const setup = setUpModel(options, this.catalogue, entry.model, entry.thinking, demoDelayMs, this.routeHeard);
@@ -138,4 +159,32 @@ export class ChosenModel implements RuntimePart {
         `(${report.skipped.map((s) => `${s.model.id}: ${s.error}`).join("; ")})`,
     );
   };
+}
+
+/**
+ * The model a resumed session went on with, read before it is opened: the newest `model_change`
+ * on its path, else the model of its last answer. A usage error when it records none.
+ */
+async function sessionChoice(options: RunOptions): Promise<{ model: string; thinking?: ThinkingLevel }> {
+  const wanted = options.session;
+  const how = wanted?.resume !== undefined ? `--resume ${wanted.resume}` : "--continue";
+  const folder = wanted === undefined ? undefined : new SessionFolder(wanted.root, options.folder);
+  const found = wanted?.resume !== undefined ? await folder?.find(wanted.resume) : await folder?.newest();
+  if (found !== undefined) {
+    const session = await SessionFile.open(found.file, { readOnly: true });
+    try {
+      const path = session.leaf === undefined ? [] : session.pathToLeaf(session.leaf.id);
+      const change = path.filter((e): e is ModelChangeEntry => e.type === "model_change").at(-1);
+      if (change !== undefined) return { model: change.model, thinking: change.thinking };
+      const answer = messagesOf(path)
+        .filter((m): m is AssistantMessage => "role" in m && m.role === "assistant")
+        .at(-1);
+      if (answer !== undefined && answer.model !== "") return { model: answer.model };
+    } finally {
+      await session.close();
+    }
+  }
+  throw new CliUsageError(
+    `${how} without --model: ${found === undefined ? "there is no session to take the model from" : "the session records no model"}; give --model NAME.`,
+  );
 }
