@@ -98,7 +98,12 @@ describe("the CLI chooses models by name", () => {
     t.type(`/exit${KEY.enter}`);
     expect(await t.exit).toBe(0);
 
-    const again = terminal([...common, ...sessions, "--continue"]);
+    // no --model: the session's choice (an explicit --model would win over it)
+    const again = terminal([
+      ...common.filter((a) => a !== "--model" && a !== "gpt-4o-mini"),
+      ...sessions,
+      "--continue",
+    ]);
     await again.waitFor("note: model from the session: gpt-5-mini · thinking high");
     await again.waitFor(PROMPT);
     again.type(`and again${KEY.enter}`);

@@ -39,6 +39,7 @@ export class ChosenModel implements RuntimePart {
       const found = await sessionChoice(options);
       name = found.model;
       thinking ??= found.thinking;
+      notes(`model from the session: ${name} · thinking ${thinking ?? "off"}`);
     }
     this.choose(setUpModel(options, this.catalogue, name, thinking, demoDelayMs, this.routeHeard), notes);
   }
