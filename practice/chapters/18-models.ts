@@ -57,14 +57,15 @@ export default defineChapter({
           "你来写用户加模型的入口：用 `parseJson(text, ModelsFileSchema, { where: file, error: modelsError })` 一步完成解析和形状检查（`src/read-json.ts`，第 12 章给出）：" +
           '不是 JSON 就是 `${file} is not JSON (…)`；形状不对的消息统一为 `${file}: <路径> must be <期望>, got <实际>`，多出的键是 `${file} has an unknown key "<键>"; the keys are models, virtual, providers`。' +
           "每个期望都写在 schema 的 `expected` 里，例如 `models[0].contextWindow must be a whole number of tokens, got …`。" +
-          "schema 说不了的再用代码检查：每个模型交给已经写好的 `checkEntry`（补默认值、去掉 URL 末尾的 `/`），" +
+          'schema 说不了的再用代码检查：每个模型交给已经写好的 `checkEntry`（补默认值、去掉 URL 末尾的 `/`；价格可以不写 `source` 和 `asOf`，没写来源就是 `"yours"`），' +
+          "pi 的 models.json 写法（模型列在 `providers.<名字>.models` 里，带 `maxTokens` 和 `cost`）交给已经写好的 `providerModels(value.providers ?? {}, fail)`，两部分接成一个 `models` 列表；" +
           "`providers`（提供方的 `baseUrl` 与存放密钥的变量名 `apiKeyEnv`，逐项盖过 `providers.ts` 里已知的）交给已经写好的 `checkProviders(value.providers ?? {}, fail)`：目录不认识的提供方必须给 `baseUrl`。" +
           "有了它们，只写一个目录里的名字（`--model deepseek-chat`）就知道去哪个服务器、读哪个密钥变量。" +
           "任何一处不对就整个文件拒绝（`ModelsFileError`，消息以文件名开头），绝不读一半。",
         en:
           "The catalogue is given (resolve: exact, else ignoring case, else defaults with known: false, no price and a notice). " +
           "You write parseModelsFile: parseJson with ModelsFileSchema (read-json.ts words every failure: `<file>: <path> must be <expected>, got <what>`); " +
-          "each model through checkEntry (defaults); providers (baseUrl, apiKeyEnv over the known ones) through checkProviders (a new provider needs baseUrl). " +
+          "each model through checkEntry (defaults), then pi's shape (providers.NAME.models) through providerModels; providers (baseUrl, apiKeyEnv over the known ones) through checkProviders (a new provider needs baseUrl). " +
           "Anything wrong refuses the whole file with a ModelsFileError starting with the file.",
       },
       says: [
@@ -73,9 +74,11 @@ export default defineChapter({
         "${file} is not JSON (${the parser's message})",
         "the schema's texts, e.g. models.json: models[0].api must be one of openai-compatible, anthropic, got a string of 4 characters",
         "models.json: models[0].contextWindow must be a whole number of tokens, got a string of 3 characters",
-        "models.json: models[0].prices.source must be a non-empty text saying where the price was read, got nothing",
+        "models.json: models[0].prices.source must be a non-empty text saying where the price was read, got a string of 0 characters",
         'checkProviders\'s texts, e.g. models.json: providers.acme needs "baseUrl": acme is not a provider the catalogue knows',
-        'models.json: providers.groq has an unknown key "apiKey"; the keys are baseUrl, apiKeyEnv',
+        'models.json: providers.groq has an unknown key "token"; the keys are baseUrl, apiKeyEnv, api, apiKey, models',
+        "models.json: providers.groq.apiKey must be the name of the environment variable that holds the key (letters, digits, _), never the key itself, got a string of 5 characters",
+        'providerModels\'s texts, e.g. models.json: providers.ollama.models[0] needs "api" (openai-completions or anthropic-messages), on it or on its provider',
         "models.json: providers.groq.apiKeyEnv must be the name of an environment variable (letters, digits, _), never the key itself, got a string of 10 characters",
       ],
     },

@@ -123,6 +123,77 @@ describe("a user's models file", () => {
     }
   });
 
+  it("Lab 18.1 · a price needs no source (it is yours), and pi's models.json shape reads as the same models", () => {
+    const ours = parseModelsFile(
+      JSON.stringify({
+        models: [
+          {
+            id: "mine",
+            provider: "local",
+            api: "openai-compatible",
+            contextWindow: 8,
+            maxOutput: 4,
+            prices: { input: 0, output: 0 },
+          },
+        ],
+      }),
+      "models.json",
+    );
+    expect(ours.models[0]!.prices).toEqual({ input: 0, output: 0, source: "yours" });
+    const pi = parseModelsFile(
+      JSON.stringify({
+        providers: {
+          ollama: {
+            baseUrl: "http://localhost:11434/v1/",
+            apiKey: "OLLAMA_API_KEY",
+            api: "openai-completions",
+            models: [
+              {
+                id: "llama-3.1-8b",
+                name: "Llama 3.1 8B (Local)",
+                reasoning: false,
+                input: ["text"],
+                cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+                contextWindow: 128000,
+                maxTokens: 32000,
+              },
+              {
+                id: "claude-proxy",
+                api: "anthropic-messages",
+                contextWindow: 200000,
+                maxTokens: 8192,
+                reasoning: true,
+              },
+            ],
+          },
+        },
+      }),
+      "models.json",
+    );
+    expect(pi.models).toEqual([
+      {
+        id: "llama-3.1-8b",
+        provider: "ollama",
+        api: "openai-compatible",
+        contextWindow: 128000,
+        maxOutput: 32000,
+        input: ["text"],
+        reasoning: false,
+        prices: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, source: "yours" },
+      },
+      {
+        id: "claude-proxy",
+        provider: "ollama",
+        api: "anthropic",
+        contextWindow: 200000,
+        maxOutput: 8192,
+        input: ["text"],
+        reasoning: true,
+      },
+    ]);
+    expect(pi.providers).toEqual({ ollama: { baseUrl: "http://localhost:11434/v1", apiKeyEnv: "OLLAMA_API_KEY" } });
+  });
+
   it("Lab 18.1 · a bad models file is refused whole, with the field and what to write", () => {
     const bad = (value: unknown) => () => parseModelsFile(JSON.stringify(value), "models.json");
     expect(bad({ modles: [] })).toThrow(
@@ -131,8 +202,12 @@ describe("a user's models file", () => {
     expect(bad({ providers: { acme: { apiKeyEnv: "ACME_KEY" } } })).toThrow(
       'models.json: providers.acme needs "baseUrl": acme is not a provider the catalogue knows',
     );
+    expect(bad({ providers: { groq: { token: "gsk-…" } } })).toThrow(
+      'models.json: providers.groq has an unknown key "token"; the keys are baseUrl, apiKeyEnv, api, apiKey, models',
+    );
+    // pi's apiKey names the variable that holds the key; a key itself is refused
     expect(bad({ providers: { groq: { apiKey: "gsk-…" } } })).toThrow(
-      'models.json: providers.groq has an unknown key "apiKey"; the keys are baseUrl, apiKeyEnv',
+      "models.json: providers.groq.apiKey must be the name of the environment variable that holds the key (letters, digits, _), never the key itself, got a string of 5 characters",
     );
     expect(bad({ providers: { groq: { apiKeyEnv: "gsk-abc123" } } })).toThrow(
       "models.json: providers.groq.apiKeyEnv must be the name of an environment variable (letters, digits, _), never the key itself, got a string of 10 characters",
@@ -146,11 +221,27 @@ describe("a user's models file", () => {
     expect(
       bad({
         models: [
-          { id: "m", provider: "p", api: "anthropic", contextWindow: 9, maxOutput: 1, prices: { input: 1, output: 1 } },
+          {
+            id: "m",
+            provider: "p",
+            api: "anthropic",
+            contextWindow: 9,
+            maxOutput: 1,
+            prices: { input: 1, output: 1, source: "" },
+          },
         ],
       }),
     ).toThrow(
-      "models.json: models[0].prices.source must be a non-empty text saying where the price was read, got nothing",
+      "models.json: models[0].prices.source must be a non-empty text saying where the price was read, got a string of 0 characters",
+    );
+    expect(
+      bad({
+        providers: {
+          ollama: { baseUrl: "http://127.0.0.1:11434/v1", models: [{ id: "m", contextWindow: 9, maxTokens: 1 }] },
+        },
+      }),
+    ).toThrow(
+      'models.json: providers.ollama.models[0] needs "api" (openai-completions or anthropic-messages), on it or on its provider',
     );
     expect(bad({ virtual: { solo: ["gpt-4o"] } })).toThrow(
       "models.json: virtual.solo must be a list of two or more model names, in the order to try them, got an array of 1 item",

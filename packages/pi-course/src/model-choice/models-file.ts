@@ -6,11 +6,22 @@
  *   "models": [
  *     { "id": "my-model", "provider": "local", "api": "openai-compatible", "contextWindow": 32768,
  *       "maxOutput": 4096, "input": ["text"], "reasoning": false,
- *       "prices": { "input": 0, "output": 0, "source": "my own server", "asOf": "2026-01" } }
+ *       "prices": { "input": 0, "output": 0 } }
  *   ],
  *   "virtual": { "cheap-then-strong": ["gpt-4o-mini", "gpt-4o"] },
  *   "providers": { "deepseek": { "baseUrl": "http://127.0.0.1:8080/v1", "apiKeyEnv": "MY_DEEPSEEK_KEY" } }
  * }
+ * ```
+ *
+ * A price needs no `source` or `asOf` (a price without a source is `"yours"`). pi's models.json
+ * shape is read too, so a pi user can bring that file: a provider holding its own `models`
+ * (each with `maxTokens` and a `cost`), its `api` (`openai-completions` or `anthropic-messages`)
+ * and `apiKey`, which must name the variable that holds the key (a key itself is refused):
+ *
+ * ```json
+ * { "providers": { "ollama": { "baseUrl": "http://localhost:11434/v1", "api": "openai-completions",
+ *     "models": [{ "id": "llama-3.1-8b", "contextWindow": 128000, "maxTokens": 32000,
+ *                  "cost": { "input": 0, "output": 0 } }] } } }
  * ```
  *
  * A model here replaces a built-in one of the same id; it may name its own server and key
@@ -58,7 +69,6 @@ const Reach = {
     }),
   ),
 };
-const ReachSchema = Type.Object(Reach, { additionalProperties: false, expected: '{ "baseUrl": …, "apiKeyEnv": … }' });
 
 const PricesSchema = Type.Object(
   {
@@ -66,10 +76,68 @@ const PricesSchema = Type.Object(
     output: Dollars,
     cacheRead: Type.Optional(Dollars),
     cacheWrite: Type.Optional(Dollars),
-    source: Said("where the price was read"),
-    asOf: Said("when (YYYY-MM)"),
+    source: Type.Optional(Said("where the price was read")),
+    asOf: Type.Optional(Said("when (YYYY-MM)")),
   },
   { expected: "an object of dollars per million tokens" },
+);
+
+/** A model as pi's models.json lists it under its provider. */
+const PiEntrySchema = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    name: Type.Optional(Type.String()),
+    api: Type.Optional(PiApi()),
+    contextWindow: Tokens,
+    maxTokens: Tokens,
+    input: Type.Optional(
+      OrNull(
+        Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")]), {
+          expected: 'a list of "text" and/or "image"',
+        }),
+      ),
+    ),
+    reasoning: Type.Optional(OrNull(Type.Boolean({ expected: "true or false" }))),
+    cost: Type.Optional(
+      Type.Object(
+        { input: Dollars, output: Dollars, cacheRead: Type.Optional(Dollars), cacheWrite: Type.Optional(Dollars) },
+        { expected: "an object of dollars per million tokens" },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    expected: 'a model: { "id": …, "contextWindow": …, "maxTokens": …, "cost": { "input": …, "output": … } }',
+  },
+);
+
+/** The wire of a pi provider or model: pi's names, or ours. */
+function PiApi() {
+  return Type.Union(
+    [
+      Type.Literal("openai-completions"),
+      Type.Literal("anthropic-messages"),
+      Type.Literal("openai-compatible"),
+      Type.Literal("anthropic"),
+    ],
+    { expected: "one of openai-completions, anthropic-messages (pi's names), openai-compatible, anthropic" },
+  );
+}
+
+const ReachSchema = Type.Object(
+  {
+    ...Reach,
+    // pi's models.json: the provider's wire, its models, and the variable holding its key
+    api: Type.Optional(PiApi()),
+    apiKey: Type.Optional(
+      Type.String({
+        pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+        expected: "the name of the environment variable that holds the key (letters, digits, _), never the key itself",
+      }),
+    ),
+    models: Type.Optional(Type.Array(PiEntrySchema, { expected: "a list of models" })),
+  },
+  { additionalProperties: false, expected: '{ "baseUrl": …, "apiKeyEnv": … }' },
 );
 
 const EntrySchema = Type.Object(
@@ -147,7 +215,7 @@ export function parseModelsFile(text: string, file: string): ModelsFile {
   const value = parseJson(text, ModelsFileSchema, { where: file, error: modelsError });
   const fail = (why: string) => modelsError(`${file}: ${why}`);
   return {
-    models: (value.models ?? []).map(checkEntry),
+    models: [...(value.models ?? []).map(checkEntry), ...providerModels(value.providers ?? {}, fail)],
     virtual: { ...value.virtual },
     providers: checkProviders(value.providers ?? {}, fail),
   };
@@ -180,21 +248,54 @@ function checkProviders(
     if (given.baseUrl === undefined && BUILTIN_PROVIDERS[name] === undefined) {
       throw fail(`providers.${name} needs "baseUrl": ${name} is not a provider the catalogue knows`);
     }
+    const apiKeyEnv = given.apiKeyEnv ?? given.apiKey;
     out[name] = {
       ...(given.baseUrl !== undefined && { baseUrl: given.baseUrl.replace(/\/+$/, "") }),
-      ...(given.apiKeyEnv !== undefined && { apiKeyEnv: given.apiKeyEnv }),
+      ...(apiKeyEnv !== undefined && { apiKeyEnv }),
     };
   }
   return out;
 }
 
-function checkPrices(value: Static<typeof PricesSchema>): ModelPrices {
+/** The models a provider of pi's shape lists (`providers.NAME.models`), as catalogue entries. */
+function providerModels(
+  value: Record<string, Static<typeof ReachSchema>>,
+  fail: (why: string) => Error,
+): CatalogueEntry[] {
+  const entries: CatalogueEntry[] = [];
+  for (const [provider, given] of Object.entries(value)) {
+    (given.models ?? []).forEach((model, i) => {
+      const api = model.api ?? given.api;
+      if (api === undefined) {
+        throw fail(
+          `providers.${provider}.models[${i}] needs "api" (openai-completions or anthropic-messages), on it or on its provider`,
+        );
+      }
+      const entry: CatalogueEntry = {
+        id: model.id,
+        provider,
+        api: api === "anthropic-messages" || api === "anthropic" ? "anthropic" : "openai-compatible",
+        contextWindow: model.contextWindow,
+        maxOutput: model.maxTokens,
+        input: [...(model.input ?? ["text"])],
+        reasoning: model.reasoning ?? false,
+      };
+      if (model.cost !== undefined) entry.prices = checkPrices(model.cost);
+      entries.push(entry);
+    });
+  }
+  return entries;
+}
+
+function checkPrices(
+  value: Omit<Static<typeof PricesSchema>, "source" | "asOf"> & { source?: string; asOf?: string },
+): ModelPrices {
   return {
     input: value.input,
     output: value.output,
     ...(value.cacheRead !== undefined && { cacheRead: value.cacheRead }),
     ...(value.cacheWrite !== undefined && { cacheWrite: value.cacheWrite }),
-    source: value.source,
-    asOf: value.asOf,
+    source: value.source ?? "yours",
+    ...(value.asOf !== undefined && { asOf: value.asOf }),
   };
 }

@@ -17,10 +17,10 @@ export interface ModelPrices {
   output: number;
   cacheRead?: number;
   cacheWrite?: number;
-  /** Where the price was read (a price list's address, or why there is none). */
+  /** Where the price was read (a price list's address); `"yours"` for a price a models file gives without one. */
   source: string;
-  /** When it was read (`YYYY-MM` or `YYYY-MM-DD`). */
-  asOf: string;
+  /** When it was read (`YYYY-MM` or `YYYY-MM-DD`); absent when the models file does not say. */
+  asOf?: string;
 }
 
 /** One model of the catalogue. */
