@@ -41,6 +41,7 @@ export default defineChapter({
       "report.json, a self-contained report.html and the session files. The repository ships an offline suite in evals/offline/.",
   },
   files: [
+    "src/dollars.ts",
     "src/cli/features/eval.ts",
     "src/eval/case-format.ts",
     "src/eval/case-script.ts",

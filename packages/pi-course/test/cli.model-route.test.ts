@@ -406,6 +406,40 @@ describe("--continue and the model", () => {
   });
 });
 
+describe("--json and cost", () => {
+  it("a cost's dollars are rounded once at the edge: no float noise in the events", async () => {
+    const replay = await SseServer.start();
+    try {
+      await modelsFile({});
+      replay.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+      let stdout = "";
+      const io = {
+        stdout: { write: (t: string) => ((stdout += t), true) },
+        stderr: { write: () => true },
+        env: environment(),
+      };
+      const args = ["--base-url", replay.baseUrl, "--no-api-key", "--model", "gpt-4o", "--cwd", workspace];
+      expect(await runMain([...args, "--no-session", "--json", "hi"], io)).toBe(0);
+      // 14 prompt tokens at $2.50 and 8 completion tokens at $10 per million
+      const end = stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line))
+        .find((event) => event.type === "message_end" && event.message.role === "assistant");
+      expect(end.message.cost).toEqual({
+        input: 0.000035,
+        output: 0.00008,
+        cacheRead: 0,
+        cacheWrite: 0,
+        total: 0.000115,
+      });
+      expect(stdout).not.toMatch(/\d\.\d*0000000000\d/); // e.g. 0.000035000000000000004
+    } finally {
+      await replay.close();
+    }
+  });
+});
+
 describe("a thinking level on a model that does not reason", () => {
   it("--thinking high on gpt-4o-mini: a note and the banner say it is not sent, and the request has no reasoning_effort", async () => {
     const replay = await SseServer.start();

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  formatDollars,
   BUILTIN_MODELS,
   ModelCatalogue,
   atThinkingLevel,
@@ -181,5 +182,19 @@ describe("the catalogue", () => {
       stopReason: "error",
       errorMessage: "finishing the answer failed: boom",
     });
+  });
+});
+
+describe("dollars as a person reads them", () => {
+  it("four decimals from a cent, two significant digits below it, never an exponent", () => {
+    expect([0, 0.0123456, 1.5, 0.0000069, 0.000018, 1e-7, 4.2e-10].map(formatDollars)).toEqual([
+      "$0",
+      "$0.0123",
+      "$1.5000",
+      "$0.0000069",
+      "$0.000018",
+      "$0.00000010",
+      "$0.00000000042",
+    ]);
   });
 });

@@ -113,11 +113,10 @@ export function expandInput(resources: Resources | undefined, line: string): Exp
   return { kind: "none" };
 }
 
-/** The `/help` lines for templates and skills (an extension's commands are rows of the command table). */
+/** The `/help` lines for templates (`/skills` and an extension's commands are rows of the command table). */
 export function resourceHelp(resources: Resources | undefined): string[] {
   if (resources === undefined) return [];
   const lines: string[] = [];
-  if (resources.skills.length > 0) lines.push("/skills           the skills found; /skill:NAME [ARGS] activates one");
   for (const t of resources.templates)
     lines.push(`/${t.name}${t.argumentHint ? ` ${t.argumentHint}` : ""}`.padEnd(17) + ` ${t.description} (template)`);
   return lines.map(neutralize);

@@ -38,10 +38,11 @@ export class TracePrinter {
   print(event: AgentEvent): void {
     if (this.options.json) {
       if (event.type === "agent_end" && this.options.agentEndFields !== undefined) {
-        this.options.write(`${JSON.stringify({ ...event, ...this.options.agentEndFields() })}\n`);
+        this.options.write(`${JSON.stringify({ ...event, ...this.options.agentEndFields() }, roundedDollars)}\n`);
         return;
       }
-      this.options.write(`${JSON.stringify(event.type === "message_update" ? compactUpdate(event.event) : event)}\n`);
+      const shown = event.type === "message_update" ? compactUpdate(event.event) : event;
+      this.options.write(`${JSON.stringify(shown, roundedDollars)}\n`);
       return;
     }
     if (event.type === "message_update") {
@@ -222,4 +223,15 @@ export function compactUpdate(event: ModelEvent): { type: "message_update"; even
 /** The indentation of a tool event: 2, and one more for a script's nested call (under its script). */
 function toolDepth(event: AgentEvent): number {
   return "parentToolCallId" in event && event.parentToolCallId !== undefined ? 3 : 2;
+}
+
+/**
+ * The dollars of a cost (an object with a numeric `total`: a message's `cost`, a conversation's),
+ * rounded once, here at the edge, to 12 significant digits: a sum of per-token prices carries
+ * float noise (`0.000035000000000000004` for $0.000035). Every other number is left as it is.
+ */
+function roundedDollars(this: unknown, _key: string, value: unknown): unknown {
+  if (typeof value !== "number" || Number.isInteger(value) || !Number.isFinite(value)) return value;
+  const holder = this as { total?: unknown } | null;
+  return typeof holder?.total === "number" ? Number(value.toPrecision(12)) : value;
 }

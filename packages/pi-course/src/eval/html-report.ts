@@ -11,6 +11,7 @@ import { errorText } from "../errors.js";
 import { escapeHtml } from "../session-page/escape.js";
 import { SessionFile, messagesOf } from "../session/session.js";
 import type { AgentMessage, Message } from "../types.js";
+import { formatDollars } from "../dollars.js";
 import type { RunRecord } from "./run-record.js";
 import type { SuiteReport } from "./suite-report.js";
 // #region ch18
@@ -109,7 +110,7 @@ function renderRun(run: RunRecord, transcript: AgentMessage[] | string | undefin
   const facts = [
     `${run.turns} turn(s)`,
     `${run.tokens.total} tokens`,
-    run.cost === null ? "cost unknown" : `$${run.cost.toFixed(4)}`,
+    run.cost === null ? "cost unknown" : formatDollars(run.cost),
     `${(run.wallMs / 1000).toFixed(1)} s`,
   ].join(" · ");
   const why = run.reason === undefined ? "" : ` — ${escapeHtml(run.phase ?? "")}: ${escapeHtml(run.reason)}`;

@@ -3,6 +3,9 @@
  * what it decides: pass rates per case, a verdict per case, the exit code.
  */
 import type { RunRecord, RunStatus } from "./run-record.js";
+// #region ch18
+import { formatDollars } from "../dollars.js";
+// #endregion
 
 /** One case of the suite, with all its runs. */
 export interface CaseReport {
@@ -127,7 +130,7 @@ export function suiteExitCode(report: SuiteReport): number {
 export function costOfRuns(runs: readonly RunRecord[]): string {
   const known = runs.filter((r) => r.cost !== null);
   const total = known.reduce((sum, r) => sum + r.cost!, 0);
-  const dollars = total === 0 ? "$0" : total >= 0.01 ? `$${total.toFixed(4)}` : `$${total.toPrecision(2)}`;
+  const dollars = formatDollars(total);
   const missing = runs.length - known.length;
   if (missing === 0) return dollars;
   const unknown = `unknown (${missing} run${missing === 1 ? "" : "s"} without a price)`;

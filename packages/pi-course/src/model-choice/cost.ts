@@ -7,6 +7,7 @@
  * a provider with no cache price (absent in `ModelPrices`) has its cached tokens priced as
  * input. Prices are per million tokens. An unknown price gives no cost at all: never a zero.
  */
+import { formatDollars } from "../dollars.js";
 import type { AgentMessage, AssistantMessage, Cost, Usage } from "../types.js";
 import type { ModelPrices } from "./types.js";
 
@@ -54,13 +55,6 @@ export function conversationCost(messages: readonly AgentMessage[]): Conversatio
   return sum;
 }
 
-/** Dollars as a person reads them: `$0.0123` (four decimals; more below a cent: `$0.000042`). */
-export function formatDollars(dollars: number): string {
-  if (dollars === 0) return "$0";
-  if (dollars >= 0.01) return `$${dollars.toFixed(4)}`;
-  return `$${dollars.toPrecision(2)}`;
-}
-
 /**
  * A conversation's cost as a person reads it: `$0.0123`, `$0.0123 + unknown (2 answers without
  * a price)`, or `unknown (3 answers without a price)`; `$0` when nothing was used.
@@ -71,3 +65,5 @@ export function formatConversationCost(cost: ConversationCost): string {
   if (cost.priced === 0) return unknown;
   return `${formatDollars(cost.total)} + ${unknown}`;
 }
+
+export { formatDollars };

@@ -35,7 +35,8 @@ function articleHtml(node: TreeNode, hidden: boolean): string {
   const parent = node.parent === undefined ? "" : ` data-parent="${esc(node.parent.entry.id)}"`;
   const open = (role: string, extra = "") =>
     `<article class="entry ${esc(roleClass(role))}" id="e-${esc(entry.id)}" data-id="${esc(entry.id)}"${parent}${extra}${hidden ? " hidden" : ""}>`;
-  const label = node.label === undefined ? "" : ` <span class="label">🏷 ${esc(node.label)}</span>`;
+  // text, as in the tree: an emoji needs a font that not every reader has
+  const label = node.label === undefined ? "" : ` <span class="label" title="label">[${esc(node.label)}]</span>`;
   const meta = (role: string, more = "") =>
     `<header class="meta"><span class="n">#${node.number}</span> <span class="role">${esc(role)}</span>${label}${more}` +
     ` <time datetime="${esc(entry.timestamp)}">${esc(shortTime(entry.timestamp))}</time></header>`;
