@@ -293,7 +293,9 @@ describe("the project around the agent, through the built bin", () => {
     // an extension's command is a row of the command table: /help lists it before /exit
     t.type(`/help${KEY.enter}`);
     await t.waitFor(/\/hi +Greets \(extension\)\s+\/exit/);
-    await t.waitFor("› ");
+    const help = await t.waitFor("› ");
+    const listed = help.slice(help.lastIndexOf("/help "));
+    expect(listed.match(/^\/skills +the skills found/gm)).toHaveLength(1); // once, not again under the resources'
     t.type(`/review a.ts${KEY.enter}`);
     await t.waitFor("↳ /review expanded");
     await t.waitFor("Reviewed a.ts.");
