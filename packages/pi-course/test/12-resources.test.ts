@@ -746,7 +746,7 @@ describe("trust gate", { timeout: 60_000 }, () => {
       "Project rules.",
     ]);
     expect(untrusted.notes).toEqual([
-      `3 project resource(s) of ${repo} skipped (skills, templates, extensions): you decided not to trust it (${path.join(locations.piHome, "trust.json")}); --approve loads them for one run`,
+      `3 project resource(s) of ${repo} skipped (1 skill, 1 template, 1 extension): you decided not to trust it (${path.join(locations.piHome, "trust.json")}); --approve loads them for one run`,
     ]);
     // saved: print and json modes (nobody to ask) skip it too, and say so
     const again = await loadResources({ locations });
@@ -756,7 +756,7 @@ describe("trust gate", { timeout: 60_000 }, () => {
     // never decided, nobody to ask (print and json modes): skipped, and said so
     rmSync(path.join(locations.piHome, "trust.json"));
     expect((await loadResources({ locations })).notes).toEqual([
-      `3 project resource(s) of ${repo} skipped (skills, templates, extensions): it is not trusted yet: run with --approve, or answer the question in the interactive mode`,
+      `3 project resource(s) of ${repo} skipped (1 skill, 1 template, 1 extension): it is not trusted yet: run with --approve, or answer the question in the interactive mode`,
     ]);
     expect(existsSync(sideEffect)).toBe(false);
     // --approve: loaded for this run

@@ -191,7 +191,7 @@ describe("the project around the agent, through the built bin", () => {
       "hello",
     ]);
     expect(result.stderr).toContain(
-      `note: 3 project resource(s) of ${project} skipped (skills, templates, extensions): it is not trusted yet: run with --approve, or answer the question in the interactive mode`,
+      `note: 3 project resource(s) of ${project} skipped (1 skill, 1 template, 1 extension): it is not trusted yet: run with --approve, or answer the question in the interactive mode`,
     );
     expect(result).toMatchObject({ code: 0, stdout: "Fine.\n" });
     expect(existsSync(sideEffect)).toBe(false);

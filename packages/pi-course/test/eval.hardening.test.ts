@@ -14,6 +14,8 @@ import { caseModel, runtimeWire } from "../src/cli/eval-wiring.js";
 import { loadCase } from "../src/eval/case-format.js";
 import { runCase } from "../src/eval/run-case.js";
 import { runCheck } from "../src/eval/run-check.js";
+import type { RunRecord } from "../src/eval/run-record.js";
+import { buildSuiteReport, formatSummary } from "../src/eval/suite-report.js";
 import { bashThenAnswer, writeCase } from "./support/eval-cases.js";
 import { killQuietly } from "./support/processes.js";
 
@@ -103,3 +105,33 @@ for (const holdsOutput of [false, true]) {
     expect(await gone(pid)).toBe(true);
   }, 30_000);
 }
+
+it("the summary's pass rate is of the judged runs: an interrupted run is said apart, not counted", () => {
+  const run = (repeat: number, status: RunRecord["status"]): RunRecord => ({
+    case: "c",
+    repeat,
+    status,
+    protocolProblems: [],
+    model: "m",
+    turns: 1,
+    tokens: { input: 1, output: 1, total: 2 },
+    cost: null,
+    startedAt: new Date(0).toISOString(),
+    wallMs: 5,
+    notes: [],
+  });
+  const report = buildSuiteReport(
+    {
+      suite: "/s",
+      model: "m",
+      startedAt: new Date(0),
+      finishedAt: new Date(1),
+      concurrency: 1,
+      repeat: 4,
+      interrupted: true,
+      cases: [{ name: "c", tags: [], minPassRate: 0.5 }],
+    },
+    [run(0, "passed"), run(1, "passed"), run(2, "failed"), run(3, "interrupted")],
+  );
+  expect(formatSummary(report).split("\n")[0]).toBe("PASS  c      67% of 3 (+1 interrupted)  (#2 failed and 1 more)");
+});

@@ -270,3 +270,23 @@ it("riskyPattern: nested quantifiers, backreferences and very long patterns; not
   for (const plain of ["^[a-z]+$", "^(ab)+$", "^\\d{3}-\\d{4}$", "[(+*)]+", "^(a|b)c*$", "\\(a+\\)+"])
     expect([plain, riskyPattern(plain)]).toEqual([plain, false]);
 });
+
+it("/mcp shows a server's stderr lines under one column: a tab does not indent by the terminal's tab stops", async () => {
+  const mute: McpServerConfig = {
+    name: "mute",
+    source: "test",
+    transport: {
+      kind: "stdio",
+      command: process.execPath,
+      args: ["-e", "process.stderr.write('booting\\n\\tat step one  \\r\\n  then two\\n'); process.stdin.resume()"],
+    },
+  };
+  const servers = McpServers.start([mute], { startupTimeoutMs: 1_000, graceMs: 200 });
+  opened.push(servers);
+  await servers.ready();
+  expect(servers.describe().split("\n").slice(1)).toEqual([
+    "  stderr: booting",
+    "  stderr:   at step one",
+    "  stderr:   then two",
+  ]);
+}, 30_000);

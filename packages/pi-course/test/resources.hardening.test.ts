@@ -106,3 +106,17 @@ describe("a hostile repository", () => {
     ]);
   });
 });
+
+describe("the note of an untrusted folder", () => {
+  it("names the kinds that were there, with their counts", async () => {
+    const only = path.join(base, "only-extensions");
+    mkdirSync(path.join(only, ".pi-course", "extensions"), { recursive: true });
+    execFileSync("git", ["init", "-q", only]);
+    for (const name of ["a.mjs", "b.mjs"])
+      writeFileSync(path.join(only, ".pi-course", "extensions", name), "export default () => {};\n");
+    const resources = await loadResources({ locations: { ...locations, cwd: only } });
+    expect(resources.notes).toEqual([
+      `2 project resource(s) of ${only} skipped (2 extensions): it is not trusted yet: run with --approve, or answer the question in the interactive mode`,
+    ]);
+  });
+});

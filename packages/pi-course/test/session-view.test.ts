@@ -224,6 +224,8 @@ describe("pi-course export", () => {
     expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
     expect(stdout).toMatch(/^wrote .*entry-page\.html \(16 messages, 2 branches, \d+ bytes\)\n$/);
     expect((await readFile(out, "utf8")).includes("Renamed greet to welcome")).toBe(true);
+    // the page shows what the session holds: 0600 as the session is, whatever the umask
+    expect((await stat(out)).mode & 0o777).toBe(0o600);
   }, 90_000);
 
   it("refuses a missing file, a .jsonl target and bad usage, with what to do", async () => {

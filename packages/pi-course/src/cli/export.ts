@@ -38,7 +38,8 @@ export async function writeSessionPage(
   const { html, tree } = sessionPage(session, { source: path.resolve(sessionFile) });
   const temporary = `${target}.${process.pid}.tmp`;
   try {
-    await writeFile(temporary, html);
+    // 0600, as the session it shows: a transcript holds code, paths and sometimes secrets
+    await writeFile(temporary, html, { mode: 0o600 });
     await rename(temporary, target);
   } catch (error) {
     await rm(temporary, { force: true });

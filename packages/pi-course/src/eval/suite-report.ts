@@ -146,7 +146,10 @@ export function formatSummary(report: SuiteReport): string {
     const bad = c.runs
       .filter((r) => r.status !== "passed")
       .map((r) => `#${r.repeat} ${r.status}${r.reason ? `: ${r.reason}` : ""}`);
-    return `${c.verdict === "passed" ? "PASS" : c.verdict === "failed" ? "FAIL" : "STOP"}  ${c.name.padEnd(width)}  ${rate} of ${c.runs.length}${bad.length ? `  (${bad[0]}${bad.length > 1 ? ` and ${bad.length - 1} more` : ""})` : ""}`;
+    // the rate is of the judged runs: an interrupted run is said apart, never counted in it
+    const judged = c.runs.length - c.counts.interrupted;
+    const of = `${judged}${c.counts.interrupted > 0 ? ` (+${c.counts.interrupted} interrupted)` : ""}`;
+    return `${c.verdict === "passed" ? "PASS" : c.verdict === "failed" ? "FAIL" : "STOP"}  ${c.name.padEnd(width)}  ${rate} of ${of}${bad.length ? `  (${bad[0]}${bad.length > 1 ? ` and ${bad.length - 1} more` : ""})` : ""}`;
   });
   const t = report.totals;
   lines.push(

@@ -109,7 +109,9 @@ export class McpServers {
             ? `failed: ${state.reason}`
             : state.status;
       lines.push(`${entry.name}: ${what}`);
-      for (const line of entry.stderrTail.slice(-tailLines)) lines.push(`  stderr: ${line}`);
+      // a tab would indent by the terminal's tab stops: each line under the same "  stderr: " column
+      for (const line of entry.stderrTail.slice(-tailLines))
+        lines.push(`  stderr: ${line.replace(/\t/g, "  ").trimEnd()}`);
     }
     return lines.join("\n");
   }

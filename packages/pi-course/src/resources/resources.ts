@@ -72,12 +72,27 @@ export interface Resources {
  * its skill folders, template files and extension files. Reads folder listings only.
  */
 export function findProjectResources(locations: ResourceLocations): string[] {
+  const { skills, templates, extensions } = projectResourcesByKind(locations);
+  return [...skills, ...templates, ...extensions];
+}
+
+/** `findProjectResources`, by kind. */
+function projectResourcesByKind(locations: ResourceLocations): Record<"skills" | "templates" | "extensions", string[]> {
   // listed, never read: nothing of a folder is read before it is trusted
-  return [
-    ...skillFiles(skillRoots(locations, true).filter((r) => r.scope === "project")),
-    ...templateFiles(templateFolders(locations, true).filter((f) => f.scope === "project")),
-    ...extensionFiles(projectExtensionFolder(locations)),
-  ];
+  return {
+    skills: skillFiles(skillRoots(locations, true).filter((r) => r.scope === "project")),
+    templates: templateFiles(templateFolders(locations, true).filter((f) => f.scope === "project")),
+    extensions: extensionFiles(projectExtensionFolder(locations)),
+  };
+}
+
+/** What was found, by kind, only the kinds there are: `2 skills, 1 extension`. */
+function kindsOf(found: Record<"skills" | "templates" | "extensions", string[]>): string {
+  const one = { skills: "skill", templates: "template", extensions: "extension" } as const;
+  return (Object.keys(one) as (keyof typeof one)[])
+    .filter((kind) => found[kind].length > 0)
+    .map((kind) => `${found[kind].length} ${found[kind].length === 1 ? one[kind] : kind}`)
+    .join(", ");
 }
 
 /** The folder of the project's extensions: `.pi-course/extensions` in the working folder. */
@@ -100,7 +115,8 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
     contextFiles = found.files;
     warnings.push(...found.warnings);
   }
-  const projectResources = findProjectResources(locations);
+  const byKind = projectResourcesByKind(locations);
+  const projectResources = [...byKind.skills, ...byKind.templates, ...byKind.extensions];
   let trust: TrustOutcome | undefined;
   if (
     projectResources.length > 0 ||
@@ -121,7 +137,7 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
             ? "--no-approve"
             : "it is not trusted yet: run with --approve, or answer the question in the interactive mode";
       notes.push(
-        `${projectResources.length} project resource(s) of ${trust.folder} skipped (skills, templates, extensions): ${how}`,
+        `${projectResources.length} project resource(s) of ${trust.folder} skipped (${kindsOf(byKind)}): ${how}`,
       );
     }
   }
