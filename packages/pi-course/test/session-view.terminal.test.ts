@@ -147,7 +147,7 @@ describe("the session tree in the conversation", () => {
       line("6 assistant: Answer three. [the retry]  ← here"),
     );
     await command(t, "/fork 99", "error: there is no message 99: /tree numbers them 1 to 6");
-    await command(t, "/fork 1", "forked: going on after message 1");
+    await command(t, "/fork 1 start over", "forked: going on after message 1"); // a label names the fork point
     // Leave right after the fork, before any message on the new branch.
     t.type(KEY.ctrlD);
     expect(await t.exit).toBe(0);
@@ -158,7 +158,7 @@ describe("the session tree in the conversation", () => {
     await command(
       again,
       "/tree",
-      line("1 user: first  ← here (your next message starts a new branch)"),
+      line("1 user: first [start over]  ← here (your next message starts a new branch)"),
       line("6 assistant: Answer three. [the retry]"),
     );
     await ask(again, "fourth", "Answer four.");

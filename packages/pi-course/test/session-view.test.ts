@@ -167,6 +167,16 @@ describe("/fork and /label on a session file, with the Agent", () => {
     expect(buildSessionTree(session.entries()).byNumber[7]!.label).toBe("fixed");
     await session.close();
   });
+
+  it("a fork given a label names its fork point with it (/fork N LABEL)", async () => {
+    const file = await sample("new-label");
+    const session = await SessionFile.open(file);
+    const node = await forkSession(session, "2", "  try the other way ");
+    const tree = buildSessionTree(session.entries());
+    expect(tree.byNumber[1]!.label).toBe("try the other way");
+    expect(tree.current?.entry.id).toBe(node.entry.id); // the conversation goes on from there
+    await session.close();
+  });
 });
 
 describe("the page's escaping", () => {

@@ -97,11 +97,12 @@ export const CORE_COMMANDS: readonly SlashCommand[] = [
   },
   {
     name: "fork",
-    help: "/fork N           go on from message N of /tree (or an entry id) on a new branch",
+    help: "/fork N [LABEL]   go on from message N of /tree (or an entry id) on a new branch; LABEL names it",
     needsSession: NOT_KEPT,
     run: async ({ printer, runtime }, arg, session) => {
-      if (arg === "") return printer.line("/fork N: go on from message N of /tree (or an entry id)", "red");
-      const node = await forkSession(session, arg);
+      if (arg === "") return printer.line("/fork N [LABEL]: go on from message N of /tree (or an entry id)", "red");
+      const [ref = "", ...label] = arg.split(/\s+/);
+      const node = await forkSession(session, ref, label.join(" "));
       runtime.reload();
       const messages = runtime.agent.state.messages;
       printer.line(

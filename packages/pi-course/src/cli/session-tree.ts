@@ -53,13 +53,20 @@ function cutTo(text: string, max: number): string {
 
 /**
  * Moves the session's place to message `ref` (a number of `/tree`, or an id or its start): see
- * the module comment. Resolves with the node the conversation now goes on from.
+ * the module comment. `label`, when given, names that message (the fork point) from now on;
+ * otherwise it keeps the label it had. Resolves with the node the conversation now goes on from.
  */
-export async function forkSession(session: SessionFile, ref: string): Promise<TreeNode> {
+export async function forkSession(session: SessionFile, ref: string, label?: string): Promise<TreeNode> {
   const tree = buildSessionTree(session.entries());
   if (tree.byNumber.length === 0) throw new Error("the session holds no messages yet: there is nothing to fork from");
   const node = findNode(tree, ref);
-  await session.append({ type: "label", parentId: node.entry.id, targetId: node.entry.id, label: node.label ?? null });
+  const named = label?.trim() || undefined;
+  await session.append({
+    type: "label",
+    parentId: node.entry.id,
+    targetId: node.entry.id,
+    label: named ?? node.label ?? null,
+  });
   return node;
 }
 
