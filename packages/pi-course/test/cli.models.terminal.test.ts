@@ -123,6 +123,31 @@ describe("the CLI chooses models by name", () => {
     ]);
   }, 60_000);
 
+  it("/model refuses a name in no catalogue that the server does not serve; one it serves is taken, with the notice", async () => {
+    const replay = await server();
+    const listing = () =>
+      ((res: import("node:http").ServerResponse) =>
+        void res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ object: "list", data: [{ id: "house-a" }, { id: "house-b" }] }))) as never;
+    replay.reply(listing()).reply(listing());
+    const args = ["--base-url", replay.baseUrl, "--model", "gpt-4o-mini", "--no-api-key", "--cwd", workspace];
+    const t = terminal([...args, "--no-session"]);
+    await t.waitFor(PROMPT);
+    t.type(`/model no-such-model${KEY.enter}`);
+    await t.waitFor(
+      /error: "no-such-model" is in no model catalogue and the server does not serve it\s+\(it lists house-a, house-b\); nothing changed/,
+    );
+    await t.waitFor(PROMPT);
+    t.type(`/model house-b${KEY.enter}`);
+    await t.waitFor('note: model "house-b" is not in the model catalogue');
+    await t.waitFor("model: openai-compatible · house-b · thinking off");
+    await t.waitFor(PROMPT);
+    t.type(`/exit${KEY.enter}`);
+    expect(await t.exit).toBe(0);
+    expect(replay.requests.map((r) => `${r.method} ${r.url}`)).toEqual(["GET /v1/models", "GET /v1/models"]);
+  }, 60_000);
+
   it("Tab completes model names after /model", async () => {
     const replay = await server();
     const t = terminal([

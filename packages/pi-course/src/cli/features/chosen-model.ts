@@ -13,7 +13,8 @@ import type { ModelChangeEntry, ModelRouteEntry } from "../../session/types.js";
 import { CliUsageError } from "../usage-error.js";
 import { SessionFile, messagesOf } from "../../session/session.js";
 import type { AssistantMessage } from "../../types.js";
-import { setUpModel, type ModelSetup } from "../model-setup.js";
+import { serverOf, setUpModel, type ModelSetup } from "../model-setup.js";
+import { serverModelIds } from "../server-models.js";
 import type { RunOptions } from "../run-options.js";
 import { SessionFolder } from "../sessions.js";
 import { withPairingCheck } from "../pairing.js";
@@ -77,10 +78,20 @@ export class ChosenModel implements RuntimePart {
   /**
    * Switches to another model for the next run: a catalogue id, a virtual model, or `a,b`; the
    * choice is recorded in the session (a `model_change` entry after the leaf), so `--continue`
-   * resumes with it. A name that names no model throws, changing nothing.
+   * resumes with it. A name that names no model throws, changing nothing; so does a model in no
+   * catalogue that the server does not list either (when it lists its models).
    */
   async switchModel(name: string): Promise<void> {
     const setup = setUpModel(this.runtime.options, this.catalogue, name, this.choice?.thinking, 0, this.routeHeard);
+    for (const info of setup.infos.filter((i) => !i.known)) {
+      const served = await serverModelIds(serverOf(this.runtime.options, this.catalogue, info.id));
+      if (served !== undefined && !served.includes(info.id)) {
+        const some = served.slice(0, 8).join(", ") + (served.length > 8 ? `, … (${served.length} in all)` : "");
+        throw new Error(
+          `"${info.id}" is in no model catalogue and the server does not serve it (it lists ${some || "none"}); nothing changed`,
+        );
+      }
+    }
     this.choose(setup, this.runtime.onNotice);
     await this.recordChoice();
   }
