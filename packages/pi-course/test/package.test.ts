@@ -4,7 +4,7 @@
  * `CustomAgentMessages` by declaration merging. Not a chapter test: no practice folder gets it.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -97,13 +97,12 @@ describe("package · @pi/course as an installed dependency", () => {
           typeRoots: [join(repoRoot, "node_modules", "@types")],
           types: ["node"],
         },
-        files: ["consumer.ts", "readme-example.ts"],
+        files: ["consumer.ts", ...readmeExamples().map((_, i) => `readme-${i + 1}.ts`)],
       }),
     );
     writeFileSync(join(app, "consumer.ts"), consumer);
-    // The package README's first example, as a user would paste it (typebox comes as a peer).
-    const readme = readFileSync(join(packageDir, "README.md"), "utf8");
-    writeFileSync(join(app, "readme-example.ts"), /```ts\n([\s\S]*?)```/.exec(readme)![1]!);
+    // Every example of the package README, as a user would paste it (typebox comes as a peer).
+    readmeExamples().forEach((code, i) => writeFileSync(join(app, `readme-${i + 1}.ts`), code));
     // The type-cost fixture: five defineTool tools, checked as a user's project is.
     writeFileSync(
       join(app, "five-tools.ts"),
@@ -200,12 +199,52 @@ describe("package · @pi/course as an installed dependency", () => {
     ]);
   }, 60_000);
 
-  it("Package · the README's example typechecks and prints what it says", () => {
+  it("Package · every README example typechecks, and each that runs offline prints what the README says", () => {
     const app = join(work, "app");
-    execFileSync(process.execPath, [tsc, "-p", app], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
-    const out = execFileSync(process.execPath, [join(app, "out", "readme-example.js")], { cwd: app, encoding: "utf8" });
-    expect(out).toBe("2 + 3 = 5\n");
-  }, 120_000);
+    const checked = spawnSync(process.execPath, [tsc, "-p", app], { cwd: app, encoding: "utf8" });
+    expect(checked.stdout + checked.stderr).toBe(""); // tsc's errors, if any, name the example and line
+    const run = (i: number) =>
+      execFileSync(process.execPath, [join(app, "out", `readme-${i + 1}.js`)], {
+        cwd: app,
+        encoding: "utf8",
+        env: { ...process.env, OPENAI_API_KEY: "" },
+      });
+    const examples = readmeExamples();
+    const outputs = examples.map((code, i) => (code.includes("not run there") ? undefined : run(i)));
+    // the README says what each prints (the sections' "It prints …" lines)
+    expect(outputs[0]).toBe("2 + 3 = 5\n");
+    const byStart = (start: string) => outputs[examples.findIndex((code) => code.includes(start))];
+    expect(byStart("ModelCatalogue.builtin()")).toMatch(
+      /^128000 0\.15 false\nHello! · fell back from gpt-4o to scripted-model \(gpt-4o: .*ECONNREFUSED.*\)\n\$0\.00039\n$/,
+    );
+    expect(byStart("createCodeTool({ tools: [weather] })")).toBe(
+      'Result: ["Oslo: 21°C","Lima: 21°C","Pune: 21°C"]\nTool calls: 3\n',
+    );
+    expect(byStart("McpServers.start")).toBe(
+      "toy: ready with 1 tool\nmcp__toy__shout [ { type: 'text', text: 'HELLO' } ]\n",
+    );
+    expect(byStart("RunJournal")).toBe("Done.\n2 messages, 1 branch(es)\n");
+    expect(readFileSync(join(app, "durable-demo.html"), "utf8")).toContain("Tidy the README.");
+    // only the examples that call a provider are not run
+    expect(examples.filter((code) => code.includes("not run there"))).toHaveLength(1);
+  }, 180_000);
+
+  it("Package · the example suite ships, and the installed CLI runs it offline", () => {
+    const app = join(work, "app");
+    const suite = join(app, "node_modules", "@pi", "course", "evals", "offline");
+    const out = join(work, "eval-report");
+    const tmp = join(work, "eval-tmp");
+    mkdirSync(tmp);
+    const result = spawnSync(
+      process.execPath,
+      [join(app, "node_modules", "@pi", "course", "dist", "cli", "start.js"), "eval", suite, "--out", out],
+      // a TMPDIR of its own: the eval watches the top of its temporary folder, where other test files write
+      { cwd: app, encoding: "utf8", env: { ...process.env, HOME: work, INIT_CWD: app, TMPDIR: tmp } },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^5\/5 cases passed/m);
+    expect(readFileSync(join(out, "report.html"), "utf8")).toContain("fix-failing-function");
+  }, 300_000);
 
   it("Package · five defineTool tools cost a user's type check under 15,000 types (tsc --extendedDiagnostics)", () => {
     // Before the fix (issue 32) this program counted 156,311 types and 1,306,109 instantiations:
@@ -229,3 +268,9 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(JSON.parse(out)).toEqual({ roles: ["user", "note"], seen: [1, -2], result: 2, text: "hi there" });
   }, 120_000);
 });
+
+/** The TypeScript examples of the package README, in order. */
+function readmeExamples(): string[] {
+  const readme = readFileSync(join(packageDir, "README.md"), "utf8");
+  return [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+}
