@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
+import { SseServer, fixtureSse, modelsReply, sseReply, statusReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
 
@@ -125,12 +125,7 @@ describe("the CLI chooses models by name", () => {
 
   it("/model refuses a name in no catalogue that the server does not serve; one it serves is taken, with the notice", async () => {
     const replay = await server();
-    const listing = () =>
-      ((res: import("node:http").ServerResponse) =>
-        void res
-          .writeHead(200, { "content-type": "application/json" })
-          .end(JSON.stringify({ object: "list", data: [{ id: "house-a" }, { id: "house-b" }] }))) as never;
-    replay.reply(listing()).reply(listing());
+    replay.reply(modelsReply(["house-a", "house-b"])).reply(modelsReply(["house-a", "house-b"]));
     const args = ["--base-url", replay.baseUrl, "--model", "gpt-4o-mini", "--no-api-key", "--cwd", workspace];
     const t = terminal([...args, "--no-session"]);
     await t.waitFor(PROMPT);

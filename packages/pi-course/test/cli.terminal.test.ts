@@ -20,7 +20,7 @@ import { DEMO_REPLY, DEMO_TASK } from "../src/cli/demo.js";
 import { folderKey } from "../src/cli/sessions.js";
 import { findPairingProblem } from "../src/cli/pairing.js";
 import type { Message } from "../src/types.js";
-import { SseServer, dripReply, sseReply, statusReply } from "./support/sse-server.js";
+import { SseServer, dripReply, modelsReply, sseReply, statusReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
 
@@ -277,6 +277,8 @@ describe("interactive, against a replay server", () => {
       .reply(sseReply(chat({ bash: "sleep 1; echo built", id: "call_build" })))
       .reply(sseReply(chat({ text: "Built, and noted: no tests." })))
       .reply(sseReply(chat({ text: "Second answer." })))
+      // /model other-model (a name no catalogue knows) asks the server's model list first
+      .reply(modelsReply(["replay", "other-model"]))
       .reply(sseReply(chat({ text: "Third answer." })));
     const t = terminal([
       "--base-url",
@@ -319,11 +321,18 @@ describe("interactive, against a replay server", () => {
     await t.waitFor(PROMPT);
     t.type(`/exit${KEY.enter}`);
     expect(await t.exit).toBe(0);
-    expect(server.requests).toHaveLength(4);
+    expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+      "POST /v1/chat/completions",
+      "POST /v1/chat/completions",
+      "POST /v1/chat/completions",
+      "GET /v1/models",
+      "POST /v1/chat/completions",
+    ]);
     expect(sent(server, 1).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "user"]);
     expect(sent(server, 1)[4].content).toContain("skip the tests");
-    expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["replay", "replay", "replay", "other-model"]);
-    expect(sent(server, 3).map((m) => m.role)).toEqual([
+    const posted = server.requests.filter((r) => r.method === "POST");
+    expect(posted.map((r) => JSON.parse(r.body).model)).toEqual(["replay", "replay", "replay", "other-model"]);
+    expect(sent(server, 4).map((m) => m.role)).toEqual([
       "system",
       "user",
       "assistant",

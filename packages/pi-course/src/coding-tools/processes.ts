@@ -44,14 +44,14 @@ export function newCallMarker(): string {
 export function killMarkedProcesses(markers: Iterable<string>): number {
   const needles = [...markers].map((marker) => Buffer.from(`${CALL_MARKER_VARIABLE}=${marker}\0`));
   if (process.platform !== "linux" || needles.length === 0) return 0;
-  let killed = 0;
+  const killed = new Set<number>(); // a process found again while its SIGKILL lands counts once
   for (let pass = 0; pass < 16; pass++) {
     let found = 0;
     let entries: string[];
     try {
       entries = readdirSync("/proc");
     } catch {
-      return killed;
+      return killed.size;
     }
     for (const name of entries) {
       const first = name.charCodeAt(0);
@@ -65,15 +65,15 @@ export function killMarkedProcesses(markers: Iterable<string>): number {
       if (!needles.some((needle) => environ.includes(needle))) continue;
       try {
         process.kill(Number(name), "SIGKILL");
+        killed.add(Number(name));
         found++;
       } catch {
         // ESRCH: it ended meanwhile.
       }
     }
-    killed += found;
     if (found === 0) break;
   }
-  return killed;
+  return killed.size;
 }
 
 /**

@@ -230,3 +230,11 @@ export function fixtureChunks(name: string): Record<string, any>[] {
     : text.split("\n").filter((line) => line.trim() !== "");
   return lines.filter((line) => line !== "[DONE]").map((line) => JSON.parse(line) as Record<string, any>);
 }
+
+/** A server's model list (`GET /models`), as OpenAI-compatible servers answer it. */
+export function modelsReply(ids: readonly string[]): Reply {
+  return (res) =>
+    void res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ object: "list", data: ids.map((id) => ({ id, object: "model" })) }));
+}
