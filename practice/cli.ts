@@ -9,7 +9,7 @@ import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { loadCatalogue, REPO_ROOT, UsageError, type Catalogue } from "./catalogue.js";
 import { buildView, defaultTarget, fileOwners, labsOf, REPO_SOURCES, scanSources, writeView } from "./generate.js";
-import { firstRed, labPattern, renderCard } from "./learning.js";
+import { firstRed, focusedCommand, renderCard } from "./learning.js";
 
 /** The real path of `path`, resolving symlinks in the part that exists. */
 function realish(path: string): string {
@@ -95,7 +95,7 @@ async function practice(args: string[], cwd: string): Promise<void> {
   } else {
     out.push(
       "  npm test                    # 前面的章节绿，本章红 (earlier chapters green, this chapter red)",
-      `  npm test -- -t "${labPattern(chapter.labs[0]!.id)}"    # 一个实验 (one lab)`,
+      `  ${focusedCommand(chapter.id, chapter.labs[0]!.id)}    # 一个实验，几秒钟 (one lab, in seconds)`,
     );
     const scan = scanSources(catalogue);
     const test = view.files.get(chapter.testFile);

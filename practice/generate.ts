@@ -63,6 +63,16 @@ function importSpecifiers(text: string): string[] {
 }
 
 /**
+ * Every module a file reaches by name: its imports, and what it loads through `require` or
+ * `require.resolve` (`require.resolve("quickjs-wasi/quickjs.wasm")` needs the package as surely
+ * as an import does, though TypeScript does not see it).
+ */
+export function packageSpecifiers(text: string): string[] {
+  const required = [...text.matchAll(/\brequire(?:\.resolve)?\s*\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1]!);
+  return [...importSpecifiers(text), ...required];
+}
+
+/**
  * Which chapter owns each file a view may hold: the declared files and focused tests, plus the
  * test/ files those tests import (owned by the first chapter whose tests reach them).
  */
@@ -209,7 +219,7 @@ function packageJson(view: View, sources: Sources): string {
   const needed = new Set<string>(view.included.flatMap((c) => c.devDependencies ?? []));
   for (const [file, content] of view.files) {
     if (typeof content !== "string" || !TS_RE.test(file)) continue;
-    for (const specifier of importSpecifiers(content)) {
+    for (const specifier of packageSpecifiers(content)) {
       const name = packageName(specifier);
       if (name !== undefined) needed.add(name);
     }

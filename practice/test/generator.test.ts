@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCatalogue, loadCatalogue, REPO_ROOT, type ChapterSpec } from "../catalogue.js";
 import { resolveTarget } from "../cli.js";
-import { buildView, labsOf, scanSources, writeView } from "../generate.js";
+import { buildView, labsOf, packageSpecifiers, scanSources, writeView } from "../generate.js";
 import { focusedCommand, renderCard } from "../learning.js";
 import { renderFile, scanFile } from "../markers.js";
 
@@ -225,6 +225,27 @@ describe("writing a folder", () => {
         }
       }
     }
+  });
+
+  it("a view's package.json lists every package its code reaches, also through require.resolve (chapter 16's sandbox loads quickjs-wasi's wasm)", async () => {
+    expect(packageSpecifiers('const wasm = require.resolve("quickjs-wasi/quickjs.wasm");\nrequire( "yaml" )')).toEqual([
+      "quickjs-wasi/quickjs.wasm",
+      "yaml",
+    ]);
+    const catalogue = await loadCatalogue();
+    const scan = scanSources(catalogue);
+    for (const id of ["16", "19"]) {
+      const chapter = catalogue.chapters.find((c) => c.id === id)!;
+      const pkg = JSON.parse(
+        buildView(catalogue, chapter, "practice", undefined, { scan }).files.get("package.json") as string,
+      );
+      expect(pkg.dependencies["quickjs-wasi"], `chapter ${id}`).toBeDefined();
+    }
+    const before = catalogue.chapters.find((c) => c.id === "15")!;
+    const pkg15 = JSON.parse(
+      buildView(catalogue, before, "practice", undefined, { scan }).files.get("package.json") as string,
+    );
+    expect(pkg15.dependencies?.["quickjs-wasi"]).toBeUndefined();
   });
 
   it("carries the repository's allowScripts, which cover every installed package with an install script", async () => {

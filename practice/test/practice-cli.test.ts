@@ -9,6 +9,7 @@ import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadCatalogue, REPO_ROOT } from "../catalogue.js";
 import { cdPath } from "../cli.js";
+import { focusedCommand } from "../learning.js";
 
 const catalogue = await loadCatalogue();
 const chapter = catalogue.rebuild.find((c) => c.id === "03") ?? catalogue.rebuild[0]!;
@@ -40,6 +41,9 @@ describe("npm run practice, for real", () => {
     expect(made.code).toBe(0);
     // The folder is outside the directory npm ran in: the cd line names it absolutely.
     expect(made.out).toContain(`  cd ${target}\n`);
+    // the one-lab command is the guide's fast one (a path filter, seconds), not npm test -- -t (every file first)
+    expect(made.out).toContain(`  ${focusedCommand(chapter.id, chapter.labs[0]!.id)}    # `);
+    expect(made.out).not.toContain("npm test -- -t");
     // npm test typechecks first, so type errors and expectTypeOf tests count.
     expect(JSON.parse(readFileSync(join(target, "package.json"), "utf8")).scripts.test).toBe(
       "tsc --noEmit -p tsconfig.json && vitest run",
