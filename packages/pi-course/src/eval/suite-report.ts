@@ -2,10 +2,8 @@
  * Chapter 14: the suite report, the JSON a run of `pi-course eval` writes (`report.json`), and
  * what it decides: pass rates per case, a verdict per case, the exit code.
  */
-import type { RunRecord, RunStatus } from "./run-record.js";
-// #region ch18
 import { formatDollars } from "../dollars.js";
-// #endregion
+import type { RunRecord, RunStatus } from "./run-record.js";
 
 /** One case of the suite, with all its runs. */
 export interface CaseReport {

@@ -186,24 +186,25 @@ export class StdioTransport implements McpTransport {
   }
 
   /** One line of stdout. */
+  /**
+   * One line of stdout: a JSON-RPC message goes to the connection. A line that is not one (a
+   * banner, a careless `console.log`) is skipped with a diagnostic, as the official SDK and pi do:
+   * one stray line must not end a server that otherwise speaks the protocol.
+   */
   private line(line: string): void {
     let value: unknown;
     try {
       value = JSON.parse(line);
     } catch {
-      this.fail(
-        new Error(
-          `the server wrote a line to stdout that is not JSON: ${quote(line)}; MCP servers must write only JSON-RPC messages to stdout (logs go to stderr)`,
-        ),
-        true,
+      this.handlers!.onDiagnostic?.(
+        `skipped a line on stdout that is not JSON: ${quote(line)} (an MCP server writes only JSON-RPC messages to stdout; logs go to stderr)`,
       );
       return;
     }
     const message = readMessage(value);
     if (typeof message === "string") {
-      this.fail(
-        new Error(`the server wrote a line to stdout that is not a JSON-RPC message (${message}): ${quote(line)}`),
-        true,
+      this.handlers!.onDiagnostic?.(
+        `skipped a line on stdout that is not a JSON-RPC message (${message}): ${quote(line)}`,
       );
       return;
     }
