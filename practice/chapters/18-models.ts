@@ -23,7 +23,8 @@ export default defineChapter({
       "本章先把“模型是什么”变成数据：`src/model-choice/catalogue-data.ts` 是一张模型表（提供方、线格式、上下文窗口、最大输出、能读的输入、" +
       "会不会推理、每百万 token 的价格，每个价格都写明来源和日期），`ModelCatalogue` 按名字查它，用户还能在 `~/.pi-course/models.json` 里加自己的模型和虚拟模型。" +
       "然后三件事都从目录出发：花费（`cost.ts`：`usage` 旁边的 `cost`，缓存读写分开计价）、思考级别（`off | minimal | low | medium | high`，" +
-      "在 `StreamOptions.thinking` 里，OpenAI 兼容服务器上是 `reasoning_effort`，Anthropic 上是带 token 预算的 `thinking` 并相应调高 `max_tokens`）、" +
+      "在 `StreamOptions.thinking` 里；线上的写法第 5 章的提供方已经会了：OpenAI 兼容服务器上是 `reasoning_effort`，Anthropic 上是带 token 预算的 `thinking` 并相应调高 `max_tokens`；" +
+      "本章给模型一个默认级别 `atThinkingLevel`，目录说不会推理的模型不发送并留下说明）、" +
       "以及本章的核心想法——**选择与派发分离**：虚拟模型（`virtual-model.ts`）也是一个 `Model`，每次请求先由路由（应用自己写的函数，或固定的回退顺序）" +
       "选出要试的真实模型，再依次派发。命令行里 `--model a,b` 就是按顺序回退，`/model`、`/thinking` 作为 `model_change` 条目记进会话，" +
       "`--continue` 会接着用；上下文预算跟着所选模型的窗口走（除非给了 `--context-tokens`）；每次回答之后和 `/cost` 显示这段对话的花费。",
@@ -45,6 +46,7 @@ export default defineChapter({
     "src/model-choice/catalogued-model.ts",
     "src/model-choice/virtual-model.ts",
     "src/cli/model-setup.ts",
+    "src/cli/server-models.ts",
     "src/session-page/model-marks.ts",
   ],
   labs: [
