@@ -54,6 +54,9 @@ const Tokens = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, expe
 const Dollars = Type.Number({ minimum: 0, expected: "a number of dollars per million tokens (0 or more)" });
 const Said = (what: string) => Type.String({ minLength: 1, expected: `a non-empty text saying ${what}` });
 
+/** The name of an environment variable (where a key is read from, never the key). */
+const VARIABLE_NAME = "^[A-Za-z_][A-Za-z0-9_]*$";
+
 /** A model's or a provider's own server and key variable. */
 const Reach = {
   baseUrl: Type.Optional(
@@ -64,22 +67,50 @@ const Reach = {
   ),
   apiKeyEnv: Type.Optional(
     Type.String({
-      pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+      pattern: VARIABLE_NAME,
       expected: "the name of an environment variable (letters, digits, _), never the key itself",
     }),
   ),
 };
 
+/** Dollars per million tokens: ours and pi's `cost` alike. */
+const PriceFields = {
+  input: Dollars,
+  output: Dollars,
+  cacheRead: Type.Optional(Dollars),
+  cacheWrite: Type.Optional(Dollars),
+};
+const PER_MILLION = "an object of dollars per million tokens";
 const PricesSchema = Type.Object(
   {
-    input: Dollars,
-    output: Dollars,
-    cacheRead: Type.Optional(Dollars),
-    cacheWrite: Type.Optional(Dollars),
+    ...PriceFields,
     source: Type.Optional(Said("where the price was read")),
     asOf: Type.Optional(Said("when (YYYY-MM)")),
   },
-  { expected: "an object of dollars per million tokens" },
+  { expected: PER_MILLION },
+);
+
+/** What a model reads and whether it reasons, in our entries and pi's alike. */
+const Abilities = {
+  input: Type.Optional(
+    OrNull(
+      Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")]), {
+        expected: 'a list of "text" and/or "image"',
+      }),
+    ),
+  ),
+  reasoning: Type.Optional(OrNull(Type.Boolean({ expected: "true or false" }))),
+};
+
+/** The wire of a pi provider or model: pi's names, or ours. */
+const PiApi = Type.Union(
+  [
+    Type.Literal("openai-completions"),
+    Type.Literal("anthropic-messages"),
+    Type.Literal("openai-compatible"),
+    Type.Literal("anthropic"),
+  ],
+  { expected: "one of openai-completions, anthropic-messages (pi's names), openai-compatible, anthropic" },
 );
 
 /** A model as pi's models.json lists it under its provider. */
@@ -87,23 +118,11 @@ const PiEntrySchema = Type.Object(
   {
     id: Type.String({ minLength: 1 }),
     name: Type.Optional(Type.String()),
-    api: Type.Optional(PiApi()),
+    api: Type.Optional(PiApi),
     contextWindow: Tokens,
     maxTokens: Tokens,
-    input: Type.Optional(
-      OrNull(
-        Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")]), {
-          expected: 'a list of "text" and/or "image"',
-        }),
-      ),
-    ),
-    reasoning: Type.Optional(OrNull(Type.Boolean({ expected: "true or false" }))),
-    cost: Type.Optional(
-      Type.Object(
-        { input: Dollars, output: Dollars, cacheRead: Type.Optional(Dollars), cacheWrite: Type.Optional(Dollars) },
-        { expected: "an object of dollars per million tokens" },
-      ),
-    ),
+    ...Abilities,
+    cost: Type.Optional(Type.Object(PriceFields, { expected: PER_MILLION })),
   },
   {
     additionalProperties: false,
@@ -111,27 +130,14 @@ const PiEntrySchema = Type.Object(
   },
 );
 
-/** The wire of a pi provider or model: pi's names, or ours. */
-function PiApi() {
-  return Type.Union(
-    [
-      Type.Literal("openai-completions"),
-      Type.Literal("anthropic-messages"),
-      Type.Literal("openai-compatible"),
-      Type.Literal("anthropic"),
-    ],
-    { expected: "one of openai-completions, anthropic-messages (pi's names), openai-compatible, anthropic" },
-  );
-}
-
 const ReachSchema = Type.Object(
   {
     ...Reach,
     // pi's models.json: the provider's wire, its models, and the variable holding its key
-    api: Type.Optional(PiApi()),
+    api: Type.Optional(PiApi),
     apiKey: Type.Optional(
       Type.String({
-        pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+        pattern: VARIABLE_NAME,
         expected: "the name of the environment variable that holds the key (letters, digits, _), never the key itself",
       }),
     ),
@@ -149,14 +155,7 @@ const EntrySchema = Type.Object(
     }),
     contextWindow: Tokens,
     maxOutput: Tokens,
-    input: Type.Optional(
-      OrNull(
-        Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")]), {
-          expected: 'a list of "text" and/or "image"',
-        }),
-      ),
-    ),
-    reasoning: Type.Optional(OrNull(Type.Boolean({ expected: "true or false" }))),
+    ...Abilities,
     prices: Type.Optional(PricesSchema),
     ...Reach,
   },
@@ -288,7 +287,7 @@ function providerModels(
 }
 
 function checkPrices(
-  value: Omit<Static<typeof PricesSchema>, "source" | "asOf"> & { source?: string; asOf?: string },
+  value: Static<typeof PricesSchema>, // pi's `cost` is the same without source and asOf
 ): ModelPrices {
   return {
     input: value.input,
