@@ -26,7 +26,7 @@ import { buildSuiteReport, suiteExitCode, type SuiteMeta } from "../src/eval/sui
 import { assistantMessage, toolResultMessage, userMessage } from "../src/messages.js";
 import { SessionFile } from "../src/session/session.js";
 import type { AgentMessage } from "../src/types.js";
-import { bashThenAnswer, writeCase, type CaseSpec } from "./support/eval-cases.js";
+import { bashThenAnswer, runRecord, writeCase, type CaseSpec } from "./support/eval-cases.js";
 
 let dir: string;
 
@@ -420,19 +420,7 @@ it("Lab 14.3 · variants: run k plays variant k mod n, so a flaky model is repro
 
 // ─── Lab 14.4 · the report ───────────────────────────────────────────────────────────────────
 
-const run = (name: string, repeat: number, status: RunRecord["status"]): RunRecord => ({
-  case: name,
-  repeat,
-  status,
-  protocolProblems: [],
-  model: "m",
-  turns: 1,
-  tokens: { input: 1, output: 1, total: 2 },
-  cost: null,
-  startedAt: new Date(0).toISOString(),
-  wallMs: 5,
-  notes: [],
-});
+const run = runRecord;
 
 const meta = (interrupted = false): SuiteMeta => ({
   suite: "/s",

@@ -16,7 +16,7 @@ import { runCase } from "../src/eval/run-case.js";
 import { runCheck } from "../src/eval/run-check.js";
 import type { RunRecord } from "../src/eval/run-record.js";
 import { buildSuiteReport, formatSummary } from "../src/eval/suite-report.js";
-import { bashThenAnswer, writeCase } from "./support/eval-cases.js";
+import { bashThenAnswer, runRecord, writeCase } from "./support/eval-cases.js";
 import { killQuietly } from "./support/processes.js";
 
 let dir: string;
@@ -107,19 +107,7 @@ for (const holdsOutput of [false, true]) {
 }
 
 it("the summary's pass rate is of the judged runs: an interrupted run is said apart, not counted", () => {
-  const run = (repeat: number, status: RunRecord["status"]): RunRecord => ({
-    case: "c",
-    repeat,
-    status,
-    protocolProblems: [],
-    model: "m",
-    turns: 1,
-    tokens: { input: 1, output: 1, total: 2 },
-    cost: null,
-    startedAt: new Date(0).toISOString(),
-    wallMs: 5,
-    notes: [],
-  });
+  const run = (repeat: number, status: RunRecord["status"]) => runRecord("c", repeat, status);
   const report = buildSuiteReport(
     {
       suite: "/s",

@@ -24,6 +24,7 @@ import { SessionFile, messagesOf } from "../src/session/session.js";
 import type { Message } from "../src/types.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { builtStart } from "./support/built-cli.js";
+import { answerTurn, callTurn } from "./support/chat-turns.js";
 import { killQuietly, readText, startProcess, until } from "./support/processes.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -44,6 +45,31 @@ afterEach(async () => {
   server = undefined;
   await rm(dir, { recursive: true, force: true });
 });
+
+/**
+ * The CLI (print mode) in a fresh workspace against a server that asks for one bash `command`
+ * (call `id`), then answers "Resumed." and "Done."; resolves once the command wrote its parent's
+ * and its own pid to `pidFile` ("agent shell").
+ */
+async function bashRun(id: string, command: string, pidFile: string) {
+  const replay = await SseServer.start();
+  server = replay; // closed after the test
+  replay
+    .reply(sseReply(callTurn(id, "bash", { command })({})))
+    .reply(sseReply(answerTurn(() => "Resumed.")({})))
+    .reply(sseReply(answerTurn(() => "Done.")({})));
+  const workspace = path.join(dir, "work");
+  const sessions = path.join(dir, "sessions");
+  await mkdir(workspace);
+  const args = ["--base-url", replay.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
+  const env = { HOME: dir, INIT_CWD: workspace, NO_COLOR: "1" };
+  const first = start(builtStart(), [...args, "--session-dir", sessions, "--print", "run it"], env);
+  await until(
+    () => /^\d+ \d+\n$/.test(readText(pidFile)),
+    () => JSON.stringify(first.output()),
+  );
+  return { server: replay, args, env, sessions, workspace, first };
+}
 
 /** Whether `pid` runs (a killed orphan stays a zombie until init reaps it: that is not running). */
 const alive = (pid: number): boolean => {
@@ -91,31 +117,11 @@ describe("a tool call interrupted by a crash", () => {
   }, 240_000);
 
   it("CLI: SIGKILL of the agent process while bash runs; --continue answers the call as interrupted, records it, and the server gets a well-paired request", async () => {
-    server = await SseServer.start();
-    const chunk = (delta: object, reason: string | null) =>
-      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: reason }] })}\n\n`;
     const pidFile = path.join(dir, "agent.pid");
-    const call = {
-      index: 0,
-      id: "call_sleep",
-      type: "function",
-      function: { name: "bash", arguments: JSON.stringify({ command: `echo $PPID $$ > ${pidFile}; sleep 30` }) },
-    };
-    server
-      .reply(
-        sseReply(chunk({ role: "assistant", tool_calls: [call] }, null) + chunk({}, "tool_calls") + "data: [DONE]\n\n"),
-      )
-      .reply(sseReply(chunk({ role: "assistant", content: "Resumed." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"))
-      .reply(sseReply(chunk({ role: "assistant", content: "Done." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"));
-    const workspace = path.join(dir, "work");
-    const sessions = path.join(dir, "sessions");
-    await mkdir(workspace);
-    const args = ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
-    const env = { HOME: dir, INIT_CWD: workspace, NO_COLOR: "1" };
-    const first = start(builtStart(), [...args, "--session-dir", sessions, "--print", "sleep a while"], env);
-    await until(
-      () => /^\d+ \d+\n$/.test(readText(pidFile)),
-      () => JSON.stringify(first.output()),
+    const { server, args, env, sessions, workspace, first } = await bashRun(
+      "call_sleep",
+      `echo $PPID $$ > ${pidFile}; sleep 30`,
+      pidFile,
     );
     const [agentPid, shellPid] = readText(pidFile).trim().split(" ").map(Number) as [number, number];
     // The bash command's parent is the agent process (the launcher started it apart): kill it.
@@ -167,35 +173,11 @@ describe("a tool call interrupted by a crash", () => {
   }, 300_000);
 
   it("CLI: a bash command the killed agent left running is stopped by --continue's recovery, and the model is told", async () => {
-    server = await SseServer.start();
-    const chunk = (delta: object, reason: string | null) =>
-      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: reason }] })}\n\n`;
     const pidFile = path.join(dir, "agent.pid");
     const late = path.join(dir, "late.txt");
     // its output goes to /dev/null, so the orphan holds no pipe of the dead agent open
     const command = `echo $PPID $$ > ${pidFile}; exec >/dev/null 2>&1; sleep 8; echo late > ${late}`;
-    const call = {
-      index: 0,
-      id: "call_orphan",
-      type: "function",
-      function: { name: "bash", arguments: JSON.stringify({ command }) },
-    };
-    server
-      .reply(
-        sseReply(chunk({ role: "assistant", tool_calls: [call] }, null) + chunk({}, "tool_calls") + "data: [DONE]\n\n"),
-      )
-      .reply(sseReply(chunk({ role: "assistant", content: "Resumed." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"))
-      .reply(sseReply(chunk({ role: "assistant", content: "Done." }, null) + chunk({}, "stop") + "data: [DONE]\n\n"));
-    const workspace = path.join(dir, "work");
-    const sessions = path.join(dir, "sessions");
-    await mkdir(workspace);
-    const args = ["--base-url", server.baseUrl, "--model", "replay", "--no-api-key", "--cwd", workspace];
-    const env = { HOME: dir, INIT_CWD: workspace, NO_COLOR: "1" };
-    const first = start(builtStart(), [...args, "--session-dir", sessions, "--print", "run it"], env);
-    await until(
-      () => /^\d+ \d+\n$/.test(readText(pidFile)),
-      () => JSON.stringify(first.output()),
-    );
+    const { server, args, env, sessions, first } = await bashRun("call_orphan", command, pidFile);
     const [agentPid, shellPid] = readText(pidFile).trim().split(" ").map(Number) as [number, number];
     strays.push(-shellPid, shellPid); // only if the test fails: recovery is to stop it
     process.kill(agentPid, "SIGKILL");

@@ -3,6 +3,7 @@
  */
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
+import type { RunRecord } from "../../src/eval/run-record.js";
 
 /** A scripted turn as script.json writes it. */
 export interface TurnSpec {
@@ -47,4 +48,21 @@ export async function writeCase(suite: string, name: string, spec: CaseSpec): Pr
 /** A script that runs one bash command, then answers. */
 export function bashThenAnswer(command: string, answer = "Done."): TurnSpec[] {
   return [{ text: "Running it.", toolCalls: [{ name: "bash", arguments: { command } }] }, { text: answer }];
+}
+
+/** A finished run of case `name` as the report reads it: one turn, two tokens, no cost. */
+export function runRecord(name: string, repeat: number, status: RunRecord["status"]): RunRecord {
+  return {
+    case: name,
+    repeat,
+    status,
+    protocolProblems: [],
+    model: "m",
+    turns: 1,
+    tokens: { input: 1, output: 1, total: 2 },
+    cost: null,
+    startedAt: new Date(0).toISOString(),
+    wallMs: 5,
+    notes: [],
+  };
 }
