@@ -17,7 +17,7 @@ import { runCheck } from "../src/eval/run-check.js";
 import type { RunRecord } from "../src/eval/run-record.js";
 import { buildSuiteReport, formatSummary } from "../src/eval/suite-report.js";
 import { bashThenAnswer, runRecord, writeCase } from "./support/eval-cases.js";
-import { killQuietly } from "./support/processes.js";
+import { killQuietly, running } from "./support/processes.js";
 
 let dir: string;
 const strays: number[] = [];
@@ -29,58 +29,42 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 async function gone(pid: number, ms = 2000): Promise<boolean> {
   const deadline = Date.now() + ms;
-  while (alive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  return !alive(pid);
+  while (running(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return !running(pid);
 }
 
-it("a command's write to the top of the shared temporary folder is a protocol failure", async () => {
-  // the shared folder is one of the test's own, so no other process writes at its top meanwhile
-  const shared = path.join(dir, "shared-tmp");
+/**
+ * One offline run of a case whose agent runs `command`, watching the top of `shared` (a folder
+ * of the test's own, so no other process writes at its top meanwhile) as the system's temporary
+ * folder.
+ */
+async function runSharing(shared: string, command: string, runRoot: string) {
   await mkdir(shared);
   const evalCase = await loadCase(
-    await writeCase(path.join(dir, "suite"), "case", {
-      check: "exit 0",
-      script: bashThenAnswer(`echo scratch > ${shared}/scratch.py; echo ok`),
-    }),
+    await writeCase(path.join(dir, "suite"), "case", { check: "exit 0", script: bashThenAnswer(command) }),
   );
-  const record = await runCase(evalCase, {
+  return runCase(evalCase, {
     repeat: 0,
-    runRoot: path.join(dir, "run-0"),
+    runRoot,
     model: await caseModel(evalCase, undefined, 0),
     wire: runtimeWire(undefined),
     sharedTemp: shared,
   });
+}
+
+it("a command's write to the top of the shared temporary folder is a protocol failure", async () => {
+  const shared = path.join(dir, "shared-tmp");
+  const record = await runSharing(shared, `echo scratch > ${shared}/scratch.py; echo ok`, path.join(dir, "run-0"));
   expect(record.status).toBe("protocol");
   expect(record.protocolProblems).toEqual([`written outside the workspace: ${shared}/scratch.py was created.`]);
 }, 30_000);
 
 it("a run that writes only where it may is not blamed for the shared folder", async () => {
   const shared = path.join(dir, "shared-tmp");
-  await mkdir(shared);
-  const evalCase = await loadCase(
-    await writeCase(path.join(dir, "suite"), "case", {
-      check: "exit 0",
-      script: bashThenAnswer("echo a > inside.txt"),
-    }),
-  );
-  const record = await runCase(evalCase, {
-    repeat: 0,
-    runRoot: path.join(shared, "run-0"), // the run folder itself under the shared folder
-    model: await caseModel(evalCase, undefined, 0),
-    wire: runtimeWire(undefined),
-    sharedTemp: shared,
-  });
+  // the run folder itself under the shared folder
+  const record = await runSharing(shared, "echo a > inside.txt", path.join(shared, "run-0"));
   // the run folder appeared at the shared folder's top during the run: it is the run's own, not a problem
   expect(record.protocolProblems).toEqual([]);
   expect(record.status).toBe("passed");

@@ -25,7 +25,7 @@ import type { Message } from "../src/types.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { builtStart } from "./support/built-cli.js";
 import { answerTurn, callTurn } from "./support/chat-turns.js";
-import { killQuietly, readText, startProcess, until } from "./support/processes.js";
+import { killQuietly, readText, running, startProcess, until } from "./support/processes.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -70,12 +70,6 @@ async function bashRun(id: string, command: string, pidFile: string) {
   );
   return { server: replay, args, env, sessions, workspace, first };
 }
-
-/** Whether `pid` runs (a killed orphan stays a zombie until init reaps it: that is not running). */
-const alive = (pid: number): boolean => {
-  const stat = readText(`/proc/${pid}/stat`);
-  return stat !== "" && stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-};
 
 /** `node script args` from the package folder, under tsx for a .ts script. */
 const start = (script: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -182,12 +176,12 @@ describe("a tool call interrupted by a crash", () => {
     strays.push(-shellPid, shellPid); // only if the test fails: recovery is to stop it
     process.kill(agentPid, "SIGKILL");
     await first.exit;
-    expect(alive(shellPid)).toBe(true); // the command outlived its agent
+    expect(running(shellPid)).toBe(true); // the command outlived its agent
 
     const second = start(builtStart(), [...args, "--session-dir", sessions, "--continue", "--print", "go on"], env);
     const done = await second.exit;
     expect({ ...done, ...second.output() }).toMatchObject({ code: 0, stdout: "Done.\n" });
-    expect(alive(shellPid)).toBe(false);
+    expect(running(shellPid)).toBe(false);
     const sent = JSON.parse(server.requests[1]!.body).messages;
     expect(sent[3]).toMatchObject({
       role: "tool",

@@ -69,3 +69,9 @@ export function killQuietly(pid: number): void {
 export function killStarted(started: readonly ChildProcess[]): void {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 }
+
+/** Whether `pid` runs (a killed orphan stays a zombie until its reaper collects it: that is not running). */
+export function running(pid: number): boolean {
+  const stat = readText(`/proc/${pid}/stat`);
+  return stat !== "" && stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+}
