@@ -54,6 +54,7 @@ export default defineChapter({
     "src/resources/skill-tool.ts",
     "src/resources/prompt-templates.ts",
     "src/resources/extension-api.ts",
+    "src/resources/extension-flags.ts",
     "src/resources/extension-host.ts",
     "src/read-json.ts",
     "src/resources/trust.ts",
@@ -118,7 +119,7 @@ export default defineChapter({
     {
       id: "12.4",
       says: [
-        "${method}: register while the extension's factory runs, not later   (e.g. addSystemPrompt: register while the extension's factory runs, not later)",
+        "${method}: register while the extension's factory runs, not later   (e.g. addSystemPrompt: register while the extension's factory runs, not later; registerFlag: register while the extension's factory runs, not later)",
       ],
       title: {
         zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）",
@@ -130,11 +131,13 @@ export default defineChapter({
           "`not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。" +
           "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交：" +
           '名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。' +
+          "`registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）；" +
+          "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
           '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
           "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`。绝不抛给智能体循环。",
         en:
           "loadFactory: stage through the API, settle the factory with a time limit, commit only on success, then close the " +
-          "API; taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
+          "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
           "blocks the call with the exact reasons above; never throw into the loop.",
       },
     },

@@ -332,9 +332,12 @@ export type {
   ExtensionCommand,
   ExtensionCommandContext,
   ExtensionFactory,
+  ExtensionFlag,
   ExtensionToolCall,
   HookOptions,
 } from "./resources/extension-api.js";
+export { ExtensionFlags } from "./resources/extension-flags.js";
+export type { RegisteredFlag } from "./resources/extension-flags.js";
 export { EXTENSION_EXTENSIONS, ExtensionHost, extensionFiles } from "./resources/extension-host.js";
 export type { ExtensionHostOptions, LoadedExtension } from "./resources/extension-host.js";
 export {

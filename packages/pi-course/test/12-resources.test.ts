@@ -30,6 +30,7 @@ import {
   linksOutside,
   truncationNote,
 } from "../src/resources/context-files.js";
+import type { ExtensionAPI, ExtensionFactory } from "../src/resources/extension-api.js";
 import { ExtensionHost } from "../src/resources/extension-host.js";
 import {
   expandTemplate,
@@ -506,6 +507,7 @@ describe("extension host", { timeout: 60_000 }, () => {
         scope: "user",
         tools: ["shout"],
         commands: ["shout"],
+        flags: [],
         beforeHooks: 1,
         afterHooks: 0,
         promptSections: 1,
@@ -515,6 +517,7 @@ describe("extension host", { timeout: 60_000 }, () => {
         scope: "project",
         tools: ["shell"],
         commands: [],
+        flags: [],
         beforeHooks: 0,
         afterHooks: 1,
         promptSections: 0,
@@ -574,6 +577,54 @@ describe("extension host", { timeout: 60_000 }, () => {
       ["taken.mjs", 'its tool "read" is left out: another tool has that name'],
       ["taken.mjs", "its command /help is left out: another command has that name"],
     ]);
+  });
+
+  it("Lab 12.4 · flags: committed with the rest and read through getFlag once the CLI sets them; a taken name is left out, a bad one fails the factory", async () => {
+    const host = new ExtensionHost({ cwd: base, reservedFlags: ["model"] });
+    let api: ExtensionAPI | undefined;
+    const plan: ExtensionFactory = (given) => {
+      api = given;
+      given.registerFlag("plan", { description: "plan only" });
+      given.registerFlag("level", { description: "how hard", type: "string", default: "low" });
+      given.registerFlag("model", { description: "mine" });
+      expect(given.getFlag("level")).toBeUndefined(); // not committed yet
+    };
+    expect(await host.loadFactory(plan, "plan.ts", "user")).toBe(true);
+    expect(host.warnings).toEqual([
+      { path: "plan.ts", message: "its flag --model is left out: another option has that name" },
+    ]);
+    expect(host.extensions[0]!.flags).toEqual(["plan", "level"]);
+    expect([api!.getFlag("plan"), api!.getFlag("level"), api!.getFlag("model")]).toEqual([undefined, "low", undefined]);
+    host.flags.setValues(
+      new Map<string, string | true>([
+        ["plan", true],
+        ["level", "high"],
+        ["model", "x"],
+      ]),
+    );
+    expect([api!.getFlag("plan"), api!.getFlag("level"), api!.getFlag("model")]).toEqual([true, "high", undefined]);
+    expect(host.flags.list().map((flag) => [flag.name, flag.type, flag.extension])).toEqual([
+      ["plan", "boolean", "plan.ts"],
+      ["level", "string", "plan.ts"],
+    ]);
+    expect(
+      await host.loadFactory((given) => given.registerFlag("Bad Name", { description: "d" }), "bad.ts", "user"),
+    ).toBe(false);
+    expect(host.warnings.at(-1)).toEqual({
+      path: "bad.ts",
+      message:
+        'not loaded (nothing of it is registered): its factory threw: flag name "Bad Name": use a-z, 0-9 and -, a letter or digit first, without the leading --',
+    });
+    expect(
+      await host.loadFactory((given) => given.registerFlag("plan", { description: "again" }), "again.ts", "user"),
+    ).toBe(true);
+    expect(host.warnings.at(-1)).toEqual({
+      path: "again.ts",
+      message: "its flag --plan is left out: another option has that name",
+    });
+    expect(() => api!.registerFlag("late", { description: "d" })).toThrow(
+      "registerFlag: register while the extension's factory runs, not later",
+    );
   });
 
   it("Lab 12.4 · before-hooks fail closed (throw, deny, hang); a failing after-hook is a diagnostic and the result stands", async () => {

@@ -91,6 +91,14 @@ function beforeAllProject(): void {
         '  api.registerCommand("tree", { description: "Mine", run: () => "mine" });\n' +
         '  api.registerCommand("thinking", { description: "Mine", run: () => "mine" });\n' +
         "};\n",
+      "flags.mjs":
+        "export default (api) => {\n" +
+        '  api.registerFlag("tone", { description: "how to answer", type: "string", default: "calm" });\n' +
+        '  api.registerFlag("loud", { description: "answer loudly" });\n' +
+        '  api.registerFlag("model", { description: "taken" });\n' +
+        '  api.registerTool({ name: "tone", label: "Tone", description: "The tone.", parameters: api.Type.Object({}),\n' +
+        '    execute: async () => ({ content: [{ type: "text", text: `${api.getFlag("tone")} ${api.getFlag("loud") === true ? "loud" : "quiet"}` }], details: undefined }) });\n' +
+        "};\n",
       "home/.pi-course/skills/notes/SKILL.md": "---\nname: notes\ndescription: Takes notes.\n---\nWrite notes.\n",
     };
     for (const [name, text] of Object.entries(files)) {
@@ -268,6 +276,34 @@ describe("the project around the agent, through the built bin", () => {
       tool_call_id: "call_bash",
       content: `blocked by the extension ${path.join(base, "policy.mjs")}: bash is off today`,
     });
+  }, 60_000);
+
+  it("an extension's flags: read after it loads (a string flag's value is not part of the task), listed on its banner line; an option nobody added is still a usage error", async () => {
+    const s = (await server())
+      .reply(sseReply(chat({ tool: "tone", args: {} })))
+      .reply(sseReply(chat({ text: "Done." })));
+    const common = ["--base-url", s.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const extension = ["--no-approve", "--print", "--extension", path.join(base, "flags.mjs")];
+    const given = await run([...common, ...extension, "--tone", "sharp", "--loud", "say hi"]);
+    expect(given.stderr).toContain(
+      `extension: ${path.join(base, "flags.mjs")} (flag: tools tone; flags --tone, --loud)`,
+    );
+    expect(given.stderr).toContain(
+      `warning: ${path.join(base, "flags.mjs")}: its flag --model is left out: another option has that name`,
+    );
+    expect([given.code, given.stdout]).toEqual([0, "Done.\n"]);
+    expect(body(s, 0).messages.at(-1)).toEqual({ role: "user", content: "say hi" });
+    expect(body(s, 1).messages.at(-1)).toEqual({ role: "tool", tool_call_id: "call_tone", content: "sharp loud" });
+
+    const unknown = await run([...common, ...extension, "--tone", "sharp", "--bogus", "say hi"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown option --bogus.");
+    expect(s.requests).toHaveLength(2);
+    // Without an extension to add it, an unknown option is refused before anything loads.
+    const none = await run([...common, "--print", "--tone", "sharp", "say hi"]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("unknown option --tone.");
+    expect(none.stderr).not.toContain("trust:");
   }, 60_000);
 
   it("in a terminal: the trust question is asked once, then /skills, /hi, a template and /skill:release work", async () => {

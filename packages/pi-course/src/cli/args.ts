@@ -7,7 +7,10 @@
  * `--prompt-file` and `--api-key-file` (`-`: stdin).
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
+import { extensionFiles } from "../resources/extension-host.js";
+import { projectExtensionFolder } from "../resources/resources.js";
 import { commandName } from "./help.js";
 import {
   ConfigError,
@@ -21,7 +24,7 @@ import {
   type Settings,
 } from "./settings.js";
 import type { ParsedInput, ServerRoute } from "./features/feature.js";
-import { FEATURES, readArgv, type ReadArgv } from "./options.js";
+import { FEATURES, readArgv, type ReadArgv, type ReadArgvOptions } from "./options.js";
 import {
   DEFAULT_KEY_VARIABLE,
   MIN_CONTEXT_TOKENS,
@@ -100,10 +103,40 @@ interface Parsed {
   text: (name: string) => string | undefined;
 }
 
-/** Parses `argv` (without `node` and the script). Throws `CliUsageError`. */
-export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, terminal: boolean | Terminal): CliOptions {
+/**
+ * The first reading of `argv`: `parseArgs`, with an unknown `--NAME` left for the extensions to
+ * add (`unknownOptions`; main.ts reads argv again once they have loaded) when one may load (one
+ * is named, or an extensions folder has files). Throws `CliUsageError`.
+ */
+export function readCommandLine(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  terminal: boolean | Terminal,
+): CliOptions {
+  const parsed = parseArgs(argv, env, terminal, { unknown: "collect" });
+  if (parsed.kind !== "run" || parsed.unknownOptions === undefined) return parsed;
+  const locations = { cwd: parsed.folder, piHome: homeFolder(env), userHome: env.HOME || homedir() };
+  const mayLoad =
+    parsed.extensions.length > 0 ||
+    extensionFiles(path.join(locations.piHome, "extensions")).length > 0 ||
+    extensionFiles(projectExtensionFolder(locations)).length > 0;
+  if (!mayLoad) throw new CliUsageError(`unknown option ${parsed.unknownOptions[0]}.`);
+  return parsed;
+}
+
+/**
+ * Parses `argv` (without `node` and the script). Throws `CliUsageError`. `how` reads the
+ * extensions' flags (`extra`; their values land in `extensionFlags`), or collects unknown
+ * `--NAME` options in `unknownOptions` instead of throwing (`unknown: "collect"`).
+ */
+export function parseArgs(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  terminal: boolean | Terminal,
+  how: ReadArgvOptions = {},
+): CliOptions {
   const tty: Terminal = typeof terminal === "boolean" ? { stdinIsTTY: false, stdoutIsTTY: terminal } : terminal;
-  const read = readArgv(argv);
+  const read = readArgv(argv, how);
   if (read.help) return { kind: "help" };
   const from = env.INIT_CWD ?? process.cwd();
   const configPath = read.values.get("config")?.at(-1) as string | undefined;
@@ -122,7 +155,17 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv, termi
     return "";
   };
   const text = (name: string) => read.values.get(name)?.at(-1) as string | undefined;
-  return runOptions({ read, env, from, settings, configFile: config.file, blame, text }, tty);
+  const options = runOptions({ read, env, from, settings, configFile: config.file, blame, text }, tty);
+  const extensionFlags = new Map<string, string | true>();
+  for (const spec of how.extra ?? []) {
+    const value = read.values.get(spec.name!)?.at(-1);
+    if (value !== undefined) extensionFlags.set(spec.name!, value);
+  }
+  return {
+    ...options,
+    ...(read.unknown.length > 0 && { unknownOptions: read.unknown }),
+    ...(extensionFlags.size > 0 && { extensionFlags }),
+  };
 }
 
 /** The run `parsed` asks for: the parts every mode shares, then the server's, if any. */

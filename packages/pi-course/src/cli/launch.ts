@@ -41,7 +41,7 @@ import {
   helpText,
   keyVariable,
   keyVariables,
-  parseArgs,
+  readCommandLine,
   usageMessage,
 } from "./args.js";
 import { COMMANDS } from "./commands.js";
@@ -80,7 +80,7 @@ function answerWithoutAgent(argv: readonly string[]): void {
   if (check) {
     try {
       const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
-      if (parseArgs(argv, process.env, terminal).kind === "help") {
+      if (readCommandLine(argv, process.env, terminal).kind === "help") {
         process.stdout.write(helpText(commandName(process.env)));
         process.exit(0);
       }

@@ -12,6 +12,7 @@ import { homedir } from "node:os";
 import { textOf } from "../messages.js";
 import type { Writable } from "node:stream";
 import { parseSlashCommand } from "../resources/prompt-templates.js";
+import type { RegisteredFlag } from "../resources/extension-flags.js";
 import { findProjectResources, loadResources, type Resources } from "../resources/resources.js";
 import { homeFolder } from "./settings.js";
 import { askTrust, expandInput, resourceBanner } from "./project-resources.js";
@@ -23,6 +24,7 @@ import {
   commandName,
   helpText,
   parseArgs,
+  readCommandLine,
   usageMessage,
   type RunOptions,
 } from "./args.js";
@@ -30,7 +32,8 @@ import { DEMO_TASK } from "./demo.js";
 import { COMMANDS } from "./commands.js";
 import { runInteractive } from "./interactive.js";
 import type { CliIO, TerminalIO } from "./io.js";
-import { FEATURES } from "./options.js";
+import type { OptionSpec } from "./features/feature.js";
+import { FEATURES, OPTIONS } from "./options.js";
 import { Runtime, type RuntimeWiring } from "./runtime.js";
 import { TracePrinter, neutralize } from "./trace.js";
 
@@ -44,9 +47,10 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   // `pi-course export SESSION_FILE`, `pi-course eval SUITE` (chapter 14): commands.ts.
   const command = COMMANDS.find((c) => c.name === argv[0]);
   if (command !== undefined) return command.run(argv.slice(1), io, signal);
+  const terminal = { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true };
   let parsed: CliOptions;
   try {
-    parsed = parseArgs(argv, io.env, { stdinIsTTY: io.stdin?.isTTY === true, stdoutIsTTY: io.stdout.isTTY === true });
+    parsed = readCommandLine(argv, io.env, terminal);
   } catch (error) {
     if (!(error instanceof CliUsageError)) throw error;
     io.stderr.write(usageMessage(error, io.env));
@@ -56,12 +60,13 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
     io.stdout.write(helpText(commandName(io.env)));
     return 0;
   }
-  const info = infoWriter(parsed, io);
   const notes: string[] = [];
-  const started = await startRuntime(parsed, io, notes);
-  if (started === undefined) return 1;
+  const reread = (extra: readonly OptionSpec[]) => parseArgs(argv, io.env, terminal, { extra }) as RunOptions;
+  const started = await startRuntime(parsed, io, notes, reread);
+  if (typeof started === "number") return started;
   const { runtime, resources } = started;
   const options = runtime.options;
+  const info = infoWriter(options, io);
   showBanner(runtime, resources, io, info, notes);
   try {
     if (options.mode === "interactive") {
@@ -87,13 +92,15 @@ function infoWriter(options: RunOptions, io: CliIO): (text: string) => void {
 
 /**
  * Loads the project around the agent (after the trust decision) and starts the runtime; `notes`
- * hears what a person should know. Undefined when it cannot start (the error is written).
+ * hears what a person should know. `reread` reads argv again with the extensions' flags. The
+ * exit code when it cannot start (the error is written: 2 for an option no extension added).
  */
 async function startRuntime(
   parsed: RunOptions,
   io: CliIO,
   notes: string[],
-): Promise<{ runtime: Runtime; resources: Resources } | undefined> {
+  reread: (extra: readonly OptionSpec[]) => RunOptions,
+): Promise<{ runtime: Runtime; resources: Resources } | number> {
   let options = parsed;
   try {
     // The project around the agent: the trust question (interactive only) comes before anything
@@ -117,8 +124,14 @@ async function startRuntime(
       reservedTools: ["read", "write", "edit", "ls", "bash"],
       // Every command of the conversation, a feature's too (/tree, /mcp, /thinking…).
       reservedCommands: commandNames(commandTable(FEATURES.flatMap((feature) => feature.commands ?? []))),
+      reservedFlags: OPTIONS.flatMap((spec) => (spec.name === undefined ? [] : [spec.name])),
       onDiagnostic: (w) => io.stderr.write(`warning: ${neutralize(`${w.path}: ${w.message}`)}\n`),
     });
+    const flags = resources.extensions.flags.list();
+    if (options.unknownOptions !== undefined || flags.length > 0) {
+      options = reread(flags.map(flagOption));
+      resources.extensions.flags.setValues(options.extensionFlags ?? new Map());
+    }
     const decision = { trusted: resources.trust?.trusted === true, files: alsoProtected, env: io.env };
     for (const feature of FEATURES) options = { ...options, ...feature.afterTrust?.(options, decision) };
     // On a terminal, slow the demo's deltas down a little so they can be watched arriving.
@@ -128,9 +141,23 @@ async function startRuntime(
     const runtime = await Runtime.start(options, (note) => notes.push(note), slow, wiring);
     return { runtime, resources };
   } catch (error) {
+    if (error instanceof CliUsageError) {
+      io.stderr.write(usageMessage(error, io.env));
+      return 2;
+    }
     io.stderr.write(`error: ${neutralize((error as Error).message)}\n`);
-    return undefined;
+    return 1;
   }
+}
+
+/** An extension's flag as a row of the option table. */
+function flagOption(flag: RegisteredFlag): OptionSpec {
+  return {
+    name: flag.name,
+    ...(flag.type === "string" && { value: "VALUE" }),
+    section: "options",
+    help: flag.description,
+  };
 }
 
 /** What the run is about, before it starts: the model, the workspace, the session, the project. */

@@ -184,7 +184,8 @@ process with your rights.`,
     name: "extension",
     value: "PATH",
     section: "project",
-    help: "load this extension too (repeatable)",
+    help: `load this extension too (repeatable). Options an extension adds
+(registerFlag) are read once it has loaded; its banner line lists them`,
   },
   {
     label: "Trust",
@@ -236,16 +237,32 @@ export interface ReadArgv {
   /** The settings the flags give. */
   flags: Settings;
   positionals: string[];
+  /** With `unknown: "collect"`: the unknown long options given (`--NAME`), each once, in order. */
+  unknown: string[];
+}
+
+/** How `readArgv` reads options beyond the table. */
+export interface ReadArgvOptions {
+  /** More options (the extensions' flags), read as the table's are. */
+  extra?: readonly OptionSpec[];
+  /**
+   * `"throw"` (the default): an unknown option is a `CliUsageError`. `"collect"`: an unknown
+   * `--NAME` is listed in `unknown` instead (an extension may add it; the CLI reads argv again
+   * once extensions have loaded); a value after it is read as a positional meanwhile.
+   */
+  unknown?: "throw" | "collect";
 }
 
 /**
- * Reads `argv` with the option table. Stops at `-h`/`--help` (what follows is not read). Throws
- * `CliUsageError` for an unknown option (also `--name=value`, grouped short options and `--`; a
+ * Reads `argv` with the option table (and `how.extra`). Stops at `-h`/`--help` (what follows is
+ * not read). Throws `CliUsageError` for an unknown option (unless `how.unknown` collects it) (also `--name=value`, grouped short options and `--`; a
  * value glued on with `=` is never shown), and for an option whose value is missing or starts
  * with `--`.
  */
-export function readArgv(argv: readonly string[]): ReadArgv {
-  const byName = new Map(OPTIONS.flatMap((spec) => (spec.name === undefined ? [] : [[spec.name, spec] as const])));
+export function readArgv(argv: readonly string[], how: ReadArgvOptions = {}): ReadArgv {
+  const byName = new Map(
+    [...OPTIONS, ...(how.extra ?? [])].flatMap((spec) => (spec.name === undefined ? [] : [[spec.name, spec] as const])),
+  );
   const options = Object.fromEntries(
     [...byName.values()].map((spec) => [
       spec.name!,
@@ -257,6 +274,7 @@ export function readArgv(argv: readonly string[]): ReadArgv {
   const order: string[] = [];
   const flags: Settings = {};
   const positionals: string[] = [];
+  const unknown: string[] = [];
   for (const token of tokens) {
     const written = argv[token.index]!;
     if (token.kind === "option-terminator") throw new CliUsageError(`unknown option ${shownOption(written)}.`);
@@ -266,10 +284,19 @@ export function readArgv(argv: readonly string[]): ReadArgv {
       continue;
     }
     const spec = byName.get(token.name);
+    if (
+      spec === undefined &&
+      how.unknown === "collect" &&
+      written === `--${token.name}` &&
+      token.inlineValue !== true
+    ) {
+      if (!unknown.includes(written)) unknown.push(written);
+      continue;
+    }
     if (spec === undefined || token.inlineValue === true || written !== token.rawName) {
       throw new CliUsageError(`unknown option ${shownOption(written)}.`);
     }
-    if (spec.name === "help") return { help: true, values, last: () => undefined, flags, positionals };
+    if (spec.name === "help") return { help: true, values, last: () => undefined, flags, positionals, unknown };
     let value: string | true = true;
     if (spec.value !== undefined) {
       if (token.value === undefined || token.value.startsWith("--")) {
@@ -282,7 +309,7 @@ export function readArgv(argv: readonly string[]): ReadArgv {
     if (spec.setting !== undefined) flags[spec.setting] = value === true ? spec.settingValue : value;
   }
   const last = (...names: string[]) => [...order].reverse().find((name) => names.includes(name));
-  return { help: false, values, last, flags, positionals };
+  return { help: false, values, last, flags, positionals, unknown };
 }
 
 /** An unknown option as a message shows it: without a value glued on with "=", and at most 40 characters. */

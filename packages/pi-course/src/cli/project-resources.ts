@@ -68,6 +68,7 @@ export function resourceBanner(resources: Resources): { lines: string[]; warning
     const parts = [
       ext.tools.length > 0 ? `tools ${ext.tools.join(", ")}` : "",
       ext.commands.length > 0 ? `commands ${ext.commands.map((c) => `/${c}`).join(", ")}` : "",
+      ext.flags.length > 0 ? `flags ${ext.flags.map((f) => `--${f}`).join(", ")}` : "",
       ext.beforeHooks + ext.afterHooks > 0 ? `hooks ${ext.beforeHooks} before, ${ext.afterHooks} after` : "",
       ext.promptSections > 0 ? "a prompt section" : "",
     ].filter((p) => p !== "");

@@ -79,6 +79,10 @@ export interface RunOptions {
   approve?: boolean;
   /** `--extension PATH` (repeatable), absolute: extensions to load besides the folders'. */
   extensions: string[];
+  /** Options given that the table does not know (`--NAME`): an extension may add them. */
+  unknownOptions?: string[];
+  /** The extensions' flags given, by name (read once extensions have loaded). */
+  extensionFlags?: ReadonlyMap<string, string | true>;
   /** Absent: the offline demo on the scripted model. */
   server?: ServerOptions;
 }

@@ -10,6 +10,7 @@
  *   api.beforeToolCall((call) => (call.toolName === "bash" && /rm -rf/.test(String(call.args.command)) ? { block: true, reason: "no rm -rf" } : undefined));
  *   api.registerCommand("hello", { description: "Says hello", run: (args) => `hello ${args}` });
  *   api.addSystemPrompt("Always answer in English.");
+ *   api.registerFlag("plan", { description: "plan only, change nothing" }); // pi-course --plan
  * }
  * ```
  *
@@ -82,6 +83,19 @@ export interface ExtensionCommand {
   run(args: string, ctx: ExtensionCommandContext): string | undefined | void | Promise<string | undefined | void>;
 }
 
+/**
+ * An option of the command line an extension adds: `--NAME` (a switch) or `--NAME VALUE`. It is
+ * read once every extension has loaded, so `getFlag` answers from the tools, hooks and commands
+ * (while the factory runs it gives the default). Not listed by `--help`, which loads nothing.
+ */
+export interface ExtensionFlag {
+  description: string;
+  /** `"boolean"` (the default): `--NAME`; `"string"`: `--NAME VALUE`. */
+  type?: "boolean" | "string";
+  /** What `getFlag` gives when the option is not given. */
+  default?: boolean | string;
+}
+
 export interface HookOptions {
   /** How long the hook may take (default `DEFAULT_HOOK_TIMEOUT_MS`). */
   timeoutMs?: number;
@@ -106,6 +120,10 @@ export interface ExtensionAPI {
   afterToolCall(hook: ExtensionAfterHook, options?: HookOptions): void;
   /** Appends `text` to the system prompt, in a section named after the extension. */
   addSystemPrompt(text: string): void;
+  /** Adds `--NAME` to the command line (`[a-z0-9-]`, not an option the CLI has; see `ExtensionFlag`). */
+  registerFlag(name: string, flag: ExtensionFlag): void;
+  /** The value of a registered flag (any extension's): given on the command line, else its default. */
+  getFlag(name: string): boolean | string | undefined;
 }
 
 /** An extension module's default export. */

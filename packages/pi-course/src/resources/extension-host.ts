@@ -6,8 +6,8 @@
  * called with a staging API, and its registrations are committed only when the factory has
  * returned (or resolved) within `factoryTimeoutMs`. A module that does not import, has no
  * factory, or whose factory throws, rejects or hangs registers nothing: one warning says why.
- * A tool or command whose name is taken is left out with a warning; the rest of that extension
- * loads.
+ * A tool, command or flag whose name is taken is left out with a warning; the rest of that
+ * extension loads.
  *
  * Hooks: `beforeToolCall` and `afterToolCall` are one hook each for the `Agent`, running every
  * extension's hooks in load order. Before-hooks fail closed: a throw, a denial or a timeout
@@ -36,6 +36,7 @@ import {
   type ExtensionToolCall,
   type HookOptions,
 } from "./extension-api.js";
+import { checkedFlag, ExtensionFlags, type RegisteredFlag } from "./extension-flags.js";
 import type { ResourceScope, ResourceWarning } from "./types.js";
 
 /** The file names an extensions folder may hold (and `NAME/index.*`). */
@@ -89,6 +90,8 @@ export interface LoadedExtension {
   scope: ResourceScope;
   tools: string[];
   commands: string[];
+  /** Its command-line flags (names without `--`). */
+  flags: string[];
   beforeHooks: number;
   afterHooks: number;
   promptSections: number;
@@ -107,6 +110,8 @@ export interface ExtensionHostOptions {
   reservedTools?: readonly string[];
   /** Command names already taken (the built-in commands). */
   reservedCommands?: readonly string[];
+  /** Option names already taken (the CLI's own options, without `--`). */
+  reservedFlags?: readonly string[];
   /** How long a factory may take (default 10 s). */
   factoryTimeoutMs?: number;
   /** Hears what goes wrong while the agent runs (an after-hook that failed). */
@@ -120,6 +125,7 @@ const COMMAND_NAME = /^[a-z0-9][a-z0-9-]*$/;
 interface Staged {
   tools: AgentTool<any, any>[];
   commands: [string, ExtensionCommand][];
+  flags: RegisteredFlag[];
   before: Hook<ExtensionBeforeHook>[];
   after: Hook<ExtensionAfterHook>[];
   prompts: string[];
@@ -131,6 +137,8 @@ export class ExtensionHost {
   readonly tools: AgentTool<any, any>[] = [];
   readonly commands = new Map<string, ExtensionCommand & { extension: string }>();
   readonly promptSections: { extension: string; text: string }[] = [];
+  /** The command-line flags extensions registered, and their values once the CLI has read them. */
+  readonly flags: ExtensionFlags;
   /** Problems found while loading (each says which file and what to do). */
   readonly warnings: ResourceWarning[] = [];
   private readonly beforeHooks: Hook<ExtensionBeforeHook>[] = [];
@@ -138,7 +146,9 @@ export class ExtensionHost {
   /** The loader, made on the first extension file (jiti costs half a second to load on a busy machine). */
   private jiti: Jiti | undefined;
 
-  constructor(readonly options: ExtensionHostOptions) {}
+  constructor(readonly options: ExtensionHostOptions) {
+    this.flags = new ExtensionFlags(options.reservedFlags);
+  }
 
   /**
    * Imports `file` and runs its factory (see the file comment). Resolves with whether it loaded;
@@ -174,7 +184,7 @@ export class ExtensionHost {
    */
   async loadFactory(factory: ExtensionFactory, name: string, scope: ResourceScope): Promise<boolean> {
     // #region lab 12.4 ExtensionHost.loadFactory
-    const staged: Staged = { tools: [], commands: [], before: [], after: [], prompts: [] };
+    const staged: Staged = { tools: [], commands: [], flags: [], before: [], after: [], prompts: [] };
     let open = true;
     const guard = (what: string) => {
       if (!open) throw new Error(`${what}: register while the extension's factory runs, not later`);
@@ -228,6 +238,11 @@ export class ExtensionHost {
         if (typeof text !== "string") throw new TypeError("addSystemPrompt needs a string");
         staged.prompts.push(text);
       },
+      registerFlag: (flagName, flag) => {
+        guard("registerFlag");
+        staged.flags.push(checkedFlag(flagName, flag, name));
+      },
+      getFlag: (flagName) => this.flags.get(flagName),
     };
     const limit = this.options.factoryTimeoutMs ?? 10_000;
     const outcome = await settle(() => factory(api), undefined, limit);
@@ -256,6 +271,7 @@ export class ExtensionHost {
       scope,
       tools: [],
       commands: [],
+      flags: this.flags.commit(staged.flags, this.warnings),
       beforeHooks: staged.before.length,
       afterHooks: staged.after.length,
       promptSections: staged.prompts.length,

@@ -35,6 +35,8 @@ export interface LoadResourcesOptions {
   reservedTools?: readonly string[];
   /** Command names taken by the conversation's own commands. */
   reservedCommands?: readonly string[];
+  /** Option names taken by the command line's own options (without `--`). */
+  reservedFlags?: readonly string[];
   /**
    * Files of the project that other features load only when it is trusted (the CLI's
    * `.pi-course/mcp.json`, which starts programs): found, they ask the trust question as a skill
@@ -150,6 +152,7 @@ export async function loadResources(options: LoadResourcesOptions): Promise<Reso
     cwd: locations.cwd,
     reservedTools: [...(options.reservedTools ?? []), ...(skillResult.skills.length > 0 ? ["skill"] : [])],
     reservedCommands: [...(options.reservedCommands ?? []), ...templateResult.templates.map((t) => t.name)],
+    ...(options.reservedFlags !== undefined && { reservedFlags: options.reservedFlags }),
     ...(options.factoryTimeoutMs !== undefined && { factoryTimeoutMs: options.factoryTimeoutMs }),
     ...(options.onDiagnostic !== undefined && { onDiagnostic: options.onDiagnostic }),
   });
