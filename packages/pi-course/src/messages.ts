@@ -25,9 +25,7 @@ function toTextBlocks(input: TextInput): UserContent[] {
   // #region lab 3.1 toTextBlocks
   if (typeof input === "string") return [{ type: "text", text: input }];
   return input.map((block): UserContent => {
-    // #region ch05
     if (block.type === "image") return { type: "image", data: block.data, mimeType: block.mimeType };
-    // #endregion
     return { type: "text", text: block.text };
   });
   // #endregion

@@ -74,19 +74,10 @@ export interface ToolCall {
 }
 
 /** What a user message or a tool result may hold: text and images. */
-export type UserContent =
-  // #region ch05
-  | ImageContent
-  // #endregion
-  | TextContent;
+export type UserContent = ImageContent | TextContent;
 
 /** What an assistant message may hold. */
-export type AssistantContent =
-  | TextContent
-  // #region ch05
-  | ThinkingContent
-  // #endregion
-  | ToolCall;
+export type AssistantContent = TextContent | ThinkingContent | ToolCall;
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -322,9 +313,7 @@ export interface Context {
 export type ModelEvent =
   | { type: "start"; partial: AssistantMessage }
   | { type: "text_delta"; contentIndex: number; delta: string; partial: AssistantMessage }
-  // #region ch05
   | { type: "thinking_delta"; contentIndex: number; delta: string; partial: AssistantMessage }
-  // #endregion
   | {
       type: "toolcall_delta";
       contentIndex: number;

@@ -40,7 +40,7 @@ function deepFreeze<T>(value: T): T {
 const call: ToolCall = { type: "toolCall", id: "call_1", name: "read", arguments: { path: "a.ts" } };
 
 describe("chapter 03 · canonical messages", () => {
-  it("Lab 3.1 · userMessage builds from a string or from text blocks, copying them", () => {
+  it("Lab 3.1 · userMessage builds from a string or from text and image blocks, copying them", () => {
     expect(userMessage("hi", { timestamp: 5 })).toEqual({
       role: "user",
       content: [{ type: "text", text: "hi" }],
@@ -51,6 +51,10 @@ describe("chapter 03 · canonical messages", () => {
     expect(message.content).toEqual(blocks);
     expect(message.content).not.toBe(blocks);
     expect(message.content[0]).not.toBe(blocks[0]);
+    const image = { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" };
+    const withImage = userMessage([image, ...blocks], { timestamp: 7 });
+    expect(withImage.content).toEqual([image, ...blocks]);
+    expect(withImage.content[0]).not.toBe(image);
   });
 
   it("Lab 3.1 · constructors stamp the current time unless a timestamp is given", () => {

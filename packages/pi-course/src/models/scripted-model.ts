@@ -191,7 +191,10 @@ export class ScriptedModel implements Model {
           stream.push({ type: "thinking_delta", contentIndex, delta, partial });
         }
         // #endregion
-      } else if (!(await this.playToolCall(stream, partial, block, script.stopReason, signal))) {
+      } else if (
+        block.type === "toolCall" &&
+        !(await this.playToolCall(stream, partial, block, script.stopReason, signal))
+      ) {
         return;
       }
     }
