@@ -238,7 +238,6 @@ export interface ToolMiddleware {
 
 /** Makes one run's hooks from the run's context (its tools, and the transcript it starts from). */
 export type ToolMiddlewareFactory = (context: AgentContext) => ToolMiddleware;
-// #region ch09
 
 // ---------------------------------------------------------------------------------------------
 // The stateful agent (chapter 09)
@@ -315,7 +314,6 @@ export interface AgentState {
  * `continue()` inside a listener: the run waits for the listener.
  */
 export type AgentListener = (event: AgentEvent, signal: AbortSignal) => void | Promise<void>;
-// #endregion
 // #region ch11
 
 // ---------------------------------------------------------------------------------------------
