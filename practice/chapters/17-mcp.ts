@@ -112,7 +112,7 @@ export default defineChapter({
           "`close`：先关 stdin，等 `graceMs`，再 SIGTERM，再等，最后 SIGKILL——有的服务器永远不会自己退出。",
         en:
           "connect: initialize offering 2025-11-25, refuse an unsupported answer (the server will not), then notifications/initialized. " +
-          "start: spawn, lines from stdout through LineDecoder and readMessage, a non-JSON line ends the transport, stderr drained " +
+          "start: spawn, lines from stdout through LineDecoder and readMessage, a non-JSON line is skipped with a diagnostic (given), stderr drained " +
           "and kept, the exit ends it with the code. close: stdin end, wait, SIGTERM, wait, SIGKILL.",
       },
     },
@@ -150,7 +150,7 @@ export default defineChapter({
           "`expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。" +
           '这样 key 留在环境里，不进文件。`parseMcpConfig`：用 `parseJson(text, McpFileSchema, mcpPlace(file))`（`src/read-json.ts`）读，文件不是 JSON 时抛 `McpConfigError`（`<file> is not JSON (…); fix it or remove it`）；不是 `{"mcpServers": {…}}` 时抛 ' +
           '`<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。' +
-          '每个服务器：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
+          '每个服务器交给给定的 `serverEntry`，它返回 `{ transport, startupTimeoutMs? }`（`"disabled": true` 时是 undefined，不放进结果），把它展开进 `{ name, source, … }`。它做的事：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
           "`env` 与 `headers` 的值要展开变量。单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 " +
           '`server "broken" in <file>: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`、' +
           '`server "secret" in <file>: "headers.Authorization": ${MISSING} is not set in the environment`、' +

@@ -446,7 +446,7 @@ export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/
 export type { McpToolDetails } from "./mcp/mcp-tools.js";
 export { McpConfigError, expandVariables, loadMcpConfig, parseMcpConfig } from "./mcp/config.js";
 export type { McpConfigSources, McpServerConfig } from "./mcp/config.js";
-export { McpServers } from "./mcp/servers.js";
+export { DEFAULT_MCP_STARTUP_TIMEOUT_MS, McpServers } from "./mcp/servers.js";
 export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/servers.js";
 // #endregion
 // #region ch18

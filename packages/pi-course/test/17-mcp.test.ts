@@ -663,8 +663,14 @@ describe("configuration: mcpServers as users already write it", () => {
           env: { TOKEN: "${FS_TOKEN}" },
           cwd: "work",
         },
-        web: { type: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}" } },
+        web: {
+          type: "http",
+          url: "https://example.com/mcp",
+          headers: { Authorization: "Bearer ${WEB_TOKEN}" },
+          startupTimeoutMs: 2500,
+        },
         off: { command: "x", disabled: true },
+        impatient: { command: "x", startupTimeoutMs: "soon" },
         broken: { args: [] },
         secret: { url: "https://example.com/mcp", headers: { Authorization: "Bearer ${MISSING}" } },
         old: { type: "sse", url: "https://example.com/sse" },
@@ -686,6 +692,12 @@ describe("configuration: mcpServers as users already write it", () => {
         name: "web",
         source: file,
         transport: { kind: "http", url: "https://example.com/mcp", headers: { Authorization: "Bearer t2" } },
+        startupTimeoutMs: 2500,
+      },
+      {
+        name: "impatient",
+        source: file,
+        problem: `server "impatient" in ${file}: "startupTimeoutMs" must be a whole number of milliseconds above 0, got "soon"`,
       },
       {
         name: "broken",

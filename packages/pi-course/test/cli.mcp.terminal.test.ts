@@ -1,13 +1,18 @@
 /**
  * The MCP servers of a project in a real pseudo-terminal: the project's `.pi-course/mcp.json` is
  * named in the trust question (it starts programs), starts once the folder is trusted, and `/mcp`
- * shows each server's state. server-everything is the real reference server.
+ * shows each server's state. server-everything is the real reference server. Servers start in the
+ * background: a server that never answers holds back neither the conversation nor a print run
+ * longer than its bound.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { answerTurn, scriptedChatServer } from "./support/chat-turns.js";
 import { serverEntry } from "./support/mcp.js";
+import { killStarted, startProcess } from "./support/processes.js";
+import type { ChildProcess } from "node:child_process";
 import { SseServer } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
 import { builtStart } from "./support/built-cli.js";
@@ -15,12 +20,14 @@ import { builtStart } from "./support/built-cli.js";
 let dir: string;
 let model: SseServer | undefined;
 let terminal: PseudoTerminal | undefined;
+const started: ChildProcess[] = [];
 
 beforeEach(() => {
   dir = realpathSync(mkdtempSync(path.join(tmpdir(), "pi-cli-mcp-")));
 });
 afterEach(async () => {
   terminal?.kill();
+  killStarted(started);
   await model?.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -50,8 +57,9 @@ it("a project's mcp.json is named in the trust question, starts once trusted, an
   await terminal.waitFor(config);
   await terminal.waitFor("(y/N) ");
   terminal.type(`y${KEY.enter}`);
+  // the servers start in the background: each is said as it settles (a missing program at once)
   await terminal.waitFor("note: MCP server everything: ready with", 45_000);
-  await terminal.waitFor('note: MCP server missing failed: cannot start "no-such-mcp-server-here"');
+  expect(terminal.text()).toContain('note: MCP server missing failed: cannot start "no-such-mcp-server-here"');
   await terminal.waitFor("› ");
   terminal.type(`/mcp${KEY.enter}`);
   await terminal.waitFor(/everything: ready with \d+ tools/);
@@ -61,4 +69,90 @@ it("a project's mcp.json is named in the trust question, starts once trusted, an
   expect(await terminal.exit).toBe(0);
   // no model was called: the servers started with the conversation, not with a prompt
   expect(model.requests).toEqual([]);
+}, 60_000);
+
+/** A program that speaks no MCP: it starts and never answers `initialize`. */
+const HANGING = { command: process.execPath, args: ["-e", "process.stdin.resume()"] };
+
+/** A home and a project with `servers` in the project's trusted mcp.json; the environment to run in. */
+function setUpProject(servers: Record<string, unknown>): { project: string; env: NodeJS.ProcessEnv } {
+  const project = path.join(dir, "project");
+  const home = path.join(dir, "home");
+  mkdirSync(path.join(project, ".pi-course"), { recursive: true });
+  mkdirSync(home);
+  writeFileSync(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: servers }));
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: project };
+  for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
+    delete env[name];
+  return { project, env };
+}
+
+it("a server that never answers does not hold the conversation back: the first answer comes while it starts, and its failure is said above the prompt line, which keeps what was typed", async () => {
+  const { project, env } = setUpProject({ hanging: { ...HANGING, startupTimeoutMs: 6_000 } });
+  const chat = await scriptedChatServer([answerTurn(() => "Hello there.")]);
+  try {
+    const args = [
+      "--base-url",
+      chat.baseUrl,
+      "--model",
+      "m",
+      "--no-api-key",
+      "--cwd",
+      project,
+      "--no-session",
+      "--approve",
+    ];
+    const started = Date.now();
+    terminal = openTerminal([process.execPath, builtStart(), ...args], { cwd: project, env, columns: 200 });
+    await terminal.waitFor("note: MCP server hanging: starting (its tools join when it is ready; /mcp shows it)");
+    await terminal.waitFor("› ");
+    terminal.type(`hi${KEY.enter}`);
+    await terminal.waitFor("Hello there.");
+    const answeredMs = Date.now() - started;
+    await terminal.waitFor("› ");
+    terminal.type(`/mcp${KEY.enter}`);
+    await terminal.waitFor("hanging: starting");
+    await terminal.waitFor("› ");
+    expect(answeredMs).toBeLessThan(6_000); // answered before the server's start-up could even time out
+    terminal.type("half typed");
+    await terminal.waitFor("note: MCP server hanging failed: initialize timed out: no answer within 6000 ms", 15_000);
+    await terminal.waitFor("› half typed");
+    terminal.type(`${KEY.ctrlU}/exit${KEY.enter}`);
+    expect(await terminal.exit).toBe(0);
+    expect(chat.bodies).toHaveLength(1);
+  } finally {
+    await chat.close();
+  }
+}, 60_000);
+
+it("--print waits for a server at most its start-up timeout, and for none more than 10 s: then the run goes on with a note", async () => {
+  const { project, env } = setUpProject({
+    quick: { ...HANGING, startupTimeoutMs: 1_000 },
+    slow: HANGING,
+    everything: { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] },
+  });
+  const chat = await scriptedChatServer([answerTurn((body) => `tools: ${body.tools.length}`)]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const startedAt = Date.now();
+    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "hi"];
+    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
+    const { code } = await run.exit;
+    const tookMs = Date.now() - startedAt;
+    const { stdout, stderr } = run.output();
+    expect([code, stdout]).toEqual([0, `tools: ${chat.bodies[0].tools.length}\n`]);
+    expect(stderr).toContain("note: MCP server quick failed: initialize timed out: no answer within 1000 ms");
+    expect(stderr).toContain(
+      "note: MCP server slow: still starting after 10 s; the run goes on without it (its tools join if it becomes ready)",
+    );
+    expect(stderr).toMatch(/note: MCP server everything: ready with \d+ tools/);
+    // everything's tools were in the first request; the slow server's start-up (60 s) was not waited out
+    expect(chat.bodies[0].tools.map((tool: { function: { name: string } }) => tool.function.name)).toContain(
+      "mcp__everything__echo",
+    );
+    expect(tookMs).toBeGreaterThanOrEqual(10_000);
+    expect(tookMs).toBeLessThan(30_000);
+  } finally {
+    await chat.close();
+  }
 }, 60_000);

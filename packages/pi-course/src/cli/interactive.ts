@@ -54,6 +54,8 @@ class Conversation implements Chat {
   private readonly finished = new Promise<number>((resolve) => (this.done = resolve));
   /** While a question (`ask`) waits for its answer: what Ctrl-C says as it leaves. */
   private asking: string | undefined;
+  /** The prompt line is on the screen, waiting for a line (no run, command or question). */
+  private prompting = false;
 
   constructor(
     readonly runtime: Runtime,
@@ -127,8 +129,23 @@ class Conversation implements Chat {
   }
 
   private prompt(): void {
-    if (this.exitCode === undefined && this.running === undefined) this.rl.prompt();
+    if (this.exitCode !== undefined || this.running !== undefined) return;
+    this.prompting = true;
+    this.rl.prompt();
   }
+
+  /**
+   * A notice that comes on its own (an MCP server became ready, a model fell back): printed as a
+   * line of its own; on the prompt line it goes above the prompt, which is drawn again with what
+   * was typed.
+   */
+  private readonly notice = (text: string): void => {
+    if (this.exitCode !== undefined) return;
+    if (!this.prompting) return this.printer.line(`note: ${neutralize(text)}`, "yellow");
+    this.io.output.write("\r\u001b[2K");
+    this.printer.line(`note: ${neutralize(text)}`, "yellow");
+    this.rl.prompt(true);
+  };
 
   /** Runs `text` as a prompt (undefined: `continue()`, chapter 19), then `then` or the prompt line. */
   startRun(text: string | undefined, then?: () => void): void {
@@ -184,6 +201,7 @@ class Conversation implements Chat {
   private readonly onLine = (input: string): void => {
     const { printer } = this;
     this.lastKeyWasCtrlC = false;
+    this.prompting = false;
     const line = input.trim();
     if (this.running !== undefined) {
       if (line === "") return;
@@ -266,7 +284,7 @@ class Conversation implements Chat {
     this.rl.on("SIGINT", this.onInterrupt);
     this.rl.on("close", () => this.leave(this.exitCode ?? 0));
     this.signal.addEventListener("abort", () => this.leave(130), { once: true });
-    for (const feature of FEATURES) feature.startChat?.(this);
+    runtime.onNotice = this.notice;
     // e.g. the resumed session's run was killed mid-way: the person is told what it left and asked first
     await this.sessionOpened();
     if (this.exitCode !== undefined) return this.finished;

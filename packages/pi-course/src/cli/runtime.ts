@@ -108,8 +108,13 @@ export interface RuntimePart {
   opening?(session: SessionFile, notes: (text: string) => void): Promise<void>;
   /** Once the session is chosen (the model the session recorded). */
   afterSession?(notes: (text: string) => void): void | Promise<void>;
-  /** Last in `start`: what runs beside the agent (MCP servers). A failure of theirs is a note, not a failed start. */
+  /**
+   * Last in `start`: what runs beside the agent (MCP servers). It may go on in the background
+   * (then `ready` says when it has settled). A failure of theirs is a note, not a failed start.
+   */
   start?(notes: (text: string) => void): Promise<void>;
+  /** Resolves once what `start` began has settled (never rejects). */
+  ready?(): Promise<void>;
   /** After every part's `start`: what needs the tools they brought (a killed run's recovery). */
   started?(notes: (text: string) => void): Promise<void>;
   /** At `close`, before the session file is closed. */
@@ -140,8 +145,20 @@ export class Runtime {
   private addedTools: AgentTool<any, any>[] = [];
   /** What each feature set up on this runtime, by the feature's name. */
   private readonly parts = new Map<string, RuntimePart>();
-  /** Hears what a person should know while the conversation goes on (a fallback, a model's notice). */
-  onNotice: (text: string) => void = () => {};
+  private noticeSink: ((text: string) => void) | undefined;
+  private readonly heldNotices: string[] = [];
+  /**
+   * Says what a person should know while the conversation goes on (a fallback, a model's notice,
+   * an MCP server that became ready). Until a mode sets where notices go, they are held, then
+   * given to it in order.
+   */
+  get onNotice(): (text: string) => void {
+    return (text) => (this.noticeSink === undefined ? void this.heldNotices.push(text) : this.noticeSink(text));
+  }
+  set onNotice(sink: (text: string) => void) {
+    this.noticeSink = sink;
+    for (const text of this.heldNotices.splice(0)) sink(text);
+  }
   /**
    * The resumed session's run is to go on before anything new (a feature set it: a killed run
    * was recovered): the modes call `agent.continue()` first, and set it back to false.
@@ -224,6 +241,11 @@ export class Runtime {
     for (const part of this.parts.values()) tools = part.exposeTools?.(tools) ?? tools;
     for (const part of this.parts.values()) tools = part.wrapTools?.(tools) ?? tools;
     return tools;
+  }
+
+  /** Resolves once what every part started in the background has settled (its tools have joined). */
+  async whenReady(): Promise<void> {
+    await this.each((part) => part.ready?.());
   }
 
   /** Replaces the tools a feature adds (an MCP server's list changed); the agent has them from its next turn. */

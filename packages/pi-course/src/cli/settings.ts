@@ -25,6 +25,10 @@ export interface Settings {
   /** `--codemode` (as "on"), `$PI_COURSE_CODEMODE`, `"codemode"`: 1, on, true or 0, off, false. */
   codemode?: string;
   // #endregion
+  // #region ch17
+  /** `--mcp-startup-timeout MS`, `$PI_COURSE_MCP_STARTUP_TIMEOUT_MS`, `"mcpStartupTimeoutMs"`: ms an MCP server has to start. */
+  mcpStartupTimeoutMs?: string;
+  // #endregion
   // #region ch18
   /** `--thinking LEVEL`, `$PI_COURSE_THINKING`, `"thinking"`: off, minimal, low, medium or high. */
   thinking?: string;
@@ -51,6 +55,13 @@ export const SETTINGS: Readonly<Record<SettingName, { flag: string; env?: string
   contextTokens: { flag: "--context-tokens", env: "PI_COURSE_CONTEXT_TOKENS", key: "contextTokens" },
   // #region ch16
   codemode: { flag: "--codemode", env: "PI_COURSE_CODEMODE", key: "codemode" },
+  // #endregion
+  // #region ch17
+  mcpStartupTimeoutMs: {
+    flag: "--mcp-startup-timeout",
+    env: "PI_COURSE_MCP_STARTUP_TIMEOUT_MS",
+    key: "mcpStartupTimeoutMs",
+  },
   // #endregion
   // #region ch18
   thinking: { flag: "--thinking", env: "PI_COURSE_THINKING", key: "thinking" },

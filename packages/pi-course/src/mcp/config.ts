@@ -36,6 +36,8 @@ export interface McpServerConfig {
   transport?: ({ kind: "stdio" } & StdioServerParameters) | ({ kind: "http" } & HttpServerParameters);
   /** Why it cannot be started, for a person. */
   problem?: string;
+  /** `"startupTimeoutMs"` of its entry: how long it has to answer `initialize` and `tools/list`. */
+  startupTimeoutMs?: number;
 }
 
 const SHAPE = '{"mcpServers": {"NAME": {"command": …} | {"url": …}}}';
@@ -98,7 +100,7 @@ export function parseMcpConfig(
     const at = { name, source: file };
     try {
       const config = serverEntry(entry, path.dirname(file), env);
-      if (config !== undefined) out.push({ ...at, transport: config });
+      if (config !== undefined) out.push({ ...at, ...config });
     } catch (error) {
       out.push({ ...at, problem: `server "${name}" in ${file}: ${errorText(error)}` });
     }
@@ -107,15 +109,34 @@ export function parseMcpConfig(
   // #endregion
 }
 
-/** One entry of `mcpServers`; undefined for `"disabled": true`. Throws with what is wrong. */
+/**
+ * One entry of `mcpServers`: its transport, and its `startupTimeoutMs` when it sets one;
+ * undefined for `"disabled": true`. Throws with what is wrong.
+ */
 function serverEntry(
   entry: unknown,
   folder: string,
   env: Readonly<Record<string, string | undefined>>,
-): McpServerConfig["transport"] {
+): Pick<McpServerConfig, "transport" | "startupTimeoutMs"> | undefined {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new Error("must be an object");
   const e = entry as Record<string, unknown>;
   if (e.disabled === true) return undefined;
+  const transport = transportOf(e, folder, env);
+  const timeout = e.startupTimeoutMs;
+  if (timeout === undefined) return { transport };
+  if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout <= 0)
+    throw new Error(
+      `"startupTimeoutMs" must be a whole number of milliseconds above 0, got ${JSON.stringify(timeout)}`,
+    );
+  return { transport, startupTimeoutMs: timeout };
+}
+
+/** How an entry is reached: `command` (stdio) or `url` (Streamable HTTP). Throws with what is wrong. */
+function transportOf(
+  e: Record<string, unknown>,
+  folder: string,
+  env: Readonly<Record<string, string | undefined>>,
+): McpServerConfig["transport"] {
   const type = e.type;
   if (type === "sse")
     throw new Error(

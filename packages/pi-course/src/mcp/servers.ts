@@ -14,6 +14,9 @@ import { HttpTransport } from "./streamable-http.js";
 import { mcpAgentTools, type McpToolDetails } from "./mcp-tools.js";
 import { StdioTransport } from "./stdio-transport.js";
 
+/** How long a server has to start when nothing says otherwise: 30 seconds. */
+export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
+
 /** Where a server is in its life. */
 export type McpServerState =
   | { status: "starting" }
@@ -36,7 +39,10 @@ export interface McpServerEntry {
 export interface McpServersOptions {
   /** The workspace root offered on `roots/list` (a folder path). */
   root?: string;
-  /** Milliseconds a server has to answer `initialize` and `tools/list` (default 30,000). */
+  /**
+   * Milliseconds a server has to answer `initialize` and `tools/list` when its configuration
+   * sets none (`McpServerConfig.startupTimeoutMs`). Default `DEFAULT_MCP_STARTUP_TIMEOUT_MS`.
+   */
   startupTimeoutMs?: number;
   /** Names the agent's own tools use, so no MCP tool takes one. */
   reservedNames?: readonly string[];
@@ -153,7 +159,7 @@ export class McpServers {
       },
     });
     server.client = client;
-    const timeoutMs = this.options.startupTimeoutMs ?? 30_000;
+    const timeoutMs = config.startupTimeoutMs ?? this.options.startupTimeoutMs ?? DEFAULT_MCP_STARTUP_TIMEOUT_MS;
     try {
       const started = Date.now();
       await client.connect({ timeoutMs });

@@ -154,6 +154,8 @@ export class DurableRun implements RuntimePart {
     const found = this.pending;
     this.pending = undefined;
     if (session === undefined || found === undefined) return;
+    // e.g. an MCP tool whose server still starts in the background: recovery waits for it
+    if (this.missesTools(found)) await this.runtime.whenReady();
     const stream = fileStreamJournal(streamPathOf(session.path));
     // planned again at the leaf it is applied to (reading is cheap; the tools may have grown since)
     const plan = await planRecovery(session, agent.state.tools, stream);

@@ -114,8 +114,6 @@ export interface CliFeature extends RuntimeFeature {
   commands?: readonly SlashCommand[];
   /** Tab completion of a conversation's line, when it knows the line (`/model gpt`): the candidates and the part completed. */
   complete?(runtime: Runtime, line: string): [string[], string] | undefined;
-  /** Called once when a conversation starts, before its first prompt. */
-  startChat?(chat: Chat): void;
   /** Called when a conversation has opened a session (at its start, and after `/resume`), before it is shown. */
   opened?(chat: Chat): Promise<void>;
   /** Called after each run of a conversation, before the prompt line comes back. */

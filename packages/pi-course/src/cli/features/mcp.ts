@@ -1,14 +1,18 @@
 /**
  * MCP on the command line: `--mcp-config FILE` (repeatable) besides `~/.pi-course/mcp.json`; the
  * project's own `.pi-course/mcp.json` passes the trust gate first (`projectFiles`, `afterTrust`).
- * On the runtime, the servers start last (in parallel; each ready or failed within its start-up
- * timeout), their tools join the CLI's own (deferred behind `tool_search` above
+ * On the runtime, the servers start last, in parallel and in the background: each is ready or
+ * failed within its start-up timeout (`"startupTimeoutMs"` of its entry, else
+ * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
+ * state is said as it changes, and its tools join when it is ready (the model has them from its
+ * next request). The trace, print and JSON modes wait for them at most `MCP_RUN_WAIT_MS`, then
+ * go on with a note. Their tools join the CLI's own (deferred behind `tool_search` above
  * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { McpConfigError, loadMcpConfig, mcpVariables, type McpServerConfig } from "../../mcp/config.js";
-import type { McpServers } from "../../mcp/servers.js";
+import type { McpServerEntry, McpServers } from "../../mcp/servers.js";
 import { homeFolder } from "../settings.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 import { deferMcpTools } from "../tool-declaration.js";
@@ -28,8 +32,13 @@ declare module "../run-options.js" {
     mcpNotices?: string[];
     /** The `--mcp-config FILE`s, absolute, in order (read again with the project's file once it is trusted). */
     mcpConfigFiles?: string[];
+    /** `--mcp-startup-timeout MS`: how long a server whose entry sets no `startupTimeoutMs` has to start. */
+    mcpStartupTimeoutMs?: number;
   }
 }
+
+/** How long the trace, print and JSON modes wait for MCP servers still starting before the run goes on: 10 s. */
+export const MCP_RUN_WAIT_MS = 10_000;
 
 export const mcp: CliFeature = {
   name: "mcp",
@@ -47,8 +56,25 @@ read from the environment; /mcp shows each server's state. A project's
 With more than 20 MCP tools, they are deferred: the model finds them with
 tool_search, and each is declared once found`,
     },
+    {
+      name: "mcp-startup-timeout",
+      value: "MS",
+      setting: "mcpStartupTimeoutMs",
+      section: "options",
+      help: `how long an MCP server has to start (default 30000; an entry's own
+"startupTimeoutMs" wins). Servers start in the background: the
+conversation never waits; --print, --json and the trace wait at most
+${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)`,
+    },
   ],
-  parse({ values, from, env }) {
+  parse({ values, from, env, settings, blame }) {
+    const timeout = settings.mcpStartupTimeoutMs?.value;
+    const mcpStartupTimeoutMs = timeout === undefined ? undefined : /^[0-9]+$/.test(timeout) ? Number(timeout) : 0;
+    if (mcpStartupTimeoutMs !== undefined && !(mcpStartupTimeoutMs > 0 && Number.isSafeInteger(mcpStartupTimeoutMs))) {
+      throw new CliUsageError(
+        `--mcp-startup-timeout must be a whole number of milliseconds above 0, got "${timeout}"${blame("mcpStartupTimeoutMs")}.`,
+      );
+    }
     const mcpConfigFiles = (values.get("mcp-config") ?? []).map((file) => path.resolve(from, String(file)));
     try {
       // The project's own .pi-course/mcp.json waits for the trust decision (main.ts); these files
@@ -59,7 +85,12 @@ tool_search, and each is declared once found`,
         files: mcpConfigFiles,
         env,
       });
-      return { mcpServers: found.servers, mcpNotices: found.notices, mcpConfigFiles };
+      return {
+        mcpServers: found.servers,
+        mcpNotices: found.notices,
+        mcpConfigFiles,
+        ...(mcpStartupTimeoutMs !== undefined && { mcpStartupTimeoutMs }),
+      };
     } catch (error) {
       if (error instanceof McpConfigError) throw new CliUsageError(`${error.message}.`);
       throw error;
@@ -98,6 +129,9 @@ tool_search, and each is declared once found`,
     const part: McpPart = {
       servers: undefined,
       start: (notes) => startServers(runtime, part, notes),
+      ready: async () => {
+        await part.servers?.ready();
+      },
       close: async () => {
         await part.servers?.close();
       },
@@ -117,38 +151,69 @@ interface McpPart extends RuntimePart {
 }
 
 /**
- * Starts the configured MCP servers in parallel and waits until each is ready or failed; their
- * tools join the runtime's. A failed server is a note, never a failed start.
+ * Starts the configured MCP servers in parallel, in the background; their tools join the
+ * runtime's as each is ready. The conversation goes on at once; the other modes wait until every
+ * server has settled, at most `MCP_RUN_WAIT_MS`. What is settled by then goes to `notes` (the
+ * banner); each later change is a notice (`runtime.onNotice`). A failed server is a note, never
+ * a failed start.
  */
 async function startServers(runtime: Runtime, part: McpPart, notes: (text: string) => void): Promise<void> {
-  const { mcpNotices = [], mcpServers = [] } = runtime.options;
+  const { mcpNotices = [], mcpServers = [], mcpStartupTimeoutMs, mode } = runtime.options;
   for (const notice of mcpNotices) notes(notice);
   if (mcpServers.length === 0) return;
   const { McpServers } = await import("../../mcp/servers.js");
-  let note: string | undefined;
+  let toolNote: string | undefined;
+  let banner = true; // until start returns, what settles goes to the banner's notes
   const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
+    ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
     onToolsChanged: (tools) => {
       const added = deferMcpTools(tools);
-      note = added.note;
+      if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
+      toolNote = added.note;
       runtime.setAddedTools(added.tools);
+    },
+    onStateChange: (name) => {
+      if (banner) return;
+      const entry = servers.entries().find((candidate) => candidate.name === name);
+      const text = entry === undefined ? undefined : stateNote(entry);
+      if (text !== undefined) runtime.onNotice(text);
     },
   });
   part.servers = servers;
-  await servers.ready();
+  if (mode !== "interactive") {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
+    await Promise.race([servers.ready(), waited]);
+    clearTimeout(timer);
+  }
+  banner = false;
   for (const entry of servers.entries()) {
-    const state = entry.state;
-    if (state.status === "ready") {
-      const hidden = state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : "";
-      notes(`MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`);
-    } else if (state.status === "failed") {
-      const tail = entry.stderrTail.at(-1);
+    const text = stateNote(entry);
+    if (text !== undefined) notes(text);
+    else if (entry.state.status === "starting") {
       notes(
-        `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`,
+        mode === "interactive"
+          ? `MCP server ${entry.name}: starting (its tools join when it is ready; /mcp shows it)`
+          : `MCP server ${entry.name}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
       );
     }
   }
-  if (note !== undefined) notes(note);
+  if (toolNote !== undefined) notes(toolNote);
+}
+
+/** What a person is told of a server that is ready or failed (undefined while it starts). */
+function stateNote(entry: McpServerEntry): string | undefined {
+  const state = entry.state;
+  if (state.status === "ready") {
+    const hidden = state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : "";
+    return `MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`;
+  }
+  if (state.status === "failed") {
+    const tail = entry.stderrTail.at(-1);
+    return `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`;
+  }
+  return undefined;
 }

@@ -128,9 +128,6 @@ the choice is kept in the session, so --continue goes on with it`,
     const found = names.filter((n) => n.startsWith(start));
     return [found.length > 0 ? found : names, start];
   },
-  startChat({ runtime, printer }: Chat) {
-    runtime.onNotice = (text) => printer.line(`note: ${neutralize(text)}`, "yellow");
-  },
   afterRun({ runtime, printer }: Chat) {
     if (runtime.options.server !== undefined) printer.line(`cost: ${costLine(runtime)}`, "dim");
   },
