@@ -111,10 +111,11 @@ export default defineChapter({
       hint: {
         zh:
           "UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码；行可能在 `\\r` 与 `\\n` 之间被切开；" +
-          "未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。空行结束一帧；`:` 开头是注释。",
+          "未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。空行结束一帧；`:` 开头是注释。" +
+          "`id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
         en:
           "Decode with TextDecoder({stream: true}); a CRLF may be split between reads; keep an unfinished line as pieces and join " +
-          "once when it ends. A blank line ends a frame; lines starting with ':' are comments.",
+          "once when it ends. A blank line ends a frame; lines starting with ':' are comments; id: and retry: (digits only) go on the frame.",
       },
     },
     {

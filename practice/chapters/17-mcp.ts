@@ -22,12 +22,15 @@ export default defineChapter({
       "生命周期 `initialize` → `notifications/initialized`（`client.ts`），把 MCP 工具变成名为 `mcp__<服务器>__<工具>` 的 `AgentTool`（`mcp-tools.ts`），" +
       "以及 `mcp.json` 配置（`config.ts`）和并行启动、互不拖累的服务器组（`servers.ts`）。命令行用 `--mcp-config FILE` 加载服务器，" +
       "`/mcp` 显示每个服务器的状态。测试直接对着没人在这里写过的真实参考服务器跑：`@modelcontextprotocol/server-everything` 与 `server-filesystem`，" +
-      "故障则来自一个用官方 SDK 的 `McpServer` 故意写坏的服务器。",
+      "故障则来自一个用官方 SDK 的 `McpServer` 故意写坏的服务器。" +
+      "给定的部分里还有两件用户会遇到的事：服务器在后台启动（对话不等它们，`--print` 最多等 10 秒，每个服务器有自己的 `startupTimeoutMs`），" +
+      "以及 Streamable HTTP 的断流续传——服务器在回答前关掉响应流时，客户端在它给的 `retry` 之后带着 `Last-Event-ID` 用 GET 接着读；GET 流断了会重新打开。",
     en:
       "MCP is how tools reach agents today. You write the client without the SDK: JSON-RPC messages and id correlation, stdio " +
       "line framing and Streamable HTTP, the initialize lifecycle, MCP tools as AgentTools named mcp__<server>__<tool>, the " +
       "mcp.json configuration and a group of servers started in parallel. The tests run against the real reference servers " +
-      "and a server written with the SDK's McpServer that misbehaves on purpose.",
+      "and a server written with the SDK's McpServer that misbehaves on purpose. Given: servers start in the background " +
+      "(startupTimeoutMs), and a closed stream is resumed with Last-Event-ID after the server's retry.",
   },
   files: [
     "src/cli/features/mcp.ts",

@@ -160,7 +160,7 @@ function wireText(file: string, field: "content" | "reasoning"): string {
 // ---------------------------------------------------------------------------------------------
 
 describe("chapter 05 · SSE reader", () => {
-  it("Lab 5.1 · reads data, event and id fields, joins multi-line data, skips comments and data-less frames", () => {
+  it("Lab 5.1 · reads data, event, id and retry fields, joins multi-line data, skips comments and data-less frames", () => {
     const body =
       ": keep-alive\n\n" +
       'data: {"a":1}\n\n' +
@@ -168,12 +168,14 @@ describe("chapter 05 · SSE reader", () => {
       "event: ping\n\n" +
       "data\n\n" +
       "retry: 100\ndata:no-space\n\n" +
+      "retry: soon\ndata: x\n\n" +
       "data: [DONE]\n\n";
     expect(decodeAll([body])).toEqual([
       { event: "message", data: '{"a":1}' },
       { event: "error", data: '{"error":\n "x"}', id: "7" },
       { event: "message", data: "" },
-      { event: "message", data: "no-space" },
+      { event: "message", data: "no-space", retry: 100 },
+      { event: "message", data: "x" },
       { event: "message", data: "[DONE]" },
     ]);
   });

@@ -137,7 +137,9 @@ it("the GET event stream bounds each event: an endless data line, or data lines 
     await client.connect({ timeoutMs: 10_000 });
     const deadline = Date.now() + 25_000;
     while (diagnostics.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(diagnostics).toEqual(["the GET event stream broke: the server sent an event longer than 1048576 bytes"]);
+    expect(diagnostics).toEqual([
+      "the GET event stream broke: the server sent an event longer than 1048576 bytes; opening it again",
+    ]);
     expect(process.memoryUsage().heapUsed - heap).toBeLessThan(64 * 1024 * 1024);
     await client.close();
     server.closeAllConnections();

@@ -7,17 +7,32 @@
  * server starts on its own (list changes, `roots/list`, logs) come on a GET event stream; DELETE
  * ends the session.
  *
+ * Streams are resumed as the 2025-11-25 specification describes: a response stream that ends
+ * before its answer, after the server gave an event id, is read on from a GET carrying
+ * `Last-Event-ID` once the server's `retry` has passed (the server replays what came after that
+ * event), until the answer comes, the request is cancelled, or `MAX_EMPTY_RESUMES` resumptions in
+ * a row bring nothing. The GET stream is opened again whenever it ends (after its `retry`, then
+ * with a doubling backoff up to `MAX_RETRY_MS` while reopening brings nothing), so list changes
+ * sent later are not lost.
+ *
  * Failures never leave a call pending: an HTTP error rejects the send (the connection ends the
  * request with the status and the server's message), and a response stream that ends before the
- * answer is turned into a JSON-RPC error for that request. A lost session (404, or the 400
- * "No valid session ID" some servers send) is answered by one new `initialize`, then the message
- * is sent again.
+ * answer and cannot be resumed is turned into a JSON-RPC error for that request. A lost session
+ * (404, or the 400 "No valid session ID" some servers send) is answered by one new `initialize`,
+ * then the message is sent again.
  */
 import { errorText } from "../errors.js";
 import { boundedBody, DEFAULT_LIMITS } from "../models/http/response-limits.js";
 import { readSse } from "../models/http/sse.js";
 import { ErrorCode, isRequest, readMessage, type JsonRpcMessage, type JsonRpcRequest } from "./json-rpc.js";
 import type { McpTransport, TransportHandlers } from "./transport.js";
+
+/** How long to wait before reconnecting a stream when the server named no `retry`: 1 s. */
+export const DEFAULT_RETRY_MS = 1_000;
+/** The longest wait before reconnecting, whatever the server's `retry` says: 30 s. */
+export const MAX_RETRY_MS = 30_000;
+/** Resumptions of one response stream in a row that bring no event before the call fails: 5. */
+export const MAX_EMPTY_RESUMES = 5;
 
 /** How to reach a Streamable HTTP server. */
 export interface HttpServerParameters {
@@ -48,6 +63,8 @@ export class HttpTransport implements McpTransport {
   private initialize: JsonRpcRequest | undefined;
   private readonly streams = new AbortController();
   private getStreamOpen = false;
+  /** Requests the client cancelled: their streams are not resumed. */
+  private readonly cancelled = new Set<JsonRpcRequest["id"]>();
   protocolVersion?: string;
 
   constructor(readonly params: HttpServerParameters) {}
@@ -64,6 +81,10 @@ export class HttpTransport implements McpTransport {
   async send(message: JsonRpcMessage): Promise<void> {
     if (this.ended) throw new Error("the HTTP transport is closed");
     if (isRequest(message) && message.method === "initialize") this.initialize = message;
+    if ("method" in message && message.method === "notifications/cancelled" && !isRequest(message)) {
+      const id = (message.params as { requestId?: JsonRpcRequest["id"] } | undefined)?.requestId;
+      if (id !== undefined) this.cancelled.add(id);
+    }
     // Messages the server starts come on the GET stream; open it before `initialized`, which is
     // when servers send their first ones (a list_changed sent before it opens is lost).
     if ("method" in message && message.method === "notifications/initialized" && !isRequest(message))
@@ -204,70 +225,125 @@ export class HttpTransport implements McpTransport {
     return out;
   }
 
-  /** The POST event stream of request `id`: every message delivered; an early end answers the request with an error. */
-  private async readStream(response: Response, id: JsonRpcRequest["id"]): Promise<void> {
-    let answered = false;
+  /**
+   * The POST event stream of request `id`: every message delivered. A stream that ends before
+   * the answer is resumed (see the file comment) when the server gave an event id; otherwise, or
+   * when resuming fails, the request is answered with an error that says why.
+   */
+  private async readStream(first: Response, id: JsonRpcRequest["id"]): Promise<void> {
+    let response: Response | undefined = first;
+    let lastEventId: string | undefined;
+    let retryMs = DEFAULT_RETRY_MS;
+    let empty = 0;
     let failure = "the server ended the response stream before answering";
-    try {
-      for await (const event of readSse(response.body!)) {
-        const message = this.parse(event.data);
-        if (message === undefined) continue;
-        const answer = "id" in message && message.id === id && !("method" in message);
-        this.handlers?.onMessage(message);
-        if (answer) {
+    while (response !== undefined) {
+      let fresh = false;
+      try {
+        for await (const event of readSse(response.body!)) {
+          if (event.id !== undefined) lastEventId = event.id;
+          if (event.retry !== undefined) retryMs = event.retry;
+          fresh = true;
+          const message = this.parse(event.data);
+          if (message === undefined) continue;
+          this.handlers?.onMessage(message);
           // The request is answered: release the stream, whether or not the server closes it.
-          answered = true;
-          break;
+          if ("id" in message && message.id === id && !("method" in message)) return;
         }
+        failure = "the server ended the response stream before answering";
+      } catch (error) {
+        if (this.ended) return;
+        failure = `the response stream broke before the answer: ${errorText(error)}`;
       }
-    } catch (error) {
-      if (this.ended) return;
-      failure = `the response stream broke before the answer: ${errorText(error)}`;
+      if (this.ended || this.cancelled.delete(id)) return;
+      if (lastEventId === undefined) break; // the server gave no event id: nothing to resume from
+      empty = fresh ? 0 : empty + 1;
+      if (empty === MAX_EMPTY_RESUMES) {
+        failure += ` (resumed ${MAX_EMPTY_RESUMES} times in a row with no new event)`;
+        break;
+      }
+      response = await this.reconnect(lastEventId, retryMs).catch((error: Error) => {
+        failure += `; resuming it failed: ${errorText(error)}`;
+        return undefined;
+      });
+      if (this.ended || this.cancelled.delete(id)) return;
     }
-    if (!answered && !this.ended) {
+    if (!this.ended) {
       this.handlers?.onMessage({ jsonrpc: "2.0", id, error: { code: ErrorCode.ConnectionClosed, message: failure } });
     }
   }
 
   /**
+   * After `waitMs` (at most `MAX_RETRY_MS`), a GET of the event stream, after event `lastEventId`
+   * when given (the server replays what came after it). Rejects when it cannot be reached or does
+   * not answer with an event stream (the error names the status).
+   */
+  private async reconnect(lastEventId: string | undefined, waitMs: number): Promise<Response> {
+    await abortableSleep(Math.min(waitMs, MAX_RETRY_MS), this.streams.signal);
+    const headers = this.headers(false);
+    if (lastEventId !== undefined) headers["last-event-id"] = lastEventId;
+    const response = await this.fetch(this.params.url, { method: "GET", headers, signal: this.streams.signal });
+    if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+      await response.body?.cancel();
+      throw new HttpStatusError(response.status);
+    }
+    const max = this.params.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const { status, statusText } = response;
+    return new Response(boundedEvents(response.body!, max), { status, statusText, headers: response.headers });
+  }
+
+  /**
    * Opens the GET stream for messages the server starts; resolves once the server has answered
-   * (the stream is then read in the background). A server that offers none (405) is fine.
+   * (the stream is then read, and opened again whenever it ends, in the background). A server
+   * that offers none (405) is fine.
    */
   private async openGetStream(): Promise<void> {
     if (this.getStreamOpen || this.ended || this.sessionId === undefined) return;
     this.getStreamOpen = true;
     let response: Response;
     try {
-      response = await this.fetch(this.params.url, {
-        method: "GET",
-        headers: this.headers(false),
-        signal: this.streams.signal,
-      });
+      response = await this.reconnect(undefined, 0);
     } catch (error) {
       this.getStreamOpen = false;
-      if (!this.ended) this.handlers?.onDiagnostic?.(`cannot open the GET event stream: ${errorText(error)}`);
+      if (!this.ended && !(error instanceof HttpStatusError && error.status === 405))
+        this.handlers?.onDiagnostic?.(`cannot open the GET event stream: ${errorText(error)}`);
       return;
     }
-    if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
-      this.getStreamOpen = false;
-      await response.body?.cancel();
-      if (response.status !== 405)
-        this.handlers?.onDiagnostic?.(`the server refused the GET event stream (HTTP ${response.status})`);
-      return;
-    }
-    void (async () => {
+    void this.listen(response).finally(() => (this.getStreamOpen = false));
+  }
+
+  /** Reads the GET stream, and opens it again each time it ends, until the transport closes or the server says 405. */
+  private async listen(first: Response): Promise<void> {
+    let response: Response | undefined = first;
+    let lastEventId: string | undefined;
+    let retryMs = DEFAULT_RETRY_MS;
+    let waitMs = retryMs;
+    while (!this.ended) {
+      let delivered = false;
       try {
-        const max = this.params.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-        for await (const event of readSse(boundedEvents(response.body!, max))) {
+        for await (const event of readSse(response!.body!)) {
+          if (event.id !== undefined) lastEventId = event.id;
+          if (event.retry !== undefined) retryMs = event.retry;
           const message = this.parse(event.data);
-          if (message !== undefined) this.handlers?.onMessage(message);
+          if (message === undefined) continue;
+          delivered = true;
+          this.handlers?.onMessage(message);
         }
       } catch (error) {
-        if (!this.ended) this.handlers?.onDiagnostic?.(`the GET event stream broke: ${errorText(error)}`);
-      } finally {
-        this.getStreamOpen = false;
+        if (this.ended) return;
+        this.handlers?.onDiagnostic?.(`the GET event stream broke: ${errorText(error)}; opening it again`);
       }
-    })();
+      for (;;) {
+        waitMs = delivered ? retryMs : Math.min(waitMs * 2, MAX_RETRY_MS);
+        delivered = false;
+        try {
+          response = await this.reconnect(lastEventId, waitMs);
+          break;
+        } catch (error) {
+          if (this.ended) return;
+          if (error instanceof HttpStatusError && error.status === 405) return; // no GET stream any more
+        }
+      }
+    }
   }
 
   /** One SSE `data` as a message; the priming event (empty data) and non-messages are skipped. */
@@ -348,4 +424,27 @@ function afterLastBlankLine(chunk: Uint8Array, previous: number): number {
     }
   }
   return -1;
+}
+
+/** A GET answered with something other than an event stream. */
+class HttpStatusError extends Error {
+  constructor(readonly status: number) {
+    super(`the server answered the GET with HTTP ${status}`);
+  }
+}
+
+/** Resolves after `ms`; rejects at once when `signal` aborts. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

@@ -24,6 +24,8 @@ export interface SseEvent {
   data: string;
   /** The `id:` field, when the frame had one. */
   id?: string;
+  /** The `retry:` field (milliseconds to wait before reconnecting), when the frame had a valid one. */
+  retry?: number;
 }
 
 /** Splits decoded text into SSE frames; feed it text in pieces of any size. */
@@ -35,6 +37,7 @@ export class SseDecoder {
   private eventName = "";
   private dataLines: string[] = [];
   private id: string | undefined = undefined;
+  private retry: number | undefined = undefined;
 
   /** Reads the next piece of text; returns the frames it completed, in order. */
   push(text: string): SseEvent[] {
@@ -89,11 +92,13 @@ export class SseDecoder {
       if (this.dataLines.length > 0) {
         const frame: SseEvent = { event: this.eventName || "message", data: this.dataLines.join("\n") };
         if (this.id !== undefined) frame.id = this.id;
+        if (this.retry !== undefined) frame.retry = this.retry;
         out.push(frame);
       }
       this.eventName = "";
       this.dataLines = [];
       this.id = undefined;
+      this.retry = undefined;
       return;
     }
     if (line.charCodeAt(0) === 0x3a) return; // ": comment"
@@ -109,7 +114,8 @@ export class SseDecoder {
     if (field === "data") this.dataLines.push(value);
     else if (field === "event") this.eventName = value;
     else if (field === "id") this.id = value;
-    // `retry:` and unknown fields are ignored.
+    else if (field === "retry" && /^[0-9]+$/.test(value)) this.retry = Number(value);
+    // unknown fields (and a `retry:` that is not a number) are ignored
     // #endregion
   }
 }
