@@ -65,6 +65,10 @@ it("a project's mcp.json is named in the trust question, starts once trusted, an
   await terminal.waitFor(/everything: ready with \d+ tools/);
   await terminal.waitFor('missing: failed: cannot start "no-such-mcp-server-here": no such program');
   await terminal.waitFor("› ");
+  terminal.type(`/mcp reconnect everything${KEY.enter}`);
+  await terminal.waitFor("starting the MCP server everything afresh…");
+  await terminal.waitFor(/everything: ready with \d+ tools/, 45_000);
+  await terminal.waitFor("› ");
   terminal.type(`/exit${KEY.enter}`);
   expect(await terminal.exit).toBe(0);
   // no model was called: the servers started with the conversation, not with a prompt

@@ -105,11 +105,12 @@ function mapBlock(block: McpContent): UserContent {
 /**
  * The agent tools of one server. Tools that require task augmentation are left out and named
  * in `hidden` (this client does not run tasks). `taken` holds names already used (other
- * servers' tools, the agent's own tools); the new names are added to it.
+ * servers' tools, the agent's own tools); the new names are added to it. Calls go through
+ * `client.callTool` (an `McpClient`, or whatever starts one first).
  */
 export function mcpAgentTools(
   server: string,
-  client: McpClient,
+  client: Pick<McpClient, "callTool">,
   tools: readonly McpToolInfo[],
   taken: Set<string> = new Set(),
 ): { tools: AgentTool<TSchema, McpToolDetails>[]; hidden: string[]; notes: string[] } {

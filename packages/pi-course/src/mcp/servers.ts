@@ -1,8 +1,12 @@
 /**
  * The configured MCP servers of one agent: started in parallel, each with a start-up timeout;
- * one that fails (cannot start, never answers, crashes later) does not stop the others or the
- * agent, it is `failed` with the reason. The tools of every ready server are agent tools
- * (`mcp-tools.ts`); when a server's tool list changes, `onToolsChanged` hears the new whole list.
+ * one that fails (cannot start, never answers) does not stop the others or the agent, it is
+ * `failed` with the reason. The tools of every ready server are agent tools (`mcp-tools.ts`);
+ * when a server's tool list changes, `onToolsChanged` hears the new whole list.
+ *
+ * A ready server whose connection ends (its process exited) is `exited`: its tools stay, and the
+ * next call of one starts it again, at most `MAX_RESTARTS` times; then it is `failed` until
+ * `reconnect` starts it afresh.
  */
 import { errorText } from "../errors.js";
 import { pathToFileURL } from "node:url";
@@ -17,10 +21,14 @@ import { StdioTransport } from "./stdio-transport.js";
 /** How long a server has to start when nothing says otherwise: 30 seconds. */
 export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
 
+/** How many times a server that exited is started again on use before it stays failed: 3. */
+export const MAX_RESTARTS = 3;
+
 /** Where a server is in its life. */
 export type McpServerState =
   | { status: "starting" }
   | { status: "ready"; tools: number; hidden: string[] }
+  | { status: "exited"; reason: string; tools: number; hidden: string[] }
   | { status: "failed"; reason: string }
   | { status: "closed" };
 
@@ -60,6 +68,10 @@ interface Running {
   state: McpServerState;
   client?: McpClient;
   tools: McpToolInfo[];
+  /** Times it was started again after it exited (reset by `reconnect`). */
+  restarts: number;
+  /** The start in progress after it exited, shared by the calls that wait for it. */
+  restarting?: Promise<void>;
 }
 
 /** The servers of one agent. `start` returns at once; `ready()` waits for every start to settle. */
@@ -72,7 +84,7 @@ export class McpServers {
     configs: readonly McpServerConfig[],
     private readonly options: McpServersOptions,
   ) {
-    this.running = configs.map((config) => ({ config, state: { status: "starting" }, tools: [] }));
+    this.running = configs.map((config) => ({ config, state: { status: "starting" }, tools: [], restarts: 0 }));
     this.starting = Promise.all(this.running.map((server) => this.startOne(server))).then(() => {});
   }
 
@@ -111,15 +123,34 @@ export class McpServers {
       const what =
         state.status === "ready"
           ? `ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : ""}`
-          : state.status === "failed"
-            ? `failed: ${state.reason}`
-            : state.status;
+          : state.status === "exited"
+            ? `exited: ${state.reason}; starts again when one of its tools is called (${MAX_RESTARTS - this.restartsOf(entry.name)} of ${MAX_RESTARTS} restarts left)`
+            : state.status === "failed"
+              ? `failed: ${state.reason}`
+              : state.status;
       lines.push(`${entry.name}: ${what}`);
       // a tab would indent by the terminal's tab stops: each line under the same "  stderr: " column
       for (const line of entry.stderrTail.slice(-tailLines))
         lines.push(`  stderr: ${line.replace(/\t/g, "  ").trimEnd()}`);
     }
     return lines.join("\n");
+  }
+
+  /**
+   * Starts the server named `name` (every server when undefined) afresh: its connection, if any,
+   * is closed, its restarts are counted from 0 again. Resolves when each is ready or failed.
+   */
+  async reconnect(name?: string): Promise<void> {
+    const chosen = this.running.filter((server) => name === undefined || server.config.name === name);
+    if (chosen.length === 0) throw new Error(`no MCP server is named "${name}"`);
+    await Promise.all(
+      chosen.map(async (server) => {
+        await server.restarting;
+        if (server.state.status === "closed") return;
+        server.restarts = 0;
+        await this.startAgain(server);
+      }),
+    );
   }
 
   /** Ends every server (in parallel); resolves when all have exited. */
@@ -172,13 +203,47 @@ export class McpServers {
     }
     if (server.state.status === "closed") return;
     client.connection.onClose((error) => {
-      if (server.state.status !== "ready") return;
-      this.setState(server, { status: "failed", reason: error.message });
-      this.rebuild();
+      if (server.state.status !== "ready" || server.client !== client) return;
+      if (server.restarts >= MAX_RESTARTS) {
+        const reason = `${error.message} (started again ${MAX_RESTARTS} times; /mcp reconnect starts it afresh)`;
+        this.setState(server, { status: "failed", reason });
+        this.rebuild();
+        return;
+      }
+      // its tools stay: the next call starts it again
+      const { tools, hidden } = server.state;
+      this.setState(server, { status: "exited", reason: error.message, tools, hidden });
     });
     server.state = { status: "ready", tools: 0, hidden: [] };
     this.rebuild(); // counts the tools
     this.options.onStateChange?.(config.name, server.state);
+  }
+
+  /** Closes `server`'s connection, if any, and starts it again (the state says how it went). */
+  private async startAgain(server: Running): Promise<void> {
+    const old = server.client;
+    server.client = undefined;
+    this.setState(server, { status: "starting" });
+    this.rebuild();
+    await old?.close().catch(() => {});
+    await this.startOne(server);
+  }
+
+  /** The client of `server`, started again first if it exited; throws when it cannot run. */
+  private async clientOf(server: Running): Promise<McpClient> {
+    if (server.state.status === "exited" && server.restarting === undefined) {
+      server.restarts++;
+      server.restarting = this.startAgain(server).finally(() => (server.restarting = undefined));
+    }
+    await server.restarting;
+    const state = server.state;
+    if (state.status === "ready" && server.client !== undefined) return server.client;
+    const why = state.status === "failed" ? state.reason : state.status;
+    throw new Error(`the MCP server ${server.config.name} is not running: ${why}`);
+  }
+
+  private restartsOf(name: string): number {
+    return this.running.find((server) => server.config.name === name)?.restarts ?? 0;
   }
 
   private setState(server: Running, state: McpServerState): void {
@@ -192,12 +257,15 @@ export class McpServers {
     const taken = new Set(this.options.reservedNames ?? []);
     const all: AgentTool<TSchema, McpToolDetails>[] = [];
     for (const server of this.running) {
-      if (server.state.status !== "ready" || server.client === undefined) continue;
-      const { tools, hidden, notes } = mcpAgentTools(server.config.name, server.client, server.tools, taken);
-      server.state.tools = tools.length;
-      server.state.hidden = hidden;
-      const diagnostics = server.client.diagnostics;
-      for (const note of notes) if (!diagnostics.includes(note)) diagnostics.push(note);
+      const { state, client } = server;
+      if ((state.status !== "ready" && state.status !== "exited") || client === undefined) continue;
+      const caller = {
+        callTool: (async (...args) => (await this.clientOf(server)).callTool(...args)) as McpClient["callTool"],
+      };
+      const { tools, hidden, notes } = mcpAgentTools(server.config.name, caller, server.tools, taken);
+      state.tools = tools.length;
+      state.hidden = hidden;
+      for (const note of notes) if (!client.diagnostics.includes(note)) client.diagnostics.push(note);
       all.push(...tools);
     }
     this.toolList = all;

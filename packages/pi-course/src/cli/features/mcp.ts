@@ -99,11 +99,21 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
   commands: [
     {
       name: "mcp",
-      help: "/mcp              the MCP servers: starting, ready with N tools, or failed and why; their stderr",
-      run: ({ printer, runtime }) => {
+      help: "/mcp [reconnect [NAME]]  the MCP servers (starting, ready, exited or failed, and why; their stderr), or start them afresh",
+      run: async ({ printer, runtime }, arg) => {
         const servers = runtime.part<McpPart>("mcp")?.servers;
         if (servers === undefined)
           return printer.line("no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)", "dim");
+        const [verb, name, ...rest] = arg.split(/\s+/).filter((word) => word !== "");
+        if (verb !== undefined && (verb !== "reconnect" || rest.length > 0))
+          return printer.line("usage: /mcp, or /mcp reconnect [NAME]", "red");
+        if (verb === "reconnect") {
+          printer.line(
+            `starting ${name === undefined ? "every MCP server" : `the MCP server ${neutralize(name)}`} afresh…`,
+            "dim",
+          );
+          await servers.reconnect(name);
+        }
         for (const text of servers.describe().split("\n")) printer.line(neutralize(text));
       },
     },
@@ -204,13 +214,15 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   if (toolNote !== undefined) notes(toolNote);
 }
 
-/** What a person is told of a server that is ready or failed (undefined while it starts). */
+/** What a person is told of a server that is ready, exited or failed (undefined while it starts). */
 function stateNote(entry: McpServerEntry): string | undefined {
   const state = entry.state;
   if (state.status === "ready") {
     const hidden = state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : "";
     return `MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`;
   }
+  if (state.status === "exited")
+    return `MCP server ${entry.name} exited: ${state.reason}; it starts again when one of its tools is called`;
   if (state.status === "failed") {
     const tail = entry.stderrTail.at(-1);
     return `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`;
