@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { answerTurn, scriptedChatServer } from "./support/chat-turns.js";
+import { answerTurn, callTurn, scriptedChatServer } from "./support/chat-turns.js";
 import { serverEntry } from "./support/mcp.js";
 import { killStarted, startProcess } from "./support/processes.js";
 import type { ChildProcess } from "node:child_process";
@@ -156,6 +156,33 @@ it("--print waits for a server at most its start-up timeout, and for none more t
     );
     expect(tookMs).toBeGreaterThanOrEqual(10_000);
     expect(tookMs).toBeLessThan(30_000);
+  } finally {
+    await chat.close();
+  }
+}, 60_000);
+
+it("a variable an MCP config names reaches its server but never the agent's commands, whatever its name (DATABASE_URL)", async () => {
+  const { project, env } = setUpProject({
+    everything: {
+      command: process.execPath,
+      args: [serverEntry("server-everything"), "stdio"],
+      env: { DB: "${DATABASE_URL}" },
+    },
+  });
+  env.DATABASE_URL = "postgres://app:hunter2@db.internal/app";
+  const chat = await scriptedChatServer([
+    callTurn("c1", "bash", { command: 'echo "db=${DATABASE_URL:-unset}"' }),
+    callTurn("c2", "mcp__everything__get-env", {}),
+    answerTurn(() => "Done."),
+  ]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const run = startProcess(builtStart(), [...args, "--approve", "--print", "look"], { cwd: project, env, started });
+    const { code } = await run.exit;
+    expect([code, run.output().stdout]).toEqual([0, "Done.\n"]);
+    const toolText = (body: { messages: { role: string; content: string }[] }) => body.messages.at(-1)!.content;
+    expect(toolText(chat.bodies[1])).toBe("db=unset");
+    expect(toolText(chat.bodies[2])).toContain("postgres://app:hunter2@db.internal/app");
   } finally {
     await chat.close();
   }

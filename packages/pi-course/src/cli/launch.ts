@@ -206,6 +206,9 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
     if (name !== named && !defaults.includes(name) && !LAUNCH_SECRET_PATTERN.test(name)) env[name] = value;
   }
   for (const name of keys.catalogueKeys) delete env[name];
+  // Everything handed over travels on the socket only (an MCP config's ${DATABASE_URL} too,
+  // whatever its name looks like): the agent's environment, which its commands inherit, has none.
+  for (const name of Object.keys(handover)) delete env[name];
   const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
   const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], {
     env,
