@@ -38,6 +38,12 @@ export interface McpServerConfig {
   problem?: string;
   /** `"startupTimeoutMs"` of its entry: how long it has to answer `initialize` and `tools/list`. */
   startupTimeoutMs?: number;
+  /**
+   * `"roots"` of its entry: `false` offers it no roots (it keeps the folders of its own
+   * arguments), a list of folders (absolute, or relative to the file) offers those instead of
+   * the workspace. Absent: the workspace.
+   */
+  roots?: false | string[];
 }
 
 const SHAPE = '{"mcpServers": {"NAME": {"command": …} | {"url": …}}}';
@@ -110,25 +116,35 @@ export function parseMcpConfig(
 }
 
 /**
- * One entry of `mcpServers`: its transport, and its `startupTimeoutMs` when it sets one;
- * undefined for `"disabled": true`. Throws with what is wrong.
+ * One entry of `mcpServers`: its transport, and its `startupTimeoutMs` and `roots` when it sets
+ * them; undefined for `"disabled": true`. Throws with what is wrong.
  */
 function serverEntry(
   entry: unknown,
   folder: string,
   env: Readonly<Record<string, string | undefined>>,
-): Pick<McpServerConfig, "transport" | "startupTimeoutMs"> | undefined {
+): Pick<McpServerConfig, "transport" | "startupTimeoutMs" | "roots"> | undefined {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new Error("must be an object");
   const e = entry as Record<string, unknown>;
   if (e.disabled === true) return undefined;
-  const transport = transportOf(e, folder, env);
+  const out: Pick<McpServerConfig, "transport" | "startupTimeoutMs" | "roots"> = {
+    transport: transportOf(e, folder, env),
+  };
   const timeout = e.startupTimeoutMs;
-  if (timeout === undefined) return { transport };
-  if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout <= 0)
-    throw new Error(
-      `"startupTimeoutMs" must be a whole number of milliseconds above 0, got ${JSON.stringify(timeout)}`,
-    );
-  return { transport, startupTimeoutMs: timeout };
+  if (timeout !== undefined) {
+    if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout <= 0)
+      throw new Error(
+        `"startupTimeoutMs" must be a whole number of milliseconds above 0, got ${JSON.stringify(timeout)}`,
+      );
+    out.startupTimeoutMs = timeout;
+  }
+  const roots = e.roots;
+  if (roots !== undefined) {
+    if (roots !== false && !(Array.isArray(roots) && roots.every((root) => typeof root === "string" && root !== "")))
+      throw new Error('"roots" must be false (offer none) or a list of folders');
+    out.roots = roots === false ? false : (roots as string[]).map((root) => path.resolve(folder, root));
+  }
+  return out;
 }
 
 /** How an entry is reached: `command` (stdio) or `url` (Streamable HTTP). Throws with what is wrong. */

@@ -9,6 +9,7 @@
  * `reconnect` starts it afresh.
  */
 import { errorText } from "../errors.js";
+import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { TSchema } from "typebox";
 import type { AgentTool } from "../types.js";
@@ -129,6 +130,10 @@ export class McpServers {
               ? `failed: ${state.reason}`
               : state.status;
       lines.push(`${entry.name}: ${what}`);
+      const { config } = this.running.find((server) => server.config.name === entry.name)!;
+      const roots = this.rootsOf(config);
+      const offered = roots?.map((root) => root.folder).join(", ");
+      lines.push(`  roots: ${offered ?? `none${config.roots === false ? ' ("roots": false)' : ""}`}`);
       // a tab would indent by the terminal's tab stops: each line under the same "  stderr: " column
       for (const line of entry.stderrTail.slice(-tailLines))
         lines.push(`  stderr: ${line.replace(/\t/g, "  ").trimEnd()}`);
@@ -179,10 +184,12 @@ export class McpServers {
             ...(this.options.graceMs !== undefined && { graceMs: this.options.graceMs }),
           })
         : new HttpTransport(params as ConstructorParameters<typeof HttpTransport>[0]);
-    const root = this.options.root;
+    const roots = this.rootsOf(config);
     const client = new McpClient(transport, {
       ...(this.options.clientInfo !== undefined && { clientInfo: this.options.clientInfo }),
-      ...(root !== undefined && { roots: [{ uri: pathToFileURL(root).href, name: "workspace" }] }),
+      ...(roots !== undefined && {
+        roots: roots.map(({ folder, name }) => ({ uri: pathToFileURL(folder).href, name })),
+      }),
       onToolsChanged: (tools) => {
         if (server.state.status !== "ready") return;
         server.tools = tools;
@@ -227,6 +234,14 @@ export class McpServers {
     this.rebuild();
     await old?.close().catch(() => {});
     await this.startOne(server);
+  }
+
+  /** The folders offered to `config`'s server on `roots/list`: its own `roots`, else the workspace; undefined: none. */
+  private rootsOf(config: McpServerConfig): { folder: string; name: string }[] | undefined {
+    if (config.roots === false) return undefined;
+    if (config.roots !== undefined) return config.roots.map((folder) => ({ folder, name: path.basename(folder) }));
+    const root = this.options.root;
+    return root === undefined ? undefined : [{ folder: root, name: "workspace" }];
   }
 
   /** The client of `server`, started again first if it exited; throws when it cannot run. */
