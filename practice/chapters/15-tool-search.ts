@@ -95,10 +95,10 @@ export default defineChapter({
       ],
       hint: {
         zh:
-          "用 `rankTools` 在延迟工具里找出最好的几个；有结果时返回上面那段文字，并带上 `declareTools`（匹配到的名字）；没有结果时不带 `declareTools`，" +
+          "用 `rankTools` 在延迟工具里找出最好的几个，再交给给定的 `relevantMatches`（去掉得分不到最好一个一半的）；有结果时返回上面那段文字，并带上 `declareTools`（匹配到的名字）；没有结果时不带 `declareTools`，" +
           "返回“没有匹配”的那句话，列出一些延迟工具的名字帮模型换个说法。`details` 里放 `{query, matches}`。",
         en:
-          "Rank the deferred tools with rankTools; on matches answer with the list and declareTools, else say nothing matched and " +
+          "Rank the deferred tools with rankTools, keep relevantMatches (given); on matches answer with the list and declareTools, else say nothing matched and " +
           "name some deferred tools.",
       },
       uses: ["15.1"],

@@ -401,7 +401,12 @@ export { declaredToolNames, exposureOf, exposureRefusal } from "./agent/tool-exp
 export type { CallOrigin } from "./agent/tool-exposure.js";
 export { rankTools, tokenize, toolWords } from "./tool-search/bm25.js";
 export type { ToolMatch } from "./tool-search/bm25.js";
-export { TOOL_SEARCH_MAX_RESULTS, createToolSearchTool } from "./tool-search/tool-search.js";
+export {
+  TOOL_SEARCH_MAX_RESULTS,
+  TOOL_SEARCH_MIN_SHARE,
+  createToolSearchTool,
+  relevantMatches,
+} from "./tool-search/tool-search.js";
 export type { ToolSearchDetails, ToolSearchOptions } from "./tool-search/tool-search.js";
 // #endregion
 // #region ch16

@@ -5,6 +5,7 @@ import {
   agentLoop,
   assistantMessage,
   createToolSearchTool,
+  relevantMatches,
   declaredToolNames,
   defineTool,
   exposureRefusal,
@@ -394,6 +395,28 @@ describe("tool_search", () => {
     expect(declaredNames(model, 2)).toEqual(["tool_search", "weather_forecast"]);
     expect(result.flatMap((m) => (m.role === "toolResult" && m.declaredTools ? [m.declaredTools] : []))).toEqual([
       ["weather_forecast"],
+    ]);
+  });
+
+  it("Lab 15.4 · only matches near the best are declared: a weak match on one common word is not", async () => {
+    const search = createToolSearchTool(deferred);
+    const query = "forecast the weather of a city then post";
+    expect(rankTools(deferred, query).map((match) => match.name)).toEqual([
+      "weather_forecast",
+      "slack_post_message",
+      "github_create_issue",
+    ]);
+    const found = await search.execute("z", { query });
+    expect(found.declareTools).toEqual(["weather_forecast"]);
+    expect(
+      relevantMatches([
+        { name: "a", score: 4 },
+        { name: "b", score: 2 },
+        { name: "c", score: 1.9 },
+      ]),
+    ).toEqual([
+      { name: "a", score: 4 },
+      { name: "b", score: 2 },
     ]);
   });
 

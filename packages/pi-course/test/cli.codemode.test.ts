@@ -5,7 +5,7 @@ import { Type } from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseArgs } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
-import { DEFER_MCP_TOOLS_ABOVE, exposeTools } from "../src/cli/tool-declaration.js";
+import { DEFER_MCP_TOOLS_ABOVE, deferMcpTools, exposeTools } from "../src/cli/tool-declaration.js";
 import { TracePrinter } from "../src/cli/trace.js";
 import { defineTool } from "../src/index.js";
 import type { AgentTool } from "../src/index.js";
@@ -43,18 +43,36 @@ async function run(argv: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 describe("tool exposure in the CLI", () => {
-  it("defers MCP tools above the threshold behind tool_search; the code tool comes first with --codemode", () => {
+  it("defers MCP tools above the threshold behind tool_search; with --codemode they are behind the code tool only; a server's own exposure wins", () => {
     const own = [tool("read"), tool("bash")];
     const few = Array.from({ length: DEFER_MCP_TOOLS_ABOVE }, (_, i) => tool(`mcp__s__t${i}`));
     const plain = exposeTools(own, few);
     expect(plain.note).toBeUndefined();
     expect(plain.tools.every((t) => t.exposure === undefined)).toBe(true);
     const many = [...few, tool("mcp__s__extra")];
-    const deferred = exposeTools(own, many, { codemode: true });
-    expect(deferred.tools.map((t) => t.name).slice(0, 4)).toEqual(["code", "read", "bash", "tool_search"]);
+    const deferred = exposeTools(own, many);
+    expect(deferred.tools.map((t) => t.name).slice(0, 3)).toEqual(["read", "bash", "tool_search"]);
     expect(deferred.tools.filter((t) => t.exposure === "deferred")).toHaveLength(21);
     expect(deferred.note).toBe(
       "21 MCP tools (more than 20) are deferred: the model finds them with tool_search, and each is declared to it once found",
+    );
+    // --codemode: no MCP tool is declared twice (directly and in the code tool's description)
+    const coded = exposeTools(own, many, { codemode: true });
+    expect(coded.tools.map((t) => t.name).slice(0, 4)).toEqual(["code", "read", "bash", "mcp__s__t0"]);
+    expect(coded.tools.filter((t) => t.exposure === "codemode")).toHaveLength(21);
+    expect(coded.note).toBe(
+      "21 MCP tools are reached through the code tool (--codemode): declared in its description only",
+    );
+    // a server that set its exposure keeps it: 2 direct ones stay direct, 21 others are deferred
+    const pinned = [tool("mcp__p__a"), tool("mcp__p__b")].map((t) => ({ ...t, exposure: "direct" as const }));
+    const mixed = deferMcpTools([...pinned, ...many], { servers: ["p", "s"] });
+    expect(mixed.tools.map((t) => [t.name, t.exposure]).slice(0, 3)).toEqual([
+      ["tool_search", undefined],
+      ["mcp__p__a", "direct"],
+      ["mcp__p__b", "direct"],
+    ]);
+    expect(mixed.tools[0]!.description).toMatch(
+      /^Searches 21 more tools \(the MCP servers p, s\) that are not declared/,
     );
   });
 

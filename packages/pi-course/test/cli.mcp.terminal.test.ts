@@ -187,3 +187,30 @@ it("a variable an MCP config names reaches its server but never the agent's comm
     await chat.close();
   }
 }, 60_000);
+
+it("the system prompt names the servers one line each; a server behind codemode brings the code tool and is declared only in it", async () => {
+  const everything = { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] };
+  const { project, env } = setUpProject({
+    plain: { ...everything, includeTools: ["echo"] },
+    scripted: { ...everything, exposure: "codemode" },
+  });
+  const chat = await scriptedChatServer([answerTurn(() => "Done.")]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const run = startProcess(builtStart(), [...args, "--approve", "--print", "hi"], { cwd: project, env, started });
+    const { code } = await run.exit;
+    expect([code, run.output().stdout]).toEqual([0, "Done.\n"]);
+    const body = chat.bodies[0];
+    expect(body.messages[0].content).toContain(
+      "MCP servers (their tools join as each server starts):\n- plain: tools named mcp__plain__*\n- scripted: tools named mcp__scripted__* (call them from the code tool)",
+    );
+    const names: string[] = body.tools.map((tool: { function: { name: string } }) => tool.function.name);
+    expect(names[0]).toBe("code");
+    expect(names).toContain("mcp__plain__echo");
+    expect(names.filter((name) => name.startsWith("mcp__scripted__"))).toEqual([]);
+    const code_ = body.tools[0].function.description as string;
+    expect(code_).toContain("mcp__scripted__");
+  } finally {
+    await chat.close();
+  }
+}, 60_000);

@@ -287,7 +287,6 @@ it("/mcp shows a server's stderr lines under one column: a tab does not indent b
   opened.push(servers);
   await servers.ready();
   expect(servers.describe().split("\n").slice(1)).toEqual([
-    "  roots: none",
     "  stderr: booting",
     "  stderr:   at step one",
     "  stderr:   then two",

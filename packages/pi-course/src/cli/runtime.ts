@@ -126,6 +126,8 @@ export interface RuntimeFeature {
   name: string;
   /** Values the model's commands must not see besides the key in use (keys the feature picked), by variable. */
   commandSecrets?(options: RunOptions): Readonly<Record<string, string>>;
+  /** A section the feature adds to the system prompt (the MCP servers, one line each); undefined: none. */
+  promptSection?(options: RunOptions): string | undefined;
   /** Sets the feature up on `runtime` (the agent exists, no session is chosen yet); undefined: nothing to do. */
   setUp?(runtime: Runtime, wiring: RuntimeWiring): Promise<RuntimePart | undefined> | RuntimePart | undefined;
 }
@@ -196,10 +198,12 @@ export class Runtime {
     this.resources = resources;
     this.ownTools = resources === undefined ? tools : [...tools, ...resourceTools(resources)];
     const host = resources?.extensions;
+    const base =
+      resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources);
+    const sections = (wiring.features ?? []).flatMap((feature) => feature.promptSection?.(options) ?? []);
     this.agent = new Agent({
       initialState: {
-        systemPrompt:
-          resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources),
+        systemPrompt: [base, ...sections].join("\n\n"),
         model: withPairingCheck(model),
         tools: this.ownTools,
       },

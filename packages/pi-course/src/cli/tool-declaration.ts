@@ -21,19 +21,44 @@ export interface ExposedTools {
   note?: string;
 }
 
+/** How the run declares MCP tools whose server sets no `exposure`. */
+export interface McpDeclarationOptions {
+  /** `--codemode`: they are reached through the `code` tool only (never declared directly). */
+  codemode?: boolean;
+  /** The MCP servers' names, for `tool_search`'s description. */
+  servers?: readonly string[];
+}
+
 /**
- * The MCP servers' tools as the run declares them: as they are, or, when there are more than
- * `DEFER_MCP_TOOLS_ABOVE`, deferred behind a `tool_search` tool that comes first (with a note).
+ * The MCP servers' tools as the run declares them. A tool whose server set its `exposure` keeps
+ * it. The others: with `codemode`, behind the `code` tool; else as they are, or, when more than
+ * `DEFER_MCP_TOOLS_ABOVE` would be declared directly, deferred. Deferred tools come after a
+ * `tool_search` tool that comes first; a note says what was done.
  */
-export function deferMcpTools(mcp: readonly AgentTool<any, any>[]): ExposedTools {
-  if (mcp.length <= DEFER_MCP_TOOLS_ABOVE) return { tools: [...mcp] };
-  const deferred = mcp.map((tool) => ({ ...tool, exposure: "deferred" as const }));
-  return {
-    tools: [createToolSearchTool(deferred), ...deferred],
-    note:
-      `${mcp.length} MCP tools (more than ${DEFER_MCP_TOOLS_ABOVE}) are deferred: the model finds them with ` +
-      "tool_search, and each is declared to it once found",
-  };
+export function deferMcpTools(mcp: readonly AgentTool<any, any>[], options: McpDeclarationOptions = {}): ExposedTools {
+  const chosen = mcp.filter((tool) => tool.exposure === undefined);
+  const direct = mcp.filter((tool) => tool.exposure === undefined || tool.exposure === "direct").length;
+  let note: string | undefined;
+  let exposure: "codemode" | "deferred" | undefined;
+  if (options.codemode === true && chosen.length > 0) {
+    exposure = "codemode";
+    note = `${chosen.length} MCP tools are reached through the code tool (--codemode): declared in its description only`;
+  } else if (direct > DEFER_MCP_TOOLS_ABOVE && chosen.length > 0) {
+    exposure = "deferred";
+    note =
+      `${chosen.length} MCP tools (more than ${DEFER_MCP_TOOLS_ABOVE}) are deferred: the model finds them with ` +
+      "tool_search, and each is declared to it once found";
+  }
+  const tools = mcp.map((tool) =>
+    exposure !== undefined && tool.exposure === undefined ? { ...tool, exposure } : tool,
+  );
+  if (!tools.some((tool) => tool.exposure === "deferred")) return note === undefined ? { tools } : { tools, note };
+  const servers = options.servers ?? [];
+  const search = createToolSearchTool(
+    tools,
+    servers.length > 0 ? { from: `the MCP servers ${servers.join(", ")}` } : {},
+  );
+  return note === undefined ? { tools: [search, ...tools] } : { tools: [search, ...tools], note };
 }
 
 /**
@@ -46,7 +71,7 @@ export function exposeTools(
   mcp: readonly AgentTool<any, any>[],
   options: { codemode?: boolean } = {},
 ): ExposedTools {
-  const added = deferMcpTools(mcp);
+  const added = deferMcpTools(mcp, options);
   let tools: AgentTool<any, any>[] = [...own, ...added.tools];
   const note = added.note;
   // #region ch16

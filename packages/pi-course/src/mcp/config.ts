@@ -44,7 +44,24 @@ export interface McpServerConfig {
    * the workspace. Absent: the workspace.
    */
   roots?: false | string[];
+  /**
+   * `"exposure"` of its entry: how the model reaches its tools. `direct`: declared on every
+   * request; `search`: found with `tool_search`; `codemode`: called from the `code` tool's
+   * scripts only. Absent: the agent decides (direct up to a number of tools, then search; with
+   * codemode on, through the code tool).
+   */
+  exposure?: McpExposure;
+  /** `"includeTools"`: only these of its tools (their names as the server gives them). */
+  includeTools?: string[];
+  /** `"excludeTools"`: none of these of its tools. */
+  excludeTools?: string[];
 }
+
+/** How the model reaches an MCP server's tools (see `McpServerConfig.exposure`). */
+export type McpExposure = "direct" | "search" | "codemode";
+
+/** The fields of an entry besides its transport, as `serverEntry` reads them. */
+type EntryOptions = Pick<McpServerConfig, "startupTimeoutMs" | "roots" | "exposure" | "includeTools" | "excludeTools">;
 
 const SHAPE = '{"mcpServers": {"NAME": {"command": …} | {"url": …}}}';
 
@@ -116,20 +133,24 @@ export function parseMcpConfig(
 }
 
 /**
- * One entry of `mcpServers`: its transport, and its `startupTimeoutMs` and `roots` when it sets
- * them; undefined for `"disabled": true`. Throws with what is wrong.
+ * One entry of `mcpServers`: its transport and the options it sets (`startupTimeoutMs`, `roots`,
+ * `exposure`, `includeTools`, `excludeTools`); undefined for `"disabled": true` or
+ * `"enabled": false`. Throws with what is wrong.
  */
 function serverEntry(
   entry: unknown,
   folder: string,
   env: Readonly<Record<string, string | undefined>>,
-): Pick<McpServerConfig, "transport" | "startupTimeoutMs" | "roots"> | undefined {
+): (Pick<McpServerConfig, "transport"> & EntryOptions) | undefined {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new Error("must be an object");
   const e = entry as Record<string, unknown>;
-  if (e.disabled === true) return undefined;
-  const out: Pick<McpServerConfig, "transport" | "startupTimeoutMs" | "roots"> = {
-    transport: transportOf(e, folder, env),
-  };
+  if (e.disabled === true || e.enabled === false) return undefined;
+  return { transport: transportOf(e, folder, env), ...entryOptions(e, folder) };
+}
+
+/** The options of an entry besides its transport. Throws with what is wrong. */
+function entryOptions(e: Record<string, unknown>, folder: string): EntryOptions {
+  const out: EntryOptions = {};
   const timeout = e.startupTimeoutMs;
   if (timeout !== undefined) {
     if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout <= 0)
@@ -140,11 +161,27 @@ function serverEntry(
   }
   const roots = e.roots;
   if (roots !== undefined) {
-    if (roots !== false && !(Array.isArray(roots) && roots.every((root) => typeof root === "string" && root !== "")))
+    if (roots !== false && !isNameList(roots))
       throw new Error('"roots" must be false (offer none) or a list of folders');
-    out.roots = roots === false ? false : (roots as string[]).map((root) => path.resolve(folder, root));
+    out.roots = roots === false ? false : roots.map((root) => path.resolve(folder, root));
+  }
+  const exposure = e.exposure;
+  if (exposure !== undefined) {
+    if (exposure !== "direct" && exposure !== "search" && exposure !== "codemode")
+      throw new Error(`"exposure" must be "direct", "search" or "codemode", got ${JSON.stringify(exposure)}`);
+    out.exposure = exposure;
+  }
+  for (const field of ["includeTools", "excludeTools"] as const) {
+    const names = e[field];
+    if (names === undefined) continue;
+    if (!isNameList(names)) throw new Error(`"${field}" must be a list of tool names`);
+    out[field] = names;
   }
   return out;
+}
+
+function isNameList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string" && item !== "");
 }
 
 /** How an entry is reached: `command` (stdio) or `url` (Streamable HTTP). Throws with what is wrong. */

@@ -22,6 +22,9 @@ import { StdioTransport } from "./stdio-transport.js";
 /** How long a server has to start when nothing says otherwise: 30 seconds. */
 export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
 
+/** A server's `exposure` as its tools carry it. */
+const EXPOSURE = { direct: "direct", search: "deferred", codemode: "codemode" } as const;
+
 /** How many times a server that exited is started again on use before it stays failed: 3. */
 export const MAX_RESTARTS = 3;
 
@@ -132,8 +135,9 @@ export class McpServers {
       lines.push(`${entry.name}: ${what}`);
       const { config } = this.running.find((server) => server.config.name === entry.name)!;
       const roots = this.rootsOf(config);
-      const offered = roots?.map((root) => root.folder).join(", ");
-      lines.push(`  roots: ${offered ?? `none${config.roots === false ? ' ("roots": false)' : ""}`}`);
+      // what it was offered on roots/list (nothing said when nothing could be: no workspace given)
+      if (roots !== undefined) lines.push(`  roots: ${roots.map((root) => root.folder).join(", ")}`);
+      else if (config.roots === false) lines.push('  roots: none ("roots": false)');
       // a tab would indent by the terminal's tab stops: each line under the same "  stderr: " column
       for (const line of entry.stderrTail.slice(-tailLines))
         lines.push(`  stderr: ${line.replace(/\t/g, "  ").trimEnd()}`);
@@ -277,7 +281,12 @@ export class McpServers {
       const caller = {
         callTool: (async (...args) => (await this.clientOf(server)).callTool(...args)) as McpClient["callTool"],
       };
-      const { tools, hidden, notes } = mcpAgentTools(server.config.name, caller, server.tools, taken);
+      const { includeTools, excludeTools, exposure } = server.config;
+      const chosen = server.tools.filter(
+        (info) => (includeTools?.includes(info.name) ?? true) && !excludeTools?.includes(info.name),
+      );
+      const { tools, hidden, notes } = mcpAgentTools(server.config.name, caller, chosen, taken);
+      if (exposure !== undefined) for (const tool of tools) tool.exposure = EXPOSURE[exposure];
       state.tools = tools.length;
       state.hidden = hidden;
       for (const note of notes) if (!client.diagnostics.includes(note)) client.diagnostics.push(note);

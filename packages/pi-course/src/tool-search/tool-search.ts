@@ -6,7 +6,7 @@
  * message as `declaredTools`, so a resumed session declares them too).
  *
  * The result text starts with `Declared from your next request on:` followed by one line per
- * tool (`- name: description`); with no match it says `No deferred tool matches` and lists a few
+ * tool (`- name: description`), only the matches near the best (`relevantMatches`); with no match it says `No deferred tool matches` and lists a few
  * deferred names.
  */
 import { Type } from "typebox";
@@ -16,6 +16,18 @@ import { rankTools, type ToolMatch } from "./bm25.js";
 
 /** The most tools one search declares when `maxResults` is not given. */
 export const TOOL_SEARCH_MAX_RESULTS = 5;
+
+/** A match is declared only when it scores at least this share of the best match: 0.5. */
+export const TOOL_SEARCH_MIN_SHARE = 0.5;
+
+/**
+ * `matches` (best first) without those far below the best (under `TOOL_SEARCH_MIN_SHARE` of its
+ * score): a query that fits one tool well declares that one, not four that share a common word.
+ */
+export function relevantMatches(matches: readonly ToolMatch[]): ToolMatch[] {
+  const best = matches[0]?.score ?? 0;
+  return matches.filter((match) => match.score >= best * TOOL_SEARCH_MIN_SHARE);
+}
 
 const toolSearchParameters = Type.Object({
   query: Type.String({ description: "Keywords: what the tool should do, or part of its name." }),
@@ -31,6 +43,8 @@ export interface ToolSearchDetails {
 export interface ToolSearchOptions {
   /** The most tools one search declares (default `TOOL_SEARCH_MAX_RESULTS`). */
   maxResults?: number;
+  /** Where the deferred tools come from, named in the description (e.g. `the MCP servers fs, notion`). */
+  from?: string;
 }
 
 /**
@@ -50,13 +64,13 @@ export function createToolSearchTool(
     name: "tool_search",
     label: "Tool search",
     description:
-      `Searches ${deferred.length} more tools that are not declared to you yet, by keywords (what the tool does, ` +
+      `Searches ${deferred.length} more tools${options.from === undefined ? "" : ` (${options.from})`} that are not declared to you yet, by keywords (what the tool does, ` +
       `or part of its name). The best ${limit} matches are declared to you from your next request on; then call them ` +
       "as any other tool.",
     parameters: toolSearchParameters,
     execute: async (_id, { query }) => {
       // #region lab 15.4 tool_search
-      const matches = rankTools(deferred, query, limit);
+      const matches = relevantMatches(rankTools(deferred, query, limit));
       if (matches.length === 0) {
         const some = deferred.slice(0, 20).map((tool) => tool.name);
         const more = deferred.length > some.length ? `, … (${deferred.length} in all)` : "";

@@ -50,9 +50,16 @@ thread, each call checked like its own; also $PI_COURSE_CODEMODE=1 or
     return { codemode: codemodeOf(settings.codemode?.value, from) };
   },
   async setUp(runtime) {
-    if (runtime.options.codemode !== true) return undefined;
+    const { codemode, mcpServers = [] } = runtime.options;
+    // an MCP server whose entry says "exposure": "codemode" needs the code tool too
+    if (codemode !== true && !mcpServers.some((server) => server.exposure === "codemode")) return undefined;
     // loaded only when it is used: the launcher and the other runs never load the sandbox
     const { createCodeTool } = await import("../../codemode/code-tool.js");
-    return { exposeTools: (tools) => [createCodeTool({ tools }), ...tools] };
+    return {
+      exposeTools: (tools) =>
+        codemode === true || tools.some((tool) => tool.exposure === "codemode")
+          ? [createCodeTool({ tools }), ...tools]
+          : tools,
+    };
   },
 };

@@ -135,6 +135,20 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
     });
     return { mcpServers: found.servers, mcpNotices: found.notices };
   },
+  promptSection({ mcpServers = [] }) {
+    const servers = mcpServers.filter((server) => server.problem === undefined);
+    if (servers.length === 0) return undefined;
+    const how = {
+      direct: "declared to you",
+      search: "find them with tool_search",
+      codemode: "call them from the code tool",
+    };
+    const lines = servers.map(
+      (server) =>
+        `- ${server.name}: tools named mcp__${server.name}__*${server.exposure === undefined ? "" : ` (${how[server.exposure]})`}`,
+    );
+    return `MCP servers (their tools join as each server starts):\n${lines.join("\n")}`;
+  },
   setUp(runtime) {
     const part: McpPart = {
       servers: undefined,
@@ -180,7 +194,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     clientInfo: { name: "pi-course", version: "0.1.0" },
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
     onToolsChanged: (tools) => {
-      const added = deferMcpTools(tools);
+      const added = deferMcpTools(tools, {
+        codemode: runtime.options.codemode === true,
+        servers: mcpServers.map((server) => server.name),
+      });
       if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
       toolNote = added.note;
       runtime.setAddedTools(added.tools);

@@ -1,5 +1,7 @@
 /**
- * Roots per server: by default a server is offered the workspace; `"roots": false` offers none
+ * What each server's entry decides for itself. Exposure and tool filters: `"exposure"` gives
+ * its tools theirs, `"includeTools"` / `"excludeTools"` choose among them, `"enabled": false`
+ * leaves the server out. Roots: by default a server is offered the workspace; `"roots": false` offers none
  * (a server such as server-filesystem then keeps the folders of its own arguments), and a list
  * offers those folders instead. `/mcp` (`describe`) says what each was offered. Against the real
  * server-everything, whose `get-roots-list` tool exists only for a client that offers roots.
@@ -60,4 +62,38 @@ it('"roots": false offers none, a list offers those folders, and no "roots" offe
   expect(listed).toContain(pathToFileURL("/home/u/project/data").href);
   expect(listed).toContain(pathToFileURL("/srv/shared").href);
   expect(listed).not.toContain("/work/space");
+}, 60_000);
+
+it('"exposure", "includeTools" and "excludeTools" shape a server\'s tools; "enabled": false leaves it out', async () => {
+  const everything = { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] };
+  const file = "/home/u/.pi-course/mcp.json";
+  const configs = parseMcpConfig(
+    JSON.stringify({
+      mcpServers: {
+        found: { ...everything, exposure: "search", includeTools: ["echo", "get-sum"] },
+        scripted: { ...everything, exposure: "codemode", excludeTools: ["echo"] },
+        off: { ...everything, enabled: false },
+        odd: { ...everything, exposure: "sometimes" },
+      },
+    }),
+    file,
+    {},
+  );
+  expect(configs.map((config) => [config.name, config.exposure, config.problem])).toEqual([
+    ["found", "search", undefined],
+    ["scripted", "codemode", undefined],
+    ["odd", undefined, `server "odd" in ${file}: "exposure" must be "direct", "search" or "codemode", got "sometimes"`],
+  ]);
+  const servers = McpServers.start(configs, { startupTimeoutMs: 20_000, graceMs: 200 });
+  opened.push(servers);
+  await servers.ready();
+  const of = (server: string) => servers.tools.filter((tool) => tool.name.startsWith(`mcp__${server}__`));
+  expect(of("found").map((tool) => [tool.name, tool.exposure])).toEqual([
+    ["mcp__found__echo", "deferred"],
+    ["mcp__found__get-sum", "deferred"],
+  ]);
+  const scripted = of("scripted");
+  expect(scripted.length).toBeGreaterThan(5);
+  expect(scripted.every((tool) => tool.exposure === "codemode")).toBe(true);
+  expect(scripted.map((tool) => tool.name)).not.toContain("mcp__scripted__echo");
 }, 60_000);
