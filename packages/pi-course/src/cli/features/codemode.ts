@@ -15,6 +15,11 @@ declare module "../run-options.js" {
      * tools, in a QuickJS sandbox). Absent: off.
      */
     codemode?: boolean;
+    /**
+     * A later feature brings tools reached only through the code tool (an MCP server whose
+     * entry says `"exposure": "codemode"`): the code tool is added even without `--codemode`.
+     */
+    codeToolWanted?: boolean;
   }
 }
 
@@ -50,9 +55,8 @@ thread, each call checked like its own; also $PI_COURSE_CODEMODE=1 or
     return { codemode: codemodeOf(settings.codemode?.value, from) };
   },
   async setUp(runtime) {
-    const { codemode, mcpServers = [] } = runtime.options;
-    // an MCP server whose entry says "exposure": "codemode" needs the code tool too
-    if (codemode !== true && !mcpServers.some((server) => server.exposure === "codemode")) return undefined;
+    const { codemode, codeToolWanted } = runtime.options;
+    if (codemode !== true && codeToolWanted !== true) return undefined;
     // loaded only when it is used: the launcher and the other runs never load the sandbox
     const { createCodeTool } = await import("../../codemode/code-tool.js");
     return {

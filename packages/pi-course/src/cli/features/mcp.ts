@@ -89,6 +89,7 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
         mcpServers: found.servers,
         mcpNotices: found.notices,
         mcpConfigFiles,
+        ...(wantsCodeTool(found.servers) && { codeToolWanted: true }),
         ...(mcpStartupTimeoutMs !== undefined && { mcpStartupTimeoutMs }),
       };
     } catch (error) {
@@ -133,7 +134,11 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
       files: options.mcpConfigFiles ?? [],
       env,
     });
-    return { mcpServers: found.servers, mcpNotices: found.notices };
+    return {
+      mcpServers: found.servers,
+      mcpNotices: found.notices,
+      ...(wantsCodeTool(found.servers) && { codeToolWanted: true }),
+    };
   },
   promptSection({ mcpServers = [] }) {
     const servers = mcpServers.filter((server) => server.problem === undefined);
@@ -163,6 +168,11 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
     return part;
   },
 };
+
+/** Whether a server's tools are reached only through the code tool (it needs to exist). */
+function wantsCodeTool(servers: readonly McpServerConfig[]): boolean {
+  return servers.some((server) => server.exposure === "codemode" && server.problem === undefined);
+}
 
 /** The project's own MCP configuration. */
 function projectConfig(folder: string): string {
