@@ -34,6 +34,7 @@ export default defineChapter({
   },
   files: [
     "src/cli/features/mcp.ts",
+    "src/cli/mcp-command.ts",
     "src/mcp/json-rpc.ts",
     "src/mcp/line-decoder.ts",
     "src/mcp/transport.ts",

@@ -1,6 +1,6 @@
 /**
  * The program's commands besides a run (`npm start -- NAME …`): `export`, and those a later
- * chapter adds (chapter 14's `eval`). Each is loaded only when asked for. A table of its own, not
+ * chapter adds (chapter 14's `eval`, chapter 17's `mcp`). Each is loaded only when asked for. A table of its own, not
  * a part of `CliFeature`: a command reads the options with `parseArgs`, which reads the features,
  * so the features must not lead back to it.
  */
@@ -23,6 +23,13 @@ export const COMMANDS: readonly CliCommand[] = [
     // the eval harness (eval-command.ts parses the rest)
     name: "eval",
     run: async (argv, io, signal) => (await import("./eval-command.js")).runEval(argv, io, signal),
+  },
+  // #endregion
+  // #region ch17
+  {
+    // the MCP servers of the user's and the project's mcp.json: add, list, get, remove
+    name: "mcp",
+    run: async (argv, io) => (await import("./mcp-command.js")).runMcpCommand(argv, io),
   },
   // #endregion
 ];

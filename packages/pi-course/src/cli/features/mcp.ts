@@ -67,6 +67,10 @@ conversation never waits; --print, --json and the trace wait at most
 ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)`,
     },
   ],
+  usage: `  npm start -- mcp add | list | get | remove …
+                                              edit the MCP servers of ~/.pi-course/mcp.json or
+                                              (--project) of .pi-course/mcp.json (mcp says how)
+`,
   parse({ values, from, env, settings, blame }) {
     const timeout = settings.mcpStartupTimeoutMs?.value;
     const mcpStartupTimeoutMs = timeout === undefined ? undefined : /^[0-9]+$/.test(timeout) ? Number(timeout) : 0;
