@@ -445,7 +445,12 @@ export { INHERITED_ENV, StdioTransport } from "./mcp/stdio-transport.js";
 export type { StdioServerParameters } from "./mcp/stdio-transport.js";
 export { HttpTransport } from "./mcp/streamable-http.js";
 export type { HttpServerParameters } from "./mcp/streamable-http.js";
-export { LATEST_PROTOCOL_VERSION, McpClient, SUPPORTED_PROTOCOL_VERSIONS } from "./mcp/client.js";
+export {
+  LATEST_PROTOCOL_VERSION,
+  McpClient,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  withElicitationDefaults,
+} from "./mcp/client.js";
 export type { McpCallResult, McpClientOptions, McpContent, McpRoot, McpServerInfo, McpToolInfo } from "./mcp/client.js";
 export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/mcp-tools.js";
 export type { McpToolDetails } from "./mcp/mcp-tools.js";

@@ -57,7 +57,11 @@ export interface McpClientOptions {
   roots?: McpRoot[];
   /** Answers `sampling/createMessage`; without it the request is refused with -32601. */
   onSampling?: (params: Record<string, unknown>, signal: AbortSignal) => Promise<Record<string, unknown>>;
-  /** Answers `elicitation/create`; without it the request is refused with -32601. */
+  /**
+   * Answers `elicitation/create`; without it the request is refused with -32601. An accepted
+   * answer is given the requested schema's defaults for the fields it leaves out
+   * (`withElicitationDefaults`), as the specification asks of a client.
+   */
   onElicitation?: (params: Record<string, unknown>, signal: AbortSignal) => Promise<Record<string, unknown>>;
   /** Default request timeout (60 s). */
   requestTimeoutMs?: number;
@@ -114,8 +118,11 @@ export class McpClient {
     if (roots !== undefined) this.connection.setRequestHandler("roots/list", () => ({ roots }));
     if (options.onSampling !== undefined)
       this.connection.setRequestHandler("sampling/createMessage", options.onSampling);
-    if (options.onElicitation !== undefined)
-      this.connection.setRequestHandler("elicitation/create", options.onElicitation);
+    const elicit = options.onElicitation;
+    if (elicit !== undefined)
+      this.connection.setRequestHandler("elicitation/create", async (params, signal) =>
+        withElicitationDefaults(params, await elicit(params, signal)),
+      );
     this.connection.setNotificationHandler("notifications/message", (params) => {
       const data = typeof params.data === "string" ? params.data : JSON.stringify(params.data);
       this.note(`[${String(params.level)}]${typeof params.logger === "string" ? ` ${params.logger}:` : ""} ${data}`);
@@ -256,4 +263,25 @@ export class McpClient {
     if (this.diagnostics.length > 100) this.diagnostics.shift();
     this.options.onDiagnostic?.(text);
   }
+}
+
+/**
+ * `answer` to an `elicitation/create` request with `params`: when it accepts a form, each field of
+ * `params.requestedSchema` with a `default` that `answer.content` leaves out gets that default.
+ * Anything else is returned as it is.
+ */
+export function withElicitationDefaults(
+  params: Record<string, unknown>,
+  answer: Record<string, unknown>,
+): Record<string, unknown> {
+  const schema = params.requestedSchema as { properties?: unknown } | undefined;
+  const properties = schema?.properties;
+  if (answer.action !== "accept" || typeof properties !== "object" || properties === null) return answer;
+  const given = typeof answer.content === "object" && answer.content !== null ? answer.content : {};
+  const content: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(properties as Record<string, unknown>)) {
+    if (typeof field === "object" && field !== null && "default" in field && !(name in given))
+      content[name] = (field as { default: unknown }).default;
+  }
+  return { ...answer, content: { ...content, ...given } };
 }

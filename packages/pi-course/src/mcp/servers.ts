@@ -63,6 +63,12 @@ export interface McpServersOptions {
   /** Hears a change of any server's state (for notices). */
   onStateChange?: (name: string, state: McpServerState) => void;
   clientInfo?: McpClientOptions["clientInfo"];
+  /** Answers a server's `elicitation/create` (`name`: the server); absent: servers cannot ask. */
+  onElicitation?: (
+    name: string,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ) => Promise<Record<string, unknown>>;
   /** Stdio shutdown grace (ms between stdin close, SIGTERM and SIGKILL; default 2,000). */
   graceMs?: number;
 }
@@ -191,6 +197,9 @@ export class McpServers {
     const roots = this.rootsOf(config);
     const client = new McpClient(transport, {
       ...(this.options.clientInfo !== undefined && { clientInfo: this.options.clientInfo }),
+      ...(this.options.onElicitation !== undefined && {
+        onElicitation: (params, signal) => this.options.onElicitation!(config.name, params, signal),
+      }),
       ...(roots !== undefined && {
         roots: roots.map(({ folder, name }) => ({ uri: pathToFileURL(folder).href, name })),
       }),

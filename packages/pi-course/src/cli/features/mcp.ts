@@ -206,6 +206,14 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
+    // a server that asks the user for input is told no, and the person is told what it asked
+    onElicitation: async (name, params) => {
+      const asked = typeof params.message === "string" ? params.message.slice(0, 300) : "(no message)";
+      runtime.onNotice(
+        `MCP server ${name} asked for input ("${asked}"): declined (this agent does not fill in forms yet)`,
+      );
+      return { action: "decline" };
+    },
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
     onToolsChanged: (tools) => {
       const added = deferMcpTools(tools, {
