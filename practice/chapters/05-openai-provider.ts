@@ -200,7 +200,8 @@ export default defineChapter({
           "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
           "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
           "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`（传给它的是区域上方已算好的 `transport`：这次请求的重试预算）；你负责读帧：一批帧里有带内容的帧（`turn.progressMark` 变了）" +
-          "才调用一次 `progress()`（保活帧不算进度），每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
+          "才调用一次 `progress()`（保活帧不算进度）；一批读完后若读者还没取走这批事件（`stream.buffered > 0`，服务器比读者快），" +
+          "先 `await setImmediate()`（`node:timers/promises`）让读者赶上再读下一批，否则整段回答都会堆在流里；每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
           "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
           "`[DONE]`、或者 JSON chunk：交给 `this.readJsonFrame(turn, frame, CHUNKS)`（现成的，Anthropic 适配器也用它；" +
           "解析失败、读不懂、服务商报错都由它变成失败），`CHUNKS` 用 `ChatCompletionsTurn.chunk` 应用每个 chunk。" +
@@ -212,7 +213,9 @@ export default defineChapter({
         en:
           "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
           "content kept). Redact the API key first, then clip. openEventStream sends and retries (give it the `transport` computed above the region: this request's retry budget); you read frames: progress() " +
-          "once per batch whose frames carried content (turn.progressMark changed), TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
+          "once per batch whose frames carried content (turn.progressMark changed); after a batch the reader has not taken yet " +
+          "(stream.buffered > 0: a server faster than its reader), await setImmediate() (node:timers/promises) before reading on, " +
+          "or the whole answer piles up in the stream; TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
           "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (a JSON chunk goes " +
           "to this.readJsonFrame(turn, frame, CHUNKS), given, shared with the Anthropic adapter; CHUNKS parses it with " +
           "turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks). Every message says " +

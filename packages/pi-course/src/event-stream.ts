@@ -91,6 +91,15 @@ export class EventStream<T, R = T> implements AsyncIterable<T> {
     // #endregion
   }
 
+  /**
+   * Events pushed and not yet taken by the reader. A producer that can outrun its reader (a
+   * server faster than the code reading the stream) checks it between batches and lets the reader
+   * catch up, so the stream never holds a whole answer in memory.
+   */
+  get buffered(): number {
+    return this.queue.length - this.head;
+  }
+
   /** Settles with the terminal event's result, or the value given to `end(result)`. */
   result(): Promise<R> {
     return this.settled;

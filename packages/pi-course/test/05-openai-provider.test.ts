@@ -1305,6 +1305,28 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expectInterleaved(await runTurn(modelAt(server.baseUrl)), 1);
   }, 10_000);
 
+  it("Lab 5.5 · a server faster than its reader: the stream holds one read's events at most, never the whole answer", async () => {
+    // The body is in memory, so every read is ready at once: unless the turn lets the reader take a
+    // read's events before it reads on, all 4,000 events wait in the stream before the first is read.
+    const perRead = 50;
+    const pieces: Uint8Array[] = [];
+    for (let i = 0; i < 4000; i += perRead) pieces.push(utf8(textChunk("abcd").repeat(perRead)));
+    pieces.push(utf8(OK_BODY));
+    const fetch = async () => new Response(bytesStream(pieces), { headers: { "content-type": "text/event-stream" } });
+    const stream = modelAt("http://127.0.0.1:9/v1", { fetch, maxRetries: 0 }).stream({ messages: [] });
+    let most = 0;
+    let deltas = 0;
+    for await (const event of stream) {
+      most = Math.max(most, stream.buffered);
+      if (event.type === "text_delta") deltas++;
+    }
+    const final = await stream.result();
+    expect(final.errorMessage).toBeUndefined();
+    expect(final.stopReason).toBe("stop");
+    expect(deltas).toBe(4001);
+    expect(most).toBeLessThanOrEqual(perRead);
+  });
+
   it("Lab 5.5 · repeated chunks are read by a template, not JSON.parse: exactly what parsing every chunk gives", async () => {
     // Envelopes as servers write them; deltas with escapes, emoji, U+2028; a chunk in another key
     // order, one whose key is written with an escape, one whose padding changes (never templated).

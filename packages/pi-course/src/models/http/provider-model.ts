@@ -6,16 +6,20 @@
  * with kind `request` before anything is sent), sent by the shared transport
  * (`http-transport.ts`: retries before the first byte, timeouts, redirect policy, size bound),
  * and the answer read as server-sent events (`sse.ts`), a batch of frames per read. Per batch the
- * caller's signal is checked, and the idle watchdog is fed when a frame of the batch carried content
- * (`ProviderTurn.progressMark`: keep-alive frames are not progress); each frame goes to the adapter's
- * `readFrame`, which maps it onto its `ProviderTurn`, and the per-turn bounds
- * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the
- * signal cannot change there.) A failure
+ * caller's signal is checked, and the idle watchdog is fed when a frame of the batch carried
+ * content (`ProviderTurn.progressMark`: keep-alive frames are not progress); each frame goes to the
+ * adapter's `readFrame`, which maps it onto its `ProviderTurn`, and the per-turn bounds
+ * (`response-limits.ts`) are checked after it. (Within one batch nothing else runs, so the signal
+ * cannot change there.) When the reader has not taken a batch's events yet, the turn waits one turn
+ * of the event loop before reading on: a server faster than its reader would otherwise pile the
+ * whole answer up in the stream (a 2 MB tool call read from memory: 520,000 events held at once,
+ * copied by the collector, 1.6x the time of reading it). A failure
  * before the first byte is a fresh error message (`failedMessage`, no `start`); one after it
  * keeps the partial content. Every message says how many HTTP requests the turn took
  * (`attempts`, and `errorDetails.attempts` on a failure): the turn is made with the accepted
  * stream's `attempts`. The secrets (the API key) are redacted from every error text.
  */
+import { setImmediate } from "node:timers/promises";
 import { AssistantMessageEventStream } from "../../event-stream.js";
 import { openEventStream, type TransportOptions } from "./http-transport.js";
 import type { ProviderTurn, TurnMeta } from "./provider-turn.js";
@@ -180,6 +184,9 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
           if (turn.isEnded) return;
         }
         if (turn.progressMark !== mark) http.progress();
+        // The reader has not taken this read's events yet (a server faster than the code that
+        // reads the stream): let it catch up before reading on, or the whole answer piles up here.
+        if (stream.buffered > 0) await setImmediate();
       }
     } catch (error) {
       return fail(http.failure(error));
