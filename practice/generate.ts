@@ -289,7 +289,12 @@ export default defineConfig({
 `;
 
 export interface WriteOptions {
-  /** Link node_modules to this folder instead of expecting \`npm install\` (the CI proof). */
+  /**
+   * Instead of expecting \`npm install\` (the CI proof): a node_modules that holds what the folder's
+   * package.json declares and nothing else, each package a link into this folder, as an install of
+   * that package.json would (plus \`.bin\`). Code that loads a package the folder does not declare
+   * fails there as it would for a learner.
+   */
   linkNodeModules?: string;
   /** Runs after the files are written, before the folder is moved into place (tests). */
   beforeCommit?: (staging: string) => void;
@@ -312,7 +317,7 @@ export function writeView(view: View, target: string, options: WriteOptions = {}
       mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, content);
     }
-    if (options.linkNodeModules) symlinkSync(options.linkNodeModules, join(staging, "node_modules"), "dir");
+    if (options.linkNodeModules) linkDeclared(options.linkNodeModules, staging);
     options.beforeCommit?.(staging);
     renameSync(staging, target);
   } catch (error) {
@@ -320,6 +325,22 @@ export function writeView(view: View, target: string, options: WriteOptions = {}
     if (createdParent) rmSync(createdParent, { recursive: true, force: true });
     throw error;
   }
+}
+
+/** \`staging/node_modules\` with a link into \`from\` for each package \`staging/package.json\` declares. */
+function linkDeclared(from: string, staging: string): void {
+  const pkg = JSON.parse(readFileSync(join(staging, "package.json"), "utf8")) as {
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
+  const modules = join(staging, "node_modules");
+  mkdirSync(modules);
+  for (const name of [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.devDependencies ?? {})]) {
+    const link = join(modules, name);
+    mkdirSync(dirname(link), { recursive: true }); // a scope's folder
+    symlinkSync(join(from, name), link, "dir");
+  }
+  symlinkSync(join(from, ".bin"), join(modules, ".bin"), "dir");
 }
 
 /** The default folder for a chapter: ../pi-practice-NN beside the repository. */

@@ -83,11 +83,14 @@ export default defineChapter({
           '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`；' +
           "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。" +
           "连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`。" +
+          '`transport.send` 本身被拒绝（比如 HTTP 传输的 POST 失败）时，请求要立刻结束：从 `pending` 删掉，拒绝为 `McpError("transport", "cannot send broken: HTTP 500 Internal Server Error")`（`cannot send ${method}: ${error.message}`；连接已关闭时 kind 是 `closed`），不要等到超时。' +
           "`receive`：有 `method` 和 `id` 的是对方的请求（交给 `answer`），只有 `method` 的是通知（未知的忽略），其余是响应：按 id 找到挂起的请求，" +
           '`error` 变成 `McpError("remote", "c failed: MCP error -32601: Method not found", code, data)`；找不到的（重复、迟到）直接忽略。',
         en:
           "request: ids from 0; progressToken = the id when onProgress is given, and progress restarts the timer; timeout and abort " +
-          "remove the entry first, then send notifications/cancelled. receive: requests to answer, notifications to handlers, " +
+          "remove the entry first, then send notifications/cancelled. A rejected transport.send ends the request at once: " +
+          'McpError("transport", "cannot send ${method}: ${error.message}") ("closed" once the connection is closed), never a wait for the timeout. ' +
+          "receive: requests to answer, notifications to handlers, " +
           "responses matched by id (unknown ids ignored), an error becomes a remote McpError.",
       },
     },
@@ -171,6 +174,16 @@ export default defineChapter({
     "@modelcontextprotocol/sdk",
     "@modelcontextprotocol/server-everything",
     "@modelcontextprotocol/server-filesystem",
+  ],
+  wrong: [
+    {
+      lab: "17.2",
+      what: "request ignores a rejected transport.send (the request waits for its timeout)",
+      file: "src/mcp/connection.ts",
+      find: "this.transport.send(message).catch((error: Error) => {\n        if (!this.pending.delete(id)) return;",
+      replace: "this.transport.send(message).catch((error: Error) => {\n        return;",
+      failsWith: "cannot send broken: HTTP 500 Internal Server Error",
+    },
   ],
   breakIt: {
     zh:

@@ -52,6 +52,7 @@ export default defineChapter({
     "src/durable/recovery.ts",
     "src/durable/recovery-hooks.ts",
     "test/support/durable-child.ts",
+    "test/durable.journal.test.ts",
   ],
   labs: [
     {

@@ -228,6 +228,17 @@ describe("the proof catches a broken course", () => {
     );
   }, 300_000);
 
+  it("fails when the code loads a package its folder's package.json does not declare (as npm install of that folder would)", async () => {
+    // A form of loading the generator's scan does not see, so package.json lacks "yaml"; the repository has it.
+    const loads = `import { createRequire } from "node:module";\nexport const yaml = createRequire(import.meta.url)("yaml");\n`;
+    const sources = course({ adder: loads + ADDER });
+    expect(
+      JSON.parse(buildView(catalogue, ch01, "snapshot", sources).files.get("package.json") as string),
+    ).not.toHaveProperty("dependencies.yaml");
+    const report = await proveChapter(catalogue, ch01, { sources, views: ["snapshot"] });
+    expect(report.problems).toContainEqual(expect.stringMatching(/^snapshot\(01\):[^]*Cannot find module 'yaml'/));
+  }, 300_000);
+
   it("fails when a chapter's test would pass against the construction site", async () => {
     const weak = TEST_01.replace("expect(add(2, 3)).toBe(5);", 'expect(typeof add).toBe("function");');
     const sources = course({ test01: weak });

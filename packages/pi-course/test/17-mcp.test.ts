@@ -24,7 +24,7 @@ import {
 import { McpServers } from "../src/mcp/servers.js";
 import { McpClient } from "../src/mcp/client.js";
 import { JsonRpcConnection } from "../src/mcp/connection.js";
-import { McpError, readMessage } from "../src/mcp/json-rpc.js";
+import { McpError, readMessage, type JsonRpcMessage } from "../src/mcp/json-rpc.js";
 import { LineDecoder, LineTooLongError } from "../src/mcp/line-decoder.js";
 import { mapCallResult, mcpAgentTools, mcpToolName } from "../src/mcp/mcp-tools.js";
 import { StdioTransport } from "../src/mcp/stdio-transport.js";
@@ -230,6 +230,25 @@ describe("correlation: every request ends exactly once", () => {
     ]);
     const later = await connection.request("c").catch((e: McpError) => e.message);
     expect(later).toBe("cannot send c: the connection is closed (the server process exited with code 3)");
+  });
+
+  it("Lab 17.2 · a message the transport cannot send ends its request at once with a transport error, not a timeout; the connection goes on", async () => {
+    class Refusing extends MemoryTransport {
+      override async send(message: JsonRpcMessage): Promise<void> {
+        if ("method" in message && message.method === "broken") throw new Error("HTTP 500 Internal Server Error");
+        return super.send(message);
+      }
+    }
+    const transport = new Refusing();
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    // A request that waited for its timeout would end as "timeout" after 1 s instead.
+    const error = await connection.request("broken", {}, { timeoutMs: 1000 }).catch((e: McpError) => e);
+    expect([error.kind, error.message]).toEqual(["transport", "cannot send broken: HTTP 500 Internal Server Error"]);
+    const next = connection.request("ok");
+    await Promise.resolve();
+    transport.deliver({ jsonrpc: "2.0", id: 1, result: { fine: true } });
+    expect(await next).toEqual({ fine: true });
   });
 
   it("Lab 17.2 · the peer's requests are answered: ping, a handler's result or error, and -32601 for an unknown method", async () => {
@@ -828,6 +847,8 @@ describe("configuration: mcpServers as users already write it", () => {
           mute: {
             command: process.execPath,
             args: ["-e", "process.stderr.write('booting\\n'); process.stdin.resume()"],
+            // its own short start-up timeout: a focused run does not wait out the real server's
+            startupTimeoutMs: 1500,
           },
           bad: { args: [] },
         },
@@ -849,7 +870,7 @@ describe("configuration: mcpServers as users already write it", () => {
       expect(lines).toContain(
         'missing: failed: cannot start "no-such-mcp-server-here": no such program (is it installed and on PATH?)',
       );
-      expect(lines).toContain("mute: failed: initialize timed out: no answer within 12000 ms");
+      expect(lines).toContain("mute: failed: initialize timed out: no answer within 1500 ms");
       expect(lines).toContain("  stderr: booting");
       expect(lines).toContain(
         'bad: failed: server "bad" in t: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)',
