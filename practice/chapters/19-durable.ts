@@ -63,7 +63,7 @@ export default defineChapter({
         zh:
           "从 `store.leaf` 出发。流日志里有一份回答且它的 `parentId` 等于叶子的 id（没有叶子时等于 null），它就是被切断的回答：" +
           '`partial` 为这条消息，但 `stopReason: "aborted"`、`errorMessage` 为 `CUT_ANSWER`' +
-          '（`"the process stopped while this answer streamed; this is what had arrived"`）；`parentId` 对不上的是过时的副本，忽略。' +
+          '（`"the process stopped while this answer streamed; this is what had arrived"`）；`parentId` 对不上的是过时的副本，忽略（没有被切断的回答时，`partial` 不写或写成 `undefined` 都行：测试用 `toEqual` 比较，两者相同）。' +
           "然后取叶子路径的对话（`transcriptOf(store.pathToLeaf(leaf.id)).messages`），用第 10 章的 `answerInterruptedCalls` 找出**末尾**（`atEnd`）没有结果的调用，" +
           "按它们在最后一条助手消息里的顺序逐个决定：在这条助手消息条目**之下**（条目的路径经过它）提交过 `tool_outcome` 的 → `recorded`（带上 `outcome`）；" +
           '没有 `tool_intent` 的 → `run`；有意图、工具 `replay === "safe"` 的 → `replay`；其余 → `interrupted`。' +
@@ -86,27 +86,79 @@ export default defineChapter({
       ],
       hint: {
         zh:
-          "从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），然后清掉流日志，再按顺序给每个调用追加一条 `toolResult` 消息：" +
+          "从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），提交之后才清掉流日志（顺序反了，恢复在两步之间停下就丢了这段回答），再按顺序给每个调用追加一条 `toolResult` 消息：" +
           "`recorded` 用提交过的 `content` 和 `isError`；`interrupted` 是错误结果 `uncertainText(name, settled.get(call.id))`" +
           "（`settled` 已经在你的代码之前算好：开始了却没结束的调用，先问它的工具 `settleInterrupted` 收拾残局——比如停掉还在跑的命令——它说的那句话接在后面，告诉模型后来怎样了）；`run` 与 `replay` 用 `runCall` 真的执行一次（它经过和循环一样的 `prepareToolArguments`）。" +
           "`run: false`（用户拒绝）时什么都不执行：`replay` 也得到 `uncertainText`，从没开始的 `run` 得到 `notRunText(name)`。" +
           "返回 `{ plan, appended }`，`appended` 是按顺序追加的消息。传给它的工具应当是被 `RunJournal` 包装过的：恢复时再跑的调用同样先提交意图，所以恢复本身被杀死也能再恢复。",
         en:
-          "Append after the plan's leaf, chaining each entry: the partial, then one toolResult per call (recorded: the " +
+          "Append after the plan's leaf, chaining each entry: the partial (clear the stream journal only once it is committed), then one toolResult per call (recorded: the " +
           "outcome; interrupted: uncertainText(name, settled.get(call.id)), the sentence its tool's settleInterrupted said; run/replay: " +
           "run the call once through runCall). With run: false nothing runs " +
           "(replay → uncertainText, run → notRunText). Return { plan, appended }.",
       },
     },
   ],
+  wrong: [
+    {
+      lab: "19.1",
+      what: "the journal's marks read from the whole store, not from below this call's message",
+      file: "src/durable/recovery.ts",
+      find: "    if (!isBelow(entry)) continue;\n",
+      replace: "",
+      failsWith: '"interrupted"',
+    },
+    {
+      lab: "19.2",
+      what: "the stream journal cleared before the cut answer is committed",
+      file: "src/durable/recovery.ts",
+      find: "  if (plan.partial !== undefined) await record(plan.partial);\n  await options.stream?.clear();",
+      replace: "  await options.stream?.clear();\n  if (plan.partial !== undefined) await record(plan.partial);",
+      failsWith: "I will now",
+    },
+    {
+      lab: "19.2",
+      what: "a recorded error outcome appended as a success",
+      file: "src/durable/recovery.ts",
+      find: "      isError = outcome!.isError;",
+      replace: "      isError = false;",
+      failsWith: "isError",
+    },
+    {
+      lab: "19.2",
+      what: "a success outcome committed before the tool runs",
+      file: "src/durable/journal.ts",
+      find: "      // stopped while the intent was written: the loop has answered the call as aborted; no effect\n      signal?.throwIfAborted();",
+      replace:
+        '      await store.append({\n        type: "tool_outcome",\n        parentId: store.leaf?.id ?? null,\n        toolCallId,\n        toolName: tool.name,\n        content: [{ type: "text", text: "done" }],\n        isError: false,\n      });\n      // stopped while the intent was written: the loop has answered the call as aborted; no effect\n      signal?.throwIfAborted();',
+      failsWith: "but its effect never ran",
+    },
+    {
+      lab: "19.2",
+      what: "break it, step 1: the intent committed after tool.execute",
+      file: "src/durable/journal.ts",
+      find: '      await store.append({\n        type: "tool_intent",\n        parentId: store.leaf?.id ?? null,\n        toolCallId,\n        toolName: tool.name,\n        arguments: params,\n      });\n      // stopped while the intent was written: the loop has answered the call as aborted; no effect\n      signal?.throwIfAborted();\n      let result: AgentToolResult<unknown>;\n      try {\n        result = await inner.execute(...args);\n',
+      replace:
+        '      let result: AgentToolResult<unknown>;\n      try {\n        result = await inner.execute(...args);\n        await store.append({\n          type: "tool_intent",\n          parentId: store.leaf?.id ?? null,\n          toolCallId,\n          toolName: tool.name,\n          arguments: params,\n        });\n        // stopped while the intent was written: the loop has answered the call as aborted; no effect\n        signal?.throwIfAborted();\n',
+      failsWith: "c0",
+    },
+    {
+      lab: "19.2",
+      what: "break it, step 2: effect marked safe to replay",
+      file: "test/support/durable-script.ts",
+      find: '    description: "Records that it ran.",\n',
+      replace: '    description: "Records that it ran.",\n    replay: "safe",\n',
+      failsWith: "c0",
+    },
+  ],
   breakIt: {
     zh:
       '把 `RunJournal.wrap` 里提交意图的那一行移到 `tool.execute` **之后**，再跑 `npx vitest run test/19- -t "Lab 19\\.2\\b"`：' +
-      "进程在工具运行时被杀死，会话里没有意图，恢复以为它从没开始，于是又执行了一次——崩溃测试会报出 effects 文件里出现了两次的调用 id。" +
-      '再试一次：把 `peek` 的 `replay: "safe"` 也加到 `effect` 上，看同一个断言如何失败。',
+      "进程在工具运行时被杀死，会话里没有意图，恢复以为它从没开始，于是又执行了一次——崩溃测试会报出 effects 文件里出现了两次的调用 id（它在每个 `effect` 运行之前和运行之中各杀一次，每次跑都一样，所以每次都能抓到）。" +
+      '再试一次：把 `peek` 的 `replay: "safe"` 也加到 `effect` 上（`test/support/durable-script.ts`），看同一个断言如何失败。',
     en:
       "Move the intent's append after tool.execute in RunJournal.wrap and run the Lab 19.2 tests: a kill during the tool " +
-      "leaves no intent, recovery thinks the call never started and runs it again, and the crash test reports an effect " +
-      'id twice. Then mark `effect` replay: "safe" and watch the same assertion fail.',
+      "leaves no intent, recovery thinks the call never started and runs it again, and the crash test (which kills before and during every effect, the same on every run) reports an effect " +
+      'id twice. Then mark `effect` replay: "safe" (test/support/durable-script.ts) and watch the same assertion fail.',
   },
 });

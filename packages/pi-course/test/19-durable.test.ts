@@ -24,7 +24,7 @@ import {
   resumeRun,
   uncertainText,
 } from "../src/durable/recovery.js";
-import { fileStreamJournal, streamPathOf } from "../src/durable/store.js";
+import { fileStreamJournal, streamPathOf, type DurableStore } from "../src/durable/store.js";
 import { assistantMessage, userMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import { transcriptOf } from "../src/session/context.js";
@@ -145,11 +145,11 @@ describe("planning recovery", () => {
       message: assistantMessage([call("a", "effect")], "toolUse"),
     });
     await session.append({ type: "tool_intent", parentId: other, toolCallId: "a", toolName: "effect", arguments: {} });
-    await session.append({ type: "label", parentId: null, targetId: assistantId, label: "here" });
-    // the leaf is the label: recovery reads the path of the leaf (a label is a root here)
+    // back on the crashed message's branch: the leaf's path goes through it
+    await session.append({ type: "label", parentId: assistantId, targetId: assistantId, label: "here" });
     const plan = await planRecovery(session, [counted("effect")]);
-    expect(plan.calls).toEqual([]);
-    session.pathToLeaf(assistantId); // the crashed message is still there
+    // never started on this branch (the other branch's intent is not this call's): run, not interrupted
+    expect(plan.calls.map((c) => [c.call.id, c.action])).toEqual([["a", "run"]]);
     await session.close();
   });
 });
@@ -210,6 +210,65 @@ describe("applying recovery", () => {
     await expect(applyRecovery(session, plan, { tools: [] })).rejects.toThrow(
       "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
     );
+    await session.close();
+  });
+
+  it("Lab 19.2 · a recorded outcome is appended as it was committed: an error stays an error", async () => {
+    const { session, assistantId } = await crashedSession([call("a", "effect")]);
+    let at = await session.append({
+      type: "tool_intent",
+      parentId: assistantId,
+      toolCallId: "a",
+      toolName: "effect",
+      arguments: {},
+    });
+    at = await session.append({
+      type: "tool_outcome",
+      parentId: at,
+      toolCallId: "a",
+      toolName: "effect",
+      content: [{ type: "text", text: "EACCES: permission denied" }],
+      isError: true,
+    });
+    const effect = counted("effect");
+    const plan = await planRecovery(session, [effect]);
+    const { appended } = await applyRecovery(session, plan, { tools: [effect] });
+    expect(appended).toMatchObject([
+      {
+        role: "toolResult",
+        toolCallId: "a",
+        content: [{ type: "text", text: "EACCES: permission denied" }],
+        isError: true,
+      },
+    ]);
+    expect(effect.runs).toEqual([]);
+    await session.close();
+  });
+
+  it("Lab 19.2 · the cut answer is in the session before the stream journal is cleared: a recovery stopped in between loses nothing", async () => {
+    const { session, assistantId } = await crashedSession([]);
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    const partial = assistantMessage([{ type: "text", text: "I will now" }], "stop");
+    await stream.save({ parentId: assistantId, message: partial });
+    const plan = await planRecovery(session, [], stream);
+    // the disk fails (or the process dies) while the cut answer is written
+    const failing: DurableStore = {
+      get leaf() {
+        return session.leaf;
+      },
+      entries: () => session.entries(),
+      pathToLeaf: (id) => session.pathToLeaf(id),
+      append: async () => {
+        throw new Error("ENOSPC: no space left on device");
+      },
+    };
+    await expect(applyRecovery(failing, plan, { tools: [], stream })).rejects.toThrow("ENOSPC");
+    // the answer is still kept: the next recovery finds it again and commits it
+    const again = await planRecovery(session, [], stream);
+    expect(again.partial).toEqual(plan.partial);
+    await applyRecovery(session, again, { tools: [], stream });
+    expect(await stream.load()).toBe(undefined);
+    expect(transcriptOf(session.pathToLeaf(session.leaf!.id)).messages.at(-1)).toEqual(plan.partial);
     await session.close();
   });
 
@@ -295,11 +354,25 @@ describe("applying recovery", () => {
   });
 
   const KILLS = Number(process.env.PI_DURABLE_LIB_KILLS ?? 12);
+  /**
+   * Where the k-th child is killed, the same on every run: before and during each effect (its
+   * intent written, its line not yet in the effects file; its line just written, the tool still
+   * running), then once the session file holds n of the run's 18 lines, n spread over the run.
+   */
+  type KillPoint = { before: string } | { during: string } | { lines: number; thenMs: number };
+  const POINTS: KillPoint[] = [
+    { before: "c0" },
+    { during: "c0" },
+    { before: "c3" },
+    { during: "c3" },
+    ...Array.from({ length: KILLS }, (_, k) => ({ lines: 1 + ((k * 7) % 18), thenMs: (k * 5) % 15 })),
+  ];
   it(
-    `Lab 19.2 · SIGKILL of a real process at ${KILLS} random points, then resumeRun: every call has one result, no effect twice, the run finishes`,
+    `Lab 19.2 · SIGKILL of a real process at ${POINTS.length} points (before and during each effect, then over the run), then resumeRun: every call has one result, no effect twice, a success only where the effect happened, the run finishes`,
     async () => {
       const stats = new Map<string, number>();
       const one = async (k: number) => {
+        const point = POINTS[k]!;
         const file = path.join(dir, `k${k}.jsonl`);
         const effects = path.join(dir, `k${k}.effects`);
         const child = spawn(
@@ -315,13 +388,24 @@ describe("applying recovery", () => {
         while (!out.includes("started") && child.exitCode === null && Date.now() < deadline)
           await new Promise((resolve) => setTimeout(resolve, 5));
         expect(out).toContain("started");
-        // a random point of the run, whatever the machine's speed: once the file holds a random
-        // number of lines (the whole run writes 18), then a random few milliseconds more
-        const lines = 1 + Math.floor(Math.random() * 18);
-        const count = () => readFileSync(file, "utf8").split("\n").length - 2;
-        while (count() < lines && child.exitCode === null && Date.now() < deadline)
+        const sessionText = () => readFileSync(file, "utf8");
+        const ranIds = () => readFileSync(effects, { encoding: "utf8", flag: "a+" }).split("\n");
+        const intended = (id: string) =>
+          sessionText()
+            .split("\n")
+            .some((line) => line.includes('"tool_intent"') && line.includes(`"toolCallId":"${id}"`));
+        const reached: () => boolean =
+          "before" in point
+            ? () => intended(point.before) || ranIds().includes(point.before) // (a poll that came late: go on)
+            : "during" in point
+              ? () => ranIds().includes(point.during)
+              : () => sessionText().split("\n").length - 2 >= point.lines;
+        while (!reached() && child.exitCode === null && Date.now() < deadline)
           await new Promise((resolve) => setTimeout(resolve, 1));
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 15));
+        // before an effect: well inside the 30 ms the tool waits before it (what follows the intent is written)
+        await new Promise((resolve) =>
+          setTimeout(resolve, "before" in point ? 10 : "lines" in point ? point.thenMs : 0),
+        );
         child.kill("SIGKILL");
         await exited;
         const session = await SessionFile.open(file);
@@ -356,17 +440,24 @@ describe("applying recovery", () => {
         for (const [id, n] of results) expect({ k, kind, id, n }).toEqual({ k, kind, id, n: 1 });
         const ran = (await readFile(effects, "utf8").catch(() => "")).split("\n").filter(Boolean);
         expect({ k, kind, ran }).toEqual({ k, kind, ran: [...new Set(ran)] });
+        // a result that says the effect ran is only given where it did
+        for (const m of messages)
+          if ("role" in m && m.role === "toolResult" && m.toolName === "effect" && !m.isError)
+            expect(
+              ran,
+              `kill ${k} (${kind}): a success result for ${m.toolCallId}, but its effect never ran`,
+            ).toContain(m.toolCallId);
         expect(messages.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: DONE }] });
         await session.close();
       };
       let next = 0;
       await Promise.all(
         [0, 1].map(async () => {
-          while (next < KILLS) await one(next++);
+          while (next < POINTS.length) await one(next++);
         }),
       );
       process.stdout.write(`chapter 19 crash test: ${[...stats].map(([k, n]) => `${n} ${k}`).join(", ")}\n`);
     },
-    120_000 + KILLS * 30_000,
+    120_000 + POINTS.length * 30_000,
   );
 });

@@ -2,8 +2,9 @@
  * The conversation of chapter 19's crash tests, shared by the child that is killed and the test
  * that recovers it: two tools and a scripted model that answers by the transcript.
  *
- * - `effect` (not safe to replay): appends its call id to the effects file, then waits a little:
- *   a line twice in that file is an effect run twice.
+ * - `effect` (not safe to replay): waits a little, appends its call id to the effects file, then
+ *   waits a little again (so a kill can land before its effect and after it, while it runs): a
+ *   line twice in that file is an effect run twice.
  * - `peek` (`replay: "safe"`): reads the effects file; running it again changes nothing.
  * - the model, by the number of tool results after the last user message (t): t = 0: a text and
  *   `effect`; t = 1: two `peek`s in one message; t = 3: `effect`; t ≥ 4: the final answer.
@@ -25,6 +26,7 @@ export function scriptTools(effects: string): AgentTool<any, any>[] {
     description: "Records that it ran.",
     parameters: Type.Object({ step: Type.String() }),
     execute: async (toolCallId) => {
+      await new Promise((resolve) => setTimeout(resolve, 30));
       await appendFile(effects, `${toolCallId}\n`);
       await new Promise((resolve) => setTimeout(resolve, 30));
       return { content: [{ type: "text", text: `recorded ${toolCallId}` }], details: undefined };
