@@ -67,12 +67,12 @@ export default defineChapter({
       hint: {
         zh:
           "先放 `piHome` 里的（scope `user`），再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。" +
-          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次；真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
+          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次，保留先到达的那个路径（从根往下走时先遇到的；不要换成真实路径）；真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
           "读不了的文件变成警告 `cannot read it (错误码); it is left out`；被截断的文件也给一条警告：" +
           "`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。永远不抛异常。",
         en:
           "The piHome file first (user), then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder " +
-          "(project); dedupe by realpath; a file whose real path is outside its folder is left out with the warning linksOutside(real, folder); read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
+          "(project); dedupe by realpath (a file reached twice keeps the path it was first reached by); a file whose real path is outside its folder is left out with the warning linksOutside(real, folder); read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
       },
     },
     {
@@ -129,14 +129,14 @@ export default defineChapter({
         zh:
           "`loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → " +
           "`not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。" +
-          "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交：" +
+          "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交（提交后把这个扩展记进 `host.extensions`：`{ path, scope, tools, commands, flags, beforeHooks, afterHooks, promptSections }`（`LoadedExtension`），列出真正登记上的名字）：" +
           '名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。' +
           "`registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）；" +
           "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
           '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
           "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`。绝不抛给智能体循环。",
         en:
-          "loadFactory: stage through the API, settle the factory with a time limit, commit only on success, then close the " +
+          "loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the " +
           "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
           "blocks the call with the exact reasons above; never throw into the loop.",
       },
@@ -152,22 +152,33 @@ export default defineChapter({
           "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
           "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个。" +
           '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
-          '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存；否则 `{ trusted: false, source: "default" }`。',
+          '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）；否则也是 `{ trusted: false, source: "default" }`。',
         en:
           "lookup: canonical folder, the longest saved folder that covers it (path.relative, not a string prefix). decideTrust: " +
-          "flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing), else untrusted by default.",
+          'flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
       },
       // The loader's test reads the context files (12.1) before it decides trust.
       uses: ["12.1"],
     },
   ],
+  wrong: [
+    {
+      lab: "12.5",
+      what: "break it, step 1: the project's extensions loaded whether or not the folder is trusted",
+      file: "src/resources/resources.ts",
+      find: '  if (trusted) for (const file of extensionFiles(projectExtensionFolder(locations))) await host.load(file, "project");',
+      replace:
+        '  for (const file of extensionFiles(projectExtensionFolder(locations))) await host.load(file, "project");',
+      failsWith: "the untrusted project's extension ran",
+    },
+  ],
   breakIt: {
     zh:
-      '在 `loadResources` 里把加载项目扩展的那一行挪到 `decideTrust` 之前（不管信不信任都先 `host.load`），跑 `npx vitest run test/12- -t "Lab 12\\.5\\b"`：' +
-      "哪个断言先失败？副作用文件是在问用户之前还是之后出现的？——这正是“信任门必须在导入之前”的原因：模块的顶层代码在 import 时就执行了。" +
+      '在 `loadResources` 里去掉加载项目扩展那一行前面的 `if (trusted)`（不管信不信任都 `host.load`），跑 `npx vitest run test/12- -t "Lab 12\\.5\\b"`：' +
+      "哪个断言失败？用户明明回答了“不信任”，副作用文件还是出现了——这正是“信任门必须在导入之前”的原因：模块的顶层代码在 import 时就执行了，事后不用它也来不及。" +
       "再把 `expandTemplate` 改成两遍替换（先换 `$1`，再换 `$@`），用参数 `'$@'` 试试会发生什么。",
     en:
-      "Move the project-extension load in loadResources before decideTrust and run the Lab 12.5 tests: when does the side-effect " +
-      "file appear? A module's top level runs at import. Then make expandTemplate two passes and try the argument '$@'.",
+      "In loadResources, drop the `if (trusted)` before the project-extension load and run the Lab 12.5 tests: the user said " +
+      "no, and the side-effect file appears anyway. A module's top level runs at import. Then make expandTemplate two passes and try the argument '$@'.",
   },
 });

@@ -59,7 +59,7 @@ export default defineChapter({
       hint: {
         zh:
           '`readMessage`：先排除非对象与数组（数组返回 `"a batch (array); MCP sends one message per line"`），再要求 `jsonrpc` 为 `"2.0"`（否则 `\'no "jsonrpc": "2.0"\'`）。' +
-          "`id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`，唯一的例外是错误响应里的 `id: null`。" +
+          '`id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`（括号里是 `JSON.stringify(id)`：`(null)`、`(true)`、`({"a":1})`），唯一的例外是错误响应里的 `id: null`。' +
           '有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`\'a response needs exactly one of "result" and "error"\'`），' +
           '`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）；不是对象的值返回 `"not a JSON object"`。键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。' +
           "`LineDecoder.push`：在每个块里找 `\\n`；一行没结束就把块存起来，结束时才用 `Buffer.concat` 拼一次（这样无论怎么切块都是线性的，多字节 UTF-8 字符被切开也没关系，因为按字节拼完才解码）；" +
@@ -80,7 +80,7 @@ export default defineChapter({
       hint: {
         zh:
           "`request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，" +
-          '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`；' +
+          '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`（原因：`signal.reason` 是字符串就用它，否则 `the caller aborted the request`；`notifications/cancelled` 的 `reason` 也是它）；' +
           "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。" +
           "连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`。" +
           '`transport.send` 本身被拒绝（比如 HTTP 传输的 POST 失败）时，请求要立刻结束：从 `pending` 删掉，拒绝为 `McpError("transport", "cannot send broken: HTTP 500 Internal Server Error")`（`cannot send ${method}: ${error.message}`；连接已关闭时 kind 是 `closed`），不要等到超时。' +
@@ -111,7 +111,7 @@ export default defineChapter({
           '`connect`：启动连接，发 `initialize {protocolVersion: "2025-11-25", capabilities, clientInfo}`（给了 roots 就声明 `roots: {listChanged: true}`），' +
           "服务器回的版本必须在 `SUPPORTED_PROTOCOL_VERSIONS` 里，否则关掉连接并抛出 " +
           '`the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`' +
-          "——服务器不会替你拒绝，它只会回它最新的版本。然后记下版本、发 `notifications/initialized`。" +
+          "——服务器不会替你拒绝，它只会回它最新的版本。然后记下版本、发 `notifications/initialized`（只有 `method`，没有 `params`）。" +
           "`StdioTransport.start`：`spawn` 子进程（环境只继承 `INHERITED_ENV` 再加配置的 env），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`；" +
           "不是 JSON（或不是 JSON-RPC 消息）的行已经替你处理好了（`line`，不是实验）：跳过它并记一条诊断，和官方 SDK、pi 一样——一行横幅不该毁掉整个服务器；" +
           "stderr 一定要读（管道满了服务器会卡住），留下最后几行；进程退出时以 `the server process exited with code 3 (last stderr line: …)` 结束；" +
@@ -184,14 +184,23 @@ export default defineChapter({
       replace: "this.transport.send(message).catch((error: Error) => {\n        return;",
       failsWith: "cannot send broken: HTTP 500 Internal Server Error",
     },
+    {
+      lab: "17.2",
+      what: "break it, step 1: a request that ends by timeout or abort stays in pending",
+      file: "src/mcp/connection.ts",
+      find: "        if (!this.pending.delete(id)) return;\n        entry.cleanup();\n        reject(error);",
+      replace: "        if (!this.pending.has(id)) return;\n        entry.cleanup();\n        reject(error);",
+      failsWith: "progress: 1, total: 2",
+    },
   ],
   breakIt: {
     zh:
-      "在 `JsonRpcConnection.request` 的超时处理里，把“先从 pending 删掉”挪到发送 `notifications/cancelled` 之后，" +
-      '或者干脆不删，跑 `npx vitest run test/17- -t "Lab 17\\.2\\b"`：哪个测试失败？迟到的回答会怎样？再试试把 `StdioTransport.close` 里的 SIGKILL 去掉，' +
-      '跑 `npx vitest run test/17- -t "Lab 17\\.3\\b"`：那个忽略 SIGTERM 的服务器会让测试等多久？最后把 `mcpToolName` 的 64 字符上限去掉，想一想哪个模型提供方会拒绝这个请求。',
+      "在 `JsonRpcConnection.request` 里超时和中止共用的 `end` 中，把 `this.pending.delete(id)` 换成 `this.pending.has(id)`（结束了却不从 pending 删掉），" +
+      '跑 `npx vitest run test/17- -t "Lab 17\\.2\\b"`：哪个测试失败？中止之后到达的进度通知去了哪里？' +
+      "再想一想：把 `mcpToolName` 的 64 字符上限去掉，哪个模型提供方会拒绝这个请求（不用真跑）。",
     en:
-      "Delete the pending entry after (or never) sending notifications/cancelled on a timeout and run the Lab 17.2 tests; drop the " +
-      "SIGKILL from StdioTransport.close and watch the stubborn server; lift the 64-character cap and think which provider refuses it.",
+      "In the `end` that timeout and abort share in JsonRpcConnection.request, replace this.pending.delete(id) with " +
+      "this.pending.has(id) (ended, never removed) and run the Lab 17.2 tests: which fails, and where does the progress that " +
+      "arrives after the abort go? Then think (no run needed) which provider refuses a tool name once the 64-character cap is lifted.",
   },
 });

@@ -782,8 +782,8 @@ describe("trust gate", { timeout: 60_000 }, () => {
         },
       },
     });
-    expect(sawSideEffectWhenAsked).toBe(false);
-    expect(existsSync(sideEffect)).toBe(false);
+    expect(sawSideEffectWhenAsked, "the project's extension ran before the user was asked").toBe(false);
+    expect(existsSync(sideEffect), "the untrusted project's extension ran (its side-effect file exists)").toBe(false);
     expect(untrusted.trust).toMatchObject({ folder: repo, trusted: false, source: "asked" });
     expect(untrusted.projectResources.map((p) => path.relative(repo, p))).toEqual([
       ".pi-course/skills/project-skill/SKILL.md",

@@ -169,8 +169,9 @@ describe("a tool call interrupted by a crash", () => {
   it("CLI: a bash command the killed agent left running is stopped by --continue's recovery, and the model is told", async () => {
     const pidFile = path.join(dir, "agent.pid");
     const late = path.join(dir, "late.txt");
-    // its output goes to /dev/null, so the orphan holds no pipe of the dead agent open
-    const command = `echo $PPID $$ > ${pidFile}; exec >/dev/null 2>&1; sleep 8; echo late > ${late}`;
+    // its output goes to /dev/null, so the orphan holds no pipe of the dead agent open; it sleeps
+    // long enough to outlive a slow start of the second run on a loaded machine (8 s was not enough once)
+    const command = `echo $PPID $$ > ${pidFile}; exec >/dev/null 2>&1; sleep 15; echo late > ${late}`;
     const { server, args, env, sessions, first } = await bashRun("call_orphan", command, pidFile);
     const [agentPid, shellPid] = readText(pidFile).trim().split(" ").map(Number) as [number, number];
     strays.push(-shellPid, shellPid); // only if the test fails: recovery is to stop it
@@ -191,7 +192,7 @@ describe("a tool call interrupted by a crash", () => {
         "Its command was still running after the crash (2 processes); it was stopped now.",
       ),
     });
-    await new Promise((resolve) => setTimeout(resolve, 9000)); // past the command's sleep
+    await new Promise((resolve) => setTimeout(resolve, 16_000)); // past the command's sleep
     expect(existsSync(late)).toBe(false);
   }, 300_000);
 });
