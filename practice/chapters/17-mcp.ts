@@ -24,16 +24,20 @@ export default defineChapter({
       "`/mcp` 显示每个服务器的状态。测试直接对着没人在这里写过的真实参考服务器跑：`@modelcontextprotocol/server-everything` 与 `server-filesystem`，" +
       "故障则来自一个用官方 SDK 的 `McpServer` 故意写坏的服务器。" +
       "给定的部分里还有两件用户会遇到的事：服务器在后台启动（对话不等它们，`--print` 最多等 10 秒，每个服务器有自己的 `startupTimeoutMs`），" +
-      "以及 Streamable HTTP 的断流续传——服务器在回答前关掉响应流时，客户端在它给的 `retry` 之后带着 `Last-Event-ID` 用 GET 接着读；GET 流断了会重新打开。",
+      "以及 Streamable HTTP 的断流续传——服务器在回答前关掉响应流时，客户端在它给的 `retry` 之后带着 `Last-Event-ID` 用 GET 接着读；GET 流断了会重新打开。" +
+      "服务器还可以在工具调用进行中向人提问（`elicitation/create`）：CLI 在终端里逐项询问表单、按请求的 schema 校验每个回答（`mcp/elicitation-form.ts`），" +
+      "需要打开的网页只显示完整地址、绝不替人打开；打印模式则拒绝并说明。",
     en:
       "MCP is how tools reach agents today. You write the client without the SDK: JSON-RPC messages and id correlation, stdio " +
       "line framing and Streamable HTTP, the initialize lifecycle, MCP tools as AgentTools named mcp__<server>__<tool>, the " +
       "mcp.json configuration and a group of servers started in parallel. The tests run against the real reference servers " +
       "and a server written with the SDK's McpServer that misbehaves on purpose. Given: servers start in the background " +
-      "(startupTimeoutMs), and a closed stream is resumed with Last-Event-ID after the server's retry.",
+      "(startupTimeoutMs), and a closed stream is resumed with Last-Event-ID after the server's retry. A server may ask the " +
+      "person for input mid-call (elicitation/create): the CLI asks a form field by field, checked against its schema.",
   },
   files: [
     "src/cli/features/mcp.ts",
+    "src/cli/elicitation.ts",
     "src/cli/mcp-command.ts",
     "src/mcp/json-rpc.ts",
     "src/mcp/line-decoder.ts",
@@ -42,6 +46,7 @@ export default defineChapter({
     "src/mcp/stdio-transport.ts",
     "src/mcp/streamable-http.ts",
     "src/mcp/client.ts",
+    "src/mcp/elicitation-form.ts",
     "src/mcp/mcp-tools.ts",
     "src/mcp/schema-patterns.ts",
     "src/mcp/config.ts",

@@ -452,6 +452,8 @@ export {
   withElicitationDefaults,
 } from "./mcp/client.js";
 export type { McpCallResult, McpClientOptions, McpContent, McpRoot, McpServerInfo, McpToolInfo } from "./mcp/client.js";
+export { elicitationForm, fieldHint, readFieldAnswer, shown } from "./mcp/elicitation-form.js";
+export type { ElicitationForm, FieldAnswer, FormField, FormFieldKind, FormOption } from "./mcp/elicitation-form.js";
 export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/mcp-tools.js";
 export type { McpToolDetails } from "./mcp/mcp-tools.js";
 export { McpConfigError, expandVariables, loadMcpConfig, parseMcpConfig } from "./mcp/config.js";

@@ -16,7 +16,7 @@ import type { Writable } from "node:stream";
 import { textOf } from "../messages.js";
 import { type Chat, commandTable, extensionCommands, replay, runCommand, type SlashCommand } from "./chat-commands.js";
 import { DEMO_TASK } from "./demo.js";
-import type { TerminalIO } from "./io.js";
+import type { Questioner, TerminalIO } from "./io.js";
 import { FEATURES } from "./options.js";
 import { expandInput } from "./project-resources.js";
 import { ChatPrinter } from "./render.js";
@@ -56,6 +56,8 @@ class Conversation implements Chat {
   private asking: string | undefined;
   /** The prompt line is on the screen, waiting for a line (no run, command or question). */
   private prompting = false;
+  /** While a feature's question waits (`question`): cancels it (Ctrl-C). */
+  private cancelQuestion: (() => void) | undefined;
 
   constructor(
     readonly runtime: Runtime,
@@ -139,12 +141,57 @@ class Conversation implements Chat {
    * line of its own; on the prompt line it goes above the prompt, which is drawn again with what
    * was typed.
    */
-  private readonly notice = (text: string): void => {
+  private readonly notice = (text: string): void => this.above(`note: ${neutralize(text)}`, "yellow");
+
+  /** A line of its own, above the prompt line when that is on the screen. */
+  private above(text: string, style?: "yellow"): void {
     if (this.exitCode !== undefined) return;
-    if (!this.prompting) return this.printer.line(`note: ${neutralize(text)}`, "yellow");
+    if (!this.prompting) return this.printer.line(text, style);
     this.io.output.write("\r\u001b[2K");
-    this.printer.line(`note: ${neutralize(text)}`, "yellow");
+    this.printer.line(text, style);
     this.rl.prompt(true);
+  }
+
+  /**
+   * A question a feature asks while a run goes on (an MCP server's form): the ticker stops, what
+   * was typed waits, and the question takes the prompt line until answered; Ctrl-C cancels it
+   * (undefined), not the run. Features ask one question at a time.
+   */
+  private async question(question: string): Promise<string | undefined> {
+    if (this.exitCode !== undefined) return undefined;
+    this.printer.stopTicker();
+    if (this.prompting) this.io.output.write("\r\u001b[2K");
+    const { echo } = this;
+    const typed = this.rl.line;
+    this.echo = true;
+    this.rl.line = "";
+    this.rl.cursor = 0;
+    const cancel = new AbortController();
+    let closed: (() => void) | undefined;
+    try {
+      return await new Promise<string | undefined>((resolve) => {
+        closed = () => resolve(undefined);
+        this.rl.once("close", closed);
+        this.cancelQuestion = () => {
+          cancel.abort();
+          resolve(undefined);
+        };
+        this.rl.question(question, { signal: cancel.signal }, resolve);
+      });
+    } finally {
+      this.rl.off("close", closed!);
+      this.cancelQuestion = undefined;
+      this.echo = echo;
+      this.rl.line = typed;
+      this.rl.cursor = typed.length;
+      if (this.prompting && this.exitCode === undefined) this.rl.prompt(true);
+    }
+  }
+
+  /** The person, for features that ask while a run goes on (`Runtime.questioner`). */
+  private readonly questioner: Questioner = {
+    say: (text) => this.above(text),
+    ask: (question) => this.question(question),
   };
 
   /** Runs `text` as a prompt (undefined: `continue()`, chapter 19), then `then` or the prompt line. */
@@ -238,6 +285,7 @@ class Conversation implements Chat {
     // Only two Ctrl-C in a row exit.
     if (!(key?.ctrl === true && key.name === "c")) this.lastKeyWasCtrlC = false;
     // readline has handled the key already (its listener came first): show the line as it is now.
+    if (this.cancelQuestion !== undefined) return; // a feature's question is on the prompt line
     if (this.running !== undefined) this.printer.showTyping(neutralize(this.rl.line));
     if (key?.name !== "return" || key.meta !== true) return;
     if (this.asking !== undefined) return; // a question takes a plain answer
@@ -259,6 +307,11 @@ class Conversation implements Chat {
     if (this.asking !== undefined) {
       printer.line(this.asking, "dim");
       return this.leave(130);
+    }
+    if (this.cancelQuestion !== undefined) {
+      this.io.output.write("\n");
+      printer.line("(cancelled)", "dim");
+      return this.cancelQuestion();
     }
     if (this.lastKeyWasCtrlC) {
       printer.line("(exit)", "dim");
@@ -285,6 +338,7 @@ class Conversation implements Chat {
     this.rl.on("close", () => this.leave(this.exitCode ?? 0));
     this.signal.addEventListener("abort", () => this.leave(130), { once: true });
     runtime.onNotice = this.notice;
+    runtime.questioner = this.questioner;
     // e.g. the resumed session's run was killed mid-way: the person is told what it left and asked first
     await this.sessionOpened();
     if (this.exitCode !== undefined) return this.finished;

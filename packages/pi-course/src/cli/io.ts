@@ -15,3 +15,11 @@ export interface CliIO {
   stdin?: TerminalIO["input"];
   env: NodeJS.ProcessEnv;
 }
+
+/** A person at the terminal, for a feature that must ask while a run goes on (an MCP server's form). */
+export interface Questioner {
+  /** Writes a line of its own above the prompt line. */
+  say(text: string): void;
+  /** Asks on the prompt line; undefined when the person cancels (Ctrl-C) or leaves. */
+  ask(question: string): Promise<string | undefined>;
+}

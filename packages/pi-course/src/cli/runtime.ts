@@ -22,6 +22,7 @@ import { createDemoModel, createDemoWorkspace } from "./demo.js";
 import { withPairingCheck } from "./pairing.js";
 import { SessionFolder, type SessionSummary } from "./sessions.js";
 import { createServerModel } from "./runtime-model.js";
+import type { Questioner } from "./io.js";
 
 /**
  * What a person should know about a session file before going on with it: torn lines (a crash
@@ -166,6 +167,11 @@ export class Runtime {
    * was recovered): the modes call `agent.continue()` first, and set it back to false.
    */
   unfinished = false;
+  /**
+   * The person at the terminal, for a feature that must ask while a run goes on (an MCP server's
+   * form): set by the interactive mode; undefined where nobody can answer (print, JSON, trace).
+   */
+  questioner: Questioner | undefined;
 
   private constructor(
     readonly options: RunOptions,

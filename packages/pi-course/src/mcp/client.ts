@@ -63,6 +63,11 @@ export interface McpClientOptions {
    * (`withElicitationDefaults`), as the specification asks of a client.
    */
   onElicitation?: (params: Record<string, unknown>, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  /**
+   * The elicitation modes `onElicitation` answers (advertised as the `elicitation` capability):
+   * `form` (fields of a schema) and `url` (a page the person opens). Default: form only.
+   */
+  elicitationModes?: readonly ("form" | "url")[];
   /** Default request timeout (60 s). */
   requestTimeoutMs?: number;
   /** Hears the tool list after a `list_changed` (debounced by `listChangedDelayMs`, default 100 ms). */
@@ -143,7 +148,8 @@ export class McpClient {
       const capabilities: Record<string, unknown> = {};
       if (this.options.roots !== undefined) capabilities.roots = { listChanged: true };
       if (this.options.onSampling !== undefined) capabilities.sampling = {};
-      if (this.options.onElicitation !== undefined) capabilities.elicitation = { form: {} };
+      if (this.options.onElicitation !== undefined)
+        capabilities.elicitation = Object.fromEntries((this.options.elicitationModes ?? ["form"]).map((m) => [m, {}]));
       const result = await this.connection.request(
         "initialize",
         {

@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import type { TSchema } from "typebox";
 import type { AgentTool, AgentToolResult, UserContent } from "../types.js";
 import type { McpCallResult, McpClient, McpContent, McpToolInfo } from "./client.js";
+import { ErrorCode, McpError } from "./json-rpc.js";
 import { withoutRiskyPatterns } from "./schema-patterns.js";
 
 /** What an MCP tool's result keeps for programs and UIs (`AgentToolResult.details`). */
@@ -134,26 +135,49 @@ export function mcpAgentTools(
         ),
       ),
       execute: async (_id, params, signal, onUpdate) => {
-        const result = await client.callTool(info.name, params as Record<string, unknown>, {
-          ...(signal !== undefined && { signal }),
-          ...(onUpdate !== undefined && {
-            onProgress: (p) =>
-              onUpdate({
-                content: [
-                  {
-                    type: "text",
-                    text: `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ""}${p.message !== undefined ? `: ${p.message}` : ""}`,
-                  },
-                ],
-                details: { server, tool: info.name },
-              }),
-          }),
-        });
+        const result = await client
+          .callTool(info.name, params as Record<string, unknown>, {
+            ...(signal !== undefined && { signal }),
+            ...(onUpdate !== undefined && {
+              onProgress: (p) =>
+                onUpdate({
+                  content: [
+                    {
+                      type: "text",
+                      text: `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ""}${p.message !== undefined ? `: ${p.message}` : ""}`,
+                    },
+                  ],
+                  details: { server, tool: info.name },
+                }),
+            }),
+          })
+          .catch((error: unknown) => {
+            throw pagesToOpen(error) ?? error;
+          });
         return mapCallResult(server, info.name, result);
       },
     });
   }
   return { tools: out, hidden, notes };
+}
+
+/**
+ * A tool call refused with -32042 (URL elicitation required, 2025-11-25) as an error that names
+ * the pages the person must open before the call is tried again; undefined for any other error.
+ */
+function pagesToOpen(error: unknown): Error | undefined {
+  if (!(error instanceof McpError) || error.kind !== "remote" || error.code !== ErrorCode.UrlElicitationRequired)
+    return undefined;
+  const asked = (error.data as { elicitations?: unknown } | undefined)?.elicitations;
+  const pages = (Array.isArray(asked) ? asked : []).flatMap((item: unknown) => {
+    const { url, message } = (item ?? {}) as { url?: unknown; message?: unknown };
+    if (typeof url !== "string") return [];
+    return [`${url}${typeof message === "string" && message !== "" ? ` (${message})` : ""}`];
+  });
+  if (pages.length === 0) return undefined;
+  return new Error(
+    `${error.message}: the person must open ${pages.length === 1 ? "this page" : "these pages"} first, then the call can be tried again: ${pages.join("; ")}`,
+  );
 }
 
 /**

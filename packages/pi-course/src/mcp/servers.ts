@@ -69,6 +69,8 @@ export interface McpServersOptions {
     params: Record<string, unknown>,
     signal: AbortSignal,
   ) => Promise<Record<string, unknown>>;
+  /** The elicitation modes `onElicitation` answers (`McpClientOptions.elicitationModes`). */
+  elicitationModes?: McpClientOptions["elicitationModes"];
   /** Stdio shutdown grace (ms between stdin close, SIGTERM and SIGKILL; default 2,000). */
   graceMs?: number;
 }
@@ -200,6 +202,7 @@ export class McpServers {
       ...(this.options.onElicitation !== undefined && {
         onElicitation: (params, signal) => this.options.onElicitation!(config.name, params, signal),
       }),
+      ...(this.options.elicitationModes !== undefined && { elicitationModes: this.options.elicitationModes }),
       ...(roots !== undefined && {
         roots: roots.map(({ folder, name }) => ({ uri: pathToFileURL(folder).href, name })),
       }),

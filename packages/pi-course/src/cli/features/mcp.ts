@@ -13,6 +13,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { McpConfigError, loadMcpConfig, mcpVariables, type McpServerConfig } from "../../mcp/config.js";
 import type { McpServerEntry, McpServers } from "../../mcp/servers.js";
+import { elicitOnTerminal } from "../elicitation.js";
 import { homeFolder } from "../settings.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 import { deferMcpTools } from "../tool-declaration.js";
@@ -201,19 +202,25 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   if (mcpServers.length === 0) return;
   const { McpServers } = await import("../../mcp/servers.js");
   let toolNote: string | undefined;
+  let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
   const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
-    // a server that asks the user for input is told no, and the person is told what it asked
-    onElicitation: async (name, params) => {
-      const asked = typeof params.message === "string" ? params.message.slice(0, 300) : "(no message)";
-      runtime.onNotice(
-        `MCP server ${name} asked for input ("${asked}"): declined (this agent does not fill in forms yet)`,
-      );
-      return { action: "decline" };
+    // a server's question is asked at the terminal, one at a time; where nobody can answer it is declined
+    onElicitation: (name, params) => {
+      const person = runtime.questioner;
+      if (person === undefined) {
+        const asked = typeof params.message === "string" ? params.message.slice(0, 300) : "(no message)";
+        runtime.onNotice(`MCP server ${name} asked for input ("${asked}"): declined (nobody can answer in this mode)`);
+        return Promise.resolve({ action: "decline" });
+      }
+      const answer = questions.then(() => elicitOnTerminal(person, name, params));
+      questions = answer.catch(() => undefined);
+      return answer;
     },
+    elicitationModes: ["form", "url"],
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
     onToolsChanged: (tools) => {
       const added = deferMcpTools(tools, {
