@@ -21,14 +21,18 @@ export default defineChapter({
       "循环（`src/agent/tool-exposure.ts`）按对话记录算出每次请求的声明集合，并拒绝对其他工具的调用；" +
       "`tool_search` 工具（`src/tool-search/`）用 BM25 风格的打分在名字、描述和参数名上给延迟工具排名，" +
       "它的结果通过 `declareTools` 请循环从下一次请求起声明找到的工具，循环把新声明的名字记在结果消息的 `declaredTools` 上。" +
-      "命令行里 MCP 工具超过 20 个时就自动延迟，并且告诉你。",
+      "命令行里 MCP 工具超过 20 个时就自动延迟，并且告诉你。" +
+      "给定的 `src/agent/declared-window.ts` 给声明集合设了上限：延迟工具最多同时声明 `MAX_DECLARED_DEFERRED`（20）个，" +
+      "最久没被找到或调用的先退出（再调用它会被拒绝，再搜一次就回来）；它同样只从对话记录算出，所以恢复的对话声明的一样。",
     en:
       "Exposure separates what the model is told from what it may call: direct, deferred, codemode, hidden. The loop computes each " +
       "request's declared set from the transcript and refuses any other call; tool_search ranks deferred tools BM25-style and " +
-      "asks the loop to declare the best matches from the next request on. The CLI defers MCP tools above 20.",
+      "asks the loop to declare the best matches from the next request on. The CLI defers MCP tools above 20. Given: at most " +
+      "MAX_DECLARED_DEFERRED (20) deferred tools stay declared, the least recently found or called drop out (declared-window.ts).",
   },
   files: [
     "src/agent/tool-exposure.ts",
+    "src/agent/declared-window.ts",
     "src/tool-search/bm25.ts",
     "src/tool-search/tool-search.ts",
     "src/cli/tool-declaration.ts",

@@ -399,6 +399,7 @@ export { readTranscripts, renderHtmlReport, runKey } from "./eval/html-report.js
 export type { ToolExposure } from "./types.js";
 export { declaredToolNames, exposureOf, exposureRefusal } from "./agent/tool-exposure.js";
 export type { CallOrigin } from "./agent/tool-exposure.js";
+export { DeclaredWindow, MAX_DECLARED_DEFERRED } from "./agent/declared-window.js";
 export { rankTools, tokenize, toolWords } from "./tool-search/bm25.js";
 export type { ToolMatch } from "./tool-search/bm25.js";
 export {

@@ -5,13 +5,15 @@
  * declared set of one request is every `direct` tool plus every `deferred` tool named by the
  * `declaredTools` of a tool result in the transcript so far, or of a compaction's summary (a user
  * message naming the declarations of the part it condensed): the transcript is the only record,
- * so a run resumed from it, or compacted, declares the same tools as before.
+ * so a run resumed from it, or compacted, declares the same tools as before. Of the deferred ones,
+ * only the `MAX_DECLARED_DEFERRED` most recently declared or called stay (declared-window.ts).
  *
  * A model's call to a tool outside that set is answered with an error result that says
  * `was not declared to you in this request`; a script's call (codemode) may reach `direct`,
  * `deferred` and `codemode` tools, never a `hidden` one.
  */
 import type { AgentContext, AgentMessage, AgentTool, ToolExposure } from "../types.js";
+import { DeclaredWindow } from "./declared-window.js";
 import type { AnsweredToolCall, ToolMiddleware } from "./types.js";
 
 /** Who asked for a call: the model (in its message) or a codemode script (a nested call). */
@@ -101,6 +103,11 @@ export function exposureRefusal(
 export function toolExposure(context: AgentContext): ToolMiddleware {
   const tools = context.tools ?? [];
   const declared = declaredToolNames(tools, context.messages);
+  // at most MAX_DECLARED_DEFERRED deferred tools stay declared: the most recently found or called
+  const window = declared === undefined ? undefined : DeclaredWindow.read(tools, context.messages);
+  if (window !== undefined) {
+    for (const tool of tools) if (tool.exposure === "deferred" && !window.has(tool.name)) declared!.delete(tool.name);
+  }
   return {
     declares: (tool) => declared === undefined || declared.has(tool.name),
     refuse: (call, parent) =>
@@ -111,8 +118,11 @@ export function toolExposure(context: AgentContext): ToolMiddleware {
     },
     afterBatch(results) {
       const names = results.flatMap((result) => result.declaredTools ?? []);
-      if (declared === undefined || names.length === 0) return false;
+      if (declared === undefined || window === undefined) return false;
+      for (const result of results) window.used(result.toolName);
+      if (names.length === 0) return false;
       for (const tool of tools) if (tool.exposure === "deferred" && names.includes(tool.name)) declared.add(tool.name);
+      for (const name of window.declare(names)) declared.delete(name);
       return true;
     },
   };
