@@ -25,7 +25,8 @@ export default defineChapter({
       "QuickJS 跑在一个 worker 线程里：`src/codemode/worker-source.ts` 是 worker 的代码，`sandbox.ts` 是宿主——一个一直开着的 worker，" +
       "每个脚本一个全新的 VM（启动 worker 要几十到几百毫秒，新建 VM 大约 2 毫秒）。嵌套调用通过 `ToolExecutionContext.callTool` 回到循环自己的流水线" +
       "（`src/agent/tool-execution.ts` 的 ch16 部分），事件带着 `parentToolCallId`，id 是父调用的 id 加 `.1`、`.2`……" +
-      "`declarations.ts` 把可调用的工具写成 TypeScript 声明放进 `code` 工具的描述（`code-tool.ts`）。命令行用 `--codemode` 打开它。",
+      "`declarations.ts` 把可调用的工具写成 TypeScript 声明放进 `code` 工具的描述（`code-tool.ts`），每个工具只带描述的第一句（最多 120 个字符），" +
+      "已经直接声明给模型的工具只写签名——每次请求都要发送这些文字，越短越省 token。命令行用 `--codemode` 打开它。",
     en:
       "The code tool runs one JavaScript snippet that calls many tools: QuickJS (quickjs-wasi, the first runtime dependency a " +
       "chapter adds) in one warm worker thread, a fresh VM per script, host-owned limits, nested calls through the loop's own " +

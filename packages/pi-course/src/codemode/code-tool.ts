@@ -59,7 +59,11 @@ export function createCodeTool(options: CodeToolOptions): AgentTool<typeof codeP
     "`await tools.<name>(args)`: each resolves to the tool's text and throws an Error with it if the tool fails. " +
     "`console.log` output and the value you `return` (as JSON) come back to you. Use it to make several tool calls " +
     `in one step. Limits: ${limits.timeoutMs} ms, ${limits.maxCalls} tool calls per script.\n\n` +
-    toolDeclarations(callable, options.tokenBudget ?? DECLARATIONS_TOKEN_BUDGET);
+    toolDeclarations(
+      // a direct tool is declared to the model with its description already: its signature is enough here
+      callable.map((tool) => (exposureOf(tool) === "direct" ? { ...tool, description: "" } : tool)),
+      options.tokenBudget ?? DECLARATIONS_TOKEN_BUDGET,
+    );
   return defineTool({
     name: CODE_TOOL_NAME,
     label: "Code",

@@ -59,28 +59,37 @@ export function toTypeScript(schema: unknown, depth = 0): string {
   // #endregion
 }
 
+/** The most characters of a tool's doc comment: its first sentence, cut here. */
+export const DECLARATION_DOC_CHARS = 120;
+
 /**
  * `declare const tools: { … }` for `tools`, each method `name(args: …): Promise<string>` with
- * its description's first line as a comment, within `tokenBudget` tokens. Tools left out are
- * listed by name: `// also callable, same way: a, b`.
+ * the first sentence of its description as a comment (at most `DECLARATION_DOC_CHARS`; none for
+ * a tool without a description), within
+ * `tokenBudget` tokens. A name that is no identifier (MCP's `get-sum`) is declared quoted, and
+ * one line says how such names are called (`tools["get-sum"](args)`). Tools left out are listed
+ * by name: `// also callable, same way: a, b`.
  */
 export function toolDeclarations(
   tools: readonly AgentTool<any, any>[],
   tokenBudget = DECLARATIONS_TOKEN_BUDGET,
 ): string {
   const budget = tokenBudget * 4;
-  const head = "declare const tools: {\n";
+  const quoted = tools.find((tool) => !IDENTIFIER.test(tool.name));
+  const head =
+    "declare const tools: {\n" +
+    (quoted === undefined
+      ? ""
+      : `  // a quoted name is called with brackets: tools[${JSON.stringify(quoted.name)}](args)\n`);
   const tail = "};";
   const lines: string[] = [];
   let used = head.length + tail.length;
   const left: string[] = [];
   for (const tool of tools) {
-    const doc = (tool.description ?? "").split("\n", 1)[0]!.trim().replaceAll("*/", "* /");
-    // A name that is no identifier (MCP's get-sum) is declared quoted, and called tools["get-sum"](…).
-    const identifier = IDENTIFIER.test(tool.name);
-    const key = identifier ? tool.name : JSON.stringify(tool.name);
-    const call = identifier ? "" : ` Call it as tools[${key}](args).`;
-    const entry = `  /** ${doc}${call} */\n  ${key}(args: ${toTypeScript(tool.parameters)}): Promise<string>;\n`;
+    const doc = firstSentence(tool.description ?? "").replaceAll("*/", "* /");
+    const key = IDENTIFIER.test(tool.name) ? tool.name : JSON.stringify(tool.name);
+    const comment = doc === "" ? "" : `  /** ${doc} */\n`;
+    const entry = `${comment}  ${key}(args: ${toTypeScript(tool.parameters)}): Promise<string>;\n`;
     if (left.length === 0 && used + entry.length <= budget) {
       lines.push(entry);
       used += entry.length;
@@ -88,4 +97,12 @@ export function toolDeclarations(
   }
   const more = left.length > 0 ? `  // also callable, same way: ${left.join(", ")}\n` : "";
   return head + lines.join("") + more + tail;
+}
+
+/** The first sentence of `text`'s first line, at most `DECLARATION_DOC_CHARS` characters. */
+function firstSentence(text: string): string {
+  const line = text.split("\n", 1)[0]!.trim();
+  const end = /[.!?](\s|$)/.exec(line);
+  const sentence = end === null ? line : line.slice(0, end.index + 1);
+  return sentence.length > DECLARATION_DOC_CHARS ? `${sentence.slice(0, DECLARATION_DOC_CHARS - 1)}…` : sentence;
 }
