@@ -32,16 +32,33 @@ export interface LabRange {
   to: number;
 }
 
-/** The lines between `lab`'s opening marker and its matching `// #endregion`. */
-export function labRange(lab: LabRegion, source: string): LabRange {
+/**
+ * The lines of `lab`'s body as its chapter has them: between its opening marker and the
+ * `// #endregion` that closes it, without the lines of later chapters nested in it (`#region chNN`:
+ * those are not in the chapter's files, and later chapters' tests check them). One range per run
+ * of lines.
+ */
+export function labRanges(lab: LabRegion, source: string): LabRange[] {
   const lines = source.split("\n");
+  const ranges: LabRange[] = [];
   let depth = 0;
+  let from: number | undefined = lab.line + 1;
+  const close = (to: number) => {
+    if (from !== undefined && to >= from) ranges.push({ lab: lab.lab, symbol: lab.symbol, file: lab.file, from, to });
+    from = undefined;
+  };
   for (let i = lab.line; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (/^\s*\/\/ #region\b/.test(line)) depth++;
-    else if (/^\s*\/\/ #endregion\b/.test(line)) {
-      if (depth === 0) return { lab: lab.lab, symbol: lab.symbol, file: lab.file, from: lab.line + 1, to: i };
+    const line = lines[i]!; // line number i + 1
+    if (/^\s*\/\/ #region\b/.test(line)) {
+      if (depth === 0) close(i);
+      depth++;
+    } else if (/^\s*\/\/ #endregion\b/.test(line)) {
+      if (depth === 0) {
+        close(i);
+        return ranges;
+      }
       depth--;
+      if (depth === 0) from = i + 2;
     }
   }
   throw new Error(`${lab.file}:${lab.line}: lab ${lab.lab} has no matching // #endregion`);
@@ -74,7 +91,8 @@ export function scoresOf(
   report: { files: Record<string, { source: string; mutants: ReportMutant[] }> },
   ranges: LabRange[],
 ): LabScore[] {
-  const scores = ranges.map((range) => ({
+  const labs = [...new Map(ranges.map((range) => [`${range.lab} ${range.symbol}`, range])).values()];
+  const scores = labs.map((range) => ({
     lab: range.lab,
     symbol: range.symbol,
     killed: 0,
@@ -178,7 +196,9 @@ export async function chapterTargets(
   const chapter = catalogue.get(id);
   if (chapter.labs.length === 0) throw new UsageError(`chapter ${id} has no labs to mutate (an observe chapter).`);
   const scan = scanSources(catalogue);
-  const ranges = labsOf(chapter, scan).map((lab) => labRange(lab, readFileSync(join(REPO_ROOT, lab.file), "utf8")));
+  const ranges = labsOf(chapter, scan).flatMap((lab) =>
+    labRanges(lab, readFileSync(join(REPO_ROOT, lab.file), "utf8")),
+  );
   const testFiles = [...scan.owners]
     .filter(([file, owner]) => owner === chapter && file.endsWith(".test.ts"))
     .map(([file]) => relative(REPO_ROOT, join(PACKAGE_DIR, file)))
