@@ -38,7 +38,7 @@ export default defineChapter({
       },
       says: [
         "text: ${JSON.stringify(text)}   /   tool call ${name} (${id})   /   done: ${reason}   /   error: ${message}",
-        'unknown ${what} type ${JSON.stringify(value.type)}   (a TypeError, e.g. unknown delta type "bogus")',
+        'unknown ${what} type ${JSON.stringify(value?.type)}   (a TypeError, e.g. unknown delta type "bogus"; null gives undefined)',
       ],
     },
     {

@@ -33,10 +33,10 @@ export default defineChapter({
         zh:
           "push：已关闭就忽略；终止事件兑现结果，但它本身仍要交给读者；有读者在等就直接交给它，否则放进队列。" +
           "next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者；同一时刻只允许一个读者、一个未完成的 next()。" +
-          "读者 break 时停止缓冲。",
+          "读者 break 时（迭代器的 `return()`）停止缓冲，并按迭代器协议回答 `{ value: undefined, done: true }`。",
         en:
           "push: ignore after the end; a terminal event settles the result and is still delivered; hand to a waiting reader, else enqueue. " +
-          "next: drain with a moving head (no shift()), else wait; one reader, one pending next(); a reader that breaks stops the buffering.",
+          "next: drain with a moving head (no shift()), else wait; one reader, one pending next(); a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
       },
     },
     {

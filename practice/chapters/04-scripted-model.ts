@@ -38,7 +38,7 @@ export default defineChapter({
           "`resolveTurn` 取下一个回合：脚本里的一项可能是消息、`ScriptedFailure`（用已给的 `failureScript` 变成要播放的消息）或 responder" +
           "（用上下文和从 0 数起的回合号调用它，可能是 async）。预先中止（不消耗回合）、脚本用完、responder 抛错，全部是 error 事件，绝不抛出；" +
           "responder 返回了无效的值不用特意检查，读它时抛出的错误会走上面的 `.catch`。测试逐字检查这五种 errorMessage：" +
-          "① 预先中止（reason 为 `aborted`）：`Request was aborted`；" +
+          "① 预先中止（reason 为 `aborted`）：`Request was aborted`（responder 算完回合时信号已中止也一样：只有这一个 error 事件，没有 start）；" +
           "② 脚本用完：`ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run sooner.`，" +
           "N 数的是回合（已取走的回合数 + 1，被预先中止的调用不算），M 是脚本长度；" +
           "③ responder 抛错：`ScriptedModel: the responder threw: <错误的 message>`；" +
@@ -49,7 +49,7 @@ export default defineChapter({
           "directly, not from a microtask or setImmediate: the pre-abort check and taking the turn happen before stream() returns. " +
           "Catch play's rejection as an error event that keeps the cause's message. resolveTurn takes the next turn (a message, a " +
           "ScriptedFailure made playable by failureScript, or a responder called with the context and the 0-based turn index); " +
-          "pre-aborted (uses no turn), " +
+          "pre-aborted (uses no turn) or aborted while a responder computed the turn (one error event, no start), " +
           "script exhausted, responder threw: error events, never a throw. The five errorMessages the tests require: " +
           '"Request was aborted"; "ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run ' +
           'sooner." (N counts turns taken + 1); "ScriptedModel: the responder threw: <message>"; "ScriptedModel: cannot play call ' +

@@ -33,6 +33,8 @@ describe("chapter 01 · a tagged union, handled exhaustively", () => {
     expectTypeOf(unreachable).parameter(0).toBeNever();
     // @ts-expect-error a string is not never: this is the error a forgotten case produces
     expect(() => unreachable({ type: "late" }, "event")).toThrow(new TypeError('unknown event type "late"'));
+    // data typed by assertion can be anything, null too: still the TypeError, never a crash reading .type
+    expect(() => unreachable(null as never, "event")).toThrow(new TypeError("unknown event type undefined"));
   });
 });
 
@@ -72,6 +74,12 @@ describe("chapter 01 · an unknown value checked at the boundary", () => {
     );
     expect(refused({ model: "m", maxTokens: "9", tools: [] })).toBe(
       'settings.maxTokens must be a positive integer, got "9"',
+    );
+    expect(refused({ model: "m", maxTokens: 0, tools: [] })).toBe(
+      "settings.maxTokens must be a positive integer, got 0",
+    );
+    expect(refused({ model: "m", maxTokens: -5, tools: [] })).toBe(
+      "settings.maxTokens must be a positive integer, got -5",
     );
     expect(refused({ model: "m", tools: "read" })).toBe("settings.tools must be an array of strings, got a string");
     expect(refused({ model: "m", tools: ["read", 7] })).toBe("settings.tools[1] must be a string, got a number");

@@ -153,6 +153,10 @@ describe("chapter 02 · EventStream", () => {
     stream.push(end(5));
     await expect(stream.result()).resolves.toBe(5);
     expect(await iterator.next()).toEqual({ value: undefined, done: true });
+    // return() itself answers as the iterator protocol says: done
+    const other = numberStream()[Symbol.asyncIterator]();
+    await expect(other.return!()).resolves.toEqual({ value: undefined, done: true });
+    expect(await other.next()).toEqual({ value: undefined, done: true });
   });
 
   it("Lab 2.2 · end(result) delivers what is buffered, then ends iteration and resolves result()", async () => {

@@ -143,6 +143,42 @@ describe("chapter 04 · ScriptedModel", () => {
     expect(message.errorMessage).toMatch(/cannot be copied/);
   });
 
+  it("Lab 4.1 · requests keeps the latest keepRequests contexts, dropping the oldest; keepRequests 0 keeps none", async () => {
+    const turns = () => [1, 2, 3].map((n) => assistantMessage([{ type: "text", text: `t${n}` }], "stop"));
+    const model = new ScriptedModel(turns(), { keepRequests: 2, now: clock });
+    for (const text of ["a", "b", "c"]) await finalOf(model.stream(context(text)));
+    expect(model.requests.map((request) => (request.messages[0]!.content as { text: string }[])[0]!.text)).toEqual([
+      "b",
+      "c",
+    ]);
+    expect(model.calls).toBe(3);
+    const none = new ScriptedModel(turns(), { keepRequests: 0, now: clock });
+    await finalOf(none.stream(context()));
+    expect([none.requests, none.calls]).toEqual([[], 1]);
+  });
+
+  it("Lab 4.1 · a call aborted while its responder computes the turn is an aborted error event", async () => {
+    const controller = new AbortController();
+    const model = new ScriptedModel(
+      [
+        async () => {
+          controller.abort();
+          return assistantMessage([{ type: "text", text: "late" }], "stop");
+        },
+      ],
+      { now: clock },
+    );
+    const events = await play(model.stream(context(), { signal: controller.signal }));
+    expect(events).toEqual([
+      {
+        type: "error",
+        reason: "aborted",
+        error: { ...partialWith([]), stopReason: "aborted", errorMessage: "Request was aborted" },
+      },
+    ]);
+    expect(await model.stream(context()).result()).toMatchObject({ stopReason: "error" }); // the turn was used
+  });
+
   it("Lab 4.2 · plays a text turn: start, deltas with the cumulative partial, done with the same message", async () => {
     const usage = { input: 10, output: 5, totalTokens: 15 };
     const model = new ScriptedModel([assistantMessage([{ type: "text", text: "Hello world" }], "stop", { usage })], {
@@ -240,6 +276,20 @@ describe("chapter 04 · ScriptedModel", () => {
       { type: "error", reason: "error", error: failed },
     ]);
     expect(await stream.result()).toEqual(failed);
+  });
+
+  it("Lab 4.2 · a scripted aborted turn ends with an error event too (reason aborted), its text kept", async () => {
+    const model = new ScriptedModel(
+      [assistantMessage([{ type: "text", text: "half" }], "aborted", { errorMessage: "stopped" })],
+      { now: clock },
+    );
+    const events = await play(model.stream(context()));
+    expect(events.map((event) => event.type)).toEqual(["start", "text_delta", "error"]);
+    expect(events.at(-1)).toEqual({
+      type: "error",
+      reason: "aborted",
+      error: { ...partialWith([{ type: "text", text: "half" }]), stopReason: "aborted", errorMessage: "stopped" },
+    });
   });
 
   it("Lab 4.2 · an abort mid-play ends with an aborted error event that keeps the partial content", async () => {

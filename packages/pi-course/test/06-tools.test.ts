@@ -111,6 +111,60 @@ describe("chapter 06 · tools", () => {
     expect(validateToolArguments(tn, call({ values: ["1", 2, "3.5"] }))).toEqual({ values: [1, 2, 3.5] });
   });
 
+  it("Lab 6.1 · coercion table on plain JSON Schema (as MCP servers send it): const and enum without a type, allOf, a type list keeps what fits", () => {
+    const schema = {
+      type: "object",
+      properties: {
+        size: { enum: [1, 2, 3] },
+        strict: { const: true },
+        range: {
+          allOf: [
+            { type: "object", properties: { from: { type: "integer" } } },
+            { type: "object", properties: { open: { type: "boolean" } } },
+          ],
+        },
+        label: { type: ["string", "number"] },
+        amount: { type: ["number", "boolean"] },
+        flag: { type: ["number", "boolean"] },
+        anything: {},
+      },
+      required: ["size", "strict"],
+    };
+    const t = { ...tool(readParams), parameters: schema } as unknown as AgentTool<typeof readParams>;
+    const out = validateToolArguments(
+      t,
+      call({
+        size: "3",
+        strict: "true",
+        range: { from: "2", open: "false" },
+        label: "42",
+        amount: "7",
+        flag: "true",
+        anything: "42",
+      }),
+    );
+    expect(out).toEqual({
+      size: 3,
+      strict: true,
+      range: { from: 2, open: false },
+      label: "42", // already fits "string": kept as it is
+      amount: 7,
+      flag: true, // "number" cannot take it, "boolean" can
+      anything: "42", // a schema with no type asks for nothing
+    });
+  });
+
+  it("Lab 6.1 · coercion table: a string that is not JSON of the wanted kind is left for validation to refuse", () => {
+    const schema = {
+      type: "object",
+      properties: { tags: { type: "array", items: { type: "number" } }, where: { type: "object" } },
+    };
+    const t = { ...tool(readParams), parameters: schema } as unknown as AgentTool<typeof readParams>;
+    const error = errorOf(() => validateToolArguments(t, call({ tags: "nope", where: "here" })));
+    expect(error.issues.map((issue) => issue.path).sort()).toEqual(["/tags", "/where"]);
+    expect(error.received).toEqual({ tags: "nope", where: "here" });
+  });
+
   it("Lab 6.1 · the error lists each failing field by path and the received arguments", () => {
     const args = { offset: "many", limit: true, follow: "yes" };
     const error = errorOf(() => validateToolArguments(tool(readParams), call(args)));

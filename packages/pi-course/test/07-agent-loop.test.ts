@@ -1116,6 +1116,14 @@ describe("chapter 07 · the agent loop", () => {
     expect(sent.content[2]).toEqual(call("c3", "add", { a: "2", b: 3 }));
   });
 
+  it("Lab 7.3 · an unknown tool's answer names every tool there is, comma-separated, or (none)", async () => {
+    const model = sloppy([turn([call("c1", "nope", {})]), says("ok")]);
+    const two = await run("go", ctx([readTool(), addTool]), { model });
+    expect(textOf(resultsOf(two.events)[0]!)).toBe('Tool "nope" not found. Available tools: read, add.');
+    const none = await run("go", ctx([]), { model: sloppy([turn([call("c1", "nope", {})]), says("ok")]) });
+    expect(textOf(resultsOf(none.events)[0]!)).toBe('Tool "nope" not found. Available tools: (none).');
+  });
+
   it("Lab 7.3 · invariant: every tool call is paired with exactly one result before the next model call", async () => {
     const thrower = probe("boom", async () => {
       throw new Error("boom");
@@ -1455,6 +1463,14 @@ describe("chapter 07 · the agent loop", () => {
       [true, "secret files are off limits"],
       [false, "3"],
     ]);
+  });
+
+  it("Lab 7.4 · beforeToolCall blocking without a reason: the call is not run and its result says it was blocked", async () => {
+    const log: string[] = [];
+    const model = sloppy([turn([call("c1", "read", { path: "a" })]), says("ok")]);
+    const { events } = await run("go", ctx([readTool(log)]), { model, beforeToolCall: () => ({ block: true }) });
+    expect(log).toEqual([]);
+    expect(resultsOf(events).map((r) => [r.isError, textOf(r)])).toEqual([[true, 'Tool call "read" was blocked.']]);
   });
 
   it("Lab 7.4 · afterToolCall overrides field by field; a field left out keeps the tool's value", async () => {
