@@ -34,6 +34,8 @@ declare module "../run-options.js" {
     mcpConfigFiles?: string[];
     /** `--mcp-startup-timeout MS`: how long a server whose entry sets no `startupTimeoutMs` has to start. */
     mcpStartupTimeoutMs?: number;
+    /** Where the OAuth tokens of remote servers are kept (`~/.pi-course/mcp-auth`; `mcp login` writes them). */
+    mcpAuthFolder?: string;
   }
 }
 
@@ -93,6 +95,7 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
         mcpServers: found.servers,
         mcpNotices: found.notices,
         mcpConfigFiles,
+        mcpAuthFolder: path.join(homeFolder(env), "mcp-auth"),
         ...(wantsCodeTool(found.servers) && { codeToolWanted: true }),
         ...(mcpStartupTimeoutMs !== undefined && { mcpStartupTimeoutMs }),
       };
@@ -200,6 +203,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   for (const notice of mcpNotices) notes(notice);
   if (mcpServers.length === 0) return;
   const { McpServers } = await import("../../mcp/servers.js");
+  const { McpTokenStore } = await import("../../mcp/auth/token-store.js");
+  const { oauthForServer } = await import("../../mcp/auth/server-auth.js");
+  const { loginHint } = await import("../mcp-login.js");
+  const { mcpAuthFolder } = runtime.options;
   let toolNote: string | undefined;
   let banner = true; // until start returns, what settles goes to the banner's notes
   const servers = McpServers.start(mcpServers, {
@@ -215,6 +222,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       return { action: "decline" };
     },
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
+    // a remote server that asks for OAuth uses the tokens `mcp login` kept; without them it fails saying to log in
+    ...(mcpAuthFolder !== undefined && {
+      auth: (config) => oauthForServer(config, { store: new McpTokenStore(mcpAuthFolder), loginHint }),
+    }),
     onToolsChanged: (tools) => {
       const added = deferMcpTools(tools, {
         codemode: runtime.options.codemode === true,

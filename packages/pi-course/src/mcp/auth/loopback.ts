@@ -1,0 +1,93 @@
+/**
+ * The loopback redirect of a native client (RFC 8252 §7.3): a one-shot HTTP server on
+ * `127.0.0.1` (a free port, or the one configured) that waits for the browser to come back to
+ * `/callback` with the authorization code. The `state` must be the one sent, else the answer is
+ * refused (it did not come from this login); an `error` from the authorization server ends the
+ * wait with it. The page the browser shows says what happened and never shows the code.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { McpAuthError } from "./auth-error.js";
+
+/** A loopback listener waiting for one redirect. */
+export interface Loopback {
+  /** `http://127.0.0.1:PORT/callback`. */
+  redirectUri: string;
+  /**
+   * Resolves with the code once the browser comes back with `state`; rejects (`McpAuthError`,
+   * "login-failed") on an error answer or after `timeoutMs`, or when `signal` aborts.
+   */
+  code(state: string, timeoutMs: number, signal?: AbortSignal): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Starts listening on `127.0.0.1:port` (0: any free port). */
+export async function startLoopback(port = 0): Promise<Loopback> {
+  let deliver: ((query: URLSearchParams) => boolean) | undefined;
+  const server: Server = createServer((request, response) => {
+    const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    if (url.pathname !== "/callback") {
+      response.writeHead(404).end();
+      return;
+    }
+    const taken = deliver?.(url.searchParams) ?? false;
+    response.writeHead(taken ? 200 : 400, { "content-type": "text/html; charset=utf-8" });
+    response.end(
+      taken
+        ? "<!doctype html><title>pi-course</title><p>Authorization received. You can close this tab.</p>"
+        : "<!doctype html><title>pi-course</title><p>This answer does not belong to a login in progress.</p>",
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error) =>
+      reject(new McpAuthError("login-failed", `cannot listen on 127.0.0.1:${port} for the redirect: ${error.message}`)),
+    );
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    redirectUri: `http://127.0.0.1:${address.port}/callback`,
+    code(state, timeoutMs, signal) {
+      return new Promise<string>((resolve, reject) => {
+        const finish = (error: Error | undefined, code?: string) => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          deliver = undefined;
+          if (error !== undefined) reject(error);
+          else resolve(code!);
+        };
+        const timer = setTimeout(
+          () =>
+            finish(
+              new McpAuthError("login-failed", `no answer from the browser within ${Math.round(timeoutMs / 1000)} s`),
+            ),
+          timeoutMs,
+        );
+        const onAbort = () => finish(new McpAuthError("login-failed", "the login was cancelled"));
+        signal?.addEventListener("abort", onAbort, { once: true });
+        deliver = (query) => {
+          if (query.get("state") !== state) return false;
+          const error = query.get("error");
+          if (error !== null) {
+            const description = query.get("error_description");
+            finish(
+              new McpAuthError(
+                "login-failed",
+                `the authorization server answered ${error.slice(0, 100)}${description !== null ? ` (${description.slice(0, 300)})` : ""}`,
+              ),
+            );
+            return true;
+          }
+          const code = query.get("code");
+          if (code === null || code === "") return false;
+          finish(undefined, code);
+          return true;
+        };
+      });
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
