@@ -41,9 +41,16 @@ beforeAll(async () => {
       const last = body.messages.at(-1);
       const names = (body.tools ?? []).map((tool: { function: { name: string } }) => tool.function.name);
       if (last.role === "tool") {
-        response.end(`${chunk({ role: "assistant", content: `The server says: ${last.content}` })}${chunk({}, "stop")}data: [DONE]\n\n`);
+        response.end(
+          `${chunk({ role: "assistant", content: `The server says: ${last.content}` })}${chunk({}, "stop")}data: [DONE]\n\n`,
+        );
       } else if (names.includes("mcp__web__whoami")) {
-        const call = { index: 0, id: "call_1", type: "function", function: { name: "mcp__web__whoami", arguments: "{}" } };
+        const call = {
+          index: 0,
+          id: "call_1",
+          type: "function",
+          function: { name: "mcp__web__whoami", arguments: "{}" },
+        };
         response.end(`${chunk({ role: "assistant", tool_calls: [call] })}${chunk({}, "tool_calls")}data: [DONE]\n\n`);
       } else response.end(`${chunk({ role: "assistant", content: "no tool" })}${chunk({}, "stop")}data: [DONE]\n\n`);
     });
@@ -95,9 +102,7 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
   outputs.push(before.stdout, before.stderr);
   expect(before.code).toBe(0);
   expect(before.stdout).toBe("no tool\n");
-  expect(before.stderr).toMatch(
-    /^note: MCP server web failed: .*needs authorization: run "pi-course mcp login web"$/m,
-  );
+  expect(before.stderr).toMatch(/^note: MCP server web failed: .*needs authorization: run "pi-course mcp login web"$/m);
 
   // the login, as a real process; $BROWSER records the URL it is given
   const opened = path.join(dir, "opened-url");
@@ -119,7 +124,9 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
       const url = /^ {2}(http:\/\/\S+\/authorize\?\S+)$/m.exec(stdout)?.[1];
       if (url !== undefined && stdout.includes("waiting for the browser")) resolve(url);
     });
-    child.on("close", (code) => reject(new Error(`mcp login exited (${code}) before printing a URL: ${stdout}${stderr}`)));
+    child.on("close", (code) =>
+      reject(new Error(`mcp login exited (${code}) before printing a URL: ${stdout}${stderr}`)),
+    );
   });
   expect(readFileSync(opened, "utf8")).toBe(printed);
   expect(stdout).toContain(`(opened with ${script}); waiting for the browser to come back…`);
@@ -164,3 +171,45 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
   expect({ code, out }).toEqual({ code: 0, out: "logged out of the MCP server web: its tokens are deleted\n" });
   expect(store.read(servers.mcpUrl)).toBeUndefined();
 }, 60_000);
+
+it("mcp login says clearly what is wrong: no such server, a stdio server, a server with its own Authorization header, a missing variable of its secret", async () => {
+  const home = path.join(dir, "home-errors");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({
+      mcpServers: {
+        local: { command: "some-server" },
+        keyed: { url: servers.mcpUrl, headers: { Authorization: "Bearer k" } },
+        machine: {
+          url: servers.mcpUrl,
+          oauth: { grant: "client_credentials", clientId: "m", clientSecret: "${NO_SUCH_SECRET}" },
+        },
+      },
+    }),
+  );
+  const login = async (...argv: string[]) => {
+    let stderr = "";
+    const code = await runMain(["mcp", ...argv], {
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { HOME: home, INIT_CWD: dir },
+    });
+    return { code, stderr };
+  };
+  const file = path.join(home, ".pi-course", "mcp.json");
+  expect((await login("login", "nope")).stderr).toBe(
+    `error: no MCP server is named "nope" in ${file} or ${path.join(dir, ".pi-course", "mcp.json")}\n`,
+  );
+  expect((await login("login", "local")).stderr).toBe(
+    'error: the MCP server "local" is started as a program; it takes its keys in "env", not a login\n',
+  );
+  expect((await login("logout", "keyed")).stderr).toBe(
+    'error: the MCP server "keyed" sends its own Authorization header or has "oauth": false; remove that to log in\n',
+  );
+  expect(await login("login", "machine")).toEqual({
+    code: 1,
+    stderr: `error: server "machine" in ${file}: "oauth.clientSecret": \${NO_SUCH_SECRET} is not set in the environment\n`,
+  });
+  expect((await login("login")).code).toBe(2);
+});

@@ -246,6 +246,26 @@ it("McpServers: a remote server that needs a login fails saying what to run (in 
   expect(oauthForServer(off!, shared)).toBeUndefined();
 }, 60_000);
 
+it("a login the person denies, or never completes, fails saying so; nothing is kept and the loopback port is closed", async () => {
+  servers = await startOAuthServers();
+  const auth = oauth();
+  let redirect = "";
+  const denied = await failure(
+    auth.login({
+      openUrl: async (url) => {
+        redirect = new URL(url).searchParams.get("redirect_uri")!;
+        await consent(url, "#deny");
+      },
+    }),
+  );
+  expect(denied).toBe("the authorization server answered access_denied");
+  expect(auth.loggedIn).toBe(false);
+  await expect(fetch(redirect)).rejects.toThrow(); // nothing listens there any more
+  const late = await failure(auth.login({ openUrl: () => {}, timeoutMs: 300 }));
+  expect(late).toBe("no answer from the browser within 300 ms; try the login again");
+  expect(auth.loggedIn).toBe(false);
+}, 30_000);
+
 it("WWW-Authenticate: the Bearer challenge's parameters, quoted or not, among other schemes", () => {
   expect(
     parseBearerChallenge(

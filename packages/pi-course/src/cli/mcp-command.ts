@@ -114,7 +114,7 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
         if (words.length !== 1) return usage(`mcp ${verb} takes one NAME.`);
         const { runLogin, runLogout } = await import("./mcp-login.js");
         const config = serverEntryOf(words[0]!, files, io.env);
-        return verb === "login" ? runLogin(config, io, { browser, timeoutMs }) : runLogout(config, io);
+        return verb === "login" ? await runLogin(config, io, { browser, timeoutMs }) : await runLogout(config, io);
       }
       default:
         return usage(

@@ -50,7 +50,7 @@ export const mcp: CliFeature = {
       value: "FILE",
       section: "options",
       help: `start the MCP servers of FILE ({"mcpServers": {"NAME": {"command",
-"args", "env", "cwd"} | {"url", "headers"}}}, as other agents write it)
+"args", "env", "cwd"} | {"url", "headers", "oauth"}}}, as other agents write it)
 besides those of ~/.pi-course/mcp.json; repeatable, later files win.
 Their tools are named mcp__NAME__TOOL; \${VAR} in "env" and "headers" is
 read from the environment; /mcp shows each server's state. A project's
@@ -72,6 +72,8 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
   usage: `  npm start -- mcp add | list | get | remove …
                                               edit the MCP servers of ~/.pi-course/mcp.json or
                                               (--project) of .pi-course/mcp.json (mcp says how)
+  npm start -- mcp login | logout NAME        authorize a remote MCP server that asks for it
+                                              (OAuth in a browser), or forget its tokens
 `,
   parse({ values, from, env, settings, blame }) {
     const timeout = settings.mcpStartupTimeoutMs?.value;

@@ -15,7 +15,7 @@ export interface Loopback {
   redirectUri: string;
   /**
    * Resolves with the code once the browser comes back with `state`; rejects (`McpAuthError`,
-   * "login-failed") on an error answer or after `timeoutMs`, or when `signal` aborts.
+   * "login-failed") on an error answer or after `timeoutMs`, when `signal` aborts, or at `close`.
    */
   code(state: string, timeoutMs: number, signal?: AbortSignal): Promise<string>;
   close(): Promise<void>;
@@ -24,6 +24,8 @@ export interface Loopback {
 /** Starts listening on `127.0.0.1:port` (0: any free port). */
 export async function startLoopback(port = 0): Promise<Loopback> {
   let deliver: ((query: URLSearchParams) => boolean) | undefined;
+  /** Ends the wait in progress (at close). */
+  let cancel: (() => void) | undefined;
   const server: Server = createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
     if (url.pathname !== "/callback") {
@@ -53,18 +55,17 @@ export async function startLoopback(port = 0): Promise<Loopback> {
           clearTimeout(timer);
           signal?.removeEventListener("abort", onAbort);
           deliver = undefined;
+          cancel = undefined;
           if (error !== undefined) reject(error);
           else resolve(code!);
         };
-        const timer = setTimeout(
-          () =>
-            finish(
-              new McpAuthError("login-failed", `no answer from the browser within ${Math.round(timeoutMs / 1000)} s`),
-            ),
-          timeoutMs,
-        );
+        const timer = setTimeout(() => {
+          const within = timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`;
+          finish(new McpAuthError("login-failed", `no answer from the browser within ${within}; try the login again`));
+        }, timeoutMs);
         const onAbort = () => finish(new McpAuthError("login-failed", "the login was cancelled"));
         signal?.addEventListener("abort", onAbort, { once: true });
+        cancel = () => finish(new McpAuthError("login-failed", "the login ended before the browser came back"));
         deliver = (query) => {
           if (query.get("state") !== state) return false;
           const error = query.get("error");
@@ -86,6 +87,7 @@ export async function startLoopback(port = 0): Promise<Loopback> {
       });
     },
     async close() {
+      cancel?.();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },

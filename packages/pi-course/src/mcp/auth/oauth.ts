@@ -274,6 +274,7 @@ export class McpOAuth implements HttpAuth {
         options.timeoutMs ?? this.options.loginTimeoutMs ?? DEFAULT_LOGIN_TIMEOUT_MS,
         options.signal,
       );
+      waiting.catch(() => {}); // it may fail while openUrl still runs: awaited below
       await openUrl(url.href);
       const code = await waiting;
       const grant: Grant = {
