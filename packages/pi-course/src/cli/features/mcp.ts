@@ -226,7 +226,12 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
     // a remote server that asks for OAuth uses the tokens `mcp login` kept; without them it fails saying to log in
     ...(mcpAuthFolder !== undefined && {
-      auth: (config) => oauthForServer(config, { store: new McpTokenStore(mcpAuthFolder), loginHint }),
+      auth: (config) =>
+        oauthForServer(config, {
+          store: new McpTokenStore(mcpAuthFolder),
+          // in a conversation the server is started again once the person has logged in
+          loginHint: (name) => `${loginHint(name)}${mode === "interactive" ? `, then /mcp reconnect ${name}` : ""}`,
+        }),
     }),
     onToolsChanged: (tools) => {
       const added = deferMcpTools(tools, {

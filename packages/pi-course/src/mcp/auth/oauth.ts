@@ -111,8 +111,13 @@ export class McpOAuth implements HttpAuth {
   async unauthorized(challenge: string | null, retried: boolean): Promise<void> {
     const parsed = parseBearerChallenge(challenge);
     const stored = this.stored();
-    if (!retried && this.options.grant === "client_credentials")
-      return this.single(() => this.clientCredentials(parsed, []).then(() => {}));
+    if (this.options.grant === "client_credentials") {
+      if (!retried) return this.single(() => this.clientCredentials(parsed, []).then(() => {}));
+      throw new McpAuthError(
+        "refused",
+        `the MCP server ${this.options.serverUrl} refused the token the client credentials grant gave (check the client's grants there)`,
+      );
+    }
     if (!retried && stored?.tokens.refresh_token !== undefined) {
       try {
         // a request that met the same 401 while another refreshed finds the new token kept
@@ -167,7 +172,7 @@ export class McpOAuth implements HttpAuth {
    * `grant: "client_credentials"` the machine's own credentials. Keeps the tokens.
    */
   async login(options: LoginOptions = {}): Promise<LoginResult> {
-    const challenge = await this.probe();
+    const { challenge, asked } = await this.probe();
     const stored = this.stored();
     const scopes = union(options.scopes ?? [], stored?.wantedScope?.split(" ").filter((s) => s !== "") ?? []);
     let result: StoredAuthorization;
@@ -176,7 +181,12 @@ export class McpOAuth implements HttpAuth {
         ? this.clientCredentials(challenge, scopes)
         : this.codeFlow(challenge, scopes, options);
     await this.single(async () => {
-      result = await run();
+      result = await run().catch((error: unknown) => {
+        // a server that answered without asking may need no authorization at all
+        if (!asked && error instanceof McpAuthError && error.failure === "discovery")
+          error.message += " (the server answered without asking for authorization: it may need none)";
+        throw error;
+      });
     });
     return {
       ...(result!.tokens.scope !== undefined && { scope: result!.tokens.scope }),
@@ -190,8 +200,11 @@ export class McpOAuth implements HttpAuth {
     return this.options.store.remove(this.options.serverUrl);
   }
 
-  /** The server's challenge to a request without a token (an `initialize` POST, as a client's first request). */
-  private async probe(): Promise<BearerChallenge> {
+  /**
+   * The server's challenge to a request without a token (an `initialize` POST, as a client's
+   * first request); `asked`: it answered 401 or 403.
+   */
+  private async probe(): Promise<{ challenge: BearerChallenge; asked: boolean }> {
     const fetcher = this.options.fetch ?? fetch;
     let response: Response;
     try {
@@ -226,9 +239,9 @@ export class McpOAuth implements HttpAuth {
             .catch(() => {});
       }
       // no challenge: discovery goes by the well-known URLs
-      return {};
+      return { challenge: {}, asked: false };
     }
-    return parseBearerChallenge(response.headers.get("www-authenticate"));
+    return { challenge: parseBearerChallenge(response.headers.get("www-authenticate")), asked: true };
   }
 
   /** The authorization code flow with PKCE and a loopback redirect; keeps and returns the result. */
