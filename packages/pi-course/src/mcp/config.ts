@@ -56,7 +56,7 @@ export interface McpServerConfig {
   includeTools?: string[];
   /** `"excludeTools"`: none of these of its tools. */
   excludeTools?: string[];
-  /** `"oauth"` of a remote server's entry (`auth/oauth-settings.ts`); false: no authorization. */
+  /** `"oauth"` of a remote server's entry (`McpOAuthSettings`); false: no authorization. */
   oauth?: McpOAuthSettings | false;
 }
 

@@ -73,7 +73,7 @@ export interface McpServersOptions {
   /** Stdio shutdown grace (ms between stdin close, SIGTERM and SIGKILL; default 2,000). */
   graceMs?: number;
   /**
-   * The authorization of a remote server (`McpOAuth`, see `auth/oauth.ts`), asked once per
+   * The authorization of a remote server (`McpOAuth`, or any `HttpAuth`), asked once per
    * start of each Streamable HTTP server; undefined: none (static `headers` only).
    */
   auth?: (config: McpServerConfig) => HttpAuth | undefined;
