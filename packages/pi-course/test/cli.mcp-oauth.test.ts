@@ -172,6 +172,50 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
   expect(store.read(servers.mcpUrl)).toBeUndefined();
 }, 60_000);
 
+it("a machine: an entry with the client credentials grant needs no login; a print run gets its token on the first 401 (the secret from the environment) and calls the tool", async () => {
+  const home = path.join(dir, "home-machine");
+  const project = path.join(dir, "project-machine");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  mkdirSync(project);
+  servers.addClient("ci-runner", "ci-secret-789");
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({
+      mcpServers: {
+        web: {
+          url: servers.mcpUrl,
+          oauth: { grant: "client_credentials", clientId: "ci-runner", clientSecret: "${CI_SECRET}" },
+        },
+      },
+    }),
+  );
+  let stdout = "";
+  let stderr = "";
+  const code = await runMain(
+    ["--base-url", baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session", "-p", "who am I?"],
+    {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { HOME: home, INIT_CWD: project, CI_SECRET: "ci-secret-789" },
+    },
+  );
+  expect({ code, stdout }).toEqual({
+    code: 0,
+    stdout: `The server says: hello from the protected server (scopes: ${TOOLS_SCOPE})\n`,
+  });
+  expect(servers.log).toContain(`token client_credentials resource=${servers.mcpUrl}`);
+  expect(stderr).not.toContain("ci-secret-789");
+  const kept = new McpTokenStore(path.join(home, ".pi-course", "mcp-auth")).read(servers.mcpUrl)!;
+  expect(
+    statSync(new McpTokenStore(path.join(home, ".pi-course", "mcp-auth")).fileOf(servers.mcpUrl)).mode & 0o777,
+  ).toBe(0o600);
+  expect(stdout + stderr).not.toContain(kept.tokens.access_token);
+  // the secret stays where the configuration put it (the environment), not in the token file
+  expect(
+    readFileSync(new McpTokenStore(path.join(home, ".pi-course", "mcp-auth")).fileOf(servers.mcpUrl), "utf8"),
+  ).not.toContain("ci-secret-789");
+});
+
 it("mcp login says clearly what is wrong: no such server, a stdio server, a server with its own Authorization header, a missing variable of its secret", async () => {
   const home = path.join(dir, "home-errors");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });

@@ -198,11 +198,17 @@ it("client credentials: a machine with a configured id and secret gets its token
 
 it("a pre-registered client id is used as it is (no registration); a Client ID Metadata Document URL is the client id where the server accepts them", async () => {
   servers = await startOAuthServers();
-  servers.addClient("registered-before", undefined);
-  const pre = oauth({ clientId: "registered-before" });
+  servers.addClient("registered-before", "before-secret-321"); // a confidential client
+  const pre = oauth({ clientId: "registered-before", clientSecret: "before-secret-321" });
   expect(await pre.login({ openUrl: (url) => consent(url).then(() => {}) })).toMatchObject({ client: "configured" });
-  expect(await callText(await connected(pre), "whoami")).toContain("hello");
+  const preClient = await connected(pre);
+  expect(await callText(preClient, "whoami")).toContain("hello");
   expect(servers.log.some((line) => line.startsWith("registered"))).toBe(false);
+  // its refresh authenticates with the configured secret, which the token file does not hold
+  servers.revokeAccessTokens();
+  expect(await callText(preClient, "whoami")).toContain("hello");
+  expect(servers.log.at(-1)).toBe(`token refresh_token resource=${servers.mcpUrl}`);
+  expect(readFileSync(pre.options.store.fileOf(servers.mcpUrl), "utf8")).not.toContain("before-secret-321");
   await servers.close();
 
   servers = await startOAuthServers({ cimd: true });

@@ -332,9 +332,12 @@ export class McpOAuth implements HttpAuth {
   private async refresh(stored: StoredAuthorization): Promise<void> {
     const refreshToken = stored.tokens.refresh_token;
     if (refreshToken === undefined) throw new McpAuthError("login-required", "no refresh token is kept");
+    // a configured client's secret is not kept with the tokens: it comes from the configuration
+    const secret = stored.client.via === "configured" ? this.options.clientSecret : undefined;
+    const client = secret !== undefined ? { ...stored.client, clientSecret: secret } : stored.client;
     const tokens = await requestToken(
       stored.authorizationServer,
-      stored.client,
+      client,
       { grant_type: "refresh_token", refresh_token: refreshToken },
       stored.resource,
       undefined,
@@ -348,6 +351,11 @@ export class McpOAuth implements HttpAuth {
   private keep(value: Omit<StoredAuthorization, "serverUrl">): StoredAuthorization {
     const { wantedScope: _, ...rest } = value as StoredAuthorization;
     const stored: StoredAuthorization = { ...rest, serverUrl: this.options.serverUrl };
+    if (stored.client.via === "configured") {
+      // the configuration holds its secret (as ${VAR}); the token file holds only what the server gave
+      const { clientSecret: __, ...client } = stored.client;
+      stored.client = client;
+    }
     this.options.store.write(stored);
     return stored;
   }
