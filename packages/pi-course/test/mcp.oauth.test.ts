@@ -320,3 +320,24 @@ it("authorization server metadata of an issuer with a path: RFC 8414 inserted, O
     await new Promise((resolve) => http.close(resolve));
   }
 });
+
+it('an entry\'s "oauth" is checked as it is read: each wrong field is named', () => {
+  const problem = (oauth: unknown) =>
+    parseMcpConfig(JSON.stringify({ mcpServers: { web: { url: "https://example.com/mcp", oauth } } }), "t", {})[0]!
+      .problem;
+  expect(problem({ clientId: "a", scopes: ["x"], redirectPort: 8765 })).toBeUndefined();
+  expect(problem({ clientMetadataUrl: "http://example.com/client.json" })).toBe(
+    'server "web" in t: "oauth.clientMetadataUrl" must be an https URL (authorization servers fetch it)',
+  );
+  expect(problem({ grant: "client_credentials", clientId: "a" })).toBe(
+    'server "web" in t: "oauth.grant": "client_credentials" needs "clientId" and "clientSecret"',
+  );
+  expect(problem({ scopes: "a b" })).toBe(
+    'server "web" in t: "oauth.scopes" must be a list of scope names (no spaces)',
+  );
+  expect(problem({ clientID: "a" })).toBe(
+    'server "web" in t: "oauth.clientID" is not a field of "oauth" (clientId, clientSecret, clientMetadataUrl, scopes, grant, redirectPort)',
+  );
+  const stdio = parseMcpConfig(JSON.stringify({ mcpServers: { s: { command: "x", oauth: {} } } }), "t", {})[0]!;
+  expect(stdio.problem).toBe('server "s" in t: "oauth" goes with "url" (a stdio server takes its keys in "env")');
+});

@@ -50,6 +50,9 @@ export function readOAuthSettings(value: unknown, expand: (text: string) => stri
       throw new Error(`"oauth.clientMetadataUrl" is not a URL: ${JSON.stringify(out.clientMetadataUrl)}`);
     }
     if (url.pathname === "/") throw new Error('"oauth.clientMetadataUrl" must have a path (it is the client id)');
+    const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+    if (url.protocol !== "https:" && !(loopback && url.protocol === "http:"))
+      throw new Error('"oauth.clientMetadataUrl" must be an https URL (authorization servers fetch it)');
   }
   if (o.scopes !== undefined) {
     if (!Array.isArray(o.scopes) || !o.scopes.every((s) => typeof s === "string" && /^\S+$/.test(s)))
