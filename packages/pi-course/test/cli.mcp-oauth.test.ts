@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { runMain } from "../src/cli/main.js";
+import { browserCommand } from "../src/cli/open-browser.js";
 import { McpTokenStore } from "../src/mcp/auth/token-store.js";
 import { launchBrowser, type TestBrowser } from "./support/browser.js";
 import { builtStart } from "./support/built-cli.js";
@@ -256,4 +257,15 @@ it("mcp login says clearly what is wrong: no such server, a stdio server, a serv
     stderr: `error: server "machine" in ${file}: "oauth.clientSecret": \${NO_SUCH_SECRET} is not set in the environment\n`,
   });
   expect((await login("login")).code).toBe(2);
+});
+
+it("the browser to open: $BROWSER (its first entry; %s is the URL, else the URL comes last), else xdg-open when it is on PATH, else none", () => {
+  const url = "http://127.0.0.1:1/authorize?x=1";
+  expect(browserCommand(url, { BROWSER: "firefox --new-window:chromium" })).toEqual(["firefox", "--new-window", url]);
+  expect(browserCommand(url, { BROWSER: "w3m %s -dump" })).toEqual(["w3m", url, "-dump"]);
+  const bin = path.join(dir, "bin");
+  mkdirSync(bin, { recursive: true });
+  expect(browserCommand(url, { PATH: bin })).toBeUndefined();
+  writeFileSync(path.join(bin, "xdg-open"), "#!/bin/sh\n");
+  expect(browserCommand(url, { PATH: bin })).toEqual(["xdg-open", url]);
 });
