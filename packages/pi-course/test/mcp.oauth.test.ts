@@ -269,7 +269,7 @@ it("a login the person denies, or never completes, fails saying so; nothing is k
     auth.login({
       openUrl: async (url) => {
         redirect = new URL(url).searchParams.get("redirect_uri")!;
-        await consent(url, "#deny");
+        expect(await consent(url, "#deny")).toContain("Authorization was not given");
       },
     }),
   );

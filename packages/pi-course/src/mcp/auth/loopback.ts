@@ -23,7 +23,8 @@ export interface Loopback {
 
 /** Starts listening on `127.0.0.1:port` (0: any free port). */
 export async function startLoopback(port = 0): Promise<Loopback> {
-  let deliver: ((query: URLSearchParams) => boolean) | undefined;
+  /** Takes the browser's answer: "code", "error" (the server said no), or false (not this login's). */
+  let deliver: ((query: URLSearchParams) => "code" | "error" | false) | undefined;
   /** Ends the wait in progress (at close). */
   let cancel: (() => void) | undefined;
   const server: Server = createServer((request, response) => {
@@ -33,12 +34,13 @@ export async function startLoopback(port = 0): Promise<Loopback> {
       return;
     }
     const taken = deliver?.(url.searchParams) ?? false;
-    response.writeHead(taken ? 200 : 400, { "content-type": "text/html; charset=utf-8" });
-    response.end(
-      taken
-        ? "<!doctype html><title>pi-course</title><p>Authorization received. You can close this tab.</p>"
-        : "<!doctype html><title>pi-course</title><p>This answer does not belong to a login in progress.</p>",
-    );
+    const page = {
+      code: "Authorization received. You can close this tab.",
+      error: "Authorization was not given; the terminal says why. You can close this tab.",
+      false: "This answer does not belong to a login in progress.",
+    }[String(taken) as "code" | "error" | "false"];
+    response.writeHead(taken === false ? 400 : 200, { "content-type": "text/html; charset=utf-8" });
+    response.end(`<!doctype html><title>pi-course</title><p>${page}</p>`);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error) =>
@@ -77,12 +79,12 @@ export async function startLoopback(port = 0): Promise<Loopback> {
                 `the authorization server answered ${error.slice(0, 100)}${description !== null ? ` (${description.slice(0, 300)})` : ""}`,
               ),
             );
-            return true;
+            return "error";
           }
           const code = query.get("code");
           if (code === null || code === "") return false;
           finish(undefined, code);
-          return true;
+          return "code";
         };
       });
     },
