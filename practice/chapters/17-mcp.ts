@@ -26,14 +26,19 @@ export default defineChapter({
       "给定的部分里还有两件用户会遇到的事：服务器在后台启动（对话不等它们，`--print` 最多等 10 秒，每个服务器有自己的 `startupTimeoutMs`），" +
       "以及 Streamable HTTP 的断流续传——服务器在回答前关掉响应流时，客户端在它给的 `retry` 之后带着 `Last-Event-ID` 用 GET 接着读；GET 流断了会重新打开。" +
       "服务器还可以在工具调用进行中向人提问（`elicitation/create`）：CLI 在终端里逐项询问表单、按请求的 schema 校验每个回答（`mcp/elicitation-form.ts`），" +
-      "需要打开的网页只显示完整地址、绝不替人打开；打印模式则拒绝并说明。",
+      "需要打开的网页只显示完整地址、绝不替人打开；打印模式则拒绝并说明。" +
+      "远程服务器多半要求授权（`src/mcp/auth/`，也是给定的）：401 的 `WWW-Authenticate` 指向受保护资源元数据（RFC 9728），再由它找到授权服务器的元数据（RFC 8414 / OpenID）；" +
+      "客户端身份依次是配置里预先注册的 id、Client ID Metadata Document、动态注册（RFC 7591）；令牌来自带 PKCE S256 与回环重定向的授权码流程（`pi-course mcp login NAME`），" +
+      "每个请求都带 `resource`（RFC 8707），令牌以 0600 存在 `~/.pi-course/mcp-auth/`，过期前刷新，遇到 `403 insufficient_scope` 再要更宽的 scope。" +
+      "值得记住的是：令牌只进它自己的文件和请求头，从不进会话、日志或错误信息。",
     en:
       "MCP is how tools reach agents today. You write the client without the SDK: JSON-RPC messages and id correlation, stdio " +
       "line framing and Streamable HTTP, the initialize lifecycle, MCP tools as AgentTools named mcp__<server>__<tool>, the " +
       "mcp.json configuration and a group of servers started in parallel. The tests run against the real reference servers " +
       "and a server written with the SDK's McpServer that misbehaves on purpose. Given: servers start in the background " +
       "(startupTimeoutMs), and a closed stream is resumed with Last-Event-ID after the server's retry. A server may ask the " +
-      "person for input mid-call (elicitation/create): the CLI asks a form field by field, checked against its schema.",
+      "person for input mid-call (elicitation/create): the CLI asks a form field by field, checked against its schema. Also given: OAuth for " +
+      "remote servers (src/mcp/auth/: discovery, PKCE, a loopback login with `pi-course mcp login NAME`, tokens kept 0600, never in a log or an error).",
   },
   files: [
     "src/cli/features/mcp.ts",
@@ -51,6 +56,20 @@ export default defineChapter({
     "src/mcp/schema-patterns.ts",
     "src/mcp/config.ts",
     "src/mcp/servers.ts",
+    "src/mcp/auth/auth-error.ts",
+    "src/mcp/auth/www-authenticate.ts",
+    "src/mcp/auth/discovery.ts",
+    "src/mcp/auth/pkce.ts",
+    "src/mcp/auth/client-identity.ts",
+    "src/mcp/auth/token-request.ts",
+    "src/mcp/auth/token-store.ts",
+    "src/mcp/auth/loopback.ts",
+    "src/mcp/auth/http-auth.ts",
+    "src/mcp/auth/oauth.ts",
+    "src/mcp/auth/oauth-settings.ts",
+    "src/mcp/auth/server-auth.ts",
+    "src/cli/mcp-login.ts",
+    "src/cli/open-browser.ts",
     "test/17-mcp.http.test.ts",
     "test/fixtures/mcp/fault-server.mjs",
   ],

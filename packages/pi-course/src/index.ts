@@ -461,6 +461,17 @@ export { McpConfigError, expandVariables, loadMcpConfig, parseMcpConfig } from "
 export type { McpConfigSources, McpServerConfig } from "./mcp/config.js";
 export { DEFAULT_MCP_STARTUP_TIMEOUT_MS, McpServers } from "./mcp/servers.js";
 export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/servers.js";
+// Authorization of remote MCP servers (OAuth 2.1 as the 2025-11-25 specification profiles it).
+export { McpAuthError } from "./mcp/auth/auth-error.js";
+export type { McpAuthFailure } from "./mcp/auth/auth-error.js";
+export type { HttpAuth } from "./mcp/auth/http-auth.js";
+export { DEFAULT_LOGIN_TIMEOUT_MS, McpOAuth, REFRESH_MARGIN_MS } from "./mcp/auth/oauth.js";
+export type { LoginOptions, LoginResult, McpOAuthOptions } from "./mcp/auth/oauth.js";
+export { McpTokenStore } from "./mcp/auth/token-store.js";
+export type { StoredAuthorization } from "./mcp/auth/token-store.js";
+export { oauthForServer } from "./mcp/auth/server-auth.js";
+export type { SharedOAuthOptions } from "./mcp/auth/server-auth.js";
+export type { McpOAuthSettings } from "./mcp/auth/oauth-settings.js";
 // #endregion
 // #region ch18
 // Chapter 18: models as users choose them: the catalogue, thinking levels, cost, virtual models.

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
 import { errorText } from "../errors.js";
-import { McpConfigError, parseMcpConfig } from "../mcp/config.js";
+import { McpConfigError, type McpServerConfig, parseMcpConfig } from "../mcp/config.js";
 import { readJsonFile } from "../read-json.js";
 import { projectRoot } from "../resources/folders.js";
 import { isTrusted } from "../resources/trust.js";
@@ -24,6 +24,10 @@ export const MCP_USAGE = `usage:
   npm start -- mcp add NAME [--project] [--env KEY=VALUE]... -- COMMAND [ARG...]
   npm start -- mcp add NAME [--project] [--header "KEY: VALUE"]... URL
   npm start -- mcp remove NAME [--project]
+  npm start -- mcp login NAME [--no-browser] [--timeout SECONDS]
+  npm start -- mcp logout NAME
+login: authorizes a remote server that asks for it (OAuth: the URL is printed and opened in a
+browser where there is one; the tokens are kept 0600 in ~/.pi-course/mcp-auth/); logout forgets them.
 --project: the project's .pi-course/mcp.json (of --cwd DIR, else this folder) instead of
 ~/.pi-course/mcp.json. Write keys as \${VAR}: the value is read from the environment when the
 server starts, and the file keeps only the name.
@@ -46,6 +50,8 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
   const words: string[] = [];
   const env: Record<string, string> = {};
   const headers: Record<string, string> = {};
+  let browser = true;
+  let timeoutMs: number | undefined;
   const usage = (why: string) => {
     io.stderr.write(`error: ${why}\n${MCP_USAGE}`);
     return 2;
@@ -58,7 +64,11 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
       break;
     }
     if (arg === "--project") scope = "project";
-    else if (arg === "--cwd" && next !== undefined) project = path.resolve(from, rest[++i]!);
+    else if (arg === "--no-browser") browser = false;
+    else if (arg === "--timeout" && next !== undefined && /^[1-9][0-9]*$/.test(next)) {
+      timeoutMs = Number(next) * 1000;
+      i++;
+    } else if (arg === "--cwd" && next !== undefined) project = path.resolve(from, rest[++i]!);
     else if (arg === "--env" && next !== undefined && /^[A-Za-z_][A-Za-z0-9_]*=/.test(next)) {
       const at = next.indexOf("=");
       env[next.slice(0, at)] = next.slice(at + 1);
@@ -99,9 +109,18 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
         if (words.length !== 1) return usage("mcp remove takes one NAME.");
         return remove(words[0]!, files[scope], io);
       }
+      case "login":
+      case "logout": {
+        if (words.length !== 1) return usage(`mcp ${verb} takes one NAME.`);
+        const { runLogin, runLogout } = await import("./mcp-login.js");
+        const config = serverEntryOf(words[0]!, files, io.env);
+        return verb === "login" ? await runLogin(config, io, { browser, timeoutMs }) : await runLogout(config, io);
+      }
       default:
         return usage(
-          verb === undefined ? "mcp needs add, list, get or remove." : `mcp ${neutralize(verb)} is not a command.`,
+          verb === undefined
+            ? "mcp needs add, list, get, remove, login or logout."
+            : `mcp ${neutralize(verb)} is not a command.`,
         );
     }
   } catch (error) {
@@ -177,6 +196,19 @@ function get(name: string, files: Record<Scope, string>, io: CliIO): number {
       `${neutralize(name)} (${scope}: ${files[scope]})\n${neutralize(JSON.stringify(servers[name], null, 2))}\n`,
     );
     return 0;
+  }
+  throw new Error(`no MCP server is named "${name}" in ${files.user} or ${files.project}`);
+}
+
+/** The server `name` as a run reads it (the project's file wins; `${VAR}`s from `env`). Throws when it cannot be used. */
+function serverEntryOf(name: string, files: Record<Scope, string>, env: NodeJS.ProcessEnv): McpServerConfig {
+  for (const scope of ["project", "user"] as const) {
+    const { servers } = readEdited(files[scope]);
+    if (!(name in servers)) continue;
+    const [config] = parseMcpConfig(JSON.stringify({ mcpServers: { [name]: servers[name] } }), files[scope], env);
+    if (config === undefined) throw new Error(`the MCP server "${name}" is disabled in ${files[scope]}`);
+    if (config.problem !== undefined) throw new Error(config.problem);
+    return config;
   }
   throw new Error(`no MCP server is named "${name}" in ${files.user} or ${files.project}`);
 }

@@ -22,6 +22,7 @@ import path from "node:path";
 import { Type } from "typebox";
 import { errorText } from "../errors.js";
 import { type JsonPlace, parseJson, readTextFile } from "../read-json.js";
+import { type McpOAuthSettings, readOAuthSettings } from "./auth/oauth-settings.js";
 import type { HttpServerParameters } from "./streamable-http.js";
 import type { StdioServerParameters } from "./stdio-transport.js";
 import { PiCourseError } from "../errors.js";
@@ -55,13 +56,18 @@ export interface McpServerConfig {
   includeTools?: string[];
   /** `"excludeTools"`: none of these of its tools. */
   excludeTools?: string[];
+  /** `"oauth"` of a remote server's entry (`McpOAuthSettings`); false: no authorization. */
+  oauth?: McpOAuthSettings | false;
 }
 
 /** How the model reaches an MCP server's tools (see `McpServerConfig.exposure`). */
 export type McpExposure = "direct" | "search" | "codemode";
 
 /** The fields of an entry besides its transport, as `serverEntry` reads them. */
-type EntryOptions = Pick<McpServerConfig, "startupTimeoutMs" | "roots" | "exposure" | "includeTools" | "excludeTools">;
+type EntryOptions = Pick<
+  McpServerConfig,
+  "startupTimeoutMs" | "roots" | "exposure" | "includeTools" | "excludeTools" | "oauth"
+>;
 
 const SHAPE = '{"mcpServers": {"NAME": {"command": …} | {"url": …}}}';
 
@@ -145,7 +151,13 @@ function serverEntry(
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new Error("must be an object");
   const e = entry as Record<string, unknown>;
   if (e.disabled === true || e.enabled === false) return undefined;
-  return { transport: transportOf(e, folder, env), ...entryOptions(e, folder) };
+  const transport = transportOf(e, folder, env);
+  const options = entryOptions(e, folder);
+  if (e.oauth !== undefined) {
+    if (transport?.kind !== "http") throw new Error('"oauth" goes with "url" (a stdio server takes its keys in "env")');
+    options.oauth = readOAuthSettings(e.oauth, (text) => expandVariables(text, env));
+  }
+  return { transport, ...options };
 }
 
 /** The options of an entry besides its transport. Throws with what is wrong. */

@@ -14,6 +14,7 @@ import { pathToFileURL } from "node:url";
 import type { TSchema } from "typebox";
 import type { AgentTool } from "../types.js";
 import { McpClient, type McpClientOptions, type McpToolInfo } from "./client.js";
+import type { HttpAuth } from "./auth/http-auth.js";
 import type { McpServerConfig } from "./config.js";
 import { HttpTransport } from "./streamable-http.js";
 import { mcpAgentTools, type McpToolDetails } from "./mcp-tools.js";
@@ -73,6 +74,11 @@ export interface McpServersOptions {
   elicitationModes?: McpClientOptions["elicitationModes"];
   /** Stdio shutdown grace (ms between stdin close, SIGTERM and SIGKILL; default 2,000). */
   graceMs?: number;
+  /**
+   * The authorization of a remote server (`McpOAuth`, or any `HttpAuth`), asked once per
+   * start of each Streamable HTTP server; undefined: none (static `headers` only).
+   */
+  auth?: (config: McpServerConfig) => HttpAuth | undefined;
 }
 
 interface Running {
@@ -195,7 +201,10 @@ export class McpServers {
             ...(params as ConstructorParameters<typeof StdioTransport>[0]),
             ...(this.options.graceMs !== undefined && { graceMs: this.options.graceMs }),
           })
-        : new HttpTransport(params as ConstructorParameters<typeof HttpTransport>[0]);
+        : new HttpTransport({
+            ...(params as ConstructorParameters<typeof HttpTransport>[0]),
+            ...this.authOf(config),
+          });
     const roots = this.rootsOf(config);
     const client = new McpClient(transport, {
       ...(this.options.clientInfo !== undefined && { clientInfo: this.options.clientInfo }),
@@ -258,6 +267,12 @@ export class McpServers {
     if (config.roots !== undefined) return config.roots.map((folder) => ({ folder, name: path.basename(folder) }));
     const root = this.options.root;
     return root === undefined ? undefined : [{ folder: root, name: "workspace" }];
+  }
+
+  /** `{ auth }` for `config`'s transport, when the options give one. */
+  private authOf(config: McpServerConfig): { auth?: HttpAuth } {
+    const auth = this.options.auth?.(config);
+    return auth === undefined ? {} : { auth };
   }
 
   /** The client of `server`, started again first if it exited; throws when it cannot run. */

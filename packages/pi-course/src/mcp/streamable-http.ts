@@ -20,10 +20,15 @@
  * answer and cannot be resumed is turned into a JSON-RPC error for that request. A lost session
  * (404, or the 400 "No valid session ID" some servers send) is answered by one new `initialize`,
  * then the message is sent again.
+ *
+ * With `auth`, each request carries its `Authorization` header; a 401 is reported to it (a
+ * refresh, or an error that says to log in) and the message sent again once; a 403 likewise
+ * when the auth gets a token with the wider scope (see `auth/http-auth.ts`).
  */
 import { errorText } from "../errors.js";
 import { boundedBody, DEFAULT_LIMITS } from "../models/http/response-limits.js";
 import { readSse } from "../models/http/sse.js";
+import type { HttpAuth } from "./auth/http-auth.js";
 import { ErrorCode, isRequest, readMessage, type JsonRpcMessage, type JsonRpcRequest } from "./json-rpc.js";
 import type { McpTransport, TransportHandlers } from "./transport.js";
 
@@ -42,6 +47,11 @@ export interface HttpServerParameters {
   headers?: Record<string, string>;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * Authorization (`McpOAuth`): its Bearer header goes with every request; a 401 is reported
+   * and the request sent again once, a 403 `insufficient_scope` too when it says so.
+   */
+  auth?: HttpAuth;
   /**
    * The most bytes one POST response may bring (its JSON, or its whole event stream, after
    * decompression), and one event of the GET stream; past it the call (or the GET stream) ends
@@ -107,18 +117,45 @@ export class HttpTransport implements McpTransport {
     this.ended = true;
     this.streams.abort();
     if (this.sessionId !== undefined) {
-      await this.fetch(this.params.url, { method: "DELETE", headers: this.headers(false) })
+      await this.fetch(this.params.url, { method: "DELETE", headers: await this.headers(false) })
         .then((response) => response.body?.cancel())
         .catch(() => {}); // a server that is already gone has no session to delete
     }
     this.handlers?.onClose(new Error("the connection was closed"));
   }
 
-  /** POSTs `message`; the response's body (whatever reads it) fails past `maxResponseBytes`. */
+  /**
+   * POSTs `message` (again after the auth got a new token for a 401 or a wider one for a 403);
+   * the response's body (whatever reads it) fails past `maxResponseBytes`.
+   */
   private async post(message: JsonRpcMessage): Promise<Response> {
+    const auth = this.params.auth;
+    let response = await this.postOnce(message);
+    for (
+      let retried = false;
+      auth !== undefined && (response.status === 401 || response.status === 403);
+      retried = true
+    ) {
+      const challenge = response.headers.get("www-authenticate");
+      const body = response.body;
+      if (response.status === 403) {
+        // a 403 the auth cannot answer with a wider scope is the request's error, with the server's words
+        const wider =
+          !retried &&
+          (await auth.forbidden(challenge).catch((error) => body?.cancel().then(() => Promise.reject(error))));
+        if (!wider) break;
+      }
+      await body?.cancel();
+      if (response.status === 401) await auth.unauthorized(challenge, retried);
+      response = await this.postOnce(message);
+    }
+    return response;
+  }
+
+  private async postOnce(message: JsonRpcMessage): Promise<Response> {
     const response = await this.fetch(this.params.url, {
       method: "POST",
-      headers: { ...this.headers(true), "content-type": "application/json" },
+      headers: { ...(await this.headers(true)), "content-type": "application/json" },
       body: JSON.stringify(message),
       signal: this.streams.signal,
     }).catch((error: Error) => {
@@ -131,8 +168,10 @@ export class HttpTransport implements McpTransport {
     return new Response(boundedBody(response.body, max, this.streams.signal), { status, statusText, headers });
   }
 
-  private headers(post: boolean): Record<string, string> {
+  private async headers(post: boolean): Promise<Record<string, string>> {
     const headers: Record<string, string> = { ...this.params.headers };
+    const authorization = await this.params.auth?.authorization();
+    if (authorization !== undefined) headers.authorization = authorization;
     headers.accept = post ? "application/json, text/event-stream" : "text/event-stream";
     if (this.sessionId !== undefined) headers["mcp-session-id"] = this.sessionId;
     if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion;
@@ -279,7 +318,7 @@ export class HttpTransport implements McpTransport {
    */
   private async reconnect(lastEventId: string | undefined, waitMs: number): Promise<Response> {
     await abortableSleep(Math.min(waitMs, MAX_RETRY_MS), this.streams.signal);
-    const headers = this.headers(false);
+    const headers = await this.headers(false);
     if (lastEventId !== undefined) headers["last-event-id"] = lastEventId;
     const response = await this.fetch(this.params.url, { method: "GET", headers, signal: this.streams.signal });
     if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {

@@ -35,6 +35,8 @@ declare module "../run-options.js" {
     mcpConfigFiles?: string[];
     /** `--mcp-startup-timeout MS`: how long a server whose entry sets no `startupTimeoutMs` has to start. */
     mcpStartupTimeoutMs?: number;
+    /** Where the OAuth tokens of remote servers are kept (`~/.pi-course/mcp-auth`; `mcp login` writes them). */
+    mcpAuthFolder?: string;
   }
 }
 
@@ -49,7 +51,7 @@ export const mcp: CliFeature = {
       value: "FILE",
       section: "options",
       help: `start the MCP servers of FILE ({"mcpServers": {"NAME": {"command",
-"args", "env", "cwd"} | {"url", "headers"}}}, as other agents write it)
+"args", "env", "cwd"} | {"url", "headers", "oauth"}}}, as other agents write it)
 besides those of ~/.pi-course/mcp.json; repeatable, later files win.
 Their tools are named mcp__NAME__TOOL; \${VAR} in "env" and "headers" is
 read from the environment; /mcp shows each server's state. A project's
@@ -71,6 +73,8 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
   usage: `  npm start -- mcp add | list | get | remove …
                                               edit the MCP servers of ~/.pi-course/mcp.json or
                                               (--project) of .pi-course/mcp.json (mcp says how)
+  npm start -- mcp login | logout NAME        authorize a remote MCP server that asks for it
+                                              (OAuth in a browser), or forget its tokens
 `,
   parse({ values, from, env, settings, blame }) {
     const timeout = settings.mcpStartupTimeoutMs?.value;
@@ -94,6 +98,7 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
         mcpServers: found.servers,
         mcpNotices: found.notices,
         mcpConfigFiles,
+        mcpAuthFolder: path.join(homeFolder(env), "mcp-auth"),
         ...(wantsCodeTool(found.servers) && { codeToolWanted: true }),
         ...(mcpStartupTimeoutMs !== undefined && { mcpStartupTimeoutMs }),
       };
@@ -201,6 +206,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   for (const notice of mcpNotices) notes(notice);
   if (mcpServers.length === 0) return;
   const { McpServers } = await import("../../mcp/servers.js");
+  const { McpTokenStore } = await import("../../mcp/auth/token-store.js");
+  const { oauthForServer } = await import("../../mcp/auth/server-auth.js");
+  const { loginHint } = await import("../mcp-login.js");
+  const { mcpAuthFolder } = runtime.options;
   let toolNote: string | undefined;
   let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
@@ -222,6 +231,15 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
     elicitationModes: ["form", "url"],
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
+    // a remote server that asks for OAuth uses the tokens `mcp login` kept; without them it fails saying to log in
+    ...(mcpAuthFolder !== undefined && {
+      auth: (config) =>
+        oauthForServer(config, {
+          store: new McpTokenStore(mcpAuthFolder),
+          // in a conversation the server is started again once the person has logged in
+          loginHint: (name) => `${loginHint(name)}${mode === "interactive" ? `, then /mcp reconnect ${name}` : ""}`,
+        }),
+    }),
     onToolsChanged: (tools) => {
       const added = deferMcpTools(tools, {
         codemode: runtime.options.codemode === true,

@@ -1,0 +1,271 @@
+/**
+ * `pi-course mcp login NAME` as a person runs it: the built CLI as a real process, `$BROWSER` a
+ * small script (it records the URL it was asked to open), the consent page submitted in headless
+ * Chromium at the URL the CLI printed; the CLI waits for the loopback redirect and keeps the
+ * tokens. Then print-mode runs call the protected server's tool with them. Against the official
+ * SDK's authorization server and protected MCP server on 127.0.0.1 (support/oauth-servers.ts).
+ * No token may be printed, logged or written anywhere but its 0600 file.
+ */
+import { spawn } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { runMain } from "../src/cli/main.js";
+import { browserCommand } from "../src/cli/open-browser.js";
+import { McpTokenStore } from "../src/mcp/auth/token-store.js";
+import { launchBrowser, type TestBrowser } from "./support/browser.js";
+import { builtStart } from "./support/built-cli.js";
+import { type OAuthServers, startOAuthServers, TOOLS_SCOPE } from "./support/oauth-servers.js";
+
+let browser: TestBrowser;
+let servers: OAuthServers;
+let model: Server;
+let baseUrl: string;
+let dir: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "pi-mcp-oauth-cli-"));
+  browser = await launchBrowser();
+  servers = await startOAuthServers();
+  // an OpenAI-compatible model: it calls the protected tool when it has it, then quotes its result
+  model = createServer((request, response) => {
+    let text = "";
+    request.on("data", (chunk) => (text += chunk));
+    request.on("end", () => {
+      const body = JSON.parse(text);
+      const chunk = (delta: unknown, finish: string | null = null) =>
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const last = body.messages.at(-1);
+      const names = (body.tools ?? []).map((tool: { function: { name: string } }) => tool.function.name);
+      if (last.role === "tool") {
+        response.end(
+          `${chunk({ role: "assistant", content: `The server says: ${last.content}` })}${chunk({}, "stop")}data: [DONE]\n\n`,
+        );
+      } else if (names.includes("mcp__web__whoami")) {
+        const call = {
+          index: 0,
+          id: "call_1",
+          type: "function",
+          function: { name: "mcp__web__whoami", arguments: "{}" },
+        };
+        response.end(`${chunk({ role: "assistant", tool_calls: [call] })}${chunk({}, "tool_calls")}data: [DONE]\n\n`);
+      } else response.end(`${chunk({ role: "assistant", content: "no tool" })}${chunk({}, "stop")}data: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => model.listen(0, "127.0.0.1", resolve));
+  baseUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await servers?.close();
+  model?.closeAllConnections();
+  await new Promise((resolve) => model?.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A print-mode run in process (the user's mcp.json names the server). */
+async function printRun(home: string, project: string, prompt: string) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runMain(["--base-url", baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "-p", prompt], {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env: { HOME: home, INIT_CWD: project },
+  });
+  return { code, stdout, stderr };
+}
+
+/** Every file under `folder`, but `except`. */
+function filesUnder(folder: string, except: string): string[] {
+  return readdirSync(folder, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.join(entry.parentPath, entry.name))
+    .filter((file) => file !== except);
+}
+
+it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and keeps the tokens 0600; a print run then calls the server's tool; no token anywhere else; logout forgets them", async () => {
+  const home = path.join(dir, "home");
+  const project = path.join(dir, "project");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  mkdirSync(project);
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl } } }),
+  );
+  const outputs: string[] = [];
+
+  // before the login: the run goes on, and says what to do
+  const before = await printRun(home, project, "hi");
+  outputs.push(before.stdout, before.stderr);
+  expect(before.code).toBe(0);
+  expect(before.stdout).toBe("no tool\n");
+  expect(before.stderr).toMatch(/^note: MCP server web failed: .*needs authorization: run "pi-course mcp login web"$/m);
+
+  // the login, as a real process; $BROWSER records the URL it is given
+  const opened = path.join(dir, "opened-url");
+  const script = path.join(dir, "browser.sh");
+  writeFileSync(script, `#!/bin/sh\nprintf '%s' "$1" > '${opened}'\n`);
+  chmodSync(script, 0o755);
+  const child = spawn(process.execPath, [builtStart(), "mcp", "login", "web", "--timeout", "30"], {
+    cwd: project,
+    env: { PATH: process.env.PATH, HOME: home, INIT_CWD: project, BROWSER: script },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (data: Buffer) => (stderr += data.toString("utf8")));
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  const printed = await new Promise<string>((resolve, reject) => {
+    child.stdout.on("data", (data: Buffer) => {
+      stdout += data.toString("utf8");
+      const url = /^ {2}(http:\/\/\S+\/authorize\?\S+)$/m.exec(stdout)?.[1];
+      if (url !== undefined && stdout.includes("waiting for the browser")) resolve(url);
+    });
+    child.on("close", (code) =>
+      reject(new Error(`mcp login exited (${code}) before printing a URL: ${stdout}${stderr}`)),
+    );
+  });
+  expect(readFileSync(opened, "utf8")).toBe(printed);
+  expect(stdout).toContain(`(opened with ${script}); waiting for the browser to come back…`);
+  const { page } = await browser.page();
+  await page.goto(printed, { waitUntil: "load" });
+  await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click("#allow")]);
+  expect(String(await page.evaluate("document.body.innerText"))).toContain("Authorization received");
+  await page.close();
+  expect(await exited).toBe(0);
+  const store = new McpTokenStore(path.join(home, ".pi-course", "mcp-auth"));
+  const file = store.fileOf(servers.mcpUrl);
+  expect(stdout).toContain(
+    `logged in to the MCP server web at ${servers.issuer} with the scope "${TOOLS_SCOPE}"; the tokens are kept in ${file} (only you can read it)\n`,
+  );
+  expect(stderr).toBe("");
+  outputs.push(stdout, stderr);
+  expect(statSync(file).mode & 0o777).toBe(0o600);
+  const { access_token: token, refresh_token: refresh } = store.read(servers.mcpUrl)!.tokens;
+
+  // a print run (with its session file) calls the protected tool with the kept token
+  const after = await printRun(home, project, "who am I?");
+  outputs.push(after.stdout, after.stderr);
+  expect(after.code).toBe(0);
+  expect(after.stdout).toBe(`The server says: hello from the protected server (scopes: ${TOOLS_SCOPE})\n`);
+  expect(after.stderr).toMatch(/^note: MCP server web: ready with 2 tools$/m);
+
+  // the tokens are in their file only: not in a session, a log, or anything printed
+  const others = [...filesUnder(home, file), ...filesUnder(project, file)];
+  expect(others.some((other) => other.includes(`${path.sep}sessions${path.sep}`))).toBe(true);
+  for (const secret of [token, refresh!]) {
+    for (const other of others) expect(readFileSync(other, "utf8"), other).not.toContain(secret);
+    for (const output of outputs) expect(output).not.toContain(secret);
+  }
+
+  // logout forgets them
+  let out = "";
+  const code = await runMain(["mcp", "logout", "web"], {
+    stdout: { write: (text: string) => (out += text) },
+    stderr: { write: () => true },
+    env: { HOME: home, INIT_CWD: project },
+  });
+  expect({ code, out }).toEqual({ code: 0, out: "logged out of the MCP server web: its tokens are deleted\n" });
+  expect(store.read(servers.mcpUrl)).toBeUndefined();
+}, 60_000);
+
+it("a machine: an entry with the client credentials grant needs no login; a print run gets its token on the first 401 (the secret from the environment) and calls the tool", async () => {
+  const home = path.join(dir, "home-machine");
+  const project = path.join(dir, "project-machine");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  mkdirSync(project);
+  servers.addClient("ci-runner", "ci-secret-789");
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({
+      mcpServers: {
+        web: {
+          url: servers.mcpUrl,
+          oauth: { grant: "client_credentials", clientId: "ci-runner", clientSecret: "${CI_SECRET}" },
+        },
+      },
+    }),
+  );
+  let stdout = "";
+  let stderr = "";
+  const code = await runMain(
+    ["--base-url", baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session", "-p", "who am I?"],
+    {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { HOME: home, INIT_CWD: project, CI_SECRET: "ci-secret-789" },
+    },
+  );
+  expect({ code, stdout }).toEqual({
+    code: 0,
+    stdout: `The server says: hello from the protected server (scopes: ${TOOLS_SCOPE})\n`,
+  });
+  expect(servers.log).toContain(`token client_credentials resource=${servers.mcpUrl}`);
+  expect(stderr).not.toContain("ci-secret-789");
+  const kept = new McpTokenStore(path.join(home, ".pi-course", "mcp-auth")).read(servers.mcpUrl)!;
+  expect(
+    statSync(new McpTokenStore(path.join(home, ".pi-course", "mcp-auth")).fileOf(servers.mcpUrl)).mode & 0o777,
+  ).toBe(0o600);
+  expect(stdout + stderr).not.toContain(kept.tokens.access_token);
+  // the secret stays where the configuration put it (the environment), not in the token file
+  expect(
+    readFileSync(new McpTokenStore(path.join(home, ".pi-course", "mcp-auth")).fileOf(servers.mcpUrl), "utf8"),
+  ).not.toContain("ci-secret-789");
+});
+
+it("mcp login says clearly what is wrong: no such server, a stdio server, a server with its own Authorization header, a missing variable of its secret", async () => {
+  const home = path.join(dir, "home-errors");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({
+      mcpServers: {
+        local: { command: "some-server" },
+        keyed: { url: servers.mcpUrl, headers: { Authorization: "Bearer k" } },
+        machine: {
+          url: servers.mcpUrl,
+          oauth: { grant: "client_credentials", clientId: "m", clientSecret: "${NO_SUCH_SECRET}" },
+        },
+      },
+    }),
+  );
+  const login = async (...argv: string[]) => {
+    let stderr = "";
+    const code = await runMain(["mcp", ...argv], {
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { HOME: home, INIT_CWD: dir },
+    });
+    return { code, stderr };
+  };
+  const file = path.join(home, ".pi-course", "mcp.json");
+  expect((await login("login", "nope")).stderr).toBe(
+    `error: no MCP server is named "nope" in ${file} or ${path.join(dir, ".pi-course", "mcp.json")}\n`,
+  );
+  expect((await login("login", "local")).stderr).toBe(
+    'error: the MCP server "local" is started as a program; it takes its keys in "env", not a login\n',
+  );
+  expect((await login("logout", "keyed")).stderr).toBe(
+    'error: the MCP server "keyed" sends its own Authorization header or has "oauth": false; remove that to log in\n',
+  );
+  expect(await login("login", "machine")).toEqual({
+    code: 1,
+    stderr: `error: server "machine" in ${file}: "oauth.clientSecret": \${NO_SUCH_SECRET} is not set in the environment\n`,
+  });
+  expect((await login("login")).code).toBe(2);
+});
+
+it("the browser to open: $BROWSER (its first entry; %s is the URL, else the URL comes last), else xdg-open when it is on PATH, else none", () => {
+  const url = "http://127.0.0.1:1/authorize?x=1";
+  expect(browserCommand(url, { BROWSER: "firefox --new-window:chromium" })).toEqual(["firefox", "--new-window", url]);
+  expect(browserCommand(url, { BROWSER: "w3m %s -dump" })).toEqual(["w3m", url, "-dump"]);
+  const bin = path.join(dir, "bin");
+  mkdirSync(bin, { recursive: true });
+  expect(browserCommand(url, { PATH: bin })).toBeUndefined();
+  writeFileSync(path.join(bin, "xdg-open"), "#!/bin/sh\n");
+  expect(browserCommand(url, { PATH: bin })).toEqual(["xdg-open", url]);
+});
