@@ -3,7 +3,7 @@
  * lock of one session file at the same instant, 60 rounds, every other one from a stale lock (one
  * whose owner is gone); in every round exactly one of them holds it.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
@@ -27,6 +27,8 @@ afterAll(async () => {
 /** Starts the takers, gives them time to load, and resolves with each round's "ok" count. */
 async function race(folder: string): Promise<number[]> {
   const t0 = Date.now() + 8_000; // every taker has loaded by then, even on a loaded machine
+  const children: ChildProcess[] = [];
+  let finished = 0;
   const outputs = await Promise.all(
     Array.from({ length: TAKERS }, () => {
       const child = spawn(
@@ -40,10 +42,18 @@ async function race(folder: string): Promise<number[]> {
           String(t0),
           String(SPACING_MS),
         ],
-        { stdio: ["ignore", "pipe", "inherit"] },
+        { stdio: ["pipe", "pipe", "inherit"] },
       );
+      children.push(child);
       let out = "";
-      child.stdout.on("data", (d: Buffer) => (out += d.toString("utf8")));
+      let done = false;
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString("utf8");
+        // every taker keeps its locks (it is alive) until all of them have answered every round
+        if (done || out.split("\n").filter(Boolean).length < ROUNDS) return;
+        done = true;
+        if (++finished === TAKERS) for (const each of children) each.stdin!.end();
+      });
       return new Promise<string>((resolve) => child.on("close", () => resolve(out)));
     }),
   );

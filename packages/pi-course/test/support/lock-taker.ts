@@ -3,7 +3,9 @@
  * `node --import tsx lock-taker.ts <folder> <rounds> <t0> <spacingMs>`: round r takes the lock of
  * `<folder>/<r>.jsonl` at `t0 + r * spacingMs` (a timer, then a busy wait for the last
  * milliseconds, so every taker starts within a tick of the others) and prints `r ok` (taken; never
- * released: the process keeps every lock it took until it exits) or `r locked`.
+ * released: the process keeps every lock it took until it exits) or `r locked`. After the last
+ * round it stays until its stdin ends: a taker that exited would leave stale locks, which a slower
+ * taker of the same round could then rightly take over.
  */
 import path from "node:path";
 import { acquireSessionLock, SessionLockedError } from "../../src/session/session-lock.js";
@@ -24,3 +26,6 @@ for (let r = 0; r < Number(rounds); r++) {
     process.stdout.write(`${r} locked\n`);
   }
 }
+// hold every lock until the test has heard from every taker
+process.stdin.resume();
+await new Promise((resolve) => process.stdin.once("end", resolve));
