@@ -121,8 +121,6 @@ export default defineChapter({
     {
       id: "17.3",
       says: [
-        "cannot send ${method}: cannot reach the MCP server at ${url}: ${code}   (the HTTP transport, given; e.g. cannot send initialize: cannot reach the MCP server at http://127.0.0.1:PORT/mcp: ECONNREFUSED)",
-        "cannot send ${method}: ${why}   (a transport that cannot deliver the request, e.g. cannot send tools/call: the response passed maxResponseBytes (1048576 bytes after decompression); the rest was not read)",
         "${method} failed: the server sent a line longer than ${n} MiB without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
         "stderrTail keeps the server's last stderr lines as they came: the tests look for server-everything's own first line, Starting default (STDIO) server..., and for the test server's ignoring SIGTERM",
       ],
@@ -192,6 +190,46 @@ export default defineChapter({
           "McpFileSchema, so a file of the wrong shape throws McpConfigError in read-json's wording; a wrong server entry is " +
           "returned with its problem, so it fails alone.",
       },
+    },
+    {
+      id: "17.6",
+      says: [
+        "cannot send ${method}: cannot reach the MCP server at ${url}: ${code}   (given in post; e.g. cannot send initialize: cannot reach the MCP server at http://127.0.0.1:PORT/mcp: ECONNREFUSED)",
+        "cannot send ${method}: ${why}   (a transport that cannot deliver the request, e.g. cannot send tools/call: the response passed maxResponseBytes (1048576 bytes after decompression); the rest was not read)",
+        "the server answered with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}   (readAll)",
+        "dropped a message that is not JSON-RPC (${reason})   (readAll, a diagnostic; reason is what readMessage said)",
+        "the server answered ${method} with HTTP ${status}: ${detail}   (failOnHttpError, given: call it first in deliverResponse)",
+        "the connection was closed   (close: the error handed to onClose)",
+      ],
+      title: {
+        zh: "Streamable HTTP 传输（HttpTransport 的 headers、deliverResponse、readAll、close）",
+        en: "the Streamable HTTP transport",
+      },
+      hint: {
+        zh:
+          "远程服务器说的是 Streamable HTTP：客户端发的每条消息都是对同一个 URL 的 POST，服务器用 JSON 或一个事件流（SSE）回答请求，用 202 回答通知；" +
+          "`initialize` 的回答在响应头 `mcp-session-id` 里给出会话。给定的部分值得读：`post`（授权、重试、响应体上限）、`readStream`（断流续传）、`openGetStream` / `listen`（服务器主动发来的消息走 GET 流）。由你写四段：" +
+          "`headers(post)`：在已有的头（配置的 `headers`、授权）上加 `accept`——POST 是 `application/json, text/event-stream`，GET 是 `text/event-stream`；" +
+          "有会话就带 `mcp-session-id`，有 `protocolVersion`（客户端在 initialize 之后设置）就带 `mcp-protocol-version`；返回这些头。" +
+          "`deliverResponse(message, response)`：先 `await this.failOnHttpError(message, response)`；响应头里有 `mcp-session-id` 就记进 `this.sessionId`；" +
+          "状态是 202，或者发出的不是请求（通知、对服务器请求的回答：`isRequest` 为假）时，丢掉响应体（`await response.body?.cancel()`）就返回；" +
+          "`content-type` 含 `text/event-stream` 时在后台读：`void this.readStream(response, message.id)`——`send` 在请求被接受时就返回，不等流读完；" +
+          "否则把 `readAll(response)` 的每条消息交给 `this.handlers?.onMessage`。" +
+          "`readAll(response)`：事件流就逐个事件 `this.parse(event.data)`（`readSse`），留下不是 undefined 的；否则读整个响应体，`JSON.parse` 失败时抛 " +
+          "`the server answered with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`；一条消息或一个数组（batch）都行，每项过 `readMessage`，" +
+          "返回字符串（不是 JSON-RPC 消息）的项丢掉，并记诊断 `dropped a message that is not JSON-RPC (${原因})`。" +
+          "`close()`：只做一次（`this.ended` 已真就返回）；置 `ended`，`this.streams.abort()` 停掉所有流，有会话就 `DELETE` 同一个 URL（头用 `await this.headers(false)`，响应体丢掉；服务器已经不在也不算错），" +
+          '最后 `this.handlers?.onClose(new Error("the connection was closed"))`。',
+        en:
+          "Every client message is a POST to one URL; a request is answered with JSON or an event stream, a notification with 202; " +
+          "initialize's answer names the session in mcp-session-id. headers: accept (POST: application/json, text/event-stream; GET: " +
+          "text/event-stream), mcp-session-id and mcp-protocol-version once known. deliverResponse: failOnHttpError first, keep a " +
+          "session id the server names, 202 or a non-request: cancel the body; an event stream: readStream in the background; " +
+          "else each message of readAll to onMessage. readAll: SSE events through parse, or a JSON body (one message or a batch, " +
+          "non-JSON-RPC items dropped with a diagnostic). close: once; abort the streams, DELETE the session, onClose.",
+      },
+      // its tests connect a client first: in practice(17) they meet lab 17.3's site before this one
+      uses: ["17.3"],
     },
   ],
   devDependencies: [

@@ -1,15 +1,17 @@
 /**
- * Chapter 17 over Streamable HTTP: the same client against server-everything's `streamableHttp`
- * mode on 127.0.0.1 (a real process, a real port), and against small HTTP servers of the test
- * for the failures the reference server does not produce on demand.
+ * Chapter 17 over Streamable HTTP (Lab 17.6): the transport alone against a server of the test
+ * that records every request (what each POST carries, how each kind of answer is delivered, the
+ * DELETE at close); then the whole client against server-everything's `streamableHttp` mode on
+ * 127.0.0.1 (a real process, a real port), and against small HTTP servers of the test for the
+ * failures the reference server does not produce on demand.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpClient } from "../src/mcp/client.js";
 import { HttpTransport } from "../src/mcp/streamable-http.js";
-import type { McpError } from "../src/mcp/json-rpc.js";
+import type { JsonRpcMessage, McpError } from "../src/mcp/json-rpc.js";
 import { serverEntry } from "./support/mcp.js";
 
 let child: ChildProcess;
@@ -59,8 +61,165 @@ const recording: typeof fetch = async (input, init) => {
   return response;
 };
 
+describe("Streamable HTTP: the transport alone", () => {
+  let server: Server;
+  let base: string;
+  /** Every request the server got: method, headers, body. */
+  const seen: { method: string; headers: IncomingHttpHeaders; body: string }[] = [];
+  /** How the server answers a POST (the parsed message), set by each test. */
+  let answer: (message: { id?: number; method?: string }, response: ServerResponse) => void = (_m, response) =>
+    void response.writeHead(500).end();
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => (body += chunk));
+      request.on("end", () => {
+        seen.push({ method: request.method!, headers: request.headers, body });
+        if (request.method === "DELETE") return void response.writeHead(200).end();
+        if (request.method !== "POST") return void response.writeHead(405).end();
+        answer(JSON.parse(body), response);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** A started transport and what it delivered. */
+  async function open(headers?: Record<string, string>) {
+    const transport = new HttpTransport({ url: base, ...(headers !== undefined && { headers }) });
+    const got: JsonRpcMessage[] = [];
+    const diagnostics: string[] = [];
+    const closed: string[] = [];
+    await transport.start({
+      onMessage: (message) => got.push(message),
+      onClose: (error) => closed.push(error.message),
+      onDiagnostic: (text) => diagnostics.push(text),
+    });
+    return { transport, got, diagnostics, closed };
+  }
+  const json = (response: ServerResponse, value: unknown, headers: Record<string, string> = {}) =>
+    void response.writeHead(200, { "content-type": "application/json", ...headers }).end(JSON.stringify(value));
+  const initialized = { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "t", version: "1" } };
+
+  it("Lab 17.6 · JSON answers are delivered; the session the server names goes on every later request with the protocol version; Accept names both kinds", async () => {
+    seen.length = 0;
+    answer = (message, response) => {
+      if (message.method === "initialize")
+        return json(response, { jsonrpc: "2.0", id: message.id, result: initialized }, { "mcp-session-id": "s-1" });
+      if (message.id === undefined) return void response.writeHead(202).end();
+      // a batch: one response, and one item that is no JSON-RPC message
+      json(response, [{ jsonrpc: "2.0", id: message.id, result: { tools: [] } }, { hello: "world" }]);
+    };
+    const { transport, got, diagnostics } = await open({ "x-team": "a" });
+    await transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+    expect(got).toEqual([{ jsonrpc: "2.0", id: 1, result: initialized }]);
+    expect(transport.session).toBe("s-1");
+    transport.protocolVersion = "2025-11-25"; // the client sets it from initialize's answer
+    await transport.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" }); // 202: nothing to deliver
+    await transport.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    expect(got).toEqual([
+      { jsonrpc: "2.0", id: 1, result: initialized },
+      { jsonrpc: "2.0", id: 2, result: { tools: [] } },
+    ]);
+    expect(diagnostics).toEqual(['dropped a message that is not JSON-RPC (no "jsonrpc": "2.0")']);
+    const [first, ...later] = seen;
+    expect(first!.headers.accept).toBe("application/json, text/event-stream");
+    expect(first!.headers["content-type"]).toBe("application/json");
+    expect(first!.headers["x-team"]).toBe("a");
+    expect(first!.headers["mcp-session-id"]).toBeUndefined();
+    expect(
+      later.map((request) => [
+        request.method,
+        request.headers["mcp-session-id"],
+        request.headers["mcp-protocol-version"],
+      ]),
+    ).toEqual([
+      ["POST", "s-1", "2025-11-25"],
+      ["POST", "s-1", "2025-11-25"],
+    ]);
+    await transport.close();
+  });
+
+  it("Lab 17.6 · an event-stream answer: its messages in order, a notification before the answer; send resolves once the request is accepted, before the stream ends", async () => {
+    let finish!: () => void;
+    answer = (message, response) => {
+      if (message.method === "initialize")
+        return json(response, { jsonrpc: "2.0", id: message.id, result: initialized }, { "mcp-session-id": "s-2" });
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write(
+        `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } })}\n\n`,
+      );
+      finish = () =>
+        response.end(
+          `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { ok: true } })}\n\n`,
+        );
+    };
+    const { transport, got } = await open();
+    await transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+    await transport.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "slow" } });
+    // send has resolved while the stream is still open; its first event is delivered as it comes
+    for (let i = 0; i < 100 && got.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(got.at(-1)).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 1, progress: 1 },
+    });
+    finish();
+    for (let i = 0; i < 100 && got.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(got.slice(1)).toEqual([
+      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } },
+      { jsonrpc: "2.0", id: 2, result: { ok: true } },
+    ]);
+    await transport.close();
+  });
+
+  it("Lab 17.6 · a body that is not JSON fails the send with what it was; an HTTP error fails it with the status and the server's words", async () => {
+    answer = (message, response) => {
+      if (message.method === "initialize")
+        return void response.writeHead(200, { "content-type": "application/json" }).end("<html>busy</html>");
+      response.writeHead(503, { "content-type": "application/json" });
+      response.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "try later" } }));
+    };
+    const { transport, got } = await open();
+    await expect(transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} })).rejects.toThrow(
+      'the server answered with a body that is not JSON: "<html>busy</html>"',
+    );
+    await expect(transport.send({ jsonrpc: "2.0", id: 2, method: "tools/list" })).rejects.toThrow(
+      "the server answered tools/list with HTTP 503: try later",
+    );
+    expect(got).toEqual([]);
+    await transport.close();
+  });
+
+  it("Lab 17.6 · close deletes the session (DELETE with its id) once, and ends the transport once; without a session nothing is sent", async () => {
+    seen.length = 0;
+    answer = (message, response) =>
+      json(response, { jsonrpc: "2.0", id: message.id, result: initialized }, { "mcp-session-id": "s-3" });
+    const { transport, closed } = await open();
+    await transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+    await transport.close();
+    await transport.close();
+    expect(seen.map((request) => [request.method, request.headers["mcp-session-id"]])).toEqual([
+      ["POST", undefined],
+      ["DELETE", "s-3"],
+    ]);
+    expect(closed).toEqual(["the connection was closed"]);
+    await expect(transport.send({ jsonrpc: "2.0", id: 2, method: "ping" })).rejects.toThrow(
+      "the HTTP transport is closed",
+    );
+    seen.length = 0;
+    const fresh = await open();
+    await fresh.transport.close();
+    expect([seen, fresh.closed]).toEqual([[], ["the connection was closed"]]);
+  });
+});
+
 describe("Streamable HTTP against server-everything", () => {
-  it("Lab 17.3 · initialize, tools/list, a call with progress on the POST stream, roots/list on the GET stream, DELETE on close", async () => {
+  it("Lab 17.6 · initialize, tools/list, a call with progress on the POST stream, roots/list on the GET stream, DELETE on close", async () => {
     requests.length = 0;
     const transport = new HttpTransport({ url, fetch: recording });
     const changed: number[] = [];
@@ -98,7 +257,7 @@ describe("Streamable HTTP against server-everything", () => {
     expect(await client.ping().catch((e: McpError) => e.kind)).toBe("closed");
   }, 30_000);
 
-  it("Lab 17.3 · a lost session is answered by one new initialize, and the call goes through", async () => {
+  it("Lab 17.6 · a lost session is answered by one new initialize, and the call goes through", async () => {
     const transport = new HttpTransport({ url });
     const diagnostics: string[] = [];
     const client = new McpClient(transport, { onDiagnostic: (text) => diagnostics.push(text) });
@@ -179,7 +338,7 @@ describe("Streamable HTTP failures", () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it("Lab 17.3 · a POST answer larger than maxResponseBytes ends the call with an error that says so, as JSON or as an endless event stream", async () => {
+  it("Lab 17.6 · a POST answer larger than maxResponseBytes ends the call with an error that says so, as JSON or as an endless event stream", async () => {
     const client = new McpClient(new HttpTransport({ url: base, maxResponseBytes: 1024 * 1024 }));
     await client.connect();
     const tooLarge = "the response passed maxResponseBytes (1048576 bytes after decompression); the rest was not read";
@@ -194,7 +353,7 @@ describe("Streamable HTTP failures", () => {
     await client.close();
   }, 30_000);
 
-  it("Lab 17.3 · an HTTP error, a stream that ends without the answer, and a refused connection each end the call with an error that says why", async () => {
+  it("Lab 17.6 · an HTTP error, a stream that ends without the answer, and a refused connection each end the call with an error that says why", async () => {
     const client = new McpClient(new HttpTransport({ url: base }));
     expect((await client.connect()).protocolVersion).toBe("2025-06-18");
     mode = "500";

@@ -113,6 +113,7 @@ export class HttpTransport implements McpTransport {
 
   /** Ends the transport: the GET stream is closed and the session deleted (DELETE). */
   async close(): Promise<void> {
+    // #region lab 17.6 HttpTransport.close
     if (this.ended) return;
     this.ended = true;
     this.streams.abort();
@@ -122,6 +123,7 @@ export class HttpTransport implements McpTransport {
         .catch(() => {}); // a server that is already gone has no session to delete
     }
     this.handlers?.onClose(new Error("the connection was closed"));
+    // #endregion
   }
 
   /**
@@ -172,10 +174,12 @@ export class HttpTransport implements McpTransport {
     const headers: Record<string, string> = { ...this.params.headers };
     const authorization = await this.params.auth?.authorization();
     if (authorization !== undefined) headers.authorization = authorization;
+    // #region lab 17.6 HttpTransport.headers
     headers.accept = post ? "application/json, text/event-stream" : "text/event-stream";
     if (this.sessionId !== undefined) headers["mcp-session-id"] = this.sessionId;
     if (this.protocolVersion !== undefined) headers["mcp-protocol-version"] = this.protocolVersion;
     return headers;
+    // #endregion
   }
 
   /** 404 for a request with a session id, or a 400 whose body says the session is not valid. */
@@ -207,6 +211,7 @@ export class HttpTransport implements McpTransport {
 
   /** Delivers what the server answered to `message`: nothing (202), JSON, or an event stream. */
   private async deliverResponse(message: JsonRpcMessage, response: Response): Promise<void> {
+    // #region lab 17.6 HttpTransport.deliverResponse
     await this.failOnHttpError(message, response);
     const session = response.headers.get("mcp-session-id");
     if (session !== null) this.sessionId = session;
@@ -221,6 +226,7 @@ export class HttpTransport implements McpTransport {
       return;
     }
     for (const reply of await this.readAll(response)) this.handlers?.onMessage(reply);
+    // #endregion
   }
 
   private async failOnHttpError(message: JsonRpcMessage, response: Response): Promise<void> {
@@ -239,6 +245,7 @@ export class HttpTransport implements McpTransport {
 
   /** Every message of a response body, JSON (one message or a batch) or SSE. */
   private async readAll(response: Response): Promise<JsonRpcMessage[]> {
+    // #region lab 17.6 HttpTransport.readAll
     const type = response.headers.get("content-type") ?? "";
     const out: JsonRpcMessage[] = [];
     if (type.includes("text/event-stream")) {
@@ -262,6 +269,7 @@ export class HttpTransport implements McpTransport {
       else out.push(message);
     }
     return out;
+    // #endregion
   }
 
   /**
