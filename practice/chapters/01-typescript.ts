@@ -76,6 +76,31 @@ export default defineChapter({
       says: ["the settings are not JSON: ${error.message}   (a SyntaxError; error is JSON.parse's own)"],
     },
   ],
+  wrong: [
+    {
+      lab: "1.1",
+      what: 'break it, step 1: a member { type: "ping" } added to Delta, with no case for it',
+      file: "kit/tagged-union.ts",
+      find: '  | { type: "error"; message: string };',
+      replace: '  | { type: "error"; message: string }\n  | { type: "ping" };',
+      failsWith: "kit/tagged-union.ts does not typecheck",
+    },
+    {
+      lab: "1.3",
+      what: "break it, step 2: loadSettings returns JSON.parse(text) as Settings",
+      file: "kit/boundary.ts",
+      find:
+        "  let parsed: unknown;\n" +
+        "  try {\n" +
+        "    parsed = JSON.parse(text);\n" +
+        "  } catch (error) {\n" +
+        "    throw new SyntaxError(`the settings are not JSON: ${(error as Error).message}`);\n" +
+        "  }\n" +
+        "  return parseSettings(parsed);",
+      replace: "  return JSON.parse(text) as Settings;",
+      failsWith: "loadSettings must check what JSON.parse gives it",
+    },
+  ],
   breakIt: {
     zh:
       '在 `Delta` 里加一个成员 `{ type: "ping" }`，运行 `npm run typecheck`：编译器指向哪一行？为什么是 `unreachable` 那一行，而不是 switch？' +
