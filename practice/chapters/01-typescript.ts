@@ -104,7 +104,7 @@ export default defineChapter({
   breakIt: {
     zh:
       '在 `Delta` 里加一个成员 `{ type: "ping" }`，运行 `npm run typecheck`：编译器指向哪一行？为什么是 `unreachable` 那一行，而不是 switch？' +
-      '（Lab 1.1 的测试里也有一个会调用编译器，它同样会失败，并列出这一行。）' +
+      "（Lab 1.1 的测试里也有一个会调用编译器，它同样会失败，并列出这一行。）" +
       '然后把 `loadSettings` 写成 `return JSON.parse(text) as Settings;`，运行 `npx vitest run test/01- -t "Lab 1\\\\.3\\\\b"`：类型检查通过了，哪个测试失败？',
     en:
       'Add a member { type: "ping" } to Delta and run npm run typecheck: which line does the compiler point at, and why ' +
