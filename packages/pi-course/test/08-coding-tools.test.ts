@@ -10,12 +10,13 @@ import {
   open,
   readdir,
   readFile,
+  realpath,
+  rename,
   rm,
   stat,
   symlink,
   unlink,
   writeFile,
-  rename,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -46,7 +47,8 @@ let root: string;
 let outside: string;
 
 beforeEach(async () => {
-  base = await mkdtemp(path.join(tmpdir(), "pi-course-08-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  base = await realpath(await mkdtemp(path.join(tmpdir(), "pi-course-08-")));
   root = path.join(base, "workspace");
   outside = path.join(base, "outside");
   await mkdir(root);
