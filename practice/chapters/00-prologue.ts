@@ -88,6 +88,16 @@ export default defineChapter({
   ],
   scripts: { start: "tsx src/cli/start.ts" },
   devDependencies: ["tsx"],
+  wrong: [
+    {
+      lab: "Prologue · npm start runs one full agent run",
+      what: "break it: the demo's second turn edits with an oldText the file does not hold",
+      file: "src/cli/demo.ts",
+      find: `edits: [{ oldText: '"Helo, "', newText: '"Hello, "' }]`,
+      replace: `edits: [{ oldText: '"Hallo, "', newText: '"Hello, "' }]`,
+      failsWith: "turn 2's edit failed",
+    },
+  ],
   breakIt: {
     zh:
       "除了 `--drop-tool-result`，再试一次手动破坏：在 `src/cli/demo.ts` 里把第二个回合的 `oldText` 改成文件里不存在的文本。" +
