@@ -458,8 +458,8 @@ describe("virtual models: selection apart from dispatch", () => {
     let late: NodeJS.Timeout | undefined;
     const ended = new Promise<never>((_, reject) => {
       late = setTimeout(
-        () => reject(new Error(`no answer within 3 s (events so far: ${events.map((e) => e.type)}); ${shown}?`)),
-        3000,
+        () => reject(new Error(`no answer within 6 s (events so far: ${events.map((e) => e.type)}); ${shown}?`)),
+        6000,
       );
     });
     const reading = (async () => {
