@@ -1024,12 +1024,34 @@ describe("chapter 08 · bounded bash", () => {
 
   it("Lab 8.5 · abort kills the command at once; a pre-aborted signal starts nothing", async () => {
     const controller = new AbortController();
+    const pidFile = path.join(base, "shell.pid");
+    const running = runCommand(`echo $$ > ${pidFile}; sleep 30`, {
+      cwd: root,
+      signal: controller.signal,
+      killGraceMs: 300,
+    });
+    // Abort once the shell runs (a fixed 150 ms was shorter than a bash start on a loaded machine).
+    let settled = false;
+    running.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const deadline = Date.now() + 5000;
+    const pid = () => {
+      try {
+        return Number(readFileSync(pidFile, "utf8").trim());
+      } catch {
+        return 0;
+      }
+    };
+    while (!settled && pid() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     const started = Date.now();
-    setTimeout(() => controller.abort(), 150);
-    const result = await runCommand("echo $$; sleep 30", { cwd: root, signal: controller.signal, killGraceMs: 300 });
+    controller.abort();
+    const result = await running;
     expect(Date.now() - started).toBeLessThan(2000);
     expect(result.aborted).toBe(true);
-    expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
+    expect(pid()).toBeGreaterThan(0);
+    expect(await waitUntilDead(pid())).toBe(true);
     const never = await runCommand(`touch ${path.join(root, "ran")}`, { cwd: root, signal: AbortSignal.abort() });
     expect(never).toMatchObject({ aborted: true, exitCode: null, pid: undefined });
     expect(await readdir(root)).toEqual([]);
