@@ -45,7 +45,11 @@ export interface LabSpec {
  * is a frozen terminal for a learner), with `failsWith` in some failure.
  */
 export interface WrongImplementation {
-  /** The lab whose tests must catch it. */
+  /**
+   * The lab whose tests must catch it. An observe chapter has no labs: there it is the start of
+   * the names of the tests that must catch it (`Prologue · npm start runs`), and the proof's
+   * folder is the chapter's one folder with the mutation applied.
+   */
   lab: string;
   /** What is wrong, in a few words (for the report). */
   what: string;
@@ -195,7 +199,7 @@ export function buildCatalogue(specs: { spec: ChapterSpec; source: string }[]): 
       seen.add(lab.id);
     }
     for (const wrong of spec.wrong ?? []) {
-      if (!seen.has(wrong.lab))
+      if (mode === "rebuild" && !seen.has(wrong.lab))
         throw problem(`the wrong implementation "${wrong.what}" names unknown lab ${wrong.lab}.`);
     }
     for (const lab of spec.labs) {

@@ -66,7 +66,7 @@ export interface ProofOptions {
    * labs K.. still construction sites.
    */
   progress?: boolean;
-  /** The wrong implementations of `ChapterSpec.wrong` (default on whenever snapshot(N) is built). */
+  /** The wrong implementations of `ChapterSpec.wrong` (default on whenever snapshot(N), or an observe chapter's folder, is built). */
   wrong?: boolean;
 }
 
@@ -579,6 +579,21 @@ function progressProblems(view: View, next: string, tests: TestOutcome[], label:
   return problems;
 }
 
+/** Whether a test is one that must catch `wrong`: a test of its lab, or (an observe chapter) one named so. */
+function catches(chapter: Chapter, wrong: WrongImplementation, title: string, lab: string | undefined): boolean {
+  return chapter.mode === "observe" ? title.startsWith(wrong.lab) : lab === wrong.lab;
+}
+
+/** The `-t` pattern of the tests that must catch `wrong` (see `catches`). */
+function wrongPattern(chapter: Chapter, wrong: WrongImplementation): string {
+  return chapter.mode === "observe" ? wrong.lab.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") : labPattern(wrong.lab);
+}
+
+/** How the report names the tests that must catch `wrong`. */
+function whose(chapter: Chapter, wrong: WrongImplementation): string {
+  return chapter.mode === "observe" ? `"${wrong.lab}…"` : `lab ${wrong.lab}`;
+}
+
 /** A run of a folder's tests is killed after this long; a wrong implementation's run, after this. */
 const WRONG_RUN_LIMIT_MS = 150_000;
 
@@ -587,17 +602,17 @@ const WRONG_RUN_LIMIT_MS = 150_000;
  * with `failsWith`. (A hang is reported where the run is killed, in `testView`.)
  */
 function wrongProblems(chapter: Chapter, wrong: WrongImplementation, tests: TestOutcome[], label: string): string[] {
-  const mine = tests.filter((t) => t.chapter === chapter.number && t.lab === wrong.lab);
-  if (mine.length === 0) return [`${label}: no test of lab ${wrong.lab} ran`];
+  const mine = tests.filter((t) => t.chapter === chapter.number && catches(chapter, wrong, t.title, t.lab));
+  if (mine.length === 0) return [`${label}: no test of ${whose(chapter, wrong)} ran`];
   const failed = mine.filter((t) => t.status === "failed");
   if (failed.length === 0) {
     return [
-      `${label}: every test of lab ${wrong.lab} PASSES on a wrong implementation (${wrong.what}); add a test that catches it`,
+      `${label}: every test of ${whose(chapter, wrong)} PASSES on a wrong implementation (${wrong.what}); add a test that catches it`,
     ];
   }
   if (!failed.some((t) => t.failure.includes(wrong.failsWith))) {
     return [
-      `${label}: the tests of lab ${wrong.lab} fail on a wrong implementation (${wrong.what}), but none says ` +
+      `${label}: the tests of ${whose(chapter, wrong)} fail on a wrong implementation (${wrong.what}), but none says ` +
         `"${wrong.failsWith}": ${failed.map((t) => `${t.title}: ${firstLine(t.failure)}`).join("; ")}`,
     ];
   }
@@ -741,7 +756,8 @@ async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOpt
       const reporter = join(root, "proof-reporter.mjs");
       writeFileSync(reporter, REPORTER);
       const args = ["run", "--no-cache", `--reporter=${reporter}`];
-      if (prepared.wrong !== undefined) args.push("-t", labPattern(prepared.wrong.lab), ...ownTestFiles(view, scan));
+      if (prepared.wrong !== undefined)
+        args.push("-t", wrongPattern(view.chapter, prepared.wrong), ...ownTestFiles(view, scan));
       else if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
       else if (view.kind === "practice" && view.chapter.mode === "rebuild") args.push(...practiceTestFiles(view, scan));
       else args.push(...ownTestFiles(view, scan));
@@ -762,7 +778,7 @@ async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOpt
       } catch {
         if (prepared.wrong !== undefined && vitest.output.includes("(killed after")) {
           report.problems.push(
-            `${label}: the tests of lab ${prepared.wrong.lab} HANG on a wrong implementation (${prepared.wrong.what}): ` +
+            `${label}: the tests of ${whose(view.chapter, prepared.wrong)} HANG on a wrong implementation (${prepared.wrong.what}): ` +
               `vitest was killed after ${WRONG_RUN_LIMIT_MS / 1000} s; every wait in a test or its helpers must yield ` +
               "to the event loop and be bounded, so it fails with a message instead",
           );
@@ -881,11 +897,13 @@ export function proveChapters(
         report.folders.push(folder);
         prepared.push({ view, report, root, folder, label, next });
       }
-      if (!options.staticOnly && kinds.includes("snapshot") && options.wrong !== false) {
+      // An observe chapter has one folder (its practice view, the whole library): the mutation goes there.
+      const base: ViewKind = chapter.mode === "observe" ? "practice" : "snapshot";
+      if (!options.staticOnly && kinds.includes(base) && options.wrong !== false) {
         for (const wrong of chapter.wrong ?? []) {
           const label = `wrong(${chapter.id}: ${wrong.what})`;
           try {
-            const view = buildView(catalogue, chapter, "snapshot", sources, { scan });
+            const view = buildView(catalogue, chapter, base, sources, { scan });
             const text = view.files.get(wrong.file);
             const count = typeof text === "string" ? text.split(wrong.find).length - 1 : 0;
             if (typeof text !== "string" || count !== 1) {

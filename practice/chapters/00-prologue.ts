@@ -88,12 +88,23 @@ export default defineChapter({
   ],
   scripts: { start: "tsx src/cli/start.ts" },
   devDependencies: ["tsx"],
+  wrong: [
+    {
+      lab: "Prologue · npm start runs one full agent run",
+      what: "break it: the demo's second turn edits with an oldText the file does not hold",
+      file: "src/cli/demo.ts",
+      find: `edits: [{ oldText: '"Helo, "', newText: '"Hello, "' }]`,
+      replace: `edits: [{ oldText: '"Hallo, "', newText: '"Hello, "' }]`,
+      failsWith: "turn 2's edit failed",
+    },
+  ],
   breakIt: {
     zh:
       "除了 `--drop-tool-result`，再试一次手动破坏：在 `src/cli/demo.ts` 里把第二个回合的 `oldText` 改成文件里不存在的文本。" +
-      "预测：edit 工具会怎样失败？模型下一回合看到了什么？运行会以 error 结束还是正常结束？",
+      "预测：edit 工具会怎样失败？模型下一回合看到了什么？运行会以 error 结束还是正常结束？" +
+      '然后跑 `npx vitest run test/00- -t "npm start runs"`：测试在哪一步发现了它？',
     en:
       "Also change the second turn's oldText in src/cli/demo.ts to text the file does not hold: how does edit fail, what does " +
-      "the model see next, and does the run end in error or normally?",
+      "the model see next, and does the run end in error or normally? Then run the test named 'npm start runs': where does it notice?",
   },
 });

@@ -76,12 +76,38 @@ export default defineChapter({
       says: ["the settings are not JSON: ${error.message}   (a SyntaxError; error is JSON.parse's own)"],
     },
   ],
+  wrong: [
+    {
+      lab: "1.1",
+      what: 'break it, step 1: a member { type: "ping" } added to Delta, with no case for it',
+      file: "kit/tagged-union.ts",
+      find: '  | { type: "error"; message: string };',
+      replace: '  | { type: "error"; message: string }\n  | { type: "ping" };',
+      failsWith: "kit/tagged-union.ts does not typecheck",
+    },
+    {
+      lab: "1.3",
+      what: "break it, step 2: loadSettings returns JSON.parse(text) as Settings",
+      file: "kit/boundary.ts",
+      find:
+        "  let parsed: unknown;\n" +
+        "  try {\n" +
+        "    parsed = JSON.parse(text);\n" +
+        "  } catch (error) {\n" +
+        "    throw new SyntaxError(`the settings are not JSON: ${(error as Error).message}`);\n" +
+        "  }\n" +
+        "  return parseSettings(parsed);",
+      replace: "  return JSON.parse(text) as Settings;",
+      failsWith: "loadSettings must check what JSON.parse gives it",
+    },
+  ],
   breakIt: {
     zh:
       '在 `Delta` 里加一个成员 `{ type: "ping" }`，运行 `npm run typecheck`：编译器指向哪一行？为什么是 `unreachable` 那一行，而不是 switch？' +
+      "（Lab 1.1 的测试里也有一个会调用编译器，它同样会失败，并列出这一行。）" +
       '然后把 `loadSettings` 写成 `return JSON.parse(text) as Settings;`，运行 `npx vitest run test/01- -t "Lab 1\\\\.3\\\\b"`：类型检查通过了，哪个测试失败？',
     en:
       'Add a member { type: "ping" } to Delta and run npm run typecheck: which line does the compiler point at, and why ' +
-      "there? Then make loadSettings return JSON.parse(text) as Settings: it typechecks; which Lab 1.3 test fails?",
+      "there? (A Lab 1.1 test runs the compiler too, and lists that line.) Then make loadSettings return JSON.parse(text) as Settings: it typechecks; which Lab 1.3 test fails?",
   },
 });

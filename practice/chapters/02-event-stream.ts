@@ -51,6 +51,30 @@ export default defineChapter({
       uses: ["2.1"],
     },
   ],
+  wrong: [
+    {
+      lab: "2.1",
+      what: "break it, step 1: push always enqueues, even with a reader waiting",
+      file: "src/event-stream.ts",
+      find: "    const waiter = this.waiter;\n    if (waiter !== undefined) {\n      this.waiter = undefined;\n      waiter({ value: event, done: false });\n      return;\n    }\n    this.queue.push(event);",
+      replace: "    this.queue.push(event);",
+      failsWith: "Test timed out",
+    },
+    {
+      lab: "2.2",
+      what: "break it, step 2: end() with no result never rejects result()",
+      file: "src/event-stream.ts",
+      find:
+        "      this.rejectResult(\n" +
+        "        new Error(\n" +
+        '          "EventStream ended without a result: end() was called with no argument before any " +\n' +
+        '            "terminal event. Push a terminal event or call end(result).",\n' +
+        "        ),\n" +
+        "      );\n",
+      replace: "      // the rejection dropped: result() never settles\n",
+      failsWith: "Test timed out",
+    },
+  ],
   breakIt: {
     zh:
       "在 `push` 里把“先交给等待的读者”改成“总是放进队列”，再运行 `npm test`：哪个测试会挂起到超时？为什么超时比断言失败更难调试？" +

@@ -66,6 +66,25 @@ export default defineChapter({
       uses: ["3.1"],
     },
   ],
+  wrong: [
+    {
+      lab: "3.2",
+      what: "break it, step 1: textOf includes the tool calls' arguments",
+      file: "src/messages.ts",
+      find: '    if (block.type === "text") parts.push(block.text);',
+      replace:
+        '    if (block.type === "text") parts.push(block.text);\n    else if (block.type === "toolCall") parts.push(JSON.stringify(block.arguments));',
+      failsWith: "textOf is lossy on purpose",
+    },
+    {
+      lab: "3.1",
+      what: "break it, step 2: assistantMessage keeps the caller's content array (no copy)",
+      file: "src/messages.ts",
+      find: "    content: structuredClone(content as AssistantContent[]),",
+      replace: "    content: content as AssistantContent[],",
+      failsWith: "assistantMessage copies its content",
+    },
+  ],
   breakIt: {
     zh:
       "让 `textOf` 也把工具调用的参数拼进文本，运行测试：哪个测试说明了“有损”是刻意的？再让 `assistantMessage` 直接使用调用者传入的 " +

@@ -99,6 +99,25 @@ export default defineChapter({
       uses: ["4.1"],
     },
   ],
+  wrong: [
+    {
+      lab: "4.1",
+      what: "break it, step 1: a signal aborted before the call throws instead of pushing the error event",
+      file: "src/models/scripted-model.ts",
+      find: '    if (signal?.aborted) return this.fail(stream, "aborted", "Request was aborted");\n    const turnIndex',
+      replace: '    if (signal?.aborted) throw new Error("Request was aborted");\n    const turnIndex',
+      failsWith: "with reason aborted, never a throw",
+    },
+    {
+      lab: "4.2",
+      what: "break it, step 2: stream() starts play in a microtask",
+      file: "src/models/scripted-model.ts",
+      find: '    this.play(stream, snapshot, options.signal).catch((error) =>\n      this.fail(stream, "error", `ScriptedModel: cannot play call ${call}: ${describe(error)}`),\n    );',
+      replace:
+        '    queueMicrotask(() =>\n      this.play(stream, snapshot, options.signal).catch((error) =>\n        this.fail(stream, "error", `ScriptedModel: cannot play call ${call}: ${describe(error)}`),\n      ),\n    );',
+      failsWith: "play began late",
+    },
+  ],
   breakIt: {
     zh:
       "找到你的代码里检查“调用前就已中止”的地方，把推送 error 事件改成直接 `throw`。运行测试：调用者会看到什么？" +

@@ -261,13 +261,38 @@ export default defineChapter({
       },
     },
   ],
+  wrong: [
+    {
+      lab: "5.4",
+      what: "break it, step 1: ChatCompletionsTurn.toolCall parses the whole rawArguments again on every delta",
+      file: "src/models/openai/openai-inbound.ts",
+      find: "    this.pushArguments(block, call.contentIndex, call.parser, delta);",
+      replace:
+        "    call.parser = new PartialJsonParser();\n" +
+        '    call.parser.push(block.rawArguments ?? "");\n' +
+        "    this.pushArguments(block, call.contentIndex, call.parser, delta);",
+      failsWith: "parsed again from the start",
+    },
+    {
+      lab: "5.1",
+      what: "break it, step 2: readSseBatches decodes each read without TextDecoder's { stream: true }",
+      file: "src/models/http/sse.ts",
+      find: "sse.push(decoder.decode(value, { stream: true }))",
+      replace: "sse.push(decoder.decode(value))",
+      failsWith: "\uFFFD",
+    },
+  ],
   breakIt: {
     zh:
-      "在 `ChatCompletionsTurn.toolCall` 里，把每次 `parser.push(delta)` 换成对整个 `rawArguments` 重新解析（比如 `JSON.parse` 失败后补全括号再试）。" +
-      "测试还会通过吗？再跑 `npm run bench -- 05`（在完整仓库里）：128 KB 的参数要多久？为什么“每个 delta 都从头解析”是平方级的？" +
-      "另一个实验：把测试服务器的分块上限改成 1 字节，再去掉 `TextDecoder` 的 `{ stream: true }`——哪份录制先失败，为什么？",
+      "在 `ChatCompletionsTurn.toolCall` 里，把对 `pushArguments` 的调用改成每个 delta 都对整个 `rawArguments` 从头解析：先 `call.parser = new PartialJsonParser();`，" +
+      '再 `call.parser.push(block.rawArguments ?? "");`，然后照旧调用 `pushArguments`。跑 `npx vitest run test/05- -t "Lab 5\\.4\\b"`：值还是对的，哪个测试失败了？' +
+      "再跑 `npm run bench -- 05`（在完整仓库里）：128 KB 的参数要多久？为什么“每个 delta 都从头解析”是平方级的？" +
+      '另一个实验：把 `readSseBatches` 里 `decoder.decode(value, { stream: true })` 的 `{ stream: true }` 去掉，跑 `npx vitest run test/05- -t "Lab 5\\.1\\b"`：' +
+      "哪个测试失败？被切在两次读取之间的多字节字符变成了什么？",
     en:
-      "Re-parse the whole rawArguments on every delta instead of parser.push: do the tests still pass? Run the bench: why is " +
-      "re-parsing quadratic? Then drop TextDecoder's {stream: true} with 1-byte pieces: which recording breaks first, and why?",
+      "In ChatCompletionsTurn.toolCall, parse the whole rawArguments again on every delta (a new PartialJsonParser fed " +
+      "rawArguments, then pushArguments as before) and run the Lab 5.4 tests: the values are right, so which test fails? Run the bench: " +
+      "why is re-parsing quadratic? Then drop { stream: true } from the decode in readSseBatches and run the Lab 5.1 tests: what " +
+      "does a character split between two reads become?",
   },
 });

@@ -89,6 +89,41 @@ export default defineChapter({
       },
     },
   ],
+  wrong: [
+    {
+      lab: "6.1",
+      what: 'break it, step 1: a wider coercion table ("1"/"0" become booleans, 4.5 is cut to the integer 4)',
+      file: "src/agent/tool-coercion.ts",
+      find:
+        '    case "integer": {\n' +
+        '      if (typeof value !== "string") return NO_CHANGE;\n' +
+        "      const text = value.trim();\n" +
+        "      if (!JSON_NUMBER.test(text)) return NO_CHANGE;\n" +
+        "      const number = Number(text);\n" +
+        "      if (!Number.isFinite(number)) return NO_CHANGE;\n" +
+        '      return type === "integer" && !Number.isInteger(number) ? NO_CHANGE : number;\n' +
+        "    }\n" +
+        '    case "boolean": {\n' +
+        '      if (typeof value !== "string") return NO_CHANGE;\n' +
+        "      const text = value.trim().toLowerCase();\n" +
+        '      return text === "true" ? true : text === "false" ? false : NO_CHANGE;',
+      replace:
+        '    case "integer": {\n' +
+        '      if (type === "integer" && typeof value === "number") return Math.trunc(value);\n' +
+        '      if (typeof value !== "string") return NO_CHANGE;\n' +
+        "      const text = value.trim();\n" +
+        "      if (!JSON_NUMBER.test(text)) return NO_CHANGE;\n" +
+        "      const number = Number(text);\n" +
+        "      if (!Number.isFinite(number)) return NO_CHANGE;\n" +
+        '      return type === "integer" ? Math.trunc(number) : number;\n' +
+        "    }\n" +
+        '    case "boolean": {\n' +
+        '      if (typeof value !== "string") return NO_CHANGE;\n' +
+        "      const text = value.trim().toLowerCase();\n" +
+        '      return text === "true" || text === "1" ? true : text === "false" || text === "0" ? false : NO_CHANGE;',
+      failsWith: "not in the coercion table: it must be refused, not repaired",
+    },
+  ],
   breakIt: {
     zh:
       '把纠正表扩大：让 `"1"`/`"0"` 也变成布尔值，让 `4.5` 截成整数 4。跑 `npx vitest run test/06- -t "Lab 6\\.1\\b"`，哪个测试失败？' +

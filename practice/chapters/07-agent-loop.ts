@@ -177,6 +177,24 @@ export default defineChapter({
       uses: ["7.2"],
     },
   ],
+  wrong: [
+    {
+      lab: "7.2",
+      what: "break it, step 1: no abort check after the steering poll in runLoop",
+      file: "src/agent/agent-loop.ts",
+      find: "      continue;\n    }\n    if (run.signal?.aborted) return run.finish();\n",
+      replace: "      continue;\n    }\n",
+      failsWith: "polled after the abort",
+    },
+    {
+      lab: "7.3",
+      what: "break it, step 2: runGuardedTool settles the tool without the run's signal",
+      file: "src/agent/guards.ts",
+      find: "  const executed = await settle(execute, signal);",
+      replace: "  const executed = await settle(execute, undefined);",
+      failsWith: "the run did not end within",
+    },
+  ],
   breakIt: {
     zh:
       '把 `runLoop` 里 steering 之后的那行 `if (run.signal?.aborted) return run.finish();` 删掉，跑 `npx vitest run test/07- -t "Lab 7\\.2\\b"`：' +

@@ -126,15 +126,44 @@ export default defineChapter({
   ],
   // A Lab 8.5 test runs bash.ts in a child process (through tsx) that exits mid-command.
   devDependencies: ["tsx"],
+  wrong: [
+    {
+      lab: "8.1",
+      what: "break it, step 1: Workspace.openIn opens without O_NOFOLLOW",
+      file: "src/coding-tools/workspace.ts",
+      find: "flags | constants.O_NOFOLLOW | constants.O_NONBLOCK",
+      replace: "flags | constants.O_NONBLOCK",
+      failsWith: "the open itself refuses the swapped-in symlink (O_NOFOLLOW)",
+    },
+    {
+      lab: "8.4",
+      what: "break it, step 2: held folders are opened without O_NOFOLLOW",
+      file: "src/coding-tools/held-folder.ts",
+      find: "const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;",
+      replace: "const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY;",
+      failsWith: "the temporary file's open refuses the swapped-in folder (O_NOFOLLOW)",
+    },
+    {
+      lab: "8.5",
+      what: "break it, step 3: bash's command is spawned without detached: true",
+      file: "src/coding-tools/bash.ts",
+      find: "      detached: true,\n",
+      replace: "",
+      failsWith: "the timeout did not kill its process group",
+    },
+  ],
   breakIt: {
     zh:
       '把 `Workspace.openIn` 里的 `constants.O_NOFOLLOW` 去掉，再跑 `npx vitest run test/08- -t "Lab 8\\.1\\b"`：哪个测试先失败？它模拟的是哪一种攻击' +
-      "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？再把 held-folder.ts 里 `FOLDER_FLAGS` 的 O_NOFOLLOW 去掉，" +
-      '跑 `npx vitest run test/08- -t "flips"`：另一个进程来回切换目录和符号链接时，工作区外多出了什么？' +
-      "最后把 bash 的 `detached: true` 去掉，看超时测试里的孙进程是否还活着。",
+      "（检查通过之后、打开之前，文件被换成了指向工作区外的符号链接）？打开之后的检查还是拒绝了它，为什么测试仍然要求打开本身就拒绝？" +
+      '再把 held-folder.ts 里 `FOLDER_FLAGS` 的 O_NOFOLLOW 去掉，跑 `npx vitest run test/08- -t "Lab 8\\.4\\b"`：' +
+      "edit 在打开临时文件之前，它的父目录被换成了指向工作区外的符号链接——这次是哪一道检查拒绝的，拒绝的理由变成了什么？" +
+      '最后把 bash 的 `detached: true` 去掉，跑 `npx vitest run test/08- -t "Lab 8\\.5\\b"`：超时之后命令为什么还在运行，孙进程又怎样了？',
     en:
-      "Drop O_NOFOLLOW from Workspace.openIn and run the Lab 8.1 tests: which one fails, and which race does it play? Drop it " +
-      "from FOLDER_FLAGS in held-folder.ts and run the race test (-t flips): what appears outside? Then drop detached: true " +
-      "from bash and watch the grandchild survive the timeout.",
+      "Drop O_NOFOLLOW from Workspace.openIn and run the Lab 8.1 tests: which one fails, and which race does it play? The " +
+      "check after the open still refuses; why does the test want the open itself to? Drop it from FOLDER_FLAGS in " +
+      "held-folder.ts and run the Lab 8.4 tests: a parent folder becomes an outside symlink before edit opens its temporary " +
+      "file; which check refuses now, and with what reason? Then drop detached: true from bash and run the Lab 8.5 tests: " +
+      "why does the command outlive its timeout, and what happens to the grandchild?",
   },
 });

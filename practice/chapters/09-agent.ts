@@ -106,6 +106,25 @@ export default defineChapter({
       replace: "draft.streamingMessage = undefined;",
       failsWith: "agent.state.isStreaming is still true after waitForIdle() resolved",
     },
+    {
+      lab: "9.3",
+      what: "break it, step 1: deliver returns after a listener's throw (upstream #8025): later listeners miss the event",
+      file: "src/agent/agent-run.ts",
+      find: "        this.listenerFailed(event, error);\n        continue;",
+      replace: "        this.listenerFailed(event, error);\n        return;",
+      failsWith: "the events a listener received break the loop's grammar",
+    },
+    {
+      lab: "9.3",
+      what: "break it, step 2: one-at-a-time take returns the oldest message and drops the rest",
+      file: "src/agent/agent-queue.ts",
+      find:
+        "    const oldest = this.items[this.head]!;\n" +
+        "    this.items[this.head] = undefined as never; // let it be collected\n" +
+        "    this.head++;",
+      replace: "    const oldest = this.items[this.head]!;\n    this.items = [];\n    this.head = 0;",
+      failsWith: "found 0 times",
+    },
   ],
   breakIt: {
     zh:

@@ -133,6 +133,24 @@ export default defineChapter({
       uses: ["10.1"],
     },
   ],
+  wrong: [
+    {
+      lab: "10.1",
+      what: "break it, step 1: append writes at once instead of after this.queue",
+      file: "src/session/session.ts",
+      find: "    const written = this.queue.then(() => this.write(line));",
+      replace: "    const written = this.write(line);",
+      failsWith: "appends are written in call order",
+    },
+    {
+      lab: "10.2",
+      what: "break it, step 2: LineScan.end ignores the torn tail",
+      file: "src/session/session-reader.ts",
+      find: "recovery: { tail, kept: this.kept }",
+      replace: "recovery: { tail: null as TornLine | null, kept: this.kept }",
+      failsWith: "are the torn tail",
+    },
+  ],
   breakIt: {
     zh:
       "把 `SessionFile.append` 里的队列拿掉：`const written = this.write(line);`（不再接在 `this.queue` 后面），" +

@@ -162,6 +162,50 @@ export default defineChapter({
       },
     },
   ],
+  wrong: [
+    {
+      lab: "11.4",
+      what: "break it, step 1: findCut takes every index as a cut point",
+      file: "src/session/compaction.ts",
+      find: "  const valid = (i: number) => !open[i];",
+      replace: "  const valid = (_i: number) => true;",
+      failsWith: "has no tool call before it",
+    },
+    {
+      lab: "11.2",
+      what: "break it, step 2: projectMessages skips an older interaction that does not fit and goes on with older ones",
+      file: "src/session/context.ts",
+      find:
+        "  let kept = groups.length;\n" +
+        "  for (let g = groups.length - 1; g >= 0; g--) {\n" +
+        "    let cost = 0;\n" +
+        "    for (let i = groups[g]!.start; i < groups[g]!.end; i++) cost += counts.messages[i]!;\n" +
+        "    const isNewest = g === groups.length - 1;\n" +
+        "    if (!isNewest && tokens + cost > budget) break;\n" +
+        "    tokens += cost;\n" +
+        "    kept = g;\n" +
+        "  }\n" +
+        "  const firstKept = kept < groups.length ? groups[kept]!.start : messages.length;\n" +
+        "  const context: AgentContext = { messages: messages.slice(firstKept) };",
+      replace:
+        "  let kept = groups.length;\n" +
+        "  const keptGroups: number[] = [];\n" +
+        "  for (let g = groups.length - 1; g >= 0; g--) {\n" +
+        "    let cost = 0;\n" +
+        "    for (let i = groups[g]!.start; i < groups[g]!.end; i++) cost += counts.messages[i]!;\n" +
+        "    const isNewest = g === groups.length - 1;\n" +
+        "    if (!isNewest && tokens + cost > budget) continue;\n" +
+        "    tokens += cost;\n" +
+        "    kept = g;\n" +
+        "    keptGroups.unshift(g);\n" +
+        "  }\n" +
+        "  const firstKept = kept < groups.length ? groups[kept]!.start : messages.length;\n" +
+        "  const context: AgentContext = {\n" +
+        "    messages: keptGroups.flatMap((g) => messages.slice(groups[g]!.start, groups[g]!.end)),\n" +
+        "  };",
+      failsWith: "the kept messages are not the transcript's suffix",
+    },
+  ],
   breakIt: {
     zh:
       '在你写的 `findCut` 里让每个下标都算合法切点（不再检查调用与结果之间、不再跳过工具结果），跑 `npx vitest run test/11- -t "Lab 11\\.4\\b"`：' +

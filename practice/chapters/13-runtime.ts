@@ -150,10 +150,20 @@ export default defineChapter({
   ],
   scripts: { start: "tsx src/cli/start.ts" },
   devDependencies: ["tsx"],
+  wrong: [
+    {
+      lab: "13.3",
+      what: "break it, step 1: Runtime.attach keeps the session but never gives it to the agent",
+      file: "src/cli/runtime.ts",
+      find: "      // It reads the whole path first: a refusal changes nothing.\n      this.agent.setSession(session);\n",
+      replace: "      // It reads the whole path first: a refusal changes nothing.\n",
+      failsWith: "a compaction entry in the session file",
+    },
+  ],
   breakIt: {
     zh:
       '在 `Runtime.attach` 里把 `this.agent.setSession(session)` 删掉（只记下 `this.session`），跑 `npx vitest run test/13- -t "Lab 13\\.3\\b"`：' +
-      "哪些测试失败？文件里有会话头，却没有消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
+      "哪些测试失败？会话文件要么根本没写出来，要么没有一条消息——智能体说过的话去哪了？再在终端里试：`npm start`，说两句话，Ctrl-D 离开，" +
       "然后 `npm start -- --continue`，看到的对话和离开时一样吗？用 `truncate -s -5` 剪掉会话文件的最后几个字节再试一次。",
     en:
       "Delete the setSession call in Runtime.attach and run the Lab 13.3 tests: which fail, and where did the messages go? " +

@@ -123,6 +123,16 @@ export default defineChapter({
       },
     },
   ],
+  wrong: [
+    {
+      lab: "14.3",
+      what: "break it, step 1: runCase never compares the folder around the workspace before and after",
+      file: "src/eval/run-case.ts",
+      find: "  problems.push(...diffSnapshots(before, await snapshotAround()));\n",
+      replace: "",
+      failsWith: "a run that wrote outside its workspace is a protocol failure",
+    },
+  ],
   breakIt: {
     zh:
       '在 `runCase` 里把 `diffSnapshots(...)` 那一行删掉，再跑 `npx vitest run test/14- -t "Lab 14\\.3\\b"`：哪个测试失败了？' +

@@ -108,12 +108,33 @@ export default defineChapter({
       uses: ["15.1"],
     },
   ],
+  wrong: [
+    {
+      lab: "15.1",
+      what: "break it, step 1: exposureRefusal lets every model call through",
+      file: "src/agent/tool-exposure.ts",
+      find: "  if (declared === undefined || declared.has(name)) return undefined;\n",
+      replace: "  return undefined; // every model call passes\n",
+      failsWith: "tools ran that the request did not declare",
+    },
+    {
+      lab: "15.3",
+      what: "break it, step 2: tokenize keeps the plural s",
+      file: "src/tool-search/bm25.ts",
+      find:
+        "    .filter((word) => word.length > 0)\n" +
+        '    .map((word) => (word.length > 3 && word.endsWith("s") && !word.endsWith("ss") ? word.slice(0, -1) : word));',
+      replace: "    .filter((word) => word.length > 0);",
+      failsWith: "only where tokenize drops the plural s",
+    },
+  ],
   breakIt: {
     zh:
       '把 `exposureRefusal` 里对模型调用的检查删掉（总是返回 `undefined`），跑 `npx vitest run test/15- -t "Lab 15\\.1\\b"`：' +
-      "哪个工具被运行了？再把 `tokenize` 里去掉复数 `s` 的那一步删掉，想一想 “create issue” 还能找到 `github_list_issues` 吗？",
+      "哪个工具被运行了？再把 `tokenize` 里去掉复数 `s` 的那一步删掉，先想一想 “create issue” 还能找到 `github_list_issues` 吗？" +
+      '然后跑 `npx vitest run test/15- -t "Lab 15\\.3\\b"` 验证。',
     en:
-      "Let exposureRefusal pass every model call and run the Lab 15.1 tests: which tool ran? Drop the plural step of tokenize and " +
-      'think whether "create issue" still finds github_list_issues.',
+      "Let exposureRefusal pass every model call and run the Lab 15.1 tests: which tool ran? Drop the plural step of tokenize, " +
+      'think whether "create issue" still finds github_list_issues, then run the Lab 15.3 tests.',
   },
 });

@@ -124,12 +124,33 @@ export default defineChapter({
       uses: ["16.3"],
     },
   ],
+  wrong: [
+    {
+      lab: "16.2",
+      what: "break it, step 1: the VM gets no stack limit (maxStackBytes 0 passed to the worker)",
+      file: "src/codemode/sandbox.ts",
+      find: "        maxStackBytes: limits.maxStackBytes,",
+      replace: "        maxStackBytes: 0,",
+      failsWith: "deep recursion ends at QuickJS's stack limit",
+    },
+    {
+      lab: "16.2",
+      what: "break it, step 2: a new worker for every script",
+      file: "src/codemode/sandbox.ts",
+      find: "    if (this.worker !== undefined) return this.worker;",
+      replace: "    if (this.worker !== undefined) void this.worker.terminate();",
+      failsWith: "workers started for four scripts",
+    },
+  ],
   breakIt: {
     zh:
-      "在 `sandbox.ts` 里把 `maxStackSize` 设成 0（或者在测试里传 `maxStackBytes: 0`），跑一个无限递归的脚本：VM 崩溃了，宿主还活着吗？" +
-      "再把 `CodeSandbox` 改成每个脚本都新开一个 worker，跑 `npm run bench -- codemode`（在仓库里），看看和 pi-codemode 的比值怎么变。",
+      "在 `sandbox.ts` 里把传给 worker 的 `maxStackBytes` 换成 0（`maxStackBytes: 0,`），" +
+      '跑 `npx vitest run test/16- -t "Lab 16\\.2\\b"`：无限递归的脚本让 VM 崩溃了，宿主还活着吗？下一个脚本还能运行吗？' +
+      "再把 `ensureWorker` 里复用 worker 的那一行改成每次都结束旧的、新开一个（`if (this.worker !== undefined) void this.worker.terminate();`），" +
+      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？然后跑 `npm run bench -- codemode`（在仓库里），看看和 pi-codemode 的比值怎么变。",
     en:
-      "Run an endless recursion with maxStackBytes 0: the VM crashes; does the host survive? Start a worker per script and rerun " +
-      "the codemode bench to see the ratio to pi-codemode move.",
+      "Pass maxStackBytes 0 to the worker in sandbox.ts and run the Lab 16.2 tests: an endless recursion crashes the VM; does " +
+      "the host survive, and does the next script run? Then start a worker per script (ensureWorker terminates the old one " +
+      "instead of reusing it): which test counts the workers? Rerun the codemode bench to see the ratio to pi-codemode move.",
   },
 });

@@ -148,12 +148,32 @@ export default defineChapter({
       ],
     },
   ],
+  wrong: [
+    {
+      lab: "18.4",
+      what: "break it, step 1: dispatch falls back after a stream has started",
+      file: "src/model-choice/virtual-model.ts",
+      find: '      if (\n        !committed &&\n        event.type === "error" &&',
+      replace: '      if (\n        event.type === "error" &&',
+      failsWith: "dispatch fell back after the stream had started",
+    },
+    {
+      lab: "18.2",
+      what: "break it, step 2: costOf charges the cached tokens at the input price too",
+      file: "src/model-choice/cost.ts",
+      find: "  const fresh = Math.max(0, usage.input - cacheRead - cacheWrite);",
+      replace: "  const fresh = Math.max(0, usage.input);",
+      failsWith: "only fresh input (input - cacheRead - cacheWrite) is charged at the input price",
+    },
+  ],
   breakIt: {
     zh:
-      "把 `dispatch` 里“第一个事件”的条件去掉，让流中途的错误也回退，再跑 18.5 的测试：哪条回答把已经显示给用户的内容丢掉了？" +
-      "再把 `costOf` 里的 `- cacheRead - cacheWrite` 去掉：DeepSeek 那条 339 个输入 token、320 个命中缓存的记录，花费多算了几倍？",
+      "把 `dispatch` 里“第一个事件”的条件（`!committed &&`）去掉，让流中途的错误也回退，" +
+      '再跑 `npx vitest run test/18- -t "Lab 18\\.4\\b"`：哪条回答把已经显示给用户的内容丢掉了？' +
+      "再把 `costOf` 里的 `- cacheRead - cacheWrite` 去掉，跑 Lab 18.2 的测试：DeepSeek 那条 339 个输入 token、320 个命中缓存的记录，花费多算了几倍？",
     en:
-      "Let dispatch fall back after a stream has started and see which answer throws away content already shown; drop " +
-      "the cached tokens' subtraction in costOf and see how much the recorded DeepSeek turn is overcharged.",
+      "Let dispatch fall back after a stream has started (drop `!committed &&`) and run the Lab 18.4 tests: which answer " +
+      "throws away content already shown? Drop the cached tokens' subtraction in costOf and run the Lab 18.2 tests: how " +
+      "much is the recorded DeepSeek turn overcharged?",
   },
 });

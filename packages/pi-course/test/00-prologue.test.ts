@@ -185,6 +185,9 @@ describe("Prologue · the offline demo", () => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).not.toContain("\u001b[");
+    expect(result.stdout, "turn 2's edit failed (its oldText must be text the file holds)").toContain(
+      "    tool_execution_end     edit call_edit_2 ✓ ok\n",
+    );
     expect(runs(traceTypes(result.stdout))).toEqual([
       "agent_start",
       "turn_start",

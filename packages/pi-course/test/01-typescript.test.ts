@@ -4,6 +4,9 @@
  * validation (1.3). Types count too: `npm test` typechecks first, and the `@ts-expect-error`
  * lines below fail the typecheck if what they expect stops being an error.
  */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { assertSettings, kindOf, loadSettings, parseSettings, type Settings } from "../kit/boundary.js";
 import { type Delta, describeDelta, unreachable } from "../kit/tagged-union.js";
@@ -36,7 +39,66 @@ describe("chapter 01 · a tagged union, handled exhaustively", () => {
     // data typed by assertion can be anything, null too: still the TypeError, never a crash reading .type
     expect(() => unreachable(null as never, "event")).toThrow(new TypeError("unknown event type undefined"));
   });
+
+  it("Lab 1.1 · the compiler checks the switch: kit/tagged-union.ts typechecks, and a Delta member without a case does not", async () => {
+    expect(describeDelta({ type: "done", reason: "stop" })).toBe("done: stop");
+    const file = fileURLToPath(new URL("../kit/tagged-union.ts", import.meta.url));
+    const source = readFileSync(file, "utf8");
+    expect(typecheck(file, source), "kit/tagged-union.ts does not typecheck (the compiler's errors, by line)").toEqual(
+      [],
+    );
+    const last = '| { type: "error"; message: string };';
+    expect(source, "the Delta union ends with its error member").toContain(last);
+    const errors = typecheck(file, source.replace(last, '| { type: "error"; message: string }\n  | { type: "ping" };'));
+    expect(errors.join("\n"), "a Delta member without its case must be a compile error at unreachable").toMatch(
+      /Argument of type '\{ type: "ping"; \}' is not assignable to parameter of type 'never'/,
+    );
+  });
 });
+
+/**
+ * The little of the standard library kit/tagged-union.ts uses: with it instead of the real lib
+ * files the compiler reads one small file more, not dozens of large ones (seconds on a busy machine).
+ */
+const LIB = "/tagged-union-lib.d.ts";
+const LIB_TEXT = `
+interface Array<T> { length: number; [n: number]: T }
+interface Boolean {}
+interface CallableFunction {}
+interface Function {}
+interface IArguments {}
+interface NewableFunction {}
+interface Number {}
+interface Object {}
+interface RegExp {}
+interface String {}
+declare var JSON: { stringify(value: unknown): string };
+declare class TypeError { constructor(message?: string) }
+`;
+
+/** The compiler's errors for one file (given its text), each as `line N: message`. */
+function typecheck(file: string, text: string): string[] {
+  const options: ts.CompilerOptions = {
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    noLib: true,
+    types: [],
+  };
+  const host = ts.createCompilerHost(options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, version, ...rest) =>
+    name === file
+      ? ts.createSourceFile(name, text, version)
+      : name === LIB
+        ? ts.createSourceFile(name, LIB_TEXT, version)
+        : getSourceFile(name, version, ...rest);
+  const program = ts.createProgram([file, LIB], options, host);
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const line = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start).line + 1 : 0;
+    return `line ${line}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
+  });
+}
 
 describe("chapter 01 · an unknown value checked at the boundary", () => {
   it("Lab 1.2 · valid settings come back as a new object; maxTokens is optional", () => {
@@ -92,7 +154,9 @@ describe("chapter 01 · a type assertion is not validation", () => {
     const text = '{ "model": 3, "tools": "read" }';
     const asserted = JSON.parse(text) as Settings; // typechecks: the compiler takes it on faith
     expect(typeof asserted.model).toBe("number");
-    expect(() => loadSettings(text)).toThrow(new TypeError("settings.model must be a non-empty string, got 3"));
+    expect(() => loadSettings(text), "loadSettings must check what JSON.parse gives it").toThrow(
+      new TypeError("settings.model must be a non-empty string, got 3"),
+    );
     expect(loadSettings('{ "model": "m", "tools": ["read"] }')).toEqual({ model: "m", tools: ["read"] });
   });
 

@@ -23,6 +23,9 @@ async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
 /** Lets every pending microtask and timer callback run. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+/** These tests take microseconds; a wrong stream hangs them, and they fail after this long. */
+const HANG_MS = 2_000;
+
 describe("chapter 02 · EventStream", () => {
   it("Lab 2.1 · buffers events pushed before anyone reads, delivers them in order, terminal last", async () => {
     const stream = numberStream();
@@ -77,30 +80,38 @@ describe("chapter 02 · EventStream", () => {
     await expect(stream.result()).resolves.toBe(pushed);
   });
 
-  it("Lab 2.1 · a waiting reader is woken by the next push", async () => {
-    const stream = numberStream();
-    const iterator = stream[Symbol.asyncIterator]();
-    const pending = iterator.next();
-    let woke = false;
-    void pending.then(() => (woke = true));
-    await settle();
-    expect(woke).toBe(false);
-    stream.push(item(7));
-    expect(await pending).toEqual({ value: item(7), done: false });
-  });
+  it(
+    "Lab 2.1 · a waiting reader is woken by the next push",
+    async () => {
+      const stream = numberStream();
+      const iterator = stream[Symbol.asyncIterator]();
+      const pending = iterator.next();
+      let woke = false;
+      void pending.then(() => (woke = true));
+      await settle();
+      expect(woke).toBe(false);
+      stream.push(item(7));
+      expect(await pending).toEqual({ value: item(7), done: false });
+    },
+    HANG_MS,
+  );
 
-  it("Lab 2.1 · a waiting reader receives the terminal event as an item, then iteration ends", async () => {
-    const stream = numberStream();
-    const reading = collect(stream);
-    reading.catch(() => {}); // awaited below; don't let an early failure count as unhandled meanwhile
-    await settle();
-    stream.push(item(1));
-    await settle();
-    stream.push(end(9));
-    stream.push(item(10));
-    expect(await reading).toEqual([item(1), end(9)]);
-    await expect(stream.result()).resolves.toBe(9);
-  });
+  it(
+    "Lab 2.1 · a waiting reader receives the terminal event as an item, then iteration ends",
+    async () => {
+      const stream = numberStream();
+      const reading = collect(stream);
+      reading.catch(() => {}); // awaited below; don't let an early failure count as unhandled meanwhile
+      await settle();
+      stream.push(item(1));
+      await settle();
+      stream.push(end(9));
+      stream.push(item(10));
+      expect(await reading).toEqual([item(1), end(9)]);
+      await expect(stream.result()).resolves.toBe(9);
+    },
+    HANG_MS,
+  );
 
   it("Lab 2.1 · a second reader is refused with a clear error", () => {
     const stream = numberStream();
@@ -108,14 +119,18 @@ describe("chapter 02 · EventStream", () => {
     expect(() => stream[Symbol.asyncIterator]()).toThrow(/already has a reader/);
   });
 
-  it("Lab 2.1 · a second next() before the first settles is refused, not silently reordered", async () => {
-    const stream = numberStream();
-    const iterator = stream[Symbol.asyncIterator]();
-    const first = iterator.next();
-    await expect(iterator.next()).rejects.toThrow(/before the previous next\(\) settled/);
-    stream.push(item(1));
-    expect(await first).toEqual({ value: item(1), done: false });
-  });
+  it(
+    "Lab 2.1 · a second next() before the first settles is refused, not silently reordered",
+    async () => {
+      const stream = numberStream();
+      const iterator = stream[Symbol.asyncIterator]();
+      const first = iterator.next();
+      await expect(iterator.next()).rejects.toThrow(/before the previous next\(\) settled/);
+      stream.push(item(1));
+      expect(await first).toEqual({ value: item(1), done: false });
+    },
+    HANG_MS,
+  );
 
   it("Lab 2.1 · a throwing extractResult ends the stream: push rethrows, result() rejects, the reader is freed", async () => {
     const stream = new EventStream<Ev, number>(
@@ -133,31 +148,35 @@ describe("chapter 02 · EventStream", () => {
     expect(await iterator.next()).toEqual({ value: undefined, done: true });
   });
 
-  it("Lab 2.1 · a reader that breaks early ends iteration; result() still settles", async () => {
-    const stream = numberStream();
-    const iterator = stream[Symbol.asyncIterator]();
-    const seen: Ev[] = [];
-    const reading = (async () => {
-      for await (const event of { [Symbol.asyncIterator]: () => iterator }) {
-        seen.push(event);
-        if (seen.length === 2) break;
+  it(
+    "Lab 2.1 · a reader that breaks early ends iteration; result() still settles",
+    async () => {
+      const stream = numberStream();
+      const iterator = stream[Symbol.asyncIterator]();
+      const seen: Ev[] = [];
+      const reading = (async () => {
+        for await (const event of { [Symbol.asyncIterator]: () => iterator }) {
+          seen.push(event);
+          if (seen.length === 2) break;
+        }
+      })();
+      for (let i = 0; i < 5; i++) {
+        stream.push(item(i));
+        await settle();
       }
-    })();
-    for (let i = 0; i < 5; i++) {
-      stream.push(item(i));
-      await settle();
-    }
-    await reading;
-    expect(seen).toEqual([item(0), item(1)]);
-    expect(await iterator.next()).toEqual({ value: undefined, done: true });
-    stream.push(end(5));
-    await expect(stream.result()).resolves.toBe(5);
-    expect(await iterator.next()).toEqual({ value: undefined, done: true });
-    // return() itself answers as the iterator protocol says: done
-    const other = numberStream()[Symbol.asyncIterator]();
-    await expect(other.return!()).resolves.toEqual({ value: undefined, done: true });
-    expect(await other.next()).toEqual({ value: undefined, done: true });
-  });
+      await reading;
+      expect(seen).toEqual([item(0), item(1)]);
+      expect(await iterator.next()).toEqual({ value: undefined, done: true });
+      stream.push(end(5));
+      await expect(stream.result()).resolves.toBe(5);
+      expect(await iterator.next()).toEqual({ value: undefined, done: true });
+      // return() itself answers as the iterator protocol says: done
+      const other = numberStream()[Symbol.asyncIterator]();
+      await expect(other.return!()).resolves.toEqual({ value: undefined, done: true });
+      expect(await other.next()).toEqual({ value: undefined, done: true });
+    },
+    HANG_MS,
+  );
 
   it("Lab 2.2 · end(result) delivers what is buffered, then ends iteration and resolves result()", async () => {
     const stream = numberStream();
@@ -176,12 +195,16 @@ describe("chapter 02 · EventStream", () => {
     await expect(stream.result()).resolves.toBe(2);
   });
 
-  it("Lab 2.2 · end() with no result before a terminal event makes result() reject clearly", async () => {
-    const stream = numberStream();
-    stream.end();
-    await expect(stream.result()).rejects.toThrow(/ended without a result/);
-    expect(await collect(stream)).toEqual([]);
-  });
+  it(
+    "Lab 2.2 · end() with no result before a terminal event makes result() reject clearly",
+    async () => {
+      const stream = numberStream();
+      stream.end();
+      await expect(stream.result()).rejects.toThrow(/ended without a result/);
+      expect(await collect(stream)).toEqual([]);
+    },
+    HANG_MS,
+  );
 
   it("Lab 2.2 · end() with no result causes no unhandled rejection when nobody asks for the result", async () => {
     const unhandled: unknown[] = [];

@@ -76,8 +76,11 @@ describe("chapter 03 · canonical messages", () => {
       stopReason: "toolUse",
       timestamp: 1,
     });
-    expect(message.content[1]).not.toBe(call);
-    expect((message.content[1] as ToolCall).arguments).not.toBe(call.arguments);
+    const shared = "assistantMessage copies its content: the message shares the caller's";
+    content.push({ type: "text", text: "added by the caller later" });
+    expect(message.content, `${shared} array`).toHaveLength(2);
+    expect(message.content[1], `${shared} block`).not.toBe(call);
+    expect((message.content[1] as ToolCall).arguments, `${shared} arguments`).not.toBe(call.arguments);
     // The default usage is a fresh copy of the frozen, all-zero EMPTY_USAGE.
     expect(message.usage).not.toBe(EMPTY_USAGE);
     expect(EMPTY_USAGE).toEqual({ input: 0, output: 0, totalTokens: 0 });
@@ -139,7 +142,7 @@ describe("chapter 03 · canonical messages", () => {
     const message = deepFreeze(
       assistantMessage([{ type: "text", text: "first" }, call, { type: "text", text: "second" }], "toolUse"),
     );
-    expect(textOf(message)).toBe("first\nsecond");
+    expect(textOf(message), "textOf is lossy on purpose: it skips tool calls").toBe("first\nsecond");
   });
 
   it("Lab 3.2 · textOf reads user and tool-result messages and never mutates its input", () => {

@@ -62,7 +62,9 @@ describe("chapter 04 · ScriptedModel", () => {
       stopReason: "aborted",
       errorMessage: "Request was aborted",
     };
-    expect(events).toEqual([{ type: "error", reason: "aborted", error: aborted }]);
+    expect(events, "a pre-aborted call is one error event with reason aborted, never a throw").toEqual([
+      { type: "error", reason: "aborted", error: aborted },
+    ]);
     expect(await stream.result()).toBe((events[0] as Extract<ModelEvent, { type: "error" }>).error);
   });
 
@@ -213,7 +215,10 @@ describe("chapter 04 · ScriptedModel", () => {
     // a queued microtask) or yielded before `start` would end with a bare error event.
     controller.abort();
     const events = await play(stream);
-    expect(events).toEqual([
+    expect(
+      events,
+      "stream() takes the turn before it returns: start comes first, then the abort (no start: play began late)",
+    ).toEqual([
       { type: "start", partial: partialWith([]) },
       {
         type: "error",

@@ -874,6 +874,23 @@ describe("chapter 05 · inbound translation", () => {
     expectInterleaved(translate(INTERLEAVED));
   });
 
+  it("Lab 5.4 · each argument delta is parsed once: partialArguments is one live object per call, grown in place", () => {
+    const pieces = ['{"path": "', "src/", 'a.txt", "lines": [', "1, 2", "]}"];
+    const turn = translate([
+      fragment(0, { id: "call_A", type: "function", function: { name: "read", arguments: pieces[0] } }),
+      ...pieces.slice(1).map((piece) => fragment(0, { function: { arguments: piece } })),
+      finish("tool_calls"),
+    ]);
+    const values = turn.events.flatMap((e) => (e.type === "toolcall_delta" ? [e.partialArguments] : []));
+    expect(values).toHaveLength(pieces.length);
+    expect(
+      new Set(values).size,
+      "partialArguments must be one live object per call, grown by each delta: a new object per delta means " +
+        "the arguments were parsed again from the start (quadratic in their length)",
+    ).toBe(1);
+    expect(values[0]).toEqual({ path: "src/a.txt", lines: [1, 2] });
+  });
+
   it("Lab 5.4 · finish_reason length keeps rawArguments, emits no toolcall_end, ends done(length)", () => {
     const turn = translate([
       fragment(0, { id: "c1", function: { name: "write", arguments: '{"path": "a", "content": "lo' } }),
@@ -1651,7 +1668,7 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     const closed = await SseServer.start();
     const url = closed.baseUrl;
     await closed.close();
-    const turn = await runTurn(modelAt(url));
+    const turn = await runTurn(modelAt(url, { maxRetries: 0 })); // retries are tested apart; here they only wait
     expect(turn.signature).toEqual(["error:error"]);
     expect(turn.message.errorMessage).toMatch(new RegExp(`^Request to ${url}/chat/completions failed: .*ECONNREFUSED`));
   }, 10_000);

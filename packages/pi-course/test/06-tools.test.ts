@@ -35,14 +35,14 @@ function call(args: unknown, extra: Partial<ToolCall> = {}): ToolCall {
   return { type: "toolCall", id: "call_1", name: "read", arguments: args, ...extra };
 }
 
-function errorOf(run: () => unknown): ToolArgumentsError {
+function errorOf(run: () => unknown, what?: string): ToolArgumentsError {
   try {
     run();
   } catch (error) {
     if (!(error instanceof ToolArgumentsError)) throw error; // e.g. a construction site
     return error;
   }
-  throw new Error("expected a ToolArgumentsError, nothing was thrown");
+  throw new Error(`expected a ToolArgumentsError${what === undefined ? "" : ` for ${what}`}, nothing was thrown`);
 }
 
 describe("chapter 06 · tools", () => {
@@ -84,7 +84,8 @@ describe("chapter 06 · tools", () => {
       { path: null },
       { path: ["a"] },
     ]) {
-      expect(errorOf(() => validateToolArguments(schema, call(args))).received, JSON.stringify(args)).toEqual(args);
+      const what = `${JSON.stringify(args)} (not in the coercion table: it must be refused, not repaired)`;
+      expect(errorOf(() => validateToolArguments(schema, call(args)), what).received, what).toEqual(args);
     }
   });
 

@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import {
   chmod,
   link,
@@ -9,12 +10,13 @@ import {
   open,
   readdir,
   readFile,
+  realpath,
+  rename,
   rm,
   stat,
   symlink,
   unlink,
   writeFile,
-  rename,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -45,7 +47,8 @@ let root: string;
 let outside: string;
 
 beforeEach(async () => {
-  base = await mkdtemp(path.join(tmpdir(), "pi-course-08-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  base = await realpath(await mkdtemp(path.join(tmpdir(), "pi-course-08-")));
   root = path.join(base, "workspace");
   outside = path.join(base, "outside");
   await mkdir(root);
@@ -53,7 +56,29 @@ beforeEach(async () => {
   await writeFile(path.join(outside, "secret.txt"), "TOP SECRET\n");
 });
 
+/**
+ * Every process this file starts carries this variable (a command inherits the environment), so
+ * whatever a test leaves running, say a bash whose process group was never killed, dies after it.
+ */
+const LEFTOVER_ID = randomUUID();
+process.env.PI_COURSE_TEST_08 = LEFTOVER_ID;
+const LEFTOVER_TAG = Buffer.from(`PI_COURSE_TEST_08=${LEFTOVER_ID}\0`);
+
+/** SIGKILL to every process started with LEFTOVER_TAG in its environment (Linux: /proc). */
+function killLeftovers(): void {
+  if (process.platform !== "linux") return;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`).includes(LEFTOVER_TAG)) process.kill(Number(name), "SIGKILL");
+    } catch {
+      // gone, or not ours
+    }
+  }
+}
+
 afterEach(async () => {
+  killLeftovers();
   await rm(base, { recursive: true, force: true });
 });
 
@@ -72,15 +97,15 @@ function rethrowSite(error: unknown): void {
 }
 
 /** Awaits a rejection and checks its message. */
-async function expectRejection(promise: Promise<unknown>, expected: string | RegExp): Promise<void> {
+async function expectRejection(promise: Promise<unknown>, expected: string | RegExp, why?: string): Promise<void> {
   const outcome = await promise.then(
     () => new Error("expected a rejection, but the call succeeded"),
     (error: unknown) => error,
   );
   rethrowSite(outcome);
   const message = outcome instanceof Error ? outcome.message : String(outcome);
-  if (typeof expected === "string") expect(message).toContain(expected);
-  else expect(message).toMatch(expected);
+  if (typeof expected === "string") expect(message, why).toContain(expected);
+  else expect(message, why).toMatch(expected);
 }
 
 /** Calls `fn`, expecting a throw, and checks its message. */
@@ -214,7 +239,9 @@ describe("chapter 08 · containment", () => {
     };
     const [read] = createCodingTools(root, { beforeOpen: swap });
     const refusal = await expectEscape(run(read!, { path: "notes.txt" }));
-    expect(refusal.message).toMatch(/symbolic link after it was checked/);
+    expect(refusal.message, "the open itself refuses the swapped-in symlink (O_NOFOLLOW)").toMatch(
+      /symbolic link after it was checked/,
+    );
   }, 10_000);
 
   it("Lab 8.1 · a parent folder swapped for a symlink between check and open is refused after the open", async () => {
@@ -588,6 +615,7 @@ describe("chapter 08 · exact edits", () => {
     await expectRejection(
       run(edit!, { path: "dir/notes.txt", edits: [{ oldText: "TOP", newText: "pwned" }] }),
       /moved outside the workspace/,
+      "the temporary file's open refuses the swapped-in folder (O_NOFOLLOW)",
     );
     expect(calls).toBe(2);
     expect(await readdir(outside)).toEqual(["secret.txt"]);
@@ -836,7 +864,22 @@ describe("chapter 08 · bounded bash", () => {
 
   it("Lab 8.5 · a timeout kills the whole process group, grandchildren included", async () => {
     const started = Date.now();
-    const result = await runCommand("sleep 30 & echo $!; wait", { cwd: root, timeoutMs: 300, killGraceMs: 500 });
+    let late: NodeJS.Timeout | undefined;
+    const result = await Promise.race([
+      runCommand("sleep 30 & echo $!; wait", { cwd: root, timeoutMs: 300, killGraceMs: 500 }),
+      new Promise<never>((_, reject) => {
+        late = setTimeout(
+          () =>
+            reject(
+              new Error(
+                "the command still runs 3 s after its 300 ms timeout: the timeout did not kill its process group " +
+                  "(is the shell spawned detached, leading a group of its own?)",
+              ),
+            ),
+          3000,
+        );
+      }),
+    ]).finally(() => clearTimeout(late));
     expect(Date.now() - started).toBeLessThan(3000);
     expect(result.timedOut).toBe(true);
     expect(result.exitCode).toBe(null);
@@ -981,12 +1024,34 @@ describe("chapter 08 · bounded bash", () => {
 
   it("Lab 8.5 · abort kills the command at once; a pre-aborted signal starts nothing", async () => {
     const controller = new AbortController();
+    const pidFile = path.join(base, "shell.pid");
+    const running = runCommand(`echo $$ > ${pidFile}; sleep 30`, {
+      cwd: root,
+      signal: controller.signal,
+      killGraceMs: 300,
+    });
+    // Abort once the shell runs (a fixed 150 ms was shorter than a bash start on a loaded machine).
+    let settled = false;
+    running.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const deadline = Date.now() + 5000;
+    const pid = () => {
+      try {
+        return Number(readFileSync(pidFile, "utf8").trim());
+      } catch {
+        return 0;
+      }
+    };
+    while (!settled && pid() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     const started = Date.now();
-    setTimeout(() => controller.abort(), 150);
-    const result = await runCommand("echo $$; sleep 30", { cwd: root, signal: controller.signal, killGraceMs: 300 });
+    controller.abort();
+    const result = await running;
     expect(Date.now() - started).toBeLessThan(2000);
     expect(result.aborted).toBe(true);
-    expect(await waitUntilDead(Number(result.output.trim()))).toBe(true);
+    expect(pid()).toBeGreaterThan(0);
+    expect(await waitUntilDead(pid())).toBe(true);
     const never = await runCommand(`touch ${path.join(root, "ran")}`, { cwd: root, signal: AbortSignal.abort() });
     expect(never).toMatchObject({ aborted: true, exitCode: null, pid: undefined });
     expect(await readdir(root)).toEqual([]);

@@ -52,7 +52,12 @@ function record(agent: Agent): { events: AgentEvent[]; runs: () => AgentEvent[][
 
 /** Each run's events follow the loop's grammar. */
 function expectWellFormed(runs: AgentEvent[][]): void {
-  for (const events of runs) expect(grammarViolations(events)).toEqual([]);
+  for (const events of runs) {
+    expect(
+      grammarViolations(events),
+      "the events a listener received break the loop's grammar (one is missing or out of order)",
+    ).toEqual([]);
+  }
 }
 
 /** The rejection of `promise` (a construction site's error is rethrown, so practice shows it). */

@@ -128,6 +128,44 @@ describe("appending entries", () => {
     expect(session.entries().map((e) => e.id)).toEqual([root, ...ids]);
   }, 20_000);
 
+  it("Lab 10.1 · a slow write holds back the appends after it: file and memory keep call order", async () => {
+    const session = await create();
+    const root = await session.append(message(null, "root"));
+    const probe = await open(join(dir, "probe"), "w");
+    await probe.close();
+    const proto = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<unknown> };
+    const write = proto.write;
+    let secondWritten!: () => void;
+    const second = new Promise<void>((resolve) => (secondWritten = resolve));
+    // The first append's write waits until the second's has been written, or 100 ms: a queue never
+    // starts the second before the first is done, so there it is simply 100 ms late.
+    const spy = vi.spyOn(proto, "write").mockImplementation(async function (this: unknown, ...args: unknown[]) {
+      const text = Buffer.isBuffer(args[0]) ? args[0].toString("utf8") : "";
+      if (text.includes("the first append")) {
+        await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 100))]);
+      }
+      const result = await write.apply(this, args);
+      if (text.includes("the second append")) secondWritten();
+      return result;
+    });
+    let ids: string[];
+    try {
+      ids = await Promise.all([
+        session.append(message(root, "the first append")),
+        session.append(message(root, "the second append")),
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
+    const overtaken = "appends are written in call order: the second overtook the slow first (is every write queued?)";
+    const text = await readFile(file, "utf8");
+    expect(text.indexOf("the first append") < text.indexOf("the second append"), overtaken).toBe(true);
+    expect(
+      session.entries().map((e) => e.id),
+      overtaken,
+    ).toEqual([root, ...ids]);
+  }, 10_000);
+
   it("Lab 10.1 · durable: true calls fsync after every write; without it, none", async () => {
     const probe = await open(join(dir, "probe"), "w");
     const sync = vi.spyOn(Object.getPrototypeOf(probe) as { sync: () => Promise<void> }, "sync");
@@ -376,9 +414,12 @@ describe("reading and recovery", () => {
         const whole = ends.filter((end) => end <= cut).length - 1;
         expect(session.entries().map((e) => e.id)).toEqual(ids.slice(0, whole));
         const last = ends[whole]!;
-        expect(session.recovery.tail).toEqual(
-          cut === last ? null : { line: whole + 2, offset: last, length: cut - last },
-        );
+        expect(
+          session.recovery.tail,
+          cut === last
+            ? `a cut at a line end (${cut}) leaves no torn tail`
+            : `the bytes after ${last} are the torn tail`,
+        ).toEqual(cut === last ? null : { line: whole + 2, offset: last, length: cut - last });
         await rm(path);
       }),
       { numRuns: 150, includeErrorInReport: true },

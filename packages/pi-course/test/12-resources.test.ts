@@ -48,7 +48,8 @@ import type { AgentTool, ToolResultMessage } from "../src/types.js";
 
 let base: string;
 beforeEach(() => {
-  base = mkdtempSync(path.join(tmpdir(), "pi-course-12-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  base = realpathSync(mkdtempSync(path.join(tmpdir(), "pi-course-12-")));
 });
 afterEach(() => {
   rmSync(base, { recursive: true, force: true });

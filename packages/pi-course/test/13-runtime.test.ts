@@ -5,7 +5,7 @@
  * terminal (a test that is not part of this folder).
  */
 import { existsSync } from "node:fs";
-import { appendFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readFile, realpath, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -24,7 +24,8 @@ let dir: string;
 const runtimes: Runtime[] = [];
 
 beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "pi-course-13-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  dir = await realpath(await mkdtemp(path.join(tmpdir(), "pi-course-13-")));
 });
 
 afterEach(async () => {

@@ -6,7 +6,7 @@
  * eval.browser.test.ts.
  */
 import { existsSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -31,7 +31,8 @@ import { bashThenAnswer, runRecord, writeCase, type CaseSpec } from "./support/e
 let dir: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "pi-course-14-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  dir = await realpath(await mkdtemp(path.join(tmpdir(), "pi-course-14-")));
 });
 
 afterEach(async () => {
@@ -329,7 +330,9 @@ it("Lab 14.3 · protocol failure: a command that writes outside the workspace is
     script: bashThenAnswer("echo x > ../escaped.txt; echo y > $HOME/.cache-file"),
   });
   const root = path.join(dir, "run-0");
-  expect(record.status).toBe("protocol");
+  expect(record.status, "a run that wrote outside its workspace is a protocol failure, whatever its check says").toBe(
+    "protocol",
+  );
   expect(record.phase).toBe("protocol");
   expect(record.protocolProblems).toEqual([
     `written outside the workspace: ${path.join(root, "escaped.txt")} was created.`,

@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import {
   CodeSandbox,
   agentLoop,
@@ -25,6 +25,19 @@ import { finish, grammarViolations } from "./support/agent-run.js";
 import { call, says, scripted } from "./support/messages.js";
 
 type AnyTool = AgentTool<any, any>;
+
+/** Every worker thread the sandbox starts, counted (starting one is what a warm worker saves). */
+const workers = vi.hoisted(() => ({ started: 0 }));
+vi.mock("node:worker_threads", async (importOriginal) => {
+  const original = await importOriginal<typeof import("node:worker_threads")>();
+  class CountedWorker extends original.Worker {
+    constructor(...args: ConstructorParameters<typeof original.Worker>) {
+      super(...args);
+      workers.started++;
+    }
+  }
+  return { ...original, Worker: CountedWorker };
+});
 
 const calls = (...list: ToolCall[]): AssistantMessage => assistantMessage(list, "toolUse");
 
@@ -236,6 +249,21 @@ describe("the sandbox", () => {
     ]);
   });
 
+  it("Lab 16.2 · one warm worker runs script after script: a sandbox starts a worker once, not per script", async () => {
+    const own = new CodeSandbox();
+    try {
+      const before = workers.started;
+      for (let i = 0; i < 4; i++) {
+        const outcome = await own.run({ code: `return ${i}`, tools: [], callTool: noTools });
+        if (outcome.error?.message.includes("(not implemented yet)")) throw new Error(outcome.error.message);
+        expect(outcome.value).toBe(i);
+      }
+      expect(workers.started - before, "workers started for four scripts (the worker is kept between scripts)").toBe(1);
+    } finally {
+      await own.close();
+    }
+  });
+
   it("Lab 16.2 · nothing but tools and console: no timers, network, process or modules; nothing kept between scripts", async () => {
     const globals = await run(
       "globalThis.kept = 42;\nreturn [typeof setTimeout, typeof setInterval, typeof fetch, typeof process, typeof require, typeof XMLHttpRequest];",
@@ -270,7 +298,10 @@ describe("the sandbox", () => {
     });
     expect(memory.error).toEqual({ kind: "limit", message: "InternalError: out of memory" });
     const deep = await run("function f(n) { return f(n + 1) + 1 }\nreturn f(0)");
-    expect(deep.error).toEqual({ kind: "limit", message: "RangeError: Maximum call stack size exceeded" });
+    expect(deep.error, "deep recursion ends at QuickJS's stack limit (without one the VM crashes)").toEqual({
+      kind: "limit",
+      message: "RangeError: Maximum call stack size exceeded",
+    });
     expect((await run("return 1 + 1")).value).toBe(2);
   });
 

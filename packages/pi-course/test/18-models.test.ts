@@ -28,10 +28,11 @@ import {
   formatConversationCost,
   loadModelsFile,
   parseModelsFile,
+  textOf,
   userMessage,
 } from "../src/index.js";
 import type { AssistantMessage, Context, Model, ModelEvent, RouteReport, ThinkingLevel } from "../src/index.js";
-import { SseServer, fixtureSse, sseReply, statusReply } from "./support/sse-server.js";
+import { SseServer, fixtureSse, sseOf, sseReply, statusReply } from "./support/sse-server.js";
 
 const context: Context = { systemPrompt: "be brief", messages: [userMessage("hi")] };
 const anthropicFixture = (name: string) =>
@@ -260,7 +261,10 @@ describe("cost", () => {
     expect(message.usage).toEqual({ input: 339, output: 83, totalTokens: 422, cacheRead: 320 });
     // 19 fresh × $0.28, 320 cached × $0.028, 83 out × $0.42, per million
     const expected = { input: 19 * 0.28e-6, cacheRead: 320 * 0.028e-6, cacheWrite: 0, output: 83 * 0.42e-6 };
-    expect(message.cost!.input).toBeCloseTo(expected.input, 15);
+    expect(
+      message.cost!.input,
+      "only fresh input (input - cacheRead - cacheWrite) is charged at the input price",
+    ).toBeCloseTo(expected.input, 15);
     expect(message.cost!.cacheRead).toBeCloseTo(expected.cacheRead, 15);
     expect(message.cost!.cacheWrite).toBe(0);
     expect(message.cost!.output).toBeCloseTo(expected.output, 15);
@@ -437,6 +441,37 @@ describe("virtual models: selection apart from dispatch", () => {
     expect(events.at(-1)!.type).toBe("error");
     expect(message.content.length).toBeGreaterThan(0);
     expect(message.diagnostics ?? []).not.toContainEqual(expect.stringMatching(/fell back/));
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("Lab 18.4 · a connection lost after content has streamed (retryable) is no fallback either: the content shown stays", async () => {
+    const text = (content: string) => ({ choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    server.reply(sseReply(sseOf([text("Half of an answer")], { done: false }), { then: "reset" }));
+    server.reply(
+      sseReply(sseOf([text("Another answer"), { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }])),
+    );
+    const a = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "a", maxRetries: 0 });
+    const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b", maxRetries: 0 });
+    const shown = "dispatch fell back after the stream had started: content already shown to the caller is dropped";
+    const events: ModelEvent[] = [];
+    const stream = createFallbackModel([a, b]).stream(context);
+    let late: NodeJS.Timeout | undefined;
+    const ended = new Promise<never>((_, reject) => {
+      late = setTimeout(
+        () => reject(new Error(`no answer within 6 s (events so far: ${events.map((e) => e.type)}); ${shown}?`)),
+        6000,
+      );
+    });
+    const reading = (async () => {
+      for await (const event of stream) events.push(event);
+    })();
+    await Promise.race([reading, ended]).finally(() => clearTimeout(late));
+    const message = await stream.result();
+    expect(message.model, `${shown} (its error: ${message.errorMessage})`).toBe("a");
+    expect(textOf(message), shown).toBe("Half of an answer");
+    expect(message.stopReason).toBe("error");
+    expect(message.errorDetails?.retryable, message.errorMessage).toBe(true);
+    expect(events.filter((e) => e.type === "start")).toHaveLength(1);
     expect(server.requests).toHaveLength(1);
   });
 

@@ -5,7 +5,7 @@
  * `/sessions`, `/resume`, the Up arrow's history) and through `--print --continue`.
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -35,8 +35,9 @@ function environment(): NodeJS.ProcessEnv {
 }
 
 beforeAll(async () => {
-  home = await mkdtemp(path.join(tmpdir(), "pi-hostile-home-"));
-  workspace = await mkdtemp(path.join(tmpdir(), "pi-hostile-work-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  home = await realpath(await mkdtemp(path.join(tmpdir(), "pi-hostile-home-")));
+  workspace = await realpath(await mkdtemp(path.join(tmpdir(), "pi-hostile-work-")));
   sessionDir = path.join(home, "sessions");
   const folder = path.join(sessionDir, folderKey(workspace));
   await mkdir(folder, { recursive: true });

@@ -7,7 +7,7 @@
  * activated, a template expanded and an extension command run.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,7 +62,8 @@ afterEach(async () => {
 /** A cloned repository with every kind of resource, and a home with a user skill. */
 function beforeAllProject(): void {
   beforeAll(() => {
-    base = mkdtempSync(path.join(tmpdir(), "pi-course-cli-res-"));
+    // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+    base = realpathSync(mkdtempSync(path.join(tmpdir(), "pi-course-cli-res-")));
     home = path.join(base, "home");
     project = path.join(base, "repo");
     sideEffect = path.join(base, "project-extension-imported.txt");

@@ -6,7 +6,7 @@
  * check's output open.
  */
 import { readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -22,7 +22,8 @@ import { killQuietly, running } from "./support/processes.js";
 let dir: string;
 const strays: number[] = [];
 beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "pi-eval-hardening-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  dir = await realpath(await mkdtemp(path.join(tmpdir(), "pi-eval-hardening-")));
 });
 afterEach(async () => {
   for (const pid of strays.splice(0)) killQuietly(pid);

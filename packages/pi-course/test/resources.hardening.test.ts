@@ -6,7 +6,7 @@
  * warning about them: they were only listed); trusted, each is a warning and the start goes on.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,7 +34,8 @@ const BOMB = [
 ].join("\n");
 
 beforeAll(() => {
-  base = mkdtempSync(path.join(tmpdir(), "pi-hostile-repo-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  base = realpathSync(mkdtempSync(path.join(tmpdir(), "pi-hostile-repo-")));
   repo = path.join(base, "repo");
   const skills = path.join(repo, ".pi-course", "skills");
   const prompts = path.join(repo, ".pi-course", "prompts");

@@ -5,7 +5,7 @@
  * `/dev/zero` is never read until memory runs out.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,7 +25,8 @@ let dir: string;
 const bad: { kind: string; file: string }[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "pi-course-user-files-"));
+  // The real path: on macOS the temporary folder is a symlink (/var -> /private/var).
+  dir = await realpath(await mkdtemp(path.join(tmpdir(), "pi-course-user-files-")));
   const fifo = path.join(dir, "fifo");
   execFileSync("mkfifo", [fifo]);
   const folder = path.join(dir, "folder");
