@@ -50,7 +50,7 @@ export default defineChapter({
         zh:
           "`message_start`（只对助手消息）和 `message_update` 设置 `streamingMessage`；`message_end` 清掉它并把消息追加进 `messages`；" +
           "`tool_execution_start`/`end` 增删 `pendingToolCalls` 里的 id——每次都换一个新的 Set，旧快照手里的那个不能变；" +
-          "失败回合（`error`/`aborted`）的 `turn_end` 记下 `errorMessage`；`agent_end` 清掉 `streamingMessage`，它若带着 `errorMessage`（例如到了回合上限）也记下，不带就保留原来的。" +
+          '失败回合（`error`/`aborted`）的 `turn_end` 记下 `errorMessage`（消息没带 errorMessage 时写 `The turn ended with stopReason "aborted".` 这样的一句）；`agent_end` 清掉 `streamingMessage`，它若带着 `errorMessage`（例如到了回合上限）也记下，不带就保留原来的。' +
           "不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。",
         en:
           "message_start (assistant) and message_update set streamingMessage; message_end clears it and appends the message; " +

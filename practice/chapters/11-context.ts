@@ -120,6 +120,7 @@ export default defineChapter({
         "no summary, nothing appended: ${error.message}   (the summarizer threw; or: the summarizer returned ${typeof text}, not text; or: the summary is empty)",
         'the session moved on while the summary was written (leaf "${leaf}" is now "${newLeaf}"); nothing appended. Compact again.',
         "the session refused the compaction entry: ${error.message}",
+        "the summary does not fit: it counts ${summaryTokens} tokens, over the ${maxSummaryTokens} allowed (maxSummaryTokens); nothing appended.   (summaryTokens: the new summary message as the estimator counts it)",
         "compact: keepRecentTokens must be a finite number >= 0, got ${String(keepRecentTokens)}   (thrown, a TypeError)",
       ],
       title: { zh: "压缩（findCut、compact）", en: "compaction" },
@@ -127,7 +128,7 @@ export default defineChapter({
         zh:
           "`findCut`：从最新的消息往回累加 token，直到够 `keepRecentTokens`，然后往后找第一个能切的位置（不在调用与结果之间、不是工具结果），" +
           "找不到再往前找。`compact`：叶子已经是压缩条目、会话为空、没什么可切的，都返回 `nothing_to_compact`；" +
-          "摘要器抛错或返回空文本返回 `summary_failed`；写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`；`append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。" +
+          "摘要器抛错、返回的不是文本或只有空白，或者摘要消息超过 `maxSummaryTokens`，返回 `summary_failed`（摘要器拿到运行的 `signal`，好停下它的模型调用）；写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`；`append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。" +
           "成功时摘要后面附上从工具调用里算出的文件清单，`tokensBefore`/`tokensAfter` 用同一个估算器算。",
         en:
           "findCut: walk back to keepRecentTokens, then the first valid cut point at or after it (else before it). compact: " +

@@ -198,6 +198,10 @@ describe("chapter 09 · the stateful agent", () => {
     expect(state.errorMessage).toBe("boom");
     reduceAgentEvent(state, { type: "turn_end", message: says("fine"), toolResults: [] });
     expect(state.errorMessage).toBe("boom");
+    // a failed turn that says nothing still leaves a message saying how it ended
+    const silent = draft(scripted([]));
+    reduceAgentEvent(silent, { type: "turn_end", message: assistantMessage([], "aborted"), toolResults: [] });
+    expect(silent.errorMessage).toBe('The turn ended with stopReason "aborted".');
   });
 
   it("Lab 9.1 · agent_end's errorMessage (the turn limit) sets errorMessage; an agent_end without one keeps it", () => {

@@ -557,6 +557,31 @@ describe("chapter 11 · compaction", () => {
     await expect(compact(failing, { model, keepRecentTokens: 20, estimator: broken })).rejects.toThrow(
       /compact: the estimator counted message 0 as -1/,
     );
+    // the summarizer gets the run's signal (to stop its model call); a blank summary is no summary
+    const controller = new AbortController();
+    const signals: unknown[] = [];
+    const blank = await compact(failing, {
+      model,
+      keepRecentTokens: 20,
+      signal: controller.signal,
+      summarize: (input) => {
+        signals.push(input.signal);
+        return " \n\t ";
+      },
+    });
+    expect(signals).toEqual([controller.signal]);
+    expect(blank).toEqual({
+      ok: false,
+      reason: { kind: "summary_failed", message: "no summary, nothing appended: the summary is empty" },
+    });
+    // a summary longer than maxSummaryTokens is refused; without the limit the same one is appended
+    const wordy = { model, keepRecentTokens: 20, summarize: () => "summary ".repeat(200) };
+    const tooLong = await compact(failing, { ...wordy, maxSummaryTokens: 50 });
+    expect(tooLong).toMatchObject({ ok: false, reason: { kind: "summary_failed" } });
+    expect(!tooLong.ok && tooLong.reason.message).toMatch(
+      /^the summary does not fit: it counts \d+ tokens, over the 50 allowed \(maxSummaryTokens\); nothing appended\.$/,
+    );
+    expect(failing.entries).toHaveLength(9);
     const odd = await compact(failing, { model, keepRecentTokens: 20, summarize: () => 42 as unknown as string });
     expect(odd).toEqual({
       ok: false,
