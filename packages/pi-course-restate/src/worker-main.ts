@@ -1,7 +1,8 @@
 /**
- * The worker's command: `worker-main.ts --setups <module> [--port N] [--host H]`.
+ * The worker's command: `worker-main.ts [--setups <module>] [--cases N] [--port N] [--host H]`.
  *
- * The setups module exports `setups` (a `RunSetups`). Prints `worker <pid> listening on <url>`
+ * The setups module exports `setups` (a `RunSetups`) for agent runs; without it the worker takes
+ * eval cases only (`--cases` at once, default 2). Prints `worker <pid> listening on <url>`
  * once it listens; a SIGTERM or SIGINT closes it.
  */
 import path from "node:path";
@@ -10,20 +11,30 @@ import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
 import { startWorker } from "./worker.js";
 
-const USAGE = "usage: worker-main.ts --setups <module exporting `setups`> [--port N] [--host 127.0.0.1]";
+const USAGE = "usage: worker-main.ts [--setups <module exporting `setups`>] [--cases N] [--port N] [--host 127.0.0.1]";
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { setups: { type: "string" }, port: { type: "string" }, host: { type: "string" } },
+    options: {
+      setups: { type: "string" },
+      cases: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+    },
   });
-  if (values.setups === undefined) throw new Error(`--setups is missing. ${USAGE}`);
+  const cases = values.cases === undefined ? 2 : Number(values.cases);
+  if (!Number.isInteger(cases) || cases < 1) throw new Error(`--cases must be a whole number above 0. ${USAGE}`);
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number. ${USAGE}`);
-  const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
-  if (loaded.setups === undefined || typeof loaded.setups !== "object") {
-    throw new Error(`${values.setups} exports no \`setups\` object (name → RunSetup). ${USAGE}`);
+  let setups: RunSetups = {};
+  if (values.setups !== undefined) {
+    const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
+    if (loaded.setups === undefined || typeof loaded.setups !== "object") {
+      throw new Error(`${values.setups} exports no \`setups\` object (name → RunSetup). ${USAGE}`);
+    }
+    setups = loaded.setups;
   }
-  const worker = await startWorker({ setups: loaded.setups, port, ...(values.host && { host: values.host }) });
+  const worker = await startWorker({ setups, cases, port, ...(values.host && { host: values.host }) });
   const stop = () => void worker.close().then(() => process.exit(0));
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

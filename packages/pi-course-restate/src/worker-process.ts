@@ -19,14 +19,33 @@ export interface WorkerProcess {
 }
 
 /**
- * Starts a worker serving `setups` (a module path) on `port` and resolves once it listens; rejects
+ * Starts a worker serving `setups` (a module path; none: eval cases only) on `port` and resolves once it listens; rejects
  * with its error output if it exits first or is not listening within `timeoutMs` (default 30 s).
  */
-export function spawnWorker(options: { setups: string; port: number; timeoutMs?: number }): Promise<WorkerProcess> {
+export function spawnWorker(options: {
+  setups?: string;
+  cases?: number;
+  port: number;
+  /** The worker's TMPDIR (default: this process's): workers on one machine running eval cases need one each. */
+  tmpdir?: string;
+  timeoutMs?: number;
+}): Promise<WorkerProcess> {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", MAIN, "--setups", path.resolve(options.setups), "--port", String(options.port)],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    [
+      "--import",
+      "tsx",
+      MAIN,
+      ...(options.setups === undefined ? [] : ["--setups", path.resolve(options.setups)]),
+      ...(options.cases === undefined ? [] : ["--cases", String(options.cases)]),
+      "--port",
+      String(options.port),
+    ],
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.tmpdir !== undefined && { env: { ...process.env, TMPDIR: options.tmpdir } }),
+    },
   );
   return new Promise((resolve, reject) => {
     let stderr = "";
