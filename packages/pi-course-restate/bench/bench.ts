@@ -6,15 +6,18 @@
  *    chapter 19's local journal (a session file, the run journal's intent and outcome lines), without
  *    and with fsync; on Restate with one worker (601 steps: a turn, then a call's intent and result).
  * 2. 200 runs of 4 tool calls each (13 steps) submitted at once, on 1, 2 and 4 worker processes.
+ * 3. An eval suite of 200 runs (@pi/course's offline suite, 5 cases × 40 repeats; each run is a
+ *    workspace, the CLI's runtime, the case's check) on 1, 2 and 4 workers taking 2 cases at once.
  */
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, RunJournal, SessionFile } from "@pi/course";
 import { startProxy } from "../src/proxy.js";
 import { freePort, startRestateServer } from "../src/restate-server.js";
+import { evalOnEngine } from "../src/eval-suite.js";
 import { runDurably } from "../src/submit.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
 import { ticksModel, ticksTools } from "./setups.js";
@@ -22,14 +25,18 @@ import { ticksModel, ticksTools } from "./setups.js";
 const SETUPS = path.join(path.dirname(fileURLToPath(import.meta.url)), "setups.ts");
 const CALLS = 200;
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const SUITE = path.resolve(HERE, "..", "..", "pi-course", "evals", "offline");
+/** Repeats of each of the suite's 5 cases (default 40: 200 runs). */
+const EVAL_REPEAT = Number(process.env.BENCH_EVAL_REPEAT ?? 40);
 
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
-/** CPU time (user + system) a process has used so far, in ms (Linux: /proc/PID/stat, 100 ticks a second). */
+/** CPU time (user + system, its waited-for children included) a process has used so far, in ms (Linux: /proc/PID/stat, 100 ticks a second). */
 function cpuMs(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10;
   } catch {
     return 0;
   }
@@ -77,7 +84,11 @@ async function main(): Promise<void> {
   const useWorkers = async (count: number) => {
     await stopWorkers();
     const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
-    workers = await Promise.all(ports.map((port) => spawnWorker({ setups: SETUPS, port })));
+    // a TMPDIR each, as on machines of their own (an eval case watches its temporary folder)
+    for (const port of ports) await mkdir(path.join(dir, `tmp-${port}`));
+    workers = await Promise.all(
+      ports.map((port) => spawnWorker({ setups: SETUPS, port, cases: 2, tmpdir: path.join(dir, `tmp-${port}`) })),
+    );
     proxy.setWorkers(workers.map((w) => w.url));
   };
   try {
@@ -134,6 +145,28 @@ async function main(): Promise<void> {
       console.log(
         `  ${count} worker${count === 1 ? " " : "s"}  ${time.toFixed(0).padStart(6)} ms   ${(RUNS / (time / 1000)).toFixed(1)} runs/s` +
           `   CPU ms: server ${cpu[0]}, workers ${workerCpu}, client+proxy ${client.toFixed(0)}`,
+      );
+    }
+
+    console.log(`eval suite: ${5 * EVAL_REPEAT} runs (5 offline cases × ${EVAL_REPEAT}), 2 cases at once per worker`);
+    for (const count of [1, 2, 4]) {
+      await useWorkers(count);
+      const pids = [server.process.pid!, ...workers.map((w) => w.pid)];
+      const cpuBefore = pids.map(cpuMs);
+      const start = process.hrtime.bigint();
+      const result = await evalOnEngine({
+        suite: SUITE,
+        ingressUrl: server.ingressUrl,
+        repeat: EVAL_REPEAT,
+        out: path.join(dir, `eval-${count}`),
+      });
+      const time = ms(start);
+      const cpu = pids.map((pid, i) => cpuMs(pid) - cpuBefore[i]!);
+      const runs = result.report.cases.reduce((n, c) => n + c.runs.length, 0);
+      const passed = result.report.cases.reduce((n, c) => n + c.counts.passed, 0);
+      console.log(
+        `  ${count} worker${count === 1 ? " " : "s"}  ${(time / 1000).toFixed(1).padStart(6)} s   ${(runs / (time / 1000)).toFixed(1)} runs/s` +
+          `   (${runs} runs, ${passed} passed)   CPU ms: server ${cpu[0]}, workers ${cpu.slice(1).reduce((a, b) => a + b, 0)}`,
       );
     }
   } finally {

@@ -28,15 +28,15 @@ let root: string;
 let markers: string;
 let server: RestateServer | undefined;
 let proxy: Proxy | undefined;
-const workers = new Map<number, WorkerProcess>();
 const everyWorker: WorkerProcess[] = [];
 let referee: NodeJS.Timeout | undefined;
 const seen = new Set<string>();
 const kills: { case: string; pid: number }[] = [];
+/** Worker starts still under way (a killed worker's replacement): afterAll waits for them before it kills. */
+const starting: Promise<void>[] = [];
 
 async function startWorker(port: number): Promise<void> {
   const worker = await spawnWorker({ port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) });
-  workers.set(port, worker);
   everyWorker.push(worker);
 }
 
@@ -46,13 +46,17 @@ async function judge(): Promise<void> {
     seen.add(file);
     const [name, workerPid] = file.split("@") as [string, string];
     const [caseName, checkPid] = name.split(".") as [string, string];
-    if (KILL_AT.has(seen.size)) {
-      const worker = [...workers.values()].find((w) => w.pid === Number(workerPid))!;
+    const worker = everyWorker.find((w) => w.pid === Number(workerPid));
+    if (KILL_AT.has(seen.size) && worker !== undefined && !worker.child.killed && worker.child.exitCode === null) {
       worker.child.kill("SIGKILL");
-      process.kill(-Number(checkPid), "SIGKILL"); // the check's group: the machine went down with it
+      try {
+        process.kill(-Number(checkPid), "SIGKILL"); // the check's group: the machine went down with it
+      } catch {
+        // it had ended
+      }
       kills.push({ case: caseName, pid: worker.pid });
       await new Promise((resolve) => worker.child.once("exit", resolve));
-      void startWorker(worker.port);
+      starting.push(startWorker(worker.port));
     } else {
       await writeFile(path.join(markers, `${name}.go`), "");
     }
@@ -79,7 +83,9 @@ async function writeCase(suite: string, name: string): Promise<void> {
     [
       "#!/bin/sh",
       `: > "${markers}/${name}.$$@$PPID"`,
-      `while [ ! -e "${markers}/${name}.$$.go" ]; do sleep 0.01; done`,
+      // waits 20 s at most: a check whose test died must not wait forever
+      "n=0",
+      `while [ ! -e "${markers}/${name}.$$.go" ]; do n=$((n + 1)); [ $n -gt 2000 ] && exit 1; sleep 0.01; done`,
       `grep -q ${name} note.txt`,
       "",
     ].join("\n"),
@@ -111,6 +117,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (referee !== undefined) clearInterval(referee);
+  await Promise.allSettled(starting);
+  for (const file of seen) {
+    try {
+      process.kill(-Number(file.split("@")[0]!.split(".")[1]), "SIGKILL"); // a check still waiting
+    } catch {
+      // it had ended
+    }
+  }
   for (const worker of everyWorker)
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
   await proxy?.close();

@@ -37,8 +37,6 @@ let markers: string;
 let effects: string;
 let server: RestateServer | undefined;
 let proxy: Proxy | undefined;
-/** The worker serving each port now. */
-const workers = new Map<number, WorkerProcess>();
 const everyWorker: WorkerProcess[] = [];
 
 /** The kills made, in order. */
@@ -51,10 +49,13 @@ const seen = new Set<string>();
 const reached: { name: string; pid: number }[] = [];
 
 async function startWorker(port: number): Promise<void> {
-  const worker = await spawnWorker({ setups: SETUPS, port });
-  workers.set(port, worker);
+  // a TMPDIR of the test's own: a worker keeps a folder for eval cases there
+  const worker = await spawnWorker({ setups: SETUPS, port, tmpdir: root });
   everyWorker.push(worker);
 }
+
+/** Worker starts still under way (a killed worker's replacement): afterAll waits for them before it kills. */
+const starting: Promise<void>[] = [];
 
 /** Each marker: kill its worker when the plan says so (and start a new one on its port), else say go. */
 async function judge(): Promise<void> {
@@ -64,13 +65,14 @@ async function judge(): Promise<void> {
     const [name, pidText] = file.split("@") as [string, string];
     const pid = Number(pidText);
     reached.push({ name, pid });
-    if (planned.delete(name)) {
-      const worker = [...workers.values()].find((w) => w.pid === pid)!;
+    const worker = everyWorker.find((w) => w.pid === pid);
+    // (a worker killed already, for another run's point, took this run down with it at this point)
+    if (planned.delete(name) && worker !== undefined && !worker.child.killed && worker.child.exitCode === null) {
       worker.child.kill("SIGKILL");
       const dot = name.indexOf(".");
       kills.push({ runId: name.slice(0, dot), point: name.slice(dot + 1), pid });
       await new Promise((resolve) => worker.child.once("exit", resolve));
-      void startWorker(worker.port);
+      starting.push(startWorker(worker.port));
     } else {
       await writeFile(path.join(markers, `${name}.go`), "");
     }
@@ -102,6 +104,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (referee !== undefined) clearInterval(referee);
+  await Promise.allSettled(starting);
   for (const worker of everyWorker)
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
   await proxy?.close();
