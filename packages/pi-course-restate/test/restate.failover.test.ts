@@ -7,7 +7,8 @@
  *
  * For every run: it finishes, on another worker than the one killed; no `effect` (not safe to
  * replay) took effect twice; a call killed before or after its effect gets chapter 19's
- * interrupted text (and the effect happened exactly as often as the kill point says); a replay-safe
+ * interrupted text, with what the tool's `settleInterrupted` says (and the effect happened exactly as
+ * often as the kill point says); a replay-safe
  * call killed mid-way ran again and has its real result; the transcript is well paired and is the
  * transcript of a local run of the same script but for those interrupted results; the session file
  * written from it holds it.
@@ -26,7 +27,7 @@ import { type Proxy, startProxy } from "../src/proxy.js";
 import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
 import { runResult, submitRun, writeSession } from "../src/submit.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
-import { DONE, scriptModel, scriptTools } from "./support/kill-script.js";
+import { DONE, scriptModel, scriptTools, settledText } from "./support/kill-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SETUPS = path.join(here, "support", "kill-script.ts");
@@ -163,7 +164,7 @@ async function checkRun(runId: string, output: RunOutput, local: AgentMessage[])
     const count = await effectCount(runId, callId);
     expect(count, `${runId} ${callId} took effect at most once`).toBeLessThanOrEqual(1);
     if (result.isError) {
-      expect(result.content).toEqual([{ type: "text", text: uncertainText("effect") }]);
+      expect(result.content).toEqual([{ type: "text", text: uncertainText("effect", settledText(callId)) }]);
       interrupted.add(callId);
     } else {
       expect(result.content).toEqual([{ type: "text", text: `recorded ${callId}` }]);
@@ -173,8 +174,13 @@ async function checkRun(runId: string, output: RunOutput, local: AgentMessage[])
   // the local run's transcript, but for the interrupted results (and what peek saw after them)
   const expected = timeless(local).map((m: any) => {
     if (m.role !== "toolResult") return m;
-    if (interrupted.has(m.toolCallId))
-      return { ...m, content: [{ type: "text", text: uncertainText("effect") }], isError: true };
+    if (interrupted.has(m.toolCallId)) {
+      return {
+        ...m,
+        content: [{ type: "text", text: uncertainText("effect", settledText(m.toolCallId)) }],
+        isError: true,
+      };
+    }
     if (m.toolName === "peek") return { ...m, content: expect.any(Array) };
     return m;
   });

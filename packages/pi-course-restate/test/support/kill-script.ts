@@ -8,7 +8,7 @@
  * `effect` call, around its effect), `<call>.peek` (a `peek` call, while it runs).
  *
  * - `effect` (not safe to replay): appends `<run> <call id>` to the `effects` file: a line twice
- *   is an effect run twice.
+ *   is an effect run twice. Found interrupted, it says `settledText`.
  * - `peek` (`replay: "safe"`): reads the effects file.
  * - the model, by the number of tool results after the prompt (t): t = 0: a text and `effect` c0;
  *   t = 1: two `peek`s (c1a, c1b) in one message; t = 3: a text and `effect` c3; t ≥ 4: `DONE`.
@@ -29,6 +29,11 @@ import { Type } from "typebox";
 import type { RunSetups } from "../../src/agent-run.js";
 
 export const DONE = "Both effects are done.";
+
+/** What `effect` says when a call of it is found interrupted. */
+export function settledText(toolCallId: string): string {
+  return `Nothing of ${toolCallId} is still running.`;
+}
 
 /** What a run of the script is given. */
 export interface KillScriptOptions {
@@ -59,6 +64,8 @@ export function scriptTools(runId: string, options: KillScriptOptions): AgentToo
       await pause(options.markers, runId, `${toolCallId}.after`);
       return { content: [{ type: "text", text: `recorded ${toolCallId}` }], details: undefined };
     },
+    // what recovery's interrupted text adds (chapter 19's `settleInterrupted`)
+    settleInterrupted: (toolCallId) => settledText(toolCallId),
   });
   const peek = defineTool({
     name: "peek",
