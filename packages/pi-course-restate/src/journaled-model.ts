@@ -1,7 +1,7 @@
 /**
  * A model turn as a journaled step of the engine.
  *
- * `journaledModel(ctx, model)` is a `Model` whose every `stream()` call is one `ctx.run` step:
+ * `journaledModel(steps, model)` is a `Model` whose every `stream()` call is one step (`ctx.run`):
  * inside the step the real model streams the turn to its end and the step's result, recorded by
  * Restate, is the final assistant message (or the error message of a failed turn: `Model.stream`
  * never throws, so a failure is a recorded answer too, as in a local run). The loop then gets the
@@ -11,6 +11,9 @@
  * left no result, so the next worker runs the turn again from its start (chapter 19 keeps the cut
  * answer in a stream journal instead; an engine's step has no place for half a result, so the
  * half is dropped and asked for again). A turn whose result was recorded is never asked again.
+ *
+ * The run's abort signal is not handed to the model: a step runs to its result (a run on the
+ * engine is stopped by cancelling its invocation there).
  */
 import {
   type AssistantMessage,
@@ -34,7 +37,12 @@ export function journaledModel(steps: Steps, model: Model): Model {
       steps
         .run(name, async () => {
           const { signal: _signal, ...rest } = options ?? {};
-          return (await model.stream(context, rest).result()) as AssistantMessage;
+          try {
+            return (await model.stream(context, rest).result()) as AssistantMessage;
+          } catch (error) {
+            // a stream that broke its contract: recorded as a failed turn, not retried for ever
+            return failed(model, error);
+          }
         })
         .then(
           (message: AssistantMessage) => play(out, message),
@@ -55,12 +63,12 @@ function play(out: AssistantMessageEventStream, message: AssistantMessage): void
   }
 }
 
-/** The error answer of a step the engine gave up on (a terminal error; not recorded as a turn). */
+/** The error answer of a turn whose stream ended without one, or whose step the engine gave up on. */
 function failed(model: Model, error: unknown): AssistantMessage {
   const why = error instanceof Error ? error.message : String(error);
   return assistantMessage([], "error", {
     provider: model.provider,
     model: model.id,
-    errorMessage: `the engine could not run this turn: ${why}`,
+    errorMessage: `The model failed: ${why}`,
   });
 }
