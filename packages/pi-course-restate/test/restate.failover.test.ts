@@ -247,5 +247,8 @@ describe("durable agent runs on Restate, workers killed mid-run", () => {
     // the run at the place before its point (then the run was killed there instead, and checked above).
     expect(kills.length - before).toBeGreaterThanOrEqual(1);
     planned.clear();
+    const at = new Map<string, number>();
+    for (const kill of kills) at.set(kill.point, (at.get(kill.point) ?? 0) + 1);
+    console.info(`workers SIGKILLed: ${kills.length} (${[...at].map(([point, n]) => `${point} ${n}`).join(", ")})`);
   }, 30_000);
 });
