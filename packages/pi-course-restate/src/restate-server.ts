@@ -51,6 +51,8 @@ export async function startRestateServer(options: { dir: string; timeoutMs?: num
       `advertised-address = "http://127.0.0.1:${fabric}"`,
       "default-num-partitions = 4",
       "disable-telemetry = true",
+      // a node for tests and small deployments: RocksDB's default budget is 2 GiB
+      'rocksdb-total-memory-size = "256 MiB"',
       // the version check finds no network here; it says so at ERROR level
       'log-filter = "warn,octocrab=off"',
       "[ingress]",

@@ -234,7 +234,7 @@ describe("durable agent runs on Restate, workers killed mid-run", () => {
     const session = await SessionFile.open(file);
     expect(messagesOf(session.entries())).toEqual(s2.messages);
     await session.close();
-  }, 45_000);
+  }, 50_000);
 
   it("loses no run and doubles no effect when workers die under several runs at once", async () => {
     const local = await localRun();
