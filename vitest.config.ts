@@ -1,10 +1,20 @@
 import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 /** The course proof: every chapter's snapshot and practice folder, and the proof's own tests (`npm run proof`). */
 const PROOF = ["practice/test/chapters.test.ts", "practice/test/proof-catches.test.ts"];
 
 export default defineConfig({
+  // Workspace packages import @pi/course from its sources (as tsconfig.json's `paths` says for tsc and tsx).
+  resolve: {
+    alias: [
+      {
+        find: /^@pi\/course$/,
+        replacement: fileURLToPath(new URL("packages/pi-course/src/index.ts", import.meta.url)),
+      },
+    ],
+  },
   test: {
     testTimeout: 10_000,
     hookTimeout: 60_000,

@@ -90,6 +90,8 @@ export interface ChapterSpec {
   labs: LabSpec[];
   /** A "break it on purpose" experiment. */
   breakIt: Text;
+  /** Where the chapter's idea goes beyond the course (a package, a next step): the guide's closing section. */
+  next?: Text;
   /** Observe chapters: the commands to run, each with what to predict or look for. */
   observe?: ObserveStep[];
   /** Extra package.json scripts for the practice folder (e.g. `start`). */

@@ -256,6 +256,7 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
     "",
   );
   out.push("## 故意弄坏 · Break it on purpose", "", bilingual(chapter.breakIt), "");
+  if (chapter.next !== undefined) out.push("## 再往前 · Where this goes", "", bilingual(chapter.next), "");
   return out.join("\n");
 }
 
@@ -297,6 +298,7 @@ function observeLearning(chapter: Chapter, view: View): string {
     );
   }
   out.push("## 故意弄坏 · Break it on purpose", "", bilingual(chapter.breakIt), "");
+  if (chapter.next !== undefined) out.push("## 再往前 · Where this goes", "", bilingual(chapter.next), "");
   return out.join("\n");
 }
 

@@ -161,4 +161,20 @@ export default defineChapter({
       "leaves no intent, recovery thinks the call never started and runs it again, and the crash test (which kills before and during every effect, the same on every run) reports an effect " +
       'id twice. Then mark `effect` replay: "safe" (test/support/durable-script.ts) and watch the same assertion fail.',
   },
+  next: {
+    zh:
+      "本章让一次运行挺过它的进程，但仍在一台机器上。机器本身死掉时，要由另一台机器把运行走完；评测要跑几百个用例 × 重复次数 × 模型时，一台机器也不够。" +
+      "这时人们用的是持久执行引擎（Temporal、Restate、DBOS），而不是自己写的队列。仓库里的 `packages/pi-course-restate`（`@pi/course-restate`，单独一个包，`@pi/course` 不依赖它）" +
+      "把同一个 `Agent`、同一个循环放到 Restate 上：每个模型回合、每个工具调用都是引擎记下的一步（`journaled-model.ts`、`journaled-tool.ts`）；" +
+      '工具的 `replay` 决定一步能不能再跑：`"safe"` 的没有结果就再跑，其他的先记意图、再跑效果，接手的进程发现“有意图、没结果”时不再执行，' +
+      "而是给出本章的 `uncertainText`。它的测试自己启动 Restate 服务器和三个工作进程，在模型流式输出时、副作用之前和之后、可重放的调用进行中用 SIGKILL 杀掉正在跑的工作进程" +
+      "（按计划杀 9 次，再在 6 个并发运行下至少杀 1 次、通常 3 次）：每次运行都由另一个进程走完，不安全的副作用从不执行两次，被中断的调用得到和本章一样的文字，对话记录和本地运行一样且成对。" +
+      "评测套件（`cli.ts eval`）把每个用例 × 重复交给引擎，任意多个工作进程来取，得出和 `pi-course eval` 一样的报告；测试在用例检查时杀 2 次，一个用例都不丢、不重复。" +
+      "代价（这台共享的 2 核机器上实测）：本章的本地日志每个工具调用多花约 0.1–0.2 毫秒（每次 fsync 约 1 毫秒），引擎上每一步约 1.3–2.2 毫秒（一个工具调用是回合、意图、结果三步）；" +
+      "200 个小运行一次提交，1 个工作进程约 100–250 次/秒，2、4 个进程并不更快（CPU 已经用满，引擎服务器每次运行约 1.5 毫秒 CPU）；" +
+      "200 个离线评测用例在 1、2、4 个工作进程上约 2.0、3.3、4.6 个/秒。更大的机器或多台机器上，工作进程按核数线性增加吞吐，直到单个 Restate 节点成为上限。",
+    en:
+      "Beyond one machine: packages/pi-course-restate runs the same Agent on Restate, each model turn and tool call a journaled step, " +
+      "replay deciding what may run again; its tests SIGKILL workers mid-stream and around effects, and distribute an eval suite across workers.",
+  },
 });

@@ -393,6 +393,9 @@ export { runPool } from "./eval/run-pool.js";
 export { buildSuiteReport, formatSummary, suiteExitCode } from "./eval/suite-report.js";
 export type { CaseReport, SuiteMeta, SuiteReport } from "./eval/suite-report.js";
 export { readTranscripts, renderHtmlReport, runKey } from "./eval/html-report.js";
+// the CLI's way to run one case (its runtime, the case's script offline), for harnesses elsewhere
+export { caseModel, runtimeWire } from "./cli/eval-wiring.js";
+export type { EvalServer } from "./cli/eval-wiring.js";
 // #endregion
 // #region ch15
 // Chapter 15: tool exposure (declared vs callable) and the tool_search tool.

@@ -1,0 +1,102 @@
+/**
+ * The durable agent run: the `AgentRun` workflow of Restate, one workflow per run id.
+ *
+ * Its `run` handler is chapter 7's loop, unchanged, in an `Agent` whose model and tools are
+ * journaled (`journaledModel`, `journaledTools`): each model turn and each tool call is a step of
+ * the engine, recorded once. The handler itself is the deterministic part: a worker that picks the
+ * run up after another died replays it, and every recorded step hands back its recorded result
+ * without running, so the loop walks the same path to the first step that has none.
+ *
+ * Models and tools are code, not data: a worker is started with named `RunSetup`s, and a run
+ * names the one it uses (`RunInput.setup`) with options that are plain JSON. Every worker serving
+ * the deployment must know the same setups.
+ *
+ * The workflow's result is the run's transcript: the messages a local `Agent` would hold (and its
+ * session file would record) after the same prompt.
+ */
+import * as restate from "@restatedev/restate-sdk";
+import { Agent, type AgentMessage, type AgentTool, type Model } from "@pi/course";
+import { journaledModel } from "./journaled-model.js";
+import { journaledTools } from "./journaled-tool.js";
+import { Steps } from "./steps.js";
+
+/** The workflow's name (the ingress path is `/AgentRun/<run id>/run`). */
+export const AGENT_RUN = "AgentRun";
+
+/** What a run is asked with (plain JSON: it travels through the engine). */
+export interface RunInput {
+  /** The name of a setup every worker was started with. */
+  setup: string;
+  /** The user's prompt. */
+  prompt: string;
+  /** Handed to the setup as it is. */
+  options?: unknown;
+}
+
+/** What a run gives back: its transcript, and why it failed if it did. */
+export interface RunOutput {
+  messages: AgentMessage[];
+  errorMessage?: string;
+}
+
+/** What a setup makes for one run. */
+export interface RunParts {
+  model: Model;
+  tools: AgentTool<any, any>[];
+  systemPrompt?: string;
+  /** The most model turns of the run (default: the Agent's, 50). */
+  maxTurns?: number;
+}
+
+/**
+ * Makes the model and tools of one run. Contract: called again on every worker that replays the
+ * run, so it must make the same parts from the same input (no I/O whose answer can change).
+ */
+export type RunSetup = (input: { runId: string; options: unknown }) => RunParts | Promise<RunParts>;
+
+/** The setups a worker knows, by name. */
+export type RunSetups = Readonly<Record<string, RunSetup>>;
+
+/** How soon the engine retries a run whose worker went away (Restate's defaults start at 500 ms). */
+export const RETRY_POLICY: restate.RetryPolicy = {
+  initialInterval: 50,
+  exponentiationFactor: 2,
+  maxInterval: 1000,
+  maxAttempts: 100,
+  onMaxAttempts: "pause",
+};
+
+/** The `AgentRun` workflow over `setups`. */
+export function agentRunWorkflow(setups: RunSetups) {
+  return restate.workflow({
+    name: AGENT_RUN,
+    handlers: {
+      run: async (ctx: restate.WorkflowContext, input: RunInput): Promise<RunOutput> => {
+        const setup = setups[input?.setup];
+        if (setup === undefined) {
+          const known = Object.keys(setups).join(", ") || "(none)";
+          throw new restate.TerminalError(
+            `AgentRun: no setup named ${JSON.stringify(input?.setup)}; this worker knows: ${known}. ` +
+              "Start every worker with the same setups module.",
+          );
+        }
+        if (typeof input.prompt !== "string")
+          throw new restate.TerminalError("AgentRun: input.prompt must be a string");
+        const parts = await setup({ runId: ctx.key, options: input.options });
+        const steps = new Steps(ctx);
+        const agent = new Agent({
+          initialState: {
+            model: journaledModel(steps, parts.model),
+            tools: journaledTools(steps, parts.tools),
+            ...(parts.systemPrompt !== undefined && { systemPrompt: parts.systemPrompt }),
+          },
+          ...(parts.maxTurns !== undefined && { maxTurns: parts.maxTurns }),
+        });
+        await agent.prompt(input.prompt);
+        const { messages, errorMessage } = agent.state;
+        return { messages: [...messages], ...(errorMessage !== undefined && { errorMessage }) };
+      },
+    },
+    options: { retryPolicy: RETRY_POLICY },
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * Eval suites across workers: the `EvalRun` workflow, one per case × repeat of a suite run.
+ *
+ * Its handler runs chapter 14's `runCase` as `pi-course eval` does (the CLI's runtime, the case's
+ * script offline), in a fresh folder of its own, as ONE step: the whole case is the unit of retry.
+ * A worker killed mid-case left no result, so the engine hands the case to another worker, which
+ * runs it again from the start in a new folder (a case's workspace is the run's own, so running it
+ * again is safe: half a workspace on a dead machine is nothing to resume). The step's result — the
+ * run's record and its session file's text — is recorded once, so a case is never lost and never
+ * counted twice: the suite reads one result per workflow.
+ *
+ * Offline only: a run against a model server would put its key in the engine's journal.
+ * The case's folder must be at the same path on every worker (a shared checkout).
+ */
+import { mkdtempSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import * as restate from "@restatedev/restate-sdk";
+import { caseModel, loadCase, type RunRecord, runCase, runtimeWire } from "@pi/course";
+import { RETRY_POLICY } from "./agent-run.js";
+
+/** The workflow's name (the ingress path is `/EvalRun/<key>/run`). */
+export const EVAL_RUN = "EvalRun";
+
+/** One run of one case (plain JSON). */
+export interface EvalRunInput {
+  /** The case's folder, absolute, the same on every worker. */
+  caseDir: string;
+  repeat: number;
+}
+
+/** What the step records: the record (without a session path: the suite places the file) and the session file's text. */
+export interface EvalRunOutput {
+  record: RunRecord;
+  session?: string;
+}
+
+/** Lets `limit` cases run at once in this process; the rest wait their turn. */
+function gate(limit: number): <T>(work: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (work) => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+    try {
+      return await work();
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** The `EvalRun` workflow; `concurrency` cases at once in this worker (default 2, as `pi-course eval`). */
+export function evalRunWorkflow(options: { concurrency?: number } = {}) {
+  const limited = gate(options.concurrency ?? 2);
+  // This worker's folder for its cases, made before it takes any: a case's protocol check watches
+  // the top level of the system's temporary folder, where a folder made while it runs would count
+  // as written outside its workspace. (Workers sharing a machine need a TMPDIR each, for the same
+  // reason: `spawnWorker`'s `tmpdir`.)
+  const casesFolder = mkdtempSync(path.join(tmpdir(), "pi-restate-cases-"));
+  return restate.workflow({
+    name: EVAL_RUN,
+    handlers: {
+      run: async (ctx: restate.WorkflowContext, input: EvalRunInput): Promise<EvalRunOutput> => {
+        if (typeof input?.caseDir !== "string" || !path.isAbsolute(input.caseDir) || !Number.isInteger(input.repeat)) {
+          throw new restate.TerminalError(
+            "EvalRun: the input must be { caseDir: an absolute path, repeat: a whole number }",
+          );
+        }
+        return limited(() => ctx.run("case", () => runOne(input, casesFolder)));
+      },
+    },
+    // a case waits for its turn in a busy worker without a step: more than Restate's default minute
+    options: { retryPolicy: RETRY_POLICY, inactivityTimeout: 30 * 60_000 },
+  });
+}
+
+async function runOne(input: EvalRunInput, casesFolder: string): Promise<EvalRunOutput> {
+  const scratch = await mkdtemp(path.join(casesFolder, "case-"));
+  try {
+    const evalCase = await loadCase(input.caseDir);
+    const record = await runCase(evalCase, {
+      repeat: input.repeat,
+      runRoot: path.join(scratch, "run"),
+      model: await caseModel(evalCase, undefined, input.repeat),
+      wire: runtimeWire(undefined),
+      keepSessionAs: path.join(scratch, "session.jsonl"),
+    });
+    const session = record.sessionFile === undefined ? undefined : await readFile(record.sessionFile, "utf8");
+    const { sessionFile: _here, ...rest } = record;
+    return { record: rest, ...(session !== undefined && { session }) };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}

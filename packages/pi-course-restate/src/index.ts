@@ -1,0 +1,27 @@
+/**
+ * `@pi/course-restate`: agent runs and eval suites of `@pi/course` on Restate.
+ *
+ * Workers: `startWorker` (in this process) or `spawnWorker` (a child process), behind one
+ * deployment address (`startProxy`, or any HTTP/2 load balancer). The engine: `startRestateServer`
+ * (from its npm package). Runs: `submitRun` / `runResult` / `runDurably`, kept as a session file by
+ * `writeSession`. Suites: `evalOnEngine`. The pieces a run is made of: `agentRunWorkflow`,
+ * `journaledModel`, `journaledTools`, `Steps`.
+ */
+export { AGENT_RUN, agentRunWorkflow, RETRY_POLICY } from "./agent-run.js";
+export type { RunInput, RunOutput, RunParts, RunSetup, RunSetups } from "./agent-run.js";
+export { EVAL_RUN, evalRunWorkflow } from "./eval-run.js";
+export type { EvalRunInput, EvalRunOutput } from "./eval-run.js";
+export { evalOnEngine } from "./eval-suite.js";
+export type { EngineEvalOptions, EngineEvalResult } from "./eval-suite.js";
+export { journaledModel } from "./journaled-model.js";
+export { journaledTool, journaledTools } from "./journaled-tool.js";
+export { startProxy } from "./proxy.js";
+export type { Proxy } from "./proxy.js";
+export { freePort, restateServerBinary, startRestateServer } from "./restate-server.js";
+export type { RestateServer } from "./restate-server.js";
+export { Steps } from "./steps.js";
+export { runDurably, runResult, submitRun, writeSession } from "./submit.js";
+export { startWorker } from "./worker.js";
+export type { Worker, WorkerOptions } from "./worker.js";
+export { spawnWorker } from "./worker-process.js";
+export type { WorkerProcess } from "./worker-process.js";

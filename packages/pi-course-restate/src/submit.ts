@@ -1,0 +1,52 @@
+/**
+ * The client side: hand a run to the engine, wait for its transcript, keep it as a session file.
+ *
+ * A run is the `AgentRun` workflow under its run id: submitting the same id again is answered
+ * with the run already there (the engine runs a workflow once per id), so a client that crashed
+ * after submitting can submit again, or just wait for the result.
+ */
+import { type AgentMessage, SessionFile } from "@pi/course";
+import { AGENT_RUN, type RunInput, type RunOutput } from "./agent-run.js";
+
+/** Submits run `runId` and resolves with the engine's invocation id, once the engine has it. */
+export async function submitRun(ingressUrl: string, runId: string, input: RunInput): Promise<string> {
+  const response = await fetch(`${ingressUrl}/${AGENT_RUN}/${encodeURIComponent(runId)}/run/send`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(input),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`the engine refused run ${runId} (${response.status}): ${text}`);
+  const { invocationId } = JSON.parse(text) as { invocationId: string };
+  return invocationId;
+}
+
+/** Waits for run `runId` to end and resolves with its transcript; rejects with the run's terminal error. */
+export async function runResult(ingressUrl: string, runId: string, signal?: AbortSignal): Promise<RunOutput> {
+  const response = await fetch(`${ingressUrl}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`, {
+    ...(signal && { signal }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`run ${runId} failed (${response.status}): ${text}`);
+  return JSON.parse(text) as RunOutput;
+}
+
+/** Submits run `runId` and waits for its transcript. */
+export async function runDurably(ingressUrl: string, runId: string, input: RunInput): Promise<RunOutput> {
+  await submitRun(ingressUrl, runId, input);
+  return runResult(ingressUrl, runId);
+}
+
+/**
+ * Writes `messages` as a new session file at `file` (one message entry each, in order), the file
+ * a local run of the same transcript records; refuses to overwrite one that exists.
+ */
+export async function writeSession(file: string, messages: readonly AgentMessage[], cwd: string): Promise<void> {
+  const session = await SessionFile.create(file, { cwd });
+  try {
+    let parentId: string | null = null;
+    for (const message of messages) parentId = await session.append({ type: "message", parentId, message });
+  } finally {
+    await session.close();
+  }
+}

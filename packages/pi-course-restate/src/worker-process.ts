@@ -1,0 +1,74 @@
+/**
+ * A worker as a child process (`worker-main.ts` under tsx, importing @pi/course from its sources through the root tsconfig's `paths`),
+ * for the command line, the tests and the bench: they need processes a SIGKILL can end.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** The workspace's root: where `tsx` resolves from. */
+const ROOT = path.resolve(HERE, "..", "..", "..");
+const MAIN = path.join(HERE, "worker-main.ts");
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  url: string;
+}
+
+/**
+ * Starts a worker serving `setups` (a module path; none: eval cases only) on `port` and resolves once it listens; rejects
+ * with its error output if it exits first or is not listening within `timeoutMs` (default 30 s).
+ */
+export function spawnWorker(options: {
+  setups?: string;
+  cases?: number;
+  port: number;
+  /** The worker's TMPDIR (default: this process's): workers on one machine running eval cases need one each. */
+  tmpdir?: string;
+  timeoutMs?: number;
+}): Promise<WorkerProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      MAIN,
+      ...(options.setups === undefined ? [] : ["--setups", path.resolve(options.setups)]),
+      ...(options.cases === undefined ? [] : ["--cases", String(options.cases)]),
+      "--port",
+      String(options.port),
+    ],
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.tmpdir !== undefined && { env: { ...process.env, TMPDIR: options.tmpdir } }),
+    },
+  );
+  return new Promise((resolve, reject) => {
+    let stderr = "";
+    let stdout = "";
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      stderr = (stderr + chunk).slice(-4000);
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`the worker on port ${options.port} did not start in time: ${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    child.stdout?.setEncoding("utf8");
+    child.stdout?.on("data", (chunk: string) => {
+      stdout += chunk;
+      if (stdout.includes("listening on")) {
+        clearTimeout(timer);
+        resolve({ child, pid: child.pid!, port: options.port, url: `http://127.0.0.1:${options.port}` });
+      }
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the worker on port ${options.port} exited (${code ?? signal}) before listening: ${stderr}`));
+    });
+  });
+}

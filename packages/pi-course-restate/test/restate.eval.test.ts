@@ -1,0 +1,163 @@
+/**
+ * An eval suite across workers: a Restate server, two worker processes (each with its own TMPDIR,
+ * as if on machines of their own), and a suite of offline cases whose check waits at a kill point
+ * (a marker file `<case>.<check pid>@<worker pid>`, then `<case>.<check pid>.go`). The worker
+ * running a case's check is SIGKILLed (with the check's process group) at the first and the fourth
+ * check, and started again on its port.
+ *
+ * Checks: the report of `pi-course eval` comes out (report.json with every case × repeat exactly
+ * once, all passed; report.html; each run's session file), although killed cases ran again on a
+ * worker that lived; and the killed cases did run more than once (so the kills landed mid-case).
+ */
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { SessionFile, type SuiteReport } from "@pi/course";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { evalOnEngine } from "../src/eval-suite.js";
+import { type Proxy, startProxy } from "../src/proxy.js";
+import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
+import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+
+const CASES = ["alpha", "beta", "gamma", "delta"];
+const REPEAT = 2;
+/** The checks (counted as they arrive) at which the worker running it is killed. */
+const KILL_AT = new Set([1, 4]);
+
+let root: string;
+let markers: string;
+let server: RestateServer | undefined;
+let proxy: Proxy | undefined;
+const everyWorker: WorkerProcess[] = [];
+let referee: NodeJS.Timeout | undefined;
+const seen = new Set<string>();
+const kills: { case: string; pid: number }[] = [];
+/** Worker starts still under way (a killed worker's replacement): afterAll waits for them before it kills. */
+const starting: Promise<void>[] = [];
+
+async function startWorker(port: number): Promise<void> {
+  const worker = await spawnWorker({ port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) });
+  everyWorker.push(worker);
+}
+
+async function judge(): Promise<void> {
+  for (const file of await readdir(markers)) {
+    if (file.endsWith(".go") || seen.has(file)) continue;
+    seen.add(file);
+    const [name, workerPid] = file.split("@") as [string, string];
+    const [caseName, checkPid] = name.split(".") as [string, string];
+    const worker = everyWorker.find((w) => w.pid === Number(workerPid));
+    if (KILL_AT.has(seen.size) && worker !== undefined && !worker.child.killed && worker.child.exitCode === null) {
+      worker.child.kill("SIGKILL");
+      try {
+        process.kill(-Number(checkPid), "SIGKILL"); // the check's group: the machine went down with it
+      } catch {
+        // it had ended
+      }
+      kills.push({ case: caseName, pid: worker.pid });
+      await new Promise((resolve) => worker.child.once("exit", resolve));
+      starting.push(startWorker(worker.port));
+    } else {
+      await writeFile(path.join(markers, `${name}.go`), "");
+    }
+  }
+}
+
+/** A case whose check waits at its kill point, then passes. */
+async function writeCase(suite: string, name: string): Promise<void> {
+  const dir = path.join(suite, name);
+  await mkdir(path.join(dir, "files"), { recursive: true });
+  await writeFile(path.join(dir, "files", "note.txt"), `${name}\n`);
+  await writeFile(path.join(dir, "task.md"), `Read note.txt and say what it holds.\n`);
+  const script = {
+    turns: [
+      { text: "Reading it.", toolCalls: [{ name: "read", arguments: { path: "note.txt" } }] },
+      { text: `It holds ${name}.` },
+    ],
+  };
+  await writeFile(path.join(dir, "script.json"), `${JSON.stringify(script)}\n`);
+  await writeFile(path.join(dir, "case.json"), `${JSON.stringify({ timeLimitSeconds: 30, maxTurns: 4 })}\n`);
+  const check = path.join(dir, "check");
+  await writeFile(
+    check,
+    [
+      "#!/bin/sh",
+      `: > "${markers}/${name}.$$@$PPID"`,
+      // waits 20 s at most: a check whose test died must not wait forever
+      "n=0",
+      `while [ ! -e "${markers}/${name}.$$.go" ]; do n=$((n + 1)); [ $n -gt 2000 ] && exit 1; sleep 0.01; done`,
+      `grep -q ${name} note.txt`,
+      "",
+    ].join("\n"),
+  );
+  await chmod(check, 0o755);
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-"));
+  markers = path.join(root, "markers");
+  await mkdir(markers);
+  const ports = [await freePort(), await freePort()];
+  for (const port of ports) await mkdir(path.join(root, `tmp-${port}`));
+  [server] = await Promise.all([
+    startRestateServer({ dir: path.join(root, "restate") }),
+    ...ports.map((port) => startWorker(port)),
+  ]);
+  proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
+  await server!.register(proxy.url);
+  let judging = false;
+  referee = setInterval(() => {
+    if (judging) return;
+    judging = true;
+    judge().finally(() => {
+      judging = false;
+    });
+  }, 5);
+});
+
+afterAll(async () => {
+  if (referee !== undefined) clearInterval(referee);
+  await Promise.allSettled(starting);
+  for (const file of seen) {
+    try {
+      process.kill(-Number(file.split("@")[0]!.split(".")[1]), "SIGKILL"); // a check still waiting
+    } catch {
+      // it had ended
+    }
+  }
+  for (const worker of everyWorker)
+    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
+  await proxy?.close();
+  await server?.stop(1000);
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+});
+
+it("runs every case × repeat once across workers killed mid-case, and writes pi-course eval's reports", async () => {
+  const suite = path.join(root, "suite");
+  for (const name of CASES) await writeCase(suite, name);
+  const out = path.join(root, "out");
+  const result = await evalOnEngine({ suite, ingressUrl: server!.ingressUrl, repeat: REPEAT, out });
+  expect(kills).toHaveLength(2);
+
+  const report = JSON.parse(await readFile(path.join(out, "report.json"), "utf8")) as SuiteReport;
+  expect(report.cases.map((c) => c.name).sort()).toEqual([...CASES].sort());
+  for (const entry of report.cases) {
+    expect(entry.runs.map((r) => r.repeat).sort()).toEqual([0, 1]);
+    for (const run of entry.runs) {
+      expect(run.status, `${run.case} #${run.repeat}: ${run.reason}`).toBe("passed");
+      const session = await SessionFile.open(run.sessionFile!, { readOnly: true });
+      expect(session.entries().some((e) => e.type === "message")).toBe(true);
+      await session.close();
+    }
+  }
+  expect(result.exitCode).toBe(0);
+  const html = await readFile(path.join(out, "report.html"), "utf8");
+  for (const name of CASES) expect(html).toContain(`It holds ${name}.`);
+
+  // each killed case's check ran again after the kill (on a live worker)
+  for (const kill of kills) {
+    const checks = [...seen].filter((file) => file.startsWith(`${kill.case}.`));
+    expect(checks.length).toBeGreaterThan(REPEAT);
+    expect(checks.some((file) => Number(file.split("@")[1]) !== kill.pid)).toBe(true);
+  }
+}, 45_000);
