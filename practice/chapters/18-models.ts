@@ -143,6 +143,7 @@ export default defineChapter({
       },
       says: [
         "Virtual model ${options.id}: the route chose no model",
+        "Virtual model ${options.id}: the route failed: ${String(error)}   (a route that throws: e.g. the route failed: Error: no config)",
         "noted's texts, e.g. fell back from a to b (a: <why>), fell back from a and b to c (a: <why>; b: <why>)",
         "fell back from claude-sonnet-4-5 to gpt-4o (claude-sonnet-4-5: HTTP 529 unknown: Overloaded)",
       ],

@@ -360,8 +360,21 @@ describe("ranking", () => {
   it("Lab 15.3 · a rare word outweighs a common one; ties go by name", () => {
     // "github" is in three tools, "pull" in one: "pull github" ranks the pull request tool first
     expect(rankTools(catalogue, "github pull")[0]?.name).toBe("github_create_pull_request");
-    const twins = [tool("b_twin", "deferred", "same words"), tool("a_twin", "deferred", "same words")];
-    expect(rankTools(twins, "same").map((m) => m.name)).toEqual(["a_twin", "b_twin"]);
+    const twins = ["c_twin", "b_twin", "a_twin"].map((name) => tool(name, "deferred", "same words"));
+    expect(rankTools(twins, "same").map((m) => m.name)).toEqual(["a_twin", "b_twin", "c_twin"]);
+  });
+
+  it("Lab 15.3 · the scores are BM25's with k1 1.2 and b 0.75, as the formula in the hint computes them", () => {
+    // alpha: words alpha alpha red red blue (5); beta: beta beta blue (3); the average length is 4
+    const docs = [tool("alpha", "deferred", "red red blue"), tool("beta", "deferred", "blue")];
+    const bm25 = (idf: number, f: number, length: number) => (idf * f * 2.2) / (f + 1.2 * (0.25 + (0.75 * length) / 4));
+    const red = rankTools(docs, "red");
+    expect(red.map((m) => m.name)).toEqual(["alpha"]);
+    expect(red[0]!.score).toBeCloseTo(bm25(Math.log(1 + 1.5 / 1.5), 2, 5), 10);
+    const blue = rankTools(docs, "blue");
+    expect(blue.map((m) => m.name)).toEqual(["beta", "alpha"]); // the shorter document first
+    expect(blue[0]!.score).toBeCloseTo(bm25(Math.log(1 + 0.5 / 2.5), 1, 3), 10);
+    expect(blue[1]!.score).toBeCloseTo(bm25(Math.log(1 + 0.5 / 2.5), 1, 5), 10);
   });
 });
 
@@ -431,8 +444,22 @@ describe("tool_search", () => {
       'No deferred tool matches "kubernetes". Try other words; some deferred tools: github_create_issue, weather_forecast, slack_post_message.',
     );
     expect(none.declareTools).toBeUndefined();
+    expect(none.details).toEqual({ query: "kubernetes", matches: [] });
+    // more than 20 deferred tools: 20 are named, and how many there are in all
+    const many = Array.from({ length: 25 }, (_, i) => tool(`t${String(i).padStart(2, "0")}`, "deferred", "a tool"));
+    const crowded = await createToolSearchTool(many).execute("z", { query: "kubernetes" });
+    expect((crowded.content[0] as { text: string }).text).toBe(
+      `No deferred tool matches "kubernetes". Try other words; some deferred tools: ${many
+        .slice(0, 20)
+        .map((t) => t.name)
+        .join(", ")}, … (25 in all).`,
+    );
     const one = await search.execute("y", { query: "post create" });
     expect(one.declareTools).toHaveLength(1);
+    expect(one.details).toEqual({
+      query: "post create",
+      matches: [expect.objectContaining({ name: one.declareTools![0] })],
+    });
     expect(() => createToolSearchTool(deferred, { maxResults: 0 })).toThrow(
       "createToolSearchTool: maxResults must be a positive integer, got 0.",
     );

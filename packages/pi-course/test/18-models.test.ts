@@ -513,5 +513,19 @@ describe("virtual models: selection apart from dispatch", () => {
       stopReason: "error",
       errorMessage: "Virtual model empty: the route chose no model",
     } satisfies Partial<AssistantMessage>);
+    // a route that throws is an error answer too, never a throw from stream()
+    const broken = await collect(
+      createVirtualModel({
+        id: "broken",
+        route: () => {
+          throw new Error("no config");
+        },
+      }),
+    );
+    expect(broken.events.map((e) => e.type)).toEqual(["error"]);
+    expect(broken.message).toMatchObject({
+      stopReason: "error",
+      errorMessage: "Virtual model broken: the route failed: Error: no config",
+    } satisfies Partial<AssistantMessage>);
   });
 });
