@@ -43,11 +43,13 @@ async function startWorker(port: number): Promise<void> {
 async function judge(): Promise<void> {
   for (const file of await readdir(markers)) {
     if (file.endsWith(".go") || seen.has(file)) continue;
-    seen.add(file);
     const [name, workerPid] = file.split("@") as [string, string];
     const [caseName, checkPid] = name.split(".") as [string, string];
     const worker = everyWorker.find((w) => w.pid === Number(workerPid));
-    if (KILL_AT.has(seen.size) && worker !== undefined && !worker.child.killed && worker.child.exitCode === null) {
+    // a replacement worker can take a case before its start has been recorded: judge the check once it is
+    if (worker === undefined) continue;
+    seen.add(file);
+    if (KILL_AT.has(seen.size) && !worker.child.killed && worker.child.exitCode === null) {
       worker.child.kill("SIGKILL");
       try {
         process.kill(-Number(checkPid), "SIGKILL"); // the check's group: the machine went down with it
