@@ -105,12 +105,13 @@ export function scoresOf(
     const rel = relative(REPO_ROOT, join(REPO_ROOT, file));
     const lines = source.split("\n");
     for (const mutant of mutants) {
-      const at = ranges.findIndex(
+      const range = ranges.find(
         (range) =>
           range.file === rel && mutant.location.start.line >= range.from && mutant.location.start.line <= range.to,
       );
-      if (at === -1) continue;
-      const score = scores[at]!;
+      if (range === undefined) continue;
+      // a lab split by a later chapter's nested lines has several ranges and one score
+      const score = scores.find((lab) => lab.lab === range.lab && lab.symbol === range.symbol)!;
       switch (mutant.status) {
         case "Killed":
           score.killed++;
@@ -181,11 +182,14 @@ export async function mutateChapter(chapter: Chapter, ranges: LabRange[], testFi
     logLevel: "warn" as never,
     allowEmpty: true,
   });
+  // Stryker reads the project from the working folder (this script is its own process: npm run mutants)
   process.chdir(REPO_ROOT);
-  await stryker.runMutationTest();
-  const report = JSON.parse(readFileSync(reportFile, "utf8"));
-  rmSync(config, { force: true });
-  return scoresOf(report, ranges);
+  try {
+    await stryker.runMutationTest();
+  } finally {
+    rmSync(config, { force: true });
+  }
+  return scoresOf(JSON.parse(readFileSync(reportFile, "utf8")), ranges);
 }
 
 /** The lab ranges and the test files (relative to the repository) of `chapter`. */
