@@ -46,6 +46,9 @@ export default defineChapter({
     {
       id: "9.1",
       title: { zh: "reducer：把循环事件折叠进状态（reduceAgentEvent）", en: "the reducer" },
+      says: [
+        'The turn ended with stopReason "${stopReason}".   (the errorMessage of a failed turn whose message carries none)',
+      ],
       hint: {
         zh:
           "`message_start`（只对助手消息）和 `message_update` 设置 `streamingMessage`；`message_end` 清掉它并把消息追加进 `messages`；" +
@@ -54,7 +57,8 @@ export default defineChapter({
           "不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。",
         en:
           "message_start (assistant) and message_update set streamingMessage; message_end clears it and appends the message; " +
-          "tool starts/ends add/remove ids in a NEW set each time; a failed turn_end sets errorMessage; agent_end clears the " +
+          "tool starts/ends add/remove ids in a NEW set each time; a failed turn_end sets errorMessage (without one on the message: " +
+          'The turn ended with stopReason "<reason>".); agent_end clears the ' +
           "streaming message and, when it carries an errorMessage (the turn limit), sets errorMessage (else keeps it). An update for a call that is not running returns false.",
       },
     },
