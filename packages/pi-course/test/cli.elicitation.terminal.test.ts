@@ -4,13 +4,15 @@
  * pseudo-terminal the person is asked field by field while the tool call waits, a wrong answer is
  * said and asked again, Enter takes a default, Ctrl-C cancels the form (not the run), and the
  * server gets what was typed. A page to open (`trigger-url-elicitation`) is shown whole and never
- * opened for the person; refused with -32042, the call's error names the page. Where nobody can
- * answer (`--print`) the server is told no.
+ * opened for the person; refused with -32042, the call's error names the page. A question the
+ * server withdraws (`notifications/cancelled`) leaves the prompt line. Where nobody can answer
+ * (`--print`) the server is told no.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { builtStart } from "./support/built-cli.js";
 import { answerTurn, callTurn, scriptedChatServer } from "./support/chat-turns.js";
@@ -152,6 +154,56 @@ it("a server's form is asked field by field while the call waits: wrong answers 
     await chat.close();
   }
 }, 90_000);
+
+it("a question the server withdraws leaves the prompt line at once, and the next question is asked", async () => {
+  const project = path.join(dir, "project");
+  const home = path.join(dir, "home");
+  mkdirSync(path.join(project, ".pi-course"), { recursive: true });
+  mkdirSync(home);
+  const server = {
+    command: process.execPath,
+    args: [fileURLToPath(new URL("./fixtures/mcp/withdrawing-server.mjs", import.meta.url))],
+  };
+  writeFileSync(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { w: server } }));
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: project };
+  for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
+    delete env[name];
+  const chat = await scriptedChatServer([
+    callTurn("c1", "mcp__w__ask", {}),
+    callTurn("c2", "mcp__w__ask", {}),
+    answerTurn(() => "Noted."),
+  ]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    terminal = openTerminal([process.execPath, builtStart(), ...args, "--approve"], {
+      cwd: project,
+      env,
+      columns: 200,
+    });
+    await terminal.waitFor(/MCP server w: ready/);
+    await terminal.waitFor("› ");
+    terminal.type(`ask me${KEY.enter}`);
+    await terminal.waitFor("MCP server w asks: Which color?");
+    await terminal.waitFor("Fill in its 1 field(s)?");
+    // nobody answers: the server gives up on its question
+    await terminal.waitFor("MCP server w no longer waits for an answer: the question is withdrawn", 10_000);
+    // the second call's question is asked (nothing waits behind the withdrawn one)
+    await terminal.waitFor("Fill in its 1 field(s)?");
+    terminal.type(`y${KEY.enter}`);
+    await terminal.waitFor("color * (text): ");
+    terminal.type(`blue${KEY.enter}`);
+    await terminal.waitFor("Send this to w? (y: send, n: decline) ");
+    terminal.type(`y${KEY.enter}`);
+    await terminal.waitFor("Noted.");
+    await terminal.waitFor("› ");
+    terminal.type(`/exit${KEY.enter}`);
+    expect(await terminal.exit).toBe(0);
+    expect(lastText(chat.bodies[1])).toBe("went ahead without an answer");
+    expect(lastText(chat.bodies[2])).toBe('answered: {"action":"accept","content":{"color":"blue"}}');
+  } finally {
+    await chat.close();
+  }
+}, 60_000);
 
 it("--print declines a server's form, and says so", async () => {
   const { project, env } = setUpProject();

@@ -157,8 +157,8 @@ class Conversation implements Chat {
    * was typed waits, and the question takes the prompt line until answered; Ctrl-C cancels it
    * (undefined), not the run. Features ask one question at a time.
    */
-  private async question(question: string): Promise<string | undefined> {
-    if (this.exitCode !== undefined) return undefined;
+  private async question(question: string, signal?: AbortSignal): Promise<string | undefined> {
+    if (this.exitCode !== undefined || signal?.aborted) return undefined;
     this.printer.stopTicker();
     if (this.prompting) this.io.output.write("\r\u001b[2K");
     const { echo } = this;
@@ -168,6 +168,7 @@ class Conversation implements Chat {
     this.rl.cursor = 0;
     const cancel = new AbortController();
     let closed: (() => void) | undefined;
+    let withdrawn: (() => void) | undefined;
     try {
       return await new Promise<string | undefined>((resolve) => {
         closed = () => resolve(undefined);
@@ -176,10 +177,18 @@ class Conversation implements Chat {
           cancel.abort();
           resolve(undefined);
         };
+        // whoever asked no longer waits: the question leaves the prompt line
+        withdrawn = () => {
+          cancel.abort();
+          this.io.output.write("\n");
+          resolve(undefined);
+        };
+        signal?.addEventListener("abort", withdrawn, { once: true });
         this.rl.question(question, { signal: cancel.signal }, resolve);
       });
     } finally {
       this.rl.off("close", closed!);
+      signal?.removeEventListener("abort", withdrawn!);
       this.cancelQuestion = undefined;
       this.echo = echo;
       this.rl.line = typed;
@@ -191,7 +200,7 @@ class Conversation implements Chat {
   /** The person, for features that ask while a run goes on (`Runtime.questioner`). */
   private readonly questioner: Questioner = {
     say: (text) => this.above(text),
-    ask: (question) => this.question(question),
+    ask: (question, signal) => this.question(question, signal),
   };
 
   /** Runs `text` as a prompt (undefined: `continue()`, chapter 19), then `then` or the prompt line. */

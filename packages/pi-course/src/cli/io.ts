@@ -20,6 +20,9 @@ export interface CliIO {
 export interface Questioner {
   /** Writes a line of its own above the prompt line. */
   say(text: string): void;
-  /** Asks on the prompt line; undefined when the person cancels (Ctrl-C) or leaves. */
-  ask(question: string): Promise<string | undefined>;
+  /**
+   * Asks on the prompt line; undefined when the person cancels (Ctrl-C) or leaves, or when `signal`
+   * fires (whoever asked no longer waits: the question leaves the prompt line).
+   */
+  ask(question: string, signal?: AbortSignal): Promise<string | undefined>;
 }

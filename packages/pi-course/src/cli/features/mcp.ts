@@ -218,14 +218,14 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
     // a server's question is asked at the terminal, one at a time; where nobody can answer it is declined
-    onElicitation: (name, params) => {
+    onElicitation: (name, params, signal) => {
       const person = runtime.questioner;
       if (person === undefined) {
         const asked = typeof params.message === "string" ? params.message.slice(0, 300) : "(no message)";
         runtime.onNotice(`MCP server ${name} asked for input ("${asked}"): declined (nobody can answer in this mode)`);
         return Promise.resolve({ action: "decline" });
       }
-      const answer = questions.then(() => elicitOnTerminal(person, name, params));
+      const answer = questions.then(() => elicitOnTerminal(person, name, params, signal));
       questions = answer.catch(() => undefined);
       return answer;
     },
