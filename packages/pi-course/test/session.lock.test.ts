@@ -54,7 +54,13 @@ async function race(folder: string): Promise<number[]> {
         done = true;
         if (++finished === TAKERS) for (const each of children) each.stdin!.end();
       });
-      return new Promise<string>((resolve) => child.on("close", () => resolve(out)));
+      return new Promise<string>((resolve) =>
+        child.on("close", () => {
+          // one that died early must not leave the others waiting for the end of their stdin
+          for (const each of children) each.stdin!.end();
+          resolve(out);
+        }),
+      );
     }),
   );
   const held = Array.from({ length: ROUNDS }, () => 0);
