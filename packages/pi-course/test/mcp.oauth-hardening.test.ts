@@ -1,0 +1,155 @@
+/**
+ * The MCP OAuth client against servers that misbehave (review findings): endpoints that are not
+ * https, a token endpoint that never answers, an auth that always says "try again", a 403 with
+ * no body, a refresh that must keep the scope a 403 asked for, concurrent 401s under the client
+ * credentials grant, a token file that cannot be renamed into place. One small MCP server and
+ * authorization server on 127.0.0.1 (node:http) whose answers each test sets.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { errorText } from "../src/errors.js";
+import type { HttpAuth } from "../src/mcp/auth/http-auth.js";
+import { McpOAuth, type McpOAuthOptions } from "../src/mcp/auth/oauth.js";
+import { McpTokenStore, type StoredAuthorization } from "../src/mcp/auth/token-store.js";
+import type { JsonRpcMessage } from "../src/mcp/json-rpc.js";
+import { HttpTransport } from "../src/mcp/streamable-http.js";
+
+type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void;
+
+let dir: string;
+let server: Server;
+let base: string;
+/** Requests seen, as "METHOD /path authorization". */
+let seen: string[];
+/** Overrides of the default routes, by "METHOD /path". */
+let routes: Map<string, Handler>;
+/** Authorization server metadata fields that replace the defaults. */
+let metadata: Record<string, unknown>;
+let tokenCount: number;
+
+const INITIALIZE: JsonRpcMessage = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
+
+function json(response: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { "content-type": "application/json", ...headers });
+  response.end(JSON.stringify(value));
+}
+
+beforeEach(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "pi-mcp-oauth-hard-"));
+  seen = [];
+  routes = new Map();
+  metadata = {};
+  tokenCount = 0;
+  server = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => (body += chunk));
+    request.on("end", () => {
+      const key = `${request.method} ${request.url?.split("?")[0]}`;
+      seen.push(`${key} ${request.headers.authorization ?? "-"}`);
+      const route = routes.get(key);
+      if (route !== undefined) return route(request, response, body);
+      if (key === "GET /.well-known/oauth-protected-resource/mcp")
+        return json(response, 200, { resource: `${base}/mcp`, authorization_servers: [base] });
+      if (key === "GET /.well-known/oauth-authorization-server")
+        return json(response, 200, {
+          issuer: base,
+          token_endpoint: `${base}/token`,
+          code_challenge_methods_supported: ["S256"],
+          ...metadata,
+        });
+      if (key === "POST /token") {
+        tokenCount++;
+        return json(response, 200, { access_token: `t${tokenCount}`, token_type: "Bearer", expires_in: 3600 });
+      }
+      if (key === "POST /mcp") {
+        if (request.headers.authorization === undefined)
+          return json(
+            response,
+            401,
+            {},
+            {
+              "www-authenticate": `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
+            },
+          );
+        const message = JSON.parse(body) as { id?: number };
+        if (message.id === undefined) return response.writeHead(202).end();
+        return json(
+          response,
+          200,
+          {
+            jsonrpc: "2.0",
+            id: message.id,
+            result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } },
+          },
+          { "mcp-session-id": "session-1" },
+        );
+      }
+      if (key === "DELETE /mcp") return response.writeHead(200).end();
+      json(response, 404, {});
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function store(): McpTokenStore {
+  return new McpTokenStore(path.join(dir, "mcp-auth"));
+}
+
+function machine(options: Partial<McpOAuthOptions> = {}): McpOAuth {
+  return new McpOAuth({
+    serverUrl: `${base}/mcp`,
+    store: store(),
+    grant: "client_credentials",
+    clientId: "machine",
+    clientSecret: "machine-secret",
+    ...options,
+  });
+}
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a failure");
+}
+
+function transport(auth: HttpAuth, fetcher?: typeof fetch): HttpTransport {
+  const t = new HttpTransport({ url: `${base}/mcp`, auth, ...(fetcher !== undefined && { fetch: fetcher }) });
+  void t.start({ onMessage: () => {}, onClose: () => {} });
+  return t;
+}
+
+it("a token file that cannot be renamed into place leaves no temporary file behind", () => {
+  const s = store();
+  const serverUrl = `${base}/mcp`;
+  mkdirSync(s.fileOf(serverUrl), { recursive: true }); // a folder where the file goes: the rename fails
+  writeFileSync(path.join(s.fileOf(serverUrl), "x"), "");
+  expect(() =>
+    s.write({
+      serverUrl,
+      resource: serverUrl,
+      authorizationServer: { issuer: base, token_endpoint: `${base}/token` },
+      client: { clientId: "c", via: "registered" },
+      tokens: { access_token: "secret-token", token_type: "Bearer" },
+    }),
+  ).toThrow();
+  expect(readdirSync(s.folder).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+});
