@@ -137,6 +137,29 @@ function transport(auth: HttpAuth, fetcher?: typeof fetch): HttpTransport {
   return t;
 }
 
+it("an issuer, endpoint or resource metadata URL that is not https (nor http on loopback) is refused, naming its origin only", async () => {
+  metadata = { token_endpoint: "http://as.example.com/token?secret=x" };
+  let error = await failure(machine().login());
+  expect(error).toMatchObject({ name: "McpAuthError", failure: "discovery" });
+  expect(errorText(error)).toContain("token_endpoint");
+  expect(errorText(error)).toContain("http://as.example.com is not https");
+  expect(errorText(error)).not.toContain("secret=x");
+
+  metadata = {};
+  routes.set("GET /.well-known/oauth-protected-resource/mcp", (_q, response) =>
+    json(response, 200, { resource: `${base}/mcp`, authorization_servers: ["http://issuer.example"] }),
+  );
+  error = await failure(machine().login());
+  expect(errorText(error)).toContain("issuer) http://issuer.example is not https");
+
+  routes.set("POST /mcp", (_q, response) =>
+    json(response, 401, {}, { "www-authenticate": 'Bearer resource_metadata="ftp://elsewhere.example/prm"' }),
+  );
+  error = await failure(machine().login());
+  expect(errorText(error)).toContain("protected resource metadata URL ftp://elsewhere.example is not https");
+  expect(seen.filter((line) => line.startsWith("POST /token"))).toEqual([]); // no secret went anywhere
+});
+
 it("a token file that cannot be renamed into place leaves no temporary file behind", () => {
   const s = store();
   const serverUrl = `${base}/mcp`;
