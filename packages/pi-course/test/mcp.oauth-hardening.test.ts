@@ -160,6 +160,41 @@ it("an issuer, endpoint or resource metadata URL that is not https (nor http on 
   expect(seen.filter((line) => line.startsWith("POST /token"))).toEqual([]); // no secret went anywhere
 });
 
+it("a token endpoint that never answers fails the request within the request timeout, saying so", async () => {
+  routes.set("POST /token", () => {}); // never answers
+  const started = Date.now();
+  const error = await failure(machine({ requestTimeoutMs: 300 }).login());
+  expect(Date.now() - started).toBeLessThan(5_000);
+  expect(errorText(error)).toMatch(/cannot reach the token endpoint .*\/token: no answer within 300 ms/);
+});
+
+it("a refresh keeps the scope a 403 asked for; concurrent 401s under client credentials share one token request", async () => {
+  const serverUrl = `${base}/mcp`;
+  const stored: StoredAuthorization = {
+    serverUrl,
+    resource: serverUrl,
+    authorizationServer: { issuer: base, token_endpoint: `${base}/token` },
+    client: { clientId: "c", via: "registered" },
+    tokens: { access_token: "old", token_type: "Bearer", refresh_token: "r", expires_at: Date.now(), scope: "a" },
+    wantedScope: "a admin",
+  };
+  store().write(stored);
+  const auth = new McpOAuth({ serverUrl, store: store() });
+  expect(await auth.authorization()).toBe("Bearer t1");
+  expect(store().read(serverUrl)).toMatchObject({ tokens: { access_token: "t1" }, wantedScope: "a admin" });
+
+  store().remove(serverUrl);
+  tokenCount = 0;
+  const m = machine();
+  await Promise.all([
+    m.unauthorized("Bearer", false),
+    m.unauthorized("Bearer", false),
+    m.unauthorized("Bearer", false),
+  ]);
+  expect(tokenCount).toBe(1);
+  expect(await m.authorization()).toBe("Bearer t1");
+});
+
 it("a token file that cannot be renamed into place leaves no temporary file behind", () => {
   const s = store();
   const serverUrl = `${base}/mcp`;
