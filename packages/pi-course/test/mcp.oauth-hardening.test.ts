@@ -168,6 +168,72 @@ it("a token endpoint that never answers fails the request within the request tim
   expect(errorText(error)).toMatch(/cannot reach the token endpoint .*\/token: no answer within 300 ms/);
 });
 
+it("close() does not wait for a refresh in progress: it DELETEs the session with the last Authorization sent", async () => {
+  const auth = machine({ requestTimeoutMs: 20_000 });
+  await auth.login();
+  const t = transport(auth);
+  await t.send(INITIALIZE);
+  // the token is now about to expire and the token endpoint hangs: the next request's refresh hangs
+  const kept = store().read(`${base}/mcp`)!;
+  store().write({ ...kept, tokens: { ...kept.tokens, expires_at: Date.now(), refresh_token: "r1" } });
+  let refreshing!: () => void;
+  const asked = new Promise<void>((resolve) => (refreshing = resolve));
+  routes.set("POST /token", () => refreshing());
+  const pending = t.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  pending.catch(() => {});
+  await asked;
+  const started = Date.now();
+  await t.close();
+  expect(Date.now() - started).toBeLessThan(2_000);
+  expect(seen).toContain("DELETE /mcp Bearer t1");
+});
+
+it("the 401 and 403 retries are bounded by the transport itself: one each, even with an auth that always says to try again", async () => {
+  let unauthorized = 0;
+  const always: HttpAuth = {
+    authorization: async () => "Bearer nope",
+    unauthorized: async () => {
+      unauthorized++;
+    },
+    forbidden: async () => true,
+  };
+  let posts = 0;
+  routes.set("POST /mcp", (_q, response) => {
+    posts++;
+    // answers at last, so that an unbounded loop ends and the test fails instead of hanging
+    if (posts > 10) return json(response, 200, { jsonrpc: "2.0", id: 1, result: {} });
+    json(response, 401, { error: { message: "no entry" } }, { "www-authenticate": "Bearer" });
+  });
+  expect(errorText(await failure(transport(always).send(INITIALIZE)))).toContain("HTTP 401: no entry");
+  expect(posts).toBe(2);
+  expect(unauthorized).toBe(2); // the second time with retried: true, which this auth shrugs off
+
+  posts = 0;
+  routes.set("POST /mcp", (_q, response) => {
+    posts++;
+    if (posts > 10) return json(response, 200, { jsonrpc: "2.0", id: 1, result: {} });
+    // a 403, then a 401, then a 403 again: each status is retried once
+    if (posts === 2) return json(response, 401, {}, { "www-authenticate": "Bearer" });
+    json(response, 403, {}, { "www-authenticate": 'Bearer error="insufficient_scope", scope="a"' });
+  });
+  unauthorized = 0;
+  expect(errorText(await failure(transport(always).send(INITIALIZE)))).toContain("HTTP 403");
+  expect(posts).toBe(3);
+});
+
+it("a 403 with no body: the error forbidden() throws is the request's error, not swallowed", async () => {
+  const auth: HttpAuth = {
+    authorization: async () => "Bearer t",
+    unauthorized: async () => {},
+    forbidden: async () => {
+      throw new Error('log in again for the scope "admin"');
+    },
+  };
+  const noBody: typeof fetch = async () =>
+    new Response(null, { status: 403, headers: { "www-authenticate": 'Bearer error="insufficient_scope"' } });
+  expect(errorText(await failure(transport(auth, noBody).send(INITIALIZE)))).toBe('log in again for the scope "admin"');
+});
+
 it("a refresh keeps the scope a 403 asked for; concurrent 401s under client credentials share one token request", async () => {
   const serverUrl = `${base}/mcp`;
   const stored: StoredAuthorization = {
