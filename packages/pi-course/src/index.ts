@@ -468,7 +468,7 @@ export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/se
 export { McpAuthError } from "./mcp/auth/auth-error.js";
 export type { McpAuthFailure } from "./mcp/auth/auth-error.js";
 export type { HttpAuth } from "./mcp/auth/http-auth.js";
-export { DEFAULT_LOGIN_TIMEOUT_MS, McpOAuth, REFRESH_MARGIN_MS } from "./mcp/auth/oauth.js";
+export { AUTH_REQUEST_TIMEOUT_MS, DEFAULT_LOGIN_TIMEOUT_MS, McpOAuth, REFRESH_MARGIN_MS } from "./mcp/auth/oauth.js";
 export type { LoginOptions, LoginResult, McpOAuthOptions } from "./mcp/auth/oauth.js";
 export { McpTokenStore } from "./mcp/auth/token-store.js";
 export type { StoredAuthorization } from "./mcp/auth/token-store.js";

@@ -269,3 +269,17 @@ it("the browser to open: $BROWSER (its first entry; %s is the URL, else the URL 
   writeFileSync(path.join(bin, "xdg-open"), "#!/bin/sh\n");
   expect(browserCommand(url, { PATH: bin })).toEqual(["xdg-open", url]);
 });
+
+it("the browser gets the URL as it is: $& and & in it are not replacement patterns nor cmd syntax; only http(s) URLs are opened", () => {
+  const url = "https://as.example/authorize?a=$&&b=$1|x^<y>";
+  expect(browserCommand(url, { BROWSER: "w3m %s -dump" })).toEqual(["w3m", url, "-dump"]);
+  expect(browserCommand("file:///etc/passwd", { BROWSER: "w3m" })).toBeUndefined();
+  expect(browserCommand("calc.exe", { BROWSER: "w3m" })).toBeUndefined();
+  const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
+  Object.defineProperty(process, "platform", { value: "win32" });
+  try {
+    expect(browserCommand(url, {})).toEqual(["rundll32", "url.dll,FileProtocolHandler", url]);
+  } finally {
+    Object.defineProperty(process, "platform", platform);
+  }
+});

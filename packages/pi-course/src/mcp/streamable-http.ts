@@ -75,6 +75,8 @@ export class HttpTransport implements McpTransport {
   private getStreamOpen = false;
   /** Requests the client cancelled: their streams are not resumed. */
   private readonly cancelled = new Set<JsonRpcRequest["id"]>();
+  /** The `Authorization` of the last request (the DELETE of `close` sends it). */
+  private lastAuthorization: string | undefined;
   protocolVersion?: string;
 
   constructor(readonly params: HttpServerParameters) {}
@@ -118,7 +120,8 @@ export class HttpTransport implements McpTransport {
     this.ended = true;
     this.streams.abort();
     if (this.sessionId !== undefined) {
-      await this.fetch(this.params.url, { method: "DELETE", headers: await this.headers(false) })
+      // the last Authorization sent, not a new one: a login or refresh in progress must not hold up closing
+      await this.fetch(this.params.url, { method: "DELETE", headers: await this.headers(false, false) })
         .then((response) => response.body?.cancel())
         .catch(() => {}); // a server that is already gone has no session to delete
     }
@@ -133,22 +136,29 @@ export class HttpTransport implements McpTransport {
   private async post(message: JsonRpcMessage): Promise<Response> {
     const auth = this.params.auth;
     let response = await this.postOnce(message);
-    for (
-      let retried = false;
-      auth !== undefined && (response.status === 401 || response.status === 403);
-      retried = true
-    ) {
+    // at most one retry per status, whatever the auth does: a second 401 or 403 is the request's error
+    let retried401 = false;
+    let retried403 = false;
+    while (auth !== undefined && (response.status === 401 || response.status === 403)) {
       const challenge = response.headers.get("www-authenticate");
       const body = response.body;
+      const cancelAndThrow = async (error: unknown): Promise<never> => {
+        await body?.cancel();
+        throw error;
+      };
       if (response.status === 403) {
         // a 403 the auth cannot answer with a wider scope is the request's error, with the server's words
-        const wider =
-          !retried &&
-          (await auth.forbidden(challenge).catch((error) => body?.cancel().then(() => Promise.reject(error))));
-        if (!wider) break;
+        if (retried403 || !(await auth.forbidden(challenge).catch(cancelAndThrow))) break;
+        retried403 = true;
+        await body?.cancel();
+      } else if (retried401) {
+        await auth.unauthorized(challenge, true).catch(cancelAndThrow);
+        break;
+      } else {
+        retried401 = true;
+        await body?.cancel();
+        await auth.unauthorized(challenge, false);
       }
-      await body?.cancel();
-      if (response.status === 401) await auth.unauthorized(challenge, retried);
       response = await this.postOnce(message);
     }
     return response;
@@ -170,9 +180,11 @@ export class HttpTransport implements McpTransport {
     return new Response(boundedBody(response.body, max, this.streams.signal), { status, statusText, headers });
   }
 
-  private async headers(post: boolean): Promise<Record<string, string>> {
+  /** The headers of a request; `ask`: ask the auth for its header (else the last one sent, or none). */
+  private async headers(post: boolean, ask = true): Promise<Record<string, string>> {
     const headers: Record<string, string> = { ...this.params.headers };
-    const authorization = await this.params.auth?.authorization();
+    const authorization = ask ? await this.params.auth?.authorization() : this.lastAuthorization;
+    if (ask) this.lastAuthorization = authorization;
     if (authorization !== undefined) headers.authorization = authorization;
     // #region lab 17.6 HttpTransport.headers
     headers.accept = post ? "application/json, text/event-stream" : "text/event-stream";

@@ -14,6 +14,7 @@ import path from "node:path";
 import { McpConfigError, loadMcpConfig, mcpVariables, type McpServerConfig } from "../../mcp/config.js";
 import type { McpServerEntry, McpServers } from "../../mcp/servers.js";
 import { elicitOnTerminal } from "../elicitation.js";
+import { mcpAuthFolder } from "../mcp-login.js";
 import { homeFolder } from "../settings.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 import { deferMcpTools } from "../tool-declaration.js";
@@ -98,7 +99,7 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
         mcpServers: found.servers,
         mcpNotices: found.notices,
         mcpConfigFiles,
-        mcpAuthFolder: path.join(homeFolder(env), "mcp-auth"),
+        mcpAuthFolder: mcpAuthFolder(env),
         ...(wantsCodeTool(found.servers) && { codeToolWanted: true }),
         ...(mcpStartupTimeoutMs !== undefined && { mcpStartupTimeoutMs }),
       };

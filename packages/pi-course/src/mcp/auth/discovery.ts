@@ -15,6 +15,7 @@
  *    (the specification's rule: without it the server may ignore the challenge).
  */
 import { McpAuthError } from "./auth-error.js";
+import { requireSecureUrl } from "./secure-url.js";
 import type { BearerChallenge } from "./www-authenticate.js";
 
 /** The fields of a protected resource metadata document the client uses (RFC 9728 §2). */
@@ -102,6 +103,7 @@ export async function protectedResourceMetadata(
       ? [new URL(challenge.resourceMetadata, server).href]
       : wellKnownUrls(server, "oauth-protected-resource", false);
   for (const url of candidates) {
+    requireSecureUrl(url, "protected resource metadata URL");
     const document = await fetchJson(url, fetcher);
     if (document === undefined) continue;
     if (typeof document.resource !== "string")
@@ -130,7 +132,7 @@ export async function authorizationServerMetadata(
   issuer: string,
   fetcher: typeof fetch = fetch,
 ): Promise<AuthorizationServerMetadata> {
-  const base = new URL(issuer);
+  const base = requireSecureUrl(issuer, "authorization server (issuer)");
   const hasPath = base.pathname !== "/" && base.pathname !== "";
   const candidates = [
     ...wellKnownUrls(base, "oauth-authorization-server", true),
@@ -147,6 +149,13 @@ export async function authorizationServerMetadata(
         "discovery",
         `the authorization server metadata at ${url} names the issuer ${JSON.stringify(document.issuer)}, not ${issuer}; refused`,
       );
+    }
+    for (const field of ["authorization_endpoint", "token_endpoint", "registration_endpoint"] as const) {
+      const endpoint = document[field];
+      if (endpoint === undefined) continue;
+      if (typeof endpoint !== "string")
+        throw new McpAuthError("discovery", `"${field}" of the authorization server metadata at ${url} is not a URL`);
+      requireSecureUrl(endpoint, `${field} of ${issuer}`);
     }
     return document as AuthorizationServerMetadata;
   }

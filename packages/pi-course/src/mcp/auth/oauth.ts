@@ -33,6 +33,11 @@ import { type BearerChallenge, parseBearerChallenge } from "./www-authenticate.j
 export const REFRESH_MARGIN_MS = 30_000;
 /** How long `login` waits for the browser to come back: 5 minutes. */
 export const DEFAULT_LOGIN_TIMEOUT_MS = 300_000;
+/**
+ * How long one request of authorization (the probe, a metadata document, registration, a token
+ * request) may take before it fails: 30 s. A server that never answers must not hang a call.
+ */
+export const AUTH_REQUEST_TIMEOUT_MS = 30_000;
 
 /** How one server is authorized (the `"oauth"` object of its configuration entry, and more). */
 export interface McpOAuthOptions extends ClientSettings {
@@ -55,6 +60,8 @@ export interface McpOAuthOptions extends ClientSettings {
   /** How long a login waits for the browser (default `DEFAULT_LOGIN_TIMEOUT_MS`). */
   loginTimeoutMs?: number;
   fetch?: typeof fetch;
+  /** How long one request to the servers may take (default `AUTH_REQUEST_TIMEOUT_MS`). */
+  requestTimeoutMs?: number;
   /** The clock (tests). */
   now?: () => number;
 }
@@ -112,7 +119,15 @@ export class McpOAuth implements HttpAuth {
     const parsed = parseBearerChallenge(challenge);
     const stored = this.stored();
     if (this.options.grant === "client_credentials") {
-      if (!retried) return this.single(() => this.clientCredentials(parsed, []).then(() => {}));
+      if (!retried) {
+        // requests that met the same 401 while a token was asked for find the new one kept
+        const refused = this.stored()?.tokens.access_token;
+        return this.single(async () => {
+          const now = this.stored()?.tokens.access_token;
+          if (now !== undefined && now !== refused) return;
+          await this.clientCredentials(parsed, []);
+        });
+      }
       throw new McpAuthError(
         "refused",
         `the MCP server ${this.options.serverUrl} refused the token the client credentials grant gave (check the client's grants there)`,
@@ -205,7 +220,7 @@ export class McpOAuth implements HttpAuth {
    * first request); `asked`: it answered 401 or 403.
    */
   private async probe(): Promise<{ challenge: BearerChallenge; asked: boolean }> {
-    const fetcher = this.options.fetch ?? fetch;
+    const fetcher = this.fetcher;
     let response: Response;
     try {
       response = await fetcher(this.options.serverUrl, {
@@ -256,7 +271,7 @@ export class McpOAuth implements HttpAuth {
         "login-required",
         `the MCP server ${this.options.serverUrl} needs a login: ${this.hint()}`,
       );
-    const fetcher = this.options.fetch ?? fetch;
+    const fetcher = this.fetcher;
     const found = await discover(this.options.serverUrl, challenge, fetcher);
     const server = found.authorizationServer;
     if (server.authorization_endpoint === undefined)
@@ -312,7 +327,7 @@ export class McpOAuth implements HttpAuth {
         `"grant": "client_credentials" needs "clientId" and "clientSecret" in the server's "oauth" entry (${this.options.serverUrl})`,
       );
     }
-    const fetcher = this.options.fetch ?? fetch;
+    const fetcher = this.fetcher;
     const found = await discover(this.options.serverUrl, challenge, fetcher);
     const client = { clientId, clientSecret, via: "configured" as const };
     const scope = this.scopeFor(found, challenge, extraScopes);
@@ -341,16 +356,22 @@ export class McpOAuth implements HttpAuth {
       { grant_type: "refresh_token", refresh_token: refreshToken },
       stored.resource,
       undefined,
-      this.options.fetch ?? fetch,
+      this.fetcher,
       this.now,
     );
     if (tokens.scope === undefined && stored.tokens.scope !== undefined) tokens.scope = stored.tokens.scope;
-    this.keep({ ...stored, tokens });
+    // a scope a 403 asked for is still wanted after a refresh: the next login asks for it
+    this.keep({ ...stored, tokens }, stored.wantedScope);
   }
 
-  private keep(value: Omit<StoredAuthorization, "serverUrl">): StoredAuthorization {
+  /** Keeps `value` (a login's or a refresh's); `wantedScope`: still wanted (a refresh keeps it). */
+  private keep(value: Omit<StoredAuthorization, "serverUrl">, wantedScope?: string): StoredAuthorization {
     const { wantedScope: _, ...rest } = value as StoredAuthorization;
-    const stored: StoredAuthorization = { ...rest, serverUrl: this.options.serverUrl };
+    const stored: StoredAuthorization = {
+      ...rest,
+      serverUrl: this.options.serverUrl,
+      ...(wantedScope !== undefined && { wantedScope }),
+    };
     if (stored.client.via === "configured") {
       // the configuration holds its secret (as ${VAR}); the token file holds only what the server gave
       const { clientSecret: __, ...client } = stored.client;
@@ -388,6 +409,16 @@ export class McpOAuth implements HttpAuth {
   }
 
   private now = (): number => (this.options.now ?? Date.now)();
+
+  /** The fetch of every request of authorization: each fails after `requestTimeoutMs`. */
+  private fetcher: typeof fetch = (input, init) => {
+    const ms = this.options.requestTimeoutMs ?? AUTH_REQUEST_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(ms);
+    const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    return (this.options.fetch ?? fetch)(input, { ...init, signal }).catch((error: unknown) => {
+      throw timeout.aborted ? new Error(`no answer within ${ms} ms`) : error;
+    });
+  };
 }
 
 function union(a: readonly string[], b: readonly string[]): string[] {

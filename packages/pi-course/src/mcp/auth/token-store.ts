@@ -60,8 +60,13 @@ export class McpTokenStore {
     chmodSync(this.folder, 0o700);
     const file = this.fileOf(value.serverUrl);
     const fresh = `${file}.${process.pid}.${Date.now()}.tmp`;
-    writeFileSync(fresh, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
-    renameSync(fresh, file);
+    try {
+      writeFileSync(fresh, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
+      renameSync(fresh, file);
+    } catch (error) {
+      rmSync(fresh, { force: true }); // no token left behind in a stray file
+      throw error;
+    }
   }
 
   /** Forgets `serverUrl`'s tokens; true when there were some. */
