@@ -218,7 +218,7 @@ export default defineChapter({
           "`readAll(response)`：事件流就逐个事件 `this.parse(event.data)`（`readSse`），留下不是 undefined 的；否则读整个响应体，`JSON.parse` 失败时抛 " +
           "`the server answered with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`；一条消息或一个数组（batch）都行，每项过 `readMessage`，" +
           "返回字符串（不是 JSON-RPC 消息）的项丢掉，并记诊断 `dropped a message that is not JSON-RPC (${原因})`。" +
-          "`close()`：只做一次（`this.ended` 已真就返回）；置 `ended`，`this.streams.abort()` 停掉所有流，有会话就 `DELETE` 同一个 URL（头用 `await this.headers(false)`，响应体丢掉；服务器已经不在也不算错），" +
+          "`close()`：只做一次（`this.ended` 已真就返回）；置 `ended`，`this.streams.abort()` 停掉所有流，有会话就 `DELETE` 同一个 URL（头用 `await this.headers(false, false)`：第二个参数 false 表示沿用上次发过的授权头，不等正在进行的登录或刷新；响应体丢掉；服务器已经不在也不算错），" +
           '最后 `this.handlers?.onClose(new Error("the connection was closed"))`。',
         en:
           "Every client message is a POST to one URL; a request is answered with JSON or an event stream, a notification with 202; " +
@@ -226,7 +226,8 @@ export default defineChapter({
           "text/event-stream), mcp-session-id and mcp-protocol-version once known. deliverResponse: failOnHttpError first, keep a " +
           "session id the server names, 202 or a non-request: cancel the body; an event stream: readStream in the background; " +
           "else each message of readAll to onMessage. readAll: SSE events through parse, or a JSON body (one message or a batch, " +
-          "non-JSON-RPC items dropped with a diagnostic). close: once; abort the streams, DELETE the session, onClose.",
+          "non-JSON-RPC items dropped with a diagnostic). close: once; abort the streams, DELETE the session (headers(false, false): " +
+          "the last Authorization sent, never waiting on a login), onClose.",
       },
       // its tests connect a client first: in practice(17) they meet lab 17.3's site before this one
       uses: ["17.3"],
