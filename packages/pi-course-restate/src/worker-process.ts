@@ -29,6 +29,8 @@ export function spawnWorker(options: {
   /** The worker's TMPDIR (default: this process's): workers on one machine running eval cases need one each. */
   tmpdir?: string;
   timeoutMs?: number;
+  /** How long a SIGTERM lets runs in flight go on before the worker cuts its connections (its default: 5 s). */
+  graceMs?: number;
 }): Promise<WorkerProcess> {
   const child = spawn(
     process.execPath,
@@ -38,6 +40,7 @@ export function spawnWorker(options: {
       MAIN,
       ...(options.setups === undefined ? [] : ["--setups", path.resolve(options.setups)]),
       ...(options.cases === undefined ? [] : ["--cases", String(options.cases)]),
+      ...(options.graceMs === undefined ? [] : ["--grace-ms", String(options.graceMs)]),
       "--port",
       String(options.port),
     ],
