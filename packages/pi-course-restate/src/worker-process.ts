@@ -62,13 +62,16 @@ export function spawnWorker(options: {
       reject(new Error(`the worker on port ${options.port} did not start in time: ${stderr}`));
     }, options.timeoutMs ?? 30_000);
     child.stdout?.setEncoding("utf8");
-    child.stdout?.on("data", (chunk: string) => {
+    const listening = (chunk: string) => {
       stdout += chunk;
       if (stdout.includes("listening on")) {
         clearTimeout(timer);
+        // what the worker prints from now on is not kept (the pipe still drains, so it never blocks)
+        child.stdout?.off("data", listening).resume();
         resolve({ child, pid: child.pid!, port: options.port, url: `http://127.0.0.1:${options.port}` });
       }
-    });
+    };
+    child.stdout?.on("data", listening);
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`the worker on port ${options.port} exited (${code ?? signal}) before listening: ${stderr}`));

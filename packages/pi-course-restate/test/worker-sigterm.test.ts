@@ -1,7 +1,7 @@
 /**
  * A worker told to stop (SIGTERM) exits within its grace although the engine's side (here: this
  * test, as the proxy and engine do) keeps HTTP/2 sessions open to it: one idle, one with a stream
- * this side never ends.
+ * this side never ends. And `spawnWorker` stops collecting the worker's output once it listens.
  */
 import http2 from "node:http2";
 import { afterAll, expect, it } from "vitest";
@@ -29,6 +29,8 @@ async function connect(url: string): Promise<http2.ClientHttp2Session> {
 it("exits within its grace on SIGTERM though sessions to it stay open", async () => {
   const graceMs = 500;
   worker = await spawnWorker({ port: await freePort(), graceMs });
+  // once started, the worker's output is no longer kept in this process
+  expect(worker.child.stdout?.listenerCount("data")).toBe(0);
   await connect(worker.url);
   const busy = await connect(worker.url);
   const stream = busy.request({ ":method": "POST", ":path": "/discover" }); // its request never ends
