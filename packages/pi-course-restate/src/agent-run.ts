@@ -92,7 +92,8 @@ export function agentRunWorkflow(setups: RunSetups) {
           },
           ...(parts.maxTurns !== undefined && { maxTurns: parts.maxTurns }),
         });
-        await agent.prompt(input.prompt);
+        // a step the engine failed (a cancelled invocation) fails the run with the engine's error
+        await Promise.race([agent.prompt(input.prompt), steps.failed]);
         const { messages, errorMessage } = agent.state;
         return { messages: [...messages], ...(errorMessage !== undefined && { errorMessage }) };
       },

@@ -20,6 +20,7 @@ import {
   type SuiteReport,
   suiteExitCode,
 } from "@pi/course";
+import { attach } from "./attach.js";
 import { EVAL_RUN, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
 
 export interface EngineEvalOptions {
@@ -70,8 +71,9 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
       if (!sent.ok)
         throw new Error(`the engine refused ${evalCase.name} #${index} (${sent.status}): ${await sent.text()}`);
       await sent.arrayBuffer();
-      const done = await fetch(`${options.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
-      const text = await done.text();
+      // a queued case can wait longer than fetch waits for headers: attach retries
+      const done = await attach(`${options.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
+      const text = done.text;
       if (!done.ok) throw new Error(`${evalCase.name} #${index} failed on the engine (${done.status}): ${text}`);
       const { record, session } = JSON.parse(text) as EvalRunOutput;
       if (session !== undefined) {

@@ -9,6 +9,8 @@
  */
 export { AGENT_RUN, agentRunWorkflow, RETRY_POLICY } from "./agent-run.js";
 export type { RunInput, RunOutput, RunParts, RunSetup, RunSetups } from "./agent-run.js";
+export { attach } from "./attach.js";
+export type { AttachOptions, Attached } from "./attach.js";
 export { EVAL_RUN, evalRunWorkflow } from "./eval-run.js";
 export type { EvalRunInput, EvalRunOutput } from "./eval-run.js";
 export { evalOnEngine } from "./eval-suite.js";

@@ -46,7 +46,9 @@ export function journaledModel(steps: Steps, model: Model): Model {
         })
         .then(
           (message: AssistantMessage) => play(out, message),
-          (error: unknown) => play(out, failed(model, error)),
+          // the engine failed the step (the action's own errors are caught inside it): `steps.failed`
+          // fails the run; the turn ends as aborted so the loop stops and asks no more
+          () => play(out, aborted(model)),
         );
       return out;
     },
@@ -63,7 +65,12 @@ function play(out: AssistantMessageEventStream, message: AssistantMessage): void
   }
 }
 
-/** The error answer of a turn whose stream ended without one, or whose step the engine gave up on. */
+/** The answer of a turn whose step the engine failed: the run ends with the engine's error instead. */
+function aborted(model: Model): AssistantMessage {
+  return assistantMessage([], "aborted", { provider: model.provider, model: model.id });
+}
+
+/** The error answer of a turn whose stream ended without one. */
 function failed(model: Model, error: unknown): AssistantMessage {
   const why = error instanceof Error ? error.message : String(error);
   return assistantMessage([], "error", {

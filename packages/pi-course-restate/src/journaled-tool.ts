@@ -18,6 +18,7 @@
  *
  * A tool that throws is a recorded error (the step succeeds with the error's text and the call
  * throws it again outside the step): the engine's retry is for crashes, the model answers errors.
+ * A step the engine rejects (a cancelled invocation) is no tool error: `Steps` fails the run with it.
  */
 import { type AgentTool, type AgentToolResult, uncertainText } from "@pi/course";
 import type { Steps } from "./steps.js";

@@ -7,6 +7,7 @@
  */
 import { type AgentMessage, SessionFile } from "@pi/course";
 import { AGENT_RUN, type RunInput, type RunOutput } from "./agent-run.js";
+import { attach } from "./attach.js";
 
 /** Submits run `runId` and resolves with the engine's invocation id, once the engine has it. */
 export async function submitRun(ingressUrl: string, runId: string, input: RunInput): Promise<string> {
@@ -23,11 +24,9 @@ export async function submitRun(ingressUrl: string, runId: string, input: RunInp
 
 /** Waits for run `runId` to end and resolves with its transcript; rejects with the run's terminal error. */
 export async function runResult(ingressUrl: string, runId: string, signal?: AbortSignal): Promise<RunOutput> {
-  const response = await fetch(`${ingressUrl}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`, {
-    ...(signal && { signal }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`run ${runId} failed (${response.status}): ${text}`);
+  const url = `${ingressUrl}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`;
+  const { ok, status, text } = await attach(url, { ...(signal && { signal }) });
+  if (!ok) throw new Error(`run ${runId} failed (${status}): ${text}`);
   return JSON.parse(text) as RunOutput;
 }
 

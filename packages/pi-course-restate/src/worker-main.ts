@@ -3,7 +3,8 @@
  *
  * The setups module exports `setups` (a `RunSetups`) for agent runs; without it the worker takes
  * eval cases only (`--cases` at once, default 2). Prints `worker <pid> listening on <url>`
- * once it listens; a SIGTERM or SIGINT closes it.
+ * once it listens; a SIGTERM or SIGINT closes it: connections still open after `--grace-ms`
+ * (default 5000) are cut, then it exits.
  */
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -11,7 +12,8 @@ import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
 import { startWorker } from "./worker.js";
 
-const USAGE = "usage: worker-main.ts [--setups <module exporting `setups`>] [--cases N] [--port N] [--host 127.0.0.1]";
+const USAGE =
+  "usage: worker-main.ts [--setups <module exporting `setups`>] [--cases N] [--port N] [--host 127.0.0.1] [--grace-ms N]";
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -20,12 +22,15 @@ async function main(): Promise<void> {
       cases: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
+      "grace-ms": { type: "string" },
     },
   });
   const cases = values.cases === undefined ? 2 : Number(values.cases);
   if (!Number.isInteger(cases) || cases < 1) throw new Error(`--cases must be a whole number above 0. ${USAGE}`);
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number. ${USAGE}`);
+  const graceMs = values["grace-ms"] === undefined ? 5000 : Number(values["grace-ms"]);
+  if (!Number.isInteger(graceMs) || graceMs < 0) throw new Error(`--grace-ms must be a whole number of ms. ${USAGE}`);
   let setups: RunSetups = {};
   if (values.setups !== undefined) {
     const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
@@ -35,7 +40,10 @@ async function main(): Promise<void> {
     setups = loaded.setups;
   }
   const worker = await startWorker({ setups, cases, port, ...(values.host && { host: values.host }) });
-  const stop = () => void worker.close().then(() => process.exit(0));
+  const stop = () => {
+    setTimeout(() => process.exit(0), graceMs + 1000).unref(); // whatever still holds the server
+    void worker.close(graceMs).then(() => process.exit(0));
+  };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
   process.stdout.write(`worker ${process.pid} listening on ${worker.url}\n`);

@@ -29,6 +29,8 @@ export function spawnWorker(options: {
   /** The worker's TMPDIR (default: this process's): workers on one machine running eval cases need one each. */
   tmpdir?: string;
   timeoutMs?: number;
+  /** How long a SIGTERM lets runs in flight go on before the worker cuts its connections (its default: 5 s). */
+  graceMs?: number;
 }): Promise<WorkerProcess> {
   const child = spawn(
     process.execPath,
@@ -38,6 +40,7 @@ export function spawnWorker(options: {
       MAIN,
       ...(options.setups === undefined ? [] : ["--setups", path.resolve(options.setups)]),
       ...(options.cases === undefined ? [] : ["--cases", String(options.cases)]),
+      ...(options.graceMs === undefined ? [] : ["--grace-ms", String(options.graceMs)]),
       "--port",
       String(options.port),
     ],
@@ -59,13 +62,16 @@ export function spawnWorker(options: {
       reject(new Error(`the worker on port ${options.port} did not start in time: ${stderr}`));
     }, options.timeoutMs ?? 30_000);
     child.stdout?.setEncoding("utf8");
-    child.stdout?.on("data", (chunk: string) => {
+    const listening = (chunk: string) => {
       stdout += chunk;
       if (stdout.includes("listening on")) {
         clearTimeout(timer);
+        // what the worker prints from now on is not kept (the pipe still drains, so it never blocks)
+        child.stdout?.off("data", listening).resume();
         resolve({ child, pid: child.pid!, port: options.port, url: `http://127.0.0.1:${options.port}` });
       }
-    });
+    };
+    child.stdout?.on("data", listening);
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`the worker on port ${options.port} exited (${code ?? signal}) before listening: ${stderr}`));

@@ -25,7 +25,12 @@ export interface WorkerOptions {
 export interface Worker {
   url: string;
   port: number;
-  close(): Promise<void>;
+  /**
+   * Takes no new connections, asks every open one to finish its streams (an HTTP/2 GOAWAY: the
+   * proxy and the engine keep sessions open, so closing the server alone would wait for ever), and
+   * cuts those still open after `graceMs` (default 5 s; the engine retries their runs elsewhere).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** Starts a worker and resolves once it listens. */
@@ -35,6 +40,11 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     bidirectional: true,
   });
   const server = http2.createServer(handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -45,6 +55,16 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   return {
     url: `http://${host}:${port}`,
     port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: (graceMs = 5000) =>
+      new Promise<void>((resolve) => {
+        const cut = setTimeout(() => {
+          for (const session of sessions) session.destroy();
+        }, graceMs);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+        for (const session of sessions) session.close();
+      }),
   };
 }

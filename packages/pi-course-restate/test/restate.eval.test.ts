@@ -17,7 +17,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { evalOnEngine } from "../src/eval-suite.js";
 import { type Proxy, startProxy } from "../src/proxy.js";
 import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
-import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+import { spawnWorker } from "../src/worker-process.js";
+import { Fleet } from "./support/fleet.js";
 
 const CASES = ["alpha", "beta", "gamma", "delta"];
 const REPEAT = 2;
@@ -28,37 +29,28 @@ let root: string;
 let markers: string;
 let server: RestateServer | undefined;
 let proxy: Proxy | undefined;
-const everyWorker: WorkerProcess[] = [];
-let referee: NodeJS.Timeout | undefined;
 const seen = new Set<string>();
 const kills: { case: string; pid: number }[] = [];
-/** Worker starts still under way (a killed worker's replacement): afterAll waits for them before it kills. */
-const starting: Promise<void>[] = [];
-
-async function startWorker(port: number): Promise<void> {
-  const worker = await spawnWorker({ port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) });
-  everyWorker.push(worker);
-}
+const fleet = new Fleet((port) => spawnWorker({ port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) }));
 
 async function judge(): Promise<void> {
   for (const file of await readdir(markers)) {
     if (file.endsWith(".go") || seen.has(file)) continue;
     const [name, workerPid] = file.split("@") as [string, string];
     const [caseName, checkPid] = name.split(".") as [string, string];
-    const worker = everyWorker.find((w) => w.pid === Number(workerPid));
+    const worker = fleet.byPid(Number(workerPid));
     // a replacement worker can take a case before its start has been recorded: judge the check once it is
     if (worker === undefined) continue;
     seen.add(file);
-    if (KILL_AT.has(seen.size) && !worker.child.killed && worker.child.exitCode === null) {
-      worker.child.kill("SIGKILL");
-      try {
-        process.kill(-Number(checkPid), "SIGKILL"); // the check's group: the machine went down with it
-      } catch {
-        // it had ended
-      }
+    if (KILL_AT.has(seen.size) && fleet.alive(worker)) {
       kills.push({ case: caseName, pid: worker.pid });
-      await new Promise((resolve) => worker.child.once("exit", resolve));
-      starting.push(startWorker(worker.port));
+      await fleet.killAndRestart(worker, () => {
+        try {
+          process.kill(-Number(checkPid), "SIGKILL"); // the check's group: the machine went down with it
+        } catch {
+          // it had ended
+        }
+      });
     } else {
       await writeFile(path.join(markers, `${name}.go`), "");
     }
@@ -103,23 +95,15 @@ beforeAll(async () => {
   for (const port of ports) await mkdir(path.join(root, `tmp-${port}`));
   [server] = await Promise.all([
     startRestateServer({ dir: path.join(root, "restate") }),
-    ...ports.map((port) => startWorker(port)),
+    ...ports.map((port) => fleet.start(port)),
   ]);
   proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
   await server!.register(proxy.url);
-  let judging = false;
-  referee = setInterval(() => {
-    if (judging) return;
-    judging = true;
-    judge().finally(() => {
-      judging = false;
-    });
-  }, 5);
+  fleet.watch(judge);
 });
 
 afterAll(async () => {
-  if (referee !== undefined) clearInterval(referee);
-  await Promise.allSettled(starting);
+  await fleet.stop();
   for (const file of seen) {
     try {
       process.kill(-Number(file.split("@")[0]!.split(".")[1]), "SIGKILL"); // a check still waiting
@@ -127,8 +111,6 @@ afterAll(async () => {
       // it had ended
     }
   }
-  for (const worker of everyWorker)
-    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
   await proxy?.close();
   await server?.stop(1000);
   if (root !== undefined) await rm(root, { recursive: true, force: true });

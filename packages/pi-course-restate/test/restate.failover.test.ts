@@ -26,7 +26,8 @@ import type { RunOutput } from "../src/agent-run.js";
 import { type Proxy, startProxy } from "../src/proxy.js";
 import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
 import { runResult, submitRun, writeSession } from "../src/submit.js";
-import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+import { spawnWorker } from "../src/worker-process.js";
+import { Fleet } from "./support/fleet.js";
 import { DONE, scriptModel, scriptTools, settledText } from "./support/kill-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -38,25 +39,17 @@ let markers: string;
 let effects: string;
 let server: RestateServer | undefined;
 let proxy: Proxy | undefined;
-const everyWorker: WorkerProcess[] = [];
 
 /** The kills made, in order. */
 const kills: { runId: string; point: string; pid: number }[] = [];
 /** Kill points still to kill at: `<run>.<point>`. */
 const planned = new Set<string>();
-let referee: NodeJS.Timeout | undefined;
 const seen = new Set<string>();
 /** Every marker seen: `<run>.<point>` and the pid that reached it, in order. */
 const reached: { name: string; pid: number }[] = [];
 
-async function startWorker(port: number): Promise<void> {
-  // a TMPDIR of the test's own: a worker keeps a folder for eval cases there
-  const worker = await spawnWorker({ setups: SETUPS, port, tmpdir: root });
-  everyWorker.push(worker);
-}
-
-/** Worker starts still under way (a killed worker's replacement): afterAll waits for them before it kills. */
-const starting: Promise<void>[] = [];
+// a TMPDIR of the test's own: a worker keeps a folder for eval cases there
+const fleet = new Fleet((port) => spawnWorker({ setups: SETUPS, port, tmpdir: root }));
 
 /** Each marker: kill its worker when the plan says so (and start a new one on its port), else say go. */
 async function judge(): Promise<void> {
@@ -66,14 +59,12 @@ async function judge(): Promise<void> {
     const [name, pidText] = file.split("@") as [string, string];
     const pid = Number(pidText);
     reached.push({ name, pid });
-    const worker = everyWorker.find((w) => w.pid === pid);
+    const worker = fleet.byPid(pid);
     // (a worker killed already, for another run's point, took this run down with it at this point)
-    if (planned.delete(name) && worker !== undefined && !worker.child.killed && worker.child.exitCode === null) {
-      worker.child.kill("SIGKILL");
+    if (planned.delete(name) && worker !== undefined && fleet.alive(worker)) {
       const dot = name.indexOf(".");
       kills.push({ runId: name.slice(0, dot), point: name.slice(dot + 1), pid });
-      await new Promise((resolve) => worker.child.once("exit", resolve));
-      starting.push(startWorker(worker.port));
+      await fleet.killAndRestart(worker);
     } else {
       await writeFile(path.join(markers, `${name}.go`), "");
     }
@@ -89,25 +80,15 @@ beforeAll(async () => {
   const ports = await Promise.all(Array.from({ length: WORKERS }, () => freePort()));
   [server] = await Promise.all([
     startRestateServer({ dir: path.join(root, "restate") }),
-    ...ports.map((port) => startWorker(port)),
+    ...ports.map((port) => fleet.start(port)),
   ]);
   proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
   await server!.register(proxy.url);
-  let judging = false;
-  referee = setInterval(() => {
-    if (judging) return;
-    judging = true;
-    judge().finally(() => {
-      judging = false;
-    });
-  }, 5);
+  fleet.watch(judge);
 });
 
 afterAll(async () => {
-  if (referee !== undefined) clearInterval(referee);
-  await Promise.allSettled(starting);
-  for (const worker of everyWorker)
-    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
+  await fleet.stop();
   await proxy?.close();
   await server?.stop(1000);
   if (root !== undefined) await rm(root, { recursive: true, force: true });

@@ -1,0 +1,53 @@
+/**
+ * Waiting on a workflow's result (`/restate/workflow/<name>/<key>/attach`) for as long as it takes.
+ *
+ * The engine sends the response's headers only when the workflow ends, and Node's `fetch` gives up
+ * on a response whose headers have not come within 300 s (undici's `headersTimeout`), while a
+ * queued eval case or a long run can take longer. So each attempt waits `attemptMs` at most (below
+ * undici's limit), and an attempt that timed out, ours or undici's, is made again, until
+ * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts.
+ */
+
+export interface AttachOptions {
+  /** Stops waiting (the caller's own timeout). */
+  signal?: AbortSignal;
+  /** How long one attempt waits for the response's headers (default 240 s: under undici's 300 s). */
+  attemptMs?: number;
+  /** How long to wait in all (default 24 hours). */
+  maxWaitMs?: number;
+}
+
+export interface Attached {
+  ok: boolean;
+  status: number;
+  text: string;
+}
+
+/** GETs `url` (an attach URL) again and again while the engine has not answered; resolves with its answer. */
+export async function attach(url: string, options: AttachOptions = {}): Promise<Attached> {
+  const attemptMs = options.attemptMs ?? 240_000;
+  const deadline = Date.now() + (options.maxWaitMs ?? 24 * 3600_000);
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const left = deadline - Date.now();
+    if (left <= 0)
+      throw new Error(
+        `no answer from ${url} in ${options.maxWaitMs ?? 24 * 3600_000} ms; it may still end: attach again`,
+      );
+    const attempt = AbortSignal.timeout(Math.min(attemptMs, left));
+    const signal = options.signal ? AbortSignal.any([options.signal, attempt]) : attempt;
+    try {
+      const response = await fetch(url, { signal });
+      return { ok: response.ok, status: response.status, text: await response.text() };
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      if (!attempt.aborted && !headersTimedOut(error)) throw error;
+    }
+  }
+}
+
+/** Whether `fetch` failed because undici's `headersTimeout` passed. */
+function headersTimedOut(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
+  return cause?.code === "UND_ERR_HEADERS_TIMEOUT";
+}

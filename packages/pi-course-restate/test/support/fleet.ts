@@ -1,0 +1,60 @@
+/**
+ * The worker processes of a test that kills them: started on their ports, a killed one started
+ * again on its port (as a supervisor would), a referee polling the test's kill points, and all of
+ * it ended by `stop` (every start still under way waited for first, so none is left behind).
+ */
+import type { WorkerProcess } from "../../src/worker-process.js";
+
+export class Fleet {
+  /** Every worker started, killed or not, in order. */
+  readonly workers: WorkerProcess[] = [];
+  private readonly starting: Promise<void>[] = [];
+  private referee: NodeJS.Timeout | undefined;
+
+  constructor(private readonly spawn: (port: number) => Promise<WorkerProcess>) {}
+
+  /** Starts a worker on `port` and resolves once it listens. */
+  async start(port: number): Promise<void> {
+    this.workers.push(await this.spawn(port));
+  }
+
+  /** The worker of `pid`, if its start is recorded. */
+  byPid(pid: number): WorkerProcess | undefined {
+    return this.workers.find((w) => w.pid === pid);
+  }
+
+  /** Whether `worker` was neither killed nor has exited. */
+  alive(worker: WorkerProcess): boolean {
+    return !worker.child.killed && worker.child.exitCode === null && worker.child.signalCode === null;
+  }
+
+  /**
+   * SIGKILLs `worker` (then calls `alongside`, for what goes down with it), waits for its exit and
+   * starts a new one on its port (not waited for).
+   */
+  async killAndRestart(worker: WorkerProcess, alongside?: () => void): Promise<void> {
+    worker.child.kill("SIGKILL");
+    alongside?.();
+    await new Promise((resolve) => worker.child.once("exit", resolve));
+    this.starting.push(this.start(worker.port));
+  }
+
+  /** Calls `judge` every 5 ms, one call at a time. */
+  watch(judge: () => Promise<void>): void {
+    let judging = false;
+    this.referee = setInterval(() => {
+      if (judging) return;
+      judging = true;
+      judge().finally(() => {
+        judging = false;
+      });
+    }, 5);
+  }
+
+  /** Stops the referee, waits for starts under way, kills every worker still running. */
+  async stop(): Promise<void> {
+    if (this.referee !== undefined) clearInterval(this.referee);
+    await Promise.allSettled(this.starting);
+    for (const worker of this.workers) if (this.alive(worker)) worker.child.kill("SIGKILL");
+  }
+}
