@@ -7,7 +7,17 @@
  * No token may be printed, logged or written anywhere but its 0600 file.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -129,6 +139,9 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
       reject(new Error(`mcp login exited (${code}) before printing a URL: ${stdout}${stderr}`)),
     );
   });
+  // the browser is started, not waited for: its script may write a moment after the line is printed
+  const written = () => existsSync(opened) && readFileSync(opened, "utf8") !== "";
+  for (let i = 0; i < 500 && !written(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   expect(readFileSync(opened, "utf8")).toBe(printed);
   expect(stdout).toContain(`(opened with ${script}); waiting for the browser to come back…`);
   const { page } = await browser.page();
