@@ -40,7 +40,8 @@ it("exits within its grace on SIGTERM though sessions to it stay open", async ()
   const exited = new Promise<number | null>((resolve) => worker!.child.once("exit", (code) => resolve(code)));
   const start = Date.now();
   worker.child.kill("SIGTERM");
-  const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("still running"), 4000))]);
+  // without the fix it never exits; the bound leaves room for a loaded machine (the backstop is graceMs + 1 s)
+  const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("still running"), 8000))]);
   expect(code).toBe(0);
-  expect(Date.now() - start).toBeLessThan(graceMs + 2500);
+  expect(Date.now() - start).toBeLessThan(graceMs + 7000);
 }, 20_000);
