@@ -48,7 +48,7 @@ export default defineChapter({
         'Tool "${name}" was not declared to you in this request: it is a deferred tool. Find it with tool_search first; it is declared to you from the next request on.',
         'Tool "${name}" was not declared to you in this request: it can only be called from a script (the code tool), as tools.${name}(args).',
         'Tool "${name}" not found. Available tools: ${declared names, ", "-joined, or (none)}.   (a hidden tool reads like an unknown one)',
-        'Tool "${name}" is not callable from a script. Callable tools: ${every tool but hidden ones and the calling tool, ", "-joined}.',
+        'Tool "${name}" is not callable from a script. Callable tools: ${every tool but hidden ones and the calling tool, ", "-joined, or (none)}.',
       ],
       hint: {
         zh:

@@ -97,6 +97,12 @@ describe("tool exposure", () => {
     expect(exposureRefusal(tools, declared, "code", "script", "code")).toBe(
       'Tool "code" is not callable from a script. Callable tools: a, b, d.',
     );
+    // nothing declared, nothing callable: the lists say (none)
+    const hidden = [tool("h", "hidden"), tool("code")];
+    expect(exposureRefusal(hidden, new Set(), "x", "model")).toBe('Tool "x" not found. Available tools: (none).');
+    expect(exposureRefusal(hidden, new Set(), "h", "script", "code")).toBe(
+      'Tool "h" is not callable from a script. Callable tools: (none).',
+    );
   });
 
   it("Lab 15.1 · the loop declares only direct tools and refuses a call to any other, without running it", async () => {
