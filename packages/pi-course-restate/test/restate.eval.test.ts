@@ -15,10 +15,10 @@ import path from "node:path";
 import { SessionFile, type SuiteReport } from "@pi/course";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { evalOnEngine } from "../src/eval-suite.js";
-import { type Proxy, startProxy } from "../src/proxy.js";
-import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
+import type { Proxy } from "../src/proxy.js";
+import { freePort, type RestateServer } from "../src/restate-server.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { Fleet } from "./support/fleet.js";
+import { Fleet, startEngine } from "./support/fleet.js";
 
 const CASES = ["alpha", "beta", "gamma", "delta"];
 const REPEAT = 2;
@@ -93,12 +93,7 @@ beforeAll(async () => {
   await mkdir(markers);
   const ports = [await freePort(), await freePort()];
   for (const port of ports) await mkdir(path.join(root, `tmp-${port}`));
-  [server] = await Promise.all([
-    startRestateServer({ dir: path.join(root, "restate") }),
-    ...ports.map((port) => fleet.start(port)),
-  ]);
-  proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
-  await server!.register(proxy.url);
+  ({ server, proxy } = await startEngine(fleet, path.join(root, "restate"), ports));
   fleet.watch(judge);
 });
 

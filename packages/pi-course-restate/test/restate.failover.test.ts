@@ -23,11 +23,11 @@ import { fileURLToPath } from "node:url";
 import { Agent, type AgentMessage, SessionFile, answerInterruptedCalls, messagesOf, uncertainText } from "@pi/course";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunOutput } from "../src/agent-run.js";
-import { type Proxy, startProxy } from "../src/proxy.js";
-import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
+import type { Proxy } from "../src/proxy.js";
+import { freePort, type RestateServer } from "../src/restate-server.js";
 import { runResult, submitRun, writeSession } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { Fleet } from "./support/fleet.js";
+import { Fleet, startEngine } from "./support/fleet.js";
 import { DONE, scriptModel, scriptTools, settledText } from "./support/kill-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -78,12 +78,7 @@ beforeAll(async () => {
   await writeFile(effects, "");
   await mkdir(markers);
   const ports = await Promise.all(Array.from({ length: WORKERS }, () => freePort()));
-  [server] = await Promise.all([
-    startRestateServer({ dir: path.join(root, "restate") }),
-    ...ports.map((port) => fleet.start(port)),
-  ]);
-  proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
-  await server!.register(proxy.url);
+  ({ server, proxy } = await startEngine(fleet, path.join(root, "restate"), ports));
   fleet.watch(judge);
 });
 

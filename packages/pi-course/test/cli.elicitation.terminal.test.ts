@@ -37,18 +37,23 @@ const TOOL = "mcp__everything__trigger-elicitation-request";
 const URL_TOOL = "mcp__everything__trigger-url-elicitation";
 const PAGE = "https://example.com/consent?step=1";
 
-/** A project whose mcp.json starts server-everything with only the elicitation tool. */
-function setUpProject(): { project: string; env: NodeJS.ProcessEnv } {
+/** server-everything with only its elicitation tools. */
+const EVERYTHING = {
+  command: process.execPath,
+  args: [serverEntry("server-everything"), "stdio"],
+  includeTools: ["trigger-elicitation-request", "trigger-url-elicitation"],
+};
+
+/** A project whose mcp.json starts `servers` (default: server-everything as `everything`), and its environment. */
+function setUpProject(servers: Record<string, unknown> = { everything: EVERYTHING }): {
+  project: string;
+  env: NodeJS.ProcessEnv;
+} {
   const project = path.join(dir, "project");
   const home = path.join(dir, "home");
   mkdirSync(path.join(project, ".pi-course"), { recursive: true });
   mkdirSync(home);
-  const everything = {
-    command: process.execPath,
-    args: [serverEntry("server-everything"), "stdio"],
-    includeTools: ["trigger-elicitation-request", "trigger-url-elicitation"],
-  };
-  writeFileSync(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { everything } }));
+  writeFileSync(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: servers }));
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: project };
   for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
     delete env[name];
@@ -156,18 +161,8 @@ it("a server's form is asked field by field while the call waits: wrong answers 
 }, 90_000);
 
 it("a question the server withdraws leaves the prompt line at once, and the next question is asked", async () => {
-  const project = path.join(dir, "project");
-  const home = path.join(dir, "home");
-  mkdirSync(path.join(project, ".pi-course"), { recursive: true });
-  mkdirSync(home);
-  const server = {
-    command: process.execPath,
-    args: [fileURLToPath(new URL("./fixtures/mcp/withdrawing-server.mjs", import.meta.url))],
-  };
-  writeFileSync(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { w: server } }));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: project };
-  for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
-    delete env[name];
+  const withdrawing = fileURLToPath(new URL("./fixtures/mcp/withdrawing-server.mjs", import.meta.url));
+  const { project, env } = setUpProject({ w: { command: process.execPath, args: [withdrawing] } });
   const chat = await scriptedChatServer([
     callTurn("c1", "mcp__w__ask", {}),
     callTurn("c2", "mcp__w__ask", {}),

@@ -3,7 +3,24 @@
  * again on its port (as a supervisor would), a referee polling the test's kill points, and all of
  * it ended by `stop` (every start still under way waited for first, so none is left behind).
  */
+import { type Proxy, startProxy } from "../../src/proxy.js";
+import { type RestateServer, startRestateServer } from "../../src/restate-server.js";
 import type { WorkerProcess } from "../../src/worker-process.js";
+
+/**
+ * A Restate server (its files in `dir`) with `fleet`'s workers started on `ports`, all behind one
+ * proxy that the server knows as its deployment.
+ */
+export async function startEngine(
+  fleet: Fleet,
+  dir: string,
+  ports: readonly number[],
+): Promise<{ server: RestateServer; proxy: Proxy }> {
+  const [server] = await Promise.all([startRestateServer({ dir }), ...ports.map((port) => fleet.start(port))]);
+  const proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
+  await server.register(proxy.url);
+  return { server, proxy };
+}
 
 export class Fleet {
   /** Every worker started, killed or not, in order. */
