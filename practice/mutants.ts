@@ -8,7 +8,8 @@
  * For each chapter: the lab regions' lines are the `mutate` ranges, the tests are the test files
  * the chapter owns (its focused test and the test files it lists), run by vitest with a config of
  * their own, with `PI_COURSE_MUTANTS=1` set: a test that reads a lab's source text (which Stryker
- * rewrites) skips itself then. The summary is printed per lab (score, killed, survived) with every surviving mutant
+ * rewrites) skips itself then. A second run is incremental (`reports/mutants/NN.incremental.json`):
+ * only mutants whose code or covering tests changed run again; delete that file for a fresh run. The summary is printed per lab (score, killed, survived) with every surviving mutant
  * at its line; the whole report is `reports/mutants/NN.json` (mutation-testing-report-schema).
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -175,6 +176,9 @@ export async function mutateChapter(chapter: Chapter, ranges: LabRange[], testFi
     timeoutMS: 3_000,
     reporters: ["json", "progress"],
     jsonReporter: { fileName: relative(REPO_ROOT, reportFile) },
+    // a second run reuses what the first judged where neither the mutant nor its tests changed
+    incremental: true,
+    incrementalFile: relative(REPO_ROOT, join(dir, `${chapter.id}.incremental.json`)),
     tempDirName: ".stryker-tmp",
     cleanTempDir: "always",
     ignorePatterns: ["bench", "reports", ".test-build", "**/.test-build", "docs", "evals"],
