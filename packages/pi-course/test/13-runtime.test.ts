@@ -78,6 +78,8 @@ describe("settings: flag, then environment, then config file", () => {
       sessionDir: { value: "/default", source: "default" },
     });
     expect(resolveSettings({}, {}, {})).toEqual({});
+    // apiKeyEnv has no variable: nothing of the environment is read for it (not even env["undefined"]).
+    expect(resolveSettings({}, { undefined: "x" }, {})).toEqual({});
   });
 
   it("Lab 13.1 · parseArgs reads the server from PI_COURSE_* variables and the config file, and a flag overrides both", async () => {
@@ -155,6 +157,18 @@ describe("settings: flag, then environment, then config file", () => {
       `the config file ${config} has an unknown key "modle"; the keys are ${Object.keys(SETTINGS).join(", ")}.`,
     );
     expect(await refuse('{"apiKey": "sk-1"}')).toThrow(/keep API keys out of files .* "apiKeyEnv"/);
+    // Only a key that ends in "key" looks like one; any other unknown key is just unknown.
+    expect(await refuse('{"keymap": "vi"}')).toThrow(`the config file ${config} has an unknown key "keymap";`);
+    // Not an object (null has no keys to look at): read-json's wording, never a TypeError.
+    for (const [text, got] of [
+      ["null", "null"],
+      ["3", "a number"],
+      ['["apiKey"]', "an array of 1 item"],
+    ]) {
+      expect(await refuse(text)).toThrow(
+        `the config file ${config} must be one JSON object, e.g. {"model": "gpt-4o-mini"}, got ${got}.`,
+      );
+    }
     expect(await refuse('{"model": 3}')).toThrow(
       `the config file ${config}: model must be a non-empty string, got a number.`,
     );
