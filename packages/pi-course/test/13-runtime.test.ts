@@ -61,6 +61,18 @@ async function lines(file: string): Promise<any[]> {
     .map((line) => JSON.parse(line));
 }
 
+/** A session file of `folder` holding only its header, last written at `written` (seconds since the epoch). */
+async function writeSession(folder: SessionFolder, id: string, created: string, written: number): Promise<string> {
+  await mkdir(folder.dir, { recursive: true });
+  const file = path.join(folder.dir, `${created.replace(/[:.]/g, "-")}_${id}.jsonl`);
+  await writeFile(
+    file,
+    JSON.stringify({ type: "session", version: 1, id, timestamp: created, cwd: folder.cwd }) + "\n",
+  );
+  await utimes(file, written, written);
+  return file;
+}
+
 describe("settings: flag, then environment, then config file", () => {
   it("Lab 13.1 · resolveSettings takes the flag, else a non-empty variable, else the file, else the default, and says which", () => {
     const settings = resolveSettings(
@@ -229,8 +241,31 @@ describe("the sessions folder", () => {
     expect(await new SessionFolder(path.join(dir, "sessions"), "/work/other").list()).toEqual([]);
   });
 
+  it("Lab 13.2 · list() orders by last write, a tie by creation; only .jsonl files are sessions; a folder it cannot read is an error", async () => {
+    const folder = new SessionFolder(path.join(dir, "sessions"), dir);
+    await writeSession(folder, "aaaa0001", "2026-01-01T00:00:00.000Z", 3_000);
+    await writeSession(folder, "bbbb0002", "2026-01-02T00:00:00.000Z", 1_000);
+    await writeSession(folder, "cccc0003", "2026-01-03T00:00:00.000Z", 1_000);
+    // Written last comes first, however old; written at the same time, the one created last first.
+    expect((await folder.list()).map((s) => s.id)).toEqual(["aaaa0001", "cccc0003", "bbbb0002"]);
+    // A session open for writing has its lock file beside it: not a session.
+    const open = await folder.create();
+    try {
+      expect(existsSync(`${open.path}.lock`)).toBe(true);
+      expect((await folder.list()).map((s) => s.id)).toEqual([open.header.id, "aaaa0001", "cccc0003", "bbbb0002"]);
+    } finally {
+      await open.close();
+    }
+    // Only a missing folder is an empty list: a root that is a file is an error.
+    await writeFile(path.join(dir, "a-file"), "");
+    await expect(new SessionFolder(path.join(dir, "a-file"), dir).list()).rejects.toMatchObject({ code: "ENOTDIR" });
+  });
+
   it("Lab 13.2 · find() takes an id or its start; none, several or an unreadable file is an error that says what to do", async () => {
     const folder = new SessionFolder(path.join(dir, "sessions"), dir);
+    await expect(folder.find("zzzz")).rejects.toThrow(
+      `no session "zzzz" for ${dir} in ${folder.dir} (there is none yet).`,
+    );
     const session = await folder.create();
     await session.close();
     const id = session.header.id;
@@ -247,18 +282,37 @@ describe("the sessions folder", () => {
     await expect(folder.find("badbad")).rejects.toThrow(`the session file ${broken} cannot be resumed:`);
     // Listed, never deleted.
     expect(await readFile(broken, "utf8")).toBe("not a session\n");
-    const twin = path.join(folder.dir, `2026-01-02T00-00-00-000Z_${id.slice(0, 4)}ffff.jsonl`);
+    const twinId = `${id.slice(0, 4)}ffff`;
+    const twin = path.join(folder.dir, `2026-01-02T00-00-00-000Z_${twinId}.jsonl`);
     await writeFile(
       twin,
       JSON.stringify({
         type: "session",
         version: 1,
-        id: `${id.slice(0, 4)}ffff`,
+        id: twinId,
         timestamp: "2026-01-02T00:00:00.000Z",
         cwd: dir,
       }) + "\n",
     );
-    await expect(folder.find(id.slice(0, 4))).rejects.toThrow(/starts 2 session ids/);
+    await utimes(twin, 1_000, 1_000);
+    await utimes(session.path, 2_000, 2_000);
+    await expect(folder.find(id.slice(0, 4))).rejects.toThrow(
+      `"${id.slice(0, 4)}" starts 2 session ids (${id.slice(0, 12)}, ${twinId}); give more of it.`,
+    );
+  });
+
+  it("Lab 13.2 · find(): an exact id wins over a longer one it starts, an empty id matches none, and a miss names the newest five", async () => {
+    const folder = new SessionFolder(path.join(dir, "sessions"), dir);
+    const ids = ["cafe", "cafe0001", "cafe0002-long-id", "d0000003", "d0000004", "d0000005"];
+    for (const [i, id] of ids.entries()) await writeSession(folder, id, `2026-01-0${i + 1}T00:00:00.000Z`, 1_000 + i);
+    expect((await folder.find("cafe")).id).toBe("cafe");
+    expect((await folder.find("cafe0001")).id).toBe("cafe0001");
+    await expect(folder.find("cafe000")).rejects.toThrow(
+      '"cafe000" starts 2 session ids (cafe0002-lon, cafe0001); give more of it.',
+    );
+    await expect(folder.find("")).rejects.toThrow(
+      `no session "" for ${dir} in ${folder.dir} (the newest: d0000005, d0000004, d0000003, cafe0002, cafe0001; /sessions lists them all).`,
+    );
   });
 });
 
