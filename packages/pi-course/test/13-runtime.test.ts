@@ -176,7 +176,7 @@ describe("settings: flag, then environment, then config file", () => {
       ["null", "null"],
       ["3", "a number"],
       ['["apiKey"]', "an array of 1 item"],
-    ]) {
+    ] as const) {
       expect(await refuse(text)).toThrow(
         `the config file ${config} must be one JSON object, e.g. {"model": "gpt-4o-mini"}, got ${got}.`,
       );
