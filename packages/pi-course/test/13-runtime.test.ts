@@ -347,6 +347,46 @@ describe("a conversation kept in a session file", () => {
     expect(after[6].parentId).toBe(after[5].id);
   });
 
+  it("Lab 13.3 · /new and /resume close the session left (its lock released, an unused one removed); a session the agent refuses is closed and changes nothing", async () => {
+    const runtime = await start(offline());
+    await runtime.agent.prompt("hello");
+    const first = runtime.session!.path;
+    const said = runtime.agent.state.messages;
+    await runtime.startNew();
+    const second = runtime.session!.path;
+    expect(second).not.toBe(first);
+    expect(existsSync(`${first}.lock`)).toBe(false);
+    await runtime.startNew();
+    // The second took no entry: closed, and its file removed.
+    expect(existsSync(second)).toBe(false);
+    const third = runtime.session!.path;
+    await runtime.resume(await runtime.folder!.find(path.basename(first, ".jsonl").split("_")[1]!), () => {});
+    expect(runtime.session!.path).toBe(first);
+    expect(runtime.agent.state.messages).toEqual(said);
+    expect(existsSync(third)).toBe(false);
+
+    // A malformed path: a compaction that keeps from an entry that is not before it.
+    const bad = await runtime.folder!.create();
+    const root = await bad.append({ type: "message", parentId: null, message: said[0]! });
+    await bad.append({
+      type: "compaction",
+      parentId: root,
+      summary: "lost",
+      firstKeptEntryId: "nowhere",
+      tokensBefore: 10,
+      tokensAfter: 5,
+    });
+    await bad.close();
+    await expect(runtime.resume(await runtime.folder!.find(bad.header.id), () => {})).rejects.toThrow(TypeError);
+    // Refused: the file is closed again, and the conversation goes on in the session it was in.
+    expect(existsSync(`${bad.path}.lock`)).toBe(false);
+    expect(runtime.session!.path).toBe(first);
+    expect(runtime.agent.state.messages).toEqual(said);
+    await runtime.agent.prompt("still here");
+    expect((await lines(first)).filter((e) => e.type === "message")).toHaveLength(4);
+    expect((await lines(bad.path)).length).toBe(3);
+  });
+
   it("Lab 13.3 · --context-tokens reaches the agent: a conversation past the budget is compacted into a summary in its session file", async () => {
     const runtime = await start(offline(["--context-tokens", "1000"]));
     for (const word of ["alpha", "beta", "gamma"]) await runtime.agent.prompt(`${word} `.repeat(400));
