@@ -274,12 +274,12 @@ describe("the sessions folder", () => {
     await expect(folder.find("zzzz")).rejects.toThrow(
       `no session "zzzz" for ${dir} in ${folder.dir} (the newest: ${id.slice(0, 8)}; /sessions lists them all).`,
     );
-    const broken = path.join(folder.dir, "2026-01-01T00-00-00-000Z_badbad00.jsonl");
+    const broken = path.join(folder.dir, "2026-01-01T00-00-00-000Z_broken00.jsonl");
     await writeFile(broken, "not a session\n");
     const listed = await folder.list();
     expect(listed).toHaveLength(2);
-    expect(listed.find((s) => s.id === "badbad00")?.problem).toMatch(/badbad00\.jsonl:1: not valid JSON/);
-    await expect(folder.find("badbad")).rejects.toThrow(`the session file ${broken} cannot be resumed:`);
+    expect(listed.find((s) => s.id === "broken00")?.problem).toMatch(/broken00\.jsonl:1: not valid JSON/);
+    await expect(folder.find("broken")).rejects.toThrow(`the session file ${broken} cannot be resumed:`);
     // Listed, never deleted.
     expect(await readFile(broken, "utf8")).toBe("not a session\n");
     const twinId = `${id.slice(0, 4)}ffff`;
