@@ -51,11 +51,24 @@ export default defineChapter({
         zh:
           "先做字面检查（已给出 `lexicalRelative`），再从目标往上找最近的已存在祖先，对它 realpath，结果必须仍在 `this.root` 之内；" +
           "目标不存在的部分原样接回去。悬空的符号链接（lstat 能看到、realpath 失败）直接拒绝。" +
-          "`verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径，其他平台比较 inode。",
+          "realpath 的错误里只有 ENOENT 和 ENOTDIR（路径上有一段是文件）表示“还不存在”，其他错误（例如名字太长的 ENAMETOOLONG）原样抛出。" +
+          "空路径（或不是字符串）和含 NUL 的路径先用普通 Error 拒绝。" +
+          "`verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径；读不到时（其他平台）对 `expected` 做 realpath 再 lstat，" +
+          "inode 和 dev 都与描述符相同才算同一个文件。路径不在根目录里、或者对不上，都抛 WorkspaceEscapeError。",
         en:
           "Lexical check first (lexicalRelative is given), then realpath the nearest existing ancestor and require it inside " +
-          "the root; refuse dangling links. verifyOpened: /proc/self/fd/<fd> on Linux, inode comparison elsewhere.",
+          "the root; refuse dangling links. Only ENOENT and ENOTDIR mean not there yet; rethrow any other error " +
+          "(ENAMETOOLONG). An empty path and a NUL are plain Errors. verifyOpened: /proc/self/fd/<fd> on Linux; when that " +
+          "cannot be read, realpath then lstat expected and require the same inode and dev as the descriptor.",
       },
+      says: [
+        "The path is empty. Give a path relative to the workspace root.   (also for a path that is not a string)",
+        "The path contains a NUL character.",
+        "The path ${JSON.stringify(input)} is outside the workspace ${this.root}. Use a path inside it (relative paths are relative to the workspace root).",
+        "The path ${JSON.stringify(input)} goes through a symbolic link whose target does not exist; it is refused.",
+        "The path ${JSON.stringify(input)} leads outside the workspace through a symbolic link (to ${real}); it is refused.",
+        '${path.relative(this.root, expected) || "."} was moved outside the workspace while it was being opened; it is refused.   (verifyOpened; the root itself is ". was moved outside the workspace …")',
+      ],
     },
     {
       id: "8.2",

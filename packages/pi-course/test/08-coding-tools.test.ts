@@ -1,7 +1,8 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { promises as fsPromises, readdirSync, readFileSync } from "node:fs";
 import {
+  type FileHandle,
   chmod,
   link,
   lstat,
@@ -19,9 +20,10 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { syncBuiltinESMExports } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   PathLocks,
   Workspace,
@@ -191,6 +193,37 @@ describe("chapter 08 · containment", () => {
     expect(await ws.resolve(".")).toEqual({ absolute: real, relative: ".", exists: true });
   }, 10_000);
 
+  it("Lab 8.1 · resolve explains an empty path, a NUL character and a path outside in words", async () => {
+    const ws = new Workspace(root);
+    // Without the check, "" would resolve to the root itself.
+    for (const empty of ["", "   ", undefined as unknown as string]) {
+      await expectRejection(ws.resolve(empty), "The path is empty. Give a path relative to the workspace root.");
+    }
+    await expectRejection(ws.resolve("a\0b.txt"), "The path contains a NUL character.");
+    const refusal = await expectEscape(ws.resolve("../outside/secret.txt"));
+    expect(refusal.message).toBe(
+      `The path "../outside/secret.txt" is outside the workspace ${ws.root}. ` +
+        "Use a path inside it (relative paths are relative to the workspace root).",
+    );
+  }, 10_000);
+
+  it("Lab 8.1 · a path under a file does not exist yet (ENOTDIR); other errors, such as a name too long, are not taken for a missing file", async () => {
+    await writeFile(path.join(root, "a.txt"), "a\n");
+    const ws = new Workspace(root);
+    expect(await ws.resolve("a.txt/b")).toEqual({
+      absolute: path.join(ws.root, "a.txt", "b"),
+      relative: path.join("a.txt", "b"),
+      exists: false,
+    });
+    const [, write] = createCodingTools(root);
+    await expectRejection(
+      run(write!, { path: "a.txt/b", content: "x" }),
+      "a.txt/b cannot be reached: a.txt is not a folder.",
+    );
+    // A name over 255 bytes is an error of its own (ENAMETOOLONG), not a file to create.
+    await expectRejection(ws.resolve("n".repeat(300)), /^ENAMETOOLONG/);
+  }, 10_000);
+
   it("Lab 8.1 · refuses `..` for every file tool and touches nothing outside", async () => {
     const [read, write, edit, ls] = createCodingTools(root);
     const escape = "../outside/secret.txt";
@@ -213,11 +246,19 @@ describe("chapter 08 · containment", () => {
 
   it("Lab 8.1 · refuses a symlink that points out, for reading, writing and editing", async () => {
     await symlink(path.join(outside, "secret.txt"), path.join(root, "link.txt"));
+    await symlink(path.join(outside, "missing.txt"), path.join(root, "dangling.txt"));
     const [read, write, edit] = createCodingTools(root);
     await expectRejection(run(read!, { path: "link.txt" }), /symbolic link/);
     await expectEscape(run(write!, { path: "link.txt", content: "pwned" }));
     await expectEscape(run(edit!, { path: "link.txt", edits: [{ oldText: "TOP", newText: "NO" }] }));
     expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    const ws = new Workspace(root);
+    expect((await expectEscape(ws.resolve("link.txt"))).message).toBe(
+      `The path "link.txt" leads outside the workspace through a symbolic link (to ${path.join(outside, "secret.txt")}); it is refused.`,
+    );
+    expect((await expectEscape(ws.resolve("dangling.txt"))).message).toBe(
+      'The path "dangling.txt" goes through a symbolic link whose target does not exist; it is refused.',
+    );
   }, 10_000);
 
   it("Lab 8.1 · refuses a symlinked parent folder, for existing and new files", async () => {
@@ -254,6 +295,84 @@ describe("chapter 08 · containment", () => {
     };
     const [read] = createCodingTools(root, { beforeOpen: swap });
     await expectRejection(run(read!, { path: "dir/secret.txt" }), /moved outside the workspace/);
+  }, 10_000);
+
+  it("Lab 8.1 · verifyOpened refuses a descriptor that lies outside the root, naming the path it expected", async () => {
+    await writeFile(path.join(root, "a.txt"), "inside\n");
+    const ws = new Workspace(root);
+    const inside = await open(path.join(root, "a.txt"), "r");
+    const secret = await open(path.join(outside, "secret.txt"), "r");
+    const outsideFolder = await open(outside, "r");
+    try {
+      await ws.verifyOpened(inside, path.join(ws.root, "a.txt"));
+      const refusal = await expectEscape(ws.verifyOpened(secret, path.join(ws.root, "a.txt")));
+      expect(refusal.message).toBe("a.txt was moved outside the workspace while it was being opened; it is refused.");
+      const atRoot = await expectEscape(ws.verifyOpened(outsideFolder, ws.root));
+      expect(atRoot.message).toBe(". was moved outside the workspace while it was being opened; it is refused.");
+    } finally {
+      await Promise.all([inside.close(), secret.close(), outsideFolder.close()]);
+    }
+  }, 10_000);
+
+  // An inode comparison would take the inside hard link for the file: only /proc/self/fd/<fd> says
+  // where the descriptor was opened.
+  it.runIf(process.platform === "linux")(
+    "Lab 8.1 · on Linux verifyOpened asks the descriptor where it lies: a file opened outside is refused even when an inside hard link names it",
+    async () => {
+      await link(path.join(outside, "secret.txt"), path.join(root, "hard.txt"));
+      const ws = new Workspace(root);
+      const secret = await open(path.join(outside, "secret.txt"), "r");
+      try {
+        const refusal = await expectEscape(ws.verifyOpened(secret, path.join(ws.root, "hard.txt")));
+        expect(refusal.message).toBe(
+          "hard.txt was moved outside the workspace while it was being opened; it is refused.",
+        );
+      } finally {
+        await secret.close();
+      }
+    },
+    10_000,
+  );
+
+  it("Lab 8.1 · without /proc/self/fd, verifyOpened compares the descriptor with the file at the expected path (inode and device)", async () => {
+    await writeFile(path.join(root, "a.txt"), "inside\n");
+    await writeFile(path.join(root, "b.txt"), "another\n");
+    const ws = new Workspace(root);
+    // As on a system without /proc: reading a descriptor's link fails (for this test only).
+    const realReadlink = fsPromises.readlink;
+    const noProc = vi.spyOn(fsPromises, "readlink").mockImplementation((async (target: string) => {
+      if (String(target).startsWith("/proc/"))
+        throw Object.assign(new Error(`ENOENT: no ${target}`), { code: "ENOENT" });
+      return realReadlink(target);
+    }) as typeof realReadlink);
+    syncBuiltinESMExports();
+    const handle = await open(path.join(root, "a.txt"), "r");
+    try {
+      await ws.verifyOpened(handle, path.join(ws.root, "a.txt"));
+      expect(noProc).toHaveBeenCalled();
+      const refused = (name: string) =>
+        `${name} was moved outside the workspace while it was being opened; it is refused.`;
+      // another file at the expected path, or none at all
+      expect((await expectEscape(ws.verifyOpened(handle, path.join(ws.root, "b.txt")))).message).toBe(refused("b.txt"));
+      expect((await expectEscape(ws.verifyOpened(handle, path.join(ws.root, "gone.txt")))).message).toBe(
+        refused("gone.txt"),
+      );
+      // the same inode number on another device is another file
+      const onOtherDevice = {
+        fd: handle.fd,
+        stat: async () => {
+          const info = await handle.stat();
+          return Object.assign(info, { dev: info.dev + 1 });
+        },
+      } as unknown as FileHandle;
+      expect((await expectEscape(ws.verifyOpened(onOtherDevice, path.join(ws.root, "a.txt")))).message).toBe(
+        refused("a.txt"),
+      );
+    } finally {
+      await handle.close();
+      noProc.mockRestore();
+      syncBuiltinESMExports();
+    }
   }, 10_000);
 
   it("Lab 8.1 · read refuses a FIFO at once instead of blocking on it", async () => {
