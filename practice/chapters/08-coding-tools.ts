@@ -80,11 +80,15 @@ export default defineChapter({
         zh:
           "临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；" +
           "任何失败都删掉临时文件。工具传进来的 target 可能是 `/proc/self/fd/N/名字`（持有的目录里的名字），直接用 path.dirname(target) 拼临时文件名，" +
-          "不要先 realpath，否则又回到了按路径走。PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉。",
+          "不要先 realpath，否则又回到了按路径走。权限：没给 mode 时沿用旧文件的权限，新文件用 0o644（umask 之前）。" +
+          "临时文件的描述符无论成败都要关掉。" +
+          "PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉——" +
+          "只有 Map 里的队尾仍是这一个时才删，否则后来排队的任务会和正在跑的并行。",
         en:
           "Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure. The target may be " +
-          "/proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it. PathLocks chains " +
-          "tasks per key, survives failures, and forgets idle keys.",
+          "/proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it. Mode: the " +
+          "old file's, or 0o644 for a new one. Close the descriptor on success and failure. PathLocks chains tasks per key, " +
+          "survives failures, and forgets an idle key only while its tail is still the one it set.",
       },
       // The write and edit tool tests resolve their path first.
       uses: ["8.1"],

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { promises as fsPromises, readdirSync, readFileSync } from "node:fs";
+import { promises as fsPromises, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import {
   type FileHandle,
   chmod,
@@ -428,7 +428,40 @@ describe("chapter 08 · atomic, serialised writes", () => {
     expect(await readFile(target, "utf8")).toBe("new\n");
     expect((await stat(target)).mode & 0o777).toBe(0o755);
     expect(await readdir(root)).toEqual(["a.sh"]);
+    // A new file gets 0o644 before the umask (with none, open's default would give 0o666).
+    const umask = process.umask(0);
+    try {
+      await writeFileAtomic(path.join(root, "new.txt"), "x\n");
+    } finally {
+      process.umask(umask);
+    }
+    expect((await stat(path.join(root, "new.txt"))).mode & 0o777).toBe(0o644);
   }, 10_000);
+
+  it.runIf(process.platform === "linux")(
+    "Lab 8.2 · writeFileAtomic closes the temporary file's descriptor, when the write succeeds and when it fails",
+    async () => {
+      /** What this process's descriptors point at inside the workspace. */
+      const heldInRoot = () =>
+        readdirSync("/proc/self/fd").flatMap((fd) => {
+          try {
+            const target = readlinkSync(`/proc/self/fd/${fd}`);
+            return target.startsWith(`${root}${path.sep}`) ? [target] : [];
+          } catch {
+            return []; // the descriptor readdirSync itself used is closed already
+          }
+        });
+      await writeFileAtomic(path.join(root, "a.txt"), "new\n");
+      const refused = writeFileAtomic(path.join(root, "b.txt"), "new\n", {
+        verify: async () => {
+          throw new Error("refused by verify");
+        },
+      });
+      await expectRejection(refused, "refused by verify");
+      expect(heldInRoot()).toEqual([]);
+    },
+    10_000,
+  );
 
   it("Lab 8.2 · a write that fails before the rename leaves the old content and no temporary file", async () => {
     const target = path.join(root, "a.txt");
@@ -537,6 +570,14 @@ describe("chapter 08 · atomic, serialised writes", () => {
     expect(most).toBe(2);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(locks.size).toBe(0);
+    // c1 is done and its bookkeeping ran while c2 still runs: the key stays taken, so c3 waits for c2.
+    const c1 = locks.run("c", task("c1", 5));
+    const c2 = locks.run("c", task("c2", 30));
+    await c1;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const c3 = locks.run("c", task("c3", 5));
+    await Promise.all([c2, c3]);
+    expect(log.slice(6)).toEqual(["start c1", "end c1", "start c2", "end c2", "start c3", "end c3"]);
   }, 10_000);
 
   it("Lab 8.2 · concurrent writes to one path never interleave: the last to finish is on disk, whole", async () => {
