@@ -650,11 +650,21 @@ describe("chapter 08 · the read window", () => {
     // Each numbered line takes 4 + 98 + 1 = 103 bytes: 9 fit in 1024.
     expect(out.window).toEqual({ startLine: 1, endLine: 9, totalLines: 100, truncatedBy: "bytes" });
     expect(out.text.endsWith("[Showing lines 1-9 of 100, 1 KB limit. Use offset=10 to continue.]")).toBe(true);
+    // A line that fills the cap to the last byte still fits.
+    expect(formatReadOutput(text, { maxBytes: 9 * 103 }).window).toEqual({
+      startLine: 1,
+      endLine: 9,
+      totalLines: 100,
+      truncatedBy: "bytes",
+    });
     const huge = formatReadOutput("y".repeat(5000) + "\nnext\n", { maxBytes: 100 });
     expect(huge.window).toEqual({ startLine: 1, endLine: 1, totalLines: 2, truncatedBy: "bytes" });
     expect(huge.text).toBe(
       `1\t${"y".repeat(98)} … [line cut at 100 bytes]\n\n[Showing lines 1-1 of 2, 100 bytes limit. Use offset=2 to continue.]`,
     );
+    // The cap counts bytes: a cut inside a character drops its broken half; a U+FFFD the line holds stays.
+    const wide = formatReadOutput(`\uFFFD${"é".repeat(3000)}\n`, { maxBytes: 100 });
+    expect(wide.text.split("\n")[0]).toBe(`1\t\uFFFD${"é".repeat(47)} … [line cut at 100 bytes]`);
   });
 
   it("Lab 8.3 · read refuses a file larger than it loads (64 MiB by default), with a hint to use bash", async () => {
