@@ -117,11 +117,17 @@ export default defineChapter({
       hint: {
         zh:
           "每个 oldText 都对照原始内容匹配，必须恰好出现一次；按位置排序后检查是否重叠，再从头到尾拼出新内容。" +
-          "错误信息要告诉模型下一步怎么做（重新读取文件、多带几行上下文、合并重叠的编辑）。",
+          "错误信息要告诉模型下一步怎么做（重新读取文件、多带几行上下文、合并重叠的编辑）。" +
+          "只有一处编辑时消息里称它 `oldText`，多处时称 `edits[i].oldText`；匹配多处时数出一共几处。",
         en:
           "Match every oldText against the original, exactly once; sort by position, refuse overlaps, then splice once. " +
-          "Error messages tell the model what to do next.",
+          "Error messages tell the model what to do next; a single edit is named oldText, one of several edits[i].oldText, " +
+          "and several matches are counted.",
       },
+      says: [
+        "${name} was not found in the file. Read the file again and copy the text exactly, including whitespace.   (name: oldText, or edits[i].oldText)",
+        "${name} matches ${count} places in the file. Include more surrounding lines so it matches exactly one.",
+      ],
       uses: ["8.1"],
     },
     {

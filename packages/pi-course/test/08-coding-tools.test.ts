@@ -742,14 +742,16 @@ describe("chapter 08 · exact edits", () => {
 
   it("Lab 8.4 · refuses zero matches, several matches, overlaps, empty oldText and no-ops", () => {
     const text = "foo bar foo baz\n";
+    // One edit is named `oldText`, one of several `edits[i].oldText`.
     expectThrow(
       () => applyEdits(text, [{ oldText: "qux", newText: "x" }]),
-      "oldText was not found in the file. Read the file again and copy the text exactly, including whitespace.",
+      /^oldText was not found in the file\. Read the file again and copy the text exactly, including whitespace\.$/,
     );
     expectThrow(
       () => applyEdits(text, [{ oldText: "foo", newText: "x" }]),
       "oldText matches 2 places in the file. Include more surrounding lines so it matches exactly one.",
     );
+    expectThrow(() => applyEdits("foo foo foo", [{ oldText: "foo", newText: "x" }]), "oldText matches 3 places");
     expectThrow(
       () =>
         applyEdits(text, [
