@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { getEventListeners } from "node:events";
 import { promises as fsPromises, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import {
   type FileHandle,
@@ -1015,7 +1016,10 @@ describe("chapter 08 · argument repairs", () => {
 
 describe("chapter 08 · bounded bash", () => {
   it("Lab 8.5 · returns the exit code and stdout and stderr interleaved", async () => {
+    const started = Date.now();
     const ok = await runCommand("echo out; sleep 0.05; echo err >&2; sleep 0.05; echo done", { cwd: root });
+    expect(ok.durationMs).toBeGreaterThanOrEqual(100);
+    expect(ok.durationMs).toBeLessThanOrEqual(Date.now() - started);
     expect({
       output: ok.output,
       exitCode: ok.exitCode,
@@ -1032,6 +1036,52 @@ describe("chapter 08 · bounded bash", () => {
     const failed = await runCommand("pwd; exit 3", { cwd: root });
     expect(failed.exitCode).toBe(3);
     expect(failed.output).toBe(`${new Workspace(root).root}\n`);
+  }, 10_000);
+
+  it("Lab 8.5 · a command that reads stdin gets end-of-file at once, and a shell that cannot start is exit code 127", async () => {
+    // stdin is not a pipe left open: `cat` ends at once instead of waiting for the timeout.
+    const reads = await runCommand("cat; echo after", { cwd: root, timeoutMs: 3000, killGraceMs: 200 });
+    expect([reads.output, reads.exitCode, reads.timedOut]).toEqual(["after\n", 0, false]);
+    const shell = path.join(base, "no-such-shell");
+    const missing = await runCommand("echo never", { cwd: root, shell });
+    expect(missing).toEqual({
+      output: `spawn ${shell} ENOENT\n`,
+      exitCode: 127,
+      signal: null,
+      timedOut: false,
+      aborted: false,
+      truncated: false,
+      totalBytes: 0,
+      durationMs: missing.durationMs,
+      pid: undefined,
+    });
+    expect(missing.durationMs).toBeGreaterThanOrEqual(0);
+  }, 10_000);
+
+  it("Lab 8.5 · the call returns when the command exits, even if a process out of its reach holds the output pipe", async () => {
+    const pidFile = path.join(base, "holder.pid");
+    // setsid leaves the group and env -i drops the call's marker: nothing kills it, and its stdout is the pipe.
+    const command =
+      `(setsid env -i /bin/sh -c 'echo $$ > ${pidFile}; exec /bin/sleep 30' &); ` +
+      `while [ ! -s ${pidFile} ]; do sleep 0.01; done; echo started`;
+    const holder = () => {
+      try {
+        return Number(readFileSync(pidFile, "utf8").trim());
+      } catch {
+        return 0;
+      }
+    };
+    try {
+      const started = Date.now();
+      const result = await runCommand(command, { cwd: root });
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect([result.output, result.exitCode]).toEqual(["started\n", 0]);
+      // The holder really escaped: the call ended while it still held the pipe.
+      expect(isAlive(holder())).toBe(true);
+    } finally {
+      // afterEach's sweep finds processes by a variable this one dropped
+      if (holder() > 0) process.kill(holder(), "SIGKILL");
+    }
   }, 10_000);
 
   it("Lab 8.5 · a timeout kills the whole process group, grandchildren included", async () => {
@@ -1194,6 +1244,36 @@ describe("chapter 08 · bounded bash", () => {
     expect(result.output).toBe("o".repeat(1997) + "e".repeat(8000) + "END");
   }, 10_000);
 
+  it("Lab 8.5 · the cap is exact, and output cut chunk by chunk is reported as cut", async () => {
+    const capped = (command: string) => runCommand(command, { cwd: root, maxOutputBytes: 10 });
+    const pick = (r: { output: string; truncated: boolean; totalBytes: number }) => [
+      r.output,
+      r.truncated,
+      r.totalBytes,
+    ];
+    expect(pick(await capped("printf 123456"))).toEqual(["123456", false, 6]);
+    expect(pick(await capped("printf 1234567890"))).toEqual(["1234567890", false, 10]);
+    // Separate chunks (the sleeps let each arrive alone): the kept ones may add up to exactly the cap.
+    expect(pick(await capped("printf 12345; sleep 0.1; printf abcdefghij"))).toEqual(["abcdefghij", true, 15]);
+    expect(pick(await capped("for i in 1 2 3 4 5; do printf '<%s>\\n' $i; sleep 0.05; done"))).toEqual([
+      ">\n<4>\n<5>\n",
+      true,
+      20,
+    ]);
+  }, 10_000);
+
+  it("Lab 8.5 · a cut inside a UTF-8 character drops its broken bytes, and only then", async () => {
+    const capped = (command: string, cap: number) => runCommand(command, { cwd: root, maxOutputBytes: cap });
+    const pick = (r: { output: string; truncated: boolean }) => [r.output, r.truncated];
+    const emoji = "\\xf0\\x9f\\x98\\x80";
+    // 12 bytes, the last 10 start with 2 bytes of the first emoji
+    expect(pick(await capped(`printf '${emoji.repeat(3)}'`, 10))).toEqual(["😀😀", true]);
+    // a clean cut keeps a U+FFFD the output holds
+    expect(pick(await capped("printf '0123ab\\xef\\xbf\\xbdcd'", 7))).toEqual(["ab\uFFFDcd", true]);
+    // nothing cut: the output is left as it is
+    expect(pick(await capped("printf '\\xef\\xbf\\xbdok'", 10))).toEqual(["\uFFFDok", false]);
+  }, 10_000);
+
   it("Lab 8.5 · abort kills the command at once; a pre-aborted signal starts nothing", async () => {
     const controller = new AbortController();
     const pidFile = path.join(base, "shell.pid");
@@ -1225,8 +1305,22 @@ describe("chapter 08 · bounded bash", () => {
     expect(pid()).toBeGreaterThan(0);
     expect(await waitUntilDead(pid())).toBe(true);
     const never = await runCommand(`touch ${path.join(root, "ran")}`, { cwd: root, signal: AbortSignal.abort() });
-    expect(never).toMatchObject({ aborted: true, exitCode: null, pid: undefined });
+    expect(never).toEqual({
+      output: "",
+      exitCode: null,
+      signal: null,
+      timedOut: false,
+      aborted: true,
+      truncated: false,
+      totalBytes: 0,
+      durationMs: never.durationMs,
+      pid: undefined,
+    });
     expect(await readdir(root)).toEqual([]);
+    // A signal that outlives its command keeps no listener (a later abort must not kill a recycled pid).
+    const session = new AbortController();
+    await runCommand("true", { cwd: root, signal: session.signal });
+    expect(getEventListeners(session.signal, "abort")).toEqual([]);
   }, 10_000);
 
   it("Lab 8.5 · by default the bash tool's commands do not see secret-looking variables; an explicit env wins", async () => {
