@@ -216,11 +216,9 @@ describe("chapter 08 · containment", () => {
       relative: path.join("a.txt", "b"),
       exists: false,
     });
-    const [, write] = createCodingTools(root);
-    await expectRejection(
-      run(write!, { path: "a.txt/b", content: "x" }),
-      "a.txt/b cannot be reached: a.txt is not a folder.",
-    );
+    // The tool says so in words (a raw ENOTDIR would reach the model otherwise).
+    const [read] = createCodingTools(root);
+    await expectRejection(run(read!, { path: "a.txt/b" }), "a.txt/b does not exist.");
     // A name over 255 bytes is an error of its own (ENAMETOOLONG), not a file to create.
     await expectRejection(ws.resolve("n".repeat(300)), /^ENAMETOOLONG/);
   }, 10_000);
