@@ -51,11 +51,24 @@ export default defineChapter({
         zh:
           "先做字面检查（已给出 `lexicalRelative`），再从目标往上找最近的已存在祖先，对它 realpath，结果必须仍在 `this.root` 之内；" +
           "目标不存在的部分原样接回去。悬空的符号链接（lstat 能看到、realpath 失败）直接拒绝。" +
-          "`verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径，其他平台比较 inode。",
+          "realpath 的错误里只有 ENOENT 和 ENOTDIR（路径上有一段是文件）表示“还不存在”，其他错误（例如名字太长的 ENAMETOOLONG）原样抛出。" +
+          "空路径（或不是字符串）和含 NUL 的路径先用普通 Error 拒绝。" +
+          "`verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径；读不到时（其他平台）对 `expected` 做 realpath 再 lstat，" +
+          "inode 和 dev 都与描述符相同才算同一个文件。路径不在根目录里、或者对不上，都抛 WorkspaceEscapeError。",
         en:
           "Lexical check first (lexicalRelative is given), then realpath the nearest existing ancestor and require it inside " +
-          "the root; refuse dangling links. verifyOpened: /proc/self/fd/<fd> on Linux, inode comparison elsewhere.",
+          "the root; refuse dangling links. Only ENOENT and ENOTDIR mean not there yet; rethrow any other error " +
+          "(ENAMETOOLONG). An empty path and a NUL are plain Errors. verifyOpened: /proc/self/fd/<fd> on Linux; when that " +
+          "cannot be read, realpath then lstat expected and require the same inode and dev as the descriptor.",
       },
+      says: [
+        "The path is empty. Give a path relative to the workspace root.   (also for a path that is not a string)",
+        "The path contains a NUL character.",
+        "The path ${JSON.stringify(input)} is outside the workspace ${this.root}. Use a path inside it (relative paths are relative to the workspace root).",
+        "The path ${JSON.stringify(input)} goes through a symbolic link whose target does not exist; it is refused.",
+        "The path ${JSON.stringify(input)} leads outside the workspace through a symbolic link (to ${real}); it is refused.",
+        '${path.relative(this.root, expected) || "."} was moved outside the workspace while it was being opened; it is refused.   (verifyOpened; the root itself is ". was moved outside the workspace …")',
+      ],
     },
     {
       id: "8.2",
@@ -67,11 +80,15 @@ export default defineChapter({
         zh:
           "临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；" +
           "任何失败都删掉临时文件。工具传进来的 target 可能是 `/proc/self/fd/N/名字`（持有的目录里的名字），直接用 path.dirname(target) 拼临时文件名，" +
-          "不要先 realpath，否则又回到了按路径走。PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉。",
+          "不要先 realpath，否则又回到了按路径走。权限：没给 mode 时沿用旧文件的权限，新文件用 0o644（umask 之前）。" +
+          "临时文件的描述符无论成败都要关掉。" +
+          "PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉——" +
+          "只有 Map 里的队尾仍是这一个时才删，否则后来排队的任务会和正在跑的并行。",
         en:
           "Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure. The target may be " +
-          "/proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it. PathLocks chains " +
-          "tasks per key, survives failures, and forgets idle keys.",
+          "/proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it. Mode: the " +
+          "old file's, or 0o644 for a new one. Close the descriptor on success and failure. PathLocks chains tasks per key, " +
+          "survives failures, and forgets an idle key only while its tail is still the one it set.",
       },
       // The write and edit tool tests resolve their path first.
       uses: ["8.1"],
@@ -83,10 +100,14 @@ export default defineChapter({
         zh:
           "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
           "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。" +
+          "每行按 UTF-8 字节计入上限：编号、制表符、内容再加一个换行；正好用满上限的一行仍然放得下。" +
+          "截断按字节切，切在一个字符中间时，解码出的末尾 U+FFFD（半个字符）要去掉。" +
           "提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
         en:
           "1-based numbers padded to the widest shown, a tab, the line. Stop at whichever cap comes first and say how to " +
-          "continue; cut a single oversized line rather than show nothing. Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
+          "continue; cut a single oversized line rather than show nothing. A line costs its UTF-8 bytes plus a newline; " +
+          "one that fills the cap exactly fits. Cut by bytes and drop the trailing U+FFFD of a split character. " +
+          "Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
       },
       uses: ["8.1"],
     },
@@ -96,11 +117,17 @@ export default defineChapter({
       hint: {
         zh:
           "每个 oldText 都对照原始内容匹配，必须恰好出现一次；按位置排序后检查是否重叠，再从头到尾拼出新内容。" +
-          "错误信息要告诉模型下一步怎么做（重新读取文件、多带几行上下文、合并重叠的编辑）。",
+          "错误信息要告诉模型下一步怎么做（重新读取文件、多带几行上下文、合并重叠的编辑）。" +
+          "只有一处编辑时消息里称它 `oldText`，多处时称 `edits[i].oldText`；匹配多处时数出一共几处。",
         en:
           "Match every oldText against the original, exactly once; sort by position, refuse overlaps, then splice once. " +
-          "Error messages tell the model what to do next.",
+          "Error messages tell the model what to do next; a single edit is named oldText, one of several edits[i].oldText, " +
+          "and several matches are counted.",
       },
+      says: [
+        "${name} was not found in the file. Read the file again and copy the text exactly, including whitespace.   (name: oldText, or edits[i].oldText)",
+        "${name} matches ${count} places in the file. Include more surrounding lines so it matches exactly one.",
+      ],
       uses: ["8.1"],
     },
     {
@@ -114,14 +141,25 @@ export default defineChapter({
           "spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。" +
           "有的进程会离开进程组甚至会话（`setsid`、两次 fork），`kill(-pid)` 够不着：给每次调用一个 `newCallMarker()`，" +
           "放进命令的环境变量 `CALL_MARKER_VARIABLE`，shell 退出时用 `killLeftovers(pid, marker)` 连它们一起杀掉。" +
-          "时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。",
+          "时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。" +
+          "stdin 用 `ignore`（读到的是 /dev/null），否则读标准输入的命令会一直等到超时。" +
+          "shell 启动失败（`error` 事件，例如找不到 shell）也要 resolve：exitCode 127，output 是 Node 的错误信息加一个换行。" +
+          "shell 退出后等 `close`（管道读完）再结束；够不着的进程仍占着管道时，200 毫秒后销毁管道照样结束。结束时移除 abort 监听器。" +
+          "`truncated` 表示有字节被丢掉（totalBytes > cap），留下的块可能正好凑满 cap；从头部截断可能切开 UTF-8 字符，只在截断时去掉开头的 U+FFFD。",
         en:
           "detached spawn gives the command its own process group; kill(-pid) reaches all of it. SIGTERM, then SIGKILL after " +
           "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close. " +
           "trackProcessGroup(pid, marker) after the spawn, untrackProcessGroup(pid) at the end. Processes that leave the group " +
           "(setsid, double fork) carry the call's marker variable: killLeftovers(pid, marker) reaches them. checkTimeBound " +
-          "the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms).",
+          "the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms). stdin is ignore (/dev/null), or a command " +
+          "reading it waits for the timeout. A shell that cannot start (the error event) resolves with exit code 127 and " +
+          "Node's message plus a newline. After the exit wait for close; if a process out of reach holds the pipes, destroy " +
+          "them after 200 ms and finish. Remove the abort listener at the end. truncated means bytes were dropped " +
+          "(totalBytes > cap; the kept chunks may fill the cap exactly); when cut, drop the leading U+FFFD of a split character.",
       },
+      says: [
+        "${error.message}\\n   (the output when the shell cannot start, with exit code 127: spawn /no/such/shell ENOENT)",
+      ],
     },
   ],
   // A Lab 8.5 test runs bash.ts in a child process (through tsx) that exits mid-command.

@@ -1,7 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { getEventListeners } from "node:events";
+import { promises as fsPromises, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import {
+  type FileHandle,
   chmod,
   link,
   lstat,
@@ -19,9 +21,10 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { syncBuiltinESMExports } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   PathLocks,
   Workspace,
@@ -191,6 +194,35 @@ describe("chapter 08 · containment", () => {
     expect(await ws.resolve(".")).toEqual({ absolute: real, relative: ".", exists: true });
   }, 10_000);
 
+  it("Lab 8.1 · resolve explains an empty path, a NUL character and a path outside in words", async () => {
+    const ws = new Workspace(root);
+    // Without the check, "" would resolve to the root itself.
+    for (const empty of ["", "   ", undefined as unknown as string]) {
+      await expectRejection(ws.resolve(empty), "The path is empty. Give a path relative to the workspace root.");
+    }
+    await expectRejection(ws.resolve("a\0b.txt"), "The path contains a NUL character.");
+    const refusal = await expectEscape(ws.resolve("../outside/secret.txt"));
+    expect(refusal.message).toBe(
+      `The path "../outside/secret.txt" is outside the workspace ${ws.root}. ` +
+        "Use a path inside it (relative paths are relative to the workspace root).",
+    );
+  }, 10_000);
+
+  it("Lab 8.1 · a path under a file does not exist yet (ENOTDIR); other errors, such as a name too long, are not taken for a missing file", async () => {
+    await writeFile(path.join(root, "a.txt"), "a\n");
+    const ws = new Workspace(root);
+    expect(await ws.resolve("a.txt/b")).toEqual({
+      absolute: path.join(ws.root, "a.txt", "b"),
+      relative: path.join("a.txt", "b"),
+      exists: false,
+    });
+    // The tool says so in words (a raw ENOTDIR would reach the model otherwise).
+    const [read] = createCodingTools(root);
+    await expectRejection(run(read!, { path: "a.txt/b" }), "a.txt/b does not exist.");
+    // A name over 255 bytes is an error of its own (ENAMETOOLONG), not a file to create.
+    await expectRejection(ws.resolve("n".repeat(300)), /^ENAMETOOLONG/);
+  }, 10_000);
+
   it("Lab 8.1 · refuses `..` for every file tool and touches nothing outside", async () => {
     const [read, write, edit, ls] = createCodingTools(root);
     const escape = "../outside/secret.txt";
@@ -213,11 +245,19 @@ describe("chapter 08 · containment", () => {
 
   it("Lab 8.1 · refuses a symlink that points out, for reading, writing and editing", async () => {
     await symlink(path.join(outside, "secret.txt"), path.join(root, "link.txt"));
+    await symlink(path.join(outside, "missing.txt"), path.join(root, "dangling.txt"));
     const [read, write, edit] = createCodingTools(root);
     await expectRejection(run(read!, { path: "link.txt" }), /symbolic link/);
     await expectEscape(run(write!, { path: "link.txt", content: "pwned" }));
     await expectEscape(run(edit!, { path: "link.txt", edits: [{ oldText: "TOP", newText: "NO" }] }));
     expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("TOP SECRET\n");
+    const ws = new Workspace(root);
+    expect((await expectEscape(ws.resolve("link.txt"))).message).toBe(
+      `The path "link.txt" leads outside the workspace through a symbolic link (to ${path.join(outside, "secret.txt")}); it is refused.`,
+    );
+    expect((await expectEscape(ws.resolve("dangling.txt"))).message).toBe(
+      'The path "dangling.txt" goes through a symbolic link whose target does not exist; it is refused.',
+    );
   }, 10_000);
 
   it("Lab 8.1 · refuses a symlinked parent folder, for existing and new files", async () => {
@@ -254,6 +294,84 @@ describe("chapter 08 · containment", () => {
     };
     const [read] = createCodingTools(root, { beforeOpen: swap });
     await expectRejection(run(read!, { path: "dir/secret.txt" }), /moved outside the workspace/);
+  }, 10_000);
+
+  it("Lab 8.1 · verifyOpened refuses a descriptor that lies outside the root, naming the path it expected", async () => {
+    await writeFile(path.join(root, "a.txt"), "inside\n");
+    const ws = new Workspace(root);
+    const inside = await open(path.join(root, "a.txt"), "r");
+    const secret = await open(path.join(outside, "secret.txt"), "r");
+    const outsideFolder = await open(outside, "r");
+    try {
+      await ws.verifyOpened(inside, path.join(ws.root, "a.txt"));
+      const refusal = await expectEscape(ws.verifyOpened(secret, path.join(ws.root, "a.txt")));
+      expect(refusal.message).toBe("a.txt was moved outside the workspace while it was being opened; it is refused.");
+      const atRoot = await expectEscape(ws.verifyOpened(outsideFolder, ws.root));
+      expect(atRoot.message).toBe(". was moved outside the workspace while it was being opened; it is refused.");
+    } finally {
+      await Promise.all([inside.close(), secret.close(), outsideFolder.close()]);
+    }
+  }, 10_000);
+
+  // An inode comparison would take the inside hard link for the file: only /proc/self/fd/<fd> says
+  // where the descriptor was opened.
+  it.runIf(process.platform === "linux")(
+    "Lab 8.1 · on Linux verifyOpened asks the descriptor where it lies: a file opened outside is refused even when an inside hard link names it",
+    async () => {
+      await link(path.join(outside, "secret.txt"), path.join(root, "hard.txt"));
+      const ws = new Workspace(root);
+      const secret = await open(path.join(outside, "secret.txt"), "r");
+      try {
+        const refusal = await expectEscape(ws.verifyOpened(secret, path.join(ws.root, "hard.txt")));
+        expect(refusal.message).toBe(
+          "hard.txt was moved outside the workspace while it was being opened; it is refused.",
+        );
+      } finally {
+        await secret.close();
+      }
+    },
+    10_000,
+  );
+
+  it("Lab 8.1 · without /proc/self/fd, verifyOpened compares the descriptor with the file at the expected path (inode and device)", async () => {
+    await writeFile(path.join(root, "a.txt"), "inside\n");
+    await writeFile(path.join(root, "b.txt"), "another\n");
+    const ws = new Workspace(root);
+    // As on a system without /proc: reading a descriptor's link fails (for this test only).
+    const realReadlink = fsPromises.readlink;
+    const noProc = vi.spyOn(fsPromises, "readlink").mockImplementation((async (target: string) => {
+      if (String(target).startsWith("/proc/"))
+        throw Object.assign(new Error(`ENOENT: no ${target}`), { code: "ENOENT" });
+      return realReadlink(target);
+    }) as typeof realReadlink);
+    syncBuiltinESMExports();
+    const handle = await open(path.join(root, "a.txt"), "r");
+    try {
+      await ws.verifyOpened(handle, path.join(ws.root, "a.txt"));
+      expect(noProc).toHaveBeenCalled();
+      const refused = (name: string) =>
+        `${name} was moved outside the workspace while it was being opened; it is refused.`;
+      // another file at the expected path, or none at all
+      expect((await expectEscape(ws.verifyOpened(handle, path.join(ws.root, "b.txt")))).message).toBe(refused("b.txt"));
+      expect((await expectEscape(ws.verifyOpened(handle, path.join(ws.root, "gone.txt")))).message).toBe(
+        refused("gone.txt"),
+      );
+      // the same inode number on another device is another file
+      const onOtherDevice = {
+        fd: handle.fd,
+        stat: async () => {
+          const info = await handle.stat();
+          return Object.assign(info, { dev: info.dev + 1 });
+        },
+      } as unknown as FileHandle;
+      expect((await expectEscape(ws.verifyOpened(onOtherDevice, path.join(ws.root, "a.txt")))).message).toBe(
+        refused("a.txt"),
+      );
+    } finally {
+      await handle.close();
+      noProc.mockRestore();
+      syncBuiltinESMExports();
+    }
   }, 10_000);
 
   it("Lab 8.1 · read refuses a FIFO at once instead of blocking on it", async () => {
@@ -310,6 +428,31 @@ describe("chapter 08 · atomic, serialised writes", () => {
     expect((await stat(target)).mode & 0o777).toBe(0o755);
     expect(await readdir(root)).toEqual(["a.sh"]);
   }, 10_000);
+
+  it.runIf(process.platform === "linux")(
+    "Lab 8.2 · writeFileAtomic closes the temporary file's descriptor, when the write succeeds and when it fails",
+    async () => {
+      /** What this process's descriptors point at inside the workspace. */
+      const heldInRoot = () =>
+        readdirSync("/proc/self/fd").flatMap((fd) => {
+          try {
+            const target = readlinkSync(`/proc/self/fd/${fd}`);
+            return target.startsWith(`${root}${path.sep}`) ? [target] : [];
+          } catch {
+            return []; // the descriptor readdirSync itself used is closed already
+          }
+        });
+      await writeFileAtomic(path.join(root, "a.txt"), "new\n");
+      const refused = writeFileAtomic(path.join(root, "b.txt"), "new\n", {
+        verify: async () => {
+          throw new Error("refused by verify");
+        },
+      });
+      await expectRejection(refused, "refused by verify");
+      expect(heldInRoot()).toEqual([]);
+    },
+    10_000,
+  );
 
   it("Lab 8.2 · a write that fails before the rename leaves the old content and no temporary file", async () => {
     const target = path.join(root, "a.txt");
@@ -418,6 +561,14 @@ describe("chapter 08 · atomic, serialised writes", () => {
     expect(most).toBe(2);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(locks.size).toBe(0);
+    // c1 is done and its bookkeeping ran while c2 still runs: the key stays taken, so c3 waits for c2.
+    const c1 = locks.run("c", task("c1", 5));
+    const c2 = locks.run("c", task("c2", 30));
+    await c1;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const c3 = locks.run("c", task("c3", 5));
+    await Promise.all([c2, c3]);
+    expect(log.slice(6)).toEqual(["start c1", "end c1", "start c2", "end c2", "start c3", "end c3"]);
   }, 10_000);
 
   it("Lab 8.2 · concurrent writes to one path never interleave: the last to finish is on disk, whole", async () => {
@@ -490,11 +641,21 @@ describe("chapter 08 · the read window", () => {
     // Each numbered line takes 4 + 98 + 1 = 103 bytes: 9 fit in 1024.
     expect(out.window).toEqual({ startLine: 1, endLine: 9, totalLines: 100, truncatedBy: "bytes" });
     expect(out.text.endsWith("[Showing lines 1-9 of 100, 1 KB limit. Use offset=10 to continue.]")).toBe(true);
+    // A line that fills the cap to the last byte still fits.
+    expect(formatReadOutput(text, { maxBytes: 9 * 103 }).window).toEqual({
+      startLine: 1,
+      endLine: 9,
+      totalLines: 100,
+      truncatedBy: "bytes",
+    });
     const huge = formatReadOutput("y".repeat(5000) + "\nnext\n", { maxBytes: 100 });
     expect(huge.window).toEqual({ startLine: 1, endLine: 1, totalLines: 2, truncatedBy: "bytes" });
     expect(huge.text).toBe(
       `1\t${"y".repeat(98)} … [line cut at 100 bytes]\n\n[Showing lines 1-1 of 2, 100 bytes limit. Use offset=2 to continue.]`,
     );
+    // The cap counts bytes: a cut inside a character drops its broken half; a U+FFFD the line holds stays.
+    const wide = formatReadOutput(`\uFFFD${"é".repeat(3000)}\n`, { maxBytes: 100 });
+    expect(wide.text.split("\n")[0]).toBe(`1\t\uFFFD${"é".repeat(47)} … [line cut at 100 bytes]`);
   });
 
   it("Lab 8.3 · read refuses a file larger than it loads (64 MiB by default), with a hint to use bash", async () => {
@@ -572,14 +733,16 @@ describe("chapter 08 · exact edits", () => {
 
   it("Lab 8.4 · refuses zero matches, several matches, overlaps, empty oldText and no-ops", () => {
     const text = "foo bar foo baz\n";
+    // One edit is named `oldText`, one of several `edits[i].oldText`.
     expectThrow(
       () => applyEdits(text, [{ oldText: "qux", newText: "x" }]),
-      "oldText was not found in the file. Read the file again and copy the text exactly, including whitespace.",
+      /^oldText was not found in the file\. Read the file again and copy the text exactly, including whitespace\.$/,
     );
     expectThrow(
       () => applyEdits(text, [{ oldText: "foo", newText: "x" }]),
       "oldText matches 2 places in the file. Include more surrounding lines so it matches exactly one.",
     );
+    expectThrow(() => applyEdits("foo foo foo", [{ oldText: "foo", newText: "x" }]), "oldText matches 3 places");
     expectThrow(
       () =>
         applyEdits(text, [
@@ -843,7 +1006,10 @@ describe("chapter 08 · argument repairs", () => {
 
 describe("chapter 08 · bounded bash", () => {
   it("Lab 8.5 · returns the exit code and stdout and stderr interleaved", async () => {
+    const started = Date.now();
     const ok = await runCommand("echo out; sleep 0.05; echo err >&2; sleep 0.05; echo done", { cwd: root });
+    expect(ok.durationMs).toBeGreaterThanOrEqual(100);
+    expect(ok.durationMs).toBeLessThanOrEqual(Date.now() - started);
     expect({
       output: ok.output,
       exitCode: ok.exitCode,
@@ -860,6 +1026,52 @@ describe("chapter 08 · bounded bash", () => {
     const failed = await runCommand("pwd; exit 3", { cwd: root });
     expect(failed.exitCode).toBe(3);
     expect(failed.output).toBe(`${new Workspace(root).root}\n`);
+  }, 10_000);
+
+  it("Lab 8.5 · a command that reads stdin gets end-of-file at once, and a shell that cannot start is exit code 127", async () => {
+    // stdin is not a pipe left open: `cat` ends at once instead of waiting for the timeout.
+    const reads = await runCommand("cat; echo after", { cwd: root, timeoutMs: 3000, killGraceMs: 200 });
+    expect([reads.output, reads.exitCode, reads.timedOut]).toEqual(["after\n", 0, false]);
+    const shell = path.join(base, "no-such-shell");
+    const missing = await runCommand("echo never", { cwd: root, shell });
+    expect(missing).toEqual({
+      output: `spawn ${shell} ENOENT\n`,
+      exitCode: 127,
+      signal: null,
+      timedOut: false,
+      aborted: false,
+      truncated: false,
+      totalBytes: 0,
+      durationMs: missing.durationMs,
+      pid: undefined,
+    });
+    expect(missing.durationMs).toBeGreaterThanOrEqual(0);
+  }, 10_000);
+
+  it("Lab 8.5 · the call returns when the command exits, even if a process out of its reach holds the output pipe", async () => {
+    const pidFile = path.join(base, "holder.pid");
+    // setsid leaves the group and env -i drops the call's marker: nothing kills it, and its stdout is the pipe.
+    const command =
+      `(setsid env -i /bin/sh -c 'echo $$ > ${pidFile}; exec /bin/sleep 30' &); ` +
+      `while [ ! -s ${pidFile} ]; do sleep 0.01; done; echo started`;
+    const holder = () => {
+      try {
+        return Number(readFileSync(pidFile, "utf8").trim());
+      } catch {
+        return 0;
+      }
+    };
+    try {
+      const started = Date.now();
+      const result = await runCommand(command, { cwd: root });
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect([result.output, result.exitCode]).toEqual(["started\n", 0]);
+      // The holder really escaped: the call ended while it still held the pipe.
+      expect(isAlive(holder())).toBe(true);
+    } finally {
+      // afterEach's sweep finds processes by a variable this one dropped
+      if (holder() > 0) process.kill(holder(), "SIGKILL");
+    }
   }, 10_000);
 
   it("Lab 8.5 · a timeout kills the whole process group, grandchildren included", async () => {
@@ -1022,6 +1234,36 @@ describe("chapter 08 · bounded bash", () => {
     expect(result.output).toBe("o".repeat(1997) + "e".repeat(8000) + "END");
   }, 10_000);
 
+  it("Lab 8.5 · the cap is exact, and output cut chunk by chunk is reported as cut", async () => {
+    const capped = (command: string) => runCommand(command, { cwd: root, maxOutputBytes: 10 });
+    const pick = (r: { output: string; truncated: boolean; totalBytes: number }) => [
+      r.output,
+      r.truncated,
+      r.totalBytes,
+    ];
+    expect(pick(await capped("printf 123456"))).toEqual(["123456", false, 6]);
+    expect(pick(await capped("printf 1234567890"))).toEqual(["1234567890", false, 10]);
+    // Separate chunks (the sleeps let each arrive alone): the kept ones may add up to exactly the cap.
+    expect(pick(await capped("printf 12345; sleep 0.1; printf abcdefghij"))).toEqual(["abcdefghij", true, 15]);
+    expect(pick(await capped("for i in 1 2 3 4 5; do printf '<%s>\\n' $i; sleep 0.05; done"))).toEqual([
+      ">\n<4>\n<5>\n",
+      true,
+      20,
+    ]);
+  }, 10_000);
+
+  it("Lab 8.5 · a cut inside a UTF-8 character drops its broken bytes, and only then", async () => {
+    const capped = (command: string, cap: number) => runCommand(command, { cwd: root, maxOutputBytes: cap });
+    const pick = (r: { output: string; truncated: boolean }) => [r.output, r.truncated];
+    const emoji = "\\xf0\\x9f\\x98\\x80";
+    // 12 bytes, the last 10 start with 2 bytes of the first emoji
+    expect(pick(await capped(`printf '${emoji.repeat(3)}'`, 10))).toEqual(["😀😀", true]);
+    // a clean cut keeps a U+FFFD the output holds
+    expect(pick(await capped("printf '0123ab\\xef\\xbf\\xbdcd'", 7))).toEqual(["ab\uFFFDcd", true]);
+    // nothing cut: the output is left as it is
+    expect(pick(await capped("printf '\\xef\\xbf\\xbdok'", 10))).toEqual(["\uFFFDok", false]);
+  }, 10_000);
+
   it("Lab 8.5 · abort kills the command at once; a pre-aborted signal starts nothing", async () => {
     const controller = new AbortController();
     const pidFile = path.join(base, "shell.pid");
@@ -1053,8 +1295,22 @@ describe("chapter 08 · bounded bash", () => {
     expect(pid()).toBeGreaterThan(0);
     expect(await waitUntilDead(pid())).toBe(true);
     const never = await runCommand(`touch ${path.join(root, "ran")}`, { cwd: root, signal: AbortSignal.abort() });
-    expect(never).toMatchObject({ aborted: true, exitCode: null, pid: undefined });
+    expect(never).toEqual({
+      output: "",
+      exitCode: null,
+      signal: null,
+      timedOut: false,
+      aborted: true,
+      truncated: false,
+      totalBytes: 0,
+      durationMs: never.durationMs,
+      pid: undefined,
+    });
     expect(await readdir(root)).toEqual([]);
+    // A signal that outlives its command keeps no listener (a later abort must not kill a recycled pid).
+    const session = new AbortController();
+    await runCommand("true", { cwd: root, signal: session.signal });
+    expect(getEventListeners(session.signal, "abort")).toEqual([]);
   }, 10_000);
 
   it("Lab 8.5 · by default the bash tool's commands do not see secret-looking variables; an explicit env wins", async () => {

@@ -212,7 +212,8 @@ class OutputTail {
   text(): { output: string; truncated: boolean } {
     // #region lab 8.5 OutputTail.text
     let buffer = Buffer.concat(this.chunks);
-    const truncated = buffer.length > this.cap;
+    // Counted from the total: the chunks kept after a drop may add up to exactly the cap.
+    const truncated = this.totalBytes > this.cap;
     if (truncated) buffer = buffer.subarray(buffer.length - this.cap);
     // Cutting the head may split a UTF-8 sequence: drop the broken first character.
     let output = buffer.toString("utf8");
