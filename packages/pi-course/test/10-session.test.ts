@@ -5,13 +5,19 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { SESSION_FORMAT_VERSION, SessionFileError } from "../src/session/session-entry.js";
+import { MAX_NESTING, SESSION_FORMAT_VERSION, SessionFileError } from "../src/session/session-entry.js";
 import { SessionFile, messagesOf, type SessionEntryInput } from "../src/session/session.js";
 import type { AgentMessage } from "../src/types.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { compileForNode, crashChild } from "./support/session-crash.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+/** UUIDs `randomUUID` returns next (then real ones again): how a test makes ids collide. */
+const uuids = vi.hoisted(() => ({ next: [] as string[] }));
+vi.mock("node:crypto", async (importOriginal) => {
+  const original = await importOriginal<typeof import("node:crypto")>();
+  return { ...original, randomUUID: () => uuids.next.shift() ?? original.randomUUID() };
+});
 let dir: string;
 let file: string;
 const opened: SessionFile[] = [];
@@ -22,6 +28,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  uuids.next.length = 0;
   for (const session of opened.splice(0)) await session.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -193,7 +200,8 @@ describe("appending entries", () => {
       /label target "nope"/,
     );
     await expect(session.append({ type: "bogus", parentId: a } as unknown as SessionEntryInput)).rejects.toThrow(
-      /unknown entry type "bogus"/,
+      // Later chapters add types to the list.
+      `unknown entry type "bogus" (known: message, label`,
     );
     await expect(SessionFile.create(file, { cwd: "/" })).rejects.toThrow(
       /already exists: open it with SessionFile.open/,
@@ -203,6 +211,53 @@ describe("appending entries", () => {
     await session.close();
     await expect(session.append(message(a, "late"))).rejects.toThrow(/closed; open it again/);
     expect((await readFile(file, "utf8")).split("\n")).toHaveLength(4);
+  }, 10_000);
+
+  it("Lab 10.1 · a read-only session, an entry nested too deep and one that is not JSON-serialisable are refused; nothing is written", async () => {
+    const session = await create();
+    const a = await session.append(message(null, "a"));
+    const viewer = await SessionFile.open(file, { readOnly: true });
+    opened.push(viewer);
+    await expect(viewer.append(message(a, "x"))).rejects.toThrow(
+      `${file}: the session was opened read-only; open it without readOnly to append`,
+    );
+    /** An object `depth` levels deep ({} is 1). */
+    const nested = (depth: number): unknown => (depth === 1 ? {} : { in: nested(depth - 1) });
+    // The entry is level 1 and its message level 2: details of MAX_NESTING - 2 levels is the most a line may hold.
+    const deep = (depth: number): SessionEntryInput => ({
+      type: "message",
+      parentId: a,
+      message: { ...user("deep"), details: nested(depth) } as AgentMessage,
+    });
+    await expect(session.append(deep(MAX_NESTING - 1))).rejects.toThrow(
+      `${file}: the entry is nested deeper than ${MAX_NESTING} levels`,
+    );
+    const big = { type: "message", parentId: a, message: { ...user("big"), details: 1n } } as SessionEntryInput;
+    await expect(session.append(big)).rejects.toThrow(
+      `${file}: the entry is not JSON-serialisable (Do not know how to serialize a BigInt)`,
+    );
+    expect((await readFile(file, "utf8")).split("\n")).toHaveLength(3);
+    // Refusing one entry does not close the session; the deepest entry a line may hold is written and read back.
+    const limit = await session.append(deep(MAX_NESTING - 2));
+    expect((await reopen()).get(limit)).toEqual(session.get(limit));
+  }, 10_000);
+
+  it("Lab 10.1 · a new id is unused: not a written one, not one handed out to an append still queued; 100 collisions give a full UUID", async () => {
+    const session = await create();
+    const a = await session.append(message(null, "a"));
+    const uuid = (first8: string) => `${first8}-0000-4000-8000-000000000000`;
+    uuids.next.push(uuid(a), uuid("0000000b"));
+    const b = await session.append(message(a, "b"));
+    expect(b, "the first try repeated a written id").toBe("0000000b");
+    // Both ids are handed out before either line is written.
+    uuids.next.push(uuid("0000000c"), uuid("0000000c"), uuid("0000000d"));
+    const cd = await Promise.all([session.append(message(b, "c")), session.append(message(b, "d"))]);
+    expect(cd, "the second try repeated an id queued for writing").toEqual(["0000000c", "0000000d"]);
+    const full = "12345678-9abc-4def-8123-456789abcdef";
+    uuids.next.push(...Array.from({ length: 100 }, () => uuid(a)), full);
+    expect(await session.append(message(b, "e"))).toBe(full);
+    expect(uuids.next).toEqual([]);
+    expect((await reopen()).entries().map((e) => e.id)).toEqual([a, b, ...cd, full]);
   }, 10_000);
 
   it("Lab 10.1 · a failed write closes the session for writing; what it shows stays what the file holds", async () => {
@@ -219,6 +274,29 @@ describe("appending entries", () => {
     opened.splice(opened.indexOf(session), 1);
     const lines = (await readFile(file, "utf8")).split("\n");
     expect(lines.slice(1, -1).map((l) => (JSON.parse(l) as SessionEntry).id)).toEqual([a]);
+
+    // One failed write is enough: the appends queued behind it reject though the disk works again.
+    const flaky = await create(join(dir, "flaky.jsonl"));
+    const root = await flaky.append(message(null, "root"));
+    const probe = await open(join(dir, "probe"), "w");
+    await probe.close();
+    const proto = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<unknown> };
+    const write = proto.write;
+    const spy = vi.spyOn(proto, "write").mockImplementation(async function (this: unknown, ...args: unknown[]) {
+      if (Buffer.isBuffer(args[0]) && args[0].toString("utf8").includes("the failing one"))
+        throw new Error("disk full");
+      return write.apply(this, args);
+    });
+    try {
+      const failing = flaky.append(message(root, "the failing one"));
+      const behind = flaky.append(message(root, "queued behind it"));
+      await expect(failing).rejects.toThrow(/a write failed \(disk full\)/);
+      await expect(behind).rejects.toThrow(/a write failed \(disk full\)/);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(flaky.entries().map((e) => e.id)).toEqual([root]);
+    expect(await readFile(join(dir, "flaky.jsonl"), "utf8")).not.toContain("queued behind it");
   }, 10_000);
 });
 
