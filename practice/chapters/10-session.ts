@@ -103,7 +103,7 @@ export default defineChapter({
           "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
           "以及 `forward`（父节点不在前面的条目）的报错。" +
           "恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；" +
-          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记。" +
+          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。" +
           "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。" +
           "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
           "用你的 `open` 读回文件；练习文件夹里约 20 秒（最多 200 次、至少 24 次）。",
@@ -112,8 +112,9 @@ export default defineChapter({
           "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
           "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
           "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
-          "file becomes the tail; a mark repeated after an empty line, or a wider mark after a cut one, is accepted: " +
-          "every prefix of a file the library wrote must open. The slowest test is the crash test: it " +
+          "file, followed by nothing but part of a torn mark, becomes the tail (anything else after it is damage); a " +
+          "mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the " +
+          "library wrote must open. The slowest test is the crash test: it " +
           "compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back " +
           "with your open (in a practice folder about 20 s: up to 200 kills, at least 24).",
       },

@@ -340,6 +340,50 @@ describe("reading and recovery", () => {
     expect(again.entries().map((e) => e.id)).toEqual(["aa", "bb", id]);
   }, 10_000);
 
+  it("Lab 10.2 · a cut while marking a torn tail, and again while marking that, opens: the torn bytes to the end are the tail", async () => {
+    await handWritten([line("aa", null), line("bb", "aa")], line("cc", "bb").slice(0, 40));
+    const tornAt = (await readFile(file)).lastIndexOf(10) + 1;
+    const first = await reopen();
+    await first.append(message("bb", "after the crash"));
+    await first.close();
+    const once = await readFile(file);
+    const markEnd = once.indexOf(10, once.indexOf(10, tornAt) + 1) + 1;
+    const cutPath = join(dir, "cut.jsonl");
+    /** What a viewer (read-only) sees in a file holding just `bytes`. */
+    const view = async (bytes: Buffer) => {
+      await writeFile(cutPath, bytes);
+      const viewer = await SessionFile.open(cutPath, { readOnly: true });
+      return { ids: viewer.entries().map((e) => e.id), ...viewer.recovery };
+    };
+    const torn = (cut: number) => ({ line: 4, offset: tornAt, length: cut - tornAt });
+    // Cut after the mark write's "\n" and before the mark's own "\n" (a mark lacking only its newline is whole).
+    for (let cut = once.indexOf(10, tornAt) + 1; cut < markEnd - 1; cut++) {
+      const prefix = once.subarray(0, cut);
+      expect(await view(prefix), `cut at ${cut}`).toEqual({ ids: ["aa", "bb"], tail: torn(cut), kept: [] });
+      // The next opener marks all of it, and that write can be cut too.
+      await writeFile(file, prefix);
+      const second = await reopen();
+      const id = await second.append(message("bb", "after two crashes"));
+      await second.close();
+      const twice = await readFile(file);
+      const markEnd2 = twice.indexOf(10, cut + 1) + 1;
+      const kept = [torn(cut)];
+      for (const c of [cut + 1, cut + 10, markEnd2 - 1])
+        expect(await view(twice.subarray(0, c)), `cuts at ${cut}, then ${c}`).toEqual({
+          ids: ["aa", "bb"],
+          tail: torn(c),
+          kept: [],
+        });
+      expect(await view(twice.subarray(0, markEnd2))).toEqual({ ids: ["aa", "bb"], tail: null, kept });
+      expect(await view(twice.subarray(0, markEnd2 + 9))).toEqual({
+        ids: ["aa", "bb"],
+        tail: { line: 7, offset: markEnd2, length: 9 },
+        kept,
+      });
+      expect(await view(twice)).toEqual({ ids: ["aa", "bb", id], tail: null, kept });
+    }
+  }, 20_000);
+
   it("Lab 10.2 · a torn tail is never parsed: a whole entry without its newline, or a cut UTF-8 character, stays torn", async () => {
     await handWritten([line("aa", null)], line("bb", "aa"));
     const session = await reopen();
@@ -361,7 +405,7 @@ describe("reading and recovery", () => {
   it("Lab 10.2 · a corrupt middle line is an error naming the line; the file is left as it was", async () => {
     await handWritten([line("aa", null), '{"type":"message","id":"bb",', line("cc", "aa")]);
     const before = await readFile(file);
-    const error = await openError();
+    let error = await openError();
     expect(error.line).toBe(3);
     expect(error.message).toContain(
       `${file}:3: not valid JSON (byte offset ${HEADER.length + 1 + line("aa", null).length + 1}`,
@@ -370,6 +414,13 @@ describe("reading and recovery", () => {
     expect(await readFile(file)).toEqual(before);
     await handWritten([line("aa", null), "", line("cc", "aa")]);
     expect((await openError()).line).toBe(3);
+    // Followed only by a torn tail that is not part of a torn mark, it is still damage, not a crash.
+    await handWritten([line("aa", null), "garbage"], '{"type":"message"');
+    error = await openError();
+    expect(error.line).toBe(3);
+    expect(error.message).toContain(
+      `${file}:3: not valid JSON (byte offset ${HEADER.length + 1 + line("aa", null).length + 1}`,
+    );
   }, 10_000);
 
   it("Lab 10.2 · an unknown entry type, a malformed entry and a label of an unknown entry are errors naming the line", async () => {
