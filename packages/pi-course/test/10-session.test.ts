@@ -657,6 +657,11 @@ describe("the tree", () => {
     expect(session.children(root).map((e) => e.id)).toEqual([a1, a2]);
     expect(session.children(null).map((e) => e.id)).toEqual([root]);
     expect(session.children(b)).toEqual([]);
+    // A copy: what the caller does with it does not change the session.
+    session.children(root).pop();
+    session.children(null).push(session.get(b)!);
+    expect(session.children(root).map((e) => e.id)).toEqual([a1, a2]);
+    expect(session.children(null).map((e) => e.id)).toEqual([root]);
     expect(() => session.pathToLeaf("nope")).toThrow(/no entry "nope"/);
     expect(() => session.children("nope")).toThrow(/no entry "nope"/);
     expect(messagesOf(session.pathToLeaf(label))).toEqual([user("q"), user("answer 2")]);
