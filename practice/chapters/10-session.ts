@@ -53,21 +53,27 @@ export default defineChapter({
         '${path}: label target "${targetId}" is not a written entry of this session',
         '${path}: unknown entry type "${type}" (known: message, label)',
         "${path}: the session is closed; open it again to append",
+        "${path}: the session was opened read-only; open it without readOnly to append",
+        "${path}: the entry is nested deeper than ${MAX_NESTING} levels",
+        "${path}: the entry is not JSON-serialisable (${errorText(error)})",
         "误用是一个被拒绝的 promise（append 返回 Promise.reject），不是同步 throw。Misuse is a rejected promise, never a synchronous throw.",
       ],
       title: { zh: "追加与 id（SessionFile.append、write、newId）", en: "append and ids" },
       hint: {
         zh:
-          "`append`：先拒绝误用（会话已关闭或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），" +
-          "再生成 id，拼出 `{type, id, parentId, timestamp, …}` 一整行，挂到写队列 `this.queue` 的尾巴上——" +
+          "`append`：先拒绝误用（会话已关闭、只读或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），" +
+          "再生成 id，拼出 `{type, id, parentId, timestamp, …}`；嵌套超过 `MAX_NESTING` 层（`nestedDeeperThan`）" +
+          "或 `JSON.stringify` 失败的条目也拒绝（读者会拒绝这样的行，所以绝不写出）。把这一整行挂到写队列 `this.queue` 的尾巴上——" +
           "队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。" +
           "`write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`；" +
-          "出错就记下 `broken`。写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。" +
-          "`newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复。",
+          "出错就记下 `broken`，排在它后面的写一个都不再写（即使磁盘又好了）。写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。" +
+          "`newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复；试 100 次都撞上，就返回一个完整的 `randomUUID()`。",
         en:
-          "append: refuse misuse, make the id, build one whole line, chain the write on this.queue (swallow failures in " +
-          "the chain itself). write: a torn mark first if this.torn.tail is set, then one write of the line, sync when " +
-          "durable; on failure remember it. Index the parsed line. newId: 8 hex chars unused so far.",
+          "append: refuse misuse (closed, read-only, broken, unknown parent, label target or type), make the id, build one " +
+          "whole line (refuse it nested deeper than MAX_NESTING or not JSON-serialisable), chain the write on this.queue " +
+          "(swallow failures in the chain itself). write: a torn mark first if this.torn.tail is set, then one write of " +
+          "the line, sync when durable; on failure remember it, and no write queued behind it runs. Index the parsed " +
+          "line. newId: 8 hex chars unused so far (written or queued); after 100 colliding tries a full randomUUID().",
       },
     },
     {
@@ -97,7 +103,7 @@ export default defineChapter({
           "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
           "以及 `forward`（父节点不在前面的条目）的报错。" +
           "恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；" +
-          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记。" +
+          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。" +
           "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。" +
           "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
           "用你的 `open` 读回文件；练习文件夹里约 20 秒（最多 200 次、至少 24 次）。",
@@ -106,8 +112,9 @@ export default defineChapter({
           "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
           "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
           "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
-          "file becomes the tail; a mark repeated after an empty line, or a wider mark after a cut one, is accepted: " +
-          "every prefix of a file the library wrote must open. The slowest test is the crash test: it " +
+          "file, followed by nothing but part of a torn mark, becomes the tail (anything else after it is damage); a " +
+          "mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the " +
+          "library wrote must open. The slowest test is the crash test: it " +
           "compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back " +
           "with your open (in a practice folder about 20 s: up to 200 kills, at least 24).",
       },

@@ -5,13 +5,19 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { SESSION_FORMAT_VERSION, SessionFileError } from "../src/session/session-entry.js";
+import { MAX_NESTING, SESSION_FORMAT_VERSION, SessionFileError } from "../src/session/session-entry.js";
 import { SessionFile, messagesOf, type SessionEntryInput } from "../src/session/session.js";
 import type { AgentMessage } from "../src/types.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { compileForNode, crashChild } from "./support/session-crash.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+/** UUIDs `randomUUID` returns next (then real ones again): how a test makes ids collide. */
+const uuids = vi.hoisted(() => ({ next: [] as string[] }));
+vi.mock("node:crypto", async (importOriginal) => {
+  const original = await importOriginal<typeof import("node:crypto")>();
+  return { ...original, randomUUID: () => uuids.next.shift() ?? original.randomUUID() };
+});
 let dir: string;
 let file: string;
 const opened: SessionFile[] = [];
@@ -22,6 +28,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  uuids.next.length = 0;
   for (const session of opened.splice(0)) await session.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -193,7 +200,8 @@ describe("appending entries", () => {
       /label target "nope"/,
     );
     await expect(session.append({ type: "bogus", parentId: a } as unknown as SessionEntryInput)).rejects.toThrow(
-      /unknown entry type "bogus"/,
+      // Later chapters add types to the list.
+      `unknown entry type "bogus" (known: message, label`,
     );
     await expect(SessionFile.create(file, { cwd: "/" })).rejects.toThrow(
       /already exists: open it with SessionFile.open/,
@@ -203,6 +211,53 @@ describe("appending entries", () => {
     await session.close();
     await expect(session.append(message(a, "late"))).rejects.toThrow(/closed; open it again/);
     expect((await readFile(file, "utf8")).split("\n")).toHaveLength(4);
+  }, 10_000);
+
+  it("Lab 10.1 · a read-only session, an entry nested too deep and one that is not JSON-serialisable are refused; nothing is written", async () => {
+    const session = await create();
+    const a = await session.append(message(null, "a"));
+    const viewer = await SessionFile.open(file, { readOnly: true });
+    opened.push(viewer);
+    await expect(viewer.append(message(a, "x"))).rejects.toThrow(
+      `${file}: the session was opened read-only; open it without readOnly to append`,
+    );
+    /** An object `depth` levels deep ({} is 1). */
+    const nested = (depth: number): unknown => (depth === 1 ? {} : { in: nested(depth - 1) });
+    // The entry is level 1 and its message level 2: details of MAX_NESTING - 2 levels is the most a line may hold.
+    const deep = (depth: number): SessionEntryInput => ({
+      type: "message",
+      parentId: a,
+      message: { ...user("deep"), details: nested(depth) } as AgentMessage,
+    });
+    await expect(session.append(deep(MAX_NESTING - 1))).rejects.toThrow(
+      `${file}: the entry is nested deeper than ${MAX_NESTING} levels`,
+    );
+    const big = { type: "message", parentId: a, message: { ...user("big"), details: 1n } } as SessionEntryInput;
+    await expect(session.append(big)).rejects.toThrow(
+      `${file}: the entry is not JSON-serialisable (Do not know how to serialize a BigInt)`,
+    );
+    expect((await readFile(file, "utf8")).split("\n")).toHaveLength(3);
+    // Refusing one entry does not close the session; the deepest entry a line may hold is written and read back.
+    const limit = await session.append(deep(MAX_NESTING - 2));
+    expect((await reopen()).get(limit)).toEqual(session.get(limit));
+  }, 10_000);
+
+  it("Lab 10.1 · a new id is unused: not a written one, not one handed out to an append still queued; 100 collisions give a full UUID", async () => {
+    const session = await create();
+    const a = await session.append(message(null, "a"));
+    const uuid = (first8: string) => `${first8}-0000-4000-8000-000000000000`;
+    uuids.next.push(uuid(a), uuid("0000000b"));
+    const b = await session.append(message(a, "b"));
+    expect(b, "the first try repeated a written id").toBe("0000000b");
+    // Both ids are handed out before either line is written.
+    uuids.next.push(uuid("0000000c"), uuid("0000000c"), uuid("0000000d"));
+    const cd = await Promise.all([session.append(message(b, "c")), session.append(message(b, "d"))]);
+    expect(cd, "the second try repeated an id queued for writing").toEqual(["0000000c", "0000000d"]);
+    const full = "12345678-9abc-4def-8123-456789abcdef";
+    uuids.next.push(...Array.from({ length: 100 }, () => uuid(a)), full);
+    expect(await session.append(message(b, "e"))).toBe(full);
+    expect(uuids.next).toEqual([]);
+    expect((await reopen()).entries().map((e) => e.id)).toEqual([a, b, ...cd, full]);
   }, 10_000);
 
   it("Lab 10.1 · a failed write closes the session for writing; what it shows stays what the file holds", async () => {
@@ -219,6 +274,29 @@ describe("appending entries", () => {
     opened.splice(opened.indexOf(session), 1);
     const lines = (await readFile(file, "utf8")).split("\n");
     expect(lines.slice(1, -1).map((l) => (JSON.parse(l) as SessionEntry).id)).toEqual([a]);
+
+    // One failed write is enough: the appends queued behind it reject though the disk works again.
+    const flaky = await create(join(dir, "flaky.jsonl"));
+    const root = await flaky.append(message(null, "root"));
+    const probe = await open(join(dir, "probe"), "w");
+    await probe.close();
+    const proto = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<unknown> };
+    const write = proto.write;
+    const spy = vi.spyOn(proto, "write").mockImplementation(async function (this: unknown, ...args: unknown[]) {
+      if (Buffer.isBuffer(args[0]) && args[0].toString("utf8").includes("the failing one"))
+        throw new Error("disk full");
+      return write.apply(this, args);
+    });
+    try {
+      const failing = flaky.append(message(root, "the failing one"));
+      const behind = flaky.append(message(root, "queued behind it"));
+      await expect(failing).rejects.toThrow(/a write failed \(disk full\)/);
+      await expect(behind).rejects.toThrow(/a write failed \(disk full\)/);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(flaky.entries().map((e) => e.id)).toEqual([root]);
+    expect(await readFile(join(dir, "flaky.jsonl"), "utf8")).not.toContain("queued behind it");
   }, 10_000);
 });
 
@@ -262,6 +340,50 @@ describe("reading and recovery", () => {
     expect(again.entries().map((e) => e.id)).toEqual(["aa", "bb", id]);
   }, 10_000);
 
+  it("Lab 10.2 · a cut while marking a torn tail, and again while marking that, opens: the torn bytes to the end are the tail", async () => {
+    await handWritten([line("aa", null), line("bb", "aa")], line("cc", "bb").slice(0, 40));
+    const tornAt = (await readFile(file)).lastIndexOf(10) + 1;
+    const first = await reopen();
+    await first.append(message("bb", "after the crash"));
+    await first.close();
+    const once = await readFile(file);
+    const markEnd = once.indexOf(10, once.indexOf(10, tornAt) + 1) + 1;
+    const cutPath = join(dir, "cut.jsonl");
+    /** What a viewer (read-only) sees in a file holding just `bytes`. */
+    const view = async (bytes: Buffer) => {
+      await writeFile(cutPath, bytes);
+      const viewer = await SessionFile.open(cutPath, { readOnly: true });
+      return { ids: viewer.entries().map((e) => e.id), ...viewer.recovery };
+    };
+    const torn = (cut: number) => ({ line: 4, offset: tornAt, length: cut - tornAt });
+    // Cut after the mark write's "\n" and before the mark's own "\n" (a mark lacking only its newline is whole).
+    for (let cut = once.indexOf(10, tornAt) + 1; cut < markEnd - 1; cut++) {
+      const prefix = once.subarray(0, cut);
+      expect(await view(prefix), `cut at ${cut}`).toEqual({ ids: ["aa", "bb"], tail: torn(cut), kept: [] });
+      // The next opener marks all of it, and that write can be cut too.
+      await writeFile(file, prefix);
+      const second = await reopen();
+      const id = await second.append(message("bb", "after two crashes"));
+      await second.close();
+      const twice = await readFile(file);
+      const markEnd2 = twice.indexOf(10, cut + 1) + 1;
+      const kept = [torn(cut)];
+      for (const c of [cut + 1, cut + 10, markEnd2 - 1])
+        expect(await view(twice.subarray(0, c)), `cuts at ${cut}, then ${c}`).toEqual({
+          ids: ["aa", "bb"],
+          tail: torn(c),
+          kept: [],
+        });
+      expect(await view(twice.subarray(0, markEnd2))).toEqual({ ids: ["aa", "bb"], tail: null, kept });
+      expect(await view(twice.subarray(0, markEnd2 + 9))).toEqual({
+        ids: ["aa", "bb"],
+        tail: { line: 7, offset: markEnd2, length: 9 },
+        kept,
+      });
+      expect(await view(twice)).toEqual({ ids: ["aa", "bb", id], tail: null, kept });
+    }
+  }, 20_000);
+
   it("Lab 10.2 · a torn tail is never parsed: a whole entry without its newline, or a cut UTF-8 character, stays torn", async () => {
     await handWritten([line("aa", null)], line("bb", "aa"));
     const session = await reopen();
@@ -283,7 +405,7 @@ describe("reading and recovery", () => {
   it("Lab 10.2 · a corrupt middle line is an error naming the line; the file is left as it was", async () => {
     await handWritten([line("aa", null), '{"type":"message","id":"bb",', line("cc", "aa")]);
     const before = await readFile(file);
-    const error = await openError();
+    let error = await openError();
     expect(error.line).toBe(3);
     expect(error.message).toContain(
       `${file}:3: not valid JSON (byte offset ${HEADER.length + 1 + line("aa", null).length + 1}`,
@@ -292,6 +414,13 @@ describe("reading and recovery", () => {
     expect(await readFile(file)).toEqual(before);
     await handWritten([line("aa", null), "", line("cc", "aa")]);
     expect((await openError()).line).toBe(3);
+    // Followed only by a torn tail that is not part of a torn mark, it is still damage, not a crash.
+    await handWritten([line("aa", null), "garbage"], '{"type":"message"');
+    error = await openError();
+    expect(error.line).toBe(3);
+    expect(error.message).toContain(
+      `${file}:3: not valid JSON (byte offset ${HEADER.length + 1 + line("aa", null).length + 1}`,
+    );
   }, 10_000);
 
   it("Lab 10.2 · an unknown entry type, a malformed entry and a label of an unknown entry are errors naming the line", async () => {
@@ -528,6 +657,11 @@ describe("the tree", () => {
     expect(session.children(root).map((e) => e.id)).toEqual([a1, a2]);
     expect(session.children(null).map((e) => e.id)).toEqual([root]);
     expect(session.children(b)).toEqual([]);
+    // A copy: what the caller does with it does not change the session.
+    session.children(root).pop();
+    session.children(null).push(session.get(b)!);
+    expect(session.children(root).map((e) => e.id)).toEqual([a1, a2]);
+    expect(session.children(null).map((e) => e.id)).toEqual([root]);
     expect(() => session.pathToLeaf("nope")).toThrow(/no entry "nope"/);
     expect(() => session.children("nope")).toThrow(/no entry "nope"/);
     expect(messagesOf(session.pathToLeaf(label))).toEqual([user("q"), user("answer 2")]);
