@@ -68,7 +68,8 @@ describe("chapter 11 · interactions", () => {
       { start: 2, end: 3 },
     ]);
     expect(() => openSpans([result("a", "lost")])).toThrow(
-      /message 0: the tool result for call "a" has no tool call before it/,
+      'transcript message 0: the tool result for call "a" has no tool call before it; a provider would refuse the ' +
+        "context. Fix the transcript (or the compaction that cut it) so every result follows its call.",
     );
     expect(() => openSpans([user("u"), assistant([call("a", "read")]), result("a", "1"), result("a", "2")])).toThrow(
       /message 3: a second tool result for call "a"/,
@@ -76,6 +77,20 @@ describe("chapter 11 · interactions", () => {
     expect(() => openSpans([user("u"), aborted, result("x", "late")])).toThrow(
       /message 2: .*call "x" answers a call of an error\/aborted assistant message/,
     );
+    const failed = assistant([call("y", "read")], { stopReason: "error", errorMessage: "overloaded" });
+    expect(() => openSpans([user("u"), failed, result("y", "late")])).toThrow(
+      /message 2: .*call "y" answers a call of an error\/aborted assistant message/,
+    );
+    // a later call reusing an answered id does not reopen it: two results sharing an id are refused
+    expect(() =>
+      openSpans([
+        user("u"),
+        assistant([call("a", "read")]),
+        result("a", "1"),
+        assistant([call("a", "read")]),
+        result("a", "2"),
+      ]),
+    ).toThrow(/message 4: a second tool result for call "a"/);
     // a result before its call is an orphan too
     expect(() => openSpans([user("u"), result("a", "early"), assistant([call("a", "read")])])).toThrow(TypeError);
   });
