@@ -78,16 +78,16 @@ export default defineChapter({
       says: [
         "compact: the estimator counted message ${bad} as ${count}; counts must be finite and >= 0.   (from compact)",
         "${who}: the estimator counted message ${bad} as ${String(count)}; counts must be finite and >= 0.",
-        '（`who` 是调用者的名字，例如 compact 传 "compact"，于是消息以 `compact: ` 开头。who names the caller: compact passes "compact", so its message starts with "compact: ".）',
+        '（`who` 是调用者的名字，例如 compact 传 "compact"，于是消息以 `compact: ` 开头；projectMessages 传 "projectMessages"。who names the caller: compact passes "compact", so its message starts with "compact: "; projectMessages passes "projectMessages".）',
       ],
       title: { zh: "投影到预算（projectMessages）", en: "projection to a budget" },
       hint: {
         zh:
           "先分组，再让估算器给出每条消息的 token 数。从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——" +
-          "停，不是跳过（跳过就会留下中间有洞的上下文）。结果是从某段交互开头开始的后缀。总数超过预算时填好 `overflow`。",
+          "停，不是跳过（跳过就会留下中间有洞的上下文）。结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。总数超过预算时填好 `overflow`。",
         en:
           "Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first " +
-          "older one that would not fit. Fill `overflow` when the total is over budget.",
+          "older one that would not fit. The context carries the systemPrompt and tools when given. Fill `overflow` when the total is over budget.",
       },
     },
     {
@@ -100,10 +100,11 @@ export default defineChapter({
         zh:
           "从叶子往回找最新的 `compaction` 条目。没有：按顺序取所有 `message` 条目。有：先放 `summaryMessage(entry)`，" +
           "再取从 `firstKeptEntryId` 到压缩条目之间的消息，再取压缩条目之后的；`usageFrom` 是压缩之后第一条消息的下标。" +
-          "`firstKeptEntryId` 等于压缩条目自己的 id 表示之前一条都不保留；不在路径上就抛 `TypeError`。",
+          "`firstKeptEntryId` 等于压缩条目自己的 id 表示之前一条都不保留；不在路径上压缩条目之前的位置（不在路径上，或在它之后）就抛 `TypeError`。",
         en:
           "Find the newest compaction; without one take every message entry; with one: its summary, the entries from " +
-          "firstKeptEntryId up to it, then those after it; usageFrom marks the first message after it.",
+          "firstKeptEntryId up to it, then those after it; usageFrom marks the first message after it. A firstKeptEntryId " +
+          "that is not on the path before the compaction (absent, or after it) throws a TypeError.",
       },
     },
     {

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
 import { compact, findCut } from "../src/session/compaction.js";
 import { projectContext, projectMessages, summaryMessage, transcriptOf } from "../src/session/context.js";
@@ -10,7 +11,7 @@ import { ScriptedModel } from "../src/models/scripted-model.js";
 import { SessionFile } from "../src/session/session.js";
 import { IMAGE_TOKENS, estimateTokens } from "../src/session/token-estimate.js";
 import type { TokenEstimator } from "../src/session/token-estimate.js";
-import type { AgentMessage, UserMessage } from "../src/types.js";
+import type { AgentMessage, AgentTool, UserMessage } from "../src/types.js";
 import type { CompactionEntry, SessionEntry } from "../src/session/types.js";
 import { MemorySession, T0, assistant, call, chars, note, result, user } from "./support/session-memory.js";
 
@@ -106,10 +107,20 @@ describe("chapter 11 · projection to a budget", () => {
   ];
   const three = [...turn(1), ...turn(2), ...turn(3)]; // 34 tokens per interaction
 
-  it("Lab 11.2 · everything fits: the whole transcript, counted at chars/4, system prompt included", () => {
-    const projection = projectMessages(three, { budget: 1_000, systemPrompt: chars(20) });
+  it("Lab 11.2 · everything fits: the whole transcript, counted at chars/4, system prompt included, tools passed on", () => {
+    const tools: AgentTool<any, any>[] = [
+      {
+        name: "read",
+        label: "read",
+        description: "reads a file",
+        parameters: Type.Object({}),
+        execute: async () => ({ content: [], details: undefined }),
+      },
+    ];
+    const projection = projectMessages(three, { budget: 1_000, systemPrompt: chars(20), tools });
     expect(projection.tokens).toBe(5 + 3 * 34);
-    expect(projection.context).toEqual({ systemPrompt: chars(20), messages: three });
+    expect(projection.context).toEqual({ systemPrompt: chars(20), messages: three, tools });
+    expect(projection.context.tools).toBe(tools);
     expect(projection).toMatchObject({ firstKept: 0, droppedInteractions: 0, budget: 1_000 });
     expect(projection.overflow).toBeUndefined();
   });
@@ -189,7 +200,9 @@ describe("chapter 11 · projection to a budget", () => {
     expect(projection).toMatchObject({ tokens: 103, firstKept: 0 });
     expect(projection.context.messages[1]).toBe(messages[1]);
     const broken: TokenEstimator = ({ messages: ms }) => ({ systemPrompt: 0, messages: ms.map(() => Number.NaN) });
-    expect(() => projectMessages(messages, { budget: 10, estimator: broken })).toThrow(/counted message 0 as NaN/);
+    expect(() => projectMessages(messages, { budget: 10, estimator: broken })).toThrow(
+      /^projectMessages: the estimator counted message 0 as NaN;/,
+    );
     const short: TokenEstimator = () => ({ systemPrompt: 0, messages: [] });
     expect(() => projectMessages(messages, { budget: 10, estimator: short })).toThrow(/one count per message \(3\)/);
     for (const budget of [-1, Number.NaN, Infinity, "10" as unknown as number]) {
@@ -267,9 +280,23 @@ describe("chapter 11 · the transcript of a path", () => {
     const [u] = session.add(user("old"));
     const self = compaction("c", u!, "c", "all of it");
     expect(transcriptOf([...session.path(), self]).messages).toEqual([summaryMessage(self)]);
+    // a compaction at the root of the path (the first entry) is found too
+    const root = { ...self, parentId: null };
+    expect(transcriptOf([root])).toEqual({
+      messages: [summaryMessage(root)],
+      entryIds: ["c"],
+      usageFrom: 1,
+      compaction: root,
+    });
     const stray = compaction("c", u!, "nowhere", "s");
     expect(() => transcriptOf([...session.path(), stray])).toThrow(
       /firstKeptEntryId "nowhere" is not on the path before it/,
+    );
+    // an entry after the compaction is on the path, but not before it: refused too
+    const ahead = compaction("c", u!, "later", "s");
+    const later: SessionEntry = { type: "message", id: "later", parentId: "c", timestamp: "", message: user("new") };
+    expect(() => transcriptOf([...session.path(), ahead, later])).toThrow(
+      'compaction entry "c": its firstKeptEntryId "later" is not on the path before it. Pass the path from the root to the leaf (pathToLeaf).',
     );
   });
 
