@@ -490,7 +490,10 @@ describe("chapter 11 · compaction", () => {
     // keeping 250 lands on result "2": the next cut point is the assistant message at 4
     expect(findCut(messages, tokens, 250, 1)).toBe(4);
     // everything fits in keepRecentTokens: nothing to cut
-    expect(findCut(messages, tokens, 10_000, 1)).toMatch(/within keepRecentTokens \(10000\)/);
+    const cuttable = tokens.slice(1).reduce((a, b) => a + b, 0);
+    expect(findCut(messages, tokens, 10_000, 1)).toBe(
+      `the 6 messages that could be cut hold ${cuttable} tokens, within keepRecentTokens (10000).`,
+    );
     // only a batch after the first message: snap back to the call
     const batch = [user("u"), assistant([call("1", "read")]), result("1", chars(400))];
     expect(findCut(batch, estimateTokens({ messages: batch }).messages, 50, 1)).toBe(1);
@@ -544,11 +547,12 @@ describe("chapter 11 · compaction", () => {
       instructions: "keep the file names",
       summarize: (input) => {
         seen.push({ count: input.messages.length, previous: input.previousSummary, instructions: input.instructions });
-        return "hand-written";
+        return "\n  hand-written  \n";
       },
     });
     expect(seen).toEqual([{ count: 7, previous: undefined, instructions: "keep the file names" }]);
     expect(model.requests).toHaveLength(0);
+    // the summary is trimmed before the files section is added
     expect(outcome.ok && outcome.entry.summary.startsWith("hand-written\n\n<files-read>")).toBe(true);
 
     const again = await compact(session, { model, keepRecentTokens: 0 });
@@ -599,6 +603,14 @@ describe("chapter 11 · compaction", () => {
     await expect(compact(failing, { model, keepRecentTokens: 20, estimator: broken })).rejects.toThrow(
       /compact: the estimator counted message 0 as -1/,
     );
+    // the count after the summary is checked the same way (message 0 is the new summary)
+    const summaryBroken: TokenEstimator = ({ messages }) => ({
+      systemPrompt: 0,
+      messages: messages.map((m) => (m.role === "user" && textOfUser(m).includes("<summary>") ? -1 : 1)),
+    });
+    await expect(
+      compact(failing, { model, keepRecentTokens: 1, estimator: summaryBroken, summarize: () => "s" }),
+    ).rejects.toThrow(/^compact: the estimator counted message 0 as -1;/);
     // the summarizer gets the run's signal (to stop its model call); a blank summary is no summary
     const controller = new AbortController();
     const signals: unknown[] = [];
@@ -624,6 +636,12 @@ describe("chapter 11 · compaction", () => {
       /^the summary does not fit: it counts \d+ tokens, over the 50 allowed \(maxSummaryTokens\); nothing appended\.$/,
     );
     expect(failing.entries).toHaveLength(9);
+    // exactly maxSummaryTokens fits (here every message counts 10)
+    const tens: TokenEstimator = ({ messages }) => ({ systemPrompt: 0, messages: messages.map(() => 10) });
+    const exact = workSession().session;
+    const fits = await compact(exact, { ...wordy, estimator: tens, maxSummaryTokens: 10 });
+    expect(fits.ok).toBe(true);
+    expect(exact.entries).toHaveLength(10);
     const odd = await compact(failing, { model, keepRecentTokens: 20, summarize: () => 42 as unknown as string });
     expect(odd).toEqual({
       ok: false,
