@@ -15,6 +15,7 @@ import type { ScriptedTurn } from "../src/models/scripted-model.js";
 import type { AgentCompactionReport, AgentEvent, AgentSessionStore } from "../src/agent/types.js";
 import type { AgentMessage, AgentTool, Message, ToolCall } from "../src/types.js";
 import type { SessionEntry } from "../src/session/types.js";
+import type { TokenEstimator } from "../src/session/token-estimate.js";
 import { gate, grammarViolations, textResult } from "./support/agent-run.js";
 import { says, scripted, text, turn } from "./support/messages.js";
 
@@ -46,6 +47,12 @@ async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
   if (String(error.message).includes("(not implemented yet)")) throw error;
   return error;
 }
+
+/** Tokens of a context at chars/4, every message counted by its characters (no usage trusted). */
+const charsOf = (messages: readonly AgentMessage[], systemPrompt?: string) => {
+  const counts = estimateTokens({ systemPrompt, messages, usageFrom: messages.length });
+  return counts.systemPrompt + counts.messages.reduce((a, b) => a + b, 0);
+};
 
 /** Each entry continues the one before it (a single chain from the root). */
 function expectChain(entries: readonly SessionEntry[]): void {
@@ -271,7 +278,8 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     expect(grammarViolations(events)).toEqual([]);
     expect(model.requests).toHaveLength(1); // the run stopped: no second model call
     await expect(agent.prompt("more")).rejects.toThrow(/session stopped taking writes/);
-    agent.setSession(undefined);
+    agent.setSession(undefined); // detached: the transcript stays as it is
+    expect(texts(agent.state.messages)).toEqual(["user:go", "assistant:", "toolResult:ok"]);
     await agent.prompt("more");
     expect(texts(agent.state.messages).slice(-2)).toEqual(["user:more", "assistant:never asked"]);
     await file.close();
@@ -282,6 +290,7 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     const model = scripted([says("a"), says("b"), says("c")]);
     const agent = new Agent({ session: one, initialState: { model } });
     await agent.prompt("in one");
+    expect(texts(agent.state.messages)).toEqual(["user:in one", "assistant:a"]); // a snapshot taken before the switch
     const two = await newSession("two.jsonl");
     agent.setSession(two);
     expect(agent.state.messages).toEqual([]);
@@ -307,10 +316,6 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
   it("Lab 11.5 · every model call fits the budget across a long run, pairs intact; an overflow is reported, not cut", async () => {
     // A model that reports exact usage (chars/4) for the context it was sent: once the projection
     // trims, that is less than the whole transcript, and must not be trusted for it.
-    const charsOf = (messages: readonly AgentMessage[], systemPrompt?: string) => {
-      const counts = estimateTokens({ systemPrompt, messages, usageFrom: messages.length });
-      return counts.systemPrompt + counts.messages.reduce((a, b) => a + b, 0);
-    };
     const turns: ScriptedTurn[] = [];
     for (let i = 0; i < 30; i++) {
       turns.push((context) =>
@@ -396,8 +401,18 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     expectChain(entries);
     expect(entries[4]).toEqual(report.entry);
     expect(report.entry).toMatchObject({ firstKeptEntryId: entries[3]!.id, tokensBefore: 850 });
-    const resumed = new Agent({ session: reopened });
+    // resumed with the same budget: the usage before the compaction (850, of the old context) is not
+    // trusted, so the summary and what follows are counted afresh, far below the threshold
+    const resumedReports: AgentCompactionReport[] = [];
+    const resumed = new Agent({
+      session: reopened,
+      initialState: { model: scripted([says("fourth answer")]) },
+      contextBudget: { budget: 1000, keepRecentTokens: 10, onCompaction: (r) => void resumedReports.push(r) },
+    });
     expect(resumed.state.messages).toEqual(JSON.parse(JSON.stringify(agent.state.messages)));
+    await resumed.prompt("fourth question");
+    expect(resumedReports).toEqual([]);
+    expect(texts(resumed.state.messages).at(-1)).toBe("assistant:fourth answer");
     await reopened.close();
   }, 10_000);
 
@@ -433,5 +448,218 @@ describe("chapter 11 · the Agent with a session and a budget", () => {
     expect(projections).toHaveLength(2);
     expect(agent.state.messages.at(-1)).toMatchObject({ role: "assistant", stopReason: "stop" });
     await session.close();
+  }, 10_000);
+
+  it("Lab 11.5 · compaction is due at exactly compactAt times budget and gets the budget's estimator, summarize hook, keepRecentTokens (default a quarter) and the system prompt", async () => {
+    const session = await newSession();
+    // every message counts 100, a system prompt 200: the count is exact and easy to follow
+    const estimator: TokenEstimator = ({ systemPrompt, messages }) => ({
+      systemPrompt: systemPrompt === undefined ? 0 : 200,
+      messages: messages.map(() => 100),
+    });
+    const model = scripted([turn([call("c1")]), says("a"), says("b"), says("c")]);
+    const asked: string[][] = [];
+    const reports: AgentCompactionReport[] = [];
+    const projections: ContextProjection[] = [];
+    let transcriptAtReport: string[] = [];
+    const agent: Agent = new Agent({
+      session,
+      initialState: { model, systemPrompt: "be brief", tools: [probe(async () => textResult("ok"))] },
+      contextBudget: {
+        budget: 1000,
+        estimator,
+        summarize: (input) => {
+          asked.push(texts(input.messages));
+          return "hand summary";
+        },
+        onCompaction: (r) => {
+          reports.push(r);
+          transcriptAtReport = texts(agent.state.messages);
+        },
+        onProjection: (p) => void projections.push(p),
+      },
+    });
+    await agent.prompt("one"); // 200 + 0 before it
+    await agent.prompt("two"); // 200 + 4 × 100 = 600 before it
+    expect(reports).toEqual([]);
+    expect(agent.state.messages).toHaveLength(6);
+    await agent.prompt("three"); // 200 + 6 × 100 = 800: the threshold, reached
+    expect(reports).toHaveLength(1);
+    const report = reports[0]!;
+    if (!report.ok) throw new Error(`compaction failed: ${report.reason.message}`);
+    // keepRecentTokens defaults to 1000 / 4 = 250: the newest three messages (300) are kept
+    expect(asked).toEqual([["user:one", "assistant:", "toolResult:ok"]]);
+    expect(report).toMatchObject({ tokensBefore: 800, threshold: 800, tokensAfter: 200 + 4 * 100 });
+    // compact counted with the same estimator and the system prompt: its entry agrees with the report
+    expect(report.entry).toMatchObject({ summary: "hand summary", tokensBefore: 800, tokensAfter: 600 });
+    // the transcript was rebuilt before onCompaction was called
+    const summary = texts(agent.state.messages)[0]!;
+    expect(summary).toContain("<summary>\nhand summary\n</summary>");
+    expect(transcriptAtReport).toEqual([summary, "assistant:a", "user:two", "assistant:b"]);
+    // the summary came from the hook, not from the agent's model; the projection used the budget's estimator
+    expect(model.requests).toHaveLength(4);
+    expect(texts(model.requests[3]!.messages)).toEqual([
+      summary,
+      "assistant:a",
+      "user:two",
+      "assistant:b",
+      "user:three",
+    ]);
+    expect(projections.at(-1)!.tokens).toBe(200 + 5 * 100);
+    await session.close();
+  }, 10_000);
+
+  it("Lab 11.5 · a compact() that throws, or a summary that does not fit beside the kept messages, is reported and appends nothing", async () => {
+    const file = await newSession();
+    let broken = false;
+    const store: AgentSessionStore = {
+      get leaf() {
+        return file.leaf;
+      },
+      pathToLeaf: (id) => {
+        if (broken) throw new Error("the index is gone");
+        return file.pathToLeaf(id);
+      },
+      append: (entry) => file.append(entry),
+    };
+    const reports: AgentCompactionReport[] = [];
+    const model = scripted([says("big", 900), says("still here")]);
+    const agent = new Agent({
+      session: store,
+      initialState: { model },
+      contextBudget: { budget: 1000, summarize: () => "s", onCompaction: (r) => void reports.push(r) },
+    });
+    await agent.prompt("hello");
+    broken = true;
+    await agent.prompt("again");
+    expect(reports).toEqual([
+      {
+        ok: false,
+        tokensBefore: 900,
+        threshold: 800,
+        reason: { kind: "summary_failed", message: "compact threw: the index is gone" },
+      },
+    ]);
+    expect(texts(messagesOf(file.entries()))).toEqual([
+      "user:hello",
+      "assistant:big",
+      "user:again",
+      "assistant:still here",
+    ]);
+    await file.close();
+
+    // the summary may take what the kept messages leave of the budget: 1000 - 10
+    const session = await newSession("wordy.jsonl");
+    const wordy: AgentCompactionReport[] = [];
+    const agent2 = new Agent({
+      session,
+      initialState: { model: scripted([says("big", 900), says("fine")]) },
+      contextBudget: {
+        budget: 1000,
+        keepRecentTokens: 10,
+        summarize: () => "x".repeat(4000),
+        onCompaction: (r) => void wordy.push(r),
+      },
+    });
+    await agent2.prompt("hello");
+    await agent2.prompt("again");
+    expect(wordy).toHaveLength(1);
+    expect(wordy[0]).toMatchObject({ ok: false, reason: { kind: "summary_failed" } });
+    expect((wordy[0] as { reason: { message: string } }).reason.message).toMatch(
+      /^the summary does not fit: it counts \d+ tokens, over the 990 allowed \(maxSummaryTokens\); nothing appended\.$/,
+    );
+    expect(session.entries().some((e) => e.type === "compaction")).toBe(false);
+    await session.close();
+  }, 10_000);
+
+  it("Lab 11.5 · a budget given later compacts from the usage recorded before it (no onCompaction needed)", async () => {
+    const session = await newSession();
+    const model = scripted([says("big", 900), says("after")]);
+    const agent = new Agent({ session, initialState: { model } });
+    await agent.prompt("hello"); // no budget yet: the answer's usage (900) is the whole transcript's
+    agent.setContextBudget({ budget: 1000, keepRecentTokens: 0, summaryModel: scripted([says("## Goal\nHi.")]) });
+    await agent.prompt("again");
+    expect(session.entries().map((e) => e.type)).toEqual(["message", "message", "compaction", "message", "message"]);
+    expect(textOf(model.requests[1]!.messages[0] as Message)).toContain("<summary>\n## Goal\nHi.");
+    await session.close();
+  }, 10_000);
+
+  it("Lab 11.5 · an answer to a trimmed context does not vouch for the whole transcript: the next run still compacts", async () => {
+    const session = await newSession();
+    // the model reports as usage exactly the context it was sent
+    const usageOf = (context: { messages: readonly AgentMessage[]; systemPrompt?: string }) =>
+      charsOf(context.messages, context.systemPrompt);
+    let agent!: Agent;
+    const tool = probe(async () => {
+      agent.steer("more");
+      return textResult("r".repeat(200));
+    });
+    const model = scripted([
+      (context) => turn([call("c1")], "toolUse", usageOf(context)),
+      (context) => turn([call("c2")], "toolUse", usageOf(context)),
+      (context) => turn([call("c3")], "toolUse", usageOf(context)),
+      (context) => says("done", usageOf(context)),
+      says("next"),
+    ]);
+    const reports: AgentCompactionReport[] = [];
+    const projections: ContextProjection[] = [];
+    agent = new Agent({
+      session,
+      initialState: { model, tools: [tool] },
+      contextBudget: {
+        budget: 150,
+        keepRecentTokens: 0,
+        summaryModel: scripted([says("## Goal\nGo on.")]),
+        onCompaction: (r) => void reports.push(r),
+        onProjection: (p) => void projections.push(p),
+      },
+    });
+    await agent.prompt("go");
+    expect(projections.at(-1)!.firstKept).toBeGreaterThan(0); // the last answer saw part of the transcript
+    const whole = charsOf(agent.state.messages);
+    const seen = model.requests[3]!.messages;
+    expect(charsOf(seen)).toBeLessThan(0.8 * 150);
+    expect(whole).toBeGreaterThanOrEqual(0.8 * 150);
+    await agent.prompt("and now?");
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ ok: true, tokensBefore: whole });
+    await session.close();
+  }, 10_000);
+
+  it("Lab 11.5 · after a refused write, the run's later messages join the same error's unsaved list, not the session", async () => {
+    const file = await newSession();
+    let appends = 0;
+    const store: AgentSessionStore = {
+      get leaf() {
+        return file.leaf;
+      },
+      pathToLeaf: (id) => file.pathToLeaf(id),
+      append: (entry) => (++appends === 3 ? Promise.reject(new Error("disk full")) : file.append(entry)),
+    };
+    const model = scripted([turn([call("c1"), call("c2")]), says("never asked")]);
+    const agent = new Agent({ session: store, initialState: { model, tools: [probe(async () => textResult("ok"))] } });
+    const error = await rejectionOf(agent.prompt("go"));
+    expect(error).toBeInstanceOf(SessionWriteError);
+    expect(error.message).toContain("1 message(s)"); // the count when it was made
+    expect(texts((error as SessionWriteError).unsaved)).toEqual(["toolResult:ok", "toolResult:ok"]);
+    expect(texts(messagesOf(file.entries()))).toEqual(["user:go", "assistant:"]);
+    expect(appends).toBe(3); // nothing was offered to the session after the refusal
+    await file.close();
+  }, 10_000);
+
+  it("Lab 11.5 · a transformContext that returns no array ends the run with a message saying so", async () => {
+    const model = scripted([says("never")]);
+    const agent = new Agent({
+      initialState: { model },
+      contextBudget: { budget: 1000 },
+      transformContext: () => ({ messages: [] }) as unknown as AgentMessage[],
+    });
+    await agent.prompt("go");
+    expect(model.requests).toHaveLength(0);
+    expect(agent.state.messages.at(-1)).toMatchObject({
+      role: "assistant",
+      stopReason: "error",
+      errorMessage: "transformContext failed: transformContext must return an array of messages",
+    });
   }, 10_000);
 });

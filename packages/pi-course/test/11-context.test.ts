@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
 import { compact, findCut } from "../src/session/compaction.js";
 import { projectContext, projectMessages, summaryMessage, transcriptOf } from "../src/session/context.js";
@@ -10,7 +11,7 @@ import { ScriptedModel } from "../src/models/scripted-model.js";
 import { SessionFile } from "../src/session/session.js";
 import { IMAGE_TOKENS, estimateTokens } from "../src/session/token-estimate.js";
 import type { TokenEstimator } from "../src/session/token-estimate.js";
-import type { AgentMessage, UserMessage } from "../src/types.js";
+import type { AgentMessage, AgentTool, UserMessage } from "../src/types.js";
 import type { CompactionEntry, SessionEntry } from "../src/session/types.js";
 import { MemorySession, T0, assistant, call, chars, note, result, user } from "./support/session-memory.js";
 
@@ -68,7 +69,8 @@ describe("chapter 11 · interactions", () => {
       { start: 2, end: 3 },
     ]);
     expect(() => openSpans([result("a", "lost")])).toThrow(
-      /message 0: the tool result for call "a" has no tool call before it/,
+      'transcript message 0: the tool result for call "a" has no tool call before it; a provider would refuse the ' +
+        "context. Fix the transcript (or the compaction that cut it) so every result follows its call.",
     );
     expect(() => openSpans([user("u"), assistant([call("a", "read")]), result("a", "1"), result("a", "2")])).toThrow(
       /message 3: a second tool result for call "a"/,
@@ -76,6 +78,20 @@ describe("chapter 11 · interactions", () => {
     expect(() => openSpans([user("u"), aborted, result("x", "late")])).toThrow(
       /message 2: .*call "x" answers a call of an error\/aborted assistant message/,
     );
+    const failed = assistant([call("y", "read")], { stopReason: "error", errorMessage: "overloaded" });
+    expect(() => openSpans([user("u"), failed, result("y", "late")])).toThrow(
+      /message 2: .*call "y" answers a call of an error\/aborted assistant message/,
+    );
+    // a later call reusing an answered id does not reopen it: two results sharing an id are refused
+    expect(() =>
+      openSpans([
+        user("u"),
+        assistant([call("a", "read")]),
+        result("a", "1"),
+        assistant([call("a", "read")]),
+        result("a", "2"),
+      ]),
+    ).toThrow(/message 4: a second tool result for call "a"/);
     // a result before its call is an orphan too
     expect(() => openSpans([user("u"), result("a", "early"), assistant([call("a", "read")])])).toThrow(TypeError);
   });
@@ -91,10 +107,20 @@ describe("chapter 11 · projection to a budget", () => {
   ];
   const three = [...turn(1), ...turn(2), ...turn(3)]; // 34 tokens per interaction
 
-  it("Lab 11.2 · everything fits: the whole transcript, counted at chars/4, system prompt included", () => {
-    const projection = projectMessages(three, { budget: 1_000, systemPrompt: chars(20) });
+  it("Lab 11.2 · everything fits: the whole transcript, counted at chars/4, system prompt included, tools passed on", () => {
+    const tools: AgentTool<any, any>[] = [
+      {
+        name: "read",
+        label: "read",
+        description: "reads a file",
+        parameters: Type.Object({}),
+        execute: async () => ({ content: [], details: undefined }),
+      },
+    ];
+    const projection = projectMessages(three, { budget: 1_000, systemPrompt: chars(20), tools });
     expect(projection.tokens).toBe(5 + 3 * 34);
-    expect(projection.context).toEqual({ systemPrompt: chars(20), messages: three });
+    expect(projection.context).toEqual({ systemPrompt: chars(20), messages: three, tools });
+    expect(projection.context.tools).toBe(tools);
     expect(projection).toMatchObject({ firstKept: 0, droppedInteractions: 0, budget: 1_000 });
     expect(projection.overflow).toBeUndefined();
   });
@@ -174,7 +200,9 @@ describe("chapter 11 · projection to a budget", () => {
     expect(projection).toMatchObject({ tokens: 103, firstKept: 0 });
     expect(projection.context.messages[1]).toBe(messages[1]);
     const broken: TokenEstimator = ({ messages: ms }) => ({ systemPrompt: 0, messages: ms.map(() => Number.NaN) });
-    expect(() => projectMessages(messages, { budget: 10, estimator: broken })).toThrow(/counted message 0 as NaN/);
+    expect(() => projectMessages(messages, { budget: 10, estimator: broken })).toThrow(
+      /^projectMessages: the estimator counted message 0 as NaN;/,
+    );
     const short: TokenEstimator = () => ({ systemPrompt: 0, messages: [] });
     expect(() => projectMessages(messages, { budget: 10, estimator: short })).toThrow(/one count per message \(3\)/);
     for (const budget of [-1, Number.NaN, Infinity, "10" as unknown as number]) {
@@ -252,9 +280,23 @@ describe("chapter 11 · the transcript of a path", () => {
     const [u] = session.add(user("old"));
     const self = compaction("c", u!, "c", "all of it");
     expect(transcriptOf([...session.path(), self]).messages).toEqual([summaryMessage(self)]);
+    // a compaction at the root of the path (the first entry) is found too
+    const root = { ...self, parentId: null };
+    expect(transcriptOf([root])).toEqual({
+      messages: [summaryMessage(root)],
+      entryIds: ["c"],
+      usageFrom: 1,
+      compaction: root,
+    });
     const stray = compaction("c", u!, "nowhere", "s");
     expect(() => transcriptOf([...session.path(), stray])).toThrow(
       /firstKeptEntryId "nowhere" is not on the path before it/,
+    );
+    // an entry after the compaction is on the path, but not before it: refused too
+    const ahead = compaction("c", u!, "later", "s");
+    const later: SessionEntry = { type: "message", id: "later", parentId: "c", timestamp: "", message: user("new") };
+    expect(() => transcriptOf([...session.path(), ahead, later])).toThrow(
+      'compaction entry "c": its firstKeptEntryId "later" is not on the path before it. Pass the path from the root to the leaf (pathToLeaf).',
     );
   });
 
@@ -448,7 +490,10 @@ describe("chapter 11 · compaction", () => {
     // keeping 250 lands on result "2": the next cut point is the assistant message at 4
     expect(findCut(messages, tokens, 250, 1)).toBe(4);
     // everything fits in keepRecentTokens: nothing to cut
-    expect(findCut(messages, tokens, 10_000, 1)).toMatch(/within keepRecentTokens \(10000\)/);
+    const cuttable = tokens.slice(1).reduce((a, b) => a + b, 0);
+    expect(findCut(messages, tokens, 10_000, 1)).toBe(
+      `the 6 messages that could be cut hold ${cuttable} tokens, within keepRecentTokens (10000).`,
+    );
     // only a batch after the first message: snap back to the call
     const batch = [user("u"), assistant([call("1", "read")]), result("1", chars(400))];
     expect(findCut(batch, estimateTokens({ messages: batch }).messages, 50, 1)).toBe(1);
@@ -502,11 +547,12 @@ describe("chapter 11 · compaction", () => {
       instructions: "keep the file names",
       summarize: (input) => {
         seen.push({ count: input.messages.length, previous: input.previousSummary, instructions: input.instructions });
-        return "hand-written";
+        return "\n  hand-written  \n";
       },
     });
     expect(seen).toEqual([{ count: 7, previous: undefined, instructions: "keep the file names" }]);
     expect(model.requests).toHaveLength(0);
+    // the summary is trimmed before the files section is added
     expect(outcome.ok && outcome.entry.summary.startsWith("hand-written\n\n<files-read>")).toBe(true);
 
     const again = await compact(session, { model, keepRecentTokens: 0 });
@@ -557,6 +603,14 @@ describe("chapter 11 · compaction", () => {
     await expect(compact(failing, { model, keepRecentTokens: 20, estimator: broken })).rejects.toThrow(
       /compact: the estimator counted message 0 as -1/,
     );
+    // the count after the summary is checked the same way (message 0 is the new summary)
+    const summaryBroken: TokenEstimator = ({ messages }) => ({
+      systemPrompt: 0,
+      messages: messages.map((m) => (m.role === "user" && textOfUser(m).includes("<summary>") ? -1 : 1)),
+    });
+    await expect(
+      compact(failing, { model, keepRecentTokens: 1, estimator: summaryBroken, summarize: () => "s" }),
+    ).rejects.toThrow(/^compact: the estimator counted message 0 as -1;/);
     // the summarizer gets the run's signal (to stop its model call); a blank summary is no summary
     const controller = new AbortController();
     const signals: unknown[] = [];
@@ -582,6 +636,12 @@ describe("chapter 11 · compaction", () => {
       /^the summary does not fit: it counts \d+ tokens, over the 50 allowed \(maxSummaryTokens\); nothing appended\.$/,
     );
     expect(failing.entries).toHaveLength(9);
+    // exactly maxSummaryTokens fits (here every message counts 10)
+    const tens: TokenEstimator = ({ messages }) => ({ systemPrompt: 0, messages: messages.map(() => 10) });
+    const exact = workSession().session;
+    const fits = await compact(exact, { ...wordy, estimator: tens, maxSummaryTokens: 10 });
+    expect(fits.ok).toBe(true);
+    expect(exact.entries).toHaveLength(10);
     const odd = await compact(failing, { model, keepRecentTokens: 20, summarize: () => 42 as unknown as string });
     expect(odd).toEqual({
       ok: false,
