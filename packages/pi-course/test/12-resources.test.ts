@@ -286,6 +286,111 @@ describe("skills", { timeout: 60_000 }, () => {
     expect(discoverSkills(skillRoots(locations, false)).skills.map((s) => s.name)).toEqual(["mine", "shared"]);
   });
 
+  it("Lab 12.2 · names and descriptions are trimmed (a blank one is missing); the limits themselves are allowed", () => {
+    const root = tree(path.join(base, "skills"), {
+      "blank-name/SKILL.md": skillFile('name: "   "\ndescription: A blank name.'),
+      "padded/SKILL.md": skillFile('name: " padded "\ndescription: A padded name.'),
+      "blank-desc/SKILL.md": skillFile('name: blank-desc\ndescription: "   "'),
+      "folded/SKILL.md": skillFile("name: folded\ndescription: |\n  Two lines,\n  kept.\n"),
+      "at-limits/SKILL.md": skillFile(
+        `name: at-limits\ndescription: ${"d".repeat(1024)}\ncompatibility: ${"c".repeat(500)}`,
+      ),
+      "over-compat/SKILL.md": skillFile(
+        `name: over-compat\ndescription: Long compatibility.\ncompatibility: ${"c".repeat(501)}`,
+      ),
+    });
+    const { skills, warnings } = discoverSkills([{ folder: root, scope: "user" }]);
+    expect(skills.map((s) => [s.name, s.description.length])).toEqual([
+      ["at-limits", 1024],
+      ["blank-name", 13],
+      ["folded", 16],
+      ["over-compat", 19],
+      ["padded", 14],
+    ]);
+    expect(skills.find((s) => s.name === "folded")!.description).toBe("Two lines,\nkept.");
+    expect(skills.find((s) => s.name === "over-compat")!.compatibility).toBe("c".repeat(501));
+    const at = (folder: string) => path.join(root, folder, "SKILL.md");
+    expect(warnings).toEqual([
+      {
+        path: at("blank-desc"),
+        message:
+          "skipped: it has no `description` in its frontmatter (the model needs it to know when to use the skill)",
+      },
+      {
+        path: at("blank-name"),
+        message: 'it has no `name` in its frontmatter; it is named after its folder, "blank-name"',
+      },
+      { path: at("over-compat"), message: "its compatibility is 501 characters long (the specification allows 500)" },
+    ]);
+  });
+
+  it("Lab 12.2 · an optional field of the wrong type is a warning and is ignored; the skill still loads", () => {
+    const root = tree(path.join(base, "skills"), {
+      "typed/SKILL.md": skillFile(
+        "name: typed\ndescription: Wrong types.\nlicense: 5\ncompatibility: [git]\n" +
+          "metadata:\n  author: someone\n  version: 2\nallowed-tools: [Read]\ndisable-model-invocation: 'yes'",
+      ),
+      "meta-text/SKILL.md": skillFile("name: meta-text\ndescription: Metadata as text.\nmetadata: author someone"),
+      "meta-null/SKILL.md": skillFile("name: meta-null\ndescription: Metadata left empty.\nmetadata:"),
+      "meta-list/SKILL.md": skillFile("name: meta-list\ndescription: Metadata as a list.\nmetadata: [a, b]"),
+      "spaced/SKILL.md": skillFile(
+        "name: spaced\ndescription: Blanks around tools.\nallowed-tools: '  Read   Bash(git:*) '",
+      ),
+    });
+    const { skills, warnings } = discoverSkills([{ folder: root, scope: "project" }]);
+    const folder = (name: string) => path.join(root, name);
+    const plain = (name: string, description: string) => ({
+      name,
+      description,
+      location: path.join(folder(name), "SKILL.md"),
+      folder: folder(name),
+      scope: "project",
+      disableModelInvocation: false,
+    });
+    expect(skills).toEqual([
+      plain("meta-list", "Metadata as a list."),
+      plain("meta-null", "Metadata left empty."),
+      plain("meta-text", "Metadata as text."),
+      { ...plain("spaced", "Blanks around tools."), allowedTools: ["Read", "Bash(git:*)"] },
+      { ...plain("typed", "Wrong types."), metadata: { author: "someone" } },
+    ]);
+    const at = (name: string) => path.join(folder(name), "SKILL.md");
+    const notAMapping = "`metadata` should be a mapping of keys to strings; it is ignored";
+    expect(warnings).toEqual([
+      { path: at("meta-list"), message: notAMapping },
+      { path: at("meta-null"), message: notAMapping },
+      { path: at("meta-text"), message: notAMapping },
+      { path: at("typed"), message: "`license` should be a string; it is ignored" },
+      { path: at("typed"), message: "`compatibility` should be a string; it is ignored" },
+      { path: at("typed"), message: "`metadata.version` should be a string; it is ignored" },
+      { path: at("typed"), message: "`allowed-tools` should be a space-separated string; it is ignored" },
+      { path: at("typed"), message: "`disable-model-invocation` should be true or false; the model may invoke it" },
+    ]);
+  });
+
+  it("Lab 12.2 · a root is no skill itself; one SKILL.md reached through two roots (a run in the home folder) is no conflict; a missing root holds none", () => {
+    const home = path.join(base, "home");
+    tree(home, {
+      ".pi-course/skills/mine/SKILL.md": skillFile("name: mine\ndescription: The user's own."),
+      ".agents/skills/shared/SKILL.md": skillFile("name: shared\ndescription: Another of the user's."),
+      "flat/SKILL.md": skillFile("name: flat\ndescription: A SKILL.md right in the root."),
+    });
+    // in the home folder (no git), the project's folders are the user's: every skill is reached twice
+    const { skills, warnings } = discoverSkills(skillRoots(locationsIn(home), true));
+    expect(skills.map((s) => [s.name, s.scope, path.relative(base, s.location)])).toEqual([
+      ["mine", "project", "home/.pi-course/skills/mine/SKILL.md"],
+      ["shared", "project", "home/.agents/skills/shared/SKILL.md"],
+    ]);
+    expect(warnings).toEqual([]);
+    expect(
+      discoverSkills([
+        { folder: path.join(home, "flat"), scope: "user" },
+        { folder: path.join(base, "nowhere"), scope: "user" },
+        { folder: "", scope: "user" },
+      ]),
+    ).toEqual({ skills: [], warnings: [] });
+  });
+
   it("Lab 12.2 · progressive disclosure: the prompt lists name, description and location; the body and files come on activation", async () => {
     const root = tree(path.join(base, "skills"), {
       "pdf/SKILL.md": skillFile("name: pdf\ndescription: Fills PDF forms.", "# PDF\nRun scripts/fill.sh.\n"),
