@@ -115,11 +115,11 @@ export default defineChapter({
       },
       hint: {
         zh:
-          '`splitArguments`：空白分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符；`""` 是一个空词；没闭合的引号一直到结尾。' +
+          '`splitArguments`：空白（空格、制表符、`\\n`、`\\r`）分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符（结尾落单的反斜杠没有可转义的，原样保留）；`""` 是一个空词；没闭合的引号（单引号或双引号）一直到结尾。' +
           "`expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。" +
           "`${N:-默认}` 在第 N 个参数缺失或为空时用默认值；`${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接；`$@` 和 `$ARGUMENTS` 是全部参数用空格连接；缺的参数是空字符串。",
         en:
-          "splitArguments as a POSIX shell splits words (no expansion). expandTemplate: one replace() over PLACEHOLDER, so " +
+          "splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays). expandTemplate: one replace() over PLACEHOLDER, so " +
           "substituted text is never expanded again; missing arguments are empty; defaults when missing or empty.",
       },
     },

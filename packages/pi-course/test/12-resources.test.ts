@@ -483,6 +483,10 @@ describe("prompt templates", { timeout: 60_000 }, () => {
       "",
     ]);
     expect(splitArguments(`"unclosed quote runs on`)).toEqual(["unclosed quote runs on"]);
+    expect(splitArguments(`'unclosed single $1`)).toEqual(["unclosed single $1"]);
+    // a line break is a blank too; a lone backslash at the end has nothing to escape and stays
+    expect(splitArguments("a\nb\r\nc")).toEqual(["a", "b", "c"]);
+    expect(splitArguments("dir\\")).toEqual(["dir\\"]);
   });
 
   it("Lab 12.3 · $1, $@, $ARGUMENTS, ${N:-default}, ${@:N:L}; substituted text is not expanded again", () => {
