@@ -127,6 +127,13 @@ export default defineChapter({
       id: "12.4",
       says: [
         "${method}: register while the extension's factory runs, not later   (e.g. addSystemPrompt: register while the extension's factory runs, not later; registerFlag: register while the extension's factory runs, not later)",
+        "registerTool needs a tool with a name, a description, parameters and an execute function   (a TypeError: not an object, null, no execute function, no description string)",
+        'tool name "${tool.name}": use 1-64 of A-Z a-z 0-9 _ -   /   tool "${tool.name}" needs parameters (a JSON Schema object)   (parameters missing or null)',
+        'command name "${commandName}": use a-z, 0-9 and -, a letter or digit first   /   command "/${commandName}" needs a run function   (also when the command itself is missing)',
+        "beforeToolCall needs a function   /   afterToolCall needs a function   /   addSystemPrompt needs a string",
+        "a hook's timeoutMs must be a positive number of milliseconds, got ${ms}   (finite and > 0; e.g. got 0, got NaN)",
+        "the run was aborted before the call's checks finished   (beforeToolCall's block reason when the signal fires while a check runs)",
+        "the tool call was not run: a check of the extension ${extension} gave an answer that cannot be read (${message}) (extension checks fail closed).   (reading the answer threw, e.g. a getter)",
       ],
       title: {
         zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）",
@@ -141,11 +148,16 @@ export default defineChapter({
           "`registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）；" +
           "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
           '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
-          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`。绝不抛给智能体循环。",
+          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）；" +
+          '只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。绝不抛给智能体循环。' +
+          "注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；" +
+          "命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。占用的名字包括前面扩展登记的工具。",
         en:
           "loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the " +
           "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
-          "blocks the call with the exact reasons above; never throw into the loop.",
+          "blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty " +
+          "reason is no reason; an unreadable answer and an abort block too); never throw into the loop. Registrations are checked " +
+          "as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
       },
     },
     {

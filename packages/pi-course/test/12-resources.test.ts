@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
+import type { BeforeToolCallContext } from "../src/agent/types.js";
 import { assistantMessage, textOf } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import {
@@ -689,6 +690,104 @@ describe("extension host", { timeout: 60_000 }, () => {
     ]);
   });
 
+  it("Lab 12.4 · a malformed registration fails the factory (nothing of it registers); every method refuses once the factory has returned", async () => {
+    const host = new ExtensionHost({ cwd: base });
+    const execute = async () => ({ content: [], details: undefined });
+    const tool = { name: "t", label: "T", description: "d", parameters: {}, execute };
+    const bad: [string, (api: ExtensionAPI) => void][] = [
+      ["null tool", (api) => api.registerTool(null as never)],
+      ["no execute", (api) => api.registerTool({ ...tool, execute: undefined } as never)],
+      ["no description", (api) => api.registerTool({ ...tool, description: undefined } as never)],
+      ["bad tool name", (api) => api.registerTool({ ...tool, name: "two words" })],
+      ["no parameters", (api) => api.registerTool({ ...tool, parameters: undefined } as never)],
+      ["null parameters", (api) => api.registerTool({ ...tool, parameters: null } as never)],
+      ["bad command name", (api) => api.registerCommand("Deploy", { description: "d", run: () => "" })],
+      ["no run", (api) => api.registerCommand("deploy", { description: "d" } as never)],
+      ["no command", (api) => api.registerCommand("deploy", undefined as never)],
+      ["before not a function", (api) => api.beforeToolCall("deny" as never)],
+      ["after not a function", (api) => api.afterToolCall(undefined as never)],
+      ["prompt not a string", (api) => api.addSystemPrompt(42 as never)],
+      ["zero timeout", (api) => api.beforeToolCall(() => undefined, { timeoutMs: 0 })],
+      ["NaN timeout", (api) => api.afterToolCall(() => undefined, { timeoutMs: Number.NaN })],
+    ];
+    for (const [name, register] of bad) {
+      const loaded = await host.loadFactory(
+        (api) => {
+          api.addSystemPrompt("staged first");
+          register(api);
+        },
+        name,
+        "user",
+      );
+      expect(loaded, name).toBe(false);
+    }
+    const threw = "not loaded (nothing of it is registered): its factory threw: ";
+    expect(host.warnings.map((w) => [w.path, w.message.replace(threw, "")])).toEqual([
+      ["null tool", "registerTool needs a tool with a name, a description, parameters and an execute function"],
+      ["no execute", "registerTool needs a tool with a name, a description, parameters and an execute function"],
+      ["no description", "registerTool needs a tool with a name, a description, parameters and an execute function"],
+      ["bad tool name", 'tool name "two words": use 1-64 of A-Z a-z 0-9 _ -'],
+      ["no parameters", 'tool "t" needs parameters (a JSON Schema object)'],
+      ["null parameters", 'tool "t" needs parameters (a JSON Schema object)'],
+      ["bad command name", 'command name "Deploy": use a-z, 0-9 and -, a letter or digit first'],
+      ["no run", 'command "/deploy" needs a run function'],
+      ["no command", 'command "/deploy" needs a run function'],
+      ["before not a function", "beforeToolCall needs a function"],
+      ["after not a function", "afterToolCall needs a function"],
+      ["prompt not a string", "addSystemPrompt needs a string"],
+      ["zero timeout", "a hook's timeoutMs must be a positive number of milliseconds, got 0"],
+      ["NaN timeout", "a hook's timeoutMs must be a positive number of milliseconds, got NaN"],
+    ]);
+    expect(host.warnings.every((w) => w.message.startsWith(threw))).toBe(true);
+    expect([host.extensions, host.tools, host.commands.size, host.systemPromptSection()]).toEqual([[], [], 0, ""]);
+    expect([host.hasBeforeHooks, host.hasAfterHooks]).toEqual([false, false]);
+    // once the factory has returned, every method refuses
+    let api: ExtensionAPI | undefined;
+    expect(await host.loadFactory((given) => void (api = given), "kept", "user")).toBe(true);
+    const late: [string, () => void][] = [
+      ["registerTool", () => api!.registerTool(tool)],
+      ["registerCommand", () => api!.registerCommand("deploy", { description: "d", run: () => "" })],
+      ["beforeToolCall", () => api!.beforeToolCall(() => undefined)],
+      ["afterToolCall", () => api!.afterToolCall(() => undefined)],
+    ];
+    for (const [method, register] of late) {
+      expect(register).toThrow(`${method}: register while the extension's factory runs, not later`);
+    }
+    expect([host.tools, host.commands.size, host.hasBeforeHooks, host.hasAfterHooks]).toEqual([[], 0, false, false]);
+  });
+
+  it("Lab 12.4 · a tool without a label is labelled by its name; a tool name an earlier extension took is left out", async () => {
+    const host = new ExtensionHost({ cwd: base });
+    const execute = async () => ({ content: [], details: "first" });
+    const plain = { name: "plain", description: "d", parameters: {}, execute };
+    await host.loadFactory(
+      (api) => {
+        api.registerTool(plain as never);
+        api.registerTool({ ...plain, name: "labelled", label: "Nicely Labelled" });
+      },
+      "first.ts",
+      "user",
+    );
+    await host.loadFactory(
+      (api) =>
+        api.registerTool({ ...plain, label: "Second", execute: async () => ({ content: [], details: "second" }) }),
+      "second.ts",
+      "project",
+    );
+    expect(host.tools.map((t) => [t.name, t.label])).toEqual([
+      ["plain", "plain"],
+      ["labelled", "Nicely Labelled"],
+    ]);
+    expect((await host.tools[0]!.execute("c1", {})).details).toBe("first");
+    expect(host.warnings).toEqual([
+      { path: "second.ts", message: 'its tool "plain" is left out: another tool has that name' },
+    ]);
+    expect(host.extensions.map((e) => [e.path, e.tools])).toEqual([
+      ["first.ts", ["plain", "labelled"]],
+      ["second.ts", []],
+    ]);
+  });
+
   it("Lab 12.4 · flags: committed with the rest and read through getFlag once the CLI sets them; a taken name is left out, a bad one fails the factory", async () => {
     const host = new ExtensionHost({ cwd: base, reservedFlags: ["model"] });
     let api: ExtensionAPI | undefined;
@@ -737,7 +836,7 @@ describe("extension host", { timeout: 60_000 }, () => {
     );
   });
 
-  it("Lab 12.4 · before-hooks fail closed (throw, deny, hang); a failing after-hook is a diagnostic and the result stands", async () => {
+  it("Lab 12.4 · before-hooks fail closed (throw, deny, hang, unreadable answer, abort); only block: true blocks; a failing after-hook is a diagnostic and the result stands", async () => {
     const diagnostics: string[] = [];
     const host = new ExtensionHost({ cwd: base, onDiagnostic: (w) => diagnostics.push(`${w.path}: ${w.message}`) });
     let runs = 0;
@@ -758,6 +857,16 @@ describe("extension host", { timeout: 60_000 }, () => {
             if (c.args.text === "throw") throw new Error("the policy file is missing");
             if (c.args.text === "deny") return { block: true };
             if (c.args.text === "hang") return new Promise(() => {});
+            if (c.args.text === "null") return null as never;
+            if (c.args.text === "not-block") return { block: false, reason: "looked fine" };
+            if (c.args.text === "empty-reason") return { block: true, reason: "" };
+            if (c.args.text === "unreadable") {
+              return {
+                get block(): boolean {
+                  throw new Error("a getter broke");
+                },
+              };
+            }
             return undefined;
           },
           { timeoutMs: 50 },
@@ -781,6 +890,10 @@ describe("extension host", { timeout: 60_000 }, () => {
         call("a", "echo", { text: "throw" }),
         call("b", "echo", { text: "deny" }),
         call("c", "echo", { text: "hang" }),
+        call("n", "echo", { text: "null" }),
+        call("o", "echo", { text: "not-block" }),
+        call("r", "echo", { text: "empty-reason" }),
+        call("u", "echo", { text: "unreadable" }),
         call("d", "echo", { text: "after-throws" }),
         call("e", "echo", { text: "after-hangs" }),
         call("f", "echo", { text: "fine" }),
@@ -798,12 +911,30 @@ describe("extension host", { timeout: 60_000 }, () => {
         "the tool call was not run: a check of the extension policy did not answer within 50 ms (extension checks fail closed).",
         true,
       ],
+      ["n", "null", false],
+      ["o", "not-block", false],
+      ["r", "blocked by the extension policy: no reason given", true],
+      [
+        "u",
+        "the tool call was not run: a check of the extension policy gave an answer that cannot be read (a getter broke) (extension checks fail closed).",
+        true,
+      ],
       ["d", "after-throws", false],
       ["e", "after-hangs", false],
       ["f", "fine", false],
     ]);
     // the tool ran once for each call that was let through, never again
-    expect(runs).toBe(3);
+    expect(runs).toBe(5);
+    // the run is aborted while a check is pending: the call is blocked, not let through
+    const controller = new AbortController();
+    controller.abort();
+    const pending = call("z", "echo", { text: "hang" });
+    expect(
+      await host.beforeToolCall(
+        { toolCall: pending, args: pending.arguments } as unknown as BeforeToolCallContext,
+        controller.signal,
+      ),
+    ).toEqual({ block: true, reason: "the run was aborted before the call's checks finished" });
     expect(diagnostics).toEqual([
       'policy: its afterToolCall hook failed (after broke) for "echo"; the result is kept as it was',
       'policy: its afterToolCall hook did not answer within 50 ms for "echo"; the result is kept as it was',
