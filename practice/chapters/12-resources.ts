@@ -169,11 +169,11 @@ export default defineChapter({
       hint: {
         zh:
           "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
-          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个。" +
+          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个（和决定保存的先后无关）。" +
           '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
           '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）；否则也是 `{ trusted: false, source: "default" }`。',
         en:
-          "lookup: canonical folder, the longest saved folder that covers it (path.relative, not a string prefix). decideTrust: " +
+          "lookup: canonical folder, the longest saved folder that covers it, whatever the order saved (path.relative, not a string prefix). decideTrust: " +
           'flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
       },
       // The loader's test reads the context files (12.1) before it decides trust.

@@ -959,6 +959,12 @@ describe("trust gate", { timeout: 60_000 }, () => {
     expect(isTrusted(path.join(parent, "x"), piHome)).toBe(false);
     expect(isTrusted(path.join(parent, "x", "y", "z"), piHome)).toBe(false);
     expect(isTrusted(path.join(base, "codex"), piHome)).toBeUndefined(); // a prefix is not a parent
+    // the closest wins whatever the order the decisions were saved in (here the child first)
+    const otherHome = path.join(base, "other-home");
+    TrustStore.inHome(otherHome).remember(path.join(parent, "x"), false, new Date(0));
+    TrustStore.inHome(otherHome).remember(parent, true, new Date(0));
+    expect(isTrusted(path.join(parent, "x", "y"), otherHome)).toBe(false);
+    expect(isTrusted(path.join(parent, "sibling"), otherHome)).toBe(true);
     // a symlinked path means the same folder
     symlinkSync(path.join(parent, "x"), path.join(base, "link"));
     expect(isTrusted(path.join(base, "link", "y"), piHome)).toBe(false);
