@@ -91,13 +91,20 @@ export default defineChapter({
           '名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；' +
           '没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；' +
           "描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。" +
-          "这些只是警告，技能照常加载。`metadata` 只留字符串值，`allowed-tools` 按空白切开。" +
+          "`name` 和 `description` 先 trim，空白的就算没有；正好 1024（`compatibility` 正好 500）不警告，超过才警告：`its compatibility is N characters long (the specification allows 500)`。" +
+          "这些只是警告，技能照常加载。`metadata` 只留字符串值，`allowed-tools` 按空白切开（不留空词）。" +
+          "可选字段类型不对就忽略它并警告：`\\`license\\` should be a string; it is ignored`、`\\`compatibility\\` should be a string; it is ignored`、" +
+          "`\\`metadata\\` should be a mapping of keys to strings; it is ignored`（字符串、null、列表都算）、`\\`metadata.KEY\\` should be a string; it is ignored`、" +
+          "`\\`allowed-tools\\` should be a space-separated string; it is ignored`、`\\`disable-model-invocation\\` should be true or false; the model may invoke it`（按这个顺序）。" +
           "`discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`），" +
-          '同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。',
+          '同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。' +
+          "root 自己直接放着 `SKILL.md` 时它不是技能（技能是 root 下面的文件夹）；同一个 `SKILL.md`（同一个位置）被两个 root 找到（比如在家目录里运行，项目的文件夹就是用户的）只算一次、不警告；不存在的 root 或空字符串的 root 什么都没有，也不警告。",
         en:
           "readSkill: skip (with the reason) only on a frontmatter error or a missing description; warn on a bad name, a name " +
-          "unlike its folder, a missing name (use the folder's), a long description, unknown fields. discoverSkills: roots in " +
-          "order, first name wins, later ones warned about.",
+          "unlike its folder, a missing name (use the folder's), a long description, unknown fields. Name and description are " +
+          "trimmed (blank is missing); the limits themselves are fine; an optional field of the wrong type is ignored with the " +
+          "warnings above. discoverSkills: roots in order, first name wins, later ones warned about; a root is never a skill " +
+          "itself; the same SKILL.md reached through two roots is one skill, no warning.",
       },
     },
     {
@@ -108,11 +115,11 @@ export default defineChapter({
       },
       hint: {
         zh:
-          '`splitArguments`：空白分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符；`""` 是一个空词；没闭合的引号一直到结尾。' +
+          '`splitArguments`：空白（空格、制表符、`\\n`、`\\r`）分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符（结尾落单的反斜杠没有可转义的，原样保留）；`""` 是一个空词；没闭合的引号（单引号或双引号）一直到结尾。' +
           "`expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。" +
           "`${N:-默认}` 在第 N 个参数缺失或为空时用默认值；`${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接；`$@` 和 `$ARGUMENTS` 是全部参数用空格连接；缺的参数是空字符串。",
         en:
-          "splitArguments as a POSIX shell splits words (no expansion). expandTemplate: one replace() over PLACEHOLDER, so " +
+          "splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays). expandTemplate: one replace() over PLACEHOLDER, so " +
           "substituted text is never expanded again; missing arguments are empty; defaults when missing or empty.",
       },
     },
@@ -120,6 +127,13 @@ export default defineChapter({
       id: "12.4",
       says: [
         "${method}: register while the extension's factory runs, not later   (e.g. addSystemPrompt: register while the extension's factory runs, not later; registerFlag: register while the extension's factory runs, not later)",
+        "registerTool needs a tool with a name, a description, parameters and an execute function   (a TypeError: not an object, null, no execute function, no description string)",
+        'tool name "${tool.name}": use 1-64 of A-Z a-z 0-9 _ -   /   tool "${tool.name}" needs parameters (a JSON Schema object)   (parameters missing or null)',
+        'command name "${commandName}": use a-z, 0-9 and -, a letter or digit first   /   command "/${commandName}" needs a run function   (also when the command itself is missing)',
+        "beforeToolCall needs a function   /   afterToolCall needs a function   /   addSystemPrompt needs a string",
+        "a hook's timeoutMs must be a positive number of milliseconds, got ${ms}   (finite and > 0; e.g. got 0, got NaN)",
+        "the run was aborted before the call's checks finished   (beforeToolCall's block reason when the signal fires while a check runs)",
+        "the tool call was not run: a check of the extension ${extension} gave an answer that cannot be read (${message}) (extension checks fail closed).   (reading the answer threw, e.g. a getter)",
       ],
       title: {
         zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）",
@@ -134,11 +148,16 @@ export default defineChapter({
           "`registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）；" +
           "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
           '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
-          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`。绝不抛给智能体循环。",
+          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）；" +
+          '只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。绝不抛给智能体循环。' +
+          "注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；" +
+          "命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。占用的名字包括前面扩展登记的工具。",
         en:
           "loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the " +
           "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
-          "blocks the call with the exact reasons above; never throw into the loop.",
+          "blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty " +
+          "reason is no reason; an unreadable answer and an abort block too); never throw into the loop. Registrations are checked " +
+          "as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
       },
     },
     {
@@ -150,11 +169,11 @@ export default defineChapter({
       hint: {
         zh:
           "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
-          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个。" +
+          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个（和决定保存的先后无关）。" +
           '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
           '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）；否则也是 `{ trusted: false, source: "default" }`。',
         en:
-          "lookup: canonical folder, the longest saved folder that covers it (path.relative, not a string prefix). decideTrust: " +
+          "lookup: canonical folder, the longest saved folder that covers it, whatever the order saved (path.relative, not a string prefix). decideTrust: " +
           'flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
       },
       // The loader's test reads the context files (12.1) before it decides trust.

@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Agent } from "../src/agent/agent.js";
+import type { BeforeToolCallContext } from "../src/agent/types.js";
 import { assistantMessage, textOf } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import {
@@ -286,6 +287,111 @@ describe("skills", { timeout: 60_000 }, () => {
     expect(discoverSkills(skillRoots(locations, false)).skills.map((s) => s.name)).toEqual(["mine", "shared"]);
   });
 
+  it("Lab 12.2 · names and descriptions are trimmed (a blank one is missing); the limits themselves are allowed", () => {
+    const root = tree(path.join(base, "skills"), {
+      "blank-name/SKILL.md": skillFile('name: "   "\ndescription: A blank name.'),
+      "padded/SKILL.md": skillFile('name: " padded "\ndescription: A padded name.'),
+      "blank-desc/SKILL.md": skillFile('name: blank-desc\ndescription: "   "'),
+      "folded/SKILL.md": skillFile("name: folded\ndescription: |\n  Two lines,\n  kept.\n"),
+      "at-limits/SKILL.md": skillFile(
+        `name: at-limits\ndescription: ${"d".repeat(1024)}\ncompatibility: ${"c".repeat(500)}`,
+      ),
+      "over-compat/SKILL.md": skillFile(
+        `name: over-compat\ndescription: Long compatibility.\ncompatibility: ${"c".repeat(501)}`,
+      ),
+    });
+    const { skills, warnings } = discoverSkills([{ folder: root, scope: "user" }]);
+    expect(skills.map((s) => [s.name, s.description.length])).toEqual([
+      ["at-limits", 1024],
+      ["blank-name", 13],
+      ["folded", 16],
+      ["over-compat", 19],
+      ["padded", 14],
+    ]);
+    expect(skills.find((s) => s.name === "folded")!.description).toBe("Two lines,\nkept.");
+    expect(skills.find((s) => s.name === "over-compat")!.compatibility).toBe("c".repeat(501));
+    const at = (folder: string) => path.join(root, folder, "SKILL.md");
+    expect(warnings).toEqual([
+      {
+        path: at("blank-desc"),
+        message:
+          "skipped: it has no `description` in its frontmatter (the model needs it to know when to use the skill)",
+      },
+      {
+        path: at("blank-name"),
+        message: 'it has no `name` in its frontmatter; it is named after its folder, "blank-name"',
+      },
+      { path: at("over-compat"), message: "its compatibility is 501 characters long (the specification allows 500)" },
+    ]);
+  });
+
+  it("Lab 12.2 · an optional field of the wrong type is a warning and is ignored; the skill still loads", () => {
+    const root = tree(path.join(base, "skills"), {
+      "typed/SKILL.md": skillFile(
+        "name: typed\ndescription: Wrong types.\nlicense: 5\ncompatibility: [git]\n" +
+          "metadata:\n  author: someone\n  version: 2\nallowed-tools: [Read]\ndisable-model-invocation: 'yes'",
+      ),
+      "meta-text/SKILL.md": skillFile("name: meta-text\ndescription: Metadata as text.\nmetadata: author someone"),
+      "meta-null/SKILL.md": skillFile("name: meta-null\ndescription: Metadata left empty.\nmetadata:"),
+      "meta-list/SKILL.md": skillFile("name: meta-list\ndescription: Metadata as a list.\nmetadata: [a, b]"),
+      "spaced/SKILL.md": skillFile(
+        "name: spaced\ndescription: Blanks around tools.\nallowed-tools: '  Read   Bash(git:*) '",
+      ),
+    });
+    const { skills, warnings } = discoverSkills([{ folder: root, scope: "project" }]);
+    const folder = (name: string) => path.join(root, name);
+    const plain = (name: string, description: string) => ({
+      name,
+      description,
+      location: path.join(folder(name), "SKILL.md"),
+      folder: folder(name),
+      scope: "project",
+      disableModelInvocation: false,
+    });
+    expect(skills).toEqual([
+      plain("meta-list", "Metadata as a list."),
+      plain("meta-null", "Metadata left empty."),
+      plain("meta-text", "Metadata as text."),
+      { ...plain("spaced", "Blanks around tools."), allowedTools: ["Read", "Bash(git:*)"] },
+      { ...plain("typed", "Wrong types."), metadata: { author: "someone" } },
+    ]);
+    const at = (name: string) => path.join(folder(name), "SKILL.md");
+    const notAMapping = "`metadata` should be a mapping of keys to strings; it is ignored";
+    expect(warnings).toEqual([
+      { path: at("meta-list"), message: notAMapping },
+      { path: at("meta-null"), message: notAMapping },
+      { path: at("meta-text"), message: notAMapping },
+      { path: at("typed"), message: "`license` should be a string; it is ignored" },
+      { path: at("typed"), message: "`compatibility` should be a string; it is ignored" },
+      { path: at("typed"), message: "`metadata.version` should be a string; it is ignored" },
+      { path: at("typed"), message: "`allowed-tools` should be a space-separated string; it is ignored" },
+      { path: at("typed"), message: "`disable-model-invocation` should be true or false; the model may invoke it" },
+    ]);
+  });
+
+  it("Lab 12.2 · a root is no skill itself; one SKILL.md reached through two roots (a run in the home folder) is no conflict; a missing root holds none", () => {
+    const home = path.join(base, "home");
+    tree(home, {
+      ".pi-course/skills/mine/SKILL.md": skillFile("name: mine\ndescription: The user's own."),
+      ".agents/skills/shared/SKILL.md": skillFile("name: shared\ndescription: Another of the user's."),
+      "flat/SKILL.md": skillFile("name: flat\ndescription: A SKILL.md right in the root."),
+    });
+    // in the home folder (no git), the project's folders are the user's: every skill is reached twice
+    const { skills, warnings } = discoverSkills(skillRoots(locationsIn(home), true));
+    expect(skills.map((s) => [s.name, s.scope, path.relative(base, s.location)])).toEqual([
+      ["mine", "project", "home/.pi-course/skills/mine/SKILL.md"],
+      ["shared", "project", "home/.agents/skills/shared/SKILL.md"],
+    ]);
+    expect(warnings).toEqual([]);
+    expect(
+      discoverSkills([
+        { folder: path.join(home, "flat"), scope: "user" },
+        { folder: path.join(base, "nowhere"), scope: "user" },
+        { folder: "", scope: "user" },
+      ]),
+    ).toEqual({ skills: [], warnings: [] });
+  });
+
   it("Lab 12.2 · progressive disclosure: the prompt lists name, description and location; the body and files come on activation", async () => {
     const root = tree(path.join(base, "skills"), {
       "pdf/SKILL.md": skillFile("name: pdf\ndescription: Fills PDF forms.", "# PDF\nRun scripts/fill.sh.\n"),
@@ -378,6 +484,10 @@ describe("prompt templates", { timeout: 60_000 }, () => {
       "",
     ]);
     expect(splitArguments(`"unclosed quote runs on`)).toEqual(["unclosed quote runs on"]);
+    expect(splitArguments(`'unclosed single $1`)).toEqual(["unclosed single $1"]);
+    // a line break is a blank too; a lone backslash at the end has nothing to escape and stays
+    expect(splitArguments("a\nb\r\nc")).toEqual(["a", "b", "c"]);
+    expect(splitArguments("dir\\")).toEqual(["dir\\"]);
   });
 
   it("Lab 12.3 · $1, $@, $ARGUMENTS, ${N:-default}, ${@:N:L}; substituted text is not expanded again", () => {
@@ -580,6 +690,104 @@ describe("extension host", { timeout: 60_000 }, () => {
     ]);
   });
 
+  it("Lab 12.4 · a malformed registration fails the factory (nothing of it registers); every method refuses once the factory has returned", async () => {
+    const host = new ExtensionHost({ cwd: base });
+    const execute = async () => ({ content: [], details: undefined });
+    const tool = { name: "t", label: "T", description: "d", parameters: {}, execute };
+    const bad: [string, (api: ExtensionAPI) => void][] = [
+      ["null tool", (api) => api.registerTool(null as never)],
+      ["no execute", (api) => api.registerTool({ ...tool, execute: undefined } as never)],
+      ["no description", (api) => api.registerTool({ ...tool, description: undefined } as never)],
+      ["bad tool name", (api) => api.registerTool({ ...tool, name: "two words" })],
+      ["no parameters", (api) => api.registerTool({ ...tool, parameters: undefined } as never)],
+      ["null parameters", (api) => api.registerTool({ ...tool, parameters: null } as never)],
+      ["bad command name", (api) => api.registerCommand("Deploy", { description: "d", run: () => "" })],
+      ["no run", (api) => api.registerCommand("deploy", { description: "d" } as never)],
+      ["no command", (api) => api.registerCommand("deploy", undefined as never)],
+      ["before not a function", (api) => api.beforeToolCall("deny" as never)],
+      ["after not a function", (api) => api.afterToolCall(undefined as never)],
+      ["prompt not a string", (api) => api.addSystemPrompt(42 as never)],
+      ["zero timeout", (api) => api.beforeToolCall(() => undefined, { timeoutMs: 0 })],
+      ["NaN timeout", (api) => api.afterToolCall(() => undefined, { timeoutMs: Number.NaN })],
+    ];
+    for (const [name, register] of bad) {
+      const loaded = await host.loadFactory(
+        (api) => {
+          api.addSystemPrompt("staged first");
+          register(api);
+        },
+        name,
+        "user",
+      );
+      expect(loaded, name).toBe(false);
+    }
+    const threw = "not loaded (nothing of it is registered): its factory threw: ";
+    expect(host.warnings.map((w) => [w.path, w.message.replace(threw, "")])).toEqual([
+      ["null tool", "registerTool needs a tool with a name, a description, parameters and an execute function"],
+      ["no execute", "registerTool needs a tool with a name, a description, parameters and an execute function"],
+      ["no description", "registerTool needs a tool with a name, a description, parameters and an execute function"],
+      ["bad tool name", 'tool name "two words": use 1-64 of A-Z a-z 0-9 _ -'],
+      ["no parameters", 'tool "t" needs parameters (a JSON Schema object)'],
+      ["null parameters", 'tool "t" needs parameters (a JSON Schema object)'],
+      ["bad command name", 'command name "Deploy": use a-z, 0-9 and -, a letter or digit first'],
+      ["no run", 'command "/deploy" needs a run function'],
+      ["no command", 'command "/deploy" needs a run function'],
+      ["before not a function", "beforeToolCall needs a function"],
+      ["after not a function", "afterToolCall needs a function"],
+      ["prompt not a string", "addSystemPrompt needs a string"],
+      ["zero timeout", "a hook's timeoutMs must be a positive number of milliseconds, got 0"],
+      ["NaN timeout", "a hook's timeoutMs must be a positive number of milliseconds, got NaN"],
+    ]);
+    expect(host.warnings.every((w) => w.message.startsWith(threw))).toBe(true);
+    expect([host.extensions, host.tools, host.commands.size, host.systemPromptSection()]).toEqual([[], [], 0, ""]);
+    expect([host.hasBeforeHooks, host.hasAfterHooks]).toEqual([false, false]);
+    // once the factory has returned, every method refuses
+    let api: ExtensionAPI | undefined;
+    expect(await host.loadFactory((given) => void (api = given), "kept", "user")).toBe(true);
+    const late: [string, () => void][] = [
+      ["registerTool", () => api!.registerTool(tool)],
+      ["registerCommand", () => api!.registerCommand("deploy", { description: "d", run: () => "" })],
+      ["beforeToolCall", () => api!.beforeToolCall(() => undefined)],
+      ["afterToolCall", () => api!.afterToolCall(() => undefined)],
+    ];
+    for (const [method, register] of late) {
+      expect(register).toThrow(`${method}: register while the extension's factory runs, not later`);
+    }
+    expect([host.tools, host.commands.size, host.hasBeforeHooks, host.hasAfterHooks]).toEqual([[], 0, false, false]);
+  });
+
+  it("Lab 12.4 · a tool without a label is labelled by its name; a tool name an earlier extension took is left out", async () => {
+    const host = new ExtensionHost({ cwd: base });
+    const execute = async () => ({ content: [], details: "first" });
+    const plain = { name: "plain", description: "d", parameters: {}, execute };
+    await host.loadFactory(
+      (api) => {
+        api.registerTool(plain as never);
+        api.registerTool({ ...plain, name: "labelled", label: "Nicely Labelled" });
+      },
+      "first.ts",
+      "user",
+    );
+    await host.loadFactory(
+      (api) =>
+        api.registerTool({ ...plain, label: "Second", execute: async () => ({ content: [], details: "second" }) }),
+      "second.ts",
+      "project",
+    );
+    expect(host.tools.map((t) => [t.name, t.label])).toEqual([
+      ["plain", "plain"],
+      ["labelled", "Nicely Labelled"],
+    ]);
+    expect((await host.tools[0]!.execute("c1", {})).details).toBe("first");
+    expect(host.warnings).toEqual([
+      { path: "second.ts", message: 'its tool "plain" is left out: another tool has that name' },
+    ]);
+    expect(host.extensions.map((e) => [e.path, e.tools])).toEqual([
+      ["first.ts", ["plain", "labelled"]],
+      ["second.ts", []],
+    ]);
+  });
+
   it("Lab 12.4 · flags: committed with the rest and read through getFlag once the CLI sets them; a taken name is left out, a bad one fails the factory", async () => {
     const host = new ExtensionHost({ cwd: base, reservedFlags: ["model"] });
     let api: ExtensionAPI | undefined;
@@ -628,7 +836,7 @@ describe("extension host", { timeout: 60_000 }, () => {
     );
   });
 
-  it("Lab 12.4 · before-hooks fail closed (throw, deny, hang); a failing after-hook is a diagnostic and the result stands", async () => {
+  it("Lab 12.4 · before-hooks fail closed (throw, deny, hang, unreadable answer, abort); only block: true blocks; a failing after-hook is a diagnostic and the result stands", async () => {
     const diagnostics: string[] = [];
     const host = new ExtensionHost({ cwd: base, onDiagnostic: (w) => diagnostics.push(`${w.path}: ${w.message}`) });
     let runs = 0;
@@ -649,6 +857,16 @@ describe("extension host", { timeout: 60_000 }, () => {
             if (c.args.text === "throw") throw new Error("the policy file is missing");
             if (c.args.text === "deny") return { block: true };
             if (c.args.text === "hang") return new Promise(() => {});
+            if (c.args.text === "null") return null as never;
+            if (c.args.text === "not-block") return { block: false, reason: "looked fine" };
+            if (c.args.text === "empty-reason") return { block: true, reason: "" };
+            if (c.args.text === "unreadable") {
+              return {
+                get block(): boolean {
+                  throw new Error("a getter broke");
+                },
+              };
+            }
             return undefined;
           },
           { timeoutMs: 50 },
@@ -672,6 +890,10 @@ describe("extension host", { timeout: 60_000 }, () => {
         call("a", "echo", { text: "throw" }),
         call("b", "echo", { text: "deny" }),
         call("c", "echo", { text: "hang" }),
+        call("n", "echo", { text: "null" }),
+        call("o", "echo", { text: "not-block" }),
+        call("r", "echo", { text: "empty-reason" }),
+        call("u", "echo", { text: "unreadable" }),
         call("d", "echo", { text: "after-throws" }),
         call("e", "echo", { text: "after-hangs" }),
         call("f", "echo", { text: "fine" }),
@@ -689,12 +911,30 @@ describe("extension host", { timeout: 60_000 }, () => {
         "the tool call was not run: a check of the extension policy did not answer within 50 ms (extension checks fail closed).",
         true,
       ],
+      ["n", "null", false],
+      ["o", "not-block", false],
+      ["r", "blocked by the extension policy: no reason given", true],
+      [
+        "u",
+        "the tool call was not run: a check of the extension policy gave an answer that cannot be read (a getter broke) (extension checks fail closed).",
+        true,
+      ],
       ["d", "after-throws", false],
       ["e", "after-hangs", false],
       ["f", "fine", false],
     ]);
     // the tool ran once for each call that was let through, never again
-    expect(runs).toBe(3);
+    expect(runs).toBe(5);
+    // the run is aborted while a check is pending: the call is blocked, not let through
+    const controller = new AbortController();
+    controller.abort();
+    const pending = call("z", "echo", { text: "hang" });
+    expect(
+      await host.beforeToolCall(
+        { toolCall: pending, args: pending.arguments } as unknown as BeforeToolCallContext,
+        controller.signal,
+      ),
+    ).toEqual({ block: true, reason: "the run was aborted before the call's checks finished" });
     expect(diagnostics).toEqual([
       'policy: its afterToolCall hook failed (after broke) for "echo"; the result is kept as it was',
       'policy: its afterToolCall hook did not answer within 50 ms for "echo"; the result is kept as it was',
@@ -719,6 +959,12 @@ describe("trust gate", { timeout: 60_000 }, () => {
     expect(isTrusted(path.join(parent, "x"), piHome)).toBe(false);
     expect(isTrusted(path.join(parent, "x", "y", "z"), piHome)).toBe(false);
     expect(isTrusted(path.join(base, "codex"), piHome)).toBeUndefined(); // a prefix is not a parent
+    // the closest wins whatever the order the decisions were saved in (here the child first)
+    const otherHome = path.join(base, "other-home");
+    TrustStore.inHome(otherHome).remember(path.join(parent, "x"), false, new Date(0));
+    TrustStore.inHome(otherHome).remember(parent, true, new Date(0));
+    expect(isTrusted(path.join(parent, "x", "y"), otherHome)).toBe(false);
+    expect(isTrusted(path.join(parent, "sibling"), otherHome)).toBe(true);
     // a symlinked path means the same folder
     symlinkSync(path.join(parent, "x"), path.join(base, "link"));
     expect(isTrusted(path.join(base, "link", "y"), piHome)).toBe(false);
