@@ -190,8 +190,27 @@ it("Lab 14.2 · checkSessionReplay: the reopened file's path equals the run's me
   ]);
   await writeFile(file, (await readFile(file, "utf8")) + '{"type":"mess');
   expect(await checkSessionReplay(file, messages)).toEqual([`the session file ${file} has torn lines.`]);
+  // The next writer's append marks the torn bytes and keeps them on a line of their own: still torn
+  // lines. The check reads while that writer holds the file's lock: a checker takes no lock.
+  const writer = await SessionFile.open(file);
+  const more = answered("a");
+  await writer.append({ type: "message", parentId, message: more });
+  try {
+    expect(await checkSessionReplay(file, [...messages, more])).toEqual([`the session file ${file} has torn lines.`]);
+  } finally {
+    await writer.close();
+  }
   const [missing] = await checkSessionReplay(path.join(dir, "none.jsonl"), messages);
   expect(missing).toMatch(new RegExp(`^the session file ${path.join(dir, "none.jsonl")} does not reopen: `));
+});
+
+it("Lab 14.2 · checkSessionReplay: a session file with no entry holds no message", async () => {
+  const file = path.join(dir, "empty.jsonl");
+  await (await SessionFile.create(file, { cwd: dir })).close();
+  expect(await checkSessionReplay(file, [])).toEqual([]);
+  expect(await checkSessionReplay(file, [userMessage("go")])).toEqual([
+    "the session file holds 0 messages on its path, the run has 1.",
+  ]);
 });
 
 it("Lab 14.2 · diffSnapshots: whatever was created, changed or removed around the workspace", async () => {
