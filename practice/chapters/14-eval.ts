@@ -106,6 +106,7 @@ export default defineChapter({
           "call, check missing or not startable), check timed out or non-zero, else passed. Exact reasons in the doc comment; " +
           "the tests run real cases through the CLI's runtime.",
       },
+      says: ["the model call failed: no message"],
       // Its end-to-end tests read case.json (14.1) and run the protocol checks (14.2) before the verdict.
       uses: ["14.1", "14.2"],
     },

@@ -265,6 +265,10 @@ it("Lab 14.3 · classifyRun: the first that applies of interrupted, protocol, ti
     phase: "agent",
     reason: "the model call failed: connect ECONNREFUSED 127.0.0.1:9",
   });
+  const noReason = assistantMessage([], "error");
+  expect(classifyRun({ ...facts, last: noReason }).reason).toBe("the model call failed: no message");
+  const { check: _c, ...unchecked } = facts;
+  expect(classifyRun(unchecked)).toEqual({ status: "infrastructure", phase: "check", reason: "the check did not run" });
   expect(classifyRun({ ...facts, check: { ...checkOk, exitCode: null, startError: "spawn EACCES" } })).toEqual({
     status: "infrastructure",
     phase: "check",
@@ -279,6 +283,11 @@ it("Lab 14.3 · classifyRun: the first that applies of interrupted, protocol, ti
     status: "failed",
     phase: "check",
     reason: "the check exited with 3",
+  });
+  expect(classifyRun({ ...facts, check: { ...checkOk, exitCode: null, signal: "SIGTERM" } })).toEqual({
+    status: "failed",
+    phase: "check",
+    reason: "the check was killed by SIGTERM",
   });
 });
 
