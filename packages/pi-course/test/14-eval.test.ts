@@ -456,8 +456,8 @@ const run = runRecord;
 const meta = (interrupted = false): SuiteMeta => ({
   suite: "/s",
   model: "m",
-  startedAt: new Date(0),
-  finishedAt: new Date(1500),
+  startedAt: new Date(1000),
+  finishedAt: new Date(2500),
   concurrency: 2,
   repeat: 4,
   interrupted,
@@ -494,7 +494,7 @@ it("Lab 14.4 · buildSuiteReport: runs by case in order, counts, pass rates agai
     infrastructure: 1,
     interrupted: 0,
   });
-  expect(report).toMatchObject({ version: 1, wallMs: 1500, startedAt: "1970-01-01T00:00:00.000Z", repeat: 4 });
+  expect(report).toMatchObject({ version: 1, wallMs: 1500, startedAt: "1970-01-01T00:00:01.000Z", repeat: 4 });
   // One protocol failure fails a case, whatever its pass rate.
   const broken = buildSuiteReport(meta(), [
     run("flaky", 0, "passed"),
