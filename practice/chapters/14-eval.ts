@@ -84,11 +84,11 @@ export default defineChapter({
           "三个函数都返回“问题列表”，空列表即通过。`checkToolPairing`：按顺序读消息，记下每个工具调用的 id，数它的结果；" +
           "重复的 id、没有对应调用的结果、没有结果或多于一个结果的调用，各是一条问题。`checkSessionReplay`：用 `SessionFile.open(file, { readOnly: true })` 重新打开文件" +
           "（只读：检查者不是写者，不拿写锁；打不开就只报这一条），有撕裂的行要报，再把 `messagesOf(pathToLeaf(leaf))` 与运行的消息逐条深比较（`isDeepStrictEqual`），" +
-          "报第一处不同，或条数不同；最后记得 `close()`。`diffSnapshots`：比较前后两份快照，新建、改变、删除的路径各一条。" +
+          "报第一处不同，或条数不同（文件里还没有条目时 `leaf` 是 undefined，路径上就是 0 条消息）；最后记得 `close()`。`diffSnapshots`：比较前后两份快照，新建、改变、删除的路径各一条。" +
           "各条消息的原文都在对应函数的文档注释里。",
         en:
           "Each returns a list of problems (empty passes). Pairing: count results per call id, in order. Replay: reopen the " +
-          "file read-only (a checker is no writer: no lock), report torn lines, compare its path's messages deeply with the run's, close it. Snapshots: created, changed, " +
+          "file read-only (a checker is no writer: no lock), report torn lines, compare its path's messages deeply with the run's (no leaf yet: no messages), close it. Snapshots: created, changed, " +
           "removed. Exact messages in each doc comment.",
       },
     },
@@ -106,6 +106,7 @@ export default defineChapter({
           "call, check missing or not startable), check timed out or non-zero, else passed. Exact reasons in the doc comment; " +
           "the tests run real cases through the CLI's runtime.",
       },
+      says: ["the model call failed: no message"],
       // Its end-to-end tests read case.json (14.1) and run the protocol checks (14.2) before the verdict.
       uses: ["14.1", "14.2"],
     },

@@ -190,8 +190,27 @@ it("Lab 14.2 · checkSessionReplay: the reopened file's path equals the run's me
   ]);
   await writeFile(file, (await readFile(file, "utf8")) + '{"type":"mess');
   expect(await checkSessionReplay(file, messages)).toEqual([`the session file ${file} has torn lines.`]);
+  // The next writer's append marks the torn bytes and keeps them on a line of their own: still torn
+  // lines. The check reads while that writer holds the file's lock: a checker takes no lock.
+  const writer = await SessionFile.open(file);
+  const more = answered("a");
+  await writer.append({ type: "message", parentId, message: more });
+  try {
+    expect(await checkSessionReplay(file, [...messages, more])).toEqual([`the session file ${file} has torn lines.`]);
+  } finally {
+    await writer.close();
+  }
   const [missing] = await checkSessionReplay(path.join(dir, "none.jsonl"), messages);
   expect(missing).toMatch(new RegExp(`^the session file ${path.join(dir, "none.jsonl")} does not reopen: `));
+});
+
+it("Lab 14.2 · checkSessionReplay: a session file with no entry holds no message", async () => {
+  const file = path.join(dir, "empty.jsonl");
+  await (await SessionFile.create(file, { cwd: dir })).close();
+  expect(await checkSessionReplay(file, [])).toEqual([]);
+  expect(await checkSessionReplay(file, [userMessage("go")])).toEqual([
+    "the session file holds 0 messages on its path, the run has 1.",
+  ]);
 });
 
 it("Lab 14.2 · diffSnapshots: whatever was created, changed or removed around the workspace", async () => {
@@ -246,6 +265,10 @@ it("Lab 14.3 · classifyRun: the first that applies of interrupted, protocol, ti
     phase: "agent",
     reason: "the model call failed: connect ECONNREFUSED 127.0.0.1:9",
   });
+  const noReason = assistantMessage([], "error");
+  expect(classifyRun({ ...facts, last: noReason }).reason).toBe("the model call failed: no message");
+  const { check: _c, ...unchecked } = facts;
+  expect(classifyRun(unchecked)).toEqual({ status: "infrastructure", phase: "check", reason: "the check did not run" });
   expect(classifyRun({ ...facts, check: { ...checkOk, exitCode: null, startError: "spawn EACCES" } })).toEqual({
     status: "infrastructure",
     phase: "check",
@@ -260,6 +283,11 @@ it("Lab 14.3 · classifyRun: the first that applies of interrupted, protocol, ti
     status: "failed",
     phase: "check",
     reason: "the check exited with 3",
+  });
+  expect(classifyRun({ ...facts, check: { ...checkOk, exitCode: null, signal: "SIGTERM" } })).toEqual({
+    status: "failed",
+    phase: "check",
+    reason: "the check was killed by SIGTERM",
   });
 });
 
@@ -428,8 +456,8 @@ const run = runRecord;
 const meta = (interrupted = false): SuiteMeta => ({
   suite: "/s",
   model: "m",
-  startedAt: new Date(0),
-  finishedAt: new Date(1500),
+  startedAt: new Date(1000),
+  finishedAt: new Date(2500),
   concurrency: 2,
   repeat: 4,
   interrupted,
@@ -466,7 +494,7 @@ it("Lab 14.4 · buildSuiteReport: runs by case in order, counts, pass rates agai
     infrastructure: 1,
     interrupted: 0,
   });
-  expect(report).toMatchObject({ version: 1, wallMs: 1500, startedAt: "1970-01-01T00:00:00.000Z", repeat: 4 });
+  expect(report).toMatchObject({ version: 1, wallMs: 1500, startedAt: "1970-01-01T00:00:01.000Z", repeat: 4 });
   // One protocol failure fails a case, whatever its pass rate.
   const broken = buildSuiteReport(meta(), [
     run("flaky", 0, "passed"),

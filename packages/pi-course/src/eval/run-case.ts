@@ -264,6 +264,7 @@ export interface RunFacts {
  * 4. `runError`: `infrastructure`, `agent`, `the run failed: <runError>`
  * 5. no assistant message: `infrastructure`, `agent`, `the model never answered`
  * 6. the last one's `stopReason` is `error`: `infrastructure`, `agent`, `the model call failed: <errorMessage>`
+ *    (`the model call failed: no message` when it has none)
  * 7. no check: `infrastructure`, `check`, `the check did not run`
  * 8. `check.startError`: `infrastructure`, `check`, `the check could not start: <startError>`
  * 9. `check.timedOut`: `failed`, `check`, `the check did not finish within <checkTimeLimitSeconds> s`
