@@ -3,7 +3,9 @@
  *
  *   engine --dir DIR --workers URL[,URL…]   start Restate (data in DIR) and a proxy in front of
  *                                            the workers, register it; runs until Ctrl-C
- *   worker --setups MODULE [--port N]        start a worker (see worker-main.ts)
+ *   worker --setups MODULE [--port N]        start a worker (see worker-command.ts)
+ *   bundle [--setups MODULE] --out FILE.mjs  write a worker and its setups as one file (`bundleWorker`);
+ *                                            run it with `node FILE.mjs [--port N]`
  *   submit --ingress URL --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
  *                                            hand a run to the engine, wait, print its answer
  *   eval SUITE --ingress URL [--repeat K] [--out DIR] [--id RUN]
@@ -18,10 +20,13 @@ import { evalOnEngine } from "./eval-suite.js";
 import { startProxy } from "./proxy.js";
 import { startRestateServer } from "./restate-server.js";
 import { runDurably, writeSession } from "./submit.js";
+import { bundleWorker } from "./worker-bundle.js";
+import { runWorkerCommand } from "./worker-command.js";
 
 const USAGE = `usage:
   cli.ts engine --dir DIR --workers http://127.0.0.1:9081,http://127.0.0.1:9082 [--proxy-port N]
   cli.ts worker --setups MODULE [--port N]
+  cli.ts bundle [--setups MODULE] --out FILE.mjs
   cli.ts submit --ingress URL --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
   cli.ts eval SUITE --ingress URL [--repeat K] [--out DIR] [--id RUN]`;
 
@@ -119,16 +124,20 @@ async function evalSuite(args: string[]): Promise<void> {
   process.exitCode = result.exitCode;
 }
 
+async function bundle(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { setups: { type: "string" }, out: { type: "string" } } });
+  if (values.out === undefined) throw new Error(`bundle needs --out\n${USAGE}`);
+  await bundleWorker({ ...(values.setups !== undefined && { setups: values.setups }), outfile: values.out });
+  process.stdout.write(`worker bundle: ${path.resolve(values.out)} (run: node ${values.out} --port N)\n`);
+}
+
 async function main(): Promise<void> {
   const [command, ...args] = process.argv.slice(2);
   if (command === "engine") return engine(args);
   if (command === "submit") return submit(args);
   if (command === "eval") return evalSuite(args);
-  if (command === "worker") {
-    process.argv = [process.argv[0]!, process.argv[1]!, ...args];
-    await import("./worker-main.js");
-    return;
-  }
+  if (command === "worker") return runWorkerCommand(args);
+  if (command === "bundle") return bundle(args);
   throw new Error(USAGE);
 }
 

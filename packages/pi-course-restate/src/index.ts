@@ -1,7 +1,8 @@
 /**
  * `@pi/course-restate`: agent runs and eval suites of `@pi/course` on Restate.
  *
- * Workers: `startWorker` (in this process) or `spawnWorker` (a child process), behind one
+ * Workers: `startWorker` (in this process) or `spawnWorker` (a child process; `bundleWorker` makes
+ * one file of a worker and its setups that starts in a fraction of the time), behind one
  * deployment address (`startProxy`, or any HTTP/2 load balancer). The engine: `startRestateServer`
  * (from its npm package). Runs: `submitRun` / `runResult` / `runDurably`, kept as a session file by
  * `writeSession`. Suites: `evalOnEngine`. The pieces a run is made of: `agentRunWorkflow`,
@@ -24,6 +25,9 @@ export type { RestateServer } from "./restate-server.js";
 export { Steps } from "./steps.js";
 export { runDurably, runResult, submitRun, writeSession } from "./submit.js";
 export { startWorker } from "./worker.js";
+export { bundleWorker } from "./worker-bundle.js";
+export type { WorkerBundleOptions } from "./worker-bundle.js";
+export { runWorkerCommand } from "./worker-command.js";
 export type { Worker, WorkerOptions } from "./worker.js";
 export { spawnWorker } from "./worker-process.js";
 export type { WorkerProcess } from "./worker-process.js";

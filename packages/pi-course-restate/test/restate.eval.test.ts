@@ -3,7 +3,7 @@
  * as if on machines of their own), and a suite of offline cases whose check waits at a kill point
  * (a marker file `<case>.<check pid>@<worker pid>`, then `<case>.<check pid>.go`). The worker
  * running a case's check is SIGKILLed (with the check's process group) at the first and the fourth
- * check, and started again on its port.
+ * check to arrive from a live worker, and started again on its port.
  *
  * Checks: the report of `pi-course eval` comes out (report.json with every case × repeat exactly
  * once, all passed; report.html; each run's session file), although killed cases ran again on a
@@ -18,11 +18,11 @@ import { evalOnEngine } from "../src/eval-suite.js";
 import type { Proxy } from "../src/proxy.js";
 import { freePort, type RestateServer } from "../src/restate-server.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { Fleet, startEngine } from "./support/fleet.js";
+import { Fleet, startEngine, testBundle } from "./support/fleet.js";
 
 const CASES = ["alpha", "beta", "gamma", "delta"];
 const REPEAT = 2;
-/** The checks (counted as they arrive) at which the worker running it is killed. */
+/** The checks (counted as they arrive on live workers) at which the worker running it is killed. */
 const KILL_AT = new Set([1, 4]);
 
 let root: string;
@@ -30,8 +30,13 @@ let markers: string;
 let server: RestateServer | undefined;
 let proxy: Proxy | undefined;
 const seen = new Set<string>();
+/** The checks judged on a live worker, in order (a dead worker's check, started just before its kill, does not count). */
+let live = 0;
 const kills: { case: string; pid: number }[] = [];
-const fleet = new Fleet((port) => spawnWorker({ port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) }));
+let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
+const fleet = new Fleet((port) =>
+  spawnWorker({ bundle: bundle!.file, port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) }),
+);
 
 async function judge(): Promise<void> {
   for (const file of await readdir(markers)) {
@@ -42,7 +47,7 @@ async function judge(): Promise<void> {
     // a replacement worker can take a case before its start has been recorded: judge the check once it is
     if (worker === undefined) continue;
     seen.add(file);
-    if (KILL_AT.has(seen.size) && fleet.alive(worker)) {
+    if (fleet.alive(worker) && KILL_AT.has(++live)) {
       kills.push({ case: caseName, pid: worker.pid });
       await fleet.killAndRestart(worker, () => {
         try {
@@ -91,6 +96,7 @@ beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-"));
   markers = path.join(root, "markers");
   await mkdir(markers);
+  bundle = await testBundle();
   const ports = [await freePort(), await freePort()];
   for (const port of ports) await mkdir(path.join(root, `tmp-${port}`));
   ({ server, proxy } = await startEngine(fleet, path.join(root, "restate"), ports));
@@ -108,6 +114,7 @@ afterAll(async () => {
   }
   await proxy?.close();
   await server?.stop(1000);
+  await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 

@@ -27,7 +27,7 @@ import type { Proxy } from "../src/proxy.js";
 import { freePort, type RestateServer } from "../src/restate-server.js";
 import { runResult, submitRun, writeSession } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { Fleet, startEngine } from "./support/fleet.js";
+import { Fleet, startEngine, testBundle } from "./support/fleet.js";
 import { DONE, scriptModel, scriptTools, settledText } from "./support/kill-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -48,8 +48,9 @@ const seen = new Set<string>();
 /** Every marker seen: `<run>.<point>` and the pid that reached it, in order. */
 const reached: { name: string; pid: number }[] = [];
 
+let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 // a TMPDIR of the test's own: a worker keeps a folder for eval cases there
-const fleet = new Fleet((port) => spawnWorker({ setups: SETUPS, port, tmpdir: root }));
+const fleet = new Fleet((port) => spawnWorker({ bundle: bundle!.file, port, tmpdir: root }));
 
 /** Each marker: kill its worker when the plan says so (and start a new one on its port), else say go. */
 async function judge(): Promise<void> {
@@ -77,6 +78,7 @@ beforeAll(async () => {
   effects = path.join(root, "effects.log");
   await writeFile(effects, "");
   await mkdir(markers);
+  bundle = await testBundle(SETUPS);
   const ports = await Promise.all(Array.from({ length: WORKERS }, () => freePort()));
   ({ server, proxy } = await startEngine(fleet, path.join(root, "restate"), ports));
   fleet.watch(judge);
@@ -86,6 +88,7 @@ afterAll(async () => {
   await fleet.stop();
   await proxy?.close();
   await server?.stop(1000);
+  await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 

@@ -2,10 +2,28 @@
  * The worker processes of a test that kills them: started on their ports, a killed one started
  * again on its port (as a supervisor would), a referee polling the test's kill points, and all of
  * it ended by `stop` (every start still under way waited for first, so none is left behind).
+ *
+ * The workers run from a bundle (`bundleWorker`): a restart then takes a fraction of a second, not
+ * the seconds (tens of seconds on a loaded machine) of compiling and loading @pi/course again,
+ * while every run waits on it when all workers were killed.
  */
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { type Proxy, startProxy } from "../../src/proxy.js";
 import { type RestateServer, startRestateServer } from "../../src/restate-server.js";
+import { bundleWorker } from "../../src/worker-bundle.js";
 import type { WorkerProcess } from "../../src/worker-process.js";
+
+/** Where the tests write their bundles: inside the package, so the bundle finds its node_modules. */
+const BUILD = fileURLToPath(new URL("../../.test-build/", import.meta.url));
+
+/** Bundles a worker with `setups` (none: eval cases only) for this test file; `remove` deletes it. */
+export async function testBundle(setups?: string): Promise<{ file: string; remove(): Promise<void> }> {
+  const file = path.join(BUILD, `worker-${process.pid}-${Date.now()}.mjs`);
+  await bundleWorker({ ...(setups !== undefined && { setups }), outfile: file });
+  return { file, remove: () => rm(file, { force: true }) };
+}
 
 /**
  * A Restate server (its files in `dir`) with `fleet`'s workers started on `ports`, all behind one

@@ -1,0 +1,45 @@
+/**
+ * `pi-course-restate bundle` writes a worker and its setups as one file that plain Node runs: it
+ * listens with the setups built in, refuses a `--setups` of its own (a second copy), and
+ * `spawnWorker` refuses a bundle and a setups module together.
+ */
+import { spawnSync } from "node:child_process";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, expect, it } from "vitest";
+import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+
+const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
+const OUT = path.join(PACKAGE, ".test-build", `bundle-${process.pid}.mjs`);
+const SETUPS = path.join(PACKAGE, "src", "demo-setups.ts");
+let worker: WorkerProcess | undefined;
+
+afterAll(async () => {
+  worker?.child.kill("SIGKILL");
+  await rm(OUT, { force: true });
+});
+
+it("bundles a worker with its setups: plain Node runs it, and it takes no --setups of its own", async () => {
+  const cli = spawnSync(
+    process.execPath,
+    ["--import", "tsx", "src/cli.ts", "bundle", "--setups", SETUPS, "--out", OUT],
+    {
+      cwd: PACKAGE,
+      encoding: "utf8",
+    },
+  );
+  expect(cli.stderr).toBe("");
+  expect(cli.stdout).toBe(`worker bundle: ${OUT} (run: node ${OUT} --port N)\n`);
+
+  worker = await spawnWorker({ bundle: OUT, port: 0 });
+  expect(worker.child.spawnargs.slice(1, 2)).toEqual([OUT]);
+
+  const refused = spawnSync(process.execPath, [OUT, "--setups", SETUPS], { encoding: "utf8" });
+  expect(refused.status).toBe(1);
+  expect(refused.stderr).toMatch(/^worker: this worker has its setups built in; it takes no --setups\. usage: /);
+
+  await expect(spawnWorker({ bundle: OUT, setups: SETUPS, port: 0 })).rejects.toThrow(
+    "spawnWorker: a bundle has its setups built in; give `bundle` or `setups`, not both",
+  );
+});
