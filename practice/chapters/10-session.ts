@@ -26,7 +26,7 @@ export default defineChapter({
       "下一次追加先写一个换行和一条 `torn` 标记，让这些字节留在自己的一行上，以后每个读者都报告并跳过它。" +
       "pi 1.6 读到坏行会跳过；本课程反其道而行：除了残行，任何坏行都拒绝打开，并说清是哪一行、该怎么办。" +
       "测试里有一个崩溃实验（Lab 10.2）：子进程不停追加，在随机时刻被 SIGKILL 杀掉，每次之后都要找回每个写完的条目。" +
-      "仓库自己的测试杀满 200 次（2 核上约 2 分钟）；练习文件夹里最多 200 次，约 20 秒后停下（至少 24 次），" +
+      "仓库自己的测试杀满 200 次（2 核上约 2 分钟）；练习文件夹里最多 200 次，约 8 秒后停下（至少 24 次），" +
       "所以后面每一章的 `npm test` 都不会被它拖上几分钟。",
     en:
       "A session is an append-only JSONL file: a header, then one entry per line with id, parentId, timestamp and a type. " +
@@ -35,7 +35,7 @@ export default defineChapter({
       "reported and kept, marked by the next append; any other damage is refused naming the line (pi 1.6 skips bad lines). " +
       "A crash test (Lab 10.2) SIGKILLs an appending child at random moments and recovers every written entry each time: " +
       "200 kills in the repository (about 2 minutes on 2 cores); in a practice folder up to 200, stopping after about " +
-      "20 s (at least 24), so every later chapter's npm test stays fast.",
+      "8 s (at least 24), so every later chapter's npm test stays fast.",
   },
   files: [
     "src/session/types.ts",
@@ -106,7 +106,7 @@ export default defineChapter({
           "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。" +
           "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。" +
           "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
-          "用你的 `open` 读回文件；练习文件夹里约 20 秒（最多 200 次、至少 24 次）。",
+          "用你的 `open` 读回文件；练习文件夹里约 8 秒（最多 200 次、至少 24 次）。",
         en:
           "push: split bytes at 0x0a, lines may span chunks, track byte offsets. line: line 1 is the header; a torn mark " +
           "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
@@ -116,7 +116,7 @@ export default defineChapter({
           "mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the " +
           "library wrote must open. The slowest test is the crash test: it " +
           "compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back " +
-          "with your open (in a practice folder about 20 s: up to 200 kills, at least 24).",
+          "with your open (in a practice folder about 8 s: up to 200 kills, at least 24).",
       },
       // The crash test's child appends with lab 10.1's code.
       uses: ["10.1"],
