@@ -42,7 +42,9 @@ async function main(): Promise<void> {
         const run = spawnSync("sh", ["-c", focusedCommand(chapter.id, lab.id)], { cwd: folder, encoding: "utf8" });
         const time = { lab: lab.id, seconds: (performance.now() - started) / 1000, passed: run.status === 0 };
         times.push(time);
-        process.stdout.write(`Lab ${time.lab.padEnd(5)} ${time.seconds.toFixed(1).padStart(5)} s${time.passed ? "" : "  FAILED"}\n`);
+        process.stdout.write(
+          `Lab ${time.lab.padEnd(5)} ${time.seconds.toFixed(1).padStart(5)} s${time.passed ? "" : "  FAILED"}\n`,
+        );
         if (!time.passed) process.stdout.write(`${run.stdout.slice(-2000)}${run.stderr.slice(-2000)}\n`);
       }
     } finally {
