@@ -245,7 +245,7 @@ export function discoverSkills(roots: readonly SkillRoot[]): { skills: Skill[]; 
   const warnings: ResourceWarning[] = [];
   const byName = new Map<string, Skill>();
   for (const root of roots) {
-    // a root directly holding SKILL.md is not a skills folder: its skills are its sub-folders
+    // a root that itself holds SKILL.md is one skill's folder, not a folder of skills: it gives none
     for (const folder of root.folder === "" ? [] : skillFolders(root.folder).filter((f) => f !== root.folder)) {
       const skill = readSkill(folder, root.scope, warnings);
       if (skill === undefined) continue;
