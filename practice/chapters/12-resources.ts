@@ -133,7 +133,7 @@ export default defineChapter({
         "beforeToolCall needs a function   /   afterToolCall needs a function   /   addSystemPrompt needs a string",
         "a hook's timeoutMs must be a positive number of milliseconds, got ${ms}   (finite and > 0; e.g. got 0, got NaN)",
         "the run was aborted before the call's checks finished   (beforeToolCall's block reason when the signal fires while a check runs)",
-        "the tool call was not run: a check of the extension ${extension} gave an answer that cannot be read (${message}) (extension checks fail closed).   (reading the answer threw, e.g. a getter)",
+        "the tool call was not run: a check of the extension ${extension} gave an answer that cannot be read (${message}) (extension checks fail closed).   (reading the answer threw, e.g. a getter; an answer that is not an object: (a ${typeof answer}, not an object); a block that is neither true nor false: (its block is a ${typeof block}, not true or false))",
       ],
       title: {
         zh: "扩展宿主：先暂存再提交，调用前的检查失败即拦截（loadFactory、beforeToolCall）",
@@ -149,14 +149,14 @@ export default defineChapter({
           "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
           '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
           "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）；" +
-          '只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。绝不抛给智能体循环。' +
+          '只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；答案不是对象（比如字符串）、或 `block` 既不是 true 也不是 false（比如 `"yes"`）也读不懂，同样拦截，消息是 `(a string, not an object)` / `(its block is a string, not true or false)`；信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。绝不抛给智能体循环。' +
           "注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；" +
           "命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。占用的名字包括前面扩展登记的工具。",
         en:
           "loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the " +
           "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
           "blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty " +
-          "reason is no reason; an unreadable answer and an abort block too); never throw into the loop. Registrations are checked " +
+          "reason is no reason; an unreadable answer, an answer that is not an object, a block that is neither true nor false, and an abort block too); never throw into the loop. Registrations are checked " +
           "as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
       },
     },

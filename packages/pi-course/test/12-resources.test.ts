@@ -836,7 +836,7 @@ describe("extension host", { timeout: 60_000 }, () => {
     );
   });
 
-  it("Lab 12.4 · before-hooks fail closed (throw, deny, hang, unreadable answer, abort); only block: true blocks; a failing after-hook is a diagnostic and the result stands", async () => {
+  it("Lab 12.4 · before-hooks fail closed (throw, deny, hang, unreadable or unclear answer, abort); only block: true blocks; a failing after-hook is a diagnostic and the result stands", async () => {
     const diagnostics: string[] = [];
     const host = new ExtensionHost({ cwd: base, onDiagnostic: (w) => diagnostics.push(`${w.path}: ${w.message}`) });
     let runs = 0;
@@ -860,6 +860,8 @@ describe("extension host", { timeout: 60_000 }, () => {
             if (c.args.text === "null") return null as never;
             if (c.args.text === "not-block") return { block: false, reason: "looked fine" };
             if (c.args.text === "empty-reason") return { block: true, reason: "" };
+            if (c.args.text === "truthy") return { block: "yes" } as never;
+            if (c.args.text === "a-string") return "block" as never;
             if (c.args.text === "unreadable") {
               return {
                 get block(): boolean {
@@ -894,6 +896,8 @@ describe("extension host", { timeout: 60_000 }, () => {
         call("o", "echo", { text: "not-block" }),
         call("r", "echo", { text: "empty-reason" }),
         call("u", "echo", { text: "unreadable" }),
+        call("t", "echo", { text: "truthy" }),
+        call("s", "echo", { text: "a-string" }),
         call("d", "echo", { text: "after-throws" }),
         call("e", "echo", { text: "after-hangs" }),
         call("f", "echo", { text: "fine" }),
@@ -917,6 +921,17 @@ describe("extension host", { timeout: 60_000 }, () => {
       [
         "u",
         "the tool call was not run: a check of the extension policy gave an answer that cannot be read (a getter broke) (extension checks fail closed).",
+        true,
+      ],
+      // a JavaScript extension's answer that is not a clear yes or no blocks too
+      [
+        "t",
+        "the tool call was not run: a check of the extension policy gave an answer that cannot be read (its block is a string, not true or false) (extension checks fail closed).",
+        true,
+      ],
+      [
+        "s",
+        "the tool call was not run: a check of the extension policy gave an answer that cannot be read (a string, not an object) (extension checks fail closed).",
         true,
       ],
       ["d", "after-throws", false],

@@ -31,6 +31,7 @@ import {
   type ExtensionAfterHook,
   type ExtensionAPI,
   type ExtensionBeforeHook,
+  type ExtensionBeforeResult,
   type ExtensionCommand,
   type ExtensionFactory,
   type ExtensionToolCall,
@@ -342,9 +343,17 @@ export class ExtensionHost {
       if (outcome.kind === "timedOut") return failed(`did not answer within ${timeoutMs} ms`);
       if (outcome.kind === "threw") return failed(`failed (${firstLine(outcome.error)})`);
       try {
-        const answer = outcome.value;
-        if (answer !== undefined && answer !== null && answer.block === true) {
-          const reason = typeof answer.reason === "string" && answer.reason !== "" ? answer.reason : "no reason given";
+        const answer: unknown = outcome.value;
+        if (answer === undefined || answer === null) continue;
+        // a JavaScript extension can answer anything: what is not a clear yes or no blocks
+        if (typeof answer !== "object")
+          return failed(`gave an answer that cannot be read (a ${typeof answer}, not an object)`);
+        const { block } = answer as ExtensionBeforeResult;
+        if (block !== undefined && typeof block !== "boolean")
+          return failed(`gave an answer that cannot be read (its block is a ${typeof block}, not true or false)`);
+        if (block === true) {
+          const given = (answer as ExtensionBeforeResult).reason;
+          const reason = typeof given === "string" && given !== "" ? given : "no reason given";
           return { block: true, reason: `blocked by the extension ${extension}: ${reason}` };
         }
       } catch (error) {
