@@ -72,7 +72,6 @@ export class SessionFile {
   private queue: Promise<void> = Promise.resolve();
   private broken: Error | undefined;
   private closed = false;
-  private lines: number;
 
   private constructor(
     /** The file. */
@@ -81,14 +80,12 @@ export class SessionFile {
     readonly header: SessionHeader,
     private readonly torn: SessionRecovery,
     entries: SessionEntry[],
-    lines: number,
     /** Undefined when opened read-only. */
     private readonly handle: FileHandle | undefined,
     private readonly durable: boolean,
     /** Releases the write lock (a no-op when read-only). */
     private readonly unlock: () => Promise<void>,
   ) {
-    this.lines = lines;
     for (const entry of entries) this.index(entry);
   }
 
@@ -160,7 +157,7 @@ export class SessionFile {
       await unlock();
       throw error;
     }
-    return new SessionFile(path, header, { tail: null, kept: [] }, [], 1, handle, options.durable ?? false, unlock);
+    return new SessionFile(path, header, { tail: null, kept: [] }, [], handle, options.durable ?? false, unlock);
   }
 
   /**
@@ -182,7 +179,6 @@ export class SessionFile {
         contents.header,
         contents.recovery,
         contents.entries,
-        contents.lines,
         handle,
         options.durable ?? false,
         unlock,
@@ -325,7 +321,6 @@ export class SessionFile {
         if (this.durable) await handle.sync();
         this.torn.kept.push(tail);
         this.torn.tail = null;
-        this.lines += 2;
       }
       await writeAll(handle, Buffer.from(line));
       if (this.durable) await handle.sync();
@@ -333,7 +328,6 @@ export class SessionFile {
       this.broken = error as Error;
       throw this.brokenError();
     }
-    this.lines += 1;
     // What memory holds is what the file holds: the written line, parsed back.
     const entry = JSON.parse(line) as SessionEntry;
     this.pending.delete(entry.id);
