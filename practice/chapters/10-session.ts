@@ -55,7 +55,7 @@ export default defineChapter({
         "${path}: the session is closed; open it again to append",
         "${path}: the session was opened read-only; open it without readOnly to append",
         "${path}: the entry is nested deeper than ${MAX_NESTING} levels",
-        "${path}: the entry is not JSON-serialisable (${errorText(error)})",
+        "${path}: the entry is not JSON-serialisable (${errorText(error)})   (a BigInt inside: the entry is not JSON-serialisable (Do not know how to serialize a BigInt))",
         "误用是一个被拒绝的 promise（append 返回 Promise.reject），不是同步 throw。Misuse is a rejected promise, never a synchronous throw.",
       ],
       title: { zh: "追加与 id（SessionFile.append、write、newId）", en: "append and ids" },
