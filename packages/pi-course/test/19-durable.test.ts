@@ -152,6 +152,66 @@ describe("planning recovery", () => {
     expect(plan.calls.map((c) => [c.call.id, c.action])).toEqual([["a", "run"]]);
     await session.close();
   });
+
+  it("Lab 19.1 · a started call whose tool is no longer offered (an extension unloaded, a tool renamed) is interrupted, not replayed or run", async () => {
+    const { session, assistantId } = await crashedSession([call("a", "gone")]);
+    await session.append({
+      type: "tool_intent",
+      parentId: assistantId,
+      toolCallId: "a",
+      toolName: "gone",
+      arguments: {},
+    });
+    const plan = await planRecovery(session, [counted("peek", "safe")]);
+    expect(plan.calls.map((c) => [c.call.id, c.action])).toEqual([["a", "interrupted"]]);
+    expect(plan.unfinished).toBe(true);
+    await session.close();
+  });
+
+  it("Lab 19.1 · a session with no entry yet, or none that is a message: nothing to answer; a cut first answer (parentId null) is still kept", async () => {
+    const session = await SessionFile.create(path.join(dir, "e.jsonl"), { cwd: dir });
+    const stream = fileStreamJournal(streamPathOf(session.path));
+    // killed before anything was written: nothing to recover
+    expect(await planRecovery(session, [], stream)).toEqual({ leafId: undefined, calls: [], unfinished: false });
+    // an answer that streamed with no leaf to continue (its parentId is null): cut mid-stream
+    const partial = assistantMessage([{ type: "text", text: "I will now" }], "stop");
+    await stream.save({ parentId: null, message: partial });
+    expect(await planRecovery(session, [], stream)).toEqual({
+      leafId: undefined,
+      partial: { ...partial, stopReason: "aborted", errorMessage: CUT_ANSWER },
+      calls: [],
+      unfinished: true,
+    });
+    await stream.clear();
+    // the leaf is a setting a person chose (/model), and the path holds no message at all
+    const model = await session.append({ type: "model_change", parentId: null, model: "m", thinking: "off" });
+    expect(await planRecovery(session, [], stream)).toEqual({ leafId: model, calls: [], unfinished: false });
+    await session.close();
+  });
+
+  it("Lab 19.1 · a call left unanswered inside the path is chapter 10's, not recovery's, even when the last answer uses its id again (ids are only unique within one answer)", async () => {
+    const { session, assistantId } = await crashedSession([call("a", "effect")]);
+    // an older turn's call "a" never got a result; the user went on, and the next answer calls "a" again
+    const next = await session.append({ type: "message", parentId: assistantId, message: userMessage("go on") });
+    const again = await session.append({
+      type: "message",
+      parentId: next,
+      message: assistantMessage([call("a", "effect")], "toolUse"),
+    });
+    const result: AgentMessage = {
+      role: "toolResult",
+      toolCallId: "a",
+      toolName: "effect",
+      content: [{ type: "text", text: "effect ran" }],
+      isError: false,
+      timestamp: 1,
+    };
+    const leaf = await session.append({ type: "message", parentId: again, message: result });
+    const effect = counted("effect");
+    // the last answer's call has its result: nothing to run; the run had not ended (it ends with a tool result)
+    expect(await planRecovery(session, [effect])).toEqual({ leafId: leaf, calls: [], unfinished: true });
+    await session.close();
+  });
 });
 
 describe("applying recovery", () => {
@@ -210,6 +270,31 @@ describe("applying recovery", () => {
     await expect(applyRecovery(session, plan, { tools: [] })).rejects.toThrow(
       "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
     );
+    await session.close();
+  });
+
+  it("Lab 19.2 · a call recovery runs keeps its result's details (what the UI shows of it), as in a run", async () => {
+    const { session } = await crashedSession([call("a", "edit")]);
+    const edit = defineTool({
+      name: "edit",
+      label: "edit",
+      description: "edit",
+      parameters: Type.Object({}),
+      execute: async () => ({ content: [{ type: "text", text: "edited" }], details: { diff: "-old\n+new" } }),
+    });
+    const { appended } = await applyRecovery(session, await planRecovery(session, [edit]), { tools: [edit] });
+    const expected = {
+      role: "toolResult",
+      toolCallId: "a",
+      toolName: "edit",
+      content: [{ type: "text", text: "edited" }],
+      details: { diff: "-old\n+new" },
+      isError: false,
+      timestamp: expect.any(Number),
+    };
+    expect(appended).toEqual([expected]);
+    // in the session too
+    expect(transcriptOf(session.pathToLeaf(session.leaf!.id)).messages.at(-1)).toEqual(expected);
     await session.close();
   });
 
