@@ -67,6 +67,11 @@ export default defineChapter({
         "the arguments of tools.${name} are ${length} characters long, more than ${maxArgChars} (maxArgChars); the script was stopped   (e.g. the arguments of tools.t are 108 characters long, more than 50 (maxArgChars); the script was stopped)",
         'TypeError: nope   (a script that throws new TypeError("nope") fails with kind script and the message name: message, made by the worker; given)',
         "the run was aborted; the script was stopped",
+        "the run was aborted before the script started   (the signal was already aborted: no worker is asked)",
+        "the sandbox's worker crashed: ${error.message}   (the worker's error event: an uncaught error in its thread)",
+        "the sandbox's worker exited   (the worker's exit event while a script runs)",
+        "the sandbox failed: RangeError: codemode timeoutMs must be a finite number of milliseconds ≥ 0, got -1   (userDuration(limits.timeoutMs, \"codemode timeoutMs\") throws; run() reports it, given)",
+        "Error: boom   (a callTool that rejects anyway with new Error(\"boom\"): the call is an error, the script's Error says String(error))",
         "the returned value is ${length} characters of JSON, more than ${maxOutputChars} (maxOutputChars)   (given)",
         "InternalError: out of memory · RangeError: Maximum call stack size exceeded   (QuickJS's own messages, kind limit; given)",
         "the sandbox crashed: RuntimeError: memory access out of bounds   (the worker, given: a wasm trap without a stack limit)",
@@ -80,12 +85,15 @@ export default defineChapter({
           '`STOP_GRACE_MS` 之内 worker 不回话就 `terminate()` 并换一个新的。worker 的 `call` 消息：先查调用次数和参数长度（超了就 `stop("limit", …)`），' +
           "记下 `{name, args}`，用 `calls.add(record, request.callTool(name, args, calls.signal))` 交给宿主（`calls` 是这次运行的 `ScriptCalls`，已经写好：" +
           "脚本一结束——返回、出错、超时、中止都算——它就让还没回答的调用收到中止信号、标上 `cancelled`，`finish` 等它们都回答了才给出结果），回答用 `reply` 发回去（`ok` 为假时脚本里会抛出 Error）；`done` 消息用 `doneOutcome` 读出结果。" +
-          '计时器到点就 `stop("timeout", …)`，`signal` 中止就 `stop("aborted", …)`；worker 出错或退出都是 `sandbox`。最后发 `run` 消息。',
+          '计时器到点就 `stop("timeout", …)`，`signal` 中止就 `stop("aborted", …)`；worker 出错或退出都是 `sandbox`（出错时它已经不能用了：换一个新的）。' +
+          "结果一旦给出，worker 再发来的 `call` 一律不跑；运行结束时（`cleanup`）把挂在 worker 和 `signal` 上的监听器都摘掉。最后发 `run` 消息。",
         en:
           "Merge the limits; start or reuse the worker; per run an id, an outcome settled once and a released promise. stop(): settle, " +
           "raise the shared interrupt flag, send cancel, terminate after STOP_GRACE_MS. Check maxCalls and maxArgChars per call, reply " +
           "with the tool's text (each call through calls.add(record, request.callTool(name, args, calls.signal)): ScriptCalls, given, " +
-          "cancels the calls still running when the script ends), read done with doneOutcome; the timer and the signal stop the script.",
+          "cancels the calls still running when the script ends), read done with doneOutcome; the timer and the signal stop the script. " +
+          "A worker error or exit is a sandbox failure (a crashed worker is replaced); once the outcome is given no later call runs; " +
+          "cleanup takes every listener off the worker and the signal.",
       },
     },
     {

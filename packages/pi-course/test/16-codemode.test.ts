@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { Type } from "typebox";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import {
@@ -26,14 +27,27 @@ import { call, says, scripted } from "./support/messages.js";
 
 type AnyTool = AgentTool<any, any>;
 
-/** Every worker thread the sandbox starts, counted (starting one is what a warm worker saves). */
-const workers = vi.hoisted(() => ({ started: 0 }));
+/**
+ * Every worker thread the sandbox starts, counted (starting one is what a warm worker saves); the
+ * last one started, for tests that crash or stop it; and the workers whose messages to the host
+ * are dropped (a worker stuck where the interrupt flag cannot reach it answers nothing).
+ */
+const workers = vi.hoisted(() => ({
+  started: 0,
+  last: undefined as import("node:worker_threads").Worker | undefined,
+  silenced: new Set<object>(),
+}));
 vi.mock("node:worker_threads", async (importOriginal) => {
   const original = await importOriginal<typeof import("node:worker_threads")>();
   class CountedWorker extends original.Worker {
     constructor(...args: ConstructorParameters<typeof original.Worker>) {
       super(...args);
       workers.started++;
+      workers.last = this;
+    }
+    override emit(event: string | symbol, ...args: unknown[]): boolean {
+      if (event === "message" && workers.silenced.has(this)) return false;
+      return super.emit(event, ...args);
     }
   }
   return { ...original, Worker: CountedWorker };
@@ -282,6 +296,8 @@ describe("the sandbox", () => {
   });
 
   it("Lab 16.2 · the time limit stops a busy loop and a script that waits forever; the next script runs", async () => {
+    await sandbox.warm();
+    const before = workers.started;
     const busy = await run("while (true) {}", { limits: { timeoutMs: 300 } });
     expect(busy.error).toEqual({
       kind: "timeout",
@@ -290,6 +306,7 @@ describe("the sandbox", () => {
     const waiting = await run("await new Promise(() => {})", { limits: { timeoutMs: 200 } });
     expect(waiting.error?.kind).toBe("timeout");
     expect((await run("return 'alive'")).value).toBe("alive");
+    expect(workers.started, "workers started: both stopped scripts answered, the worker is kept").toBe(before);
   });
 
   it("Lab 16.2 · memory and stack limits end the script, not the worker", async () => {
@@ -322,9 +339,16 @@ describe("the sandbox", () => {
       callTool,
       limits: { maxArgChars: 50 },
     });
-    expect(big.error?.message).toBe(
-      "the arguments of tools.t are 108 characters long, more than 50 (maxArgChars); the script was stopped",
-    );
+    expect(big.error).toEqual({
+      kind: "limit",
+      message: "the arguments of tools.t are 108 characters long, more than 50 (maxArgChars); the script was stopped",
+    });
+    const exact = await run("return await tools.t({ s: 'x'.repeat(100) })", {
+      tools: ["t"],
+      callTool,
+      limits: { maxArgChars: 108 },
+    });
+    expect(exact.value, "arguments of exactly maxArgChars characters are allowed").toBe("ok");
     const loud = await run("for (let i = 0; i < 100; i++) console.log('line ' + i); return 'x'.repeat(500)", {
       limits: { maxOutputChars: 100 },
     });
@@ -334,6 +358,8 @@ describe("the sandbox", () => {
   });
 
   it("Lab 16.2 · an abort stops the script at once, also while a nested call is pending", async () => {
+    await sandbox.warm();
+    const workersBefore = workers.started;
     const controller = new AbortController();
     const started = Date.now();
     const outcome = run("await tools.slow({}); return 'finished'", {
@@ -352,8 +378,16 @@ describe("the sandbox", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     const before = new AbortController();
     before.abort();
-    expect((await run("return 1", { signal: before.signal })).error?.kind).toBe("aborted");
+    expect(await run("return 1", { signal: before.signal })).toEqual({
+      ok: false,
+      error: { kind: "aborted", message: "the run was aborted before the script started" },
+      logs: [],
+      calls: [],
+    });
     expect((await run("return 'next'")).value).toBe("next");
+    expect(workers.started, "workers started: the cancel message ends a waiting script, the worker is kept").toBe(
+      workersBefore,
+    );
   });
 
   it("Lab 16.2 · a call still running when the script returns is cancelled: its signal fires, the outcome waits for its answer", async () => {
@@ -385,6 +419,175 @@ describe("the sandbox", () => {
       message: "the sandbox crashed: RuntimeError: memory access out of bounds",
     });
     expect((await run("return 'again'")).value).toBe("again");
+  });
+
+  it("Lab 16.2 · a worker that stays silent after a stop is terminated after STOP_GRACE_MS and replaced; the next script runs", async () => {
+    const own = new CodeSandbox();
+    try {
+      await own.warm();
+      const stuck = workers.last!;
+      workers.silenced.add(stuck);
+      const before = workers.started;
+      const first = own.run({ code: "while (true) {}", tools: [], callTool: noTools, limits: { timeoutMs: 50 } });
+      const next = own.run({ code: "return 'next'", tools: [], callTool: noTools });
+      expect((await first).error).toEqual({
+        kind: "timeout",
+        message: "the script ran longer than 50 ms (timeoutMs) and was stopped",
+      });
+      expect(await next, "the next script runs in a new worker once the silent one is terminated").toEqual({
+        ok: true,
+        value: "next",
+        logs: [],
+        calls: [],
+      });
+      expect(workers.started - before, "workers started to replace the silent one").toBe(1);
+      expect(stuck.threadId, "the silent worker was terminated").toBe(-1);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("Lab 16.2 · a worker that crashes or exits ends the script as a sandbox error; the next script gets a new worker", async () => {
+    const own = new CodeSandbox();
+    /** A nested call that breaks the worker while the script waits for it; it answers when it is cancelled. */
+    const breaking =
+      (breakIt: () => void) =>
+      (_name: string, _args: unknown, signal: AbortSignal): Promise<{ text: string; isError: boolean }> => {
+        breakIt();
+        return new Promise((resolve) => signal.addEventListener("abort", () => resolve({ text: "", isError: true })));
+      };
+    try {
+      const before = workers.started;
+      // a message the worker cannot read throws in its thread: an uncaught error, the worker dies
+      const readingNull = ((message: unknown): string => {
+        try {
+          return (message as { type: string }).type; // what the worker does with each message
+        } catch (error) {
+          return (error as Error).message;
+        }
+      })(null);
+      const crashed = own.run({
+        code: "await tools.t({}); return 'never'",
+        tools: ["t"],
+        callTool: breaking(() => workers.last!.postMessage(null)),
+      });
+      const afterCrash = own.run({ code: "return 'after the crash'", tools: [], callTool: noTools });
+      expect(await crashed).toEqual({
+        ok: false,
+        error: {
+          kind: "sandbox",
+          message: `the sandbox's worker crashed: ${readingNull}`,
+        },
+        logs: [],
+        calls: [{ name: "t", args: {}, isError: true, cancelled: true }],
+      });
+      expect((await afterCrash).value).toBe("after the crash");
+      expect(workers.started - before, "workers started: the first, and one after the crash").toBe(2);
+      const exited = await own.run({
+        code: "await tools.t({}); return 'never'",
+        tools: ["t"],
+        callTool: breaking(() => void workers.last!.terminate()),
+      });
+      expect(exited).toEqual({
+        ok: false,
+        error: { kind: "sandbox", message: "the sandbox's worker exited" },
+        logs: [],
+        calls: [{ name: "t", args: {}, isError: true, cancelled: true }],
+      });
+      expect((await own.run({ code: "return 'after the exit'", tools: [], callTool: noTools })).value).toBe(
+        "after the exit",
+      );
+      expect(workers.started - before, "workers started: one more after the exit").toBe(3);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("Lab 16.2 · a finished run leaves no listener behind, on the worker or on the caller's signal", async () => {
+    const own = new CodeSandbox();
+    try {
+      await own.warm();
+      const worker = workers.last!;
+      const listening = () => ["message", "error", "exit"].map((event) => worker.listenerCount(event));
+      const idle = listening();
+      const signal = new AbortController().signal;
+      const callTool = async () => ({ text: "ok", isError: false });
+      const request = { tools: ["t"], callTool, signal };
+      expect((await own.run({ ...request, code: "return await tools.t({})" })).value).toBe("ok");
+      expect((await own.run({ ...request, code: "while (true) {}", limits: { timeoutMs: 50 } })).error?.kind).toBe(
+        "timeout",
+      );
+      const limited = await own.run({
+        ...request,
+        code: "await tools.t({}); await tools.t({})",
+        limits: { maxCalls: 1 },
+      });
+      expect(limited.error?.kind).toBe("limit");
+      expect((await own.run({ ...request, code: "return 'last'" })).value).toBe("last");
+      expect(workers.last, "the same worker ran every script").toBe(worker);
+      expect(listening(), "listeners on the worker (message, error, exit)").toEqual(idle);
+      expect(getEventListeners(signal, "abort"), "abort listeners left on the caller's signal").toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("Lab 16.2 · once the script is stopped, the calls it had already sent are not run", async () => {
+    const asked: unknown[] = [];
+    const outcome = await run(
+      "tools.t({ s: 'x'.repeat(100) });\ntools.t({ small: true });\nawait tools.t({ last: 1 });",
+      {
+        tools: ["t"],
+        limits: { maxArgChars: 50 },
+        callTool: async (_name, args) => {
+          asked.push(args);
+          return { text: "ok", isError: false };
+        },
+      },
+    );
+    expect(outcome.error?.kind).toBe("limit");
+    // the next script starts once the worker has answered the stop: every message of the stopped one has arrived
+    expect((await run("return 'next'")).value).toBe("next");
+    expect(asked, "calls run after the stop").toEqual([]);
+    expect(outcome.calls).toEqual([]);
+  });
+
+  it("Lab 16.2 · a limit that is no duration is refused, naming the setting", async () => {
+    expect(await run("return 1", { limits: { timeoutMs: -1 } })).toEqual({
+      ok: false,
+      error: {
+        kind: "sandbox",
+        message:
+          "the sandbox failed: RangeError: codemode timeoutMs must be a finite number of milliseconds ≥ 0, got -1",
+      },
+      logs: [],
+      calls: [],
+    });
+  });
+
+  it("Lab 16.2 · a call's arguments arrive as sent: JSON parsed, other text as it is; a callTool that rejects anyway is an error the script catches", async () => {
+    const asked: unknown[] = [];
+    const outcome = await run(
+      "const sent = await tools.t({ a: [1] });\nconst stringify = JSON.stringify;\nJSON.stringify = () => 'not json';\n" +
+        "const raw = await tools.t({ a: 2 });\nJSON.stringify = stringify;\n" +
+        "let caught = 'no error';\ntry { await tools.broken({}) } catch (e) { caught = 'threw ' + e.message }\n" +
+        "return sent + ' ' + raw + ' ' + caught;",
+      {
+        tools: ["t", "broken"],
+        callTool: async (name, args) => {
+          asked.push(args);
+          if (name === "broken") throw new Error("boom");
+          return { text: "ok", isError: false };
+        },
+      },
+    );
+    expect(asked).toEqual([{ a: [1] }, "not json", {}]);
+    expect(outcome.calls).toEqual([
+      { name: "t", args: { a: [1] }, isError: false },
+      { name: "t", args: "not json", isError: false },
+      { name: "broken", args: {}, isError: true },
+    ]);
+    expect(outcome.value).toBe("ok ok threw Error: boom");
   });
 });
 
