@@ -612,6 +612,35 @@ describe("declarations", () => {
     expect(toTypeScript({})).toBe("unknown");
   });
 
+  it("Lab 16.3 · no schema, empty unions, type arrays, closed objects, and a schema that contains itself", () => {
+    // JSON Schema allows `true` as a schema; what is not an object says nothing about the type
+    expect([null, true, "string", { const: undefined }].map((schema) => toTypeScript(schema))).toEqual(
+      Array(4).fill("unknown"),
+    );
+    expect([{ enum: [] }, { anyOf: [] }, { oneOf: [] }].map((schema) => toTypeScript(schema))).toEqual(
+      Array(3).fill("never"),
+    );
+    expect(toTypeScript({ type: ["string", "null"] })).toBe("string | null");
+    expect(toTypeScript({ type: ["integer", "array"], items: { type: "string" } })).toBe("number | string[]");
+    expect(toTypeScript({ type: "object", additionalProperties: false })).toBe("{}");
+    expect(toTypeScript({ type: "object", additionalProperties: true })).toBe("Record<string, unknown>");
+    // a schema built in code may contain itself: below 6 levels of nesting everything is unknown
+    const list: Record<string, unknown> = { type: "array" };
+    list.items = list;
+    expect(toTypeScript(list)).toBe("unknown[][][][][][][]");
+    const node: Record<string, unknown> = { type: "object", properties: {} };
+    (node.properties as Record<string, unknown>).next = node;
+    expect(toTypeScript(node)).toBe(
+      "{ next?: { next?: { next?: { next?: { next?: { next?: { next?: unknown } } } } } } }",
+    );
+    const either: Record<string, unknown> = { anyOf: [{ type: "string" }] };
+    (either.anyOf as unknown[]).push(either);
+    expect(toTypeScript(either)).toBe("string | string | string | string | string | string | unknown | unknown");
+    const nullable: Record<string, unknown> = { type: ["null", "array"] };
+    nullable.items = nullable;
+    expect(toTypeScript(nullable)).toBe("null | Array<null | Array<null | Array<unknown | unknown>>>");
+  });
+
   it("Lab 16.3 · the declarations stay within the token budget and name the tools left out", () => {
     const tools = [add, tool("b"), tool("c")];
     expect(toolDeclarations(tools)).toBe(
