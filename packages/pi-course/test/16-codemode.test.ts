@@ -7,6 +7,7 @@ import {
   assistantMessage,
   createCodeTool,
   defineTool,
+  sharedSandbox,
   textOf,
   toTypeScript,
   toolDeclarations,
@@ -19,6 +20,7 @@ import type {
   AssistantMessage,
   ScriptOutcome,
   ToolCall,
+  ToolExecutionContext,
   ToolExposure,
   ToolResultMessage,
 } from "../src/index.js";
@@ -716,6 +718,87 @@ describe("the code tool", () => {
         '1. add {"a":2,"b":2} → ok',
     );
     expect(result.find((m) => m.role === "toolResult" && m.toolCallId === "s2")).toMatchObject({ isError: true });
+  });
+
+  it("Lab 16.4 · the script runs in the sandbox given, else in the process's shared one", async () => {
+    const context: ToolExecutionContext = {
+      callTool: async () => ({
+        result: { content: [{ type: "text", text: "unused" }], details: undefined },
+        isError: true,
+      }),
+    };
+    const closed = new CodeSandbox();
+    await closed.close();
+    const refused = await createCodeTool({ tools: [add], sandbox: closed }).execute(
+      "s1",
+      { code: "return 1" },
+      undefined,
+      undefined,
+      context,
+    );
+    expect(refused.content).toEqual([
+      {
+        type: "text",
+        text: "The script failed (sandbox): the sandbox failed: Error: the sandbox is closed.\nNo tool calls were made.",
+      },
+    ]);
+    expect(refused.isError).toBe(true);
+    try {
+      const shared = await createCodeTool({ tools: [add] }).execute(
+        "s2",
+        { code: "return 1 + 1" },
+        undefined,
+        undefined,
+        context,
+      );
+      expect(shared.content).toEqual([{ type: "text", text: "Result: 2\nTool calls: 0" }]);
+      expect(shared.isError).toBe(false);
+    } finally {
+      await sharedSandbox().close();
+    }
+  });
+
+  it("Lab 16.4 · the tool's signal stops the script; a nested call still running when the script returns gets its own signal", async () => {
+    const code = createCodeTool({ tools: [add], sandbox, limits: { timeoutMs: 3000 } });
+    const controller = new AbortController();
+    const context: ToolExecutionContext = {
+      callTool: async () => ({
+        result: { content: [{ type: "text", text: "unused" }], details: undefined },
+        isError: true,
+      }),
+    };
+    setTimeout(() => controller.abort(), 50);
+    const aborted = await code.execute("s1", { code: "while (true) {}" }, controller.signal, undefined, context);
+    expect(aborted.content).toEqual([
+      {
+        type: "text",
+        text: "The script failed (aborted): the run was aborted; the script was stopped.\nNo tool calls were made.",
+      },
+    ]);
+    const seen: string[] = [];
+    const slow: AnyTool = {
+      ...tool("slow", "codemode"),
+      execute: (_id, _args, signal) =>
+        new Promise((resolve) =>
+          signal?.addEventListener("abort", () => {
+            seen.push("slow was told to stop");
+            resolve({ content: [{ type: "text", text: "stopped" }], details: undefined });
+          }),
+        ),
+    };
+    const withSlow = createCodeTool({ tools: [slow], sandbox });
+    const model = scripted([calls(call("s2", "code", { code: "tools.slow({}); return 1" })), says("ok")]);
+    const { events, result } = await finish(
+      agentLoop([userMessage("go")], { messages: [], tools: [withSlow, slow] }, { model }),
+      () => {},
+      20_000,
+    );
+    expect(grammarViolations(events, result)).toEqual([]);
+    expect(seen).toEqual(["slow was told to stop"]);
+    expect(toolEvents(events)).toEqual(["start s2 code", "start s2.1 slow ⊂ s2", "end s2.1 slow ⊂ s2", "end s2 code"]);
+    expect(resultText(result, "s2")).toBe(
+      "Result: 1\nTool calls: 1; 1 still running when the script returned were cancelled (slow): await every call whose result you need.",
+    );
   });
 
   it("Lab 16.4 · aborting the run stops the script; outside the loop the tool refuses", async () => {
