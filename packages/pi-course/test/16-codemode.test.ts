@@ -3,6 +3,7 @@ import { Type } from "typebox";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import {
   CodeSandbox,
+  STOP_GRACE_MS,
   agentLoop,
   assistantMessage,
   createCodeTool,
@@ -142,6 +143,7 @@ describe("nested calls", () => {
       tool("blocked"),
     ];
     const seen: string[] = [];
+    const hooked: ToolCall[] = [];
     const { events, result } = await finish(
       agentLoop(
         [userMessage("go")],
@@ -150,6 +152,7 @@ describe("nested calls", () => {
           model,
           beforeToolCall: ({ toolCall }) => {
             seen.push(toolCall.id);
+            hooked.push(toolCall);
             return toolCall.name === "blocked" ? { block: true, reason: "blocked by policy" } : undefined;
           },
         },
@@ -176,6 +179,8 @@ describe("nested calls", () => {
     ]);
     // invalid arguments (c1.2) and refusals (c1.3, c1.7) are answered before the hook
     expect(seen).toEqual(["c1", "c1.1", "c1.4", "c1.5", "c1.6"]);
+    // a nested call is a tool call block like the model's: hooks read it the same way
+    expect(hooked[1]).toEqual({ type: "toolCall", id: "c1.1", name: "add", arguments: { a: 1, b: 2 } });
     expect(ran).toEqual(["add 1 2", "only_code", "later"]);
     const text = JSON.parse(resultText(result, "c1")) as string[];
     expect(text[0]).toBe("add: 3");
@@ -529,6 +534,45 @@ describe("the sandbox", () => {
       expect(workers.last, "the same worker ran every script").toBe(worker);
       expect(listening(), "listeners on the worker (message, error, exit)").toEqual(idle);
       expect(getEventListeners(signal, "abort"), "abort listeners left on the caller's signal").toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("Lab 16.2 · a run already stopped is not stopped again: an abort right after a limit leaves the worker alone", async () => {
+    const own = new CodeSandbox();
+    try {
+      await own.warm();
+      const worker = workers.last!;
+      let exited = false;
+      worker.on("exit", () => {
+        exited = true;
+      });
+      const controller = new AbortController();
+      const limited = await own.run({
+        code: "tools.a({});\nawait tools.b({});",
+        tools: ["a", "b"],
+        limits: { maxCalls: 1 },
+        signal: controller.signal,
+        // the limit stop cancels this call; the caller aborts the run at that very moment
+        callTool: (_name, _args, signal) =>
+          new Promise((resolve) =>
+            signal.addEventListener("abort", () => {
+              controller.abort();
+              resolve({ text: "cancelled", isError: true });
+            }),
+          ),
+      });
+      expect(limited.error).toEqual({
+        kind: "limit",
+        message: "the script made more than 1 tool calls (maxCalls) and was stopped",
+      });
+      expect(controller.signal.aborted).toBe(true);
+      expect((await own.run({ code: "return 'next'", tools: [], callTool: noTools })).value).toBe("next");
+      // no timer of the stopped run may still terminate the worker: wait past its grace
+      await new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS + 100));
+      expect(exited, "the worker was terminated after the run had ended").toBe(false);
+      expect(workers.last).toBe(worker);
     } finally {
       await own.close();
     }
