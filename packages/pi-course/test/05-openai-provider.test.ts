@@ -283,6 +283,67 @@ describe("chapter 05 · SSE reader", () => {
     for await (const frames of readSseBatches(bytesStream(reads.map(utf8))))
       batches.push(frames.map((f) => `${f.event}:${f.data}`));
     expect(batches).toEqual([["message:a", "message:b"], ["message:c"], ["e:d"], ["message:tail"]]);
+    // A body that ends right after a blank line (and a comment) has nothing left: no empty last batch.
+    const clean: SseEvent[][] = [];
+    for await (const frames of readSseBatches(bytesStream(["data: a\n\n", ": bye\n"].map(utf8)))) clean.push(frames);
+    expect(clean).toEqual([[{ event: "message", data: "a" }]]);
+  });
+
+  it("Lab 5.1 · a value loses one leading space only; retry takes digits only; unknown fields and look-alike lines are ignored", () => {
+    const cases: [body: string, frame: SseEvent][] = [
+      ["event:bare\ndata:x\nid:9\n\n", { event: "bare", data: "x", id: "9" }],
+      ["event:  two\ndata:  y\nid:  3\n\n", { event: " two", data: " y", id: " 3" }],
+      ["retry:250\ndata: a\n\n", { event: "message", data: "a", retry: 250 }],
+      ["retry: 1x\ndata: a\n\n", { event: "message", data: "a" }],
+      ["retry: x1\ndata: a\n\n", { event: "message", data: "a" }],
+      ["retry:\ndata: a\n\n", { event: "message", data: "a" }],
+      ["limit: 5\ndata: a\n\n", { event: "message", data: "a" }],
+      ["event: data:\ndata: a\n\n", { event: "data:", data: "a" }],
+      ["metadata: 1\nxdata:\ndata: a\n\n", { event: "message", data: "a" }],
+      [":data: no\ndata\ndata:\n\n", { event: "message", data: "\n" }],
+    ];
+    for (const [body, frame] of cases) {
+      // toStrictEqual: a frame without an id or retry has no such key at all
+      expect(decodeAll([body]), JSON.stringify(body)).toStrictEqual([frame]);
+    }
+  });
+
+  it("Lab 5.1 · line endings mixed in one piece, and an empty piece between CR and LF: lines end where they end", () => {
+    const ab = [{ event: "message", data: "a\nb" }];
+    expect(decodeAll(["data: a\ndata: b\r\r"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\ndata: b\r\n\n"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\rdata: b\n\r"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\r", "", "\ndata: b\r\n\r\n"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\r", "", "", "\n", "", "data: b\r", "", "\n\r"])).toStrictEqual(ab);
+
+    // Property: frames whose every line ends with its own LF, CRLF or CR, cut anywhere (empty
+    // pieces included), decode to those frames.
+    const eol = fc.constantFrom("\n", "\r\n", "\r");
+    const frame = fc.record({
+      lines: fc.array(fc.tuple(fc.string({ unit: fc.constantFrom("a", "é", " ", ":"), maxLength: 4 }), eol), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+      comment: fc.option(eol, { nil: undefined }),
+      blank: eol,
+    });
+    fc.assert(
+      fc.property(fc.array(frame, { maxLength: 5 }), fc.array(fc.nat(), { maxLength: 12 }), (frames, cuts) => {
+        let body = "";
+        for (const f of frames) {
+          for (const [line, end] of f.lines) body += `data: ${line}${end}`;
+          if (f.comment !== undefined) body += `: c${f.comment}`;
+          // after a CR, a blank line written as LF alone would read as the CR's own CRLF
+          body += body.endsWith("\r") && f.blank === "\n" ? "\r\n" : f.blank;
+        }
+        const at = cuts.map((cut) => cut % (body.length + 1)).sort((a, b) => a - b);
+        const pieces = [...at, body.length].map((end, k) => body.slice(k === 0 ? 0 : at[k - 1], end));
+        expect(decodeAll(pieces)).toStrictEqual(
+          frames.map((f) => ({ event: "message", data: f.lines.map(([l]) => l).join("\n") })),
+        );
+      }),
+      { numRuns: 300, includeErrorInReport: true },
+    );
   });
 });
 
