@@ -550,6 +550,51 @@ describe("chapter 05 · incremental partial JSON", () => {
     expect(proto.value).toEqual(JSON.parse('{"__proto__": {"x": 1}}'));
   });
 
+  it("Lab 5.2 · each misplaced character or bad token stops the parser where it stands, whole or one character at a time", () => {
+    // [text read so far, the character(s) that cannot follow, the value shown before them]
+    const cases: [before: string, bad: string, shown: unknown][] = [
+      ["{", "a", {}],
+      ["{", "]", {}],
+      ['{"a": 1, ', "}", { a: 1 }],
+      ['{"a"', "1", {}],
+      ['{"a" ', "}", {}],
+      ["[1, ", "]", [1]],
+      ["[", "x", []],
+      ["[", "+", []],
+      ["[", ".", []],
+      ['{"a": ', "}", {}],
+      ['{"a": ', "A", {}],
+      ["", "x", undefined],
+      ["[", "tru]", []],
+      ['{"a": ', "nul}", {}],
+      ["[", "-]", []],
+      ["[1-2", "]", [1]],
+      ["[1, 1.", "]", [1, 1]],
+      ["[01", ",", [0]],
+      ["[1e", ",", [1]],
+      ['"done"', " x", "done"],
+    ];
+    for (const [before, bad, shown] of cases) {
+      for (const size of [undefined, 1]) {
+        const parser = parse(before, size);
+        expect(parser.failed, before).toBe(false);
+        for (let i = 0; i < bad.length; i += size ?? bad.length) parser.push(bad.slice(i, i + (size ?? bad.length)));
+        const label = `${before}${bad} (${size === 1 ? "by char" : "whole"})`;
+        expect(parser.failed, label).toBe(bad !== " x");
+        expect(parser.value, label).toEqual(shown);
+      }
+    }
+  });
+
+  it("Lab 5.2 · JSON whitespace (space, tab, LF, CR) may stand between any two tokens", () => {
+    const json = '\t\r\n {\r\n\t"a"\t:\r[1\t,\r\n2\r]\t,\n "b" : {\t}\r\n}\t';
+    for (const size of [json.length, 1, 2]) {
+      const parser = parse(json, size);
+      expect(parser.failed, String(size)).toBe(false);
+      expect(parser.value, String(size)).toEqual({ a: [1, 2], b: {} });
+    }
+  });
+
   it("Lab 5.2 · parseToolArguments: one strict parse; empty means {}, anything but an object is an error for the model", () => {
     expect(parseToolArguments('{"path": "a.txt"}')).toEqual({ arguments: { path: "a.txt" } });
     expect(parseToolArguments("")).toEqual({ arguments: {} });
@@ -566,6 +611,11 @@ describe("chapter 05 · incremental partial JSON", () => {
         "Send the call again with the arguments as one JSON object.",
     });
     expect(parseToolArguments("null").error).toContain("got null");
+    for (const scalar of ["42", '"a.txt"', "true"]) {
+      const result = parseToolArguments(scalar);
+      expect(result.arguments, scalar).toEqual({});
+      expect(result.error, scalar).toMatch(/^The tool call was not run: its arguments must be a JSON object, got /);
+    }
   });
 });
 
