@@ -761,7 +761,8 @@ describe("chapter 05 · outbound translation", () => {
       ],
       tools: [],
     };
-    expect(toChatCompletionsRequest(bare, { model: "m" })).toEqual({
+    // toStrictEqual: what is not set has no key at all (not a key holding undefined)
+    expect(toChatCompletionsRequest(bare, { model: "m" })).toStrictEqual({
       model: "m",
       stream: true,
       stream_options: { include_usage: true },
@@ -775,6 +776,34 @@ describe("chapter 05 · outbound translation", () => {
       ],
     });
     expect(toWireMessages({ systemPrompt: "", messages: [] })).toEqual([]);
+  });
+
+  it("Lab 5.3 · assistant turns: error and aborted ones are left out; text blocks join with a newline; text alone has no tool_calls", () => {
+    const turn = (content: AssistantContent[], stopReason: AssistantMessage["stopReason"]): AssistantMessage => ({
+      role: "assistant",
+      content,
+      provider: "p",
+      model: "m",
+      usage: { input: 0, output: 0, totalTokens: 0 },
+      stopReason,
+      timestamp: 2,
+    });
+    const user = { role: "user" as const, content: [{ type: "text" as const, text: "hi" }], timestamp: 1 };
+    const wire = toWireMessages({
+      messages: [
+        user,
+        turn([text("half"), call("c0", "ls", {})], "aborted"),
+        turn([text("half")], "error"),
+        turn([text("one"), thinking("hmm"), text("two")], "stop"),
+        turn([text("cut sh")], "length"),
+        turn([thinking("only")], "stop"),
+      ],
+    });
+    expect(wire).toStrictEqual([
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "one\ntwo" },
+      { role: "assistant", content: "cut sh" },
+    ]);
   });
 
   it("Lab 5.3 · never mutates the context, and the request shares nothing mutable with it", () => {
