@@ -283,6 +283,67 @@ describe("chapter 05 · SSE reader", () => {
     for await (const frames of readSseBatches(bytesStream(reads.map(utf8))))
       batches.push(frames.map((f) => `${f.event}:${f.data}`));
     expect(batches).toEqual([["message:a", "message:b"], ["message:c"], ["e:d"], ["message:tail"]]);
+    // A body that ends right after a blank line (and a comment) has nothing left: no empty last batch.
+    const clean: SseEvent[][] = [];
+    for await (const frames of readSseBatches(bytesStream(["data: a\n\n", ": bye\n"].map(utf8)))) clean.push(frames);
+    expect(clean).toEqual([[{ event: "message", data: "a" }]]);
+  });
+
+  it("Lab 5.1 · a value loses one leading space only; retry takes digits only; unknown fields and look-alike lines are ignored", () => {
+    const cases: [body: string, frame: SseEvent][] = [
+      ["event:bare\ndata:x\nid:9\n\n", { event: "bare", data: "x", id: "9" }],
+      ["event:  two\ndata:  y\nid:  3\n\n", { event: " two", data: " y", id: " 3" }],
+      ["retry:250\ndata: a\n\n", { event: "message", data: "a", retry: 250 }],
+      ["retry: 1x\ndata: a\n\n", { event: "message", data: "a" }],
+      ["retry: x1\ndata: a\n\n", { event: "message", data: "a" }],
+      ["retry:\ndata: a\n\n", { event: "message", data: "a" }],
+      ["limit: 5\ndata: a\n\n", { event: "message", data: "a" }],
+      ["event: data:\ndata: a\n\n", { event: "data:", data: "a" }],
+      ["metadata: 1\nxdata:\ndata: a\n\n", { event: "message", data: "a" }],
+      [":data: no\ndata\ndata:\n\n", { event: "message", data: "\n" }],
+    ];
+    for (const [body, frame] of cases) {
+      // toStrictEqual: a frame without an id or retry has no such key at all
+      expect(decodeAll([body]), JSON.stringify(body)).toStrictEqual([frame]);
+    }
+  });
+
+  it("Lab 5.1 · line endings mixed in one piece, and an empty piece between CR and LF: lines end where they end", () => {
+    const ab = [{ event: "message", data: "a\nb" }];
+    expect(decodeAll(["data: a\ndata: b\r\r"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\ndata: b\r\n\n"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\rdata: b\n\r"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\r", "", "\ndata: b\r\n\r\n"])).toStrictEqual(ab);
+    expect(decodeAll(["data: a\r", "", "", "\n", "", "data: b\r", "", "\n\r"])).toStrictEqual(ab);
+
+    // Property: frames whose every line ends with its own LF, CRLF or CR, cut anywhere (empty
+    // pieces included), decode to those frames.
+    const eol = fc.constantFrom("\n", "\r\n", "\r");
+    const frame = fc.record({
+      lines: fc.array(fc.tuple(fc.string({ unit: fc.constantFrom("a", "é", " ", ":"), maxLength: 4 }), eol), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+      comment: fc.option(eol, { nil: undefined }),
+      blank: eol,
+    });
+    fc.assert(
+      fc.property(fc.array(frame, { maxLength: 5 }), fc.array(fc.nat(), { maxLength: 12 }), (frames, cuts) => {
+        let body = "";
+        for (const f of frames) {
+          for (const [line, end] of f.lines) body += `data: ${line}${end}`;
+          if (f.comment !== undefined) body += `: c${f.comment}`;
+          // after a CR, a blank line written as LF alone would read as the CR's own CRLF
+          body += body.endsWith("\r") && f.blank === "\n" ? "\r\n" : f.blank;
+        }
+        const at = cuts.map((cut) => cut % (body.length + 1)).sort((a, b) => a - b);
+        const pieces = [...at, body.length].map((end, k) => body.slice(k === 0 ? 0 : at[k - 1], end));
+        expect(decodeAll(pieces)).toStrictEqual(
+          frames.map((f) => ({ event: "message", data: f.lines.map(([l]) => l).join("\n") })),
+        );
+      }),
+      { numRuns: 300, includeErrorInReport: true },
+    );
   });
 });
 
@@ -489,6 +550,51 @@ describe("chapter 05 · incremental partial JSON", () => {
     expect(proto.value).toEqual(JSON.parse('{"__proto__": {"x": 1}}'));
   });
 
+  it("Lab 5.2 · each misplaced character or bad token stops the parser where it stands, whole or one character at a time", () => {
+    // [text read so far, the character(s) that cannot follow, the value shown before them]
+    const cases: [before: string, bad: string, shown: unknown][] = [
+      ["{", "a", {}],
+      ["{", "]", {}],
+      ['{"a": 1, ', "}", { a: 1 }],
+      ['{"a"', "1", {}],
+      ['{"a" ', "}", {}],
+      ["[1, ", "]", [1]],
+      ["[", "x", []],
+      ["[", "+", []],
+      ["[", ".", []],
+      ['{"a": ', "}", {}],
+      ['{"a": ', "A", {}],
+      ["", "x", undefined],
+      ["[", "tru]", []],
+      ['{"a": ', "nul}", {}],
+      ["[", "-]", []],
+      ["[1-2", "]", [1]],
+      ["[1, 1.", "]", [1, 1]],
+      ["[01", ",", [0]],
+      ["[1e", ",", [1]],
+      ['"done"', " x", "done"],
+    ];
+    for (const [before, bad, shown] of cases) {
+      for (const size of [undefined, 1]) {
+        const parser = parse(before, size);
+        expect(parser.failed, before).toBe(false);
+        for (let i = 0; i < bad.length; i += size ?? bad.length) parser.push(bad.slice(i, i + (size ?? bad.length)));
+        const label = `${before}${bad} (${size === 1 ? "by char" : "whole"})`;
+        expect(parser.failed, label).toBe(bad !== " x");
+        expect(parser.value, label).toEqual(shown);
+      }
+    }
+  });
+
+  it("Lab 5.2 · JSON whitespace (space, tab, LF, CR) may stand between any two tokens", () => {
+    const json = '\t\r\n {\r\n\t"a"\t:\r[1\t,\r\n2\r]\t,\n "b" : {\t}\r\n}\t';
+    for (const size of [json.length, 1, 2]) {
+      const parser = parse(json, size);
+      expect(parser.failed, String(size)).toBe(false);
+      expect(parser.value, String(size)).toEqual({ a: [1, 2], b: {} });
+    }
+  });
+
   it("Lab 5.2 · parseToolArguments: one strict parse; empty means {}, anything but an object is an error for the model", () => {
     expect(parseToolArguments('{"path": "a.txt"}')).toEqual({ arguments: { path: "a.txt" } });
     expect(parseToolArguments("")).toEqual({ arguments: {} });
@@ -505,6 +611,11 @@ describe("chapter 05 · incremental partial JSON", () => {
         "Send the call again with the arguments as one JSON object.",
     });
     expect(parseToolArguments("null").error).toContain("got null");
+    for (const scalar of ["42", '"a.txt"', "true"]) {
+      const result = parseToolArguments(scalar);
+      expect(result.arguments, scalar).toEqual({});
+      expect(result.error, scalar).toMatch(/^The tool call was not run: its arguments must be a JSON object, got /);
+    }
   });
 });
 
@@ -650,7 +761,8 @@ describe("chapter 05 · outbound translation", () => {
       ],
       tools: [],
     };
-    expect(toChatCompletionsRequest(bare, { model: "m" })).toEqual({
+    // toStrictEqual: what is not set has no key at all (not a key holding undefined)
+    expect(toChatCompletionsRequest(bare, { model: "m" })).toStrictEqual({
       model: "m",
       stream: true,
       stream_options: { include_usage: true },
@@ -664,6 +776,34 @@ describe("chapter 05 · outbound translation", () => {
       ],
     });
     expect(toWireMessages({ systemPrompt: "", messages: [] })).toEqual([]);
+  });
+
+  it("Lab 5.3 · assistant turns: error and aborted ones are left out; text blocks join with a newline; text alone has no tool_calls", () => {
+    const turn = (content: AssistantContent[], stopReason: AssistantMessage["stopReason"]): AssistantMessage => ({
+      role: "assistant",
+      content,
+      provider: "p",
+      model: "m",
+      usage: { input: 0, output: 0, totalTokens: 0 },
+      stopReason,
+      timestamp: 2,
+    });
+    const user = { role: "user" as const, content: [{ type: "text" as const, text: "hi" }], timestamp: 1 };
+    const wire = toWireMessages({
+      messages: [
+        user,
+        turn([text("half"), call("c0", "ls", {})], "aborted"),
+        turn([text("half")], "error"),
+        turn([text("one"), thinking("hmm"), text("two")], "stop"),
+        turn([text("cut sh")], "length"),
+        turn([thinking("only")], "stop"),
+      ],
+    });
+    expect(wire).toStrictEqual([
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "one\ntwo" },
+      { role: "assistant", content: "cut sh" },
+    ]);
   });
 
   it("Lab 5.3 · never mutates the context, and the request shares nothing mutable with it", () => {
