@@ -158,6 +158,7 @@ export default defineChapter({
       says: [
         "The stream ended before the model finished (no finish_reason was sent).",
         'The provider ended the turn with finish_reason "${reason}".',
+        "The server sent a chunk that is not a JSON object.   (what ChatCompletionsTurn.chunk returns for null, a number or a string)",
       ],
       title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
       hint: {

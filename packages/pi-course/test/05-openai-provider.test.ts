@@ -1017,6 +1017,88 @@ describe("chapter 05 · inbound translation", () => {
       }),
     );
   });
+
+  it("Lab 5.4 · null and missing fields are absent (usage, error, delta, index, function, name, arguments, finish_reason); other choices are ignored", () => {
+    const turn = translate([
+      // OpenAI sends "usage": null on every chunk but the last; Groq's x_groq may say usage: null too.
+      { choices: [{ index: 0, delta: { role: "assistant", content: "A" } }], usage: null, x_groq: { usage: null } },
+      { choices: [{ index: 0, delta: { content: "B" } }], error: null },
+      { choices: [{ delta: { content: "C" } }] }, // no index: the first choice
+      { choices: [{ index: 1, delta: { content: "another choice (n > 1)" } }] },
+      { choices: [{ index: 0, delta: null }] },
+      { choices: [{ index: 0 }] },
+      delta({ reasoning: "" }),
+      delta({ reasoning_content: "", reasoning: "" }),
+      fragment(0, { id: "call_1", type: "function" }), // no function yet
+      fragment(0, { function: { name: "ls" } }), // no arguments
+      delta({ tool_calls: [{ index: 0, function: { name: null, arguments: "{}" } }] }, ""),
+      finish("tool_calls"),
+      usage(1, 2, 3),
+    ]);
+    expect(turn.signature).toEqual(["start", "text_delta@0×3", "toolcall_delta@1", "toolcall_end@1", "done:toolUse"]);
+    expect(turn.message).toEqual(message([text("ABC"), call("call_1", "ls", {})], "toolUse", [1, 2, 3]));
+  });
+
+  it("Lab 5.4 · calls without a wire index (Ollama) are told apart by their place in the chunk", () => {
+    const turn = translate([
+      delta({
+        tool_calls: [
+          { id: "c1", function: { name: "ls", arguments: "{}" } },
+          { id: "c2", function: { name: "read", arguments: '{"path": "a"}' } },
+        ],
+      }),
+      finish("tool_calls"),
+    ]);
+    expect(turn.signature).toEqual([
+      "start",
+      "toolcall_delta@0",
+      "toolcall_delta@1",
+      "toolcall_end@0",
+      "toolcall_end@1",
+      "done:toolUse",
+    ]);
+    expect(turn.message).toEqual(
+      message([call("c1", "ls", {}), call("c2", "read", { path: "a" })], "toolUse", undefined),
+    );
+  });
+
+  it("Lab 5.4 · only tool_calls (or stop) end in toolUse: another finish reason with calls is an error; an ended turn stays ended", () => {
+    const filtered = translate([
+      fragment(0, { id: "c1", function: { name: "ls", arguments: "{}" } }),
+      finish("content_filter"),
+    ]);
+    expect(filtered.signature).toEqual(["start", "toolcall_delta@0", "error:error"]);
+    expect(filtered.message).toEqual(
+      message([{ type: "toolCall", id: "c1", name: "ls", arguments: {}, rawArguments: "{}" }], "error", undefined, {
+        errorMessage: 'The provider ended the turn with finish_reason "content_filter".',
+        errorDetails: { kind: "provider", code: "content_filter", retryable: false },
+        diagnostics: [NO_USAGE_DIAGNOSTIC],
+      }),
+    );
+
+    // The finish reason came, then an error chunk ended the turn: the end of the body adds nothing.
+    const failed = translate([delta({ content: "Part" }, "stop"), { error: { message: "Overloaded" }, choices: [] }]);
+    expect(failed.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(failed.message).toEqual(
+      message([text("Part")], "error", undefined, {
+        errorMessage: "The provider reported an error: Overloaded",
+        errorDetails: { kind: "provider", retryable: false },
+      }),
+    );
+  });
+
+  it("Lab 5.4 · a chunk that is not a JSON object (null, a number, a string) is an error, never a throw", () => {
+    for (const chunk of [null, 42, "data"]) {
+      const turn = translate([delta({ content: "Part" }), chunk, delta({ content: " never seen" })]);
+      expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      expect(turn.message).toEqual(
+        message([text("Part")], "error", undefined, {
+          errorMessage: "The provider reported an error: The server sent a chunk that is not a JSON object.",
+          errorDetails: { kind: "provider", retryable: false },
+        }),
+      );
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
