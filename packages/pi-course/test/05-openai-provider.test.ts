@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { getEventListeners } from "node:events";
 import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -1806,6 +1807,26 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(turn.message).toEqual(overHttp(message([text("A")], "stop", [2, 1, 3])));
   }, 10_000);
 
+  it("Lab 5.5 · an event: error frame is the provider's error whatever its data (a bare error object, plain text): the turn ends there", async () => {
+    const head = textChunk("Hel");
+    const rest = sseOf([{ choices: [{ index: 0, delta: { content: "lo" }, finish_reason: "stop" }] }]);
+    for (const [data, shown] of [
+      ['{"message": "Rate limit reached", "type": "tokens"}', "Rate limit reached"],
+      ["upstream overloaded", "upstream overloaded"],
+    ] as const) {
+      server.reply(sseReply(`${head}event: error\ndata: ${data}\n\n${rest}`));
+      const turn = await runTurn(modelAt(server.baseUrl));
+      expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      expect(turn.message).toEqual(
+        message([text("Hel")], "error", undefined, {
+          errorMessage: `The provider reported an error: ${shown}`,
+          errorDetails: { kind: "provider", retryable: false, attempts: 1 },
+          attempts: 1,
+        }),
+      );
+    }
+  }, 10_000);
+
   it("Lab 5.5 · abort before the request, while waiting for headers, and mid-stream: aborted, partial content kept", async () => {
     const before = server.requests.length;
     const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, AbortSignal.abort());
@@ -2178,6 +2199,12 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(comments.signature).toEqual(["start", "error:error"]);
     expect(comments.message.errorMessage).toBe(midStream);
 
+    // Chunks with empty deltas carry nothing: they are keep-alives too.
+    server.reply(dripReply("", () => textChunk(""), 10));
+    const empty = await runTurn(model(stall));
+    expect(empty.signature).toEqual(["start", "error:error"]);
+    expect(empty.message.errorMessage).toBe(midStream);
+
     const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
     server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
     const slowloris = await runTurn(model(stall));
@@ -2193,6 +2220,22 @@ describe("chapter 05 · a failing or hostile server", () => {
     server.reply(dripReply("", (i) => frames[i], 250));
     const turn = await runTurn(model({ idleTimeoutMs: 1_200 }));
     expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
+  }, 10_000);
+
+  it("Lab 5.5 · a turn that ends leaves nothing on the caller's signal: one signal serves many turns", async () => {
+    const caller = new AbortController();
+    const listening = () => getEventListeners(caller.signal, "abort").length;
+    server.reply(sseReply(OK_BODY));
+    const answered = await runTurn(model({ timeoutMs: 60_000 }), { messages: [] }, caller.signal);
+    expect(answered.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(listening()).toBe(0);
+    // A failed turn lets go of the signal too (once the body is cancelled, just after its error event).
+    for (const body of [`${textChunk("Hel")}data: {"choices": [{"delta": \n\n`, textChunk("Hel")]) {
+      server.reply(sseReply(body));
+      const failed = await runTurn(model({ timeoutMs: 60_000 }), { messages: [] }, caller.signal);
+      expect(failed.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      await until(() => listening() === 0);
+    }
   }, 10_000);
 
   it("Lab 5.5 · maxResponseBytes: an endless stream of small deltas ends in a limit error, partial content kept, connection closed", async () => {
