@@ -158,6 +158,7 @@ export default defineChapter({
       says: [
         "The stream ended before the model finished (no finish_reason was sent).",
         'The provider ended the turn with finish_reason "${reason}".',
+        "The server sent a chunk that is not a JSON object.   (what ChatCompletionsTurn.chunk returns for null, a number or a string)",
       ],
       title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
       hint: {
@@ -232,6 +233,9 @@ export default defineChapter({
         "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
         '… holds an image whose mimeType is not an image media type (got ${JSON.stringify(mimeType) ?? "nothing"}): …',
         "The stream ended before the model finished (no stop_reason was sent).",
+        'The model refused to go on (stop_reason "refusal"): ${explanation}   (the stop_details.explanation of a message_delta; without one: The model refused to go on (stop_reason "refusal").)',
+        'The provider ended the turn with stop_reason "${reason}".   (a stop reason this adapter does not know)',
+        "The server sent an event that is not a JSON object.   (what AnthropicTurn.event returns for null, a number or a string)",
         'The server sent a malformed event: ${data}   (readJsonFrame with noun "event"; and: The server sent an event this adapter cannot read (${cause}): ${data})',
         "${who}: maxTokens is required by the Messages API: a positive integer, e.g. 4096.",
         "${who}: thinking.budgetTokens must be an integer ≥ 1024 and below maxTokens (${maxTokens}).",

@@ -37,6 +37,7 @@ import {
   seededRandom,
   sseReply,
   stallReply,
+  startSse,
   statusReply,
 } from "./support/sse-server.js";
 import {
@@ -449,6 +450,14 @@ describe("chapter 05 · the Anthropic Messages adapter: outbound", () => {
       { role: "user", content: [{ type: "tool_result", tool_use_id: "functions_read_0", content: [] }] },
     ]);
   });
+
+  it("Lab 5.6 · a user message with nothing to send (only empty text) is left out, never sent empty", () => {
+    const answer = assistantMessage([{ type: "text", text: "Hello." }], "stop", { timestamp: 2 });
+    expect(toAnthropicMessages([user("hi"), answer, user("", 3)])).toEqual([
+      { role: "user", content: [{ type: "text", text: "hi" }] },
+      { role: "assistant", content: [{ type: "text", text: "Hello." }] },
+    ]);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -732,6 +741,204 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect(stalled.message.content).toEqual([{ type: "text", text: "Hel" }]);
   }, 10_000);
 
+  it("Lab 5.6 · every stop reason: end_turn / stop_sequence with calls → toolUse, pause_turn → stop, context window → length, refusal and unknown → error", async () => {
+    const block = (index: number, content_block: unknown, delta: unknown) =>
+      frame("content_block_start", { type: "content_block_start", index, content_block }) +
+      frame("content_block_delta", { type: "content_block_delta", index, delta }) +
+      frame("content_block_stop", { type: "content_block_stop", index });
+    const said = block(0, { type: "text", text: "" }, { type: "text_delta", text: "Reading." });
+    const read = block(
+      1,
+      { type: "tool_use", id: "toolu_1", name: "read", input: {} },
+      { type: "input_json_delta", partial_json: '{"path": "a"}' },
+    );
+    const ending = (...deltas: unknown[]) =>
+      deltas.map((data) => frame("message_delta", { type: "message_delta", ...(data as object) })).join("") +
+      frame("message_stop", { type: "message_stop" });
+    const stopped = (reason: string) => ending({ delta: { stop_reason: reason }, usage: { output_tokens: 7 } });
+    const play = async (body: string) => {
+      server.reply(sseReply(HEAD.slice(0, HEAD.indexOf("event: content_block_start")) + body));
+      return runTurn(modelAt(server.baseUrl));
+    };
+    const usage = { input: 5, output: 7 };
+    const readCall: ToolCall = { type: "toolCall", id: "toolu_1", name: "read", arguments: { path: "a" } };
+
+    for (const reason of ["end_turn", "stop_sequence"]) {
+      const turn = await play(said + read + stopped(reason));
+      expect(turn.signature).toEqual(["start", "text_delta@0", "toolcall_delta@1", "toolcall_end@1", "done:toolUse"]);
+      expect(turn.message).toEqual(
+        overHttp(
+          message([{ type: "text", text: "Reading." }, readCall], "toolUse", usage, {
+            diagnostics: [`stop_reason was "${reason}" but the message has tool calls; treated as "tool_use".`],
+          }),
+        ),
+      );
+    }
+
+    const paused = await play(said + stopped("pause_turn"));
+    expect(paused.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(paused.message).toEqual(
+      overHttp(
+        message([{ type: "text", text: "Reading." }], "stop", usage, {
+          diagnostics: [
+            'stop_reason "pause_turn": the server paused a long-running turn; send the conversation back to let it go on.',
+          ],
+        }),
+      ),
+    );
+
+    const full = await play(said + read + stopped("model_context_window_exceeded"));
+    expect(full.signature).toEqual(["start", "text_delta@0", "toolcall_delta@1", "done:length"]);
+    expect(full.message).toEqual(
+      overHttp(
+        message(
+          [
+            { type: "text", text: "Reading." },
+            { ...readCall, arguments: {}, rawArguments: '{"path": "a"}' },
+          ],
+          "length",
+          usage,
+        ),
+      ),
+    );
+
+    // The explanation of a refusal stays when a later message_delta only updates the usage.
+    const explained = ending(
+      { delta: { stop_reason: "refusal", stop_details: { type: "refusal", explanation: "Not allowed." } } },
+      { usage: { output_tokens: 7 } },
+    );
+    for (const [body, errorMessage] of [
+      [said + explained, 'The model refused to go on (stop_reason "refusal"): Not allowed.'],
+      [said + stopped("refusal"), 'The model refused to go on (stop_reason "refusal").'],
+      [said + stopped("new_reason"), 'The provider ended the turn with stop_reason "new_reason".'],
+    ] as const) {
+      const turn = await play(body);
+      expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      const code = body.includes("new_reason") ? "new_reason" : "refusal";
+      expect(turn.message).toEqual(
+        overHttp(
+          message([{ type: "text", text: "Reading." }], "error", usage, {
+            errorMessage,
+            errorDetails: { kind: "provider", code, retryable: false, attempts: 1 },
+          }),
+        ),
+      );
+    }
+  }, 10_000);
+
+  it("Lab 5.6 · a stop reason stays when later message_delta events carry none (null, empty, no delta, no usage)", async () => {
+    const body =
+      frame("message_start", { type: "message_start", message: { id: "msg_1" } }) + // no usage yet
+      frame("content_block_start", {
+        type: "content_block_start",
+        index: 0,
+        content_block: { type: "text", text: "" },
+      }) +
+      frame("content_block_delta", {
+        type: "content_block_delta",
+        index: 0,
+        delta: { type: "text_delta", text: "Hi" },
+      }) +
+      frame("message_delta", {
+        type: "message_delta",
+        delta: { stop_reason: "end_turn" },
+        usage: { output_tokens: 2 },
+      }) +
+      frame("message_delta", { type: "message_delta", delta: { stop_reason: null }, usage: { input_tokens: 4 } }) +
+      frame("message_delta", { type: "message_delta", delta: { stop_reason: "" } }) +
+      frame("message_delta", { type: "message_delta", usage: { output_tokens: 3 } }) +
+      frame("message_stop", { type: "message_stop" });
+    server.reply(sseReply(body));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(turn.message).toEqual(overHttp(message([{ type: "text", text: "Hi" }], "stop", { input: 4, output: 3 })));
+  }, 10_000);
+
+  it("Lab 5.6 · pings are ignored, each unknown event type is noted once, a message_start without a message is read", async () => {
+    const body =
+      frame("message_start", { type: "message_start" }) +
+      frame("ping", { type: "ping" }) +
+      frame("message_annotation", { type: "message_annotation", note: 1 }) +
+      frame("content_block_start", {
+        type: "content_block_start",
+        index: 0,
+        content_block: { type: "text", text: "" },
+      }) +
+      frame("message_annotation", { type: "message_annotation", note: 2 }) +
+      frame("content_block_delta", {
+        type: "content_block_delta",
+        index: 0,
+        delta: { type: "text_delta", text: "Hi" },
+      }) +
+      frame("ping", { type: "ping" }) +
+      frame("usage_report", { type: "usage_report" }) +
+      frame("message_delta", {
+        type: "message_delta",
+        delta: { stop_reason: "end_turn" },
+        usage: { output_tokens: 2 },
+      }) +
+      frame("message_stop", { type: "message_stop" });
+    server.reply(sseReply(body));
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(turn.message).toEqual(
+      overHttp(
+        message(
+          [{ type: "text", text: "Hi" }],
+          "stop",
+          { input: 0, output: 2 },
+          {
+            diagnostics: [
+              'Ignored an event of unknown type "message_annotation".',
+              'Ignored an event of unknown type "usage_report".',
+            ],
+          },
+        ),
+      ),
+    );
+  }, 10_000);
+
+  it("Lab 5.6 · message_stop ends the turn: what follows it is not read, though the server keeps the connection open", async () => {
+    const body =
+      HEAD +
+      frame("message_delta", {
+        type: "message_delta",
+        delta: { stop_reason: "end_turn" },
+        usage: { output_tokens: 2 },
+      }) +
+      frame("message_stop", { type: "message_stop" }) +
+      frame("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "!" } });
+    // One write, then the response stays open.
+    server.reply((res) => {
+      startSse(res);
+      res.write(body);
+    });
+    const turn = await runTurn(modelAt(server.baseUrl));
+    expect(turn.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(turn.message).toEqual(overHttp(message([{ type: "text", text: "Hel" }], "stop", { input: 5, output: 2 })));
+  }, 10_000);
+
+  it("Lab 5.6 · an event that is not a JSON object (null, a number, a string) ends the turn with an error, partial text kept", async () => {
+    for (const data of ["null", "42", '"ping"']) {
+      server.reply(sseReply(`${HEAD}event: message_delta\ndata: ${data}\n\n`));
+      const turn = await runTurn(modelAt(server.baseUrl));
+      expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      expect(turn.message).toEqual(
+        overHttp(
+          message(
+            [{ type: "text", text: "Hel" }],
+            "error",
+            { input: 5, output: 1 },
+            {
+              errorMessage: "The provider reported an error: The server sent an event that is not a JSON object.",
+              errorDetails: { kind: "provider", retryable: false, attempts: 1 },
+            },
+          ),
+        ),
+      );
+    }
+  }, 10_000);
+
   it("Lab 5.6 · an abort before the request, while waiting for headers, and mid-stream: aborted, nothing more", async () => {
     const pre = new AbortController();
     pre.abort();
@@ -819,5 +1026,23 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
       'baseUrl is the server\'s base, without the endpoint: "https://api.anthropic.com" (the adapter adds /v1/messages)',
     );
     expect(make({ model: "" })).toThrow(/model must be a non-empty model id/);
+  });
+
+  it("Lab 5.6 · the checks hold at their edges: maxTokens 1 and a 1024 budget pass; 0, a budget of maxTokens, no model, a URL object, an endpoint do not", () => {
+    const make = (extra: Record<string, unknown>) => () =>
+      createAnthropicModel({ model: "m", maxTokens: 2048, ...extra } as AnthropicOptions);
+    expect(make({ maxTokens: 1 })).not.toThrow();
+    expect(make({ thinking: { budgetTokens: 1024 } })).not.toThrow();
+    expect(make({ baseUrl: "https://gateway.example/messages/anthropic" })).not.toThrow();
+    expect(make({ maxTokens: 0 })).toThrow(/maxTokens is required by the Messages API/);
+    expect(make({ thinking: { budgetTokens: 2048 } })).toThrow(
+      /budgetTokens must be an integer ≥ 1024 and below maxTokens \(2048\)/,
+    );
+    expect(make({ model: undefined })).toThrow(/model must be a non-empty model id/);
+    expect(make({ baseUrl: new URL("https://api.anthropic.com") })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(make({ baseUrl: "proxy+https://api.anthropic.com" })).toThrow(/baseUrl must be an http\(s\) URL/);
+    expect(make({ baseUrl: "https://api.anthropic.com/messages" })).toThrow(
+      'baseUrl is the server\'s base, without the endpoint: "https://api.anthropic.com" (the adapter adds /v1/messages)',
+    );
   });
 });

@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { getEventListeners } from "node:events";
 import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -1157,6 +1158,88 @@ describe("chapter 05 · inbound translation", () => {
       }),
     );
   });
+
+  it("Lab 5.4 · null and missing fields are absent (usage, error, delta, index, function, name, arguments, finish_reason); other choices are ignored", () => {
+    const turn = translate([
+      // OpenAI sends "usage": null on every chunk but the last; Groq's x_groq may say usage: null too.
+      { choices: [{ index: 0, delta: { role: "assistant", content: "A" } }], usage: null, x_groq: { usage: null } },
+      { choices: [{ index: 0, delta: { content: "B" } }], error: null },
+      { choices: [{ delta: { content: "C" } }] }, // no index: the first choice
+      { choices: [{ index: 1, delta: { content: "another choice (n > 1)" } }] },
+      { choices: [{ index: 0, delta: null }] },
+      { choices: [{ index: 0 }] },
+      delta({ reasoning: "" }),
+      delta({ reasoning_content: "", reasoning: "" }),
+      fragment(0, { id: "call_1", type: "function" }), // no function yet
+      fragment(0, { function: { name: "ls" } }), // no arguments
+      delta({ tool_calls: [{ index: 0, function: { name: null, arguments: "{}" } }] }, ""),
+      finish("tool_calls"),
+      usage(1, 2, 3),
+    ]);
+    expect(turn.signature).toEqual(["start", "text_delta@0×3", "toolcall_delta@1", "toolcall_end@1", "done:toolUse"]);
+    expect(turn.message).toEqual(message([text("ABC"), call("call_1", "ls", {})], "toolUse", [1, 2, 3]));
+  });
+
+  it("Lab 5.4 · calls without a wire index (Ollama) are told apart by their place in the chunk", () => {
+    const turn = translate([
+      delta({
+        tool_calls: [
+          { id: "c1", function: { name: "ls", arguments: "{}" } },
+          { id: "c2", function: { name: "read", arguments: '{"path": "a"}' } },
+        ],
+      }),
+      finish("tool_calls"),
+    ]);
+    expect(turn.signature).toEqual([
+      "start",
+      "toolcall_delta@0",
+      "toolcall_delta@1",
+      "toolcall_end@0",
+      "toolcall_end@1",
+      "done:toolUse",
+    ]);
+    expect(turn.message).toEqual(
+      message([call("c1", "ls", {}), call("c2", "read", { path: "a" })], "toolUse", undefined),
+    );
+  });
+
+  it("Lab 5.4 · only tool_calls (or stop) end in toolUse: another finish reason with calls is an error; an ended turn stays ended", () => {
+    const filtered = translate([
+      fragment(0, { id: "c1", function: { name: "ls", arguments: "{}" } }),
+      finish("content_filter"),
+    ]);
+    expect(filtered.signature).toEqual(["start", "toolcall_delta@0", "error:error"]);
+    expect(filtered.message).toEqual(
+      message([{ type: "toolCall", id: "c1", name: "ls", arguments: {}, rawArguments: "{}" }], "error", undefined, {
+        errorMessage: 'The provider ended the turn with finish_reason "content_filter".',
+        errorDetails: { kind: "provider", code: "content_filter", retryable: false },
+        diagnostics: [NO_USAGE_DIAGNOSTIC],
+      }),
+    );
+
+    // The finish reason came, then an error chunk ended the turn: the end of the body adds nothing.
+    const failed = translate([delta({ content: "Part" }, "stop"), { error: { message: "Overloaded" }, choices: [] }]);
+    expect(failed.signature).toEqual(["start", "text_delta@0", "error:error"]);
+    expect(failed.message).toEqual(
+      message([text("Part")], "error", undefined, {
+        errorMessage: "The provider reported an error: Overloaded",
+        errorDetails: { kind: "provider", retryable: false },
+      }),
+    );
+  });
+
+  it("Lab 5.4 · a chunk that is not a JSON object (null, a number, a string) is an error, never a throw", () => {
+    for (const chunk of [null, 42, "data"]) {
+      const turn = translate([delta({ content: "Part" }), chunk, delta({ content: " never seen" })]);
+      expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      expect(turn.message).toEqual(
+        message([text("Part")], "error", undefined, {
+          errorMessage: "The provider reported an error: The server sent a chunk that is not a JSON object.",
+          errorDetails: { kind: "provider", retryable: false },
+        }),
+      );
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -1864,6 +1947,26 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(turn.message).toEqual(overHttp(message([text("A")], "stop", [2, 1, 3])));
   }, 10_000);
 
+  it("Lab 5.5 · an event: error frame is the provider's error whatever its data (a bare error object, plain text): the turn ends there", async () => {
+    const head = textChunk("Hel");
+    const rest = sseOf([{ choices: [{ index: 0, delta: { content: "lo" }, finish_reason: "stop" }] }]);
+    for (const [data, shown] of [
+      ['{"message": "Rate limit reached", "type": "tokens"}', "Rate limit reached"],
+      ["upstream overloaded", "upstream overloaded"],
+    ] as const) {
+      server.reply(sseReply(`${head}event: error\ndata: ${data}\n\n${rest}`));
+      const turn = await runTurn(modelAt(server.baseUrl));
+      expect(turn.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      expect(turn.message).toEqual(
+        message([text("Hel")], "error", undefined, {
+          errorMessage: `The provider reported an error: ${shown}`,
+          errorDetails: { kind: "provider", retryable: false, attempts: 1 },
+          attempts: 1,
+        }),
+      );
+    }
+  }, 10_000);
+
   it("Lab 5.5 · abort before the request, while waiting for headers, and mid-stream: aborted, partial content kept", async () => {
     const before = server.requests.length;
     const early = await runTurn(modelAt(server.baseUrl), { messages: [] }, AbortSignal.abort());
@@ -2236,6 +2339,12 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(comments.signature).toEqual(["start", "error:error"]);
     expect(comments.message.errorMessage).toBe(midStream);
 
+    // Chunks with empty deltas carry nothing: they are keep-alives too.
+    server.reply(dripReply("", () => textChunk(""), 10));
+    const empty = await runTurn(model(stall));
+    expect(empty.signature).toEqual(["start", "error:error"]);
+    expect(empty.message.errorMessage).toBe(midStream);
+
     const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
     server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
     const slowloris = await runTurn(model(stall));
@@ -2251,6 +2360,22 @@ describe("chapter 05 · a failing or hostile server", () => {
     server.reply(dripReply("", (i) => frames[i], 250));
     const turn = await runTurn(model({ idleTimeoutMs: 1_200 }));
     expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
+  }, 10_000);
+
+  it("Lab 5.5 · a turn that ends leaves nothing on the caller's signal: one signal serves many turns", async () => {
+    const caller = new AbortController();
+    const listening = () => getEventListeners(caller.signal, "abort").length;
+    server.reply(sseReply(OK_BODY));
+    const answered = await runTurn(model({ timeoutMs: 60_000 }), { messages: [] }, caller.signal);
+    expect(answered.signature).toEqual(["start", "text_delta@0", "done:stop"]);
+    expect(listening()).toBe(0);
+    // A failed turn lets go of the signal too (once the body is cancelled, just after its error event).
+    for (const body of [`${textChunk("Hel")}data: {"choices": [{"delta": \n\n`, textChunk("Hel")]) {
+      server.reply(sseReply(body));
+      const failed = await runTurn(model({ timeoutMs: 60_000 }), { messages: [] }, caller.signal);
+      expect(failed.signature).toEqual(["start", "text_delta@0", "error:error"]);
+      await until(() => listening() === 0);
+    }
   }, 10_000);
 
   it("Lab 5.5 · maxResponseBytes: an endless stream of small deltas ends in a limit error, partial content kept, connection closed", async () => {
