@@ -86,13 +86,13 @@ export default defineChapter({
           '`readMessage`：先排除非对象与数组（数组返回 `"a batch (array); MCP sends one message per line"`），再要求 `jsonrpc` 为 `"2.0"`（否则 `\'no "jsonrpc": "2.0"\'`）。' +
           '`id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`（括号里是 `JSON.stringify(id)`：`(null)`、`(true)`、`({"a":1})`），唯一的例外是错误响应里的 `id: null`。' +
           '有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`\'a response needs exactly one of "result" and "error"\'`），' +
-          '`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）；不是对象的值返回 `"not a JSON object"`。键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。' +
+          '`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）；`result` 必须是对象（`\'a "result" that is not an object\'`）；请求或通知的 `params` 若出现必须是对象（`"params that are not an object"`）；既没有 `method` 也没有 `id` 的返回 `\'neither a "method" nor an "id"\'`；不是对象的值返回 `"not a JSON object"`。键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。' +
           "`LineDecoder.push`：在每个块里找 `\\n`；一行没结束就把块存起来，结束时才用 `Buffer.concat` 拼一次（这样无论怎么切块都是线性的，多字节 UTF-8 字符被切开也没关系，因为按字节拼完才解码）；" +
           "去掉行尾的 `\\r`；正在读的行一旦超过 `maxLineBytes` 就抛 `LineTooLongError`，消息是 " +
           "`the server sent a line longer than 8 bytes without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)`（数字按上限写成 `8 bytes`、`1 MiB`）。",
         en:
           "readMessage: refuse non-objects and batches, require jsonrpc 2.0, ids are numbers or strings (0 is an id; null only in an error), " +
-          "a method means request/notification, a response has exactly one of result and error. LineDecoder.push: keep the pieces of an " +
+          "a method means request/notification (params, if any, an object), a response has exactly one of result and error (an error with a numeric code and a string message, a result that is an object). LineDecoder.push: keep the pieces of an " +
           "unfinished line and join them once when its newline arrives; drop a trailing CR; throw LineTooLongError past the cap.",
       },
     },

@@ -95,6 +95,47 @@ describe("framing: one JSON-RPC message per line", () => {
     expect(readMessage("text")).toBe("not a JSON object");
   });
 
+  it("Lab 17.1 · readMessage refuses each malformed message with its reason: ids, params, responses without an id, error and result shapes", () => {
+    const cases: [unknown, string | JsonRpcMessage][] = [
+      // an id is a number or a string; null only in an error response
+      [
+        { jsonrpc: "2.0", id: true, error: { code: 1, message: "x" } },
+        "an id that is neither a number nor a string (true)",
+      ],
+      [{ jsonrpc: "2.0", id: { a: 1 }, result: {} }, 'an id that is neither a number nor a string ({"a":1})'],
+      [{ jsonrpc: "2.0", id: null, result: {} }, "an id that is neither a number nor a string (null)"],
+      // params, when present, are an object
+      [{ jsonrpc: "2.0", id: 1, method: "tools/list", params: 5 }, "params that are not an object"],
+      [{ jsonrpc: "2.0", method: "notifications/progress", params: null }, "params that are not an object"],
+      [{ jsonrpc: "2.0", method: "notifications/progress", params: "x" }, "params that are not an object"],
+      [
+        { jsonrpc: "2.0", id: 0, method: "tools/list", params: { cursor: "c" } },
+        { jsonrpc: "2.0", id: 0, method: "tools/list", params: { cursor: "c" } },
+      ],
+      // neither a request nor a response
+      [{ jsonrpc: "2.0", result: {} }, 'neither a "method" nor an "id"'],
+      // an error has a numeric code and a string message
+      [{ jsonrpc: "2.0", id: 1, error: null }, 'an "error" without a numeric code and a message'],
+      [{ jsonrpc: "2.0", id: 1, error: 7 }, 'an "error" without a numeric code and a message'],
+      [
+        { jsonrpc: "2.0", id: 1, error: { code: "1", message: "x" } },
+        'an "error" without a numeric code and a message',
+      ],
+      [{ jsonrpc: "2.0", id: 1, error: { code: 1 } }, 'an "error" without a numeric code and a message'],
+      [{ jsonrpc: "2.0", id: 1, error: { message: "x" } }, 'an "error" without a numeric code and a message'],
+      [{ jsonrpc: "2.0", id: 1, error: { code: 1, message: 2 } }, 'an "error" without a numeric code and a message'],
+      // a result is an object
+      [{ jsonrpc: "2.0", id: 1, result: null }, 'a "result" that is not an object'],
+      [{ jsonrpc: "2.0", id: 1, result: 5 }, 'a "result" that is not an object'],
+      [{ jsonrpc: "2.0", id: 1, result: "ok" }, 'a "result" that is not an object'],
+      [
+        { jsonrpc: "2.0", id: "7", result: { ok: true } },
+        { jsonrpc: "2.0", id: "7", result: { ok: true } },
+      ],
+    ];
+    for (const [value, expected] of cases) expect([value, readMessage(value)]).toEqual([value, expected]);
+  });
+
   it("Lab 17.1 · LineDecoder joins lines split over chunks, splits chunks with several lines, drops a CR before LF, and keeps split UTF-8 whole", () => {
     const decoder = new LineDecoder();
     const bytes = Buffer.from('{"a":"é"}\r\n{"b":2}\n{"c":');
@@ -111,6 +152,11 @@ describe("framing: one JSON-RPC message per line", () => {
     const small = new LineDecoder(8);
     expect(small.push(Buffer.from("12345678\n"))).toEqual(["12345678"]);
     expect(() => small.push(Buffer.from("123456789\n"))).toThrow(LineTooLongError);
+    // exactly the cap, held as an unfinished line, is still allowed
+    const edge = new LineDecoder(8);
+    expect(edge.push(Buffer.from("1234"))).toEqual([]);
+    expect(edge.push(Buffer.from("5678"))).toEqual([]);
+    expect(edge.push(Buffer.from("\n"))).toEqual(["12345678"]);
     const many = new LineDecoder(8);
     many.push(Buffer.from("12345"));
     expect(() => many.push(Buffer.from("6789"))).toThrow(
