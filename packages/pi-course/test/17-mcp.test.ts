@@ -5,10 +5,11 @@
  * `@modelcontextprotocol/server-everything` and `server-filesystem`; faults come from a server
  * written with the official SDK's `McpServer` (test/fixtures/mcp/fault-server.mjs).
  */
+import { getEventListeners } from "node:events";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { agentLoop } from "../src/agent/agent-loop.js";
@@ -235,6 +236,43 @@ describe("correlation: every request ends exactly once", () => {
     ]);
   });
 
+  it("Lab 17.2 · an abort without a text reason says the caller aborted; an already aborted signal refuses the request unsent; no abort listener stays behind", async () => {
+    // the peer answers every request but tools/call at once (so nothing here waits for a timeout)
+    const transport = new MemoryTransport((message, reply) => {
+      if ("id" in message && "method" in message && message.method !== "tools/call")
+        reply({ jsonrpc: "2.0", id: message.id, result: {} });
+    });
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    const controller = new AbortController();
+    const listening = () => getEventListeners(controller.signal, "abort").length;
+    const answered = connection.request("a", {}, { signal: controller.signal });
+    expect(listening()).toBe(1);
+    expect(await answered).toEqual({});
+    expect(listening()).toBe(0);
+    const call = connection.request("tools/call", {}, { signal: controller.signal });
+    controller.abort(); // the reason is a DOMException, not a text
+    const error = await call.catch((e: McpError) => e);
+    expect([error.kind, error.code, error.message]).toEqual([
+      "aborted",
+      -32001,
+      "tools/call was aborted: the caller aborted the request",
+    ]);
+    expect(listening()).toBe(0);
+    const early = await connection.request("b", {}, { signal: controller.signal }).catch((e: McpError) => e);
+    expect(early).toBeInstanceOf(McpError);
+    expect([(early as McpError).kind, (early as McpError).code, (early as McpError).message]).toEqual([
+      "aborted",
+      -32001,
+      "b was aborted before it was sent",
+    ]);
+    expect(wire(transport.sent)).toEqual([
+      { id: 0, method: "a", params: {} },
+      { id: 1, method: "tools/call", params: {} },
+      { method: "notifications/cancelled", params: { requestId: 1, reason: "the caller aborted the request" } },
+    ]);
+  });
+
   it("Lab 17.2 · a timeout ends the request, is restarted by progress, and cancels the request at the peer", async () => {
     const transport = new MemoryTransport();
     const connection = new JsonRpcConnection(transport);
@@ -263,6 +301,85 @@ describe("correlation: every request ends exactly once", () => {
     });
   });
 
+  it("Lab 17.2 · progress cannot keep a request open past maxTotalMs; an ended request leaves no timer behind; a total past the timer's reach is no limit", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const transport = new MemoryTransport();
+      const connection = new JsonRpcConnection(transport);
+      await connection.start();
+      const answered = connection.request("a", {}, { timeoutMs: 1000, onProgress: () => {} });
+      expect(vi.getTimerCount()).toBe(2); // the timeout and the total time
+      transport.deliver({ jsonrpc: "2.0", id: 0, result: { a: 1 } });
+      expect(await answered).toEqual({ a: 1 });
+      expect(vi.getTimerCount()).toBe(0);
+
+      const seen: number[] = [];
+      let outcome: unknown;
+      connection
+        .request("tools/call", {}, { timeoutMs: 100, maxTotalMs: 250, onProgress: (p) => seen.push(p.progress) })
+        .then(
+          (result) => (outcome = result),
+          (error: McpError) => (outcome = [error.kind, error.code, error.message]),
+        );
+      // progress every 60 ms restarts the 100 ms timeout, but not the 250 ms in all
+      for (let i = 1; i <= 5; i++) {
+        await vi.advanceTimersByTimeAsync(60);
+        transport.deliver({
+          jsonrpc: "2.0",
+          method: "notifications/progress",
+          params: { progressToken: 1, progress: i },
+        });
+      }
+      expect(outcome).toEqual([
+        "timeout",
+        -32001,
+        "tools/call timed out: no answer within 250 ms in all, though progress kept coming",
+      ]);
+      expect(seen).toEqual([1, 2, 3, 4]);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(wire(transport.sent).slice(1)).toEqual([
+        { id: 1, method: "tools/call", params: { _meta: { progressToken: 1 } } },
+        {
+          method: "notifications/cancelled",
+          params: { requestId: 1, reason: "Request timed out after 250 ms in all" },
+        },
+      ]);
+
+      // 2^31 ms is past what a timer holds: no limit in all, only the timeout
+      const long = connection.request("c", {}, { timeoutMs: 100, maxTotalMs: 2 ** 31, onProgress: () => {} });
+      expect(vi.getTimerCount()).toBe(1);
+      transport.deliver({ jsonrpc: "2.0", id: 2, result: { c: 1 } });
+      expect(await long).toEqual({ c: 1 });
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("Lab 17.2 · a timeout or total time that is no duration refuses the request unsent, naming the setting; maxTotalMs counts only with onProgress", async () => {
+    // the peer answers every request at once
+    const transport = new MemoryTransport((message, reply) => {
+      if ("id" in message && "method" in message) reply({ jsonrpc: "2.0", id: message.id, result: { ok: true } });
+    });
+    const connection = new JsonRpcConnection(transport);
+    await connection.start();
+    const refused = async (promise: Promise<unknown>) =>
+      promise.then(
+        (result) => result,
+        (error: Error) => [error.name, error.message],
+      );
+    expect(await refused(connection.request("x", {}, { timeoutMs: -1 }))).toEqual([
+      "RangeError",
+      "the timeout of x (timeoutMs) must be a finite number of milliseconds ≥ 0, got -1",
+    ]);
+    expect(await refused(connection.request("y", {}, { maxTotalMs: Number.NaN, onProgress: () => {} }))).toEqual([
+      "RangeError",
+      "the total time of y (maxTotalMs) must be a finite number of milliseconds ≥ 0, got NaN",
+    ]);
+    expect(await connection.request("z", {}, { maxTotalMs: -1 })).toEqual({ ok: true });
+    expect(wire(transport.sent).map((m) => (m as { method: string }).method)).toEqual(["z"]);
+  });
+
   it("Lab 17.2 · the end of the transport ends every pending request with the reason; later requests are refused", async () => {
     const transport = new MemoryTransport();
     const connection = new JsonRpcConnection(transport);
@@ -289,8 +406,14 @@ describe("correlation: every request ends exactly once", () => {
     const connection = new JsonRpcConnection(transport);
     await connection.start();
     // A request that waited for its timeout would end as "timeout" after 1 s instead.
-    const error = await connection.request("broken", {}, { timeoutMs: 1000 }).catch((e: McpError) => e);
+    const heard: unknown[] = [];
+    const error = await connection
+      .request("broken", {}, { timeoutMs: 1000, onProgress: (p) => heard.push(p) })
+      .catch((e: McpError) => e);
     expect([error.kind, error.message]).toEqual(["transport", "cannot send broken: HTTP 500 Internal Server Error"]);
+    // it is over: progress for its id is not heard
+    transport.deliver({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 0, progress: 1 } });
+    expect(heard).toEqual([]);
     const next = connection.request("ok");
     await Promise.resolve();
     transport.deliver({ jsonrpc: "2.0", id: 1, result: { fine: true } });
@@ -322,6 +445,27 @@ describe("correlation: every request ends exactly once", () => {
       { id: 2, error: { code: -32603, message: "no" } },
       { id: 3, error: { code: -32601, message: "Method not found: sampling/createMessage" } },
     ]);
+  });
+  it("Lab 17.2 · the peer's notifications reach their handler; one that throws becomes a diagnostic, an unknown one is ignored without a word", async () => {
+    const diagnostics: string[] = [];
+    const transport = new MemoryTransport();
+    const connection = new JsonRpcConnection(transport, undefined, (text) => diagnostics.push(text));
+    const heard: unknown[] = [];
+    connection.setNotificationHandler("notifications/message", (params) => {
+      heard.push(params);
+      if (params.level === "error") throw new Error("boom");
+    });
+    await connection.start();
+    transport.deliver({ jsonrpc: "2.0", method: "notifications/unknown", params: { x: 1 } });
+    transport.deliver({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info" } });
+    transport.deliver({ jsonrpc: "2.0", method: "notifications/message", params: { level: "error" } });
+    transport.deliver({ jsonrpc: "2.0", method: "notifications/message" });
+    expect(heard).toEqual([{ level: "info" }, { level: "error" }, {}]);
+    expect(diagnostics).toEqual(["the handler of notifications/message failed: boom"]);
+    // the connection goes on
+    const next = connection.request("ping");
+    transport.deliver({ jsonrpc: "2.0", id: 0, result: {} });
+    expect(await next).toEqual({});
   });
 });
 
