@@ -194,14 +194,9 @@ export class JsonRpcConnection {
       }
       signal?.addEventListener("abort", onAbort, { once: true });
       this.transport.send(message).catch((error: Error) => {
-        if (!this.pending.delete(id)) return;
+        if (!this.pending.delete(id)) return; // ended already (closed() ends every pending request)
         entry.cleanup();
-        reject(
-          new McpError(
-            this.closedWith !== undefined ? "closed" : "transport",
-            `cannot send ${method}: ${error.message}`,
-          ),
-        );
+        reject(new McpError("transport", `cannot send ${method}: ${error.message}`));
       });
     });
     // #endregion
