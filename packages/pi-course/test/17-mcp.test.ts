@@ -488,8 +488,14 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     });
     const both = answering();
     await new McpClient(both, { onElicitation: handler, elicitationModes: ["form", "url"] }).connect();
-    expect((both.sent[0] as { params: { capabilities: object } }).params.capabilities).toEqual({
-      elicitation: { form: {}, url: {} },
+    expect(wire(both.sent)[0]).toEqual({
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: { elicitation: { form: {}, url: {} } },
+        clientInfo: { name: "pi-course", version: "0.1.0" },
+      },
     });
 
     // a server that never answers: the caller's signal ends the handshake, and the transport is closed
