@@ -129,6 +129,9 @@ export default defineChapter({
       says: [
         "${method} failed: the server sent a line longer than ${n} MiB without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)",
         "stderrTail keeps the server's last stderr lines as they came: the tests look for server-everything's own first line, Starting default (STDIO) server..., and for the test server's ignoring SIGTERM",
+        "the server process exited with code ${code}   (no stderr line: nothing after it) / the server process was killed by ${signal}   (the close event's signal, e.g. SIGKILL)",
+        'cannot start "${command}": no such program (is it installed and on PATH, or is the cwd ${cwd} missing?)   (ENOENT with a cwd given) / cannot start "${command}": ${error.message}   (any other spawn error, e.g. cannot start "/path": spawn /path EACCES)',
+        'initialize\'s capabilities: roots: {listChanged: true} with roots, sampling: {} with onSampling, elicitation: {form: {}} with onElicitation (one key per elicitationModes entry); clientInfo by default: {name: "pi-course", version: "0.1.0"}',
       ],
       title: {
         zh: "生命周期与 stdio 传输（McpClient.connect、StdioTransport.start / close）",

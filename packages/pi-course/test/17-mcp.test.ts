@@ -6,13 +6,15 @@
  * written with the official SDK's `McpServer` (test/fixtures/mcp/fault-server.mjs).
  */
 import { getEventListeners } from "node:events";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { agentLoop } from "../src/agent/agent-loop.js";
+import { killLiveProcessGroups } from "../src/coding-tools/processes.js";
 import { parseArgs } from "../src/cli/args.js";
 import { runMain } from "../src/cli/main.js";
 import {
@@ -28,7 +30,7 @@ import { JsonRpcConnection } from "../src/mcp/connection.js";
 import { McpError, readMessage, type JsonRpcMessage } from "../src/mcp/json-rpc.js";
 import { LineDecoder, LineTooLongError } from "../src/mcp/line-decoder.js";
 import { mapCallResult, mcpAgentTools, mcpToolName } from "../src/mcp/mcp-tools.js";
-import { StdioTransport } from "../src/mcp/stdio-transport.js";
+import { INHERITED_ENV, StdioTransport } from "../src/mcp/stdio-transport.js";
 import { assistantMessage, userMessage } from "../src/messages.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import type { ToolResultMessage } from "../src/types.js";
@@ -650,6 +652,247 @@ describe("lifecycle and the stdio transport, against the reference servers", () 
     expect(took).toBeLessThan(3000);
     expect(transport.stderrTail).toContain("ignoring SIGTERM");
   }, 30_000);
+
+  it("Lab 17.3 · connect declares the capabilities it has handlers for, names pi-course by default, passes its signal to initialize and refuses a bad version as a protocol error", async () => {
+    const answering = () =>
+      new MemoryTransport((message, reply) => {
+        if ("method" in message && message.method === "initialize" && "id" in message) {
+          reply({
+            jsonrpc: "2.0",
+            id: message.id,
+            result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } },
+          });
+        }
+      });
+    const handler = async () => ({});
+    const full = answering();
+    await new McpClient(full, { roots: [{ uri: "file:///w" }], onSampling: handler, onElicitation: handler }).connect();
+    expect(wire(full.sent)[0]).toEqual({
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: { roots: { listChanged: true }, sampling: {}, elicitation: { form: {} } },
+        clientInfo: { name: "pi-course", version: "0.1.0" },
+      },
+    });
+    const both = answering();
+    await new McpClient(both, { onElicitation: handler, elicitationModes: ["form", "url"] }).connect();
+    expect(wire(both.sent)[0]).toEqual({
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: { elicitation: { form: {}, url: {} } },
+        clientInfo: { name: "pi-course", version: "0.1.0" },
+      },
+    });
+
+    // a server that never answers: the caller's signal ends the handshake, and the transport is closed
+    const controller = new AbortController();
+    const mute = new MemoryTransport(() => controller.abort("stop"));
+    const connecting = new McpClient(mute).connect({ signal: controller.signal });
+    expect(await connecting.catch((e: McpError) => [e.kind, e.message])).toEqual([
+      "aborted",
+      "initialize was aborted: stop",
+    ]);
+    expect(mute.closed).toBe(true);
+
+    const future = new MemoryTransport((message, reply) => {
+      if ("method" in message && message.method === "initialize" && "id" in message)
+        reply({ jsonrpc: "2.0", id: message.id, result: { protocolVersion: "2099-01-01", capabilities: {} } });
+    });
+    expect(await new McpClient(future).connect().catch((e: McpError) => e.kind)).toBe("protocol");
+  });
+
+  it("Lab 17.3 · start gives the server no arguments but its own, only the inherited variables plus its env, skips blank lines, and stops reading once closed", async () => {
+    const server = await scriptedServer();
+    // the environment and the arguments, as the server sees them
+    const seen = await transportEvents({ command: server, env: { MODE: "env", EXTRA: "1" } }, (events) =>
+      events.some(([kind]) => kind === "message"),
+    );
+    const inherited = Object.fromEntries(
+      INHERITED_ENV.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]),
+    );
+    expect(seen.events[0]).toEqual([
+      "message",
+      {
+        jsonrpc: "2.0",
+        method: "notifications/message",
+        params: { level: "info", data: { argv: [], env: { ...inherited, MODE: "env", EXTRA: "1" } } },
+      },
+    ]);
+    await seen.transport.close();
+
+    // blank lines are skipped without a word; a close while a chunk is read delivers none of its later lines
+    const lines = await transportEvents(
+      { command: server, env: { MODE: "lines" } },
+      (events) => events.some(([kind]) => kind === "close"),
+      (transport) => void transport.close(),
+    );
+    await lines.transport.close();
+    expect(lines.events).toEqual([
+      ["message", { jsonrpc: "2.0", method: "first" }],
+      ["close", "the connection was closed"],
+    ]);
+  });
+
+  it("Lab 17.3 · the server's end says how it ended: the exit code without a stderr line, the signal that killed it", async () => {
+    const server = await scriptedServer();
+    const exit = await transportEvents({ command: server, env: { MODE: "exit" } }, (events) =>
+      events.some(([kind]) => kind === "close"),
+    );
+    expect(exit.events).toEqual([["close", "the server process exited with code 0"]]);
+
+    // the server is tracked, so that what is still running when pi exits is killed (SIGKILL)
+    const killed = await transportEvents(
+      { command: server, env: { MODE: "wait" } },
+      (events) => events.some(([kind]) => kind === "close"),
+      undefined,
+      () => killLiveProcessGroups(),
+    );
+    expect(killed.events).toEqual([["close", "the server process was killed by SIGKILL"]]);
+  });
+
+  it("Lab 17.3 · a server that cannot be started says why: a missing cwd, a file that is not executable", async () => {
+    const cwd = path.join(dir, "gone");
+    const missing = new StdioTransport({ command: process.execPath, cwd });
+    expect(await missing.start({ onMessage: () => {}, onClose: () => {} }).catch((e: Error) => e.message)).toBe(
+      `cannot start "${process.execPath}": no such program (is it installed and on PATH, or is the cwd ${cwd} missing?)`,
+    );
+    const file = path.join(dir, "not-a-program");
+    await writeFile(file, "#!/bin/sh\n", { mode: 0o644 });
+    const refused = new StdioTransport({ command: file });
+    expect(await refused.start({ onMessage: () => {}, onClose: () => {} }).catch((e: Error) => e.message)).toBe(
+      `cannot start "${file}": spawn ${file} EACCES`,
+    );
+  });
+
+  it("Lab 17.3 · an over-long line stops the server, and a write to a server that closed its stdin fails without crashing the client", async () => {
+    const server = await scriptedServer();
+    const flood = new StdioTransport({ command: server, env: { MODE: "flood" }, maxLineBytes: 1024, graceMs: 100 });
+    let ended: Error | undefined;
+    await flood.start({ onMessage: () => {}, onClose: (error) => (ended = error) });
+    const pid = flood.pid!;
+    try {
+      // nobody calls close: the broken stream alone ends the process
+      expect(await gone(pid)).toBe(true);
+      expect(ended).toBeInstanceOf(LineTooLongError);
+    } finally {
+      await flood.close();
+    }
+
+    const deaf = await transportEvents({ command: server, env: { MODE: "deaf" }, graceMs: 100 }, (events) =>
+      events.some(([kind]) => kind === "message"),
+    );
+    try {
+      // EPIPE: the send fails; the stream's own error event must not go unhandled
+      await expect(deaf.transport.send({ jsonrpc: "2.0", method: "ping", id: 1 })).rejects.toThrow(
+        "cannot write to the server: write EPIPE",
+      );
+    } finally {
+      await deaf.transport.close();
+    }
+  });
+
+  it("Lab 17.3 · a server's own children end with it (its process group), and close before start has nothing to end", async () => {
+    const pidFile = path.join(dir, "grandchild.pid");
+    const server = path.join(path.dirname(FAULT_SERVER), "spawning-server.mjs");
+    const client = stdioClient([server, pidFile]);
+    await client.connect({ timeoutMs: 20_000 });
+    const grandchild = Number(await readFile(pidFile, "utf8"));
+    try {
+      await client.close();
+      expect(await gone(grandchild)).toBe(true);
+    } finally {
+      if (!(await gone(grandchild, 0))) process.kill(grandchild, "SIGKILL");
+    }
+    await expect(new StdioTransport({ command: "never-started" }).close()).resolves.toBeUndefined();
+  });
+
+  /** What a scripted server does (MODE in its environment): a Node program run with no arguments. */
+  const SCRIPTED_SERVER = String.raw`
+const mode = process.env.MODE;
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
+setInterval(() => {}, 1000);
+if (mode === "deaf") {
+  require("node:fs").closeSync(0);
+  send({ method: "deaf" });
+} else {
+  process.stdin.on("end", () => mode !== "flood" && process.exit(0));
+  process.stdin.resume();
+}
+if (mode === "env") send({ method: "notifications/message", params: { level: "info", data: { argv: process.argv.slice(2), env: process.env } } });
+if (mode === "lines") process.stdout.write('\n   \n\t\n{"jsonrpc":"2.0","method":"first"}\n{"jsonrpc":"2.0","method":"second"}\n');
+if (mode === "exit") process.exit(0);
+if (mode === "flood") process.stdout.write("x".repeat(4096));
+`;
+
+  /** Writes the scripted server as an executable file of the test's folder; returns its path. */
+  async function scriptedServer(): Promise<string> {
+    const file = path.join(dir, "scripted-server");
+    await writeFile(file, `#!${process.execPath}\n${SCRIPTED_SERVER}`, { mode: 0o755 });
+    return file;
+  }
+
+  type TransportEvent = [kind: "message", message: JsonRpcMessage] | [kind: "close" | "diagnostic", text: string];
+
+  /**
+   * Starts a StdioTransport and records what it hands its handlers until `until` holds.
+   * `onMessage` runs after each message is recorded; `afterStart` once the process has started.
+   */
+  async function transportEvents(
+    params: ConstructorParameters<typeof StdioTransport>[0],
+    until: (events: TransportEvent[]) => boolean,
+    onMessage?: (transport: StdioTransport) => void,
+    afterStart?: () => void,
+  ): Promise<{ transport: StdioTransport; events: TransportEvent[] }> {
+    const transport = new StdioTransport({ graceMs: 500, ...params });
+    const events: TransportEvent[] = [];
+    let check = () => {};
+    const done = new Promise<void>((resolve) => {
+      check = () => {
+        if (until(events)) resolve();
+      };
+    });
+    await transport.start({
+      onMessage: (message) => {
+        events.push(["message", message]);
+        onMessage?.(transport);
+        check();
+      },
+      onClose: (error) => {
+        events.push(["close", error.message]);
+        check();
+      },
+      onDiagnostic: (text) => {
+        events.push(["diagnostic", text]);
+        check();
+      },
+    });
+    afterStart?.();
+    await done;
+    return { transport, events };
+  }
+
+  /** Whether process `pid` is gone (or a zombie) within `withinMs`. */
+  async function gone(pid: number, withinMs = 5000): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    for (;;) {
+      if (!alive(pid)) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  function alive(pid: number): boolean {
+    try {
+      process.kill(pid, 0);
+      return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    } catch {
+      return false;
+    }
+  }
 });
 
 describe("MCP tools as agent tools", () => {
