@@ -166,10 +166,12 @@ export default defineChapter({
           "这样名字在两次运行之间不变。`mapCallResult`：`text` → 文本；`image` → `ImageContent`；`resource` → `Resource <uri> (<mime>):\\n<text>`" +
           "（二进制的是 `Resource <uri> (<mime>), N bytes of binary data`）；`resource_link` → `Resource link: <name>: <uri> (<mime>) — <description>`；" +
           "`structuredContent` 放进 `details`（和 `server`、`tool` 一起）；`isError: true` 变成 `isError: true` 的结果，让模型读到原因。" +
+          "`content` 为空时也给模型一段文本：出错时是 `The tool failed and said nothing.`，否则是 `(no content)`；没有 `structuredContent` 时 `details` 里也没有这个键。" +
           "注意：未知工具和参数错误在 MCP 里是 `isError` 的结果，不是 JSON-RPC 错误。",
         en:
           "mcpToolName: mcp__server__tool, other characters to _, at most 64 (cut and a 6-hex hash on length or collision). " +
-          "mapCallResult: text, image, resource and resource_link as text naming the URI, structuredContent in details, isError kept.",
+          "mapCallResult: text, image, resource and resource_link as text naming the URI, structuredContent in details, isError kept; " +
+          "empty content becomes one text, The tool failed and said nothing. (isError) or (no content).",
       },
       // Its agent tests connect to the real server first (17.3).
       uses: ["17.3"],

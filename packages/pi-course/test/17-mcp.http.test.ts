@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpClient } from "../src/mcp/client.js";
 import { HttpTransport } from "../src/mcp/streamable-http.js";
+import type { HttpAuth } from "../src/mcp/auth/http-auth.js";
 import type { JsonRpcMessage, McpError } from "../src/mcp/json-rpc.js";
 import { serverEntry } from "./support/mcp.js";
 
@@ -69,6 +70,9 @@ describe("Streamable HTTP: the transport alone", () => {
   /** How the server answers a POST (the parsed message), set by each test. */
   let answer: (message: { id?: number; method?: string }, response: ServerResponse) => void = (_m, response) =>
     void response.writeHead(500).end();
+  /** How the server answers a DELETE. */
+  const deleted = (response: ServerResponse) => void response.writeHead(200).end();
+  let answerDelete = deleted;
 
   beforeAll(async () => {
     server = createServer((request, response) => {
@@ -76,7 +80,7 @@ describe("Streamable HTTP: the transport alone", () => {
       request.on("data", (chunk) => (body += chunk));
       request.on("end", () => {
         seen.push({ method: request.method!, headers: request.headers, body });
-        if (request.method === "DELETE") return void response.writeHead(200).end();
+        if (request.method === "DELETE") return answerDelete(response);
         if (request.method !== "POST") return void response.writeHead(405).end();
         answer(JSON.parse(body), response);
       });
@@ -85,12 +89,17 @@ describe("Streamable HTTP: the transport alone", () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
   });
   afterAll(async () => {
+    server.closeAllConnections(); // a response a failing test left open must not hold up the end
     await new Promise((resolve) => server.close(resolve));
   });
 
   /** A started transport and what it delivered. */
-  async function open(headers?: Record<string, string>) {
-    const transport = new HttpTransport({ url: base, ...(headers !== undefined && { headers }) });
+  async function open(headers?: Record<string, string>, auth?: HttpAuth) {
+    const transport = new HttpTransport({
+      url: base,
+      ...(headers !== undefined && { headers }),
+      ...(auth !== undefined && { auth }),
+    });
     const got: JsonRpcMessage[] = [];
     const diagnostics: string[] = [];
     const closed: string[] = [];
@@ -131,6 +140,7 @@ describe("Streamable HTTP: the transport alone", () => {
     expect(first!.headers["content-type"]).toBe("application/json");
     expect(first!.headers["x-team"]).toBe("a");
     expect(first!.headers["mcp-session-id"]).toBeUndefined();
+    expect(first!.headers["mcp-protocol-version"]).toBeUndefined(); // not known before initialize's answer
     expect(
       later.map((request) => [
         request.method,
@@ -141,6 +151,34 @@ describe("Streamable HTTP: the transport alone", () => {
       ["POST", "s-1", "2025-11-25"],
       ["POST", "s-1", "2025-11-25"],
     ]);
+    await transport.close();
+  });
+
+  it("Lab 17.6 · a notification answered 200 with no body or 204, and a request answered 202, deliver nothing: send resolves", async () => {
+    answer = (message, response) => {
+      if (message.method === "initialize")
+        return json(response, { jsonrpc: "2.0", id: message.id, result: initialized }, { "mcp-session-id": "s-5" });
+      if (message.method === "notifications/a") return void response.writeHead(200).end();
+      if (message.method === "notifications/b") return void response.writeHead(204).end();
+      response.writeHead(202).end();
+    };
+    const { transport, got, diagnostics } = await open();
+    await transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+    await transport.send({ jsonrpc: "2.0", method: "notifications/a" });
+    await transport.send({ jsonrpc: "2.0", method: "notifications/b" });
+    await transport.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    expect([got, diagnostics]).toEqual([[{ jsonrpc: "2.0", id: 1, result: initialized }], []]);
+    await transport.close();
+  });
+
+  it("Lab 17.6 · handlers without onDiagnostic: a batch item that is no JSON-RPC message is dropped, the rest delivered", async () => {
+    answer = (message, response) =>
+      json(response, [{ jsonrpc: "2.0", id: message.id, result: { tools: [] } }, { hello: "world" }]);
+    const transport = new HttpTransport({ url: base });
+    const got: JsonRpcMessage[] = [];
+    await transport.start({ onMessage: (message) => got.push(message), onClose: () => {} });
+    await transport.send({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+    expect(got).toEqual([{ jsonrpc: "2.0", id: 1, result: { tools: [] } }]);
     await transport.close();
   });
 
@@ -195,6 +233,15 @@ describe("Streamable HTTP: the transport alone", () => {
     await transport.close();
   });
 
+  it("Lab 17.6 · a long body that is not JSON is quoted up to its first 200 characters", async () => {
+    answer = (_message, response) =>
+      void response.writeHead(200, { "content-type": "application/json" }).end(`${"y".repeat(200)}${"z".repeat(100)}`);
+    const { transport } = await open();
+    const error = await transport.send({ jsonrpc: "2.0", id: 1, method: "tools/list" }).catch((e: Error) => e);
+    expect((error as Error).message).toBe(`the server answered with a body that is not JSON: "${"y".repeat(200)}"`);
+    await transport.close();
+  });
+
   it("Lab 17.6 · close deletes the session (DELETE with its id) once, and ends the transport once; without a session nothing is sent", async () => {
     seen.length = 0;
     answer = (message, response) =>
@@ -215,6 +262,55 @@ describe("Streamable HTTP: the transport alone", () => {
     const fresh = await open();
     await fresh.transport.close();
     expect([seen, fresh.closed]).toEqual([[], ["the connection was closed"]]);
+  });
+
+  it("Lab 17.6 · close sends the DELETE with the last Authorization sent (it asks the auth for none), as a GET accepts; a transport never started closes quietly", async () => {
+    seen.length = 0;
+    answer = (message, response) =>
+      json(response, { jsonrpc: "2.0", id: message.id, result: initialized }, { "mcp-session-id": "s-6" });
+    let asked = 0;
+    const auth: HttpAuth = {
+      authorization: async () => `Bearer ${++asked}`,
+      unauthorized: async () => {},
+      forbidden: async () => false,
+    };
+    const { transport } = await open(undefined, auth);
+    await transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+    await transport.close();
+    expect(seen.map((request) => [request.method, request.headers.authorization, request.headers.accept])).toEqual([
+      ["POST", "Bearer 1", "application/json, text/event-stream"],
+      ["DELETE", "Bearer 1", "text/event-stream"],
+    ]);
+    expect(asked).toBe(1);
+    await expect(new HttpTransport({ url: base }).close()).resolves.toBeUndefined();
+  });
+
+  it("Lab 17.6 · close lets go of the DELETE answer's body: a body the server never ends does not keep the connection", async () => {
+    let ended!: Promise<void>;
+    answerDelete = (response) => {
+      ended = new Promise((resolve) => response.once("close", () => resolve()));
+      response.writeHead(200, { "content-type": "text/plain" }).write("deleted, and more to come");
+    };
+    try {
+      answer = (message, response) =>
+        json(response, { jsonrpc: "2.0", id: message.id, result: initialized }, { "mcp-session-id": "s-7" });
+      // the test keeps every response, so only the transport can let go of the body (not the GC)
+      const responses: Response[] = [];
+      const keeping: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init);
+        responses.push(response);
+        return response;
+      };
+      const transport = new HttpTransport({ url: base, fetch: keeping });
+      const closed: string[] = [];
+      await transport.start({ onMessage: () => {}, onClose: (error) => closed.push(error.message) });
+      await transport.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+      await transport.close();
+      expect([responses.length, closed]).toEqual([2, ["the connection was closed"]]);
+      await ended; // the client cancelled the body, so the server's response closes
+    } finally {
+      answerDelete = deleted;
+    }
   });
 });
 

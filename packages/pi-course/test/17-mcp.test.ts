@@ -908,6 +908,30 @@ describe("MCP tools as agent tools", () => {
     expect(other).toMatch(/^mcp__a_b__c_[0-9a-f]{6}$/);
   });
 
+  it("Lab 17.4 · mcpToolName: exactly 64 characters stays whole; the hash tells apart long names cut alike; collision after collision still gives a new name", () => {
+    // "more than 64" is what gets cut: 64 is still a valid name
+    expect(mcpToolName("s", "x".repeat(56))).toBe(`mcp__s__${"x".repeat(56)}`);
+    // two tools whose names differ only past the cut: the hash of the full names keeps them apart
+    const a = mcpToolName("s", `${"x".repeat(60)}a`);
+    const b = mcpToolName("s", `${"x".repeat(60)}b`);
+    expect(a.slice(0, 57)).toBe(b.slice(0, 57));
+    expect(a).not.toBe(b);
+    // the same name asked for again and again (each answer taken): every answer is new, and the same each run
+    const run = () => {
+      const taken = new Set<string>();
+      for (let i = 0; i < 4; i++) {
+        const name = mcpToolName("a.b", "c", taken);
+        expect(taken.has(name)).toBe(false);
+        taken.add(name);
+      }
+      return [...taken];
+    };
+    const names = run();
+    expect(names[0]).toBe("mcp__a_b__c");
+    for (const name of names.slice(1)) expect(name).toMatch(/^mcp__a_b__c_[0-9a-f]{6}$/);
+    expect(run()).toEqual(names);
+  });
+
   it("Lab 17.4 · mapCallResult: text, image, resource, resource_link, structuredContent in details, isError", () => {
     const result = mapCallResult("s", "t", {
       content: [
@@ -931,6 +955,22 @@ describe("MCP tools as agent tools", () => {
     });
     expect(mapCallResult("s", "t", { content: [{ type: "text", text: "bad" }], isError: true })).toEqual({
       content: [{ type: "text", text: "bad" }],
+      details: { server: "s", tool: "t" },
+      isError: true,
+    });
+  });
+
+  it("Lab 17.4 · mapCallResult: an empty result still gives the model a text, one that says whether the tool failed; no structuredContent, no key for it", () => {
+    expect(mapCallResult("s", "t", { content: [] })).toStrictEqual({
+      content: [{ type: "text", text: "(no content)" }],
+      details: { server: "s", tool: "t" },
+    });
+    expect(mapCallResult("s", "t", { content: [], isError: false })).toStrictEqual({
+      content: [{ type: "text", text: "(no content)" }],
+      details: { server: "s", tool: "t" },
+    });
+    expect(mapCallResult("s", "t", { content: [], isError: true })).toStrictEqual({
+      content: [{ type: "text", text: "The tool failed and said nothing." }],
       details: { server: "s", tool: "t" },
       isError: true,
     });
