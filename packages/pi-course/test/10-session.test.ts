@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { MAX_NESTING, SESSION_FORMAT_VERSION, SessionFileError } from "../src/session/session-entry.js";
 import { SessionFile, messagesOf, type SessionEntryInput } from "../src/session/session.js";
+import { LineScan } from "../src/session/session-reader.js";
 import type { AgentMessage } from "../src/types.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { compileForNode, crashChild } from "./support/session-crash.js";
@@ -293,7 +294,13 @@ describe("appending entries", () => {
       spy.mockRestore();
     }
     expect(flaky.entries().map((e) => e.id)).toEqual([root]);
-    expect(await readFile(join(dir, "flaky.jsonl"), "utf8")).not.toContain("queued behind it");
+    // and stays closed for writing though the disk works again: nothing more is written
+    await expect(flaky.append(message(root, "after the disk came back"))).rejects.toThrow(
+      /a write failed \(disk full\)/,
+    );
+    const text = await readFile(join(dir, "flaky.jsonl"), "utf8");
+    expect(text).not.toContain("queued behind it");
+    expect(text).not.toContain("after the disk came back");
   }, 10_000);
 });
 
@@ -562,6 +569,71 @@ describe("reading and recovery", () => {
       { numRuns: 150, includeErrorInReport: true },
     );
   }, 30_000);
+
+  it("Lab 10.2 · property: the file may arrive in any pieces (a line across pieces, a piece that starts with its newline, a reused buffer): open reads the same", async () => {
+    const source = await create(join(dir, "pieces.jsonl"));
+    let leaf = await source.append(message(null, "a é"));
+    leaf = await source.append(message(leaf, "b"));
+    await source.close();
+    // a crash just before a line's newline: a whole entry, torn all the same
+    const written = await readFile(join(dir, "pieces.jsonl"), "utf8");
+    const torn = written.split("\n").at(-2)!.replace(`"id":"${leaf}"`, '"id":"torn0001"');
+    await writeFile(join(dir, "pieces.jsonl"), torn, { flag: "a" });
+    const again = await SessionFile.open(join(dir, "pieces.jsonl"));
+    leaf = await again.append(message(leaf, "c ü")); // marks the torn line first
+    await again.append(message(leaf, "d"));
+    await again.close();
+    await writeFile(join(dir, "pieces.jsonl"), '{"type":"mess', { flag: "a" }); // and a torn tail
+    const bytes = await readFile(join(dir, "pieces.jsonl"));
+    const whole = new LineScan(file);
+    whole.push(bytes);
+    const expected = whole.end();
+    expect(expected.recovery.kept).toEqual([
+      { line: 4, offset: Buffer.byteLength(written), length: Buffer.byteLength(torn) },
+    ]);
+    expect(expected.recovery.tail).not.toBeNull();
+    const lineEnds: number[] = [];
+    for (let i = bytes.indexOf(10); i >= 0; i = bytes.indexOf(10, i + 1)) lineEnds.push(i);
+    const cut = fc.oneof(fc.integer({ min: 0, max: bytes.length }), fc.constantFrom(...lineEnds));
+    fc.assert(
+      fc.property(fc.array(cut, { maxLength: 12 }), (cuts) => {
+        const scan = new LineScan(file);
+        // one buffer reused for every piece, as a file reader does
+        const buffer = Buffer.alloc(bytes.length);
+        let from = 0;
+        for (const to of [...cuts.sort((x, y) => x - y), bytes.length]) {
+          const length = bytes.copy(buffer, 0, from, to);
+          scan.push(buffer.subarray(0, length));
+          buffer.fill(0);
+          from = to;
+        }
+        expect(scan.end()).toEqual(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("Lab 10.2 · durable: true syncs the mark of a torn tail as well as the line after it; without it, neither", async () => {
+    const probe = await open(join(dir, "probe"), "w");
+    const sync = vi.spyOn(Object.getPrototypeOf(probe) as { sync: () => Promise<void> }, "sync");
+    await probe.close();
+    try {
+      for (const durable of [false, true]) {
+        const path = join(dir, `torn-${durable}.jsonl`);
+        const session = await create(path);
+        const a = await session.append(message(null, "a"));
+        await session.close();
+        await writeFile(path, '{"type":"mess', { flag: "a" });
+        const reopened = await SessionFile.open(path, { durable });
+        opened.push(reopened);
+        const before = sync.mock.calls.length;
+        await reopened.append(message(a, "b"));
+        expect(sync.mock.calls.length - before, `durable: ${durable}`).toBe(durable ? 2 : 0);
+      }
+    } finally {
+      sync.mockRestore();
+    }
+  }, 10_000);
 
   describe("crash test", () => {
     const KILLS = process.env.PI_COURSE_PROOF ? 16 : 200;
