@@ -2092,6 +2092,20 @@ describe("chapter 05 · a failing or hostile server", () => {
   const model = (extra: Partial<OpenAICompatibleOptions> = {}) =>
     modelAt(server.baseUrl, { retryBaseDelayMs: 5, ...extra });
   const sent = () => server.requests.length;
+  /**
+   * A server of the test's own, for the timing tests below: they mostly wait (for a stall, a
+   * timeout, a slow stream), so they run side by side (it.concurrent), each on its own server.
+   */
+  const ownServer = async (
+    body: (server: SseServer, model: (extra?: Partial<OpenAICompatibleOptions>) => Model) => Promise<void>,
+  ) => {
+    const own = await SseServer.start();
+    try {
+      await body(own, (extra = {}) => modelAt(own.baseUrl, { retryBaseDelayMs: 5, ...extra }));
+    } finally {
+      await own.close();
+    }
+  };
 
   it("Lab 5.5 · retries 500, 503 and a reset before the first byte, then streams the answer as if nothing happened", async () => {
     const before = sent();
@@ -2277,90 +2291,105 @@ describe("chapter 05 · a failing or hostile server", () => {
     expect(turn.message.errorDetails).toEqual({ kind: "aborted", retryable: false, attempts: 1 });
   }, 10_000);
 
-  it("Lab 5.5 · timeoutMs ends the request as a timeout (stopReason error, kind timeout), not as an abort; partial content kept", async () => {
-    server.reply(stallReply);
-    const headers = await runTurn(model({ timeoutMs: 150 }));
-    expect(headers.events).toEqual([
-      {
-        type: "error",
-        reason: "error",
-        error: message([], "error", undefined, {
-          errorMessage: "The request timed out: timeoutMs (150 ms) ran out while waiting for the server.",
-          errorDetails: { kind: "timeout", retryable: false, attempts: 1 },
-          attempts: 1,
-        }),
-      },
-    ]);
+  it.concurrent(
+    "Lab 5.5 · timeoutMs ends the request as a timeout (stopReason error, kind timeout), not as an abort; partial content kept",
+    () =>
+      ownServer(async (server, model) => {
+        server.reply(stallReply);
+        const headers = await runTurn(model({ timeoutMs: 150 }));
+        expect(headers.events).toEqual([
+          {
+            type: "error",
+            reason: "error",
+            error: message([], "error", undefined, {
+              errorMessage: "The request timed out: timeoutMs (150 ms) ran out while waiting for the server.",
+              errorDetails: { kind: "timeout", retryable: false, attempts: 1 },
+              attempts: 1,
+            }),
+          },
+        ]);
 
-    server.reply(dripReply(textChunk("Hel"), (i) => textChunk(String(i % 10)), 20));
-    const streaming = await runTurn(model({ timeoutMs: 1_000 }));
-    expect(streaming.message.stopReason).toBe("error");
-    expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (1000 ms) ran out mid-stream.");
-    expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false, attempts: 1 });
-    expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
-  }, 10_000);
-
-  it("Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall", async () => {
-    server.reply(stallReply);
-    const slowHeaders = await runTurn(model({ idleTimeoutMs: 150 }));
-    expect(slowHeaders.signature).toEqual(["error:error"]);
-    expect(slowHeaders.message.errorMessage).toBe(
-      "The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).",
-    );
-
-    // The headers come at once below; the bound leaves them room on a loaded machine.
-    const stall = { idleTimeoutMs: 800 };
-    expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
-
-    server.reply((res) => {
-      res.writeHead(500, { "content-type": "application/json" });
-      res.write('{"error": {"message": "half an err');
-    });
-    const slowError = await runTurn(model(stall));
-    expect(slowError.message.errorMessage).toBe(
-      "The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).",
-    );
-    expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
-
-    const midStream =
-      "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
-    server.reply(sseReply(textChunk("partial"), { then: "stall" }));
-    const stalled = await runTurn(model(stall));
-    expect(stalled.message).toEqual(
-      message([text("partial")], "error", undefined, {
-        errorMessage: midStream,
-        errorDetails: { kind: "stall", retryable: true, attempts: 1 },
-        attempts: 1,
+        server.reply(dripReply(textChunk("Hel"), (i) => textChunk(String(i % 10)), 20));
+        const streaming = await runTurn(model({ timeoutMs: 1_000 }));
+        expect(streaming.message.stopReason).toBe("error");
+        expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (1000 ms) ran out mid-stream.");
+        expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false, attempts: 1 });
+        expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
       }),
-    );
+    10_000,
+  );
 
-    server.reply(dripReply("", () => ": keep-alive\n\n", 10));
-    const comments = await runTurn(model(stall));
-    expect(comments.signature).toEqual(["start", "error:error"]);
-    expect(comments.message.errorMessage).toBe(midStream);
+  it.concurrent(
+    "Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall",
+    () =>
+      ownServer(async (server, model) => {
+        server.reply(stallReply);
+        const slowHeaders = await runTurn(model({ idleTimeoutMs: 150 }));
+        expect(slowHeaders.signature).toEqual(["error:error"]);
+        expect(slowHeaders.message.errorMessage).toBe(
+          "The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).",
+        );
 
-    // Chunks with empty deltas carry nothing: they are keep-alives too.
-    server.reply(dripReply("", () => textChunk(""), 10));
-    const empty = await runTurn(model(stall));
-    expect(empty.signature).toEqual(["start", "error:error"]);
-    expect(empty.message.errorMessage).toBe(midStream);
+        // The headers come at once below; the bound leaves them room on a loaded machine.
+        const stall = { idleTimeoutMs: 800 };
+        expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
 
-    const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
-    server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
-    const slowloris = await runTurn(model(stall));
-    expect(slowloris.signature).toEqual(["start", "error:error"]);
-    expect(slowloris.message.errorMessage).toBe(midStream);
-  }, 10_000);
+        server.reply((res) => {
+          res.writeHead(500, { "content-type": "application/json" });
+          res.write('{"error": {"message": "half an err');
+        });
+        const slowError = await runTurn(model(stall));
+        expect(slowError.message.errorMessage).toBe(
+          "The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).",
+        );
+        expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
 
-  it("Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes", async () => {
-    const frames = [
-      ...Array.from({ length: 8 }, (_, i) => textChunk(String(i))),
-      sseOf([{ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }]),
-    ];
-    server.reply(dripReply("", (i) => frames[i], 250));
-    const turn = await runTurn(model({ idleTimeoutMs: 1_200 }));
-    expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
-  }, 10_000);
+        const midStream =
+          "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
+        server.reply(sseReply(textChunk("partial"), { then: "stall" }));
+        const stalled = await runTurn(model(stall));
+        expect(stalled.message).toEqual(
+          message([text("partial")], "error", undefined, {
+            errorMessage: midStream,
+            errorDetails: { kind: "stall", retryable: true, attempts: 1 },
+            attempts: 1,
+          }),
+        );
+
+        server.reply(dripReply("", () => ": keep-alive\n\n", 10));
+        const comments = await runTurn(model(stall));
+        expect(comments.signature).toEqual(["start", "error:error"]);
+        expect(comments.message.errorMessage).toBe(midStream);
+
+        // Chunks with empty deltas carry nothing: they are keep-alives too.
+        server.reply(dripReply("", () => textChunk(""), 10));
+        const empty = await runTurn(model(stall));
+        expect(empty.signature).toEqual(["start", "error:error"]);
+        expect(empty.message.errorMessage).toBe(midStream);
+
+        const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
+        server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
+        const slowloris = await runTurn(model(stall));
+        expect(slowloris.signature).toEqual(["start", "error:error"]);
+        expect(slowloris.message.errorMessage).toBe(midStream);
+      }),
+    10_000,
+  );
+
+  it.concurrent(
+    "Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes",
+    () =>
+      ownServer(async (server, model) => {
+        const frames = [
+          ...Array.from({ length: 8 }, (_, i) => textChunk(String(i))),
+          sseOf([{ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }]),
+        ];
+        server.reply(dripReply("", (i) => frames[i], 250));
+        const turn = await runTurn(model({ idleTimeoutMs: 1_200 }));
+        expect(turn.signature).toEqual(["start", "text_delta@0×8", "done:stop"]);
+      }),
+    10_000,
+  );
 
   it("Lab 5.5 · a turn that ends leaves nothing on the caller's signal: one signal serves many turns", async () => {
     const caller = new AbortController();
