@@ -73,6 +73,7 @@ export default defineChapter({
     "src/cli/open-browser.ts",
     "test/17-mcp.http.test.ts",
     "test/fixtures/mcp/fault-server.mjs",
+    "test/fixtures/mcp/spawning-server.mjs",
   ],
   labs: [
     {

@@ -520,7 +520,9 @@ describe("the sandbox", () => {
       const signal = new AbortController().signal;
       const callTool = async () => ({ text: "ok", isError: false });
       const request = { tools: ["t"], callTool, signal };
-      expect((await own.run({ ...request, code: "return await tools.t({})" })).value).toBe("ok");
+      const first = await own.run({ ...request, code: "return await tools.t({})" });
+      if (first.error?.message.includes("(not implemented yet)")) throw new Error(first.error.message);
+      expect(first.value).toBe("ok");
       expect((await own.run({ ...request, code: "while (true) {}", limits: { timeoutMs: 50 } })).error?.kind).toBe(
         "timeout",
       );
