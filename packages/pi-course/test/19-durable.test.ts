@@ -32,6 +32,7 @@ import { SessionFile } from "../src/session/session.js";
 import type { AgentMessage, AgentTool, ToolCall } from "../src/types.js";
 import { DONE, scriptModel, scriptTools } from "./support/durable-script.js";
 import { call } from "./support/messages.js";
+import { compileForNode } from "./support/session-crash.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.resolve(here, "..");
@@ -455,16 +456,19 @@ describe("applying recovery", () => {
   it(
     `Lab 19.2 · SIGKILL of a real process at ${POINTS.length} points (before and during each effect, then over the run), then resumeRun: every call has one result, no effect twice, a success only where the effect happened, the run finishes`,
     async () => {
+      // the child compiled to JavaScript once (inside the package, so its packages resolve): a start
+      // under tsx would compile it again for each of the kills
+      const build = path.join(packageDir, ".test-build", `durable-child-${process.pid}`);
+      const childJs = compileForNode(path.join(here, "support", "durable-child.ts"), build);
       const stats = new Map<string, number>();
       const one = async (k: number) => {
         const point = POINTS[k]!;
         const file = path.join(dir, `k${k}.jsonl`);
         const effects = path.join(dir, `k${k}.effects`);
-        const child = spawn(
-          process.execPath,
-          ["--import", "tsx", path.join(here, "support", "durable-child.ts"), file, effects],
-          { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] },
-        );
+        const child = spawn(process.execPath, [childJs, file, effects], {
+          cwd: packageDir,
+          stdio: ["ignore", "pipe", "pipe"],
+        });
         children.push(child);
         let out = "";
         child.stdout!.on("data", (d: Buffer) => (out += d.toString("utf8")));
@@ -536,11 +540,15 @@ describe("applying recovery", () => {
         await session.close();
       };
       let next = 0;
-      await Promise.all(
-        [0, 1].map(async () => {
-          while (next < POINTS.length) await one(next++);
-        }),
-      );
+      try {
+        await Promise.all(
+          [0, 1].map(async () => {
+            while (next < POINTS.length) await one(next++);
+          }),
+        );
+      } finally {
+        await rm(build, { recursive: true, force: true });
+      }
       process.stdout.write(`chapter 19 crash test: ${[...stats].map(([k, n]) => `${n} ${k}`).join(", ")}\n`);
     },
     120_000 + POINTS.length * 30_000,
