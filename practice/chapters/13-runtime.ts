@@ -63,6 +63,7 @@ export default defineChapter({
     "src/cli/session-tree.ts",
     "src/cli/sessions.ts",
     "src/cli/start.ts",
+    "src/cli/terminal-text.ts",
     "src/cli/trace.ts",
     "src/cli/transcript.ts",
     // The session's tree in the conversation (/tree, /fork, /label) and the session page

@@ -456,7 +456,7 @@ export {
   withElicitationDefaults,
 } from "./mcp/client.js";
 export type { McpCallResult, McpClientOptions, McpContent, McpRoot, McpServerInfo, McpToolInfo } from "./mcp/client.js";
-export { elicitationForm, fieldHint, readFieldAnswer, shown } from "./mcp/elicitation-form.js";
+export { MAX_FORM_FIELDS, elicitationForm, fieldHint, readFieldAnswer, shown } from "./mcp/elicitation-form.js";
 export type { ElicitationForm, FieldAnswer, FormField, FormFieldKind, FormOption } from "./mcp/elicitation-form.js";
 export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/mcp-tools.js";
 export type { McpToolDetails } from "./mcp/mcp-tools.js";
