@@ -4,11 +4,14 @@
  * `~/.pi-course/mcp-auth/`). The folder is made 0700 and each file 0600, since they hold
  * bearer tokens and client secrets; a file is written whole (a new file renamed into place),
  * so a crash leaves the old one or the new one, never half of either. Nothing else of the
- * library writes tokens anywhere: not in a session, a log, `/mcp` output or an error.
+ * library writes tokens anywhere: not in a session, a log, `/mcp` output or an error. Only a
+ * regular file is read (`readTextFile`: opened without waiting, then checked): a token file
+ * replaced by a FIFO, a device or a folder reads as no tokens, at once.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { readTextFile } from "../../read-json.js";
 import type { OAuthClient } from "./client-identity.js";
 import type { AuthorizationServerMetadata } from "./discovery.js";
 import type { TokenSet } from "./token-request.js";
@@ -39,12 +42,14 @@ export class McpTokenStore {
 
   /** What is kept for `serverUrl`; undefined when nothing is (or the file cannot be read as such). */
   read(serverUrl: string): StoredAuthorization | undefined {
-    let text: string;
+    let text: string | undefined;
     try {
-      text = readFileSync(this.fileOf(serverUrl), "utf8");
+      // a regular file only: a FIFO would block a plain read for ever, a device could be endless
+      text = readTextFile(this.fileOf(serverUrl), { ifMissing: () => undefined });
     } catch {
       return undefined;
     }
+    if (text === undefined) return undefined;
     try {
       const value = JSON.parse(text) as StoredAuthorization;
       if (value.serverUrl !== serverUrl || typeof value.tokens?.access_token !== "string") return undefined;
