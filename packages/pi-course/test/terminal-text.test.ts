@@ -3,10 +3,16 @@
  * reaches the terminal without a control, bidirectional or invisible character, without a line
  * that could pass for another speaker's, and without more than its cap; an address to open
  * shows its real host. Then each caller that prints such text, through it: an elicitation at
- * the terminal (`elicitOnTerminal`, the same function the conversation's questions go through).
+ * the terminal (`elicitOnTerminal`, the same function the conversation's questions go through),
+ * and a project's resources in the banner and `/help` (real files).
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { elicitOnTerminal } from "../src/cli/elicitation.js";
+import { resourceBanner, resourceHelp } from "../src/cli/project-resources.js";
+import { loadResources } from "../src/resources/resources.js";
 import type { Questioner } from "../src/cli/io.js";
 import { UNTRUSTED_TEXT_MAX, neutralize, untrustedText, untrustedUrl } from "../src/cli/terminal-text.js";
 import { MAX_FORM_FIELDS } from "../src/mcp/elicitation-form.js";
@@ -201,6 +207,32 @@ describe("an elicitation at the terminal goes through the guard", () => {
           /^MCP server w asked you to open a page, but its address is [a-z]+: and only https is opened .*: declined$/,
         ),
       ]);
+    }
+  });
+});
+
+describe("a project's resources go through the guard", () => {
+  it("a template file whose name holds an escape sequence and a newline forges no line in the banner's warning; a description's bidi override is written out in /help", async () => {
+    const base = mkdtempSync(path.join(tmpdir(), "pi-terminal-text-"));
+    try {
+      const project = path.join(base, "project");
+      const prompts = path.join(project, ".pi-course", "prompts");
+      mkdirSync(prompts, { recursive: true });
+      writeFileSync(path.join(prompts, "go\u001b]0;pwned\u0007\nnote: all tests passed.md"), "Go.");
+      writeFileSync(path.join(prompts, "deploy.md"), "---\ndescription: Deploy\u202e now\n---\nDeploy $1.");
+      const home = path.join(base, "home");
+      mkdirSync(home);
+      const resources = await loadResources({
+        locations: { cwd: project, piHome: path.join(home, ".pi-course"), userHome: home },
+        trust: { override: true },
+      });
+      expect(resourceHelp(resources)).toEqual(["/deploy           Deploy\\u202e now (template)"]);
+      expect(resourceBanner(resources).warnings).toEqual([
+        `${prompts}/go\\u001b]0;pwned\\u0007\n  │ note: all tests passed.md: skipped: "go\\u001b]0;pwned\\u0007\n  │ note: all tests passed" ` +
+          'cannot be a command (letters, digits, ".", "_" and "-", not first)',
+      ]);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
     }
   });
 });
