@@ -39,18 +39,20 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it("--print: a failed server's name, reason and stderr, and a declined question's message, reach stderr through the guard", async () => {
+/** A home whose mcp.json starts the hostile server twice: failing (as `failing`) and as `w`. */
+function homeWithHostileServers(failing: string): string {
   const home = path.join(dir, "home");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });
-  writeFileSync(
-    path.join(home, ".pi-course", "mcp.json"),
-    JSON.stringify({
-      mcpServers: {
-        "bad\u202egnp": { command: process.execPath, args: [HOSTILE, "fail"] },
-        w: { command: process.execPath, args: [HOSTILE] },
-      },
-    }),
-  );
+  const servers = {
+    [failing]: { command: process.execPath, args: [HOSTILE, "fail"] },
+    w: { command: process.execPath, args: [HOSTILE] },
+  };
+  writeFileSync(path.join(home, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: servers }));
+  return home;
+}
+
+it("--print: a failed server's name, reason and stderr, and a declined question's message, reach stderr through the guard", async () => {
+  const home = homeWithHostileServers("bad\u202egnp");
   const chat = await scriptedChatServer([callTurn("c1", "mcp__w__ask", {}), answerTurn(() => "Done.")]);
   try {
     const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", dir, "--no-session", "-p", "go"];
@@ -98,17 +100,7 @@ it("/mcp's text (McpServers.describe with the guard): a server's stderr and fail
 });
 
 it("in a pseudo-terminal: /mcp and a server's question show its words only through the guard; nothing it chose reaches the terminal raw", async () => {
-  const home = path.join(dir, "home");
-  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
-  writeFileSync(
-    path.join(home, ".pi-course", "mcp.json"),
-    JSON.stringify({
-      mcpServers: {
-        bad: { command: process.execPath, args: [HOSTILE, "fail"] },
-        w: { command: process.execPath, args: [HOSTILE] },
-      },
-    }),
-  );
+  const home = homeWithHostileServers("bad");
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: dir };
   for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
     delete env[name];
