@@ -9,7 +9,7 @@
  * issuer, the scope, an error's words) is shown through the terminal guard (terminal-text.ts).
  */
 import path from "node:path";
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { McpTokenStore } from "../mcp/auth/token-store.js";
 import { oauthForServer } from "../mcp/auth/server-auth.js";
 import type { McpServerConfig } from "../mcp/config.js";
