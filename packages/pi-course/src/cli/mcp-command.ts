@@ -22,7 +22,7 @@ import { McpConfigError, type McpServerConfig, parseMcpConfig } from "../mcp/con
 import { readJsonFile } from "../base/read-json.js";
 import { projectRoot } from "../resources/folders.js";
 import { isTrusted } from "../resources/trust.js";
-import { MAX_TIMER_MS, userDuration } from "../timer.js";
+import { MAX_TIMER_MS, userDuration } from "../base/timer.js";
 import type { CliIO } from "./io.js";
 import { homeFolder } from "./settings.js";
 import { neutralize, untrustedText } from "./terminal-text.js";

@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { readTextFile } from "../../read-json.js";
+import { readTextFile } from "../../base/read-json.js";
 import type { OAuthClient } from "./client-identity.js";
 import type { AuthorizationServerMetadata } from "./discovery.js";
 import type { TokenSet } from "./token-request.js";
