@@ -658,7 +658,7 @@ describe("virtual models: selection apart from dispatch", () => {
     const { message } = await collect(createFallbackModel([a, b]));
     expect(
       server.requests.map((r) => JSON.parse(r.body).model),
-      "every model but the last is asked with maxRetries: 0; the last keeps its own retries",
+      `every model but the last is asked with maxRetries: 0; the last keeps its own retries (the answer: ${message.errorMessage ?? message.stopReason})`,
     ).toEqual(["a", "b", "b"]);
     expect(message.stopReason, message.errorMessage).toBe("stop");
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -743,7 +743,9 @@ describe("virtual models: selection apart from dispatch", () => {
       const { events, message } = await collect(createFallbackModel([first, backup]));
       const skipped =
         "dispatch skipped a model whose answer had started: once its start event reached the caller, that answer is the answer";
-      expect(message.model, `${skipped} (answered by ${message.model})`).toBe("claude-sonnet-4-5");
+      expect(message.model, `${skipped} (answered by ${message.model}: ${message.errorMessage})`).toBe(
+        "claude-sonnet-4-5",
+      );
       expect(second.requests, skipped).toHaveLength(0);
       expect(events.map((e) => e.type)).toEqual(["start", "error"]);
       expect(message.stopReason).toBe("error");
