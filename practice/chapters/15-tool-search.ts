@@ -57,7 +57,7 @@ export default defineChapter({
           '加上对话记录里任一工具结果（`role: "toolResult"`）或压缩摘要（`role: "user"`，第 11 章的摘要消息会带上被压缩部分声明过的工具）的 `declaredTools` 中出现的 `deferred` 工具（按记录里出现的顺序）。' +
           "\n     - `codemode`、`hidden` 和不认识的名字即使出现在 `declaredTools` 里也不算；模型**调用**过一个工具也不算声明了它（被拒绝的调用同样留在记录里）。" +
           '\n     - `exposureRefusal`：来自脚本（`origin: "script"`）的调用可以用 `direct`、`deferred`、`codemode` 工具，不能用 `hidden` 的，也不能调用发起脚本的工具本身；不行时（名字不认识也一样）列出可调用的工具，按工具的顺序，不含 hidden 的和发起脚本的工具。' +
-          "\n     - 来自模型的调用只要名字在声明集合里就放行，否则按工具的曝光方式给出上面的文字；“Available tools” 按声明集合的顺序列出（Set 保持加入的顺序）。" +
+          "\n     - 来自模型的调用只要名字在声明集合里就放行，否则按工具的曝光方式给出下面“测试逐字检查的文字”里的那几句；“Available tools” 按声明集合的顺序列出（Set 保持加入的顺序）。" +
           "\n     - 循环在 `prepareCall` 里、准备参数之前就问它，所以被拒绝的工具一次也不会运行。扩展（第 12 章）或 MCP 服务器（第 17 章）加进来的工具带着自己的 `exposure`，规则一样。",
         en:
           "declaredToolNames: direct tools (tool order) plus deferred ones named in the declaredTools of a tool result or of a compaction summary (a user message), " +
@@ -108,7 +108,7 @@ export default defineChapter({
         zh:
           "`execute` 里：" +
           "\n     - 只在**延迟**工具（`deferred`，创建时已经挑出）里用 `rankTools(deferred, query, limit)` 排名——`limit` 就是 `maxResults`（默认 5，可以更大）——再交给给定的 `relevantMatches`（去掉得分不到最好一个一半的）。" +
-          "\n     - 有结果时返回上面那段文字，每个匹配一行，只写描述的**第一行**（给定的 `firstLine`），并带上 `declareTools`（匹配到的名字，同样的顺序）。" +
+          "\n     - 有结果时返回下面“测试逐字检查的文字”里的那段，每个匹配一行，只写描述的**第一行**（给定的 `firstLine`），并带上 `declareTools`（匹配到的名字，同样的顺序）。" +
           "\n     - 没有结果时不带 `declareTools`，返回“没有匹配”的那句话，列出一些延迟工具的名字帮模型换个说法。" +
           "\n     - 两种情况的 `details` 都是 `{ query, matches }`，`matches` 就是 `relevantMatches` 留下的那些。" +
           "\n     - 给定的 `deferMcpTools`（`src/cli/tool-declaration.ts`）保留 MCP 服务器自己设的 `exposure`，没设的超过 20 个时改成 `deferred` 并把 `tool_search` 放在最前面。",

@@ -64,6 +64,16 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** Runs `run` in a temporary folder of its own, removed afterwards. */
+async function inTempDir(run: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
+  try {
+    await run(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 let server: SseServer;
 beforeEach(async () => {
   server = await SseServer.start();
@@ -74,8 +84,7 @@ afterEach(async () => {
 
 describe("a user's models file", () => {
   it("Lab 18.1 · ~/.pi-course/models.json adds models (replacing built-in ones) and named virtual models", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
-    try {
+    await inTempDir(async (dir) => {
       const file = path.join(dir, "models.json");
       await writeFile(
         file,
@@ -129,9 +138,7 @@ describe("a user's models file", () => {
       expect(ModelCatalogue.builtin().find("house-model")).toBeUndefined();
       // no file: the catalogue as it was
       expect(await loadModelsFile(catalogue, path.join(dir, "absent.json"))).toBe(catalogue);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("Lab 18.1 · a price needs no source (it is yours), and pi's models.json shape reads as the same models", () => {
@@ -259,9 +266,9 @@ describe("a user's models file", () => {
     );
     expect(() => parseModelsFile("{", "models.json")).toThrow(/^models\.json is not JSON \(/);
   });
+
   it("Lab 18.1 · pi's documented models.json loads: only an id is needed (contextWindow 128000, maxTokens 16384; no cost: an unknown price), modelOverrides change known models", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
-    try {
+    await inTempDir(async (dir) => {
       const file = path.join(dir, "models.json");
       // pi's minimal example, as its documentation gives it, plus an override of a known model
       await writeFile(
@@ -311,9 +318,7 @@ describe("a user's models file", () => {
       expect(catalogue.find("no-such-model"), "an override of a model the catalogue does not know is ignored").toBe(
         undefined,
       );
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("Lab 18.1 · pi's keys the course's wires cannot honour are refused, naming the key and why", () => {
@@ -353,8 +358,7 @@ describe("a user's models file", () => {
   });
 
   it("Lab 18.1 · a models file's headers and authHeader reach the server (127.0.0.1): a value naming a set variable is read from it", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
-    try {
+    await inTempDir(async (dir) => {
       const home = path.join(dir, "home");
       await mkdir(path.join(home, ".pi-course"), { recursive: true });
       const file = path.join(home, ".pi-course", "models.json");
@@ -388,9 +392,7 @@ describe("a user's models file", () => {
         "x-route": "eu",
       });
       expect(JSON.parse(server.requests[0]!.body)).toMatchObject({ model: "claude-proxy", max_tokens: 1024 });
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("Lab 18.1 · an id in both lists: the one under providers (read after models) wins; the catalogue finds a name ignoring its case", () => {
