@@ -58,7 +58,7 @@ export default defineChapter({
         zh:
           "目录（`ModelCatalogue`）已经给你写好：`find`/`resolve(name)` 先精确、再忽略大小写地找（`GPT-4o-Mini` 找到 `gpt-4o-mini`），找不到就用默认值（`known: false`、没有价格、一条提示）。" +
           "你来写用户加模型的入口 `parseModelsFile(text, file)`：" +
-          "\n     - 用 `parseJson(text, ModelsFileSchema, { where: file, error: modelsError })` 一步完成解析和形状检查（`src/read-json.ts`，第 12 章给出）：" +
+          "\n     - 用 `parseJson(text, ModelsFileSchema, { where: file, error: modelsError })` 一步完成解析和形状检查（`src/base/read-json.ts`，第 12 章给出）：" +
           '不是 JSON 就是 `${file} is not JSON (…)`；形状不对是 `${file}: <路径> must be <期望>, got <实际>`（期望写在 schema 的 `expected` 里）；多出的键是 `${file} has an unknown key "<键>"; the keys are models, virtual, providers`。' +
           "\n     - schema 说不了的交给已经写好的检查函数，它们收到 `fail`：`` const fail = (why: string) => modelsError(`${file}: ${why}`) ``——它们的消息只写 `providers.acme needs …`，文件名和 `: ` 由你的 `fail` 加在前面。" +
           '\n     - `models`：先是 `models` 里的每一项经 `checkEntry`（补默认值、去掉 URL 末尾的 `/`；价格可以不写 `source`/`asOf`，没写来源就是 `"yours"`），' +
