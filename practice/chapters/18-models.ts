@@ -33,7 +33,7 @@ export default defineChapter({
       "A model becomes data: a catalogue of known models (provider, API, context window, max output, inputs, reasoning, " +
       "prices with their source and date) and a user's models.json. From it: cost beside usage (cache reads and writes " +
       "priced apart), thinking levels mapped onto each wire, and virtual models: a route chooses the real models, dispatch " +
-      "tries them in order, falling back only before the first byte. The CLI records /model and /thinking in the session.",
+      "tries them in order, falling back only before an answer starts. The CLI records /model and /thinking in the session.",
   },
   files: [
     "src/cli/features/models.ts",
@@ -131,11 +131,13 @@ export default defineChapter({
         zh:
           "级别在线上的写法第 5 章已经给你了：OpenAI 兼容服务器上 `off` 不发 `reasoning_effort`（模型上原来设的也去掉），其他级别原名发送；" +
           "Anthropic 上 `off` 不发 `thinking`，其他级别用 `ANTHROPIC_THINKING_BUDGETS`（minimal 1024、low 2048、medium 8192、high 16384 个 token）作为预算，并把 `max_tokens` 加上这个预算。" +
-          "提供方只看每次调用的 `StreamOptions.thinking`。你来写 `atThinkingLevel(model, level)`：返回一个新的 `Model`（`provider`、`id` 与原模型相同），" +
-          "它的 `stream(context, options)` 用 `{ ...options, thinking: options.thinking ?? level }` 去调原模型：调用的其他选项（`signal`、`maxRetries`）原样传下去——丢了 `signal`，Ctrl-C 就停不下一次 `--thinking` 的运行；" +
-          "调用自己给了级别就用调用的（`off` 也是一个级别：调用说 `off` 就不思考），没给才用这个默认级别；`options` 省略时当作 `{}`。命令行的 `--thinking` 和 `/thinking` 都经过它。" +
-          "和 pi 的两处不同：pi 还有 `xhigh`，但只有少数 OpenAI 模型接受它、Anthropic 上没有对应的预算，本课程的级别只取两种线格式都有的五个（`--thinking xhigh` 被拒绝并列出这五个）；" +
-          "pi 加上思考预算时把 `max_tokens` 封顶在模型的最大输出，本课程第 5 章的线格式不知道模型的最大输出，不封顶——命令行最多请求 8192 + 16384 = 24576 个 token，目录里每个会推理的 Anthropic 模型的最大输出（至少 32000）都放得下；你自己的模型若更小，服务器会以 HTTP 400 拒绝并说明。",
+          "提供方只看每次调用的 `StreamOptions.thinking`。你来写 `atThinkingLevel(model, level)`，命令行的 `--thinking` 和 `/thinking` 都经过它：" +
+          "\n     - 返回一个新的 `Model`，`provider`、`id` 与原模型相同（不改名）。" +
+          "\n     - 它的 `stream(context, options)` 用 `{ ...options, thinking: options.thinking ?? level }` 去调原模型：调用的其他选项（`signal`、`maxRetries`）原样传下去——丢了 `signal`，Ctrl-C 就停不下一次 `--thinking` 的运行。" +
+          "\n     - 调用自己给了级别就用调用的（`off` 也是一个级别：调用说 `off` 就不思考），没给才用这个默认级别。" +
+          "\n     - `options` 省略时当作 `{}`。" +
+          "\n     - 和 pi 的两处不同：pi 还有 `xhigh`，但只有少数 OpenAI 模型接受它、Anthropic 上没有对应的预算，本课程的级别只取两种线格式都有的五个（`--thinking xhigh` 被拒绝并列出这五个）；" +
+          "\n     - pi 加上思考预算时把 `max_tokens` 封顶在模型的最大输出，本课程第 5 章的线格式不知道模型的最大输出，不封顶——命令行最多请求 8192 + 16384 = 24576 个 token，目录里每个会推理的 Anthropic 模型的最大输出（至少 32000）都放得下；你自己的模型若更小，服务器会以 HTTP 400 拒绝并说明。",
         en:
           "The wires are given (chapter 05). Write atThinkingLevel(model, level): a Model with the same provider and id whose stream " +
           "calls the inner model with { ...options, thinking: options.thinking ?? level } (options defaults to {}): every other option " +
@@ -146,8 +148,8 @@ export default defineChapter({
     {
       id: "18.4",
       title: {
-        zh: "虚拟模型：先选择，再派发；只在第一个字节之前回退（dispatch）",
-        en: "virtual models: route, then dispatch; fall back only before the first byte",
+        zh: "虚拟模型：先选择，再派发；只在回答开始之前回退（dispatch）",
+        en: "virtual models: route, then dispatch; fall back only before an answer starts",
       },
       hint: {
         zh:

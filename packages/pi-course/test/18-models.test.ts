@@ -2,8 +2,8 @@
  * Chapter 18: models as users choose them. The catalogue and a user's models file; cost from
  * recorded usage (cache reads and writes included); thinking levels as exact request bodies on
  * both wire formats, over real HTTP on 127.0.0.1 replaying recorded streams; virtual models that
- * fall back before the first byte (a 529 or a 429 from the first, a stream from the second) and
- * never once content has streamed.
+ * fall back before an answer starts (a 529 or a 429 from the first, a stream from the second) and
+ * never once it has (a start, content, an in-stream overload).
  */
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
