@@ -57,17 +57,36 @@ export type RunSetup = (input: { runId: string; options: unknown }) => RunParts 
 /** The setups a worker knows, by name. */
 export type RunSetups = Readonly<Record<string, RunSetup>>;
 
-/** How soon the engine retries a run whose worker went away (Restate's defaults start at 500 ms). */
-export const RETRY_POLICY: restate.RetryPolicy = {
-  initialInterval: 50,
-  exponentiationFactor: 2,
-  maxInterval: 1000,
-  maxAttempts: 100,
-  onMaxAttempts: "pause",
-};
+/** The backoff of the engine's retries of a run (ms); `retryPolicy` says what is not given. */
+export interface RetryOptions {
+  /** The first wait (default 50 ms: a dead worker's run moves on at once). */
+  initialIntervalMs?: number;
+  /** The longest wait (default 1000 ms: a worker that comes back gets its runs within a second). */
+  maxIntervalMs?: number;
+}
+
+/**
+ * How the engine retries a run whose worker went away or failed: doubling waits, capped, and no
+ * number of attempts after which it gives up. A run whose workers are all gone for an hour goes on
+ * within `maxIntervalMs` of one coming back; nobody has to resume it. (No `maxAttempts` is
+ * advertised, so the server's default applies: `startRestateServer` makes it "unlimited". An earlier
+ * policy paused a run for good after 100 attempts, about 105 s without a worker.) A run that can
+ * never succeed (its journal does not match the code) is retried the same way until cancelled:
+ * `cancelRun` ends it.
+ */
+export function retryPolicy(options: RetryOptions = {}): restate.RetryPolicy {
+  return {
+    initialInterval: options.initialIntervalMs ?? 50,
+    exponentiationFactor: 2,
+    maxInterval: options.maxIntervalMs ?? 1000,
+  };
+}
+
+/** The default policy (`retryPolicy()`). */
+export const RETRY_POLICY: restate.RetryPolicy = retryPolicy();
 
 /** The `AgentRun` workflow over `setups`. */
-export function agentRunWorkflow(setups: RunSetups) {
+export function agentRunWorkflow(setups: RunSetups, options: { retry?: RetryOptions } = {}) {
   return restate.workflow({
     name: AGENT_RUN,
     handlers: {
@@ -98,6 +117,6 @@ export function agentRunWorkflow(setups: RunSetups) {
         return { messages: [...messages], ...(errorMessage !== undefined && { errorMessage }) };
       },
     },
-    options: { retryPolicy: RETRY_POLICY },
+    options: { retryPolicy: retryPolicy(options.retry) },
   });
 }
