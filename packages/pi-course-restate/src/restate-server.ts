@@ -137,7 +137,14 @@ export async function startRestateServer(options: {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`the Restate server exited while starting (${child.exitCode ?? child.signalCode}): ${stderr}`);
       }
-      if ((await healthy(adminSocket, "/health")) && (await healthy(ingressSocket, "/restate/health"))) break;
+      // healthy, and its partitions are led (until then a query of runs fails)
+      if (
+        (await healthy(adminSocket, "/health")) &&
+        (await healthy(ingressSocket, "/restate/health")) &&
+        (await admin("POST", "/query", { query: "SELECT id FROM sys_invocation LIMIT 1" }).catch(() => undefined))
+          ?.status === 200
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`the Restate server did not answer within its start time: ${stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
