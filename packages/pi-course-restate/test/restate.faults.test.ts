@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunOutput } from "../src/agent-run.js";
 import { engineQuery, engineVersions, readConnection, sqlText } from "../src/engine-client.js";
-import { type Engine, startEngine } from "../src/engine.js";
+import type { Engine } from "../src/engine.js";
 import { readIdentityKeys } from "../src/identity.js";
 import { freePort } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
