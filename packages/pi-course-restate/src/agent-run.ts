@@ -17,6 +17,7 @@
 import * as restate from "@restatedev/restate-sdk";
 import { Agent, type AgentMessage, type AgentTool, type Model } from "@pi/course";
 import { journaledModel } from "./journaled-model.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 import { journaledTools } from "./journaled-tool.js";
 import { Steps } from "./steps.js";
 
@@ -101,6 +102,8 @@ export function agentRunWorkflow(setups: RunSetups, options: { retry?: RetryOpti
         }
         if (typeof input.prompt !== "string")
           throw new restate.TerminalError("AgentRun: input.prompt must be a string");
+        const secret = secretField(input.options);
+        if (secret !== undefined) throw new restate.TerminalError(`AgentRun: ${secretInJournal(secret)}`);
         const parts = await setup({ runId: ctx.key, options: input.options });
         const steps = new Steps(ctx);
         const agent = new Agent({

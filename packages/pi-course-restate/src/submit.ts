@@ -9,9 +9,15 @@ import { type AgentMessage, SessionFile } from "@pi/course";
 import { AGENT_RUN, type RunInput, type RunOutput } from "./agent-run.js";
 import { attach } from "./attach.js";
 import { type EngineConnection, engineFetch } from "./engine-client.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
-/** Submits run `runId` and resolves with the engine's invocation id, once the engine has it. */
+/**
+ * Submits run `runId` and resolves with the engine's invocation id, once the engine has it.
+ * Refuses options that hold what looks like a credential (`journal-guard.ts`): they would be journaled.
+ */
 export async function submitRun(engine: EngineConnection, runId: string, input: RunInput): Promise<string> {
+  const secret = secretField(input.options);
+  if (secret !== undefined) throw new Error(`run ${runId} not submitted: ${secretInJournal(secret)}`);
   const response = await engineFetch(engine, `/${AGENT_RUN}/${encodeURIComponent(runId)}/run/send`, {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -226,3 +226,30 @@ it("runs an eval case only from inside its suite folders, by real path, whoever 
   expect(inside.ok, inside.text).toBe(true);
   expect(existsSync(path.join(suite, "inside", "ran"))).toBe(true);
 }, 60_000);
+
+it("keeps model keys out of the journal: a run whose options hold one is not submitted, and not run if sent another way", async () => {
+  const options = { effects: path.join(root, "effects.log"), model: { apiKey: "sk-test-0001" } };
+  await expect(submitRun(engine!, "keyed", { setup: "kill-script", prompt: "go", options })).rejects.toThrow(
+    "run keyed not submitted: options.model.apiKey looks like a credential, and a run's options are kept in the engine's journal. " +
+      'Give the workers the key in their own environment or a file, and let the options name it (e.g. { "apiKeyEnv": "OPENAI_API_KEY" }).',
+  );
+  expect(await engineQuery(engine!, "SELECT id FROM sys_invocation WHERE target_service_key = 'keyed'")).toEqual([]);
+  // naming the variable is fine
+  const named = { effects: path.join(root, "effects.log"), model: { apiKeyEnv: "OPENAI_API_KEY" } };
+  expectDoneRun(await runDurably(engine!, "named", { setup: "kill-script", prompt: "go", options: named }));
+  // sent past the client, the worker refuses to run it
+  const sent = await engineFetch(engine!, "/AgentRun/keyed-raw/run/send", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ setup: "kill-script", prompt: "go", options }),
+  });
+  expect(sent.status, await sent.text()).toBeLessThan(300);
+  await expect(runResult(engine!, "keyed-raw", AbortSignal.timeout(20_000))).rejects.toThrow(
+    "AgentRun: options.model.apiKey looks like a credential",
+  );
+}, 60_000);
+
+function expectDoneRun(output: { messages: { role: string; content?: unknown }[] }): void {
+  const last = output.messages.at(-1)!;
+  expect(last.role === "assistant" && last.content).toEqual([{ type: "text", text: DONE }]);
+}
