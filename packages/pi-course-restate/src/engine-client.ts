@@ -63,10 +63,9 @@ export async function engineFetch(engine: EngineConnection, route: string, init:
   const url = `${engine.url}${route}`;
   let response: Response;
   try {
-    response = await fetch(url, {
-      ...init,
-      headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${engine.token}` },
-    });
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${engine.token}`);
+    response = await fetch(url, { ...init, headers });
   } catch (error) {
     if ((error as Error).name === "AbortError" || (error as Error).name === "TimeoutError") throw error;
     throw new EngineUnreachable(engine.url, error);

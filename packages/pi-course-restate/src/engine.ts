@@ -164,7 +164,16 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   };
   supervise(server);
 
-  // versions: register new ones beside the old, retire drained ones
+  // versions: register new ones beside the old, retire drained ones. A retired version whose
+  // workers are still up is not registered again (it would take new runs from the newer code);
+  // once none of its workers answered, seeing it again is a rollback, and it is registered.
+  const retiredFile = path.join(dir, "retired.json");
+  const retired = new Map<string, { gone: boolean }>(
+    Object.entries(
+      JSON.parse(await readFile(retiredFile, "utf8").catch(() => "{}")) as Record<string, { gone: boolean }>,
+    ),
+  );
+  const saveRetired = () => writeFile(retiredFile, `${JSON.stringify(Object.fromEntries(retired))}\n`, { mode: 0o600 });
   const told = new Set<string>();
   const once = (line: string) => {
     if (!told.has(line)) log(line);
@@ -173,11 +182,23 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   const watch = async () => {
     const live = await proxy.versions();
     const known = await engineVersions(connection);
+    for (const [version, state] of retired) {
+      if (!live.has(version) && !state.gone) {
+        state.gone = true;
+        await saveRetired();
+      }
+    }
     for (const version of live.keys()) {
       if (known.some((v) => v.version === version)) continue;
+      const wasRetired = retired.get(version);
+      if (wasRetired !== undefined && !wasRetired.gone) {
+        once(`version ${version} is retired but workers of it still answer; stop them (it takes no new runs)`);
+        continue;
+      }
       const uri = versionUri(proxy.url, version);
       try {
         const id = await server.register(uri);
+        if (retired.delete(version)) await saveRetired();
         log(`version ${version} registered (deployment ${id}): new runs go to it`);
         return; // one at a time: the next look sees it as the latest
       } catch (error) {
@@ -187,8 +208,11 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     for (const v of known) {
       if (v.state !== "drained") continue;
       const removed = await server.admin("DELETE", `/deployments/${encodeURIComponent(v.deploymentId)}?force=true`);
-      if (removed.status < 300) log(`version ${v.version} retired (deployment ${v.deploymentId}): its runs are done`);
-      else once(`version ${v.version} could not be retired (${removed.status}): ${removed.text}`);
+      if (removed.status < 300) {
+        retired.set(v.version, { gone: false });
+        await saveRetired();
+        log(`version ${v.version} retired (deployment ${v.deploymentId}): its runs are done`);
+      } else once(`version ${v.version} could not be retired (${removed.status}): ${removed.text}`);
     }
   };
   let watching = Promise.resolve();

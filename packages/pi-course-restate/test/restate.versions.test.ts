@@ -16,7 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RunOutput } from "../src/agent-run.js";
-import { cancelRun, engineQuery } from "../src/engine-client.js";
+import { cancelRun, engineQuery, engineVersions } from "../src/engine-client.js";
 import { type Engine, startEngine } from "../src/engine.js";
 import { freePort } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
@@ -131,8 +131,16 @@ it("registers new code beside the old, keeps a run in flight on its version to t
   expect(toolNames(finished)).toEqual(["effect", "peek", "peek", "effect"]);
   marks.stop();
 
-  // drained: retired
+  // drained: retired, and not registered again while its (restarted) worker still answers
   expect(await versionsUntil(engine, (versions) => versions.length === 1)).toEqual([serving]);
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // ten looks of the engine at its workers
+  expect(await engineVersions(engine)).toEqual([serving]);
+  // its workers gone and started again: a rollback, registered as the newest (and the newer code, drained, retired)
+  for (const worker of old.workers) if (old.alive(worker)) worker.child.kill("SIGKILL");
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await old.start(p1);
+  const rolledBack = await versionsUntil(engine, (versions) => versions.every((v) => v.version === first!.version));
+  expect(rolledBack).toEqual([{ ...first, deploymentId: expect.not.stringMatching(first!.deploymentId) }]);
 }, 90_000);
 
 it("cancels a run stuck in replay (its journal does not match the code)", async () => {
