@@ -13,8 +13,8 @@
  * The kill script's kill points hold a run where the test wants it (test/support/kill-script.ts).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,6 +28,7 @@ import { runResult, submitRun } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
 import { engineWithFleet, Fleet, testBundle, versionsUntil } from "./support/fleet.js";
 import { DONE } from "./support/kill-script.js";
+import { markersFor } from "./support/markers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PACKAGE = path.resolve(here, "..");
@@ -70,33 +71,6 @@ function fleetOf(retryMaxMs?: number): Fleet {
   return fleet;
 }
 
-/** A markers folder whose kill points are all let go, but for those `held` says to hold. */
-async function markersFor(name: string, held: (point: string) => boolean) {
-  const markers = path.join(root, `markers-${name}`);
-  await mkdir(markers);
-  const timer = setInterval(async () => {
-    for (const file of await readdir(markers).catch(() => [] as string[])) {
-      if (file.endsWith(".go")) continue;
-      const point = file.split("@")[0]!;
-      const go = path.join(markers, `${point}.go`);
-      if (!held(point) && !existsSync(go)) await writeFile(go, "");
-    }
-  }, 10);
-  return {
-    markers,
-    /** Resolves once a worker reached `point` (`<run>.<point>`); with the pid that did. */
-    async reach(point: string): Promise<number> {
-      for (;;) {
-        const file = (await readdir(markers)).find((f) => f.startsWith(`${point}@`));
-        if (file !== undefined) return Number(file.split("@")[1]);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    },
-    go: (point: string) => writeFile(path.join(markers, `${point}.go`), ""),
-    stop: () => clearInterval(timer),
-  };
-}
-
 /** Whether `pid` runs (a zombie, dead but not yet reaped by init, does not). */
 function running(pid: number): boolean {
   try {
@@ -135,7 +109,7 @@ describe("runs that never stall", () => {
     const ports = [await freePort(), await freePort()];
     const engine = await engineWithFleet(fleet, path.join(root, "away"), ports);
     engines.push(engine);
-    const marks = await markersFor("away", (point) => point === "away.c0.before");
+    const marks = await markersFor(root, "away", (point) => point === "away.c0.before");
     const effects = path.join(root, "away-effects.log");
     await submitRun(engine, "away", {
       setup: "kill-script",
@@ -203,7 +177,7 @@ describe("the engine restarted", () => {
     fleet.keys = readIdentityKeys(path.join(dir, "identity-keys"));
     await fleet.start(port);
     const [deployment] = await versionsUntil(engine, (versions) => versions.length === 1);
-    const marks = await markersFor("restarted", (point) => point === "restarted.c0.before");
+    const marks = await markersFor(root, "restarted", (point) => point === "restarted.c0.before");
     const effects = path.join(root, "restarted-effects.log");
     await submitRun(engine, "restarted", {
       setup: "kill-script",
@@ -259,7 +233,7 @@ describe("the engine restarted", () => {
     const fleet = fleetOf();
     const engine = await engineWithFleet(fleet, path.join(root, "server-killed"), [await freePort()]);
     engines.push(engine);
-    const marks = await markersFor("server-killed", (point) => point === "server-killed.c0.before");
+    const marks = await markersFor(root, "server-killed", (point) => point === "server-killed.c0.before");
     const effects = path.join(root, "server-killed-effects.log");
     await submitRun(engine, "server-killed", {
       setup: "kill-script",

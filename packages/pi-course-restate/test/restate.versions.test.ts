@@ -10,7 +10,7 @@
  * - A run made to diverge (version 2's code under version 1's name, as an in-place overwrite did)
  *   retries for ever; `cancelRun` still ends it.
  */
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,6 +23,7 @@ import { runResult, submitRun } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
 import { Fleet, testBundle, versionsUntil } from "./support/fleet.js";
 import { DONE } from "./support/kill-script.js";
+import { markersFor } from "./support/markers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -65,29 +66,6 @@ async function engineOn(name: string, ports: number[]): Promise<Engine> {
   return engine;
 }
 
-/** Lets every kill point go but `held`; `reach` waits for a point and says which pid reached it. */
-async function markersFor(name: string, held: string) {
-  const markers = path.join(root, `markers-${name}`);
-  await mkdir(markers);
-  const timer = setInterval(async () => {
-    for (const file of await readdir(markers).catch(() => [] as string[])) {
-      const point = file.split("@")[0]!;
-      if (!file.endsWith(".go") && point !== held) await writeFile(path.join(markers, `${point}.go`), "");
-    }
-  }, 10);
-  return {
-    markers,
-    async reach(point: string): Promise<number> {
-      for (;;) {
-        const file = (await readdir(markers)).find((f) => f.startsWith(`${point}@`));
-        if (file !== undefined) return Number(file.split("@")[1]);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    },
-    stop: () => clearInterval(timer),
-  };
-}
-
 function toolNames(output: RunOutput): string[] {
   return output.messages.flatMap((m) =>
     m.role === "assistant" ? m.content.flatMap((c) => (c.type === "toolCall" ? [c.name] : [])) : [],
@@ -104,7 +82,7 @@ it("registers new code beside the old, keeps a run in flight on its version to t
   const [first] = await versionsUntil(engine, (versions) => versions.length === 1);
   expect(first).toMatchObject({ state: "serving", runsInFlight: 0 });
 
-  const marks = await markersFor("rollout", "old.c0.before");
+  const marks = await markersFor(root, "rollout", (point) => point === "old.c0.before");
   const options = { markers: marks.markers, effects: path.join(root, "rollout-effects.log") };
   await submitRun(engine, "old", { setup: "kill-script", prompt: "go", options });
   const oldResult = runResult(engine, "old", AbortSignal.timeout(60_000));
@@ -152,7 +130,7 @@ it("cancels a run stuck in replay (its journal does not match the code)", async 
   before.keys = after.keys = [engine.publicKey];
   await before.start(port);
   await versionsUntil(engine, (versions) => versions.length === 1);
-  const marks = await markersFor("stuck", "stuck.c0.before");
+  const marks = await markersFor(root, "stuck", (point) => point === "stuck.c0.before");
   const options = { markers: marks.markers, effects: path.join(root, "stuck-effects.log") };
   const invocationId = await submitRun(engine, "stuck", { setup: "kill-script", prompt: "go", options });
   const result = runResult(engine, "stuck", AbortSignal.timeout(60_000)).then(
