@@ -25,7 +25,7 @@ import { bundleWorker } from "./worker-bundle.js";
 import { runWorkerCommand } from "./worker-command.js";
 
 const USAGE = `usage:
-  cli.ts engine --dir DIR --workers http://127.0.0.1:9081,http://127.0.0.1:9082 [--port N] [--proxy-port N]
+  cli.ts engine --dir DIR --workers http://127.0.0.1:9081,http://127.0.0.1:9082 [--port N] [--proxy-port N] [--max-restarts N]
   cli.ts worker --setups MODULE --identity-keys-file DIR/identity-keys [--port N] [--suites DIR,…] [--version V]
   cli.ts bundle [--setups MODULE] --out FILE.mjs
   cli.ts submit --engine DIR --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
@@ -40,16 +40,21 @@ async function engine(args: string[]): Promise<void> {
       workers: { type: "string" },
       port: { type: "string" },
       "proxy-port": { type: "string" },
+      "max-restarts": { type: "string" },
     },
   });
   if (values.dir === undefined || values.workers === undefined)
     throw new Error(`engine needs --dir and --workers\n${USAGE}`);
   const workers = values.workers.split(",").filter((url) => url !== "");
+  const maxRestarts = Number(values["max-restarts"] ?? 5);
+  if (!Number.isInteger(maxRestarts) || maxRestarts < 0)
+    throw new Error(`--max-restarts must be a whole number (restarts of the Restate server within a minute)\n${USAGE}`);
   const running = await startEngine({
     dir: values.dir,
     workers,
     ...(values.port !== undefined && { port: Number(values.port) }),
     ...(values["proxy-port"] !== undefined && { proxyPort: Number(values["proxy-port"]) }),
+    maxRestarts,
   });
   process.stdout.write(
     `engine: ${running.url} (credential: ${running.connectionFile}; workers: --identity-keys-file ${running.identityKeysFile}; proxy ${running.proxyUrl})\n`,

@@ -238,7 +238,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     async stop() {
       stopping = true;
       clearInterval(timer);
-      await watching;
+      // a look at the workers under way ends by itself (each of its requests is bounded); not waited on for long
+      await Promise.race([watching, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       await gate.close();
       await proxy.close();
       await server.stop();
