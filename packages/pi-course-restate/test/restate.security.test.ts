@@ -12,7 +12,7 @@
  * This test needs root (to act as another user) and `runuser`; it fails, saying so, without them.
  */
 import { execFile, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { chmod, copyFile, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -93,6 +93,29 @@ function attackAsNobody(targets: unknown): Promise<Record<string, string>> {
   });
 }
 
+/** The TCP ports `pid` listens on (from /proc: its sockets' inodes in the kernel's LISTEN table). */
+function tcpListening(pid: number): number[] {
+  const inodes = new Set(
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        return match === null ? [] : [match[1]!];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  const ports: number[] = [];
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is fields[1] (hex ip:port), st is fields[3] (0A: LISTEN), inode is fields[9]
+      if (fields[3] === "0A" && inodes.has(fields[9]!)) ports.push(Number.parseInt(fields[1]!.split(":")[1]!, 16));
+    }
+  }
+  return ports;
+}
+
 async function reach(markers: string, name: string): Promise<void> {
   while (!(await readdir(markers)).some((file) => file.startsWith(`${name}@`)))
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -164,6 +187,10 @@ it("lets another local user submit, read, list, cancel or kill nothing, and no u
     "SIGKILL the Restate server": "EPERM",
     "SIGKILL the engine": "EPERM",
   });
+
+  // Restate itself listens on no TCP port at all (ingress, admin, fabric: Unix sockets only)
+  expect(tcpListening(engine!.server().process.pid!)).toEqual([]);
+  expect(tcpListening(process.pid)).toEqual(expect.arrayContaining([new URL(engine!.url).port].map(Number)));
 
   // nothing of it happened: the case's check never ran, no EvalRun exists, the held run goes on to its end
   expect(existsSync(path.join(caseDir, "pwned"))).toBe(false);
