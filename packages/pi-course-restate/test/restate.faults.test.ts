@@ -129,7 +129,8 @@ describe("runs that never stall", () => {
       seen = await invocationOf(engine, "away");
     }
     const awayMs = Date.now() - away;
-    expect(seen.status).toBe("backing-off");
+    // between two attempts, or in one (the engine asking the proxy, which has no worker)
+    expect(["backing-off", "running"]).toContain(seen.status);
     expect(seen.retry_count).toBeGreaterThan(100);
     console.info(
       `all workers away ${(awayMs / 1000).toFixed(1)} s (the old policy paused after ${(oldLimitMs / 1000).toFixed(2)} s at this cap), ${seen.retry_count} attempts`,
