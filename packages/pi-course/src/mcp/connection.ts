@@ -7,6 +7,7 @@
  * peer with `notifications/cancelled`; what the peer still sends for it (a late response,
  * progress) is ignored. Nothing is left pending when the transport ends.
  */
+import { McpAuthError } from "./auth/auth-error.js";
 import { errorText } from "../errors.js";
 import { startTimer, userDuration } from "../timer.js";
 import {
@@ -196,7 +197,7 @@ export class JsonRpcConnection {
       this.transport.send(message).catch((error: Error) => {
         if (!this.pending.delete(id)) return; // ended already (closed() ends every pending request)
         entry.cleanup();
-        reject(new McpError("transport", `cannot send ${method}: ${error.message}`));
+        reject(sendFailure(method, error));
       });
     });
     // #endregion
@@ -300,4 +301,14 @@ export class JsonRpcConnection {
     for (const controller of this.incoming.values()) controller.abort("the connection closed");
     for (const listener of this.closeListeners.splice(0)) listener(error);
   }
+}
+
+/**
+ * What a request whose transport could not send it rejects with: an authorization error as it
+ * is (its `failure`, server and what to do reach the caller: `McpAuthError`), anything else as
+ * an `McpError` ("transport").
+ */
+function sendFailure(method: string, error: Error): Error {
+  if (error instanceof McpAuthError) return error;
+  return new McpError("transport", `cannot send ${method}: ${error.message}`);
 }
