@@ -8,6 +8,7 @@
  * progress) is ignored. Nothing is left pending when the transport ends.
  */
 import { McpAuthError } from "./auth/auth-error.js";
+import { OutboundError } from "../models/http/outbound.js";
 import { errorText } from "../errors.js";
 import { startTimer, userDuration } from "../timer.js";
 import {
@@ -304,11 +305,11 @@ export class JsonRpcConnection {
 }
 
 /**
- * What a request whose transport could not send it rejects with: an authorization error as it
- * is (its `failure`, server and what to do reach the caller: `McpAuthError`), anything else as
- * an `McpError` ("transport").
+ * What a request whose transport could not send it rejects with: an authorization error or an
+ * outbound policy refusal as it is (`McpAuthError` with its `failure`, server and what to do;
+ * `OutboundError` with its `reason`), anything else as an `McpError` ("transport").
  */
 function sendFailure(method: string, error: Error): Error {
-  if (error instanceof McpAuthError) return error;
+  if (error instanceof McpAuthError || error instanceof OutboundError) return error;
   return new McpError("transport", `cannot send ${method}: ${error.message}`);
 }
