@@ -26,6 +26,7 @@ import { MemoryTokenStore } from "../src/mcp/auth/token-store.js";
 import { McpClient } from "../src/mcp/client.js";
 import { HttpTransport } from "../src/mcp/streamable-http.js";
 import { OutboundError } from "../src/models/http/outbound.js";
+import { consentingBrowser } from "./support/consenting-browser.js";
 
 type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void;
 
@@ -156,23 +157,11 @@ const loopbackOnly: typeof fetch = (input, init) => {
   return fetch(input, init);
 };
 
-/** A browser that consents at once (follows the authorization server's redirect to the loopback). */
-async function browser(url: string): Promise<void> {
-  let at = url;
-  for (let hop = 0; hop < 5; hop++) {
-    const response = await fetch(at, { redirect: "manual" });
-    await response.body?.cancel();
-    const location = response.headers.get("location");
-    if (location === null) return;
-    at = new URL(location, at).href;
-  }
-}
-
 function oauth(options: Partial<McpOAuthOptions<MemoryTokenStore>> = {}): McpOAuth<MemoryTokenStore> {
   return new McpOAuth({
     serverUrl: `${home.base}/mcp`,
     store: new MemoryTokenStore(),
-    openUrl: browser,
+    openUrl: consentingBrowser,
     fetch: loopbackOnly,
     ...options,
   });

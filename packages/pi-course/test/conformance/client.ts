@@ -21,28 +21,17 @@ import {
   MemoryTokenStore,
   errorText,
 } from "../../src/index.js";
+import { consentingBrowser } from "../support/consenting-browser.js";
 
 const serverUrl = process.argv[2];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as Record<string, string | undefined>;
 
-/** A browser that consents at once: follows the authorization server's redirects to the loopback listener. */
-async function browser(url: string): Promise<void> {
-  let at = url;
-  for (let hop = 0; hop < 5; hop++) {
-    const response = await fetch(at, { redirect: "manual" });
-    await response.body?.cancel();
-    const location = response.headers.get("location");
-    if (location === null) return;
-    at = new URL(location, at).href;
-  }
-}
-
 function options(): McpOAuthOptions<MemoryTokenStore> {
   const base: McpOAuthOptions<MemoryTokenStore> = {
     serverUrl: serverUrl!,
     store: new MemoryTokenStore(),
-    openUrl: browser,
+    openUrl: consentingBrowser,
     clientMetadataUrl: "https://conformance-test.local/client-metadata.json",
   };
   if (scenario.startsWith("auth/2025-03-26-")) base.protocolVersion = "2025-03-26";
