@@ -19,7 +19,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { serverModelIds } from "../src/cli/server-models.js";
-import { errorText } from "../src/errors.js";
+import { errorText } from "../src/base/errors.js";
 import { McpAuthError } from "../src/mcp/auth/auth-error.js";
 import { McpOAuth, type McpOAuthOptions } from "../src/mcp/auth/oauth.js";
 import { MemoryTokenStore } from "../src/mcp/auth/token-store.js";

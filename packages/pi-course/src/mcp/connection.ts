@@ -7,10 +7,10 @@
  * peer with `notifications/cancelled`; what the peer still sends for it (a late response,
  * progress) is ignored. Nothing is left pending when the transport ends.
  */
-import { McpAuthError } from "./auth/auth-error.js";
+import { errorText } from "../base/errors.js";
+import { startTimer, userDuration } from "../base/timer.js";
 import { OutboundError } from "../models/http/outbound.js";
-import { errorText } from "../errors.js";
-import { startTimer, userDuration } from "../timer.js";
+import { McpAuthError } from "./auth/auth-error.js";
 import {
   ErrorCode,
   McpError,

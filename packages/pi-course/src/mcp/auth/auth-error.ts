@@ -9,7 +9,7 @@
  * `failure` (`"login-required"`, `"insufficient-scope"`, …), `serverUrl` and `action` instead of
  * matching message texts.
  */
-import { PiCourseError } from "../../errors.js";
+import { PiCourseError } from "../../base/errors.js";
 
 /** Why authorizing failed, for a program to tell the cases apart. */
 export type McpAuthFailure =

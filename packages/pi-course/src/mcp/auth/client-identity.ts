@@ -17,7 +17,7 @@
  * authentication method a client uses is kept with it: what registration returned (a public
  * registration stays public even if the server hands out a secret), or what is configured.
  */
-import { errorText } from "../../errors.js";
+import { errorText } from "../../base/errors.js";
 import { type AuthFetch, readAnswer } from "./auth-fetch.js";
 import { McpAuthError } from "./auth-error.js";
 import type { PrivateKeyJwtSettings } from "./client-assertion.js";

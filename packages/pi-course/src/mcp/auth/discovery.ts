@@ -23,7 +23,7 @@
  * Every document is fetched through the one outbound policy (`auth-fetch.ts`: a few same-origin
  * hops, the scheme rule on each, a byte cap and a time limit).
  */
-import { errorText } from "../../errors.js";
+import { errorText } from "../../base/errors.js";
 import { type AuthFetch, authFetch } from "./auth-fetch.js";
 import { McpAuthError } from "./auth-error.js";
 import { requireSecureUrl } from "./secure-url.js";

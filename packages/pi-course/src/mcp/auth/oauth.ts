@@ -29,7 +29,7 @@
  * requests to the token endpoints: never in a message. Every `McpAuthError` it throws names the
  * server (`serverUrl`).
  */
-import { errorText } from "../../errors.js";
+import { errorText } from "../../base/errors.js";
 import { McpAuthError } from "./auth-error.js";
 import { AUTH_REQUEST_TIMEOUT_MS, type AuthFetch, authFetch } from "./auth-fetch.js";
 import { type ClientSettings, configuredClient, type OAuthClient, obtainClient } from "./client-identity.js";

@@ -15,7 +15,7 @@
  * `McpAuthError` with the server's `error` and `error_description` only: no token, code,
  * verifier, assertion or secret is ever put in a message.
  */
-import { errorText } from "../../errors.js";
+import { errorText } from "../../base/errors.js";
 import { type AuthFetch, readAnswer } from "./auth-fetch.js";
 import { McpAuthError } from "./auth-error.js";
 import { chooseAlgorithm, clientAssertion, JWT_ASSERTION_TYPE, loadPrivateKey } from "./client-assertion.js";

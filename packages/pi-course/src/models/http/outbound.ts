@@ -22,7 +22,7 @@
  * A refusal is an `OutboundError` whose `reason` says which rule, and whose message names the
  * URL's origin and path only (a query may hold a code or a token).
  */
-import { PiCourseError } from "../../errors.js";
+import { PiCourseError } from "../../base/errors.js";
 import { boundedBody } from "./response-limits.js";
 
 /** Why a request was refused or stopped. */
