@@ -248,6 +248,42 @@ describe("the proof catches a broken course", () => {
         "it must fail until lab 1.1 is written",
     ]);
   }, 300_000);
+
+  it("runs each wrong version in one folder and one vitest, reverted after each: reports one not caught, one caught with other words, an escaping error, a missing text", async () => {
+    const wrong = (what: string, replace: string, failsWith = "expected -1 to be 5", find = "return a + b;") => ({
+      lab: "1.1",
+      what,
+      file: "src/adder.ts",
+      find,
+      replace,
+      failsWith,
+    });
+    const wrongs = buildCatalogue([
+      {
+        spec: {
+          ...spec("01", "adder", ["src/adder.ts"], "1.1"),
+          wrong: [
+            wrong("subtracts", "return a - b;"),
+            // caught only if the previous version was written back and vitest re-read the file
+            wrong("the operands swapped", "return b + a;"),
+            wrong("subtracts, said otherwise", "return a - b;", "the sum is wrong"),
+            wrong("throws later", 'setTimeout(() => { throw new Error("late boom"); });\n  return a - b;'),
+            wrong("not there", "return 0;", "x", "return a * b;"),
+          ],
+        },
+        source: "mini/01-adder.ts",
+      },
+    ]);
+    const report = await proveChapter(wrongs, wrongs.chapters[0]!, { sources: course(), views: ["snapshot"] });
+    expect(report.problems).toEqual([
+      "wrong(01: not there): src/adder.ts must hold the text to replace exactly once, found 0 time(s); fix `find` in mini/01-adder.ts",
+      "wrong(01: the operands swapped): every test of lab 1.1 PASSES on a wrong implementation (the operands swapped); add a test that catches it",
+      'wrong(01: subtracts, said otherwise): the tests of lab 1.1 fail on a wrong implementation (subtracts, said otherwise), but none says "the sum is wrong" in an assertion: Lab 1.1 · adds two numbers: expected -1 to be 5 // Object.is equality',
+      "wrong(01: throws later): an error escapes the tests of lab 1.1, unhandled, on a wrong implementation (throws later); " +
+        "in a full run it fails whatever test runs next: late boom",
+    ]);
+    expect(report.timings["wrong versions"]).toBe(4);
+  }, 300_000);
 });
 
 const CALC = `/** Adds. */
