@@ -313,6 +313,7 @@ export function untoldProblems(view: View, scan: SourceScan, label: string): str
   const lower = corpus.toLowerCase();
   const labs = labsOf(chapter, scan);
   const problems: string[] = [];
+  const waived: string[] = [];
   for (const [file, content] of view.files) {
     if (typeof content !== "string" || !file.endsWith(".test.ts") || scan.owners.get(file) !== chapter) continue;
     for (const required of requiredTexts(file, content)) {
@@ -327,12 +328,22 @@ export function untoldProblems(view: View, scan: SourceScan, label: string): str
           ? `quote it in the hint of lab ${lab} in ${chapter.source}` +
             (sites.length > 0 ? ` or in the doc comment of ${[...new Set(sites)].join(", ")}` : "")
           : `quote it in ${chapter.source} or in a doc comment in src/`;
-      problems.push(
+      (required.prose && chapter.proseToldWaiver !== undefined ? waived : problems).push(
         `${label}: ${file}:${required.line} › ${required.test || "(outside a test)"} requires the text ${JSON.stringify(required.text)}, ` +
           `but ${untold.map((p) => JSON.stringify(p)).join(", ")} is said neither in the guide nor in src/ of the practice folder: ` +
           `${where}; or make the test check only what matters (ids, numbers, paths, key phrases the guide names)`,
       );
     }
+  }
+  if (chapter.proseToldWaiver !== undefined) {
+    if (waived.length === 0)
+      problems.push(
+        `${label}: every sentence the tests of chapter ${chapter.id} expect is told now; remove proseToldWaiver in ${chapter.source}`,
+      );
+    else
+      console.warn(
+        `[proof] waived in ${chapter.source} (why: ${chapter.proseToldWaiver}): ${waived.length} untold sentence(s):\n${waived.join("\n")}`,
+      );
   }
   return problems;
 }

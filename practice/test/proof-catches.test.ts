@@ -188,6 +188,50 @@ describe("the proof catches a broken course", () => {
     expect((await proveChapter(catalogue, ch01, { sources: withDoc, staticOnly: true })).problems).toEqual([]);
   });
 
+  it("reads a sentence wherever an assertion expects it: an error field, a constant only assertions use; not a constant given to the code", async () => {
+    const checked = ADDER.replace(
+      "/** Adds. */\nexport function add(a: number, b: number): number {",
+      "/** Checks a sum. */\nexport function check(sum: number): { error?: string } {\n  // #region lab 1.1 check\n" +
+        '  return Number.isFinite(sum) ? {} : { error: "the sum is not finite, so nothing was added" };\n  // #endregion\n}\n\n' +
+        "/** Adds. */\nexport function add(a: number, b: number): number {",
+    );
+    const test = TEST_01.replace(
+      'import { add } from "../src/adder.js";',
+      'import { add, check } from "../src/adder.js";',
+    )
+      .replace(
+        "expect(add(2, 3)).toBe(5);",
+        "expect(add(2, 3)).toBe(5);\n" +
+          '  expect(check(Infinity)).toEqual({ error: "the sum is not finite, so nothing was added" });\n' +
+          "  expect([check(NaN).error]).toEqual(EXPECTED);\n" +
+          "  expect(add(GIVEN.length, 0)).toBe(GIVEN.length);\n" +
+          "  expect(GIVEN).toBe(GIVEN);",
+      )
+      .concat(
+        '\nconst EXPECTED = ["the sum is not finite, so nothing was added"];\n' +
+          'const GIVEN = "a sentence the test gives the code";\n',
+      );
+    const sources = course({ adder: checked, test01: test });
+    const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
+    expect(
+      report.problems.map((p) =>
+        /^practice\(01\): test\/01-adder\.test\.ts:(\d+) ›.*?requires the text (".*?")/.exec(p)?.slice(1),
+      ),
+    ).toEqual([
+      ["6", '"the sum is not finite, so nothing was added"'],
+      ["12", '"the sum is not finite, so nothing was added"'],
+    ]);
+    const said = checked.replace(
+      "/** Checks a sum. */",
+      "/** Checks a sum: `the sum is not finite, so nothing was added`. */",
+    );
+    const told = await proveChapter(catalogue, ch01, {
+      sources: course({ adder: said, test01: test }),
+      staticOnly: true,
+    });
+    expect(told.problems).toEqual([]);
+  });
+
   it("fails for a region that is never closed", async () => {
     const sources = course({ adder: ADDER.replace(/\/\/ #endregion\n$/, "") });
     const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
