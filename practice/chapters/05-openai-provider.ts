@@ -104,8 +104,6 @@ export default defineChapter({
     ...FIXTURES,
     ...ANTHROPIC_FIXTURES,
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "5.1",
@@ -132,15 +130,21 @@ export default defineChapter({
           "Read each character once, with a stack of open containers and what each expects next; build the value in place. " +
           "Show an escape once complete. At the end, one strict JSON.parse; anything but an object is an error the model can read.",
       },
+      says: [
+        "The tool call was not run: its arguments are not valid JSON (${reason}). Send the call again with the arguments as one complete JSON object.   (parseToolArguments: reason is JSON.parse's message; arguments are then {})",
+        "The tool call was not run: its arguments must be a JSON object, got ${kind}. Send the call again with the arguments as one JSON object.   (e.g. … got an array. … / got null. / got number. / got string. / got boolean.; empty or blank text is {} with no error)",
+      ],
     },
     {
       id: "5.3",
       says: [
         "context.messages[1] (toolResult) holds an image, and this model takes no images …   (a tool result's image counts too)",
-        "createOpenAICompatibleModel: extraBody.max_tokens would replace a field the adapter sets itself; leave it out.",
+        "extraBody.${key} would replace a field the adapter sets itself; use the adapter's own option for it (e.g. maxTokens for max_tokens), or leave it out.   (toChatCompletionsRequest, given: a field the body already has, e.g. extraBody.max_tokens would replace a field the adapter sets itself when maxTokens is set)",
+        'context.messages[${i}] (${role}) holds an image, and this model takes no images (its options say input: ["text"]). Remove the image from the context (or describe it in text), or use a model that takes images and add "image" to input.   (checkImage, given)',
+        "[1 image of this result: in the next user message] / [2 images of this result: in the next user message]   (the text of a tool message whose result held images, after the result's own text and a newline when it has any)",
         'createOpenAICompatibleModel: input lists what the model takes: ["text"] or ["text", "image"], got ${JSON.stringify(input)}',
         "context.messages[${i}] (${role}) holds an image, and this model takes no images (its options say input: ${JSON.stringify(input)}). …",
-        "${who}: extraBody.${key} would replace a field the adapter sets itself; leave it out.   (max_tokens, messages, model, stream, tools, …)",
+        "${who}: extraBody.${key} would replace a field the adapter sets itself; leave it out.   (checkRequestOptions, given: model, messages, stream, stream_options, tools)",
       ],
       title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
       hint: {
@@ -186,6 +190,7 @@ export default defineChapter({
         "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
+        "Request to ${baseUrl}/chat/completions failed: ${cause}   (openEventStream, given: a refused connection's cause names ECONNREFUSED)",
         "HTTP 503 Service Unavailable: {} (gave up after 3 attempts)   (three 503s with the body {}, maxRetries 2: errorDetails.attempts is 3)",
         "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
         "The request could not be built: context.messages[${i}] (${role}) holds an image whose data is not base64 (got …): …",
