@@ -24,8 +24,9 @@
  * pattern's wildcards are what the test chooses, not what the learner must know; the rest, a part
  * of 6 or more characters with a letter, must appear in the guide or src/ (whitespace and string
  * concatenation ignored, case ignored for an `i` pattern), as it stands or clause by clause (cut
- * at `:` `;` `(` `)`: code that writes a sentence from pieces). A string given to `RegExp(…)` is a
- * pattern. A text the test file itself supplies
+ * at `:` `;` `(` `)` `|`: code that writes a sentence from pieces; a part of short words only is
+ * then told). `true`, `false`, `null` and `undefined` are values, like numbers. A string given to
+ * `RegExp(…)` is a pattern. A text the test file itself supplies
  * elsewhere (a tool that throws "boom", then `toThrow("boom")`) is the test's own input.
  */
 import ts from "typescript";
@@ -182,6 +183,9 @@ export function requiredTexts(fileName: string, source: string): RequiredText[] 
   const collect = (node: ts.Node): void => {
     if (ts.isStringLiteralLike(node) && (node.text.trim().length >= 5 || /^[\w.-]{2,}$/.test(node.text)))
       inputs.add(node.text.trim());
+    // A script or a document the test gives the code: its own quoted strings are inputs too.
+    if (ts.isStringLiteralLike(node))
+      for (const m of node.text.matchAll(/'([^'\n]{5,})'|"([^"\n]{5,})"/g)) inputs.add((m[1] ?? m[2]!).trim());
     ts.forEachChild(node, collect);
   };
   collect(file);
@@ -322,7 +326,7 @@ function topLevelAlternatives(source: string): string[] {
 /** Fixed parts of a string: quoted values and numbers are the test's choice. */
 export function stringParts(text: string): string[] {
   return text
-    .split(/"[^"]*"|'[^']*'|`[^`]*`|-?\b\d+(?:\.\d+)?\b|\bNaN\b|-?\bInfinity\b|\n/)
+    .split(/"[^"]*"|'[^']*'|`[^`]*`|-?\b\d+(?:\.\d+)?\b|\bNaN\b|-?\bInfinity\b|\b(?:true|false|null|undefined)\b|\n/)
     .map((p) => p.replace(/^[\s:;,{}]+|[\s:;,{}]+$/g, ""))
     .filter((p) => p !== "");
 }
@@ -394,13 +398,10 @@ export function untoldParts(required: RequiredText, corpus: string, corpusLower:
   };
   // A part is told when it is said as it stands, or clause by clause (code that writes a sentence
   // from pieces: `no data arrived (…)` and `for ${ms} ms` in two places of one function).
-  return required.parts.filter(
-    (part) =>
-      !found(part) &&
-      !part
-        .split(/[:;()]/)
-        .map((c) => c.trim())
-        .filter((c) => c.length >= MIN_PART && /\p{L}/u.test(c))
-        .every((clause, _i, all) => all.length > 1 && found(clause)),
-  );
+  return required.parts.filter((part) => {
+    if (found(part)) return false;
+    const pieces = part.split(/[:;()|]/).map((c) => c.trim());
+    if (pieces.length === 1) return true;
+    return !pieces.filter((c) => c.length >= MIN_PART && /\p{L}/u.test(c)).every(found);
+  });
 }

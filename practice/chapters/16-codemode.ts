@@ -41,8 +41,6 @@ export default defineChapter({
     "src/codemode/declarations.ts",
     "src/codemode/code-tool.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "16.1",
@@ -100,6 +98,9 @@ export default defineChapter({
     },
     {
       id: "16.3",
+      says: [
+        "  /** the b tool */\n  b(args: Record<string, unknown>): Promise<string>;\n   (declarations.ts, given: a tool's doc comment is the first sentence of its description, here a tool described as /** the c tool */ too)",
+      ],
       title: { zh: "把 JSON Schema 写成 TypeScript（toTypeScript）", en: "JSON Schema as TypeScript" },
       hint: {
         zh:
