@@ -444,12 +444,14 @@ export default defineChapter({
     zh:
       "在 `ChatCompletionsTurn.toolCall` 里，把对 `pushArguments` 的调用改成每个 delta 都对整个 `rawArguments` 从头解析：先 `call.parser = new PartialJsonParser();`，" +
       '再 `call.parser.push(block.rawArguments ?? "");`，然后照旧调用 `pushArguments`。跑 `npx vitest run test/05- -t "Lab 5\\.4\\b"`：值还是对的，哪个测试失败了？' +
-      "再跑 `npm run bench -- 05`（在完整仓库里）：128 KB 的参数要多久？为什么“每个 delta 都从头解析”是平方级的？" +
+      '再在你的练习文件夹里跑 `npx vitest run test/05- -t "linear time"`：三个线性测试（SSE、部分 JSON、工具参数）各把 4 MiB 分成小块喂给你自己的代码，' +
+      "超过 8 秒就失败并说出读到了第几块；改坏之后工具参数那一个停在哪里？为什么“每个 delta 都从头解析”是平方级的？" +
+      "（`npm run bench -- 05` 只在仓库根目录有，量的是仓库里的参考实现和上游 pi-ai，不是你的代码。）" +
       '另一个实验：把 `readSseBatches` 里 `decoder.decode(value, { stream: true })` 的 `{ stream: true }` 去掉，跑 `npx vitest run test/05- -t "Lab 5\\.1\\b"`：' +
       "哪个测试失败？被切在两次读取之间的多字节字符变成了什么？",
     en:
       "In ChatCompletionsTurn.toolCall, parse the whole rawArguments again on every delta (a new PartialJsonParser fed " +
-      "rawArguments, then pushArguments as before) and run the Lab 5.4 tests: the values are right, so which test fails? Run the bench: " +
+      'rawArguments, then pushArguments as before) and run the Lab 5.4 tests: the values are right, so which test fails? In your folder, run npx vitest run test/05- -t "linear time": the three linear tests feed 4 MiB to your own code and stop after 8 s, naming the piece they reached (npm run bench -- 05 exists only at the repository root and measures the reference code): ' +
       "why is re-parsing quadratic? Then drop { stream: true } from the decode in readSseBatches and run the Lab 5.1 tests: what " +
       "does a character split between two reads become?",
   },

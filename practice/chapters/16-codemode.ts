@@ -261,10 +261,11 @@ export default defineChapter({
       "在 `sandbox.ts` 里把传给 worker 的 `maxStackBytes` 换成 0（`maxStackBytes: 0,`），" +
       '跑 `npx vitest run test/16- -t "Lab 16\\.2\\b"`：无限递归的脚本让 VM 崩溃了，宿主还活着吗？下一个脚本还能运行吗？' +
       "再把 `ensureWorker` 里复用 worker 的那一行改成每次都结束旧的、新开一个（`if (this.worker !== undefined) void this.worker.terminate();`），" +
-      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？然后跑 `npm run bench -- codemode`（在仓库里），看看和 pi-codemode 的比值怎么变。",
+      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？想量时间的话：`npm run bench -- codemode` 只在仓库根目录有（练习文件夹里没有），它量的是 `packages/pi-course/src/codemode` 里的代码：" +
+      "在仓库里做同样的改动再跑，看看和 pi-codemode 的比值怎么变，然后 `git checkout packages/pi-course/src/codemode` 改回来。",
     en:
       "Pass maxStackBytes 0 to the worker in sandbox.ts and run the Lab 16.2 tests: an endless recursion crashes the VM; does " +
       "the host survive, and does the next script run? Then start a worker per script (ensureWorker terminates the old one " +
-      "instead of reusing it): which test counts the workers? Rerun the codemode bench to see the ratio to pi-codemode move.",
+      "instead of reusing it): which test counts the workers? To time it: npm run bench -- codemode exists only at the repository root and measures packages/pi-course/src/codemode, so make the same change there, rerun it to see the ratio to pi-codemode move, then git checkout that folder.",
   },
 });
