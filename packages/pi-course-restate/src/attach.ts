@@ -6,7 +6,11 @@
  * queued eval case or a long run can take longer. So each attempt waits `attemptMs` at most (below
  * undici's limit), and an attempt that timed out, ours or undici's, is made again, until
  * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts.
+ *
+ * An engine that does not answer at all (restarting, say) is asked again for `reconnectMs`
+ * (default 60 s); then it rejects with an error that names the address and what to do.
  */
+import { EngineUnreachable } from "./engine-client.js";
 
 export interface AttachOptions {
   /** Stops waiting (the caller's own timeout). */
@@ -15,6 +19,10 @@ export interface AttachOptions {
   attemptMs?: number;
   /** How long to wait in all (default 24 hours). */
   maxWaitMs?: number;
+  /** Sent with each attempt (the engine's credential). */
+  headers?: Record<string, string>;
+  /** How long an engine that does not answer at all is asked again (default 60 s). */
+  reconnectMs?: number;
 }
 
 export interface Attached {
@@ -27,6 +35,7 @@ export interface Attached {
 export async function attach(url: string, options: AttachOptions = {}): Promise<Attached> {
   const attemptMs = options.attemptMs ?? 240_000;
   const deadline = Date.now() + (options.maxWaitMs ?? 24 * 3600_000);
+  let unreachableSince: number | undefined;
   for (;;) {
     options.signal?.throwIfAborted();
     const left = deadline - Date.now();
@@ -37,11 +46,22 @@ export async function attach(url: string, options: AttachOptions = {}): Promise<
     const attempt = AbortSignal.timeout(Math.min(attemptMs, left));
     const signal = options.signal ? AbortSignal.any([options.signal, attempt]) : attempt;
     try {
-      const response = await fetch(url, { signal });
-      return { ok: response.ok, status: response.status, text: await response.text() };
+      const response = await fetch(url, { signal, ...(options.headers && { headers: options.headers }) });
+      const text = await response.text();
+      // 503: the engine's gate is up, its Restate server is being restarted
+      if (response.status !== 503) return { ok: response.ok, status: response.status, text };
+      throw new Error(`${response.status}: ${text.trim()}`);
     } catch (error) {
       if (options.signal?.aborted) throw error;
-      if (!attempt.aborted && !headersTimedOut(error)) throw error;
+      if (attempt.aborted || headersTimedOut(error)) {
+        unreachableSince = undefined; // it answered the connection: waiting on the run
+        continue;
+      }
+      // no answer at all: the engine is away (restarting?) for a while, or not there
+      unreachableSince ??= Date.now();
+      if (Date.now() - unreachableSince > (options.reconnectMs ?? 60_000))
+        throw new EngineUnreachable(new URL(url).origin, error);
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
 }

@@ -1,14 +1,15 @@
 /**
  * `pi-course-restate`: the engine, workers and runs from a shell.
  *
- *   engine --dir DIR --workers URL[,URL…]   start Restate (data in DIR) and a proxy in front of
- *                                            the workers, register it; runs until Ctrl-C
+ *   engine --dir DIR --workers URL[,URL…]   start the engine (`startEngine`: Restate with its data in
+ *                                            DIR, its gate, a proxy in front of the workers; each
+ *                                            version of worker code a deployment); runs until Ctrl-C
  *   worker --setups MODULE [--port N]        start a worker (see worker-command.ts)
  *   bundle [--setups MODULE] --out FILE.mjs  write a worker and its setups as one file (`bundleWorker`);
  *                                            run it with `node FILE.mjs [--port N]`
- *   submit --ingress URL --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
+ *   submit --engine DIR --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
  *                                            hand a run to the engine, wait, print its answer
- *   eval SUITE --ingress URL [--repeat K] [--out DIR] [--id RUN]
+ *   eval SUITE --engine DIR [--repeat K] [--out DIR] [--id RUN]
  *                                            every case × repeat to the engine; the reports of
  *                                            `pi-course eval` (exit code 0 all passed, 1 not)
  */
@@ -16,51 +17,64 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { type AgentMessage, formatSummary } from "@pi/course";
+import { readConnection } from "./engine-client.js";
+import { startEngine } from "./engine.js";
 import { evalOnEngine } from "./eval-suite.js";
-import { startProxy } from "./proxy.js";
-import { startRestateServer } from "./restate-server.js";
 import { runDurably, writeSession } from "./submit.js";
 import { bundleWorker } from "./worker-bundle.js";
 import { runWorkerCommand } from "./worker-command.js";
 
 const USAGE = `usage:
-  cli.ts engine --dir DIR --workers http://127.0.0.1:9081,http://127.0.0.1:9082 [--proxy-port N]
-  cli.ts worker --setups MODULE [--port N]
+  cli.ts engine --dir DIR --workers http://127.0.0.1:9081,http://127.0.0.1:9082 [--port N] [--proxy-port N] [--max-restarts N]
+  cli.ts worker --setups MODULE --identity-keys-file DIR/identity-keys [--port N] [--suites DIR,…] [--version V]
   cli.ts bundle [--setups MODULE] --out FILE.mjs
-  cli.ts submit --ingress URL --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
-  cli.ts eval SUITE --ingress URL [--repeat K] [--out DIR] [--id RUN]`;
+  cli.ts submit --engine DIR --setup NAME --prompt TEXT [--id RUN] [--options JSON] [--session FILE]
+  cli.ts eval SUITE --engine DIR [--repeat K] [--out DIR] [--id RUN]
+(--engine: the engine's --dir or its client.json; default $PI_RESTATE_ENGINE)`;
 
 async function engine(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { dir: { type: "string" }, workers: { type: "string" }, "proxy-port": { type: "string" } },
+    options: {
+      dir: { type: "string" },
+      workers: { type: "string" },
+      port: { type: "string" },
+      "proxy-port": { type: "string" },
+      "max-restarts": { type: "string" },
+    },
   });
   if (values.dir === undefined || values.workers === undefined)
     throw new Error(`engine needs --dir and --workers\n${USAGE}`);
   const workers = values.workers.split(",").filter((url) => url !== "");
-  const server = await startRestateServer({ dir: path.resolve(values.dir) });
-  const proxy = await startProxy({ workers, port: Number(values["proxy-port"] ?? 0) });
-  try {
-    await server.register(proxy.url);
-  } catch (error) {
-    await proxy.close();
-    await server.stop();
-    throw new Error(`${error instanceof Error ? error.message : error}\nStart at least one worker first.`);
-  }
-  process.stdout.write(`engine: ingress ${server.ingressUrl}  admin ${server.adminUrl}  workers behind ${proxy.url}\n`);
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
+  const maxRestarts = Number(values["max-restarts"] ?? 5);
+  if (!Number.isInteger(maxRestarts) || maxRestarts < 0)
+    throw new Error(`--max-restarts must be a whole number (restarts of the Restate server within a minute)\n${USAGE}`);
+  const running = await startEngine({
+    dir: values.dir,
+    workers,
+    ...(values.port !== undefined && { port: Number(values.port) }),
+    ...(values["proxy-port"] !== undefined && { proxyPort: Number(values["proxy-port"]) }),
+    maxRestarts,
   });
-  await proxy.close();
-  await server.stop();
+  process.stdout.write(
+    `engine: ${running.url} (credential: ${running.connectionFile}; workers: --identity-keys-file ${running.identityKeysFile}; proxy ${running.proxyUrl})\n`,
+  );
+  const failure = await Promise.race([
+    running.failed,
+    new Promise<undefined>((resolve) => {
+      process.once("SIGINT", () => resolve(undefined));
+      process.once("SIGTERM", () => resolve(undefined));
+    }),
+  ]);
+  await running.stop();
+  if (failure !== undefined) throw failure;
 }
 
 async function submit(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      ingress: { type: "string" },
+      engine: { type: "string" },
       setup: { type: "string" },
       prompt: { type: "string" },
       id: { type: "string" },
@@ -68,9 +82,10 @@ async function submit(args: string[]): Promise<void> {
       session: { type: "string" },
     },
   });
-  if (values.ingress === undefined || values.setup === undefined || values.prompt === undefined) {
-    throw new Error(`submit needs --ingress, --setup and --prompt\n${USAGE}`);
+  if (values.setup === undefined || values.prompt === undefined) {
+    throw new Error(`submit needs --setup and --prompt\n${USAGE}`);
   }
+  const engine = await readConnection(values.engine);
   let options: unknown;
   try {
     options = values.options === undefined ? undefined : JSON.parse(values.options);
@@ -79,7 +94,7 @@ async function submit(args: string[]): Promise<void> {
   }
   const runId = values.id ?? randomUUID();
   process.stdout.write(`run ${runId} submitted\n`);
-  const output = await runDurably(values.ingress, runId, { setup: values.setup, prompt: values.prompt, options });
+  const output = await runDurably(engine, runId, { setup: values.setup, prompt: values.prompt, options });
   if (values.session !== undefined) await writeSession(path.resolve(values.session), output.messages, process.cwd());
   const last = output.messages.at(-1) as AgentMessage | undefined;
   const text = last?.role === "assistant" ? last.content.map((c) => (c.type === "text" ? c.text : "")).join("") : "";
@@ -92,21 +107,22 @@ async function evalSuite(args: string[]): Promise<void> {
     args,
     allowPositionals: true,
     options: {
-      ingress: { type: "string" },
+      engine: { type: "string" },
       repeat: { type: "string" },
       out: { type: "string" },
       id: { type: "string" },
     },
   });
   const [suite] = positionals;
-  if (suite === undefined || values.ingress === undefined) throw new Error(`eval needs SUITE and --ingress\n${USAGE}`);
+  if (suite === undefined) throw new Error(`eval needs SUITE\n${USAGE}`);
+  const engine = await readConnection(values.engine);
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1)
     throw new Error(`--repeat must be a whole number above 0, got ${values.repeat}`);
   let done = 0;
   const result = await evalOnEngine({
     suite,
-    ingressUrl: values.ingress,
+    engine,
     repeat,
     ...(values.out !== undefined && { out: values.out }),
     ...(values.id !== undefined && { runId: values.id }),

@@ -21,13 +21,14 @@ import {
   suiteExitCode,
 } from "@pi/course";
 import { attach } from "./attach.js";
+import { type EngineConnection, engineFetch } from "./engine-client.js";
 import { EVAL_RUN, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
 
 export interface EngineEvalOptions {
   /** The suite's folder. */
   suite: string;
-  /** The engine's ingress URL. */
-  ingressUrl: string;
+  /** The engine (its gate's URL and credential: `readConnection`). */
+  engine: EngineConnection;
   /** Runs per case (default 1). */
   repeat?: number;
   /** Where the reports go (default: a new temporary folder); must be new or empty. */
@@ -63,7 +64,7 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
     jobs.map(async ({ evalCase, repeat: index }) => {
       const key = encodeURIComponent(`${runId}/${evalCase.name}/${index}`);
       const input: EvalRunInput = { caseDir: path.resolve(evalCase.dir), repeat: index };
-      const sent = await fetch(`${options.ingressUrl}/${EVAL_RUN}/${key}/run/send`, {
+      const sent = await engineFetch(options.engine, `/${EVAL_RUN}/${key}/run/send`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(input),
@@ -72,7 +73,9 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
         throw new Error(`the engine refused ${evalCase.name} #${index} (${sent.status}): ${await sent.text()}`);
       await sent.arrayBuffer();
       // a queued case can wait longer than fetch waits for headers: attach retries
-      const done = await attach(`${options.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
+      const done = await attach(`${options.engine.url}/restate/workflow/${EVAL_RUN}/${key}/attach`, {
+        headers: { authorization: `Bearer ${options.engine.token}` },
+      });
       const text = done.text;
       if (!done.ok) throw new Error(`${evalCase.name} #${index} failed on the engine (${done.status}): ${text}`);
       const { record, session } = JSON.parse(text) as EvalRunOutput;

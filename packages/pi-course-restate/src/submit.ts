@@ -8,10 +8,17 @@
 import { type AgentMessage, SessionFile } from "@pi/course";
 import { AGENT_RUN, type RunInput, type RunOutput } from "./agent-run.js";
 import { attach } from "./attach.js";
+import { type EngineConnection, engineFetch } from "./engine-client.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
-/** Submits run `runId` and resolves with the engine's invocation id, once the engine has it. */
-export async function submitRun(ingressUrl: string, runId: string, input: RunInput): Promise<string> {
-  const response = await fetch(`${ingressUrl}/${AGENT_RUN}/${encodeURIComponent(runId)}/run/send`, {
+/**
+ * Submits run `runId` and resolves with the engine's invocation id, once the engine has it.
+ * Refuses options that hold what looks like a credential (`journal-guard.ts`): they would be journaled.
+ */
+export async function submitRun(engine: EngineConnection, runId: string, input: RunInput): Promise<string> {
+  const secret = secretField(input.options);
+  if (secret !== undefined) throw new Error(`run ${runId} not submitted: ${secretInJournal(secret)}`);
+  const response = await engineFetch(engine, `/${AGENT_RUN}/${encodeURIComponent(runId)}/run/send`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(input),
@@ -23,17 +30,18 @@ export async function submitRun(ingressUrl: string, runId: string, input: RunInp
 }
 
 /** Waits for run `runId` to end and resolves with its transcript; rejects with the run's terminal error. */
-export async function runResult(ingressUrl: string, runId: string, signal?: AbortSignal): Promise<RunOutput> {
-  const url = `${ingressUrl}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`;
-  const { ok, status, text } = await attach(url, { ...(signal && { signal }) });
+export async function runResult(engine: EngineConnection, runId: string, signal?: AbortSignal): Promise<RunOutput> {
+  const url = `${engine.url}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`;
+  const headers = { authorization: `Bearer ${engine.token}` };
+  const { ok, status, text } = await attach(url, { headers, ...(signal && { signal }) });
   if (!ok) throw new Error(`run ${runId} failed (${status}): ${text}`);
   return JSON.parse(text) as RunOutput;
 }
 
 /** Submits run `runId` and waits for its transcript. */
-export async function runDurably(ingressUrl: string, runId: string, input: RunInput): Promise<RunOutput> {
-  await submitRun(ingressUrl, runId, input);
-  return runResult(ingressUrl, runId);
+export async function runDurably(engine: EngineConnection, runId: string, input: RunInput): Promise<RunOutput> {
+  await submitRun(engine, runId, input);
+  return runResult(engine, runId);
 }
 
 /**

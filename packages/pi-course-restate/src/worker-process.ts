@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { IDENTITY_KEYS_ENV } from "./identity.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The workspace's root: where `tsx` resolves from. */
@@ -36,6 +37,14 @@ export function spawnWorker(options: {
   timeoutMs?: number;
   /** How long a SIGTERM lets runs in flight go on before the worker cuts its connections (its default: 5 s). */
   graceMs?: number;
+  /** The engine's identity keys: handed to the child in its environment, never on its command line. */
+  identityKeys: readonly string[];
+  /** The suite folders whose eval cases it runs (`--suites`). */
+  suites?: readonly string[];
+  /** The name of its code (`--version`). */
+  version?: string;
+  /** The longest wait between the engine's retries of a run (`--retry-max-ms`). */
+  retryMaxMs?: number;
 }): Promise<WorkerProcess> {
   if (options.bundle !== undefined && options.setups !== undefined) {
     return Promise.reject(
@@ -50,13 +59,20 @@ export function spawnWorker(options: {
       ...(options.setups === undefined ? [] : ["--setups", path.resolve(options.setups)]),
       ...(options.cases === undefined ? [] : ["--cases", String(options.cases)]),
       ...(options.graceMs === undefined ? [] : ["--grace-ms", String(options.graceMs)]),
+      ...(options.suites === undefined ? [] : ["--suites", options.suites.map((dir) => path.resolve(dir)).join(",")]),
+      ...(options.version === undefined ? [] : ["--version", options.version]),
+      ...(options.retryMaxMs === undefined ? [] : ["--retry-max-ms", String(options.retryMaxMs)]),
       "--port",
       String(options.port),
     ],
     {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
-      ...(options.tmpdir !== undefined && { env: { ...process.env, TMPDIR: options.tmpdir } }),
+      env: {
+        ...process.env,
+        [IDENTITY_KEYS_ENV]: options.identityKeys.join(","),
+        ...(options.tmpdir !== undefined && { TMPDIR: options.tmpdir }),
+      },
     },
   );
   return new Promise((resolve, reject) => {

@@ -7,6 +7,7 @@ import http2 from "node:http2";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../src/restate-server.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+import { someIdentityKey } from "./support/keys.js";
 
 let worker: WorkerProcess | undefined;
 const sessions: http2.ClientHttp2Session[] = [];
@@ -28,7 +29,7 @@ async function connect(url: string): Promise<http2.ClientHttp2Session> {
 
 it("exits within its grace on SIGTERM though sessions to it stay open", async () => {
   const graceMs = 500;
-  worker = await spawnWorker({ port: await freePort(), graceMs });
+  worker = await spawnWorker({ port: await freePort(), graceMs, identityKeys: [someIdentityKey()] });
   // once started, the worker's output is no longer kept in this process
   expect(worker.child.stdout?.listenerCount("data")).toBe(0);
   await connect(worker.url);

@@ -10,8 +10,8 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Proxy, startProxy } from "../../src/proxy.js";
-import { type RestateServer, startRestateServer } from "../../src/restate-server.js";
+import { type EngineConnection, engineVersions, type VersionState } from "../../src/engine-client.js";
+import { type Engine, startEngine } from "../../src/engine.js";
 import { bundleWorker } from "../../src/worker-bundle.js";
 import type { WorkerProcess } from "../../src/worker-process.js";
 
@@ -26,18 +26,43 @@ export async function testBundle(setups?: string): Promise<{ file: string; remov
 }
 
 /**
- * A Restate server (its files in `dir`) with `fleet`'s workers started on `ports`, all behind one
- * proxy that the server knows as its deployment.
+ * The engine (its files in `dir`, workers expected on `ports`) with `fleet`'s workers started on
+ * `ports` once its identity keys exist; resolves when their version serves.
  */
-export async function startEngine(
+export async function engineWithFleet(
   fleet: Fleet,
   dir: string,
   ports: readonly number[],
-): Promise<{ server: RestateServer; proxy: Proxy }> {
-  const [server] = await Promise.all([startRestateServer({ dir }), ...ports.map((port) => fleet.start(port))]);
-  const proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
-  await server.register(proxy.url);
-  return { server, proxy };
+  options: { watchMs?: number } = {},
+): Promise<Engine> {
+  const engine = await startEngine({
+    dir,
+    workers: ports.map((port) => `http://127.0.0.1:${port}`),
+    watchMs: options.watchMs ?? 100,
+    log: () => undefined,
+  });
+  fleet.keys = [engine.publicKey];
+  try {
+    await Promise.all(ports.map((port) => fleet.start(port)));
+    await versionsUntil(engine, (versions) => versions.some((v) => v.state === "serving"));
+  } catch (error) {
+    await fleet.stop();
+    await engine.stop();
+    throw error;
+  }
+  return engine;
+}
+
+/** Polls the engine's versions until `done` says so; resolves with them. */
+export async function versionsUntil(
+  engine: EngineConnection,
+  done: (versions: VersionState[]) => boolean,
+): Promise<VersionState[]> {
+  for (;;) {
+    const versions = await engineVersions(engine);
+    if (done(versions)) return versions;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 export class Fleet {
@@ -45,12 +70,14 @@ export class Fleet {
   readonly workers: WorkerProcess[] = [];
   private readonly starting: Promise<void>[] = [];
   private referee: NodeJS.Timeout | undefined;
+  /** The engine's identity keys, for every worker started from now on. */
+  keys: string[] = [];
 
-  constructor(private readonly spawn: (port: number) => Promise<WorkerProcess>) {}
+  constructor(private readonly spawn: (port: number, identityKeys: string[]) => Promise<WorkerProcess>) {}
 
   /** Starts a worker on `port` and resolves once it listens. */
   async start(port: number): Promise<void> {
-    this.workers.push(await this.spawn(port));
+    this.workers.push(await this.spawn(port, this.keys));
   }
 
   /** The worker of `pid`, if its start is recorded. */
