@@ -612,7 +612,7 @@ function whose(chapter: Chapter, wrong: WrongImplementation): string {
 const RUN_LIMIT_MS = 300_000;
 
 /** A wrong implementation's run (its lab's tests only) counts as hung after this long. */
-const WRONG_RUN_LIMIT_MS = 120_000;
+const WRONG_RUN_LIMIT_MS = 300_000;
 
 /** vitest's text for a test that ran out of time: a hang caught, not a failure said. */
 const TIMED_OUT = /^Test timed out in \d+ms/;
@@ -710,7 +710,9 @@ async function runWrongs(prepared: Prepared, wrongs: WrongImplementation[], scan
       } else {
         const found: string[] = [];
         const tests = outcomes({ files: result.files, unhandled: result.unhandled }, found, label);
-        report.problems.push(...found, ...wrongProblems(chapter, wrong, tests, result.unhandled, label));
+        // A file with no test run is one the first failure cancelled (bail); one that could not load says why.
+        const loadErrors = found.filter((p) => !p.endsWith("failed to run: no tests"));
+        report.problems.push(...loadErrors, ...wrongProblems(chapter, wrong, tests, result.unhandled, label));
       }
     }
     if (results.length === 0 || results.at(-1)?.hung !== true) {

@@ -467,13 +467,27 @@ describe("the sandbox", () => {
   });
 
   it("Lab 16.2 · once the outcome is given, no timer of the run is left: a short script does not keep the process alive for timeoutMs", async () => {
-    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
-    await run("return 0");
-    const before = timers();
-    expect((await run("return 1", { limits: { timeoutMs: 30_000 } })).value).toBe(1);
-    expect(timers(), "timers left after the run: the run's timer must be cleared when its outcome is given").toBe(
-      before,
-    );
+    // The run's own timer is the one set for timeoutMs (30 000 ms): watch it being set and cleared.
+    const realSet = globalThis.setTimeout;
+    const realClear = globalThis.clearTimeout;
+    const open = new Set<unknown>();
+    const set = vi.spyOn(globalThis, "setTimeout").mockImplementation(((fn: () => void, ms?: number) => {
+      const timer = realSet(fn, ms);
+      if (ms === 30_000) open.add(timer);
+      return timer;
+    }) as typeof setTimeout);
+    const clear = vi.spyOn(globalThis, "clearTimeout").mockImplementation(((timer?: NodeJS.Timeout) => {
+      open.delete(timer);
+      realClear(timer);
+    }) as typeof clearTimeout);
+    try {
+      expect((await run("return 1", { limits: { timeoutMs: 30_000 } })).value).toBe(1);
+    } finally {
+      set.mockRestore();
+      clear.mockRestore();
+    }
+    for (const timer of open) realClear(timer as NodeJS.Timeout);
+    expect(open.size, "timers left after the run: the run's timer must be cleared when its outcome is given").toBe(0);
   });
 
   it("Lab 16.2 · a run whose signal is already aborted starts no worker", async () => {
