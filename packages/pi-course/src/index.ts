@@ -416,7 +416,7 @@ export type { ToolSearchDetails, ToolSearchOptions } from "./tool-search/tool-se
 // #region ch16
 // Chapter 16: codemode: a script that calls tools, in a QuickJS sandbox in a worker thread.
 export type { ToolExecutionContext } from "./types.js";
-export { CodeSandbox, DEFAULT_SANDBOX_LIMITS, STOP_GRACE_MS } from "./codemode/sandbox.js";
+export { CodeSandbox, DEFAULT_SANDBOX_LIMITS, MAX_STACK_BYTES, STOP_GRACE_MS } from "./codemode/sandbox.js";
 export type {
   NestedCallAnswer,
   NestedCallRecord,
