@@ -169,7 +169,7 @@ export default defineChapter({
       what: "unknown keys let through (a typo such as modle is silently ignored)",
       file: "kit/boundary.ts",
       find: "    if (!(SETTINGS_KEYS as readonly string[]).includes(key)) {",
-      replace: "    if (key === \"__proto__\") {",
+      replace: '    if (key === "__proto__") {',
       failsWith: "settings has an unknown key",
     },
     {
@@ -185,7 +185,7 @@ export default defineChapter({
       what: "loadSettings drops JSON.parse's reason from its SyntaxError",
       file: "kit/boundary.ts",
       find: "    throw new SyntaxError(`the settings are not JSON: ${(error as Error).message}`);",
-      replace: "    throw new SyntaxError(\"the settings are not JSON\");",
+      replace: '    throw new SyntaxError("the settings are not JSON");',
       failsWith: "the settings are not JSON: ",
     },
     {
