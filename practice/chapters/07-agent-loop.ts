@@ -253,11 +253,12 @@ export default defineChapter({
     },
     {
       lab: "7.2",
-      what: "pending messages never cleared: a follow-up is injected again every turn",
+      what: "the turn limit checked after the steering poll: a steering message is dequeued after the last allowed turn",
       file: "src/agent/agent-loop.ts",
-      find: "    for (const message of pending) await run.add(message);\n    pending = [];\n",
-      replace: "    for (const message of pending) await run.add(message);\n",
-      failsWith: "follow",
+      find: '    if (run.turns >= maxTurns) return run.finish(calls.length > 0 ? turnLimitReached(run.turns, maxTurns) : undefined);\n    const steering = await run.steering();\n    if (typeof steering === "string") return run.fail(steering);',
+      replace:
+        '    const steering = await run.steering();\n    if (typeof steering === "string") return run.fail(steering);\n    if (run.turns >= maxTurns) return run.finish(calls.length > 0 ? turnLimitReached(run.turns, maxTurns) : undefined);',
+      failsWith: "polled after the last allowed turn",
     },
     {
       lab: "7.3",
@@ -271,10 +272,10 @@ export default defineChapter({
       lab: "7.3",
       what: "parallel results appended in completion order, not source order",
       file: "src/agent/tool-execution.ts",
-      find: "        const done = await runPreparedCall(run, batch, one);\n        await emitEnd(run, done);\n        return done;\n      }),\n    );\n    for (const done of settled) {\n      finished.push(done);\n      results.push(await emitResult(run, done));\n    }",
+      find: '      prepared.map(async (one) => {\n        if (one.kind === "answered") return one;\n        const done = await runPreparedCall(run, batch, one);\n        await emitEnd(run, done);\n        return done;\n      }),\n    );\n    for (const done of settled) {\n      finished.push(done);\n      results.push(await emitResult(run, done));\n    }',
       replace:
-        '        const done = await runPreparedCall(run, batch, one);\n        await emitEnd(run, done);\n        finished.push(done);\n        results.push(await emitResult(run, done));\n        return done;\n      }),\n    );\n    for (const done of settled) {\n      if (done.kind === "answered") {\n        finished.push(done);\n        results.push(await emitResult(run, done));\n      }\n    }',
-      failsWith: "order",
+        '      prepared.map(async (one) => {\n        const done = one.kind === "answered" ? one : await runPreparedCall(run, batch, one);\n        if (one.kind !== "answered") await emitEnd(run, done);\n        finished.push(done);\n        results.push(await emitResult(run, done));\n        return done;\n      }),\n    );\n    void settled;',
+      failsWith: "toolResult",
     },
     {
       lab: "7.3",
@@ -282,7 +283,7 @@ export default defineChapter({
       file: "src/agent/tool-execution.ts",
       find: '    calls.some((call) => findTool(run.context, call.name)?.executionMode === "sequential");',
       replace: '    calls.every((call) => findTool(run.context, call.name)?.executionMode === "sequential");',
-      failsWith: "sequential",
+      failsWith: "tool_execution_start:c3",
     },
     {
       lab: "7.3",
@@ -298,7 +299,7 @@ export default defineChapter({
       file: "src/agent/tool-execution.ts",
       find: "finished.every((done) => done.result.terminate === true);",
       replace: "finished.some((done) => done.result.terminate === true);",
-      failsWith: "terminate",
+      failsWith: "turn_start",
     },
     {
       lab: "7.4",
@@ -307,7 +308,7 @@ export default defineChapter({
       find: '        if (outcome.value?.block !== true) return { kind: "value", value: undefined };\n        const reason: unknown = outcome.value.reason;\n        return { kind: "value", value: typeof reason === "string" ? reason : null };',
       replace:
         '        if (outcome.value?.block !== true) return { kind: "value", value: undefined };\n        const reason: unknown = outcome.value.reason;\n        return { kind: "value", value: typeof reason === "string" ? reason : undefined };',
-      failsWith: "was blocked",
+      failsWith: "read c1 a",
     },
     {
       lab: "7.4",
@@ -315,7 +316,7 @@ export default defineChapter({
       file: "src/agent/tool-execution.ts",
       find: '    details: "details" in override ? override.details : done.result.details,',
       replace: "    details: override.details,",
-      failsWith: "details",
+      failsWith: '"n": 1',
     },
     {
       lab: "7.4",

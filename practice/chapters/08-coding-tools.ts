@@ -98,13 +98,13 @@ export default defineChapter({
       title: { zh: "read 的窗口：行号、上限与继续提示（formatReadOutput）", en: "the read window" },
       hint: {
         zh:
-          "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
+          "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。调用者给的 `limit` 也不能超过 `maxLines`。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
           "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。" +
           "每行按 UTF-8 字节计入上限：编号、制表符、内容再加一个换行；正好用满上限的一行仍然放得下。" +
           "截断按字节切，切在一个字符中间时，解码出的末尾 U+FFFD（半个字符）要去掉。" +
           "提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
         en:
-          "1-based numbers padded to the widest shown, a tab, the line. Stop at whichever cap comes first and say how to " +
+          "1-based numbers padded to the widest shown, a tab, the line. A caller's limit never exceeds maxLines. Stop at whichever cap comes first and say how to " +
           "continue; cut a single oversized line rather than show nothing. A line costs its UTF-8 bytes plus a newline; " +
           "one that fills the cap exactly fits. Cut by bytes and drop the trailing U+FFFD of a split character. " +
           "Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
@@ -220,7 +220,7 @@ export default defineChapter({
       file: "src/coding-tools/workspace.ts",
       find: "      if (onDisk !== undefined && onDisk.ino === opened.ino && onDisk.dev === opened.dev) {",
       replace: "      if (onDisk !== undefined && onDisk.ino === opened.ino) {",
-      failsWith: "device",
+      failsWith: "expected a WorkspaceEscapeError, but the call succeeded",
     },
     {
       lab: "8.2",
@@ -228,7 +228,7 @@ export default defineChapter({
       file: "src/coding-tools/workspace.ts",
       find: "      if (this.tails.get(key) === tail) this.tails.delete(key);\n",
       replace: "",
-      failsWith: "size",
+      failsWith: "expected 2 to be +0",
     },
     {
       lab: "8.2",
@@ -236,7 +236,7 @@ export default defineChapter({
       file: "src/coding-tools/workspace.ts",
       find: "    const tail = result.then(\n      () => undefined,\n      () => undefined,\n    );",
       replace: "    const tail = result;",
-      failsWith: "reject",
+      failsWith: "a1 failed",
     },
     {
       lab: "8.2",
@@ -244,7 +244,7 @@ export default defineChapter({
       file: "src/coding-tools/write.ts",
       find: "    options.mode ??\n    (await stat(target).then(\n      (s) => s.mode & 0o7777,\n      () => 0o644,\n    ));",
       replace: "    options.mode ?? 0o644;",
-      failsWith: "mode",
+      failsWith: "expected 420 to be 493",
     },
     {
       lab: "8.2",
@@ -261,7 +261,7 @@ export default defineChapter({
       find: "    try {\n      await options.verify?.(handle, temp);\n      await handle.writeFile(content);\n      await handle.sync();\n    } finally {\n      await handle.close();\n    }",
       replace:
         "    await options.verify?.(handle, temp);\n    await handle.writeFile(content);\n    await handle.sync();\n    await handle.close();",
-      failsWith: "descriptor",
+      failsWith: "(deleted)",
     },
     {
       lab: "8.3",
@@ -277,7 +277,7 @@ export default defineChapter({
       file: "src/coding-tools/read.ts",
       find: "      if (out.length === 0) {\n        // One line longer",
       replace: "      if (out.length < 0) {\n        // One line longer",
-      failsWith: "line cut at",
+      failsWith: '"endLine": 0',
     },
     {
       lab: "8.3",
@@ -285,7 +285,7 @@ export default defineChapter({
       file: "src/coding-tools/read.ts",
       find: "  const limit = Math.min(options.limit ?? maxLines, maxLines);",
       replace: "  const limit = options.limit ?? maxLines;",
-      failsWith: "Showing lines",
+      failsWith: "a caller's limit above maxLines",
     },
     {
       lab: "8.3",
@@ -293,7 +293,7 @@ export default defineChapter({
       file: "src/coding-tools/read.ts",
       find: '    const size = Buffer.byteLength(line, "utf8") + 1;',
       replace: "    const size = line.length + 1;",
-      failsWith: "bytes",
+      failsWith: "lines counted in UTF-8 bytes",
     },
     {
       lab: "8.4",
