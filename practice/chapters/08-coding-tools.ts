@@ -325,7 +325,7 @@ export default defineChapter({
       file: "src/coding-tools/edit.ts",
       find: "  spans.sort((a, b) => a.start - b.start);\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "overlap. Merge them into one edit.",
     },
     {
       lab: "8.5",
@@ -341,7 +341,7 @@ export default defineChapter({
       file: "src/coding-tools/bash.ts",
       find: "    const truncated = this.totalBytes > this.cap;",
       replace: "    const truncated = this.totalBytes >= this.cap;",
-      failsWith: "truncated",
+      failsWith: "expected [ '1234567890', true, 10 ]",
     },
     {
       lab: "8.5",
@@ -365,7 +365,7 @@ export default defineChapter({
       file: "src/coding-tools/bash.ts",
       find: '      signal?.removeEventListener("abort", onAbort);\n',
       replace: "",
-      failsWith: "listener",
+      failsWith: "[Function onAbort]",
     },
   ],
   breakIt: {
