@@ -108,7 +108,7 @@ export default defineChapter({
       file: "src/agent/agent-state.ts",
       find: '      if (event.message.role === "assistant") state.streamingMessage = event.message;',
       replace: "      state.streamingMessage = event.message;",
-      failsWith: "streamingMessage",
+      failsWith: "to deeply equal [ 'agent_start -'",
     },
     {
       lab: "9.1",
@@ -116,7 +116,7 @@ export default defineChapter({
       file: "src/agent/agent-state.ts",
       find: "      const pending = new Set(state.pendingToolCalls);\n      pending.add(event.toolCallId);\n      state.pendingToolCalls = pending;",
       replace: "      state.pendingToolCalls.add(event.toolCallId);",
-      failsWith: "pendingToolCalls",
+      failsWith: "expected [ 'a', 'b' ] to deeply equal [ 'a' ]",
     },
     {
       lab: "9.1",
@@ -133,7 +133,7 @@ export default defineChapter({
       find: '          event.message.errorMessage ?? `The turn ended with stopReason "${event.message.stopReason}".`;\n      }',
       replace:
         '          event.message.errorMessage ?? `The turn ended with stopReason "${event.message.stopReason}".`;\n      } else {\n        state.errorMessage = undefined;\n      }',
-      failsWith: "errorMessage",
+      failsWith: "expected undefined to be 'boom'",
     },
     {
       lab: "9.1",
@@ -141,7 +141,7 @@ export default defineChapter({
       file: "src/agent/agent-state.ts",
       find: "      if (event.errorMessage !== undefined) state.errorMessage = event.errorMessage;",
       replace: "      state.errorMessage = event.errorMessage;",
-      failsWith: "errorMessage",
+      failsWith: "expected undefined to be 'Turn limit reached",
     },
     {
       lab: "9.2",
@@ -149,7 +149,7 @@ export default defineChapter({
       file: "src/agent/agent-queue.ts",
       find: '    if (this.mode === "all" || waiting === 1) {',
       replace: "    if (this.mode !== undefined || waiting === 1) {",
-      failsWith: "toEqual",
+      failsWith: "expected [ { role: 'user', \u2026(2) }, \u2026(2) ] to deeply equal [ { role: 'user', \u2026(2) } ]",
     },
     {
       lab: "9.2",
@@ -157,7 +157,7 @@ export default defineChapter({
       file: "src/agent/agent-queue.ts",
       find: '    if (this.mode === "all" || waiting === 1) {',
       replace: "    if (waiting === 1) {",
-      failsWith: "toEqual",
+      failsWith: "expected [ { role: 'user', \u2026(2) } ] to deeply equal [ { role: 'user', \u2026(2) }, \u2026(2) ]",
     },
     {
       lab: "9.2",
@@ -165,7 +165,7 @@ export default defineChapter({
       file: "src/agent/agent-queue.ts",
       find: "      this.items = this.items.slice(this.head);\n      this.head = 0;\n    }\n    return [oldest];",
       replace: "      this.items = this.items.slice(this.head + 1);\n      this.head = 0;\n    }\n    return [oldest];",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal [ { role: 'user', \u2026(2) } ]",
     },
     {
       lab: "9.2",
@@ -173,7 +173,7 @@ export default defineChapter({
       file: "src/agent/agent-queue.ts",
       find: "      const taken = this.head === 0 ? this.items : this.items.slice(this.head);",
       replace: "      const taken = this.items;",
-      failsWith: "toEqual",
+      failsWith: "expected [ undefined, \u2026(3) ]",
     },
     {
       lab: "9.3",

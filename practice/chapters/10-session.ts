@@ -179,7 +179,7 @@ export default defineChapter({
       file: "src/session/session-reader.ts",
       find: "    if (start < chunk.length) this.partial.push(Buffer.from(chunk.subarray(start)));",
       replace: "    if (start < chunk.length) this.partial.push(chunk.subarray(start));",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "10.2",
@@ -187,7 +187,7 @@ export default defineChapter({
       file: "src/session/session-reader.ts",
       find: "    if (this.held !== null) this.entry(this.held);\n    this.held = null;\n    if (this.forward >= 0)",
       replace: "    this.held = null;\n    if (this.forward >= 0)",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "10.2",
@@ -203,7 +203,7 @@ export default defineChapter({
       file: "src/session/session.ts",
       find: "    return path.reverse();",
       replace: "    return path;",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "10.3",
@@ -212,7 +212,7 @@ export default defineChapter({
       find: '  for (const entry of path) if (entry.type === "message") messages.push(entry.message);',
       replace:
         '  for (const entry of path)\n    if (entry.type === "message" && ["user", "assistant", "toolResult"].includes(entry.message.role))\n      messages.push(entry.message);',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "10.3",

@@ -194,7 +194,7 @@ export default defineChapter({
       file: "src/session/interactions.ts",
       find: '    if (messages[i]!.role === "user" && !open[i]) {',
       replace: '    if (messages[i]!.role === "user") {',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "11.1",
@@ -210,7 +210,7 @@ export default defineChapter({
       file: "src/session/interactions.ts",
       find: "      lastResultAt[at] = i;",
       replace: "      if (lastResultAt[at]! < 0) lastResultAt[at] = i;",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "11.2",
@@ -218,7 +218,7 @@ export default defineChapter({
       file: "src/session/context.ts",
       find: "    if (!isNewest && tokens + cost > budget) break;",
       replace: "    if (tokens + cost > budget) break;",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "11.2",
@@ -234,7 +234,7 @@ export default defineChapter({
       file: "src/session/context.ts",
       find: '  for (let i = path.length - 1; i >= 0; i--) {\n    if (path[i]!.type === "compaction") {',
       replace: '  for (let i = 0; i < path.length; i++) {\n    if (path[i]!.type === "compaction") {',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "11.3",
@@ -274,7 +274,7 @@ export default defineChapter({
       file: "src/session/compaction.ts",
       find: "  for (let i = target; i < messages.length; i++) if (valid(i)) return i;\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "11.5",

@@ -187,7 +187,7 @@ export default defineChapter({
       file: "src/resources/context-files.ts",
       find: "    if (seen.has(real)) continue;\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.1",
@@ -195,7 +195,7 @@ export default defineChapter({
       file: "src/resources/context-files.ts",
       find: "    if (outside(folder, real)) {\n      warnings.push({ path: file, message: linksOutside(real, folder) });\n      continue;\n    }\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.1",
@@ -203,7 +203,7 @@ export default defineChapter({
       file: "src/resources/context-files.ts",
       find: '  if (options.piHome !== undefined) candidates.push({ folder: options.piHome, scope: "user" });\n',
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.1",
@@ -211,7 +211,7 @@ export default defineChapter({
       file: "src/resources/context-files.ts",
       find: "    const last = files.at(-1)!;\n    if (last.truncated) {\n      warnings.push({\n        path: file,\n        message: `it is ${last.bytes} bytes, over the cap of ${maxBytes}: the model sees the first ${maxBytes} bytes`,\n      });\n    }\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.2",
@@ -219,7 +219,7 @@ export default defineChapter({
       file: "src/resources/skills.ts",
       find: "  for (const root of roots) {\n    // a root that itself",
       replace: "  for (const root of [...roots].reverse()) {\n    // a root that itself",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.2",
@@ -227,7 +227,7 @@ export default defineChapter({
       file: "src/resources/skills.ts",
       find: '  const description = typeof data.description === "string" ? data.description.trim() : "";',
       replace: '  const description = typeof data.description === "string" ? data.description : "";',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.2",
@@ -235,7 +235,7 @@ export default defineChapter({
       file: "src/resources/skills.ts",
       find: '  if (description === "") {\n    warn("skipped: it has no `description` in its frontmatter (the model needs it to know when to use the skill)");\n    return undefined;\n  }\n',
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.2",
@@ -251,7 +251,7 @@ export default defineChapter({
       file: "src/resources/prompt-templates.ts",
       find: '  const words: string[] = [];\n  let word = "";',
       replace: '  return text.split(/\\s+/).filter((w) => w !== "");\n  const words: string[] = [];\n  let word = "";',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.3",
@@ -260,7 +260,7 @@ export default defineChapter({
       find: '    return match === "$@" || match === "$ARGUMENTS" ? args.join(" ") : match;\n  });',
       replace:
         '    return match === "$@" || match === "$ARGUMENTS" ? args.join(" ") : match;\n  }).replace(PLACEHOLDER, (m, d, f, from, count, braced, digit) => (digit ?? braced ?? d) !== undefined ? at(Number(digit ?? braced ?? d)) : m);',
-      failsWith: "toBe",
+      failsWith: "// Object.is equality",
     },
     {
       lab: "12.3",
@@ -268,7 +268,7 @@ export default defineChapter({
       file: "src/resources/prompt-templates.ts",
       find: '    if (withDefault !== undefined) return at(Number(withDefault)) === "" ? fallback : at(Number(withDefault));',
       replace: "    if (withDefault !== undefined) return fallback;",
-      failsWith: "toBe",
+      failsWith: "// Object.is equality",
     },
     {
       lab: "12.3",
@@ -276,7 +276,7 @@ export default defineChapter({
       file: "src/resources/prompt-templates.ts",
       find: "      const start = Math.max(Number(from), 1) - 1;",
       replace: "      const start = Number(from);",
-      failsWith: "toBe",
+      failsWith: "// Object.is equality",
     },
     {
       lab: "12.4",
@@ -285,7 +285,7 @@ export default defineChapter({
       find: "      this.warnings.push({ path: name, message: `not loaded (nothing of it is registered): ${why}` });\n      return false;",
       replace:
         "      this.warnings.push({ path: name, message: `not loaded (nothing of it is registered): ${why}` });\n      this.commit(staged, name, scope);\n      return false;",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "12.4",

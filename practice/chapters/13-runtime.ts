@@ -159,7 +159,7 @@ export default defineChapter({
       file: "src/cli/settings.ts",
       find: '      [fromEnv === "" ? undefined : fromEnv, "env"],',
       replace: '      [fromEnv, "env"],',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "13.1",
@@ -167,7 +167,7 @@ export default defineChapter({
       file: "src/cli/settings.ts",
       find: '      [fromEnv === "" ? undefined : fromEnv, "env"],\n      [file[name], "config"],',
       replace: '      [file[name], "config"],\n      [fromEnv === "" ? undefined : fromEnv, "env"],',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "13.1",
@@ -183,7 +183,7 @@ export default defineChapter({
       file: "src/cli/sessions.ts",
       find: "    return summaries.sort((a, b) => b.modified - a.modified || b.created.localeCompare(a.created));",
       replace: "    return summaries.sort((a, b) => a.modified - b.modified || a.created.localeCompare(b.created));",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "13.2",
@@ -207,7 +207,7 @@ export default defineChapter({
       file: "src/cli/sessions.ts",
       find: '      names = (await readdir(this.dir)).filter((name) => name.endsWith(".jsonl"));',
       replace: "      names = await readdir(this.dir);",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "13.3",

@@ -131,7 +131,7 @@ export default defineChapter({
       file: "src/eval/case-format.ts",
       find: "    if (given[key] !== undefined) settings[key] = given[key];\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "14.1",
@@ -139,7 +139,7 @@ export default defineChapter({
       file: "src/eval/case-format.ts",
       find: "  if (given.model?.id !== undefined) settings.model = { id: given.model.id };\n",
       replace: "",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "14.1",
@@ -147,7 +147,7 @@ export default defineChapter({
       file: "src/eval/case-format.ts",
       find: "  const settings: CaseSettings = { ...DEFAULT_CASE_SETTINGS, model: {}, tags: [] };",
       replace: "  const settings: CaseSettings = Object.assign(DEFAULT_CASE_SETTINGS, { model: {}, tags: [] });",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "14.2",
@@ -237,7 +237,7 @@ export default defineChapter({
       file: "src/eval/suite-report.ts",
       find: "    const mine = runs.filter((r) => r.case === c.name).sort((a, b) => a.repeat - b.repeat);",
       replace: "    const mine = runs.filter((r) => r.case === c.name);",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "14.3",

@@ -257,7 +257,7 @@ export default defineChapter({
       file: "src/mcp/line-decoder.ts",
       find: "      const end = line.length > 0 && line[line.length - 1] === 13 ? line.length - 1 : line.length;",
       replace: "      const end = line.length;",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "17.1",
@@ -361,7 +361,7 @@ export default defineChapter({
       file: "src/mcp/mcp-tools.ts",
       find: "  if (name.length <= MAX_TOOL_NAME && !taken.has(name)) return name;",
       replace: "  if (name.length <= MAX_TOOL_NAME) return name;",
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "17.4",
@@ -425,7 +425,7 @@ export default defineChapter({
       file: "src/mcp/streamable-http.ts",
       find: '      if (typeof message === "string")\n        this.handlers?.onDiagnostic?.(`dropped a message that is not JSON-RPC (${message})`);\n      else out.push(message);',
       replace: '      if (typeof message === "string") throw new Error(message);\n      out.push(message);',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "17.6",

@@ -138,7 +138,7 @@ export default defineChapter({
       file: "src/durable/recovery.ts",
       find: '    } else if (action === "interrupted" || (!run && action === "replay")) {',
       replace: '    } else if (action === "interrupted") {',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "19.2",
@@ -154,7 +154,7 @@ export default defineChapter({
       file: "src/durable/recovery.ts",
       find: '    place = await store.append({ type: "message", parentId: place, message });',
       replace: '    await store.append({ type: "message", parentId: place, message });',
-      failsWith: "toEqual",
+      failsWith: "to deeply equal",
     },
     {
       lab: "19.1",
