@@ -179,7 +179,7 @@ export default defineChapter({
       file: "src/session/session-reader.ts",
       find: "    if (start < chunk.length) this.partial.push(Buffer.from(chunk.subarray(start)));",
       replace: "    if (start < chunk.length) this.partial.push(chunk.subarray(start));",
-      failsWith: "to deeply equal",
+      failsWith: "Property failed",
     },
     {
       lab: "10.2",
@@ -187,7 +187,7 @@ export default defineChapter({
       file: "src/session/session-reader.ts",
       find: "    if (this.held !== null) this.entry(this.held);\n    this.held = null;\n    if (this.forward >= 0)",
       replace: "    this.held = null;\n    if (this.forward >= 0)",
-      failsWith: "to deeply equal",
+      failsWith: "expected [ Array(3) ] to deeply equal [ Array(4) ]",
     },
     {
       lab: "10.2",
@@ -220,7 +220,7 @@ export default defineChapter({
       file: "src/session/session.ts",
       find: '      if (entry === undefined)\n        throw new Error(`${this.path}: no entry "${at}" in this session (use an id from entries() or append())`);',
       replace: "      if (entry === undefined) break;",
-      failsWith: "no entry",
+      failsWith: "expected [Function] to throw an error",
     },
     {
       lab: "10.3",
@@ -228,7 +228,7 @@ export default defineChapter({
       file: "src/session/session.ts",
       find: "    return (this.childrenOf.get(id) ?? []).slice();",
       replace: "    return this.childrenOf.get(id) ?? [];",
-      failsWith: "children",
+      failsWith: "to deeply equal",
     },
     {
       lab: "10.1",
