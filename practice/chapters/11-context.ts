@@ -186,7 +186,7 @@ export default defineChapter({
       file: "src/session/interactions.ts",
       find: "      if (at < 0) {\n        throw new TypeError(",
       replace: "      if (at < -1) {\n        throw new TypeError(",
-      failsWith: "a second tool result",
+      failsWith: "expected [Function] to throw an error",
     },
     {
       lab: "11.1",
