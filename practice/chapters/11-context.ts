@@ -202,7 +202,7 @@ export default defineChapter({
       file: "src/session/interactions.ts",
       find: "        if (failed) (unreachable ??= new Set()).add(block.id);\n        else if",
       replace: '        if (failed && block.id === "") (unreachable ??= new Set()).add(block.id);\n        else if',
-      failsWith: "error/aborted",
+      failsWith: "expected [Function] to throw an error",
     },
     {
       lab: "11.1",
@@ -282,7 +282,7 @@ export default defineChapter({
       file: "src/agent/agent-session.ts",
       find: '      this.place = await store.append({ type: "message", parentId: this.place ?? null, message });',
       replace: '      this.place = await store.append({ type: "message", parentId: null, message });',
-      failsWith: "parentId",
+      failsWith: "expected null to be",
     },
     {
       lab: "11.5",
@@ -290,7 +290,7 @@ export default defineChapter({
       file: "src/agent/agent-session.ts",
       find: "      (this.failure.unsaved as AgentMessage[]).push(message);\n      return;",
       replace: "      return;",
-      failsWith: "unsaved",
+      failsWith: "expected [ 'toolResult:ok' ] to deeply equal [ 'toolResult:ok', 'toolResult:ok' ]",
     },
     {
       lab: "11.5",
@@ -298,7 +298,7 @@ export default defineChapter({
       file: "src/agent/agent-session.ts",
       find: "    if (tokensBefore < threshold) return;",
       replace: "    if (tokensBefore <= threshold) return;",
-      failsWith: "compact",
+      failsWith: "expected [] to have a length of 1 but got +0",
     },
     {
       lab: "11.5",
@@ -306,7 +306,7 @@ export default defineChapter({
       file: "src/agent/agent-session.ts",
       find: "      const input = user === undefined ? messages : await user(messages, signal);",
       replace: "      const input = messages;",
-      failsWith: "transformContext",
+      failsWith: "expected undefined to be 67",
     },
     {
       lab: "11.4",
