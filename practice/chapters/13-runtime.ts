@@ -191,7 +191,7 @@ export default defineChapter({
       file: "src/cli/sessions.ts",
       find: "    if (matches.length > 1) {\n      throw new Error(",
       replace: '    if (matches.length > 1 && id === "") {\n      throw new Error(',
-      failsWith: "session ids",
+      failsWith: "instead of rejecting",
     },
     {
       lab: "13.2",
@@ -215,7 +215,7 @@ export default defineChapter({
       file: "src/cli/runtime.ts",
       find: "    if (previous !== undefined) await this.closeSession(previous);\n",
       replace: "",
-      failsWith: "lock",
+      failsWith: "expected true to be false",
     },
     {
       lab: "13.3",
@@ -223,7 +223,7 @@ export default defineChapter({
       file: "src/cli/runtime.ts",
       find: "    } catch (error) {\n      await this.closeSession(session);\n      throw error;",
       replace: "    } catch (error) {\n      throw error;",
-      failsWith: "lock",
+      failsWith: "expected true to be false",
     },
     {
       lab: "13.3",
