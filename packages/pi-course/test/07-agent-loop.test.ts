@@ -1604,26 +1604,26 @@ describe("chapter 07 · the agent loop", () => {
   });
   it("Lab 7.4 · an answer with a field that cannot be read fails its hook with the getter's error; a field left out keeps the tool's terminate and isError", async () => {
     const tool = probe("t", async () => textResult("ran"));
-    const hostile = (field: string) =>
+    const hostile = (field: string, message: string) =>
       Object.defineProperty({}, field, {
         enumerable: true,
         get() {
-          throw new Error(`unreadable ${field}`);
+          throw new Error(message);
         },
       });
     const before = await run("go", ctx([tool]), {
       model: scripted([turn([call("c1", "t")]), says("never")]),
-      beforeToolCall: () => hostile("block") as BeforeToolCallResult,
+      beforeToolCall: () => hostile("block", "block unreadable") as BeforeToolCallResult,
     });
     expect(resultsOf(before.events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
-      ["c1", true, 'beforeToolCall failed for "t": unreadable block'],
+      ["c1", true, 'beforeToolCall failed for "t": block unreadable'],
     ]);
     const after = await run("go", ctx([tool]), {
       model: scripted([turn([call("c1", "t")]), says("never")]),
-      afterToolCall: () => hostile("content") as AfterToolCallResult,
+      afterToolCall: () => hostile("content", "content unreadable") as AfterToolCallResult,
     });
     expect(resultsOf(after.events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
-      ["c1", true, 'afterToolCall failed for "t": unreadable content'],
+      ["c1", true, 'afterToolCall failed for "t": content unreadable'],
     ]);
     // the tool says terminate and isError; the hook overrides only the content
     const final = probe("f", async () => ({ ...textResult("raw"), isError: true, terminate: true }));
