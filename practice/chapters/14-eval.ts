@@ -143,10 +143,10 @@ export default defineChapter({
     },
     {
       lab: "14.1",
-      what: "a case's settings start from the shared defaults object, which the next case then sees changed",
+      what: "minPassRate left out of the fields copied from case.json: the default always wins",
       file: "src/eval/case-format.ts",
-      find: "  const settings: CaseSettings = { ...DEFAULT_CASE_SETTINGS, model: {}, tags: [] };",
-      replace: "  const settings: CaseSettings = Object.assign(DEFAULT_CASE_SETTINGS, { model: {}, tags: [] });",
+      find: '  for (const key of ["timeLimitSeconds", "checkTimeLimitSeconds", "maxTurns", "minPassRate"] as const) {',
+      replace: '  for (const key of ["timeLimitSeconds", "checkTimeLimitSeconds", "maxTurns"] as const) {',
       failsWith: "to deeply equal",
     },
     {
