@@ -228,6 +228,20 @@ describe("chapter 09 · the stateful agent", () => {
     expect(state.errorMessage).toBe("Turn limit reached: …");
   });
 
+  it("Lab 9.1 · message_update sets streamingMessage to the update's own message, not the one message_start gave", () => {
+    const state = draft(scripted([]));
+    const started = assistantMessage([], "stop");
+    const updated = assistantMessage([{ type: "text", text: "hi" }], "stop");
+    reduceAgentEvent(state, { type: "message_start", message: started });
+    expect(state.streamingMessage).toBe(started);
+    reduceAgentEvent(state, {
+      type: "message_update",
+      message: updated,
+      event: { type: "text_delta", contentIndex: 0, delta: "hi", partial: updated },
+    });
+    expect(state.streamingMessage).toBe(updated);
+  });
+
   // -------------------------------------------------------------------------------------------
   // The queues (Lab 9.2)
   // -------------------------------------------------------------------------------------------
