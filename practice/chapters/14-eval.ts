@@ -117,10 +117,10 @@ export default defineChapter({
         zh:
           "每个用例：它的运行按 `repeat` 排序，按状态计数（五种状态都要有，包括 0），通过率 = 通过数 / 被评判的运行数" +
           "（被中断的不算评判；一个都没有时为 null）。结论：没有被评判的运行是 `incomplete`；通过率 ≥ `minPassRate` 且没有协议失败是 `passed`；否则 `failed`。" +
-          "`totals` 数用例、通过的用例、运行以及各状态的运行。`suiteExitCode`：被 Ctrl-C 停下是 130，每个用例都通过是 0，否则 1。",
+          "`totals` 数用例、通过的用例、运行以及各状态的运行。`suiteExitCode`：被 Ctrl-C 停下是 130（即使有用例失败），每个用例都通过是 0，否则 1。",
         en:
           "Runs sorted by repeat, counts of all five statuses, pass rate over judged (not interrupted) runs or null, verdict " +
-          "incomplete / passed (rate ≥ minPassRate and no protocol failure) / failed; exit code 130 after Ctrl-C, 0 all passed, else 1.",
+          "incomplete / passed (rate ≥ minPassRate and no protocol failure) / failed; exit code 130 after Ctrl-C (even with a failed case), 0 all passed, else 1.",
       },
     },
   ],
@@ -229,7 +229,7 @@ export default defineChapter({
       find: '  if (report.interrupted) return 130;\n  return report.cases.every((c) => c.verdict === "passed") ? 0 : 1;',
       replace:
         '  if (!report.cases.every((c) => c.verdict === "passed")) return 1;\n  if (report.interrupted) return 130;\n  return 0;',
-      failsWith: "130",
+      failsWith: "an interrupted suite with a failed case",
     },
     {
       lab: "14.4",

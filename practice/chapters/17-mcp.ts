@@ -297,7 +297,7 @@ export default defineChapter({
       file: "src/mcp/connection.ts",
       find: "          if (timer !== undefined) clearTimeout(timer);\n          if (totalTimer !== undefined) clearTimeout(totalTimer);\n          signal?.removeEventListener",
       replace: "          signal?.removeEventListener",
-      failsWith: "timer",
+      failsWith: "expected 2 to be +0",
     },
     {
       lab: "17.2",
@@ -305,7 +305,7 @@ export default defineChapter({
       file: "src/mcp/connection.ts",
       find: "      try {\n        handler(message.params ?? {});\n      } catch (error) {\n        this.onDiagnostic(`the handler of ${message.method} failed: ${errorText(error)}`);\n      }",
       replace: "      handler(message.params ?? {});",
-      failsWith: "failed",
+      failsWith: "boom",
     },
     {
       lab: "17.2",
