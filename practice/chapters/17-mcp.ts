@@ -361,7 +361,7 @@ export default defineChapter({
       file: "src/mcp/mcp-tools.ts",
       find: "  if (name.length <= MAX_TOOL_NAME && !taken.has(name)) return name;",
       replace: "  if (name.length <= MAX_TOOL_NAME) return name;",
-      failsWith: "to deeply equal",
+      failsWith: "expected 'mcp__a_b__c' to match",
     },
     {
       lab: "17.4",
@@ -401,7 +401,7 @@ export default defineChapter({
       file: "src/mcp/config.ts",
       find: '    } catch (error) {\n      out.push({ ...at, problem: `server "${name}" in ${file}: ${errorText(error)}` });\n    }',
       replace: "    } catch (error) {\n      throw error;\n    }",
-      failsWith: "problem",
+      failsWith: 'must be a whole number of milliseconds above 0, got "soon"',
     },
     {
       lab: "17.6",
@@ -409,7 +409,7 @@ export default defineChapter({
       file: "src/mcp/streamable-http.ts",
       find: '    if (this.sessionId !== undefined) headers["mcp-session-id"] = this.sessionId;\n',
       replace: "",
-      failsWith: "session",
+      failsWith: "expected [ [ 'POST', undefined",
     },
     {
       lab: "17.6",
@@ -425,7 +425,7 @@ export default defineChapter({
       file: "src/mcp/streamable-http.ts",
       find: '      if (typeof message === "string")\n        this.handlers?.onDiagnostic?.(`dropped a message that is not JSON-RPC (${message})`);\n      else out.push(message);',
       replace: '      if (typeof message === "string") throw new Error(message);\n      out.push(message);',
-      failsWith: "to deeply equal",
+      failsWith: 'no "jsonrpc": "2.0"',
     },
     {
       lab: "17.6",
@@ -433,7 +433,7 @@ export default defineChapter({
       file: "src/mcp/streamable-http.ts",
       find: "${JSON.stringify(text.slice(0, 200))}`);",
       replace: "${JSON.stringify(text)}`);",
-      failsWith: "200",
+      failsWith: "the server answered with a body that",
     },
     {
       lab: "17.2",
