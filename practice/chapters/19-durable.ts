@@ -114,7 +114,7 @@ export default defineChapter({
       file: "src/durable/recovery.ts",
       find: "  if (streamed !== undefined && streamed.parentId === (leaf?.id ?? null)) {",
       replace: "  if (streamed !== undefined) {",
-      failsWith: "partial",
+      failsWith: "to be undefined",
     },
     {
       lab: "19.1",
