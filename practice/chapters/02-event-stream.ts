@@ -32,11 +32,11 @@ export default defineChapter({
       hint: {
         zh:
           "push：已关闭就忽略；终止事件兑现结果，但它本身仍要交给读者；有读者在等就直接交给它，否则放进队列。" +
-          "next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者；同一时刻只允许一个读者、一个未完成的 next()。" +
+          "next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者；同一时刻只允许一个读者、一个未完成的 next()：第二个 next() 要立即拒绝（返回一个已拒绝的 promise），不能让它也挂着等。" +
           "读者 break 时（迭代器的 `return()`）停止缓冲，并按迭代器协议回答 `{ value: undefined, done: true }`。",
         en:
           "push: ignore after the end; a terminal event settles the result and is still delivered; hand to a waiting reader, else enqueue. " +
-          "next: drain with a moving head (no shift()), else wait; one reader, one pending next(); a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
+          "next: drain with a moving head (no shift()), else wait; one reader, one pending next() (a second one is rejected at once, never left waiting); a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
       },
     },
     {
@@ -44,8 +44,8 @@ export default defineChapter({
       says: ["EventStream ended without a result: end() was called with no argument before any …"],
       title: { zh: "end：没有终止事件时结束流", en: "end: finishing without a terminal event" },
       hint: {
-        zh: "缓冲的事件照常交付；end() 不带参数时 result() 必须拒绝（显式的 undefined 也算结果），并唤醒正在等待的读者。",
-        en: "Buffered events are still delivered; end() with no argument rejects result() (an explicit undefined is a result) and wakes a waiting reader.",
+        zh: "缓冲的事件照常交付；end() 不带参数时 result() 必须拒绝（显式的 undefined 也算结果），并立即（同步地，不等任何定时器）唤醒正在等待的读者。",
+        en: "Buffered events are still delivered; end() with no argument rejects result() (an explicit undefined is a result) and wakes a waiting reader at once (synchronously, before any timer).",
       },
       // Its tests push and read first: in practice(02) they meet lab 2.1's site before this one.
       uses: ["2.1"],
@@ -73,6 +73,70 @@ export default defineChapter({
         "      );\n",
       replace: "      // the rejection dropped: result() never settles\n",
       failsWith: "Test timed out",
+    },
+    {
+      lab: "2.1",
+      what: "a second reader only warned about: two for-await loops split the events between them",
+      file: "src/event-stream.ts",
+      find: "    if (this.hasReader) {\n      throw new Error(",
+      replace: "    if (this.hasReader) {\n      console.warn(",
+      failsWith: "to throw an error",
+    },
+    {
+      lab: "2.1",
+      what: "a second pending next() only warns, and replaces the first reader's resolver",
+      file: "src/event-stream.ts",
+      find: "    if (this.waiter !== undefined) {\n      return Promise.reject(\n",
+      replace: "    if (this.waiter !== undefined) {\n      console.warn(\n",
+      failsWith: "the second next() is still waiting",
+    },
+    {
+      lab: "2.1",
+      what: "the terminal event settles the result but is not delivered to the reader",
+      file: "src/event-stream.ts",
+      find: "        throw error;\n      }\n    }\n",
+      replace: "        throw error;\n      }\n      this.finishReader();\n      return;\n    }\n",
+      failsWith: "end",
+    },
+    {
+      lab: "2.1",
+      what: "pushes after the terminal event still delivered (no closed check in push)",
+      file: "src/event-stream.ts",
+      find: "  push(event: T): void {\n    if (this.closed) return;\n",
+      replace: "  push(event: T): void {\n",
+      failsWith: "kind",
+    },
+    {
+      lab: "2.1",
+      what: "return() answers done but keeps buffering: a reader that broke early still gets events",
+      file: "src/event-stream.ts",
+      find: "      return: () => {\n        this.detach();\n",
+      replace: "      return: () => {\n",
+      failsWith: "done",
+    },
+    {
+      lab: "2.2",
+      what: "end() never wakes a waiting reader",
+      file: "src/event-stream.ts",
+      find: "      this.resolveResult(args[0]);\n    }\n    this.finishReader();",
+      replace: "      this.resolveResult(args[0]);\n    }",
+      failsWith: "the reader is still waiting after end()",
+    },
+    {
+      lab: "2.2",
+      what: "end(undefined) taken as end() with no result",
+      file: "src/event-stream.ts",
+      find: "    if (args.length === 0) {",
+      replace: "    if (args[0] === undefined) {",
+      failsWith: "ended without a result",
+    },
+    {
+      lab: "2.2",
+      what: "end() drops the buffered events (detach instead of finishReader)",
+      file: "src/event-stream.ts",
+      find: "      this.resolveResult(args[0]);\n    }\n    this.finishReader();",
+      replace: "      this.resolveResult(args[0]);\n    }\n    this.detach();",
+      failsWith: "kind",
     },
   ],
   breakIt: {

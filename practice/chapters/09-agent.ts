@@ -56,12 +56,12 @@ export default defineChapter({
           "`message_start`（只对助手消息）和 `message_update` 设置 `streamingMessage`；`message_end` 清掉它并把消息追加进 `messages`；" +
           "`tool_execution_start`/`end` 增删 `pendingToolCalls` 里的 id——每次都换一个新的 Set，旧快照手里的那个不能变；" +
           '失败回合（`error`/`aborted`）的 `turn_end` 记下 `errorMessage`（消息没带 errorMessage 时写 `The turn ended with stopReason "aborted".` 这样的一句）；`agent_end` 清掉 `streamingMessage`，它若带着 `errorMessage`（例如到了回合上限）也记下，不带就保留原来的。' +
-          "不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。",
+          "不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。不在运行中的调用的 `tool_execution_end` 照常返回 true，`pendingToolCalls` 保持原来那个 Set。",
         en:
           "message_start (assistant) and message_update set streamingMessage; message_end clears it and appends the message; " +
           "tool starts/ends add/remove ids in a NEW set each time; a failed turn_end sets errorMessage (without one on the message: " +
           'The turn ended with stopReason "<reason>".); agent_end clears the ' +
-          "streaming message and, when it carries an errorMessage (the turn limit), sets errorMessage (else keeps it). An update for a call that is not running returns false.",
+          "streaming message and, when it carries an errorMessage (the turn limit), sets errorMessage (else keeps it). An update for a call that is not running returns false. An end for a call that is not running returns true and keeps the same set.",
       },
     },
     {
@@ -87,7 +87,7 @@ export default defineChapter({
       title: { zh: "一次 run 的生命周期（AgentRun.execute、AgentRun.deliver）", en: "the run lifecycle" },
       hint: {
         zh:
-          "`execute`：设 `isStreaming`、清掉上次的 `errorMessage`，每次改了 draft 都调用 `this.host.changed(…)`（`agent.state` 是缓存的快照，不调用它就看不到变化；参数表示对话本身是否变了），用对话的副本启动循环，事件接收端用已经写好的 `inOrder`，写成 `(event) => this.inOrder(event)`" +
+          "`execute`：设 `isStreaming`、清掉上次的 `errorMessage`，每次改了 draft 都调用 `this.host.changed(…)`（`agent.state` 是缓存的快照，不调用它就看不到变化；参数表示对话本身是否变了：只有 `message_end` 传 true，`agent.state.messages` 才换成新数组，运行的开始和结束都传 false），用对话的副本启动循环，事件接收端用已经写好的 `inOrder`，写成 `(event) => this.inOrder(event)`" +
           "（直接传 `this.inOrder` 也能通过类型检查，但 `this` 丢了，每个 9.3 测试都会栈溢出；它按顺序调用 `deliver`：中止之后循环不再等待接收端，事件就排在仍在进行的投递后面），循环结束后再 `await this.delivered`，" +
           "等最后的投递（包括 `agent_end`）送完；" +
           "无论循环怎么结束，`finally` 里都要回到空闲（`isStreaming` 置 false、`host.finished(this)`、兑现 `idle`），" +
@@ -95,7 +95,7 @@ export default defineChapter({
           "`deliver`：先交给 reducer（返回 false 就到此为止），再按顺序调用每个监听器；同步返回的就接着下一个，" +
           "返回 promise 的就转到 `deliverRest` 逐个 await。监听器抛错时记下来、像 `abort()` 一样停掉 run，但后面的监听器照样收到这个事件。",
         en:
-          "execute: mark streaming and call this.host.changed(…) after each change of the draft (agent.state is a cached snapshot), start the loop on a copy of the transcript with the given inOrder as its sink, bound: (event) => this.inOrder(event) (passing this.inOrder typechecks but loses this) (deliver, one " +
+          "execute: mark streaming and call this.host.changed(…) after each change of the draft (agent.state is a cached snapshot; its argument says whether the transcript changed: true only at message_end, so state.messages is a new array only then), start the loop on a copy of the transcript with the given inOrder as its sink, bound: (event) => this.inOrder(event) (passing this.inOrder typechecks but loses this) (deliver, one " +
           "event after the other, also once the loop stops waiting after an abort), then await this.delivered; whatever happens " +
           "return to idle in finally; then reject with an AgentListenerError if a listener threw. deliver: reduce first, then " +
           "each listener in order (await those that return a promise); a throw is recorded and aborts the run, and the later " +
@@ -104,6 +104,79 @@ export default defineChapter({
     },
   ],
   wrong: [
+    {
+      lab: "9.1",
+      what: "streamingMessage set by any message_start, a user message's too",
+      file: "src/agent/agent-state.ts",
+      find: '      if (event.message.role === "assistant") state.streamingMessage = event.message;',
+      replace: "      state.streamingMessage = event.message;",
+      failsWith: "to deeply equal [ 'agent_start -'",
+    },
+    {
+      lab: "9.1",
+      what: "pendingToolCalls changed in place instead of replaced by a new set",
+      file: "src/agent/agent-state.ts",
+      find: "      const pending = new Set(state.pendingToolCalls);\n      pending.add(event.toolCallId);\n      state.pendingToolCalls = pending;",
+      replace: "      state.pendingToolCalls.add(event.toolCallId);",
+      failsWith: "expected [ 'a', 'b' ] to deeply equal [ 'a' ]",
+    },
+    {
+      lab: "9.1",
+      what: "a tool_execution_update of a call that is not running accepted",
+      file: "src/agent/agent-state.ts",
+      find: "      return state.pendingToolCalls.has(event.toolCallId);",
+      replace: "      return true;",
+      failsWith: "expected true to be false",
+    },
+    {
+      lab: "9.1",
+      what: "a good turn_end clears the errorMessage an earlier failed turn of the run set",
+      file: "src/agent/agent-state.ts",
+      find: '          event.message.errorMessage ?? `The turn ended with stopReason "${event.message.stopReason}".`;\n      }',
+      replace:
+        '          event.message.errorMessage ?? `The turn ended with stopReason "${event.message.stopReason}".`;\n      } else {\n        state.errorMessage = undefined;\n      }',
+      failsWith: "expected undefined to be 'boom'",
+    },
+    {
+      lab: "9.1",
+      what: "an agent_end without errorMessage clears the one the run had",
+      file: "src/agent/agent-state.ts",
+      find: "      if (event.errorMessage !== undefined) state.errorMessage = event.errorMessage;",
+      replace: "      state.errorMessage = event.errorMessage;",
+      failsWith: "expected undefined to be 'Turn limit reached",
+    },
+    {
+      lab: "9.2",
+      what: "one-at-a-time ignored: every waiting message taken at each poll",
+      file: "src/agent/agent-queue.ts",
+      find: '    if (this.mode === "all" || waiting === 1) {',
+      replace: "    if (this.mode !== undefined || waiting === 1) {",
+      failsWith: "expected [ { role: 'user', \u2026(2) }, \u2026(2) ] to deeply equal [ { role: 'user', \u2026(2) } ]",
+    },
+    {
+      lab: "9.2",
+      what: "all mode takes the oldest message only",
+      file: "src/agent/agent-queue.ts",
+      find: '    if (this.mode === "all" || waiting === 1) {',
+      replace: "    if (waiting === 1) {",
+      failsWith: "expected [ { role: 'user', \u2026(2) } ] to deeply equal [ { role: 'user', \u2026(2) }, \u2026(2) ]",
+    },
+    {
+      lab: "9.2",
+      what: "compaction off by one: the oldest waiting message dropped with the taken ones",
+      file: "src/agent/agent-queue.ts",
+      find: "      this.items = this.items.slice(this.head);\n      this.head = 0;\n    }\n    return [oldest];",
+      replace: "      this.items = this.items.slice(this.head + 1);\n      this.head = 0;\n    }\n    return [oldest];",
+      failsWith: "to deeply equal [ { role: 'user', \u2026(2) } ]",
+    },
+    {
+      lab: "9.2",
+      what: "all mode after one-at-a-time polls hands back the whole array, the slots already taken too",
+      file: "src/agent/agent-queue.ts",
+      find: "      const taken = this.head === 0 ? this.items : this.items.slice(this.head);",
+      replace: "      const taken = this.items;",
+      failsWith: "expected [ undefined, \u2026(3) ]",
+    },
     {
       lab: "9.3",
       what: "the run's end never sets isStreaming back to false",

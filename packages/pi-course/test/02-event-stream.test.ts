@@ -125,7 +125,13 @@ describe("chapter 02 · EventStream", () => {
       const stream = numberStream();
       const iterator = stream[Symbol.asyncIterator]();
       const first = iterator.next();
-      await expect(iterator.next()).rejects.toThrow(/before the previous next\(\) settled/);
+      // Refused at once (before any timer), not left waiting beside the first one.
+      const second = iterator.next().then(
+        () => "the second next() resolved",
+        (error: Error) => error.message,
+      );
+      const still = new Promise((resolve) => setTimeout(() => resolve("the second next() is still waiting"), 0));
+      expect(await Promise.race([second, still])).toMatch(/before the previous next\(\) settled/);
       stream.push(item(1));
       expect(await first).toEqual({ value: item(1), done: false });
     },
@@ -225,7 +231,9 @@ describe("chapter 02 · EventStream", () => {
     const iterator = stream[Symbol.asyncIterator]();
     const pending = iterator.next();
     stream.end(0);
-    expect(await pending).toEqual({ value: undefined, done: true });
+    // end() answers the reader at once: before any timer, however busy the machine.
+    const still = new Promise((resolve) => setTimeout(() => resolve("the reader is still waiting after end()"), 0));
+    expect(await Promise.race([pending, still])).toEqual({ value: undefined, done: true });
   });
 
   it("Lab 2.2 · end() after the stream has ended changes nothing", async () => {

@@ -293,6 +293,8 @@ describe("chapter 06 · tools", () => {
         throw new Error("cannot repair");
       },
     });
+    // a ToolArgumentsError the model can read, not the hook's own error rethrown
+    expect(() => prepareToolArguments(t, call({ path: "a" }))).toThrow(/prepareArguments failed: cannot repair/);
     const error = errorOf(() => prepareToolArguments(t, call({ path: "a" })));
     expect(error.message).toContain("prepareArguments failed: cannot repair");
   });

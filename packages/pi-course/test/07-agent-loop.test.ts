@@ -14,11 +14,13 @@ import {
   userMessage,
 } from "../src/index.js";
 import type {
+  AfterToolCallResult,
   AgentContext,
   AgentEvent,
   AgentLoopConfig,
   AgentMessage,
   AssistantMessage,
+  BeforeToolCallResult,
   Message,
   Model,
   ToolCall,
@@ -1598,6 +1600,47 @@ describe("chapter 07 · the agent loop", () => {
     expect(
       model.requests,
       "model calls (one more means the model was called again after the run should have ended)",
+    ).toHaveLength(1);
+  });
+  it("Lab 7.4 · an answer with a field that cannot be read fails its hook with the getter's error; a field left out keeps the tool's terminate and isError", async () => {
+    const tool = probe("t", async () => textResult("ran"));
+    const hostile = (field: string, message: string) =>
+      Object.defineProperty({}, field, {
+        enumerable: true,
+        get() {
+          throw new Error(message);
+        },
+      });
+    const before = await run("go", ctx([tool]), {
+      model: scripted([turn([call("c1", "t")]), says("never")]),
+      beforeToolCall: () => hostile("block", "block unreadable") as BeforeToolCallResult,
+    });
+    expect(resultsOf(before.events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
+      ["c1", true, 'beforeToolCall failed for "t": block unreadable'],
+    ]);
+    const after = await run("go", ctx([tool]), {
+      model: scripted([turn([call("c1", "t")]), says("never")]),
+      afterToolCall: () => hostile("content", "content unreadable") as AfterToolCallResult,
+    });
+    expect(resultsOf(after.events).map((r) => [r.toolCallId, r.isError, textOf(r)])).toEqual([
+      ["c1", true, 'afterToolCall failed for "t": content unreadable'],
+    ]);
+    // the tool says terminate and isError; the hook overrides only the content
+    const final = probe("f", async () => ({ ...textResult("raw"), isError: true, terminate: true }));
+    const model = scripted([turn([call("c1", "f")]), says("never")]);
+    const { events } = await run("go", ctx([final]), {
+      model,
+      afterToolCall: () => ({ content: [{ type: "text", text: "redacted" }] }),
+    });
+    const end = events.find((e) => e.type === "tool_execution_end");
+    expect(end?.type === "tool_execution_end" && [end.result.isError, end.result.terminate, end.isError]).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(
+      model.requests,
+      "model calls (one more means the tool's terminate was lost to an override that left it out)",
     ).toHaveLength(1);
   });
 });

@@ -710,6 +710,24 @@ describe("chapter 08 · the read window", () => {
     expect(textOfResult(result)).toBe("1\tinside");
     expect(result.details).toMatchObject({ path: "real.txt" });
   }, 10_000);
+
+  it("Lab 8.3 · a limit above maxLines is held to maxLines; the byte cap counts each line's UTF-8 bytes", () => {
+    const text = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n");
+    expect(formatReadOutput(text, { maxLines: 3, limit: 5 }).window, "a caller's limit above maxLines").toEqual({
+      startLine: 1,
+      endLine: 3,
+      totalLines: 10,
+      truncatedBy: "lines",
+    });
+    // "1\t" + 20 × "é" (2 bytes each in UTF-8) + a newline = 43 bytes a line: two fit in 100 bytes, a third does not
+    const wide = Array.from({ length: 5 }, () => "é".repeat(20)).join("\n");
+    expect(formatReadOutput(wide, { maxBytes: 100 }).window, "lines counted in UTF-8 bytes").toEqual({
+      startLine: 1,
+      endLine: 2,
+      totalLines: 5,
+      truncatedBy: "bytes",
+    });
+  });
 });
 
 describe("chapter 08 · exact edits", () => {

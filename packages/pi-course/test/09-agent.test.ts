@@ -189,6 +189,20 @@ describe("chapter 09 · the stateful agent", () => {
     expect(ended.has("a")).toBe(false);
   });
 
+  it("Lab 9.1 · a tool_execution_end of a call that is not running is delivered and changes nothing", () => {
+    const state = draft(scripted([]));
+    const before = state.pendingToolCalls;
+    const stray: AgentEvent = {
+      type: "tool_execution_end",
+      toolCallId: "ghost",
+      toolName: "probe",
+      result: textResult("ok"),
+      isError: false,
+    };
+    expect(reduceAgentEvent(state, stray)).toBe(true);
+    expect(state.pendingToolCalls).toBe(before);
+  });
+
   it("Lab 9.1 · turn_end of a failed turn sets errorMessage; a later good turn of the run keeps it", () => {
     const state = draft(scripted([]));
     const failed = assistantMessage([], "error", { errorMessage: "boom" });
@@ -212,6 +226,20 @@ describe("chapter 09 · the stateful agent", () => {
     expect(state.errorMessage).toBe("Turn limit reached: …");
     reduceAgentEvent(state, { type: "agent_end", messages: [] });
     expect(state.errorMessage).toBe("Turn limit reached: …");
+  });
+
+  it("Lab 9.1 · message_update sets streamingMessage to the update's own message, not the one message_start gave", () => {
+    const state = draft(scripted([]));
+    const started = assistantMessage([], "stop");
+    const updated = assistantMessage([{ type: "text", text: "hi" }], "stop");
+    reduceAgentEvent(state, { type: "message_start", message: started });
+    expect(state.streamingMessage).toBe(started);
+    reduceAgentEvent(state, {
+      type: "message_update",
+      message: updated,
+      event: { type: "text_delta", contentIndex: 0, delta: "hi", partial: updated },
+    });
+    expect(state.streamingMessage).toBe(updated);
   });
 
   // -------------------------------------------------------------------------------------------
@@ -784,5 +812,30 @@ describe("chapter 09 · the stateful agent", () => {
     expect(agent.state.tools).toEqual([okTool]);
     await agent.prompt("again");
     expect(texts(agent.state.messages)).toEqual(["user:again", "assistant:ok"]);
+  }, 5000);
+
+  it("Lab 9.3 · agent.state.messages is a new array only when a message ends; other events and the run's start and end keep it", async () => {
+    const agent = new Agent({ initialState: { model: scripted([says("hi")]) } });
+    const before = agent.state.messages;
+    const seen: string[] = [];
+    let last = before;
+    agent.subscribe((event) => {
+      const now = agent.state.messages;
+      seen.push(`${event.type}: ${now === last ? "same" : "new"}`);
+      last = now;
+    });
+    await agent.prompt("hello");
+    expect(seen).toEqual([
+      "agent_start: same",
+      "turn_start: same",
+      "message_start: same",
+      "message_end: new",
+      "message_start: same",
+      "message_update: same",
+      "message_end: new",
+      "turn_end: same",
+      "agent_end: same",
+    ]);
+    expect(agent.state.messages, "the run's end changed no message").toBe(last);
   }, 5000);
 });

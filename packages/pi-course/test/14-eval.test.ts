@@ -515,3 +515,8 @@ it("Lab 14.4 · suiteExitCode: 0 when every case passed, 1 when one failed, 130 
   expect(suiteExitCode(buildSuiteReport(meta(), all.slice(1)))).toBe(1);
   expect(suiteExitCode(buildSuiteReport(meta(true), all))).toBe(130);
 });
+
+it("Lab 14.4 · suiteExitCode: 130 after Ctrl-C even when a case failed", () => {
+  const runs = [run("steady", 0, "failed"), run("flaky", 0, "passed"), run("stopped", 0, "passed")];
+  expect(suiteExitCode(buildSuiteReport(meta(true), runs)), "an interrupted suite with a failed case").toBe(130);
+});
