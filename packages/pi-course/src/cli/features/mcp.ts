@@ -5,8 +5,10 @@
  * failed within its start-up timeout (`"startupTimeoutMs"` of its entry, else
  * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
  * state is said as it changes, and its tools join when it is ready (the model has them from its
- * next request). The trace, print and JSON modes wait for them at most `MCP_RUN_WAIT_MS`, then
- * go on with a note. Their tools join the CLI's own (deferred behind `tool_search` above
+ * next request). The trace, print and JSON modes wait only for the servers whose tools are
+ * declared in the first request (`"exposure": "direct"` or `"codemode"`), each within its own
+ * start-up timeout; the others (`"search"`, or no exposure set) start in the background and a
+ * note says so. Their tools join the CLI's own (deferred behind `tool_search` above
  * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
 import { existsSync } from "node:fs";
@@ -41,9 +43,6 @@ declare module "../run-options.js" {
   }
 }
 
-/** How long the trace, print and JSON modes wait for MCP servers still starting before the run goes on: 10 s. */
-export const MCP_RUN_WAIT_MS = 10_000;
-
 export const mcp: CliFeature = {
   name: "mcp",
   options: [
@@ -67,8 +66,9 @@ tool_search, and each is declared once found`,
       section: "options",
       help: `how long an MCP server has to start (default 30000; an entry's own
 "startupTimeoutMs" wins). Servers start in the background: the
-conversation never waits; --print, --json and the trace wait at most
-${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)`,
+conversation never waits; --print, --json and the trace wait only for
+servers whose "exposure" is "direct" or "codemode" (the others' tools
+join the runs after they are ready)`,
     },
   ],
   usage: `  npm start -- mcp add | list | get | remove …
@@ -198,9 +198,10 @@ interface McpPart extends RuntimePart {
 /**
  * Starts the configured MCP servers in parallel, in the background; their tools join the
  * runtime's as each is ready. The conversation goes on at once; the other modes wait until every
- * server has settled, at most `MCP_RUN_WAIT_MS`. What is settled by then goes to `notes` (the
- * banner); each later change is a notice (`runtime.onNotice`). A failed server is a note, never
- * a failed start.
+ * server whose tools are declared in the first request (`exposure` "direct" or "codemode") has
+ * settled (each within its own start-up timeout), never for the others. What
+ * is settled by then goes to `notes` (the banner); each later change is a notice
+ * (`runtime.onNotice`). A failed server is a note, never a failed start.
  */
 async function startServers(runtime: Runtime, part: McpPart, notes: (text: string) => void): Promise<void> {
   const { mcpNotices = [], mcpServers = [], mcpStartupTimeoutMs, mode } = runtime.options;
@@ -214,7 +215,30 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   let toolNote: string | undefined;
   let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
-  const servers = McpServers.start(mcpServers, {
+  const waits = mode !== "interactive";
+  /**
+   * The servers a run does not wait for: those whose tools are not declared in its first request
+   * (`exposure` "search", or unset without --codemode: declared only once the server is ready).
+   * The others' tools are declared directly or in the code tool's description, so the run waits
+   * for them, each within its own start-up timeout.
+   */
+  const later = new Set(
+    mcpServers
+      .filter((server) => server.exposure === "search" || (server.exposure === undefined && !runtime.options.codemode))
+      .map((server) => server.name),
+  );
+  let servers: McpServers | undefined;
+  let settledOne = (): void => {};
+  /** Resolves once none of `names` is starting (each settles within its start-up timeout). */
+  const settled = (names: (name: string) => boolean): Promise<void> =>
+    new Promise((resolve) => {
+      settledOne = () => {
+        const starting = servers?.entries().filter((e) => names(e.name) && e.state.status === "starting");
+        if (starting?.length === 0) resolve();
+      };
+      settledOne();
+    });
+  servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
@@ -251,6 +275,8 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       runtime.setAddedTools(added.tools);
     },
     onStateChange: (name) => {
+      if (servers === undefined) return;
+      settledOne();
       if (banner) return;
       const entry = servers.entries().find((candidate) => candidate.name === name);
       const text = entry === undefined ? undefined : stateNote(entry);
@@ -258,12 +284,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
   });
   part.servers = servers;
-  if (mode !== "interactive") {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
-    await Promise.race([servers.ready(), waited]);
-    clearTimeout(timer);
-  }
+  if (waits) await settled((name) => !later.has(name));
   banner = false;
   for (const entry of servers.entries()) {
     const text = stateNote(entry);
@@ -272,7 +293,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       notes(
         mode === "interactive"
           ? `MCP server ${entry.name}: starting (its tools join when it is ready; /mcp shows it)`
-          : `MCP server ${entry.name}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
+          : `MCP server ${entry.name}: starting; the run goes on without waiting for it (its tools join the runs after it is ready)`,
       );
     }
   }
