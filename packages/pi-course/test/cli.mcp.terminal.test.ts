@@ -3,7 +3,7 @@
  * named in the trust question (it starts programs), starts once the folder is trusted, and `/mcp`
  * shows each server's state. server-everything is the real reference server. Servers start in the
  * background: a server that never answers holds back neither the conversation nor a print run
- * (which waits only for servers whose tools its first request declares).
+ * longer than its bound.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -129,35 +129,64 @@ it("a server that never answers does not hold the conversation back: the first a
   }
 }, 60_000);
 
-it("--print waits only for servers whose tools are declared directly, each within its own start-up timeout; a server that never answers is noted, not waited for", async () => {
+it("--print waits for a server at most its start-up timeout, and for none more than 10 s: then the run goes on with a note", async () => {
   const { project, env } = setUpProject({
-    quick: { ...HANGING, exposure: "direct", startupTimeoutMs: 1_000 },
-    everything: { command: process.execPath, args: [serverEntry("server-everything"), "stdio"], exposure: "direct" },
-    silent: HANGING,
+    quick: { ...HANGING, startupTimeoutMs: 1_000 },
+    slow: HANGING,
+    everything: { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] },
+  });
+  const chat = await scriptedChatServer([answerTurn((body) => `tools: ${body.tools.length}`)]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const startedAt = Date.now();
+    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "hi"];
+    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
+    const { code } = await run.exit;
+    const tookMs = Date.now() - startedAt;
+    const { stdout, stderr } = run.output();
+    expect([code, stdout]).toEqual([0, `tools: ${chat.bodies[0].tools.length}\n`]);
+    expect(stderr).toContain("note: MCP server quick failed: initialize timed out: no answer within 1000 ms");
+    expect(stderr).toContain(
+      "note: MCP server slow: still starting after 10 s; the run goes on without it (its tools join if it becomes ready)",
+    );
+    expect(stderr).toMatch(/note: MCP server everything: ready with \d+ tools/);
+    // everything's tools were in the first request; the slow server's start-up (60 s) was not waited out
+    expect(chat.bodies[0].tools.map((tool: { function: { name: string } }) => tool.function.name)).toContain(
+      "mcp__everything__echo",
+    );
+    expect(tookMs).toBeGreaterThanOrEqual(10_000);
+    expect(tookMs).toBeLessThan(30_000);
+  } finally {
+    await chat.close();
+  }
+}, 60_000);
+
+it("--print never waits for a server whose tools are found with tool_search: one that never answers is noted, and the first request goes out", async () => {
+  const { project, env } = setUpProject({
+    everything: { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] },
+    silent: { ...HANGING, exposure: "search" },
   });
   const chat = await scriptedChatServer([answerTurn((body) => `tools: ${body.tools.length}`)]);
   try {
     const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
     const flags = ["--approve", "--print", "--mcp-startup-timeout", "600000", "hi"];
     const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    // a bound only to tell a hang: silent's start-up timeout is 10 minutes
+    // a bound only to tell a hang: silent's start-up timeout is 10 minutes, and the run cap 10 s
     const { code } = await Promise.race([
       run.exit,
-      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run waited for silent")), 50_000)),
+      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
     ]);
     const { stdout, stderr } = run.output();
     expect([code, stdout]).toEqual([0, `tools: ${chat.bodies[0].tools.length}\n`]);
-    // the direct servers were waited for: quick until its own timeout, everything until ready
-    expect(stderr).toContain("note: MCP server quick failed: initialize timed out: no answer within 1000 ms");
+    // everything (its tools declared up front) was waited for; silent was still starting when the run went on
     expect(stderr).toMatch(/note: MCP server everything: ready with \d+ tools/);
-    // silent was still starting when the run went on, and the first request did not wait for it
     expect(stderr).toContain(
-      "note: MCP server silent: starting; the run goes on without waiting for it (its tools join the runs after it is ready)",
+      'note: MCP server silent: starting; the run goes on without waiting for it ("exposure": "search": its tools join the runs after it is ready)',
     );
+    expect(stderr).not.toContain("still starting after");
     const names = chat.bodies[0].tools.map((tool: { function: { name: string } }) => tool.function.name);
     expect(names).toContain("mcp__everything__echo");
     expect(names.filter((name: string) => name.startsWith("mcp__silent__"))).toEqual([]);
-    expect(chat.bodies).toHaveLength(1);
   } finally {
     await chat.close();
   }
@@ -169,8 +198,6 @@ it("a variable an MCP config names reaches its server but never the agent's comm
       command: process.execPath,
       args: [serverEntry("server-everything"), "stdio"],
       env: { DB: "${DATABASE_URL}" },
-      // declared directly: the run waits for it, so the first turn can call its tool
-      exposure: "direct",
     },
   });
   env.DATABASE_URL = "postgres://app:hunter2@db.internal/app";
@@ -195,8 +222,7 @@ it("a variable an MCP config names reaches its server but never the agent's comm
 it("the system prompt names the servers one line each; a server behind codemode brings the code tool and is declared only in it", async () => {
   const everything = { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] };
   const { project, env } = setUpProject({
-    // declared directly and in the code tool: a print run waits for both
-    plain: { ...everything, includeTools: ["echo"], exposure: "direct" },
+    plain: { ...everything, includeTools: ["echo"] },
     scripted: { ...everything, exposure: "codemode" },
   });
   const chat = await scriptedChatServer([answerTurn(() => "Done.")]);
@@ -207,7 +233,7 @@ it("the system prompt names the servers one line each; a server behind codemode 
     expect([code, run.output().stdout]).toEqual([0, "Done.\n"]);
     const body = chat.bodies[0];
     expect(body.messages[0].content).toContain(
-      "MCP servers (their tools join as each server starts):\n- plain: tools named mcp__plain__* (declared to you)\n- scripted: tools named mcp__scripted__* (call them from the code tool)",
+      "MCP servers (their tools join as each server starts):\n- plain: tools named mcp__plain__*\n- scripted: tools named mcp__scripted__* (call them from the code tool)",
     );
     const names: string[] = body.tools.map((tool: { function: { name: string } }) => tool.function.name);
     expect(names[0]).toBe("code");

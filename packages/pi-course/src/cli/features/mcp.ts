@@ -5,10 +5,11 @@
  * failed within its start-up timeout (`"startupTimeoutMs"` of its entry, else
  * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
  * state is said as it changes, and its tools join when it is ready (the model has them from its
- * next request). The trace, print and JSON modes wait only for the servers whose tools are
- * declared in the first request (`"exposure": "direct"` or `"codemode"`), each within its own
- * start-up timeout; the others (`"search"`, or no exposure set) start in the background and a
- * note says so. Their tools join the CLI's own (deferred behind `tool_search` above
+ * next request). The trace, print and JSON modes wait for the servers whose tools the first
+ * request declares (`exposure` direct, codemode, or unset), each until it settles within its own
+ * start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a note; never for a
+ * server whose tools are found with `tool_search` (`"exposure": "search"`), which starts in the
+ * background. Their tools join the CLI's own (deferred behind `tool_search` above
  * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
 import { existsSync } from "node:fs";
@@ -43,6 +44,9 @@ declare module "../run-options.js" {
   }
 }
 
+/** How long the trace, print and JSON modes wait for MCP servers still starting before the run goes on: 10 s. */
+export const MCP_RUN_WAIT_MS = 10_000;
+
 export const mcp: CliFeature = {
   name: "mcp",
   options: [
@@ -66,9 +70,9 @@ tool_search, and each is declared once found`,
       section: "options",
       help: `how long an MCP server has to start (default 30000; an entry's own
 "startupTimeoutMs" wins). Servers start in the background: the
-conversation never waits; --print, --json and the trace wait only for
-servers whose "exposure" is "direct" or "codemode" (the others' tools
-join the runs after they are ready)`,
+conversation never waits; --print, --json and the trace wait at most
+${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready);
+they never wait for a server whose "exposure" is "search"`,
     },
   ],
   usage: `  npm start -- mcp add | list | get | remove …
@@ -198,10 +202,10 @@ interface McpPart extends RuntimePart {
 /**
  * Starts the configured MCP servers in parallel, in the background; their tools join the
  * runtime's as each is ready. The conversation goes on at once; the other modes wait until every
- * server whose tools are declared in the first request (`exposure` "direct" or "codemode") has
- * settled (each within its own start-up timeout), never for the others. What
- * is settled by then goes to `notes` (the banner); each later change is a notice
- * (`runtime.onNotice`). A failed server is a note, never a failed start.
+ * server whose tools the first request declares has settled, at most `MCP_RUN_WAIT_MS` (never for
+ * a server with `exposure: "search"`). What is settled by then goes to `notes` (the
+ * banner); each later change is a notice (`runtime.onNotice`). A failed server is a note, never
+ * a failed start.
  */
 async function startServers(runtime: Runtime, part: McpPart, notes: (text: string) => void): Promise<void> {
   const { mcpNotices = [], mcpServers = [], mcpStartupTimeoutMs, mode } = runtime.options;
@@ -215,30 +219,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   let toolNote: string | undefined;
   let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
-  const waits = mode !== "interactive";
-  /**
-   * The servers a run does not wait for: those whose tools are not declared in its first request
-   * (`exposure` "search", or unset without --codemode: declared only once the server is ready).
-   * The others' tools are declared directly or in the code tool's description, so the run waits
-   * for them, each within its own start-up timeout.
-   */
-  const later = new Set(
-    mcpServers
-      .filter((server) => server.exposure === "search" || (server.exposure === undefined && !runtime.options.codemode))
-      .map((server) => server.name),
-  );
-  let servers: McpServers | undefined;
+  /** Servers a run does not wait for: their tools are found with tool_search, never declared up front. */
+  const searched = new Set(mcpServers.filter((server) => server.exposure === "search").map((server) => server.name));
   let settledOne = (): void => {};
-  /** Resolves once none of `names` is starting (each settles within its start-up timeout). */
-  const settled = (names: (name: string) => boolean): Promise<void> =>
-    new Promise((resolve) => {
-      settledOne = () => {
-        const starting = servers?.entries().filter((e) => names(e.name) && e.state.status === "starting");
-        if (starting?.length === 0) resolve();
-      };
-      settledOne();
-    });
-  servers = McpServers.start(mcpServers, {
+  const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
@@ -275,7 +259,6 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       runtime.setAddedTools(added.tools);
     },
     onStateChange: (name) => {
-      if (servers === undefined) return;
       settledOne();
       if (banner) return;
       const entry = servers.entries().find((candidate) => candidate.name === name);
@@ -284,7 +267,20 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
   });
   part.servers = servers;
-  if (waits) await settled((name) => !later.has(name));
+  if (mode !== "interactive") {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
+    // each server that is waited for settles within its own start-up timeout
+    const declared = new Promise<void>((resolve) => {
+      settledOne = () => {
+        const starting = servers.entries().filter((e) => !searched.has(e.name) && e.state.status === "starting");
+        if (starting.length === 0) resolve();
+      };
+      settledOne();
+    });
+    await Promise.race([declared, waited]);
+    clearTimeout(timer);
+  }
   banner = false;
   for (const entry of servers.entries()) {
     const text = stateNote(entry);
@@ -293,7 +289,9 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       notes(
         mode === "interactive"
           ? `MCP server ${entry.name}: starting (its tools join when it is ready; /mcp shows it)`
-          : `MCP server ${entry.name}: starting; the run goes on without waiting for it (its tools join the runs after it is ready)`,
+          : searched.has(entry.name)
+            ? `MCP server ${entry.name}: starting; the run goes on without waiting for it ("exposure": "search": its tools join the runs after it is ready)`
+            : `MCP server ${entry.name}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
       );
     }
   }
