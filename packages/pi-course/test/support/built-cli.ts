@@ -2,27 +2,24 @@
  * The CLI as the tests start it: the package's sources compiled to JavaScript, as the published
  * `pi-course` bin runs them (`node …/cli/start.js`).
  *
- * Contract: `builtStart()` returns the path of `cli/start.js` in a folder that holds the package's
- * bundle, built by `scripts/bundle.ts` exactly as `npm run build` builds `dist/` (no source maps).
- * The folder is named by a hash of the sources and the bundle script, so a changed source gives a new
+ * Contract: `builtStart()` returns the path of `cli/start.js` in a folder that holds every `.ts`
+ * file of `src/` compiled by TypeScript's `transpileModule` (types erased, one file for one file,
+ * nothing bundled). The folder is named by a hash of the sources, so a changed source gives a new
  * build; it sits inside the package (`.test-build/`, ignored by git) so that the compiled files
  * resolve the package's dependencies as the sources do. Any number of test processes may call it
  * at once: each builds into a folder of its own and renames it into place; the first rename wins.
  *
  * Why: under tsx each start of the CLI paid for a TypeScript loader in three processes (tsx's own,
- * the launcher, the agent); compiled one file for one file, each start still opened some 840
- * modules (TypeBox's 680 among them) in the launcher and again in the agent; bundled, a start
- * costs what node costs.
+ * the launcher, the agent); compiled, a start costs what node costs.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundle } from "../../scripts/bundle.js";
+import ts from "typescript";
 
 const PACKAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const SOURCES = path.join(PACKAGE, "src");
-const BUNDLER = path.join(PACKAGE, "scripts", "bundle.ts");
 const BUILDS = path.join(PACKAGE, ".test-build");
 /** A build older than this, of other sources, is removed when a new one is made. */
 const STALE_MS = 60 * 60 * 1000;
@@ -45,16 +42,26 @@ function sourceFiles(folder: string, into: string[] = []): string[] {
 }
 
 function build(): string {
+  const files = sourceFiles(SOURCES);
   const hash = createHash("sha256");
-  for (const file of [...sourceFiles(SOURCES), BUNDLER]) {
-    hash.update(path.relative(PACKAGE, file)).update("\0").update(readFileSync(file)).update("\0");
-  }
+  const texts = files.map((file) => {
+    const text = readFileSync(file, "utf8");
+    hash.update(path.relative(SOURCES, file)).update("\0").update(text).update("\0");
+    return text;
+  });
   const name = hash.digest("hex").slice(0, 16);
   const target = path.join(BUILDS, name);
   if (exists(target)) return target;
   const staging = path.join(BUILDS, `.staging-${process.pid}-${Math.random().toString(36).slice(2)}`);
-  mkdirSync(staging, { recursive: true });
-  bundle(staging);
+  for (const [i, file] of files.entries()) {
+    const { outputText } = ts.transpileModule(texts[i]!, {
+      fileName: file,
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+    });
+    const out = path.join(staging, path.relative(SOURCES, file)).replace(/\.ts$/, ".js");
+    mkdirSync(path.dirname(out), { recursive: true });
+    writeFileSync(out, outputText);
+  }
   writeFileSync(path.join(staging, "package.json"), '{ "type": "module" }\n');
   try {
     renameSync(staging, target);
