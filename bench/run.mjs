@@ -53,6 +53,16 @@ if (files.length === 0) {
   console.error(`bench: no bench/*.bench.ts matches ${filters.join(", ") || "(none present)"}`);
   process.exit(1);
 }
+// bench/00-startup runs pi 1.6's CLI, which needs Node >= 22.19: both come from bench/pi-cli/'s
+// lockfile (the Node binary is a registry package), installed there without install scripts.
+if (files.some((name) => name.startsWith("00-"))) {
+  const piCli = join(here, "pi-cli");
+  const piInstalled = join(piCli, "node_modules", ".package-lock.json");
+  if (!existsSync(piInstalled) || statSync(join(piCli, "package-lock.json")).mtimeMs > statSync(piInstalled).mtimeMs) {
+    console.log("bench: installing pi 1.6's CLI and Node 22 into bench/pi-cli…");
+    run("npm", ["ci", "--no-audit", "--no-fund", "--ignore-scripts"], piCli);
+  }
+}
 const tsx = join(root, "node_modules", "tsx", "dist", "esm", "index.mjs");
 for (const file of files) {
   console.log(`\n=== ${file}`);

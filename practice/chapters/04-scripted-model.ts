@@ -12,14 +12,15 @@ export default defineChapter({
     zh:
       "`ScriptedModel`：一个确定性的 `Model`，把脚本里的回合播放成模型事件：`start`、文本的 `text_delta`、" +
       "每个工具调用的 `toolcall_delta` 与 `toolcall_end`，最后是 `done`。它是后面各章测试的替身，也是主程序默认内置的模型。" +
-      "`requests` 深拷贝记录最近收到的上下文（最多 `keepRequests` 个，默认 100，长跑的内存不会随调用次数涨），`calls` 数调用次数。" +
+      "`requests` 记录最近收到的上下文的拷贝（最多 `keepRequests` 个，默认 100；各拷贝共享已拷贝过的消息，长跑的内存只相当于一份对话），`calls` 数调用次数。" +
       "文件里已经给好的帮手可以直接用：`this.interrupted(signal)` 让出一次事件循环，然后告诉你是否已中止；" +
       "`this.abort(stream, partial)` 以中止结束回合并保留已流出的内容；`this.fail(stream, reason, text)` 推送一条空的错误消息；" +
-      "`this.blank(stopReason)` 是本模型的空消息（provider、model、时间戳都已填好）；`pieces(text, size)` 把文本切成 delta。",
+      "`this.blank(stopReason)` 是本模型的空消息（provider、model、时间戳都已填好）；`pieces(text, size)` 把文本切成 delta；" +
+      "`this.keptCopy(context)` 是 `requests` 要记的那份拷贝（消息与工具定义各只拷贝一次，之后的请求共享它）。",
     en:
       "A deterministic Model that plays scripted turns as model events; the test double of every later chapter and the " +
-      "embedded default model of the main job. It records deep copies of the latest contexts it is asked with (keepRequests, default 100) and counts calls. Provided helpers: " +
-      "interrupted (one yield, then is the signal aborted?), abort, fail, blank, pieces.",
+      "embedded default model of the main job. It records copies of the latest contexts it is asked with (keepRequests, default 100; the copies share each message, copied once) and counts calls. Provided helpers: " +
+      "interrupted (one yield, then is the signal aborted?), abort, fail, blank, pieces, keptCopy (the copy requests keeps).",
   },
   files: ["src/models/scripted-model.ts"],
   labs: [
@@ -31,7 +32,8 @@ export default defineChapter({
       },
       hint: {
         zh:
-          "`stream` 里同步完成这几件事再返回流：`calls` 加一，深拷贝上下文并记进 `requests`（超过 `keepRequests` 就丢掉最旧的；拷贝失败也是 error 事件），然后**直接调用** `this.play(...)`" +
+          "`stream` 里同步完成这几件事再返回流：`calls` 加一，用 `structuredClone` 深拷贝上下文给 `play`（responder 可能改它），" +
+          "并把 `this.keptCopy(context)` 记进 `requests`（`keepRequests` 为 0 时不记；超过 `keepRequests` 就丢掉最旧的；任何一次拷贝失败都是 error 事件），然后**直接调用** `this.play(...)`" +
           "（不要放进 `queueMicrotask`/`setImmediate`）：`play` 一开始就调用 `resolveTurn`，而预先中止的检查和“取走一个回合”必须在 " +
           "`stream()` 返回之前同步发生（`resolveTurn` 在第一个 `await` 之前做完这两件事）。`play` 返回的 promise 要接上 `.catch`：" +
           "播放中任何意外抛出都变成 error 事件，**消息里保留原错误的 message**（后面实验的施工现场错误就是靠它显示出来的）。" +
@@ -45,7 +47,8 @@ export default defineChapter({
           "④ `.catch` 接住的意外：`ScriptedModel: cannot play call N: <错误的 message>`，N 数的是调用（第几次调用 `stream()`，即 `calls`）；" +
           "⑤ 拷贝失败：`ScriptedModel: the context cannot be copied: <错误的 message>`（测试只查 `cannot be copied`）。",
         en:
-          "In stream(), synchronously: count the call, deep-copy and record the context, dropping the oldest past keepRequests (a failed copy is an error event), then call this.play(...) " +
+          "In stream(), synchronously: count the call, deep-copy the context for play (structuredClone: a responder may change it) and record this.keptCopy(context) in requests " +
+          "(none when keepRequests is 0; drop the oldest past keepRequests; a failed copy is an error event), then call this.play(...) " +
           "directly, not from a microtask or setImmediate: the pre-abort check and taking the turn happen before stream() returns. " +
           "Catch play's rejection as an error event that keeps the cause's message. resolveTurn takes the next turn (a message, a " +
           "ScriptedFailure made playable by failureScript, or a responder called with the context and the 0-based turn index); " +
@@ -155,7 +158,7 @@ export default defineChapter({
       lab: "4.1",
       what: "the request recorded is the caller's own context, not a copy",
       file: "src/models/scripted-model.ts",
-      find: "      this.requests.push(snapshot);\n",
+      find: "      this.requests.push(kept);\n",
       replace: "      this.requests.push(context);\n",
       failsWith: "changed after the call",
     },

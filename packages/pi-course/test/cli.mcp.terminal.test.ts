@@ -161,6 +161,37 @@ it("--print waits for a server at most its start-up timeout, and for none more t
   }
 }, 60_000);
 
+it("--print never waits for a server whose tools are found with tool_search: one that never answers is noted, and the first request goes out", async () => {
+  const { project, env } = setUpProject({
+    everything: { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] },
+    silent: { ...HANGING, exposure: "search" },
+  });
+  const chat = await scriptedChatServer([answerTurn((body) => `tools: ${body.tools.length}`)]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const flags = ["--approve", "--print", "--mcp-startup-timeout", "600000", "hi"];
+    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
+    // a bound only to tell a hang: silent's start-up timeout is 10 minutes, and the run cap 10 s
+    const { code } = await Promise.race([
+      run.exit,
+      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
+    ]);
+    const { stdout, stderr } = run.output();
+    expect([code, stdout]).toEqual([0, `tools: ${chat.bodies[0].tools.length}\n`]);
+    // everything (its tools declared up front) was waited for; silent was still starting when the run went on
+    expect(stderr).toMatch(/note: MCP server everything: ready with \d+ tools/);
+    expect(stderr).toContain(
+      'note: MCP server silent: starting; the run goes on without waiting for it ("exposure": "search": its tools join the runs after it is ready)',
+    );
+    expect(stderr).not.toContain("still starting after");
+    const names = chat.bodies[0].tools.map((tool: { function: { name: string } }) => tool.function.name);
+    expect(names).toContain("mcp__everything__echo");
+    expect(names.filter((name: string) => name.startsWith("mcp__silent__"))).toEqual([]);
+  } finally {
+    await chat.close();
+  }
+}, 60_000);
+
 it("a variable an MCP config names reaches its server but never the agent's commands, whatever its name (DATABASE_URL)", async () => {
   const { project, env } = setUpProject({
     everything: {

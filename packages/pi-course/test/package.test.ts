@@ -142,6 +142,18 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(files.filter((f) => f.startsWith("test/") || f.endsWith(".test.ts"))).toEqual([]);
   });
 
+  it("Package · the installed, bundled root exports every name the sources' index.ts exports, and no other", async () => {
+    const app = join(work, "app");
+    const installed = execFileSync(
+      process.execPath,
+      ["--input-type=module", "-e", 'console.log(JSON.stringify(Object.keys(await import("@pi/course")).sort()))'],
+      { cwd: app, encoding: "utf8" },
+    );
+    const source = Object.keys(await import("../src/index.js")).sort();
+    expect(source.length).toBeGreaterThan(250);
+    expect(JSON.parse(installed)).toEqual(source);
+  }, 60_000);
+
   it("Package · ships a README that says it is ESM-only and how to install it", () => {
     const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
     expect(files).toContain("README.md");
@@ -192,6 +204,8 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(help.split("\n")[0]).toMatch(/^pi-course: /);
     expect(help).toContain("  pi-course --continue ");
     expect(help).not.toContain("npm start");
+    // --version says package.json's version (the bundle carries it as a constant)
+    expect(execFileSync(bin, ["--version"], { encoding: "utf8", env })).toBe(`pi-course ${pkg.version}\n`);
     const misused = spawnSync(bin, ["--verbose"], { encoding: "utf8", env });
     expect([misused.status, misused.stderr]).toEqual([
       2,

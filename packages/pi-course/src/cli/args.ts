@@ -48,7 +48,7 @@ export {
   type RunOptions,
 } from "./run-options.js";
 export { CliUsageError } from "./usage-error.js";
-export { HELP, commandName, helpText } from "./help.js";
+export { HELP, VERSION, commandName, helpText, versionText } from "./help.js";
 
 /** What a usage error prints; `env` tells how the program was started (see `commandName`). */
 export function usageMessage(error: CliUsageError, env: NodeJS.ProcessEnv): string {
@@ -138,6 +138,7 @@ export function parseArgs(
   const tty: Terminal = typeof terminal === "boolean" ? { stdinIsTTY: false, stdoutIsTTY: terminal } : terminal;
   const read = readArgv(argv, how);
   if (read.help) return { kind: "help" };
+  if (read.version === true) return { kind: "version" };
   const from = env.INIT_CWD ?? process.cwd();
   const configPath = read.values.get("config")?.at(-1) as string | undefined;
   let config: { settings: Settings; file?: string };

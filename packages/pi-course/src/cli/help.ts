@@ -15,6 +15,14 @@ export function commandName(env: NodeJS.ProcessEnv): "npm start --" | "pi-course
   return env.npm_lifecycle_event === "start" && env.npm_package_name === "@pi/course" ? "npm start --" : "pi-course";
 }
 
+/** The version of @pi/course (package.json's; a test keeps them equal). */
+export const VERSION = "0.1.0";
+
+/** What `--version` prints. */
+export function versionText(): string {
+  return `pi-course ${VERSION}\n`;
+}
+
 /** `--help` for the command `commandName` names: HELP as it is, or with `pi-course` in its usage lines. */
 export function helpText(command: "npm start --" | "pi-course"): string {
   if (command === "npm start --") return HELP;

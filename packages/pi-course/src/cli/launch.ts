@@ -40,6 +40,7 @@ import {
   commandName,
   helpText,
   keyVariable,
+  versionText,
   keyVariables,
   readCommandLine,
   usageMessage,
@@ -69,7 +70,7 @@ const SIGNAL_NUMBERS: Record<Forwarded, number> = { SIGINT: 2, SIGTERM: 15, SIGH
 export const canLaunchApart = process.platform === "linux" || process.platform === "darwin";
 
 /**
- * Help and usage errors need no agent: answered here (and the process exits), unless reading the
+ * Help, the version and usage errors need no agent: answered here (and the process exits), unless reading the
  * options would read a file the agent must read.
  */
 function answerWithoutAgent(argv: readonly string[]): void {
@@ -80,8 +81,9 @@ function answerWithoutAgent(argv: readonly string[]): void {
   if (check) {
     try {
       const terminal = { stdinIsTTY: process.stdin.isTTY === true, stdoutIsTTY: process.stdout.isTTY === true };
-      if (readCommandLine(argv, process.env, terminal).kind === "help") {
-        process.stdout.write(helpText(commandName(process.env)));
+      const kind = readCommandLine(argv, process.env, terminal).kind;
+      if (kind === "help" || kind === "version") {
+        process.stdout.write(kind === "help" ? helpText(commandName(process.env)) : versionText());
         process.exit(0);
       }
     } catch (error) {

@@ -26,6 +26,7 @@ import {
   parseArgs,
   readCommandLine,
   usageMessage,
+  versionText,
   type RunOptions,
 } from "./args.js";
 import { DEMO_TASK } from "./demo.js";
@@ -58,6 +59,10 @@ export async function runMain(argv: readonly string[], io: CliIO, signal?: Abort
   }
   if (parsed.kind === "help") {
     io.stdout.write(helpText(commandName(io.env)));
+    return 0;
+  }
+  if (parsed.kind === "version") {
+    io.stdout.write(versionText());
     return 0;
   }
   const notes: string[] = [];

@@ -124,6 +124,7 @@ summary when it nears N (default: no budget; at least 1000)`,
     help: "the config file (default ~/.pi-course/config.json if it exists)",
   },
   { name: "help", short: "h", section: "help", help: "this text" },
+  { name: "version", section: "help", help: "the version of pi-course" },
   {
     name: "session-dir",
     value: "DIR",
@@ -230,6 +231,8 @@ function optionLabel(spec: OptionSpec): string {
 /** argv as the table reads it. */
 export interface ReadArgv {
   help: boolean;
+  /** `--version` was given (what follows is not read). */
+  version?: true;
   /** Each option given, by long name, every time it is given, in order (`true` for a switch). */
   values: Map<string, (string | true)[]>;
   /** The option of `names` given last, if any (`--color` / `--no-color`). */
@@ -254,8 +257,8 @@ export interface ReadArgvOptions {
 }
 
 /**
- * Reads `argv` with the option table (and `how.extra`). Stops at `-h`/`--help` (what follows is
- * not read). Throws `CliUsageError` for an unknown option (unless `how.unknown` collects it) (also `--name=value`, grouped short options and `--`; a
+ * Reads `argv` with the option table (and `how.extra`). Stops at `-h`/`--help` or `--version`
+ * (what follows is not read). Throws `CliUsageError` for an unknown option (unless `how.unknown` collects it) (also `--name=value`, grouped short options and `--`; a
  * value glued on with `=` is never shown), and for an option whose value is missing or starts
  * with `--`.
  */
@@ -297,6 +300,8 @@ export function readArgv(argv: readonly string[], how: ReadArgvOptions = {}): Re
       throw new CliUsageError(`unknown option ${shownOption(written)}.`);
     }
     if (spec.name === "help") return { help: true, values, last: () => undefined, flags, positionals, unknown };
+    if (spec.name === "version")
+      return { help: false, version: true, values, last: () => undefined, flags, positionals, unknown };
     let value: string | true = true;
     if (spec.value !== undefined) {
       if (token.value === undefined || token.value.startsWith("--")) {

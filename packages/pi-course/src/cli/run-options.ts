@@ -88,4 +88,4 @@ export interface RunOptions {
 }
 
 /** What the user asked for. */
-export type CliOptions = { kind: "help" } | RunOptions;
+export type CliOptions = { kind: "help" } | { kind: "version" } | RunOptions;

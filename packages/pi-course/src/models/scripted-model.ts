@@ -55,8 +55,9 @@ export interface ScriptedModelOptions {
   repeat?: ScriptedResponder;
   /**
    * How many of the latest requests `requests` keeps (default 100; `0`: none; `Infinity`: all).
-   * Each is a deep copy of a context that grows with the run, so keeping all of a long run's
-   * requests costs memory that grows with the square of its length.
+   * Each is a copy of a context that grows with the run; the copies share what they have in
+   * common (each message and tool definition is copied once, the first time it is sent), so they
+   * cost about one transcript, not one per request.
    */
   keepRequests?: number;
   // #region ch06
@@ -77,7 +78,10 @@ export interface ScriptedModelOptions {
 export class ScriptedModel implements Model {
   readonly provider: string;
   readonly id: string;
-  /** Deep copies of the latest contexts the model was asked with (see `keepRequests`), oldest first. */
+  /**
+   * Copies of the latest contexts the model was asked with (see `keepRequests`), oldest first,
+   * as they were when sent. Read-only: they share their messages with each other.
+   */
   readonly requests: Context[] = [];
   /** How many times `stream` was called. */
   calls = 0;
@@ -92,6 +96,8 @@ export class ScriptedModel implements Model {
   // #endregion
   /** Turns played so far: a call refused before it started (pre-aborted) does not use one up. */
   private played = 0;
+  /** The copy of each message and tool definition already sent, shared by the kept requests. */
+  private readonly copies = new WeakMap<object, unknown>();
 
   constructor(turns: readonly ScriptedTurn[], options: ScriptedModelOptions = {}) {
     const chunkSize = options.chunkSize ?? 8;
@@ -131,17 +137,18 @@ export class ScriptedModel implements Model {
     // #region lab 4.1 stream
     const stream = new AssistantMessageEventStream();
     let snapshot: Context;
+    let kept: Context | undefined;
     try {
-      snapshot = structuredClone(context);
+      snapshot = structuredClone(context); // the player's own copy: a responder may change it
+      if (this.keepRequests > 0) kept = this.keptCopy(context);
     } catch (error) {
       this.fail(stream, "error", `ScriptedModel: the context cannot be copied: ${describe(error)}`);
       return stream;
     }
     const call = ++this.calls;
-    if (this.keepRequests > 0) {
-      this.requests.push(snapshot);
+    if (kept !== undefined) {
+      this.requests.push(kept);
       if (this.requests.length > this.keepRequests) this.requests.shift();
-      snapshot = structuredClone(snapshot); // the player's own copy: a responder may change it
     }
     // A bug in a script (say, a responder returning garbage) still ends the turn as an event.
     this.play(stream, snapshot, options.signal).catch((error) =>
@@ -149,6 +156,26 @@ export class ScriptedModel implements Model {
     );
     return stream;
     // #endregion
+  }
+
+  /**
+   * The copy of `context` that `requests` keeps: its messages and tool definitions are copied the
+   * first time they are sent and shared by every later request that sends them again, so a long
+   * run's kept requests hold one copy of its transcript. Throws what `structuredClone` throws.
+   */
+  private keptCopy(context: Context): Context {
+    const shared = <T>(item: T): T => {
+      if (typeof item !== "object" || item === null) return structuredClone(item);
+      let copy = this.copies.get(item);
+      if (copy === undefined) this.copies.set(item, (copy = structuredClone(item)));
+      return copy as T;
+    };
+    const { messages, tools, ...rest } = context;
+    return {
+      ...structuredClone(rest),
+      messages: messages.map(shared),
+      ...(tools !== undefined && { tools: tools.map(shared) }),
+    };
   }
 
   private async play(

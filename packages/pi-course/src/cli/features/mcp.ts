@@ -5,8 +5,11 @@
  * failed within its start-up timeout (`"startupTimeoutMs"` of its entry, else
  * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
  * state is said as it changes, and its tools join when it is ready (the model has them from its
- * next request). The trace, print and JSON modes wait for them at most `MCP_RUN_WAIT_MS`, then
- * go on with a note. Their tools join the CLI's own (deferred behind `tool_search` above
+ * next request). The trace, print and JSON modes wait for the servers whose tools the first
+ * request declares (`exposure` direct, codemode, or unset), each until it settles within its own
+ * start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a note; never for a
+ * server whose tools are found with `tool_search` (`"exposure": "search"`), which starts in the
+ * background. Their tools join the CLI's own (deferred behind `tool_search` above
  * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
 import { existsSync } from "node:fs";
@@ -68,7 +71,8 @@ tool_search, and each is declared once found`,
       help: `how long an MCP server has to start (default 30000; an entry's own
 "startupTimeoutMs" wins). Servers start in the background: the
 conversation never waits; --print, --json and the trace wait at most
-${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)`,
+${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready);
+they never wait for a server whose "exposure" is "search"`,
     },
   ],
   usage: `  npm start -- mcp add | list | get | remove …
@@ -199,7 +203,8 @@ interface McpPart extends RuntimePart {
 /**
  * Starts the configured MCP servers in parallel, in the background; their tools join the
  * runtime's as each is ready. The conversation goes on at once; the other modes wait until every
- * server has settled, at most `MCP_RUN_WAIT_MS`. What is settled by then goes to `notes` (the
+ * server whose tools the first request declares has settled, at most `MCP_RUN_WAIT_MS` (never for
+ * a server with `exposure: "search"`). What is settled by then goes to `notes` (the
  * banner); each later change is a notice (`runtime.onNotice`). A failed server is a note, never
  * a failed start.
  */
@@ -215,6 +220,9 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   let toolNote: string | undefined;
   let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
+  /** Servers a run does not wait for: their tools are found with tool_search, never declared up front. */
+  const searched = new Set(mcpServers.filter((server) => server.exposure === "search").map((server) => server.name));
+  let settledOne = (): void => {};
   const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
@@ -254,6 +262,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       runtime.setAddedTools(added.tools);
     },
     onStateChange: (name) => {
+      settledOne();
       if (banner) return;
       const entry = servers.entries().find((candidate) => candidate.name === name);
       const text = entry === undefined ? undefined : stateNote(entry);
@@ -264,7 +273,15 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   if (mode !== "interactive") {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
-    await Promise.race([servers.ready(), waited]);
+    // each server that is waited for settles within its own start-up timeout
+    const declared = new Promise<void>((resolve) => {
+      settledOne = () => {
+        const starting = servers.entries().filter((e) => !searched.has(e.name) && e.state.status === "starting");
+        if (starting.length === 0) resolve();
+      };
+      settledOne();
+    });
+    await Promise.race([declared, waited]);
     clearTimeout(timer);
   }
   banner = false;
@@ -275,7 +292,9 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
       notes(
         mode === "interactive"
           ? `MCP server ${shown(entry.name)}: starting (its tools join when it is ready; /mcp shows it)`
-          : `MCP server ${shown(entry.name)}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
+          : searched.has(entry.name)
+            ? `MCP server ${shown(entry.name)}: starting; the run goes on without waiting for it ("exposure": "search": its tools join the runs after it is ready)`
+            : `MCP server ${shown(entry.name)}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
       );
     }
   }
