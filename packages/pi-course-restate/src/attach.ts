@@ -5,8 +5,11 @@
  * on a response whose headers have not come within 300 s (undici's `headersTimeout`), while a
  * queued eval case or a long run can take longer. So each attempt waits `attemptMs` at most (below
  * undici's limit), and an attempt that timed out, ours or undici's, is made again, until
- * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts.
+ * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts. A request that reaches nothing
+ * (the engine restarting) is made again every second for `reconnectMs`, then rejects naming the
+ * address and what to do (reach.ts).
  */
+import { unreachable } from "./reach.js";
 
 export interface AttachOptions {
   /** Stops waiting (the caller's own timeout). */
@@ -15,6 +18,8 @@ export interface AttachOptions {
   attemptMs?: number;
   /** How long to wait in all (default 24 hours). */
   maxWaitMs?: number;
+  /** How long to keep trying while the engine cannot be reached at all (default 120 s). */
+  reconnectMs?: number;
 }
 
 export interface Attached {
@@ -27,6 +32,7 @@ export interface Attached {
 export async function attach(url: string, options: AttachOptions = {}): Promise<Attached> {
   const attemptMs = options.attemptMs ?? 240_000;
   const deadline = Date.now() + (options.maxWaitMs ?? 24 * 3600_000);
+  let unreachableSince: number | undefined;
   for (;;) {
     options.signal?.throwIfAborted();
     const left = deadline - Date.now();
@@ -41,7 +47,13 @@ export async function attach(url: string, options: AttachOptions = {}): Promise<
       return { ok: response.ok, status: response.status, text: await response.text() };
     } catch (error) {
       if (options.signal?.aborted) throw error;
-      if (!attempt.aborted && !headersTimedOut(error)) throw error;
+      if (attempt.aborted || headersTimedOut(error)) {
+        unreachableSince = undefined;
+        continue;
+      }
+      unreachableSince ??= Date.now();
+      if (Date.now() - unreachableSince >= (options.reconnectMs ?? 120_000)) throw unreachable("ingress", url, error);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, Math.max(0, deadline - Date.now()))));
     }
   }
 }

@@ -5,10 +5,10 @@
  * one file of a worker and its setups that starts in a fraction of the time), behind one
  * deployment address (`startProxy`, or any HTTP/2 load balancer). The engine: `startRestateServer`
  * (from its npm package). Runs: `submitRun` / `runResult` / `runDurably`, kept as a session file by
- * `writeSession`. Suites: `evalOnEngine`. The pieces a run is made of: `agentRunWorkflow`,
+ * `writeSession`; an operator's view: `runStatus`, `listRuns`, `cancelRun`. Suites: `evalOnEngine`. The pieces a run is made of: `agentRunWorkflow`,
  * `journaledModel`, `journaledTools`, `Steps`.
  */
-export { AGENT_RUN, agentRunWorkflow, RETRY_POLICY } from "./agent-run.js";
+export { AGENT_RUN, agentRunWorkflow, INPUT_PROMISE, RETRY_POLICY } from "./agent-run.js";
 export type { RunInput, RunOutput, RunParts, RunSetup, RunSetups } from "./agent-run.js";
 export { attach } from "./attach.js";
 export type { AttachOptions, Attached } from "./attach.js";
@@ -16,18 +16,26 @@ export { EVAL_RUN, evalRunWorkflow } from "./eval-run.js";
 export type { EvalRunInput, EvalRunOutput } from "./eval-run.js";
 export { evalOnEngine } from "./eval-suite.js";
 export type { EngineEvalOptions, EngineEvalResult } from "./eval-suite.js";
+export { checkBind, isLoopback } from "./bind.js";
+export { inputDigest } from "./input-digest.js";
 export { journaledModel } from "./journaled-model.js";
 export { journaledTool, journaledTools } from "./journaled-tool.js";
 export { startProxy } from "./proxy.js";
+export { EngineRequestError } from "./reach.js";
+export type { EngineAddress } from "./reach.js";
+export { DEFAULT_RUN_SECONDS, DEFAULT_STEP_SECONDS, MAX_STEP_SECONDS } from "./run-limits.js";
+export type { RunLimits } from "./run-limits.js";
+export { cancelRun, listRuns, runStatus } from "./runs.js";
+export type { RunStatus } from "./runs.js";
 export type { Proxy } from "./proxy.js";
 export { freePort, restateServerBinary, startRestateServer } from "./restate-server.js";
 export type { RestateServer } from "./restate-server.js";
 export { Steps } from "./steps.js";
-export { runDurably, runResult, submitRun, writeSession } from "./submit.js";
+export { RunInputMismatchError, runDurably, runResult, submitRun, writeSession } from "./submit.js";
 export { startWorker } from "./worker.js";
 export { bundleWorker } from "./worker-bundle.js";
 export type { WorkerBundleOptions } from "./worker-bundle.js";
-export { runWorkerCommand } from "./worker-command.js";
+export { runWorkerCommand, WORKER_HELP } from "./worker-command.js";
 export type { Worker, WorkerOptions } from "./worker.js";
 export { spawnWorker } from "./worker-process.js";
 export type { WorkerProcess } from "./worker-process.js";

@@ -32,16 +32,22 @@ export function restateServerBinary(): string {
     return require.resolve(name);
   } catch {
     throw new Error(
-      `The Restate server binary ${name} is not installed. Run \`npm install\` in the repository ` +
-        "(it comes with @restatedev/restate-server as an optional dependency for this platform).",
+      `The Restate server binary ${name} is not installed; the engine needs it (workers do not). ` +
+        "Install it beside this package: npm install @restatedev/restate-server@1.7.12",
     );
   }
 }
 
 /** Starts a Restate server with its data in `dir` (created if missing). */
-export async function startRestateServer(options: { dir: string; timeoutMs?: number }): Promise<RestateServer> {
+export async function startRestateServer(options: {
+  dir: string;
+  timeoutMs?: number;
+  /** Where the ingress and the admin API listen (default 127.0.0.1; the node's own port stays on 127.0.0.1). */
+  bind?: string;
+}): Promise<RestateServer> {
   await mkdir(options.dir, { recursive: true });
-  const [fabric, ingress, admin] = [await freePort(), await freePort(), await freePort()];
+  const bind = options.bind ?? "127.0.0.1";
+  const [fabric, ingress, admin] = [await freePort(), await freePort(bind), await freePort(bind)];
   const config = path.join(options.dir, "restate.toml");
   await writeFile(
     config,
@@ -56,9 +62,9 @@ export async function startRestateServer(options: { dir: string; timeoutMs?: num
       // the version check finds no network here; it says so at ERROR level
       'log-filter = "warn,octocrab=off"',
       "[ingress]",
-      `bind-address = "127.0.0.1:${ingress}"`,
+      `bind-address = "${hostPort(bind, ingress)}"`,
       "[admin]",
-      `bind-address = "127.0.0.1:${admin}"`,
+      `bind-address = "${hostPort(bind, admin)}"`,
       "disable-web-ui = true",
       "",
     ].join("\n"),
@@ -72,8 +78,8 @@ export async function startRestateServer(options: { dir: string; timeoutMs?: num
   child.stderr?.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-4000);
   });
-  const ingressUrl = `http://127.0.0.1:${ingress}`;
-  const adminUrl = `http://127.0.0.1:${admin}`;
+  const ingressUrl = `http://${hostPort(bind, ingress)}`;
+  const adminUrl = `http://${hostPort(bind, admin)}`;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = async (graceMs = 2000) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -124,12 +130,17 @@ async function ok(url: string): Promise<boolean> {
   }
 }
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
+/** `host:port`, an IPv6 host in brackets. */
+function hostPort(host: string, port: number): string {
+  return net.isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** A port that was free a moment ago on `host` (default 127.0.0.1). */
+export function freePort(host = "127.0.0.1"): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(0, host, () => {
       const address = server.address();
       const port = typeof address === "object" && address !== null ? address.port : 0;
       server.close(() => resolve(port));

@@ -1,60 +1,121 @@
 /**
- * The worker's command as a function: `[--setups <module>] [--cases N] [--port N] [--host H]
- * [--grace-ms N]`, what `worker-main.ts` (and `pi-course-restate worker`) run, and what a worker
- * bundle (`bundleWorker`) runs with its setups built in.
+ * The worker's command as a function: what `worker-main.ts` (and `pi-course-restate worker`) run,
+ * and what a worker bundle (`bundleWorker`) runs with its setups built in. `WORKER_HELP` says every
+ * option.
  *
  * The setups module exports `setups` (a `RunSetups`) for agent runs; without it the worker takes
- * eval cases only (`--cases` at once, default 2). Prints `worker <pid> listening on <url>`
- * once it listens; a SIGTERM or SIGINT closes it: connections still open after `--grace-ms`
- * (default 5000) are cut, then it exits.
+ * eval cases only. Prints `worker <pid> listening on <url>` once it listens; a SIGTERM or SIGINT
+ * (or, with `--stop-with-stdin`, its standard input closing: the parent that spawned it is gone)
+ * closes it: connections still open after `--grace-ms` are cut, then it exits.
+ *
+ * Each worker has a TMPDIR of its own (a new folder, removed when it stops, unless `--tmpdir`
+ * names one): an eval case's protocol check watches the top of its temporary folder, so workers
+ * sharing one would see each other's files as the case writing outside its workspace.
  */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
+import { checkBind } from "./bind.js";
 import { startWorker } from "./worker.js";
 
-const USAGE =
-  "usage: worker-main.ts [--setups <module exporting `setups`>] [--cases N] [--port N] [--host 127.0.0.1] [--grace-ms N]";
+export const WORKER_HELP = `usage: pi-course-restate worker [--setups MODULE] [options]
+   or: node WORKER.mjs [options]   (a bundle: its setups are built in)
+
+Serves agent runs (the setups module's) and eval cases to the engine over HTTP/2.
+
+  --setups MODULE          a module exporting \`setups\` (name → RunSetup), loaded by path (a
+                           TypeScript module needs tsx; \`bundle\` builds one file instead);
+                           none: eval cases only
+  --port N                 the port (default: any free one; printed)
+  --host ADDR              where it listens (default 127.0.0.1); any other address needs
+                           --credential-file
+  --credential-file FILE   the credential a non-loopback --host needs (mode 0600)
+  --cases N                eval cases at once (default 2)
+  --tmpdir DIR             its TMPDIR (default: a new folder of its own, removed when it stops)
+  --grace-ms N             on SIGTERM, how long runs in flight go on before their connections are
+                           cut (default 5000; the engine retries them on another worker)
+  --stop-with-stdin        stop when standard input closes (the parent that started it is gone)
+
+The engine's admin address is not needed: the engine is given this worker's URL (\`engine --workers\`).
+`;
 
 /**
  * Runs the worker command on `args` (the arguments after the script). `builtIn`: setups compiled
  * into the program (a bundle); then `--setups` is refused, as it would load a second copy.
  */
 export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSetups }): Promise<void> {
-  const { values } = parseArgs({
+  let values: ReturnType<typeof parse>["values"];
+  try {
+    ({ values } = parse(args));
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : error}. Run with --help for the options.`);
+  }
+  if (values.help) {
+    process.stdout.write(WORKER_HELP);
+    return;
+  }
+  const usage = "Run with --help for the options.";
+  const cases = values.cases === undefined ? 2 : Number(values.cases);
+  if (!Number.isInteger(cases) || cases < 1) throw new Error(`--cases must be a whole number above 0. ${usage}`);
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number. ${usage}`);
+  const graceMs = values["grace-ms"] === undefined ? 5000 : Number(values["grace-ms"]);
+  if (!Number.isInteger(graceMs) || graceMs < 0) throw new Error(`--grace-ms must be a whole number of ms. ${usage}`);
+  if (builtIn !== undefined && values.setups !== undefined) {
+    throw new Error(`this worker has its setups built in; it takes no --setups. ${usage}`);
+  }
+  const host = values.host ?? "127.0.0.1";
+  checkBind("the worker", "--host", host, values["credential-file"]);
+  let setups: RunSetups = builtIn?.setups ?? {};
+  if (values.setups !== undefined) {
+    const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
+    if (loaded.setups === undefined || typeof loaded.setups !== "object") {
+      throw new Error(`${values.setups} exports no \`setups\` object (name → RunSetup). ${usage}`);
+    }
+    setups = loaded.setups;
+  }
+  const ownTmp = values.tmpdir === undefined ? mkdtempSync(path.join(tmpdir(), "pi-course-worker-")) : undefined;
+  if (values.tmpdir !== undefined) mkdirSync(values.tmpdir, { recursive: true });
+  process.env.TMPDIR = ownTmp ?? path.resolve(values.tmpdir!);
+  const worker = await startWorker({ setups, cases, port, host });
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    const exit = () => {
+      if (ownTmp !== undefined) rmSync(ownTmp, { recursive: true, force: true });
+      process.exit(0);
+    };
+    setTimeout(exit, graceMs + 1000).unref(); // whatever still holds the server
+    void worker.close(graceMs).then(exit);
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+  if (values["stop-with-stdin"]) {
+    process.stdin.once("end", stop);
+    process.stdin.once("close", stop);
+    process.stdin.on("error", stop);
+    process.stdin.resume();
+  }
+  process.stdout.write(`worker ${process.pid} listening on ${worker.url}\n`);
+}
+
+function parse(args: string[]) {
+  return parseArgs({
     args,
     options: {
       setups: { type: "string" },
       cases: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
+      "credential-file": { type: "string" },
+      tmpdir: { type: "string" },
       "grace-ms": { type: "string" },
+      "stop-with-stdin": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
     },
   });
-  const cases = values.cases === undefined ? 2 : Number(values.cases);
-  if (!Number.isInteger(cases) || cases < 1) throw new Error(`--cases must be a whole number above 0. ${USAGE}`);
-  const port = values.port === undefined ? 0 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number. ${USAGE}`);
-  const graceMs = values["grace-ms"] === undefined ? 5000 : Number(values["grace-ms"]);
-  if (!Number.isInteger(graceMs) || graceMs < 0) throw new Error(`--grace-ms must be a whole number of ms. ${USAGE}`);
-  if (builtIn !== undefined && values.setups !== undefined) {
-    throw new Error(`this worker has its setups built in; it takes no --setups. ${USAGE}`);
-  }
-  let setups: RunSetups = builtIn?.setups ?? {};
-  if (values.setups !== undefined) {
-    const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
-    if (loaded.setups === undefined || typeof loaded.setups !== "object") {
-      throw new Error(`${values.setups} exports no \`setups\` object (name → RunSetup). ${USAGE}`);
-    }
-    setups = loaded.setups;
-  }
-  const worker = await startWorker({ setups, cases, port, ...(values.host && { host: values.host }) });
-  const stop = () => {
-    setTimeout(() => process.exit(0), graceMs + 1000).unref(); // whatever still holds the server
-    void worker.close(graceMs).then(() => process.exit(0));
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
-  process.stdout.write(`worker ${process.pid} listening on ${worker.url}\n`);
 }

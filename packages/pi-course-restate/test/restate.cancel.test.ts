@@ -11,30 +11,33 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
+import { type RestateServer, startRestateServer } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+import { testBundle } from "./support/fleet.js";
 
 const SETUPS = path.join(path.dirname(fileURLToPath(import.meta.url)), "support", "kill-script.ts");
 
 let root: string;
 let server: RestateServer | undefined;
 let worker: WorkerProcess | undefined;
+let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-cancel-"));
-  const port = await freePort();
+  // a bundle: under tsx a worker's start takes tens of seconds on a loaded machine
+  bundle = await testBundle(SETUPS);
   [server, worker] = await Promise.all([
     startRestateServer({ dir: path.join(root, "restate") }),
-    spawnWorker({ setups: SETUPS, port, tmpdir: root }),
+    spawnWorker({ bundle: bundle.file, port: 0 }),
   ]);
   await server.register(worker.url);
 });
 
 afterAll(async () => {
-  if (worker !== undefined && worker.child.exitCode === null && worker.child.signalCode === null)
-    worker.child.kill("SIGKILL");
+  await worker?.stop(0);
   await server?.stop(1000);
+  await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 

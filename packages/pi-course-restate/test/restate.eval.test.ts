@@ -35,7 +35,8 @@ let live = 0;
 const kills: { case: string; pid: number }[] = [];
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 const fleet = new Fleet((port) =>
-  spawnWorker({ bundle: bundle!.file, port, cases: 2, tmpdir: path.join(root, `tmp-${port}`) }),
+  // no tmpdir: each worker makes its own (two sharing one turned cases into false protocol failures)
+  spawnWorker({ bundle: bundle!.file, port, cases: 2 }),
 );
 
 async function judge(): Promise<void> {

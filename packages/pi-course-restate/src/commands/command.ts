@@ -1,0 +1,60 @@
+/**
+ * The shape of a `pi-course-restate` command, and the option parsing they share.
+ *
+ * A command has a name, a one-line summary for the list of commands, its own `--help` text, and
+ * `run`, which resolves with the exit code (0 done; 1 the work failed, its error said on stderr; 2 a
+ * usage error). A usage error is a `UsageError`: the dispatcher adds how to get the command's help.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+
+export interface Command {
+  name: string;
+  summary: string;
+  /** The whole `--help` text (starts with the usage line). */
+  help: string;
+  run(args: string[]): Promise<number>;
+}
+
+/** The command line was wrong: said with a pointer to the command's `--help`. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** `node:util` `parseArgs` (strict) whose complaints are `UsageError`s. */
+export function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T, positionals = 0) {
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (parsed.positionals.length > positionals) {
+    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
+  }
+  return parsed;
+}
+
+/** `value` as a whole number of at least `min`, or a `UsageError` naming `flag`. */
+export function wholeNumber(flag: string, value: string, min = 1): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min)
+    throw new UsageError(`${flag} must be a whole number of at least ${min}, got ${value}`);
+  return n;
+}
+
+/** A URL option that must be given, checked to be http(s). */
+export function urlOption(flag: string, value: string | undefined, what: string): string {
+  if (value === undefined) throw new UsageError(`${flag} is needed: ${what}`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`${flag} must be a URL such as http://127.0.0.1:8080, got ${value}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new UsageError(`${flag} must be an http URL, got ${value}`);
+  return value.replace(/\/+$/, "");
+}
+
+export const INGRESS_HELP = "  --ingress URL   the engine's ingress (`engine` prints it when it starts)";
+export const ADMIN_HELP = "  --admin URL     the engine's admin API (`engine` prints it when it starts)";
