@@ -7,7 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,12 +51,13 @@ it("gives each worker a TMPDIR of its own by default, and stop() ends it and rem
   const parentTmp = path.join(root, "parent-tmp");
   const before = process.env.TMPDIR;
   process.env.TMPDIR = parentTmp; // the workers inherit it, and make their own folder inside
-  await import("node:fs/promises").then((fs) => fs.mkdir(parentTmp));
+  await mkdir(parentTmp);
   try {
     const pair = await Promise.all([0, 0].map((port) => spawnWorker({ bundle: bundle.file, port })));
     started.push(...pair);
   } finally {
-    process.env.TMPDIR = before;
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
   }
   const own = (await readdir(parentTmp)).sort();
   expect(own).toHaveLength(2);
