@@ -21,7 +21,8 @@ import {
   suiteExitCode,
 } from "@pi/course";
 import { attach } from "./attach.js";
-import { EVAL_RUN, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
+import { EVAL_RUN, type EngineModelServer, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
+import { reach, refused } from "./reach.js";
 
 export interface EngineEvalOptions {
   /** The suite's folder. */
@@ -36,6 +37,8 @@ export interface EngineEvalOptions {
   runId?: string;
   /** Hears each finished run. */
   onDone?: (record: RunRecord) => void;
+  /** The model server (default: offline, each case's script); its key stays with the workers. */
+  server?: EngineModelServer;
 }
 
 export interface EngineEvalResult {
@@ -62,14 +65,18 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
   const records = await Promise.all(
     jobs.map(async ({ evalCase, repeat: index }) => {
       const key = encodeURIComponent(`${runId}/${evalCase.name}/${index}`);
-      const input: EvalRunInput = { caseDir: path.resolve(evalCase.dir), repeat: index };
-      const sent = await fetch(`${options.ingressUrl}/${EVAL_RUN}/${key}/run/send`, {
+      const input: EvalRunInput = {
+        caseDir: path.resolve(evalCase.dir),
+        repeat: index,
+        ...(options.server !== undefined && { server: options.server }),
+      };
+      const url = `${options.ingressUrl}/${EVAL_RUN}/${key}/run/send`;
+      const sent = await reach("ingress", url, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(input),
       });
-      if (!sent.ok)
-        throw new Error(`the engine refused ${evalCase.name} #${index} (${sent.status}): ${await sent.text()}`);
+      if (!sent.ok) throw refused(`submitting ${evalCase.name} #${index}`, url, sent.status, await sent.text());
       await sent.arrayBuffer();
       // a queued case can wait longer than fetch waits for headers: attach retries
       const done = await attach(`${options.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
@@ -89,7 +96,10 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
   const report = buildSuiteReport(
     {
       suite: options.suite,
-      model: "scripted (offline, each case's script.json)",
+      model:
+        options.server === undefined
+          ? "scripted (offline, each case's script.json)"
+          : `${options.server.model} at ${options.server.baseUrl ?? "https://api.anthropic.com"} (through the engine)`,
       startedAt,
       finishedAt: new Date(),
       // every run is handed to the engine at once; each worker's own limit decides how many run together

@@ -51,6 +51,8 @@ export function spawnWorker(options: {
   credentialFile?: string;
   /** The worker's TMPDIR (default: a new folder of its own, removed when it stops). */
   tmpdir?: string;
+  /** Variables added to the worker's environment (this process's is inherited): a model's key, say. */
+  env?: Readonly<Record<string, string>>;
   timeoutMs?: number;
   /** How long a SIGTERM lets runs in flight go on before the worker cuts its connections (its default: 5 s). */
   graceMs?: number;
@@ -78,7 +80,11 @@ export function spawnWorker(options: {
       String(options.port),
       "--stop-with-stdin",
     ],
-    { cwd: fromSources ? ROOT : process.cwd(), stdio: ["pipe", "pipe", "pipe"] },
+    {
+      cwd: fromSources ? ROOT : process.cwd(),
+      stdio: ["pipe", "pipe", "pipe"],
+      ...(options.env !== undefined && { env: { ...process.env, ...options.env } }),
+    },
   );
   child.stdin?.on("error", () => undefined);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

@@ -20,18 +20,28 @@ export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
-/** `node:util` `parseArgs` (strict) whose complaints are `UsageError`s. */
-export function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T, positionals = 0) {
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: true }>>;
+/** What `parse` gives: each option's value (a string, or `true` for a switch) and the positionals. */
+export interface Parsed {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+/** `node:util` `parseArgs` (strict) whose complaints are `UsageError`s; at most `positionals` positionals. */
+export function parse<T extends NonNullable<ParseArgsConfig["options"]>>(
+  args: string[],
+  options: T,
+  positionals = 0,
+): { values: { [K in keyof T]?: T[K]["type"] extends "boolean" ? boolean : string }; positionals: string[] } {
+  let parsed: Parsed;
   try {
-    parsed = parseArgs({ args, options, allowPositionals: true });
+    parsed = parseArgs({ args, options, allowPositionals: true }) as Parsed;
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   if (parsed.positionals.length > positionals) {
     throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
   }
-  return parsed;
+  return parsed as ReturnType<typeof parse<T>>;
 }
 
 /** `value` as a whole number of at least `min`, or a `UsageError` naming `flag`. */

@@ -1,0 +1,109 @@
+/**
+ * An eval suite through the engine against a model server: the run names the server and the
+ * model, never the key; the worker reads the key from its own environment. A recording
+ * OpenAI-compatible server on 127.0.0.1 (@pi/course's replay server) sees the worker's key; the
+ * engine's journal and state hold it nowhere; an input that carries a key is refused.
+ */
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/test/support/chat-replay-server.js";
+import { attach } from "../src/attach.js";
+import { EVAL_RUN } from "../src/eval-run.js";
+import { evalOnEngine } from "../src/eval-suite.js";
+import { type RestateServer, startRestateServer } from "../src/restate-server.js";
+import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+import { testBundle } from "./support/fleet.js";
+
+const KEY = "sk-held-by-the-worker-7f3a";
+let root: string;
+let model: ChatReplayServer;
+let server: RestateServer;
+let worker: WorkerProcess;
+let bundle: Awaited<ReturnType<typeof testBundle>>;
+
+/** A Chat Completions SSE body that answers `text`. */
+function answer(text: string): string {
+  const chunk = (delta: object, finish: string | null) =>
+    `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  return `${chunk({ role: "assistant", content: text }, null)}${chunk({}, "stop")}data: [DONE]\n\n`;
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-model-"));
+  const greet = path.join(root, "suite", "greet");
+  await mkdir(path.join(greet, "files"), { recursive: true });
+  await writeFile(path.join(greet, "task.md"), "Say hello.\n");
+  await writeFile(path.join(greet, "files", "README.md"), "A workspace.\n");
+  await writeFile(path.join(greet, "case.json"), JSON.stringify({ timeLimitSeconds: 60, maxTurns: 2 }));
+  await writeFile(path.join(greet, "check"), "#!/bin/sh\nexit 0\n");
+  await chmod(path.join(greet, "check"), 0o755);
+  model = await startChatReplayServer([answer("hello")]);
+  bundle = await testBundle();
+  [server, worker] = await Promise.all([
+    startRestateServer({ dir: path.join(root, "restate") }),
+    spawnWorker({ bundle: bundle.file, port: 0, env: { OPENAI_API_KEY: KEY } }),
+  ]);
+  await server.register(worker.url);
+});
+
+afterAll(async () => {
+  await worker?.stop(0);
+  await server?.stop(1000);
+  await model?.close();
+  await bundle?.remove();
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+});
+
+it("runs a suite on a model server with the key the worker holds; the engine never sees the key", async () => {
+  expect(process.env.OPENAI_API_KEY ?? "").not.toBe(KEY);
+  const result = await evalOnEngine({
+    suite: path.join(root, "suite"),
+    ingressUrl: server.ingressUrl,
+    out: path.join(root, "report"),
+    server: { provider: "openai", baseUrl: model.baseUrl, model: "m" },
+  });
+  expect(result.report.cases.map((c) => [c.name, c.runs.map((r) => [r.status, r.reason])])).toEqual([
+    ["greet", [["passed", undefined]]],
+  ]);
+  expect(result.exitCode).toBe(0);
+  expect(model.requests.map((r) => r.authorization)).toEqual([`Bearer ${KEY}`]);
+  // nothing the engine keeps holds the key: the journals (every entry, as JSON and raw) and the state
+  const reads: [string, string][] = [
+    ["SELECT entry_json, raw FROM sys_journal", "greet"],
+    ["SELECT * FROM sys_invocation", "greet"],
+    ["SELECT * FROM state", "rows"], // a workflow's state: none here
+  ];
+  for (const [sql, seen] of reads) {
+    const response = await fetch(`${server.adminUrl}/query`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ query: sql }),
+    });
+    const text = await response.text();
+    expect(response.status, text).toBe(200);
+    expect(text).toContain(seen); // the query did read the run
+    expect(text).not.toContain(KEY);
+    expect(text).not.toContain(Buffer.from(KEY).toString("base64").slice(0, 20));
+  }
+}, 180_000);
+
+it("refuses a run whose input carries a key", async () => {
+  const key = encodeURIComponent("keyed/greet/0");
+  const sent = await fetch(`${server.ingressUrl}/${EVAL_RUN}/${key}/run/send`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      caseDir: path.join(root, "suite", "greet"),
+      repeat: 0,
+      server: { provider: "openai", baseUrl: model.baseUrl, model: "m", apiKey: "sk-in-the-journal" },
+    }),
+  });
+  expect(sent.status).toBe(202);
+  const done = await attach(`${server.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
+  expect(done.ok).toBe(false);
+  expect(done.text).toContain(
+    "EvalRun: a model key never travels through the engine; start the workers with it in their environment and name the variable (server.apiKeyEnv)",
+  );
+}, 120_000);
