@@ -19,7 +19,8 @@ export function isLoopback(host: string): boolean {
 
 /**
  * Throws unless `host` is an IP address or `localhost`, and unless a non-loopback `host` comes
- * with `credentialFile`: a regular file of this user's that no one else can read or write.
+ * with `credentialFile`; a credential file given (needed or not) must be a regular file of this
+ * user's that no one else can read or write.
  * `what` names the listener (`the engine`, `the worker`) and `flag` its bind option.
  */
 export function checkBind(what: string, flag: string, host: string, credentialFile: string | undefined): void {
@@ -27,8 +28,8 @@ export function checkBind(what: string, flag: string, host: string, credentialFi
   if (bare !== "localhost" && net.isIP(bare) === 0) {
     throw new Error(`${flag} must be an IP address to listen on (such as 127.0.0.1 or 10.0.0.5), got ${host}`);
   }
-  if (isLoopback(bare)) return;
   if (credentialFile === undefined) {
+    if (isLoopback(bare)) return;
     throw new Error(
       `${what} refuses to listen on ${host} without a credential: other machines can reach that address. ` +
         "Pass --credential-file FILE (a file only you can read: chmod 600), or listen on 127.0.0.1.",

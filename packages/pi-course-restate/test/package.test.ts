@@ -4,7 +4,8 @@
  * the Restate server as the README's install line says, then the README's shell examples run
  * there, line by line, with the installed `pi-course-restate`: "Try it" (two workers, the engine, a
  * submit, then status, result and list) and "Across machines" (the engine and the workers on the
- * loopback aliases 127.0.0.2, .3 and .4, with a credential file; refused without one).
+ * loopback aliases 127.0.0.2, .3 and .4, with a credential file; on every interface (0.0.0.0, which
+ * other machines reach) refused without one).
  *
  * What a line is run with: `npx pi-course-restate` is the installed bin, fixed ports become free
  * ones, PORT and ADMIN the engine's, the demo's 5 s write 0 s. Waits are on what the processes
@@ -105,9 +106,9 @@ function background(line: string, ready: RegExp): Promise<{ child: ChildProcess;
   });
 }
 
-/** Runs `line` to its end; its status and output. */
-function foreground(line: string) {
-  const result = spawnSync("bash", ["-c", line], { cwd: app, env, encoding: "utf8", timeout: 300_000 });
+/** Runs `line` to its end (killed after `timeout` ms: a hang bound); its status and output. */
+function foreground(line: string, timeout = 300_000) {
+  const result = spawnSync("bash", ["-c", line], { cwd: app, env, encoding: "utf8", timeout });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -139,7 +140,8 @@ it("Package · the tarball ships built JavaScript with declarations and a README
   const dist = path.join(app, "node_modules", "@pi", "course-restate", "dist");
   const cli = readFileSync(path.join(dist, "cli.js"), "utf8");
   expect(cli.startsWith("#!/usr/bin/env node\n")).toBe(true);
-  expect(execFileSync("grep", ["-rl", "pi-course/src", dist], { encoding: "utf8" }).trim()).toBe("");
+  const sources = spawnSync("grep", ["-rl", "pi-course/src", dist], { encoding: "utf8" });
+  expect([sources.status, sources.stdout]).toEqual([1, ""]); // grep: 1 is "found nothing"
 }, 60_000);
 
 it("Package · --help says every command and exits 0, for the program and for each command; misuse exits 2", () => {
@@ -217,15 +219,27 @@ it("Package · across machines: the engine and workers on loopback aliases with 
   const worker = lines.find((line) => line.includes(" worker "))!;
   const engine = lines.find((line) => line.includes(" engine "))!;
   const submit = lines.find((line) => line.includes(" submit "))!;
-  // without the credential, neither starts on an address others reach
-  const bare = foreground(localize(worker.replace(/ --credential-file \S+/, "").replace(/&$/, ""), values));
+  // without the credential, neither starts on an address other machines reach (here: every interface)
+  const bare = foreground(
+    localize(worker.replace(/ --credential-file \S+/, "").replace(/&$/, ""), { ...values, "10.0.0.2": "0.0.0.0" }),
+    60_000,
+  );
   expect([bare.status, bare.stderr]).toEqual([
     1,
-    "worker: the worker refuses to listen on 127.0.0.3 without a credential: other machines can reach that address. " +
+    "worker: the worker refuses to listen on 0.0.0.0 without a credential: other machines can reach that address. " +
+      "Pass --credential-file FILE (a file only you can read: chmod 600), or listen on 127.0.0.1.\n",
+  ]);
+  const bareEngine = foreground(
+    localize(engine.replace(/ --credential-file \S+/, "").replace(/&$/, ""), { ...values, "10.0.0.1": "0.0.0.0" }),
+    60_000,
+  );
+  expect([bareEngine.status, bareEngine.stderr]).toEqual([
+    1,
+    "engine: the engine refuses to listen on 0.0.0.0 without a credential: other machines can reach that address. " +
       "Pass --credential-file FILE (a file only you can read: chmod 600), or listen on 127.0.0.1.\n",
   ]);
   writeFileSync(path.join(app, "open.key"), "readable by all\n", { mode: 0o644 });
-  const open = foreground(localize(engine.replace("engine.key", "open.key").replace(/&$/, ""), values));
+  const open = foreground(localize(engine.replace("engine.key", "open.key").replace(/&$/, ""), values), 60_000);
   expect([open.status, open.stderr]).toEqual([
     1,
     `engine: --credential-file open.key must be yours and readable by you alone (mode 644): chmod 600 open.key\n`,

@@ -4,7 +4,7 @@
  * OpenAI-compatible server on 127.0.0.1 (@pi/course's replay server) sees the worker's key; the
  * engine's journal and state hold it nowhere; an input that carries a key is refused.
  */
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -15,30 +15,19 @@ import { evalOnEngine } from "../src/eval-suite.js";
 import { type RestateServer, startRestateServer } from "../src/restate-server.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
 import { testBundle } from "./support/fleet.js";
+import { answer, writeGreetSuite } from "./support/greet-suite.js";
 
 const KEY = "sk-held-by-the-worker-7f3a";
 let root: string;
+let suite: string;
 let model: ChatReplayServer;
 let server: RestateServer;
 let worker: WorkerProcess;
 let bundle: Awaited<ReturnType<typeof testBundle>>;
 
-/** A Chat Completions SSE body that answers `text`. */
-function answer(text: string): string {
-  const chunk = (delta: object, finish: string | null) =>
-    `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  return `${chunk({ role: "assistant", content: text }, null)}${chunk({}, "stop")}data: [DONE]\n\n`;
-}
-
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-model-"));
-  const greet = path.join(root, "suite", "greet");
-  await mkdir(path.join(greet, "files"), { recursive: true });
-  await writeFile(path.join(greet, "task.md"), "Say hello.\n");
-  await writeFile(path.join(greet, "files", "README.md"), "A workspace.\n");
-  await writeFile(path.join(greet, "case.json"), JSON.stringify({ timeLimitSeconds: 60, maxTurns: 2 }));
-  await writeFile(path.join(greet, "check"), "#!/bin/sh\nexit 0\n");
-  await chmod(path.join(greet, "check"), 0o755);
+  suite = await writeGreetSuite(root);
   model = await startChatReplayServer([answer("hello")]);
   bundle = await testBundle();
   [server, worker] = await Promise.all([
@@ -59,7 +48,7 @@ afterAll(async () => {
 it("runs a suite on a model server with the key the worker holds; the engine never sees the key", async () => {
   expect(process.env.OPENAI_API_KEY ?? "").not.toBe(KEY);
   const result = await evalOnEngine({
-    suite: path.join(root, "suite"),
+    suite,
     ingressUrl: server.ingressUrl,
     out: path.join(root, "report"),
     server: { provider: "openai", baseUrl: model.baseUrl, model: "m" },
@@ -95,7 +84,7 @@ it("refuses a run whose input carries a key", async () => {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({
-      caseDir: path.join(root, "suite", "greet"),
+      caseDir: path.join(suite, "greet"),
       repeat: 0,
       server: { provider: "openai", baseUrl: model.baseUrl, model: "m", apiKey: "sk-in-the-journal" },
     }),

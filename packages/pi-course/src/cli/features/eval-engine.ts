@@ -1,0 +1,92 @@
+/**
+ * `pi-course eval SUITE --engine URL`: the suite's runs handed to a durable engine (the
+ * `@pi/course-restate` package, installed beside this one) instead of this machine's processes.
+ * Any number of workers take the cases; the reports are the same (`report.json`, `report.html`,
+ * each run's session file), and so is the exit code.
+ *
+ * Against a model server, the run names the server and the model, never the key: the workers read
+ * it from their own environment (the provider's variable, or the one `--api-key-env` names), so it
+ * is in no journal of the engine. A key given here (`--api-key-file`) is refused.
+ *
+ * The engine package is loaded by name at run time, so this package does not depend on it.
+ */
+import { formatSummary } from "../../eval/suite-report.js";
+import type { RunRecord } from "../../eval/run-record.js";
+import type { SuiteReport } from "../../eval/suite-report.js";
+import type { EvalServer } from "../eval-wiring.js";
+
+/** The package that runs suites on the engine. */
+const ENGINE_PACKAGE = "@pi/course-restate";
+
+export const ENGINE_HELP = `  --engine URL      hand the runs to a durable engine's ingress (the @pi/course-restate
+                    package; its workers run them and hold the model's key: --api-key-env
+                    names their variable)
+`;
+
+/** The part of `@pi/course-restate` this uses. */
+interface EnginePackage {
+  evalOnEngine(options: {
+    suite: string;
+    ingressUrl: string;
+    repeat?: number;
+    out?: string;
+    onDone?: (record: RunRecord) => void;
+    server?: { provider: EvalServer["provider"]; baseUrl?: string; model: string; apiKeyEnv?: string };
+  }): Promise<{ report: SuiteReport; out: string; runId: string; exitCode: number }>;
+}
+
+interface EngineEvalIO {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/** Runs the suite on the engine at `engine`; resolves with the exit code (2: the engine package is missing). */
+export async function evalOnEngineCommand(
+  options: { suite: string; repeat: number; out?: string; server?: EvalServer; engine: string },
+  io: EngineEvalIO,
+): Promise<number> {
+  let engine: EnginePackage;
+  try {
+    const name = ENGINE_PACKAGE; // by name at run time: no dependency of this package
+    engine = (await import(name)) as EnginePackage;
+  } catch (error) {
+    if ((error as { code?: string }).code !== "ERR_MODULE_NOT_FOUND") throw error;
+    io.stderr.write(`error: --engine needs ${ENGINE_PACKAGE}: npm install ${ENGINE_PACKAGE}\n`);
+    return 2;
+  }
+  const server = options.server;
+  io.stderr.write(
+    `eval · on the engine at ${options.engine} · model: ${server === undefined ? "scripted (offline, each case's script.json)" : `${server.model} (the workers' key)`}\n`,
+  );
+  let done = 0;
+  try {
+    const result = await engine.evalOnEngine({
+      suite: options.suite,
+      ingressUrl: options.engine,
+      repeat: options.repeat,
+      ...(options.out !== undefined && { out: options.out }),
+      ...(server !== undefined && {
+        server: {
+          provider: server.provider,
+          model: server.model,
+          ...(server.baseUrl !== undefined && { baseUrl: server.baseUrl }),
+          ...(server.apiKeyEnv !== undefined && { apiKeyEnv: server.apiKeyEnv }),
+        },
+      }),
+      onDone: (record) => {
+        const what = record.status === "passed" ? "PASS" : record.status.toUpperCase();
+        io.stderr.write(
+          `[${++done}] ${what} ${record.case} #${record.repeat}${record.reason ? `: ${record.reason}` : ""}\n`,
+        );
+      },
+    });
+    io.stdout.write(formatSummary(result.report));
+    io.stdout.write(
+      `report: ${result.out}/report.html\njson:   ${result.out}/report.json\nsuite run: ${result.runId}\n`,
+    );
+    return result.exitCode;
+  } catch (error) {
+    io.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
