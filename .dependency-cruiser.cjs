@@ -3,6 +3,8 @@
  * only its own layer or the layers below it. Type-only imports count (`tsPreCompilationDeps`).
  *
  * Layers of packages/pi-course/src, from the bottom:
+ *   base/        helpers every layer may use (errors, timer, read-json, schema-validator, dollars):
+ *                they import nothing of the library but each other
  *   vocabulary   the files at the top of src/ (types.ts, model.ts, event-stream.ts, messages.ts)
  *   models/      the scripted model, the HTTP pieces every provider shares, one folder per provider
  *   session/     the session file, context projection, compaction
@@ -14,14 +16,14 @@
  */
 const SRC = "^packages/pi-course/src/";
 
-/** A rule that forbids `layer` to import any folder of src/ outside `allowed`. */
+/** A rule that forbids `layer` to import any folder of src/ outside `allowed` (base/ is always allowed). */
 function layer(name, allowed) {
   return {
     name: `layer-${name}`,
-    comment: `${name}/ imports only ${allowed.join(", ")} and the vocabulary at the top of src/ (ARCHITECTURE.md).`,
+    comment: `${name}/ imports only ${allowed.join(", ")}, base/ and the vocabulary at the top of src/ (ARCHITECTURE.md).`,
     severity: "error",
     from: { path: `${SRC}${name}/` },
-    to: { path: `${SRC}[^/]+/`, pathNot: `${SRC}(${allowed.join("|")})/` },
+    to: { path: `${SRC}[^/]+/`, pathNot: `${SRC}(${["base", ...allowed].join("|")})/` },
   };
 }
 
@@ -35,11 +37,19 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: "base-imports-only-base",
+      comment: "base/ sits under everything: its helpers import no file of the library outside base/.",
+      severity: "error",
+      from: { path: `${SRC}base/` },
+      to: { path: SRC, pathNot: `${SRC}base/` },
+    },
+    {
       name: "vocabulary-imports-no-layer",
-      comment: "The files at the top of src/ are the vocabulary every layer reads: they import no folder of src/.",
+      comment:
+        "The files at the top of src/ are the vocabulary every layer reads: they import no folder of src/ but base/.",
       severity: "error",
       from: { path: `${SRC}[^/]+\\.ts$`, pathNot: `${SRC}index\\.ts$` },
-      to: { path: `${SRC}[^/]+/` },
+      to: { path: `${SRC}[^/]+/`, pathNot: `${SRC}base/` },
     },
     {
       name: "types-imports-nothing",

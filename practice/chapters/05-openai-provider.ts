@@ -76,8 +76,8 @@ export default defineChapter({
       "policy, structured errorDetails, and a call's thinking level on each wire (reasoning_effort; a thinking budget).",
   },
   files: [
-    "src/errors.ts",
-    "src/timer.ts",
+    "src/base/errors.ts",
+    "src/base/timer.ts",
     "src/models/http/request-failure.ts",
     "src/models/http/retry-policy.ts",
     "src/models/http/request-deadline.ts",

@@ -37,7 +37,7 @@ export default defineChapter({
   files: [
     "src/agent/tools.ts",
     "src/agent/tool-coercion.ts",
-    "src/schema-validator.ts",
+    "src/base/schema-validator.ts",
     "src/models/scripted-tool-calls.ts",
   ],
   labs: [

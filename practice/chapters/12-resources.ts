@@ -56,7 +56,7 @@ export default defineChapter({
     "src/resources/extension-api.ts",
     "src/resources/extension-flags.ts",
     "src/resources/extension-host.ts",
-    "src/read-json.ts",
+    "src/base/read-json.ts",
     "src/resources/trust.ts",
     "src/resources/resources.ts",
   ],

@@ -94,7 +94,7 @@ export default defineChapter({
         zh:
           "`resolveSettings`：对 `SETTINGS` 里的每个设置，按顺序看：参数、环境变量（空字符串算没设）、配置文件、默认值，取第一个有值的，" +
           "并记下来源（`flag` / `env` / `config` / `default`）——出错时 `parseArgs` 要靠来源告诉用户“这个值是从哪儿来的”。" +
-          "`readConfigFile`：读文件已经写好（`readTextFile`，缺文件、读不了的措辞由 `src/read-json.ts` 统一给出）。你来写检查：先 `parseJson(text, Type.Unknown(), place)`，" +
+          "`readConfigFile`：读文件已经写好（`readTextFile`，缺文件、读不了的措辞由 `src/base/read-json.ts` 统一给出）。你来写检查：先 `parseJson(text, Type.Unknown(), place)`，" +
           "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里；" +
           "其余交给 `checkJson(value, SettingsSchema, place)`：必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串，消息统一为 " +
           "`<文件>: <键> must be <期望>, got <实际>.`。每条错误都带上文件路径。" +

@@ -41,7 +41,7 @@ export default defineChapter({
       "report.json, a self-contained report.html and the session files. The repository ships an offline suite in evals/offline/.",
   },
   files: [
-    "src/dollars.ts",
+    "src/base/dollars.ts",
     "src/cli/features/eval.ts",
     "src/eval/case-format.ts",
     "src/eval/case-script.ts",
@@ -64,7 +64,7 @@ export default defineChapter({
         zh:
           "`case.json` 里每个键都是可选的，没写的取 `DEFAULT_CASE_SETTINGS`（注意每次给新的 `model` 对象和 `tags` 数组，别共享默认值里的）。" +
           "其余一律拒绝：文件上方的 `CaseSettingsSchema` 已经写明每个键的形状和期望（`expected`），你用 `parseJson(text, CaseSettingsSchema, casePlace(where))` 读它" +
-          "（`src/read-json.ts`，第 12 章给出），它抛 `CaseFormatError`，消息统一为 `<where>: <键> must be <期望>, got <实际>.`，" +
+          "（`src/base/read-json.ts`，第 12 章给出），它抛 `CaseFormatError`，消息统一为 `<where>: <键> must be <期望>, got <实际>.`，" +
           '例如 `/s/c/case.json: maxTurns must be a whole number above 0, got 2.5.`、`/s/c/case.json has an unknown key "timeout"; the keys are …`、' +
           "`/s/c/case.json is not JSON (…).`。然后把读到的值放到默认值上。每条消息的原文写在函数上方的文档注释里，测试按原文比较。",
         en:

@@ -189,7 +189,7 @@ export default defineChapter({
       hint: {
         zh:
           "`expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。" +
-          '这样 key 留在环境里，不进文件。`parseMcpConfig`：用 `parseJson(text, McpFileSchema, mcpPlace(file))`（`src/read-json.ts`）读，文件不是 JSON 时抛 `McpConfigError`（`<file> is not JSON (…); fix it or remove it`）；不是 `{"mcpServers": {…}}` 时抛 ' +
+          '这样 key 留在环境里，不进文件。`parseMcpConfig`：用 `parseJson(text, McpFileSchema, mcpPlace(file))`（`src/base/read-json.ts`）读，文件不是 JSON 时抛 `McpConfigError`（`<file> is not JSON (…); fix it or remove it`）；不是 `{"mcpServers": {…}}` 时抛 ' +
           '`<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。' +
           '每个服务器交给给定的 `serverEntry`，它返回 `{ transport, startupTimeoutMs? }`（`"disabled": true` 时是 undefined，不放进结果），把它展开进 `{ name, source, … }`。它做的事：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
           "`env` 与 `headers` 的值要展开变量。单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 " +

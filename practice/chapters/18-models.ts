@@ -56,7 +56,7 @@ export default defineChapter({
       hint: {
         zh:
           "目录（`ModelCatalogue`）已经给你写好：`resolve(name)` 先精确、再忽略大小写地找，找不到就用默认值（`known: false`、没有价格、一条提示）。" +
-          "你来写用户加模型的入口：用 `parseJson(text, ModelsFileSchema, { where: file, error: modelsError })` 一步完成解析和形状检查（`src/read-json.ts`，第 12 章给出）：" +
+          "你来写用户加模型的入口：用 `parseJson(text, ModelsFileSchema, { where: file, error: modelsError })` 一步完成解析和形状检查（`src/base/read-json.ts`，第 12 章给出）：" +
           '不是 JSON 就是 `${file} is not JSON (…)`；形状不对的消息统一为 `${file}: <路径> must be <期望>, got <实际>`，多出的键是 `${file} has an unknown key "<键>"; the keys are models, virtual, providers`。' +
           "每个期望都写在 schema 的 `expected` 里，例如 `models[0].contextWindow must be a whole number of tokens, got …`。" +
           'schema 说不了的再用代码检查：每个模型交给已经写好的 `checkEntry`（补默认值、去掉 URL 末尾的 `/`；价格可以不写 `source` 和 `asOf`，没写来源就是 `"yours"`），' +

@@ -53,7 +53,7 @@ export type {
 // #region ch05
 
 // Chapter 05: the OpenAI-compatible provider
-export { PiCourseError, errorText } from "./errors.js";
+export { PiCourseError, errorText } from "./base/errors.js";
 export type { ImageContent, ThinkingContent } from "./types.js";
 export { checkImage } from "./models/http/image-content.js";
 export type { InputKind, InputOptions } from "./models/http/image-content.js";

@@ -41,7 +41,7 @@ import {
   writeFileAtomic,
 } from "../src/coding-tools/index.js";
 import type { AgentTool, AgentToolResult } from "../src/types.js";
-import { PiCourseError } from "../src/errors.js";
+import { PiCourseError } from "../src/base/errors.js";
 import { Flipper, compareTrees, snapshotTree } from "./support/folder-flipper.js";
 
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -13,7 +13,7 @@ import { loadCase } from "../src/eval/case-format.js";
 import { runCase } from "../src/eval/run-case.js";
 import { JsonRpcConnection } from "../src/mcp/connection.js";
 import { sleep } from "../src/models/http/retry-policy.js";
-import { MAX_TIMER_MS, userDuration } from "../src/timer.js";
+import { MAX_TIMER_MS, userDuration } from "../src/base/timer.js";
 import { writeCase } from "./support/eval-cases.js";
 import { MemoryTransport } from "./support/mcp.js";
 

@@ -5,7 +5,7 @@
  * that, once edited, silently matches nothing.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,7 +51,11 @@ const HEALTHY = {
   "types.ts": "export interface Message { text: string }\n",
   "index.ts": 'export type { Message } from "./types.js";\nexport { loop } from "./agent/loop.js";\n',
   "models/model.ts": 'import type { Message } from "../types.js";\nexport const echo = (m: Message): Message => m;\n',
-  "agent/loop.ts": 'import { echo } from "../models/model.js";\nexport const loop = echo;\n',
+  "agent/loop.ts":
+    'import { echo } from "../models/model.js";\nimport { fail } from "../base/errors.js";\nexport const loop = echo;\nexport { fail };\n',
+  "base/errors.ts": 'import { text } from "./text.js";\nexport const fail = (m: string) => new Error(text(m));\n',
+  "base/text.ts": "export const text = (m: string) => m;\n",
+  "messages.ts": 'import { fail } from "./base/errors.js";\nexport const refuse = () => fail("no");\n',
 };
 
 describe("the import rules", () => {
@@ -84,4 +88,31 @@ describe("the import rules", () => {
     );
     expect(output).toContain("no-index-inside: packages/pi-course/src/agent/loop.ts → packages/pi-course/src/index.ts");
   }, 60_000);
+
+  it("refuse a helper of base/ that imports the vocabulary or a layer, by its rule", async () => {
+    const { code, output } = await cruise(
+      tree({
+        ...HEALTHY,
+        "base/errors.ts":
+          'import type { Message } from "../types.js";\nimport { echo } from "../models/model.js";\nexport const fail = (m: Message) => new Error(echo(m).text);\n',
+      }),
+    );
+    expect(code).not.toBe(0);
+    expect(output).toContain(
+      "base-imports-only-base: packages/pi-course/src/base/errors.ts → packages/pi-course/src/types.ts",
+    );
+    expect(output).toContain(
+      "base-imports-only-base: packages/pi-course/src/base/errors.ts → packages/pi-course/src/models/model.ts",
+    );
+  }, 60_000);
+});
+
+describe("the top of src/", () => {
+  it("holds only the vocabulary and index.ts: a helper goes into a folder, base/ for those under everything (ARCHITECTURE.md)", () => {
+    const top = readdirSync(join(ROOT, "packages/pi-course/src"), { withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => entry.name)
+      .sort();
+    expect(top).toEqual(["event-stream.ts", "index.ts", "messages.ts", "model.ts", "types.ts"]);
+  });
 });

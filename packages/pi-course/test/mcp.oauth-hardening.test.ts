@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { errorText } from "../src/errors.js";
+import { errorText } from "../src/base/errors.js";
 import type { HttpAuth } from "../src/mcp/auth/http-auth.js";
 import { McpOAuth, type McpOAuthOptions } from "../src/mcp/auth/oauth.js";
 import { McpTokenStore, type StoredAuthorization } from "../src/mcp/auth/token-store.js";

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
-import { errorText } from "../src/errors.js";
+import { errorText } from "../src/base/errors.js";
 import { authorizationServerMetadata } from "../src/mcp/auth/discovery.js";
 import { McpOAuth, type McpOAuthOptions } from "../src/mcp/auth/oauth.js";
 import { McpTokenStore } from "../src/mcp/auth/token-store.js";

@@ -3,8 +3,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Type } from "typebox";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { PiCourseError, errorText } from "../src/errors.js";
-import { JsonFileError, checkJson, describeJson, parseJson, readJsonFile, readTextFile } from "../src/read-json.js";
+import { PiCourseError, errorText } from "../src/base/errors.js";
+import {
+  JsonFileError,
+  checkJson,
+  describeJson,
+  parseJson,
+  readJsonFile,
+  readTextFile,
+} from "../src/base/read-json.js";
 
 const Settings = Type.Object(
   {

@@ -15,7 +15,7 @@ import { loadCaseScript } from "../src/eval/case-script.js";
 import { loadMcpConfig, mcpVariables } from "../src/mcp/config.js";
 import { ModelCatalogue } from "../src/model-choice/catalogue.js";
 import { loadModelsFileSync } from "../src/model-choice/models-file.js";
-import { MAX_FILE_BYTES, readTextFile } from "../src/read-json.js";
+import { MAX_FILE_BYTES, readTextFile } from "../src/base/read-json.js";
 import { TrustStore } from "../src/resources/trust.js";
 import { builtStart } from "./support/built-cli.js";
 import { writeCase } from "./support/eval-cases.js";

@@ -15,7 +15,7 @@ import type { AgentEventSink } from "./tool-execution.js";
 import { messageOf } from "./tools.js";
 import type { AgentContext, AgentMessage } from "../types.js";
 import type { AgentEvent, AgentListener, AgentLoopConfig } from "./types.js";
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** One listener failure: the event it was given, and what it threw. */
 export interface ListenerFailure {

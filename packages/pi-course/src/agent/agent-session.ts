@@ -19,7 +19,7 @@
  *   from the new summary. `onCompaction` gets the report, done or failed; a failure appends
  *   nothing and the run goes on with the projection alone.
  */
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 import type { LoopStart, AgentRun, Subscription } from "./agent-run.js";
 import { messageOf } from "./tools.js";
 import type { AgentDraft } from "./agent-state.js";

@@ -25,7 +25,7 @@
  * run has them: `agentLoop`'s and the `Agent`'s alike.
  */
 import { settle } from "./settle.js";
-import { MAX_TIMER_MS } from "../timer.js";
+import { MAX_TIMER_MS } from "../base/timer.js";
 import type { Settled } from "./settle.js";
 import { messageOf } from "./tools.js";
 import type {

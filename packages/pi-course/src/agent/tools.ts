@@ -12,8 +12,8 @@ import type { Static, TSchema } from "typebox";
 import type { Validator } from "typebox/compile";
 import { coerceValue } from "./tool-coercion.js";
 import type { AgentTool, AgentToolResult, AgentToolUpdateCallback, ToolCall, ToolDefinition } from "../types.js";
-import { PiCourseError, errorText } from "../errors.js";
-import { validatorFor } from "../schema-validator.js";
+import { PiCourseError, errorText } from "../base/errors.js";
+import { validatorFor } from "../base/schema-validator.js";
 
 /** One failing field: a JSON Pointer into the arguments (`""` is the whole object) and why. */
 export interface ToolArgumentIssue {

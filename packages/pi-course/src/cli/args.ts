@@ -36,7 +36,7 @@ import {
   type ServerOptions,
 } from "./run-options.js";
 import { CliUsageError } from "./usage-error.js";
-import { readTextFile } from "../read-json.js";
+import { readTextFile } from "../base/read-json.js";
 
 export {
   DEFAULT_KEY_VARIABLE,

@@ -28,7 +28,7 @@ import { CliUsageError, parseArgs, serverRoute } from "./args.js";
 import { readConfigFile, resolveSettings } from "./settings.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
-import { startTimer, userDuration } from "../timer.js";
+import { startTimer, userDuration } from "../base/timer.js";
 import { ENGINE_HELP, evalOnEngineCommand } from "./features/eval-engine.js";
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report

@@ -9,9 +9,9 @@
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { McpConfigError, type McpServerConfig, parseMcpConfig } from "../mcp/config.js";
-import { readJsonFile } from "../read-json.js";
+import { readJsonFile } from "../base/read-json.js";
 import { projectRoot } from "../resources/folders.js";
 import { isTrusted } from "../resources/trust.js";
 import type { CliIO } from "./io.js";

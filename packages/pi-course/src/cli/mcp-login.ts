@@ -7,7 +7,7 @@
  * gets its token without a browser. Neither ever prints a token.
  */
 import path from "node:path";
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { McpTokenStore } from "../mcp/auth/token-store.js";
 import { oauthForServer } from "../mcp/auth/server-auth.js";
 import type { McpServerConfig } from "../mcp/config.js";

@@ -10,8 +10,8 @@
 import { homedir } from "node:os";
 import path from "node:path";
 import { Type } from "typebox";
-import { type JsonPlace, checkJson, parseJson, readTextFile } from "../read-json.js";
-import { PiCourseError } from "../errors.js";
+import { type JsonPlace, checkJson, parseJson, readTextFile } from "../base/read-json.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** The settings a run reads from flags, the environment or the config file. */
 export interface Settings {

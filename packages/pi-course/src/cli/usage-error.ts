@@ -1,4 +1,4 @@
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit code 2. */
 export class CliUsageError extends PiCourseError {

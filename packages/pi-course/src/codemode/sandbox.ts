@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { startTimer, userDuration } from "../timer.js";
+import { startTimer, userDuration } from "../base/timer.js";
 import { ScriptCalls } from "./script-calls.js";
 import { WORKER_SOURCE } from "./worker-source.js";
 

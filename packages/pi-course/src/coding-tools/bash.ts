@@ -43,7 +43,7 @@ import {
 } from "./processes.js";
 import { formatSize } from "./read.js";
 import type { Workspace } from "./workspace.js";
-import { MAX_TIMER_MS } from "../timer.js";
+import { MAX_TIMER_MS } from "../base/timer.js";
 
 /**
  * Returns `ms` when it is a time bound a timer can hold (finite, above 0, at most

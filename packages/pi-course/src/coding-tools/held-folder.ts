@@ -18,7 +18,7 @@
 import { constants, existsSync } from "node:fs";
 import { lstat, mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** A path the model asked for lies outside the workspace. */
 export class WorkspaceEscapeError extends PiCourseError {

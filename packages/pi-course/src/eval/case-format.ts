@@ -23,8 +23,8 @@ import { constants } from "node:fs";
 import { access, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { Type } from "typebox";
-import { type JsonPlace, parseJson, readTextFile } from "../read-json.js";
-import { PiCourseError } from "../errors.js";
+import { type JsonPlace, parseJson, readTextFile } from "../base/read-json.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** The optional `case.json`: every field is optional. */
 export interface CaseSettings {

@@ -24,7 +24,7 @@ import { Type } from "typebox";
 import { assistantMessage } from "../messages.js";
 import { ScriptedModel, type ScriptedTurn } from "../models/scripted-model.js";
 import type { AssistantContent } from "../types.js";
-import { parseJson, readTextFile } from "../read-json.js";
+import { parseJson, readTextFile } from "../base/read-json.js";
 import { CaseFormatError, casePlace } from "./case-format.js";
 
 /** One turn of a script, as written in script.json. */

@@ -7,11 +7,11 @@
  * case each run as a `<details>` that opens on click: why it failed, the protocol problems, the
  * check's output, and the transcript read back from the run's session file.
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { escapeHtml } from "../session-page/escape.js";
 import { SessionFile, messagesOf } from "../session/session.js";
 import type { AgentMessage, Message } from "../types.js";
-import { formatDollars } from "../dollars.js";
+import { formatDollars } from "../base/dollars.js";
 import type { RunRecord } from "./run-record.js";
 import type { SuiteReport } from "./suite-report.js";
 // #region ch18

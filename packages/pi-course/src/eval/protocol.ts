@@ -17,7 +17,7 @@
  * protocol failure, reported apart from a wrong answer (the task's check) and from a broken
  * harness or server (infrastructure).
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { isDeepStrictEqual } from "node:util";
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";

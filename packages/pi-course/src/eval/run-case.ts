@@ -12,8 +12,8 @@
  * session file; a test may pass anything). This keeps `eval/` below the coding tools and the
  * CLI in the layer order.
  */
-import { errorText } from "../errors.js";
-import { startTimer, userDuration } from "../timer.js";
+import { errorText } from "../base/errors.js";
+import { startTimer, userDuration } from "../base/timer.js";
 import { copyFile, cp, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";

@@ -9,7 +9,7 @@
  */
 import { spawn } from "node:child_process";
 import { CALL_MARKER_VARIABLE, killGroup, killMarkedProcesses, newCallMarker } from "../coding-tools/processes.js";
-import { startTimer } from "../timer.js";
+import { startTimer } from "../base/timer.js";
 
 /** What the check did. */
 export interface CheckOutcome {

@@ -2,7 +2,7 @@
  * Chapter 14: the suite report, the JSON a run of `pi-course eval` writes (`report.json`), and
  * what it decides: pass rates per case, a verdict per case, the exit code.
  */
-import { formatDollars } from "../dollars.js";
+import { formatDollars } from "../base/dollars.js";
 import type { RunRecord, RunStatus } from "./run-record.js";
 
 /** One case of the suite, with all its runs. */

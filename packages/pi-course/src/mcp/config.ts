@@ -20,12 +20,12 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
-import { errorText } from "../errors.js";
-import { type JsonPlace, parseJson, readTextFile } from "../read-json.js";
+import { errorText } from "../base/errors.js";
+import { type JsonPlace, parseJson, readTextFile } from "../base/read-json.js";
 import { type McpOAuthSettings, readOAuthSettings } from "./auth/oauth-settings.js";
 import type { HttpServerParameters } from "./streamable-http.js";
 import type { StdioServerParameters } from "./stdio-transport.js";
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** One configured server: how to reach it, or why it cannot be started. */
 export interface McpServerConfig {

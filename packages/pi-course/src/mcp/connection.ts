@@ -7,8 +7,8 @@
  * peer with `notifications/cancelled`; what the peer still sends for it (a late response,
  * progress) is ignored. Nothing is left pending when the transport ends.
  */
-import { errorText } from "../errors.js";
-import { startTimer, userDuration } from "../timer.js";
+import { errorText } from "../base/errors.js";
+import { startTimer, userDuration } from "../base/timer.js";
 import {
   ErrorCode,
   McpError,

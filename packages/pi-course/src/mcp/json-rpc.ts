@@ -7,7 +7,7 @@
  * sides send both kinds: a server asks the client for `roots/list` as the client asks it for
  * `tools/list`.
  */
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** A request id. Numbers start at 0 in every implementation seen; 0 is a valid id. */
 export type JsonRpcId = number | string;

@@ -8,7 +8,7 @@
  * memory: the official SDK's cap is 10 MiB, and a server that writes more without a newline has
  * lost its framing for good.
  */
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** Thrown by `LineDecoder.push` when a line grows past the cap. */
 export class LineTooLongError extends PiCourseError {

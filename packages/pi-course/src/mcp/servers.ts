@@ -8,7 +8,7 @@
  * next call of one starts it again, at most `MAX_RESTARTS` times; then it is `failed` until
  * `reconnect` starts it afresh.
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { TSchema } from "typebox";

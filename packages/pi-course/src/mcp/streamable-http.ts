@@ -25,7 +25,7 @@
  * refresh, or an error that says to log in) and the message sent again once; a 403 likewise
  * when the auth gets a token with the wider scope (see `auth/http-auth.ts`).
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { boundedBody, DEFAULT_LIMITS } from "../models/http/response-limits.js";
 import { readSse } from "../models/http/sse.js";
 import type { HttpAuth } from "./auth/http-auth.js";

@@ -7,7 +7,7 @@
  * a provider with no cache price (absent in `ModelPrices`) has its cached tokens priced as
  * input. Prices are per million tokens. An unknown price gives no cost at all: never a zero.
  */
-import { formatDollars } from "../dollars.js";
+import { formatDollars } from "../base/dollars.js";
 import type { AgentMessage, AssistantMessage, Cost, Usage } from "../types.js";
 import type { ModelPrices } from "./types.js";
 

@@ -31,11 +31,11 @@
  * file, the field and what to write instead: a bad file is never half read.
  */
 import { type Static, type TSchema, Type } from "typebox";
-import { parseJson, readTextFile } from "../read-json.js";
+import { parseJson, readTextFile } from "../base/read-json.js";
 import type { ModelCatalogue } from "./catalogue.js";
 import { BUILTIN_PROVIDERS, type ProviderEndpoint } from "./providers.js";
 import type { CatalogueEntry, ModelPrices } from "./types.js";
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** A models file that cannot be used as it stands. */
 export class ModelsFileError extends PiCourseError {

@@ -5,7 +5,7 @@
  */
 import { createRequire } from "node:module";
 import type * as Yaml from "yaml";
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 
 /**
  * `yaml`, loaded on the first frontmatter (a quarter of a second of start-up on a busy machine,

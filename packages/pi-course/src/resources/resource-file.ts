@@ -4,8 +4,8 @@
  * once, without blocking or reading it), at most `RESOURCE_FILE_MAX_BYTES`; anything else is a
  * problem the caller turns into a warning (`skipped: <problem>`), never a throw.
  */
-import { errorText } from "../errors.js";
-import { readTextFile } from "../read-json.js";
+import { errorText } from "../base/errors.js";
+import { readTextFile } from "../base/read-json.js";
 
 /** The most of one skill or template file read (1 MiB); a bigger one is skipped with a warning. */
 export const RESOURCE_FILE_MAX_BYTES = 1024 * 1024;

@@ -10,7 +10,7 @@
  * `SkillLibrary` holds the skills of a conversation and which are active; `/skill:NAME` (the user)
  * activates through it too, so the model can then read that skill's files.
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";

@@ -20,8 +20,8 @@ import { mkdirSync, realpathSync, renameSync, unlinkSync, writeFileSync } from "
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { Type } from "typebox";
-import { type JsonFailure, readJsonFile } from "../read-json.js";
-import { PiCourseError } from "../errors.js";
+import { type JsonFailure, readJsonFile } from "../base/read-json.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** The file name of the trust store inside the pi-course home (`~/.pi-course`). */
 export const TRUST_FILE = "trust.json";

@@ -5,7 +5,7 @@
  * not exactly a known shape is refused with the line number and what to do: a file that fails
  * these checks is not guessed at (pi 1.6 skips malformed lines; this course fails closed).
  */
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 import type { SessionEntry, SessionHeader, SessionTornMark } from "./types.js";
 import { THINKING_LEVELS } from "../model.js";
 

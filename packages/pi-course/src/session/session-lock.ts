@@ -30,7 +30,7 @@ import { randomBytes } from "node:crypto";
 import { constants, readFileSync } from "node:fs";
 import { link, open, readFile, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
-import { PiCourseError } from "../errors.js";
+import { PiCourseError } from "../base/errors.js";
 
 /** Who holds a session lock, as its lock file says. */
 export interface LockOwner {

@@ -13,7 +13,7 @@
  *
  * Cost: one pass over the bytes in 1 MiB reads; time and memory linear in the file.
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { open } from "node:fs/promises";
 import { constants } from "node:fs";
 import {

@@ -23,7 +23,7 @@
  * takes no lock and appends nothing (for viewers). A new file is created 0600: transcripts hold
  * code, paths and sometimes secrets.
  */
-import { errorText } from "../errors.js";
+import { errorText } from "../base/errors.js";
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
 import { access, open, type FileHandle } from "node:fs/promises";

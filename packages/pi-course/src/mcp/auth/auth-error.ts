@@ -4,7 +4,7 @@
  * authorization code or a request body: only what the authorization server said in its
  * `error` and `error_description`, and names and URLs.
  */
-import { PiCourseError } from "../../errors.js";
+import { PiCourseError } from "../../base/errors.js";
 
 /** Why authorizing failed, for a program to tell the cases apart. */
 export type McpAuthFailure =

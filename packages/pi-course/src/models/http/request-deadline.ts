@@ -11,8 +11,8 @@
  * before a retry). `progress()` is one clock read, cheap enough for every frame: the timer is
  * not reset on each call, it checks the time of the last progress when it fires.
  */
-import { PiCourseError } from "../../errors.js";
-import { MAX_TIMER_MS } from "../../timer.js";
+import { PiCourseError } from "../../base/errors.js";
+import { MAX_TIMER_MS } from "../../base/timer.js";
 
 /** Why the request's signal fired. */
 export type DeadlineCause = "aborted" | "timeout" | "stall";

@@ -14,7 +14,7 @@
  */
 import { failure, type RequestFailure } from "./request-failure.js";
 import type { AssistantMessage } from "../../types.js";
-import { PiCourseError } from "../../errors.js";
+import { PiCourseError } from "../../base/errors.js";
 
 /** The bounds a model applies to each response (every field optional; defaults below). */
 export interface ResponseLimits {

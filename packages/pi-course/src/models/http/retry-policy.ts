@@ -11,7 +11,7 @@
  * capped at 8 s. A server that asks for more than `maxRetryDelayMs` is not waited for: the error
  * goes back to the caller with `retryAfterMs`, to decide.
  */
-import { startTimer, userDuration } from "../../timer.js";
+import { startTimer, userDuration } from "../../base/timer.js";
 
 /** Statuses worth another try. */
 export function isRetryableStatus(status: number): boolean {
