@@ -13,7 +13,7 @@ export type { RunInput, RunOutput, RunParts, RunSetup, RunSetups } from "./agent
 export { attach } from "./attach.js";
 export type { AttachOptions, Attached } from "./attach.js";
 export { EVAL_RUN, evalRunWorkflow } from "./eval-run.js";
-export type { EvalRunInput, EvalRunOutput } from "./eval-run.js";
+export type { EngineModelServer, EvalRunInput, EvalRunOutput } from "./eval-run.js";
 export { evalOnEngine } from "./eval-suite.js";
 export type { EngineEvalOptions, EngineEvalResult } from "./eval-suite.js";
 export { checkBind, isLoopback } from "./bind.js";

@@ -14,9 +14,9 @@
  * later step rejects the same way without running, and `failed` rejects with it, so the handler
  * fails as the engine says instead of the loop taking it for a model or tool error.
  *
- * With `limits` (run-limits.ts), each action gets a signal that aborts at the step's limit and the
- * step then rejects with the limit's text (the journaled model and tools record that as the turn's
- * or call's error); a step that starts after the run's deadline fails the run for good
+ * With `limits` (run-limits.ts), each action gets a signal that aborts at the step's limit, its
+ * reason the limit's text: the journaled model and tools stop waiting there and record it as the
+ * turn's or the call's error. A step that starts after the run's deadline fails the run for good
  * (a `TerminalError`, recorded, so every replay agrees).
  */
 import { type Context as RestateContext, TerminalError } from "@restatedev/restate-sdk";

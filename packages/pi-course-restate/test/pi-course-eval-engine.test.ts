@@ -10,9 +10,8 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { runEval } from "../../pi-course/src/cli/eval-command.js";
 import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/test/support/chat-replay-server.js";
-import { type RestateServer, startRestateServer } from "../src/restate-server.js";
-import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
-import { testBundle } from "./support/fleet.js";
+import type { RestateServer } from "../src/restate-server.js";
+import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
 import { answer, writeGreetSuite } from "./support/greet-suite.js";
 
 const KEY = "sk-only-the-worker-has-it-91c2";
@@ -20,26 +19,19 @@ let root: string;
 let suite: string;
 let model: ChatReplayServer;
 let server: RestateServer;
-let worker: WorkerProcess;
-let bundle: Awaited<ReturnType<typeof testBundle>>;
+let engine: EngineAndWorker | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-course-eval-engine-"));
   suite = await writeGreetSuite(root);
   model = await startChatReplayServer([answer("hello")]);
-  bundle = await testBundle();
-  [server, worker] = await Promise.all([
-    startRestateServer({ dir: path.join(root, "restate") }),
-    spawnWorker({ bundle: bundle.file, port: 0, env: { WORKER_MODEL_KEY: KEY } }),
-  ]);
-  await server.register(worker.url);
+  engine = await engineAndWorker(path.join(root, "restate"), { env: { WORKER_MODEL_KEY: KEY } });
+  ({ server } = engine);
 });
 
 afterAll(async () => {
-  await worker?.stop(0);
-  await server?.stop(1000);
+  await engine?.stop();
   await model?.close();
-  await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 

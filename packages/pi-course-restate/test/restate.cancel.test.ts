@@ -11,33 +11,24 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type RestateServer, startRestateServer } from "../src/restate-server.js";
+import type { RestateServer } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
-import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
-import { testBundle } from "./support/fleet.js";
+import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
 
 const SETUPS = path.join(path.dirname(fileURLToPath(import.meta.url)), "support", "kill-script.ts");
 
 let root: string;
 let server: RestateServer | undefined;
-let worker: WorkerProcess | undefined;
-let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
+let engine: EngineAndWorker | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-cancel-"));
-  // a bundle: under tsx a worker's start takes tens of seconds on a loaded machine
-  bundle = await testBundle(SETUPS);
-  [server, worker] = await Promise.all([
-    startRestateServer({ dir: path.join(root, "restate") }),
-    spawnWorker({ bundle: bundle.file, port: 0 }),
-  ]);
-  await server.register(worker.url);
+  engine = await engineAndWorker(path.join(root, "restate"), { setups: SETUPS });
+  ({ server } = engine);
 });
 
 afterAll(async () => {
-  await worker?.stop(0);
-  await server?.stop(1000);
-  await bundle?.remove();
+  await engine?.stop();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 

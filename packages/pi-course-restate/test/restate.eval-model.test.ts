@@ -12,9 +12,8 @@ import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/te
 import { attach } from "../src/attach.js";
 import { EVAL_RUN } from "../src/eval-run.js";
 import { evalOnEngine } from "../src/eval-suite.js";
-import { type RestateServer, startRestateServer } from "../src/restate-server.js";
-import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
-import { testBundle } from "./support/fleet.js";
+import type { RestateServer } from "../src/restate-server.js";
+import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
 import { answer, writeGreetSuite } from "./support/greet-suite.js";
 
 const KEY = "sk-held-by-the-worker-7f3a";
@@ -22,26 +21,19 @@ let root: string;
 let suite: string;
 let model: ChatReplayServer;
 let server: RestateServer;
-let worker: WorkerProcess;
-let bundle: Awaited<ReturnType<typeof testBundle>>;
+let engine: EngineAndWorker | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-model-"));
   suite = await writeGreetSuite(root);
   model = await startChatReplayServer([answer("hello")]);
-  bundle = await testBundle();
-  [server, worker] = await Promise.all([
-    startRestateServer({ dir: path.join(root, "restate") }),
-    spawnWorker({ bundle: bundle.file, port: 0, env: { OPENAI_API_KEY: KEY } }),
-  ]);
-  await server.register(worker.url);
+  engine = await engineAndWorker(path.join(root, "restate"), { env: { OPENAI_API_KEY: KEY } });
+  ({ server } = engine);
 });
 
 afterAll(async () => {
-  await worker?.stop(0);
-  await server?.stop(1000);
+  await engine?.stop();
   await model?.close();
-  await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 

@@ -13,33 +13,27 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort, type RestateServer, startRestateServer } from "../src/restate-server.js";
+import { freePort, type RestateServer } from "../src/restate-server.js";
 import { cancelRun, listRuns, type RunStatus, runStatus } from "../src/runs.js";
 import { RunInputMismatchError, runResult, submitRun } from "../src/submit.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
-import { testBundle } from "./support/fleet.js";
+import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
 
 const SETUPS = path.join(path.dirname(fileURLToPath(import.meta.url)), "support", "ops-setups.ts");
 
 let root: string;
 let server: RestateServer;
 let worker: WorkerProcess;
-let bundle: Awaited<ReturnType<typeof testBundle>>;
+let engine: EngineAndWorker | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-runs-"));
-  bundle = await testBundle(SETUPS);
-  [server, worker] = await Promise.all([
-    startRestateServer({ dir: path.join(root, "restate") }),
-    spawnWorker({ bundle: bundle.file, port: 0 }),
-  ]);
-  await server.register(worker.url);
+  engine = await engineAndWorker(path.join(root, "restate"), { setups: SETUPS });
+  ({ server, worker } = engine);
 });
 
 afterAll(async () => {
-  await worker?.stop(0);
-  await server?.stop(1000);
-  await bundle?.remove();
+  await engine?.stop();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 
@@ -175,7 +169,7 @@ it("a run whose worker is away backs off: status counts the attempts and says th
   const waiting = await statusWhen("away", (s) => s.attempts >= 2 && s.lastFailure !== undefined);
   expect(waiting.state).toMatch(/^(backing-off|running|ready)$/);
   expect(waiting.lastFailure).toMatch(/connect|refused|unavailable|error/i);
-  worker = await spawnWorker({ bundle: bundle.file, port });
+  engine!.worker = worker = await spawnWorker({ bundle: engine!.bundle, port });
   await until("away.waiting");
   await writeFile(path.join(root, "away.go"), "");
   expect((await runResult(server.ingressUrl, "away")).errorMessage).toBeUndefined();

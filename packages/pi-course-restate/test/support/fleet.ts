@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { type Proxy, startProxy } from "../../src/proxy.js";
 import { type RestateServer, startRestateServer } from "../../src/restate-server.js";
 import { bundleWorker } from "../../src/worker-bundle.js";
-import type { WorkerProcess } from "../../src/worker-process.js";
+import { spawnWorker, type WorkerProcess } from "../../src/worker-process.js";
 
 /** Where the tests write their bundles: inside the package, so the bundle finds its node_modules. */
 const BUILD = fileURLToPath(new URL("../../.test-build/", import.meta.url));
@@ -92,4 +92,49 @@ export class Fleet {
     await Promise.allSettled(this.starting);
     for (const worker of this.workers) if (this.alive(worker)) worker.child.kill("SIGKILL");
   }
+}
+
+/** A Restate server and one bundled worker, the worker registered as the server's deployment. */
+export interface EngineAndWorker {
+  server: RestateServer;
+  worker: WorkerProcess;
+  /** The worker's bundle (to start another worker of it). */
+  bundle: string;
+  /** Ends the worker (the current one), the server, and removes the bundle. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a Restate server (its files in `dir`) and one worker bundled with `setups` (none: eval
+ * cases only; `env` added to its environment) together, and registers the worker. If either
+ * fails to start, what did start is stopped before the failure is thrown.
+ */
+export async function engineAndWorker(
+  dir: string,
+  options: { setups?: string; env?: Record<string, string> } = {},
+): Promise<EngineAndWorker> {
+  const bundle = await testBundle(options.setups);
+  const [s, w] = await Promise.allSettled([
+    startRestateServer({ dir }),
+    spawnWorker({ bundle: bundle.file, port: 0, ...(options.env !== undefined && { env: options.env }) }),
+  ]);
+  const started: EngineAndWorker = {
+    server: s.status === "fulfilled" ? s.value : (undefined as never),
+    worker: w.status === "fulfilled" ? w.value : (undefined as never),
+    bundle: bundle.file,
+    async stop() {
+      await started.worker?.stop(0);
+      await started.server?.stop(1000);
+      await bundle.remove();
+    },
+  };
+  try {
+    if (s.status === "rejected") throw s.reason;
+    if (w.status === "rejected") throw w.reason;
+    await started.server.register(started.worker.url);
+  } catch (error) {
+    await started.stop();
+    throw error;
+  }
+  return started;
 }
