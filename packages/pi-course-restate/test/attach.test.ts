@@ -6,8 +6,8 @@
  *
  * How many attempts it takes is not fixed: on a loaded machine the answer to the second can also
  * come after its 200 ms (the server shares this process's event loop), and attach rightly tries a
- * third time. What must hold on any machine: the attempts go one at a time, every attempt but the
- * last was given up by attach (closed with no answer), and the answer is the last attempt's.
+ * third time. What must hold on any machine: the attempts go one at a time, the first (held) and
+ * every attempt but the last were given up by attach, and the answer is the last attempt's.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -55,9 +55,11 @@ it("attaches again when an attempt gets no headers in time", async () => {
   const answer = await attach(`${url}/attach`, { attemptMs: 200, signal: AbortSignal.timeout(60_000) });
   expect(answer).toEqual({ ok: true, status: 200, text: '{"done":true}' });
   expect(attempts.length).toBeGreaterThanOrEqual(2);
-  // the first was held and given up; the answer is the last attempt's; one attempt at a time
-  expect(attempts.map((a) => a.answered)).toEqual([...attempts.slice(1).map(() => false), true]);
+  // the first was held and given up; the answer is the last attempt's (a later one the server
+  // answered may still have been given up first, its answer late on a loaded machine); one attempt
+  // at a time, each but the last closed by attach before the next
   expect(attempts[0]!.answered).toBe(false);
+  expect(attempts.at(-1)!.answered).toBe(true);
   expect(attempts.filter((a) => a.overlapped)).toEqual([]);
   expect(attempts.slice(0, -1).every((a) => a.closed)).toBe(true);
 }, 90_000);

@@ -29,7 +29,7 @@ import { readConfigFile, resolveSettings } from "./settings.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
 import { startTimer, userDuration } from "../base/timer.js";
-import { ENGINE_HELP, evalOnEngineCommand } from "./features/eval-engine.js";
+import { ENGINE_HELP, engineKeyFlags, evalOnEngineCommand } from "./features/eval-engine.js";
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report
 
@@ -139,21 +139,8 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     // parseArgs below reports a file a feature cannot use.
   }
   // On the engine the workers hold the key: it is not read here (their variable is what travels).
-  if (engine !== undefined && modelFlags.includes("--api-key-file")) {
-    throw new CliUsageError(
-      "with --engine the workers hold the model's key: start them with it in their environment and name the variable with --api-key-env, not --api-key-file.",
-    );
-  }
-  const keyVariable = engine !== undefined && onServer ? at("--api-key-env") : undefined;
-  const flags =
-    engine !== undefined && onServer
-      ? [
-          ...modelFlags.filter(
-            (flag, i) => flag !== "--api-key-env" && modelFlags[i - 1] !== "--api-key-env" && flag !== "--no-api-key",
-          ),
-          "--no-api-key",
-        ]
-      : modelFlags;
+  const { flags, keyVariable } =
+    engine !== undefined && onServer ? engineKeyFlags(modelFlags) : { flags: modelFlags, keyVariable: undefined };
   const parsed = parseArgs(
     [...flags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])],
     env,

@@ -14,6 +14,7 @@ import { formatSummary } from "../../eval/suite-report.js";
 import type { RunRecord } from "../../eval/run-record.js";
 import type { SuiteReport } from "../../eval/suite-report.js";
 import type { EvalServer } from "../eval-wiring.js";
+import { CliUsageError } from "../usage-error.js";
 
 /** The package that runs suites on the engine. */
 const ENGINE_PACKAGE = "@pi/course-restate";
@@ -22,6 +23,23 @@ export const ENGINE_HELP = `  --engine URL      hand the runs to a durable engin
                     package; its workers run them and hold the model's key: --api-key-env
                     names their variable)
 `;
+
+/**
+ * The model flags the eval command parses with `--engine` against a server: no key is read here
+ * (`--no-api-key`), and `--api-key-env NAME` is kept aside as the workers' variable. Throws
+ * `CliUsageError` for `--api-key-file` (a key this process would hold).
+ */
+export function engineKeyFlags(modelFlags: readonly string[]): { flags: string[]; keyVariable: string | undefined } {
+  if (modelFlags.includes("--api-key-file")) {
+    throw new CliUsageError(
+      "with --engine the workers hold the model's key: start them with it in their environment and name the variable with --api-key-env, not --api-key-file.",
+    );
+  }
+  const at = modelFlags.indexOf("--api-key-env");
+  const named = (i: number) => at !== -1 && (i === at || i === at + 1);
+  const flags = modelFlags.filter((flag, i) => !named(i) && flag !== "--no-api-key");
+  return { flags: [...flags, "--no-api-key"], keyVariable: at === -1 ? undefined : modelFlags[at + 1] };
+}
 
 /** The part of `@pi/course-restate` this uses. */
 interface EnginePackage {
