@@ -82,6 +82,7 @@ export default defineChapter({
     "src/models/http/retry-policy.ts",
     "src/models/http/request-deadline.ts",
     "src/models/http/response-limits.ts",
+    "src/models/http/outbound.ts",
     "src/models/http/http-transport.ts",
     "src/models/http/sse.ts",
     "src/models/http/partial-json.ts",

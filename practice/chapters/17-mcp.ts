@@ -59,6 +59,8 @@ export default defineChapter({
     "src/mcp/auth/auth-error.ts",
     "src/mcp/auth/www-authenticate.ts",
     "src/mcp/auth/secure-url.ts",
+    "src/mcp/auth/auth-fetch.ts",
+    "src/mcp/auth/client-assertion.ts",
     "src/mcp/auth/discovery.ts",
     "src/mcp/auth/pkce.ts",
     "src/mcp/auth/client-identity.ts",

@@ -15,9 +15,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, RunJournal, SessionFile } from "@pi/course";
-import { startProxy } from "../src/proxy.js";
-import { freePort, startRestateServer } from "../src/restate-server.js";
+import { engineVersions } from "../src/engine-client.js";
+import { startEngine } from "../src/engine.js";
 import { evalOnEngine } from "../src/eval-suite.js";
+import { freePort } from "../src/restate-server.js";
 import { runDurably } from "../src/submit.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
 import { ticksModel, ticksTools } from "./setups.js";
@@ -70,8 +71,7 @@ async function local(dir: string, journal: "none" | "file" | "fsync"): Promise<n
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), "pi-restate-bench-"));
-  const server = await startRestateServer({ dir: path.join(dir, "restate") });
-  const proxy = await startProxy({ workers: [] });
+  const engine = await startEngine({ dir: path.join(dir, "restate"), workers: [], log: () => undefined });
   let workers: WorkerProcess[] = [];
   const stopWorkers = async () => {
     for (const worker of workers) {
@@ -87,15 +87,25 @@ async function main(): Promise<void> {
     // a TMPDIR each, as on machines of their own (an eval case watches its temporary folder)
     for (const port of ports) await mkdir(path.join(dir, `tmp-${port}`));
     workers = await Promise.all(
-      ports.map((port) => spawnWorker({ setups: SETUPS, port, cases: 2, tmpdir: path.join(dir, `tmp-${port}`) })),
+      ports.map((port) =>
+        spawnWorker({
+          setups: SETUPS,
+          port,
+          cases: 2,
+          tmpdir: path.join(dir, `tmp-${port}`),
+          identityKeys: [engine.publicKey],
+          suites: [SUITE],
+        }),
+      ),
     );
-    proxy.setWorkers(workers.map((w) => w.url));
+    engine.setWorkers(workers.map((w) => w.url));
+    while (!(await engineVersions(engine)).some((v) => v.state === "serving"))
+      await new Promise((resolve) => setTimeout(resolve, 50));
   };
   try {
     await useWorkers(1);
-    await server.register(proxy.url);
     // warm-up: the worker's first run loads the code
-    await runDurably(server.ingressUrl, "warm", { setup: "ticks", prompt: "go", options: { calls: 5 } });
+    await runDurably(engine, "warm", { setup: "ticks", prompt: "go", options: { calls: 5 } });
     await local(dir, "none");
 
     const rows: [string, number][] = [];
@@ -104,7 +114,7 @@ async function main(): Promise<void> {
       rows.push(["chapter 19 journal", await local(dir, "file")]);
       rows.push(["chapter 19 journal, fsync", await local(dir, "fsync")]);
       const start = process.hrtime.bigint();
-      const out = await runDurably(server.ingressUrl, `long-${round}`, {
+      const out = await runDurably(engine, `long-${round}`, {
         setup: "ticks",
         prompt: "go",
         options: { calls: CALLS },
@@ -126,14 +136,14 @@ async function main(): Promise<void> {
     console.log(`${RUNS} runs of 4 tool calls, submitted at once`);
     for (const count of [1, 2, 4]) {
       await useWorkers(count);
-      await runDurably(server.ingressUrl, `warm-${count}`, { setup: "ticks", prompt: "go", options: { calls: 1 } });
-      const pids = [server.process.pid!, ...workers.map((w) => w.pid)];
+      await runDurably(engine, `warm-${count}`, { setup: "ticks", prompt: "go", options: { calls: 1 } });
+      const pids = [engine.server().process.pid!, ...workers.map((w) => w.pid)];
       const cpuBefore = pids.map(cpuMs);
       const selfBefore = process.cpuUsage();
       const start = process.hrtime.bigint();
       const outs = await Promise.all(
         Array.from({ length: RUNS }, (_, i) =>
-          runDurably(server.ingressUrl, `suite-${count}-${i}`, { setup: "ticks", prompt: "go", options: { calls: 4 } }),
+          runDurably(engine, `suite-${count}-${i}`, { setup: "ticks", prompt: "go", options: { calls: 4 } }),
         ),
       );
       const time = ms(start);
@@ -151,12 +161,12 @@ async function main(): Promise<void> {
     console.log(`eval suite: ${5 * EVAL_REPEAT} runs (5 offline cases × ${EVAL_REPEAT}), 2 cases at once per worker`);
     for (const count of [1, 2, 4]) {
       await useWorkers(count);
-      const pids = [server.process.pid!, ...workers.map((w) => w.pid)];
+      const pids = [engine.server().process.pid!, ...workers.map((w) => w.pid)];
       const cpuBefore = pids.map(cpuMs);
       const start = process.hrtime.bigint();
       const result = await evalOnEngine({
         suite: SUITE,
-        ingressUrl: server.ingressUrl,
+        engine,
         repeat: EVAL_REPEAT,
         out: path.join(dir, `eval-${count}`),
       });
@@ -171,8 +181,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopWorkers();
-    await proxy.close();
-    await server.stop();
+    await engine.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -17,6 +17,7 @@
 import * as restate from "@restatedev/restate-sdk";
 import { Agent, type AgentMessage, type AgentTool, type Model } from "@pi/course";
 import { journaledModel } from "./journaled-model.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 import { journaledTools } from "./journaled-tool.js";
 import { inputDigest } from "./input-digest.js";
 import { MAX_STEP_SECONDS, type RunLimits, resolveLimits } from "./run-limits.js";
@@ -64,17 +65,36 @@ export type RunSetup = (input: { runId: string; options: unknown }) => RunParts 
 /** The setups a worker knows, by name. */
 export type RunSetups = Readonly<Record<string, RunSetup>>;
 
-/** How soon the engine retries a run whose worker went away (Restate's defaults start at 500 ms). */
-export const RETRY_POLICY: restate.RetryPolicy = {
-  initialInterval: 50,
-  exponentiationFactor: 2,
-  maxInterval: 1000,
-  maxAttempts: 100,
-  onMaxAttempts: "pause",
-};
+/** The backoff of the engine's retries of a run (ms); `retryPolicy` says what is not given. */
+export interface RetryOptions {
+  /** The first wait (default 50 ms: a dead worker's run moves on at once). */
+  initialIntervalMs?: number;
+  /** The longest wait (default 1000 ms: a worker that comes back gets its runs within a second). */
+  maxIntervalMs?: number;
+}
+
+/**
+ * How the engine retries a run whose worker went away or failed: doubling waits, capped, and no
+ * number of attempts after which it gives up. A run whose workers are all gone for an hour goes on
+ * within `maxIntervalMs` of one coming back; nobody has to resume it. (No `maxAttempts` is
+ * advertised, so the server's default applies: `startRestateServer` makes it "unlimited". An earlier
+ * policy paused a run for good after 100 attempts, about 105 s without a worker.) A run that can
+ * never succeed (its journal does not match the code) is retried the same way until cancelled:
+ * `cancelRun` ends it.
+ */
+export function retryPolicy(options: RetryOptions = {}): restate.RetryPolicy {
+  return {
+    initialInterval: options.initialIntervalMs ?? 50,
+    exponentiationFactor: 2,
+    maxInterval: options.maxIntervalMs ?? 1000,
+  };
+}
+
+/** The default policy (`retryPolicy()`). */
+export const RETRY_POLICY: restate.RetryPolicy = retryPolicy();
 
 /** The `AgentRun` workflow over `setups`. */
-export function agentRunWorkflow(setups: RunSetups) {
+export function agentRunWorkflow(setups: RunSetups, options: { retry?: RetryOptions } = {}) {
   return restate.workflow({
     name: AGENT_RUN,
     handlers: {
@@ -91,6 +111,8 @@ export function agentRunWorkflow(setups: RunSetups) {
         }
         if (typeof input.prompt !== "string")
           throw new restate.TerminalError("AgentRun: input.prompt must be a string");
+        const secret = secretField(input.options);
+        if (secret !== undefined) throw new restate.TerminalError(`AgentRun: ${secretInJournal(secret)}`);
         const limits = resolveLimits(input.limits);
         if (typeof limits === "string") throw new restate.TerminalError(`AgentRun: ${limits}`);
         const startedAt = await ctx.date.now();
@@ -119,6 +141,6 @@ export function agentRunWorkflow(setups: RunSetups) {
       ),
     },
     // a step is cut by the worker at its own limit (run-limits.ts), before Restate would abort it
-    options: { retryPolicy: RETRY_POLICY, inactivityTimeout: (MAX_STEP_SECONDS + 60) * 1000 },
+    options: { retryPolicy: retryPolicy(options.retry), inactivityTimeout: (MAX_STEP_SECONDS + 60) * 1000 },
   });
 }

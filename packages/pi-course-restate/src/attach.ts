@@ -5,11 +5,12 @@
  * on a response whose headers have not come within 300 s (undici's `headersTimeout`), while a
  * queued eval case or a long run can take longer. So each attempt waits `attemptMs` at most (below
  * undici's limit), and an attempt that timed out, ours or undici's, is made again, until
- * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts. A request that reaches nothing
- * (the engine restarting) is made again every second for `reconnectMs`, then rejects naming the
- * address and what to do (reach.ts).
+ * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts.
+ *
+ * An engine that does not answer at all (restarting, say) is asked again for `reconnectMs`
+ * (default 120 s); then it rejects with an error that names the address and what to do.
  */
-import { unreachable } from "./reach.js";
+import { EngineUnreachable } from "./engine-client.js";
 
 export interface AttachOptions {
   /** Stops waiting (the caller's own timeout). */
@@ -18,7 +19,9 @@ export interface AttachOptions {
   attemptMs?: number;
   /** How long to wait in all (default 24 hours). */
   maxWaitMs?: number;
-  /** How long to keep trying while the engine cannot be reached at all (default 120 s). */
+  /** Sent with each attempt (the engine's credential). */
+  headers?: Record<string, string>;
+  /** How long an engine that does not answer at all is asked again (default 120 s). */
   reconnectMs?: number;
 }
 
@@ -43,16 +46,21 @@ export async function attach(url: string, options: AttachOptions = {}): Promise<
     const attempt = AbortSignal.timeout(Math.min(attemptMs, left));
     const signal = options.signal ? AbortSignal.any([options.signal, attempt]) : attempt;
     try {
-      const response = await fetch(url, { signal });
-      return { ok: response.ok, status: response.status, text: await response.text() };
+      const response = await fetch(url, { signal, ...(options.headers && { headers: options.headers }) });
+      const text = await response.text();
+      // 503: the engine's gate is up, its Restate server is being restarted
+      if (response.status !== 503) return { ok: response.ok, status: response.status, text };
+      throw new Error(`${response.status}: ${text.trim()}`);
     } catch (error) {
       if (options.signal?.aborted) throw error;
       if (attempt.aborted || headersTimedOut(error)) {
-        unreachableSince = undefined;
+        unreachableSince = undefined; // it answered the connection: waiting on the run
         continue;
       }
+      // no answer at all: the engine is away (restarting?) for a while, or not there
       unreachableSince ??= Date.now();
-      if (Date.now() - unreachableSince >= (options.reconnectMs ?? 120_000)) throw unreachable("ingress", url, error);
+      if (Date.now() - unreachableSince >= (options.reconnectMs ?? 120_000))
+        throw new EngineUnreachable(new URL(url).origin, error);
       await new Promise((resolve) => setTimeout(resolve, Math.min(1000, Math.max(0, deadline - Date.now()))));
     }
   }

@@ -13,14 +13,20 @@
  * and the model, never the key, which each worker reads from its own environment (`apiKeyEnv`, or
  * the provider's usual variable), so no key is ever in the engine's journal.
  * The case's folder must be at the same path on every worker (a shared checkout).
+ *
+ * A case is code (its `check` and its scripted commands run as the worker's user), so a worker runs
+ * only cases inside the suite folders it was given at start (`suites`), compared as real paths with
+ * every symlink resolved: a case folder anyone else made, or a link out of a suite, is refused
+ * before anything of it is read.
  */
 import { mkdtempSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import * as restate from "@restatedev/restate-sdk";
 import { caseModel, type EvalServer, loadCase, type RunRecord, runCase, runtimeWire } from "@pi/course";
-import { RETRY_POLICY } from "./agent-run.js";
+import { type RetryOptions, retryPolicy } from "./agent-run.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
 /** The workflow's name (the ingress path is `/EvalRun/<key>/run`). */
 export const EVAL_RUN = "EvalRun";
@@ -68,8 +74,41 @@ function gate(limit: number): <T>(work: () => Promise<T>) => Promise<T> {
   };
 }
 
-/** The `EvalRun` workflow; `concurrency` cases at once in this worker (default 2, as `pi-course eval`). */
-export function evalRunWorkflow(options: { concurrency?: number } = {}) {
+/** The real paths of `suites` (each must exist); throws naming one that does not. */
+export async function suiteRoots(suites: readonly string[]): Promise<string[]> {
+  return Promise.all(
+    suites.map((suite) =>
+      realpath(path.resolve(suite)).catch((error: Error) => {
+        throw new Error(`the suite folder ${suite} cannot be used: ${error.message}`);
+      }),
+    ),
+  );
+}
+
+/** `caseDir`'s real path, when it is inside one of `roots` (real paths); else a TerminalError saying so. */
+export async function confinedCase(caseDir: string, roots: readonly string[]): Promise<string> {
+  const real = await realpath(caseDir).catch(() => undefined);
+  const inside = (root: string) => {
+    const relative = path.relative(root, real ?? "");
+    return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
+  };
+  if (real === undefined || !roots.some(inside)) {
+    const known = roots.length === 0 ? "none (start it with --suites DIR)" : roots.join(", ");
+    throw new restate.TerminalError(
+      `EvalRun: ${caseDir} is not a case inside this worker's suite folders; it runs cases only from: ${known}`,
+    );
+  }
+  return real;
+}
+
+/**
+ * The `EvalRun` workflow; `concurrency` cases at once in this worker (default 2, as `pi-course eval`),
+ * only cases inside `suites` (default none).
+ */
+export async function evalRunWorkflow(
+  options: { concurrency?: number; suites?: readonly string[]; retry?: RetryOptions } = {},
+) {
+  const roots = await suiteRoots(options.suites ?? []);
   const limited = gate(options.concurrency ?? 2);
   // This worker's folder for its cases, made before it takes any: a case's protocol check watches
   // the top level of the system's temporary folder, where a folder made while it runs would count
@@ -85,16 +124,15 @@ export function evalRunWorkflow(options: { concurrency?: number } = {}) {
             "EvalRun: the input must be { caseDir: an absolute path, repeat: a whole number }",
           );
         }
-        if (input.server !== undefined && "apiKey" in input.server) {
-          throw new restate.TerminalError(
-            "EvalRun: a model key never travels through the engine; start the workers with it in their environment and name the variable (server.apiKeyEnv)",
-          );
-        }
-        return limited(() => ctx.run("case", () => runOne(input, casesFolder)));
+        // the one guard of what a journal must not hold (journal-guard.ts): a key is named, never sent
+        const secret = secretField(input.server, "server");
+        if (secret !== undefined) throw new restate.TerminalError(`EvalRun: ${secretInJournal(secret)}`);
+        const caseDir = await confinedCase(input.caseDir, roots);
+        return limited(() => ctx.run("case", () => runOne({ ...input, caseDir }, casesFolder)));
       },
     },
     // a case waits for its turn in a busy worker without a step: more than Restate's default minute
-    options: { retryPolicy: RETRY_POLICY, inactivityTimeout: 30 * 60_000 },
+    options: { retryPolicy: retryPolicy(options.retry), inactivityTimeout: 30 * 60_000 },
   });
 }
 

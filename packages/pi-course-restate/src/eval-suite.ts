@@ -21,14 +21,15 @@ import {
   suiteExitCode,
 } from "@pi/course";
 import { attach } from "./attach.js";
+import { type EngineConnection, engineFetch } from "./engine-client.js";
 import { EVAL_RUN, type EngineModelServer, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
-import { reach, refused } from "./reach.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
 export interface EngineEvalOptions {
   /** The suite's folder. */
   suite: string;
-  /** The engine's ingress URL. */
-  ingressUrl: string;
+  /** The engine (its gate's URL and credential: `readConnection`). */
+  engine: EngineConnection;
   /** Runs per case (default 1). */
   repeat?: number;
   /** Where the reports go (default: a new temporary folder); must be new or empty. */
@@ -51,6 +52,8 @@ export interface EngineEvalResult {
 
 /** Runs `options.suite` on the engine and writes the reports. */
 export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEvalResult> {
+  const secret = secretField(options.server, "server");
+  if (secret !== undefined) throw new Error(`suite not submitted: ${secretInJournal(secret)}`);
   const suite = path.resolve(options.suite);
   const cases = await loadSuite(suite);
   const repeat = options.repeat ?? 1;
@@ -70,16 +73,18 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
         repeat: index,
         ...(options.server !== undefined && { server: options.server }),
       };
-      const url = `${options.ingressUrl}/${EVAL_RUN}/${key}/run/send`;
-      const sent = await reach("ingress", url, {
+      const sent = await engineFetch(options.engine, `/${EVAL_RUN}/${key}/run/send`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(input),
       });
-      if (!sent.ok) throw refused(`submitting ${evalCase.name} #${index}`, url, sent.status, await sent.text());
+      if (!sent.ok)
+        throw new Error(`the engine refused ${evalCase.name} #${index} (${sent.status}): ${await sent.text()}`);
       await sent.arrayBuffer();
       // a queued case can wait longer than fetch waits for headers: attach retries
-      const done = await attach(`${options.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
+      const done = await attach(`${options.engine.url}/restate/workflow/${EVAL_RUN}/${key}/attach`, {
+        headers: { authorization: `Bearer ${options.engine.token}` },
+      });
       const text = done.text;
       if (!done.ok) throw new Error(`${evalCase.name} #${index} failed on the engine (${done.status}): ${text}`);
       const { record, session } = JSON.parse(text) as EvalRunOutput;

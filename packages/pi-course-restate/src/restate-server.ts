@@ -1,27 +1,50 @@
 /**
- * The engine, started from its npm package (`@restatedev/restate-server`, whose platform package
- * holds the prebuilt binary): one Restate node on 127.0.0.1 with its data in a folder of its own.
+ * The Restate server, started from its npm package (`@restatedev/restate-server`, whose platform
+ * package holds the prebuilt binary): one node with its data in a folder of its own.
  *
- * `startRestateServer` picks free ports, writes a config file, starts the binary, and resolves
- * once both the admin API and the ingress answer. `register` tells the engine where the workers
- * are (one deployment address: a proxy or load balancer in front of them). `stop` ends it.
+ * It listens on Unix sockets only (`<dir>/data/engine/{ingress,admin,fabric}.sock`), never on TCP:
+ * Restate has no authentication of its own on ingress and admin, and a loopback port is open to
+ * every local user, while a socket in a 0700 folder is reachable by its owner alone. The engine's
+ * gate (`gate.ts`) is the only way in from outside, with the owner's credential.
+ *
+ * It signs every request to a worker with the engine's request identity (`identity.ts`), and its
+ * default retry policy never gives up (`max-attempts = "unlimited"`): a run whose workers are all
+ * gone waits for one, however long, with the capped backoff its workflow advertises.
+ *
+ * A server left running by an engine that was SIGKILLed (its pid is in `<dir>/restate.pid`) is
+ * ended before a new one starts on the same data.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import http from "node:http";
 import { createRequire } from "node:module";
 import net from "node:net";
 import path from "node:path";
 
 export interface RestateServer {
-  /** Where runs are submitted (`http://127.0.0.1:<port>`). */
-  ingressUrl: string;
-  /** The admin API (deployments, invocations). */
-  adminUrl: string;
+  /** The server's folder (0700). */
+  dir: string;
+  /** Restate's ingress, a Unix socket only the owner reaches. */
+  ingressSocket: string;
+  /** Restate's admin API, a Unix socket only the owner reaches. */
+  adminSocket: string;
   process: ChildProcess;
-  /** Registers (or re-registers) the deployment at `url` and waits until the engine knows it. */
-  register(url: string): Promise<void>;
+  /** Resolves when the server process exits, for whatever reason. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The last lines the server wrote to stderr. */
+  stderr(): string;
+  /** A request to the admin API (`path` as in Restate's docs: `/deployments`, `/query`…). */
+  admin(method: string, path: string, body?: unknown): Promise<SocketResponse>;
+  /** Registers the deployment at `url` (not in place: a new address is a new deployment) and resolves with its id. */
+  register(url: string): Promise<string>;
   /** Ends the server (SIGTERM, then SIGKILL after `graceMs`, default 2000) and waits for its exit. */
   stop(graceMs?: number): Promise<void>;
+}
+
+export interface SocketResponse {
+  status: number;
+  text: string;
 }
 
 /** The path of the server binary for this platform, from the npm package. */
@@ -38,49 +61,68 @@ export function restateServerBinary(): string {
   }
 }
 
-/** Starts a Restate server with its data in `dir` (created if missing). */
+/** The longest path a Unix socket may have on Linux (sun_path, 108 bytes with its NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * Starts a Restate server with its data in `dir` (created 0700 if missing), signing requests to
+ * workers with the private key in `identityKeyFile`.
+ */
 export async function startRestateServer(options: {
   dir: string;
+  identityKeyFile: string;
   timeoutMs?: number;
-  /** Where the ingress and the admin API listen (default 127.0.0.1; the node's own port stays on 127.0.0.1). */
-  bind?: string;
 }): Promise<RestateServer> {
-  await mkdir(options.dir, { recursive: true });
-  const bind = options.bind ?? "127.0.0.1";
-  const [fabric, ingress, admin] = [await freePort(), await freePort(bind), await freePort(bind)];
-  const config = path.join(options.dir, "restate.toml");
+  const dir = path.resolve(options.dir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
+  const node = path.join(dir, "data", "engine");
+  const ingressSocket = path.join(node, "ingress.sock");
+  const adminSocket = path.join(node, "admin.sock");
+  if (Buffer.byteLength(path.join(node, "fabric.sock")) > MAX_SOCKET_PATH) {
+    throw new Error(
+      `${dir} is too deep for the engine's Unix sockets (${node}/fabric.sock is over ${MAX_SOCKET_PATH} bytes); ` +
+        "give the engine a shorter --dir.",
+    );
+  }
+  const config = path.join(dir, "restate.toml");
   await writeFile(
     config,
     [
-      `base-dir = ${JSON.stringify(path.join(options.dir, "data"))}`,
-      `bind-address = "127.0.0.1:${fabric}"`,
-      `advertised-address = "http://127.0.0.1:${fabric}"`,
+      `base-dir = ${JSON.stringify(path.join(dir, "data"))}`,
+      'node-name = "engine"',
       "default-num-partitions = 4",
       "disable-telemetry = true",
       // a node for tests and small deployments: RocksDB's default budget is 2 GiB
       'rocksdb-total-memory-size = "256 MiB"',
       // the version check finds no network here; it says so at ERROR level
       'log-filter = "warn,octocrab=off"',
-      "[ingress]",
-      `bind-address = "${hostPort(bind, ingress)}"`,
+      // what a workflow does not say: never pause for good (ours advertise a capped backoff)
+      "[default-retry-policy]",
+      'max-attempts = "unlimited"',
+      'max-interval = "2s"',
+      "[worker.invoker]",
+      `request-identity-private-key-pem-file = ${JSON.stringify(options.identityKeyFile)}`,
       "[admin]",
-      `bind-address = "${hostPort(bind, admin)}"`,
       "disable-web-ui = true",
       "",
     ].join("\n"),
+    { mode: 0o600 },
   );
-  const child = spawn(restateServerBinary(), ["--config-file", config, "--listen-mode", "tcp", "--no-logo"], {
+  await endLeftover(dir, config);
+  const child = spawn(restateServerBinary(), ["--config-file", config, "--listen-mode", "unix", "--no-logo"], {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, DO_NOT_TRACK: "1" },
   });
+  if (child.pid !== undefined) await writeFile(path.join(dir, "restate.pid"), `${child.pid}\n`, { mode: 0o600 });
   let stderr = "";
   child.stderr?.setEncoding("utf8");
   child.stderr?.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-4000);
   });
-  const ingressUrl = `http://${hostPort(bind, ingress)}`;
-  const adminUrl = `http://${hostPort(bind, admin)}`;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   const stop = async (graceMs = 2000) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");
@@ -88,13 +130,21 @@ export async function startRestateServer(options: {
     await exited;
     clearTimeout(timer);
   };
+  const admin = (method: string, route: string, body?: unknown) => socketRequest(adminSocket, method, route, body);
   const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   try {
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`the Restate server exited while starting (${child.exitCode ?? child.signalCode}): ${stderr}`);
       }
-      if ((await ok(`${adminUrl}/health`)) && (await ok(`${ingressUrl}/restate/health`))) break;
+      // healthy, and its partitions are led (until then a query of runs fails)
+      if (
+        (await healthy(adminSocket, "/health")) &&
+        (await healthy(ingressSocket, "/restate/health")) &&
+        (await admin("POST", "/query", { query: "SELECT id FROM sys_invocation LIMIT 1" }).catch(() => undefined))
+          ?.status === 200
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`the Restate server did not answer within its start time: ${stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -103,36 +153,88 @@ export async function startRestateServer(options: {
     throw error;
   }
   return {
-    ingressUrl,
-    adminUrl,
+    dir,
+    ingressSocket,
+    adminSocket,
     process: child,
+    exited,
+    stderr: () => stderr,
     stop,
+    admin,
     async register(url: string) {
-      const response = await fetch(`${adminUrl}/deployments`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ uri: url, force: true }),
-      });
-      if (!response.ok) {
-        throw new Error(`Restate refused the deployment ${url} (${response.status}): ${await response.text()}`);
+      const response = await admin("POST", "/deployments", { uri: url });
+      if (response.status >= 300) {
+        throw new Error(`Restate refused the deployment ${url} (${response.status}): ${response.text}`);
       }
+      return (JSON.parse(response.text) as { id: string }).id;
     },
   };
 }
 
-async function ok(url: string): Promise<boolean> {
+/** Ends the server a SIGKILLed engine left running on `dir` (its pid file names it, its command line names `config`). */
+async function endLeftover(dir: string, config: string): Promise<void> {
+  let pid: number;
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(1000) });
-    await response.arrayBuffer();
-    return response.ok;
+    pid = Number((await readFile(path.join(dir, "restate.pid"), "utf8")).trim());
+  } catch {
+    return;
+  }
+  const ours = () => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(config);
+    } catch {
+      return false;
+    }
+  };
+  if (!Number.isInteger(pid) || pid <= 0 || !ours()) return;
+  process.kill(pid, "SIGKILL"); // its log is durable: the new server picks up where it was
+  while (ours()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/** One HTTP/1.1 request over a Unix socket; resolves with the status and the whole body. */
+export function socketRequest(
+  socketPath: string,
+  method: string,
+  route: string,
+  body?: unknown,
+  timeoutMs = 10_000,
+): Promise<SocketResponse> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const request = http.request(
+      {
+        socketPath,
+        method,
+        path: route,
+        headers: {
+          host: "localhost",
+          ...(payload !== undefined && { "content-type": "application/json" }),
+          accept: "application/json",
+        },
+        timeout: timeoutMs,
+      },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+        response.on("error", reject);
+      },
+    );
+    request.on("timeout", () => request.destroy(new Error(`${method} ${route} on ${socketPath}: no answer in time`)));
+    request.on("error", reject);
+    request.end(payload);
+  });
+}
+
+async function healthy(socketPath: string, route: string): Promise<boolean> {
+  try {
+    return (await socketRequest(socketPath, "GET", route, undefined, 1000)).status === 200;
   } catch {
     return false;
   }
-}
-
-/** `host:port`, an IPv6 host in brackets. */
-function hostPort(host: string, port: number): string {
-  return net.isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /** A port that was free a moment ago on `host` (default 127.0.0.1). */

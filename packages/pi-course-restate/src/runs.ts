@@ -1,14 +1,14 @@
 /**
  * Runs as an operator sees them, from the engine's admin API: `runStatus` (state, current step,
- * attempts, last failure), `listRuns`, `cancelRun`.
+ * attempts, last failure) and `listRuns` (cancelling one is `cancelRun`, engine-client.ts).
  *
- * Read with Restate's SQL introspection (`POST /query`): `sys_invocation` holds an invocation's
+ * Read with Restate's SQL introspection (`engineQuery`): `sys_invocation` holds an invocation's
  * status, retry count and last failure, `sys_journal` its steps (each `ctx.run` a `Run` entry with
  * the step's name). A run is the `run` handler of the `AgentRun` workflow keyed by the run id (an
  * eval case, `EvalRun`, is read the same way with `workflow: "EvalRun"`).
  */
 import { AGENT_RUN } from "./agent-run.js";
-import { reach, refused } from "./reach.js";
+import { type EngineConnection, engineQuery, sqlText } from "./engine-client.js";
 
 /** One run on the engine. */
 export interface RunStatus {
@@ -36,21 +36,8 @@ export interface RunStatus {
   modifiedAt: string;
 }
 
-/** An admin request that names what it was for. */
-async function query<T>(adminUrl: string, sql: string): Promise<T[]> {
-  const url = `${adminUrl}/query`;
-  const response = await reach("admin", url, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json" },
-    body: JSON.stringify({ query: sql }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw refused("querying the engine's runs", url, response.status, text);
-  return (JSON.parse(text) as { rows: T[] }).rows;
-}
-
-/** A string as an SQL literal. */
-const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+/** Rows of `sql` over the engine's tables, typed as the caller knows them. */
+const query = <T>(engine: EngineConnection, sql: string) => engineQuery(engine, sql) as Promise<T[]>;
 
 interface InvocationRow {
   id: string;
@@ -69,21 +56,21 @@ const COLUMNS =
 
 /** The status of run `runId` (of `workflow`, default `AgentRun`); undefined if the engine has no such run. */
 export async function runStatus(
-  adminUrl: string,
+  engine: EngineConnection,
   runId: string,
   workflow: string = AGENT_RUN,
 ): Promise<RunStatus | undefined> {
   const [row] = await query<InvocationRow>(
-    adminUrl,
-    `SELECT ${COLUMNS} FROM sys_invocation WHERE target_service_name = ${literal(workflow)} ` +
-      `AND target_service_key = ${literal(runId)} AND target_handler_name = 'run' ORDER BY created_at DESC LIMIT 1`,
+    engine,
+    `SELECT ${COLUMNS} FROM sys_invocation WHERE target_service_name = ${sqlText(workflow)} ` +
+      `AND target_service_key = ${sqlText(runId)} AND target_handler_name = 'run' ORDER BY created_at DESC LIMIT 1`,
   );
   if (row === undefined) return undefined;
   // a step is a `Command: Run` entry and its result a `Notification: Run` entry; steps go one at a
   // time, so the last step is done when there are as many results as steps
   const entries = await query<{ index: number; entry_type: string; name?: string }>(
-    adminUrl,
-    `SELECT index, entry_type, name FROM sys_journal WHERE id = ${literal(row.id)} ` +
+    engine,
+    `SELECT index, entry_type, name FROM sys_journal WHERE id = ${sqlText(row.id)} ` +
       "AND entry_type IN ('Command: Run', 'Notification: Run') ORDER BY index",
   );
   const commands = entries.filter((entry) => entry.entry_type === "Command: Run");
@@ -101,12 +88,12 @@ export async function runStatus(
 
 /** Every run of `workflow` (default `AgentRun`) the engine holds, newest first (at most `limit`, default 1000). */
 export async function listRuns(
-  adminUrl: string,
+  engine: EngineConnection,
   options: { workflow?: string; limit?: number } = {},
 ): Promise<Omit<RunStatus, "steps" | "step">[]> {
   const rows = await query<InvocationRow>(
-    adminUrl,
-    `SELECT ${COLUMNS} FROM sys_invocation WHERE target_service_name = ${literal(options.workflow ?? AGENT_RUN)} ` +
+    engine,
+    `SELECT ${COLUMNS} FROM sys_invocation WHERE target_service_name = ${sqlText(options.workflow ?? AGENT_RUN)} ` +
       `AND target_handler_name = 'run' ORDER BY created_at DESC LIMIT ${Math.max(1, Math.floor(options.limit ?? 1000))}`,
   );
   return rows.map(fromRow);
@@ -126,23 +113,4 @@ function fromRow(row: InvocationRow): Omit<RunStatus, "steps" | "step"> {
     createdAt: row.created_at,
     modifiedAt: row.modified_at,
   };
-}
-
-/**
- * Asks the engine to cancel run `runId`: its current step gets no result, the run ends failed with
- * the engine's cancellation. Resolves with the run's status at the time of asking; rejects if there
- * is no such run, or it has already ended.
- */
-export async function cancelRun(adminUrl: string, runId: string, workflow: string = AGENT_RUN): Promise<RunStatus> {
-  const status = await runStatus(adminUrl, runId, workflow);
-  if (status === undefined)
-    throw new Error(`no run ${runId} on the engine at ${adminUrl}: \`pi-course-restate list\` shows the runs there`);
-  if (status.state === "completed") {
-    throw new Error(`run ${runId} has already ended (${status.outcome}); nothing to cancel`);
-  }
-  const url = `${adminUrl}/invocations/${encodeURIComponent(status.invocationId)}/cancel`;
-  const response = await reach("admin", url, { method: "PATCH" });
-  const text = await response.text();
-  if (!response.ok) throw refused(`cancelling run ${runId}`, url, response.status, text);
-  return status;
 }

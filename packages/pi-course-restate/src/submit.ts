@@ -9,8 +9,9 @@
 import { type AgentMessage, SessionFile } from "@pi/course";
 import { AGENT_RUN, type RunInput, type RunOutput } from "./agent-run.js";
 import { attach } from "./attach.js";
+import { type EngineConnection, engineFetch } from "./engine-client.js";
 import { inputDigest } from "./input-digest.js";
-import { reach, refused } from "./reach.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
 /** The run id is taken by a run that was started with other input. */
 export class RunInputMismatchError extends Error {
@@ -27,39 +28,42 @@ export class RunInputMismatchError extends Error {
  * Submits run `runId` and resolves with the engine's invocation id, once the engine has it. When
  * the id was submitted before, resolves the same way if the input is the same, and rejects with
  * `RunInputMismatchError` if it is not (it then waits until the earlier run started, to compare).
+ * Refuses options that hold what looks like a credential (`journal-guard.ts`): they would be journaled.
  */
-export async function submitRun(ingressUrl: string, runId: string, input: RunInput): Promise<string> {
-  const url = `${ingressUrl}/${AGENT_RUN}/${encodeURIComponent(runId)}/run/send`;
-  const response = await reach("ingress", url, {
+export async function submitRun(engine: EngineConnection, runId: string, input: RunInput): Promise<string> {
+  const secret = secretField(input.options);
+  if (secret !== undefined) throw new Error(`run ${runId} not submitted: ${secretInJournal(secret)}`);
+  const response = await engineFetch(engine, `/${AGENT_RUN}/${encodeURIComponent(runId)}/run/send`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(input),
   });
   const text = await response.text();
-  if (!response.ok) throw refused(`submitting run ${runId}`, url, response.status, text);
+  if (!response.ok) throw new Error(`the engine at ${engine.url} refused run ${runId} (${response.status}): ${text}`);
   const { invocationId, status } = JSON.parse(text) as { invocationId: string; status?: string };
-  if (status === "PreviouslyAccepted" && (await startedWith(ingressUrl, runId)) !== inputDigest(input)) {
+  if (status === "PreviouslyAccepted" && (await startedWith(engine, runId)) !== inputDigest(input)) {
     throw new RunInputMismatchError(runId);
   }
   return invocationId;
 }
 
 /** The digest of the input run `runId` started with (waits until it started). */
-async function startedWith(ingressUrl: string, runId: string): Promise<string> {
-  const url = `${ingressUrl}/${AGENT_RUN}/${encodeURIComponent(runId)}/input`;
-  const response = await reach("ingress", url, { method: "POST" });
+async function startedWith(engine: EngineConnection, runId: string): Promise<string> {
+  const response = await engineFetch(engine, `/${AGENT_RUN}/${encodeURIComponent(runId)}/input`, { method: "POST" });
   const text = await response.text();
-  if (!response.ok) throw refused(`reading the input of run ${runId}`, url, response.status, text);
+  if (!response.ok)
+    throw new Error(`the engine at ${engine.url} did not say the input of run ${runId} (${response.status}): ${text}`);
   return JSON.parse(text) as string;
 }
 
 /** Waits for run `runId` to end and resolves with its transcript; rejects with the run's terminal error. */
-export async function runResult(ingressUrl: string, runId: string, signal?: AbortSignal): Promise<RunOutput> {
-  const url = `${ingressUrl}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`;
-  const { ok, status, text } = await attach(url, { ...(signal && { signal }) });
+export async function runResult(engine: EngineConnection, runId: string, signal?: AbortSignal): Promise<RunOutput> {
+  const url = `${engine.url}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`;
+  const headers = { authorization: `Bearer ${engine.token}` };
+  const { ok, status, text } = await attach(url, { headers, ...(signal && { signal }) });
   if (status === 404) {
     throw new Error(
-      `no run ${runId} on the engine at ${new URL(ingressUrl).origin}: check the id (\`pi-course-restate list\` shows the runs there)`,
+      `no run ${runId} on the engine at ${engine.url}: check the id (\`pi-course-restate list\` shows the runs there)`,
     );
   }
   if (!ok) throw new Error(`run ${runId} failed: ${engineMessage(text)} (${status})`);
@@ -78,9 +82,9 @@ function engineMessage(text: string): string {
 }
 
 /** Submits run `runId` and waits for its transcript. */
-export async function runDurably(ingressUrl: string, runId: string, input: RunInput): Promise<RunOutput> {
-  await submitRun(ingressUrl, runId, input);
-  return runResult(ingressUrl, runId);
+export async function runDurably(engine: EngineConnection, runId: string, input: RunInput): Promise<RunOutput> {
+  await submitRun(engine, runId, input);
+  return runResult(engine, runId);
 }
 
 /**

@@ -3,6 +3,11 @@
  * and what a worker bundle (`bundleWorker`) runs with its setups built in. `WORKER_HELP` says every
  * option.
  *
+ * The engine's identity keys come from `--identity-keys-file` (the engine's `<dir>/identity-keys`)
+ * or from `PI_RESTATE_IDENTITY_KEYS`; without them the worker does not start. `--suites`: the only
+ * folders whose eval cases it runs. `--version`: the name of its code (default: a hash of the
+ * program's file and the setups module; name it yourself when you run sources under tsx).
+ *
  * The setups module exports `setups` (a `RunSetups`) for agent runs; without it the worker takes
  * eval cases only. Prints `worker <pid> listening on <url>` once it listens; a SIGTERM or SIGINT
  * (or, with `--stop-with-stdin`, its standard input closing: the parent that spawned it is gone)
@@ -12,13 +17,15 @@
  * names one): an eval case's protocol check watches the top of its temporary folder, so workers
  * sharing one would see each other's files as the case writing outside its workspace.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
 import { checkBind } from "./bind.js";
+import { readIdentityKeys } from "./identity.js";
 import { startWorker } from "./worker.js";
 
 export const WORKER_HELP = `usage: pi-course-restate worker [--setups MODULE] [options]
@@ -30,9 +37,15 @@ Serves agent runs (the setups module's) and eval cases to the engine over HTTP/2
                            TypeScript module needs tsx; \`bundle\` builds one file instead);
                            none: eval cases only
   --port N                 the port (default: any free one; printed)
-  --host ADDR              where it listens (default 127.0.0.1); any other address needs
-                           --credential-file
-  --credential-file FILE   the credential a non-loopback --host needs (mode 0600)
+  --identity-keys-file FILE  the engine's public keys (its DIR/identity-keys; or set
+                           PI_RESTATE_IDENTITY_KEYS): the worker serves only requests the engine
+                           signed, and does not start without them
+  --host ADDR              where it listens (default 127.0.0.1; another machine's address is
+                           safe: unsigned requests are refused)
+  --suites DIR[,DIR…]      the only folders whose eval cases it runs (default: none)
+  --version V              the name of its code (default: a hash of the program and the setups
+                           module; name it yourself when you run sources under tsx)
+  --retry-max-ms N         the longest wait between the engine's retries of a run (default 2000)
   --cases N                eval cases at once (default 2)
   --tmpdir DIR             its TMPDIR (default: a new folder of its own, removed when it stops)
   --grace-ms N             on SIGTERM, how long runs in flight go on before their connections are
@@ -41,6 +54,20 @@ Serves agent runs (the setups module's) and eval cases to the engine over HTTP/2
 
 The engine's admin address is not needed: the engine is given this worker's URL (\`engine --workers\`).
 `;
+
+/** A short hash of `files` (those that exist): the version of the code they hold. */
+export function codeVersion(files: readonly (string | undefined)[]): string {
+  const hash = createHash("sha256");
+  for (const file of files) {
+    if (file === undefined) continue;
+    try {
+      hash.update(readFileSync(file));
+    } catch {
+      hash.update(file);
+    }
+  }
+  return hash.digest("hex").slice(0, 12);
+}
 
 /**
  * Runs the worker command on `args` (the arguments after the script). `builtIn`: setups compiled
@@ -67,8 +94,12 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
   if (builtIn !== undefined && values.setups !== undefined) {
     throw new Error(`this worker has its setups built in; it takes no --setups. ${usage}`);
   }
+  const retryMaxMs = values["retry-max-ms"] === undefined ? undefined : Number(values["retry-max-ms"]);
+  if (retryMaxMs !== undefined && (!Number.isInteger(retryMaxMs) || retryMaxMs < 1))
+    throw new Error(`--retry-max-ms must be a whole number of ms above 0. ${usage}`);
   const host = values.host ?? "127.0.0.1";
-  checkBind("the worker", "--host", host, values["credential-file"]);
+  checkBind("--host", host);
+  const identityKeys = readIdentityKeys(values["identity-keys-file"]);
   let setups: RunSetups = builtIn?.setups ?? {};
   if (values.setups !== undefined) {
     const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
@@ -80,7 +111,19 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
   const ownTmp = values.tmpdir === undefined ? mkdtempSync(path.join(tmpdir(), "pi-course-worker-")) : undefined;
   if (values.tmpdir !== undefined) mkdirSync(values.tmpdir, { recursive: true });
   process.env.TMPDIR = ownTmp ?? path.resolve(values.tmpdir!);
-  const worker = await startWorker({ setups, cases, port, host });
+  const version =
+    values.version ??
+    codeVersion([process.argv[1], values.setups === undefined ? undefined : path.resolve(values.setups)]);
+  const worker = await startWorker({
+    identityKeys,
+    setups,
+    cases,
+    port,
+    host,
+    version,
+    suites: (values.suites ?? "").split(",").filter((dir) => dir !== ""),
+    ...(retryMaxMs !== undefined && { retry: { maxIntervalMs: retryMaxMs } }),
+  });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -100,7 +143,7 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     process.stdin.on("error", stop);
     process.stdin.resume();
   }
-  process.stdout.write(`worker ${process.pid} listening on ${worker.url}\n`);
+  process.stdout.write(`worker ${process.pid} listening on ${worker.url} (version ${version})\n`);
 }
 
 function parse(args: string[]) {
@@ -111,9 +154,12 @@ function parse(args: string[]) {
       cases: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
-      "credential-file": { type: "string" },
       tmpdir: { type: "string" },
       "grace-ms": { type: "string" },
+      "identity-keys-file": { type: "string" },
+      suites: { type: "string" },
+      version: { type: "string" },
+      "retry-max-ms": { type: "string" },
       "stop-with-stdin": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

@@ -12,6 +12,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { IDENTITY_KEYS_ENV } from "./identity.js";
 
 const HERE = fileURLToPath(import.meta.url);
 /** `.ts` when this runs from the sources (under tsx), `.js` once built. */
@@ -45,10 +46,8 @@ export function spawnWorker(options: {
   bundle?: string;
   cases?: number;
   port: number;
-  /** Where it listens (default 127.0.0.1; any other address needs `credentialFile`). */
+  /** Where it listens (default 127.0.0.1). */
   host?: string;
-  /** The credential a non-loopback `host` needs (a 0600 file). */
-  credentialFile?: string;
   /** The worker's TMPDIR (default: a new folder of its own, removed when it stops). */
   tmpdir?: string;
   /** Variables added to the worker's environment (this process's is inherited): a model's key, say. */
@@ -56,6 +55,14 @@ export function spawnWorker(options: {
   timeoutMs?: number;
   /** How long a SIGTERM lets runs in flight go on before the worker cuts its connections (its default: 5 s). */
   graceMs?: number;
+  /** The engine's identity keys: handed to the child in its environment, never on its command line. */
+  identityKeys: readonly string[];
+  /** The suite folders whose eval cases it runs (`--suites`). */
+  suites?: readonly string[];
+  /** The name of its code (`--version`). */
+  version?: string;
+  /** The longest wait between the engine's retries of a run (`--retry-max-ms`). */
+  retryMaxMs?: number;
 }): Promise<WorkerProcess> {
   if (options.bundle !== undefined && options.setups !== undefined) {
     return Promise.reject(
@@ -75,7 +82,9 @@ export function spawnWorker(options: {
       ...(options.graceMs === undefined ? [] : ["--grace-ms", String(options.graceMs)]),
       ...(options.tmpdir === undefined ? [] : ["--tmpdir", path.resolve(options.tmpdir)]),
       ...(options.host === undefined ? [] : ["--host", options.host]),
-      ...(options.credentialFile === undefined ? [] : ["--credential-file", path.resolve(options.credentialFile)]),
+      ...(options.suites === undefined ? [] : ["--suites", options.suites.map((dir) => path.resolve(dir)).join(",")]),
+      ...(options.version === undefined ? [] : ["--version", options.version]),
+      ...(options.retryMaxMs === undefined ? [] : ["--retry-max-ms", String(options.retryMaxMs)]),
       "--port",
       String(options.port),
       "--stop-with-stdin",
@@ -83,7 +92,7 @@ export function spawnWorker(options: {
     {
       cwd: fromSources ? ROOT : process.cwd(),
       stdio: ["pipe", "pipe", "pipe"],
-      ...(options.env !== undefined && { env: { ...process.env, ...options.env } }),
+      env: { ...process.env, ...options.env, [IDENTITY_KEYS_ENV]: options.identityKeys.join(",") },
     },
   );
   child.stdin?.on("error", () => undefined);
@@ -111,7 +120,7 @@ export function spawnWorker(options: {
     child.stdout?.setEncoding("utf8");
     const listening = (chunk: string) => {
       stdout += chunk;
-      const url = / listening on (\S+)\n/.exec(stdout)?.[1];
+      const url = / listening on (\S+).*\n/.exec(stdout)?.[1];
       if (url !== undefined) {
         clearTimeout(timer);
         // what the worker prints from now on is not kept (the pipe still drains, so it never blocks)

@@ -74,8 +74,8 @@ it("gives up after maxWaitMs, saying so, and stops on its signal", async () => {
 it("tries again while nothing listens, then names the address and what to do", async () => {
   const closed = `http://127.0.0.1:${await freePort()}`;
   await expect(attach(`${closed}/restate/workflow/AgentRun/x/attach`, { reconnectMs: 300 })).rejects.toThrow(
-    `cannot reach the engine's ingress at ${closed} (ECONNREFUSED). Is the engine running there? ` +
-      "`pi-course-restate engine` prints its ingress and admin URLs when it starts; pass that URL as --ingress.",
+    `cannot reach the engine at ${closed} (ECONNREFUSED): is \`pi-course-restate engine\` running with that folder? ` +
+      "If it is restarting, try again in a moment.",
   );
   // and a listener that comes back within reconnectMs is reached
   const port = Number(new URL(closed).port);

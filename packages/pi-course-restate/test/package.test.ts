@@ -3,12 +3,12 @@
  * installed into an empty folder outside the repository (no dev tools: no tsx, no TypeScript) with
  * the Restate server as the README's install line says, then the README's shell examples run
  * there, line by line, with the installed `pi-course-restate`: "Try it" (two workers, the engine, a
- * submit, then status, result and list) and "Across machines" (the engine and the workers on the
- * loopback aliases 127.0.0.2, .3 and .4, with a credential file; on every interface (0.0.0.0, which
- * other machines reach) refused without one).
+ * submit, then status, result and list) and "Across machines" (the engine's gate and the workers
+ * on the loopback aliases 127.0.0.2, .3 and .4; the gate there refuses a request without the token
+ * of the engine's client.json, or with another one).
  *
  * What a line is run with: `npx pi-course-restate` is the installed bin, fixed ports become free
- * ones, PORT and ADMIN the engine's, the demo's 5 s write 0 s. Waits are on what the processes
+ * ones, the demo's 5 s write 0 s. Waits are on what the processes
  * print; the timeouts are hang bounds (packing builds both packages: minutes on a loaded machine).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
@@ -112,6 +112,17 @@ function foreground(line: string, timeout = 300_000) {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** Resolves once the engine of `clientFile` has a version of worker code registered (it logs `version … registered`). */
+async function registered(clientFile: string): Promise<void> {
+  const { url, token } = JSON.parse(readFileSync(clientFile, "utf8")) as { url: string; token: string };
+  for (;;) {
+    const response = await fetch(`${url}/admin/deployments`, { headers: { authorization: `Bearer ${token}` } });
+    const { deployments } = (await response.json()) as { deployments: unknown[] };
+    if (deployments.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 async function stopAll(): Promise<void> {
   await Promise.all(
     running.splice(0).map(async (child) => {
@@ -158,7 +169,7 @@ it("Package · --help says every command and exits 0, for the program and for ea
   }
   const unknown = spawnSync(bin(), ["serve"], { encoding: "utf8", env });
   expect([unknown.status, unknown.stderr.split("\n")[0]]).toEqual([2, 'error: unknown command "serve".']);
-  const misused = spawnSync(bin(), ["status", "--admin"], { encoding: "utf8", env });
+  const misused = spawnSync(bin(), ["status", "--engine"], { encoding: "utf8", env });
   expect(misused.status).toBe(2);
   expect(misused.stderr).toMatch(/\nRun `pi-course-restate status --help` for the options\.\n$/);
 }, 120_000);
@@ -173,12 +184,13 @@ it("Package · the README's example runs from the installed package: two workers
     '"seconds":5': '"seconds":0',
   };
   expect(lines[0]).toBe("SETUPS=node_modules/@pi/course-restate/dist/demo-setups.js");
-  const [worker1, worker2, engine, submit] = lines.slice(1);
-  expect([worker1, worker2, engine].every((line) => line!.endsWith("&"))).toBe(true);
-  await Promise.all([worker1!, worker2!].map((line) => background(localize(line, values), /listening on (\S+)\n/)));
-  const started = await background(localize(engine!, values), /engine: ingress (\S+) {2}admin (\S+) /);
-  values["http://127.0.0.1:PORT"] = started.match[1]!;
-  values["http://127.0.0.1:ADMIN"] = started.match[2]!;
+  const [engine, worker1, worker2, submit] = lines.slice(1);
+  expect([engine, worker1, worker2].every((line) => line!.endsWith("&"))).toBe(true);
+  const started = await background(localize(engine!, values), /engine: (\S+) \(credential: (\S+);/);
+  expect(started.match[1]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(started.match[2]).toBe(path.join(app, "restate-data", "client.json"));
+  await Promise.all([worker1!, worker2!].map((line) => background(localize(line, values), /listening on (\S+)/)));
+  await registered(started.match[2]!);
 
   const submitted = foreground(localize(submit!, values));
   expect(submitted.stderr).toBe("");
@@ -202,10 +214,8 @@ it("Package · the README's example runs from the installed package: two workers
   await stopAll();
 }, 300_000);
 
-it("Package · across machines: the engine and workers on loopback aliases with a credential file; refused without one", async () => {
+it("Package · across machines: the engine's gate and workers on loopback aliases; the gate refuses a request without the engine's token", async () => {
   const lines = shellBlock("## Across machines");
-  const key = path.join(app, "engine.key");
-  writeFileSync(key, "a credential only its owner reads\n", { mode: 0o600 });
   const workerPort = await freePort("127.0.0.3");
   const values: Record<string, string> = {
     $SETUPS: "node_modules/@pi/course-restate/dist/demo-setups.js",
@@ -216,43 +226,32 @@ it("Package · across machines: the engine and workers on loopback aliases with 
     "restate-data": "restate-data-2",
     '"seconds":1': '"seconds":0',
   };
-  const worker = lines.find((line) => line.includes(" worker "))!;
   const engine = lines.find((line) => line.includes(" engine "))!;
+  const worker = lines.find((line) => line.includes(" worker "))!;
   const submit = lines.find((line) => line.includes(" submit "))!;
-  // without the credential, neither starts on an address other machines reach (here: every interface)
-  const bare = foreground(
-    localize(worker.replace(/ --credential-file \S+/, "").replace(/&$/, ""), { ...values, "10.0.0.2": "0.0.0.0" }),
-    60_000,
+  // the engine first: its folder holds the identity keys the workers are started with
+  const started = await background(localize(engine, values), /engine: (\S+) \(credential: (\S+);/);
+  const gate = started.match[1]!;
+  expect(gate).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
+  const { token } = JSON.parse(readFileSync(started.match[2]!, "utf8")) as { url: string; token: string };
+  // what another machine reaching the gate without the token gets: 401, nothing of Restate's
+  for (const authorization of [undefined, "Bearer not-the-token"]) {
+    const response = await fetch(`${gate}/admin/deployments`, {
+      ...(authorization !== undefined && { headers: { authorization } }),
+    });
+    expect([authorization, response.status]).toEqual([authorization, 401]);
+    await response.arrayBuffer();
+  }
+  expect((await fetch(`${gate}/admin/deployments`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+    200,
   );
-  expect([bare.status, bare.stderr]).toEqual([
-    1,
-    "worker: the worker refuses to listen on 0.0.0.0 without a credential: other machines can reach that address. " +
-      "Pass --credential-file FILE (a file only you can read: chmod 600), or listen on 127.0.0.1.\n",
-  ]);
-  const bareEngine = foreground(
-    localize(engine.replace(/ --credential-file \S+/, "").replace(/&$/, ""), { ...values, "10.0.0.1": "0.0.0.0" }),
-    60_000,
-  );
-  expect([bareEngine.status, bareEngine.stderr]).toEqual([
-    1,
-    "engine: the engine refuses to listen on 0.0.0.0 without a credential: other machines can reach that address. " +
-      "Pass --credential-file FILE (a file only you can read: chmod 600), or listen on 127.0.0.1.\n",
-  ]);
-  writeFileSync(path.join(app, "open.key"), "readable by all\n", { mode: 0o644 });
-  const open = foreground(localize(engine.replace("engine.key", "open.key").replace(/&$/, ""), values), 60_000);
-  expect([open.status, open.stderr]).toEqual([
-    1,
-    `engine: --credential-file open.key must be yours and readable by you alone (mode 644): chmod 600 open.key\n`,
-  ]);
-  // with it: two workers (.3 and .4), the engine on .2, a run submitted to .2
+  // two workers (.3 and .4), a run submitted with the engine's client.json
   await Promise.all(
     [worker, worker.replace("--host 10.0.0.2", "--host 10.0.0.3")].map((line) =>
-      background(localize(line, values), /listening on (\S+)\n/),
+      background(localize(line, values), /listening on (\S+)/),
     ),
   );
-  const started = await background(localize(engine, values), /engine: ingress (\S+) {2}admin (\S+) /);
-  expect(started.match[1]).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
-  values["http://127.0.0.2:PORT"] = started.match[1]!;
+  await registered(started.match[2]!);
   const submitted = foreground(localize(submit, values));
   expect([submitted.status, submitted.stderr]).toEqual([0, ""]);
   expect(submitted.stdout).toBe('run demo-2 submitted\nslow_write said: wrote "demo-2"\nthe file holds: demo-2\n\n');

@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { runEval } from "../../pi-course/src/cli/eval-command.js";
 import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/test/support/chat-replay-server.js";
-import type { RestateServer } from "../src/restate-server.js";
+import type { Engine } from "../src/engine.js";
 import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
 import { answer, writeGreetSuite } from "./support/greet-suite.js";
 
@@ -18,19 +18,19 @@ const KEY = "sk-only-the-worker-has-it-91c2";
 let root: string;
 let suite: string;
 let model: ChatReplayServer;
-let server: RestateServer;
-let engine: EngineAndWorker | undefined;
+let engine: Engine;
+let started: EngineAndWorker | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-course-eval-engine-"));
   suite = await writeGreetSuite(root);
   model = await startChatReplayServer([answer("hello")]);
-  engine = await engineAndWorker(path.join(root, "restate"), { env: { WORKER_MODEL_KEY: KEY } });
-  ({ server } = engine);
+  started = await engineAndWorker(path.join(root, "restate"), { env: { WORKER_MODEL_KEY: KEY }, suites: [suite] });
+  ({ engine } = started);
 });
 
 afterAll(async () => {
-  await engine?.stop();
+  await started?.stop();
   await model?.close();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
@@ -53,7 +53,7 @@ it("runs a suite through the engine on a model server, the key read by the worke
   const { code, stdout, stderr } = await evalCli([
     suite,
     "--engine",
-    server.ingressUrl,
+    engine.dir,
     "--base-url",
     model.baseUrl,
     "--model",
@@ -63,9 +63,7 @@ it("runs a suite through the engine on a model server, the key read by the worke
     "--out",
     out,
   ]);
-  expect(stderr).toBe(
-    `eval · on the engine at ${server.ingressUrl} · model: m (the workers' key)\n[1] PASS greet #0\n`,
-  );
+  expect(stderr).toBe(`eval · on the engine at ${engine.url} · model: m (the workers' key)\n[1] PASS greet #0\n`);
   expect(stdout).toMatch(/^1\/1 cases passed/m);
   expect(stdout).toContain(`report: ${out}/report.html\n`);
   expect(code).toBe(0);
@@ -76,7 +74,7 @@ it("refuses a key given to the CLI with --engine: the workers hold it", async ()
   const { code, stderr } = await evalCli([
     suite,
     "--engine",
-    server.ingressUrl,
+    engine.dir,
     "--base-url",
     model.baseUrl,
     "--model",

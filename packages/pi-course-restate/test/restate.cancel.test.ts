@@ -11,24 +11,32 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { RestateServer } from "../src/restate-server.js";
+import { cancelRun, engineFetch } from "../src/engine-client.js";
+import type { Engine } from "../src/engine.js";
+import { freePort } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
-import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
+import { spawnWorker } from "../src/worker-process.js";
+import { engineWithFleet, Fleet, testBundle } from "./support/fleet.js";
 
 const SETUPS = path.join(path.dirname(fileURLToPath(import.meta.url)), "support", "kill-script.ts");
 
 let root: string;
-let server: RestateServer | undefined;
-let engine: EngineAndWorker | undefined;
+let engine: Engine | undefined;
+let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
+const fleet = new Fleet((port, identityKeys) =>
+  spawnWorker({ bundle: bundle!.file, port, tmpdir: root, identityKeys }),
+);
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-cancel-"));
-  engine = await engineAndWorker(path.join(root, "restate"), { setups: SETUPS });
-  ({ server } = engine);
+  bundle = await testBundle(SETUPS);
+  engine = await engineWithFleet(fleet, path.join(root, "restate"), [await freePort()]);
 });
 
 afterAll(async () => {
+  await fleet.stop();
   await engine?.stop();
+  await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 
@@ -51,15 +59,15 @@ it("ends a run cancelled on the engine as cancelled, and asks the model no more"
   const markers = path.join(root, "markers");
   await mkdir(markers);
   const options = { markers, effects: path.join(root, "effects.log") };
-  const invocationId = await submitRun(server!.ingressUrl, "x0", { setup: "kill-script", prompt: "go", options });
+  const invocationId = await submitRun(engine!, "x0", { setup: "kill-script", prompt: "go", options });
   await reach(markers, "x0.turn0.stream");
   await writeFile(path.join(markers, "x0.turn0.stream.go"), "");
   await reach(markers, "x0.c0.before");
-  const cancelled = await fetch(`${server!.adminUrl}/invocations/${invocationId}/cancel`, { method: "PATCH" });
+  const cancelled = await engineFetch(engine!, `/admin/invocations/${invocationId}/cancel`, { method: "PATCH" });
   expect(cancelled.status, await cancelled.text()).toBeLessThan(300);
   // from here on every kill point is let go at once, so a wrongly asked turn shows as its marker
   const letGo = setInterval(() => void goAll(markers), 5);
-  const outcome = await runResult(server!.ingressUrl, "x0", AbortSignal.timeout(15_000))
+  const outcome = await runResult(engine!, "x0", AbortSignal.timeout(15_000))
     .then(
       (output) => ({ output }),
       (error: Error) => ({ error: error.message }),
@@ -69,4 +77,6 @@ it("ends a run cancelled on the engine as cancelled, and asks the model no more"
   // the worker may still be at the step it was cancelled in: give a wrongly asked turn time to show
   await new Promise((resolve) => setTimeout(resolve, 300));
   expect((await readdir(markers)).filter((file) => file.startsWith("x0.turn1"))).toEqual([]);
+  // cancelling it again finds it ended
+  expect(await cancelRun(engine!, "x0")).toEqual({ invocationId, outcome: "ended" });
 }, 30_000);

@@ -4,15 +4,17 @@
  * OpenAI-compatible server on 127.0.0.1 (@pi/course's replay server) sees the worker's key; the
  * engine's journal and state hold it nowhere; an input that carries a key is refused.
  */
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/test/support/chat-replay-server.js";
 import { attach } from "../src/attach.js";
-import { EVAL_RUN } from "../src/eval-run.js";
+import { type EngineModelServer, EVAL_RUN } from "../src/eval-run.js";
 import { evalOnEngine } from "../src/eval-suite.js";
-import type { RestateServer } from "../src/restate-server.js";
+import type { Engine } from "../src/engine.js";
+import { engineFetch } from "../src/engine-client.js";
 import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
 import { answer, writeGreetSuite } from "./support/greet-suite.js";
 
@@ -20,19 +22,19 @@ const KEY = "sk-held-by-the-worker-7f3a";
 let root: string;
 let suite: string;
 let model: ChatReplayServer;
-let server: RestateServer;
-let engine: EngineAndWorker | undefined;
+let engine: Engine;
+let started: EngineAndWorker | undefined;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-model-"));
   suite = await writeGreetSuite(root);
   model = await startChatReplayServer([answer("hello")]);
-  engine = await engineAndWorker(path.join(root, "restate"), { env: { OPENAI_API_KEY: KEY } });
-  ({ server } = engine);
+  started = await engineAndWorker(path.join(root, "restate"), { env: { OPENAI_API_KEY: KEY }, suites: [suite] });
+  ({ engine } = started);
 });
 
 afterAll(async () => {
-  await engine?.stop();
+  await started?.stop();
   await model?.close();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
@@ -41,7 +43,7 @@ it("runs a suite on a model server with the key the worker holds; the engine nev
   expect(process.env.OPENAI_API_KEY ?? "").not.toBe(KEY);
   const result = await evalOnEngine({
     suite,
-    ingressUrl: server.ingressUrl,
+    engine,
     out: path.join(root, "report"),
     server: { provider: "openai", baseUrl: model.baseUrl, model: "m" },
   });
@@ -57,7 +59,7 @@ it("runs a suite on a model server with the key the worker holds; the engine nev
     ["SELECT * FROM state", "rows"], // a workflow's state: none here
   ];
   for (const [sql, seen] of reads) {
-    const response = await fetch(`${server.adminUrl}/query`, {
+    const response = await engineFetch(engine, "/admin/query", {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json" },
       body: JSON.stringify({ query: sql }),
@@ -72,7 +74,7 @@ it("runs a suite on a model server with the key the worker holds; the engine nev
 
 it("refuses a run whose input carries a key", async () => {
   const key = encodeURIComponent("keyed/greet/0");
-  const sent = await fetch(`${server.ingressUrl}/${EVAL_RUN}/${key}/run/send`, {
+  const sent = await engineFetch(engine, `/${EVAL_RUN}/${key}/run/send`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({
@@ -82,9 +84,18 @@ it("refuses a run whose input carries a key", async () => {
     }),
   });
   expect(sent.status).toBe(202);
-  const done = await attach(`${server.ingressUrl}/restate/workflow/${EVAL_RUN}/${key}/attach`);
+  const done = await attach(`${engine.url}/restate/workflow/${EVAL_RUN}/${key}/attach`, {
+    headers: { authorization: `Bearer ${engine.token}` },
+  });
   expect(done.ok).toBe(false);
-  expect(done.text).toContain(
-    "EvalRun: a model key never travels through the engine; start the workers with it in their environment and name the variable (server.apiKeyEnv)",
-  );
+  const refusal =
+    "server.apiKey looks like a credential, and a run's input is kept in the engine's journal. " +
+    'Give the workers the key in their own environment or a file, and let the options name it (e.g. { "apiKeyEnv": "OPENAI_API_KEY" }).';
+  expect((JSON.parse(done.text) as { message: string }).message).toContain(`EvalRun: ${refusal}`);
+  // the client refuses it before anything is sent (the same guard)
+  const server = { provider: "openai", baseUrl: model.baseUrl, model: "m", apiKey: "sk-in-the-journal" } as const;
+  await expect(
+    evalOnEngine({ suite, engine, out: path.join(root, "never"), server: server as EngineModelServer }),
+  ).rejects.toThrow(`suite not submitted: ${refusal}`);
+  expect(existsSync(path.join(root, "never"))).toBe(false);
 }, 120_000);

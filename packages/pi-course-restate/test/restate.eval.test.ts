@@ -15,10 +15,10 @@ import path from "node:path";
 import { SessionFile, type SuiteReport } from "@pi/course";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { evalOnEngine } from "../src/eval-suite.js";
-import type { Proxy } from "../src/proxy.js";
-import { freePort, type RestateServer } from "../src/restate-server.js";
+import type { Engine } from "../src/engine.js";
+import { freePort } from "../src/restate-server.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { Fleet, startEngine, testBundle } from "./support/fleet.js";
+import { Fleet, engineWithFleet, testBundle } from "./support/fleet.js";
 
 const CASES = ["alpha", "beta", "gamma", "delta"];
 const REPEAT = 2;
@@ -27,16 +27,15 @@ const KILL_AT = new Set([1, 4]);
 
 let root: string;
 let markers: string;
-let server: RestateServer | undefined;
-let proxy: Proxy | undefined;
+let engine: Engine | undefined;
 const seen = new Set<string>();
 /** The checks judged on a live worker, in order (a dead worker's check, started just before its kill, does not count). */
 let live = 0;
 const kills: { case: string; pid: number }[] = [];
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
-const fleet = new Fleet((port) =>
+const fleet = new Fleet((port, identityKeys) =>
   // no tmpdir: each worker makes its own (two sharing one turned cases into false protocol failures)
-  spawnWorker({ bundle: bundle!.file, port, cases: 2 }),
+  spawnWorker({ bundle: bundle!.file, port, cases: 2, identityKeys, suites: [path.join(root, "suite")] }),
 );
 
 async function judge(): Promise<void> {
@@ -100,7 +99,8 @@ beforeAll(async () => {
   bundle = await testBundle();
   const ports = [await freePort(), await freePort()];
   for (const port of ports) await mkdir(path.join(root, `tmp-${port}`));
-  ({ server, proxy } = await startEngine(fleet, path.join(root, "restate"), ports));
+  await mkdir(path.join(root, "suite")); // the workers' one suite folder (--suites)
+  engine = await engineWithFleet(fleet, path.join(root, "restate"), ports);
   fleet.watch(judge);
 });
 
@@ -113,8 +113,7 @@ afterAll(async () => {
       // it had ended
     }
   }
-  await proxy?.close();
-  await server?.stop(1000);
+  await engine?.stop();
   await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
@@ -123,7 +122,7 @@ it("runs every case × repeat once across workers killed mid-case, and writes pi
   const suite = path.join(root, "suite");
   for (const name of CASES) await writeCase(suite, name);
   const out = path.join(root, "out");
-  const result = await evalOnEngine({ suite, ingressUrl: server!.ingressUrl, repeat: REPEAT, out });
+  const result = await evalOnEngine({ suite, engine: engine!, repeat: REPEAT, out });
   expect(kills).toHaveLength(2);
 
   const report = JSON.parse(await readFile(path.join(out, "report.json"), "utf8")) as SuiteReport;

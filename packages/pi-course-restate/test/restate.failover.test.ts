@@ -23,11 +23,11 @@ import { fileURLToPath } from "node:url";
 import { Agent, type AgentMessage, SessionFile, answerInterruptedCalls, messagesOf, uncertainText } from "@pi/course";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunOutput } from "../src/agent-run.js";
-import type { Proxy } from "../src/proxy.js";
-import { freePort, type RestateServer } from "../src/restate-server.js";
+import type { Engine } from "../src/engine.js";
+import { freePort } from "../src/restate-server.js";
 import { runResult, submitRun, writeSession } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { Fleet, startEngine, testBundle } from "./support/fleet.js";
+import { Fleet, engineWithFleet, testBundle } from "./support/fleet.js";
 import { DONE, scriptModel, scriptTools, settledText } from "./support/kill-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,8 +37,7 @@ const WORKERS = 3;
 let root: string;
 let markers: string;
 let effects: string;
-let server: RestateServer | undefined;
-let proxy: Proxy | undefined;
+let engine: Engine | undefined;
 
 /** The kills made, in order. */
 const kills: { runId: string; point: string; pid: number }[] = [];
@@ -50,7 +49,9 @@ const reached: { name: string; pid: number }[] = [];
 
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 // a TMPDIR of the test's own: a worker keeps a folder for eval cases there
-const fleet = new Fleet((port) => spawnWorker({ bundle: bundle!.file, port, tmpdir: root }));
+const fleet = new Fleet((port, identityKeys) =>
+  spawnWorker({ bundle: bundle!.file, port, tmpdir: root, identityKeys }),
+);
 
 /** Each marker: kill its worker when the plan says so (and start a new one on its port), else say go. */
 async function judge(): Promise<void> {
@@ -80,14 +81,13 @@ beforeAll(async () => {
   await mkdir(markers);
   bundle = await testBundle(SETUPS);
   const ports = await Promise.all(Array.from({ length: WORKERS }, () => freePort()));
-  ({ server, proxy } = await startEngine(fleet, path.join(root, "restate"), ports));
+  engine = await engineWithFleet(fleet, path.join(root, "restate"), ports);
   fleet.watch(judge);
 });
 
 afterAll(async () => {
   await fleet.stop();
-  await proxy?.close();
-  await server?.stop(1000);
+  await engine?.stop();
   await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
@@ -99,8 +99,8 @@ afterAll(async () => {
  */
 async function run(runId: string, points: string[]): Promise<RunOutput> {
   for (const point of points) planned.add(`${runId}.${point}`);
-  await submitRun(server!.ingressUrl, runId, { setup: "kill-script", prompt: "go", options: { markers, effects } });
-  return runResult(server!.ingressUrl, runId, AbortSignal.timeout(180_000));
+  await submitRun(engine!, runId, { setup: "kill-script", prompt: "go", options: { markers, effects } });
+  return runResult(engine!, runId, AbortSignal.timeout(180_000));
 }
 
 /** The transcript of the same script run locally, in one process, without an engine. */
@@ -212,7 +212,7 @@ describe("durable agent runs on Restate, workers killed mid-run", () => {
 
     // the session file written from a run's transcript holds it
     const file = path.join(root, "s2.jsonl");
-    const s2 = await runResult(server!.ingressUrl, "s2");
+    const s2 = await runResult(engine!, "s2");
     await writeSession(file, s2.messages, root);
     const session = await SessionFile.open(file);
     expect(messagesOf(session.entries())).toEqual(s2.messages);

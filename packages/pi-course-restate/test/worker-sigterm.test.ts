@@ -8,6 +8,7 @@ import { afterAll, expect, it } from "vitest";
 import { freePort } from "../src/restate-server.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
 import { testBundle } from "./support/fleet.js";
+import { someIdentityKey } from "./support/keys.js";
 
 let worker: WorkerProcess | undefined;
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
@@ -33,7 +34,12 @@ it("exits within its grace on SIGTERM though sessions to it stay open", async ()
   const graceMs = 500;
   // a bundle: under tsx a worker's start alone took 20 s at load 40
   bundle = await testBundle();
-  worker = await spawnWorker({ bundle: bundle.file, port: await freePort(), graceMs });
+  worker = await spawnWorker({
+    bundle: bundle.file,
+    port: await freePort(),
+    graceMs,
+    identityKeys: [someIdentityKey()],
+  });
   // once started, the worker's output is no longer kept in this process
   expect(worker.child.stdout?.listenerCount("data")).toBe(0);
   await connect(worker.url);

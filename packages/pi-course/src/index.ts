@@ -468,10 +468,22 @@ export type { McpServerEntry, McpServerState, McpServersOptions } from "./mcp/se
 export { McpAuthError } from "./mcp/auth/auth-error.js";
 export type { McpAuthFailure } from "./mcp/auth/auth-error.js";
 export type { HttpAuth } from "./mcp/auth/http-auth.js";
-export { AUTH_REQUEST_TIMEOUT_MS, DEFAULT_LOGIN_TIMEOUT_MS, McpOAuth, REFRESH_MARGIN_MS } from "./mcp/auth/oauth.js";
-export type { LoginOptions, LoginResult, McpOAuthOptions } from "./mcp/auth/oauth.js";
-export { McpTokenStore } from "./mcp/auth/token-store.js";
-export type { StoredAuthorization } from "./mcp/auth/token-store.js";
+export {
+  AUTH_REQUEST_TIMEOUT_MS,
+  DEFAULT_LOGIN_TIMEOUT_MS,
+  ID_JAG_TOKEN_TYPE,
+  ID_TOKEN_TYPE,
+  McpOAuth,
+  REFRESH_MARGIN_MS,
+} from "./mcp/auth/oauth.js";
+export type { IdentityProviderSettings, LoginOptions, LoginResult, McpOAuthOptions } from "./mcp/auth/oauth.js";
+export { McpTokenStore, MemoryTokenStore } from "./mcp/auth/token-store.js";
+export type { StoredAuthorization, TokenStore } from "./mcp/auth/token-store.js";
+export type { ClientAuthMethod, ClientSettings, KeptClient, OAuthClient } from "./mcp/auth/client-identity.js";
+export type { PrivateKeyJwtSettings } from "./mcp/auth/client-assertion.js";
+export { AUTH_MAX_RESPONSE_BYTES } from "./mcp/auth/auth-fetch.js";
+export { isLoopbackUrl, isSecureUrl, OutboundError, outboundFetch } from "./models/http/outbound.js";
+export type { OutboundPolicy, OutboundRefusal } from "./models/http/outbound.js";
 export { oauthForServer } from "./mcp/auth/server-auth.js";
 export type { SharedOAuthOptions } from "./mcp/auth/server-auth.js";
 export type { McpOAuthSettings } from "./mcp/auth/oauth-settings.js";

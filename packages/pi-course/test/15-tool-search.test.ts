@@ -1,6 +1,9 @@
 import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
+import { deferMcpTools } from "../src/cli/tool-declaration.js";
 import {
+  ExtensionHost,
+  MAX_DECLARED_DEFERRED,
   ScriptedModel,
   agentLoop,
   assistantMessage,
@@ -73,7 +76,10 @@ describe("tool exposure", () => {
       timestamp: 1,
       declaredTools: ["c", "d", "e", "zz"],
     };
-    expect([...declaredToolNames(tools, [userMessage("hi"), declared])!].sort()).toEqual(["a", "c"]);
+    expect(
+      [...declaredToolNames(tools, [userMessage("hi"), declared])!].sort(),
+      "only deferred tools count: codemode, hidden and unknown names in declaredTools do not",
+    ).toEqual(["a", "c"]);
   });
 
   it("Lab 15.1 · refusals say why: deferred, codemode-only, hidden, and what a script may reach", () => {
@@ -103,6 +109,61 @@ describe("tool exposure", () => {
     expect(exposureRefusal(hidden, new Set(), "h", "script", "code")).toBe(
       'Tool "h" is not callable from a script. Callable tools: (none).',
     );
+    // an unknown name from a script: the list still leaves hidden tools (and the calling tool) out
+    expect(
+      exposureRefusal(tools, declared, "zz", "script", "code"),
+      "an unknown name from a script is answered with the callable tools: no hidden one, not the calling tool",
+    ).toBe('Tool "zz" is not callable from a script. Callable tools: a, b, d.');
+    // "Available tools" in the order of the declared set
+    expect(exposureRefusal(tools, new Set(["code", "a"]), "zz", "model")).toBe(
+      'Tool "zz" not found. Available tools: code, a.',
+    );
+  });
+
+  it("Lab 15.1 · a tool is declared by a declaration only, never because the model called it", () => {
+    const tools = [tool("a"), tool("b", "deferred"), tool("c", "deferred")];
+    const refused: ToolResultMessage = {
+      role: "toolResult",
+      toolCallId: "x",
+      toolName: "b",
+      content: [{ type: "text", text: 'Tool "b" was not declared to you in this request: …' }],
+      isError: true,
+      timestamp: 1,
+    };
+    const transcript: AgentMessage[] = [userMessage("go"), calls(call("x", "b"), call("y", "c")), refused];
+    expect(
+      [...declaredToolNames(tools, transcript)!],
+      "a call of the model declares nothing: only the declaredTools of a tool result or a compaction summary do",
+    ).toEqual(["a"]);
+  });
+
+  it("Lab 15.1 · a tool an extension registers keeps its exposure: deferred, it is not declared and a call to it is refused", async () => {
+    const host = new ExtensionHost({ cwd: process.cwd() });
+    const ran: string[] = [];
+    const loaded = await host.loadFactory(
+      (api) =>
+        api.registerTool({
+          ...tool("ext_lookup", "deferred"),
+          execute: async () => {
+            ran.push("ext_lookup");
+            return { content: [{ type: "text", text: "ran" }], details: undefined };
+          },
+        }),
+      "lookup-extension",
+      "user",
+    );
+    expect(loaded, host.warnings.map((w) => w.message).join("; ")).toBe(true);
+    expect(
+      host.tools.map((t) => [t.name, t.exposure]),
+      "a tool an extension registers keeps its exposure",
+    ).toEqual([["ext_lookup", "deferred"]]);
+    const model = sloppy([calls(call("c1", "ext_lookup")), says("done")]);
+    const { result } = await finish(
+      agentLoop([userMessage("go")], { messages: [], tools: [tool("a"), ...host.tools] }, { model }),
+    );
+    expect(declaredNames(model, 0), "an extension's deferred tool is not declared").toEqual(["a"]);
+    expect(ran, "tools ran that the request did not declare: such a call is refused, never run").toEqual([]);
+    expect(resultText(result, "c1")).toContain('Tool "ext_lookup" was not declared to you in this request');
   });
 
   it("Lab 15.1 · the loop declares only direct tools and refuses a call to any other, without running it", async () => {
@@ -178,7 +239,7 @@ describe("declaring tools", () => {
       "agent_end",
     ]);
     const first = result.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === "c1");
-    expect(first?.declaredTools).toEqual(["b"]);
+    expect(first?.declaredTools, "declaredTools holds each newly declared deferred tool once").toEqual(["b"]);
     const ended = events.find((e) => e.type === "message_end" && e.message === first);
     expect(ended).toBeDefined();
     expect(declaredNames(model, 0)).toEqual(["declare", "a"]);
@@ -194,7 +255,7 @@ describe("declaring tools", () => {
     const run1 = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model: first }));
     const records = (messages: readonly AgentMessage[]) =>
       messages.flatMap((m) => (m.role === "toolResult" && m.declaredTools !== undefined ? [m.declaredTools] : []));
-    expect(records(run1.result)).toEqual([["b"]]);
+    expect(records(run1.result), "a tool already declared is not recorded again").toEqual([["b"]]);
     const resumed = scripted([calls(call("c3", "b")), says("done")]);
     const run2 = await finish(
       agentLoop([userMessage("again")], { messages: run1.result, tools: tools.slice(1) }, { model: resumed }),
@@ -215,8 +276,68 @@ describe("declaring tools", () => {
     const run3 = await finish(
       agentLoop([userMessage("go")], { messages: [], tools: [failing, tool("b", "deferred")] }, { model }),
     );
-    expect(records(run3.result)).toEqual([]);
+    expect(records(run3.result), "an error result declares nothing").toEqual([]);
     expect(declaredNames(model, 1)).toEqual(["declare"]);
+  });
+
+  it("Lab 15.2 · declaredTools lists the new names in the order of the tools, not of declareTools", async () => {
+    const model = scripted([calls(call("c1", "declare")), says("done")]);
+    const tools = [declaring(["c", "b"]), tool("b", "deferred"), tool("c", "deferred")];
+    const { result } = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model }));
+    const first = result.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === "c1");
+    expect(first?.declaredTools, "newlyDeclared lists the names in the order of context.tools").toEqual(["b", "c"]);
+  });
+
+  it("Lab 15.2 · at most MAX_DECLARED_DEFERRED (20) deferred tools stay declared: the least recently found or called drop out, are refused, and a search declares them again; a resumed run declares the same", async () => {
+    expect(MAX_DECLARED_DEFERRED).toBe(20);
+    const names = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `t${String(from + i).padStart(2, "0")}`);
+    const many = names(0, 30).map((name) => tool(name, "deferred"));
+    const declare = defineTool({
+      name: "declare",
+      label: "declare",
+      description: "declares tools",
+      parameters: Type.Object({ names: Type.Array(Type.String()) }),
+      execute: async (_id, args) => ({
+        content: [{ type: "text", text: "ok" }],
+        details: undefined,
+        declareTools: args.names,
+      }),
+    });
+    const tools = [declare, ...many];
+    const model = sloppy([
+      calls(call("c1", "declare", { names: names(0, 10) })),
+      calls(call("c2", "t00")), // t00 is used: it becomes the newest
+      calls(call("c3", "declare", { names: names(10, 20) })), // 20 declared: t01-t09, t00, t10-t19
+      calls(call("c4", "declare", { names: names(20, 25) })), // five more: t01-t05 drop out
+      calls(call("c5", "t01"), call("c6", "t00")),
+      calls(call("c7", "declare", { names: ["t01"] })), // found again: t06 drops out
+      calls(call("c8", "t01")),
+      says("done"),
+    ]);
+    const run = await finish(agentLoop([userMessage("go")], { messages: [], tools }, { model }));
+    expect(grammarViolations(run.events, run.result)).toEqual([]);
+    expect(declaredNames(model, 3)).toEqual(["declare", ...names(0, 20)]);
+    const afterC4 = ["declare", "t00", ...names(6, 25)];
+    expect(
+      declaredNames(model, 4),
+      "more than MAX_DECLARED_DEFERRED (20) deferred tools declared: the least recently found or called must drop out",
+    ).toEqual(afterC4);
+    expect(resultText(run.result, "c5")).toContain('Tool "t01" was not declared to you in this request');
+    expect(resultText(run.result, "c6")).toBe("t00 ran");
+    const last = ["declare", "t00", "t01", ...names(7, 25)];
+    expect(declaredNames(model, 6)).toEqual(last);
+    expect(resultText(run.result, "c8")).toBe("t01 ran");
+    expect(declaredNames(model, 7)).toEqual(last);
+    for (let i = 0; i < model.requests.length; i++)
+      expect(declaredNames(model, i).length).toBeLessThanOrEqual(1 + MAX_DECLARED_DEFERRED);
+
+    // resumed from the transcript: the same window, the same refusals
+    const resumed = sloppy([calls(call("r1", "t06"), call("r2", "t24")), says("done")]);
+    const again = await finish(agentLoop([userMessage("again")], { messages: run.result, tools }, { model: resumed }));
+    expect(declaredNames(resumed, 0)).toEqual(last);
+    expect(resultText(again.result, "r1")).toContain('Tool "t06" was not declared to you in this request');
+    expect(resultText(again.result, "r2")).toBe("t24 ran");
   });
 
   it("Lab 15.2 · a compaction keeps found tools declared: its summary carries what the condensed part declared", async () => {
@@ -295,21 +416,10 @@ describe("declaring tools", () => {
 
 describe("ranking", () => {
   it("Lab 15.3 · tokenize splits names and prose into lowercase words", () => {
-    expect(tokenize("readFile list_dir GitHub-PR v2.0 Größe issues process bus")).toEqual([
-      "read",
-      "file",
-      "list",
-      "dir",
-      "git",
-      "hub",
-      "pr",
-      "v2",
-      "0",
-      "größe",
-      "issue",
-      "process",
-      "bus",
-    ]);
+    expect(
+      tokenize("readFile list_dir GitHub-PR v2.0 Größe issues process bus"),
+      "split on anything but Unicode letters and digits (\\p{L}\\p{N}): Größe stays one word",
+    ).toEqual(["read", "file", "list", "dir", "git", "hub", "pr", "v2", "0", "größe", "issue", "process", "bus"]);
     expect(tokenize("  ")).toEqual([]);
   });
 
@@ -367,7 +477,17 @@ describe("ranking", () => {
     // "github" is in three tools, "pull" in one: "pull github" ranks the pull request tool first
     expect(rankTools(catalogue, "github pull")[0]?.name).toBe("github_create_pull_request");
     const twins = ["c_twin", "b_twin", "a_twin"].map((name) => tool(name, "deferred", "same words"));
-    expect(rankTools(twins, "same").map((m) => m.name)).toEqual(["a_twin", "b_twin", "c_twin"]);
+    expect(
+      rankTools(twins, "same").map((m) => m.name),
+      "ties go by name",
+    ).toEqual(["a_twin", "b_twin", "c_twin"]);
+  });
+
+  it('Lab 15.3 · a query word counts once: "red red blue" scores as "red blue"', () => {
+    const docs = [tool("alpha", "deferred", "red red blue"), tool("beta", "deferred", "blue")];
+    expect(rankTools(docs, "red red blue"), "the query's words are counted once (de-duplicated)").toEqual(
+      rankTools(docs, "red blue"),
+    );
   });
 
   it("Lab 15.3 · the scores are BM25's with k1 1.2 and b 0.75, as the formula in the hint computes them", () => {
@@ -416,12 +536,60 @@ describe("tool_search", () => {
     ]);
   });
 
+  it("Lab 15.4 · tool_search ranks the deferred tools only, and shows the first line of a description", async () => {
+    const now = tool("weather_now", undefined, "The weather now in a city.");
+    const multi = tool("weather_forecast", "deferred", "The weather forecast for a city.\nDays: 1 to 7; hours in UTC.");
+    const all = [now, multi, ...deferred.filter((t) => t.name !== "weather_forecast")];
+    // ranked over every tool, the direct one would come first
+    expect(rankTools(all, "weather now")[0]?.name).toBe("weather_now");
+    const found = await createToolSearchTool(all).execute("s", { query: "weather now" });
+    expect(found.declareTools, "tool_search ranks the deferred tools only").toEqual(["weather_forecast"]);
+    expect((found.content[0] as { text: string }).text, "only the first line of a description is shown").toBe(
+      "Declared from your next request on:\n- weather_forecast: The weather forecast for a city.",
+    );
+  });
+
+  it("Lab 15.4 · maxResults above 5 is honoured; details.matches holds the matches declared, with their scores", async () => {
+    const twins = Array.from({ length: 8 }, (_, i) => tool(`twin_${i}`, "deferred", "same words"));
+    const found = await createToolSearchTool(twins, { maxResults: 8 }).execute("m", { query: "same" });
+    expect(found.declareTools, "maxResults above 5 is honoured: rankTools is asked for maxResults").toEqual(
+      twins.map((t) => t.name),
+    );
+    expect(found.details.query).toBe("same");
+    expect(
+      found.details.matches.map((m) => m.name),
+      "details.matches: the relevant matches, best first, as declared",
+    ).toEqual(found.declareTools);
+    expect(found.details.matches.every((m) => m.score > 0)).toBe(true);
+  });
+
+  it("Lab 15.4 · an MCP server's exposure is kept; above 20 tools of no exposure are deferred behind a tool_search that finds them", async () => {
+    const mcp = [
+      ...Array.from({ length: 21 }, (_, i) => tool(`mcp__s__t${i}`, undefined, `tool number ${i}`)),
+      tool("mcp__p__pinned", "direct", "always here"),
+      tool("mcp__p__secret", "hidden", "the application's own"),
+    ];
+    const { tools, note } = deferMcpTools(mcp, { servers: ["s", "p"] });
+    expect(tools[0]!.name).toBe("tool_search");
+    expect(tools.slice(1).map((t) => [t.name, t.exposure ?? "direct"])).toEqual([
+      ...mcp.slice(0, 21).map((t) => [t.name, "deferred"]),
+      ["mcp__p__pinned", "direct"],
+      ["mcp__p__secret", "hidden"],
+    ]);
+    expect(note).toContain("21 MCP tools (more than 20) are deferred");
+    const found = await tools[0]!.execute("q", { query: "number 7 t7" });
+    expect(found.declareTools).toEqual(["mcp__s__t7"]);
+    expect(tools[0]!.description).toContain("Searches 21 more tools (the MCP servers s, p)");
+  });
+
   it("Lab 15.4 · only matches near the best are declared: a weak match on one common word is not", async () => {
     const search = createToolSearchTool(deferred);
     const query = "forecast the weather of a city then post";
     const found = await search.execute("z", { query });
     // slack_post_message (post) and github_create_issue (a) match too, each far below the best
-    expect(found.declareTools).toEqual(["weather_forecast"]);
+    expect(found.declareTools, "only matches near the best (relevantMatches) are declared").toEqual([
+      "weather_forecast",
+    ]);
     expect(
       relevantMatches([
         { name: "a", score: 4 },

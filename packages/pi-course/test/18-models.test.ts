@@ -2,13 +2,13 @@
  * Chapter 18: models as users choose them. The catalogue and a user's models file; cost from
  * recorded usage (cache reads and writes included); thinking levels as exact request bodies on
  * both wire formats, over real HTTP on 127.0.0.1 replaying recorded streams; virtual models that
- * fall back before the first byte (a 529 or a 429 from the first, a stream from the second) and
- * never once content has streamed.
+ * fall back before an answer starts (a 529 or a 429 from the first, a stream from the second) and
+ * never once it has (a start, content, an in-stream overload).
  */
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -31,7 +31,17 @@ import {
   textOf,
   userMessage,
 } from "../src/index.js";
-import type { AssistantMessage, Context, Model, ModelEvent, RouteReport, ThinkingLevel } from "../src/index.js";
+import type {
+  AssistantMessage,
+  Context,
+  Model,
+  ModelEvent,
+  RouteReport,
+  StreamOptions,
+  ThinkingLevel,
+} from "../src/index.js";
+import { parseArgs, type RunOptions } from "../src/cli/args.js";
+import { setUpModel } from "../src/cli/model-setup.js";
 import { SseServer, fixtureSse, sseOf, sseReply, statusReply } from "./support/sse-server.js";
 
 const context: Context = { systemPrompt: "be brief", messages: [userMessage("hi")] };
@@ -54,6 +64,16 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** Runs `run` in a temporary folder of its own, removed afterwards. */
+async function inTempDir(run: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
+  try {
+    await run(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 let server: SseServer;
 beforeEach(async () => {
   server = await SseServer.start();
@@ -64,8 +84,7 @@ afterEach(async () => {
 
 describe("a user's models file", () => {
   it("Lab 18.1 · ~/.pi-course/models.json adds models (replacing built-in ones) and named virtual models", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "pi-models-"));
-    try {
+    await inTempDir(async (dir) => {
       const file = path.join(dir, "models.json");
       await writeFile(
         file,
@@ -119,9 +138,7 @@ describe("a user's models file", () => {
       expect(ModelCatalogue.builtin().find("house-model")).toBeUndefined();
       // no file: the catalogue as it was
       expect(await loadModelsFile(catalogue, path.join(dir, "absent.json"))).toBe(catalogue);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("Lab 18.1 · a price needs no source (it is yours), and pi's models.json shape reads as the same models", () => {
@@ -171,7 +188,7 @@ describe("a user's models file", () => {
       }),
       "models.json",
     );
-    expect(pi.models).toEqual([
+    expect(pi.models, "pi's shape: the models under providers.NAME.models are models of the file too").toEqual([
       {
         id: "llama-3.1-8b",
         provider: "ollama",
@@ -204,7 +221,7 @@ describe("a user's models file", () => {
       'models.json: providers.acme needs "baseUrl": acme is not a provider the catalogue knows',
     );
     expect(bad({ providers: { groq: { token: "gsk-…" } } })).toThrow(
-      'models.json: providers.groq has an unknown key "token"; the keys are baseUrl, apiKeyEnv, api, apiKey, models',
+      'models.json: providers.groq has an unknown key "token"; the keys are baseUrl, apiKeyEnv, headers, api, apiKey, models, authHeader, modelOverrides, compat',
     );
     // pi's apiKey names the variable that holds the key; a key itself is refused
     expect(bad({ providers: { groq: { apiKey: "gsk-…" } } })).toThrow(
@@ -249,6 +266,168 @@ describe("a user's models file", () => {
     );
     expect(() => parseModelsFile("{", "models.json")).toThrow(/^models\.json is not JSON \(/);
   });
+
+  it("Lab 18.1 · pi's documented models.json loads: only an id is needed (contextWindow 128000, maxTokens 16384; no cost: an unknown price), modelOverrides change known models", async () => {
+    await inTempDir(async (dir) => {
+      const file = path.join(dir, "models.json");
+      // pi's minimal example, as its documentation gives it, plus an override of a known model
+      await writeFile(
+        file,
+        JSON.stringify({
+          providers: {
+            ollama: {
+              baseUrl: "http://localhost:11434/v1",
+              api: "openai-completions",
+              apiKey: "ollama",
+              models: [{ id: "llama3.1:8b" }, { id: "qwen2.5-coder:7b" }],
+            },
+            openai: {
+              modelOverrides: {
+                "gpt-4o-mini": {
+                  contextWindow: 64000,
+                  cost: { input: 0.1 },
+                  compat: { supportsReasoningEffort: false },
+                },
+                "no-such-model": { contextWindow: 1000 },
+              },
+            },
+          },
+        }),
+      );
+      const catalogue = await loadModelsFile(ModelCatalogue.builtin(), file);
+      expect(catalogue.find("llama3.1:8b")).toEqual({
+        id: "llama3.1:8b",
+        provider: "ollama",
+        api: "openai-compatible",
+        contextWindow: 128000,
+        maxOutput: 16384,
+        input: ["text"],
+        reasoning: false,
+      });
+      expect(catalogue.endpoint("qwen2.5-coder:7b")).toMatchObject({
+        baseUrl: "http://localhost:11434/v1",
+        apiKeyEnv: "ollama",
+      });
+      const builtin = ModelCatalogue.builtin().find("gpt-4o-mini")!;
+      expect(catalogue.find("gpt-4o-mini")).toEqual({
+        ...builtin,
+        contextWindow: 64000,
+        prices: { ...builtin.prices, input: 0.1, source: "yours", asOf: undefined },
+        thinkingParameter: false,
+      });
+      expect(catalogue.find("no-such-model"), "an override of a model the catalogue does not know is ignored").toBe(
+        undefined,
+      );
+    });
+  });
+
+  it("Lab 18.1 · pi's keys the course's wires cannot honour are refused, naming the key and why", () => {
+    const bad = (value: unknown) => () => parseModelsFile(JSON.stringify(value), "models.json");
+    const local = (compat: unknown) => ({
+      providers: {
+        lm: { baseUrl: "http://127.0.0.1:1234/v1", api: "openai-completions", compat, models: [{ id: "m" }] },
+      },
+    });
+    expect(bad(local({ openRouterRouting: { only: ["a"] } }))).toThrow(
+      "models.json: providers.lm.compat.openRouterRouting must be left out: the course sends no routing preferences to OpenRouter (name the models to try with a virtual model), got an object",
+    );
+    expect(bad(local({ supportsUsageInStreaming: false }))).toThrow(
+      "models.json: providers.lm.compat.supportsUsageInStreaming must be true, or left out: the course always asks for usage in the stream (stream_options.include_usage), which an answer's cost needs, got false",
+    );
+    expect(bad(local({ supportsDeveloperRole: true }))).toThrow(
+      "models.json: providers.lm.compat.supportsDeveloperRole must be false, or left out: the course always sends the system prompt as a system message, never as a developer one, got true",
+    );
+    expect(
+      bad({ providers: { lm: { baseUrl: "http://127.0.0.1:1234/v1", headers: { "x-secret": "!op read x" } } } }),
+    ).toThrow(
+      "models.json: providers.lm.headers.x-secret must be a header's value: the name of an environment variable that holds it, or the text itself, never a !command (the course runs no command from a models file: put the value in an environment variable and name it), got a string of 10 characters",
+    );
+    // what the course does anyway is accepted; supportsReasoningEffort: false keeps a level from being sent
+    const fine = parseModelsFile(
+      JSON.stringify(
+        local({
+          supportsStore: false,
+          supportsDeveloperRole: false,
+          maxTokensField: "max_tokens",
+          supportsReasoningEffort: false,
+        }),
+      ),
+      "models.json",
+    );
+    expect(fine.models[0]).toMatchObject({ id: "m", thinkingParameter: false });
+  });
+
+  it("Lab 18.1 · a models file's headers and authHeader reach the server (127.0.0.1): a value naming a set variable is read from it", async () => {
+    await inTempDir(async (dir) => {
+      const home = path.join(dir, "home");
+      await mkdir(path.join(home, ".pi-course"), { recursive: true });
+      const file = path.join(home, ".pi-course", "models.json");
+      await writeFile(
+        file,
+        JSON.stringify({
+          providers: {
+            proxy: {
+              baseUrl: server.baseUrl,
+              api: "anthropic-messages",
+              apiKey: "PROXY_KEY",
+              authHeader: true,
+              headers: { "x-team": "TEAM_HEADER", "x-client": "pi-course test" },
+              models: [{ id: "claude-proxy", maxTokens: 1024, headers: { "x-route": "eu" } }],
+            },
+          },
+        }),
+      );
+      const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, PROXY_KEY: "k-123", TEAM_HEADER: "team-7" };
+      const options = parseArgs(["--cwd", dir, "--model", "claude-proxy", "hi"], env, false) as RunOptions;
+      const catalogue = await loadModelsFile(ModelCatalogue.builtin(), file, env);
+      server.reply(sseReply(anthropicFixture("anthropic-text.sse")));
+      const { model } = setUpModel(options, catalogue, "claude-proxy", undefined);
+      const { message } = await collect(model);
+      expect(message.stopReason, message.errorMessage).toBe("stop");
+      expect(server.requests[0]!.headers).toMatchObject({
+        "x-api-key": "k-123",
+        authorization: "Bearer k-123",
+        "x-team": "team-7",
+        "x-client": "pi-course test",
+        "x-route": "eu",
+      });
+      expect(JSON.parse(server.requests[0]!.body)).toMatchObject({ model: "claude-proxy", max_tokens: 1024 });
+    });
+  });
+
+  it("Lab 18.1 · an id in both lists: the one under providers (read after models) wins; the catalogue finds a name ignoring its case", () => {
+    const file = parseModelsFile(
+      JSON.stringify({
+        models: [{ id: "Twin", provider: "local", api: "openai-compatible", contextWindow: 1_000, maxOutput: 100 }],
+        providers: {
+          ollama: {
+            baseUrl: "http://127.0.0.1:11434/v1",
+            api: "openai-completions",
+            models: [{ id: "Twin", contextWindow: 2_000, maxTokens: 200 }],
+          },
+        },
+      }),
+      "models.json",
+    );
+    expect(
+      file.models.map((m) => [m.id, m.provider]),
+      "models lists the file's models first, then those under providers",
+    ).toEqual([
+      ["Twin", "local"],
+      ["Twin", "ollama"],
+    ]);
+    const catalogue = ModelCatalogue.builtin().with(file.models, file.virtual, file.providers);
+    expect(catalogue.find("Twin")?.provider, "the same id in both lists: the one under providers wins").toBe("ollama");
+    expect(catalogue.find("TWIN")?.contextWindow, "resolve and find match a name exactly, else ignoring case").toBe(
+      2_000,
+    );
+    expect(catalogue.resolve("GPT-4o-Mini", { provider: "x", api: "anthropic" })).toMatchObject({
+      id: "gpt-4o-mini",
+      provider: "openai",
+      known: true,
+    });
+    expect(catalogue.resolve("no-such-model", { provider: "x", api: "anthropic" }).known).toBe(false);
+  });
 });
 
 describe("cost", () => {
@@ -279,11 +458,18 @@ describe("cost", () => {
     expect(cost.cacheRead).toBeCloseTo(2_000 * 0.3e-6, 15);
     expect(cost.cacheWrite).toBeCloseTo(3_000 * 3.75e-6, 15);
     expect(cost.output).toBeCloseTo(1_000 * 15e-6, 15);
-    expect(cost.total).toBeCloseTo(0.015 + 0.0006 + 0.01125 + 0.015, 15);
+    expect(cost.total, "total is the sum of the four parts").toBeCloseTo(0.015 + 0.0006 + 0.01125 + 0.015, 15);
     const groq = costOf(usage, { input: 1, output: 2, source: "s", asOf: "2025-10" })!;
     expect(groq.cacheRead).toBeCloseTo(2_000e-6, 15);
     expect(groq.cacheWrite).toBeCloseTo(3_000e-6, 15);
-    expect(costOf(usage, undefined)).toBeUndefined();
+    // a cache-read price but no cache-write price: the writes are priced as input, not as reads
+    const readsOnly = costOf(usage, { input: 1, output: 2, cacheRead: 0.1, source: "s" })!;
+    expect(readsOnly.cacheRead).toBeCloseTo(2_000 * 0.1e-6, 15);
+    expect(
+      readsOnly.cacheWrite,
+      "a cache write with no cache-write price is priced as input, never at the cache-read price",
+    ).toBeCloseTo(3_000e-6, 15);
+    expect(costOf(usage, undefined), "an unknown price is no cost at all (undefined), never a zero").toBeUndefined();
   });
 
   it("Lab 18.2 · a recorded Anthropic stream is priced; an unknown model's answer has no cost, never a zero", async () => {
@@ -363,6 +549,52 @@ describe("thinking levels on the wire", () => {
     expect(message.stopReason, message.errorMessage).toBe("stop");
     expect(JSON.parse(server.requests[0]!.body).reasoning_effort).toBe("minimal");
   });
+
+  it("Lab 18.3 · the wrapper keeps the model's provider and id, passes every option of the call on (its signal too), and a call's own off wins", async () => {
+    const real = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-5", provider: "openai" });
+    const seen: (StreamOptions | undefined)[] = [];
+    const spy: Model = {
+      provider: real.provider,
+      id: real.id,
+      stream: (ctx, options) => {
+        seen.push(options);
+        return real.stream(ctx, options);
+      },
+    };
+    const high = atThinkingLevel(spy, "high");
+    expect([high.provider, high.id], "atThinkingLevel keeps the model's provider and id").toEqual(["openai", "gpt-5"]);
+
+    // Ctrl-C during a --thinking run: the caller's signal must reach the model
+    const controller = new AbortController();
+    controller.abort();
+    const aborted = await collect(high, { signal: controller.signal, maxRetries: 1 });
+    expect(
+      seen[0],
+      "atThinkingLevel passes every option of the call on (signal, maxRetries), adding only the level",
+    ).toEqual({ signal: controller.signal, maxRetries: 1, thinking: "high" });
+    expect(aborted.message.stopReason, "the caller's signal was dropped: an abort did not stop the call").toBe(
+      "aborted",
+    );
+    expect(server.requests).toHaveLength(0);
+
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const off = await collect(high, { thinking: "off" });
+    expect(off.message.stopReason, off.message.errorMessage).toBe("stop");
+    expect(
+      JSON.parse(server.requests[0]!.body),
+      "a call's own thinking: off wins over the model's default level",
+    ).not.toHaveProperty("reasoning_effort");
+
+    // no options at all: the default level alone
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const plain = high.stream(context);
+    for await (const _ of plain) {
+      /* drained */
+    }
+    expect((await plain.result()).stopReason).toBe("stop");
+    expect(seen[2]).toEqual({ thinking: "high" });
+    expect(JSON.parse(server.requests[1]!.body).reasoning_effort).toBe("high");
+  });
 });
 
 describe("virtual models: selection apart from dispatch", () => {
@@ -426,9 +658,12 @@ describe("virtual models: selection apart from dispatch", () => {
     const b = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "b" });
     const started = Date.now();
     const { message } = await collect(createFallbackModel([a, b]));
+    expect(
+      server.requests.map((r) => JSON.parse(r.body).model),
+      `every model but the last is asked with maxRetries: 0; the last keeps its own retries (the answer: ${message.errorMessage ?? message.stopReason})`,
+    ).toEqual(["a", "b", "b"]);
     expect(message.stopReason, message.errorMessage).toBe("stop");
     expect(Date.now() - started).toBeLessThan(2_000);
-    expect(server.requests.map((r) => JSON.parse(r.body).model)).toEqual(["a", "b", "b"]);
   });
 
   it("Lab 18.4 · no fallback once content has streamed: the first model's error (with its content) is the answer", async () => {
@@ -493,6 +728,54 @@ describe("virtual models: selection apart from dispatch", () => {
     expect(both.message.stopReason).toBe("error");
     expect(both.message.model).toBe("b");
     expect(both.message.diagnostics).toEqual([expect.stringMatching(/^fell back from a to b \(a: /)]);
+  });
+
+  it("Lab 18.4 · a start, then an overload before any content (Anthropic's in-stream error): that answer has started, so it is the answer", async () => {
+    const second = await SseServer.start();
+    try {
+      const started =
+        "event: message_start\n" +
+        'data: {"type":"message_start","message":{"model":"claude-sonnet-4-5","id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":17,"output_tokens":1}}}\n\n' +
+        "event: error\n" +
+        `data: ${overloaded}\n\n`;
+      server.reply(sseReply(started));
+      second.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+      const first = createAnthropicModel({ baseUrl: server.baseUrl, model: "claude-sonnet-4-5", maxTokens: 1024 });
+      const backup = createOpenAICompatibleModel({ baseUrl: second.baseUrl, model: "gpt-4o" });
+      const { events, message } = await collect(createFallbackModel([first, backup]));
+      const skipped =
+        "dispatch skipped a model whose answer had started: once its start event reached the caller, that answer is the answer";
+      expect(message.model, `${skipped} (answered by ${message.model}: ${message.errorMessage})`).toBe(
+        "claude-sonnet-4-5",
+      );
+      expect(second.requests, skipped).toHaveLength(0);
+      expect(events.map((e) => e.type)).toEqual(["start", "error"]);
+      expect(message.stopReason).toBe("error");
+      expect(message.errorDetails?.retryable, message.errorMessage).toBe(true);
+      expect(message.diagnostics ?? []).not.toContainEqual(expect.stringMatching(/fell back/));
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("Lab 18.4 · the route is asked with the call's own options, and the chosen model is called with them", async () => {
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const small = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "small" });
+    const asked: StreamOptions[] = [];
+    const router = createVirtualModel({
+      id: "v",
+      route: (_ctx, options) => {
+        asked.push(options);
+        return [small];
+      },
+    });
+    const controller = new AbortController();
+    const { message } = await collect(router, { thinking: "low", signal: controller.signal });
+    expect(message.stopReason, message.errorMessage).toBe("stop");
+    expect(asked, "the route is called with the call's options: route(context, call)").toEqual([
+      { thinking: "low", signal: controller.signal },
+    ]);
+    expect(JSON.parse(server.requests[0]!.body).reasoning_effort).toBe("low");
   });
 
   it("Lab 18.4 · a router the application writes chooses per request; a route that chooses nothing ends in an error answer", async () => {

@@ -167,7 +167,7 @@ it("a redirect to another origin is not followed: the call, the session id and t
   const url = `http://127.0.0.1:${(home.address() as AddressInfo).port}/mcp`;
   const client = new McpClient(new HttpTransport({ url, headers: { "X-Api-Key": "secret-key" } }));
   const error = await client.connect({ timeoutMs: 10_000 }).catch((e: Error) => e.message);
-  expect(error).toMatch(/the server redirected to another origin \(http:\/\/localhost:\d+\); not followed/);
+  expect(error).toMatch(/a redirect to http:\/\/localhost:\d+\/steal, another origin; not followed/);
   expect(seen).toEqual([]);
   await client.close();
 });

@@ -55,11 +55,11 @@ async function consent(url: string, button: "#allow" | "#deny" = "#allow"): Prom
   }
 }
 
-function oauth(options: Partial<McpOAuthOptions> = {}): McpOAuth {
+function oauth(options: Partial<McpOAuthOptions<McpTokenStore>> = {}): McpOAuth<McpTokenStore> {
   return new McpOAuth({ serverUrl: servers.mcpUrl, store: new McpTokenStore(path.join(dir, "mcp-auth")), ...options });
 }
 
-async function connected(auth: McpOAuth): Promise<McpClient> {
+async function connected(auth: McpOAuth<McpTokenStore>): Promise<McpClient> {
   const client = new McpClient(new HttpTransport({ url: servers.mcpUrl, auth }));
   closers.push(() => client.close());
   await client.connect({ timeoutMs: 10_000 });
@@ -114,11 +114,13 @@ it("dynamic registration, the code flow with PKCE S256 and the resource indicato
   ]);
   const client = await connected(auth);
   expect(await callText(client, "whoami")).toBe(`hello from the protected server (scopes: ${TOOLS_SCOPE})`);
-  // the store: one 0600 file in a 0700 folder, holding the token
+  // the store: 0600 files in a 0700 folder, the token and the registered client (kept for the next login)
   const store = auth.options.store;
   const file = store.fileOf(servers.mcpUrl);
-  expect(readdirSync(store.folder)).toEqual([path.basename(file)]);
+  const clientFile = store.clientFileOf(servers.mcpUrl);
+  expect(readdirSync(store.folder).sort()).toEqual([path.basename(clientFile), path.basename(file)].sort());
   expect(statSync(file).mode & 0o777).toBe(0o600);
+  expect(statSync(clientFile).mode & 0o777).toBe(0o600);
   expect(statSync(store.folder).mode & 0o777).toBe(0o700);
   const token = store.read(servers.mcpUrl)!.tokens.access_token;
   expect(readFileSync(file, "utf8")).toContain(token);
@@ -330,13 +332,13 @@ it('an entry\'s "oauth" is checked as it is read: each wrong field is named', ()
     'server "web" in t: "oauth.clientMetadataUrl" must be an https URL (authorization servers fetch it)',
   );
   expect(problem({ grant: "client_credentials", clientId: "a" })).toBe(
-    'server "web" in t: "oauth.grant": "client_credentials" needs "clientId" and "clientSecret"',
+    'server "web" in t: "oauth.grant": "client_credentials" needs "clientId" and "clientSecret" (or "privateKeyFile")',
   );
   expect(problem({ scopes: "a b" })).toBe(
     'server "web" in t: "oauth.scopes" must be a list of scope names (no spaces)',
   );
   expect(problem({ clientID: "a" })).toBe(
-    'server "web" in t: "oauth.clientID" is not a field of "oauth" (clientId, clientSecret, clientMetadataUrl, scopes, grant, redirectPort)',
+    'server "web" in t: "oauth.clientID" is not a field of "oauth" (clientId, clientSecret, clientMetadataUrl, scopes, grant, redirectPort, privateKey, privateKeyFile, keyId, signingAlgorithm, tokenEndpointAuthMethod, identityProvider, protocolVersion)',
   );
   const stdio = parseMcpConfig(JSON.stringify({ mcpServers: { s: { command: "x", oauth: {} } } }), "t", {})[0]!;
   expect(stdio.problem).toBe('server "s" in t: "oauth" goes with "url" (a stdio server takes its keys in "env")');

@@ -7,6 +7,7 @@ import {
   catalogued,
   relay,
   createOpenAICompatibleModel,
+  parseModelsFile,
   userMessage,
 } from "../src/index.js";
 import type { Context, Model, ModelEvent } from "../src/index.js";
@@ -167,6 +168,33 @@ describe("the catalogue", () => {
       'thinking level "high" ignored: the model catalogue says gpt-4o does not reason',
     ]);
     expect(message.cost).toBeDefined();
+  });
+
+  it("a models file's compat.supportsReasoningEffort: false: a reasoning model's level is not sent, and a diagnostic says why", async () => {
+    server.reply(sseReply(fixtureSse("openai-gpt-4o-text-with-usage.sse")));
+    const file = parseModelsFile(
+      JSON.stringify({
+        providers: {
+          lm: {
+            baseUrl: server.baseUrl,
+            api: "openai-completions",
+            compat: { supportsReasoningEffort: false },
+            models: [{ id: "gpt-oss:20b", reasoning: true }],
+          },
+        },
+      }),
+      "models.json",
+    );
+    const catalogue = ModelCatalogue.builtin().with(file.models, file.virtual, file.providers);
+    const info = catalogue.resolve("gpt-oss:20b", { provider: "lm", api: "openai-compatible" });
+    expect(info).toMatchObject({ reasoning: true, thinkingParameter: false });
+    const model = createOpenAICompatibleModel({ baseUrl: server.baseUrl, model: "gpt-oss:20b" });
+    const { message } = await collect(atThinkingLevel(catalogued(model, info), "medium"));
+    expect(message.stopReason, message.errorMessage).toBe("stop");
+    expect(JSON.parse(server.requests[0]!.body)).not.toHaveProperty("reasoning_effort");
+    expect(message.diagnostics).toEqual([
+      'thinking level "medium" ignored: the models file says gpt-oss:20b\'s server takes no thinking parameter (compat.supportsReasoningEffort: false)',
+    ]);
   });
 
   it("relay: a finishing step that throws ends the turn as an error, never leaves it open", async () => {

@@ -52,19 +52,8 @@ export function wholeNumber(flag: string, value: string, min = 1): number {
   return n;
 }
 
-/** A URL option that must be given, checked to be http(s). */
-export function urlOption(flag: string, value: string | undefined, what: string): string {
-  if (value === undefined) throw new UsageError(`${flag} is needed: ${what}`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(`${flag} must be a URL such as http://127.0.0.1:8080, got ${value}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    throw new UsageError(`${flag} must be an http URL, got ${value}`);
-  return value.replace(/\/+$/, "");
-}
+/** The `--engine DIR` option every client command takes: the engine's folder or its `client.json`. */
+export const ENGINE_OPTION = { engine: { type: "string" } } as const;
 
-export const INGRESS_HELP = "  --ingress URL   the engine's ingress (`engine` prints it when it starts)";
-export const ADMIN_HELP = "  --admin URL     the engine's admin API (`engine` prints it when it starts)";
+export const ENGINE_HELP =
+  "  --engine DIR    the engine's --dir (or its client.json, copied 0600); default $PI_RESTATE_ENGINE";

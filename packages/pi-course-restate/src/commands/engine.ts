@@ -1,8 +1,7 @@
-/** `pi-course-restate engine`: a Restate server and the proxy in front of the workers, until Ctrl-C. */
+/** `pi-course-restate engine`: the engine (`startEngine`) in front of the workers, until Ctrl-C. */
 import path from "node:path";
 import { checkBind } from "../bind.js";
-import { startProxy } from "../proxy.js";
-import { startRestateServer } from "../restate-server.js";
+import { startEngine } from "../engine.js";
 import { type Command, parse, UsageError, wholeNumber } from "./command.js";
 
 export const engine: Command = {
@@ -10,15 +9,22 @@ export const engine: Command = {
   summary: "start the engine (Restate) in front of the workers; runs until Ctrl-C",
   help: `usage: pi-course-restate engine --dir DIR --workers URL[,URL…] [options]
 
-Starts a Restate server (its data in DIR) and a proxy in front of the workers, registers the proxy
-as the workers' one address, and prints the ingress (where runs are submitted) and admin URLs.
+Starts the engine: a Restate server on Unix sockets inside DIR (made 0700), one gate in front of
+its ingress and admin API that lets in only requests carrying the token of DIR/client.json, and a
+proxy in front of the workers (each version of worker code a deployment of its own). Prints the
+gate's URL, the credential file clients use (\`--engine DIR\`) and the file of identity keys the
+workers need (\`worker --identity-keys-file\`).
 
-  --dir DIR                the engine's data folder (created if missing; the runs live here)
-  --workers URL[,URL…]     the workers' addresses, e.g. http://127.0.0.1:9081 (at least one listening)
-  --bind ADDR              where the ingress and admin API listen (default 127.0.0.1: this machine
-                           only); any other address needs --credential-file
-  --credential-file FILE   the credential a non-loopback bind needs (mode 0600)
-  --proxy-port N           the proxy's port (default: any free one)
+  --dir DIR                the engine's folder (created 0700 if missing; the runs and the
+                           credential live here)
+  --workers URL[,URL…]     the workers' addresses, e.g. http://127.0.0.1:9081 (those not
+                           answering yet are taken once they do)
+  --bind ADDR              where the gate listens (default 127.0.0.1: this machine only); another
+                           address lets other machines in, with the token of DIR/client.json
+  --port N                 the gate's port (default: the one it had, else any free one)
+  --proxy-port N           the proxy's port (default: the one it had, else any free one)
+  --max-restarts N         restarts of the Restate server within a minute before the engine
+                           gives up (default 5)
 
 Needs the Restate server: npm install @restatedev/restate-server@1.7.12
 `,
@@ -27,35 +33,34 @@ Needs the Restate server: npm install @restatedev/restate-server@1.7.12
       dir: { type: "string" },
       workers: { type: "string" },
       bind: { type: "string" },
-      "credential-file": { type: "string" },
+      port: { type: "string" },
       "proxy-port": { type: "string" },
+      "max-restarts": { type: "string" },
     });
     if (values.dir === undefined) throw new UsageError("--dir is needed: the folder the engine keeps its runs in");
     const workers = (values.workers ?? "").split(",").filter((url) => url !== "");
     if (workers.length === 0) throw new UsageError("--workers is needed: the URL of at least one worker");
-    const bind = values.bind ?? "127.0.0.1";
-    checkBind("the engine", "--bind", bind, values["credential-file"]);
-    const proxyPort = values["proxy-port"] === undefined ? 0 : wholeNumber("--proxy-port", values["proxy-port"], 0);
-    const server = await startRestateServer({ dir: path.resolve(values.dir), bind });
-    const proxy = await startProxy({ workers, port: proxyPort });
-    try {
-      await server.register(proxy.url);
-    } catch (error) {
-      await proxy.close();
-      await server.stop();
-      throw new Error(
-        `${error instanceof Error ? error.message : error}\nNo worker answered at ${workers.join(", ")}: start one there first (\`pi-course-restate worker --port N\`).`,
-      );
-    }
-    process.stdout.write(
-      `engine: ingress ${server.ingressUrl}  admin ${server.adminUrl}  workers behind ${proxy.url}\n`,
-    );
-    await new Promise<void>((resolve) => {
-      process.once("SIGINT", resolve);
-      process.once("SIGTERM", resolve);
+    if (values.bind !== undefined) checkBind("--bind", values.bind);
+    const running = await startEngine({
+      dir: path.resolve(values.dir),
+      workers,
+      ...(values.bind !== undefined && { host: values.bind }),
+      ...(values.port !== undefined && { port: wholeNumber("--port", values.port, 0) }),
+      ...(values["proxy-port"] !== undefined && { proxyPort: wholeNumber("--proxy-port", values["proxy-port"], 0) }),
+      maxRestarts: values["max-restarts"] === undefined ? 5 : wholeNumber("--max-restarts", values["max-restarts"], 0),
     });
-    await proxy.close();
-    await server.stop();
+    process.stdout.write(
+      `engine: ${running.url} (credential: ${running.connectionFile}; workers: --identity-keys-file ${running.identityKeysFile}; proxy ${running.proxyUrl})\n`,
+    );
+    const failure = await Promise.race([
+      running.failed,
+      new Promise<undefined>((resolve) => {
+        process.once("SIGINT", () => resolve(undefined));
+        process.once("SIGTERM", () => resolve(undefined));
+      }),
+    ]);
+    await running.stop();
+    if (failure !== undefined) throw failure;
     return 0;
   },
 };

@@ -5,16 +5,17 @@ import { type AgentMessage, textOf } from "@pi/course";
 import type { RunInput, RunOutput } from "../agent-run.js";
 import { DEFAULT_RUN_SECONDS, DEFAULT_STEP_SECONDS, MAX_STEP_SECONDS } from "../run-limits.js";
 import { runResult, submitRun, writeSession } from "../submit.js";
-import { type Command, INGRESS_HELP, parse, UsageError, urlOption, wholeNumber } from "./command.js";
+import { readConnection } from "../engine-client.js";
+import { type Command, ENGINE_HELP, ENGINE_OPTION, parse, UsageError, wholeNumber } from "./command.js";
 
 const SESSION_HELP = "  --session FILE  also write the transcript as a session file (a new file; pi-course reads it)";
 
 export const submit: Command = {
   name: "submit",
   summary: "hand a run to the engine, wait for it, print its answer",
-  help: `usage: pi-course-restate submit --ingress URL --setup NAME --prompt TEXT [options]
+  help: `usage: pi-course-restate submit --engine DIR --setup NAME --prompt TEXT [options]
 
-${INGRESS_HELP}
+${ENGINE_HELP}
   --setup NAME    a setup every worker was started with
   --prompt TEXT   the user's prompt
   --id RUN        the run's id (default: a new one, printed). Submitting an id again waits for
@@ -29,7 +30,7 @@ Exit code: 0 the run ended with an answer, 1 it failed (said on stderr), 2 usage
 `,
   async run(args) {
     const { values } = parse(args, {
-      ingress: { type: "string" },
+      ...ENGINE_OPTION,
       setup: { type: "string" },
       prompt: { type: "string" },
       id: { type: "string" },
@@ -38,7 +39,7 @@ Exit code: 0 the run ended with an answer, 1 it failed (said on stderr), 2 usage
       "step-seconds": { type: "string" },
       session: { type: "string" },
     });
-    const ingress = urlOption("--ingress", values.ingress, "the engine's ingress URL");
+    const engine = await readConnection(values.engine);
     if (values.setup === undefined) throw new UsageError("--setup is needed: the name of a setup the workers know");
     if (values.prompt === undefined) throw new UsageError("--prompt is needed");
     let options: unknown;
@@ -62,20 +63,20 @@ Exit code: 0 the run ended with an answer, 1 it failed (said on stderr), 2 usage
       ...(Object.keys(limits).length > 0 && { limits }),
     };
     const runId = values.id ?? randomUUID();
-    await submitRun(ingress, runId, input);
+    await submitRun(engine, runId, input);
     process.stdout.write(`run ${runId} submitted\n`);
-    return answer(await runResult(ingress, runId), values.session);
+    return answer(await runResult(engine, runId), values.session);
   },
 };
 
 export const result: Command = {
   name: "result",
   summary: "RUN: wait for a run's end and print its answer",
-  help: `usage: pi-course-restate result RUN --ingress URL [--session FILE] [--json]
+  help: `usage: pi-course-restate result RUN --engine DIR [--session FILE] [--json]
 
 Waits for run RUN to end (at once if it has) and prints its answer.
 
-${INGRESS_HELP}
+${ENGINE_HELP}
 ${SESSION_HELP}
   --json          print the whole result (transcript and error) as JSON instead
 
@@ -84,13 +85,13 @@ Exit code: 0 the run ended with an answer, 1 it failed (said on stderr), 2 usage
   async run(args) {
     const { values, positionals } = parse(
       args,
-      { ingress: { type: "string" }, session: { type: "string" }, json: { type: "boolean" } },
+      { ...ENGINE_OPTION, session: { type: "string" }, json: { type: "boolean" } },
       1,
     );
     const [runId] = positionals;
     if (runId === undefined) throw new UsageError("name the run: pi-course-restate result RUN");
-    const ingress = urlOption("--ingress", values.ingress, "the engine's ingress URL");
-    const output = await runResult(ingress, runId);
+    const engine = await readConnection(values.engine);
+    const output = await runResult(engine, runId);
     if (values.json) {
       process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
       if (values.session !== undefined)

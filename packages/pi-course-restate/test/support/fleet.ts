@@ -10,8 +10,9 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Proxy, startProxy } from "../../src/proxy.js";
-import { type RestateServer, startRestateServer } from "../../src/restate-server.js";
+import { type EngineConnection, engineVersions, type VersionState } from "../../src/engine-client.js";
+import { type Engine, startEngine } from "../../src/engine.js";
+import { freePort } from "../../src/restate-server.js";
 import { bundleWorker } from "../../src/worker-bundle.js";
 import { spawnWorker, type WorkerProcess } from "../../src/worker-process.js";
 
@@ -26,18 +27,43 @@ export async function testBundle(setups?: string): Promise<{ file: string; remov
 }
 
 /**
- * A Restate server (its files in `dir`) with `fleet`'s workers started on `ports`, all behind one
- * proxy that the server knows as its deployment.
+ * The engine (its files in `dir`, workers expected on `ports`) with `fleet`'s workers started on
+ * `ports` once its identity keys exist; resolves when their version serves.
  */
-export async function startEngine(
+export async function engineWithFleet(
   fleet: Fleet,
   dir: string,
   ports: readonly number[],
-): Promise<{ server: RestateServer; proxy: Proxy }> {
-  const [server] = await Promise.all([startRestateServer({ dir }), ...ports.map((port) => fleet.start(port))]);
-  const proxy = await startProxy({ workers: ports.map((port) => `http://127.0.0.1:${port}`) });
-  await server.register(proxy.url);
-  return { server, proxy };
+  options: { watchMs?: number } = {},
+): Promise<Engine> {
+  const engine = await startEngine({
+    dir,
+    workers: ports.map((port) => `http://127.0.0.1:${port}`),
+    watchMs: options.watchMs ?? 100,
+    log: () => undefined,
+  });
+  fleet.keys = [engine.publicKey];
+  try {
+    await Promise.all(ports.map((port) => fleet.start(port)));
+    await versionsUntil(engine, (versions) => versions.some((v) => v.state === "serving"));
+  } catch (error) {
+    await fleet.stop();
+    await engine.stop();
+    throw error;
+  }
+  return engine;
+}
+
+/** Polls the engine's versions until `done` says so; resolves with them. */
+export async function versionsUntil(
+  engine: EngineConnection,
+  done: (versions: VersionState[]) => boolean,
+): Promise<VersionState[]> {
+  for (;;) {
+    const versions = await engineVersions(engine);
+    if (done(versions)) return versions;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 export class Fleet {
@@ -45,12 +71,14 @@ export class Fleet {
   readonly workers: WorkerProcess[] = [];
   private readonly starting: Promise<void>[] = [];
   private referee: NodeJS.Timeout | undefined;
+  /** The engine's identity keys, for every worker started from now on. */
+  keys: string[] = [];
 
-  constructor(private readonly spawn: (port: number) => Promise<WorkerProcess>) {}
+  constructor(private readonly spawn: (port: number, identityKeys: string[]) => Promise<WorkerProcess>) {}
 
   /** Starts a worker on `port` and resolves once it listens. */
   async start(port: number): Promise<void> {
-    this.workers.push(await this.spawn(port));
+    this.workers.push(await this.spawn(port, this.keys));
   }
 
   /** The worker of `pid`, if its start is recorded. */
@@ -94,47 +122,54 @@ export class Fleet {
   }
 }
 
-/** A Restate server and one bundled worker, the worker registered as the server's deployment. */
+/** An engine and one bundled worker, its version serving. */
 export interface EngineAndWorker {
-  server: RestateServer;
+  engine: Engine;
   worker: WorkerProcess;
   /** The worker's bundle (to start another worker of it). */
   bundle: string;
-  /** Ends the worker (the current one), the server, and removes the bundle. */
+  /** Ends the worker (the current one), the engine, and removes the bundle. */
   stop(): Promise<void>;
 }
 
 /**
- * Starts a Restate server (its files in `dir`) and one worker bundled with `setups` (none: eval
- * cases only; `env` added to its environment) together, and registers the worker. If either
- * fails to start, what did start is stopped before the failure is thrown.
+ * Starts an engine (its files in `dir`) and one worker bundled with `setups` (none: eval cases
+ * only; `env` added to its environment, `suites` its suite folders) on a free port, and waits for
+ * its version to serve. If either fails to start, what did start is stopped before the failure is
+ * thrown.
  */
 export async function engineAndWorker(
   dir: string,
-  options: { setups?: string; env?: Record<string, string> } = {},
+  options: { setups?: string; env?: Record<string, string>; suites?: readonly string[] } = {},
 ): Promise<EngineAndWorker> {
   const bundle = await testBundle(options.setups);
-  const [s, w] = await Promise.allSettled([
-    startRestateServer({ dir }),
-    spawnWorker({ bundle: bundle.file, port: 0, ...(options.env !== undefined && { env: options.env }) }),
-  ]);
-  const started: EngineAndWorker = {
-    server: s.status === "fulfilled" ? s.value : (undefined as never),
-    worker: w.status === "fulfilled" ? w.value : (undefined as never),
+  const port = await freePort();
+  const started: Partial<EngineAndWorker> & { stop(): Promise<void> } = {
     bundle: bundle.file,
     async stop() {
       await started.worker?.stop(0);
-      await started.server?.stop(1000);
+      await started.engine?.stop();
       await bundle.remove();
     },
   };
   try {
-    if (s.status === "rejected") throw s.reason;
-    if (w.status === "rejected") throw w.reason;
-    await started.server.register(started.worker.url);
+    started.engine = await startEngine({
+      dir,
+      workers: [`http://127.0.0.1:${port}`],
+      watchMs: 100,
+      log: () => undefined,
+    });
+    started.worker = await spawnWorker({
+      bundle: bundle.file,
+      port,
+      identityKeys: [started.engine.publicKey],
+      ...(options.env !== undefined && { env: options.env }),
+      ...(options.suites !== undefined && { suites: options.suites }),
+    });
+    await versionsUntil(started.engine, (versions) => versions.some((v) => v.state === "serving"));
   } catch (error) {
     await started.stop();
     throw error;
   }
-  return started;
+  return started as EngineAndWorker;
 }

@@ -52,10 +52,10 @@ async function pause(markers: string | undefined, runId: string, point: string):
   while (!existsSync(go)) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
-export function scriptTools(runId: string, options: KillScriptOptions): AgentTool<any, any>[] {
+export function scriptTools(runId: string, options: KillScriptOptions, effectName = "effect"): AgentTool<any, any>[] {
   const effect = defineTool({
-    name: "effect",
-    label: "effect",
+    name: effectName,
+    label: effectName,
     description: "Records that it ran.",
     parameters: Type.Object({ step: Type.String() }),
     execute: async (toolCallId) => {
@@ -85,8 +85,13 @@ export function scriptTools(runId: string, options: KillScriptOptions): AgentToo
 }
 
 /** The script's model; it waits at `turnN.stream` after the first delta of each turn. */
-export function scriptModel(runId: string, options: KillScriptOptions): Model {
-  const inner = new ScriptedModel([], { delayMs: 1, chunkSize: 6, now: () => 0, repeat: (context) => answer(context) });
+export function scriptModel(runId: string, options: KillScriptOptions, effectName = "effect"): Model {
+  const inner = new ScriptedModel([], {
+    delayMs: 1,
+    chunkSize: 6,
+    now: () => 0,
+    repeat: (context) => answer(context, effectName),
+  });
   return {
     provider: inner.provider,
     id: inner.id,
@@ -108,7 +113,7 @@ export function scriptModel(runId: string, options: KillScriptOptions): Model {
   };
 }
 
-function answer(context: Context) {
+function answer(context: Context, effectName: string) {
   const roles = context.messages.map((m) => m.role);
   const t = roles.slice(roles.lastIndexOf("user") + 1).filter((r) => r === "toolResult").length;
   const call = (id: string, name: string, args: object) => ({ type: "toolCall" as const, id, name, arguments: args });
@@ -116,23 +121,28 @@ function answer(context: Context) {
   if (t >= 4) return assistantMessage([{ type: "text", text: DONE }], "stop", at);
   if (t === 0) {
     return assistantMessage(
-      [{ type: "text", text: "First the first effect." }, call("c0", "effect", { step: "one" })],
+      [{ type: "text", text: "First the first effect." }, call("c0", effectName, { step: "one" })],
       "toolUse",
       at,
     );
   }
   if (t < 3) return assistantMessage([call("c1a", "peek", {}), call("c1b", "peek", {})], "toolUse", at);
   return assistantMessage(
-    [{ type: "text", text: "Then the second." }, call("c3", "effect", { step: "two" })],
+    [{ type: "text", text: "Then the second." }, call("c3", effectName, { step: "two" })],
     "toolUse",
     at,
   );
 }
 
+/** The setups of the script whose `effect` tool is named `effectName` (another name: other code, whose replay of an old run diverges). */
+export function killScriptSetups(effectName = "effect"): RunSetups {
+  return {
+    "kill-script": ({ runId, options }) => {
+      const given = options as KillScriptOptions;
+      return { model: scriptModel(runId, given, effectName), tools: scriptTools(runId, given, effectName) };
+    },
+  };
+}
+
 /** The setups the test's workers are started with. */
-export const setups: RunSetups = {
-  "kill-script": ({ runId, options }) => {
-    const given = options as KillScriptOptions;
-    return { model: scriptModel(runId, given), tools: scriptTools(runId, given) };
-  },
-};
+export const setups: RunSetups = killScriptSetups();

@@ -65,7 +65,7 @@ export interface EvalOptions {
   out?: string;
   keep: boolean;
   server?: EvalServer;
-  /** `--engine URL`: the runs go to a durable engine's ingress (features/eval-engine.ts). */
+  /** `--engine DIR`: the runs go to a durable engine, its credential read from DIR (features/eval-engine.ts). */
   engine?: string;
 }
 
@@ -97,8 +97,8 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     else if (arg === "--keep") keep = true;
     else if (arg === "--engine") {
       engine = argv[++i];
-      if (engine === undefined || !/^https?:\/\//.test(engine)) {
-        throw new CliUsageError("--engine needs the engine's ingress URL (http://HOST:PORT).");
+      if (engine === undefined || engine.startsWith("-")) {
+        throw new CliUsageError("--engine needs the engine's folder (its --dir, or its client.json).");
       }
     } else if (arg === "--out") {
       out = argv[++i];

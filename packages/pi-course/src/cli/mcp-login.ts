@@ -74,7 +74,7 @@ export async function runLogin(
 /** Forgets `config`'s tokens; resolves with the exit code. */
 export async function runLogout(config: McpServerConfig, io: CliIO): Promise<number> {
   const auth = oauthOf(config, io.env);
-  const had = auth.logout();
+  const had = await auth.logout();
   io.stdout.write(
     had
       ? `logged out of the MCP server ${neutralize(config.name)}: its tokens are deleted\n`

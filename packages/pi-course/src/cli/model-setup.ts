@@ -20,7 +20,7 @@
  * provider) is refused, naming the variable to set.
  */
 import type { Model, ThinkingLevel } from "../model.js";
-import { atThinkingLevel, catalogued, thinkingIgnored } from "../model-choice/catalogued-model.js";
+import { atThinkingLevel, catalogued, unsentThinking } from "../model-choice/catalogued-model.js";
 import type { ModelCatalogue } from "../model-choice/catalogue.js";
 import type { ModelInfo } from "../model-choice/types.js";
 import { createFallbackModel, type RouteReport } from "../model-choice/virtual-model.js";
@@ -84,8 +84,9 @@ export function setUpModel(
   if (thinking !== undefined) model = atThinkingLevel(model, thinking);
   const notices = infos.flatMap((info) => (info.notice !== undefined ? [info.notice] : []));
   // a level the catalogue says a model cannot use is not sent to it (catalogued): say so now
-  if (thinking !== undefined && thinking !== "off") {
-    for (const info of infos) if (info.known && !info.reasoning) notices.push(thinkingIgnored(thinking, info.id));
+  for (const info of infos) {
+    const unsent = unsentThinking(thinking, info);
+    if (unsent !== undefined) notices.push(unsent);
   }
   const window = Math.min(...infos.map((info) => info.contextWindow - Math.min(info.maxOutput, ANSWER_ROOM_TOKENS)));
   return { model, name, thinking, infos, budget: Math.max(1_000, window), notices };
@@ -112,13 +113,18 @@ export function serverOf(options: RunOptions, catalogue: ModelCatalogue, id: str
       );
     }
   }
+  // a models file's headers, and the key as a bearer token too where it asks (authHeader)
+  const headers = { ...endpoint.headers };
+  if (endpoint.authHeader === true && apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`;
+  const { headers: _theirs, ...others } = rest;
   return {
     ...options,
     server: {
-      ...rest,
+      ...others,
       provider: endpoint.api === "anthropic" ? "anthropic" : "openai",
       baseUrl: endpoint.baseUrl,
       ...(apiKey !== undefined && { apiKey }),
+      ...(Object.keys(headers).length > 0 && { headers }),
     },
   };
 }

@@ -19,16 +19,20 @@ export interface ServerModelOptions {
 export function createServerModel(options: RunOptions, id: string, extra: ServerModelOptions = {}): Model {
   const server = options.server;
   if (server === undefined) throw new Error("createServerModel: the offline demo has no server");
-  const key = server.apiKey !== undefined ? { apiKey: server.apiKey } : {};
+  const reach: { apiKey?: string; headers?: Record<string, string> } =
+    server.apiKey !== undefined ? { apiKey: server.apiKey } : {};
+  // #region ch18
+  if (server.headers !== undefined) reach.headers = server.headers; // a models file's headers
+  // #endregion
   const retries = extra.maxRetries !== undefined ? { maxRetries: extra.maxRetries } : {};
   if (server.provider === "anthropic") {
     return createAnthropicModel({
       ...(server.baseUrl !== undefined && { baseUrl: server.baseUrl }),
       model: id,
       maxTokens: extra.maxTokens ?? 8192,
-      ...key,
+      ...reach,
       ...retries,
     });
   }
-  return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...key, ...retries });
+  return createOpenAICompatibleModel({ baseUrl: server.baseUrl!, model: id, ...reach, ...retries });
 }

@@ -9,6 +9,8 @@
  */
 import { errorText } from "../base/errors.js";
 import { startTimer, userDuration } from "../base/timer.js";
+import { OutboundError } from "../models/http/outbound.js";
+import { McpAuthError } from "./auth/auth-error.js";
 import {
   ErrorCode,
   McpError,
@@ -196,7 +198,7 @@ export class JsonRpcConnection {
       this.transport.send(message).catch((error: Error) => {
         if (!this.pending.delete(id)) return; // ended already (closed() ends every pending request)
         entry.cleanup();
-        reject(new McpError("transport", `cannot send ${method}: ${error.message}`));
+        reject(sendFailure(method, error));
       });
     });
     // #endregion
@@ -300,4 +302,14 @@ export class JsonRpcConnection {
     for (const controller of this.incoming.values()) controller.abort("the connection closed");
     for (const listener of this.closeListeners.splice(0)) listener(error);
   }
+}
+
+/**
+ * What a request whose transport could not send it rejects with: an authorization error or an
+ * outbound policy refusal as it is (`McpAuthError` with its `failure`, server and what to do;
+ * `OutboundError` with its `reason`), anything else as an `McpError` ("transport").
+ */
+function sendFailure(method: string, error: Error): Error {
+  if (error instanceof McpAuthError || error instanceof OutboundError) return error;
+  return new McpError("transport", `cannot send ${method}: ${error.message}`);
 }

@@ -26,7 +26,8 @@
  * when the auth gets a token with the wider scope (see `auth/http-auth.ts`).
  */
 import { errorText } from "../base/errors.js";
-import { boundedBody, DEFAULT_LIMITS } from "../models/http/response-limits.js";
+import { OutboundError, outboundFetch } from "../models/http/outbound.js";
+import { DEFAULT_LIMITS } from "../models/http/response-limits.js";
 import { readSse } from "../models/http/sse.js";
 import type { HttpAuth } from "./auth/http-auth.js";
 import { ErrorCode, isRequest, readMessage, type JsonRpcMessage, type JsonRpcRequest } from "./json-rpc.js";
@@ -171,13 +172,11 @@ export class HttpTransport implements McpTransport {
       body: JSON.stringify(message),
       signal: this.streams.signal,
     }).catch((error: Error) => {
+      if (error instanceof OutboundError) throw error;
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       throw new Error(`cannot reach the MCP server at ${this.params.url}: ${cause ?? error.message}`);
     });
-    if (response.body === null) return response;
-    const max = this.params.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    const { status, statusText, headers } = response;
-    return new Response(boundedBody(response.body, max, this.streams.signal), { status, statusText, headers });
+    return response;
   }
 
   /** The headers of a request; `ask`: ask the auth for its header (else the last one sent, or none). */
@@ -340,7 +339,12 @@ export class HttpTransport implements McpTransport {
     await abortableSleep(Math.min(waitMs, MAX_RETRY_MS), this.streams.signal);
     const headers = await this.headers(false);
     if (lastEventId !== undefined) headers["last-event-id"] = lastEventId;
-    const response = await this.fetch(this.params.url, { method: "GET", headers, signal: this.streams.signal });
+    // the GET stream may stay open for hours: its bound is per event (below), not on the whole
+    const response = await this.fetch(
+      this.params.url,
+      { method: "GET", headers, signal: this.streams.signal },
+      Number.POSITIVE_INFINITY,
+    );
     if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
       await response.body?.cancel();
       throw new HttpStatusError(response.status);
@@ -424,24 +428,24 @@ export class HttpTransport implements McpTransport {
   }
 
   /**
-   * `fetch` that follows redirects itself: within the server's origin (at most 5), never to
-   * another one, where the call, the session id and the configured headers (an API key) would
-   * go along (`fetch` itself drops only `Authorization` there).
+   * Every request to the server, through the one outbound policy (`outboundFetch`): redirects
+   * within the server's origin only (at most 5; never to another one, where the call, the session
+   * id and the configured headers would go along), the body capped at `maxResponseBytes`, and a
+   * request that carries `Authorization` (a bearer token, a configured key) only over https, or
+   * http on a loopback host.
    */
-  private async fetch(url: string, init: RequestInit): Promise<Response> {
-    const origin = new URL(url).origin;
-    let at = url;
-    for (let hop = 0; ; hop++) {
-      const response = await (this.params.fetch ?? fetch)(at, { ...init, redirect: "manual" });
-      const location = response.headers.get("location");
-      if (response.status < 300 || response.status > 399 || location === null) return response;
-      await response.body?.cancel();
-      const next = new URL(location, at);
-      if (next.origin !== origin)
-        throw new Error(`the server redirected to another origin (${next.origin}); not followed`);
-      if (hop === 5) throw new Error("the server redirected more than 5 times");
-      at = next.href;
-    }
+  private fetch(
+    url: string,
+    init: RequestInit & { headers: Record<string, string> },
+    maxBytes = this.params.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+  ): Promise<Response> {
+    return outboundFetch(url, init, {
+      what: "the MCP server",
+      secure: Object.keys(init.headers).some((name) => name.toLowerCase() === "authorization"),
+      maxRedirects: 5,
+      maxBytes,
+      ...(this.params.fetch !== undefined && { fetch: this.params.fetch }),
+    });
   }
 }
 

@@ -15,8 +15,8 @@
  *   `apiKeyEnv` first.
  */
 import { BUILTIN_MODELS } from "./catalogue-data.js";
-import { BUILTIN_PROVIDERS, type ModelEndpoint, type ProviderEndpoint } from "./providers.js";
-import type { CatalogueEntry, ModelApi, ModelInfo } from "./types.js";
+import { BUILTIN_PROVIDERS, type ModelEndpoint, type ProviderEndpoint, type ProviderSettings } from "./providers.js";
+import type { CatalogueEntry, ModelApi, ModelInfo, ModelOverride } from "./types.js";
 
 /** What stands in for a model the catalogue does not know (its price stays unknown). */
 export const DEFAULT_MODEL_INFO: Omit<CatalogueEntry, "id" | "provider" | "api"> = {
@@ -50,19 +50,24 @@ export class ModelCatalogue {
   /**
    * A catalogue with `entries` added (replacing models of the same id), `virtual` models added
    * (name → the models it routes to, in fallback order), and `providers` added (a provider's
-   * fields given here replace the known provider's, one by one).
+   * fields given here replace the known provider's, one by one; its `modelOverrides` change the
+   * known models of that provider first, so an entry of the same id still replaces the result).
    */
   with(
     entries: readonly CatalogueEntry[],
     virtual: Readonly<Record<string, readonly string[]>> = {},
-    providers: Readonly<Record<string, Partial<ProviderEndpoint>>> = {},
+    providers: Readonly<Record<string, ProviderSettings>> = {},
   ): ModelCatalogue {
     const all = new Map(this.byId);
-    for (const entry of entries) all.set(entry.id, entry);
     const reached: Record<string, ProviderEndpoint> = { ...this.providers };
-    for (const [name, given] of Object.entries(providers)) {
+    for (const [name, { modelOverrides, ...given }] of Object.entries(providers)) {
       reached[name] = { ...reached[name], ...given } as ProviderEndpoint;
+      for (const [id, override] of Object.entries(modelOverrides ?? {})) {
+        const known = all.get(id);
+        if (known !== undefined && known.provider === name) all.set(id, overridden(known, override));
+      }
     }
+    for (const entry of entries) all.set(entry.id, entry);
     return new ModelCatalogue([...all.values()], new Map([...this.virtuals, ...Object.entries(virtual)]), reached);
   }
 
@@ -83,12 +88,15 @@ export class ModelCatalogue {
     const baseUrl = entry.baseUrl ?? provider.baseUrl;
     if (baseUrl === undefined) return undefined;
     const apiKeyEnv = entry.apiKeyEnv ?? provider.apiKeyEnv;
+    const headers = { ...provider.headers, ...entry.headers };
     return {
       model: entry.id,
       provider: entry.provider,
       api: entry.api,
       baseUrl,
       ...(apiKeyEnv !== undefined && { apiKeyEnv }),
+      ...(Object.keys(headers).length > 0 && { headers }),
+      ...(provider.authHeader === true && { authHeader: true }),
     };
   }
 
@@ -126,4 +134,19 @@ export class ModelCatalogue {
         "(add it to ~/.pi-course/models.json to say more)",
     };
   }
+}
+
+/** A known model with a models file's `modelOverrides` entry applied (a partial price over the known one). */
+function overridden(entry: CatalogueEntry, override: ModelOverride): CatalogueEntry {
+  const { prices, headers, ...fields } = override;
+  const out: CatalogueEntry = { ...entry, ...fields };
+  const merged = { ...entry.prices, ...prices };
+  // a price is changed only into a whole one: an unknown price never gains an invented zero
+  if (prices !== undefined && merged.input !== undefined && merged.output !== undefined) {
+    const { asOf: _old, ...rest } = merged;
+    out.prices = { ...rest, input: merged.input, output: merged.output, source: prices.source ?? "yours" };
+    if (prices.asOf !== undefined) out.prices.asOf = prices.asOf;
+  }
+  if (headers !== undefined) out.headers = { ...entry.headers, ...headers };
+  return out;
 }

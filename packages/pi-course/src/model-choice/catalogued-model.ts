@@ -4,7 +4,8 @@
  *
  * - `catalogued(model, info)`: every final message gets its `cost` (priced by `info.prices`;
  *   none when the price is unknown), and a thinking level the model cannot use (the catalogue
- *   says it does not reason) is not sent: the final message's diagnostics say it was ignored.
+ *   says it does not reason, or a models file says its server takes no thinking parameter) is not
+ *   sent: the final message's diagnostics say it was ignored.
  * - `atThinkingLevel(model, level)`: every call is made with `thinking: level`, unless the
  *   caller's own options name a level.
  *
@@ -49,9 +50,18 @@ function finishing(event: ModelEvent, final: (message: AssistantMessage) => Assi
   }
 }
 
-/** The diagnostic of a thinking level that was not sent. */
-export function thinkingIgnored(level: ThinkingLevel, id: string): string {
-  return `thinking level "${level}" ignored: the model catalogue says ${id} does not reason`;
+/** The diagnostic of a thinking level that was not sent (`parameter`: the model reasons, but its server takes no level). */
+export function thinkingIgnored(level: ThinkingLevel, id: string, parameter = false): string {
+  return parameter
+    ? `thinking level "${level}" ignored: the models file says ${id}'s server takes no thinking parameter (compat.supportsReasoningEffort: false)`
+    : `thinking level "${level}" ignored: the model catalogue says ${id} does not reason`;
+}
+
+/** Whether a thinking level is not sent to the model `info` describes, and the diagnostic that says so. */
+export function unsentThinking(level: ThinkingLevel | undefined, info: ModelInfo): string | undefined {
+  if (level === undefined || level === "off" || !info.known) return undefined;
+  if (!info.reasoning) return thinkingIgnored(level, info.id);
+  return info.thinkingParameter === false ? thinkingIgnored(level, info.id, true) : undefined;
 }
 
 /** `model` with its cost and its thinking ability from `info` (see the module comment). */
@@ -60,15 +70,14 @@ export function catalogued(model: Model, info: ModelInfo): Model {
     provider: model.provider,
     id: model.id,
     stream(context: Context, options: StreamOptions = {}): AssistantMessageEventStream {
-      const level = options.thinking;
-      const ignored = level !== undefined && level !== "off" && info.known && !info.reasoning;
+      const ignored = unsentThinking(options.thinking, info);
       const { thinking: _level, ...rest } = options;
-      const inner = model.stream(context, ignored ? rest : options);
+      const inner = model.stream(context, ignored !== undefined ? rest : options);
       return relay(inner, (message) => {
         // (an unknown price is no cost at all: costOf is not even asked)
         const cost = info.prices === undefined ? undefined : costOf(message.usage, info.prices);
         const out: AssistantMessage = { ...message, ...(cost !== undefined && { cost }) };
-        if (ignored) out.diagnostics = [...(message.diagnostics ?? []), thinkingIgnored(level, info.id)];
+        if (ignored !== undefined) out.diagnostics = [...(message.diagnostics ?? []), ignored];
         return out;
       });
     },

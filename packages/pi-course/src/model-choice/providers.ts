@@ -15,7 +15,7 @@
  * A user's `~/.pi-course/models.json` may replace any of these (`"providers"`), add a provider,
  * or give one model its own `baseUrl` / `apiKeyEnv` (see `models-file.ts`).
  */
-import type { ModelApi } from "./types.js";
+import type { ModelApi, ModelOverride } from "./types.js";
 
 /** How a provider is reached. */
 export interface ProviderEndpoint {
@@ -24,6 +24,16 @@ export interface ProviderEndpoint {
   baseUrl: string;
   /** The variable holding the key; absent: the server needs none (a local server). */
   apiKeyEnv?: string;
+  /** Extra request headers for every model of the provider (a models file's `headers`). */
+  headers?: Record<string, string>;
+  /** Also send the key as `Authorization: Bearer <key>` (pi's `authHeader: true`; for a proxy in front of Anthropic). */
+  authHeader?: boolean;
+}
+
+/** A provider as a models file gives it: fields over the known provider's, and changes to its known models. */
+export interface ProviderSettings extends Partial<ProviderEndpoint> {
+  /** pi's `modelOverrides`: model id → what to change of that known model of this provider (unknown ids are ignored). */
+  modelOverrides?: Record<string, ModelOverride>;
 }
 
 /** The providers of the built-in catalogue. */

@@ -43,6 +43,28 @@ export interface CatalogueEntry {
   baseUrl?: string;
   /** The variable holding this model's key, instead of its provider's. */
   apiKeyEnv?: string;
+  /** Extra request headers for this model, over its provider's (a models file's `headers`). */
+  headers?: Record<string, string>;
+  /**
+   * `false`: the server takes no thinking parameter (pi's `compat.supportsReasoningEffort: false`),
+   * so a thinking level is not sent to this model, as for one that does not reason.
+   */
+  thinkingParameter?: false;
+}
+
+/**
+ * What a models file's `modelOverrides` may change of a known model (pi's shape): its window, its
+ * room, its inputs, whether it reasons, its prices (a partial price replaces the fields it gives),
+ * its headers, whether it takes a thinking parameter.
+ */
+export interface ModelOverride {
+  contextWindow?: number;
+  maxOutput?: number;
+  input?: ModelInput[];
+  reasoning?: boolean;
+  prices?: Partial<ModelPrices>;
+  headers?: Record<string, string>;
+  thinkingParameter?: false;
 }
 
 /** What `resolve` gives: the entry, and whether it came from the catalogue. */

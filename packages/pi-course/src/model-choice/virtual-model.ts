@@ -1,12 +1,14 @@
 /**
  * Virtual models (chapter 18): selection apart from dispatch. A virtual model is a `Model` whose
  * `stream()` chooses, per request, which real models to try (`route`), then dispatches to them
- * in order: the next one only when the one before failed **before its first byte** with a
- * retryable error (rate limit, overloaded, 5xx, connection refused: `errorDetails.retryable`).
+ * in order: the next one only when the one before failed **before its answer started** (its first
+ * event is the failure) with a retryable error (rate limit, overloaded, 5xx, connection refused:
+ * `errorDetails.retryable`).
  * Every model but the last is asked with `maxRetries: 0`, so it falls back at once instead of
  * retrying first (waiting out a `Retry-After`); the last one retries as it is configured to.
  * Once a model has started its answer (a `start` event), that model's answer is the answer,
- * whatever happens after: content that streamed is never thrown away for another model.
+ * whatever happens after, even an overload before any content (Anthropic's in-stream
+ * `overloaded_error`): what reached the caller is never thrown away for another model.
  *
  * The answer records the real model that gave it (`provider`, `model` are the real model's);
  * when earlier models were skipped, its diagnostics say `fell back from A to B (A: why)`, and

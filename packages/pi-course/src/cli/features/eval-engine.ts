@@ -1,8 +1,9 @@
 /**
- * `pi-course eval SUITE --engine URL`: the suite's runs handed to a durable engine (the
+ * `pi-course eval SUITE --engine DIR`: the suite's runs handed to a durable engine (the
  * `@pi/course-restate` package, installed beside this one) instead of this machine's processes.
  * Any number of workers take the cases; the reports are the same (`report.json`, `report.html`,
- * each run's session file), and so is the exit code.
+ * each run's session file), and so is the exit code. DIR is the engine's folder (or its
+ * `client.json`): its address and the token its gate wants.
  *
  * Against a model server, the run names the server and the model, never the key: the workers read
  * it from their own environment (the provider's variable, or the one `--api-key-env` names), so it
@@ -19,9 +20,9 @@ import { CliUsageError } from "../usage-error.js";
 /** The package that runs suites on the engine. */
 const ENGINE_PACKAGE = "@pi/course-restate";
 
-export const ENGINE_HELP = `  --engine URL      hand the runs to a durable engine's ingress (the @pi/course-restate
-                    package; its workers run them and hold the model's key: --api-key-env
-                    names their variable)
+export const ENGINE_HELP = `  --engine DIR      hand the runs to a durable engine (the @pi/course-restate package): DIR is
+                    its --dir or its client.json; its workers run them and hold the model's
+                    key (--api-key-env names their variable)
 `;
 
 /**
@@ -41,11 +42,18 @@ export function engineKeyFlags(modelFlags: readonly string[]): { flags: string[]
   return { flags: [...flags, "--no-api-key"], keyVariable: at === -1 ? undefined : modelFlags[at + 1] };
 }
 
+/** An engine's address and credential (`@pi/course-restate`'s `readConnection`). */
+interface EngineConnection {
+  url: string;
+  token: string;
+}
+
 /** The part of `@pi/course-restate` this uses. */
 interface EnginePackage {
+  readConnection(where: string): Promise<EngineConnection>;
   evalOnEngine(options: {
     suite: string;
-    ingressUrl: string;
+    engine: EngineConnection;
     repeat?: number;
     out?: string;
     onDone?: (record: RunRecord) => void;
@@ -73,14 +81,21 @@ export async function evalOnEngineCommand(
     return 2;
   }
   const server = options.server;
+  let connection: EngineConnection;
+  try {
+    connection = await engine.readConnection(options.engine);
+  } catch (error) {
+    io.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
   io.stderr.write(
-    `eval · on the engine at ${options.engine} · model: ${server === undefined ? "scripted (offline, each case's script.json)" : `${server.model} (the workers' key)`}\n`,
+    `eval · on the engine at ${connection.url} · model: ${server === undefined ? "scripted (offline, each case's script.json)" : `${server.model} (the workers' key)`}\n`,
   );
   let done = 0;
   try {
     const result = await engine.evalOnEngine({
       suite: options.suite,
-      ingressUrl: options.engine,
+      engine: connection,
       repeat: options.repeat,
       ...(options.out !== undefined && { out: options.out }),
       ...(server !== undefined && {

@@ -40,6 +40,8 @@ declare module "../run-options.js" {
      * the keys read, by variable, one per provider in the list. The commands never see them.
      */
     keys?: Record<string, string>;
+    /** Extra request headers of the model's provider or entry in the models file (with `byCatalogue`). */
+    headers?: Record<string, string>;
   }
 }
 

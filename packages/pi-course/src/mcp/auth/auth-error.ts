@@ -3,6 +3,11 @@
  * ask for a wider scope, fix the configuration); it never holds a token, a client secret, an
  * authorization code or a request body: only what the authorization server said in its
  * `error` and `error_description`, and names and URLs.
+ *
+ * It reaches every caller as it is: `McpOAuth`'s methods, the transport's `send`, and the
+ * requests of `McpClient` (`connect`, `callTool`, …) reject with this class, so a program reads
+ * `failure` (`"login-required"`, `"insufficient-scope"`, …), `serverUrl` and `action` instead of
+ * matching message texts.
  */
 import { PiCourseError } from "../../base/errors.js";
 
@@ -24,10 +29,20 @@ export class McpAuthError extends PiCourseError {
   override readonly name = "McpAuthError";
   /** Stable: `"MCP_AUTH"`. */
   override readonly code = "MCP_AUTH";
+  /** The MCP server it was for (set once known; absent for a request made outside one server's login). */
+  serverUrl: string | undefined;
+  /** What a person or program should do next (e.g. the login hint), when there is one thing to do. */
+  readonly action: string | undefined;
+  /** The OAuth `error` code an authorization server answered with (`invalid_client`, `invalid_grant`, …). */
+  readonly oauthError: string | undefined;
   constructor(
     readonly failure: McpAuthFailure,
     message: string,
+    details: { serverUrl?: string; action?: string; oauthError?: string } = {},
   ) {
     super(message);
+    this.serverUrl = details.serverUrl;
+    this.action = details.action;
+    this.oauthError = details.oauthError;
   }
 }

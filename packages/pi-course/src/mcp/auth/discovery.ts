@@ -11,9 +11,20 @@
  *    Connect discovery with the path inserted, then OpenID discovery with the path appended; for
  *    one without, RFC 8414 then OpenID discovery. The first JSON document wins; its `issuer`
  *    must be the issuer asked for.
- * 3. PKCE S256 must be in its `code_challenge_methods_supported`, else authorizing is refused
- *    (the specification's rule: without it the server may ignore the challenge).
+ * 3. For the authorization code flow, PKCE S256 must be in its
+ *    `code_challenge_methods_supported`, else authorizing is refused (the specification's rule:
+ *    without it the server may ignore the challenge); `requirePkce` checks it.
+ *
+ * The 2025-03-26 revision's fallback: a server that negotiated (or is configured to speak)
+ * `2025-03-26` and publishes neither document has its endpoints at the root of its origin
+ * (`/authorize`, `/token`, `/register`). The 2025-06-18 revision dropped that fallback, so for
+ * any other revision a server without metadata is refused with what was tried.
+ *
+ * Every document is fetched through the one outbound policy (`auth-fetch.ts`: a few same-origin
+ * hops, the scheme rule on each, a byte cap and a time limit).
  */
+import { errorText } from "../../base/errors.js";
+import { type AuthFetch, authFetch } from "./auth-fetch.js";
 import { McpAuthError } from "./auth-error.js";
 import { requireSecureUrl } from "./secure-url.js";
 import type { BearerChallenge } from "./www-authenticate.js";
@@ -36,6 +47,7 @@ export interface AuthorizationServerMetadata {
   grant_types_supported?: string[];
   code_challenge_methods_supported?: string[];
   token_endpoint_auth_methods_supported?: string[];
+  token_endpoint_auth_signing_alg_values_supported?: string[];
   /** The Client ID Metadata Document draft: the server accepts a URL as `client_id`. */
   client_id_metadata_document_supported?: boolean;
   [field: string]: unknown;
@@ -60,32 +72,41 @@ export function canonicalResource(serverUrl: string): string {
   return url.href;
 }
 
+/** The revision whose servers may publish no metadata (the endpoint fallback applies to them only). */
+export const FALLBACK_REVISION = "2025-03-26";
+
 /**
  * Discovers how to authorize against the MCP server at `serverUrl`, from what its 401 said
- * (`challenge`). Throws `McpAuthError` ("discovery") naming the URLs tried when a document is
- * missing or wrong.
+ * (`challenge`); `protocolVersion`: the revision the server speaks, when known. Throws
+ * `McpAuthError` ("discovery") naming the URLs tried when a document is missing or wrong.
  */
 export async function discover(
   serverUrl: string,
   challenge: BearerChallenge,
-  fetcher: typeof fetch = fetch,
+  http: AuthFetch = authFetch(),
+  protocolVersion?: string,
 ): Promise<Discovered> {
-  const resourceMetadata = await protectedResourceMetadata(serverUrl, challenge, fetcher);
+  const resourceMetadata = await protectedResourceMetadata(serverUrl, challenge, http);
   // A server without RFC 9728 metadata: the specification's fallback is its origin as the issuer.
   const issuer = resourceMetadata?.authorization_servers?.[0] ?? new URL(serverUrl).origin;
-  const authorizationServer = await authorizationServerMetadata(issuer, fetcher);
-  if (!(authorizationServer.code_challenge_methods_supported ?? []).includes("S256")) {
-    throw new McpAuthError(
-      "discovery",
-      `the authorization server ${issuer} does not list S256 in code_challenge_methods_supported; ` +
-        "authorizing without PKCE is refused",
-    );
-  }
+  const legacy = resourceMetadata === undefined && protocolVersion === FALLBACK_REVISION;
+  const authorizationServer = await authorizationServerMetadata(issuer, http, legacy);
   return {
     resource: resourceMetadata?.resource ?? canonicalResource(serverUrl),
     ...(resourceMetadata !== undefined && { resourceMetadata }),
     authorizationServer,
   };
+}
+
+/** Throws unless `server` lists PKCE S256 (needed for the authorization code flow). */
+export function requirePkce(server: AuthorizationServerMetadata): void {
+  if (!(server.code_challenge_methods_supported ?? []).includes("S256")) {
+    throw new McpAuthError(
+      "discovery",
+      `the authorization server ${server.issuer} does not list S256 in code_challenge_methods_supported; ` +
+        "authorizing without PKCE is refused",
+    );
+  }
 }
 
 /**
@@ -95,7 +116,7 @@ export async function discover(
 export async function protectedResourceMetadata(
   serverUrl: string,
   challenge: BearerChallenge,
-  fetcher: typeof fetch = fetch,
+  http: AuthFetch = authFetch(),
 ): Promise<ProtectedResourceMetadata | undefined> {
   const server = new URL(serverUrl);
   const candidates =
@@ -104,7 +125,7 @@ export async function protectedResourceMetadata(
       : wellKnownUrls(server, "oauth-protected-resource", false);
   for (const url of candidates) {
     requireSecureUrl(url, "protected resource metadata URL");
-    const document = await fetchJson(url, fetcher);
+    const document = await fetchJson(url, http);
     if (document === undefined) continue;
     if (typeof document.resource !== "string")
       throw new McpAuthError("discovery", `the protected resource metadata at ${url} has no "resource"`);
@@ -127,10 +148,14 @@ export async function protectedResourceMetadata(
   return undefined;
 }
 
-/** The metadata of the authorization server `issuer`, from the URLs the specification orders. */
+/**
+ * The metadata of the authorization server `issuer`, from the URLs the specification orders;
+ * `fallback`: a 2025-03-26 server, whose endpoints are at the root when it publishes none.
+ */
 export async function authorizationServerMetadata(
   issuer: string,
-  fetcher: typeof fetch = fetch,
+  http: AuthFetch = authFetch(),
+  fallback = false,
 ): Promise<AuthorizationServerMetadata> {
   const base = requireSecureUrl(issuer, "authorization server (issuer)");
   const hasPath = base.pathname !== "/" && base.pathname !== "";
@@ -140,14 +165,16 @@ export async function authorizationServerMetadata(
   ];
   if (hasPath) candidates.push(`${base.origin}${base.pathname.replace(/\/$/, "")}/.well-known/openid-configuration`);
   for (const url of candidates) {
-    const document = await fetchJson(url, fetcher);
+    const document = await fetchJson(url, http);
     if (document === undefined) continue;
     if (typeof document.token_endpoint !== "string")
       throw new McpAuthError("discovery", `the authorization server metadata at ${url} has no "token_endpoint"`);
     if (typeof document.issuer !== "string" || document.issuer.replace(/\/$/, "") !== issuer.replace(/\/$/, "")) {
       throw new McpAuthError(
         "discovery",
-        `the authorization server metadata at ${url} names the issuer ${JSON.stringify(document.issuer)}, not ${issuer}; refused`,
+        `the authorization server metadata at ${url} names the issuer ${JSON.stringify(document.issuer)}, not ${issuer}; ` +
+          "refused: RFC 8414 §3.3 requires the issuer in the metadata to be identical to the issuer it was fetched for, " +
+          "else one server could publish endpoints in another's name (fix the server's metadata or its authorization_servers)",
       );
     }
     for (const field of ["authorization_endpoint", "token_endpoint", "registration_endpoint"] as const) {
@@ -159,9 +186,21 @@ export async function authorizationServerMetadata(
     }
     return document as AuthorizationServerMetadata;
   }
+  if (fallback) {
+    // the 2025-03-26 default endpoints, at the root of the server's origin (PKCE was required then too)
+    const origin = base.origin;
+    return {
+      issuer: origin,
+      authorization_endpoint: `${origin}/authorize`,
+      token_endpoint: `${origin}/token`,
+      registration_endpoint: `${origin}/register`,
+      code_challenge_methods_supported: ["S256"],
+    };
+  }
   throw new McpAuthError(
     "discovery",
-    `no authorization server metadata for ${issuer} (tried ${candidates.join(", ")})`,
+    `no authorization server metadata for ${issuer} (tried ${candidates.join(", ")}); ` +
+      `a server of the ${FALLBACK_REVISION} revision without metadata needs "protocolVersion": "${FALLBACK_REVISION}" in its "oauth" entry`,
   );
 }
 
@@ -194,13 +233,18 @@ function coversServer(resource: string, server: URL): boolean {
  * GETs `url` as a JSON object; undefined for a 4xx answer (not there: try the next URL). Throws
  * `McpAuthError` when it cannot be reached, answers 5xx, or is not a JSON object.
  */
-async function fetchJson(url: string, fetcher: typeof fetch): Promise<Record<string, unknown> | undefined> {
+async function fetchJson(url: string, http: AuthFetch): Promise<Record<string, unknown> | undefined> {
   let response: Response;
   try {
-    response = await fetcher(url, { headers: { accept: "application/json", "mcp-protocol-version": "2025-11-25" } });
+    response = await http(
+      url,
+      { headers: { accept: "application/json", "mcp-protocol-version": "2025-11-25" } },
+      "metadata",
+      `the metadata document ${url}`,
+    );
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;
-    throw new McpAuthError("discovery", `cannot reach ${url}: ${cause ?? (error as Error).message}`);
+    throw new McpAuthError("discovery", `cannot reach ${url}: ${cause ?? errorText(error)}`);
   }
   if (response.status >= 400 && response.status < 500) {
     await response.body?.cancel();
@@ -210,7 +254,18 @@ async function fetchJson(url: string, fetcher: typeof fetch): Promise<Record<str
     await response.body?.cancel();
     throw new McpAuthError("discovery", `${url} answered HTTP ${response.status}`);
   }
-  const value: unknown = await response.json().catch(() => undefined);
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    throw new McpAuthError("discovery", `cannot read ${url}: ${errorText(error)}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new McpAuthError("discovery", `${url} did not answer with a JSON object`);
   return value as Record<string, unknown>;

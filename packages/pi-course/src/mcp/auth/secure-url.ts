@@ -1,16 +1,14 @@
 /**
  * The scheme rule of every URL authorization talks to (issuer, authorization, token and
  * registration endpoints, protected resource metadata): https, or http on a loopback host
- * (127.0.0.1, ::1, localhost) for servers on the same machine. Anything else would send codes,
+ * (127.0.0.0/8, ::1, localhost) for servers on the same machine: the one outbound policy's rule
+ * (`models/http/outbound.ts`), which also holds it on every redirect hop. Anything else would send codes,
  * verifiers, secrets or tokens in the clear (or to a `file:`/`javascript:` URL), so it is refused.
  */
+import { isSecureUrl } from "../../models/http/outbound.js";
 import { McpAuthError } from "./auth-error.js";
 
-/** Whether `url` is https, or http on a loopback host. */
-export function isSecureUrl(url: URL): boolean {
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
-  return url.protocol === "https:" || (loopback && url.protocol === "http:");
-}
+export { isSecureUrl };
 
 /**
  * `url` as a URL when it keeps the rule; else throws `McpAuthError` ("discovery") naming `what`

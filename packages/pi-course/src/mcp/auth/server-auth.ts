@@ -6,15 +6,22 @@
  */
 import type { McpServerConfig } from "../config.js";
 import { McpOAuth, type McpOAuthOptions } from "./oauth.js";
+import type { TokenStore } from "./token-store.js";
 
 /** What every server's `McpOAuth` shares. */
-export type SharedOAuthOptions = Pick<McpOAuthOptions, "store" | "openUrl" | "fetch" | "loginTimeoutMs"> & {
+export type SharedOAuthOptions<Store extends TokenStore = TokenStore> = Pick<
+  McpOAuthOptions<Store>,
+  "store" | "openUrl" | "fetch" | "loginTimeoutMs" | "redirectUri"
+> & {
   /** What a person is told to do when `name` needs a login (default: call `McpOAuth.login`). */
   loginHint?: (name: string) => string;
 };
 
 /** The `McpOAuth` of `config`, or undefined when it gets none (see the file comment). */
-export function oauthForServer(config: McpServerConfig, shared: SharedOAuthOptions): McpOAuth | undefined {
+export function oauthForServer<Store extends TokenStore>(
+  config: McpServerConfig,
+  shared: SharedOAuthOptions<Store>,
+): McpOAuth<Store> | undefined {
   const transport = config.transport;
   if (transport?.kind !== "http" || config.oauth === false) return undefined;
   if (Object.keys(transport.headers ?? {}).some((name) => name.toLowerCase() === "authorization")) return undefined;

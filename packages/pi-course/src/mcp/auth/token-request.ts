@@ -1,16 +1,25 @@
 /**
- * Requests to the token endpoint (RFC 6749 §4.1.3, §4.4, §6): the authorization code with its
- * PKCE verifier, the client credentials grant, and a refresh. Each carries the resource
- * indicator (RFC 8707) so the token is issued for this MCP server only. A confidential client
- * authenticates as the server says it can: `client_secret_post` when listed, else HTTP Basic
- * (RFC 6749 §2.3.1, the default of RFC 8414).
+ * Requests to a token endpoint (RFC 6749 §4.1.3, §4.4, §6; RFC 7523 §2.1; RFC 8693): the
+ * authorization code with its PKCE verifier, the client credentials grant, a refresh, the JWT
+ * bearer grant of an identity assertion (cross-app access), and the token exchange at an
+ * identity provider. Each request to the MCP server's authorization server carries the resource
+ * indicator (RFC 8707) so the token is issued for this MCP server only.
+ *
+ * The client authenticates as it is known there (`clientAuthMethod`): the method registration
+ * returned for a registered client (a client registered public never sends a secret, whatever
+ * the server handed out), the configured one, else `client_secret_post` when the server lists it
+ * and HTTP Basic otherwise (RFC 6749 §2.3.1, the default of RFC 8414); `private_key_jwt` signs
+ * a client assertion (`client-assertion.ts`).
  *
  * The answer is the token set with `expires_at` computed from `expires_in`. A refusal is an
  * `McpAuthError` with the server's `error` and `error_description` only: no token, code,
- * verifier or secret is ever put in a message.
+ * verifier, assertion or secret is ever put in a message.
  */
+import { errorText } from "../../base/errors.js";
+import { type AuthFetch, readAnswer } from "./auth-fetch.js";
 import { McpAuthError } from "./auth-error.js";
-import { type OAuthClient, oauthErrorText } from "./client-identity.js";
+import { chooseAlgorithm, clientAssertion, JWT_ASSERTION_TYPE, loadPrivateKey } from "./client-assertion.js";
+import { type ClientAuthMethod, type OAuthClient, oauthErrorText } from "./client-identity.js";
 import type { AuthorizationServerMetadata } from "./discovery.js";
 
 /** What the token endpoint gave, as it is stored. */
@@ -24,11 +33,98 @@ export interface TokenSet {
   scope?: string;
 }
 
+/** The `grant_type` of the JWT bearer grant (RFC 7523 §2.1). */
+export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/** The `grant_type` of token exchange (RFC 8693 §2.1). */
+export const TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
+
 /** The grant of one token request. */
 export type Grant =
   | { grant_type: "authorization_code"; code: string; code_verifier: string; redirect_uri: string }
   | { grant_type: "refresh_token"; refresh_token: string }
-  | { grant_type: "client_credentials" };
+  | { grant_type: "client_credentials" }
+  | { grant_type: typeof JWT_BEARER_GRANT; assertion: string };
+
+/** The method `client` authenticates with at `server` (see the file comment). */
+export function clientAuthMethod(client: OAuthClient, server: AuthorizationServerMetadata): ClientAuthMethod {
+  if (client.authMethod !== undefined) return client.authMethod;
+  if (client.privateKey !== undefined) return "private_key_jwt";
+  if (client.clientSecret === undefined) return "none";
+  const methods = server.token_endpoint_auth_methods_supported ?? ["client_secret_basic"];
+  return methods.includes("client_secret_post") ? "client_secret_post" : "client_secret_basic";
+}
+
+/** Adds `client`'s authentication to a token request's form and headers. */
+export function authenticate(
+  client: OAuthClient,
+  server: AuthorizationServerMetadata,
+  form: URLSearchParams,
+  headers: Record<string, string>,
+  now: number,
+): void {
+  const method = clientAuthMethod(client, server);
+  form.set("client_id", client.clientId);
+  if (method === "none") return;
+  if (method === "private_key_jwt") {
+    const key = loadPrivateKey(client.privateKey ?? {});
+    const algorithm = chooseAlgorithm(
+      key,
+      client.privateKey?.signingAlgorithm,
+      server.token_endpoint_auth_signing_alg_values_supported,
+    );
+    form.set("client_assertion_type", JWT_ASSERTION_TYPE);
+    form.set(
+      "client_assertion",
+      clientAssertion(key, algorithm, client.clientId, server.issuer, client.privateKey?.keyId, now),
+    );
+    return;
+  }
+  if (client.clientSecret === undefined)
+    throw new McpAuthError("refused", `the client ${client.clientId} authenticates with ${method} but has no secret`);
+  if (method === "client_secret_post") form.set("client_secret", client.clientSecret);
+  else {
+    const pair = `${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`;
+    headers.authorization = `Basic ${Buffer.from(pair).toString("base64")}`;
+  }
+}
+
+/**
+ * POSTs `form` to `endpoint` (no redirect followed, the answer capped) and returns the answer's
+ * JSON object; a refusal throws `McpAuthError` (`failure`) saying `what` was not done.
+ */
+export async function postTokenForm(
+  endpoint: string,
+  form: URLSearchParams,
+  headers: Record<string, string>,
+  http: AuthFetch,
+  refusal: { failure: "refused" | "login-required"; who: string; what: string },
+): Promise<{ answer: Record<string, unknown>; status: number }> {
+  let response: Response;
+  let answer: Record<string, unknown>;
+  try {
+    response = await http(
+      endpoint,
+      {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json", ...headers },
+        body: form.toString(),
+      },
+      "endpoint",
+      `the token endpoint ${endpoint}`,
+    );
+    answer = await readAnswer(response);
+  } catch (error) {
+    throw new McpAuthError(refusal.failure === "login-required" ? "login-required" : "refused", errorText(error));
+  }
+  if (!response.ok) {
+    throw new McpAuthError(
+      refusal.failure,
+      `${refusal.who} did not ${refusal.what} (HTTP ${response.status}${oauthErrorText(answer)})`,
+      typeof answer.error === "string" ? { oauthError: answer.error.slice(0, 100) } : {},
+    );
+  }
+  return { answer, status: response.status };
+}
 
 /** Asks `server`'s token endpoint for tokens; `scope`: the scopes asked for (space separated). */
 export async function requestToken(
@@ -37,42 +133,19 @@ export async function requestToken(
   grant: Grant,
   resource: string,
   scope: string | undefined,
-  fetcher: typeof fetch = fetch,
+  http: AuthFetch,
   now: () => number = Date.now,
 ): Promise<TokenSet> {
   const form = new URLSearchParams({ ...grant, resource });
   if (scope !== undefined && scope !== "" && grant.grant_type !== "authorization_code") form.set("scope", scope);
-  const headers: Record<string, string> = {
-    "content-type": "application/x-www-form-urlencoded",
-    accept: "application/json",
-  };
-  form.set("client_id", client.clientId);
-  if (client.clientSecret !== undefined) {
-    const methods = server.token_endpoint_auth_methods_supported ?? ["client_secret_basic"];
-    if (methods.includes("client_secret_post")) form.set("client_secret", client.clientSecret);
-    else {
-      const pair = `${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`;
-      headers.authorization = `Basic ${Buffer.from(pair).toString("base64")}`;
-    }
-  }
-  const what = grant.grant_type === "refresh_token" ? "refresh the token" : "give a token";
-  let response: Response;
+  const headers: Record<string, string> = {};
   const asked = now();
-  try {
-    response = await fetcher(server.token_endpoint, { method: "POST", headers, body: form.toString() });
-  } catch (error) {
-    throw new McpAuthError(
-      "refused",
-      `cannot reach the token endpoint ${server.token_endpoint}: ${(error as Error).message}`,
-    );
-  }
-  const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-  if (!response.ok) {
-    throw new McpAuthError(
-      grant.grant_type === "refresh_token" ? "login-required" : "refused",
-      `the authorization server ${server.issuer} did not ${what} (HTTP ${response.status}${oauthErrorText(answer)})`,
-    );
-  }
+  authenticate(client, server, form, headers, asked);
+  const { answer } = await postTokenForm(server.token_endpoint, form, headers, http, {
+    failure: grant.grant_type === "refresh_token" ? "login-required" : "refused",
+    who: `the authorization server ${server.issuer}`,
+    what: grant.grant_type === "refresh_token" ? "refresh the token" : "give a token",
+  });
   if (typeof answer.access_token !== "string" || typeof answer.token_type !== "string")
     throw new McpAuthError("refused", `the token endpoint ${server.token_endpoint} answered without an access token`);
   if (answer.token_type.toLowerCase() !== "bearer")

@@ -1,15 +1,22 @@
 /**
- * Where the tokens of remote MCP servers are kept: one file per server URL,
- * `FOLDER/<first 24 hex of SHA-256 of the URL>.json` (the CLI's folder is
- * `~/.pi-course/mcp-auth/`). The folder is made 0700 and each file 0600, since they hold
- * bearer tokens and client secrets; a file is written whole (a new file renamed into place),
- * so a crash leaves the old one or the new one, never half of either. Nothing else of the
- * library writes tokens anywhere: not in a session, a log, `/mcp` output or an error.
+ * Where the tokens of remote MCP servers are kept: the `TokenStore` seam (a keychain, a web
+ * app's database, …), and the two stores that ship:
+ *
+ * - `McpTokenStore` (the default, and the CLI's): one file per server URL,
+ *   `FOLDER/<first 24 hex of SHA-256 of the URL>.json` (the CLI's folder is
+ *   `~/.pi-course/mcp-auth/`), and the client registered for it beside it (`….client.json`).
+ *   The folder is made 0700 and each file 0600, since they hold bearer tokens and client
+ *   secrets; a file is written whole (a new file renamed into place), so a crash leaves the old
+ *   one or the new one, never half of either.
+ * - `MemoryTokenStore`: kept in the process only (tests, a program that logs in each run).
+ *
+ * Nothing else of the library writes tokens anywhere: not in a session, a log, `/mcp` output or
+ * an error.
  */
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { OAuthClient } from "./client-identity.js";
+import type { KeptClient, OAuthClient } from "./client-identity.js";
 import type { AuthorizationServerMetadata } from "./discovery.js";
 import type { TokenSet } from "./token-request.js";
 
@@ -27,8 +34,56 @@ export interface StoredAuthorization {
   wantedScope?: string;
 }
 
-/** The token files of one folder. */
-export class McpTokenStore {
+/**
+ * Where `McpOAuth` keeps what it gets for each server. Every method may answer at once or with
+ * a promise (a keychain, a database). Contract: `read` after `write` gives the value written (or
+ * undefined if it was lost); `remove` forgets the tokens of a server but not its registered
+ * client (a later login uses it again); nothing kept is ever shown.
+ */
+export interface TokenStore {
+  /** What is kept for `serverUrl`, or undefined. */
+  read(serverUrl: string): StoredAuthorization | undefined | Promise<StoredAuthorization | undefined>;
+  /** Keeps `value` for `value.serverUrl`, replacing what was there. */
+  write(value: StoredAuthorization): void | Promise<void>;
+  /** Forgets `serverUrl`'s tokens; true when there were some. */
+  remove(serverUrl: string): boolean | Promise<boolean>;
+  /** The client registered for `serverUrl` (dynamic registration), or undefined. */
+  readClient(serverUrl: string): KeptClient | undefined | Promise<KeptClient | undefined>;
+  /** Keeps the client registered for `serverUrl`; undefined forgets it (the server refused it). */
+  writeClient(serverUrl: string, client: KeptClient | undefined): void | Promise<void>;
+}
+
+/** A `TokenStore` in this process's memory only. */
+export class MemoryTokenStore implements TokenStore {
+  private readonly tokens = new Map<string, StoredAuthorization>();
+  private readonly clients = new Map<string, KeptClient>();
+
+  read(serverUrl: string): StoredAuthorization | undefined {
+    const value = this.tokens.get(serverUrl);
+    return value === undefined ? undefined : structuredClone(value);
+  }
+
+  write(value: StoredAuthorization): void {
+    this.tokens.set(value.serverUrl, structuredClone(value));
+  }
+
+  remove(serverUrl: string): boolean {
+    return this.tokens.delete(serverUrl);
+  }
+
+  readClient(serverUrl: string): KeptClient | undefined {
+    const value = this.clients.get(serverUrl);
+    return value === undefined ? undefined : structuredClone(value);
+  }
+
+  writeClient(serverUrl: string, client: KeptClient | undefined): void {
+    if (client === undefined) this.clients.delete(serverUrl);
+    else this.clients.set(serverUrl, structuredClone(client));
+  }
+}
+
+/** The token files of one folder (the default `TokenStore`). */
+export class McpTokenStore implements TokenStore {
   constructor(readonly folder: string) {}
 
   /** The file of `serverUrl`. */
@@ -37,28 +92,58 @@ export class McpTokenStore {
     return path.join(this.folder, `${hash}.json`);
   }
 
+  /** The file of the client registered for `serverUrl`. */
+  clientFileOf(serverUrl: string): string {
+    return this.fileOf(serverUrl).replace(/\.json$/, ".client.json");
+  }
+
   /** What is kept for `serverUrl`; undefined when nothing is (or the file cannot be read as such). */
   read(serverUrl: string): StoredAuthorization | undefined {
+    const value = this.readJson(this.fileOf(serverUrl)) as StoredAuthorization | undefined;
+    if (value?.serverUrl !== serverUrl || typeof value.tokens?.access_token !== "string") return undefined;
+    return value;
+  }
+
+  /** Keeps `value` (0600 in a 0700 folder, written whole). */
+  write(value: StoredAuthorization): void {
+    this.writeJson(this.fileOf(value.serverUrl), value);
+  }
+
+  /** Forgets `serverUrl`'s tokens; true when there were some. */
+  remove(serverUrl: string): boolean {
+    const had = this.read(serverUrl) !== undefined;
+    rmSync(this.fileOf(serverUrl), { force: true });
+    return had;
+  }
+
+  readClient(serverUrl: string): KeptClient | undefined {
+    const value = this.readJson(this.clientFileOf(serverUrl)) as (KeptClient & { serverUrl?: string }) | undefined;
+    if (value?.serverUrl !== serverUrl || typeof value.client?.clientId !== "string") return undefined;
+    return { issuer: value.issuer, client: value.client };
+  }
+
+  writeClient(serverUrl: string, client: KeptClient | undefined): void {
+    if (client === undefined) rmSync(this.clientFileOf(serverUrl), { force: true });
+    else this.writeJson(this.clientFileOf(serverUrl), { serverUrl, ...client });
+  }
+
+  private readJson(file: string): unknown {
     let text: string;
     try {
-      text = readFileSync(this.fileOf(serverUrl), "utf8");
+      text = readFileSync(file, "utf8");
     } catch {
       return undefined;
     }
     try {
-      const value = JSON.parse(text) as StoredAuthorization;
-      if (value.serverUrl !== serverUrl || typeof value.tokens?.access_token !== "string") return undefined;
-      return value;
+      return JSON.parse(text);
     } catch {
       return undefined; // a damaged file is as good as none: the next login writes it anew
     }
   }
 
-  /** Keeps `value` (0600 in a 0700 folder, written whole). */
-  write(value: StoredAuthorization): void {
+  private writeJson(file: string, value: unknown): void {
     mkdirSync(this.folder, { recursive: true, mode: 0o700 });
     chmodSync(this.folder, 0o700);
-    const file = this.fileOf(value.serverUrl);
     const fresh = `${file}.${process.pid}.${Date.now()}.tmp`;
     try {
       writeFileSync(fresh, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
@@ -67,13 +152,5 @@ export class McpTokenStore {
       rmSync(fresh, { force: true }); // no token left behind in a stray file
       throw error;
     }
-  }
-
-  /** Forgets `serverUrl`'s tokens; true when there were some. */
-  remove(serverUrl: string): boolean {
-    const file = this.fileOf(serverUrl);
-    const had = this.read(serverUrl) !== undefined;
-    rmSync(file, { force: true });
-    return had;
   }
 }

@@ -10,7 +10,8 @@
  * - **Time**: `timeoutMs` bounds the whole request, `idleTimeoutMs` the wait for headers and,
  *   through the adapter's `progress()` per data frame, every wait inside the stream
  *   (`request-deadline.ts`). Both end as `error` with their own kind, never as `aborted`.
- * - **Redirects**: `fetch` runs with `redirect: "manual"`. A 307/308 to the **same origin** is
+ * - **Redirects** (the decision of the one outbound policy, `outbound.ts`): `fetch` runs with
+ *   `redirect: "manual"`. A 307/308 to the **same origin** is
  *   followed (at most 5 hops; the method and body stay the same). Any redirect to another origin
  *   is refused, so the conversation and the key never go to a host the caller did not name;
  *   301/302/303 are refused too (they would turn the `POST` into a `GET`). The error names the
@@ -24,6 +25,7 @@
  *   says how many sends it took (`OpenStream.attempts`).
  */
 import { boundedBody, DEFAULT_LIMITS, ResponseTooLargeError, type ResponseLimits } from "./response-limits.js";
+import { isRedirect, redirectDecision } from "./outbound.js";
 import { RequestDeadline } from "./request-deadline.js";
 import { clip, describeCause, failure, readErrorBody, type RequestFailure } from "./request-failure.js";
 import {
@@ -187,7 +189,7 @@ async function sendOnce(
       const text = `Request to ${url} failed: ${clip(describeCause(error), secrets)}`;
       return { ok: false, failure: failure("network", text, { retryable: isRetryableNetworkError(error) }) };
     }
-    if (![301, 302, 303, 307, 308].includes(response.status)) break;
+    if (!isRedirect(response.status)) break;
     await response.body?.cancel().catch(() => {});
     const refused = redirectRefusal(url, response, hop, secrets);
     if (typeof refused !== "string") return { ok: false, failure: refused };
@@ -223,41 +225,45 @@ async function sendOnce(
   return { ok: true, response };
 }
 
-/** The next URL for a same-origin 307/308, or the failure that refuses the redirect. */
+/** The next URL for a same-origin 307/308 (the outbound policy's decision), or the failure that refuses the redirect. */
 function redirectRefusal(
   from: string,
   response: Response,
   hop: number,
   secrets: readonly string[],
 ): string | RequestFailure {
-  const location = response.headers.get("location");
-  let target: URL | undefined;
-  try {
-    target = location === null ? undefined : new URL(location, from);
-  } catch {
-    target = undefined;
-  }
+  const decision = redirectDecision(
+    new URL(from),
+    response.status,
+    response.headers.get("location"),
+    "POST",
+    hop,
+    MAX_REDIRECTS - 1,
+    false,
+  );
+  if (decision.follow) return decision.next.href;
+  const target = decision.target;
   const where = target === undefined ? "an unreadable location" : clip(`${target.origin}${target.pathname}`, secrets);
   const head = `HTTP ${response.status}: the server redirected the request to ${where}`;
   const details = { status: response.status };
-  if (target === undefined) return failure("redirect", `${head}.`, details);
-  if (target.origin !== new URL(from).origin) {
-    return failure(
-      "redirect",
-      `${head}, another origin; it was not followed, so the conversation and the key were not sent there. If that server is the right one, set baseUrl to it.`,
-      details,
-    );
+  switch (decision.why) {
+    case "cross-origin":
+      return failure(
+        "redirect",
+        `${head}, another origin; it was not followed, so the conversation and the key were not sent there. If that server is the right one, set baseUrl to it.`,
+        details,
+      );
+    case "method-change":
+      return failure(
+        "redirect",
+        `${head}; a ${response.status} would turn the POST into a GET, so it was not followed. Set baseUrl to the final address.`,
+        details,
+      );
+    case "too-many":
+      return failure("redirect", `${head}, after ${MAX_REDIRECTS} redirects; giving up.`, details);
+    default:
+      return failure("redirect", `${head}.`, details);
   }
-  if (response.status !== 307 && response.status !== 308) {
-    return failure(
-      "redirect",
-      `${head}; a ${response.status} would turn the POST into a GET, so it was not followed. Set baseUrl to the final address.`,
-      details,
-    );
-  }
-  if (hop + 1 >= MAX_REDIRECTS)
-    return failure("redirect", `${head}, after ${MAX_REDIRECTS} redirects; giving up.`, details);
-  return target.href;
 }
 
 function streamOf(

@@ -1,0 +1,106 @@
+/**
+ * The engine's front door: the one TCP listener in front of Restate's ingress and admin API, both
+ * of which listen on Unix sockets only its owner reaches (`restate-server.ts`).
+ *
+ * Every request must carry `Authorization: Bearer <token>`, the token of the engine's credential
+ * file (0600, `engine.ts`); anything else is answered 401 before a byte reaches Restate. A request
+ * under `/admin/` goes to the admin API (without that prefix), any other to the ingress. The
+ * `authorization` header is taken off before forwarding: Restate keeps an ingress request's
+ * headers in the run's journal and hands them to the workers, and the token must be in neither.
+ *
+ * No other check is made here: whoever holds the token is the owner (runs, results, cancel,
+ * deployments). Workers do not trust the gate either: they verify the engine's signature.
+ */
+import { timingSafeEqual } from "node:crypto";
+import http from "node:http";
+
+export interface Gate {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface GateOptions {
+  token: string;
+  ingressSocket: string;
+  adminSocket: string;
+  /** Default 0: any free port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+}
+
+/** The header fields not passed on: hop-by-hop ones, and the credential. */
+const DROPPED = new Set([
+  "authorization",
+  "connection",
+  "keep-alive",
+  "proxy-authorization",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** Starts the gate and resolves once it listens. */
+export async function startGate(options: GateOptions): Promise<Gate> {
+  const expected = Buffer.from(`Bearer ${options.token}`);
+  const allowed = (header: string | undefined): boolean => {
+    if (header === undefined) return false;
+    const given = Buffer.from(header);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  };
+  const server = http.createServer((down, reply) => {
+    if (!allowed(down.headers.authorization)) {
+      down.resume();
+      reply.writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Bearer realm="pi-course-restate"' });
+      reply.end("the engine needs its credential: Authorization: Bearer <token of the engine's client.json>\n");
+      return;
+    }
+    const url = down.url ?? "/";
+    const toAdmin = url === "/admin" || url.startsWith("/admin/");
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(down.headers)) if (!DROPPED.has(name)) headers[name] = value;
+    const up = http.request(
+      {
+        socketPath: toAdmin ? options.adminSocket : options.ingressSocket,
+        method: down.method,
+        path: toAdmin ? url.slice("/admin".length) || "/" : url,
+        headers,
+      },
+      (response) => {
+        reply.writeHead(response.statusCode ?? 502, response.headers);
+        response.pipe(reply);
+      },
+    );
+    up.on("error", (error) => {
+      if (!reply.headersSent) {
+        reply.writeHead(503, { "content-type": "text/plain" });
+        reply.end(
+          `the engine's Restate server is not answering (${error.message}); it is being restarted, try again\n`,
+        );
+      } else reply.destroy();
+    });
+    reply.on("close", () => {
+      if (!reply.writableFinished) up.destroy();
+    });
+    down.pipe(up);
+  });
+  // a client waiting on a run's result holds its request open for as long as the run takes
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  const host = options.host ?? "127.0.0.1";
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
