@@ -13,6 +13,10 @@ export default defineConfig({
         find: /^@pi\/course$/,
         replacement: fileURLToPath(new URL("packages/pi-course/src/index.ts", import.meta.url)),
       },
+      {
+        find: /^@pi\/course-restate$/,
+        replacement: fileURLToPath(new URL("packages/pi-course-restate/src/index.ts", import.meta.url)),
+      },
     ],
   },
   test: {

@@ -43,6 +43,7 @@ export default defineChapter({
   files: [
     "src/base/dollars.ts",
     "src/cli/features/eval.ts",
+    "src/cli/features/eval-engine.ts",
     "src/eval/case-format.ts",
     "src/eval/case-script.ts",
     "src/eval/protocol.ts",

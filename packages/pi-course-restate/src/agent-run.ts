@@ -19,7 +19,12 @@ import { Agent, type AgentMessage, type AgentTool, type Model } from "@pi/course
 import { journaledModel } from "./journaled-model.js";
 import { secretField, secretInJournal } from "./journal-guard.js";
 import { journaledTools } from "./journaled-tool.js";
+import { inputDigest } from "./input-digest.js";
+import { MAX_STEP_SECONDS, type RunLimits, resolveLimits } from "./run-limits.js";
 import { Steps } from "./steps.js";
+
+/** The durable promise a run resolves with its input's digest as its first act (input-digest.ts). */
+export const INPUT_PROMISE = "input-digest";
 
 /** The workflow's name (the ingress path is `/AgentRun/<run id>/run`). */
 export const AGENT_RUN = "AgentRun";
@@ -32,6 +37,8 @@ export interface RunInput {
   prompt: string;
   /** Handed to the setup as it is. */
   options?: unknown;
+  /** The run's time limits (run-limits.ts: default 3600 s a run, 600 s a step). */
+  limits?: RunLimits;
 }
 
 /** What a run gives back: its transcript, and why it failed if it did. */
@@ -92,6 +99,8 @@ export function agentRunWorkflow(setups: RunSetups, options: { retry?: RetryOpti
     name: AGENT_RUN,
     handlers: {
       run: async (ctx: restate.WorkflowContext, input: RunInput): Promise<RunOutput> => {
+        // first, so a second submission of this id can be compared with it (`submitRun`)
+        await ctx.promise<string>(INPUT_PROMISE).resolve(inputDigest(input ?? null));
         const setup = setups[input?.setup];
         if (setup === undefined) {
           const known = Object.keys(setups).join(", ") || "(none)";
@@ -104,8 +113,15 @@ export function agentRunWorkflow(setups: RunSetups, options: { retry?: RetryOpti
           throw new restate.TerminalError("AgentRun: input.prompt must be a string");
         const secret = secretField(input.options);
         if (secret !== undefined) throw new restate.TerminalError(`AgentRun: ${secretInJournal(secret)}`);
+        const limits = resolveLimits(input.limits);
+        if (typeof limits === "string") throw new restate.TerminalError(`AgentRun: ${limits}`);
+        const startedAt = await ctx.date.now();
         const parts = await setup({ runId: ctx.key, options: input.options });
-        const steps = new Steps(ctx);
+        const steps = new Steps(ctx, {
+          deadline: startedAt + limits.runSeconds * 1000,
+          stepMs: limits.stepSeconds * 1000,
+          runLimitText: `run ${ctx.key} passed its time limit of ${limits.runSeconds} s`,
+        });
         const agent = new Agent({
           initialState: {
             model: journaledModel(steps, parts.model),
@@ -119,7 +135,12 @@ export function agentRunWorkflow(setups: RunSetups, options: { retry?: RetryOpti
         const { messages, errorMessage } = agent.state;
         return { messages: [...messages], ...(errorMessage !== undefined && { errorMessage }) };
       },
+      /** The digest of the input the run was started with, once it started (waits until then). */
+      input: restate.handlers.workflow.shared(
+        async (ctx: restate.WorkflowSharedContext): Promise<string> => ctx.promise<string>(INPUT_PROMISE).get(),
+      ),
     },
-    options: { retryPolicy: retryPolicy(options.retry) },
+    // a step is cut by the worker at its own limit (run-limits.ts), before Restate would abort it
+    options: { retryPolicy: retryPolicy(options.retry), inactivityTimeout: (MAX_STEP_SECONDS + 60) * 1000 },
   });
 }

@@ -8,7 +8,7 @@
  * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts.
  *
  * An engine that does not answer at all (restarting, say) is asked again for `reconnectMs`
- * (default 60 s); then it rejects with an error that names the address and what to do.
+ * (default 120 s); then it rejects with an error that names the address and what to do.
  */
 import { EngineUnreachable } from "./engine-client.js";
 
@@ -21,7 +21,7 @@ export interface AttachOptions {
   maxWaitMs?: number;
   /** Sent with each attempt (the engine's credential). */
   headers?: Record<string, string>;
-  /** How long an engine that does not answer at all is asked again (default 60 s). */
+  /** How long an engine that does not answer at all is asked again (default 120 s). */
   reconnectMs?: number;
 }
 
@@ -59,9 +59,9 @@ export async function attach(url: string, options: AttachOptions = {}): Promise<
       }
       // no answer at all: the engine is away (restarting?) for a while, or not there
       unreachableSince ??= Date.now();
-      if (Date.now() - unreachableSince > (options.reconnectMs ?? 60_000))
+      if (Date.now() - unreachableSince >= (options.reconnectMs ?? 120_000))
         throw new EngineUnreachable(new URL(url).origin, error);
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, Math.max(0, deadline - Date.now()))));
     }
   }
 }

@@ -203,7 +203,10 @@ export async function cancelRun(
       )
     )[0];
   const found = await find();
-  if (found === undefined) throw new Error(`the engine at ${engine.url} has no run ${runId} of ${service}`);
+  if (found === undefined)
+    throw new Error(
+      `no run ${runId} of ${service} on the engine at ${engine.url}: \`pi-course-restate list\` shows the runs there`,
+    );
   const invocationId = String(found.id);
   if (found.status === "completed") return { invocationId, outcome: "ended" };
   const patch = async (what: "cancel" | "kill") => {

@@ -9,7 +9,9 @@
  * run's record and its session file's text — is recorded once, so a case is never lost and never
  * counted twice: the suite reads one result per workflow.
  *
- * Offline only: a run against a model server would put its key in the engine's journal.
+ * Offline on each case's script, or against a model server (`server`): the input names the server
+ * and the model, never the key, which each worker reads from its own environment (`apiKeyEnv`, or
+ * the provider's usual variable), so no key is ever in the engine's journal.
  * The case's folder must be at the same path on every worker (a shared checkout).
  *
  * A case is code (its `check` and its scripted commands run as the worker's user), so a worker runs
@@ -22,8 +24,9 @@ import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import * as restate from "@restatedev/restate-sdk";
-import { caseModel, loadCase, type RunRecord, runCase, runtimeWire } from "@pi/course";
+import { caseModel, type EvalServer, loadCase, type RunRecord, runCase, runtimeWire } from "@pi/course";
 import { type RetryOptions, retryPolicy } from "./agent-run.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
 /** The workflow's name (the ingress path is `/EvalRun/<key>/run`). */
 export const EVAL_RUN = "EvalRun";
@@ -33,6 +36,20 @@ export interface EvalRunInput {
   /** The case's folder, absolute, the same on every worker. */
   caseDir: string;
   repeat: number;
+  /** The model server (default: offline, the case's script). No key: see `EngineModelServer`. */
+  server?: EngineModelServer;
+}
+
+/**
+ * A model server as a run names it through the engine: provider, address, model, and the NAME of
+ * the variable the workers read the key from (default: the provider's, `OPENAI_API_KEY` or
+ * `ANTHROPIC_API_KEY`). A worker without it calls the server with no key.
+ */
+export interface EngineModelServer {
+  provider: EvalServer["provider"];
+  baseUrl?: string;
+  model: string;
+  apiKeyEnv?: string;
 }
 
 /** What the step records: the record (without a session path: the suite places the file) and the session file's text. */
@@ -107,6 +124,9 @@ export async function evalRunWorkflow(
             "EvalRun: the input must be { caseDir: an absolute path, repeat: a whole number }",
           );
         }
+        // the one guard of what a journal must not hold (journal-guard.ts): a key is named, never sent
+        const secret = secretField(input.server, "server");
+        if (secret !== undefined) throw new restate.TerminalError(`EvalRun: ${secretInJournal(secret)}`);
         const caseDir = await confinedCase(input.caseDir, roots);
         return limited(() => ctx.run("case", () => runOne({ ...input, caseDir }, casesFolder)));
       },
@@ -120,11 +140,12 @@ async function runOne(input: EvalRunInput, casesFolder: string): Promise<EvalRun
   const scratch = await mkdtemp(path.join(casesFolder, "case-"));
   try {
     const evalCase = await loadCase(input.caseDir);
+    const server = withKey(input.server);
     const record = await runCase(evalCase, {
       repeat: input.repeat,
       runRoot: path.join(scratch, "run"),
-      model: await caseModel(evalCase, undefined, input.repeat),
-      wire: runtimeWire(undefined),
+      model: await caseModel(evalCase, server, input.repeat),
+      wire: runtimeWire(server),
       keepSessionAs: path.join(scratch, "session.jsonl"),
     });
     const session = record.sessionFile === undefined ? undefined : await readFile(record.sessionFile, "utf8");
@@ -133,4 +154,18 @@ async function runOne(input: EvalRunInput, casesFolder: string): Promise<EvalRun
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** The variable a provider's key is read from when none is named (as `pi-course` reads it). */
+const KEY_VARIABLE: Readonly<Record<EvalServer["provider"], string>> = {
+  openai: "OPENAI_API_KEY",
+  anthropic: "ANTHROPIC_API_KEY",
+};
+
+/** `server` with the key from this worker's environment (none if the variable is not set). */
+function withKey(server: EngineModelServer | undefined): EvalServer | undefined {
+  if (server === undefined) return undefined;
+  const variable = server.apiKeyEnv ?? KEY_VARIABLE[server.provider];
+  const apiKey = process.env[variable];
+  return { ...server, ...(apiKey !== undefined && apiKey !== "" && { apiKey }) };
 }

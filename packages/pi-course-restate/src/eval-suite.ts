@@ -22,7 +22,8 @@ import {
 } from "@pi/course";
 import { attach } from "./attach.js";
 import { type EngineConnection, engineFetch } from "./engine-client.js";
-import { EVAL_RUN, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
+import { EVAL_RUN, type EngineModelServer, type EvalRunInput, type EvalRunOutput } from "./eval-run.js";
+import { secretField, secretInJournal } from "./journal-guard.js";
 
 export interface EngineEvalOptions {
   /** The suite's folder. */
@@ -37,6 +38,8 @@ export interface EngineEvalOptions {
   runId?: string;
   /** Hears each finished run. */
   onDone?: (record: RunRecord) => void;
+  /** The model server (default: offline, each case's script); its key stays with the workers. */
+  server?: EngineModelServer;
 }
 
 export interface EngineEvalResult {
@@ -49,6 +52,8 @@ export interface EngineEvalResult {
 
 /** Runs `options.suite` on the engine and writes the reports. */
 export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEvalResult> {
+  const secret = secretField(options.server, "server");
+  if (secret !== undefined) throw new Error(`suite not submitted: ${secretInJournal(secret)}`);
   const suite = path.resolve(options.suite);
   const cases = await loadSuite(suite);
   const repeat = options.repeat ?? 1;
@@ -63,7 +68,11 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
   const records = await Promise.all(
     jobs.map(async ({ evalCase, repeat: index }) => {
       const key = encodeURIComponent(`${runId}/${evalCase.name}/${index}`);
-      const input: EvalRunInput = { caseDir: path.resolve(evalCase.dir), repeat: index };
+      const input: EvalRunInput = {
+        caseDir: path.resolve(evalCase.dir),
+        repeat: index,
+        ...(options.server !== undefined && { server: options.server }),
+      };
       const sent = await engineFetch(options.engine, `/${EVAL_RUN}/${key}/run/send`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -92,7 +101,10 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
   const report = buildSuiteReport(
     {
       suite: options.suite,
-      model: "scripted (offline, each case's script.json)",
+      model:
+        options.server === undefined
+          ? "scripted (offline, each case's script.json)"
+          : `${options.server.model} at ${options.server.baseUrl ?? "https://api.anthropic.com"} (through the engine)`,
       startedAt,
       finishedAt: new Date(),
       // every run is handed to the engine at once; each worker's own limit decides how many run together

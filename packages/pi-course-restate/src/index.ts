@@ -6,11 +6,11 @@
  * Workers: `startWorker` (in this process) or `spawnWorker` (a child process; `bundleWorker` makes
  * one file of a worker and its setups that starts in a fraction of the time), given the engine's
  * identity keys. Clients: `readConnection` (the engine's `client.json`), runs with `submitRun` /
- * `runResult` / `runDurably`, kept as a session file by `writeSession`; `cancelRun`,
- * `engineVersions`, `engineQuery`. Suites: `evalOnEngine`. The pieces a run is made of:
- * `agentRunWorkflow`, `journaledModel`, `journaledTools`, `Steps`.
+ * `runResult` / `runDurably`, kept as a session file by `writeSession`; an operator's view:
+ * `runStatus`, `listRuns`, `cancelRun`, `engineVersions`, `engineQuery`. Suites: `evalOnEngine`.
+ * The pieces a run is made of: `agentRunWorkflow`, `journaledModel`, `journaledTools`, `Steps`.
  */
-export { AGENT_RUN, agentRunWorkflow, RETRY_POLICY, retryPolicy } from "./agent-run.js";
+export { AGENT_RUN, agentRunWorkflow, INPUT_PROMISE, RETRY_POLICY, retryPolicy } from "./agent-run.js";
 export type { RetryOptions, RunInput, RunOutput, RunParts, RunSetup, RunSetups } from "./agent-run.js";
 export { attach } from "./attach.js";
 export type { AttachOptions, Attached } from "./attach.js";
@@ -28,26 +28,32 @@ export {
 } from "./engine-client.js";
 export type { CancelOutcome, EngineConnection, VersionState } from "./engine-client.js";
 export { EVAL_RUN, evalRunWorkflow } from "./eval-run.js";
-export type { EvalRunInput, EvalRunOutput } from "./eval-run.js";
+export type { EngineModelServer, EvalRunInput, EvalRunOutput } from "./eval-run.js";
 export { evalOnEngine } from "./eval-suite.js";
 export type { EngineEvalOptions, EngineEvalResult } from "./eval-suite.js";
+export { checkBind } from "./bind.js";
 export { startGate } from "./gate.js";
 export type { Gate, GateOptions } from "./gate.js";
 export { engineIdentity, IDENTITY_KEYS_ENV, readIdentityKeys } from "./identity.js";
 export type { EngineIdentity } from "./identity.js";
+export { inputDigest } from "./input-digest.js";
 export { secretField } from "./journal-guard.js";
 export { journaledModel } from "./journaled-model.js";
 export { journaledTool, journaledTools } from "./journaled-tool.js";
 export { startProxy } from "./proxy.js";
+export { DEFAULT_RUN_SECONDS, DEFAULT_STEP_SECONDS, MAX_STEP_SECONDS } from "./run-limits.js";
+export type { RunLimits } from "./run-limits.js";
+export { listRuns, runStatus } from "./runs.js";
+export type { RunStatus } from "./runs.js";
 export type { Proxy } from "./proxy.js";
 export { freePort, restateServerBinary, startRestateServer } from "./restate-server.js";
 export type { RestateServer } from "./restate-server.js";
 export { Steps } from "./steps.js";
-export { runDurably, runResult, submitRun, writeSession } from "./submit.js";
+export { RunInputMismatchError, runDurably, runResult, submitRun, writeSession } from "./submit.js";
 export { startWorker } from "./worker.js";
 export { bundleWorker } from "./worker-bundle.js";
 export type { WorkerBundleOptions } from "./worker-bundle.js";
-export { runWorkerCommand } from "./worker-command.js";
+export { runWorkerCommand, WORKER_HELP } from "./worker-command.js";
 export type { Worker, WorkerOptions } from "./worker.js";
 export { spawnWorker } from "./worker-process.js";
 export type { WorkerProcess } from "./worker-process.js";

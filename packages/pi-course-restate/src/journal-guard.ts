@@ -32,7 +32,7 @@ export function secretField(value: unknown, at = "options"): string | undefined 
 /** The error for a run whose options hold `field`. */
 export function secretInJournal(field: string): string {
   return (
-    `${field} looks like a credential, and a run's options are kept in the engine's journal. ` +
+    `${field} looks like a credential, and a run's input is kept in the engine's journal. ` +
     "Give the workers the key in their own environment or a file, and let the options name it " +
     '(e.g. { "apiKeyEnv": "OPENAI_API_KEY" }).'
   );

@@ -13,7 +13,8 @@
  * half is dropped and asked for again). A turn whose result was recorded is never asked again.
  *
  * The run's abort signal is not handed to the model: a step runs to its result (a run on the
- * engine is stopped by cancelling its invocation there).
+ * engine is stopped by cancelling its invocation there). The model gets the step's time-limit
+ * signal instead (run-limits.ts): a turn past its limit is recorded as a failed turn saying so.
  */
 import {
   type AssistantMessage,
@@ -23,6 +24,7 @@ import {
   type Model,
   type StreamOptions,
 } from "@pi/course";
+import { untilAborted } from "./run-limits.js";
 import type { Steps } from "./steps.js";
 
 /** `model`, each turn a step of `steps` named `turn N` (N counts from 0 in this handler). */
@@ -35,10 +37,11 @@ export function journaledModel(steps: Steps, model: Model): Model {
       const name = `turn ${turns++}`;
       const out = new AssistantMessageEventStream();
       steps
-        .run(name, async () => {
+        .run(name, async (limit) => {
           const { signal: _signal, ...rest } = options ?? {};
           try {
-            return (await model.stream(context, rest).result()) as AssistantMessage;
+            const turn = model.stream(context, { ...rest, ...(limit !== undefined && { signal: limit }) });
+            return (await untilAborted(turn.result(), limit)) as AssistantMessage;
           } catch (error) {
             // a stream that broke its contract: recorded as a failed turn, not retried for ever
             return failed(model, error);

@@ -16,11 +16,15 @@
  * How "recorded by an earlier attempt" is known: the intent step's action runs only when the
  * engine has no result for it, so the action sets a flag; a replayed intent leaves it unset.
  *
+ * A call past its step's time limit (run-limits.ts) gets the limit's signal and is not waited for
+ * after it: its result is the limit's error (a tool that is not replay-safe may have taken effect).
+ *
  * A tool that throws is a recorded error (the step succeeds with the error's text and the call
  * throws it again outside the step): the engine's retry is for crashes, the model answers errors.
  * A step the engine rejects (a cancelled invocation) is no tool error: `Steps` fails the run with it.
  */
 import { type AgentTool, type AgentToolResult, uncertainText } from "@pi/course";
+import { untilAborted } from "./run-limits.js";
 import type { Steps } from "./steps.js";
 
 /** What the result step records. */
@@ -44,10 +48,12 @@ export function journaledTool<T extends AgentTool<any, any>>(steps: Steps, tool:
         return { toolName: tool.name, arguments: params as unknown };
       });
     }
-    const outcome = await steps.run(`${toolCallId} result`, async (): Promise<Outcome> => {
+    const outcome = await steps.run(`${toolCallId} result`, async (limit): Promise<Outcome> => {
       if (!fresh) return { result: await interrupted(tool, toolCallId, params) };
       try {
-        return { result: await inner.execute(...args) };
+        const [, , signal, ...rest] = args;
+        const both = limit === undefined ? signal : signal === undefined ? limit : AbortSignal.any([signal, limit]);
+        return { result: await untilAborted(Promise.resolve(inner.execute(toolCallId, params, both, ...rest)), limit) };
       } catch (error) {
         return { error: error instanceof Error ? error.message || error.name : String(error) };
       }

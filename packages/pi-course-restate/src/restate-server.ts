@@ -55,8 +55,8 @@ export function restateServerBinary(): string {
     return require.resolve(name);
   } catch {
     throw new Error(
-      `The Restate server binary ${name} is not installed. Run \`npm install\` in the repository ` +
-        "(it comes with @restatedev/restate-server as an optional dependency for this platform).",
+      `The Restate server binary ${name} is not installed; the engine needs it (workers do not). ` +
+        "Install it beside this package: npm install @restatedev/restate-server@1.7.12",
     );
   }
 }

@@ -13,7 +13,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
-const COMMAND = fileURLToPath(new URL("./worker-command.ts", import.meta.url));
+const HERE = fileURLToPath(import.meta.url);
+/** The worker's command beside this file (`.ts` in the sources, `.js` once built). */
+const COMMAND = path.join(path.dirname(HERE), `worker-command${path.extname(HERE)}`);
 
 export interface WorkerBundleOptions {
   /** The setups module (exports `setups`), built into the bundle; none: a worker of eval cases only. */
@@ -24,7 +26,7 @@ export interface WorkerBundleOptions {
 
 /**
  * Bundles the worker command (`runWorkerCommand`) and `setups` into `outfile`; run it with
- * `node <outfile> [--cases N] [--port N] [--host H] [--grace-ms N]`. Rejects with esbuild's
+ * `node <outfile> [worker options]` (`WORKER_HELP`). Rejects with esbuild's
  * messages when a module does not build.
  */
 export async function bundleWorker(options: WorkerBundleOptions): Promise<void> {

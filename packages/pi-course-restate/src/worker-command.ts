@@ -1,8 +1,7 @@
 /**
- * The worker's command as a function: `[--setups <module>] [--cases N] [--port N] [--host H]
- * [--grace-ms N] [--identity-keys-file FILE] [--suites DIR,…] [--version V] [--retry-max-ms N]`,
- * what `worker-main.ts` (and `pi-course-restate worker`) run, and what a worker bundle
- * (`bundleWorker`) runs with its setups built in.
+ * The worker's command as a function: what `worker-main.ts` (and `pi-course-restate worker`) run,
+ * and what a worker bundle (`bundleWorker`) runs with its setups built in. `WORKER_HELP` says every
+ * option.
  *
  * The engine's identity keys come from `--identity-keys-file` (the engine's `<dir>/identity-keys`)
  * or from `PI_RESTATE_IDENTITY_KEYS`; without them the worker does not start. `--suites`: the only
@@ -10,22 +9,51 @@
  * program's file and the setups module; name it yourself when you run sources under tsx).
  *
  * The setups module exports `setups` (a `RunSetups`) for agent runs; without it the worker takes
- * eval cases only (`--cases` at once, default 2). Prints `worker <pid> listening on <url>`
- * once it listens; a SIGTERM or SIGINT closes it: connections still open after `--grace-ms`
- * (default 5000) are cut, then it exits.
+ * eval cases only. Prints `worker <pid> listening on <url>` once it listens; a SIGTERM or SIGINT
+ * (or, with `--stop-with-stdin`, its standard input closing: the parent that spawned it is gone)
+ * closes it: connections still open after `--grace-ms` are cut, then it exits.
+ *
+ * Each worker has a TMPDIR of its own (a new folder, removed when it stops, unless `--tmpdir`
+ * names one): an eval case's protocol check watches the top of its temporary folder, so workers
+ * sharing one would see each other's files as the case writing outside its workspace.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
+import { checkBind } from "./bind.js";
 import { readIdentityKeys } from "./identity.js";
 import { startWorker } from "./worker.js";
 
-const USAGE =
-  "usage: worker-main.ts [--setups <module exporting `setups`>] [--cases N] [--port N] [--host 127.0.0.1] [--grace-ms N] " +
-  "[--identity-keys-file FILE] [--suites DIR,…] [--version V] [--retry-max-ms N]";
+export const WORKER_HELP = `usage: pi-course-restate worker [--setups MODULE] [options]
+   or: node WORKER.mjs [options]   (a bundle: its setups are built in)
+
+Serves agent runs (the setups module's) and eval cases to the engine over HTTP/2.
+
+  --setups MODULE          a module exporting \`setups\` (name → RunSetup), loaded by path (a
+                           TypeScript module needs tsx; \`bundle\` builds one file instead);
+                           none: eval cases only
+  --port N                 the port (default: any free one; printed)
+  --identity-keys-file FILE  the engine's public keys (its DIR/identity-keys; or set
+                           PI_RESTATE_IDENTITY_KEYS): the worker serves only requests the engine
+                           signed, and does not start without them
+  --host ADDR              where it listens (default 127.0.0.1; another machine's address is
+                           safe: unsigned requests are refused)
+  --suites DIR[,DIR…]      the only folders whose eval cases it runs (default: none)
+  --version V              the name of its code (default: a hash of the program and the setups
+                           module; name it yourself when you run sources under tsx)
+  --retry-max-ms N         the longest wait between the engine's retries of a run (default 2000)
+  --cases N                eval cases at once (default 2)
+  --tmpdir DIR             its TMPDIR (default: a new folder of its own, removed when it stops)
+  --grace-ms N             on SIGTERM, how long runs in flight go on before their connections are
+                           cut (default 5000; the engine retries them on another worker)
+  --stop-with-stdin        stop when standard input closes (the parent that started it is gone)
+
+The engine's admin address is not needed: the engine is given this worker's URL (\`engine --workers\`).
+`;
 
 /** A short hash of `files` (those that exist): the version of the code they hold. */
 export function codeVersion(files: readonly (string | undefined)[]): string {
@@ -46,41 +74,43 @@ export function codeVersion(files: readonly (string | undefined)[]): string {
  * into the program (a bundle); then `--setups` is refused, as it would load a second copy.
  */
 export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSetups }): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      setups: { type: "string" },
-      cases: { type: "string" },
-      port: { type: "string" },
-      host: { type: "string" },
-      "grace-ms": { type: "string" },
-      "identity-keys-file": { type: "string" },
-      suites: { type: "string" },
-      version: { type: "string" },
-      "retry-max-ms": { type: "string" },
-    },
-  });
+  let values: ReturnType<typeof parse>["values"];
+  try {
+    ({ values } = parse(args));
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : error}. Run with --help for the options.`);
+  }
+  if (values.help) {
+    process.stdout.write(WORKER_HELP);
+    return;
+  }
+  const usage = "Run with --help for the options.";
+  const cases = values.cases === undefined ? 2 : Number(values.cases);
+  if (!Number.isInteger(cases) || cases < 1) throw new Error(`--cases must be a whole number above 0. ${usage}`);
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number. ${usage}`);
+  const graceMs = values["grace-ms"] === undefined ? 5000 : Number(values["grace-ms"]);
+  if (!Number.isInteger(graceMs) || graceMs < 0) throw new Error(`--grace-ms must be a whole number of ms. ${usage}`);
+  if (builtIn !== undefined && values.setups !== undefined) {
+    throw new Error(`this worker has its setups built in; it takes no --setups. ${usage}`);
+  }
   const retryMaxMs = values["retry-max-ms"] === undefined ? undefined : Number(values["retry-max-ms"]);
   if (retryMaxMs !== undefined && (!Number.isInteger(retryMaxMs) || retryMaxMs < 1))
-    throw new Error(`--retry-max-ms must be a whole number of ms above 0. ${USAGE}`);
-  const cases = values.cases === undefined ? 2 : Number(values.cases);
-  if (!Number.isInteger(cases) || cases < 1) throw new Error(`--cases must be a whole number above 0. ${USAGE}`);
-  const port = values.port === undefined ? 0 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number. ${USAGE}`);
-  const graceMs = values["grace-ms"] === undefined ? 5000 : Number(values["grace-ms"]);
-  if (!Number.isInteger(graceMs) || graceMs < 0) throw new Error(`--grace-ms must be a whole number of ms. ${USAGE}`);
-  if (builtIn !== undefined && values.setups !== undefined) {
-    throw new Error(`this worker has its setups built in; it takes no --setups. ${USAGE}`);
-  }
+    throw new Error(`--retry-max-ms must be a whole number of ms above 0. ${usage}`);
+  const host = values.host ?? "127.0.0.1";
+  checkBind("--host", host);
   const identityKeys = readIdentityKeys(values["identity-keys-file"]);
   let setups: RunSetups = builtIn?.setups ?? {};
   if (values.setups !== undefined) {
     const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
     if (loaded.setups === undefined || typeof loaded.setups !== "object") {
-      throw new Error(`${values.setups} exports no \`setups\` object (name → RunSetup). ${USAGE}`);
+      throw new Error(`${values.setups} exports no \`setups\` object (name → RunSetup). ${usage}`);
     }
     setups = loaded.setups;
   }
+  const ownTmp = values.tmpdir === undefined ? mkdtempSync(path.join(tmpdir(), "pi-course-worker-")) : undefined;
+  if (values.tmpdir !== undefined) mkdirSync(values.tmpdir, { recursive: true });
+  process.env.TMPDIR = ownTmp ?? path.resolve(values.tmpdir!);
   const version =
     values.version ??
     codeVersion([process.argv[1], values.setups === undefined ? undefined : path.resolve(values.setups)]);
@@ -89,16 +119,49 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     setups,
     cases,
     port,
+    host,
     version,
     suites: (values.suites ?? "").split(",").filter((dir) => dir !== ""),
     ...(retryMaxMs !== undefined && { retry: { maxIntervalMs: retryMaxMs } }),
-    ...(values.host && { host: values.host }),
   });
+  let stopping = false;
   const stop = () => {
-    setTimeout(() => process.exit(0), graceMs + 1000).unref(); // whatever still holds the server
-    void worker.close(graceMs).then(() => process.exit(0));
+    if (stopping) return;
+    stopping = true;
+    const exit = () => {
+      if (ownTmp !== undefined) rmSync(ownTmp, { recursive: true, force: true });
+      process.exit(0);
+    };
+    setTimeout(exit, graceMs + 1000).unref(); // whatever still holds the server
+    void worker.close(graceMs).then(exit);
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
+  if (values["stop-with-stdin"]) {
+    process.stdin.once("end", stop);
+    process.stdin.once("close", stop);
+    process.stdin.on("error", stop);
+    process.stdin.resume();
+  }
   process.stdout.write(`worker ${process.pid} listening on ${worker.url} (version ${version})\n`);
+}
+
+function parse(args: string[]) {
+  return parseArgs({
+    args,
+    options: {
+      setups: { type: "string" },
+      cases: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      tmpdir: { type: "string" },
+      "grace-ms": { type: "string" },
+      "identity-keys-file": { type: "string" },
+      suites: { type: "string" },
+      version: { type: "string" },
+      "retry-max-ms": { type: "string" },
+      "stop-with-stdin": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
 }

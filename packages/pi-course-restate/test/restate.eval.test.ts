@@ -34,14 +34,8 @@ let live = 0;
 const kills: { case: string; pid: number }[] = [];
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 const fleet = new Fleet((port, identityKeys) =>
-  spawnWorker({
-    bundle: bundle!.file,
-    port,
-    cases: 2,
-    tmpdir: path.join(root, `tmp-${port}`),
-    identityKeys,
-    suites: [path.join(root, "suite")],
-  }),
+  // no tmpdir: each worker makes its own (two sharing one turned cases into false protocol failures)
+  spawnWorker({ bundle: bundle!.file, port, cases: 2, identityKeys, suites: [path.join(root, "suite")] }),
 );
 
 async function judge(): Promise<void> {

@@ -257,7 +257,7 @@ it("runs an eval case only from inside its suite folders, by real path, whoever 
 it("keeps model keys out of the journal: a run whose options hold one is not submitted, and not run if sent another way", async () => {
   const options = { effects: path.join(root, "effects.log"), model: { apiKey: "sk-test-0001" } };
   await expect(submitRun(engine!, "keyed", { setup: "kill-script", prompt: "go", options })).rejects.toThrow(
-    "run keyed not submitted: options.model.apiKey looks like a credential, and a run's options are kept in the engine's journal. " +
+    "run keyed not submitted: options.model.apiKey looks like a credential, and a run's input is kept in the engine's journal. " +
       'Give the workers the key in their own environment or a file, and let the options name it (e.g. { "apiKeyEnv": "OPENAI_API_KEY" }).',
   );
   expect(await engineQuery(engine!, "SELECT id FROM sys_invocation WHERE target_service_key = 'keyed'")).toEqual([]);

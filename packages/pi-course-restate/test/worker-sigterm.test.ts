@@ -7,15 +7,18 @@ import http2 from "node:http2";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../src/restate-server.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
+import { testBundle } from "./support/fleet.js";
 import { someIdentityKey } from "./support/keys.js";
 
 let worker: WorkerProcess | undefined;
+let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 const sessions: http2.ClientHttp2Session[] = [];
 
-afterAll(() => {
+afterAll(async () => {
   for (const session of sessions) session.destroy();
   if (worker !== undefined && worker.child.exitCode === null && worker.child.signalCode === null)
     worker.child.kill("SIGKILL");
+  await bundle?.remove();
 });
 
 /** A session to `url` once it is connected. */
@@ -29,7 +32,14 @@ async function connect(url: string): Promise<http2.ClientHttp2Session> {
 
 it("exits within its grace on SIGTERM though sessions to it stay open", async () => {
   const graceMs = 500;
-  worker = await spawnWorker({ port: await freePort(), graceMs, identityKeys: [someIdentityKey()] });
+  // a bundle: under tsx a worker's start alone took 20 s at load 40
+  bundle = await testBundle();
+  worker = await spawnWorker({
+    bundle: bundle.file,
+    port: await freePort(),
+    graceMs,
+    identityKeys: [someIdentityKey()],
+  });
   // once started, the worker's output is no longer kept in this process
   expect(worker.child.stdout?.listenerCount("data")).toBe(0);
   await connect(worker.url);
@@ -39,10 +49,9 @@ it("exits within its grace on SIGTERM though sessions to it stay open", async ()
   await new Promise((resolve) => stream.once("response", resolve));
 
   const exited = new Promise<number | null>((resolve) => worker!.child.once("exit", (code) => resolve(code)));
-  const start = Date.now();
   worker.child.kill("SIGTERM");
-  // without the fix it never exits; the bound leaves room for a loaded machine (the backstop is graceMs + 1 s)
-  const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("still running"), 8000))]);
-  expect(code).toBe(0);
-  expect(Date.now() - start).toBeLessThan(graceMs + 7000);
-}, 20_000);
+  // without the fix it never exits (sessions hold the server open); with it, it exits after its
+  // grace (its own backstop: graceMs + 1 s). The test's timeout is the hang bound: a wall-time
+  // bound here failed at load 40 while the worker was on its way out.
+  expect(await exited).toBe(0);
+}, 120_000);

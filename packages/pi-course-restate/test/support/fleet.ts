@@ -12,8 +12,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type EngineConnection, engineVersions, type VersionState } from "../../src/engine-client.js";
 import { type Engine, startEngine } from "../../src/engine.js";
+import { freePort } from "../../src/restate-server.js";
 import { bundleWorker } from "../../src/worker-bundle.js";
-import type { WorkerProcess } from "../../src/worker-process.js";
+import { spawnWorker, type WorkerProcess } from "../../src/worker-process.js";
 
 /** Where the tests write their bundles: inside the package, so the bundle finds its node_modules. */
 const BUILD = fileURLToPath(new URL("../../.test-build/", import.meta.url));
@@ -119,4 +120,56 @@ export class Fleet {
     await Promise.allSettled(this.starting);
     for (const worker of this.workers) if (this.alive(worker)) worker.child.kill("SIGKILL");
   }
+}
+
+/** An engine and one bundled worker, its version serving. */
+export interface EngineAndWorker {
+  engine: Engine;
+  worker: WorkerProcess;
+  /** The worker's bundle (to start another worker of it). */
+  bundle: string;
+  /** Ends the worker (the current one), the engine, and removes the bundle. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts an engine (its files in `dir`) and one worker bundled with `setups` (none: eval cases
+ * only; `env` added to its environment, `suites` its suite folders) on a free port, and waits for
+ * its version to serve. If either fails to start, what did start is stopped before the failure is
+ * thrown.
+ */
+export async function engineAndWorker(
+  dir: string,
+  options: { setups?: string; env?: Record<string, string>; suites?: readonly string[] } = {},
+): Promise<EngineAndWorker> {
+  const bundle = await testBundle(options.setups);
+  const port = await freePort();
+  const started: Partial<EngineAndWorker> & { stop(): Promise<void> } = {
+    bundle: bundle.file,
+    async stop() {
+      await started.worker?.stop(0);
+      await started.engine?.stop();
+      await bundle.remove();
+    },
+  };
+  try {
+    started.engine = await startEngine({
+      dir,
+      workers: [`http://127.0.0.1:${port}`],
+      watchMs: 100,
+      log: () => undefined,
+    });
+    started.worker = await spawnWorker({
+      bundle: bundle.file,
+      port,
+      identityKeys: [started.engine.publicKey],
+      ...(options.env !== undefined && { env: options.env }),
+      ...(options.suites !== undefined && { suites: options.suites }),
+    });
+    await versionsUntil(started.engine, (versions) => versions.some((v) => v.state === "serving"));
+  } catch (error) {
+    await started.stop();
+    throw error;
+  }
+  return started as EngineAndWorker;
 }

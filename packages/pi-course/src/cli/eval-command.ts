@@ -29,6 +29,7 @@ import { readConfigFile, resolveSettings } from "./settings.js";
 import type { EvalServer } from "./eval-wiring.js";
 import type { EvalJob } from "./eval-worker.js";
 import { startTimer, userDuration } from "../base/timer.js";
+import { ENGINE_HELP, engineKeyFlags, evalOnEngineCommand } from "./features/eval-engine.js";
 
 export const EVAL_HELP = `pi-course eval SUITE [options]   run an agent on a suite of cases and report
 
@@ -45,7 +46,7 @@ plays it offline). A suite is a folder of cases.
   --base-url URL, --model NAME, --provider P, --api-key-env NAME, --api-key-file PATH,
   --no-api-key, --config FILE
                     the model, as for npm start (default: each case's script, offline)
-
+${ENGINE_HELP}
 Exit code: 0 every case passed, 1 a case failed, 2 usage, 130 stopped by Ctrl-C.
 `;
 
@@ -64,6 +65,8 @@ export interface EvalOptions {
   out?: string;
   keep: boolean;
   server?: EvalServer;
+  /** `--engine DIR`: the runs go to a durable engine, its credential read from DIR (features/eval-engine.ts). */
+  engine?: string;
 }
 
 const MODEL_FLAGS_WITH_VALUE = ["--base-url", "--model", "--provider", "--api-key-env", "--api-key-file", "--config"];
@@ -77,6 +80,7 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   let repeat = 1;
   let out: string | undefined;
   let keep = false;
+  let engine: string | undefined;
   const count = (flag: string, text: string | undefined, max: number): number => {
     if (text === undefined || !/^[0-9]+$/.test(text) || Number(text) < 1 || Number(text) > max) {
       throw new CliUsageError(
@@ -91,7 +95,12 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     else if (arg === "--concurrency") concurrency = count(arg, argv[++i], 64);
     else if (arg === "--repeat") repeat = count(arg, argv[++i], 1000);
     else if (arg === "--keep") keep = true;
-    else if (arg === "--out") {
+    else if (arg === "--engine") {
+      engine = argv[++i];
+      if (engine === undefined || engine.startsWith("-")) {
+        throw new CliUsageError("--engine needs the engine's folder (its --dir, or its client.json).");
+      }
+    } else if (arg === "--out") {
       out = argv[++i];
       if (out === undefined || out === "") throw new CliUsageError("--out needs a folder.");
       out = path.resolve(from, out);
@@ -129,8 +138,11 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   } catch {
     // parseArgs below reports a file a feature cannot use.
   }
+  // On the engine the workers hold the key: it is not read here (their variable is what travels).
+  const { flags, keyVariable } =
+    engine !== undefined && onServer ? engineKeyFlags(modelFlags) : { flags: modelFlags, keyVariable: undefined };
   const parsed = parseArgs(
-    [...modelFlags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])],
+    [...flags, "--no-session", "--print", ...(onServer ? ["--cwd", tmpdir(), "eval"] : [])],
     env,
     false,
   );
@@ -138,7 +150,7 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   let server: EvalServer | undefined;
   if (parsed.server !== undefined) {
     const { workspace: _unused, ...rest } = parsed.server;
-    server = rest;
+    server = { ...rest, ...(keyVariable !== undefined && { apiKeyEnv: keyVariable }) };
   }
   return {
     suite,
@@ -147,6 +159,7 @@ export function parseEvalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     keep,
     ...(out !== undefined && { out }),
     ...(server !== undefined && { server }),
+    ...(engine !== undefined && { engine }),
   };
 }
 
@@ -177,6 +190,7 @@ export async function runEval(argv: readonly string[], io: EvalIO, signal?: Abor
     io.stderr.write(`error: ${error.message}\nRun \`pi-course eval --help\` for the options.\n`);
     return 2;
   }
+  if (options.engine !== undefined) return evalOnEngineCommand({ ...options, engine: options.engine }, io);
   const out = options.out ?? (await mkdtemp(path.join(tmpdir(), "pi-course-eval-")));
   await mkdir(out, { recursive: true });
   const scratch = await mkdtemp(path.join(tmpdir(), "pi-course-eval-runs-"));
