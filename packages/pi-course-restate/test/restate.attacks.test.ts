@@ -10,7 +10,9 @@ import { chmod, mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { retryPolicy } from "../src/agent-run.js";
 import { startEngine } from "../src/engine.js";
+import { secretField } from "../src/journal-guard.js";
 
 let root: string;
 
@@ -57,3 +59,35 @@ it("refuses an engine folder that is a symbolic link (planted where the engine w
   await engine?.stop();
   await expect(started).rejects.toThrow(`the engine's folder ${dir} is a symbolic link`);
 }, 60_000);
+
+it("finds a credential in a run's options under any of the names and shapes keys travel in", () => {
+  const found = (options: unknown) => secretField(options);
+  expect(found({ env: { OPENAI_KEY: "sk-1" } })).toBe("options.env.OPENAI_KEY");
+  expect(found({ env: { AWS_SECRET_ACCESS_KEY: "abc" } })).toBe("options.env.AWS_SECRET_ACCESS_KEY");
+  expect(found({ model: { privateKey: "-----BEGIN PRIVATE KEY-----" } })).toBe("options.model.privateKey");
+  expect(found({ accessKey: "abc" })).toBe("options.accessKey");
+  expect(found({ key: "sk-ant-abc" })).toBe("options.key");
+  expect(found({ headers: { cookie: "session=abc" } })).toBe("options.headers.cookie");
+  // a header list of pairs: the name is a value, so the value says it
+  expect(found({ headers: [["Authorization", "Bearer sk-abc123456"]] })).toBe("options.headers[0][1]");
+  expect(found({ baseUrl: "https://user:pass@models.example/v1" })).toBe("options.baseUrl");
+  // what the guard has always found, and what it must let through
+  expect(found({ headers: { Authorization: "Bearer x" } })).toBe("options.headers.Authorization");
+  expect(found({ env: { OPENAI_API_KEY: "sk-1" } })).toBe("options.env.OPENAI_API_KEY");
+  expect(
+    found({ model: { apiKeyEnv: "OPENAI_API_KEY" }, baseUrl: "https://models.example/v1", prompt: "Bearer in mind" }),
+  ).toBe(undefined);
+});
+
+it("refuses a retry backoff that would not back off (0, negative, not a number)", () => {
+  for (const bad of [{ maxIntervalMs: 0 }, { initialIntervalMs: -5 }, { maxIntervalMs: Number.NaN }]) {
+    expect(() => retryPolicy(bad)).toThrow(
+      "a run's retry waits must be whole numbers of ms above 0 (initialIntervalMs, maxIntervalMs): a wait of 0 retries in a busy loop while no worker answers",
+    );
+  }
+  expect(retryPolicy({ initialIntervalMs: 10, maxIntervalMs: 20 })).toEqual({
+    initialInterval: 10,
+    exponentiationFactor: 2,
+    maxInterval: 20,
+  });
+});
