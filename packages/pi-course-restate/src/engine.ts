@@ -249,8 +249,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
 }
 
 /**
- * Refuses a folder the engine would not be alone in: a symbolic link, or a folder another user
- * made (in /tmp, before the engine did). Its owner could read or swap the credential and the keys
+ * Refuses a folder the engine would not be alone in: a symbolic link, a folder another user
+ * made (in /tmp, before the engine did), or one others may write in (they may have planted files). Its owner could read or swap the credential and the keys
  * (the engine takes the token of a `client.json` it finds there), whatever modes the engine sets.
  */
 async function ownFolder(dir: string): Promise<void> {
@@ -265,6 +265,12 @@ async function ownFolder(dir: string): Promise<void> {
     throw new Error(
       `the engine's folder ${dir} belongs to another user (uid ${info.uid}); whoever owns it can read or replace its credential and keys. ` +
         "Give --dir a folder of your own (it is made 0700 when missing).",
+    );
+  }
+  if ((info.mode & 0o022) !== 0) {
+    throw new Error(
+      `the engine's folder ${dir} can be written by other users (mode ${(info.mode & 0o777).toString(8)}); ` +
+        "a credential or key planted in it would be taken as the engine's. Give --dir a new folder (it is made 0700).",
     );
   }
 }

@@ -6,7 +6,7 @@
  * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
  */
 import { spawnSync } from "node:child_process";
-import { chmod, mkdtemp, rm, symlink } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -46,6 +46,20 @@ it("refuses an engine folder another local user made (they would know its token,
   await expect(started).rejects.toThrow(
     `the engine's folder ${dir} belongs to another user (uid 65534); whoever owns it can read or replace its credential and keys. ` +
       "Give --dir a folder of your own (it is made 0700 when missing).",
+  );
+}, 60_000);
+
+it("refuses an engine folder others may write in (a credential planted in it would be taken)", async () => {
+  const dir = path.join(root, "open");
+  await mkdir(dir);
+  await chmod(dir, 0o777);
+  asNobody("sh", "-c", `printf '{"url":"http://127.0.0.1:1","token":"known-to-nobody"}' > ${dir}/client.json`);
+  const started = startEngine({ dir, workers: [], log: () => undefined });
+  const engine = await started.catch(() => undefined);
+  await engine?.stop();
+  await expect(started).rejects.toThrow(
+    `the engine's folder ${dir} can be written by other users (mode 777); ` +
+      "a credential or key planted in it would be taken as the engine's. Give --dir a new folder (it is made 0700).",
   );
 }, 60_000);
 
