@@ -6,12 +6,14 @@
  * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
  */
 import { spawnSync } from "node:child_process";
+import net from "node:net";
 import { chmod, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { retryPolicy } from "../src/agent-run.js";
 import { startEngine } from "../src/engine.js";
+import { startGate } from "../src/gate.js";
 import { secretField } from "../src/journal-guard.js";
 
 let root: string;
@@ -105,3 +107,35 @@ it("refuses a retry backoff that would not back off (0, negative, not a number)"
     maxInterval: 20,
   });
 });
+
+it("hangs up on a peer without the token at once, instead of reading the body it promised for ever", async () => {
+  const gate = await startGate({
+    token: "t".repeat(43),
+    ingressSocket: path.join(root, "none.sock"),
+    adminSocket: path.join(root, "none.sock"),
+  });
+  try {
+    const socket = net.connect(gate.port, "127.0.0.1");
+    let reply = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      reply += chunk;
+    });
+    socket.write(
+      "POST /AgentRun/x/run HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\nthe first bytes of 100 MB",
+    );
+    // the peer trickles its body: a gate reading on never ends; an answer ends as soon as the 401 is written
+    const trickle = setInterval(() => socket.write("."), 200);
+    const ended = await new Promise<string>((resolve) => {
+      socket.on("close", () => resolve("closed"));
+      socket.on("error", () => undefined);
+      setTimeout(() => resolve("still reading after 20 s"), 20_000).unref();
+    });
+    clearInterval(trickle);
+    socket.destroy();
+    expect(ended).toBe("closed");
+    expect(reply.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+  } finally {
+    await gate.close();
+  }
+}, 60_000);
