@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { retryPolicy } from "../src/agent-run.js";
+import { readConnection } from "../src/engine-client.js";
 import { startEngine } from "../src/engine.js";
 import { startGate } from "../src/gate.js";
 import { secretField } from "../src/journal-guard.js";
@@ -139,3 +140,13 @@ it("hangs up on a peer without the token at once, instead of reading the body it
     await gate.close();
   }
 }, 60_000);
+
+it("refuses a client.json another user wrote (it would send our runs to their address)", async () => {
+  const dir = path.join(root, "their-engine");
+  asNobody("mkdir", "-m", "0755", dir);
+  asNobody("sh", "-c", `umask 077; printf '{"url":"http://127.0.0.1:1","token":"theirs"}' > ${dir}/client.json`);
+  await expect(readConnection(dir)).rejects.toThrow(
+    `${path.join(dir, "client.json")} belongs to another user (uid 65534): an engine's credential is its owner's alone. ` +
+      "Use the client.json of an engine you started, or a copy of it you made (chmod 600).",
+  );
+});
