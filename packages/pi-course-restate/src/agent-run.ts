@@ -83,11 +83,15 @@ export interface RetryOptions {
  * `cancelRun` ends it.
  */
 export function retryPolicy(options: RetryOptions = {}): restate.RetryPolicy {
-  return {
-    initialInterval: options.initialIntervalMs ?? 50,
-    exponentiationFactor: 2,
-    maxInterval: options.maxIntervalMs ?? 1000,
-  };
+  const initialInterval = options.initialIntervalMs ?? 50;
+  const maxInterval = options.maxIntervalMs ?? 1000;
+  if (![initialInterval, maxInterval].every((ms) => Number.isInteger(ms) && ms > 0)) {
+    throw new RangeError(
+      "a run's retry waits must be whole numbers of ms above 0 (initialIntervalMs, maxIntervalMs): " +
+        "a wait of 0 retries in a busy loop while no worker answers",
+    );
+  }
+  return { initialInterval, exponentiationFactor: 2, maxInterval };
 }
 
 /** The default policy (`retryPolicy()`). */

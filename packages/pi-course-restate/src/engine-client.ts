@@ -26,7 +26,8 @@ export const CLIENT_FILE = "client.json";
 
 /**
  * Reads the connection from `where` (an engine's folder or its `client.json`; default
- * `$PI_RESTATE_ENGINE`). Refuses a file other users may read: it is the engine's only key.
+ * `$PI_RESTATE_ENGINE`). Refuses a file other users may read (it is the engine's only key), or
+ * one another user wrote (its address would get our runs).
  */
 export async function readConnection(where = process.env[ENGINE_ENV]): Promise<EngineConnection> {
   if (where === undefined || where === "") {
@@ -40,7 +41,14 @@ export async function readConnection(where = process.env[ENGINE_ENV]): Promise<E
   const text = await readFile(file, "utf8").catch((error: Error) => {
     throw new Error(`cannot read the engine's credential ${file}: ${error.message}. Is it the engine's --dir?`);
   });
-  const mode = (await stat(file)).mode;
+  const { mode, uid } = await stat(file);
+  const me = process.getuid?.();
+  if (me !== undefined && uid !== me) {
+    throw new Error(
+      `${file} belongs to another user (uid ${uid}): an engine's credential is its owner's alone. ` +
+        "Use the client.json of an engine you started, or a copy of it you made (chmod 600).",
+    );
+  }
   if ((mode & 0o077) !== 0) {
     throw new Error(
       `${file} can be read by other users (mode ${(mode & 0o777).toString(8)}); it is the engine's only key. ` +

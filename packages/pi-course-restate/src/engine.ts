@@ -20,7 +20,7 @@
  * then `engineVersions` says it is draining.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { CLIENT_FILE, type EngineConnection, engineVersions } from "./engine-client.js";
 import { type Gate, startGate } from "./gate.js";
@@ -78,6 +78,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   const dir = path.resolve(options.dir);
   const log = options.log ?? ((line: string) => process.stderr.write(`engine: ${line}\n`));
   await mkdir(dir, { recursive: true, mode: 0o700 });
+  await ownFolder(dir);
   await chmod(dir, 0o700);
   const stateFile = path.join(dir, "engine.json");
   const saved = JSON.parse(await readFile(stateFile, "utf8").catch(() => "{}")) as Saved;
@@ -245,6 +246,33 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       await server.stop();
     },
   };
+}
+
+/**
+ * Refuses a folder the engine would not be alone in: a symbolic link, a folder another user
+ * made (in /tmp, before the engine did), or one others may write in (they may have planted files). Its owner could read or swap the credential and the keys
+ * (the engine takes the token of a `client.json` it finds there), whatever modes the engine sets.
+ */
+async function ownFolder(dir: string): Promise<void> {
+  const info = await lstat(dir);
+  if (info.isSymbolicLink()) {
+    throw new Error(
+      `the engine's folder ${dir} is a symbolic link; give --dir the real folder (it is made 0700 when missing).`,
+    );
+  }
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid) {
+    throw new Error(
+      `the engine's folder ${dir} belongs to another user (uid ${info.uid}); whoever owns it can read or replace its credential and keys. ` +
+        "Give --dir a folder of your own (it is made 0700 when missing).",
+    );
+  }
+  if ((info.mode & 0o022) !== 0) {
+    throw new Error(
+      `the engine's folder ${dir} can be written by other users (mode ${(info.mode & 0o777).toString(8)}); ` +
+        "a credential or key planted in it would be taken as the engine's. Give --dir a new folder (it is made 0700).",
+    );
+  }
 }
 
 /** The deployment URI of `version` behind a proxy at `proxyUrl`. */

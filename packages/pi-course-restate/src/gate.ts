@@ -50,9 +50,16 @@ export async function startGate(options: GateOptions): Promise<Gate> {
   };
   const server = http.createServer((down, reply) => {
     if (!allowed(down.headers.authorization)) {
-      down.resume();
-      reply.writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Bearer realm="pi-course-restate"' });
-      reply.end("the engine needs its credential: Authorization: Bearer <token of the engine's client.json>\n");
+      // hung up at once: a peer without the token gets no read of the body it announced (the
+      // gate has no request timeout, for runs waited on for hours)
+      reply.writeHead(401, {
+        "content-type": "text/plain",
+        "www-authenticate": 'Bearer realm="pi-course-restate"',
+        connection: "close",
+      });
+      reply.end("the engine needs its credential: Authorization: Bearer <token of the engine's client.json>\n", () =>
+        down.socket.destroy(),
+      );
       return;
     }
     const url = down.url ?? "/";

@@ -5,14 +5,19 @@
  * files; a run's options may only name them (`apiKeyEnv: "OPENAI_API_KEY"`, as `pi-course` does).
  *
  * `secretField` finds an option that looks like a credential (a non-empty string under a name
- * such as `apiKey`, `token`, `secret`, `password`, `authorization`); the client refuses to submit
- * such a run and the worker refuses to run one that reached it another way.
+ * ending like `apiKey`, `OPENAI_KEY`, `privateKey`, `token`, `secret`, `password`, `authorization`,
+ * `cookie`; or a value that is one whatever its name: `Bearer …`, `Basic …`, a URL with a
+ * password); the client refuses to submit such a run and the worker refuses to run one that
+ * reached it another way. A name that only names a key (`apiKeyEnv`) is fine.
  */
 
-const SECRET_NAME = /(api[-_]?key|secret|password|passwd|token|authorization|credential)s?$/i;
+const SECRET_NAME = /(key|secret|password|passwd|token|authorization|credential|cookie)s?$/i;
+/** A value that is a credential by itself: an HTTP credential, or a URL with a user and password. */
+const SECRET_VALUE = /^(bearer|basic) +[\w.~+/=-]{8,}$|^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i;
 
 /** The path of the first field of `value` that holds what looks like a secret (`options.apiKey`), if any. */
 export function secretField(value: unknown, at = "options"): string | undefined {
+  if (typeof value === "string") return SECRET_VALUE.test(value) ? at : undefined;
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
       const found = secretField(item, `${at}[${i}]`);

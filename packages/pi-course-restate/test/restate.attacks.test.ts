@@ -1,0 +1,152 @@
+/**
+ * Attacks on the engine package that its own security test does not make (issue 55, items 2–4):
+ * a folder another local user planted where the engine is told to live, credentials the journal
+ * guard missed under other names, and a retry backoff that would not back off.
+ *
+ * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
+ */
+import { spawnSync } from "node:child_process";
+import net from "node:net";
+import { chmod, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { retryPolicy } from "../src/agent-run.js";
+import { readConnection } from "../src/engine-client.js";
+import { startEngine } from "../src/engine.js";
+import { startGate } from "../src/gate.js";
+import { secretField } from "../src/journal-guard.js";
+
+let root: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "pi-restate-attacks-"));
+  await chmod(root, 0o1777); // like /tmp: anyone may make a folder here
+});
+
+afterAll(async () => {
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+});
+
+/** Runs `command` as `nobody`; fails (never skips) when this machine cannot. */
+function asNobody(...command: string[]): void {
+  if (process.getuid?.() !== 0)
+    throw new Error("this attack is made as another local user (runuser -u nobody): run it as root (CI does).");
+  const done = spawnSync("runuser", ["-u", "nobody", "--", ...command], { encoding: "utf8" });
+  if (done.error !== undefined || done.status !== 0) {
+    throw new Error(`runuser -u nobody ${command.join(" ")} failed (${done.error?.message ?? done.stderr})`);
+  }
+}
+
+it("refuses an engine folder another local user made (they would know its token, or swap its keys)", async () => {
+  const dir = path.join(root, "planted");
+  // another user makes the folder first and leaves a credential whose token they know
+  asNobody("mkdir", "-m", "0777", dir);
+  asNobody("sh", "-c", `printf '{"url":"http://127.0.0.1:1","token":"known-to-nobody"}' > ${dir}/client.json`);
+  const started = startEngine({ dir, workers: [], log: () => undefined });
+  const engine = await started.catch(() => undefined);
+  await engine?.stop();
+  await expect(started).rejects.toThrow(
+    `the engine's folder ${dir} belongs to another user (uid 65534); whoever owns it can read or replace its credential and keys. ` +
+      "Give --dir a folder of your own (it is made 0700 when missing).",
+  );
+}, 60_000);
+
+it("refuses an engine folder others may write in (a credential planted in it would be taken)", async () => {
+  const dir = path.join(root, "open");
+  await mkdir(dir);
+  await chmod(dir, 0o777);
+  asNobody("sh", "-c", `printf '{"url":"http://127.0.0.1:1","token":"known-to-nobody"}' > ${dir}/client.json`);
+  const started = startEngine({ dir, workers: [], log: () => undefined });
+  const engine = await started.catch(() => undefined);
+  await engine?.stop();
+  await expect(started).rejects.toThrow(
+    `the engine's folder ${dir} can be written by other users (mode 777); ` +
+      "a credential or key planted in it would be taken as the engine's. Give --dir a new folder (it is made 0700).",
+  );
+}, 60_000);
+
+it("refuses an engine folder that is a symbolic link (planted where the engine would make its folder)", async () => {
+  const theirs = path.join(root, "theirs");
+  asNobody("mkdir", "-m", "0777", theirs);
+  const dir = path.join(root, "linked");
+  await symlink(theirs, dir);
+  const started = startEngine({ dir, workers: [], log: () => undefined });
+  const engine = await started.catch(() => undefined);
+  await engine?.stop();
+  await expect(started).rejects.toThrow(`the engine's folder ${dir} is a symbolic link`);
+}, 60_000);
+
+it("finds a credential in a run's options under any of the names and shapes keys travel in", () => {
+  const found = (options: unknown) => secretField(options);
+  expect(found({ env: { OPENAI_KEY: "sk-1" } })).toBe("options.env.OPENAI_KEY");
+  expect(found({ env: { AWS_SECRET_ACCESS_KEY: "abc" } })).toBe("options.env.AWS_SECRET_ACCESS_KEY");
+  expect(found({ model: { privateKey: "-----BEGIN PRIVATE KEY-----" } })).toBe("options.model.privateKey");
+  expect(found({ accessKey: "abc" })).toBe("options.accessKey");
+  expect(found({ key: "sk-ant-abc" })).toBe("options.key");
+  expect(found({ headers: { cookie: "session=abc" } })).toBe("options.headers.cookie");
+  // a header list of pairs: the name is a value, so the value says it
+  expect(found({ headers: [["Authorization", "Bearer sk-abc123456"]] })).toBe("options.headers[0][1]");
+  expect(found({ baseUrl: "https://user:pass@models.example/v1" })).toBe("options.baseUrl");
+  // what the guard has always found, and what it must let through
+  expect(found({ headers: { Authorization: "Bearer x" } })).toBe("options.headers.Authorization");
+  expect(found({ env: { OPENAI_API_KEY: "sk-1" } })).toBe("options.env.OPENAI_API_KEY");
+  expect(
+    found({ model: { apiKeyEnv: "OPENAI_API_KEY" }, baseUrl: "https://models.example/v1", prompt: "Bearer in mind" }),
+  ).toBe(undefined);
+});
+
+it("refuses a retry backoff that would not back off (0, negative, not a number)", () => {
+  for (const bad of [{ maxIntervalMs: 0 }, { initialIntervalMs: -5 }, { maxIntervalMs: Number.NaN }]) {
+    expect(() => retryPolicy(bad)).toThrow(
+      "a run's retry waits must be whole numbers of ms above 0 (initialIntervalMs, maxIntervalMs): a wait of 0 retries in a busy loop while no worker answers",
+    );
+  }
+  expect(retryPolicy({ initialIntervalMs: 10, maxIntervalMs: 20 })).toEqual({
+    initialInterval: 10,
+    exponentiationFactor: 2,
+    maxInterval: 20,
+  });
+});
+
+it("hangs up on a peer without the token at once, instead of reading the body it promised for ever", async () => {
+  const gate = await startGate({
+    token: "t".repeat(43),
+    ingressSocket: path.join(root, "none.sock"),
+    adminSocket: path.join(root, "none.sock"),
+  });
+  try {
+    const socket = net.connect(gate.port, "127.0.0.1");
+    let reply = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      reply += chunk;
+    });
+    socket.write(
+      "POST /AgentRun/x/run HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\nthe first bytes of 100 MB",
+    );
+    // the peer trickles its body: a gate reading on never ends; an answer ends as soon as the 401 is written
+    const trickle = setInterval(() => socket.write("."), 200);
+    const ended = await new Promise<string>((resolve) => {
+      socket.on("close", () => resolve("closed"));
+      socket.on("error", () => undefined);
+      setTimeout(() => resolve("still reading after 20 s"), 20_000).unref();
+    });
+    clearInterval(trickle);
+    socket.destroy();
+    expect(ended).toBe("closed");
+    expect(reply.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+  } finally {
+    await gate.close();
+  }
+}, 60_000);
+
+it("refuses a client.json another user wrote (it would send our runs to their address)", async () => {
+  const dir = path.join(root, "their-engine");
+  asNobody("mkdir", "-m", "0755", dir);
+  asNobody("sh", "-c", `umask 077; printf '{"url":"http://127.0.0.1:1","token":"theirs"}' > ${dir}/client.json`);
+  await expect(readConnection(dir)).rejects.toThrow(
+    `${path.join(dir, "client.json")} belongs to another user (uid 65534): an engine's credential is its owner's alone. ` +
+      "Use the client.json of an engine you started, or a copy of it you made (chmod 600).",
+  );
+});
