@@ -239,10 +239,14 @@ describe("package · @pi/course as an installed dependency", () => {
     );
     expect(byStart("RunJournal")).toBe("Done.\n2 messages, 1 branch(es)\n");
     expect(readFileSync(join(app, "durable-demo.html"), "utf8")).toContain("Tidy the README.");
-    // only the example that calls a provider and the one that needs a protected MCP server are not run
+    // only the example that calls a provider and the two that need a protected MCP server are not run
     expect(
       examples.filter((code) => code.includes("not run there")).map((code) => /not run there: ([^)]*)/.exec(code)?.[1]),
-    ).toEqual(["it calls OpenAI", "it needs a protected server and a person"]);
+    ).toEqual([
+      "it calls OpenAI",
+      "it needs a protected server and a person",
+      "it needs an authorization server and a person",
+    ]);
   }, 180_000);
 
   it("Package · the example suite ships, and the installed CLI runs it offline", () => {

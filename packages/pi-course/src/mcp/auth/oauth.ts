@@ -666,7 +666,7 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
 
   private now = (): number => (this.options.now ?? Date.now)();
 
-  /** Every request of authorization, through the one outbound policy (`auth-fetch.ts`). */
+  /** Every request of authorization, through the one outbound policy. */
   private get http(): AuthFetch {
     return authFetch(this.options.requestTimeoutMs ?? AUTH_REQUEST_TIMEOUT_MS, this.options.fetch);
   }
