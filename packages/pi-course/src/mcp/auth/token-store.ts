@@ -14,7 +14,18 @@
  * an error.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import type { KeptClient, OAuthClient } from "./client-identity.js";
 import type { AuthorizationServerMetadata } from "./discovery.js";
@@ -129,10 +140,17 @@ export class McpTokenStore implements TokenStore {
 
   private readJson(file: string): unknown {
     let text: string;
+    let fd: number | undefined;
     try {
-      text = readFileSync(file, "utf8");
+      // non-blocking, and regular files only: a FIFO (or a link to one) put in the token's place
+      // must not wait for a writer and block the store for ever
+      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+      if (!fstatSync(fd).isFile()) return undefined;
+      text = readFileSync(fd, "utf8");
     } catch {
       return undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
     }
     try {
       return JSON.parse(text);
