@@ -13,7 +13,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterEach, expect, it } from "vitest";
+import { errorText } from "../src/base/errors.js";
 import { authFetch } from "../src/mcp/auth/auth-fetch.js";
+import { McpAuthError } from "../src/mcp/auth/auth-error.js";
+import type { AuthorizationServerMetadata } from "../src/mcp/auth/discovery.js";
+import { requestToken } from "../src/mcp/auth/token-request.js";
 import { McpTokenStore } from "../src/mcp/auth/token-store.js";
 import { isSecureUrl, OutboundError, outboundFetch } from "../src/models/http/outbound.js";
 import { ResponseTooLargeError } from "../src/models/http/response-limits.js";
@@ -92,6 +96,70 @@ it("host spellings that only look like this machine do not pass the loopback rul
   // spellings the URL parser turns into 127.0.0.1 or ::1 really are this machine
   for (const url of ["http://2130706433/", "http://0x7f.1/", "http://LOCALHOST/", "http://[0:0:0:0:0:0:0:1]/"])
     expect([url, isSecureUrl(new URL(url))]).toEqual([url, true]);
+});
+
+it("a token endpoint that echoes the client secret (or the code) in error_description does not put it in the error", async () => {
+  const secret = "s3cr3t-client-secret-XYZ";
+  const base = await serve((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    request.on("end", () => {
+      const form = new URLSearchParams(body);
+      response.writeHead(400, { "content-type": "application/json" });
+      response.end(
+        JSON.stringify({
+          error: "invalid_client",
+          error_description:
+            `bad secret ${form.get("client_secret")} for code ${form.get("code")} / ${form.get("code_verifier")} ` +
+            `/ ${form.get("refresh_token")} / ${request.headers.authorization} = ` +
+            Buffer.from((request.headers.authorization ?? "Basic ").slice(6), "base64").toString(),
+        }),
+      );
+    });
+  });
+  const server: AuthorizationServerMetadata = {
+    issuer: base,
+    authorization_endpoint: `${base}/authorize`,
+    token_endpoint: `${base}/token`,
+    token_endpoint_auth_methods_supported: ["client_secret_post"],
+  };
+  const error = await requestToken(
+    server,
+    { clientId: "app", clientSecret: secret, via: "configured" },
+    { grant_type: "authorization_code", code: "the-code-1234", code_verifier: "verifier-5678", redirect_uri: "x" },
+    `${base}/mcp`,
+    undefined,
+    authFetch(5_000),
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(McpAuthError);
+  const text = errorText(error);
+  expect(text).toContain("invalid_client");
+  expect(text).not.toContain(secret);
+  expect(text).not.toContain("the-code-1234");
+  expect(text).not.toContain("verifier-5678");
+  // HTTP Basic (the header echoed, and decoded) and a refresh token
+  const basic = await requestToken(
+    { ...server, token_endpoint_auth_methods_supported: ["client_secret_basic"] },
+    { clientId: "app", clientSecret: secret, via: "configured" },
+    { grant_type: "refresh_token", refresh_token: "refresh-token-9012" },
+    `${base}/mcp`,
+    undefined,
+    authFetch(5_000),
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(basic).toBeInstanceOf(McpAuthError);
+  const basicText = errorText(basic);
+  expect(basicText).toContain("invalid_client");
+  expect(basicText).toContain("Basic [redacted] = app:[redacted]");
+  for (const credential of [secret, "refresh-token-9012", Buffer.from(`app:${secret}`).toString("base64")])
+    expect(basicText).not.toContain(credential);
 });
 
 it("a token file replaced by a FIFO (or a link to one) reads as nothing instead of blocking the store", () => {
