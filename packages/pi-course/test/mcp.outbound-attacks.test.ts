@@ -18,6 +18,8 @@ import { authFetch } from "../src/mcp/auth/auth-fetch.js";
 import { McpAuthError } from "../src/mcp/auth/auth-error.js";
 import type { AuthorizationServerMetadata } from "../src/mcp/auth/discovery.js";
 import { requestToken } from "../src/mcp/auth/token-request.js";
+import { McpClient } from "../src/mcp/client.js";
+import { HttpTransport } from "../src/mcp/streamable-http.js";
 import { McpTokenStore } from "../src/mcp/auth/token-store.js";
 import { isSecureUrl, OutboundError, outboundFetch } from "../src/models/http/outbound.js";
 import { ResponseTooLargeError } from "../src/models/http/response-limits.js";
@@ -193,3 +195,31 @@ it("a token file replaced by a FIFO (or a link to one) reads as nothing instead 
     ["kept", null],
   ]);
 }, 60_000);
+
+it("an API key in a configured header other than Authorization (X-API-Key, Cookie) is not sent over plain http off the loopback", async () => {
+  let reached = 0;
+  const base = await serve((_request, response) => {
+    reached++;
+    response.writeHead(500).end();
+  });
+  const port = new URL(base).port;
+  // the server's name is not a loopback one; a fetch that would take it to 127.0.0.1 anyway
+  const reaching: typeof fetch = (input, init) => {
+    const url = new URL(String(input));
+    if (url.hostname === "mcp.example.net") url.hostname = "127.0.0.1";
+    return fetch(url, init);
+  };
+  const url = `http://mcp.example.net:${port}/mcp`;
+  const configured: Record<string, string>[] = [{ "X-API-Key": "sk-configured-key" }, { Cookie: "session=configured" }];
+  for (const headers of configured) {
+    const client = new McpClient(new HttpTransport({ url, headers, fetch: reaching }));
+    const error = await client.connect().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await client.close().catch(() => {});
+    expect(error).toBeInstanceOf(OutboundError);
+    expect((error as OutboundError).reason).toBe("insecure");
+  }
+  expect(reached).toBe(0);
+});
