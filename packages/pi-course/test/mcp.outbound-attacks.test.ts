@@ -223,3 +223,33 @@ it("an API key in a configured header other than Authorization (X-API-Key, Cooki
   }
   expect(reached).toBe(0);
 });
+
+it("metadata redirects: a loop stops after 3 hops; userinfo, another port or another spelling of the host are not followed", async () => {
+  const seen: string[] = [];
+  let port = "";
+  const base = await serve((request, response) => {
+    seen.push(request.url ?? "");
+    const n = Number(request.url?.split("/").at(-1) ?? 0);
+    const location: Record<string, string> = {
+      "/loop": `/loop/${n + 1}`,
+      "/userinfo": `http://user:pw@127.0.0.1:${port}/landed`,
+      "/port": `http://127.0.0.1:${Number(port) + 1}/landed`,
+      "/spelling": `http://localhost:${port}/landed`,
+    };
+    const key = Object.keys(location).find((k) => request.url?.startsWith(k));
+    if (key === undefined) return response.writeHead(200, { "content-type": "application/json" }).end("{}");
+    response.writeHead(302, { location: location[key]! }).end();
+  });
+  port = new URL(base).port;
+  const http = authFetch(5_000);
+  const refused = async (route: string) =>
+    http(`${base}${route}`, {}, "metadata", "the metadata").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  expect(await refused("/loop/0")).toBeInstanceOf(OutboundError);
+  expect(seen).toEqual(["/loop/0", "/loop/1", "/loop/2", "/loop/3"]);
+  for (const route of ["/userinfo", "/port", "/spelling"])
+    expect([route, await refused(route)]).not.toEqual([route, undefined]);
+  expect(seen.filter((url) => url === "/landed")).toEqual([]);
+});
