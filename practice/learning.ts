@@ -191,11 +191,16 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
   out.push("");
   out.push("## 第一个红灯 · The first red", "");
   const earlierIds = earlier.map((c) => c.id).join("、");
+  // Every test file of the chapter (`test/NN-…`), not only the focused one: all of them are red.
+  const own = [...view.files.keys()]
+    .filter((f) => f.startsWith(`test/${chapter.id}-`) && f.endsWith(".test.ts"))
+    .sort((a, b) => Number(b === chapter.testFile) - Number(a === chapter.testFile) || a.localeCompare(b));
+  const ownFiles = (own.length > 0 ? own : [chapter.testFile]).map((f) => `\`${f}\``).join("、");
   out.push(
     earlier.length > 0
-      ? `运行 \`npm test\`：前面章节（${earlierIds}）的测试应全部通过，本章的测试 \`${chapter.testFile}\` 全部失败，` +
+      ? `运行 \`npm test\`：前面章节（${earlierIds}）的测试应全部通过，本章的测试 ${ownFiles} 全部失败，` +
           `而且是因为施工现场的错误。Lab ${firstLab} 的第一个测试失败于 (the first test of Lab ${firstLab} fails with)：`
-      : `运行 \`npm test\`：本章的测试 \`${chapter.testFile}\` 全部失败，而且是因为施工现场的错误。` +
+      : `运行 \`npm test\`：本章的测试 ${ownFiles} 全部失败，而且是因为施工现场的错误。` +
           `Lab ${firstLab} 的第一个测试失败于 (the first test of Lab ${firstLab} fails with)：`,
     "",
     ...firstRedBlock(firstRed(chapter, labs, testText(view))),

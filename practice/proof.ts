@@ -13,8 +13,10 @@
  * - both: no marker left, no file or region line sequence of a later chapter, and in practice(N)
  *   no reference lab body of chapter N.
  * - an observe chapter's view: typechecks, every test passes, no marker left.
- * - wrong implementations (`ChapterSpec.wrong`): snapshot(N) with one lab made wrong on purpose;
- *   the lab's tests must fail with the given text, by themselves, never hang until killed.
+ * - wrong implementations (`ChapterSpec.wrong`): snapshot(N) with one lab made wrong on purpose,
+ *   one version at a time in one folder and one vitest instance per chapter (wrong-runner.ts):
+ *   the lab's tests must fail with the given text in an assertion (not a timeout), by
+ *   themselves, with no error escaping them, never hang.
  *
  * Which tests run where: practice(N) runs the chapter's own tests and every earlier test that
  * can reach one of N's labs (reach.ts: imports and the entry points a test starts as a child):
@@ -49,6 +51,7 @@ import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
 import { testsReaching } from "./reach.js";
 import { normalise, requiredTexts, untoldParts } from "./told.js";
+import type { WrongJob, WrongResult } from "./wrong-runner.js";
 
 export interface ProofOptions {
   sources?: Sources;
@@ -310,6 +313,7 @@ export function untoldProblems(view: View, scan: SourceScan, label: string): str
   const lower = corpus.toLowerCase();
   const labs = labsOf(chapter, scan);
   const problems: string[] = [];
+  const waived: string[] = [];
   for (const [file, content] of view.files) {
     if (typeof content !== "string" || !file.endsWith(".test.ts") || scan.owners.get(file) !== chapter) continue;
     for (const required of requiredTexts(file, content)) {
@@ -324,12 +328,22 @@ export function untoldProblems(view: View, scan: SourceScan, label: string): str
           ? `quote it in the hint of lab ${lab} in ${chapter.source}` +
             (sites.length > 0 ? ` or in the doc comment of ${[...new Set(sites)].join(", ")}` : "")
           : `quote it in ${chapter.source} or in a doc comment in src/`;
-      problems.push(
+      (required.prose && chapter.proseToldWaiver !== undefined ? waived : problems).push(
         `${label}: ${file}:${required.line} › ${required.test || "(outside a test)"} requires the text ${JSON.stringify(required.text)}, ` +
           `but ${untold.map((p) => JSON.stringify(p)).join(", ")} is said neither in the guide nor in src/ of the practice folder: ` +
           `${where}; or make the test check only what matters (ids, numbers, paths, key phrases the guide names)`,
       );
     }
+  }
+  if (chapter.proseToldWaiver !== undefined) {
+    if (waived.length === 0)
+      problems.push(
+        `${label}: every sentence the tests of chapter ${chapter.id} expect is told now; remove proseToldWaiver in ${chapter.source}`,
+      );
+    else
+      console.warn(
+        `[proof] waived in ${chapter.source} (why: ${chapter.proseToldWaiver}): ${waived.length} untold sentence(s):\n${waived.join("\n")}`,
+      );
   }
   return problems;
 }
@@ -594,29 +608,163 @@ function whose(chapter: Chapter, wrong: WrongImplementation): string {
   return chapter.mode === "observe" ? `"${wrong.lab}…"` : `lab ${wrong.lab}`;
 }
 
-/** A run of a folder's tests is killed after this long; a wrong implementation's run, after this. */
-const WRONG_RUN_LIMIT_MS = 150_000;
+/** A run of a folder's tests is killed after this long. */
+const RUN_LIMIT_MS = 300_000;
+
+/** A wrong implementation's run (its lab's tests only) counts as hung after this long. */
+const WRONG_RUN_LIMIT_MS = 300_000;
+
+/** vitest's text for a test that ran out of time: a hang caught, not a failure said. */
+const TIMED_OUT = /^Test timed out in \d+ms/;
 
 /**
  * The tests of a lab on a wrong implementation (`ChapterSpec.wrong`): some test of the lab fails
- * with `failsWith`. (A hang is reported where the run is killed, in `testView`.)
+ * with `failsWith`, by an assertion (a test that times out says nothing a learner can act on); and
+ * nothing escapes the tests (an unhandled error, or a test file that cannot run), since that is
+ * what makes unrelated later tests fail in a learner's full run: vitest blames an unhandled error
+ * on whatever test runs when it surfaces, and a leaked timer or listener shows that way too.
+ * (A hang is reported where the run is given up, in `runWrongs`.)
  */
-function wrongProblems(chapter: Chapter, wrong: WrongImplementation, tests: TestOutcome[], label: string): string[] {
+function wrongProblems(
+  chapter: Chapter,
+  wrong: WrongImplementation,
+  tests: TestOutcome[],
+  unhandled: string[],
+  label: string,
+): string[] {
+  const problems = unhandled.map(
+    (error) =>
+      `${label}: an error escapes the tests of ${whose(chapter, wrong)}, unhandled, on a wrong implementation (${wrong.what}); ` +
+      `in a full run it fails whatever test runs next: ${firstLine(error)}`,
+  );
   const mine = tests.filter((t) => t.chapter === chapter.number && catches(chapter, wrong, t.title, t.lab));
-  if (mine.length === 0) return [`${label}: no test of ${whose(chapter, wrong)} ran`];
+  if (mine.length === 0) return [...problems, `${label}: no test of ${whose(chapter, wrong)} ran`];
   const failed = mine.filter((t) => t.status === "failed");
   if (failed.length === 0) {
-    return [
+    problems.push(
       `${label}: every test of ${whose(chapter, wrong)} PASSES on a wrong implementation (${wrong.what}); add a test that catches it`,
-    ];
+    );
+  } else if (!failed.some((t) => t.failure.includes(wrong.failsWith) && !TIMED_OUT.test(t.failure))) {
+    const timedOut = failed.filter((t) => TIMED_OUT.test(t.failure));
+    problems.push(
+      timedOut.length === failed.length
+        ? `${label}: the tests of ${whose(chapter, wrong)} catch a wrong implementation (${wrong.what}) only by timing out ` +
+            `(${timedOut.map((t) => t.title).join("; ")}): bound every wait below the test's timeout and fail with an assertion that says what went wrong`
+        : `${label}: the tests of ${whose(chapter, wrong)} fail on a wrong implementation (${wrong.what}), but none says ` +
+            `"${wrong.failsWith}" in an assertion: ${failed.map((t) => `${t.title}: ${firstLine(t.failure)}`).join("; ")}`,
+    );
   }
-  if (!failed.some((t) => t.failure.includes(wrong.failsWith))) {
-    return [
-      `${label}: the tests of ${whose(chapter, wrong)} fail on a wrong implementation (${wrong.what}), but none says ` +
-        `"${wrong.failsWith}": ${failed.map((t) => `${t.title}: ${firstLine(t.failure)}`).join("; ")}`,
-    ];
+  return problems;
+}
+
+/**
+ * Runs a chapter's wrong implementations in one folder (its snapshot, written once) with one
+ * vitest instance (practice/wrong-runner.ts): each is applied, its lab's test files run with its
+ * lab's pattern, and reverted. A version that hangs is reported and the runner restarted for the
+ * rest.
+ */
+async function runWrongs(prepared: Prepared, wrongs: WrongImplementation[], scan: SourceScan): Promise<void> {
+  const { view, report, root, folder } = prepared;
+  const chapter = view.chapter;
+  const own = ownTestFiles(view, scan);
+  const jobs: WrongJob[] = wrongs.map((wrong) => {
+    const pattern = wrongPattern(chapter, wrong);
+    // Only the files that name the lab: vitest imports every file it is given.
+    const named = new RegExp(pattern);
+    const files = own.filter((file) => named.test(String(view.files.get(file) ?? "")));
+    return {
+      file: wrong.file,
+      find: wrong.find,
+      replace: wrong.replace,
+      pattern,
+      testFiles: files.length > 0 ? files : own,
+      failsWith: wrong.failsWith,
+      limitMs: WRONG_RUN_LIMIT_MS,
+    };
+  });
+  const started = Date.now();
+  let at = 0;
+  while (at < jobs.length) {
+    const input = join(root, `wrong-jobs-${at}.json`);
+    writeFileSync(input, JSON.stringify(jobs.slice(at)));
+    let results: WrongResult[];
+    let output: string;
+    try {
+      ({ results, output } = await runWrongRunner(folder, input, (jobs.length - at) * (WRONG_RUN_LIMIT_MS + 30_000)));
+    } catch (error) {
+      report.problems.push(`wrong(${chapter.id}): the wrong implementations could not be run: ${messageOf(error)}`);
+      return;
+    }
+    for (const result of results) {
+      const wrong = wrongs[at]!;
+      const label = `wrong(${chapter.id}: ${wrong.what})`;
+      at++;
+      if (result.notFound !== undefined) {
+        report.problems.push(`${label}: ${wrong.file} holds the text to replace ${result.notFound} time(s), not once`);
+      } else if (result.hung) {
+        report.problems.push(
+          `${label}: the tests of ${whose(chapter, wrong)} HANG on a wrong implementation (${wrong.what}): ` +
+            `their run did not end in ${WRONG_RUN_LIMIT_MS / 1000} s; every wait in a test or its helpers must yield ` +
+            "to the event loop and be bounded, so it fails with a message instead",
+        );
+      } else {
+        const found: string[] = [];
+        const tests = outcomes({ files: result.files, unhandled: result.unhandled }, found, label);
+        // A file with no test run is one the first failure cancelled (bail); one that could not load says why.
+        const loadErrors = found.filter((p) => !p.endsWith("failed to run: no tests"));
+        report.problems.push(...loadErrors, ...wrongProblems(chapter, wrong, tests, result.unhandled, label));
+      }
+    }
+    if (results.length === 0 || results.at(-1)?.hung !== true) {
+      if (at < jobs.length) {
+        report.problems.push(
+          `wrong(${chapter.id}): the runner stopped after ${at} of ${jobs.length} wrong implementations:\n${output.trim().slice(-1500)}`,
+        );
+      }
+      break;
+    }
   }
-  return [];
+  report.timings["wrong vitest"] = Date.now() - started;
+  report.timings["wrong versions"] = wrongs.length;
+}
+
+/** Runs practice/wrong-runner.ts in `folder`; its results in order, and what else it printed. */
+function runWrongRunner(
+  folder: string,
+  input: string,
+  limitMs: number,
+): Promise<{ results: WrongResult[]; output: string }> {
+  return new Promise((resolve, reject) => {
+    const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
+    const script = join(REPO_ROOT, "practice", "wrong-runner.ts");
+    const child = spawn(tsx, [script, input], {
+      cwd: folder,
+      env: { ...childEnv(), PI_COURSE_PROOF: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const results: WrongResult[] = [];
+    let rest = "";
+    let output = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), limitMs);
+    child.stdout.setEncoding("utf8").on("data", (text: string) => {
+      rest += text;
+      for (let end = rest.indexOf("\n"); end >= 0; end = rest.indexOf("\n")) {
+        const line = rest.slice(0, end);
+        rest = rest.slice(end + 1);
+        if (line.startsWith("@@wrong ")) results.push(JSON.parse(line.slice("@@wrong ".length)) as WrongResult);
+        else output = (output + line + "\n").slice(-5000);
+      }
+    });
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (output = (output + text).slice(-5000)));
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve({ results, output });
+    });
+  });
 }
 
 /**
@@ -743,47 +891,33 @@ interface Prepared {
   label: string;
   /** A progress view: the lab that is next (the one whose tests must be red). */
   next?: string;
-  /** A snapshot with a wrong implementation of a lab: its tests must fail, in time. */
-  wrong?: WrongImplementation;
+  /** The chapter's wrong implementations, run one after the other in this one folder (see `runWrongs`). */
+  wrongs?: WrongImplementation[];
 }
 
 async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOptions): Promise<void> {
   const { view, report, root, folder, label } = prepared;
   await POOL.run(async () => {
+    if (prepared.wrongs !== undefined) return runWrongs(prepared, prepared.wrongs, scan);
     try {
       const started = Date.now();
       const json = join(root, "outcomes.json");
       const reporter = join(root, "proof-reporter.mjs");
       writeFileSync(reporter, REPORTER);
       const args = ["run", "--no-cache", `--reporter=${reporter}`];
-      if (prepared.wrong !== undefined)
-        args.push("-t", wrongPattern(view.chapter, prepared.wrong), ...ownTestFiles(view, scan));
-      else if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
+      if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
       else if (view.kind === "practice" && view.chapter.mode === "rebuild") args.push(...practiceTestFiles(view, scan));
       else args.push(...ownTestFiles(view, scan));
-      const vitest = await run(folder, "vitest", args, WRONG_RUN_LIMIT_MS * (prepared.wrong ? 1 : 2), {
+      const vitest = await run(folder, "vitest", args, RUN_LIMIT_MS, {
         PI_PROOF_REPORT: json,
         PI_COURSE_PROOF: "1",
       });
-      const step =
-        prepared.wrong !== undefined
-          ? "wrong vitest"
-          : prepared.next !== undefined
-            ? "progress vitest"
-            : `${view.kind} vitest`;
+      const step = prepared.next !== undefined ? "progress vitest" : `${view.kind} vitest`;
       report.timings[step] = (report.timings[step] ?? 0) + Date.now() - started;
       let parsed: RunReport;
       try {
         parsed = JSON.parse(readFileSync(json, "utf8")) as RunReport;
       } catch {
-        if (prepared.wrong !== undefined && vitest.output.includes("(killed after")) {
-          report.problems.push(
-            `${label}: the tests of ${whose(view.chapter, prepared.wrong)} HANG on a wrong implementation (${prepared.wrong.what}): ` +
-              `vitest was killed after ${WRONG_RUN_LIMIT_MS / 1000} s; every wait in a test or its helpers must yield ` +
-              "to the event loop and be bounded, so it fails with a message instead",
-          );
-          return;
-        }
         report.problems.push(
           `${label}: vitest produced no report (exit ${vitest.code}):\n${vitest.output.trim().slice(-1500)}`,
         );
@@ -791,10 +925,6 @@ async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOpt
       }
       const found: string[] = [];
       const tests = outcomes(parsed, found, label);
-      if (prepared.wrong !== undefined) {
-        report.problems.push(...wrongProblems(view.chapter, prepared.wrong, tests, label));
-        return;
-      }
       if (prepared.next !== undefined) {
         report.problems.push(...found, ...progressProblems(view, prepared.next, tests, label, scan));
         return;
@@ -826,7 +956,9 @@ function testCost(prepared: Prepared, scan: SourceScan): number {
   if (view.chapter.mode === "observe") return Number.MAX_SAFE_INTEGER;
   const practice = prepared.next === undefined && view.kind === "practice" && view.chapter.mode === "rebuild";
   const files = practice ? practiceTestFiles(view, scan) : ownTestFiles(view, scan);
-  return files.reduce((sum, file) => sum + (view.files.get(file)?.length ?? 0), 0);
+  const size = files.reduce((sum, file) => sum + (view.files.get(file)?.length ?? 0), 0);
+  // The wrong versions' runner runs a lab's tests per version: about a third of the files each.
+  return prepared.wrongs === undefined ? size : (size * prepared.wrongs.length) / 3;
 }
 
 /**
@@ -899,31 +1031,29 @@ export function proveChapters(
       }
       // An observe chapter has one folder (its practice view, the whole library): the mutation goes there.
       const base: ViewKind = chapter.mode === "observe" ? "practice" : "snapshot";
-      if (!options.staticOnly && kinds.includes(base) && options.wrong !== false) {
-        for (const wrong of chapter.wrong ?? []) {
-          const label = `wrong(${chapter.id}: ${wrong.what})`;
-          try {
-            const view = buildView(catalogue, chapter, base, sources, { scan });
+      if (!options.staticOnly && kinds.includes(base) && options.wrong !== false && (chapter.wrong ?? []).length > 0) {
+        // One folder for all of them, written once; the runner applies and reverts each in turn.
+        try {
+          const view = buildView(catalogue, chapter, base, sources, { scan });
+          const wrongs: WrongImplementation[] = [];
+          for (const wrong of chapter.wrong ?? []) {
             const text = view.files.get(wrong.file);
             const count = typeof text === "string" ? text.split(wrong.find).length - 1 : 0;
             if (typeof text !== "string" || count !== 1) {
               report.problems.push(
-                `${label}: ${wrong.file} must hold the text to replace exactly once, found ${count} time(s); fix \`find\` in ${chapter.source}`,
+                `wrong(${chapter.id}: ${wrong.what}): ${wrong.file} must hold the text to replace exactly once, found ${count} time(s); fix \`find\` in ${chapter.source}`,
               );
-              continue;
-            }
-            view.files.set(
-              wrong.file,
-              text.replace(wrong.find, () => wrong.replace),
-            );
+            } else wrongs.push(wrong);
+          }
+          if (wrongs.length > 0) {
             const root = mkdtempSync(join(tmpdir(), `pi-proof-${chapter.id}-wrong-`));
             const folder = join(root, "folder");
             writeView(view, folder, { linkNodeModules: options.nodeModules ?? join(REPO_ROOT, "node_modules") });
             report.folders.push(folder);
-            prepared.push({ view, report, root, folder, label, wrong });
-          } catch (error) {
-            report.problems.push(`${label}: cannot generate: ${messageOf(error)}`);
+            prepared.push({ view, report, root, folder, label: `wrong(${chapter.id})`, wrongs });
           }
+        } catch (error) {
+          report.problems.push(`wrong(${chapter.id}): cannot generate: ${messageOf(error)}`);
         }
       }
       for (const view of views) {
@@ -944,10 +1074,10 @@ export function proveChapters(
     // (TypeBox's above all), and each chapter adds ~230 MB of checked types: one program of
     // twenty chapters outgrew node's default 4 GB heap. Measured on the whole `npm test` (20
     // chapters): three programs of seven 665 s, one program of twenty (8 GB heap) 707 s.
-    // A wrong implementation's folder is only run (vitest strips types), never typechecked.
+    // The wrong implementations' folder is only run (vitest strips types), never typechecked.
     const byChapter = new Map<ProofReport, Prepared[]>();
     for (const p of prepared)
-      if (p.wrong === undefined) byChapter.set(p.report, [...(byChapter.get(p.report) ?? []), p]);
+      if (p.wrongs === undefined) byChapter.set(p.report, [...(byChapter.get(p.report) ?? []), p]);
     const reportsChecked = [...byChapter.keys()];
     const typecheck = new Map<ProofReport, Promise<void>>();
     const ends = new Map<ProofReport, () => void>();

@@ -23,6 +23,8 @@ export default defineChapter({
       "JSON.parse(text) as Settings typechecks and the compiler then believes anything. Code: kit/ (course material, outside the library's src/).",
   },
   files: ["kit/tagged-union.ts", "kit/boundary.ts"],
+  proseToldWaiver:
+    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "1.1",

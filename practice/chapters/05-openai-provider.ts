@@ -131,15 +131,21 @@ export default defineChapter({
           "Read each character once, with a stack of open containers and what each expects next; build the value in place. " +
           "Show an escape once complete. At the end, one strict JSON.parse; anything but an object is an error the model can read.",
       },
+      says: [
+        "The tool call was not run: its arguments are not valid JSON (${reason}). Send the call again with the arguments as one complete JSON object.   (parseToolArguments: reason is JSON.parse's message; arguments are then {})",
+        "The tool call was not run: its arguments must be a JSON object, got ${kind}. Send the call again with the arguments as one JSON object.   (e.g. … got an array. … / got null. / got number. / got string. / got boolean.; empty or blank text is {} with no error)",
+      ],
     },
     {
       id: "5.3",
       says: [
         "context.messages[1] (toolResult) holds an image, and this model takes no images …   (a tool result's image counts too)",
-        "createOpenAICompatibleModel: extraBody.max_tokens would replace a field the adapter sets itself; leave it out.",
+        "extraBody.${key} would replace a field the adapter sets itself; use the adapter's own option for it (e.g. maxTokens for max_tokens), or leave it out.   (toChatCompletionsRequest, given: a field the body already has, e.g. extraBody.max_tokens would replace a field the adapter sets itself when maxTokens is set)",
+        'context.messages[${i}] (${role}) holds an image, and this model takes no images (its options say input: ["text"]). Remove the image from the context (or describe it in text), or use a model that takes images and add "image" to input.   (checkImage, given)',
+        "[1 image of this result: in the next user message] / [2 images of this result: in the next user message]   (the text of a tool message whose result held images, after the result's own text and a newline when it has any)",
         'createOpenAICompatibleModel: input lists what the model takes: ["text"] or ["text", "image"], got ${JSON.stringify(input)}',
         "context.messages[${i}] (${role}) holds an image, and this model takes no images (its options say input: ${JSON.stringify(input)}). …",
-        "${who}: extraBody.${key} would replace a field the adapter sets itself; leave it out.   (max_tokens, messages, model, stream, tools, …)",
+        "${who}: extraBody.${key} would replace a field the adapter sets itself; leave it out.   (checkRequestOptions, given: model, messages, stream, stream_options, tools)",
       ],
       title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
       hint: {
@@ -185,6 +191,7 @@ export default defineChapter({
         "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
+        "Request to ${baseUrl}/chat/completions failed: ${cause}   (openEventStream, given: a refused connection's cause names ECONNREFUSED)",
         "HTTP 503 Service Unavailable: {} (gave up after 3 attempts)   (three 503s with the body {}, maxRetries 2: errorDetails.attempts is 3)",
         "The request could not be built: context.messages[${i}] (${role}) holds an image, and this model takes no images …",
         "The request could not be built: context.messages[${i}] (${role}) holds an image whose data is not base64 (got …): …",
@@ -286,17 +293,166 @@ export default defineChapter({
       replace: "sse.push(decoder.decode(value))",
       failsWith: "\uFFFD",
     },
+    {
+      lab: "5.1",
+      what: "the unfinished line joined to each new piece and scanned again (quadratic in a long line)",
+      file: "src/models/http/sse.ts",
+      find: '    if (text === "") return out;\n    let start = 0;',
+      replace:
+        '    if (text === "") return out;\n    text = this.lineParts.join("") + text;\n    this.lineParts = [];\n    let start = 0;',
+      failsWith: "quadratic",
+    },
+    {
+      lab: "5.1",
+      what: "a blank line ends a frame even when it has no data",
+      file: "src/models/http/sse.ts",
+      find: "      if (this.dataLines.length > 0) {",
+      replace: "      {",
+      failsWith: "expected",
+    },
+    {
+      lab: "5.1",
+      what: "the id is not cleared after its frame",
+      file: "src/models/http/sse.ts",
+      find: "      this.id = undefined;\n",
+      replace: "",
+      failsWith: "expected",
+    },
+    {
+      lab: "5.2",
+      what: "the open string read back whole after each piece (endsWith flattens it: quadratic)",
+      file: "src/models/http/partial-json.ts",
+      find: "    this.addText(run === 0 ? piece : decoded + piece.slice(run)); // run === 0: all plain, no copy",
+      replace:
+        "    this.addText(run === 0 ? piece : decoded + piece.slice(run));\n" +
+        '    if (this.text.endsWith("\\\\")) this.escape = "";',
+      failsWith: "quadratic",
+    },
+    {
+      lab: "5.2",
+      what: "parseToolArguments takes an array as arguments",
+      file: "src/models/http/partial-json.ts",
+      find: '  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {',
+      replace: '  if (typeof parsed !== "object" || parsed === null) {',
+      failsWith: "must be a JSON object, got an array",
+    },
+    {
+      lab: "5.2",
+      what: "parseToolArguments parses empty text (an error instead of {})",
+      file: "src/models/http/partial-json.ts",
+      find: '  if (raw.trim() === "") return { arguments: {} };\n',
+      replace: "",
+      failsWith: "not valid JSON",
+    },
+    {
+      lab: "5.3",
+      what: "a failed (error) assistant turn is sent back to the server",
+      file: "src/models/openai/openai-wire.ts",
+      find: '  if (message.stopReason === "error" || message.stopReason === "aborted") return undefined;',
+      replace: '  if (message.stopReason === "aborted") return undefined;',
+      failsWith: "expected",
+    },
+    {
+      lab: "5.3",
+      what: "a tool result's images dropped without the note in its tool message",
+      file: "src/models/openai/openai-wire.ts",
+      find: "      if (images > 0)\n",
+      replace: "      if (images < 0)\n",
+      failsWith: "of this result: in the next user message",
+    },
+    {
+      lab: "5.3",
+      what: "a tool result's images sent after every tool message, not once after the run",
+      file: "src/models/openai/openai-wire.ts",
+      find: '    if (message.role !== "toolResult" && images.length > 0) {',
+      replace: "    if (images.length > 0) {",
+      failsWith: "expected",
+    },
+    {
+      lab: "5.4",
+      what: "stop with tool calls ends done(stop)",
+      file: "src/models/openai/openai-inbound.ts",
+      find: '    if (reason === "tool_calls" || (reason === "stop" && this.calls.size > 0)) {',
+      replace: '    if (reason === "tool_calls") {',
+      failsWith: "toolUse",
+    },
+    {
+      lab: "5.4",
+      what: "no diagnostic when the server sent no usage",
+      file: "src/models/openai/openai-inbound.ts",
+      find: "    if (!this.sawUsage) this.diagnose(NO_USAGE_DIAGNOSTIC);\n",
+      replace: "",
+      failsWith: "The server sent no usage",
+    },
+    {
+      lab: "5.4",
+      what: "an unknown finish reason's error without its code",
+      file: "src/models/openai/openai-inbound.ts",
+      find: "      code: reason,\n",
+      replace: "",
+      failsWith: "code",
+    },
+    {
+      lab: "5.5",
+      what: "the per-call maxRetries ignored (the model's own budget sent)",
+      file: "src/models/http/provider-model.ts",
+      find: "    const opened = await openEventStream(request, transport);",
+      replace: "    const opened = await openEventStream(request, this.transport);",
+      failsWith: "must replace the model's 2",
+    },
+    {
+      lab: "5.5",
+      what: "reads on while the reader has not taken the last read's events (the whole answer piles up)",
+      file: "src/models/http/provider-model.ts",
+      find: "        if (stream.buffered > 0) await setImmediate();\n",
+      replace: "",
+      failsWith: "to be less than or equal to 50",
+    },
+    {
+      lab: "5.5",
+      what: "every batch counts as progress, keep-alives too",
+      file: "src/models/http/provider-model.ts",
+      find: "        if (turn.progressMark !== mark) http.progress();",
+      replace: "        http.progress();",
+      failsWith: "stalled",
+    },
+    {
+      lab: "5.6",
+      what: "end_turn with tool calls ends done(stop)",
+      file: "src/models/anthropic/anthropic-inbound.ts",
+      find: "        if (this.calls.length > 0) {",
+      replace: "        if (this.calls.length < 0) {",
+      failsWith: "toolUse",
+    },
+    {
+      lab: "5.6",
+      what: "pause_turn without its diagnostic",
+      file: "src/models/anthropic/anthropic-inbound.ts",
+      find: "        this.diagnose(\n          'stop_reason \"pause_turn\": the server paused a long-running turn; send the conversation back to let it go on.',\n        );\n",
+      replace: "",
+      failsWith: "pause_turn",
+    },
+    {
+      lab: "5.6",
+      what: "a refusal without its explanation",
+      file: "src/models/anthropic/anthropic-inbound.ts",
+      find: '          `The model refused to go on (stop_reason "refusal")${this.refusal ? `: ${this.refusal}` : "."}`,',
+      replace: '          `The model refused to go on (stop_reason "refusal").`,',
+      failsWith: "refused to go on",
+    },
   ],
   breakIt: {
     zh:
       "在 `ChatCompletionsTurn.toolCall` 里，把对 `pushArguments` 的调用改成每个 delta 都对整个 `rawArguments` 从头解析：先 `call.parser = new PartialJsonParser();`，" +
       '再 `call.parser.push(block.rawArguments ?? "");`，然后照旧调用 `pushArguments`。跑 `npx vitest run test/05- -t "Lab 5\\.4\\b"`：值还是对的，哪个测试失败了？' +
-      "再跑 `npm run bench -- 05`（在完整仓库里）：128 KB 的参数要多久？为什么“每个 delta 都从头解析”是平方级的？" +
+      '再在你的练习文件夹里跑 `npx vitest run test/05- -t "linear time"`：三个线性测试（SSE、部分 JSON、工具参数）各把 4 MiB 分成小块喂给你自己的代码，' +
+      "超过 8 秒就失败并说出读到了第几块；改坏之后工具参数那一个停在哪里？为什么“每个 delta 都从头解析”是平方级的？" +
+      "（`npm run bench -- 05` 只在仓库根目录有，量的是仓库里的参考实现和上游 pi-ai，不是你的代码。）" +
       '另一个实验：把 `readSseBatches` 里 `decoder.decode(value, { stream: true })` 的 `{ stream: true }` 去掉，跑 `npx vitest run test/05- -t "Lab 5\\.1\\b"`：' +
       "哪个测试失败？被切在两次读取之间的多字节字符变成了什么？",
     en:
       "In ChatCompletionsTurn.toolCall, parse the whole rawArguments again on every delta (a new PartialJsonParser fed " +
-      "rawArguments, then pushArguments as before) and run the Lab 5.4 tests: the values are right, so which test fails? Run the bench: " +
+      'rawArguments, then pushArguments as before) and run the Lab 5.4 tests: the values are right, so which test fails? In your folder, run npx vitest run test/05- -t "linear time": the three linear tests feed 4 MiB to your own code and stop after 8 s, naming the piece they reached (npm run bench -- 05 exists only at the repository root and measures the reference code): ' +
       "why is re-parsing quadratic? Then drop { stream: true } from the decode in readSseBatches and run the Lab 5.1 tests: what " +
       "does a character split between two reads become?",
   },

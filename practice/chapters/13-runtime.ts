@@ -63,6 +63,7 @@ export default defineChapter({
     "src/cli/session-tree.ts",
     "src/cli/sessions.ts",
     "src/cli/start.ts",
+    "src/cli/terminal-text.ts",
     "src/cli/trace.ts",
     "src/cli/transcript.ts",
     // The session's tree in the conversation (/tree, /fork, /label) and the session page
@@ -75,6 +76,8 @@ export default defineChapter({
     "src/session-page/page.ts",
     "src/session-page/tree.ts",
   ],
+  proseToldWaiver:
+    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "13.1",

@@ -47,7 +47,7 @@ export default defineChapter({
       title: { zh: "嵌套调用走同一条流水线（callTool）", en: "nested calls through the same pipeline" },
       hint: {
         zh:
-          "`nestedCalls`（`src/agent/nested-calls.ts`）是工具批次的一个中间件：它给每个正在执行的调用一个 `ToolExecutionContext`。`callTool(name, args)`：计数加一，造一个 `ToolCall`，id 是 `<父 id>.<计数>`；" +
+          "`nestedCalls`（`src/agent/nested-calls.ts`）是工具批次的一个中间件：它给每个正在执行的调用一个 `ToolExecutionContext`。`callTool(name, args)`：计数加一，造一个 `ToolCall`，id 是 `<父 id>.<计数>`（计数器属于这一个父调用，每个父调用都从 1 数起）；" +
           "然后交给 `nested(call, options?.signal)`（批次给的运行器；调用方给了 `signal` 时，这个信号只中止这一个调用，运行照常继续：它记下父调用，事件据此带上 `parentToolCallId`，曝光检查据此把它当成脚本的调用；" +
           "再和模型的调用一样走 `emitStart` → `prepareCall` → `runPreparedCall` → `emitEnd`），返回 `{result, isError}`。嵌套调用没有自己的结果消息：父调用的结果会报告它们。",
         en:
@@ -79,25 +79,31 @@ export default defineChapter({
       ],
       hint: {
         zh:
-          "合并默认限制；已经中止就直接返回 `aborted`。拿到 worker（`ensureWorker`，第一次才启动），给这次运行一个新的 `runId`。" +
-          "准备两个 promise：`outcome`（结果，只定一次）和 `released`（worker 真正空下来，队列等它）。`stop(kind, message)`：先给出结果，" +
-          "再把共享内存里的中断标志设成这个 `runId`（VM 的中断处理函数看到 `>= runId` 就打断脚本）、发 `cancel`，" +
-          '`STOP_GRACE_MS` 之内 worker 不回话就 `terminate()` 并换一个新的。worker 的 `call` 消息：先查调用次数和参数长度（超了就 `stop("limit", …)`），' +
-          "记下 `{name, args}`，用 `calls.add(record, request.callTool(name, args, calls.signal))` 交给宿主（`calls` 是这次运行的 `ScriptCalls`，已经写好：" +
-          "脚本一结束——返回、出错、超时、中止都算——它就让还没回答的调用收到中止信号、标上 `cancelled`，`finish` 等它们都回答了才给出结果），回答用 `reply` 发回去（`ok` 为假时脚本里会抛出 Error）；`done` 消息用 `doneOutcome` 读出结果。" +
-          '计时器到点就 `stop("timeout", …)`，`signal` 中止就 `stop("aborted", …)`；worker 出错或退出都是 `sandbox`（出错时它已经不能用了：换一个新的）。' +
-          "结果一旦给出，worker 再发来的 `call` 一律不跑；运行结束时（`cleanup`）把挂在 worker 和 `signal` 上的监听器都摘掉。最后发 `run` 消息。",
+          "按顺序：\n" +
+          "1. 合并默认限制（`DEFAULT_SANDBOX_LIMITS`）；`maxStackBytes` 发给 worker 之前封顶为 `MAX_STACK_BYTES`（512 KiB：QuickJS 不收更大的值，会让每个脚本都以脚本错误失败）。\n" +
+          "2. `signal` 已经中止：在启动或取用 worker 之前就返回 `aborted`（不启动任何 worker）。\n" +
+          "3. 拿到 worker（`ensureWorker`，第一次才启动），给这次运行一个新的 `runId`；准备 `outcome`（结果，只定一次）和 `released`（worker 真正空下来，队列等它）。\n" +
+          "4. `stop(kind, message)`：先给出结果，再把共享内存里的中断标志设成这个 `runId`（VM 的中断处理函数看到 `>= runId` 就打断脚本）、发 `cancel`，`STOP_GRACE_MS`（250 ms）之内 worker 不回话就 `terminate()` 并换一个新的。\n" +
+          '5. worker 的 `call` 消息：先查调用次数和参数长度（超了就 `stop("limit", …)`）；参数是 worker 发来的 JSON 文本：`JSON.parse` 解析，解析不了（脚本改了 `JSON.stringify`）就把文本原样当参数，不能抛出；' +
+          "记下 `{name, args}`，用 `calls.add(record, request.callTool(name, args, calls.signal))` 交给宿主，回答用 `reply` 发回去（`ok` 为假时脚本里会抛出 Error）。\n" +
+          "6. 给出结果时用 `calls.end(STOP_GRACE_MS)`（`ScriptCalls`，已经写好：让还没回答的调用收到中止信号、标上 `cancelled`，最多再等 250 ms），它完成后才交出结果；`done` 消息用 `doneOutcome` 读出结果。\n" +
+          '7. 计时器到点就 `stop("timeout", …)`，`signal` 中止就 `stop("aborted", …)`；worker 出错或退出都是 `sandbox`（出错时它已经不能用了：换一个新的）；结果一旦给出，worker 再发来的 `call` 一律不跑。\n' +
+          "8. 运行结束时（`cleanup`）清掉计时器（否则一个很短的脚本也让进程多活 `timeoutMs`），摘掉挂在 worker 和 `signal` 上的监听器。最后发 `run` 消息。",
         en:
-          "Merge the limits; start or reuse the worker; per run an id, an outcome settled once and a released promise. stop(): settle, " +
-          "raise the shared interrupt flag, send cancel, terminate after STOP_GRACE_MS. Check maxCalls and maxArgChars per call, reply " +
-          "with the tool's text (each call through calls.add(record, request.callTool(name, args, calls.signal)): ScriptCalls, given, " +
-          "cancels the calls still running when the script ends), read done with doneOutcome; the timer and the signal stop the script. " +
-          "A worker error or exit is a sandbox failure (a crashed worker is replaced); once the outcome is given no later call runs; " +
-          "cleanup takes every listener off the worker and the signal.",
+          "1. Merge the limits; cap maxStackBytes at MAX_STACK_BYTES (512 KiB) before posting it. 2. An already aborted signal: " +
+          "answer aborted before any worker is started. 3. Start or reuse the worker; a run id, an outcome settled once, a released promise. " +
+          "4. stop(): settle, raise the interrupt flag, send cancel, terminate after STOP_GRACE_MS (250 ms). 5. Per call: check maxCalls " +
+          "and maxArgChars; JSON.parse the arguments, and keep text that is not JSON as it is (never throw); calls.add(record, " +
+          "request.callTool(name, args, calls.signal)). 6. Settle after calls.end(STOP_GRACE_MS) (ScriptCalls, given: cancels the calls " +
+          "still running, waits 250 ms at most); read done with doneOutcome. 7. Timer and signal stop the script; a worker error or exit is " +
+          "a sandbox failure; no call runs once the outcome is given. 8. cleanup clears the timer and takes every listener off.",
       },
     },
     {
       id: "16.3",
+      says: [
+        "  /** the b tool */\n  b(args: Record<string, unknown>): Promise<string>;\n   (declarations.ts, given: a tool's doc comment is the first sentence of its description, here a tool described as /** the c tool */ too)",
+      ],
       title: { zh: "把 JSON Schema 写成 TypeScript（toTypeScript）", en: "JSON Schema as TypeScript" },
       hint: {
         zh:
@@ -124,9 +130,9 @@ export default defineChapter({
       ],
       hint: {
         zh:
-          "没有 `context`（不在循环里直接调用 `execute`）就返回上面那条错误结果。否则在沙箱（`options.sandbox`，默认全进程共享的一个）里运行脚本：" +
-          "`tools` 是可调用工具的名字，`limits`、`signal` 照传；`callTool(name, args, signal)` 用 `context.callTool(name, args, { signal })` 跑嵌套调用（脚本结束时这个信号让还在跑的调用停下），把结果的文本块拼起来交回脚本。" +
-          "结果的文字用 `reportOutcome(outcome)`，`details` 放整个 `outcome`，`isError` 是 `!outcome.ok`。",
+          "没有 `context`（不在循环里直接调用 `execute`）就返回下面 says 里的那条错误结果（The code tool runs only inside the agent loop…）。否则在沙箱（`options.sandbox`，默认全进程共享的一个）里运行脚本：" +
+          "`tools` 是可调用工具的名字，`limits`、`signal` 照传；`callTool(name, args, signal)` 用 `context.callTool(name, args, { signal })` 跑嵌套调用（脚本结束时这个信号让还在跑的调用停下），把结果的所有文本块用 `textOfContent` 拼起来交回脚本（不只是第一块）。" +
+          "结果的文字用 `reportOutcome(outcome)`，`details` 放整个 `outcome`（包括 `calls` 列表），`isError` 是 `!outcome.ok`。",
         en:
           "Without a context, refuse. Else run the script in the sandbox with the callable names, the limits and the signal; nested " +
           "calls through context.callTool, their text back to the script; answer with reportOutcome, details the outcome.",
@@ -139,7 +145,7 @@ export default defineChapter({
       lab: "16.2",
       what: "break it, step 1: the VM gets no stack limit (maxStackBytes 0 passed to the worker)",
       file: "src/codemode/sandbox.ts",
-      find: "        maxStackBytes: limits.maxStackBytes,",
+      find: "        maxStackBytes: Math.min(limits.maxStackBytes, MAX_STACK_BYTES),",
       replace: "        maxStackBytes: 0,",
       failsWith: "deep recursion ends at QuickJS's stack limit",
     },
@@ -151,16 +157,115 @@ export default defineChapter({
       replace: "    if (this.worker !== undefined) void this.worker.terminate();",
       failsWith: "workers started for four scripts",
     },
+    {
+      lab: "16.2",
+      what: "maxStackBytes posted without its 512 KiB cap",
+      file: "src/codemode/sandbox.ts",
+      find: "        maxStackBytes: Math.min(limits.maxStackBytes, MAX_STACK_BYTES),",
+      replace: "        maxStackBytes: limits.maxStackBytes,",
+      failsWith: "must be capped",
+    },
+    {
+      lab: "16.2",
+      what: "the run's timer not cleared once the outcome is given",
+      file: "src/codemode/sandbox.ts",
+      find: "      clearTimeout(timer);\n      clearTimeout(grace);",
+      replace: "      clearTimeout(grace);",
+      failsWith: "timers left after the run",
+    },
+    {
+      lab: "16.2",
+      what: "the already-aborted check after a worker is started",
+      file: "src/codemode/sandbox.ts",
+      find: "    const calls = new ScriptCalls<NestedCallRecord>();\n    if (request.signal?.aborted) {",
+      replace:
+        "    const calls = new ScriptCalls<NestedCallRecord>();\n    await this.ensureWorker();\n    if (request.signal?.aborted) {",
+      failsWith: "workers started for a run aborted before it began",
+    },
+    {
+      lab: "16.1",
+      what: "one nested-id counter shared by every parent",
+      file: "src/agent/nested-calls.ts",
+      find: "function callsOf(parent: ToolCall, nested: NestedCallRunner): ToolExecutionContext {\n  let count = 0;",
+      replace: "let count = 0;\nfunction callsOf(parent: ToolCall, nested: NestedCallRunner): ToolExecutionContext {",
+      failsWith: "counted per parent",
+    },
+    {
+      lab: "16.1",
+      what: "the caller's signal not passed to the nested call",
+      file: "src/agent/nested-calls.ts",
+      find: "      const { result, isError } = await nested(call, options?.signal);",
+      replace: "      const { result, isError } = await nested(call);",
+      failsWith: "the run did not end within",
+    },
+    {
+      lab: "16.1",
+      what: "nested ids numbered from 0",
+      file: "src/agent/nested-calls.ts",
+      find: "        id: `${parent.id}.${count}`,",
+      replace: "        id: `${parent.id}.${count - 1}`,",
+      failsWith: "counted per parent from 1",
+    },
+    {
+      lab: "16.4",
+      what: "a nested result's first text block only",
+      file: "src/codemode/code-tool.ts",
+      find: "          return { text: textOfContent(result.content), isError };",
+      replace: "          return { text: textOfContent(result.content.slice(0, 1)), isError };",
+      failsWith: "every text block of the nested result",
+    },
+    {
+      lab: "16.4",
+      what: "details without the list of calls",
+      file: "src/codemode/code-tool.ts",
+      find: '      return { content: [{ type: "text", text: reportOutcome(outcome) }], details: outcome, isError: !outcome.ok };',
+      replace:
+        '      return { content: [{ type: "text", text: reportOutcome(outcome) }], details: { ...outcome, calls: [] }, isError: !outcome.ok };',
+      failsWith: "details is the whole outcome",
+    },
+    {
+      lab: "16.4",
+      what: "the tool's signal not passed to the sandbox",
+      file: "src/codemode/code-tool.ts",
+      find: "        ...(signal !== undefined && { signal }),\n",
+      replace: "",
+      failsWith: "abort",
+    },
+    {
+      lab: "16.3",
+      what: "an optional property written without ?",
+      file: "src/codemode/declarations.ts",
+      find: '        return `${name}${required.has(key) ? "" : "?"}: ${toTypeScript(value, depth + 1)}`;',
+      replace: "        return `${name}: ${toTypeScript(value, depth + 1)}`;",
+      failsWith: "mode?",
+    },
+    {
+      lab: "16.3",
+      what: "an element type with spaces written T[] (a union's [] binds to its last part)",
+      file: "src/codemode/declarations.ts",
+      find: '      return item.includes(" ") ? `Array<${item}>` : `${item}[]`;',
+      replace: "      return `${item}[]`;",
+      failsWith: "Array<",
+    },
+    {
+      lab: "16.3",
+      what: "an empty enum written as nothing instead of never",
+      file: "src/codemode/declarations.ts",
+      find: '  if (Array.isArray(s.enum)) return s.enum.map((v) => JSON.stringify(v)).join(" | ") || "never";',
+      replace: '  if (Array.isArray(s.enum)) return s.enum.map((v) => JSON.stringify(v)).join(" | ");',
+      failsWith: "never",
+    },
   ],
   breakIt: {
     zh:
       "在 `sandbox.ts` 里把传给 worker 的 `maxStackBytes` 换成 0（`maxStackBytes: 0,`），" +
       '跑 `npx vitest run test/16- -t "Lab 16\\.2\\b"`：无限递归的脚本让 VM 崩溃了，宿主还活着吗？下一个脚本还能运行吗？' +
       "再把 `ensureWorker` 里复用 worker 的那一行改成每次都结束旧的、新开一个（`if (this.worker !== undefined) void this.worker.terminate();`），" +
-      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？然后跑 `npm run bench -- codemode`（在仓库里），看看和 pi-codemode 的比值怎么变。",
+      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？想量时间的话：`npm run bench -- codemode` 只在仓库根目录有（练习文件夹里没有），它量的是 `packages/pi-course/src/codemode` 里的代码：" +
+      "在仓库里做同样的改动再跑，看看和 pi-codemode 的比值怎么变，然后 `git checkout packages/pi-course/src/codemode` 改回来。",
     en:
       "Pass maxStackBytes 0 to the worker in sandbox.ts and run the Lab 16.2 tests: an endless recursion crashes the VM; does " +
       "the host survive, and does the next script run? Then start a worker per script (ensureWorker terminates the old one " +
-      "instead of reusing it): which test counts the workers? Rerun the codemode bench to see the ratio to pi-codemode move.",
+      "instead of reusing it): which test counts the workers? To time it: npm run bench -- codemode exists only at the repository root and measures packages/pi-course/src/codemode, so make the same change there, rerun it to see the ratio to pi-codemode move, then git checkout that folder.",
   },
 });

@@ -188,6 +188,50 @@ describe("the proof catches a broken course", () => {
     expect((await proveChapter(catalogue, ch01, { sources: withDoc, staticOnly: true })).problems).toEqual([]);
   });
 
+  it("reads a sentence wherever an assertion expects it: an error field, a constant only assertions use; not a constant given to the code", async () => {
+    const checked = ADDER.replace(
+      "/** Adds. */\nexport function add(a: number, b: number): number {",
+      "/** Checks a sum. */\nexport function check(sum: number): { error?: string } {\n  // #region lab 1.1 check\n" +
+        '  return Number.isFinite(sum) ? {} : { error: "the sum is not finite, so nothing was added" };\n  // #endregion\n}\n\n' +
+        "/** Adds. */\nexport function add(a: number, b: number): number {",
+    );
+    const test = TEST_01.replace(
+      'import { add } from "../src/adder.js";',
+      'import { add, check } from "../src/adder.js";',
+    )
+      .replace(
+        "expect(add(2, 3)).toBe(5);",
+        "expect(add(2, 3)).toBe(5);\n" +
+          '  expect(check(Infinity)).toEqual({ error: "the sum is not finite, so nothing was added" });\n' +
+          "  expect([check(NaN).error]).toEqual(EXPECTED);\n" +
+          "  expect(add(GIVEN.length, 0)).toBe(GIVEN.length);\n" +
+          "  expect(GIVEN).toBe(GIVEN);",
+      )
+      .concat(
+        '\nconst EXPECTED = ["the sum is not finite, so nothing was added"];\n' +
+          'const GIVEN = "a sentence the test gives the code";\n',
+      );
+    const sources = course({ adder: checked, test01: test });
+    const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
+    expect(
+      report.problems.map((p) =>
+        /^practice\(01\): test\/01-adder\.test\.ts:(\d+) ›.*?requires the text (".*?")/.exec(p)?.slice(1),
+      ),
+    ).toEqual([
+      ["6", '"the sum is not finite, so nothing was added"'],
+      ["12", '"the sum is not finite, so nothing was added"'],
+    ]);
+    const said = checked.replace(
+      "/** Checks a sum. */",
+      "/** Checks a sum: `the sum is not finite, so nothing was added`. */",
+    );
+    const told = await proveChapter(catalogue, ch01, {
+      sources: course({ adder: said, test01: test }),
+      staticOnly: true,
+    });
+    expect(told.problems).toEqual([]);
+  });
+
   it("fails for a region that is never closed", async () => {
     const sources = course({ adder: ADDER.replace(/\/\/ #endregion\n$/, "") });
     const report = await proveChapter(catalogue, ch01, { sources, staticOnly: true });
@@ -247,6 +291,42 @@ describe("the proof catches a broken course", () => {
       "practice(01): test/01-adder.test.ts › Lab 1.1 · adds two numbers PASSES against the construction sites; " +
         "it must fail until lab 1.1 is written",
     ]);
+  }, 300_000);
+
+  it("runs each wrong version in one folder and one vitest, reverted after each: reports one not caught, one caught with other words, an escaping error, a missing text", async () => {
+    const wrong = (what: string, replace: string, failsWith = "expected -1 to be 5", find = "return a + b;") => ({
+      lab: "1.1",
+      what,
+      file: "src/adder.ts",
+      find,
+      replace,
+      failsWith,
+    });
+    const wrongs = buildCatalogue([
+      {
+        spec: {
+          ...spec("01", "adder", ["src/adder.ts"], "1.1"),
+          wrong: [
+            wrong("subtracts", "return a - b;"),
+            // caught only if the previous version was written back and vitest re-read the file
+            wrong("the operands swapped", "return b + a;"),
+            wrong("subtracts, said otherwise", "return a - b;", "the sum is wrong"),
+            wrong("throws later", 'setTimeout(() => { throw new Error("late boom"); });\n  return a - b;'),
+            wrong("not there", "return 0;", "x", "return a * b;"),
+          ],
+        },
+        source: "mini/01-adder.ts",
+      },
+    ]);
+    const report = await proveChapter(wrongs, wrongs.chapters[0]!, { sources: course(), views: ["snapshot"] });
+    expect(report.problems).toEqual([
+      "wrong(01: not there): src/adder.ts must hold the text to replace exactly once, found 0 time(s); fix `find` in mini/01-adder.ts",
+      "wrong(01: the operands swapped): every test of lab 1.1 PASSES on a wrong implementation (the operands swapped); add a test that catches it",
+      'wrong(01: subtracts, said otherwise): the tests of lab 1.1 fail on a wrong implementation (subtracts, said otherwise), but none says "the sum is wrong" in an assertion: Lab 1.1 · adds two numbers: expected -1 to be 5 // Object.is equality',
+      "wrong(01: throws later): an error escapes the tests of lab 1.1, unhandled, on a wrong implementation (throws later); " +
+        "in a full run it fails whatever test runs next: late boom",
+    ]);
+    expect(report.timings["wrong versions"]).toBe(4);
   }, 300_000);
 });
 

@@ -416,7 +416,7 @@ export type { ToolSearchDetails, ToolSearchOptions } from "./tool-search/tool-se
 // #region ch16
 // Chapter 16: codemode: a script that calls tools, in a QuickJS sandbox in a worker thread.
 export type { ToolExecutionContext } from "./types.js";
-export { CodeSandbox, DEFAULT_SANDBOX_LIMITS, STOP_GRACE_MS } from "./codemode/sandbox.js";
+export { CodeSandbox, DEFAULT_SANDBOX_LIMITS, MAX_STACK_BYTES, STOP_GRACE_MS } from "./codemode/sandbox.js";
 export type {
   NestedCallAnswer,
   NestedCallRecord,
@@ -456,7 +456,7 @@ export {
   withElicitationDefaults,
 } from "./mcp/client.js";
 export type { McpCallResult, McpClientOptions, McpContent, McpRoot, McpServerInfo, McpToolInfo } from "./mcp/client.js";
-export { elicitationForm, fieldHint, readFieldAnswer, shown } from "./mcp/elicitation-form.js";
+export { MAX_FORM_FIELDS, elicitationForm, fieldHint, readFieldAnswer, shown } from "./mcp/elicitation-form.js";
 export type { ElicitationForm, FieldAnswer, FormField, FormFieldKind, FormOption } from "./mcp/elicitation-form.js";
 export { MAX_TOOL_NAME, mapCallResult, mcpAgentTools, mcpToolName } from "./mcp/mcp-tools.js";
 export type { McpToolDetails } from "./mcp/mcp-tools.js";

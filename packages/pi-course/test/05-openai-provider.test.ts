@@ -47,11 +47,13 @@ import {
   statusReply,
   writePieces,
 } from "./support/sse-server.js";
+import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { FrameTemplate, type FrameSlot } from "../src/models/http/frame-template.js";
 import {
   RecordingStream,
   expectedMessage,
   overHttp,
+  readTurn,
   surfaceInternalError,
   turnRunner,
   type Turn,
@@ -89,6 +91,29 @@ function decodeAll(pieces: readonly string[]): SseEvent[] {
 }
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
+
+/** The size of the inputs of the linear-work tests: 4 MiB, in pieces of 16 or 64 characters. */
+const BIG = 4 * 1024 * 1024;
+
+/**
+ * The linear-work check of a streaming path: feeds `count` pieces to `push` and fails once
+ * `boundMs` have passed. A reader whose work per piece is the piece's own size reads these inputs in
+ * milliseconds; one whose work per piece grows with everything read so far (rescanning a buffer,
+ * re-parsing, copying the whole string) is quadratic and needs minutes, a margin no machine load
+ * closes. The bound stops a quadratic reader long before its end, with an assertion.
+ */
+function linearWithin(what: string, count: number, push: (i: number) => void, boundMs = 8_000): void {
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    push(i);
+    if ((i & 255) === 255 && performance.now() - started > boundMs) {
+      expect.fail(
+        `${what}: ${i + 1} of ${count} pieces took more than ${boundMs / 1000} s; each piece must cost work in its own ` +
+          "size, not in everything read so far (quadratic: minutes for the whole input)",
+      );
+    }
+  }
+}
 
 /** Pushes `text` into a fresh parser in pieces of `size`; returns the parser. */
 function parse(text: string, size = text.length || 1): PartialJsonParser {
@@ -346,6 +371,20 @@ describe("chapter 05 · SSE reader", () => {
       { numRuns: 300, includeErrorInReport: true },
     );
   });
+});
+
+describe("chapter 05 · SSE reader, in linear time", () => {
+  it("Lab 5.1 · a 4 MiB line in 16-character pieces is read in linear time: an unfinished line is never scanned again", () => {
+    const decoder = new SseDecoder();
+    expect(decoder.push("data: ")).toEqual([]);
+    const piece = "0123456789abcdef";
+    linearWithin("SseDecoder.push of one long line", BIG / piece.length, () => {
+      if (decoder.push(piece).length > 0) expect.fail("a frame before its line ended");
+    });
+    const frames = decoder.push("\n\n");
+    expect(frames).toHaveLength(1);
+    expect(frames[0]!.data.length).toBe(BIG);
+  }, 60_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -618,6 +657,17 @@ describe("chapter 05 · incremental partial JSON", () => {
       expect(result.error, scalar).toMatch(/^The tool call was not run: its arguments must be a JSON object, got /);
     }
   });
+});
+
+describe("chapter 05 · partial JSON, in linear time", () => {
+  it("Lab 5.2 · a 4 MiB string value in 16-character pieces is read in linear time: the open string is never copied whole", () => {
+    const parser = new PartialJsonParser();
+    parser.push('{"content": "');
+    const piece = "0123456789abcdef";
+    linearWithin("PartialJsonParser.push of one long string", BIG / piece.length, () => parser.push(piece));
+    parser.push('"}');
+    expect((parser.value as { content: string }).content.length).toBe(BIG);
+  }, 60_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -1031,6 +1081,28 @@ describe("chapter 05 · inbound translation", () => {
     ).toBe(1);
     expect(values[0]).toEqual({ path: "src/a.txt", lines: [1, 2] });
   });
+
+  it("Lab 5.4 · 4 MiB of tool-call arguments in 64-character deltas are assembled in linear time", () => {
+    // A plain stream: RecordingStream copies every partial value, which is quadratic itself.
+    const stream = new AssistantMessageEventStream();
+    const turn = new ChatCompletionsTurn(stream, META);
+    turn.start();
+    turn.chunk(
+      fragment(0, {
+        id: "call_A",
+        type: "function",
+        function: { name: "write", arguments: '{"content": "' },
+      }) as ChatCompletionChunk,
+    );
+    const piece = "0123456789abcdef".repeat(4);
+    const chunk = fragment(0, { function: { arguments: piece } }) as ChatCompletionChunk;
+    linearWithin("ChatCompletionsTurn.chunk of one long tool call", BIG / piece.length, () => turn.chunk(chunk));
+    turn.chunk(fragment(0, { function: { arguments: '"}' } }) as ChatCompletionChunk);
+    turn.chunk(finish("tool_calls") as ChatCompletionChunk);
+    turn.finish();
+    const call = turn.partial.content[0] as ToolCall;
+    expect((call.arguments as { content: string }).content.length).toBe(BIG);
+  }, 60_000);
 
   it("Lab 5.4 · finish_reason length keeps rawArguments, emits no toolcall_end, ends done(length)", () => {
     const turn = translate([
@@ -2153,6 +2225,13 @@ describe("chapter 05 · a failing or hostile server", () => {
       ),
     );
 
+    // A call's own maxRetries (StreamOptions) wins over the model's: 1 means two requests, not three.
+    before = sent();
+    for (let i = 0; i < 2; i++) server.reply(statusReply(503, "{}"));
+    const own = await readTurn(model({ maxRetries: 2 }).stream({ messages: [] }, { maxRetries: 1 }));
+    expect(sent() - before, "the call's maxRetries 1 must replace the model's 2: two requests, then give up").toBe(2);
+    expect(own.message.errorMessage).toBe("HTTP 503 Service Unavailable: {} (gave up after 2 attempts)");
+
     // A 503, then a stream that drops mid-way: not retried (content was shown), two requests.
     before = sent();
     server.reply(statusReply(503, "{}")).reply(sseReply(textChunk("Hel"), { then: "reset" }));
@@ -2356,13 +2435,15 @@ describe("chapter 05 · a failing or hostile server", () => {
           }),
         );
 
-        server.reply(dripReply("", () => ": keep-alive\n\n", 10));
+        // Keep-alives for 1.5 s at most, then the body ends: a watchdog that counts them as progress
+        // shows as "the stream ended" instead of the stall, an assertion rather than a hang.
+        server.reply(dripReply("", (i) => (i < 150 ? ": keep-alive\n\n" : undefined), 10));
         const comments = await runTurn(model(stall));
         expect(comments.signature).toEqual(["start", "error:error"]);
         expect(comments.message.errorMessage).toBe(midStream);
 
         // Chunks with empty deltas carry nothing: they are keep-alives too.
-        server.reply(dripReply("", () => textChunk(""), 10));
+        server.reply(dripReply("", (i) => (i < 150 ? textChunk("") : undefined), 10));
         const empty = await runTurn(model(stall));
         expect(empty.signature).toEqual(["start", "error:error"]);
         expect(empty.message.errorMessage).toBe(midStream);
@@ -2373,7 +2454,7 @@ describe("chapter 05 · a failing or hostile server", () => {
         expect(slowloris.signature).toEqual(["start", "error:error"]);
         expect(slowloris.message.errorMessage).toBe(midStream);
       }),
-    10_000,
+    20_000,
   );
 
   it.concurrent(

@@ -3,6 +3,7 @@ import { Type } from "typebox";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import {
   CodeSandbox,
+  MAX_STACK_BYTES,
   STOP_GRACE_MS,
   agentLoop,
   assistantMessage,
@@ -239,6 +240,30 @@ describe("nested calls", () => {
     );
     expect(events.at(-1)?.type).toBe("agent_end");
   });
+
+  it("Lab 16.1 · each parent counts its own nested calls: two callers in one batch both get <id>.1 and <id>.2", async () => {
+    const twice: AnyTool = {
+      ...tool("twice"),
+      execute: async (_id, _args, _signal, _onUpdate, context) => {
+        await context!.callTool("add", { a: 1, b: 1 });
+        await context!.callTool("add", { a: 2, b: 2 });
+        return { content: [{ type: "text", text: "twice" }], details: undefined };
+      },
+    };
+    const model = scripted([calls(call("p1", "twice", {}), call("p2", "twice", {})), says("done")]);
+    const { events } = await finish(agentLoop([userMessage("go")], { messages: [], tools: [twice, add] }, { model }));
+    const nested = events.flatMap((e) =>
+      e.type === "tool_execution_start" && e.parentToolCallId !== undefined
+        ? [`${e.parentToolCallId}>${e.toolCallId}`]
+        : [],
+    );
+    expect(nested.sort(), "a nested id is <parent id>.<n>, n counted per parent from 1").toEqual([
+      "p1>p1.1",
+      "p1>p1.2",
+      "p2>p2.1",
+      "p2>p2.2",
+    ]);
+  });
 });
 
 describe("the sandbox", () => {
@@ -426,6 +451,57 @@ describe("the sandbox", () => {
       message: "the sandbox crashed: RuntimeError: memory access out of bounds",
     });
     expect((await run("return 'again'")).value).toBe("again");
+  });
+
+  it("Lab 16.2 · maxStackBytes is capped at MAX_STACK_BYTES (512 KiB) before it is posted: 8 MiB still runs scripts and stops deep recursion", async () => {
+    expect(MAX_STACK_BYTES).toBe(512 * 1024);
+    const big = { maxStackBytes: 8 * 1024 * 1024 };
+    expect(await run("return 1", { limits: big }), "an 8 MiB stack limit must be capped, not posted as it is").toEqual({
+      ok: true,
+      value: 1,
+      logs: [],
+      calls: [],
+    });
+    const deep = await run("function f(n) { return f(n + 1) + 1 }\nreturn f(0)", { limits: big });
+    expect(deep.error).toEqual({ kind: "limit", message: "RangeError: Maximum call stack size exceeded" });
+  });
+
+  it("Lab 16.2 · once the outcome is given, no timer of the run is left: a short script does not keep the process alive for timeoutMs", async () => {
+    // The run's own timer is the one set for timeoutMs (30 000 ms): watch it being set and cleared.
+    const realSet = globalThis.setTimeout;
+    const realClear = globalThis.clearTimeout;
+    const open = new Set<unknown>();
+    const set = vi.spyOn(globalThis, "setTimeout").mockImplementation(((fn: () => void, ms?: number) => {
+      const timer = realSet(fn, ms);
+      if (ms === 30_000) open.add(timer);
+      return timer;
+    }) as typeof setTimeout);
+    const clear = vi.spyOn(globalThis, "clearTimeout").mockImplementation(((timer?: NodeJS.Timeout) => {
+      open.delete(timer);
+      realClear(timer);
+    }) as typeof clearTimeout);
+    try {
+      expect((await run("return 1", { limits: { timeoutMs: 30_000 } })).value).toBe(1);
+    } finally {
+      set.mockRestore();
+      clear.mockRestore();
+    }
+    for (const timer of open) realClear(timer as NodeJS.Timeout);
+    expect(open.size, "timers left after the run: the run's timer must be cleared when its outcome is given").toBe(0);
+  });
+
+  it("Lab 16.2 · a run whose signal is already aborted starts no worker", async () => {
+    const own = new CodeSandbox();
+    try {
+      const before = workers.started;
+      const aborted = new AbortController();
+      aborted.abort();
+      const outcome = await own.run({ code: "return 1", tools: [], callTool: noTools, signal: aborted.signal });
+      expect(outcome.error).toEqual({ kind: "aborted", message: "the run was aborted before the script started" });
+      expect(workers.started - before, "workers started for a run aborted before it began").toBe(0);
+    } finally {
+      await own.close();
+    }
   });
 
   it("Lab 16.2 · a worker that stays silent after a stop is terminated after STOP_GRACE_MS and replaced; the next script runs", async () => {
@@ -737,6 +813,36 @@ describe("the code tool", () => {
     ]);
     expect(ran).toEqual(["add 1 2", "add 3 10", "note"]);
     expect(resultText(result, "s1")).toBe('Result: {"y":"13"}\nConsole:\nx 3\nTool calls: 3');
+  });
+
+  it("Lab 16.4 · a nested result of several text blocks reaches the script whole; details holds the outcome with its calls", async () => {
+    const two: AnyTool = {
+      ...tool("two", "codemode"),
+      execute: async () => ({
+        content: [
+          { type: "text", text: "first" },
+          { type: "text", text: "second" },
+        ],
+        details: undefined,
+      }),
+    };
+    const code = createCodeTool({ tools: [two], sandbox });
+    const model = scripted([calls(call("s1", "code", { code: "return await tools.two({ n: 1 });" })), says("ok")]);
+    const { result } = await finish(
+      agentLoop([userMessage("go")], { messages: [], tools: [code, two] }, { model }),
+      () => {},
+      20_000,
+    );
+    expect(resultText(result, "s1"), "every text block of the nested result, joined by textOfContent").toBe(
+      'Result: "first\\nsecond"\nTool calls: 1',
+    );
+    const message = result.find((m): m is ToolResultMessage => m.role === "toolResult" && m.toolCallId === "s1");
+    expect(message?.details, "details is the whole outcome, the list of calls included").toEqual({
+      ok: true,
+      value: "first\nsecond",
+      logs: [],
+      calls: [{ name: "two", args: { n: 1 }, isError: false }],
+    });
   });
 
   it("Lab 16.4 · a failed script is an error result listing the calls already made: they are not undone", async () => {

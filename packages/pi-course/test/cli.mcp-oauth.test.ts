@@ -6,7 +6,7 @@
  * SDK's authorization server and protected MCP server on 127.0.0.1 (support/oauth-servers.ts).
  * No token may be printed, logged or written anywhere but its 0600 file.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -14,6 +14,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -28,6 +29,7 @@ import { browserCommand } from "../src/cli/open-browser.js";
 import { McpTokenStore } from "../src/mcp/auth/token-store.js";
 import { launchBrowser, type TestBrowser } from "./support/browser.js";
 import { builtStart } from "./support/built-cli.js";
+import { killStarted, startProcess } from "./support/processes.js";
 import { type OAuthServers, startOAuthServers, TOOLS_SCOPE } from "./support/oauth-servers.js";
 
 let browser: TestBrowser;
@@ -296,3 +298,142 @@ it("the browser gets the URL as it is: $& and & in it are not replacement patter
     Object.defineProperty(process, "platform", platform);
   }
 });
+
+const started: ChildProcess[] = [];
+afterAll(() => killStarted(started));
+
+/** `pi-course mcp ARGV…` as a real process in `project` (HOME `home`, `env` added); resolves when it exits. */
+async function mcpProcess(home: string, project: string, argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const run = startProcess(builtStart(), ["mcp", ...argv], {
+    cwd: project,
+    started,
+    env: { HOME: home, INIT_CWD: project, BROWSER: "", ...env },
+  });
+  const { code } = await run.exit;
+  return { code, ...run.output() };
+}
+
+it("mcp login in an untrusted clone never uses the clone's entry: its ${VAR} secret is not filled in nor sent; the user's own entry is used; trusted, the clone's is", async () => {
+  const home = path.join(dir, "home-clone");
+  const clone = realpathSync(mkdtempSync(path.join(dir, "clone-")));
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  mkdirSync(path.join(clone, ".pi-course"));
+  const cloneFile = path.join(clone, ".pi-course", "mcp.json");
+  const userFile = path.join(home, ".pi-course", "mcp.json");
+  // the clone's token endpoint would accept the secret if it were sent: a login there would succeed
+  servers.addClient("clone-client", "ghp_from_the_environment");
+  writeFileSync(
+    cloneFile,
+    JSON.stringify({
+      mcpServers: {
+        srv: {
+          url: servers.mcpUrl,
+          oauth: { grant: "client_credentials", clientId: "clone-client", clientSecret: "${GITHUB_TOKEN}" },
+        },
+      },
+    }),
+  );
+  const env = { GITHUB_TOKEN: "ghp_from_the_environment" };
+  const tokenRequests = () => servers.log.filter((line) => line.startsWith("token client_credentials")).length;
+  const before = tokenRequests();
+
+  // only the clone names srv: refused, saying why and what to do
+  const only = await mcpProcess(home, clone, ["login", "srv"], env);
+  expect(only).toEqual({
+    code: 1,
+    stdout: "",
+    stderr:
+      `error: the MCP server "srv" is only in ${cloneFile}, and this folder is not trusted: its entry is not used ` +
+      `(trust the folder: start pi-course in it and answer yes; or add the server to ${userFile})\n`,
+  });
+  // both name it: the user's entry is the one used (a stdio server here, which takes no login)
+  writeFileSync(userFile, JSON.stringify({ mcpServers: { srv: { command: "my-own-server" } } }));
+  const both = await mcpProcess(home, clone, ["login", "srv"], env);
+  expect([both.code, both.stderr]).toEqual([
+    1,
+    'error: the MCP server "srv" is started as a program; it takes its keys in "env", not a login\n',
+  ]);
+  expect(tokenRequests()).toBe(before);
+
+  // mcp get says which entry a run takes, and from which file
+  const got = await mcpProcess(home, clone, ["get", "srv"]);
+  expect(got.stdout.split("\n")[0]).toBe(`srv (user: ${userFile})`);
+
+  // trusted, the clone's entry is used (so the refusal above is the trust gate's)
+  writeFileSync(
+    path.join(home, ".pi-course", "trust.json"),
+    JSON.stringify({ version: 1, folders: { [clone]: { trusted: true, decidedAt: "2026-12-06T00:00:00.000Z" } } }),
+  );
+  const trusted = await mcpProcess(home, clone, ["login", "srv"], env);
+  expect([trusted.code, trusted.stderr]).toEqual([0, ""]);
+  expect(trusted.stdout).toContain(`logged in to the MCP server srv at ${servers.issuer}`);
+  expect(tokenRequests()).toBe(before + 1);
+}, 60_000);
+
+it("mcp login --timeout 99999999999 waits as long as a timer can (no overflow that ends it at once); --timeout that is no number is a usage error", async () => {
+  const home = path.join(dir, "home-timeout");
+  const project = path.join(dir, "project-timeout");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  mkdirSync(project);
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl } } }),
+  );
+  const run = startProcess(builtStart(), ["mcp", "login", "web", "--no-browser", "--timeout", "99999999999"], {
+    cwd: project,
+    started,
+    env: { HOME: home, INIT_CWD: project },
+  });
+  let exited: number | null | undefined;
+  void run.exit.then(({ code }) => (exited = code));
+  // a timer of 10^14 ms fires after 1 ms: the login would fail before anyone could answer
+  for (let i = 0; i < 3000 && !run.output().stdout.includes("waiting for the browser"); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  const printed = /^ {2}(http:\/\/\S+\/authorize\?\S+)$/m.exec(run.output().stdout)?.[1];
+  expect(printed, run.output().stdout + run.output().stderr).toBeDefined();
+  const { page } = await browser.page();
+  await page.goto(printed!, { waitUntil: "load" });
+  await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click("#allow")]);
+  await page.close();
+  expect((await run.exit).code).toBe(0);
+  expect(exited).toBe(0);
+  expect(run.output().stdout).toContain("logged in to the MCP server web at");
+
+  for (const wrong of ["abc", "0", "-5"]) {
+    const refused = await mcpProcess(home, project, ["login", "web", "--timeout", wrong]);
+    expect([refused.code, refused.stderr.split("\n")[0]]).toEqual([
+      2,
+      `error: --timeout takes a number of seconds above 0, got ${wrong}.`,
+    ]);
+  }
+}, 60_000);
+
+it("a token file replaced by a FIFO reads as no tokens, at once: logout and a print run do not block", async () => {
+  const home = path.join(dir, "home-fifo");
+  const project = path.join(dir, "project-fifo");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  mkdirSync(project);
+  writeFileSync(
+    path.join(home, ".pi-course", "mcp.json"),
+    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl } } }),
+  );
+  const store = new McpTokenStore(path.join(home, ".pi-course", "mcp-auth"));
+  mkdirSync(store.folder, { recursive: true, mode: 0o700 });
+  execFileSync("mkfifo", [store.fileOf(servers.mcpUrl)]);
+  // real processes: a read that blocks on the FIFO would hang them (the test's timeout says so), not this worker
+  const logout = await mcpProcess(home, project, ["logout", "web"]);
+  expect(logout).toEqual({ code: 0, stdout: "no tokens were kept for the MCP server web\n", stderr: "" });
+  const run = startProcess(
+    builtStart(),
+    ["--base-url", baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "-p", "hi"],
+    {
+      cwd: project,
+      started,
+      env: { HOME: home, INIT_CWD: project },
+    },
+  );
+  expect((await run.exit).code).toBe(0);
+  expect(run.output().stderr).toMatch(
+    /^note: MCP server web failed: .*needs authorization: run "pi-course mcp login web"$/m,
+  );
+}, 60_000);

@@ -16,7 +16,7 @@ import { resourceHelp } from "./project-resources.js";
 import type { Runtime } from "./runtime.js";
 import { forkSession, labelSession, treeLines } from "./session-tree.js";
 import type { SessionFile } from "../session/session.js";
-import { neutralize } from "./trace.js";
+import { neutralize, untrustedText } from "./terminal-text.js";
 
 /** What a command may use of the conversation it runs in. */
 export interface Chat {
@@ -286,7 +286,7 @@ function listSkills({ printer, runtime }: Chat): void {
       s.disableModelInvocation ? "user only" : "",
       runtime.resources!.skillLibrary.isActive(s.name) ? "active" : "",
     ].filter((f) => f !== "");
-    printer.line(`${neutralize(s.name)} (${flags.join(", ")}): ${neutralize(s.description)}`);
+    printer.line(`${untrustedText(s.name, { max: 200 })} (${flags.join(", ")}): ${untrustedText(s.description)}`);
   }
 }
 

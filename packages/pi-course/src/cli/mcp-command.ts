@@ -3,10 +3,18 @@
  * `~/.pi-course/mcp.json` and of the project's `.pi-course/mcp.json` (`--project`), edited as
  * `claude mcp add` and `pi mcp add` edit theirs. A file is rewritten whole (a new file renamed
  * into place, 0600: it may hold keys), keeping its other keys and servers; `${VAR}` values stay
- * as written. An entry is checked as a run would read it before it is written. The project's
- * servers start only in a trusted folder: `list` says whether this one is.
+ * as written. An entry is checked as a run would read it before it is written.
+ *
+ * The project's file passes the trust gate as a run's does: `login`/`logout` and `get` use a
+ * project's entry only in a trusted folder (`isTrusted`), and its `${VAR}`s are never filled in
+ * otherwise; `list` and `get` say which file each entry came from and whether it is used. Writes
+ * never leave the project: a `.pi-course` folder or an `mcp.json` that is a symbolic link is
+ * refused (read or written), and a file is written whole inside the real folder, from a fresh
+ * file that nothing else can have put there. Every name and entry printed goes through the
+ * terminal guard (`untrustedText`): the project's file chose them.
  */
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { lstatSync, mkdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Type } from "typebox";
 import { errorText } from "../base/errors.js";
@@ -14,9 +22,10 @@ import { McpConfigError, type McpServerConfig, parseMcpConfig } from "../mcp/con
 import { readJsonFile } from "../base/read-json.js";
 import { projectRoot } from "../resources/folders.js";
 import { isTrusted } from "../resources/trust.js";
+import { MAX_TIMER_MS, userDuration } from "../base/timer.js";
 import type { CliIO } from "./io.js";
 import { homeFolder } from "./settings.js";
-import { neutralize } from "./trace.js";
+import { neutralize, untrustedText } from "./terminal-text.js";
 
 export const MCP_USAGE = `usage:
   npm start -- mcp list
@@ -65,8 +74,12 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
     }
     if (arg === "--project") scope = "project";
     else if (arg === "--no-browser") browser = false;
-    else if (arg === "--timeout" && next !== undefined && /^[1-9][0-9]*$/.test(next)) {
-      timeoutMs = Number(next) * 1000;
+    else if (arg === "--timeout") {
+      // the one duration reader: a number past a timer's reach is "no limit" (here: the longest wait a timer holds)
+      const seconds = next !== undefined && /^[0-9]+(\.[0-9]+)?$/.test(next) ? Number(next) : Number.NaN;
+      if (!(seconds > 0))
+        return usage(`--timeout takes a number of seconds above 0, got ${neutralize(next ?? "nothing")}.`);
+      timeoutMs = userDuration(seconds, "--timeout", "s") ?? MAX_TIMER_MS;
       i++;
     } else if (arg === "--cwd" && next !== undefined) project = path.resolve(from, rest[++i]!);
     else if (arg === "--env" && next !== undefined && /^[A-Za-z_][A-Za-z0-9_]*=/.test(next)) {
@@ -81,14 +94,11 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
       return usage(`${neutralize(arg.slice(0, 40))} is not an option of mcp ${verb ?? ""}.`);
     else words.push(arg);
   }
-  const files: Record<Scope, string> = {
-    user: path.join(homeFolder(io.env), "mcp.json"),
-    project: path.join(project, ".pi-course", "mcp.json"),
-  };
   try {
+    const files = mcpFiles(io.env, project);
     switch (verb) {
       case "list":
-        return list(files, project, io);
+        return list(files, io);
       case "get": {
         if (words.length !== 1) return usage("mcp get takes one NAME.");
         return get(words[0]!, files, io);
@@ -103,17 +113,17 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
         const entry: Record<string, unknown> = isUrl
           ? { url: target[0], ...(Object.keys(headers).length > 0 && { headers }) }
           : { command: target[0], args: target.slice(1), ...(Object.keys(env).length > 0 && { env }) };
-        return add(name, entry, files[scope], io);
+        return add(name, entry, files, scope, io);
       }
       case "remove": {
         if (words.length !== 1) return usage("mcp remove takes one NAME.");
-        return remove(words[0]!, files[scope], io);
+        return remove(words[0]!, files, scope, io);
       }
       case "login":
       case "logout": {
         if (words.length !== 1) return usage(`mcp ${verb} takes one NAME.`);
         const { runLogin, runLogout } = await import("./mcp-login.js");
-        const config = serverEntryOf(words[0]!, files, io.env);
+        const config = serverEntryOf(words[0]!, files, io);
         return verb === "login" ? await runLogin(config, io, { browser, timeoutMs }) : await runLogout(config, io);
       }
       default:
@@ -124,9 +134,62 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
         );
     }
   } catch (error) {
-    io.stderr.write(`error: ${neutralize(errorText(error))}\n`);
+    io.stderr.write(`error: ${shown(errorText(error))}\n`);
     return 1;
   }
+}
+
+/** The two files the command edits, and whether the project's may be used. */
+interface McpFiles {
+  user: string;
+  project: string;
+  /** The project's saved trust decision (`isTrusted`): only `true` lets its entries be used. */
+  projectTrusted: boolean;
+}
+
+function mcpFiles(env: NodeJS.ProcessEnv, project: string): McpFiles {
+  return {
+    user: path.join(homeFolder(env), "mcp.json"),
+    project: path.join(project, ".pi-course", "mcp.json"),
+    projectTrusted: isTrusted(projectRoot(project), homeFolder(env)) === true,
+  };
+}
+
+/**
+ * Throws when the project's `.pi-course` folder or its `mcp.json` is a symbolic link (or not a
+ * folder / not a file): a clone could point either at the user's own configuration, whose
+ * entries (and keys) would then be copied into the project, or whose file would be written as
+ * the project's. Nothing there is read or written then.
+ */
+function refuseLinks(file: string): void {
+  for (const [at, kind] of [
+    [path.dirname(file), "folder"],
+    [file, "file"],
+  ] as const) {
+    let info: ReturnType<typeof lstatSync>;
+    try {
+      info = lstatSync(at);
+    } catch {
+      return; // not there yet: add makes a real one
+    }
+    const why = info.isSymbolicLink()
+      ? `is a symbolic link (to ${readlinkSync(at)})`
+      : kind === "folder" && !info.isDirectory()
+        ? "is not a folder"
+        : kind === "file" && !info.isFile()
+          ? "is not a regular file"
+          : undefined;
+    if (why !== undefined)
+      throw new McpConfigError(
+        `${at} ${why}: the project's MCP configuration must be a real ${kind} inside the project, so it is neither read nor written; replace it with one`,
+      );
+  }
+}
+
+/** The file of `scope`; the project's is checked for links first. */
+function fileOf(files: McpFiles, scope: Scope): string {
+  if (scope === "project") refuseLinks(files.project);
+  return files[scope];
 }
 
 /** The file's object and its servers (both empty when it does not exist). */
@@ -139,15 +202,29 @@ function readEdited(file: string): { whole: Record<string, unknown>; servers: Re
   return { whole, servers: { ...((whole.mcpServers as Record<string, unknown> | undefined) ?? {}) } };
 }
 
-/** Writes `whole` to `file` whole: a new file (0600) renamed into place. */
+/**
+ * Writes `whole` to `file` whole: a fresh file (0600, created by this call: `wx` refuses one that
+ * is there already, a planted link among them) in the same folder, renamed into place.
+ */
 function writeEdited(file: string, whole: Record<string, unknown>): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  const fresh = `${file}.${process.pid}.tmp`;
-  writeFileSync(fresh, `${JSON.stringify(whole, null, 2)}\n`, { mode: 0o600 });
-  renameSync(fresh, file);
+  const fresh = path.join(path.dirname(file), `.mcp-${randomBytes(6).toString("hex")}.tmp`);
+  try {
+    writeFileSync(fresh, `${JSON.stringify(whole, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+    renameSync(fresh, file);
+  } catch (error) {
+    rmSync(fresh, { force: true });
+    throw error;
+  }
 }
 
-function add(name: string, entry: Record<string, unknown>, file: string, io: CliIO): number {
+/** What `add` and `remove --project` add to their message in a folder that is not trusted. */
+function untrustedNote(files: McpFiles, scope: Scope): string {
+  return scope === "project" && !files.projectTrusted ? " (it starts once this folder is trusted)" : "";
+}
+
+function add(name: string, entry: Record<string, unknown>, files: McpFiles, scope: Scope, io: CliIO): number {
+  const file = fileOf(files, scope);
   const { whole, servers } = readEdited(file);
   if (name in servers) throw new Error(`${file} already has a server named "${name}"; remove it first`);
   // checked as a run reads it (${VAR} not expanded: each variable as its own name)
@@ -158,65 +235,102 @@ function add(name: string, entry: Record<string, unknown>, file: string, io: Cli
   );
   if (checked?.problem !== undefined) throw new Error(checked.problem);
   writeEdited(file, { ...whole, mcpServers: { ...servers, [name]: entry } });
-  io.stdout.write(`added the MCP server ${neutralize(name)} to ${file}\n`);
+  io.stdout.write(`added the MCP server ${shown(name)} to ${file}${untrustedNote(files, scope)}\n`);
   return 0;
 }
 
-function remove(name: string, file: string, io: CliIO): number {
-  const { whole, servers } = existsSync(file) ? readEdited(file) : { whole: {}, servers: {} };
+function remove(name: string, files: McpFiles, scope: Scope, io: CliIO): number {
+  const file = fileOf(files, scope);
+  const { whole, servers } = readEdited(file);
   if (!(name in servers)) throw new Error(`${file} has no server named "${name}"`);
   delete servers[name];
   writeEdited(file, { ...whole, mcpServers: servers });
-  io.stdout.write(`removed the MCP server ${neutralize(name)} from ${file}\n`);
+  io.stdout.write(`removed the MCP server ${shown(name)} from ${file}\n`);
   return 0;
 }
 
-/** Each server of both files, one line each; the project's say whether this folder is trusted. */
-function list(files: Record<Scope, string>, project: string, io: CliIO): number {
-  const trusted = isTrusted(projectRoot(project), homeFolder(io.env));
+/**
+ * The servers of `scope`'s file, or why they are not read (a linked project file: said on
+ * stderr, so the user's own servers are still listed).
+ */
+function serversOf(files: McpFiles, scope: Scope, io: CliIO): Record<string, unknown> {
+  try {
+    return readEdited(fileOf(files, scope)).servers;
+  } catch (error) {
+    if (scope === "user") throw error;
+    io.stderr.write(`warning: ${shown(errorText(error))}\n`);
+    return {};
+  }
+}
+
+/** Where an entry of `scope` came from, and whether a run uses it. */
+function origin(files: McpFiles, scope: Scope): string {
+  const gate = scope === "project" && !files.projectTrusted ? "; starts once this folder is trusted" : "";
+  return `(${scope}: ${files[scope]}${gate})`;
+}
+
+/** Each server of both files, one line each, with the file it came from; the project's say whether this folder is trusted. */
+function list(files: McpFiles, io: CliIO): number {
   let any = false;
   for (const scope of ["user", "project"] as const) {
-    const { servers } = readEdited(files[scope]);
-    for (const [name, entry] of Object.entries(servers)) {
+    for (const [name, entry] of Object.entries(serversOf(files, scope, io))) {
       any = true;
-      const gate = scope === "project" && trusted !== true ? "; starts once this folder is trusted" : "";
-      io.stdout.write(`${neutralize(name)}  ${describeEntry(entry)}  (${scope}: ${files[scope]}${gate})\n`);
+      io.stdout.write(`${shown(name)}  ${describeEntry(entry)}  ${origin(files, scope)}\n`);
     }
   }
   if (!any) io.stdout.write(`no MCP servers in ${files.user} or ${files.project}\n`);
   return 0;
 }
 
-/** The server `name` as a run would take it (the project's file wins over the user's). */
-function get(name: string, files: Record<Scope, string>, io: CliIO): number {
-  for (const scope of ["project", "user"] as const) {
-    const { servers } = readEdited(files[scope]);
+/**
+ * The server `name` as a run would take it: the project's entry wins in a trusted folder;
+ * elsewhere the user's does, and a project's entry is shown as one that is not used.
+ */
+function get(name: string, files: McpFiles, io: CliIO): number {
+  const order: Scope[] = files.projectTrusted ? ["project", "user"] : ["user", "project"];
+  for (const scope of order) {
+    const servers = serversOf(files, scope, io);
     if (!(name in servers)) continue;
-    io.stdout.write(
-      `${neutralize(name)} (${scope}: ${files[scope]})\n${neutralize(JSON.stringify(servers[name], null, 2))}\n`,
-    );
+    // JSON writes a newline or a C0 character inside a string as an escape: each line is the entry's layout
+    io.stdout.write(`${shown(name)} ${origin(files, scope)}\n${neutralize(JSON.stringify(servers[name], null, 2))}\n`);
     return 0;
   }
   throw new Error(`no MCP server is named "${name}" in ${files.user} or ${files.project}`);
 }
 
-/** The server `name` as a run reads it (the project's file wins; `${VAR}`s from `env`). Throws when it cannot be used. */
-function serverEntryOf(name: string, files: Record<Scope, string>, env: NodeJS.ProcessEnv): McpServerConfig {
-  for (const scope of ["project", "user"] as const) {
-    const { servers } = readEdited(files[scope]);
+/**
+ * The server `name` as a run reads it (`${VAR}`s from the environment): the project's entry
+ * only in a trusted folder, else the user's. Throws when it cannot be used, and says so when
+ * the only entry is a project's that is not trusted (its variables are never filled in).
+ */
+function serverEntryOf(name: string, files: McpFiles, io: CliIO): McpServerConfig {
+  const scopes: Scope[] = files.projectTrusted ? ["project", "user"] : ["user"];
+  for (const scope of scopes) {
+    const file = fileOf(files, scope);
+    const { servers } = readEdited(file);
     if (!(name in servers)) continue;
-    const [config] = parseMcpConfig(JSON.stringify({ mcpServers: { [name]: servers[name] } }), files[scope], env);
-    if (config === undefined) throw new Error(`the MCP server "${name}" is disabled in ${files[scope]}`);
+    const [config] = parseMcpConfig(JSON.stringify({ mcpServers: { [name]: servers[name] } }), file, io.env);
+    if (config === undefined) throw new Error(`the MCP server "${name}" is disabled in ${file}`);
     if (config.problem !== undefined) throw new Error(config.problem);
     return config;
   }
+  if (!files.projectTrusted && name in serversOf(files, "project", io))
+    throw new Error(
+      `the MCP server "${name}" is only in ${files.project}, and this folder is not trusted: its entry is not used ` +
+        `(trust the folder: start pi-course in it and answer yes; or add the server to ${files.user})`,
+    );
   throw new Error(`no MCP server is named "${name}" in ${files.user} or ${files.project}`);
+}
+
+/** A name or an entry a configuration file chose, as the terminal shows it. */
+function shown(text: string): string {
+  return untrustedText(text, { max: 500 });
 }
 
 /** `command args…`, or the URL, of an entry as it is written. */
 function describeEntry(entry: unknown): string {
   const e = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
-  if (typeof e.url === "string") return neutralize(e.url);
+  if (typeof e.url === "string") return shown(e.url);
   const args = Array.isArray(e.args) ? e.args.map(String) : [];
-  return neutralize([String(e.command ?? "(no command)"), ...args].join(" "));
+  return shown([String(e.command ?? "(no command)"), ...args].join(" "));
 }

@@ -4,7 +4,9 @@
  * URL; `McpTokenStore`). Login prints the authorization URL, opens it in a browser where there
  * is one (`open-browser.ts`) and waits for the browser to come back to the loopback redirect (5
  * minutes, or `--timeout SECONDS`); a server configured with `"grant": "client_credentials"`
- * gets its token without a browser. Neither ever prints a token.
+ * gets its token without a browser. Neither ever prints a token. What the server, its
+ * authorization server or the configuration chose (the server's name, the URL to open, the
+ * issuer, the scope, an error's words) is shown through the terminal guard (terminal-text.ts).
  */
 import path from "node:path";
 import { errorText } from "../base/errors.js";
@@ -14,7 +16,7 @@ import type { McpServerConfig } from "../mcp/config.js";
 import type { CliIO } from "./io.js";
 import { openBrowser } from "./open-browser.js";
 import { homeFolder } from "./settings.js";
-import { neutralize } from "./trace.js";
+import { untrustedText, untrustedUrl } from "./terminal-text.js";
 
 /** The folder of the CLI's MCP tokens: `~/.pi-course/mcp-auth`. */
 export function mcpAuthFolder(env: NodeJS.ProcessEnv): string {
@@ -45,28 +47,33 @@ export async function runLogin(
   options: { browser: boolean; timeoutMs: number | undefined },
 ): Promise<number> {
   const auth = oauthOf(config, io.env);
-  const name = neutralize(config.name);
+  const name = shown(config.name);
   try {
     const result = await auth.login({
       ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
       openUrl: async (url) => {
-        io.stdout.write(`To authorize the MCP server ${name}, open this URL in a browser:\n\n  ${url}\n\n`);
+        const address = untrustedUrl(url);
+        if ("refused" in address)
+          throw new Error(`the authorization server's page cannot be offered: ${address.refused}`);
+        io.stdout.write(
+          `To authorize the MCP server ${name} (of ${config.source}), open this URL in a browser:\n\n${address.lines.join("\n")}\n\n`,
+        );
         const opened = options.browser ? await openBrowser(url, io.env) : undefined;
         io.stdout.write(
           opened !== undefined
-            ? `(opened with ${neutralize(opened)}); waiting for the browser to come back…\n`
+            ? `(opened with ${shown(opened)}); waiting for the browser to come back…\n`
             : "waiting for the browser to come back…\n",
         );
       },
     });
-    const scope = result.scope !== undefined ? ` with the scope "${neutralize(result.scope)}"` : "";
+    const scope = result.scope !== undefined ? ` with the scope "${shown(result.scope)}"` : "";
     io.stdout.write(
-      `logged in to the MCP server ${name} at ${neutralize(result.issuer)}${scope}; ` +
+      `logged in to the MCP server ${name} at ${shown(result.issuer)}${scope}; ` +
         `the tokens are kept in ${auth.options.store.fileOf(auth.options.serverUrl)} (only you can read it)\n`,
     );
     return 0;
   } catch (error) {
-    io.stderr.write(`error: cannot log in to the MCP server ${name}: ${neutralize(errorText(error))}\n`);
+    io.stderr.write(`error: cannot log in to the MCP server ${name}: ${shown(errorText(error))}\n`);
     return 1;
   }
 }
@@ -77,8 +84,13 @@ export async function runLogout(config: McpServerConfig, io: CliIO): Promise<num
   const had = await auth.logout();
   io.stdout.write(
     had
-      ? `logged out of the MCP server ${neutralize(config.name)}: its tokens are deleted\n`
-      : `no tokens were kept for the MCP server ${neutralize(config.name)}\n`,
+      ? `logged out of the MCP server ${shown(config.name)}: its tokens are deleted\n`
+      : `no tokens were kept for the MCP server ${shown(config.name)}\n`,
   );
   return 0;
+}
+
+/** A text the server, its authorization server or the configuration chose, as the terminal shows it. */
+function shown(text: string): string {
+  return untrustedText(text, { max: 500 });
 }

@@ -7,7 +7,7 @@ import readline from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { expandTemplate, parseSlashCommand, splitArguments } from "../resources/prompt-templates.js";
 import type { Resources } from "../resources/resources.js";
-import { neutralize } from "./trace.js";
+import { neutralize, untrustedText } from "./terminal-text.js";
 
 /**
  * Asks on the terminal whether to trust `folder` (y/yes trusts, anything else does not; Ctrl-C or
@@ -23,7 +23,7 @@ export function askTrust(
       out.write(
         `\nThe folder ${neutralize(folder)} holds project resources that can steer the agent or run code in it:\n`,
       );
-      for (const file of projectResources.slice(0, 10)) out.write(`  ${neutralize(file)}\n`);
+      for (const file of projectResources.slice(0, 10)) out.write(`  ${untrustedText(file, { indent: "    │ " })}\n`);
       if (projectResources.length > 10) out.write(`  … and ${projectResources.length - 10} more\n`);
       const rl = readline.createInterface({ input: io.input, output: io.output, terminal: true });
       let answered = false;
@@ -75,7 +75,8 @@ export function resourceBanner(resources: Resources): { lines: string[]; warning
     lines.push(`extension: ${ext.path} (${ext.scope}${parts.length > 0 ? `: ${parts.join("; ")}` : ""})`);
   }
   const warnings = resources.warnings.map((w) => `${w.path}: ${w.message}`);
-  return { lines: lines.map(neutralize), warnings: warnings.map(neutralize) };
+  // names, paths and messages the project's files chose: through the terminal guard
+  return { lines: lines.map((line) => untrustedText(line)), warnings: warnings.map((line) => untrustedText(line)) };
 }
 
 /** What a line typed by the user becomes. */
@@ -120,5 +121,5 @@ export function resourceHelp(resources: Resources | undefined): string[] {
   const lines: string[] = [];
   for (const t of resources.templates)
     lines.push(`/${t.name}${t.argumentHint ? ` ${t.argumentHint}` : ""}`.padEnd(17) + ` ${t.description} (template)`);
-  return lines.map(neutralize);
+  return lines.map((line) => untrustedText(line));
 }

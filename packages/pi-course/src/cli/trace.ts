@@ -15,6 +15,10 @@
 import { textOf } from "../messages.js";
 import type { AgentEvent } from "../agent/types.js";
 import type { AgentMessage, AgentToolResult, ModelEvent, UserContent } from "../types.js";
+import { neutralize } from "./terminal-text.js";
+
+/** The terminal guard's character rule (terminal-text.ts), where the CLI's printers have always imported it. */
+export { neutralize };
 
 export interface TraceOptions {
   /** Where text goes (e.g. `process.stdout.write`). */
@@ -188,17 +192,6 @@ function resultText(result: AgentToolResult<unknown>): string {
 /** A user message's or tool result's content as text for the terminal: an image shows as `[image]`. */
 export function contentText(content: readonly UserContent[]): string {
   return content.map((block) => (block.type === "text" ? block.text : "[image]")).join("\n");
-}
-
-/**
- * Control characters a terminal acts on: C0 but tab and newline, DEL, C1 (8-bit CSI and OSC
- * among them), and the bidirectional overrides that make text read differently than it is.
- */
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
-/** `text` with every control character (see `CONTROL`) written out as `\u001b` etc. */
-export function neutralize(text: string): string {
-  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** One line, at most `max` characters, control characters neutralised. */

@@ -24,6 +24,12 @@ import { WORKER_SOURCE } from "./worker-source.js";
 /** How long a stopped script's worker may take to answer before it is terminated. */
 export const STOP_GRACE_MS = 250;
 
+/**
+ * The largest stack limit QuickJS takes (bytes): a larger `maxStackBytes` is capped to it before it
+ * is posted (QuickJS refuses more with a RangeError, which would fail every script as its own).
+ */
+export const MAX_STACK_BYTES = 512 * 1024;
+
 /** The host's limits on one script. */
 export interface SandboxLimits {
   /** Wall-clock limit in milliseconds (default 30 000). */
@@ -269,7 +275,7 @@ export class CodeSandbox {
       names: [...request.tools],
       limits: {
         memoryBytes: limits.memoryBytes,
-        maxStackBytes: limits.maxStackBytes,
+        maxStackBytes: Math.min(limits.maxStackBytes, MAX_STACK_BYTES),
         maxOutputChars: limits.maxOutputChars,
       },
     });

@@ -40,6 +40,12 @@ export interface McpServerConfig {
   /** `"startupTimeoutMs"` of its entry: how long it has to answer `initialize` and `tools/list`. */
   startupTimeoutMs?: number;
   /**
+   * `"toolTimeoutMs"` of its entry: the most one call of its tools may take, in all, progress or
+   * not (Codex's `tool_timeout_sec`, Claude Code's `MCP_TOOL_TIMEOUT`, per server). Absent: a
+   * call ends after 60 s without a word, and progress keeps it going for at most 10 minutes.
+   */
+  toolTimeoutMs?: number;
+  /**
    * `"roots"` of its entry: `false` offers it no roots (it keeps the folders of its own
    * arguments), a list of folders (absolute, or relative to the file) offers those instead of
    * the workspace. Absent: the workspace.
@@ -66,7 +72,7 @@ export type McpExposure = "direct" | "search" | "codemode";
 /** The fields of an entry besides its transport, as `serverEntry` reads them. */
 type EntryOptions = Pick<
   McpServerConfig,
-  "startupTimeoutMs" | "roots" | "exposure" | "includeTools" | "excludeTools" | "oauth"
+  "startupTimeoutMs" | "toolTimeoutMs" | "roots" | "exposure" | "includeTools" | "excludeTools" | "oauth"
 >;
 
 const SHAPE = '{"mcpServers": {"NAME": {"command": …} | {"url": …}}}';
@@ -139,7 +145,7 @@ export function parseMcpConfig(
 }
 
 /**
- * One entry of `mcpServers`: its transport and the options it sets (`startupTimeoutMs`, `roots`,
+ * One entry of `mcpServers`: its transport and the options it sets (`startupTimeoutMs`, `toolTimeoutMs`, `roots`,
  * `exposure`, `includeTools`, `excludeTools`); undefined for `"disabled": true` or
  * `"enabled": false`. Throws with what is wrong.
  */
@@ -163,13 +169,12 @@ function serverEntry(
 /** The options of an entry besides its transport. Throws with what is wrong. */
 function entryOptions(e: Record<string, unknown>, folder: string): EntryOptions {
   const out: EntryOptions = {};
-  const timeout = e.startupTimeoutMs;
-  if (timeout !== undefined) {
+  for (const field of ["startupTimeoutMs", "toolTimeoutMs"] as const) {
+    const timeout = e[field];
+    if (timeout === undefined) continue;
     if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout <= 0)
-      throw new Error(
-        `"startupTimeoutMs" must be a whole number of milliseconds above 0, got ${JSON.stringify(timeout)}`,
-      );
-    out.startupTimeoutMs = timeout;
+      throw new Error(`"${field}" must be a whole number of milliseconds above 0, got ${JSON.stringify(timeout)}`);
+    out[field] = timeout; // past a timer's reach it means no limit (userDuration, where the timer starts)
   }
   const roots = e.roots;
   if (roots !== undefined) {

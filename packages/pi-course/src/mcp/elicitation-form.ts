@@ -48,12 +48,21 @@ export type FieldAnswer = { value: unknown } | { omitted: true } | { problem: st
 
 const FORMATS = new Set(["email", "uri", "date", "date-time"]);
 
+/**
+ * The most fields a form may have (50): a person answers each one at the terminal, so a form
+ * with more (a server asking 20,000 questions) is declined whole, with a notice, before any is asked.
+ */
+export const MAX_FORM_FIELDS = 50;
+
 /** The form of an `elicitation/create` request's `params` (form mode). */
 export function elicitationForm(params: Record<string, unknown>): ElicitationForm {
   const message = typeof params.message === "string" ? params.message : "";
   const schema = params.requestedSchema;
   if (!isRecord(schema) || !isRecord(schema.properties))
     return { problem: "its requestedSchema is not an object with properties" };
+  const count = Object.keys(schema.properties).length;
+  if (count > MAX_FORM_FIELDS)
+    return { problem: `it has ${count} fields, more than the ${MAX_FORM_FIELDS} a person is asked one by one` };
   const required = new Set(Array.isArray(schema.required) ? schema.required.filter((n) => typeof n === "string") : []);
   const fields: FormField[] = [];
   for (const [name, property] of Object.entries(schema.properties)) {

@@ -132,29 +132,36 @@ export class McpServers {
     }));
   }
 
-  /** What `/mcp` prints: one line per server, then its stderr tail (up to `tailLines` lines). */
-  describe(tailLines = 5): string {
+  /**
+   * What `/mcp` prints: one line per server, then its stderr tail (up to `tailLines` lines).
+   * Every text a server or its configuration chose (its name, a reason it failed, its hidden
+   * tools, its roots, its stderr) is put through `show` first: a front end passes its terminal
+   * guard (the CLI: `untrustedText`); the default shows them as they are.
+   */
+  describe(tailLines = 5, show: (text: string) => string = (text) => text): string {
     if (this.running.length === 0) return "no MCP servers are configured (see --mcp-config and ~/.pi-course/mcp.json)";
     const lines: string[] = [];
     for (const entry of this.entries()) {
       const state = entry.state;
+      const hidden = (names: string[]) =>
+        names.length > 0 ? ` (${names.length} hidden: ${names.map(show).join("; ")})` : "";
       const what =
         state.status === "ready"
-          ? `ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : ""}`
+          ? `ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden(state.hidden)}`
           : state.status === "exited"
-            ? `exited: ${state.reason}; starts again when one of its tools is called (${MAX_RESTARTS - this.restartsOf(entry.name)} of ${MAX_RESTARTS} restarts left)`
+            ? `exited: ${show(state.reason)}; starts again when one of its tools is called (${MAX_RESTARTS - this.restartsOf(entry.name)} of ${MAX_RESTARTS} restarts left)`
             : state.status === "failed"
-              ? `failed: ${state.reason}`
+              ? `failed: ${show(state.reason)}`
               : state.status;
-      lines.push(`${entry.name}: ${what}`);
+      lines.push(`${show(entry.name)}: ${what}`);
       const { config } = this.running.find((server) => server.config.name === entry.name)!;
       const roots = this.rootsOf(config);
       // what it was offered on roots/list (nothing said when nothing could be: no workspace given)
-      if (roots !== undefined) lines.push(`  roots: ${roots.map((root) => root.folder).join(", ")}`);
+      if (roots !== undefined) lines.push(`  roots: ${roots.map((root) => show(root.folder)).join(", ")}`);
       else if (config.roots === false) lines.push('  roots: none ("roots": false)');
       // a tab would indent by the terminal's tab stops: each line under the same "  stderr: " column
       for (const line of entry.stderrTail.slice(-tailLines))
-        lines.push(`  stderr: ${line.replace(/\t/g, "  ").trimEnd()}`);
+        lines.push(`  stderr: ${show(line.replace(/\t/g, "  ").trimEnd())}`);
     }
     return lines.join("\n");
   }
@@ -305,8 +312,14 @@ export class McpServers {
     for (const server of this.running) {
       const { state, client } = server;
       if ((state.status !== "ready" && state.status !== "exited") || client === undefined) continue;
-      const caller = {
-        callTool: (async (...args) => (await this.clientOf(server)).callTool(...args)) as McpClient["callTool"],
+      // the entry's "toolTimeoutMs" bounds each call in all: its silence and the progress that would prolong it
+      const limit = server.config.toolTimeoutMs;
+      const caller: Pick<McpClient, "callTool"> = {
+        callTool: async (name, args, options = {}) =>
+          (await this.clientOf(server)).callTool(name, args, {
+            ...(limit !== undefined && { timeoutMs: limit, maxTotalMs: limit }),
+            ...options,
+          }),
       };
       const { includeTools, excludeTools, exposure } = server.config;
       const chosen = server.tools.filter(

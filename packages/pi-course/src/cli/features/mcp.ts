@@ -18,7 +18,7 @@ import { mcpAuthFolder } from "../mcp-login.js";
 import { homeFolder } from "../settings.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 import { deferMcpTools } from "../tool-declaration.js";
-import { neutralize } from "../trace.js";
+import { untrustedText } from "../terminal-text.js";
 import { CliUsageError } from "../usage-error.js";
 import type { CliFeature } from "./feature.js";
 
@@ -121,12 +121,13 @@ ${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready)
           return printer.line("usage: /mcp, or /mcp reconnect [NAME]", "red");
         if (verb === "reconnect") {
           printer.line(
-            `starting ${name === undefined ? "every MCP server" : `the MCP server ${neutralize(name)}`} afresh…`,
+            `starting ${name === undefined ? "every MCP server" : `the MCP server ${shown(name)}`} afresh…`,
             "dim",
           );
           await servers.reconnect(name);
         }
-        for (const text of servers.describe().split("\n")) printer.line(neutralize(text));
+        // names, reasons, stderr: the servers' and their configuration's words, through the guard
+        for (const text of servers.describe(5, shown).split("\n")) printer.line(text);
       },
     },
   ],
@@ -222,8 +223,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     onElicitation: (name, params, signal) => {
       const person = runtime.questioner;
       if (person === undefined) {
-        const asked = typeof params.message === "string" ? params.message.slice(0, 300) : "(no message)";
-        runtime.onNotice(`MCP server ${name} asked for input ("${asked}"): declined (nobody can answer in this mode)`);
+        const asked = typeof params.message === "string" ? untrustedText(params.message, { max: 300 }) : "(no message)";
+        runtime.onNotice(
+          `MCP server ${shown(name)} asked for input ("${asked}"): declined (nobody can answer in this mode)`,
+        );
         return Promise.resolve({ action: "decline" });
       }
       const answer = questions.then(() => elicitOnTerminal(person, name, params, signal));
@@ -271,8 +274,8 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     else if (entry.state.status === "starting") {
       notes(
         mode === "interactive"
-          ? `MCP server ${entry.name}: starting (its tools join when it is ready; /mcp shows it)`
-          : `MCP server ${entry.name}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
+          ? `MCP server ${shown(entry.name)}: starting (its tools join when it is ready; /mcp shows it)`
+          : `MCP server ${shown(entry.name)}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
       );
     }
   }
@@ -282,15 +285,22 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
 /** What a person is told of a server that is ready, exited or failed (undefined while it starts). */
 function stateNote(entry: McpServerEntry): string | undefined {
   const state = entry.state;
+  const name = shown(entry.name);
   if (state.status === "ready") {
-    const hidden = state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.join("; ")})` : "";
-    return `MCP server ${entry.name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`;
+    const hidden =
+      state.hidden.length > 0 ? ` (${state.hidden.length} hidden: ${state.hidden.map(shown).join("; ")})` : "";
+    return `MCP server ${name}: ready with ${state.tools} tool${state.tools === 1 ? "" : "s"}${hidden}`;
   }
   if (state.status === "exited")
-    return `MCP server ${entry.name} exited: ${state.reason}; it starts again when one of its tools is called`;
+    return `MCP server ${name} exited: ${shown(state.reason)}; it starts again when one of its tools is called`;
   if (state.status === "failed") {
     const tail = entry.stderrTail.at(-1);
-    return `MCP server ${entry.name} failed: ${state.reason}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${tail})` : ""}`;
+    return `MCP server ${name} failed: ${shown(state.reason)}${tail !== undefined && !state.reason.includes(tail) ? ` (stderr: ${shown(tail)})` : ""}`;
   }
   return undefined;
+}
+
+/** A text an MCP server or its configuration chose (a name, a reason, a stderr line), as the terminal shows it. */
+function shown(text: string): string {
+  return untrustedText(text, { max: 500 });
 }

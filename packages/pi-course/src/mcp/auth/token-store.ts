@@ -11,22 +11,13 @@
  * - `MemoryTokenStore`: kept in the process only (tests, a program that logs in each run).
  *
  * Nothing else of the library writes tokens anywhere: not in a session, a log, `/mcp` output or
- * an error.
+ * an error. `McpTokenStore` reads regular files only: a file replaced by a FIFO, a device or a
+ * folder reads as none, at once.
  */
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { readTextFile } from "../../base/read-json.js";
 import type { KeptClient, OAuthClient } from "./client-identity.js";
 import type { AuthorizationServerMetadata } from "./discovery.js";
 import type { TokenSet } from "./token-request.js";
@@ -139,19 +130,15 @@ export class McpTokenStore implements TokenStore {
   }
 
   private readJson(file: string): unknown {
-    let text: string;
-    let fd: number | undefined;
+    let text: string | undefined;
     try {
-      // non-blocking, and regular files only: a FIFO (or a link to one) put in the token's place
-      // must not wait for a writer and block the store for ever
-      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-      if (!fstatSync(fd).isFile()) return undefined;
-      text = readFileSync(fd, "utf8");
+      // a regular file only (opened without waiting, then checked): a FIFO in its place would
+      // block a plain read for ever, a device could be endless; either reads as no file, at once
+      text = readTextFile(file, { ifMissing: () => undefined });
     } catch {
       return undefined;
-    } finally {
-      if (fd !== undefined) closeSync(fd);
     }
+    if (text === undefined) return undefined;
     try {
       return JSON.parse(text);
     } catch {

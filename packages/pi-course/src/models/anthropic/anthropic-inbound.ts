@@ -16,9 +16,11 @@
  *   overwrite); `ping` is ignored; unknown event types are noted once as a diagnostic.
  * At `message_stop` (or the end of the body): `tool_use` → one strict parse per call
  * (`arguments`, or `argumentsError` when the text is not a JSON object; empty text is `{}`),
- * `toolcall_end` per call in content order, `done(toolUse)`; `end_turn`, `stop_sequence` and
- * `pause_turn` → `done(stop)` (`pause_turn` with a diagnostic: send the conversation back to let
- * the server go on); `max_tokens` and `model_context_window_exceeded` → `done(length)` with the
+ * `toolcall_end` per call in content order, `done(toolUse)`; `end_turn` and `stop_sequence` →
+ * `done(stop)`, but WITH tool calls → the same as `tool_use` after the diagnostic
+ * `stop_reason was "${reason}" but the message has tool calls; treated as "tool_use".`;
+ * `pause_turn` → `done(stop)` after the diagnostic `stop_reason "pause_turn": the server paused a
+ * long-running turn; send the conversation back to let it go on.`; `max_tokens` and `model_context_window_exceeded` → `done(length)` with the
  * calls' `rawArguments` kept and no `toolcall_end`; `refusal` → `error` naming the refusal (the
  * answer was cut off by the provider's classifier; the partial text is kept); anything else, or
  * no stop reason at all, → an `error` event naming it.

@@ -111,7 +111,12 @@ export interface OpenStream {
   progress(): void;
   /** What an error while reading the body (or a fired `signal`) means. */
   failure(error: unknown): RequestFailure;
-  /** Stops the timers. Call once the turn has ended. */
+  /**
+   * Stops the timers (deadline and idle watchdog). Call it as soon as the last frame is read and
+   * BEFORE the terminal event is pushed (ProviderModel.run closes it in a `finally`, then
+   * `turn.finish()`): a reader that sees `done` or `error` must find no timer left that keeps the
+   * process alive or fires later.
+   */
   close(): void;
 }
 

@@ -15,10 +15,16 @@
  * Refusals: `delta.refusal` text is surfaced as ordinary text (a refusal is an answer the user
  * should read, and the run may go on), and a diagnostic on the message says it was a refusal.
  *
- * At the end: `tool_calls` → one strict parse per call (`arguments`, or `argumentsError` when
- * the text is not a JSON object), `toolcall_end` per call in content order, `done(toolUse)`;
- * `stop` → `done(stop)`; `length` → `done(length)` with `rawArguments` kept and no
- * `toolcall_end`; anything else, or no finish reason at all, → an `error` event naming it.
+ * At the end, in this order: no finish reason at all → `fail("error", "The stream ended before
+ * the model finished (no finish_reason was sent).")` (nothing else is added); then, when the
+ * server sent no usage, the diagnostic `NO_USAGE_DIAGNOSTIC` (below) goes on the message first;
+ * then `length` → `done(length)` with `rawArguments` kept and no `toolcall_end`; `tool_calls` →
+ * one strict parse per call (`arguments`, or `argumentsError` when the text is not a JSON object),
+ * `toolcall_end` per call in content order, `done(toolUse)`; `stop` WITH tool calls is treated
+ * the same (`done(toolUse)`, some servers say `stop` after calls) after the diagnostic
+ * `finish_reason was "stop" but the message has tool calls; treated as "tool_calls".`; `stop`
+ * without calls → `done(stop)`; anything else → `fail("error", 'The provider ended the turn
+ * with finish_reason "${reason}".', { kind: "provider", code: reason, retryable: false })`.
  */
 import type { ChatCompletionChunk, WireToolCallDelta, WireUsage } from "./openai-wire.js";
 import { FrameTemplate, type FrameSlot } from "../http/frame-template.js";
