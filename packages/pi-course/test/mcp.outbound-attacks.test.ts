@@ -127,17 +127,24 @@ it("a token endpoint that echoes the client secret (or the code) in error_descri
     token_endpoint: `${base}/token`,
     token_endpoint_auth_methods_supported: ["client_secret_post"],
   };
-  const error = await requestToken(
-    server,
-    { clientId: "app", clientSecret: secret, via: "configured" },
-    { grant_type: "authorization_code", code: "the-code-1234", code_verifier: "verifier-5678", redirect_uri: "x" },
-    `${base}/mcp`,
-    undefined,
-    authFetch(5_000),
-  ).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const refusal = (methods: string[], grant: Parameters<typeof requestToken>[2]) =>
+    requestToken(
+      { ...server, token_endpoint_auth_methods_supported: methods },
+      { clientId: "app", clientSecret: secret, via: "configured" },
+      grant,
+      `${base}/mcp`,
+      undefined,
+      authFetch(5_000),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  const error = await refusal(["client_secret_post"], {
+    grant_type: "authorization_code",
+    code: "the-code-1234",
+    code_verifier: "verifier-5678",
+    redirect_uri: "x",
+  });
   expect(error).toBeInstanceOf(McpAuthError);
   const text = errorText(error);
   expect(text).toContain("invalid_client");
@@ -145,17 +152,10 @@ it("a token endpoint that echoes the client secret (or the code) in error_descri
   expect(text).not.toContain("the-code-1234");
   expect(text).not.toContain("verifier-5678");
   // HTTP Basic (the header echoed, and decoded) and a refresh token
-  const basic = await requestToken(
-    { ...server, token_endpoint_auth_methods_supported: ["client_secret_basic"] },
-    { clientId: "app", clientSecret: secret, via: "configured" },
-    { grant_type: "refresh_token", refresh_token: "refresh-token-9012" },
-    `${base}/mcp`,
-    undefined,
-    authFetch(5_000),
-  ).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const basic = await refusal(["client_secret_basic"], {
+    grant_type: "refresh_token",
+    refresh_token: "refresh-token-9012",
+  });
   expect(basic).toBeInstanceOf(McpAuthError);
   const basicText = errorText(basic);
   expect(basicText).toContain("invalid_client");
