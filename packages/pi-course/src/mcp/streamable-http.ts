@@ -431,8 +431,8 @@ export class HttpTransport implements McpTransport {
    * Every request to the server, through the one outbound policy (`outboundFetch`): redirects
    * within the server's origin only (at most 5; never to another one, where the call, the session
    * id and the configured headers would go along), the body capped at `maxResponseBytes`, and a
-   * request that carries `Authorization` (a bearer token, a configured key) only over https, or
-   * http on a loopback host.
+   * request that carries `Authorization` (a bearer token) or any configured header (an API key, a
+   * cookie) only over https, or http on a loopback host.
    */
   private fetch(
     url: string,
@@ -441,7 +441,10 @@ export class HttpTransport implements McpTransport {
   ): Promise<Response> {
     return outboundFetch(url, init, {
       what: "the MCP server",
-      secure: Object.keys(init.headers).some((name) => name.toLowerCase() === "authorization"),
+      // a configured header is the user's (an API key, a cookie): a credential, as Authorization is
+      secure:
+        Object.keys(this.params.headers ?? {}).length > 0 ||
+        Object.keys(init.headers).some((name) => name.toLowerCase() === "authorization"),
       maxRedirects: 5,
       maxBytes,
       ...(this.params.fetch !== undefined && { fetch: this.params.fetch }),

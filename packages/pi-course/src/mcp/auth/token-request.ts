@@ -119,11 +119,46 @@ export async function postTokenForm(
   if (!response.ok) {
     throw new McpAuthError(
       refusal.failure,
-      `${refusal.who} did not ${refusal.what} (HTTP ${response.status}${oauthErrorText(answer)})`,
+      `${refusal.who} did not ${refusal.what} (HTTP ${response.status}${withoutCredentials(oauthErrorText(answer), form, headers)})`,
       typeof answer.error === "string" ? { oauthError: answer.error.slice(0, 100) } : {},
     );
   }
   return { answer, status: response.status };
+}
+
+/** The fields of a token request that carry a credential (a server may echo them in its error). */
+const CREDENTIAL_FIELDS = [
+  "client_secret",
+  "code",
+  "code_verifier",
+  "refresh_token",
+  "assertion",
+  "client_assertion",
+  "subject_token",
+  "actor_token",
+];
+
+/**
+ * `text` (a server's error) with every credential the request sent (`form`'s credential
+ * fields, HTTP Basic's secret) replaced by `[redacted]`: a server that echoes what it was sent
+ * must not put a secret, a code or a token in an error (values under 4 characters are left).
+ */
+function withoutCredentials(text: string, form: URLSearchParams, headers: Record<string, string>): string {
+  const sent = CREDENTIAL_FIELDS.flatMap((field) => form.getAll(field));
+  const basic = /^Basic (.+)$/.exec(headers.authorization ?? "")?.[1];
+  if (basic !== undefined) {
+    sent.push(basic);
+    const pair = Buffer.from(basic, "base64").toString();
+    const secret = pair.slice(pair.indexOf(":") + 1);
+    sent.push(secret);
+    try {
+      sent.push(decodeURIComponent(secret));
+    } catch {}
+  }
+  let shown = text;
+  for (const value of sent.filter((v) => v.length >= 4).sort((a, b) => b.length - a.length))
+    shown = shown.split(value).join("[redacted]");
+  return shown;
 }
 
 /** Asks `server`'s token endpoint for tokens; `scope`: the scopes asked for (space separated). */
