@@ -54,28 +54,6 @@ export default defineChapter({
   wrong: [
     {
       lab: "2.1",
-      what: "break it, step 1: push always enqueues, even with a reader waiting",
-      file: "src/event-stream.ts",
-      find: "    const waiter = this.waiter;\n    if (waiter !== undefined) {\n      this.waiter = undefined;\n      waiter({ value: event, done: false });\n      return;\n    }\n    this.queue.push(event);",
-      replace: "    this.queue.push(event);",
-      failsWith: "Test timed out",
-    },
-    {
-      lab: "2.2",
-      what: "break it, step 2: end() with no result never rejects result()",
-      file: "src/event-stream.ts",
-      find:
-        "      this.rejectResult(\n" +
-        "        new Error(\n" +
-        '          "EventStream ended without a result: end() was called with no argument before any " +\n' +
-        '            "terminal event. Push a terminal event or call end(result).",\n' +
-        "        ),\n" +
-        "      );\n",
-      replace: "      // the rejection dropped: result() never settles\n",
-      failsWith: "Test timed out",
-    },
-    {
-      lab: "2.1",
       what: "a second reader only warned about: two for-await loops split the events between them",
       file: "src/event-stream.ts",
       find: "    if (this.hasReader) {\n      throw new Error(",

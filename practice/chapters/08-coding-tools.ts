@@ -234,14 +234,6 @@ export default defineChapter({
     },
     {
       lab: "8.2",
-      what: "a failed task breaks the chain: the next task of the key gets its rejection",
-      file: "src/coding-tools/workspace.ts",
-      find: "    const tail = result.then(\n      () => undefined,\n      () => undefined,\n    );",
-      replace: "    const tail = result;",
-      failsWith: "a1 failed",
-    },
-    {
-      lab: "8.2",
       what: "writeFileAtomic always writes mode 0644, dropping the file's own mode",
       file: "src/coding-tools/write.ts",
       find: "    options.mode ??\n    (await stat(target).then(\n      (s) => s.mode & 0o7777,\n      () => 0o644,\n    ));",

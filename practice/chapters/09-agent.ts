@@ -42,8 +42,6 @@ export default defineChapter({
     "src/agent/agent-run.ts",
     "test/09-agent.property.test.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "9.1",

@@ -315,14 +315,6 @@ export default defineChapter({
     },
     {
       lab: "12.5",
-      what: "the first saved decision that covers the folder wins, not the closest",
-      file: "src/resources/trust.ts",
-      find: "(best === undefined || decision.folder.length > best.folder.length)",
-      replace: "best === undefined",
-      failsWith: "trusted",
-    },
-    {
-      lab: "12.5",
       what: "the user's answer not saved: asked again every run",
       file: "src/resources/trust.ts",
       find: '    const decision = options.store.remember(folder, answer);\n    return { folder, trusted: answer, source: "asked", decision };',

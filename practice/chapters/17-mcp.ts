@@ -312,14 +312,6 @@ export default defineChapter({
       failsWith: "boom",
     },
     {
-      lab: "17.2",
-      what: "the default timeout wins over the request's own",
-      file: "src/mcp/connection.ts",
-      find: "    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;",
-      replace: "    const timeoutMs = this.defaultTimeoutMs;",
-      failsWith: "timed out",
-    },
-    {
       lab: "17.3",
       what: "the client's declared capabilities left empty whatever handlers it has",
       file: "src/mcp/client.ts",
