@@ -18,6 +18,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { freePort } from "../src/restate-server.js";
+import { withPackLock } from "../../pi-course/test/support/pack-lock.js";
 
 const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
 const COURSE = path.join(PACKAGE, "..", "pi-course");
@@ -34,7 +35,9 @@ const env = { ...process.env, SCARF_ANALYTICS: "false", npm_lifecycle_event: "",
 beforeAll(() => {
   work = mkdtempSync(path.join(tmpdir(), "pi-restate-consumer-"));
   const pack = (dir: string) => {
-    const packed = spawnSync("npm", ["pack", "--json", "--pack-destination", work], { cwd: dir, encoding: "utf8" });
+    const packed = withPackLock(() =>
+      spawnSync("npm", ["pack", "--json", "--pack-destination", work], { cwd: dir, encoding: "utf8" }),
+    );
     // the build's errors (tsc writes them on stdout) say what broke
     if (packed.status !== 0) throw new Error(`npm pack in ${dir} failed:\n${packed.stdout}${packed.stderr}`);
     const out = packed.stdout;

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withPackLock } from "./support/pack-lock.js";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = join(packageDir, "..", "..");
@@ -63,11 +64,13 @@ describe("package · @pi/course as an installed dependency", () => {
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), "pi-course-consumer-"));
-    const packed = execFileSync("npm", ["pack", "--json", "--pack-destination", work], {
-      cwd: packageDir,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const packed = withPackLock(() =>
+      execFileSync("npm", ["pack", "--json", "--pack-destination", work], {
+        cwd: packageDir,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
     const [info] = JSON.parse(packed.slice(packed.indexOf("["))) as { filename: string; files: { path: string }[] }[];
     tarball = join(work, info!.filename);
     writeFileSync(join(work, "files.json"), JSON.stringify(info!.files.map((f) => f.path)));
