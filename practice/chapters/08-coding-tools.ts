@@ -43,8 +43,6 @@ export default defineChapter({
     "src/coding-tools/processes.ts",
     "src/coding-tools/index.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "8.1",
@@ -231,6 +229,20 @@ export default defineChapter({
       find: "      if (this.tails.get(key) === tail) this.tails.delete(key);\n",
       replace: "",
       failsWith: "expected 2 to be +0",
+    },
+    {
+      lab: "8.2",
+      what: "a failed task breaks the chain: the next task of the key gets its rejection",
+      file: "src/coding-tools/workspace.ts",
+      find:
+        "    const tail = result.then(\n      () => undefined,\n      () => undefined,\n    );\n    this.tails.set(key, tail);\n" +
+        "    void tail.then(() => {\n      if (this.tails.get(key) === tail) this.tails.delete(key);\n    });",
+      // The bookkeeping handles both outcomes (so nothing escapes unhandled); the chain does not.
+      replace:
+        "    const tail = result;\n    this.tails.set(key, tail);\n" +
+        "    const forget = () => {\n      if (this.tails.get(key) === tail) this.tails.delete(key);\n    };\n" +
+        "    void tail.then(forget, forget);",
+      failsWith: "a2 was rejected with a1",
     },
     {
       lab: "8.2",
