@@ -166,6 +166,14 @@ export default defineChapter({
       failsWith: "id",
     },
     {
+      lab: "10.1",
+      what: "a failed write does not close the session for writing",
+      file: "src/session/session.ts",
+      find: "      this.broken = error as Error;\n      throw this.brokenError();",
+      replace: "      throw error;",
+      failsWith: "a write failed",
+    },
+    {
       lab: "10.2",
       what: "the unfinished line kept as a view of the reader's buffer, which the reader reuses",
       file: "src/session/session-reader.ts",

@@ -265,6 +265,8 @@ describe("appending entries", () => {
     await (Reflect.get(session, "handle") as { close(): Promise<void> }).close();
     const failed = session.append(message(a, "b"));
     const queued = session.append(message(a, "c"));
+    // awaited below; an earlier failed assertion must not leave the other one unhandled
+    for (const append of [failed, queued]) append.catch(() => {});
     await expect(failed).rejects.toThrow(/a write failed .*open the file again/);
     await expect(queued).rejects.toThrow(/a write failed/);
     await expect(session.append(message(a, "d"))).rejects.toThrow(/a write failed/);
@@ -288,6 +290,7 @@ describe("appending entries", () => {
     try {
       const failing = flaky.append(message(root, "the failing one"));
       const behind = flaky.append(message(root, "queued behind it"));
+      for (const append of [failing, behind]) append.catch(() => {});
       await expect(failing).rejects.toThrow(/a write failed \(disk full\)/);
       await expect(behind).rejects.toThrow(/a write failed \(disk full\)/);
     } finally {
