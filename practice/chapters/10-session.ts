@@ -98,6 +98,8 @@ export default defineChapter({
       hint: {
         zh:
           "`push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），" +
+          "工作量必须和字节数成线性：没结束的行只把新来的那一块存起来，换行到了再拼一次；每来一块就把已收到的半行重新拼成一个缓冲区是平方级的" +
+          "（测试把一行 16 MiB 按 512 字节一块推进来，10 秒内必须推完；平方级的做法要拷贝 256 GiB）。" +
           '要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行' +
           '（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，' +
           "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
@@ -108,7 +110,9 @@ export default defineChapter({
           "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
           "用你的 `open` 读回文件；练习文件夹里约 8 秒（最多 200 次、至少 24 次）。",
         en:
-          "push: split bytes at 0x0a, lines may span chunks, track byte offsets. line: line 1 is the header; a torn mark " +
+          "push: split bytes at 0x0a, lines may span chunks, track byte offsets. Work linear in the bytes: keep each new piece " +
+          "of an unfinished line and join once at its newline; joining the line so far at every piece is quadratic (the test " +
+          "pushes a 16 MiB line in 512-byte pieces within 10 s). line: line 1 is the header; a torn mark " +
           "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
           "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
           "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
@@ -172,6 +176,15 @@ export default defineChapter({
       find: "      this.broken = error as Error;\n      throw this.brokenError();",
       replace: "      throw error;",
       failsWith: "a write failed",
+    },
+    {
+      lab: "10.2",
+      what: "quadratic: the unfinished line joined into one buffer at every piece, so a long line is copied again with each",
+      file: "src/session/session-reader.ts",
+      find: "    if (start < chunk.length) this.partial.push(Buffer.from(chunk.subarray(start)));",
+      replace:
+        "    if (start < chunk.length) this.partial = [Buffer.concat([...this.partial, chunk.subarray(start)])];",
+      failsWith: "a reader whose work per piece grows with the unfinished line falls behind",
     },
     {
       lab: "10.2",

@@ -214,6 +214,14 @@ export default defineChapter({
     },
     {
       lab: "11.2",
+      what: "the newest interaction dropped when it cannot fit",
+      file: "src/session/context.ts",
+      find: "    if (!isNewest && tokens + cost > budget) break;",
+      replace: "    if (tokens + cost > budget) break;",
+      failsWith: "to deeply equal",
+    },
+    {
+      lab: "11.2",
       what: "the system prompt not counted",
       file: "src/session/context.ts",
       find: "  let tokens = counts.systemPrompt;",

@@ -334,6 +334,32 @@ describe("reading and recovery", () => {
     await expect(reopen(join(dir, "missing.jsonl"))).rejects.toThrow(/ENOENT/);
   }, 10_000);
 
+  it("Lab 10.2 · a 16 MiB line in 512-byte pieces is read in linear time: the unfinished line is not copied again with every piece", () => {
+    // One entry whose text is 16 MiB, pushed in 32 768 pieces. Keeping the pieces and joining
+    // them once the newline comes copies each byte a fixed number of times (well under a second,
+    // even on a loaded machine); joining what came so far into one buffer at every piece copies
+    // the line again each time: 256 GiB in all, minutes. The pieces are pushed until a bound of
+    // seconds: a quadratic reader is stopped there and fails by this assertion, never by a hang.
+    const text = "x".repeat(16 << 20);
+    const bytes = Buffer.from(`${HEADER}\n${line("big00001", null, text)}\n`);
+    const PIECE = 512;
+    const BOUND_MS = 10_000;
+    const scan = new LineScan(file);
+    const started = performance.now();
+    let read = 0;
+    while (read < bytes.length && performance.now() - started < BOUND_MS) {
+      scan.push(bytes.subarray(read, read + PIECE));
+      read = Math.min(read + PIECE, bytes.length);
+    }
+    expect(
+      `${read} of ${bytes.length} bytes`,
+      `bytes pushed within ${BOUND_MS / 1000} s: a reader whose work per piece grows with the unfinished line falls behind`,
+    ).toBe(`${bytes.length} of ${bytes.length} bytes`);
+    const { entries } = scan.end();
+    expect(entries.map((e) => e.id)).toEqual(["big00001"]);
+    expect(messagesOf(entries)).toEqual([user(text)]);
+  });
+
   it("Lab 10.2 · a torn last line is reported with its offset and kept; the next append marks it and starts on a fresh line", async () => {
     const intact = [line("aa", null), line("bb", "aa")];
     const torn = line("cc", "bb").slice(0, 40);
