@@ -77,8 +77,6 @@ export default defineChapter({
     "test/fixtures/mcp/fault-server.mjs",
     "test/fixtures/mcp/spawning-server.mjs",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "17.1",
@@ -103,13 +101,16 @@ export default defineChapter({
     },
     {
       id: "17.2",
+      says: [
+        "${setting} must be a finite number of ${unit} ≥ 0, got ${got}   (userDuration's RangeError, e.g. the timeout of x (timeoutMs) must be a finite number of milliseconds ≥ 0, got -1; the total time of y (maxTotalMs) must be a finite number of milliseconds ≥ 0, got NaN)",
+      ],
       title: {
         zh: "配对：每个请求恰好结束一次（JsonRpcConnection.request、receive）",
         en: "correlation: every request ends exactly once",
       },
       hint: {
         zh:
-          "`request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，" +
+          "`request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。超时用请求自己的 `timeoutMs`，没给才用连接的默认值（构造时给的，缺省 `DEFAULT_REQUEST_TIMEOUT_MS` 即 60 秒）。给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，" +
           '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`（原因：`signal.reason` 是字符串就用它，否则 `the caller aborted the request`；`notifications/cancelled` 的 `reason` 也是它）；' +
           "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。" +
           '连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`；signal 在发出前就已中止时什么也不发，拒绝为 `McpError("aborted", "b was aborted before it was sent")`。' +
@@ -120,7 +121,8 @@ export default defineChapter({
           "`receive`：有 `method` 和 `id` 的是对方的请求（交给 `answer`），只有 `method` 的是通知（未知的静静忽略；处理函数抛错时记一条诊断 `the handler of notifications/message failed: boom`，即 `the handler of ${method} failed: ${errorText(error)}`），其余是响应：按 id 找到挂起的请求，" +
           '`error` 变成 `McpError("remote", "c failed: MCP error -32601: Method not found", code, data)`；找不到的（重复、迟到）直接忽略。',
         en:
-          "request: ids from 0; progressToken = the id when onProgress is given, and progress restarts the timer; timeout and abort " +
+          "request: ids from 0; the request's own timeoutMs, else the connection's default (DEFAULT_REQUEST_TIMEOUT_MS, 60 s); " +
+          "progressToken = the id when onProgress is given, and progress restarts the timer; timeout and abort " +
           'remove the entry first, then send notifications/cancelled. An already aborted signal: nothing sent, "${method} was aborted before it was sent". ' +
           "timeoutMs and (with onProgress) maxTotalMs go through userDuration first; with onProgress a total timer (maxTotalMs) that progress does not restart; " +
           "an ended request leaves no timer and no abort listener. A rejected transport.send ends the request at once: " +
@@ -136,6 +138,7 @@ export default defineChapter({
         "stderrTail keeps the server's last stderr lines as they came: the tests look for server-everything's own first line, Starting default (STDIO) server..., and for the test server's ignoring SIGTERM",
         "the server process exited with code ${code}   (no stderr line: nothing after it) / the server process was killed by ${signal}   (the close event's signal, e.g. SIGKILL)",
         'cannot start "${command}": no such program (is it installed and on PATH, or is the cwd ${cwd} missing?)   (ENOENT with a cwd given) / cannot start "${command}": ${error.message}   (any other spawn error, e.g. cannot start "/path": spawn /path EACCES)',
+        "the tests' fault-server.mjs writes fault-server ready on stderr when it starts; its crash tool exits with code 3 (tools/call failed: the server process exited with code 3 (last stderr line: fault-server ready)); its garbage tool prints a stray line that is not JSON before it answers answered after the stray line",
         'initialize\'s capabilities: roots: {listChanged: true} with roots, sampling: {} with onSampling, elicitation: {form: {}} with onElicitation (one key per elicitationModes entry); clientInfo by default: {name: "pi-course", version: "0.1.0"}',
       ],
       title: {
@@ -162,6 +165,8 @@ export default defineChapter({
     {
       id: "17.4",
       says: [
+        "${info.name} (it requires task augmentation, which this client does not support)   (an entry of hidden; server-everything's simulate-research-query (it requires task augmentation, which this client does not support))",
+        "server-everything's trigger-long-running-operation with duration 0.3 and steps 3 sends three progress notifications, then answers Long running operation completed. Duration: 0.3 seconds, Steps: 3.   (the text passes through as it is; also over HTTP in Lab 17.6)",
         "Resource ${uri} (${mimeType}):\\n${text}   (server-everything's dynamic text resource: Resource demo://resource/dynamic/text/1 (text/plain):\\nResource 1: This is a plaintext resource…)",
       ],
       title: { zh: "MCP 工具变成智能体工具（mcpToolName、mapCallResult）", en: "MCP tools as agent tools" },
@@ -310,6 +315,14 @@ export default defineChapter({
       find: "      try {\n        handler(message.params ?? {});\n      } catch (error) {\n        this.onDiagnostic(`the handler of ${message.method} failed: ${errorText(error)}`);\n      }",
       replace: "      handler(message.params ?? {});",
       failsWith: "boom",
+    },
+    {
+      lab: "17.2",
+      what: "the default timeout wins over the request's own",
+      file: "src/mcp/connection.ts",
+      find: "    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;",
+      replace: "    const timeoutMs = this.defaultTimeoutMs;",
+      failsWith: "the request's own timeoutMs ends it",
     },
     {
       lab: "17.3",
