@@ -2183,9 +2183,14 @@ describe("chapter 05 · a failing or hostile server", () => {
     10_000,
   );
 
-  it.concurrent(
-    "Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall",
-    () =>
+  it.concurrent("Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall", async () => {
+    // The headers come at once below; the bound leaves them room on a loaded machine.
+    const stall = { idleTimeoutMs: 800 };
+    const midStream =
+      "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
+    const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
+    // Each case on a server of its own, all at once: the stalls wait side by side, not one after another.
+    await Promise.all([
       ownServer(async (server, model) => {
         server.reply(stallReply);
         const slowHeaders = await runTurn(model({ idleTimeoutMs: 150 }));
@@ -2193,11 +2198,9 @@ describe("chapter 05 · a failing or hostile server", () => {
         expect(slowHeaders.message.errorMessage).toBe(
           "The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).",
         );
-
-        // The headers come at once below; the bound leaves them room on a loaded machine.
-        const stall = { idleTimeoutMs: 800 };
         expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
-
+      }),
+      ownServer(async (server, model) => {
         server.reply((res) => {
           res.writeHead(500, { "content-type": "application/json" });
           res.write('{"error": {"message": "half an err');
@@ -2207,9 +2210,8 @@ describe("chapter 05 · a failing or hostile server", () => {
           "The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).",
         );
         expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
-
-        const midStream =
-          "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
+      }),
+      ownServer(async (server, model) => {
         server.reply(sseReply(textChunk("partial"), { then: "stall" }));
         const stalled = await runTurn(model(stall));
         expect(stalled.message).toEqual(
@@ -2219,28 +2221,30 @@ describe("chapter 05 · a failing or hostile server", () => {
             attempts: 1,
           }),
         );
-
-        // Keep-alives for 1.5 s at most, then the body ends: a watchdog that counts them as progress
-        // shows as "the stream ended" instead of the stall, an assertion rather than a hang.
+      }),
+      // Keep-alives for 1.5 s at most, then the body ends: a watchdog that counts them as progress
+      // shows as "the stream ended" instead of the stall, an assertion rather than a hang.
+      ownServer(async (server, model) => {
         server.reply(dripReply("", (i) => (i < 150 ? ": keep-alive\n\n" : undefined), 10));
         const comments = await runTurn(model(stall));
         expect(comments.signature).toEqual(["start", "error:error"]);
         expect(comments.message.errorMessage).toBe(midStream);
-
-        // Chunks with empty deltas carry nothing: they are keep-alives too.
+      }),
+      // Chunks with empty deltas carry nothing: they are keep-alives too.
+      ownServer(async (server, model) => {
         server.reply(dripReply("", (i) => (i < 150 ? textChunk("") : undefined), 10));
         const empty = await runTurn(model(stall));
         expect(empty.signature).toEqual(["start", "error:error"]);
         expect(empty.message.errorMessage).toBe(midStream);
-
-        const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
+      }),
+      ownServer(async (server, model) => {
         server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
         const slowloris = await runTurn(model(stall));
         expect(slowloris.signature).toEqual(["start", "error:error"]);
         expect(slowloris.message.errorMessage).toBe(midStream);
       }),
-    20_000,
-  );
+    ]);
+  }, 20_000);
 
   it.concurrent(
     "Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes",
