@@ -109,26 +109,33 @@ export default defineChapter({
         en: "correlation: every request ends exactly once",
       },
       hint: {
-        zh:
-          "`request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。超时用请求自己的 `timeoutMs`，没给才用连接的默认值（构造时给的，缺省 `DEFAULT_REQUEST_TIMEOUT_MS` 即 60 秒）。给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，" +
-          '每次进度都重新开始计时。超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`（原因：`signal.reason` 是字符串就用它，否则 `the caller aborted the request`；`notifications/cancelled` 的 `reason` 也是它）；' +
-          "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。" +
-          '连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`；signal 在发出前就已中止时什么也不发，拒绝为 `McpError("aborted", "b was aborted before it was sent")`。' +
-          "`timeoutMs` 与 `maxTotalMs`（只在给了 `onProgress` 时才算）先交给 `userDuration`，设置名分别是 `the timeout of ${method} (timeoutMs)` 与 `the total time of ${method} (maxTotalMs)`；它抛出的 RangeError 就是请求的拒绝（不发送）。" +
-          "给了 `onProgress` 时另有一个总计时器（`maxTotalMs`，默认 `timeoutMs` 的十倍），进度不会重启它：超时为 `tools/call timed out: no answer within 250 ms in all, though progress kept coming`，`notifications/cancelled` 的 reason 为 `Request timed out after 250 ms in all`；" +
-          "`userDuration` 返回 `undefined`（超出计时器的上限）表示没有限制，`startTimer` 也就不返回计时器。请求无论怎样结束，都要清掉它的计时器和 `abort` 监听。" +
-          '`transport.send` 本身被拒绝（比如 HTTP 传输的 POST 失败）时，请求要立刻结束：从 `pending` 删掉，拒绝为 `McpError("transport", "cannot send broken: HTTP 500 Internal Server Error")`（`cannot send ${method}: ${error.message}`；连接已经关闭的话，`closed` 早已结束了它：不在 `pending` 里就什么也不做），不要等到超时。' +
-          "`receive`：有 `method` 和 `id` 的是对方的请求（交给 `answer`），只有 `method` 的是通知（未知的静静忽略；处理函数抛错时记一条诊断 `the handler of notifications/message failed: boom`，即 `the handler of ${method} failed: ${errorText(error)}`），其余是响应：按 id 找到挂起的请求，" +
-          '`error` 变成 `McpError("remote", "c failed: MCP error -32601: Method not found", code, data)`；找不到的（重复、迟到）直接忽略。',
-        en:
-          "request: ids from 0; the request's own timeoutMs, else the connection's default (DEFAULT_REQUEST_TIMEOUT_MS, 60 s); " +
-          "progressToken = the id when onProgress is given, and progress restarts the timer; timeout and abort " +
-          'remove the entry first, then send notifications/cancelled. An already aborted signal: nothing sent, "${method} was aborted before it was sent". ' +
-          "timeoutMs and (with onProgress) maxTotalMs go through userDuration first; with onProgress a total timer (maxTotalMs) that progress does not restart; " +
-          "an ended request leaves no timer and no abort listener. A rejected transport.send ends the request at once: " +
-          'McpError("transport", "cannot send ${method}: ${error.message}") (a request no longer pending, ended by closed(), is left alone), never a wait for the timeout. ' +
-          "receive: requests to answer, notifications to handlers (unknown ones ignored, a throwing handler reported as a diagnostic), " +
-          "responses matched by id (unknown ids ignored), an error becomes a remote McpError.",
+        zh: [
+          "`request` 与 `receive`：",
+          "1. `request`：id 从 0 开始递增；把 `{resolve, reject, 计时器, 中止监听}` 记在 `pending` 里。超时用请求自己的 `timeoutMs`，没给才用连接的默认值（构造时给的，缺省 `DEFAULT_REQUEST_TIMEOUT_MS` 即 60 秒）。",
+          "2. 给了 `onProgress` 就在 `params._meta.progressToken` 放上这个 id，每次进度都重新开始计时。",
+          '3. 超时用 `McpError("timeout", "tools/call timed out: no answer within 150 ms")`，中止用 `McpError("aborted", "tools/call was aborted: <原因>")`（原因：`signal.reason` 是字符串就用它，否则 `the caller aborted the request`；`notifications/cancelled` 的 `reason` 也是它）；' +
+            "这两种情况都要先从 `pending` 删掉，再发 `notifications/cancelled {requestId, reason}`（超时的 reason 是 `Request timed out after 150 ms`）——之后到达的进度和迟到的回答都会因为找不到而被忽略。",
+          '4. 连接已关闭时拒绝：`cannot send c: the connection is closed (<原因>)`；signal 在发出前就已中止时什么也不发，拒绝为 `McpError("aborted", "b was aborted before it was sent")`。',
+          "5. `timeoutMs` 与 `maxTotalMs`（只在给了 `onProgress` 时才算）先交给 `userDuration`，设置名分别是 `the timeout of ${method} (timeoutMs)` 与 `the total time of ${method} (maxTotalMs)`；它抛出的 RangeError 就是请求的拒绝（不发送）。",
+          "6. 给了 `onProgress` 时另有一个总计时器（`maxTotalMs`，默认 `timeoutMs` 的十倍），进度不会重启它：超时为 `tools/call timed out: no answer within 250 ms in all, though progress kept coming`，`notifications/cancelled` 的 reason 为 `Request timed out after 250 ms in all`；" +
+            "`userDuration` 返回 `undefined`（超出计时器的上限）表示没有限制，`startTimer` 也就不返回计时器。",
+          "7. 请求无论怎样结束，都要清掉它的计时器和 `abort` 监听。",
+          '8. `transport.send` 本身被拒绝（比如 HTTP 传输的 POST 失败）时，请求要立刻结束：从 `pending` 删掉，拒绝为 `McpError("transport", "cannot send broken: HTTP 500 Internal Server Error")`（`cannot send ${method}: ${error.message}`；连接已经关闭的话，`closed` 早已结束了它：不在 `pending` 里就什么也不做），不要等到超时。',
+          "9. `receive`：有 `method` 和 `id` 的是对方的请求（交给 `answer`），只有 `method` 的是通知（未知的静静忽略；处理函数抛错时记一条诊断 `the handler of notifications/message failed: boom`，即 `the handler of ${method} failed: ${errorText(error)}`），其余是响应：按 id 找到挂起的请求，" +
+            '`error` 变成 `McpError("remote", "c failed: MCP error -32601: Method not found", code, data)`；找不到的（重复、迟到）直接忽略。',
+        ].join("\n"),
+        en: [
+          "request and receive:",
+          "1. request: ids from 0; the request's own timeoutMs, else the connection's default (DEFAULT_REQUEST_TIMEOUT_MS, 60 s).",
+          "2. progressToken = the id when onProgress is given, and progress restarts the timer.",
+          "3. timeout and abort remove the entry first, then send notifications/cancelled.",
+          '4. an already aborted signal: nothing sent, "${method} was aborted before it was sent".',
+          "5. timeoutMs and (with onProgress) maxTotalMs go through userDuration first.",
+          "6. with onProgress a total timer (maxTotalMs) that progress does not restart.",
+          "7. an ended request leaves no timer and no abort listener.",
+          '8. a rejected transport.send ends the request at once: McpError("transport", "cannot send ${method}: ${error.message}") (a request no longer pending, ended by closed(), is left alone), never a wait for the timeout.',
+          "9. receive: requests to answer, notifications to handlers (unknown ones ignored, a throwing handler reported as a diagnostic), responses matched by id (unknown ids ignored), an error becomes a remote McpError.",
+        ].join("\n"),
       },
     },
     {
