@@ -2272,6 +2272,7 @@ describe("chapter 05 · a failing or hostile server", () => {
       for await (const event of model({ timeoutMs: 60_000 }).stream({ messages: [] }, { signal: caller.signal })) {
         seen.push(event.type);
         if (event.type === "done" || event.type === "error") listeners = listening();
+        if (event.type === "error") surfaceInternalError(event.error);
       }
       return { last: seen.at(-1), listeners };
     };
