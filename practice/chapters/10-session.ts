@@ -60,20 +60,26 @@ export default defineChapter({
       ],
       title: { zh: "追加与 id（SessionFile.append、write、newId）", en: "append and ids" },
       hint: {
-        zh:
-          "`append`：先拒绝误用（会话已关闭、只读或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），" +
-          "再生成 id，拼出 `{type, id, parentId, timestamp, …}`；嵌套超过 `MAX_NESTING` 层（`nestedDeeperThan`）" +
-          "或 `JSON.stringify` 失败的条目也拒绝（读者会拒绝这样的行，所以绝不写出）。把这一整行挂到写队列 `this.queue` 的尾巴上——" +
-          "队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。" +
-          "`write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`；" +
-          "出错就记下 `broken`，排在它后面的写一个都不再写（即使磁盘又好了）。写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。" +
-          "`newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复；试 100 次都撞上，就返回一个完整的 `randomUUID()`。",
-        en:
-          "append: refuse misuse (closed, read-only, broken, unknown parent, label target or type), make the id, build one " +
-          "whole line (refuse it nested deeper than MAX_NESTING or not JSON-serialisable), chain the write on this.queue " +
-          "(swallow failures in the chain itself). write: a torn mark first if this.torn.tail is set, then one write of " +
-          "the line, sync when durable; on failure remember it, and no write queued behind it runs. Index the parsed " +
-          "line. newId: 8 hex chars unused so far (written or queued); after 100 colliding tries a full randomUUID().",
+        zh: [
+          "`append`、`write`、`newId`：",
+          "1. `append` 先拒绝误用（会话已关闭、只读或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），再生成 id，拼出 `{type, id, parentId, timestamp, …}`。",
+          "2. 嵌套超过 `MAX_NESTING` 层（`nestedDeeperThan`）或 `JSON.stringify` 失败的条目也拒绝（读者会拒绝这样的行，所以绝不写出）。",
+          "3. 把这一整行挂到写队列 `this.queue` 的尾巴上——队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。",
+          "4. `write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`。",
+          "5. 出错就记下 `broken`，这次和排在它后面的追加都以 `a write failed (…)` 拒绝，一个都不再写（即使磁盘又好了）。",
+          "6. 写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。",
+          "7. `newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复；试 100 次都撞上，就返回一个完整的 `randomUUID()`。",
+        ].join("\n"),
+        en: [
+          "append, write, newId:",
+          "1. append: refuse misuse (closed, read-only, broken, unknown parent, label target or type), make the id, build one whole line.",
+          "2. refuse an entry nested deeper than MAX_NESTING or not JSON-serialisable.",
+          "3. chain the write on this.queue (swallow failures in the chain itself).",
+          "4. write: a torn mark first if this.torn.tail is set, then one write of the line, sync when durable.",
+          "5. on failure remember it (broken): this append and every one queued behind it reject with a write failed (…), and none of them is written.",
+          "6. index the parsed line: memory holds what the file holds.",
+          "7. newId: 8 hex chars unused so far (written or queued); after 100 colliding tries a full randomUUID().",
+        ].join("\n"),
       },
     },
     {
