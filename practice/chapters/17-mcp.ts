@@ -234,28 +234,20 @@ export default defineChapter({
         en: "the Streamable HTTP transport",
       },
       hint: {
-        zh:
-          "远程服务器说的是 Streamable HTTP：客户端发的每条消息都是对同一个 URL 的 POST，服务器用 JSON 或一个事件流（SSE）回答请求，用 202 回答通知；" +
-          "`initialize` 的回答在响应头 `mcp-session-id` 里给出会话。给定的部分值得读：`post`（授权、重试、响应体上限）、`readStream`（断流续传）、`openGetStream` / `listen`（服务器主动发来的消息走 GET 流）。由你写四段：" +
-          "`headers(post)`：在已有的头（配置的 `headers`、授权）上加 `accept`——POST 是 `application/json, text/event-stream`，GET 是 `text/event-stream`；" +
-          "有会话就带 `mcp-session-id`，有 `protocolVersion`（客户端在 initialize 之后设置）就带 `mcp-protocol-version`；返回这些头。" +
-          "`deliverResponse(message, response)`：先 `await this.failOnHttpError(message, response)`；响应头里有 `mcp-session-id` 就记进 `this.sessionId`；" +
-          "状态是 202，或者发出的不是请求（通知、对服务器请求的回答：`isRequest` 为假）时，丢掉响应体（`await response.body?.cancel()`）就返回；" +
-          "`content-type` 含 `text/event-stream` 时在后台读：`void this.readStream(response, message.id)`——`send` 在请求被接受时就返回，不等流读完；" +
-          "否则把 `readAll(response)` 的每条消息交给 `this.handlers?.onMessage`。" +
-          "`readAll(response)`：事件流就逐个事件 `this.parse(event.data)`（`readSse`），留下不是 undefined 的；否则读整个响应体，`JSON.parse` 失败时抛 " +
-          "`the server answered with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`；一条消息或一个数组（batch）都行，每项过 `readMessage`，" +
-          "返回字符串（不是 JSON-RPC 消息）的项丢掉，并记诊断 `dropped a message that is not JSON-RPC (${原因})`。" +
-          "`close()`：只做一次（`this.ended` 已真就返回）；置 `ended`，`this.streams.abort()` 停掉所有流，有会话就 `DELETE` 同一个 URL（头用 `await this.headers(false, false)`：第二个参数 false 表示沿用上次发过的授权头，不等正在进行的登录或刷新；响应体丢掉；服务器已经不在也不算错），" +
-          '最后 `this.handlers?.onClose(new Error("the connection was closed"))`。',
-        en:
-          "Every client message is a POST to one URL; a request is answered with JSON or an event stream, a notification with 202; " +
-          "initialize's answer names the session in mcp-session-id. headers: accept (POST: application/json, text/event-stream; GET: " +
-          "text/event-stream), mcp-session-id and mcp-protocol-version once known. deliverResponse: failOnHttpError first, keep a " +
-          "session id the server names, 202 or a non-request: cancel the body; an event stream: readStream in the background; " +
-          "else each message of readAll to onMessage. readAll: SSE events through parse, or a JSON body (one message or a batch, " +
-          "non-JSON-RPC items dropped with a diagnostic). close: once; abort the streams, DELETE the session (headers(false, false): " +
-          "the last Authorization sent, never waiting on a login), onClose.",
+        zh: [
+          "远程服务器说的是 Streamable HTTP：客户端发的每条消息都是对同一个 URL 的 POST，服务器用 JSON 或一个事件流（SSE）回答请求，用 202 回答通知；`initialize` 的回答在响应头 `mcp-session-id` 里给出会话。给定的部分值得读：`post`（授权、重试、响应体上限）、`readStream`（断流续传）、`openGetStream` / `listen`（服务器主动发来的消息走 GET 流）。由你写四段：",
+          "1. `headers(post)`：在已有的头（配置的 `headers`、授权）上加 `accept`——POST 是 `application/json, text/event-stream`，GET 是 `text/event-stream`；有会话就带 `mcp-session-id`，有 `protocolVersion`（客户端在 initialize 之后设置）就带 `mcp-protocol-version`；返回这些头。",
+          "2. `deliverResponse(message, response)`：先 `await this.failOnHttpError(message, response)`；响应头里有 `mcp-session-id` 就记进 `this.sessionId`；状态是 202，或者发出的不是请求（通知、对服务器请求的回答：`isRequest` 为假）时，丢掉响应体（`await response.body?.cancel()`）就返回；`content-type` 含 `text/event-stream` 时在后台读：`void this.readStream(response, message.id)`——`send` 在请求被接受时就返回，不等流读完；否则把 `readAll(response)` 的每条消息交给 `this.handlers?.onMessage`。",
+          "3. `readAll(response)`：事件流就逐个事件 `this.parse(event.data)`（`readSse`），留下不是 undefined 的；否则读整个响应体，`JSON.parse` 失败时抛 `the server answered with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`；一条消息或一个数组（batch）都行，每项过 `readMessage`，返回字符串（不是 JSON-RPC 消息）的项丢掉，并记诊断 `dropped a message that is not JSON-RPC (${原因})`。",
+          '4. `close()`：只做一次（`this.ended` 已真就返回）；置 `ended`，`this.streams.abort()` 停掉所有流，有会话就 `DELETE` 同一个 URL（头用 `await this.headers(false, false)`：第二个参数 false 表示沿用上次发过的授权头，不等正在进行的登录或刷新；响应体丢掉；服务器已经不在也不算错），最后 `this.handlers?.onClose(new Error("the connection was closed"))`。',
+        ].join("\n"),
+        en: [
+          "Every client message is a POST to one URL; a request is answered with JSON or an event stream, a notification with 202; initialize's answer names the session in mcp-session-id.",
+          "1. headers: accept (POST: application/json, text/event-stream; GET: text/event-stream), mcp-session-id and mcp-protocol-version once known.",
+          "2. deliverResponse: failOnHttpError first, keep a session id the server names, 202 or a non-request: cancel the body; an event stream: readStream in the background; else each message of readAll to onMessage.",
+          "3. readAll: SSE events through parse, or a JSON body (one message or a batch, non-JSON-RPC items dropped with a diagnostic).",
+          "4. close: once; abort the streams, DELETE the session (headers(false, false): the last Authorization sent, never waiting on a login), onClose.",
+        ].join("\n"),
       },
       // its tests connect a client first: in practice(17) they meet lab 17.3's site before this one
       uses: ["17.3"],
