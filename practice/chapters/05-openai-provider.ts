@@ -188,7 +188,7 @@ export default defineChapter({
         'HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)   (an OpenAI error body: its message, then " (code …)")',
         "HTTP 404 Not Found: (empty body)",
         "idleTimeoutMs must be a number ≥ 1 (or Infinity), got 0 / maxRetries must be a number ≥ 0, got -1 / timeoutMs must be a number ≥ 1, got NaN / maxResponseBytes must be a number ≥ 1, got Infinity",
-        "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
+        "The request timed out: timeoutMs (2500 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
         "Request to ${baseUrl}/chat/completions failed: ${cause}   (openEventStream, given: a refused connection's cause names ECONNREFUSED)",

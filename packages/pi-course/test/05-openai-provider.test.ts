@@ -2173,10 +2173,11 @@ describe("chapter 05 · a failing or hostile server", () => {
           },
         ]);
 
+        // 2.5 s: the headers come at once, with room for a loaded machine; the stream never ends.
         server.reply(dripReply(textChunk("Hel"), (i) => textChunk(String(i % 10)), 20));
-        const streaming = await runTurn(model({ timeoutMs: 1_000 }));
+        const streaming = await runTurn(model({ timeoutMs: 2_500 }));
         expect(streaming.message.stopReason).toBe("error");
-        expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (1000 ms) ran out mid-stream.");
+        expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (2500 ms) ran out mid-stream.");
         expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false, attempts: 1 });
         expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
       }),
