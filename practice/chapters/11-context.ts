@@ -224,7 +224,8 @@ export default defineChapter({
       file: "src/session/context.ts",
       find: "    if (!isNewest && tokens + cost > budget) break;",
       replace: "    if (tokens + cost > budget) break;",
-      failsWith: "to deeply equal",
+      // The property test of the lab may fail first: its report names the same problem.
+      failsWith: "the newest interaction was dropped",
     },
     {
       lab: "11.2",

@@ -138,7 +138,10 @@ describe("chapter 11 · projection to a budget", () => {
 
   it("Lab 11.2 · when the newest interaction cannot fit, the projection says so and keeps it whole", () => {
     const projection = projectMessages(three, { budget: 30, systemPrompt: chars(20) });
-    expect(projection.context.messages).toEqual(three.slice(8));
+    expect(
+      projection.context.messages,
+      "the newest interaction was dropped: it is kept whole even when it alone does not fit",
+    ).toEqual(three.slice(8));
     expect(projection.tokens).toBe(39);
     expect(projection.overflow).toEqual({
       systemPromptTokens: 5,
