@@ -356,8 +356,7 @@ describe("reading and recovery", () => {
       `bytes pushed within ${BOUND_MS / 1000} s: a reader whose work per piece grows with the unfinished line falls behind`,
     ).toBe(`${bytes.length} of ${bytes.length} bytes`);
     const { entries } = scan.end();
-    expect(entries.map((e) => e.id)).toEqual(["big00001"]);
-    expect(messagesOf(entries)).toEqual([user(text)]);
+    expect(entries).toMatchObject([{ id: "big00001", message: user(text) }]);
   });
 
   it("Lab 10.2 · a torn last line is reported with its offset and kept; the next append marks it and starts on a fresh line", async () => {
