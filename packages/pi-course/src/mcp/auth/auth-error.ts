@@ -22,7 +22,12 @@ export type McpAuthFailure =
   /** The authorization server refused a request (registration, token, refresh). */
   | "refused"
   /** The person did not complete the login in time, or the browser came back with an error. */
-  | "login-failed";
+  | "login-failed"
+  /**
+   * The MCP server named an authorization server that the configured client's secret or key does
+   * not belong to (`oauth.issuer`, or the one they were first sent to): nothing was sent to it.
+   */
+  | "wrong-issuer";
 
 /** Authorizing against a remote MCP server failed; `failure` says how. */
 export class McpAuthError extends PiCourseError {
