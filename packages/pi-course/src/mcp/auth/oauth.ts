@@ -30,6 +30,7 @@
  * server (`serverUrl`).
  */
 import { errorText } from "../../base/errors.js";
+import { boundedDuration } from "../../base/timer.js";
 import { McpAuthError } from "./auth-error.js";
 import { AUTH_REQUEST_TIMEOUT_MS, type AuthFetch, authFetch } from "./auth-fetch.js";
 import {
@@ -101,7 +102,10 @@ export interface McpOAuthOptions<Store extends TokenStore = TokenStore> extends 
    * runs the login at once, sending them to this URL. Absent: those fail with what to do.
    */
   openUrl?: (url: string) => void | Promise<void>;
-  /** How long a login waits for the browser (default `DEFAULT_LOGIN_TIMEOUT_MS`). */
+  /**
+   * How long a login waits for the browser (default `DEFAULT_LOGIN_TIMEOUT_MS`); at most
+   * `MAX_TIMER_MS` (about 24.8 days), else the constructor throws a RangeError.
+   */
   loginTimeoutMs?: number;
   fetch?: typeof fetch;
   /** How long one request to the servers may take (default `AUTH_REQUEST_TIMEOUT_MS`). */
@@ -116,6 +120,10 @@ export interface LoginOptions {
   openUrl?: (url: string) => void | Promise<void>;
   /** Scopes to ask for besides the usual ones (a step-up). */
   scopes?: string[];
+  /**
+   * How long the login waits for the browser (default: the options' `loginTimeoutMs`). At most
+   * `MAX_TIMER_MS` (about 24.8 days): a longer one is refused with a RangeError.
+   */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -149,7 +157,10 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
   /** Code flows waiting for their redirect, by `state`. */
   private readonly logins = new Map<string, PendingLogin>();
 
-  constructor(readonly options: McpOAuthOptions<Store>) {}
+  /** Throws a RangeError when `loginTimeoutMs` is no duration or past a timer's reach (`boundedDuration`). */
+  constructor(readonly options: McpOAuthOptions<Store>) {
+    if (options.loginTimeoutMs !== undefined) boundedDuration(options.loginTimeoutMs, "loginTimeoutMs");
+  }
 
   /** Whether tokens are kept for this server (a store that answers at once; else `isLoggedIn`). */
   get loggedIn(): boolean {
@@ -261,6 +272,8 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
    */
   async login(options: LoginOptions = {}): Promise<LoginResult> {
     return this.named(async () => {
+      // a wait that cannot be timed is refused before anything is asked of anyone
+      if (options.timeoutMs !== undefined) boundedDuration(options.timeoutMs, "the login's timeoutMs");
       const { challenge, asked } = await this.probe();
       const stored = await this.stored();
       const scopes = union(options.scopes ?? [], stored?.wantedScope?.split(" ").filter((s) => s !== "") ?? []);
@@ -421,7 +434,10 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
           action: this.hint(),
         },
       );
-    const timeoutMs = options.timeoutMs ?? this.options.loginTimeoutMs ?? DEFAULT_LOGIN_TIMEOUT_MS;
+    const timeoutMs = boundedDuration(
+      options.timeoutMs ?? this.options.loginTimeoutMs ?? DEFAULT_LOGIN_TIMEOUT_MS,
+      "the login's timeoutMs",
+    );
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.oneCodeFlow(challenge, extraScopes, openUrl, timeoutMs, options.signal);
