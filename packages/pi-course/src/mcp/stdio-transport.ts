@@ -240,7 +240,9 @@ export class StdioTransport implements McpTransport {
  * switches groups, which on a loaded machine doubled the time of a round trip (bench/17-mcp:
  * 1,000 calls took 2x the SDK's wall time at the same CPU time). There the server stays in the
  * agent's session and its processes carry a marker (`PI_COURSE_CALL`) instead, found in `/proc`;
- * elsewhere it leads a process group (and session) of its own.
+ * elsewhere it leads a process group (and session) of its own. In the agent's process group, a
+ * Ctrl-C at a terminal in cooked mode (a `--print` run) reaches the server as it reaches the
+ * agent, whose run ends then anyway; the interactive mode reads Ctrl-C as a key.
  */
 const OWN_SESSION = process.platform !== "linux";
 
