@@ -1,6 +1,6 @@
 /**
  * The issuer pin of issue 54: a configured client's secret or key goes only to the authorization
- * server it belongs to ("oauth.issuer", else the first one it was sent to). The attack, on
+ * server it belongs to ("oauth.issuer", else the first one it was used with). The attack, on
  * 127.0.0.1: a hostile MCP server (node:http) whose protected resource metadata names a second
  * authorization server, which records every request it gets. The real authorization server is
  * the official SDK's (`startOAuthServers`).
@@ -162,7 +162,7 @@ it('attack: a hostile MCP server names a second authorization server; the secret
   expect(real.log).toEqual([]);
 }, 30_000);
 
-it('attack: without "oauth.issuer" the secret goes only to the authorization server it was first sent to; naming the new one lets it go there', async () => {
+it('attack: without "oauth.issuer" the secret goes only to the authorization server it was first used with; naming the new one lets it go there', async () => {
   const second = await recordingAuthorizationServer();
   let named = real.issuer;
   const hostile = await hostileMcpServer(() => named);

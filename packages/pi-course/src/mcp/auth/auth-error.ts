@@ -27,7 +27,7 @@ export type McpAuthFailure =
   | "login-failed"
   /**
    * The MCP server named an authorization server that the configured client's secret or key does
-   * not belong to (`oauth.issuer`, or the one they were first sent to): nothing was sent to it.
+   * not belong to (`oauth.issuer`, or the first one they were used with): nothing was sent to it.
    */
   | "wrong-issuer";
 

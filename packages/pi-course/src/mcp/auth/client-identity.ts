@@ -59,7 +59,7 @@ export interface ClientSettings extends PrivateKeyJwtSettings {
   /**
    * The issuer of the authorization server the configured client belongs to. Its secret or key
    * is sent to that one only, whatever authorization server the MCP server names. Without it,
-   * they go only to the first one they were sent to (kept with the client, `TokenStore.writeClient`).
+   * they go only to the first one they were used with (kept with the client, `TokenStore.writeClient`).
    */
   issuer?: string;
 }
@@ -88,7 +88,7 @@ export function configuredClient(settings: ClientSettings): OAuthClient | undefi
 /**
  * A registered client kept for a server, with the authorization server that registered it; or,
  * for a configured client with a secret or key (`via: "configured"`, its id only), the
- * authorization server they were first sent to, the only one they go to after.
+ * authorization server they were first used with, the only one they go to after.
  */
 export interface KeptClient {
   issuer: string;

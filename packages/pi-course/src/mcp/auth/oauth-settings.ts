@@ -20,7 +20,7 @@
  * ```
  *
  * A configured secret or key goes to one authorization server only: `"issuer"` names it
- * (`"issuer": "https://auth.example.com"`), else it is the first one they were sent to. An MCP
+ * (`"issuer": "https://auth.example.com"`), else it is the first one they were used with. An MCP
  * server that names another is refused (`McpAuthError` "wrong-issuer") with nothing sent there.
  *
  * Every field is optional: with none, a server that asks for authorization gets dynamic client

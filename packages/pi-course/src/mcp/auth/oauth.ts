@@ -660,7 +660,7 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
 
   /**
    * The issuer pin: a configured client's secret or key goes only to the authorization server
-   * it belongs to, `issuer` of the settings, else the one it was first sent to (recorded then,
+   * it belongs to, `issuer` of the settings, else the first one it was used with (recorded then,
    * with the client's id, in the store's client slot). Another one named by the MCP server is
    * refused before anything is sent to it, the person's browser included. A client without a
    * secret or key (registered, a metadata document, a public id) goes to any.
