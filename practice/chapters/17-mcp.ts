@@ -353,7 +353,7 @@ export default defineChapter({
       file: "src/mcp/stdio-transport.ts",
       find: '    child.stdin?.end();\n    if (await within(grace)) return;\n    signalGroup(child, "SIGTERM");\n    if (await within(grace)) return;\n',
       replace: "",
-      failsWith: "to be greater than or equal to 400",
+      failsWith: "to be greater than or equal to 1000",
     },
     {
       lab: "17.4",
