@@ -58,8 +58,6 @@ export default defineChapter({
     "test/07-agent-loop.property.test.ts",
     "test/07-agent-loop.hardening.test.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "7.1",
