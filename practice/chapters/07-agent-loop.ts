@@ -179,6 +179,14 @@ export default defineChapter({
   ],
   wrong: [
     {
+      lab: "7.3",
+      what: "a context without a tools list: the unknown-tool answer reads tools! and throws inside prepareCall",
+      file: "src/agent/tool-execution.ts",
+      find: "(run.context.tools ?? []).map((t) => t.name)",
+      replace: "run.context.tools!.map((t) => t.name)",
+      failsWith: "tool c1 started but never ended",
+    },
+    {
       lab: "7.2",
       what: "break it, step 1: no abort check after the steering poll in runLoop",
       file: "src/agent/agent-loop.ts",
