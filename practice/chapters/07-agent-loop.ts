@@ -179,6 +179,14 @@ export default defineChapter({
   ],
   wrong: [
     {
+      lab: "7.2",
+      what: "errors mis-worded: a turn that starts after an abort ends as aborted with no errorMessage",
+      file: "src/agent/agent-loop.ts",
+      find: '      message = run.failure("aborted", "The run was aborted before the model was called.");',
+      replace: '      message = run.failure("aborted", "");',
+      failsWith: "The run was aborted before the model was called.",
+    },
+    {
       lab: "7.3",
       what: "a context without a tools list: the unknown-tool answer reads tools! and throws inside prepareCall",
       file: "src/agent/tool-execution.ts",

@@ -611,7 +611,10 @@ describe("chapter 07 · the agent loop", () => {
           "agent_end",
         ]);
         expect(result.at(-2)).toBe(steer[0]);
-        expect(lastAssistant(result).stopReason).toBe("aborted");
+        expect(lastAssistant(result)).toMatchObject({
+          stopReason: "aborted",
+          errorMessage: "The run was aborted before the model was called.",
+        });
       }
     }
   });
