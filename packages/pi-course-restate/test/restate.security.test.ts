@@ -35,8 +35,8 @@ let suite: string;
 let attackDir: string;
 let engine: Engine | undefined;
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
-const fleet = new Fleet((port, identityKeys) =>
-  spawnWorker({ bundle: bundle!.file, port, tmpdir: path.join(root, "tmp"), identityKeys, suites: [suite] }),
+const fleet = new Fleet((port, credential) =>
+  spawnWorker({ bundle: bundle!.file, port, tmpdir: path.join(root, "tmp"), ...credential, suites: [suite] }),
 );
 
 /** Fails (never skips) when this machine cannot run a process as another user. */
