@@ -46,7 +46,8 @@ export async function listen(server: net.Server, options: ListenOptions = {}): P
     pending.delete(key);
     clearTimeout(entry.timer);
     cut++;
-    entry.socket.destroy();
+    // a reset: an HTTP/2 session reads the socket's handle itself, and a plain destroy leaves it open
+    entry.socket.resetAndDestroy();
   };
   server.on("connection", (socket: net.Socket) => {
     const key = endpoint(socket.remoteAddress, socket.remotePort);
