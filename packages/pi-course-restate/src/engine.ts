@@ -6,10 +6,10 @@
  * Restate's data, the request identity (`identity-keys` is what workers are given), the
  * credential (`client.json`, 0600: the gate's URL and token, what every client reads) and its
  * ports (`engine.json`). The folder is refused when another user could read or swap it, and is
- * checked again before each later use and once a second (`folder-guard.ts`): if it was swapped,
- * the engine stops everything and `failed` says so. A restarted engine listens where it listened before, so its deployments
- * stay valid and runs in flight go on as soon as it is back; a port someone else took is an
- * error that says so.
+ * looked at again before a restart and once a second (`folder-guard.ts`): if it was swapped, the
+ * engine stops everything and `failed` says so. A restarted engine listens where it listened
+ * before, so its deployments stay valid and runs in flight go on as soon as it is back; a port
+ * someone else took is an error that says so.
  *
  * It keeps itself running: a Restate server that dies is started again on the same data (runs go
  * on from their journals); one that keeps dying (`maxRestarts` within a minute) fails the engine

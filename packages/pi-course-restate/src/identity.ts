@@ -110,11 +110,11 @@ export function readWorkerCredential(file: string | undefined, env: NodeJS.Proce
     text = env[IDENTITY_KEYS_ENV] ?? "";
   }
   const entries = entriesOf(text);
-  const fetch =
+  const getIt =
     "Give it the file `identity-keys` from the engine's --dir (--identity-keys-file FILE), " +
     `or set ${IDENTITY_KEYS_ENV} in its environment to that file's text.`;
   if (entries.length === 0) {
-    throw new Error(`no identity key in ${where}: a worker accepts only requests its engine signed. ${fetch}`);
+    throw new Error(`no identity key in ${where}: a worker accepts only requests its engine signed. ${getIt}`);
   }
   const bad = entries.find((entry) => !PUBLIC_KEY.test(entry) && !WORKER_SECRET.test(entry));
   if (bad !== undefined) {
@@ -124,13 +124,13 @@ export function readWorkerCredential(file: string | undefined, env: NodeJS.Proce
   const identityKeys = entries.filter((entry) => PUBLIC_KEY.test(entry));
   const secrets = entries.filter((entry) => WORKER_SECRET.test(entry));
   if (identityKeys.length === 0) {
-    throw new Error(`no identity key in ${where}: a worker accepts only requests its engine signed. ${fetch}`);
+    throw new Error(`no identity key in ${where}: a worker accepts only requests its engine signed. ${getIt}`);
   }
   if (secrets.length !== 1) {
     throw new Error(
       `${where} holds ${secrets.length === 0 ? "no" : "more than one"} workers' secret (workersecretv1_…): ` +
         "the engine sends runs only to workers that prove they hold its secret, and the engine's identity-keys " +
-        `file has it since this version (an older copy does not). ${fetch}`,
+        `file has it since this version (an older copy does not). ${getIt}`,
     );
   }
   return { identityKeys, workerSecret: secrets[0]! };

@@ -14,7 +14,8 @@
  * Workers prove themselves (`worker-proof.ts`): a new connection gets no request of a run before
  * the worker at its other end answered the version question with the proof of the workers'
  * secret for this connection's address; a listener that cannot (another program on a dead
- * worker's port) is skipped like a worker that refuses connections, and `onRefused` says so.
+ * worker's port) is skipped like a worker that refuses connections, and `onRefused` says so; it is
+ * not asked again for `REFUSED_MS`, so one that holds the question open cannot slow every run.
  *
  * It keeps no state of a run. When the worker of a stream dies, the stream is reset towards the
  * engine, which retries the invocation through the proxy again: it reaches a live worker, which
@@ -47,6 +48,9 @@ export interface ProxyOptions extends ListenOptions {
   onRefused?: (url: string, why: string) => void;
 }
 
+/** How long a listener that did not prove itself is skipped before it is asked again. */
+export const REFUSED_MS = 2000;
+
 interface Upstream {
   session: http2.ClientHttp2Session;
   version: string;
@@ -59,10 +63,12 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
   let workers = [...options.workers];
   let next = 0;
   const sessions = new Map<string, Promise<Upstream>>();
+  const refused = new Map<string, number>(); // url → until when it is skipped
 
   const connect = (url: string): Promise<Upstream> => {
     const known = sessions.get(url);
     if (known !== undefined) return known;
+    if ((refused.get(url) ?? 0) > Date.now()) return Promise.reject(new Error(`${url} did not prove itself`));
     const made = new Promise<Upstream>((resolve, reject) => {
       const session = http2.connect(url);
       const forget = () => {
@@ -74,6 +80,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
           (error: unknown) => {
             forget();
             session.destroy();
+            refused.set(url, Date.now() + REFUSED_MS);
             options.onRefused?.(url, (error as Error).message);
             reject(error);
           },

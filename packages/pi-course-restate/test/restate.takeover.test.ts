@@ -9,7 +9,7 @@
  *
  * Needs root (to act as another user) and `runuser`; it fails, saying so, without them.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -21,6 +21,7 @@ import type { Engine } from "../src/engine.js";
 import { freePort } from "../src/restate-server.js";
 import { runDurably } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
+import { requireAnotherUser } from "./support/another-user.js";
 import { engineWithFleet, Fleet, testBundle } from "./support/fleet.js";
 import { DONE } from "./support/kill-script.js";
 
@@ -36,17 +37,7 @@ const lines: string[] = [];
 const fleet = new Fleet((port, credential) => spawnWorker({ bundle: bundle!.file, port, tmpdir: root, ...credential }));
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) {
-    throw new Error(
-      "restate.takeover.test.ts listens as another local user (runuser -u nobody): run it as root (CI does).",
-    );
-  }
-  const probe = spawnSync("runuser", ["-u", "nobody", "--", "true"], { encoding: "utf8" });
-  if (probe.error !== undefined || probe.status !== 0) {
-    throw new Error(
-      `runuser -u nobody does not work here (${probe.error?.message ?? probe.stderr}); this test must not be skipped.`,
-    );
-  }
+  requireAnotherUser("restate.takeover.test.ts listens on a dead worker's port");
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-takeover-"));
   attackDir = await mkdtemp(path.join(tmpdir(), "pi-restate-impostor-"));
   await chmod(attackDir, 0o777);
