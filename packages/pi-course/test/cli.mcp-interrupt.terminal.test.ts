@@ -52,6 +52,20 @@ function serverProcesses(): number[] {
   return found;
 }
 
+/**
+ * The server process the run started (not in `before`), once the model was asked (its answer
+ * calls the long operation, which runs for 60 s): a Ctrl-C after this lands in the run, in the
+ * call or just before it, which ends the same way.
+ */
+async function serverOfTheRun(bodies: readonly unknown[], before: Set<number>): Promise<number[]> {
+  for (const deadline = Date.now() + 30_000; bodies.length < 1 && Date.now() < deadline; )
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const mine = serverProcesses().filter((pid) => !before.has(pid));
+  expect(mine).toHaveLength(1);
+  return mine;
+}
+
 const LONG_CALL = callTurn("c1", "mcp__everything__trigger-long-running-operation", { duration: 60, steps: 60 });
 
 it("--print: Ctrl-C during an MCP call ends the run (130) and the server with it", async () => {
@@ -66,11 +80,7 @@ it("--print: Ctrl-C during an MCP call ends the run (130) and the server with it
       columns: 200,
     });
     await terminal.waitFor(/MCP server everything: ready/, 30_000);
-    for (const deadline = Date.now() + 30_000; chat.bodies.length < 1 && Date.now() < deadline; )
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // the call is running
-    const mine = serverProcesses().filter((pid) => !before.has(pid));
-    expect(mine).toHaveLength(1);
+    const mine = await serverOfTheRun(chat.bodies, before);
     terminal.type(KEY.ctrlC);
     const code = await terminal.exit;
     expect(code).toBe(130);
@@ -99,11 +109,8 @@ it("interactive: Ctrl-C during an MCP call stops the turn; the server keeps runn
     await terminal.waitFor(/MCP server everything: ready/, 30_000);
     await terminal.waitFor("› ");
     terminal.type(`hi${KEY.enter}`);
-    for (const deadline = Date.now() + 30_000; chat.bodies.length < 1 && Date.now() < deadline; )
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // the call is running
-    const mine = serverProcesses().filter((pid) => !before.has(pid));
-    expect(mine).toHaveLength(1);
+    const mine = await serverOfTheRun(chat.bodies, before);
+    await terminal.waitFor("⚙ mcp__everything__trigger-long-running-operation", 30_000);
     terminal.type(KEY.ctrlC);
     await terminal.waitFor("› ", 30_000);
     expect(terminal.text()).toContain(
