@@ -126,7 +126,9 @@ export function killLeftovers(pid: number, marker: string | undefined): number {
  * marker, see `descendantsOf`); runs on process `exit`.
  */
 export function killLiveProcessGroups(): void {
-  for (const pid of liveGroups.keys()) killStillRunning(descendantsOf(pid));
+  // only a process that still carries its marker is the one tracked (its pid may be another's now)
+  for (const [pid, marker] of liveGroups)
+    if (marker !== undefined && carriesMarker(pid, marker)) killStillRunning(descendantsOf(pid));
   for (const pid of liveGroups.keys()) killGroup(pid);
   killMarkedProcesses([...liveGroups.values()].filter((marker): marker is string => marker !== undefined));
   liveGroups.clear();
@@ -240,6 +242,15 @@ export function descendantsOf(pid: number): ProcessStamp[] {
     }
   }
   return found;
+}
+
+/** Whether the process `pid` was started with `PI_COURSE_CALL=<marker>` in its environment. */
+function carriesMarker(pid: number, marker: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`).includes(Buffer.from(`${CALL_MARKER_VARIABLE}=${marker}\0`));
+  } catch {
+    return false; // gone, or another user's
+  }
 }
 
 /** SIGKILL to each of `processes` that still runs as the same process (same start time); returns how many. */
