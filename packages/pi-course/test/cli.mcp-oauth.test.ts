@@ -406,6 +406,12 @@ it("mcp login --timeout 2147483 (the most a timer holds) waits for the browser; 
       `error: --timeout takes a number of seconds above 0, got ${wrong}.`,
     ]);
   }
+  const tiny = await mcpProcess(home, project, ["login", "web", "--no-browser", "--timeout", "0.0001"]);
+  expect([tiny.code, tiny.stderr.split("\n")[0], tiny.stdout]).toEqual([
+    2,
+    "error: --timeout must be at least 0.001 seconds (a wait of less ends before anyone can answer), got 0.0001.",
+    "",
+  ]);
   const tokens = servers.log.length;
   const tooLong = await mcpProcess(home, project, ["login", "web", "--no-browser", "--timeout", "99999999999"]);
   expect([tooLong.code, tooLong.stderr.split("\n")[0], tooLong.stdout]).toEqual([
