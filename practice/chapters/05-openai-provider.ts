@@ -188,7 +188,7 @@ export default defineChapter({
         'HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)   (an OpenAI error body: its message, then " (code …)")',
         "HTTP 404 Not Found: (empty body)",
         "idleTimeoutMs must be a number ≥ 1 (or Infinity), got 0 / maxRetries must be a number ≥ 0, got -1 / timeoutMs must be a number ≥ 1, got NaN / maxResponseBytes must be a number ≥ 1, got Infinity",
-        "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
+        "The request timed out: timeoutMs (2500 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
         "Request to ${baseUrl}/chat/completions failed: ${cause}   (openEventStream, given: a refused connection's cause names ECONNREFUSED)",
@@ -204,33 +204,33 @@ export default defineChapter({
       ],
       title: { zh: "基于 fetch 的 Model：失败都是事件", en: "The Model over fetch: failures are events" },
       hint: {
-        zh:
-          "`stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）" +
-          "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
-          "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
-          "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`（传给它的是区域上方已算好的 `transport`：这次请求的重试预算）；你负责读帧：一批帧里有带内容的帧（`turn.progressMark` 变了）" +
-          "才调用一次 `progress()`（保活帧不算进度）；一批读完后若读者还没取走这批事件（`stream.buffered > 0`，服务器比读者快），" +
-          "先 `await setImmediate()`（`node:timers/promises`）让读者赶上再读下一批，否则整段回答都会堆在流里；每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
-          "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
-          "`[DONE]`、或者 JSON chunk：交给 `this.readJsonFrame(turn, frame, CHUNKS)`（现成的，Anthropic 适配器也用它；" +
-          "解析失败、读不懂、服务商报错都由它变成失败），`CHUNKS` 用 `ChatCompletionsTurn.chunk` 应用每个 chunk。" +
-          "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，" +
-          "返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。" +
-          "每条消息都说出这一轮发了几次 HTTP 请求：建 turn 时把 `http.attempts` 放进 meta（`{ ...this.meta(), attempts: http.attempts }`），" +
-          "消息就带上 `attempts`（第一次就成功是 1，重试 n-1 次后是 n），失败时 `errorDetails.attempts` 是同一个数；" +
-          "`openEventStream` 返回的失败自己带着 `attempts`（请求前就中止、请求体建不出来是 0）。",
-        en:
-          "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
-          "content kept). Redact the API key first, then clip. openEventStream sends and retries (give it the `transport` computed above the region: this request's retry budget); you read frames: progress() " +
-          "once per batch whose frames carried content (turn.progressMark changed); after a batch the reader has not taken yet " +
-          "(stream.buffered > 0: a server faster than its reader), await setImmediate() (node:timers/promises) before reading on, " +
-          "or the whole answer piles up in the stream; TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
-          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (a JSON chunk goes " +
-          "to this.readJsonFrame(turn, frame, CHUNKS), given, shared with the Anthropic adapter; CHUNKS parses it with " +
-          "turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks). Every message says " +
-          "how many HTTP requests its turn took: make the turn with { ...this.meta(), attempts: http.attempts } and the message " +
-          "carries attempts (1 when the first request was answered, n after n-1 retries), errorDetails.attempts the same on a " +
-          "failure; a failure from openEventStream carries its own (0 when nothing was sent).",
+        zh: [
+          "这个循环写在 `ProviderModel.run` 里，所有适配器共用。要做到：",
+          "1. `stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。",
+          "2. 任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，否则横跨截断点的 key 会露出一半。",
+          "3. 发送、重试、超时交给 `openEventStream`（传给它的是区域上方已算好的 `transport`：这次请求的重试预算）。",
+          "4. 建好 turn 就设 `turn.beforeEnd = () => http.close()`：终止事件（done 或 error）推送之前先关掉 deadline（计时器和调用方 signal 上的监听），读者看到终止事件时什么都不剩。只在 `finally` 里关不够：`for await` 里的 `return` 要等读者跑过之后才到 `finally`。",
+          "5. 你负责读帧：一批帧里有带内容的帧（`turn.progressMark` 变了）才调用一次 `progress()`（保活帧不算进度）。",
+          "6. 一批读完后若读者还没取走这批事件（`stream.buffered > 0`，服务器比读者快），先 `await setImmediate()`（`node:timers/promises`）让读者赶上再读下一批，否则整段回答都会堆在流里。",
+          "7. 每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。",
+          "8. `OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、`[DONE]`、或者 JSON chunk：交给 `this.readJsonFrame(turn, frame, CHUNKS)`（现成的，Anthropic 适配器也用它；解析失败、读不懂、服务商报错都由它变成失败），`CHUNKS` 用 `ChatCompletionsTurn.chunk` 应用每个 chunk。" +
+            "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。",
+          "9. 每条消息都说出这一轮发了几次 HTTP 请求：建 turn 时把 `http.attempts` 放进 meta（`{ ...this.meta(), attempts: http.attempts }`），" +
+            "消息就带上 `attempts`（第一次就成功是 1，重试 n-1 次后是 n），失败时 `errorDetails.attempts` 是同一个数；" +
+            "`openEventStream` 返回的失败自己带着 `attempts`（请求前就中止、请求体建不出来是 0）。",
+        ].join("\n"),
+        en: [
+          "The loop is ProviderModel.run, shared by every adapter. It must:",
+          "1. return from stream() at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial content kept); an HTTP error reads the provider's message from the body.",
+          "2. redact the API key from every error text first, then clip.",
+          "3. send and retry through openEventStream (give it the `transport` computed above the region: this request's retry budget).",
+          "4. set turn.beforeEnd = () => http.close() once the turn is made: the deadline (timers, the listener on the caller's signal) is closed before the terminal event is pushed; a `finally` alone is too late, since a `return` inside `for await` reaches it after the reader has run.",
+          "5. call progress() once per batch whose frames carried content (turn.progressMark changed).",
+          "6. after a batch the reader has not taken yet (stream.buffered > 0: a server faster than its reader), await setImmediate() (node:timers/promises) before reading on, or the whole answer piles up in the stream.",
+          "7. check TurnLimits after each chunk; failure(error) tells abort, timeout, stall, limit and reset apart.",
+          "8. OpenAICompatibleModel.readFrame reads one frame (a JSON chunk goes to this.readJsonFrame(turn, frame, CHUNKS), given, shared with the Anthropic adapter; CHUNKS parses it with turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks).",
+          "9. make the turn with { ...this.meta(), attempts: http.attempts }: the message carries attempts (1 when the first request was answered, n after n-1 retries), errorDetails.attempts the same on a failure; a failure from openEventStream carries its own (0 when nothing was sent).",
+        ].join("\n"),
       },
     },
     {
@@ -399,6 +399,14 @@ export default defineChapter({
       find: "    const opened = await openEventStream(request, transport);",
       replace: "    const opened = await openEventStream(request, this.transport);",
       failsWith: "must replace the model's 2",
+    },
+    {
+      lab: "5.5",
+      what: "the deadline closed in the finally only: a turn that fails inside the for await is seen by its reader before the timers and the listener go",
+      file: "src/models/http/provider-model.ts",
+      find: "    turn.beforeEnd = () => http.close();\n",
+      replace: "",
+      failsWith: "listeners on the caller's signal when the reader sees the terminal event",
     },
     {
       lab: "5.5",

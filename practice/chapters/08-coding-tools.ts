@@ -43,8 +43,6 @@ export default defineChapter({
     "src/coding-tools/processes.ts",
     "src/coding-tools/index.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "8.1",
@@ -136,28 +134,34 @@ export default defineChapter({
       id: "8.5",
       title: { zh: "有界的 bash（runCommand）", en: "bounded bash" },
       hint: {
-        zh:
-          '`spawn(shell, ["-c", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。' +
-          "超时或中止：先 SIGTERM，宽限期后 SIGKILL。stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
-          "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。" +
-          "spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。" +
-          "有的进程会离开进程组甚至会话（`setsid`、两次 fork），`kill(-pid)` 够不着：给每次调用一个 `newCallMarker()`，" +
-          "放进命令的环境变量 `CALL_MARKER_VARIABLE`，shell 退出时用 `killLeftovers(pid, marker)` 连它们一起杀掉。" +
-          "时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。" +
-          "stdin 用 `ignore`（读到的是 /dev/null），否则读标准输入的命令会一直等到超时。" +
-          "shell 启动失败（`error` 事件，例如找不到 shell）也要 resolve：exitCode 127，output 是 Node 的错误信息加一个换行。" +
-          "shell 退出后等 `close`（管道读完）再结束；够不着的进程仍占着管道时，200 毫秒后销毁管道照样结束。结束时移除 abort 监听器。" +
-          "`truncated` 表示有字节被丢掉（totalBytes > cap），留下的块可能正好凑满 cap；从头部截断可能切开 UTF-8 字符，只在截断时去掉开头的 U+FFFD。",
-        en:
-          "detached spawn gives the command its own process group; kill(-pid) reaches all of it. SIGTERM, then SIGKILL after " +
-          "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close. " +
-          "trackProcessGroup(pid, marker) after the spawn, untrackProcessGroup(pid) at the end. Processes that leave the group " +
-          "(setsid, double fork) carry the call's marker variable: killLeftovers(pid, marker) reaches them. checkTimeBound " +
-          "the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms). stdin is ignore (/dev/null), or a command " +
-          "reading it waits for the timeout. A shell that cannot start (the error event) resolves with exit code 127 and " +
-          "Node's message plus a newline. After the exit wait for close; if a process out of reach holds the pipes, destroy " +
-          "them after 200 ms and finish. Remove the abort listener at the end. truncated means bytes were dropped " +
-          "(totalBytes > cap; the kept chunks may fill the cap exactly); when cut, drop the leading U+FFFD of a split character.",
+        zh: [
+          "`runCommand`：",
+          '1. `spawn(shell, ["-c", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。',
+          "2. 超时或中止：先 SIGTERM，宽限期后 SIGKILL。",
+          "3. stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
+            "`truncated` 表示有字节被丢掉（totalBytes > cap），留下的块可能正好凑满 cap；从头部截断可能切开 UTF-8 字符，只在截断时去掉开头的 U+FFFD。",
+          "4. shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。",
+          "5. spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。",
+          "6. 有的进程会离开进程组甚至会话（`setsid`、两次 fork），`kill(-pid)` 够不着：给每次调用一个 `newCallMarker()`，" +
+            "放进命令的环境变量 `CALL_MARKER_VARIABLE`，shell 退出时用 `killLeftovers(pid, marker)` 连它们一起杀掉。",
+          "7. 时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。",
+          "8. stdin 用 `ignore`（读到的是 /dev/null），否则读标准输入的命令会一直等到超时。",
+          "9. shell 启动失败（`error` 事件，例如找不到 shell）也要 resolve：exitCode 127，output 是 Node 的错误信息加一个换行。",
+          "10. shell 退出后等 `close`（管道读完）再结束；够不着的进程仍占着管道时，200 毫秒后销毁管道照样结束。结束时移除 abort 监听器。",
+        ].join("\n"),
+        en: [
+          "runCommand:",
+          "1. a detached spawn gives the command its own process group; kill(-pid) reaches all of it.",
+          "2. on a timeout or an abort: SIGTERM, then SIGKILL after the grace period.",
+          "3. one shared tail buffer, total bytes counted; truncated means bytes were dropped (totalBytes > cap; the kept chunks may fill the cap exactly); when cut, drop the leading U+FFFD of a split character.",
+          "4. kill leftovers on exit so the pipes close.",
+          "5. trackProcessGroup(pid, marker) after the spawn, untrackProcessGroup(pid) at the end.",
+          "6. processes that leave the group (setsid, double fork) carry the call's marker variable: killLeftovers(pid, marker) reaches them.",
+          "7. checkTimeBound the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms).",
+          "8. stdin is ignore (/dev/null), or a command reading it waits for the timeout.",
+          "9. a shell that cannot start (the error event) resolves with exit code 127 and Node's message plus a newline.",
+          "10. after the exit wait for close; if a process out of reach holds the pipes, destroy them after 200 ms and finish; remove the abort listener at the end.",
+        ].join("\n"),
       },
       says: [
         "${error.message}\\n   (the output when the shell cannot start, with exit code 127: spawn /no/such/shell ENOENT)",
@@ -231,6 +235,20 @@ export default defineChapter({
       find: "      if (this.tails.get(key) === tail) this.tails.delete(key);\n",
       replace: "",
       failsWith: "expected 2 to be +0",
+    },
+    {
+      lab: "8.2",
+      what: "a failed task breaks the chain: the next task of the key gets its rejection",
+      file: "src/coding-tools/workspace.ts",
+      find:
+        "    const tail = result.then(\n      () => undefined,\n      () => undefined,\n    );\n    this.tails.set(key, tail);\n" +
+        "    void tail.then(() => {\n      if (this.tails.get(key) === tail) this.tails.delete(key);\n    });",
+      // The bookkeeping handles both outcomes (so nothing escapes unhandled); the chain does not.
+      replace:
+        "    const tail = result;\n    this.tails.set(key, tail);\n" +
+        "    const forget = () => {\n      if (this.tails.get(key) === tail) this.tails.delete(key);\n    };\n" +
+        "    void tail.then(forget, forget);",
+      failsWith: "a2 was rejected with a1",
     },
     {
       lab: "8.2",

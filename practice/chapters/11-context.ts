@@ -85,10 +85,16 @@ export default defineChapter({
       hint: {
         zh:
           "先分组，再让估算器给出每条消息的 token 数。从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——" +
-          "停，不是跳过（跳过就会留下中间有洞的上下文）。结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。总数超过预算时填好 `overflow`。",
+          "停，不是跳过（跳过就会留下中间有洞的上下文）。最新的一段即使单独放不下也要保留（这时填 `overflow`）。" +
+          "工作量要和消息数成线性：每往回走一段，只把这一段的计数加到累计值上；不要对每一段重新求从它开头到末尾的和，也不要每段再调一次估算器" +
+          "（测试数读取次数：每多一条消息，对消息和计数的读取最多多 20 次）。" +
+          "结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。总数超过预算时填好 `overflow`。",
         en:
           "Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first " +
-          "older one that would not fit. The context carries the systemPrompt and tools when given. Fill `overflow` when the total is over budget.",
+          "older one that would not fit. The newest is kept even when it alone does not fit (then fill `overflow`). Linear " +
+          "work: add each interaction's own counts to a running total; never sum from its start to the end again, nor call " +
+          "the estimator per interaction (the test counts reads: at most 20 more per message added). The context carries " +
+          "the systemPrompt and tools when given. Fill `overflow` when the total is over budget.",
       },
     },
     {
@@ -211,6 +217,27 @@ export default defineChapter({
       find: "      lastResultAt[at] = i;",
       replace: "      if (lastResultAt[at]! < 0) lastResultAt[at] = i;",
       failsWith: "to deeply equal",
+    },
+    {
+      lab: "11.2",
+      what: "the newest interaction dropped when it cannot fit",
+      file: "src/session/context.ts",
+      find: "    if (!isNewest && tokens + cost > budget) break;",
+      replace: "    if (tokens + cost > budget) break;",
+      // The property test of the lab may fail first: its report names the same problem.
+      failsWith: "the newest interaction was dropped",
+    },
+    {
+      lab: "11.2",
+      what: "quadratic: each interaction's fit tested by summing every message from its start to the end again",
+      file: "src/session/context.ts",
+      find:
+        "    let cost = 0;\n    for (let i = groups[g]!.start; i < groups[g]!.end; i++) cost += counts.messages[i]!;\n" +
+        "    const isNewest = g === groups.length - 1;\n    if (!isNewest && tokens + cost > budget) break;\n    tokens += cost;",
+      replace:
+        "    let suffix = counts.systemPrompt;\n    for (let i = groups[g]!.start; i < messages.length; i++) suffix += counts.messages[i]!;\n" +
+        "    const isNewest = g === groups.length - 1;\n    if (!isNewest && suffix > budget) break;\n    tokens = suffix;",
+      failsWith: "reads per message added",
     },
     {
       lab: "11.2",

@@ -60,8 +60,6 @@ export default defineChapter({
     "src/resources/trust.ts",
     "src/resources/resources.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "12.1",
@@ -124,6 +122,9 @@ export default defineChapter({
           "splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays). expandTemplate: one replace() over PLACEHOLDER, so " +
           "substituted text is never expanded again; missing arguments are empty; defaults when missing or empty.",
       },
+      says: [
+        "例 (worked example)：`Review $1 for ${2:-bugs}. All: $@. Again: $ARGUMENTS. Rest: ${@:2}. One: ${@:2:1}. Tenth: ${10}. Missing: [$3]` with main.ts speed x → `Review main.ts for speed. All: main.ts speed x. Again: main.ts speed x. Rest: speed x. One: speed. Tenth: . Missing: [x]`",
+      ],
     },
     {
       id: "12.4",
@@ -135,6 +136,8 @@ export default defineChapter({
         "beforeToolCall needs a function   /   afterToolCall needs a function   /   addSystemPrompt needs a string",
         "a hook's timeoutMs must be a positive number of milliseconds, got ${ms}   (finite and > 0; e.g. got 0, got NaN)",
         "the run was aborted before the call's checks finished   (beforeToolCall's block reason when the signal fires while a check runs)",
+        'its afterToolCall hook did not answer within ${timeoutMs} ms for "${name}"; the result is kept as it was   /   its afterToolCall hook failed (${message}) for "${name}"; …   (given code, afterToolCall: a diagnostic whose path is the extension, shown as `policy: its afterToolCall hook …`)',
+
         "the tool call was not run: a check of the extension ${extension} gave an answer that cannot be read (${message}) (extension checks fail closed).   (reading the answer threw, e.g. a getter; an answer that is not an object: (a ${typeof answer}, not an object); a block that is neither true nor false: (its block is a ${typeof block}, not true or false))",
       ],
       title: {
@@ -312,6 +315,14 @@ export default defineChapter({
       find: '      if (outcome.kind === "threw") return failed(`failed (${firstLine(outcome.error)})`);',
       replace: '      if (outcome.kind === "threw") continue;',
       failsWith: "fail closed",
+    },
+    {
+      lab: "12.5",
+      what: "the first saved decision that covers the folder wins, not the closest",
+      file: "src/resources/trust.ts",
+      find: "(best === undefined || decision.folder.length > best.folder.length)",
+      replace: "best === undefined",
+      failsWith: "the decision of the closest folder wins",
     },
     {
       lab: "12.5",
