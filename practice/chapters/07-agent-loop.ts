@@ -121,26 +121,25 @@ export default defineChapter({
         en: "tool batches",
       },
       hint: {
-        zh:
-          '事件顺序见测试 “a "read main.ts" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、' +
-          "助手消息的 start/update/update/end、tool_execution_start/end、结果消息两个、turn_end、第二回合的 turn_start 与助手消息四个事件、turn_end、agent_end）。" +
-          "并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，" +
-          "每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。" +
-          '准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call "<名字>" was not executed: the run is ending (<hookFailure>).`；' +
-          '`run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call "<名字>" was not executed: its id "<原 id>" was already used by an earlier call ' +
-          'in the same message, so it was renamed "<新 id>". Every call needs its own id; re-issue this call if it is still needed.`；' +
-          '找不到工具回答 `Tool "<名字>" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），' +
-          "最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。" +
-          '执行交给已给出的守卫 `runGuardedTool()`：同步抛错、异步 reject、读不出来的结果（`Tool "<名字>" <原因>`）都是 `failed` 及其文字，' +
-          "中止（不等不守规矩的工具）是 `aborted`，否则是只读一次、成了纯数据的结果 `done`；然后交给 `applyAfterToolCall`（没有钩子时原样返回）。" +
-          "`onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。结果里的 `isError: false`、`terminate: false` 写不写都可以。",
-        en:
-          "Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the " +
-          "result messages in source order. Sequential: one call at a time. The exact texts for a call not run (run ending, " +
-          "repeated id, unknown tool) are in the Chinese hint. askBeforeToolCall and applyAfterToolCall return at once when no " +
-          "hook is set, so call them for every call. Run execute through the guard runGuardedTool() (failed, aborted, or the " +
-          "result read once as plain data); onUpdate " +
-          "goes dead at the call's end.",
+        zh: [
+          '1. 事件顺序见测试 “a "read main.ts" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、助手消息的 start/update/update/end、tool_execution_start/end、结果消息两个、turn_end、第二回合的 turn_start 与助手消息四个事件、turn_end、agent_end）。',
+          "2. 并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。",
+          "3. 顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。",
+          '4. 准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call "<名字>" was not executed: the run is ending (<hookFailure>).`',
+          '5. `run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call "<名字>" was not executed: its id "<原 id>" was already used by an earlier call in the same message, so it was renamed "<新 id>". Every call needs its own id; re-issue this call if it is still needed.`',
+          '6. 找不到工具回答 `Tool "<名字>" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。',
+          '7. 执行交给已给出的守卫 `runGuardedTool()`：同步抛错、异步 reject、读不出来的结果（`Tool "<名字>" <原因>`）都是 `failed` 及其文字，中止（不等不守规矩的工具）是 `aborted`，否则是只读一次、成了纯数据的结果 `done`；然后交给 `applyAfterToolCall`（没有钩子时原样返回）。',
+          "8. `onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。",
+          "9. 结果里的 `isError: false`、`terminate: false` 写不写都可以。",
+        ].join("\n"),
+        en: [
+          "1. Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the result messages in source order.",
+          "2. Sequential: one call at a time.",
+          "3. The exact texts for a call not run (run ending, repeated id, unknown tool) are in the Chinese hint.",
+          "4. askBeforeToolCall and applyAfterToolCall return at once when no hook is set, so call them for every call.",
+          "5. Run execute through the guard runGuardedTool() (failed, aborted, or the result read once as plain data)",
+          "6. onUpdate goes dead at the call's end.",
+        ].join("\n"),
       },
       // Every run goes through the loop first.
       uses: ["7.2"],
