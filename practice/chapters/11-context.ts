@@ -160,28 +160,21 @@ export default defineChapter({
       ],
       title: { zh: "把会话和预算接进 Agent（SessionKeeper）", en: "the Agent with a session and a budget" },
       hint: {
-        zh:
-          "`attach`：先读（`transcriptOf(store.pathToLeaf(位置))`，位置默认是会话的 leaf），读成功了再改状态——读失败不能留下半接上的会话；" +
-          "可信 usage 从 `transcript.usageFrom` 开始（压缩之前那些消息的 usage 是旧上下文的，不能信）；" +
-          "传 `undefined` 是断开，对话记录原样保留。`record`：每条 `message_end` 的消息以上一条条目为父追加，等它写完再返回，" +
-          "这样后面的监听器在磁盘上就能看到它；写失败时消息留在内存里，记下 `SessionWriteError`（之后的消息记进 `unsaved`），并中止这次运行。" +
-          "`projector`：先跑用户自己的 `transformContext`（返回的不是数组就抛 `TypeError`），再 `projectMessages` 投影到预算（用预算的估算器），结果交给 `onProjection`；" +
-          "回答被裁剪过的上下文的那条助手消息，它的 usage 只代表裁剪后的上下文，之后不能再拿来估算整段记录（把 `usageFrom` 挪到它后面）——" +
-          "一次运行的最后一条回答也一样，下一次运行开始时的压缩检查不能信它。" +
-          "`compactIfDue`：在运行开始、第一次调用模型之前检查，估算值到了（>=）`compactAt × budget` 就 `compact()`，" +
-          "把预算的 `estimator`、`summarize`、这次运行的系统提示、`keepRecentTokens`（默认 `Math.floor(budget / 4)`）、" +
-          "`maxSummaryTokens = Math.max(1, budget - keepRecentTokens)`（摘要要和保留的消息一起放得下）和运行的 `signal` 交给它；" +
-          "`compact()` 自己 reject 也算失败（见 says）。成功就从新摘要重建对话记录（别忘了这次运行的 `context.messages`，" +
-          "`onCompaction` 被调用时 `agent.state.messages` 已经是新的），失败只报告，运行照常靠投影继续。`onCompaction` 可以不给。",
-        en:
-          "attach: read the path first, then change state; undefined detaches and keeps the transcript. record: append each " +
-          "message_end after the previous entry and await it; on failure keep the message, record a SessionWriteError and abort " +
-          "the run; trust usage from transcript.usageFrom on. projector: the user's transformContext (no array: TypeError), then " +
-          "projectMessages with the budget's estimator; stop trusting usage answered to a trimmed context, the run's last answer " +
-          "included. compactIfDue: at the start of a run, compact once the count reaches (>=) compactAt × budget, passing the " +
-          "budget's estimator and summarize, the run's system prompt, keepRecentTokens (default Math.floor(budget / 4)), " +
-          "maxSummaryTokens = Math.max(1, budget - keepRecentTokens) and the signal; a rejecting compact() is a failure too. On " +
-          "success restart the transcript from the summary before calling onCompaction (optional); on failure report and go on.",
+        zh: [
+          "1. `attach`：先读（`transcriptOf(store.pathToLeaf(位置))`，位置默认是会话的 leaf），读成功了再改状态——读失败不能留下半接上的会话；可信 usage 从 `transcript.usageFrom` 开始（压缩之前那些消息的 usage 是旧上下文的，不能信）；传 `undefined` 是断开，对话记录原样保留。",
+          "2. `record`：每条 `message_end` 的消息以上一条条目为父追加，等它写完再返回，这样后面的监听器在磁盘上就能看到它；写失败时消息留在内存里，记下 `SessionWriteError`（之后的消息记进 `unsaved`），并中止这次运行。",
+          "3. `projector`：先跑用户自己的 `transformContext`（返回的不是数组就抛 `TypeError`），再 `projectMessages` 投影到预算（用预算的估算器），结果交给 `onProjection`；回答被裁剪过的上下文的那条助手消息，它的 usage 只代表裁剪后的上下文，之后不能再拿来估算整段记录（把 `usageFrom` 挪到它后面）——一次运行的最后一条回答也一样，下一次运行开始时的压缩检查不能信它。",
+          "4. `compactIfDue`：在运行开始、第一次调用模型之前检查，估算值到了（>=）`compactAt × budget` 就 `compact()`，把预算的 `estimator`、`summarize`、这次运行的系统提示、`keepRecentTokens`（默认 `Math.floor(budget / 4)`）、`maxSummaryTokens = Math.max(1, budget - keepRecentTokens)`（摘要要和保留的消息一起放得下）和运行的 `signal` 交给它；`compact()` 自己 reject 也算失败（见 says）。",
+          "5. 成功就从新摘要重建对话记录（别忘了这次运行的 `context.messages`，`onCompaction` 被调用时 `agent.state.messages` 已经是新的），失败只报告，运行照常靠投影继续。",
+          "6. `onCompaction` 可以不给。",
+        ].join("\n"),
+        en: [
+          "1. attach: read the path first, then change state; undefined detaches and keeps the transcript.",
+          "2. record: append each message_end after the previous entry and await it; on failure keep the message, record a SessionWriteError and abort the run; trust usage from transcript.usageFrom on.",
+          "3. projector: the user's transformContext (no array: TypeError), then projectMessages with the budget's estimator; stop trusting usage answered to a trimmed context, the run's last answer included.",
+          "4. compactIfDue: at the start of a run, compact once the count reaches (>=) compactAt × budget, passing the budget's estimator and summarize, the run's system prompt, keepRecentTokens (default Math.floor(budget / 4)), maxSummaryTokens = Math.max(1, budget - keepRecentTokens) and the signal; a rejecting compact() is a failure too.",
+          "5. On success restart the transcript from the summary before calling onCompaction (optional); on failure report and go on.",
+        ].join("\n"),
       },
     },
   ],
