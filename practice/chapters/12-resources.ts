@@ -145,24 +145,25 @@ export default defineChapter({
         en: "the extension host: stage then commit, fail closed",
       },
       hint: {
-        zh:
-          "`loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → " +
-          "`not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。" +
-          "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交（提交后把这个扩展记进 `host.extensions`：`{ path, scope, tools, commands, flags, beforeHooks, afterHooks, promptSections }`（`LoadedExtension`），列出真正登记上的名字）：" +
-          '名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。' +
-          "`registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）；" +
-          "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
-          '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
-          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）；" +
-          '只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；答案不是对象（比如字符串）、或 `block` 既不是 true 也不是 false（比如 `"yes"`）也读不懂，同样拦截，消息是 `(a string, not an object)` / `(its block is a string, not true or false)`；信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。绝不抛给智能体循环。' +
-          "注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；" +
-          "命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。占用的名字包括前面扩展登记的工具。",
-        en:
-          "loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the " +
-          "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
-          "blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty " +
-          "reason is no reason; an unreadable answer, an answer that is not an object, a block that is neither true nor false, and an abort block too); never throw into the loop. Registrations are checked " +
-          "as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
+        zh: [
+          "1. `loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → `not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。",
+          '2. 工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension\'s factory runs, not later`），再提交（提交后把这个扩展记进 `host.extensions`：`{ path, scope, tools, commands, flags, beforeHooks, afterHooks, promptSections }`（`LoadedExtension`），列出真正登记上的名字）：名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。',
+          "3. `registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）",
+          "4. `getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。",
+          '5. `beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）',
+          '6. 只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；答案不是对象（比如字符串）、或 `block` 既不是 true 也不是 false（比如 `"yes"`）也读不懂，同样拦截，消息是 `(a string, not an object)` / `(its block is a string, not true or false)`',
+          '7. 信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。',
+          "8. 绝不抛给智能体循环。",
+          "9. 注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。",
+          "10. 占用的名字包括前面扩展登记的工具。",
+        ].join("\n"),
+        en: [
+          "1. loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time)",
+          "2. taken names are left out with a warning.",
+          "3. beforeToolCall: every hook in order; a throw, a timeout or a block blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty reason is no reason; an unreadable answer, an answer that is not an object, a block that is neither true nor false, and an abort block too)",
+          "4. never throw into the loop.",
+          "5. Registrations are checked as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
+        ].join("\n"),
       },
     },
     {
