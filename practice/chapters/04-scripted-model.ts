@@ -31,32 +31,22 @@ export default defineChapter({
         en: "stream() and choosing the turn: return at once, failures as events",
       },
       hint: {
-        zh:
-          "`stream` 里同步完成这几件事再返回流：`calls` 加一，用 `structuredClone` 深拷贝上下文给 `play`（responder 可能改它），" +
-          "并把 `this.keptCopy(context)` 记进 `requests`（`keepRequests` 为 0 时不记；超过 `keepRequests` 就丢掉最旧的；任何一次拷贝失败都是 error 事件），然后**直接调用** `this.play(...)`" +
-          "（不要放进 `queueMicrotask`/`setImmediate`）：`play` 一开始就调用 `resolveTurn`，而预先中止的检查和“取走一个回合”必须在 " +
-          "`stream()` 返回之前同步发生（`resolveTurn` 在第一个 `await` 之前做完这两件事）。`play` 返回的 promise 要接上 `.catch`：" +
-          "播放中任何意外抛出都变成 error 事件，**消息里保留原错误的 message**（后面实验的施工现场错误就是靠它显示出来的）。" +
-          "`resolveTurn` 取下一个回合：脚本里的一项可能是消息、`ScriptedFailure`（用已给的 `failureScript` 变成要播放的消息）或 responder" +
-          "（用上下文和从 0 数起的回合号调用它，可能是 async）。预先中止（不消耗回合）、脚本用完、responder 抛错，全部是 error 事件，绝不抛出；" +
-          "responder 返回了无效的值不用特意检查，读它时抛出的错误会走上面的 `.catch`。测试逐字检查这五种 errorMessage：" +
-          "① 预先中止（reason 为 `aborted`）：`Request was aborted`（responder 算完回合时信号已中止也一样：只有这一个 error 事件，没有 start）；" +
-          "② 脚本用完：`ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run sooner.`，" +
-          "N 数的是回合（已取走的回合数 + 1，被预先中止的调用不算），M 是脚本长度；" +
-          "③ responder 抛错：`ScriptedModel: the responder threw: <错误的 message>`；" +
-          "④ `.catch` 接住的意外：`ScriptedModel: cannot play call N: <错误的 message>`，N 数的是调用（第几次调用 `stream()`，即 `calls`）；" +
-          "⑤ 拷贝失败：`ScriptedModel: the context cannot be copied: <错误的 message>`（测试只查 `cannot be copied`）。",
-        en:
-          "In stream(), synchronously: count the call, deep-copy the context for play (structuredClone: a responder may change it) and record this.keptCopy(context) in requests " +
-          "(none when keepRequests is 0; drop the oldest past keepRequests; a failed copy is an error event), then call this.play(...) " +
-          "directly, not from a microtask or setImmediate: the pre-abort check and taking the turn happen before stream() returns. " +
-          "Catch play's rejection as an error event that keeps the cause's message. resolveTurn takes the next turn (a message, a " +
-          "ScriptedFailure made playable by failureScript, or a responder called with the context and the 0-based turn index); " +
-          "pre-aborted (uses no turn) or aborted while a responder computed the turn (one error event, no start), " +
-          "script exhausted, responder threw: error events, never a throw. The five errorMessages the tests require: " +
-          '"Request was aborted"; "ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run ' +
-          'sooner." (N counts turns taken + 1); "ScriptedModel: the responder threw: <message>"; "ScriptedModel: cannot play call ' +
-          'N: <message>" (N counts calls to stream()); "ScriptedModel: the context cannot be copied: <message>".',
+        zh: [
+          "1. `stream` 里同步完成这几件事再返回流：`calls` 加一，用 `structuredClone` 深拷贝上下文给 `play`（responder 可能改它），并把 `this.keptCopy(context)` 记进 `requests`（`keepRequests` 为 0 时不记；超过 `keepRequests` 就丢掉最旧的；任何一次拷贝失败都是 error 事件）",
+          "2. 然后**直接调用** `this.play(...)`（不要放进 `queueMicrotask`/`setImmediate`）：`play` 一开始就调用 `resolveTurn`，而预先中止的检查和“取走一个回合”必须在 `stream()` 返回之前同步发生（`resolveTurn` 在第一个 `await` 之前做完这两件事）。",
+          "3. `play` 返回的 promise 要接上 `.catch`：播放中任何意外抛出都变成 error 事件，**消息里保留原错误的 message**（后面实验的施工现场错误就是靠它显示出来的）。",
+          "4. `resolveTurn` 取下一个回合：脚本里的一项可能是消息、`ScriptedFailure`（用已给的 `failureScript` 变成要播放的消息）或 responder（用上下文和从 0 数起的回合号调用它，可能是 async）。",
+          "5. 预先中止（不消耗回合）、脚本用完、responder 抛错，全部是 error 事件，绝不抛出；responder 返回了无效的值不用特意检查，读它时抛出的错误会走上面的 `.catch`。",
+          "6. 测试逐字检查这五种 errorMessage：① 预先中止（reason 为 `aborted`）：`Request was aborted`（responder 算完回合时信号已中止也一样：只有这一个 error 事件，没有 start）；② 脚本用完：`ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run sooner.`，N 数的是回合（已取走的回合数 + 1，被预先中止的调用不算），M 是脚本长度；③ responder 抛错：`ScriptedModel: the responder threw: <错误的 message>`；④ `.catch` 接住的意外：`ScriptedModel: cannot play call N: <错误的 message>`，N 数的是调用（第几次调用 `stream()`，即 `calls`）；⑤ 拷贝失败：`ScriptedModel: the context cannot be copied: <错误的 message>`（测试只查 `cannot be copied`）。",
+        ].join("\n"),
+        en: [
+          "1. In stream(), synchronously: count the call, deep-copy the context for play (structuredClone: a responder may change it) and record this.keptCopy(context) in requests (none when keepRequests is 0; drop the oldest past keepRequests; a failed copy is an error event)",
+          "2. then call this.play(...) directly, not from a microtask or setImmediate: the pre-abort check and taking the turn happen before stream() returns.",
+          "3. Catch play's rejection as an error event that keeps the cause's message.",
+          "4. resolveTurn takes the next turn (a message, a ScriptedFailure made playable by failureScript, or a responder called with the context and the 0-based turn index)",
+          "5. pre-aborted (uses no turn) or aborted while a responder computed the turn (one error event, no start), script exhausted, responder threw: error events, never a throw.",
+          '6. The five errorMessages the tests require: "Request was aborted"; "ScriptedModel: the script has no turn N (it has M). Add a turn to the script, or stop the run sooner." (N counts turns taken + 1); "ScriptedModel: the responder threw: <message>"; "ScriptedModel: cannot play call N: <message>" (N counts calls to stream()); "ScriptedModel: the context cannot be copied: <message>".',
+        ].join("\n"),
       },
     },
     {
