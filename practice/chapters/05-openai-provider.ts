@@ -169,17 +169,22 @@ export default defineChapter({
       ],
       title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
       hint: {
-        zh:
-          "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
-          '后来的 `"id": ""` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。' +
-          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
-          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。" +
-          "chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
-        en:
-          "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
-          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end. " +
-          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping. " +
-          "A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
+        zh: [
+          "1. 工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置",
+          '2. 后来的 `"id": ""` 不能覆盖真正的 id。',
+          "3. `finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。",
+          "4. `length` 时保留 `rawArguments`、不发 `toolcall_end`。",
+          "5. 发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。",
+          "6. chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
+        ].join("\n"),
+        en: [
+          "1. Keep tool-call fragments apart by wire index, placed at first appearance",
+          "2. an empty id never overwrites a real one.",
+          "3. Remember finish_reason and end at [DONE] or end of body",
+          "4. with length, keep rawArguments and emit no toolcall_end.",
+          "5. The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping.",
+          "6. A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
+        ].join("\n"),
       },
     },
     {
