@@ -101,17 +101,24 @@ export default defineChapter({
       id: "8.3",
       title: { zh: "read 的窗口：行号、上限与继续提示（formatReadOutput）", en: "the read window" },
       hint: {
-        zh:
-          "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。调用者给的 `limit` 也不能超过 `maxLines`。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
-          "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。" +
-          "每行按 UTF-8 字节计入上限：编号、制表符、内容再加一个换行；正好用满上限的一行仍然放得下。" +
-          "截断按字节切，切在一个字符中间时，解码出的末尾 U+FFFD（半个字符）要去掉。" +
-          "提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
-        en:
-          "1-based numbers padded to the widest shown, a tab, the line. A caller's limit never exceeds maxLines. Stop at whichever cap comes first and say how to " +
-          "continue; cut a single oversized line rather than show nothing. A line costs its UTF-8 bytes plus a newline; " +
-          "one that fills the cap exactly fits. Cut by bytes and drop the trailing U+FFFD of a split character. " +
-          "Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
+        zh: [
+          "1. 行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。",
+          "2. 调用者给的 `limit` 也不能超过 `maxLines`。",
+          "3. 行数上限和字节上限谁先到就停在谁那里，并在末尾写明 `Use offset=N to continue.`",
+          "4. 单独一行就超过字节上限时，截断这一行而不是什么都不显示。",
+          "5. 每行按 UTF-8 字节计入上限：编号、制表符、内容再加一个换行；正好用满上限的一行仍然放得下。",
+          "6. 截断按字节切，切在一个字符中间时，解码出的末尾 U+FFFD（半个字符）要去掉。",
+          "7. 提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
+        ].join("\n"),
+        en: [
+          "1. 1-based numbers padded to the widest shown, a tab, the line.",
+          "2. A caller's limit never exceeds maxLines.",
+          "3. Stop at whichever cap comes first and say how to continue",
+          "4. cut a single oversized line rather than show nothing.",
+          "5. A line costs its UTF-8 bytes plus a newline; one that fills the cap exactly fits.",
+          "6. Cut by bytes and drop the trailing U+FFFD of a split character.",
+          "7. Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
+        ].join("\n"),
       },
       uses: ["8.1"],
     },
