@@ -83,18 +83,21 @@ export default defineChapter({
       ],
       title: { zh: "投影到预算（projectMessages）", en: "projection to a budget" },
       hint: {
-        zh:
-          "先分组，再让估算器给出每条消息的 token 数。从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——" +
-          "停，不是跳过（跳过就会留下中间有洞的上下文）。最新的一段即使单独放不下也要保留（这时填 `overflow`）。" +
-          "工作量要和消息数成线性：每往回走一段，只把这一段的计数加到累计值上；不要对每一段重新求从它开头到末尾的和，也不要每段再调一次估算器" +
-          "（测试数读取次数：每多一条消息，对消息和计数的读取最多多 20 次）。" +
-          "结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。总数超过预算时填好 `overflow`。",
-        en:
-          "Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first " +
-          "older one that would not fit. The newest is kept even when it alone does not fit (then fill `overflow`). Linear " +
-          "work: add each interaction's own counts to a running total; never sum from its start to the end again, nor call " +
-          "the estimator per interaction (the test counts reads: at most 20 more per message added). The context carries " +
-          "the systemPrompt and tools when given. Fill `overflow` when the total is over budget.",
+        zh: [
+          "1. 先分组，再让估算器给出每条消息的 token 数。",
+          "2. 从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——停，不是跳过（跳过就会留下中间有洞的上下文）。",
+          "3. 最新的一段即使单独放不下也要保留（这时填 `overflow`）。",
+          "4. 工作量要和消息数成线性：每往回走一段，只把这一段的计数加到累计值上；不要对每一段重新求从它开头到末尾的和，也不要每段再调一次估算器（测试数读取次数：每多一条消息，对消息和计数的读取最多多 20 次）。",
+          "5. 结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。",
+          "6. 总数超过预算时填好 `overflow`。",
+        ].join("\n"),
+        en: [
+          "1. Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first older one that would not fit.",
+          "2. The newest is kept even when it alone does not fit (then fill `overflow`).",
+          "3. Linear work: add each interaction's own counts to a running total; never sum from its start to the end again, nor call the estimator per interaction (the test counts reads: at most 20 more per message added).",
+          "4. The context carries the systemPrompt and tools when given.",
+          "5. Fill `overflow` when the total is over budget.",
+        ].join("\n"),
       },
     },
     {
