@@ -85,26 +85,30 @@ export default defineChapter({
         en: "skills: lenient validation, discovery by precedence",
       },
       hint: {
-        zh:
-          "`readSkill`：`parseFrontmatter` 失败 → 警告 `skipped: <原因>` 并返回 undefined；没有（或空的）`description` → " +
-          "`skipped: it has no \\`description\\` in its frontmatter (the model needs it to know when to use the skill)`。" +
-          '名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；' +
-          '没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；' +
-          "描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。" +
-          "`name` 和 `description` 先 trim，空白的就算没有；正好 1024（`compatibility` 正好 500）不警告，超过才警告：`its compatibility is N characters long (the specification allows 500)`。" +
-          "这些只是警告，技能照常加载。`metadata` 只留字符串值，`allowed-tools` 按空白切开（不留空词）。" +
-          "可选字段类型不对就忽略它并警告：`\\`license\\` should be a string; it is ignored`、`\\`compatibility\\` should be a string; it is ignored`、" +
-          "`\\`metadata\\` should be a mapping of keys to strings; it is ignored`（字符串、null、列表都算）、`\\`metadata.KEY\\` should be a string; it is ignored`、" +
-          "`\\`allowed-tools\\` should be a space-separated string; it is ignored`、`\\`disable-model-invocation\\` should be true or false; the model may invoke it`（按这个顺序）。" +
-          "`discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`），" +
-          '同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。' +
-          "root 自己直接放着 `SKILL.md` 时它不是技能（技能是 root 下面的文件夹）；同一个 `SKILL.md`（同一个位置）被两个 root 找到（比如在家目录里运行，项目的文件夹就是用户的）只算一次、不警告；不存在的 root 或空字符串的 root 什么都没有，也不警告。",
-        en:
-          "readSkill: skip (with the reason) only on a frontmatter error or a missing description; warn on a bad name, a name " +
-          "unlike its folder, a missing name (use the folder's), a long description, unknown fields. Name and description are " +
-          "trimmed (blank is missing); the limits themselves are fine; an optional field of the wrong type is ignored with the " +
-          "warnings above. discoverSkills: roots in order, first name wins, later ones warned about; a root is never a skill " +
-          "itself; the same SKILL.md reached through two roots is one skill, no warning.",
+        zh: [
+          "1. `readSkill`：`parseFrontmatter` 失败 → 警告 `skipped: <原因>` 并返回 undefined；没有（或空的）`description` → `skipped: it has no \\`description\\` in its frontmatter (the model needs it to know when to use the skill)`。",
+          '2. 名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。',
+          "3. `name` 和 `description` 先 trim，空白的就算没有；正好 1024（`compatibility` 正好 500）不警告，超过才警告：`its compatibility is N characters long (the specification allows 500)`。",
+          "4. 这些只是警告，技能照常加载。",
+          "5. `metadata` 只留字符串值，`allowed-tools` 按空白切开（不留空词）。",
+          "6. 可选字段类型不对就忽略它并警告：`\\`license\\` should be a string; it is ignored`、`\\`compatibility\\` should be a string; it is ignored`、`\\`metadata\\` should be a mapping of keys to strings; it is ignored`（字符串、null、列表都算）、`\\`metadata.KEY\\` should be a string; it is ignored`、`\\`allowed-tools\\` should be a space-separated string; it is ignored`、`\\`disable-model-invocation\\` should be true or false; the model may invoke it`（按这个顺序）。",
+          "7. `discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`）",
+          '8. 同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。',
+          "9. root 自己直接放着 `SKILL.md` 时它不是技能（技能是 root 下面的文件夹）",
+          "10. 同一个 `SKILL.md`（同一个位置）被两个 root 找到（比如在家目录里运行，项目的文件夹就是用户的）只算一次、不警告",
+          "11. 不存在的 root 或空字符串的 root 什么都没有，也不警告。",
+        ].join("\n"),
+        en: [
+          "1. readSkill: skip (with the reason) only on a frontmatter error or a missing description",
+          "2. warn on a bad name, a name unlike its folder, a missing name (use the folder's), a long description, unknown fields.",
+          "3. Name and description are trimmed (blank is missing)",
+          "4. the limits themselves are fine",
+          "5. an optional field of the wrong type is ignored with the warnings above.",
+          "6. discoverSkills: roots in order",
+          "7. first name wins, later ones warned about",
+          "8. a root is never a skill itself",
+          "9. the same SKILL.md reached through two roots is one skill, no warning.",
+        ].join("\n"),
       },
     },
     {
