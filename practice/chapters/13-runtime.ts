@@ -120,16 +120,22 @@ export default defineChapter({
       ],
       title: { zh: "会话目录（SessionFolder.list、SessionFolder.find）", en: "the sessions folder" },
       hint: {
-        zh:
-          "`list()`：目录不存在（ENOENT）就是空列表，别的读取错误（比如那个路径是个文件）照样抛出；只有 `.jsonl` 才是会话（打开着的会话旁边还有它的 `.lock` 文件），" +
-          "每个用 `describe()` 读成摘要（读不了的文件也列出来，带上 `problem`，绝不删除），" +
-          "按最后写入时间从新到旧排，写入时间相同的按创建时间（`created`）从新到旧。`find(id)`：先找完全相同的 id（哪怕它也是别的更长 id 的开头），再找以它开头的；空 id 什么也不匹配。一个都没有、有好几个、或者文件读不了，" +
-          "都抛出一条说清楚下一步怎么做的错误。",
-        en:
-          "list(): a missing folder (ENOENT) is empty, any other error (the path is a file) is thrown; describe each .jsonl " +
-          "and nothing else (an open session has its .lock beside it; an unreadable one is listed with its problem, never " +
-          "deleted), newest write first, a tie newest created first. find(id): an exact id (even one that starts a longer " +
-          "id), else a unique prefix; an empty id matches none; none, several or unreadable is an error that says what to do.",
+        zh: [
+          "1. `list()`：目录不存在（ENOENT）就是空列表，别的读取错误（比如那个路径是个文件）照样抛出",
+          "2. 只有 `.jsonl` 才是会话（打开着的会话旁边还有它的 `.lock` 文件），每个用 `describe()` 读成摘要（读不了的文件也列出来，带上 `problem`，绝不删除）",
+          "3. 按最后写入时间从新到旧排，写入时间相同的按创建时间（`created`）从新到旧。",
+          "4. `find(id)`：先找完全相同的 id（哪怕它也是别的更长 id 的开头），再找以它开头的",
+          "5. 空 id 什么也不匹配。",
+          "6. 一个都没有、有好几个、或者文件读不了，都抛出一条说清楚下一步怎么做的错误。",
+        ].join("\n"),
+        en: [
+          "1. list(): a missing folder (ENOENT) is empty, any other error (the path is a file) is thrown",
+          "2. describe each .jsonl and nothing else (an open session has its .lock beside it; an unreadable one is listed with its problem, never deleted)",
+          "3. newest write first, a tie newest created first.",
+          "4. find(id): an exact id (even one that starts a longer id), else a unique prefix",
+          "5. an empty id matches none",
+          "6. none, several or unreadable is an error that says what to do.",
+        ].join("\n"),
       },
     },
     {
