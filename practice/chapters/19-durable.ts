@@ -60,19 +60,23 @@ export default defineChapter({
       title: { zh: "只读地定下恢复计划（planRecovery）", en: "plan the recovery, reading only" },
       says: ["the process stopped while this answer streamed; this is what had arrived"],
       hint: {
-        zh:
-          "从 `store.leaf` 出发。流日志里有一份回答且它的 `parentId` 等于叶子的 id（没有叶子时等于 null），它就是被切断的回答：" +
-          '`partial` 为这条消息，但 `stopReason: "aborted"`、`errorMessage` 为 `CUT_ANSWER`' +
-          '（`"the process stopped while this answer streamed; this is what had arrived"`）；`parentId` 对不上的是过时的副本，忽略（没有被切断的回答时，`partial` 不写或写成 `undefined` 都行：测试用 `toEqual` 比较，两者相同）。' +
-          "然后取叶子路径的对话（`transcriptOf(store.pathToLeaf(leaf.id)).messages`），用第 10 章的 `answerInterruptedCalls` 找出**末尾**（`atEnd`）没有结果的调用，" +
-          "按它们在最后一条助手消息里的顺序逐个决定：在这条助手消息条目**之下**（条目的路径经过它）提交过 `tool_outcome` 的 → `recorded`（带上 `outcome`）；" +
-          '没有 `tool_intent` 的 → `run`；有意图、工具 `replay === "safe"` 的 → `replay`；其余 → `interrupted`。' +
-          "`unfinished` 在有 `partial`、有调用、或对话以用户消息或工具结果结尾时为 true。什么都不写。",
-        en:
-          "A stream journal copy whose parentId is the leaf's id is the cut answer (aborted, errorMessage CUT_ANSWER). The " +
-          "unanswered calls at the end of the leaf's transcript are decided by what was committed below their assistant " +
-          'message: outcome → recorded; no intent → run; intent and replay: "safe" → replay; else interrupted. unfinished: a ' +
-          "partial, any call, or a transcript ending in a user message or a tool result.",
+        zh: [
+          "从 `store.leaf` 出发。",
+          '1. 流日志里有一份回答且它的 `parentId` 等于叶子的 id（没有叶子时等于 null），它就是被切断的回答：`partial` 为这条消息，但 `stopReason: "aborted"`、`errorMessage` 为 `CUT_ANSWER`（`"the process stopped while this answer streamed; this is what had arrived"`）',
+          "2. `parentId` 对不上的是过时的副本，忽略（没有被切断的回答时，`partial` 不写或写成 `undefined` 都行：测试用 `toEqual` 比较，两者相同）。",
+          "3. 然后取叶子路径的对话（`transcriptOf(store.pathToLeaf(leaf.id)).messages`），用第 10 章的 `answerInterruptedCalls` 找出**末尾**（`atEnd`）没有结果的调用，按它们在最后一条助手消息里的顺序逐个决定：",
+          "4. 在这条助手消息条目**之下**（条目的路径经过它）提交过 `tool_outcome` 的 → `recorded`（带上 `outcome`）",
+          "5. 没有 `tool_intent` 的 → `run`",
+          '6. 有意图、工具 `replay === "safe"` 的 → `replay`',
+          "7. 其余 → `interrupted`。",
+          "8. `unfinished` 在有 `partial`、有调用、或对话以用户消息或工具结果结尾时为 true。",
+          "9. 什么都不写。",
+        ].join("\n"),
+        en: [
+          "1. A stream journal copy whose parentId is the leaf's id is the cut answer (aborted, errorMessage CUT_ANSWER).",
+          '2. The unanswered calls at the end of the leaf\'s transcript are decided by what was committed below their assistant message: outcome → recorded; no intent → run; intent and replay: "safe" → replay; else interrupted.',
+          "3. unfinished: a partial, any call, or a transcript ending in a user message or a tool result.",
+        ].join("\n"),
       },
     },
     {
