@@ -53,18 +53,20 @@ export default defineChapter({
       id: "4.2",
       title: { zh: "把文本回合播放成模型事件", en: "playing a text turn as model events" },
       hint: {
-        zh:
-          '先建 `partial = this.blank("stop")`，**立刻**推送 `start`（它前面不让出、不查 signal）。之后每个事件之前（每个 delta，以及最后的 done/error）' +
-          "恰好让出一次：`await this.interrupted(signal)`，结果为 true 就用 `this.abort(stream, partial)` 结束回合；否则才修改共享的 `partial`、推送事件，" +
-          '这样读者看到的每个 partial 都是它那个事件时的样子。文本块：第一个 delta 时把一个新的 `{ type: "text", text: "" }` 放进 ' +
-          "`partial.content`，每个 `text_delta` 把 delta 追加上去，`contentIndex` 是这个块的位置，事件里的 `partial` 就是那个共享对象。" +
-          "工具调用块交给 `playToolCall`（Lab 4.3；它返回 false 表示回合已被中止）。最后：`usage` 复制脚本的、`stopReason` 与 errorMessage 取脚本的，" +
-          "`stop`/`length`/`toolUse` 推送 `done`（`message` 就是 partial 本身），`error`/`aborted` 推送 `error`，所以出错的回合保留已流出的文本。",
-        en:
-          'partial = this.blank("stop"); push start at once (no yield, no signal check before it). Before every later event ' +
-          "(each delta, the final done/error) yield exactly once with this.interrupted(signal) (aborted → this.abort), and only " +
-          "then change the shared partial and push. Text blocks grow in place, one text_delta per piece; tool calls go to " +
-          "playToolCall. Finally copy usage, set stopReason (and errorMessage) and push done or error carrying partial itself.",
+        zh: [
+          '1. 先建 `partial = this.blank("stop")`，**立刻**推送 `start`（它前面不让出、不查 signal）。',
+          "2. 之后每个事件之前（每个 delta，以及最后的 done/error）恰好让出一次：`await this.interrupted(signal)`，结果为 true 就用 `this.abort(stream, partial)` 结束回合；否则才修改共享的 `partial`、推送事件，这样读者看到的每个 partial 都是它那个事件时的样子。",
+          '3. 文本块：第一个 delta 时把一个新的 `{ type: "text", text: "" }` 放进 `partial.content`，每个 `text_delta` 把 delta 追加上去，`contentIndex` 是这个块的位置，事件里的 `partial` 就是那个共享对象。',
+          "4. 工具调用块交给 `playToolCall`（Lab 4.3；它返回 false 表示回合已被中止）。",
+          "5. 最后：`usage` 复制脚本的、`stopReason` 与 errorMessage 取脚本的，`stop`/`length`/`toolUse` 推送 `done`（`message` 就是 partial 本身），`error`/`aborted` 推送 `error`，所以出错的回合保留已流出的文本。",
+        ].join("\n"),
+        en: [
+          '1. partial = this.blank("stop"); push start at once (no yield, no signal check before it).',
+          "2. Before every later event (each delta, the final done/error) yield exactly once with this.interrupted(signal) (aborted → this.abort), and only then change the shared partial and push.",
+          "3. Text blocks grow in place, one text_delta per piece",
+          "4. tool calls go to playToolCall.",
+          "5. Finally copy usage, set stopReason (and errorMessage) and push done or error carrying partial itself.",
+        ].join("\n"),
       },
       // Its tests call stream() first: in practice(04) they meet lab 4.1's site before this one.
       uses: ["4.1"],
@@ -76,18 +78,18 @@ export default defineChapter({
         en: "playing a tool call: toolcall_delta and toolcall_end",
       },
       hint: {
-        zh:
-          '流式期间，块的样子是 `{ type: "toolCall", id, name, arguments: {}, rawArguments: "到目前为止的 JSON 文本" }`：' +
-          "JSON 文本是脚本里的 `rawArguments`，没有就用 `JSON.stringify(arguments)`，按 `pieces` 切开，每片一个 `toolcall_delta`" +
-          "（同样先让出、再改 partial、再推送）。然后再让出一次，把 `arguments` 设成脚本参数的深拷贝，脚本没有 `rawArguments` 就删掉这个字段，" +
-          "推送 `toolcall_end`：它的 `toolCall` 必须就是 `partial.content` 里、也就是最终消息里的那个对象（测试用 `toBe` 检查，不能是副本）。" +
-          "`length` 回合被截断了：调用的文本照样流出，但**没有** `toolcall_end`，块保持流式时的样子（`arguments: {}` 加 `rawArguments`）。" +
-          "中途中止：`this.abort(stream, partial)` 并返回 false。",
-        en:
-          'While streaming, the block is { type: "toolCall", id, name, arguments: {}, rawArguments: text so far }; the text is the ' +
-          "script's rawArguments or JSON.stringify(arguments), one toolcall_delta per piece. Then yield, set arguments to a deep " +
-          "copy of the scripted ones, drop rawArguments unless scripted, and push toolcall_end carrying the very block object of " +
-          "the final message. A length turn streams the text but has no toolcall_end. On abort: this.abort and return false.",
+        zh: [
+          '1. 流式期间，块的样子是 `{ type: "toolCall", id, name, arguments: {}, rawArguments: "到目前为止的 JSON 文本" }`：JSON 文本是脚本里的 `rawArguments`，没有就用 `JSON.stringify(arguments)`，按 `pieces` 切开，每片一个 `toolcall_delta`（同样先让出、再改 partial、再推送）。',
+          "2. 然后再让出一次，把 `arguments` 设成脚本参数的深拷贝，脚本没有 `rawArguments` 就删掉这个字段，推送 `toolcall_end`：它的 `toolCall` 必须就是 `partial.content` 里、也就是最终消息里的那个对象（测试用 `toBe` 检查，不能是副本）。",
+          "3. `length` 回合被截断了：调用的文本照样流出，但**没有** `toolcall_end`，块保持流式时的样子（`arguments: {}` 加 `rawArguments`）。",
+          "4. 中途中止：`this.abort(stream, partial)` 并返回 false。",
+        ].join("\n"),
+        en: [
+          '1. While streaming, the block is { type: "toolCall", id, name, arguments: {}, rawArguments: text so far }; the text is the script\'s rawArguments or JSON.stringify(arguments), one toolcall_delta per piece.',
+          "2. Then yield, set arguments to a deep copy of the scripted ones, drop rawArguments unless scripted, and push toolcall_end carrying the very block object of the final message.",
+          "3. A length turn streams the text but has no toolcall_end.",
+          "4. On abort: this.abort and return false.",
+        ].join("\n"),
       },
       uses: ["4.1"],
     },
