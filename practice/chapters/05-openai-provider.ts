@@ -260,21 +260,26 @@ export default defineChapter({
         en: "A second provider: Anthropic Messages (extension lab)",
       },
       hint: {
-        zh:
-          "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +
-          "工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替；" +
-          "error/aborted 的助手消息不发送；图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
-          "`message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，" +
-          "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
-          "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
-          "`createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。" +
-          "和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。" +
-          "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
-        en:
-          "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
-          "message, failed turns left out, images as base64 image blocks (in tool_result content too). Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
-          "(tool_use, max_tokens → length, refusal → error). Events are reused like chunks: keep strings, not objects. An extension " +
-          "lab: the SSE reader, parser and transport are reused.",
+        zh: [
+          "同一个 `Model` 契约，换一种线路格式。",
+          "1. 出站（`toAnthropicMessages`）：系统提示不在消息里",
+          "2. Anthropic 没有 tool 角色，工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替",
+          "3. error/aborted 的助手消息不发送",
+          "4. 图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。",
+          "5. 入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好）",
+          "6. `message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断",
+          "7. `finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 `toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。",
+          "8. `createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。",
+          "9. 和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。",
+          "10. 为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
+        ].join("\n"),
+        en: [
+          "Same Model contract, another wire.",
+          "1. Outbound: no system message, tool results as tool_result blocks in one merged user message, failed turns left out, images as base64 image blocks (in tool_result content too).",
+          "2. Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end (tool_use, max_tokens → length, refusal → error).",
+          "3. Events are reused like chunks: keep strings, not objects.",
+          "4. An extension lab: the SSE reader, parser and transport are reused.",
+        ].join("\n"),
       },
     },
   ],
