@@ -138,17 +138,21 @@ export default defineChapter({
       ],
       title: { zh: "压缩（findCut、compact）", en: "compaction" },
       hint: {
-        zh:
-          "`findCut`：从最新的消息往回累加 token，直到够 `keepRecentTokens`，然后往后找第一个能切的位置（不在调用与结果之间、不是工具结果），" +
-          "找不到再往前找。`compact`：叶子已经是压缩条目、会话为空、没什么可切的，都返回 `nothing_to_compact`；" +
-          "摘要器抛错、返回的不是文本或只有空白，或者摘要消息超过 `maxSummaryTokens`，返回 `summary_failed`（摘要器拿到运行的 `signal`，好停下它的模型调用）；写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`；`append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。" +
-          "成功时摘要（去掉首尾空白）后面附上从工具调用里算出的文件清单，`tokensBefore`/`tokensAfter` 用同一个估算器算（两次计数都以 `compact` 的名字检查估算器）；" +
-          "摘要消息的 token 数超过（>）`maxSummaryTokens` 才算放不下，正好相等可以。",
-        en:
-          "findCut: walk back to keepRecentTokens, then the first valid cut point at or after it (else before it). compact: " +
-          "nothing_to_compact / summary_failed / leaf_moved / append_failed append nothing; on success append one entry with the trimmed " +
-          "summary, the files section and tokens before/after from the same estimator (both counts checked as compact's). A summary " +
-          "message of exactly maxSummaryTokens fits; only more is refused.",
+        zh: [
+          "1. `findCut`：从最新的消息往回累加 token，直到够 `keepRecentTokens`，然后往后找第一个能切的位置（不在调用与结果之间、不是工具结果），找不到再往前找。",
+          "2. `compact`：叶子已经是压缩条目、会话为空、没什么可切的，都返回 `nothing_to_compact`",
+          "3. 摘要器抛错、返回的不是文本或只有空白，或者摘要消息超过 `maxSummaryTokens`，返回 `summary_failed`（摘要器拿到运行的 `signal`，好停下它的模型调用）",
+          "4. 写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`",
+          "5. `append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。",
+          "6. 成功时摘要（去掉首尾空白）后面附上从工具调用里算出的文件清单，`tokensBefore`/`tokensAfter` 用同一个估算器算（两次计数都以 `compact` 的名字检查估算器）",
+          "7. 摘要消息的 token 数超过（>）`maxSummaryTokens` 才算放不下，正好相等可以。",
+        ].join("\n"),
+        en: [
+          "1. findCut: walk back to keepRecentTokens, then the first valid cut point at or after it (else before it).",
+          "2. compact: nothing_to_compact / summary_failed / leaf_moved / append_failed append nothing",
+          "3. on success append one entry with the trimmed summary, the files section and tokens before/after from the same estimator (both counts checked as compact's).",
+          "4. A summary message of exactly maxSummaryTokens fits; only more is refused.",
+        ].join("\n"),
       },
       // The property test builds sessions and reads them back through transcriptOf.
       uses: ["11.3"],
