@@ -65,14 +65,24 @@ export default defineChapter({
       id: "12.1",
       title: { zh: "上下文文件：从根目录往下走（findContextFiles）", en: "context files: the walk from the root down" },
       hint: {
-        zh:
-          "先放 `piHome` 里的（scope `user`），再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。" +
-          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次，保留先到达的那个路径（从根往下走时先遇到的；不要换成真实路径）；真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
-          "读不了的文件变成警告 `cannot read it (错误码); it is left out`；被截断的文件也给一条警告：" +
-          "`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。永远不抛异常。",
-        en:
-          "The piHome file first (user), then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder " +
-          "(project); dedupe by realpath (a file reached twice keeps the path it was first reached by); a file whose real path is outside its folder is left out with the warning linksOutside(real, folder); read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
+        zh: [
+          "1. 先放 `piHome` 里的（scope `user`）",
+          "2. 再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。",
+          "3. 用 `realpathSync` 去重：两个路径到达同一个文件只读一次，保留先到达的那个路径（从根往下走时先遇到的；不要换成真实路径）",
+          "4. 真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。",
+          "5. 用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）",
+          "6. 读不了的文件变成警告 `cannot read it (错误码); it is left out`",
+          "7. 被截断的文件也给一条警告：`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。",
+          "8. 永远不抛异常。",
+        ].join("\n"),
+        en: [
+          "1. The piHome file first (user)",
+          "2. then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder (project)",
+          "3. dedupe by realpath (a file reached twice keeps the path it was first reached by)",
+          "4. a file whose real path is outside its folder is left out with the warning linksOutside(real, folder)",
+          "5. read with readCapped",
+          "6. warn on unreadable files and on cut ones with the exact texts above.",
+        ].join("\n"),
       },
     },
     {
