@@ -89,17 +89,22 @@ export default defineChapter({
         "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
       ],
       hint: {
-        zh:
-          "从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），提交之后才清掉流日志（顺序反了，恢复在两步之间停下就丢了这段回答），再按顺序给每个调用追加一条 `toolResult` 消息：" +
-          "`recorded` 用提交过的 `content` 和 `isError`；`interrupted` 是错误结果 `uncertainText(name, settled.get(call.id))`" +
-          "（`settled` 已经在你的代码之前算好：开始了却没结束的调用，先问它的工具 `settleInterrupted` 收拾残局——比如停掉还在跑的命令——它说的那句话接在后面，告诉模型后来怎样了）；`run` 与 `replay` 用 `runCall` 真的执行一次（它经过和循环一样的 `prepareToolArguments`）。" +
-          "`run: false`（用户拒绝）时什么都不执行：`replay` 也得到 `uncertainText`，从没开始的 `run` 得到 `notRunText(name)`。" +
-          "返回 `{ plan, appended }`，`appended` 是按顺序追加的消息。传给它的工具应当是被 `RunJournal` 包装过的：恢复时再跑的调用同样先提交意图，所以恢复本身被杀死也能再恢复。",
-        en:
-          "Append after the plan's leaf, chaining each entry: the partial (clear the stream journal only once it is committed), then one toolResult per call (recorded: the " +
-          "outcome; interrupted: uncertainText(name, settled.get(call.id)), the sentence its tool's settleInterrupted said; run/replay: " +
-          "run the call once through runCall). With run: false nothing runs " +
-          "(replay → uncertainText, run → notRunText). Return { plan, appended }.",
+        zh: [
+          "1. 从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），提交之后才清掉流日志（顺序反了，恢复在两步之间停下就丢了这段回答）",
+          "2. 再按顺序给每个调用追加一条 `toolResult` 消息：",
+          "3. `recorded` 用提交过的 `content` 和 `isError`",
+          "4. `interrupted` 是错误结果 `uncertainText(name, settled.get(call.id))`（`settled` 已经在你的代码之前算好：开始了却没结束的调用，先问它的工具 `settleInterrupted` 收拾残局——比如停掉还在跑的命令——它说的那句话接在后面，告诉模型后来怎样了）",
+          "5. `run` 与 `replay` 用 `runCall` 真的执行一次（它经过和循环一样的 `prepareToolArguments`）。",
+          "6. `run: false`（用户拒绝）时什么都不执行：`replay` 也得到 `uncertainText`，从没开始的 `run` 得到 `notRunText(name)`。",
+          "7. 返回 `{ plan, appended }`，`appended` 是按顺序追加的消息。",
+          "8. 传给它的工具应当是被 `RunJournal` 包装过的：恢复时再跑的调用同样先提交意图，所以恢复本身被杀死也能再恢复。",
+        ].join("\n"),
+        en: [
+          "1. Append after the plan's leaf, chaining each entry: the partial (clear the stream journal only once it is committed)",
+          "2. then one toolResult per call (recorded: the outcome; interrupted: uncertainText(name, settled.get(call.id)), the sentence its tool's settleInterrupted said; run/replay: run the call once through runCall).",
+          "3. With run: false nothing runs (replay → uncertainText, run → notRunText).",
+          "4. Return { plan, appended }.",
+        ].join("\n"),
       },
     },
   ],
