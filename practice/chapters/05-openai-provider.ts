@@ -110,13 +110,22 @@ export default defineChapter({
       id: "5.1",
       title: { zh: "SSE 读取器：任意切分都正确", en: "SSE reader, correct under any chunking" },
       hint: {
-        zh:
-          "UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码；行可能在 `\\r` 与 `\\n` 之间被切开；" +
-          "未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。空行结束一帧；`:` 开头是注释。" +
-          "`id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
-        en:
-          "Decode with TextDecoder({stream: true}); a CRLF may be split between reads; keep an unfinished line as pieces and join " +
-          "once when it ends. A blank line ends a frame; lines starting with ':' are comments; id: and retry: (digits only) go on the frame.",
+        zh: [
+          "1. UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码",
+          "2. 行可能在 `\\r` 与 `\\n` 之间被切开",
+          "3. 未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。",
+          "4. 空行结束一帧",
+          "5. `:` 开头是注释。",
+          "6. `id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
+        ].join("\n"),
+        en: [
+          "1. Decode with TextDecoder({stream: true})",
+          "2. a CRLF may be split between reads",
+          "3. keep an unfinished line as pieces and join once when it ends.",
+          "4. A blank line ends a frame",
+          "5. lines starting with ':' are comments",
+          "6. id: and retry: (digits only) go on the frame.",
+        ].join("\n"),
       },
     },
     {
@@ -149,15 +158,24 @@ export default defineChapter({
       ],
       title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
       hint: {
-        zh:
-          "纯函数，不改动输入、不与输入共享可变对象。系统提示放在最前；工具调用参数用 `JSON.stringify(arguments)`；" +
-          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。" +
-          "图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），" +
-          "再变成带 `data:` URL 的 `image_url`；tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
-        en:
-          "Pure and non-mutating. System prompt first; tool-call arguments as JSON.stringify(arguments); error/aborted and " +
-          "thinking-only assistant messages are left out; ask for usage with stream_options. Images pass checkImage, then go " +
-          "out as image_url data URLs; a tool message carries text only, so a result's images follow the run of tool messages.",
+        zh: [
+          "1. 纯函数，不改动输入、不与输入共享可变对象。",
+          "2. 系统提示放在最前",
+          "3. 工具调用参数用 `JSON.stringify(arguments)`",
+          "4. error/aborted 的助手消息和只有 thinking 的消息不发送",
+          "5. `stream_options.include_usage` 让服务器在末尾报告 usage。",
+          "6. 图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），再变成带 `data:` URL 的 `image_url`",
+          "7. tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
+        ].join("\n"),
+        en: [
+          "1. Pure and non-mutating.",
+          "2. System prompt first",
+          "3. tool-call arguments as JSON.stringify(arguments)",
+          "4. error/aborted and thinking-only assistant messages are left out",
+          "5. ask for usage with stream_options.",
+          "6. Images pass checkImage, then go out as image_url data URLs",
+          "7. a tool message carries text only, so a result's images follow the run of tool messages.",
+        ].join("\n"),
       },
     },
     {
