@@ -61,16 +61,20 @@ export default defineChapter({
         en: "interactions: calls paired with results",
       },
       hint: {
-        zh:
-          "`openSpans`：先扫一遍，记下每个调用（只算不是 error/aborted 的助手消息里的）在哪条消息，每个结果按 `toolCallId` 找它的调用；" +
-          "找不到、重复（同一个 id 的第二个结果：一个已经回答过的 id 被后面的调用重用，也不重新打开——供应商拒绝共用一个 id 的结果）、" +
-          "或者回答的是失败回合（`error` 或 `aborted`）的调用，就抛 `TypeError` 并写明是第几条消息。再扫一遍，记住「已开始的调用里最远的结果在哪」，" +
-          "在它之前的位置都不能切。`groupInteractions`：在不能切的位置之外，每条用户消息开始一段新交互。",
-        en:
-          "openSpans: index every call (of non-failed assistant messages), pair each result by id, refuse orphans, duplicates " +
-          "(a second result for an id, even when a later call reuses an answered id: providers refuse results sharing an id) " +
-          "and answers to failed (error/aborted) turns; then mark every index before the farthest pending result. groupInteractions: a user " +
-          "message at a cuttable index starts an interaction.",
+        zh: [
+          "1. `openSpans`：先扫一遍，记下每个调用（只算不是 error/aborted 的助手消息里的）在哪条消息",
+          "2. 每个结果按 `toolCallId` 找它的调用",
+          "3. 找不到、重复（同一个 id 的第二个结果：一个已经回答过的 id 被后面的调用重用，也不重新打开——供应商拒绝共用一个 id 的结果）、或者回答的是失败回合（`error` 或 `aborted`）的调用，就抛 `TypeError` 并写明是第几条消息。",
+          "4. 再扫一遍，记住「已开始的调用里最远的结果在哪」，在它之前的位置都不能切。",
+          "5. `groupInteractions`：在不能切的位置之外，每条用户消息开始一段新交互。",
+        ].join("\n"),
+        en: [
+          "1. openSpans: index every call (of non-failed assistant messages)",
+          "2. pair each result by id",
+          "3. refuse orphans, duplicates (a second result for an id, even when a later call reuses an answered id: providers refuse results sharing an id) and answers to failed (error/aborted) turns",
+          "4. then mark every index before the farthest pending result.",
+          "5. groupInteractions: a user message at a cuttable index starts an interaction.",
+        ].join("\n"),
       },
     },
     {
