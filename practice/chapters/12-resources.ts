@@ -128,13 +128,25 @@ export default defineChapter({
         en: "templates: shell-like words, one-pass expansion",
       },
       hint: {
-        zh:
-          '`splitArguments`：空白（空格、制表符、`\\n`、`\\r`）分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符（结尾落单的反斜杠没有可转义的，原样保留）；`""` 是一个空词；没闭合的引号（单引号或双引号）一直到结尾。' +
-          "`expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。" +
-          "`${N:-默认}` 在第 N 个参数缺失或为空时用默认值；`${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接；`$@` 和 `$ARGUMENTS` 是全部参数用空格连接；缺的参数是空字符串。",
-        en:
-          "splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays). expandTemplate: one replace() over PLACEHOLDER, so " +
-          "substituted text is never expanded again; missing arguments are empty; defaults when missing or empty.",
+        zh: [
+          "1. `splitArguments`：空白（空格、制表符、`\\n`、`\\r`）分词",
+          "2. 单引号里原样保留",
+          '3. 双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用',
+          "4. 引号外反斜杠转义下一个字符（结尾落单的反斜杠没有可转义的，原样保留）",
+          '5. `""` 是一个空词',
+          "6. 没闭合的引号（单引号或双引号）一直到结尾。",
+          "7. `expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。",
+          "8. `${N:-默认}` 在第 N 个参数缺失或为空时用默认值",
+          "9. `${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接",
+          "10. `$@` 和 `$ARGUMENTS` 是全部参数用空格连接",
+          "11. 缺的参数是空字符串。",
+        ].join("\n"),
+        en: [
+          "1. splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays).",
+          "2. expandTemplate: one replace() over PLACEHOLDER, so substituted text is never expanded again",
+          "3. missing arguments are empty",
+          "4. defaults when missing or empty.",
+        ].join("\n"),
       },
       says: [
         "例 (worked example)：`Review $1 for ${2:-bugs}. All: $@. Again: $ARGUMENTS. Rest: ${@:2}. One: ${@:2:1}. Tenth: ${10}. Missing: [$3]` with main.ts speed x → `Review main.ts for speed. All: main.ts speed x. Again: main.ts speed x. Rest: speed x. One: speed. Tenth: . Missing: [x]`",
@@ -187,14 +199,17 @@ export default defineChapter({
         en: "the trust gate: closest decision wins, asked once",
       },
       hint: {
-        zh:
-          "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
-          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个（和决定保存的先后无关）。" +
-          '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
-          '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）；否则也是 `{ trusted: false, source: "default" }`。',
-        en:
-          "lookup: canonical folder, the longest saved folder that covers it, whatever the order saved (path.relative, not a string prefix). decideTrust: " +
-          'flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
+        zh: [
+          "1. `lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个（和决定保存的先后无关）。",
+          '2. `decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存',
+          '3. 有保存的决定 → `source: "saved"`',
+          '4. 能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）',
+          '5. 否则也是 `{ trusted: false, source: "default" }`。',
+        ].join("\n"),
+        en: [
+          "1. lookup: canonical folder, the longest saved folder that covers it, whatever the order saved (path.relative, not a string prefix).",
+          '2. decideTrust: flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
+        ].join("\n"),
       },
       // The loader's test reads the context files (12.1) before it decides trust.
       uses: ["12.1"],
