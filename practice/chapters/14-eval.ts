@@ -81,16 +81,23 @@ export default defineChapter({
         en: "the protocol checks",
       },
       hint: {
-        zh:
-          "三个函数都返回“问题列表”，空列表即通过。`checkToolPairing`：按顺序读消息，记下每个工具调用的 id，数它的结果；" +
-          "重复的 id、没有对应调用的结果、没有结果或多于一个结果的调用，各是一条问题。`checkSessionReplay`：用 `SessionFile.open(file, { readOnly: true })` 重新打开文件" +
-          "（只读：检查者不是写者，不拿写锁；打不开就只报这一条），有撕裂的行要报，再把 `messagesOf(pathToLeaf(leaf))` 与运行的消息逐条深比较（`isDeepStrictEqual`），" +
-          "报第一处不同，或条数不同（文件里还没有条目时 `leaf` 是 undefined，路径上就是 0 条消息）；最后记得 `close()`。`diffSnapshots`：比较前后两份快照，新建、改变、删除的路径各一条。" +
-          "各条消息的原文都在对应函数的文档注释里。",
-        en:
-          "Each returns a list of problems (empty passes). Pairing: count results per call id, in order. Replay: reopen the " +
-          "file read-only (a checker is no writer: no lock), report torn lines, compare its path's messages deeply with the run's (no leaf yet: no messages), close it. Snapshots: created, changed, " +
-          "removed. Exact messages in each doc comment.",
+        zh: [
+          "三个函数都返回“问题列表”，空列表即通过。",
+          "1. `checkToolPairing`：按顺序读消息，记下每个工具调用的 id，数它的结果；重复的 id、没有对应调用的结果、没有结果或多于一个结果的调用，各是一条问题。",
+          "2. `checkSessionReplay`：用 `SessionFile.open(file, { readOnly: true })` 重新打开文件（只读：检查者不是写者，不拿写锁；打不开就只报这一条）",
+          "3. 有撕裂的行要报",
+          "4. 再把 `messagesOf(pathToLeaf(leaf))` 与运行的消息逐条深比较（`isDeepStrictEqual`），报第一处不同，或条数不同（文件里还没有条目时 `leaf` 是 undefined，路径上就是 0 条消息）",
+          "5. 最后记得 `close()`。",
+          "6. `diffSnapshots`：比较前后两份快照，新建、改变、删除的路径各一条。",
+          "7. 各条消息的原文都在对应函数的文档注释里。",
+        ].join("\n"),
+        en: [
+          "Each returns a list of problems (empty passes).",
+          "1. Pairing: count results per call id, in order.",
+          "2. Replay: reopen the file read-only (a checker is no writer: no lock), report torn lines, compare its path's messages deeply with the run's (no leaf yet: no messages), close it.",
+          "3. Snapshots: created, changed, removed.",
+          "4. Exact messages in each doc comment.",
+        ].join("\n"),
       },
     },
     {
