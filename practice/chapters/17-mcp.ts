@@ -195,17 +195,28 @@ export default defineChapter({
       ],
       title: { zh: "MCP 工具变成智能体工具（mcpToolName、mapCallResult）", en: "MCP tools as agent tools" },
       hint: {
-        zh:
-          "`mcpToolName`：`mcp__<服务器>__<工具>`，`[A-Za-z0-9_-]` 以外的字符换成 `_`；超过 64 个字符或名字已被占用时，截到 57 个字符再加 `_` 和 6 位十六进制哈希（服务器名与工具名的 sha256），" +
-          "这样名字在两次运行之间不变。`mapCallResult`：`text` → 文本；`image` → `ImageContent`；`resource` → `Resource <uri> (<mime>):\\n<text>`" +
-          "（二进制的是 `Resource <uri> (<mime>), N bytes of binary data`）；`resource_link` → `Resource link: <name>: <uri> (<mime>) — <description>`；" +
-          "`structuredContent` 放进 `details`（和 `server`、`tool` 一起）；`isError: true` 变成 `isError: true` 的结果，让模型读到原因。" +
-          "`content` 为空时也给模型一段文本：出错时是 `The tool failed and said nothing.`，否则是 `(no content)`；没有 `structuredContent` 时 `details` 里也没有这个键。" +
-          "注意：未知工具和参数错误在 MCP 里是 `isError` 的结果，不是 JSON-RPC 错误。",
-        en:
-          "mcpToolName: mcp__server__tool, other characters to _, at most 64 (cut and a 6-hex hash on length or collision). " +
-          "mapCallResult: text, image, resource and resource_link as text naming the URI, structuredContent in details, isError kept; " +
-          "empty content becomes one text, The tool failed and said nothing. (isError) or (no content).",
+        zh: [
+          "1. `mcpToolName`：`mcp__<服务器>__<工具>`，`[A-Za-z0-9_-]` 以外的字符换成 `_`",
+          "2. 超过 64 个字符或名字已被占用时，截到 57 个字符再加 `_` 和 6 位十六进制哈希（服务器名与工具名的 sha256），这样名字在两次运行之间不变。",
+          "3. `mapCallResult`：`text` → 文本",
+          "4. `image` → `ImageContent`",
+          "5. `resource` → `Resource <uri> (<mime>):\\n<text>`（二进制的是 `Resource <uri> (<mime>), N bytes of binary data`）",
+          "6. `resource_link` → `Resource link: <name>: <uri> (<mime>) — <description>`",
+          "7. `structuredContent` 放进 `details`（和 `server`、`tool` 一起）",
+          "8. `isError: true` 变成 `isError: true` 的结果，让模型读到原因。",
+          "9. `content` 为空时也给模型一段文本：出错时是 `The tool failed and said nothing.`，否则是 `(no content)`",
+          "10. 没有 `structuredContent` 时 `details` 里也没有这个键。",
+          "11. 注意：未知工具和参数错误在 MCP 里是 `isError` 的结果，不是 JSON-RPC 错误。",
+        ].join("\n"),
+        en: [
+          "1. mcpToolName: mcp__server__tool",
+          "2. other characters to _",
+          "3. at most 64 (cut and a 6-hex hash on length or collision).",
+          "4. mapCallResult: text, image, resource and resource_link as text naming the URI",
+          "5. structuredContent in details",
+          "6. isError kept",
+          "7. empty content becomes one text, The tool failed and said nothing. (isError) or (no content).",
+        ].join("\n"),
       },
       // Its agent tests connect to the real server first (17.3).
       uses: ["17.3"],
