@@ -122,13 +122,21 @@ export default defineChapter({
       id: "14.4",
       title: { zh: "报告：通过率、结论与退出码（buildSuiteReport、suiteExitCode）", en: "the report" },
       hint: {
-        zh:
-          "每个用例：它的运行按 `repeat` 排序，按状态计数（五种状态都要有，包括 0），通过率 = 通过数 / 被评判的运行数" +
-          "（被中断的不算评判；一个都没有时为 null）。结论：没有被评判的运行是 `incomplete`；通过率 ≥ `minPassRate` 且没有协议失败是 `passed`；否则 `failed`。" +
-          "`totals` 数用例、通过的用例、运行以及各状态的运行。`suiteExitCode`：被 Ctrl-C 停下是 130（即使有用例失败），每个用例都通过是 0，否则 1。",
-        en:
-          "Runs sorted by repeat, counts of all five statuses, pass rate over judged (not interrupted) runs or null, verdict " +
-          "incomplete / passed (rate ≥ minPassRate and no protocol failure) / failed; exit code 130 after Ctrl-C (even with a failed case), 0 all passed, else 1.",
+        zh: [
+          "1. 每个用例：它的运行按 `repeat` 排序",
+          "2. 按状态计数（五种状态都要有，包括 0）",
+          "3. 通过率 = 通过数 / 被评判的运行数（被中断的不算评判；一个都没有时为 null）。",
+          "4. 结论：没有被评判的运行是 `incomplete`；通过率 ≥ `minPassRate` 且没有协议失败是 `passed`；否则 `failed`。",
+          "5. `totals` 数用例、通过的用例、运行以及各状态的运行。",
+          "6. `suiteExitCode`：被 Ctrl-C 停下是 130（即使有用例失败），每个用例都通过是 0，否则 1。",
+        ].join("\n"),
+        en: [
+          "1. Runs sorted by repeat",
+          "2. counts of all five statuses",
+          "3. pass rate over judged (not interrupted) runs or null",
+          "4. verdict incomplete / passed (rate ≥ minPassRate and no protocol failure) / failed",
+          "5. exit code 130 after Ctrl-C (even with a failed case), 0 all passed, else 1.",
+        ].join("\n"),
       },
     },
   ],
