@@ -73,16 +73,19 @@ it("a tool list past its budget over all pages ends in a protocol error, not gig
 }, 30_000);
 
 it("progress restarts a call's timeout, but not past its total time (maxTotalMs)", async () => {
-  const client = new McpClient(new StdioTransport({ command: process.execPath, args: [FAULT_SERVER], graceMs: 500 }));
+  // "slow" answers after 60 × 50 ms = 3 s with progress every 50 ms: each progress restarts the 1 s
+  // timeout, so only a call whose timeout progress restarts gets the answer. A whole second between
+  // two progress messages is what a hang looks like, not a loaded machine.
+  const args = [FAULT_SERVER, "--slow-steps=60"];
+  const client = new McpClient(new StdioTransport({ command: process.execPath, args, graceMs: 500 }));
   opened.push(client);
   await client.connect({ timeoutMs: 20_000 });
-  // "slow" answers after 300 ms with progress every 50 ms: each progress restarts the 150 ms timeout.
-  const progressed = await client.callTool("slow", {}, { timeoutMs: 150, onProgress: () => {} });
+  const progressed = await client.callTool("slow", {}, { timeoutMs: 1_000, onProgress: () => {} });
   expect(progressed.content).toEqual([{ type: "text", text: "slow done" }]);
   const capped = await client
-    .callTool("slow", {}, { timeoutMs: 150, maxTotalMs: 120, onProgress: () => {} })
+    .callTool("slow", {}, { timeoutMs: 1_000, maxTotalMs: 1_500, onProgress: () => {} })
     .catch((e: Error) => e.message);
-  expect(capped).toBe("tools/call timed out: no answer within 120 ms in all, though progress kept coming");
+  expect(capped).toBe("tools/call timed out: no answer within 1500 ms in all, though progress kept coming");
 }, 30_000);
 
 /** A Streamable HTTP server whose GET event stream sends `flood` for ever (until the client goes). */
