@@ -21,6 +21,9 @@ import { mcpAuthFolder } from "../mcp-login.js";
 import { homeFolder } from "../settings.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 import { deferMcpTools } from "../tool-declaration.js";
+import { type StartingServers, waitingToolSearch } from "../waiting-tool-search.js";
+import { createToolSearchTool } from "../../tool-search/tool-search.js";
+import type { AgentTool } from "../../types.js";
 import { untrustedText } from "../terminal-text.js";
 import { CliUsageError } from "../usage-error.js";
 import type { CliFeature } from "./feature.js";
@@ -44,8 +47,11 @@ declare module "../run-options.js" {
   }
 }
 
-/** How long the trace, print and JSON modes wait for MCP servers still starting before the run goes on: 10 s. */
+/** How long the trace, print and JSON modes wait for servers of `"exposure": "direct"` still starting: 10 s (as pi). */
 export const MCP_RUN_WAIT_MS = 10_000;
+
+/** The name of the search tool (`createToolSearchTool`'s), which no MCP tool may take. */
+const TOOL_SEARCH = "tool_search";
 
 export const mcp: CliFeature = {
   name: "mcp",
@@ -220,12 +226,52 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   let toolNote: string | undefined;
   let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
-  /** Servers a run does not wait for: their tools are found with tool_search, never declared up front. */
-  const searched = new Set(mcpServers.filter((server) => server.exposure === "search").map((server) => server.name));
+  const runs = mode !== "interactive";
+  const codemode = runtime.options.codemode === true;
+  /** Servers a run waits for: their entry says their tools are declared in its first request. */
+  const declared = new Set(mcpServers.filter((server) => server.exposure === "direct").map((server) => server.name));
+  /** Servers whose tools the model may search for (not reached through the code tool only). */
+  const searchable = new Set(
+    mcpServers
+      .filter((server) => server.exposure === "direct" || server.exposure === "search" || (!codemode && server.exposure === undefined))
+      .map((server) => server.name),
+  );
   let settledOne = (): void => {};
+  /** In a run: the servers still starting that the waiting tool_search waits for. */
+  const starting: StartingServers = {
+    starting: () =>
+      servers.entries().flatMap((e) => (searchable.has(e.name) && e.state.status === "starting" ? [e.name] : [])),
+    settled: (names) => servers.settled(names),
+    problem: (name) => {
+      const state = servers.entries().find((entry) => entry.name === name)?.state;
+      if (state === undefined || state.status === "ready" || state.status === "exited") return undefined;
+      return state.status === "failed" ? shown(state.reason) : state.status;
+    },
+    directTools: (name) => {
+      const names = new Set(servers.toolNames(name));
+      return exposed.filter((tool) => names.has(tool.name) && (tool.exposure ?? "direct") === "direct").map((t) => t.name);
+    },
+    search: () => (exposed[0]?.name === TOOL_SEARCH ? exposed[0] : undefined),
+  };
+  /** The MCP tools as the run declares them (`deferMcpTools`), before the waiting search is put first. */
+  let exposed: AgentTool<any, any>[] = [];
+  /** Gives the runtime the MCP tools as they are now (the agent has them from its next request). */
+  const publish = (tools: readonly AgentTool<any, any>[]): void => {
+    const added = deferMcpTools(tools, { codemode, servers: mcpServers.map((server) => server.name) });
+    if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
+    toolNote = added.note;
+    exposed = added.tools;
+    const waitFor = runs ? starting.starting() : [];
+    if (waitFor.length === 0) return runtime.setAddedTools(exposed);
+    const search = starting.search();
+    const deferred = exposed.filter((tool) => tool.exposure === "deferred").length;
+    const rest = search === undefined ? exposed : exposed.slice(1);
+    const waiting = waitingToolSearch(search ?? createToolSearchTool([]), starting, deferred);
+    runtime.setAddedTools([waiting, ...rest]);
+  };
   const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
-    reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
+    reservedNames: [...runtime.agent.state.tools.map((tool) => tool.name), TOOL_SEARCH],
     clientInfo: { name: "pi-course", version: "0.1.0" },
     // a server's question is asked at the terminal, one at a time; where nobody can answer it is declined
     onElicitation: (name, params, signal) => {
@@ -252,17 +298,11 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
           loginHint: (name) => `${loginHint(name)}${mode === "interactive" ? `, then /mcp reconnect ${name}` : ""}`,
         }),
     }),
-    onToolsChanged: (tools) => {
-      const added = deferMcpTools(tools, {
-        codemode: runtime.options.codemode === true,
-        servers: mcpServers.map((server) => server.name),
-      });
-      if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
-      toolNote = added.note;
-      runtime.setAddedTools(added.tools);
-    },
+    onToolsChanged: publish,
     onStateChange: (name) => {
       settledOne();
+      // the waiting search goes once no server it waits for is starting
+      if (runs && part.servers !== undefined) publish(servers.tools);
       if (banner) return;
       const entry = servers.entries().find((candidate) => candidate.name === name);
       const text = entry === undefined ? undefined : stateNote(entry);
@@ -270,35 +310,41 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
   });
   part.servers = servers;
-  if (mode !== "interactive") {
+  // the first request already has the waiting search while servers start
+  if (runs) publish(servers.tools);
+  if (runs && declared.size > 0) {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
     // each server that is waited for settles within its own start-up timeout
-    const declared = new Promise<void>((resolve) => {
+    const settled = new Promise<void>((resolve) => {
       settledOne = () => {
-        const starting = servers.entries().filter((e) => !searched.has(e.name) && e.state.status === "starting");
-        if (starting.length === 0) resolve();
+        if (!servers.entries().some((e) => declared.has(e.name) && e.state.status === "starting")) resolve();
       };
       settledOne();
     });
-    await Promise.race([declared, waited]);
+    await Promise.race([settled, waited]);
     clearTimeout(timer);
   }
   banner = false;
   for (const entry of servers.entries()) {
     const text = stateNote(entry);
     if (text !== undefined) notes(text);
-    else if (entry.state.status === "starting") {
-      notes(
-        mode === "interactive"
-          ? `MCP server ${shown(entry.name)}: starting (its tools join when it is ready; /mcp shows it)`
-          : searched.has(entry.name)
-            ? `MCP server ${shown(entry.name)}: starting; the run goes on without waiting for it ("exposure": "search": its tools join the runs after it is ready)`
-            : `MCP server ${shown(entry.name)}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
-      );
-    }
+    else if (entry.state.status === "starting") notes(startingNote(entry.name, mode, declared, searchable));
   }
   if (toolNote !== undefined) notes(toolNote);
+}
+
+/**
+ * What a person is told of a server still starting when the run goes on: a conversation never
+ * waits; a run waited for a server of `"exposure": "direct"` (`declared`) up to `MCP_RUN_WAIT_MS`,
+ * and for no other (a `searchable` one is found with tool_search, which waits for it).
+ */
+function startingNote(name: string, mode: string, declared: ReadonlySet<string>, searchable: ReadonlySet<string>): string {
+  const server = `MCP server ${shown(name)}`;
+  if (mode === "interactive") return `${server}: starting (its tools join when it is ready; /mcp shows it)`;
+  if (declared.has(name))
+    return `${server}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join the model's next request once it is ready; tool_search waits for it)`;
+  return `${server}: starting; the run goes on without waiting for it (its tools join the model's next request once it is ready${searchable.has(name) ? "; tool_search waits for it" : ""})`;
 }
 
 /** What a person is told of a server that is ready, exited or failed (undefined while it starts). */
