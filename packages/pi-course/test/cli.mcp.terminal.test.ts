@@ -217,7 +217,9 @@ it("issue 53 · --print does not wait for a server of default exposure that neve
     const search = chat.bodies[0].tools.find(
       (tool: { function: { name: string } }) => tool.function.name === "tool_search",
     );
-    expect(search.function.description).toContain("The MCP servers hanging are still starting: a search waits for them");
+    expect(search.function.description).toContain(
+      "The MCP servers hanging are still starting: a search waits for them",
+    );
   } finally {
     await chat.close();
   }
@@ -258,6 +260,37 @@ it("issue 53 · in a --print run, tool_search waits for the servers still starti
     );
     expect(toolText(chat.bodies[2])).toBe("sunny in Oslo");
     expect(stderr).toContain("note: MCP server late: ready with 1 tool");
+  } finally {
+    await chat.close();
+  }
+}, 60_000);
+
+it("issue 53 · in a --print run, a call of a tool of a server still starting waits for it, then runs", async () => {
+  const gate = path.join(dir, "gate");
+  const { project, env } = setUpProject({ late: { command: process.execPath, args: [GATED_SERVER, gate] } });
+  const chat = await scriptedChatServer([
+    (body) => {
+      writeFileSync(gate, ""); // the server may start only once the first request went out
+      return callTurn("c1", "mcp__late__city_weather", { city: "Oslo" })(body);
+    },
+    answerTurn((body) => body.messages.at(-1).content),
+  ]);
+  try {
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "weather in Oslo?"];
+    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
+    const { code } = await Promise.race([
+      run.exit,
+      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
+    ]);
+    expect([code, run.output().stdout]).toEqual([0, "sunny in Oslo\n"]);
+    const names = chat.bodies.map((body) =>
+      body.tools.map((tool: { function: { name: string } }) => tool.function.name),
+    );
+    expect([names[0].includes("mcp__late__city_weather"), names[1].includes("mcp__late__city_weather")]).toEqual([
+      false,
+      true,
+    ]);
   } finally {
     await chat.close();
   }

@@ -86,7 +86,8 @@ export class LoopRun implements ToolBatchRun {
 
   /**
    * Takes the tools `config.currentTools` gives when they are another array than the run's (tools
-   * joined or left): the middleware is made again from the context, so the declared set is worked
+   * joined or left; before each request, after each answer, before each result): the middleware
+   * is made again from the context, so the declared set is worked
    * out from the transcript so far. Throws `currentTools failed: …` when the hook throws or gives
    * no array (the run's tools stay).
    */
@@ -99,7 +100,8 @@ export class LoopRun implements ToolBatchRun {
     } catch (error) {
       throw new Error(`currentTools failed: ${messageOf(error)}`);
     }
-    if (!Array.isArray(tools)) throw new Error(`currentTools failed: it returned ${typeof tools}, not an array of tools`);
+    if (!Array.isArray(tools))
+      throw new Error(`currentTools failed: it returned ${typeof tools}, not an array of tools`);
     if (tools === this.context.tools) return;
     this.context.tools = tools;
     this.middleware = BUILT_IN_MIDDLEWARE.map((make) => make(this.context));
@@ -172,10 +174,18 @@ export class LoopRun implements ToolBatchRun {
     return message;
   }
 
-  /** Records a finished assistant message (its events already emitted). */
+  /**
+   * Records a finished assistant message (its events already emitted), and takes the tools as
+   * they are now (`syncTools`), so its calls find a tool that joined while it was delivered.
+   */
   record(message: AssistantMessage): void {
     this.transcript.push(message);
     this.added.push(message);
+    try {
+      this.syncTools();
+    } catch {
+      // the run keeps its tools; the next request reports the hook's failure
+    }
   }
 
   endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): void | Promise<void> {

@@ -45,7 +45,9 @@ export function waitingToolSearch(
     execute: async (id, params, signal, onUpdate, context) => {
       const waited = servers.starting();
       if (waited.length > 0) {
-        const aborted = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }));
+        const aborted = new Promise<void>((resolve) =>
+          signal?.addEventListener("abort", () => resolve(), { once: true }),
+        );
         await Promise.race([servers.settled(waited), aborted]);
         if (signal?.aborted) throw new Error("the search was aborted while MCP servers were starting");
       }
@@ -63,7 +65,9 @@ export function waitingToolSearch(
         const direct = servers.directTools(name);
         arrived++;
         if (direct.length > 0)
-          lines.push(`The MCP server ${name} is ready; declared to you from your next request on: ${direct.join(", ")}.`);
+          lines.push(
+            `The MCP server ${name} is ready; declared to you from your next request on: ${direct.join(", ")}.`,
+          );
       }
       const query = String((params as { query?: unknown }).query);
       const found = await servers.search()?.execute(id, params, signal, onUpdate, context);

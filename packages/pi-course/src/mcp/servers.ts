@@ -106,7 +106,13 @@ export class McpServers {
     private readonly options: McpServersOptions,
   ) {
     this.running = configs.map((config) => {
-      const server: Running = { config, state: { status: "starting" }, tools: [], restarts: 0, settling: Promise.resolve() };
+      const server: Running = {
+        config,
+        state: { status: "starting" },
+        tools: [],
+        restarts: 0,
+        settling: Promise.resolve(),
+      };
       return server;
     });
     this.starting = Promise.all(this.running.map((server) => (server.settling = this.startOne(server)))).then(() => {});
@@ -362,7 +368,10 @@ export class McpServers {
       state.hidden = hidden;
       for (const note of notes) if (!client.diagnostics.includes(note)) client.diagnostics.push(note);
       all.push(...tools);
-      names.set(server.config.name, tools.map((tool) => tool.name));
+      names.set(
+        server.config.name,
+        tools.map((tool) => tool.name),
+      );
     }
     this.toolList = all;
     this.namesByServer = names;

@@ -5,11 +5,14 @@
  * failed within its start-up timeout (`"startupTimeoutMs"` of its entry, else
  * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
  * state is said as it changes, and its tools join when it is ready (the model has them from its
- * next request). The trace, print and JSON modes wait for the servers whose tools the first
- * request declares (`exposure` direct, codemode, or unset), each until it settles within its own
- * start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a note; never for a
- * server whose tools are found with `tool_search` (`"exposure": "search"`), which starts in the
- * background. Their tools join the CLI's own (deferred behind `tool_search` above
+ * next request, also in a run already going: the runtime gives the agent `currentTools`). The
+ * trace, print and JSON modes wait only for the servers whose entry says `"exposure": "direct"`
+ * (their tools must be in the first request, as pi waits for its direct servers), each until it
+ * settles within its own start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a
+ * note. Any other server still starting is noted, never waited for (issue 53: one that never
+ * answers must not hold the first answer back): a `tool_search` that waits for it is in the run's
+ * tools (waiting-tool-search.ts), and a call of one of its tools waits for it before the loop looks
+ * the tool up. Their tools join the CLI's own (deferred behind `tool_search` above
  * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
 import { existsSync } from "node:fs";
@@ -76,9 +79,10 @@ tool_search, and each is declared once found`,
       section: "options",
       help: `how long an MCP server has to start (default 30000; an entry's own
 "startupTimeoutMs" wins). Servers start in the background: the
-conversation never waits; --print, --json and the trace wait at most
-${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready);
-they never wait for a server whose "exposure" is "search"`,
+conversation never waits; --print, --json and the trace wait only for
+servers whose "exposure" is "direct", at most ${MCP_RUN_WAIT_MS / 1000} s; the tools of a
+server still starting join the model's next request once it is ready,
+and tool_search, or a call of one of its tools, waits for it`,
     },
   ],
   usage: `  npm start -- mcp add | list | get | remove …
@@ -219,6 +223,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   for (const notice of mcpNotices) notes(notice);
   if (mcpServers.length === 0) return;
   const { McpServers } = await import("../../mcp/servers.js");
+  const { mcpToolName } = await import("../../mcp/mcp-tools.js");
   const { McpTokenStore } = await import("../../mcp/auth/token-store.js");
   const { oauthForServer } = await import("../../mcp/auth/server-auth.js");
   const { loginHint } = await import("../mcp-login.js");
@@ -233,7 +238,10 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   /** Servers whose tools the model may search for (not reached through the code tool only). */
   const searchable = new Set(
     mcpServers
-      .filter((server) => server.exposure === "direct" || server.exposure === "search" || (!codemode && server.exposure === undefined))
+      .filter(
+        (server) =>
+          server.exposure === "direct" || server.exposure === "search" || (!codemode && server.exposure === undefined),
+      )
       .map((server) => server.name),
   );
   let settledOne = (): void => {};
@@ -249,7 +257,9 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
     directTools: (name) => {
       const names = new Set(servers.toolNames(name));
-      return exposed.filter((tool) => names.has(tool.name) && (tool.exposure ?? "direct") === "direct").map((t) => t.name);
+      return exposed
+        .filter((tool) => names.has(tool.name) && (tool.exposure ?? "direct") === "direct")
+        .map((t) => t.name);
     },
     search: () => (exposed[0]?.name === TOOL_SEARCH ? exposed[0] : undefined),
   };
@@ -310,8 +320,20 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
   });
   part.servers = servers;
-  // the first request already has the waiting search while servers start
-  if (runs) publish(servers.tools);
+  if (runs) {
+    // the first request already has the waiting search while servers start
+    publish(servers.tools);
+    // a call of a tool of a server still starting waits for it (its start-up timeout bounds it),
+    // before the loop looks the tool up: the tools that joined meanwhile are the run's (currentTools)
+    runtime.agent.subscribe(async (event, signal) => {
+      if (event.type !== "message_end" || event.message.role !== "assistant") return;
+      const called = event.message.content.flatMap((block) => (block.type === "toolCall" ? [block.name] : []));
+      const names = starting.starting().filter((name) => called.some((tool) => tool.startsWith(mcpToolName(name, ""))));
+      if (names.length === 0) return;
+      const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      await Promise.race([servers.settled(names), aborted]);
+    });
+  }
   if (runs && declared.size > 0) {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
@@ -339,7 +361,12 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
  * waits; a run waited for a server of `"exposure": "direct"` (`declared`) up to `MCP_RUN_WAIT_MS`,
  * and for no other (a `searchable` one is found with tool_search, which waits for it).
  */
-function startingNote(name: string, mode: string, declared: ReadonlySet<string>, searchable: ReadonlySet<string>): string {
+function startingNote(
+  name: string,
+  mode: string,
+  declared: ReadonlySet<string>,
+  searchable: ReadonlySet<string>,
+): string {
   const server = `MCP server ${shown(name)}`;
   if (mode === "interactive") return `${server}: starting (its tools join when it is ready; /mcp shows it)`;
   if (declared.has(name))
