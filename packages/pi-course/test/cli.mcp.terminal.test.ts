@@ -201,7 +201,6 @@ it("issue 53 · --print does not wait for a server of default exposure that neve
     const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "hi"];
     const startedAt = Date.now();
     const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    // the bound tells a hang (the 60 s start-up limit, or the old 10 s wait) from an answer
     const { code } = await Promise.race([
       run.exit,
       new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
@@ -212,7 +211,8 @@ it("issue 53 · --print does not wait for a server of default exposure that neve
     expect(stderr).toContain(
       "note: MCP server hanging: starting; the run goes on without waiting for it (its tools join the model's next request once it is ready; tool_search waits for it)",
     );
-    expect(tookMs).toBeLessThan(9_000);
+    // not waited out: its 60 s start-up limit (the note above also tells it from the old 10 s wait)
+    expect(tookMs).toBeLessThan(30_000);
     // the first request offers the search that waits for it
     const search = chat.bodies[0].tools.find(
       (tool: { function: { name: string } }) => tool.function.name === "tool_search",

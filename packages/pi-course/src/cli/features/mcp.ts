@@ -6,8 +6,9 @@
  * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
  * state is said as it changes, and its tools join when it is ready (the model has them from its
  * next request, also in a run already going: the runtime gives the agent `currentTools`). The
- * trace, print and JSON modes wait only for the servers whose entry says `"exposure": "direct"`
- * (their tools must be in the first request, as pi waits for its direct servers), each until it
+ * trace, print and JSON modes wait only for the servers whose tools the first request declares
+ * (`"exposure": "direct"`, as pi waits for its direct servers; or reached through the code tool,
+ * whose description lists them), each until it
  * settles within its own start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a
  * note. Any other server still starting is noted, never waited for (issue 53: one that never
  * answers must not hold the first answer back): a `tool_search` that waits for it is in the run's
@@ -53,7 +54,7 @@ declare module "../run-options.js" {
 /** How long the trace, print and JSON modes wait for servers of `"exposure": "direct"` still starting: 10 s (as pi). */
 export const MCP_RUN_WAIT_MS = 10_000;
 
-/** The name of the search tool (`createToolSearchTool`'s), which no MCP tool may take. */
+/** The name of the search tool (`createToolSearchTool`'s). */
 const TOOL_SEARCH = "tool_search";
 
 export const mcp: CliFeature = {
@@ -80,9 +81,10 @@ tool_search, and each is declared once found`,
       help: `how long an MCP server has to start (default 30000; an entry's own
 "startupTimeoutMs" wins). Servers start in the background: the
 conversation never waits; --print, --json and the trace wait only for
-servers whose "exposure" is "direct", at most ${MCP_RUN_WAIT_MS / 1000} s; the tools of a
-server still starting join the model's next request once it is ready,
-and tool_search, or a call of one of its tools, waits for it`,
+servers whose tools the first request declares ("exposure": "direct"
+or "codemode"), at most ${MCP_RUN_WAIT_MS / 1000} s; the tools of a server still
+starting join the model's next request once it is ready, and
+tool_search, or a call of one of its tools, waits for it`,
     },
   ],
   usage: `  npm start -- mcp add | list | get | remove …
@@ -233,8 +235,18 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   let banner = true; // until start returns, what settles goes to the banner's notes
   const runs = mode !== "interactive";
   const codemode = runtime.options.codemode === true;
-  /** Servers a run waits for: their entry says their tools are declared in its first request. */
-  const declared = new Set(mcpServers.filter((server) => server.exposure === "direct").map((server) => server.name));
+  /**
+   * Servers a run waits for: their tools are declared in its first request, directly (their entry
+   * says `"exposure": "direct"`) or in the code tool's description (`"codemode"`, or `--codemode`).
+   */
+  const declared = new Set(
+    mcpServers
+      .filter(
+        (server) =>
+          server.exposure === "direct" || server.exposure === "codemode" || (codemode && server.exposure === undefined),
+      )
+      .map((server) => server.name),
+  );
   /** Servers whose tools the model may search for (not reached through the code tool only). */
   const searchable = new Set(
     mcpServers
@@ -281,7 +293,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   };
   const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
-    reservedNames: [...runtime.agent.state.tools.map((tool) => tool.name), TOOL_SEARCH],
+    reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
     // a server's question is asked at the terminal, one at a time; where nobody can answer it is declined
     onElicitation: (name, params, signal) => {
@@ -358,7 +370,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
 
 /**
  * What a person is told of a server still starting when the run goes on: a conversation never
- * waits; a run waited for a server of `"exposure": "direct"` (`declared`) up to `MCP_RUN_WAIT_MS`,
+ * waits; a run waited for a server whose tools its first request declares (`declared`) up to `MCP_RUN_WAIT_MS`,
  * and for no other (a `searchable` one is found with tool_search, which waits for it).
  */
 function startingNote(
@@ -369,9 +381,10 @@ function startingNote(
 ): string {
   const server = `MCP server ${shown(name)}`;
   if (mode === "interactive") return `${server}: starting (its tools join when it is ready; /mcp shows it)`;
+  const joins = `its tools join the model's next request once it is ready${searchable.has(name) ? "; tool_search waits for it" : ""}`;
   if (declared.has(name))
-    return `${server}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join the model's next request once it is ready; tool_search waits for it)`;
-  return `${server}: starting; the run goes on without waiting for it (its tools join the model's next request once it is ready${searchable.has(name) ? "; tool_search waits for it" : ""})`;
+    return `${server}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (${joins})`;
+  return `${server}: starting; the run goes on without waiting for it (${joins})`;
 }
 
 /** What a person is told of a server that is ready, exited or failed (undefined while it starts). */
