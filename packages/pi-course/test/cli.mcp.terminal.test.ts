@@ -91,6 +91,28 @@ function setUpProject(servers: Record<string, unknown>): { project: string; env:
   return { project, env };
 }
 
+/**
+ * `--print PROMPT` of the built CLI in the trusted `project` against `chat`, every MCP server
+ * given `startupMs` to start unless its entry says; fails if the run has not ended in 50 s.
+ */
+async function printRun(
+  project: string,
+  env: NodeJS.ProcessEnv,
+  chat: { baseUrl: string },
+  prompt: string,
+  startupMs = "60000",
+): Promise<{ code: number | null; stdout: string; stderr: string; tookMs: number }> {
+  const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
+  const flags = ["--approve", "--print", "--mcp-startup-timeout", startupMs, prompt];
+  const startedAt = Date.now();
+  const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
+  const { code } = await Promise.race([
+    run.exit,
+    new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
+  ]);
+  return { code, ...run.output(), tookMs: Date.now() - startedAt };
+}
+
 it("a server that never answers does not hold the conversation back: the first answer comes while it starts, and its failure is said above the prompt line, which keeps what was typed", async () => {
   const { project, env } = setUpProject({ hanging: { ...HANGING, startupTimeoutMs: 6_000 } });
   const chat = await scriptedChatServer([answerTurn(() => "Hello there.")]);
@@ -168,15 +190,7 @@ it("--print never waits for a server whose tools are found with tool_search: one
   });
   const chat = await scriptedChatServer([answerTurn((body) => `tools: ${body.tools.length}`)]);
   try {
-    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
-    const flags = ["--approve", "--print", "--mcp-startup-timeout", "600000", "hi"];
-    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    // a bound only to tell a hang: silent's start-up timeout is 10 minutes, and the run cap 10 s
-    const { code } = await Promise.race([
-      run.exit,
-      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
-    ]);
-    const { stdout, stderr } = run.output();
+    const { code, stdout, stderr } = await printRun(project, env, chat, "hi", "600000");
     expect([code, stdout]).toEqual([0, `tools: ${chat.bodies[0].tools.length}\n`]);
     // everything (its tools declared up front) was waited for; silent was still starting when the run went on
     expect(stderr).toMatch(/note: MCP server everything: ready with \d+ tools/);
@@ -197,16 +211,7 @@ it("issue 53 · --print does not wait for a server of default exposure that neve
   const { project, env } = setUpProject({ hanging: HANGING });
   const chat = await scriptedChatServer([answerTurn((body) => `tools: ${body.tools.length}`)]);
   try {
-    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
-    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "hi"];
-    const startedAt = Date.now();
-    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    const { code } = await Promise.race([
-      run.exit,
-      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
-    ]);
-    const tookMs = Date.now() - startedAt;
-    const { stdout, stderr } = run.output();
+    const { code, stdout, stderr, tookMs } = await printRun(project, env, chat, "hi");
     expect([code, stdout]).toEqual([0, `tools: ${chat.bodies[0].tools.length}\n`]);
     expect(stderr).toContain(
       "note: MCP server hanging: starting; the run goes on without waiting for it (its tools join the model's next request once it is ready; tool_search waits for it)",
@@ -241,14 +246,7 @@ it("issue 53 · in a --print run, tool_search waits for the servers still starti
     answerTurn(() => "done"),
   ]);
   try {
-    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
-    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "weather in Oslo?"];
-    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    const { code } = await Promise.race([
-      run.exit,
-      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
-    ]);
-    const { stdout, stderr } = run.output();
+    const { code, stdout, stderr } = await printRun(project, env, chat, "weather in Oslo?");
     expect([code, stdout, chat.bodies.length]).toEqual([0, "done\n", 3]);
     const names = (body: any) => body.tools.map((tool: { function: { name: string } }) => tool.function.name);
     expect(names(chat.bodies[0])).not.toContain("mcp__late__city_weather");
@@ -276,14 +274,8 @@ it("issue 53 · in a --print run, a call of a tool of a server still starting wa
     answerTurn((body) => body.messages.at(-1).content),
   ]);
   try {
-    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
-    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "weather in Oslo?"];
-    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    const { code } = await Promise.race([
-      run.exit,
-      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
-    ]);
-    expect([code, run.output().stdout]).toEqual([0, "sunny in Oslo\n"]);
+    const { code, stdout } = await printRun(project, env, chat, "weather in Oslo?");
+    expect([code, stdout]).toEqual([0, "sunny in Oslo\n"]);
     const names = chat.bodies.map((body) =>
       body.tools.map((tool: { function: { name: string } }) => tool.function.name),
     );
@@ -303,14 +295,8 @@ it("issue 53 · in a --print run, a search whose only server never starts is an 
     answerTurn(() => "no weather tool"),
   ]);
   try {
-    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", project, "--no-session"];
-    const flags = ["--approve", "--print", "--mcp-startup-timeout", "60000", "weather?"];
-    const run = startProcess(builtStart(), [...args, ...flags], { cwd: project, env, started });
-    const { code } = await Promise.race([
-      run.exit,
-      new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the run did not end")), 50_000)),
-    ]);
-    expect([code, run.output().stdout]).toEqual([0, "no weather tool\n"]);
+    const { code, stdout } = await printRun(project, env, chat, "weather?");
+    expect([code, stdout]).toEqual([0, "no weather tool\n"]);
     const result = chat.bodies[1].messages.at(-1);
     expect(result.content).toBe(
       'The MCP server never did not start (initialize timed out: no answer within 1500 ms): its tools cannot be used in this run. Tell the user; its entry in mcp.json (command, "startupTimeoutMs") is what to check.',
