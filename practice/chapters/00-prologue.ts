@@ -97,6 +97,33 @@ export default defineChapter({
       replace: `edits: [{ oldText: '"Hallo, "', newText: '"Hello, "' }]`,
       failsWith: "turn 2's edit failed",
     },
+    {
+      lab: "Prologue · --json stays linear",
+      what: "quadratic output: --json's message_update keeps the partial message (the answer so far) on every line",
+      file: "src/cli/trace.ts",
+      find: '  return { type: "message_update", event: rest };',
+      replace: '  return { type: "message_update", event: event as unknown as Record<string, unknown> };',
+      failsWith: '"partial"',
+    },
+    {
+      lab: "Prologue · the pairing check names",
+      what: "errors swallowed: a tool result that answers no pending call passes the pairing check",
+      file: "src/cli/pairing.ts",
+      find:
+        "      if (!pending.delete(message.toolCallId)) {\n" +
+        "        return `the tool result for ${message.toolCallId} (${message.toolName}) answers no pending tool call.`;\n" +
+        "      }",
+      replace: "      pending.delete(message.toolCallId);",
+      failsWith: "the tool result for c1 (read) answers",
+    },
+    {
+      lab: "Prologue · the pairing check names",
+      what: "order: an unanswered call is checked only at the end, so a result that comes after the next message passes",
+      file: "src/cli/pairing.ts",
+      find: "    if (pending.size > 0) return unanswered();\n",
+      replace: "",
+      failsWith: "tool call c1 (read) has no result",
+    },
   ],
   breakIt: {
     zh:

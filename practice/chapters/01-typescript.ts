@@ -23,8 +23,6 @@ export default defineChapter({
       "JSON.parse(text) as Settings typechecks and the compiler then believes anything. Code: kit/ (course material, outside the library's src/).",
   },
   files: ["kit/tagged-union.ts", "kit/boundary.ts"],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "1.1",
@@ -33,10 +31,13 @@ export default defineChapter({
         zh:
           "`describeDelta`：`switch (delta.type)`，每个 `case` 里 `delta` 已经被收窄成那一个成员，可以直接读它的字段；" +
           '`default` 写 `return unreachable(delta, "delta")`。`unreachable`：参数类型是 `never`，运行时仍可能被调用（外面来的数据），' +
-          '所以它要抛出 TypeError，不能返回。试试把 `case "error"` 删掉：编译器在哪一行报错？',
+          '所以它要抛出 TypeError，不能返回。试试把 `case "error"` 删掉：编译器在哪一行报错？' +
+          '（给 `Delta` 加一个没有 `case` 的成员 `{ type: "ping" }`，编译器在 `unreachable(delta, …)` 那一行说：' +
+          "`Argument of type '{ type: \"ping\"; }' is not assignable to parameter of type 'never'`。）",
         en:
           'describeDelta: switch on delta.type; each case sees one member; default returns unreachable(delta, "delta"). ' +
-          "unreachable must throw a TypeError: at run time it is reachable by data typed by assertion.",
+          "unreachable must throw a TypeError: at run time it is reachable by data typed by assertion. A member without " +
+          "its case is a compile error at the unreachable call: Argument of type '{ type: \"ping\"; }' is not assignable to parameter of type 'never'.",
       },
       says: [
         "text: ${JSON.stringify(text)}   /   tool call ${name} (${id})   /   done: ${reason}   /   error: ${message}",
@@ -61,6 +62,9 @@ export default defineChapter({
         "settings.maxTokens must be a positive integer, got ${JSON.stringify(maxTokens)}",
         "settings.tools must be an array of strings, got ${kindOf(tools)}",
         "settings.tools[${i}] must be a string, got ${kindOf(item)}",
+        "kindOf (given) names a value: null, an array, object, undefined, else a ${typeof value} (a string, a number, …); so, e.g.: settings must be an object, got an array   /   " +
+          "settings must be an object, got a string   /   settings.tools must be an array of strings, got a string   /   " +
+          "settings.tools[1] must be a string, got a number",
       ],
     },
     {

@@ -40,8 +40,6 @@ export default defineChapter({
     "src/base/schema-validator.ts",
     "src/models/scripted-tool-calls.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "6.1",

@@ -58,8 +58,6 @@ export default defineChapter({
     "test/07-agent-loop.property.test.ts",
     "test/07-agent-loop.hardening.test.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "7.1",
@@ -180,6 +178,22 @@ export default defineChapter({
     },
   ],
   wrong: [
+    {
+      lab: "7.2",
+      what: "errors mis-worded: a turn that starts after an abort ends as aborted with no errorMessage",
+      file: "src/agent/agent-loop.ts",
+      find: '      message = run.failure("aborted", "The run was aborted before the model was called.");',
+      replace: '      message = run.failure("aborted", "");',
+      failsWith: "The run was aborted before the model was called.",
+    },
+    {
+      lab: "7.3",
+      what: "a context without a tools list: the unknown-tool answer reads tools! and throws inside prepareCall",
+      file: "src/agent/tool-execution.ts",
+      find: "(run.context.tools ?? []).map((t) => t.name)",
+      replace: "run.context.tools!.map((t) => t.name)",
+      failsWith: "tool c1 started but never ended",
+    },
     {
       lab: "7.2",
       what: "break it, step 1: no abort check after the steering poll in runLoop",

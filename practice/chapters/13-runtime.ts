@@ -76,8 +76,6 @@ export default defineChapter({
     "src/session-page/page.ts",
     "src/session-page/tree.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "13.1",
@@ -91,6 +89,8 @@ export default defineChapter({
         'the config file ${file} must be one JSON object, e.g. {"model": "gpt-4o-mini"}, got ${describeJson(value, true)}.',
         "the config file ${file} is not JSON (${the parser's message}); fix it or move it away.",
         "the config file ${file} cannot be read (${error.code}) (${by}).",
+        'a wrong value from a variable is blamed on it too, e.g. --base-url must be http:// or https://, got "ftp://x" (from $PI_COURSE_BASE_URL).   /   ' +
+          '--context-tokens must be a whole number of tokens, at least 1000, got "lots" (from $PI_COURSE_CONTEXT_TOKENS).',
       ],
       title: { zh: "设置从哪里来（resolveSettings、readConfigFile）", en: "where each setting comes from" },
       hint: {

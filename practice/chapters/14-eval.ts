@@ -57,8 +57,6 @@ export default defineChapter({
     "src/cli/eval-worker.ts",
     "src/cli/eval-command.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "14.1",

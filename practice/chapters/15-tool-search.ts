@@ -37,8 +37,6 @@ export default defineChapter({
     "src/tool-search/tool-search.ts",
     "src/cli/tool-declaration.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "15.1",
@@ -48,7 +46,7 @@ export default defineChapter({
       },
       says: [
         'Tool "${name}" was not declared to you in this request: it is a deferred tool. Find it with tool_search first; it is declared to you from the next request on.',
-        'Tool "${name}" was not declared to you in this request: it can only be called from a script (the code tool), as tools.${name}(args).',
+        'Tool "${name}" was not declared to you in this request: it can only be called from a script (the code tool), as tools.${name}(args).   (for a tool d: … from a script (the code tool), as tools.d(args).)',
         'Tool "${name}" not found. Available tools: ${declared names in the order of the declared set, ", "-joined, or (none)}.   (a hidden tool reads like an unknown one)',
         'Tool "${name}" is not callable from a script. Callable tools: ${every tool but hidden ones and the calling tool, in tool order, ", "-joined, or (none)}.   (an unknown name too)',
       ],
@@ -101,6 +99,7 @@ export default defineChapter({
       title: { zh: "tool_search 工具", en: "the tool_search tool" },
       says: [
         "Searches ${n} more tools that are not declared to you yet   (the start of tool_search's description; given)",
+        "Searches ${n} more tools (${from}) that are not declared to you yet   (with the option from; the CLI gives the MCP servers' names, e.g. Searches 21 more tools (the MCP servers s, p) that …)",
         "Declared from your next request on:\\n- ${name}: ${first line of its description}   (one line per match)",
         "details: { query, matches }: matches are the relevant matches ({ name, score }, best first), the ones declared",
         'No deferred tool matches "${query}". Try other words; some deferred tools: ${up to 20 names, ", "-joined}${", … (N in all)" when there are more}.',

@@ -40,7 +40,11 @@ export default defineChapter({
     "src/codemode/sandbox.ts",
     "src/codemode/declarations.ts",
     "src/codemode/code-tool.ts",
+    // the bench of the break-it step: your CodeSandbox against pi-codemode, in the practice folder
+    "kit/codemode-bench.ts",
   ],
+  scripts: { bench: "tsx kit/codemode-bench.ts" },
+  devDependencies: ["tsx"],
   labs: [
     {
       id: "16.1",
@@ -261,11 +265,11 @@ export default defineChapter({
       "在 `sandbox.ts` 里把传给 worker 的 `maxStackBytes` 换成 0（`maxStackBytes: 0,`），" +
       '跑 `npx vitest run test/16- -t "Lab 16\\.2\\b"`：无限递归的脚本让 VM 崩溃了，宿主还活着吗？下一个脚本还能运行吗？' +
       "再把 `ensureWorker` 里复用 worker 的那一行改成每次都结束旧的、新开一个（`if (this.worker !== undefined) void this.worker.terminate();`），" +
-      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？想量时间的话：`npm run bench -- codemode` 只在仓库根目录有（练习文件夹里没有），它量的是 `packages/pi-course/src/codemode` 里的代码：" +
-      "在仓库里做同样的改动再跑，看看和 pi-codemode 的比值怎么变，然后 `git checkout packages/pi-course/src/codemode` 改回来。",
+      "再跑一次 Lab 16.2 的测试：哪个测试数出了几个 worker？想量时间的话，就在练习文件夹里跑 `npm run bench`（`kit/codemode-bench.ts`，量的是你自己的 `src/codemode`；" +
+      "第一次运行会把 pi-codemode 1.6.0 装进 `node_modules/.cache/`）：改动前后各跑一次，看 pi-codemode 和你的沙箱的比值怎么变（机器忙时看 CPU 那一列），然后把改动撤回。",
     en:
       "Pass maxStackBytes 0 to the worker in sandbox.ts and run the Lab 16.2 tests: an endless recursion crashes the VM; does " +
       "the host survive, and does the next script run? Then start a worker per script (ensureWorker terminates the old one " +
-      "instead of reusing it): which test counts the workers? To time it: npm run bench -- codemode exists only at the repository root and measures packages/pi-course/src/codemode, so make the same change there, rerun it to see the ratio to pi-codemode move, then git checkout that folder.",
+      "instead of reusing it): which test counts the workers? To time it, run npm run bench in the practice folder (kit/codemode-bench.ts times your own src/codemode; the first run installs pi-codemode 1.6.0 into node_modules/.cache/) before and after the change, and watch the ratio to pi-codemode move (read the CPU column on a busy machine); then undo the change.",
   },
 });

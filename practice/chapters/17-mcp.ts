@@ -150,14 +150,14 @@ export default defineChapter({
           "服务器回的版本必须在 `SUPPORTED_PROTOCOL_VERSIONS` 里，否则关掉连接并抛出 " +
           '`the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`' +
           "——服务器不会替你拒绝，它只会回它最新的版本。然后记下版本、发 `notifications/initialized`（只有 `method`，没有 `params`）。" +
-          "`StdioTransport.start`：`spawn` 子进程（环境只继承 `INHERITED_ENV` 再加配置的 env），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`；" +
+          "`StdioTransport.start`：用已给出的 `spawnServer` 启动子进程（环境只继承 `INHERITED_ENV` 再加配置的 env；服务器自己启动的进程会随它结束），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`；" +
           "不是 JSON（或不是 JSON-RPC 消息）的行已经替你处理好了（`line`，不是实验）：跳过它并记一条诊断，和官方 SDK、pi 一样——一行横幅不该毁掉整个服务器；" +
           "stderr 一定要读（管道满了服务器会卡住），留下最后几行；进程退出时以 `the server process exited with code 3 (last stderr line: …)` 结束；" +
           '程序不存在（ENOENT）时是 `cannot start "x": no such program (is it installed and on PATH?)`。' +
           "`close`：先关 stdin，等 `graceMs`，再 SIGTERM，再等，最后 SIGKILL——有的服务器永远不会自己退出。",
         en:
           "connect: initialize offering 2025-11-25, refuse an unsupported answer (the server will not), then notifications/initialized. " +
-          "start: spawn, lines from stdout through LineDecoder and readMessage, a non-JSON line is skipped with a diagnostic (given), stderr drained " +
+          "start: spawnServer (given; what the server starts ends with it), lines from stdout through LineDecoder and readMessage, a non-JSON line is skipped with a diagnostic (given), stderr drained " +
           "and kept, the exit ends it with the code. close: stdin end, wait, SIGTERM, wait, SIGKILL.",
       },
     },

@@ -54,8 +54,6 @@ export default defineChapter({
     "test/support/durable-child.ts",
     "test/durable.journal.test.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "19.1",
@@ -82,7 +80,7 @@ export default defineChapter({
       uses: ["19.1"],
       title: { zh: "执行计划，接着跑（applyRecovery）", en: "carry the plan out, and go on" },
       says: [
-        'Tool call "${toolName}" was interrupted: the process stopped while it ran, so it may or may not have taken effect. Check before running it again.   (then " " and what settleInterrupted said, if anything)',
+        'Tool call "${toolName}" was interrupted: the process stopped while it ran, so it may or may not have taken effect. Check before running it again.   (then " " and what settleInterrupted said, if anything: e.g. for a bash call ... Check before running it again. Its command was still running after the crash (1 process); it was stopped now.)',
         'Tool call "${toolName}" was not run: the process stopped before it started. Run it again if it is still needed.',
         "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
       ],

@@ -93,7 +93,7 @@ async function main(): Promise<void> {
           port,
           cases: 2,
           tmpdir: path.join(dir, `tmp-${port}`),
-          identityKeys: [engine.publicKey],
+          ...engine.workerCredential,
           suites: [SUITE],
         }),
       ),

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     dir: path.join(dir, "engine"),
     workers: ports.map((p) => `http://127.0.0.1:${p}`),
   });
-  const start = (port: number) => spawnWorker({ bundle, port, tmpdir: dir, identityKeys: [engine.publicKey] });
+  const start = (port: number) => spawnWorker({ bundle, port, tmpdir: dir, ...engine.workerCredential });
   let workers: WorkerProcess[] = await Promise.all(ports.map(start));
   try {
     while ((await engineVersions(engine)).length === 0) await new Promise((r) => setTimeout(r, 100));

@@ -5,9 +5,11 @@
  * Its folder (`dir`, 0700) holds everything that makes it the same engine across restarts:
  * Restate's data, the request identity (`identity-keys` is what workers are given), the
  * credential (`client.json`, 0600: the gate's URL and token, what every client reads) and its
- * ports (`engine.json`). A restarted engine listens where it listened before, so its deployments
- * stay valid and runs in flight go on as soon as it is back; a port someone else took is an
- * error that says so.
+ * ports (`engine.json`). The folder is refused when another user could read or swap it, and is
+ * looked at again before a restart and once a second (`folder-guard.ts`): if it was swapped, the
+ * engine stops everything and `failed` says so. A restarted engine listens where it listened
+ * before, so its deployments stay valid and runs in flight go on as soon as it is back; a port
+ * someone else took is an error that says so.
  *
  * It keeps itself running: a Restate server that dies is started again on the same data (runs go
  * on from their journals); one that keeps dying (`maxRestarts` within a minute) fails the engine
@@ -20,11 +22,12 @@
  * then `engineVersions` says it is draining.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, lstat, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { CLIENT_FILE, type EngineConnection, engineVersions } from "./engine-client.js";
+import { guardFolder } from "./folder-guard.js";
 import { type Gate, startGate } from "./gate.js";
-import { engineIdentity } from "./identity.js";
+import { engineIdentity, type WorkerCredential } from "./identity.js";
 import { type Proxy, startProxy } from "./proxy.js";
 import { type RestateServer, startRestateServer } from "./restate-server.js";
 
@@ -53,9 +56,11 @@ export interface Engine extends EngineConnection {
   dir: string;
   /** The credential file clients read (`client.json`). */
   connectionFile: string;
-  /** The file of the public key workers are given (`identity-keys`). */
+  /** The file workers are given (`identity-keys`: the engine's public key and the workers' secret). */
   identityKeysFile: string;
   publicKey: string;
+  /** What a worker started from this process is given (`startWorker`, `spawnWorker`): that file's content. */
+  workerCredential: WorkerCredential;
   /** The deployment proxy's URL (what the Restate server calls). */
   proxyUrl: string;
   /** The Restate server running now (a new one after a restart). */
@@ -78,7 +83,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   const dir = path.resolve(options.dir);
   const log = options.log ?? ((line: string) => process.stderr.write(`engine: ${line}\n`));
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  await ownFolder(dir);
+  const folder = await guardFolder(dir);
   await chmod(dir, 0o700);
   const stateFile = path.join(dir, "engine.json");
   const saved = JSON.parse(await readFile(stateFile, "utf8").catch(() => "{}")) as Saved;
@@ -87,6 +92,11 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   const token = old.token ?? randomBytes(32).toString("base64url");
   const identity = await engineIdentity(dir);
 
+  const told = new Set<string>();
+  const once = (line: string) => {
+    if (!told.has(line)) log(line);
+    told.add(line);
+  };
   let server = await startRestateServer({ dir, identityKeyFile: identity.privateKeyFile });
   const listen = async <T>(what: string, port: number | undefined, start: (port: number) => Promise<T>) => {
     try {
@@ -104,7 +114,17 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     }
   };
   const proxy: Proxy = await listen("proxy", options.proxyPort ?? saved.proxyPort, (port) =>
-    startProxy({ workers: options.workers, port, ...(options.proxyHost !== undefined && { host: options.proxyHost }) }),
+    startProxy({
+      workers: options.workers,
+      workerSecret: identity.workerSecret,
+      port,
+      ...(options.proxyHost !== undefined && { host: options.proxyHost }),
+      onRefused: (url, why) =>
+        once(
+          `the listener at ${url} did not prove it is a worker of this engine (${why}); it gets no run. ` +
+            "If it is one, give it this engine's identity-keys; if not, another program took a worker's port.",
+        ),
+    }),
   );
   const gate: Gate = await listen("gate", options.port ?? saved.port, (port) =>
     startGate({
@@ -149,6 +169,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       }
       log(`${why}; starting it again on the same data`);
       try {
+        await folder.check();
         server = await startRestateServer({ dir, identityKeyFile: identity.privateKeyFile });
         log("the Restate server is back; runs in flight go on");
         supervise(server);
@@ -165,6 +186,22 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   };
   supervise(server);
 
+  let timer: NodeJS.Timeout | undefined;
+  let folderTimer: NodeJS.Timeout | undefined;
+  let stopped: Promise<void> | undefined;
+  /** Stops the gate, the proxy and the server (once). */
+  const stopAll = () => {
+    stopping = true;
+    clearInterval(timer);
+    clearInterval(folderTimer);
+    stopped ??= (async () => {
+      await gate.close();
+      await proxy.close();
+      await server.stop();
+    })();
+    return stopped;
+  };
+
   // versions: register new ones beside the old, retire drained ones. A retired version whose
   // workers are still up is not registered again (it would take new runs from the newer code);
   // once none of its workers answered, seeing it again is a rollback, and it is registered.
@@ -174,12 +211,10 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       JSON.parse(await readFile(retiredFile, "utf8").catch(() => "{}")) as Record<string, { gone: boolean }>,
     ),
   );
-  const saveRetired = () => writeFile(retiredFile, `${JSON.stringify(Object.fromEntries(retired))}\n`, { mode: 0o600 });
-  const told = new Set<string>();
-  const once = (line: string) => {
-    if (!told.has(line)) log(line);
-    told.add(line);
-  };
+  const saveRetired = async () =>
+    folder
+      .check()
+      .then(() => writeFile(retiredFile, `${JSON.stringify(Object.fromEntries(retired))}\n`, { mode: 0o600 }));
   const watch = async () => {
     const live = await proxy.versions();
     const known = await engineVersions(connection);
@@ -217,9 +252,17 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     }
   };
   let watching = Promise.resolve();
-  const timer = setInterval(() => {
+  timer = setInterval(() => {
     watching = watching.then(watch).catch((error: unknown) => {
       if (!stopping) once(`looking at the workers' versions failed: ${(error as Error).message}`);
+    });
+  }, options.watchMs ?? 1000);
+  // the folder, looked at apart from the workers (a look at them may wait on one for seconds)
+  folderTimer = setInterval(() => {
+    folder.check().catch(async (error: unknown) => {
+      if (stopping) return;
+      giveUp(error as Error);
+      await stopAll();
     });
   }, options.watchMs ?? 1000);
   watching = watch().catch((error: unknown) =>
@@ -232,6 +275,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     connectionFile,
     identityKeysFile: identity.publicKeyFile,
     publicKey: identity.publicKey,
+    workerCredential: { identityKeys: [identity.publicKey], workerSecret: identity.workerSecret },
     proxyUrl: proxy.url,
     server: () => server,
     setWorkers: (urls) => proxy.setWorkers(urls),
@@ -239,40 +283,12 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     async stop() {
       stopping = true;
       clearInterval(timer);
+      clearInterval(folderTimer);
       // a look at the workers under way ends by itself (each of its requests is bounded); not waited on for long
       await Promise.race([watching, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-      await gate.close();
-      await proxy.close();
-      await server.stop();
+      await stopAll();
     },
   };
-}
-
-/**
- * Refuses a folder the engine would not be alone in: a symbolic link, a folder another user
- * made (in /tmp, before the engine did), or one others may write in (they may have planted files). Its owner could read or swap the credential and the keys
- * (the engine takes the token of a `client.json` it finds there), whatever modes the engine sets.
- */
-async function ownFolder(dir: string): Promise<void> {
-  const info = await lstat(dir);
-  if (info.isSymbolicLink()) {
-    throw new Error(
-      `the engine's folder ${dir} is a symbolic link; give --dir the real folder (it is made 0700 when missing).`,
-    );
-  }
-  const uid = process.getuid?.();
-  if (uid !== undefined && info.uid !== uid) {
-    throw new Error(
-      `the engine's folder ${dir} belongs to another user (uid ${info.uid}); whoever owns it can read or replace its credential and keys. ` +
-        "Give --dir a folder of your own (it is made 0700 when missing).",
-    );
-  }
-  if ((info.mode & 0o022) !== 0) {
-    throw new Error(
-      `the engine's folder ${dir} can be written by other users (mode ${(info.mode & 0o777).toString(8)}); ` +
-        "a credential or key planted in it would be taken as the engine's. Give --dir a new folder (it is made 0700).",
-    );
-  }
 }
 
 /** The deployment URI of `version` behind a proxy at `proxyUrl`. */

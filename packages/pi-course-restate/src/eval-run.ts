@@ -89,8 +89,10 @@ export async function suiteRoots(suites: readonly string[]): Promise<string[]> {
 export async function confinedCase(caseDir: string, roots: readonly string[]): Promise<string> {
   const real = await realpath(caseDir).catch(() => undefined);
   const inside = (root: string) => {
+    // outside: the root itself, a path that climbs out (its first segment is exactly `..`; a
+    // folder named `..foo` inside is not), or one on another root (Windows drives)
     const relative = path.relative(root, real ?? "");
-    return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
+    return relative !== "" && relative.split(path.sep)[0] !== ".." && !path.isAbsolute(relative);
   };
   if (real === undefined || !roots.some(inside)) {
     const known = roots.length === 0 ? "none (start it with --suites DIR)" : roots.join(", ");

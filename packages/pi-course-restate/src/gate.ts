@@ -13,21 +13,21 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
+import { type ListenOptions, listen } from "./listener.js";
 
 export interface Gate {
   url: string;
   port: number;
+  /** Connections its guard cut (`listener.ts`: too slow to send a request, or crowded out). */
+  cut(): number;
   close(): Promise<void>;
 }
 
-export interface GateOptions {
+/** `port` (default 0: any free one) and `host` (default 127.0.0.1), and the guard's limits. */
+export interface GateOptions extends ListenOptions {
   token: string;
   ingressSocket: string;
   adminSocket: string;
-  /** Default 0: any free port. */
-  port?: number;
-  /** Default 127.0.0.1. */
-  host?: string;
 }
 
 /** The header fields not passed on: hop-by-hop ones, and the credential. */
@@ -49,6 +49,7 @@ export async function startGate(options: GateOptions): Promise<Gate> {
     return given.length === expected.length && timingSafeEqual(given, expected);
   };
   const server = http.createServer((down, reply) => {
+    listening.started(down.socket);
     if (!allowed(down.headers.authorization)) {
       // hung up at once: a peer without the token gets no read of the body it announced (the
       // gate has no request timeout, for runs waited on for hours)
@@ -94,16 +95,11 @@ export async function startGate(options: GateOptions): Promise<Gate> {
   // a client waiting on a run's result holds its request open for as long as the run takes
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
-  const host = options.host ?? "127.0.0.1";
+  const listening = await listen(server, options);
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    port,
+    url: listening.url,
+    port: listening.port,
+    cut: listening.cut,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -6,19 +6,37 @@
  * request's path. Workers are given the matching public key (`publickeyv1_<base58>`) and the SDK
  * refuses anything unsigned or signed with another key (401).
  *
- * `engineIdentity(dir)` makes the key pair once, in the engine's own folder: the private key in
- * `request-identity.pem` (0600, read only by the Restate server), the public key in
- * `identity-keys` (0600: not a secret, but a worker trusts whatever this file names, so only its
- * owner may write it). A worker reads it from a file or from its environment
- * (`readIdentityKeys`); a key never travels on a command line, where `ps` shows it to every user.
+ * The other way round, a worker proves to the engine's proxy that it is one of the engine's
+ * workers before the proxy sends it any run (`worker-proof.ts`): with the workers' secret
+ * (`workersecretv1_<base64url>`, 32 random bytes), which no one else holds.
+ *
+ * `engineIdentity(dir)` makes both once, in the engine's own folder: the private key in
+ * `request-identity.pem` (0600, read only by the Restate server); the public key and the workers'
+ * secret in `identity-keys` (0600: the workers' credential, a secret since it holds theirs). A
+ * worker reads that file, or the same text from its environment (`readWorkerCredential`); it never
+ * travels on a command line, where `ps` shows it to every user.
  */
-import { generateKeyPairSync } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chmod, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 
-/** The environment variable a worker reads its identity keys from (comma-separated), when no file is given. */
+/**
+ * The environment variable a worker reads its credential from (the `identity-keys` file's
+ * entries, comma-separated), when no file is given.
+ */
 export const IDENTITY_KEYS_ENV = "PI_RESTATE_IDENTITY_KEYS";
+
+/** What a worker is given: the keys it verifies the engine's requests with, and the secret it proves itself with. */
+export interface WorkerCredential {
+  /** The engine's public keys (`publickeyv1_…`): only requests signed with one of them are served. */
+  identityKeys: readonly string[];
+  /** The workers' secret (`workersecretv1_…`): what the engine's proxy asks a worker to prove before sending it runs. */
+  workerSecret: string;
+}
+
+const PUBLIC_KEY = /^publickeyv1_[1-9A-HJ-NP-Za-km-z]+$/;
+const WORKER_SECRET = /^workersecretv1_[A-Za-z0-9_-]{43}$/;
 
 export interface EngineIdentity {
   /** The private key's file, for the Restate server's `request-identity-private-key-pem-file`. */
@@ -27,34 +45,59 @@ export interface EngineIdentity {
   publicKeyFile: string;
   /** The public key, `publickeyv1_…`. */
   publicKey: string;
+  /** The workers' secret, `workersecretv1_…` (in `publicKeyFile` too). */
+  workerSecret: string;
 }
 
-/** The key pair in `dir`, made (once) if missing. `dir` must be the owner's alone (the engine makes it 0700). */
+/**
+ * The key pair and the workers' secret in `dir`, made (once) if missing; a folder of an engine
+ * from before workers proved themselves gets its secret added (its workers need the new file).
+ * `dir` must be the owner's alone (the engine makes it 0700).
+ */
 export async function engineIdentity(dir: string): Promise<EngineIdentity> {
   const privateKeyFile = path.join(dir, "request-identity.pem");
   const publicKeyFile = path.join(dir, "identity-keys");
+  const write = async (publicKey: string, workerSecret: string) => {
+    await writeFile(publicKeyFile, `${publicKey}\n${workerSecret}\n`, { mode: 0o600 });
+    await chmod(publicKeyFile, 0o600);
+  };
+  let entries: string[];
   try {
-    const publicKey = (await readFile(publicKeyFile, "utf8")).trim();
+    entries = entriesOf(await readFile(publicKeyFile, "utf8"));
     await readFile(privateKeyFile); // both, or make both again
-    return { privateKeyFile, publicKeyFile, publicKey };
   } catch {
     const pair = generateKeyPairSync("ed25519");
     const raw = Buffer.from(pair.publicKey.export({ format: "jwk" }).x ?? "", "base64url");
     const publicKey = `publickeyv1_${base58(raw)}`;
+    const workerSecret = newWorkerSecret();
     await writeFile(privateKeyFile, pair.privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
-    await writeFile(publicKeyFile, `${publicKey}\n`, { mode: 0o600 });
     await chmod(privateKeyFile, 0o600);
-    await chmod(publicKeyFile, 0o600);
-    return { privateKeyFile, publicKeyFile, publicKey };
+    await write(publicKey, workerSecret);
+    return { privateKeyFile, publicKeyFile, publicKey, workerSecret };
   }
+  const publicKey = entries.find((entry) => PUBLIC_KEY.test(entry));
+  if (publicKey === undefined)
+    throw new Error(`${publicKeyFile} holds no publickeyv1_ key; remove it and ${privateKeyFile} to make new ones`);
+  let workerSecret = entries.find((entry) => WORKER_SECRET.test(entry));
+  if (workerSecret === undefined) {
+    workerSecret = newWorkerSecret();
+    await write(publicKey, workerSecret);
+  }
+  return { privateKeyFile, publicKeyFile, publicKey, workerSecret };
+}
+
+/** A new workers' secret: 32 random bytes. */
+export function newWorkerSecret(): string {
+  return `workersecretv1_${randomBytes(32).toString("base64url")}`;
 }
 
 /**
- * The identity keys a worker verifies requests with: from `file` (one key per line, or commas)
- * when given, else from `PI_RESTATE_IDENTITY_KEYS`. Throws, saying where to get them, when there
- * are none or one is not a `publickeyv1_` key.
+ * A worker's credential: from `file` (the engine's `identity-keys`: one entry per line, or commas)
+ * when given, else from `PI_RESTATE_IDENTITY_KEYS`. Throws, saying where to get it, when it has no
+ * public key or no workers' secret (a file from an engine of before workers proved themselves), or
+ * an entry is neither.
  */
-export function readIdentityKeys(file: string | undefined, env: NodeJS.ProcessEnv = process.env): string[] {
+export function readWorkerCredential(file: string | undefined, env: NodeJS.ProcessEnv = process.env): WorkerCredential {
   const where = file === undefined ? `$${IDENTITY_KEYS_ENV}` : file;
   let text: string;
   if (file !== undefined) {
@@ -66,20 +109,39 @@ export function readIdentityKeys(file: string | undefined, env: NodeJS.ProcessEn
   } else {
     text = env[IDENTITY_KEYS_ENV] ?? "";
   }
-  const keys = text
-    .split(/[\s,]+/)
-    .map((key) => key.trim())
-    .filter((key) => key !== "");
-  if (keys.length === 0) {
+  const entries = entriesOf(text);
+  const getIt =
+    "Give it the file `identity-keys` from the engine's --dir (--identity-keys-file FILE), " +
+    `or set ${IDENTITY_KEYS_ENV} in its environment to that file's text.`;
+  if (entries.length === 0) {
+    throw new Error(`no identity key in ${where}: a worker accepts only requests its engine signed. ${getIt}`);
+  }
+  const bad = entries.find((entry) => !PUBLIC_KEY.test(entry) && !WORKER_SECRET.test(entry));
+  if (bad !== undefined) {
+    const shown = bad.startsWith("workersecret") ? "a malformed workersecretv1_ entry" : JSON.stringify(bad);
+    throw new Error(`${where} holds ${shown}, which is neither a publickeyv1_ key nor a workersecretv1_ secret`);
+  }
+  const identityKeys = entries.filter((entry) => PUBLIC_KEY.test(entry));
+  const secrets = entries.filter((entry) => WORKER_SECRET.test(entry));
+  if (identityKeys.length === 0) {
+    throw new Error(`no identity key in ${where}: a worker accepts only requests its engine signed. ${getIt}`);
+  }
+  if (secrets.length !== 1) {
     throw new Error(
-      `no identity key in ${where}: a worker accepts only requests its engine signed. ` +
-        "Give it the file `identity-keys` from the engine's --dir (--identity-keys-file FILE), " +
-        `or set ${IDENTITY_KEYS_ENV} in its environment.`,
+      `${where} holds ${secrets.length === 0 ? "no" : "more than one"} workers' secret (workersecretv1_…): ` +
+        "the engine sends runs only to workers that prove they hold its secret, and the engine's identity-keys " +
+        `file has it since this version (an older copy does not). ${getIt}`,
     );
   }
-  const bad = keys.find((key) => !/^publickeyv1_[1-9A-HJ-NP-Za-km-z]+$/.test(key));
-  if (bad !== undefined) throw new Error(`${where} holds ${JSON.stringify(bad)}, which is not a publickeyv1_ key`);
-  return keys;
+  return { identityKeys, workerSecret: secrets[0]! };
+}
+
+/** The entries of an identity keys text: split on blanks and commas. */
+function entriesOf(text: string): string[] {
+  return text
+    .split(/[\s,]+/)
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
 }
 
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";

@@ -11,6 +11,12 @@
  * and a run stays on the code it started with while workers of newer code take new runs. A request
  * without the prefix goes to any worker.
  *
+ * Workers prove themselves (`worker-proof.ts`): a new connection gets no request of a run before
+ * the worker at its other end answered the version question with the proof of the workers'
+ * secret for this connection's address; a listener that cannot (another program on a dead
+ * worker's port) is skipped like a worker that refuses connections, and `onRefused` says so; it is
+ * not asked again for `REFUSED_MS`, so one that holds the question open cannot slow every run.
+ *
  * It keeps no state of a run. When the worker of a stream dies, the stream is reset towards the
  * engine, which retries the invocation through the proxy again: it reaches a live worker, which
  * replays the journal. A worker that refuses connections is skipped; the list of workers can be
@@ -18,6 +24,8 @@
  * does this job; this is the smallest one that does it here.
  */
 import http2 from "node:http2";
+import { type ListenOptions, listen } from "./listener.js";
+import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, VERSION_PATH } from "./worker-proof.js";
 
 export interface Proxy {
   url: string;
@@ -26,43 +34,54 @@ export interface Proxy {
   setWorkers(urls: readonly string[]): void;
   /** The versions of the workers that answer now, each with their URLs. */
   versions(): Promise<Map<string, string[]>>;
+  /** Connections its guard cut (`listener.ts`). */
+  cut(): number;
   close(): Promise<void>;
 }
 
-/** Where a worker says its version (plain JSON `{ "version": "…" }`; not signed: it is no secret). */
-export const VERSION_PATH = "/pi-course-restate/version";
+export interface ProxyOptions extends ListenOptions {
+  /** The workers' URLs (`http://host:port`). */
+  workers: readonly string[];
+  /** The workers' secret: only a worker that proves it gets runs. */
+  workerSecret: string;
+  /** Called when the listener at `url` does not prove it is a worker (`why`); it gets no run. */
+  onRefused?: (url: string, why: string) => void;
+}
+
+/** How long a listener that did not prove itself is skipped before it is asked again. */
+export const REFUSED_MS = 2000;
 
 interface Upstream {
   session: http2.ClientHttp2Session;
-  version: string | undefined;
+  version: string;
 }
 
 const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_CANCEL } = http2.constants;
 
 /** Starts the proxy on `host` (default 127.0.0.1; `port` 0: any free port) in front of `workers`. */
-export async function startProxy(options: {
-  workers: readonly string[];
-  port?: number;
-  host?: string;
-}): Promise<Proxy> {
+export async function startProxy(options: ProxyOptions): Promise<Proxy> {
   let workers = [...options.workers];
   let next = 0;
   const sessions = new Map<string, Promise<Upstream>>();
+  const refused = new Map<string, number>(); // url → until when it is skipped
 
   const connect = (url: string): Promise<Upstream> => {
     const known = sessions.get(url);
     if (known !== undefined) return known;
+    if ((refused.get(url) ?? 0) > Date.now()) return Promise.reject(new Error(`${url} did not prove itself`));
     const made = new Promise<Upstream>((resolve, reject) => {
       const session = http2.connect(url);
       const forget = () => {
         if (sessions.get(url) === made) sessions.delete(url);
       };
       session.once("connect", () => {
-        askVersion(session).then(
+        askVersion(session, options.workerSecret).then(
           (version) => resolve({ session, version }),
           (error: unknown) => {
             forget();
             session.destroy();
+            refused.set(url, Date.now() + REFUSED_MS);
+            options.onRefused?.(url, (error as Error).message);
             reject(error);
           },
         );
@@ -87,6 +106,7 @@ export async function startProxy(options: {
   });
   server.on("stream", async (down, headers) => {
     down.on("error", () => undefined);
+    if (down.session !== undefined) listening.started(down.session.socket);
     const { version, path } = versioned(String(headers[":path"] ?? "/"));
     for (let tried = 0; tried < workers.length; tried++) {
       const url = workers[next++ % workers.length]!;
@@ -121,16 +141,11 @@ export async function startProxy(options: {
       );
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
-  const host = options.host ?? "127.0.0.1";
+  const listening = await listen(server, options);
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    port,
+    url: listening.url,
+    port: listening.port,
+    cut: listening.cut,
     setWorkers(urls) {
       workers = [...urls];
     },
@@ -139,7 +154,7 @@ export async function startProxy(options: {
       await Promise.all(
         workers.map(async (url) => {
           const upstream = await connect(url).catch(() => undefined);
-          if (upstream?.version === undefined) return;
+          if (upstream === undefined) return;
           found.set(upstream.version, [...(found.get(upstream.version) ?? []), url]);
         }),
       );
@@ -160,10 +175,16 @@ function versioned(path: string): { version: string | undefined; path: string } 
   return match === null ? { version: undefined, path } : { version: decodeURIComponent(match[1]!), path: match[2]! };
 }
 
-/** Asks a worker for its version on its new session (undefined: a worker that does not say). */
-function askVersion(session: http2.ClientHttp2Session): Promise<string | undefined> {
+/**
+ * Asks a worker for its version on its new session, with a fresh challenge; resolves with the
+ * version once the worker proved it holds the workers' secret for this connection's address,
+ * rejects saying why not (no answer, no proof, a proof that does not hold).
+ */
+function askVersion(session: http2.ClientHttp2Session, secret: string): Promise<string> {
+  const challenge = newChallenge();
+  const where = endpoint(session.socket.remoteAddress, session.socket.remotePort);
   return new Promise((resolve, reject) => {
-    const stream = session.request({ ":method": "GET", ":path": VERSION_PATH });
+    const stream = session.request({ ":method": "GET", ":path": VERSION_PATH, [CHALLENGE_HEADER]: challenge });
     let text = "";
     let status = 0;
     stream.setEncoding("utf8");
@@ -171,17 +192,23 @@ function askVersion(session: http2.ClientHttp2Session): Promise<string | undefin
       status = Number(headers[":status"]);
     });
     stream.on("data", (chunk: string) => {
-      text += chunk;
+      if (text.length < 4096) text += chunk;
     });
     stream.on("end", () => {
+      let answer: { version?: unknown; proof?: unknown } = {};
       try {
-        resolve(status === 200 ? String((JSON.parse(text) as { version: unknown }).version) : undefined);
+        answer = JSON.parse(text) as typeof answer;
       } catch {
-        resolve(undefined);
+        // judged below
       }
+      if (status !== 200 || typeof answer.version !== "string") {
+        reject(new Error(`it answered the version question with ${status} and no version`));
+      } else if (!proofHolds(secret, challenge, where, answer.version, answer.proof)) {
+        reject(new Error("its answer holds no valid proof of the workers' secret"));
+      } else resolve(answer.version);
     });
     stream.on("error", reject);
-    stream.on("close", () => resolve(undefined)); // cut before its end: a worker that does not say
+    stream.on("close", () => reject(new Error("it did not answer the version question")));
     stream.setTimeout(5000, () => stream.close(http2.constants.NGHTTP2_CANCEL));
   });
 }

@@ -3,8 +3,9 @@
  * and what a worker bundle (`bundleWorker`) runs with its setups built in. `WORKER_HELP` says every
  * option.
  *
- * The engine's identity keys come from `--identity-keys-file` (the engine's `<dir>/identity-keys`)
- * or from `PI_RESTATE_IDENTITY_KEYS`; without them the worker does not start. `--suites`: the only
+ * The worker's credential (the engine's public key and the workers' secret) comes from
+ * `--identity-keys-file` (the engine's `<dir>/identity-keys`) or from `PI_RESTATE_IDENTITY_KEYS`;
+ * without it the worker does not start. `--suites`: the only
  * folders whose eval cases it runs. `--version`: the name of its code (default: a hash of the
  * program's file and the setups module; name it yourself when you run sources under tsx).
  *
@@ -25,7 +26,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
 import { checkBind } from "./bind.js";
-import { readIdentityKeys } from "./identity.js";
+import { readWorkerCredential } from "./identity.js";
 import { startWorker } from "./worker.js";
 
 export const WORKER_HELP = `usage: pi-course-restate worker [--setups MODULE] [options]
@@ -37,9 +38,11 @@ Serves agent runs (the setups module's) and eval cases to the engine over HTTP/2
                            TypeScript module needs tsx; \`bundle\` builds one file instead);
                            none: eval cases only
   --port N                 the port (default: any free one; printed)
-  --identity-keys-file FILE  the engine's public keys (its DIR/identity-keys; or set
-                           PI_RESTATE_IDENTITY_KEYS): the worker serves only requests the engine
-                           signed, and does not start without them
+  --identity-keys-file FILE  the engine's DIR/identity-keys (or set PI_RESTATE_IDENTITY_KEYS
+                           to its text): the engine's public key, so the worker serves only
+                           requests the engine signed, and the workers' secret, which it proves
+                           to the engine's proxy before it is sent any run; it does not start
+                           without both
   --host ADDR              where it listens (default 127.0.0.1; another machine's address is
                            safe: unsigned requests are refused)
   --suites DIR[,DIR…]      the only folders whose eval cases it runs (default: none)
@@ -99,7 +102,7 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     throw new Error(`--retry-max-ms must be a whole number of ms above 0. ${usage}`);
   const host = values.host ?? "127.0.0.1";
   checkBind("--host", host);
-  const identityKeys = readIdentityKeys(values["identity-keys-file"]);
+  const credential = readWorkerCredential(values["identity-keys-file"]);
   let setups: RunSetups = builtIn?.setups ?? {};
   if (values.setups !== undefined) {
     const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
@@ -115,7 +118,7 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     values.version ??
     codeVersion([process.argv[1], values.setups === undefined ? undefined : path.resolve(values.setups)]);
   const worker = await startWorker({
-    identityKeys,
+    ...credential,
     setups,
     cases,
     port,

@@ -55,8 +55,10 @@ export function spawnWorker(options: {
   timeoutMs?: number;
   /** How long a SIGTERM lets runs in flight go on before the worker cuts its connections (its default: 5 s). */
   graceMs?: number;
-  /** The engine's identity keys: handed to the child in its environment, never on its command line. */
+  /** The engine's public keys: handed to the child in its environment, never on its command line. */
   identityKeys: readonly string[];
+  /** The workers' secret (`engine.workerCredential`): handed over the same way. */
+  workerSecret: string;
   /** The suite folders whose eval cases it runs (`--suites`). */
   suites?: readonly string[];
   /** The name of its code (`--version`). */
@@ -92,7 +94,11 @@ export function spawnWorker(options: {
     {
       cwd: fromSources ? ROOT : process.cwd(),
       stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, ...options.env, [IDENTITY_KEYS_ENV]: options.identityKeys.join(",") },
+      env: {
+        ...process.env,
+        ...options.env,
+        [IDENTITY_KEYS_ENV]: [...options.identityKeys, options.workerSecret].join(","),
+      },
     },
   );
   child.stdin?.on("error", () => undefined);

@@ -5,23 +5,29 @@
  * balancer, or `startProxy` here) share the runs, and a run whose worker died is retried by the
  * engine through that address, so it lands on a worker that is alive.
  *
- * It trusts no network: every request but `/health` and its version must be signed by the engine
+ * It trusts no network: every request but its version must be signed by the engine
  * (`identityKeys`, Restate's request identity; anything else is answered 401), and an eval case is
- * run only from inside the suite folders it was given at start (`suites`).
+ * run only from inside the suite folders it was given at start (`suites`). Its version answer
+ * carries a proof made with the workers' secret (`workerSecret`, `worker-proof.ts`): the engine's
+ * proxy sends runs only to a worker that proves it, so a listener someone else put on this
+ * worker's port after it died gets none.
  */
 import "./node20.js";
 import http2 from "node:http2";
 import * as restate from "@restatedev/restate-sdk";
 import { agentRunWorkflow, type RetryOptions, type RunSetups } from "./agent-run.js";
 import { evalRunWorkflow } from "./eval-run.js";
-import { VERSION_PATH } from "./proxy.js";
+import type { WorkerCredential } from "./identity.js";
+import { listen } from "./listener.js";
+import { CHALLENGE_HEADER, endpoint, isChallenge, VERSION_PATH, workerProof } from "./worker-proof.js";
 
-export interface WorkerOptions {
-  /**
-   * The engine's public keys (`publickeyv1_…`, its `identity-keys` file): only requests signed
-   * with one of them are served. Required: a worker runs code for whoever reaches it.
-   */
-  identityKeys: readonly string[];
+/**
+ * `identityKeys`: the engine's public keys (its `identity-keys` file): only requests signed with
+ * one of them are served. `workerSecret`: what it proves itself to the engine's proxy with. Both
+ * required: a worker runs code for whoever reaches it, and runs carry their input to whoever
+ * listens where the proxy sends them.
+ */
+export interface WorkerOptions extends WorkerCredential {
   /** The setups of agent runs (default none: this worker takes eval cases only). */
   setups?: RunSetups;
   /** The suite folders whose cases this worker runs (default none: it refuses every eval case). */
@@ -54,6 +60,11 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   if (options.identityKeys.length === 0) {
     throw new Error("startWorker: no identity keys; give the engine's (its --dir holds them in `identity-keys`)");
   }
+  if (!/^workersecretv1_/.test(options.workerSecret ?? "")) {
+    throw new Error(
+      "startWorker: no workers' secret; give the engine's (the workersecretv1_ entry of its `identity-keys`)",
+    );
+  }
   const retry = options.retry === undefined ? {} : { retry: options.retry };
   const handler = restate.createEndpointHandler({
     services: [
@@ -63,11 +74,20 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     identityKeys: [...options.identityKeys],
     bidirectional: true,
   });
-  const version = JSON.stringify({ version: options.version ?? "unversioned" });
+  const version = options.version ?? "unversioned";
   const server = http2.createServer((request, response) => {
+    listening.started(request.socket);
     if (request.url === VERSION_PATH && request.method === "GET") {
+      const challenge = request.headers[CHALLENGE_HEADER];
+      if (!isChallenge(challenge)) {
+        response.writeHead(400, { "content-type": "text/plain" });
+        response.end(`ask with a ${CHALLENGE_HEADER} header (32 random bytes, base64url)\n`);
+        return;
+      }
+      const socket = request.stream.session?.socket;
+      const where = endpoint(socket?.localAddress, socket?.localPort);
       response.writeHead(200, { "content-type": "application/json" });
-      response.end(version);
+      response.end(JSON.stringify({ version, proof: workerProof(options.workerSecret, challenge, where, version) }));
       return;
     }
     handler(request, response);
@@ -77,16 +97,13 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
-  const host = options.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => resolve());
+  const listening = await listen(server, {
+    ...(options.port !== undefined && { port: options.port }),
+    ...(options.host !== undefined && { host: options.host }),
   });
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    port,
+    url: listening.url,
+    port: listening.port,
     close: (graceMs = 5000) =>
       new Promise<void>((resolve) => {
         const cut = setTimeout(() => {

@@ -1,19 +1,21 @@
 /**
  * Attacks on the engine package that its own security test does not make (issue 55, items 2–4):
- * a folder another local user planted where the engine is told to live, credentials the journal
+ * a folder another local user planted where the engine is told to live, or could swap later, credentials the journal
  * guard missed under other names, and a retry backoff that would not back off.
  *
  * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
  */
 import { spawnSync } from "node:child_process";
+import { readdirSync, renameSync, symlinkSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, realpath, rm, symlink } from "node:fs/promises";
 import net from "node:net";
-import { chmod, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { retryPolicy } from "../src/agent-run.js";
 import { readConnection } from "../src/engine-client.js";
 import { startEngine } from "../src/engine.js";
+import { guardFolder } from "../src/folder-guard.js";
 import { startGate } from "../src/gate.js";
 import { secretField } from "../src/journal-guard.js";
 
@@ -150,3 +152,74 @@ it("refuses a client.json another user wrote (it would send our runs to their ad
       "Use the client.json of an engine you started, or a copy of it you made (chmod 600).",
   );
 });
+
+it("refuses an engine folder under a folder others may write in (they could swap it for their own)", async () => {
+  const open = path.join(root, "open-above");
+  await mkdir(open);
+  await chmod(open, 0o777); // not sticky: anyone may rename what is in it
+  const dir = path.join(open, "engine");
+  const started = startEngine({ dir, workers: [], log: () => undefined });
+  const engine = await started.catch(() => undefined);
+  await engine?.stop();
+  await expect(started).rejects.toThrow(
+    `the folder ${await realpath(open)} above the engine's folder ${dir} can be written by other users (mode 777), who could swap the engine's folder for their own. ` +
+      `Make it writable by its owner only (chmod go-w ${await realpath(open)}), or sticky like /tmp (chmod +t ${await realpath(open)}), or give --dir a folder elsewhere.`,
+  );
+}, 60_000);
+
+it("notices a folder above the engine's made writable by others after the start", async () => {
+  const above = path.join(root, "above-later");
+  const dir = path.join(above, "engine");
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(above, 0o755);
+  const guard = await guardFolder(dir);
+  await guard.check(); // as it was
+  await chmod(above, 0o777);
+  await expect(guard.check()).rejects.toThrow(
+    `the folder ${await realpath(above)} above the engine's folder ${dir} can be written by other users (mode 777)`,
+  );
+});
+
+it("stops the engine, writing nothing more, when its folder is swapped for another user's while it runs", async () => {
+  const above = path.join(root, "swapped-above");
+  const dir = path.join(above, "engine");
+  await mkdir(above, { mode: 0o755 });
+  let back!: (line: string) => void;
+  const restarted = new Promise<string>((resolve) => {
+    back = resolve;
+  });
+  const engine = await startEngine({
+    dir,
+    workers: [],
+    watchMs: 100,
+    log: (line) => {
+      if (line.includes("is back")) back(line);
+    },
+  });
+  try {
+    const theirs = path.join(root, "theirs-for-swap");
+    asNobody("mkdir", "-m", "0777", theirs);
+    // the swap (what anyone who can write the folder above could do), and the Restate server
+    // dying at that moment, whose restart would start it on their folder: no await in between,
+    // so the engine cannot look at its folder half-way
+    renameSync(dir, path.join(above, "engine-moved"));
+    symlinkSync(theirs, dir);
+    engine.server().process.kill("SIGKILL");
+    const outcome = await Promise.race([engine.failed, restarted]);
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toContain(
+      `the engine's folder ${dir} was swapped while it ran (it is a symbolic link now): the engine stopped and wrote nothing more there. ` +
+        "Find who could write the folder above it, then start the engine again on its real folder.",
+    );
+    // it stopped: its Restate server is gone, its gate answers no more, and nothing of it is in their folder
+    await new Promise((resolve) => {
+      const server = engine.server().process;
+      if (server.exitCode !== null || server.signalCode !== null) resolve(undefined);
+      else server.once("exit", resolve);
+    });
+    await expect(fetch(engine.url)).rejects.toThrow();
+    expect(readdirSync(theirs)).toEqual([]);
+  } finally {
+    await engine.stop();
+  }
+}, 120_000);

@@ -23,9 +23,7 @@ const SETUPS = path.join(path.dirname(fileURLToPath(import.meta.url)), "support"
 let root: string;
 let engine: Engine | undefined;
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
-const fleet = new Fleet((port, identityKeys) =>
-  spawnWorker({ bundle: bundle!.file, port, tmpdir: root, identityKeys }),
-);
+const fleet = new Fleet((port, credential) => spawnWorker({ bundle: bundle!.file, port, tmpdir: root, ...credential }));
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-cancel-"));

@@ -33,9 +33,9 @@ const seen = new Set<string>();
 let live = 0;
 const kills: { case: string; pid: number }[] = [];
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
-const fleet = new Fleet((port, identityKeys) =>
+const fleet = new Fleet((port, credential) =>
   // no tmpdir: each worker makes its own (two sharing one turned cases into false protocol failures)
-  spawnWorker({ bundle: bundle!.file, port, cases: 2, identityKeys, suites: [path.join(root, "suite")] }),
+  spawnWorker({ bundle: bundle!.file, port, cases: 2, ...credential, suites: [path.join(root, "suite")] }),
 );
 
 async function judge(): Promise<void> {

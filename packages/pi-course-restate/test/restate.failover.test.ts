@@ -49,9 +49,7 @@ const reached: { name: string; pid: number }[] = [];
 
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 // a TMPDIR of the test's own: a worker keeps a folder for eval cases there
-const fleet = new Fleet((port, identityKeys) =>
-  spawnWorker({ bundle: bundle!.file, port, tmpdir: root, identityKeys }),
-);
+const fleet = new Fleet((port, credential) => spawnWorker({ bundle: bundle!.file, port, tmpdir: root, ...credential }));
 
 /** Each marker: kill its worker when the plan says so (and start a new one on its port), else say go. */
 async function judge(): Promise<void> {

@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunOutput } from "../src/agent-run.js";
 import { engineQuery, engineVersions, readConnection, sqlText } from "../src/engine-client.js";
 import type { Engine } from "../src/engine.js";
-import { readIdentityKeys } from "../src/identity.js";
+import { readWorkerCredential } from "../src/identity.js";
 import { freePort } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
@@ -58,12 +58,12 @@ afterAll(async () => {
 
 /** A fleet of bundled kill-script workers (`retryMaxMs`: the engine's longest wait between retries). */
 function fleetOf(retryMaxMs?: number): Fleet {
-  const fleet = new Fleet((port, identityKeys) =>
+  const fleet = new Fleet((port, credential) =>
     spawnWorker({
       bundle: bundle!.file,
       port,
       tmpdir: root,
-      identityKeys,
+      ...credential,
       ...(retryMaxMs !== undefined && { retryMaxMs }),
     }),
   );
@@ -175,7 +175,7 @@ describe("the engine restarted", () => {
     const first = await engineProcess(dir, [`http://127.0.0.1:${port}`]);
     const engine = await readConnection(dir);
     const fleet = fleetOf();
-    fleet.keys = readIdentityKeys(path.join(dir, "identity-keys"));
+    fleet.credential = readWorkerCredential(path.join(dir, "identity-keys"));
     await fleet.start(port);
     const [deployment] = await versionsUntil(engine, (versions) => versions.length === 1);
     const marks = await markersFor(root, "restarted", (point) => point === "restarted.c0.before");

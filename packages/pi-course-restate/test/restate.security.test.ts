@@ -11,7 +11,7 @@
  *
  * This test needs root (to act as another user) and `runuser`; it fails, saying so, without them.
  */
-import { execFile, spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { chmod, copyFile, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -24,6 +24,7 @@ import type { Engine } from "../src/engine.js";
 import { freePort } from "../src/restate-server.js";
 import { runDurably, runResult, submitRun } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
+import { requireAnotherUser } from "./support/another-user.js";
 import { engineWithFleet, Fleet, testBundle } from "./support/fleet.js";
 import { DONE } from "./support/kill-script.js";
 
@@ -35,28 +36,12 @@ let suite: string;
 let attackDir: string;
 let engine: Engine | undefined;
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
-const fleet = new Fleet((port, identityKeys) =>
-  spawnWorker({ bundle: bundle!.file, port, tmpdir: path.join(root, "tmp"), identityKeys, suites: [suite] }),
+const fleet = new Fleet((port, credential) =>
+  spawnWorker({ bundle: bundle!.file, port, tmpdir: path.join(root, "tmp"), ...credential, suites: [suite] }),
 );
 
-/** Fails (never skips) when this machine cannot run a process as another user. */
-function requireAnotherUser(): void {
-  if (process.getuid?.() !== 0) {
-    throw new Error(
-      "restate.security.test.ts makes its attacks as another local user (runuser -u nobody), which needs root: run it as root (CI does).",
-    );
-  }
-  const probe = spawnSync("runuser", ["-u", "nobody", "--", "true"], { encoding: "utf8" });
-  if (probe.error !== undefined || probe.status !== 0) {
-    throw new Error(
-      `runuser -u nobody does not work here (${probe.error?.message ?? probe.stderr}): install util-linux's runuser ` +
-        "and keep the user `nobody`; this test runs every attack as another local user and must not be skipped.",
-    );
-  }
-}
-
 beforeAll(async () => {
-  requireAnotherUser();
+  requireAnotherUser("restate.security.test.ts makes its attacks");
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-security-"));
   await chmod(root, 0o755); // open to all: the engine's folder must hold by itself
   suite = path.join(root, "suite");

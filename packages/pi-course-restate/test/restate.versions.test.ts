@@ -48,8 +48,8 @@ afterAll(async () => {
 });
 
 function fleetOf(bundle: () => string, version?: string): Fleet {
-  const fleet = new Fleet((port, identityKeys) =>
-    spawnWorker({ bundle: bundle(), port, tmpdir: root, identityKeys, ...(version !== undefined && { version }) }),
+  const fleet = new Fleet((port, credential) =>
+    spawnWorker({ bundle: bundle(), port, tmpdir: root, ...credential, ...(version !== undefined && { version }) }),
   );
   fleets.push(fleet);
   return fleet;
@@ -77,7 +77,7 @@ it("registers new code beside the old, keeps a run in flight on its version to t
   const engine = await engineOn("rollout", [p1, p2]);
   const old = fleetOf(() => v1!.file);
   const next = fleetOf(() => v2!.file);
-  old.keys = next.keys = [engine.publicKey];
+  old.credential = next.credential = engine.workerCredential;
   await old.start(p1);
   const [first] = await versionsUntil(engine, (versions) => versions.length === 1);
   expect(first).toMatchObject({ state: "serving", runsInFlight: 0 });
@@ -127,7 +127,7 @@ it("cancels a run stuck in replay (its journal does not match the code)", async 
   // the same version name on other code: what re-registering in place did
   const before = fleetOf(() => v1!.file, "same");
   const after = fleetOf(() => v2!.file, "same");
-  before.keys = after.keys = [engine.publicKey];
+  before.credential = after.credential = engine.workerCredential;
   await before.start(port);
   await versionsUntil(engine, (versions) => versions.length === 1);
   const marks = await markersFor(root, "stuck", (point) => point === "stuck.c0.before");

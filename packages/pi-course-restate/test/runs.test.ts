@@ -162,7 +162,7 @@ it("a run whose worker is away backs off: status counts the attempts and says th
   const waiting = await statusWhen("away", (s) => s.attempts >= 2 && s.lastFailure !== undefined);
   expect(waiting.state).toMatch(/^(backing-off|running|ready)$/);
   expect(waiting.lastFailure).toMatch(/connect|refused|unavailable|error/i);
-  started!.worker = worker = await spawnWorker({ bundle: started!.bundle, port, identityKeys: [engine.publicKey] });
+  started!.worker = worker = await spawnWorker({ bundle: started!.bundle, port, ...engine.workerCredential });
   await until("away.waiting");
   await writeFile(path.join(root, "away.go"), "");
   expect((await runResult(engine, "away")).errorMessage).toBeUndefined();

@@ -12,7 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
-import { someIdentityKey } from "./support/keys.js";
+import { someCredential } from "./support/keys.js";
 
 const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
 const OUT = path.join(PACKAGE, ".test-build", `bundle-${process.pid}.mjs`);
@@ -33,7 +33,7 @@ it("bundles a worker with its setups: plain Node runs it, and it takes no --setu
   expect(cli.stderr).toBe("");
   expect(cli.stdout).toBe(`worker bundle: ${OUT} (run: node ${OUT} --port N)\n`);
 
-  worker = await spawnWorker({ bundle: OUT, port: 0, identityKeys: [someIdentityKey()] });
+  worker = await spawnWorker({ bundle: OUT, port: 0, ...someCredential() });
   expect(worker.child.spawnargs.slice(1, 2)).toEqual([OUT]);
 
   const refused = spawnSync(process.execPath, [OUT, "--setups", SETUPS], { encoding: "utf8", timeout: 60_000 });
@@ -47,7 +47,7 @@ it("bundles a worker with its setups: plain Node runs it, and it takes no --setu
     "usage: pi-course-restate worker [--setups MODULE] [options]",
   ]);
 
-  await expect(spawnWorker({ bundle: OUT, setups: SETUPS, port: 0, identityKeys: [] })).rejects.toThrow(
+  await expect(spawnWorker({ bundle: OUT, setups: SETUPS, port: 0, ...someCredential() })).rejects.toThrow(
     "spawnWorker: a bundle has its setups built in; give `bundle` or `setups`, not both",
   );
 }, 180_000);

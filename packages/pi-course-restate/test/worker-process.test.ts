@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
 import { testBundle } from "./support/fleet.js";
-import { someIdentityKey } from "./support/keys.js";
+import { someCredential } from "./support/keys.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const SOURCE = fileURLToPath(new URL("../src/worker-process.ts", import.meta.url));
@@ -55,7 +55,7 @@ it("gives each worker a TMPDIR of its own by default, and stop() ends it and rem
   await mkdir(parentTmp);
   try {
     const pair = await Promise.all(
-      [0, 0].map((port) => spawnWorker({ bundle: bundle.file, port, identityKeys: [someIdentityKey()] })),
+      [0, 0].map((port) => spawnWorker({ bundle: bundle.file, port, ...someCredential() })),
     );
     started.push(...pair);
   } finally {
@@ -85,7 +85,7 @@ it("a worker stops by itself when the process that spawned it is SIGKILLed", asy
       "--input-type=module",
       "-e",
       `import { spawnWorker } from ${JSON.stringify(SOURCE)};
-       const worker = await spawnWorker({ bundle: ${JSON.stringify(bundle.file)}, port: 0, graceMs: 100, identityKeys: [${JSON.stringify(someIdentityKey())}] });
+       const worker = await spawnWorker({ bundle: ${JSON.stringify(bundle.file)}, port: 0, graceMs: 100, ...${JSON.stringify(someCredential())} });
        process.stdout.write(worker.pid + "\\n");
        setInterval(() => {}, 1000);`,
     ],

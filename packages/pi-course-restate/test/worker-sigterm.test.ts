@@ -8,7 +8,7 @@ import { afterAll, expect, it } from "vitest";
 import { freePort } from "../src/restate-server.js";
 import { spawnWorker, type WorkerProcess } from "../src/worker-process.js";
 import { testBundle } from "./support/fleet.js";
-import { someIdentityKey } from "./support/keys.js";
+import { someCredential } from "./support/keys.js";
 
 let worker: WorkerProcess | undefined;
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
@@ -38,7 +38,7 @@ it("exits within its grace on SIGTERM though sessions to it stay open", async ()
     bundle: bundle.file,
     port: await freePort(),
     graceMs,
-    identityKeys: [someIdentityKey()],
+    ...someCredential(),
   });
   // once started, the worker's output is no longer kept in this process
   expect(worker.child.stdout?.listenerCount("data")).toBe(0);

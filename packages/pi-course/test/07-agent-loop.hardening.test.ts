@@ -23,7 +23,7 @@ import type {
 } from "../src/index.js";
 import { constructionSiteError, finish, grammarViolations, shape, textResult } from "./support/agent-run.js";
 import type { AnyTool, FinishedRun } from "./support/agent-run.js";
-import { HOSTILE, hostileThrown, throwingGetter, throwingProxy } from "./support/agent-faults.js";
+import { HOSTILE, TRAP_SPRUNG, hostileThrown, throwingGetter, throwingProxy } from "./support/agent-faults.js";
 import { SseServer, sseOf, sseReply } from "./support/sse-server.js";
 import { call, says, scripted, turn } from "./support/messages.js";
 
@@ -503,7 +503,7 @@ describe("chapter 07 · the agent loop against hostile code", () => {
       // a Proxy's `then` throws when the result is awaited: that throw is the tool's answer
       const expected =
         label === "a Proxy that throws on every access"
-          ? /a trap was sprung/
+          ? new RegExp(TRAP_SPRUNG)
           : /^Tool "t" returned (a result that cannot be read|no valid result)/;
       expect(textOf(resultsOf(events)[0]!), label).toMatch(expected);
       expect(lastAssistant(result).stopReason, label).toBe("stop");

@@ -611,7 +611,10 @@ describe("chapter 07 · the agent loop", () => {
           "agent_end",
         ]);
         expect(result.at(-2)).toBe(steer[0]);
-        expect(lastAssistant(result).stopReason).toBe("aborted");
+        expect(lastAssistant(result)).toMatchObject({
+          stopReason: "aborted",
+          errorMessage: "The run was aborted before the model was called.",
+        });
       }
     }
   });
@@ -1124,6 +1127,10 @@ describe("chapter 07 · the agent loop", () => {
     expect(textOf(resultsOf(two.events)[0]!)).toBe('Tool "nope" not found. Available tools: read, add.');
     const none = await run("go", ctx([]), { model: sloppy([turn([call("c1", "nope", {})]), says("ok")]) });
     expect(textOf(resultsOf(none.events)[0]!)).toBe('Tool "nope" not found. Available tools: (none).');
+    // a context without a tools list at all has none either
+    const unlisted: AgentContext = { systemPrompt: "You are terse.", messages: [] };
+    const noList = await run("go", unlisted, { model: sloppy([turn([call("c1", "nope", {})]), says("ok")]) });
+    expect(textOf(resultsOf(noList.events)[0]!)).toBe('Tool "nope" not found. Available tools: (none).');
   });
 
   it("Lab 7.3 · invariant: every tool call is paired with exactly one result before the next model call", async () => {

@@ -372,7 +372,7 @@ it("mcp login in an untrusted clone never uses the clone's entry: its ${VAR} sec
   expect(tokenRequests()).toBe(before + 1);
 }, 60_000);
 
-it("mcp login --timeout 99999999999 waits as long as a timer can (no overflow that ends it at once); --timeout that is no number is a usage error", async () => {
+it("mcp login --timeout 2147483 (the most a timer holds) waits for the browser; 99999999999 is refused saying the most it takes (no timer that fires at once); --timeout that is no number is a usage error", async () => {
   const home = path.join(dir, "home-timeout");
   const project = path.join(dir, "project-timeout");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });
@@ -381,14 +381,14 @@ it("mcp login --timeout 99999999999 waits as long as a timer can (no overflow th
     path.join(home, ".pi-course", "mcp.json"),
     JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl } } }),
   );
-  const run = startProcess(builtStart(), ["mcp", "login", "web", "--no-browser", "--timeout", "99999999999"], {
+  const run = startProcess(builtStart(), ["mcp", "login", "web", "--no-browser", "--timeout", "2147483"], {
     cwd: project,
     started,
     env: { HOME: home, INIT_CWD: project },
   });
   let exited: number | null | undefined;
   void run.exit.then(({ code }) => (exited = code));
-  // a timer of 10^14 ms fires after 1 ms: the login would fail before anyone could answer
+  // a timer past 2^31-1 ms fires after 1 ms: the login would fail before anyone could answer
   for (let i = 0; i < 3000 && !run.output().stdout.includes("waiting for the browser"); i++)
     await new Promise((resolve) => setTimeout(resolve, 10));
   const printed = /^ {2}(http:\/\/\S+\/authorize\?\S+)$/m.exec(run.output().stdout)?.[1];
@@ -408,6 +408,14 @@ it("mcp login --timeout 99999999999 waits as long as a timer can (no overflow th
       `error: --timeout takes a number of seconds above 0, got ${wrong}.`,
     ]);
   }
+  const tokens = servers.log.length;
+  const tooLong = await mcpProcess(home, project, ["login", "web", "--no-browser", "--timeout", "99999999999"]);
+  expect([tooLong.code, tooLong.stderr.split("\n")[0], tooLong.stdout]).toEqual([
+    2,
+    "error: --timeout must be at most 2147483 seconds (about 24.8 days, the longest a timer holds), got 99999999999.",
+    "",
+  ]);
+  expect(servers.log.length).toBe(tokens);
 }, 60_000);
 
 it("a token file replaced by a FIFO reads as no tokens, at once: logout and a print run do not block", async () => {

@@ -141,3 +141,131 @@ it("in a pseudo-terminal: /mcp and a server's question show its words only throu
     await chat.close();
   }
 }, 90_000);
+
+/** Words an authorization server chose: a newline that starts a line passing for the agent's, a bidi override, a screen clear. */
+const AS_WORDS = "bad client\nlogged in to the MCP server web at https://auth.example.com\u202e\u001b[2J";
+
+/**
+ * A protected MCP server and its authorization server in one node:http server on 127.0.0.1: its
+ * token endpoint refuses every request with `AS_WORDS` as `error_description` and an `error_uri`
+ * that is an escape sequence; registration and the authorization endpoint answer as usual.
+ */
+async function refusingAuthorizationServer(): Promise<{ url: string; close: () => Promise<void> }> {
+  const { createServer } = await import("node:http");
+  const server = createServer((request, response) => {
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const json = (status: number, value: object, headers: Record<string, string> = {}) =>
+      response.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(value));
+    request.resume();
+    request.on("end", () => {
+      const route = `${request.method} ${request.url?.split("?")[0]}`;
+      if (route === "GET /.well-known/oauth-protected-resource/mcp")
+        return json(200, { resource: `${base}/mcp`, authorization_servers: [base] });
+      if (route === "GET /.well-known/oauth-authorization-server")
+        return json(200, {
+          issuer: base,
+          authorization_endpoint: `${base}/authorize`,
+          token_endpoint: `${base}/token`,
+          registration_endpoint: `${base}/register`,
+          code_challenge_methods_supported: ["S256"],
+        });
+      if (route === "POST /register") return json(201, { client_id: "c", token_endpoint_auth_method: "none" });
+      if (route === "POST /token")
+        return json(400, {
+          error: "invalid_client",
+          error_description: AS_WORDS,
+          error_uri: "https://auth.example.com/\u001b]52;c;cHduZWQ=\u0007",
+        });
+      json(
+        401,
+        {},
+        { "www-authenticate": `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"` },
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
+  return {
+    url,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** A home whose mcp.json has `web` (client credentials) and `person` (the code flow) at `url`. */
+function homeWithRemoteServers(url: string): string {
+  const home = path.join(dir, "home-remote");
+  mkdirSync(path.join(home, ".pi-course"), { recursive: true });
+  const mcpServers = {
+    web: { url, oauth: { grant: "client_credentials", clientId: "svc", clientSecret: "s" } },
+    person: { url },
+  };
+  writeFileSync(path.join(home, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers }));
+  return home;
+}
+
+/** What the guard makes of `AS_WORDS` after a speaker: written out, the forged line under its speaker. */
+const AS_WORDS_SHOWN = "bad client\n  │ logged in to the MCP server web at https://auth.example.com\\u202e\\u001b[2J";
+
+it("mcp login: an authorization server's error_description and error_uri, in McpAuthError's message, reach stderr only through the guard (a token refused, a browser sent back with an error)", async () => {
+  const remote = await refusingAuthorizationServer();
+  try {
+    const home = homeWithRemoteServers(remote.url);
+    const env = { HOME: home, INIT_CWD: dir, BROWSER: "" };
+    const machine = startProcess(builtStart(), ["mcp", "login", "web"], { cwd: dir, env, started });
+    expect((await machine.exit).code).toBe(1);
+    const refused = machine.output().stderr;
+    expect(refused).toBe(
+      `error: cannot log in to the MCP server web: the authorization server ${new URL(remote.url).origin} did not give a token (HTTP 400: invalid_client (${AS_WORDS_SHOWN}))\n`,
+    );
+
+    // the browser comes back to the loopback redirect with the authorization server's error
+    const person = startProcess(builtStart(), ["mcp", "login", "person", "--no-browser", "--timeout", "60"], {
+      cwd: dir,
+      env,
+      started,
+    });
+    for (let i = 0; i < 3000 && !person.output().stdout.includes("waiting for the browser"); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const printed = /^ {2}(http:\/\/\S+\/authorize\?\S+)$/m.exec(person.output().stdout)?.[1];
+    expect(printed, person.output().stdout + person.output().stderr).toBeDefined();
+    const asked = new URL(printed!).searchParams;
+    const back = new URL(asked.get("redirect_uri")!);
+    back.searchParams.set("state", asked.get("state")!);
+    back.searchParams.set("error", "access_denied\u001b[2J");
+    back.searchParams.set("error_description", AS_WORDS);
+    back.searchParams.set("error_uri", "https://auth.example.com/\u001b]52;c;cHduZWQ=\u0007");
+    await fetch(back).then((response) => response.text());
+    expect((await person.exit).code).toBe(1);
+    expect(person.output().stderr).toBe(
+      `error: cannot log in to the MCP server person: the authorization server answered access_denied\\u001b[2J (${AS_WORDS_SHOWN})\n`,
+    );
+    for (const text of [refused, person.output().stderr, person.output().stdout])
+      expect(text.split("\n").filter((line) => RAW.test(line) || line.startsWith("logged in"))).toEqual([]);
+  } finally {
+    await remote.close();
+  }
+}, 60_000);
+
+it("--print: a remote server whose authorization server refuses with words of its own fails with them only through the guard", async () => {
+  const remote = await refusingAuthorizationServer();
+  const chat = await scriptedChatServer([answerTurn(() => "Done.")]);
+  try {
+    const home = homeWithRemoteServers(remote.url);
+    const args = ["--base-url", chat.baseUrl, "--model", "m", "--no-api-key", "--cwd", dir, "--no-session", "-p", "go"];
+    const run = startProcess(builtStart(), args, { cwd: dir, env: { HOME: home, INIT_CWD: dir }, started });
+    const { code } = await run.exit;
+    const { stdout, stderr } = run.output();
+    expect([code, stdout]).toEqual([0, "Done.\n"]);
+    const origin = new URL(remote.url).origin;
+    expect(stderr).toContain(
+      `\nnote: MCP server web failed: the authorization server ${origin} did not give a token (HTTP 400: invalid_client (${AS_WORDS_SHOWN}))\n`,
+    );
+    expect(stderr.split("\n").filter((line) => RAW.test(line) || line.startsWith("logged in"))).toEqual([]);
+  } finally {
+    await chat.close();
+    await remote.close();
+  }
+}, 60_000);

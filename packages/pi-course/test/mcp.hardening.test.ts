@@ -237,6 +237,42 @@ it("close() ends what the server started too: its whole process group", async ()
   expect(alive).toBe(false);
 }, 60_000);
 
+it("a stdio server shares the agent's session on Linux (no scheduling group of its own between a message and its answer), elsewhere leads its own process group", async () => {
+  const pidFile = path.join(tmpdir(), `pi-course-session-${process.pid}-${Date.now()}`);
+  const server = path.join(path.dirname(HOSTILE), "spawning-server.mjs");
+  const transport = new StdioTransport({ command: process.execPath, args: [server, pidFile], graceMs: 500 });
+  const client = new McpClient(transport);
+  await client.connect({ timeoutMs: 20_000 });
+  try {
+    const pid = transport.pid!;
+    if (process.platform === "linux") {
+      // A new session is a new autogroup: the kernel then schedules the server apart from the agent,
+      // and each round trip waits for a group switch (bench/17-mcp: 2x the SDK's wall time under load).
+      const session = (stat: string) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]; // state ppid pgrp session
+      expect(session(await readFile(`/proc/${pid}/stat`, "utf8"))).toBe(
+        session(await readFile("/proc/self/stat", "utf8")),
+      );
+      expect(await readFile(`/proc/${pid}/autogroup`, "utf8")).toBe(await readFile("/proc/self/autogroup", "utf8"));
+    } else expect(() => process.kill(-pid, 0)).not.toThrow();
+  } finally {
+    await client.close();
+    // what it started ends with it (SIGKILL; gone once its new parent has reaped it)
+    const grandchild = Number(await readFile(pidFile, "utf8"));
+    await rm(pidFile, { force: true });
+    const alive = () => {
+      try {
+        process.kill(grandchild, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const deadline = Date.now() + 20_000; alive() && Date.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(alive()).toBe(false);
+  }
+}, 60_000);
+
 const callOf = (args: Record<string, unknown>) => ({
   type: "toolCall" as const,
   id: "c1",

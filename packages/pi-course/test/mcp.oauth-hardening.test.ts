@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { errorText } from "../src/base/errors.js";
+import { MAX_TIMER_MS } from "../src/base/timer.js";
 import type { HttpAuth } from "../src/mcp/auth/http-auth.js";
 import { McpOAuth, type McpOAuthOptions } from "../src/mcp/auth/oauth.js";
 import { McpTokenStore, type StoredAuthorization } from "../src/mcp/auth/token-store.js";
@@ -278,3 +279,31 @@ it("a token file that cannot be renamed into place leaves no temporary file behi
   ).toThrow();
   expect(readdirSync(s.folder).filter((name) => name.endsWith(".tmp"))).toEqual([]);
 });
+
+it("attack: a login's timeoutMs or loginTimeoutMs past a timer's reach is refused before any request (no timer that fires at once); the longest a timer holds waits", async () => {
+  const serverUrl = `${base}/mcp`;
+  const tooLong = 99_999_999_999_000; // `mcp login --timeout 99999999999`, in ms: a Node timer would fire after 1 ms
+  const most =
+    "must be at most 2147483647 milliseconds (about 24.8 days, the longest a timer holds), got 99999999999000";
+  expect(() => new McpOAuth({ serverUrl, store: store(), loginTimeoutMs: tooLong })).toThrow(
+    new RangeError(`loginTimeoutMs ${most}`),
+  );
+  const opened: string[] = [];
+  const auth = new McpOAuth({ serverUrl, store: store(), openUrl: (url) => void opened.push(url) });
+  const refused = await failure(auth.login({ timeoutMs: tooLong }));
+  expect(refused).toEqual(new RangeError(`the login's timeoutMs ${most}`));
+  expect([seen, opened]).toEqual([[], []]);
+
+  // the longest a timer holds: the login waits for the browser until it is cancelled
+  metadata = { authorization_endpoint: `${base}/authorize`, registration_endpoint: `${base}/register` };
+  routes.set("POST /register", (_request, response) =>
+    json(response, 201, { client_id: "registered", token_endpoint_auth_method: "none" }),
+  );
+  const controller = new AbortController();
+  const waiting = failure(auth.login({ timeoutMs: MAX_TIMER_MS, signal: controller.signal }));
+  for (let i = 0; i < 1000 && opened.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(opened).toHaveLength(1);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  controller.abort();
+  expect(errorText(await waiting)).toBe("the login was cancelled");
+}, 30_000);

@@ -191,7 +191,7 @@ it("client credentials: a machine with a configured id and secret gets its token
   const client = await connected(auth);
   expect(await callText(client, "whoami")).toBe(`hello from the protected server (scopes: ${TOOLS_SCOPE})`);
   expect(servers.log).toEqual([`token client_credentials resource=${servers.mcpUrl}`]);
-  auth.logout();
+  await auth.logout();
   const wrong = oauth({ grant: "client_credentials", clientId: "machine", clientSecret: "not-the-secret-456" });
   const message = await failure(connected(wrong));
   expect(message).toContain("did not give a token (HTTP 400: invalid_client (Invalid client_secret))");
@@ -338,7 +338,7 @@ it('an entry\'s "oauth" is checked as it is read: each wrong field is named', ()
     'server "web" in t: "oauth.scopes" must be a list of scope names (no spaces)',
   );
   expect(problem({ clientID: "a" })).toBe(
-    'server "web" in t: "oauth.clientID" is not a field of "oauth" (clientId, clientSecret, clientMetadataUrl, scopes, grant, redirectPort, privateKey, privateKeyFile, keyId, signingAlgorithm, tokenEndpointAuthMethod, identityProvider, protocolVersion)',
+    'server "web" in t: "oauth.clientID" is not a field of "oauth" (clientId, clientSecret, clientMetadataUrl, scopes, grant, redirectPort, privateKey, privateKeyFile, keyId, signingAlgorithm, tokenEndpointAuthMethod, identityProvider, protocolVersion, issuer)',
   );
   const stdio = parseMcpConfig(JSON.stringify({ mcpServers: { s: { command: "x", oauth: {} } } }), "t", {})[0]!;
   expect(stdio.problem).toBe('server "s" in t: "oauth" goes with "url" (a stdio server takes its keys in "env")');

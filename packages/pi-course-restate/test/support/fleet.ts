@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type EngineConnection, engineVersions, type VersionState } from "../../src/engine-client.js";
 import { type Engine, startEngine } from "../../src/engine.js";
+import type { WorkerCredential } from "../../src/identity.js";
 import { freePort } from "../../src/restate-server.js";
 import { bundleWorker } from "../../src/worker-bundle.js";
 import { spawnWorker, type WorkerProcess } from "../../src/worker-process.js";
@@ -34,15 +35,15 @@ export async function engineWithFleet(
   fleet: Fleet,
   dir: string,
   ports: readonly number[],
-  options: { watchMs?: number } = {},
+  options: { watchMs?: number; log?: (line: string) => void } = {},
 ): Promise<Engine> {
   const engine = await startEngine({
     dir,
     workers: ports.map((port) => `http://127.0.0.1:${port}`),
     watchMs: options.watchMs ?? 100,
-    log: () => undefined,
+    log: options.log ?? (() => undefined),
   });
-  fleet.keys = [engine.publicKey];
+  fleet.credential = engine.workerCredential;
   try {
     await Promise.all(ports.map((port) => fleet.start(port)));
     await versionsUntil(engine, (versions) => versions.some((v) => v.state === "serving"));
@@ -71,14 +72,14 @@ export class Fleet {
   readonly workers: WorkerProcess[] = [];
   private readonly starting: Promise<void>[] = [];
   private referee: NodeJS.Timeout | undefined;
-  /** The engine's identity keys, for every worker started from now on. */
-  keys: string[] = [];
+  /** The engine's credential for workers, for every worker started from now on. */
+  credential: WorkerCredential = { identityKeys: [], workerSecret: "" };
 
-  constructor(private readonly spawn: (port: number, identityKeys: string[]) => Promise<WorkerProcess>) {}
+  constructor(private readonly spawn: (port: number, credential: WorkerCredential) => Promise<WorkerProcess>) {}
 
   /** Starts a worker on `port` and resolves once it listens. */
   async start(port: number): Promise<void> {
-    this.workers.push(await this.spawn(port, this.keys));
+    this.workers.push(await this.spawn(port, this.credential));
   }
 
   /** The worker of `pid`, if its start is recorded. */
@@ -162,7 +163,7 @@ export async function engineAndWorker(
     started.worker = await spawnWorker({
       bundle: bundle.file,
       port,
-      identityKeys: [started.engine.publicKey],
+      ...started.engine.workerCredential,
       ...(options.env !== undefined && { env: options.env }),
       ...(options.suites !== undefined && { suites: options.suites }),
     });

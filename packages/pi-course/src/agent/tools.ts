@@ -24,7 +24,9 @@ export interface ToolArgumentIssue {
 /**
  * Thrown by `validateToolArguments` / `prepareToolArguments`. The message lists each failing
  * field by path and shows the received arguments, so that, as a tool result, it lets a model
- * correct its call.
+ * correct its call. One line per issue, its path then the validator's words: `  - /a: must be
+ * number`, `  - /b: is required`, `  - (root): must be object`; or, when the arguments could not
+ * be copied, the reason instead: `the arguments are not plain JSON data (a function is not JSON)`.
  */
 export class ToolArgumentsError extends PiCourseError {
   override readonly name = "ToolArgumentsError";
@@ -284,7 +286,8 @@ function render(value: unknown, ancestors: Set<object>): string {
 /**
  * A deep copy of JSON data (what parsed arguments are): plain objects, arrays and primitives.
  * Lighter than `structuredClone` for the small objects tool calls carry. Throws on anything
- * else (a function, a Date, a class instance, a cycle): no model sends that.
+ * else (a function, a Date, a class instance, a cycle): no model sends that. The TypeError says
+ * what it met: `a function is not JSON`, `a bigint is not JSON`, `a Date instance is not JSON`.
  */
 function copyJson(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object") {

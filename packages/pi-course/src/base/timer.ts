@@ -26,6 +26,20 @@ export function userDuration(value: unknown, setting: string, unit: "ms" | "s" =
   return ms > MAX_TIMER_MS ? undefined : ms;
 }
 
+/**
+ * `value` (in `unit`s) as milliseconds for a wait that must end (a login waiting for a browser):
+ * read by `userDuration`, and a value past `MAX_TIMER_MS` is refused too, with a RangeError
+ * naming `setting` and the most it takes, since "no limit" would wait for ever.
+ */
+export function boundedDuration(value: unknown, setting: string, unit: "ms" | "s" = "ms"): number {
+  const ms = userDuration(value, setting, unit);
+  if (ms !== undefined) return ms;
+  const most = unit === "s" ? `${Math.floor(MAX_TIMER_MS / 1000)} seconds` : `${MAX_TIMER_MS} milliseconds`;
+  throw new RangeError(
+    `${setting} must be at most ${most} (about 24.8 days, the longest a timer holds), got ${String(value)}`,
+  );
+}
+
 /** `setTimeout(run, ms)`, or no timer when `ms` is `undefined` (no limit, see `userDuration`). */
 export function startTimer(run: () => void, ms: number | undefined): NodeJS.Timeout | undefined {
   return ms === undefined ? undefined : setTimeout(run, ms);

@@ -22,7 +22,7 @@ import { McpConfigError, type McpServerConfig, parseMcpConfig } from "../mcp/con
 import { readJsonFile } from "../base/read-json.js";
 import { projectRoot } from "../resources/folders.js";
 import { isTrusted } from "../resources/trust.js";
-import { MAX_TIMER_MS, userDuration } from "../base/timer.js";
+import { boundedDuration } from "../base/timer.js";
 import type { CliIO } from "./io.js";
 import { homeFolder } from "./settings.js";
 import { neutralize, untrustedText } from "./terminal-text.js";
@@ -75,11 +75,15 @@ export async function runMcpCommand(argv: readonly string[], io: CliIO): Promise
     if (arg === "--project") scope = "project";
     else if (arg === "--no-browser") browser = false;
     else if (arg === "--timeout") {
-      // the one duration reader: a number past a timer's reach is "no limit" (here: the longest wait a timer holds)
+      // the one duration reader, for a wait that must end: past a timer's reach is refused
       const seconds = next !== undefined && /^[0-9]+(\.[0-9]+)?$/.test(next) ? Number(next) : Number.NaN;
       if (!(seconds > 0))
         return usage(`--timeout takes a number of seconds above 0, got ${neutralize(next ?? "nothing")}.`);
-      timeoutMs = userDuration(seconds, "--timeout", "s") ?? MAX_TIMER_MS;
+      try {
+        timeoutMs = boundedDuration(seconds, "--timeout", "s");
+      } catch (error) {
+        return usage(`${(error as Error).message}.`);
+      }
       i++;
     } else if (arg === "--cwd" && next !== undefined) project = path.resolve(from, rest[++i]!);
     else if (arg === "--env" && next !== undefined && /^[A-Za-z_][A-Za-z0-9_]*=/.test(next)) {

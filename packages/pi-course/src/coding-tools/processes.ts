@@ -35,13 +35,14 @@ export function newCallMarker(): string {
 }
 
 /**
- * SIGKILL to every process whose environment holds `PI_COURSE_CALL=<marker>` for one of
- * `markers`, found by reading `/proc/<pid>/environ` (the block each process was started with;
- * only processes this user may inspect are seen). Passes repeat until one finds nothing, so a
- * process forked during a pass dies in the next. Returns how many processes got the signal;
+ * SIGKILL (or `signal`) to every process whose environment holds `PI_COURSE_CALL=<marker>` for one
+ * of `markers`, found by reading `/proc/<pid>/environ` (the block each process was started with;
+ * only processes this user may inspect are seen). With SIGKILL, passes repeat until one finds
+ * nothing, so a process forked during a pass dies in the next; any other signal is sent in one
+ * pass (a process asked to stop may take its time). Returns how many processes got the signal;
  * always 0 off Linux. Synchronous, so it also runs in a process `exit` handler.
  */
-export function killMarkedProcesses(markers: Iterable<string>): number {
+export function killMarkedProcesses(markers: Iterable<string>, signal: NodeJS.Signals = "SIGKILL"): number {
   const needles = [...markers].map((marker) => Buffer.from(`${CALL_MARKER_VARIABLE}=${marker}\0`));
   if (process.platform !== "linux" || needles.length === 0) return 0;
   const killed = new Set<number>(); // a process found again while its SIGKILL lands counts once
@@ -64,14 +65,14 @@ export function killMarkedProcesses(markers: Iterable<string>): number {
       }
       if (!needles.some((needle) => environ.includes(needle))) continue;
       try {
-        process.kill(Number(name), "SIGKILL");
+        process.kill(Number(name), signal);
         killed.add(Number(name));
         found++;
       } catch {
         // ESRCH: it ended meanwhile.
       }
     }
-    if (found === 0) break;
+    if (found === 0 || signal !== "SIGKILL") break;
   }
   return killed.size;
 }

@@ -34,6 +34,9 @@ import type { AgentMessage } from "../types.js";
  * - `the result for <toolCallId> (<toolName>) answers no earlier tool call.`
  * - `tool call <id> (<name>) has no result.`
  * - `tool call <id> (<name>) has <n> results; it must have exactly one.`
+ *
+ * For example, a result for `z` (a `read`) before the call `z` is `the result for z (read) answers
+ * no earlier tool call.`; a second call `a` of `read` is `tool call id a (read) is used twice.`
  */
 export function checkToolPairing(messages: readonly AgentMessage[]): string[] {
   // #region lab 14.2 checkToolPairing

@@ -8,10 +8,18 @@
  *
  * Shutdown as servers need it: close stdin (an idle server exits within milliseconds), wait
  * `graceMs`, SIGTERM, wait `graceMs`, SIGKILL. Some servers never exit on their own (after an
- * oversized line, or with timers running), and a busy one finishes its call first.
+ * oversized line, or with timers running), and a busy one finishes its call first. What a server
+ * starts ends with it (`spawnServer`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { killGroup, trackProcessGroup, untrackProcessGroup } from "../coding-tools/processes.js";
+import {
+  CALL_MARKER_VARIABLE,
+  killGroup,
+  killMarkedProcesses,
+  newCallMarker,
+  trackProcessGroup,
+  untrackProcessGroup,
+} from "../coding-tools/processes.js";
 import { readMessage, type JsonRpcMessage } from "./json-rpc.js";
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from "./line-decoder.js";
 import type { McpTransport, TransportHandlers } from "./transport.js";
@@ -80,26 +88,10 @@ export class StdioTransport implements McpTransport {
     const childEnv: Record<string, string> = {};
     for (const name of INHERITED_ENV) if (process.env[name] !== undefined) childEnv[name] = process.env[name]!;
     Object.assign(childEnv, env);
-    // Its own process group (detached), so that what the server starts ends with it.
-    const child = spawn(command, args, {
-      cwd,
-      env: childEnv,
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: true,
-      windowsHide: true,
-    });
+    // spawnServer (given): what the server starts ends with it, see its comment.
+    const child = spawnServer(command, args, { cwd, env: childEnv });
     this.child = child;
-    if (child.pid !== undefined) trackProcessGroup(child.pid);
-    this.exited = new Promise((resolve) =>
-      child.once("close", () => {
-        // The server is gone; whatever it left in its group goes too.
-        if (child.pid !== undefined) {
-          killGroup(child.pid);
-          untrackProcessGroup(child.pid);
-        }
-        resolve();
-      }),
-    );
+    this.exited = new Promise((resolve) => child.once("close", () => resolve()));
     const decoder = new LineDecoder(this.params.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
     child.stdout!.on("data", (chunk: Buffer) => {
       if (this.ended) return;
@@ -242,9 +234,63 @@ export class StdioTransport implements McpTransport {
   }
 }
 
-/** `signal` to the server's whole process group (the server and what it started). */
+/**
+ * Whether a server gets a session of its own. On Linux a new session is also a new scheduling
+ * group (the kernel's autogroup, on by default): every message then waits until the scheduler
+ * switches groups, which on a loaded machine doubled the time of a round trip (bench/17-mcp:
+ * 1,000 calls took 2x the SDK's wall time at the same CPU time). There the server stays in the
+ * agent's session and its processes carry a marker (`PI_COURSE_CALL`) instead, found in `/proc`;
+ * elsewhere it leads a process group (and session) of its own. In the agent's process group, a
+ * Ctrl-C at a terminal in cooked mode (a `--print` run) reaches the server as it reaches the
+ * agent, whose run ends then anyway; the interactive mode reads Ctrl-C as a key.
+ */
+const OWN_SESSION = process.platform !== "linux";
+
+/** The marker of each server spawned in the agent's session. */
+const markers = new WeakMap<ChildProcess, string>();
+
+/**
+ * Starts a server so that whatever it starts ends with it: at its exit (what it left behind gets
+ * SIGKILL), at `signalGroup`, and when this process exits (`trackProcessGroup`). A process that
+ * leaves both its group and the marker (a new session and a scrubbed environment) escapes, as a
+ * `bash` command's does.
+ */
+function spawnServer(
+  command: string,
+  args: string[],
+  { cwd, env }: { cwd: string | undefined; env: Record<string, string> },
+): ChildProcess {
+  const marker = OWN_SESSION ? undefined : newCallMarker();
+  const child = spawn(command, args, {
+    cwd,
+    env: marker === undefined ? env : { ...env, [CALL_MARKER_VARIABLE]: marker },
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: OWN_SESSION,
+    windowsHide: true,
+  });
+  const pid = child.pid;
+  if (pid === undefined) return child; // it did not start: the error event says why
+  if (marker !== undefined) markers.set(child, marker);
+  trackProcessGroup(pid, marker);
+  // Before the transport's own listener: what it left is gone when `exited` resolves. (Not
+  // `kill(-pid)` for a marked server: its pid is free now, and may lead someone else's group.)
+  child.once("close", () => {
+    if (marker === undefined) killGroup(pid);
+    else killMarkedProcesses([marker]);
+    untrackProcessGroup(pid);
+  });
+  return child;
+}
+
+/** `signal` to the server and what it started (its process group, or the processes carrying its marker). */
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid !== undefined) killGroup(child.pid, signal);
+  if (child.pid === undefined) return;
+  const marker = markers.get(child);
+  if (marker === undefined) killGroup(child.pid, signal);
+  else {
+    child.kill(signal);
+    killMarkedProcesses([marker], signal);
+  }
 }
 
 function quote(line: string): string {

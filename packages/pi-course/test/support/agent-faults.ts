@@ -69,10 +69,13 @@ export type Hostile = (typeof HOSTILE)[number];
 const ANSWERING = ["beforeToolCall", "afterToolCall", "getSteeringMessages", "getFollowUpMessages"] as const;
 type AnsweringHook = (typeof ANSWERING)[number];
 
+/** What every trap of `throwingProxy()` throws: the test's own text, which the loop passes on. */
+export const TRAP_SPRUNG = "a trap was sprung";
+
 /** A Proxy every operation of which throws (get, has, ownKeys, getPrototypeOf, …). */
 export function throwingProxy(): object {
   const trap = (): never => {
-    throw new Error("a trap was sprung");
+    throw new Error(TRAP_SPRUNG);
   };
   return new Proxy({}, new Proxy({}, { get: () => trap }));
 }

@@ -2,7 +2,9 @@
  * The one error of MCP authorization. Its message says what happened and what to do (log in,
  * ask for a wider scope, fix the configuration); it never holds a token, a client secret, an
  * authorization code or a request body: only what the authorization server said in its
- * `error` and `error_description`, and names and URLs.
+ * `error` and `error_description`, and names and URLs. Those words are the authorization
+ * server's own, raw: a program that shows the message at a terminal passes it through a guard
+ * first, as the CLI does (`untrustedText` of cli/terminal-text.ts).
  *
  * It reaches every caller as it is: `McpOAuth`'s methods, the transport's `send`, and the
  * requests of `McpClient` (`connect`, `callTool`, …) reject with this class, so a program reads
@@ -22,7 +24,12 @@ export type McpAuthFailure =
   /** The authorization server refused a request (registration, token, refresh). */
   | "refused"
   /** The person did not complete the login in time, or the browser came back with an error. */
-  | "login-failed";
+  | "login-failed"
+  /**
+   * The MCP server named an authorization server that the configured client's secret or key does
+   * not belong to (`oauth.issuer`, or the first one they were used with): nothing was sent to it.
+   */
+  | "wrong-issuer";
 
 /** Authorizing against a remote MCP server failed; `failure` says how. */
 export class McpAuthError extends PiCourseError {

@@ -56,6 +56,12 @@ export interface ClientSettings extends PrivateKeyJwtSettings {
   clientMetadataUrl?: string;
   /** The name shown on the consent page when registering (default "pi-course"). */
   clientName?: string;
+  /**
+   * The issuer of the authorization server the configured client belongs to. Its secret or key
+   * is sent to that one only, whatever authorization server the MCP server names. Without it,
+   * they go only to the first one they were used with (kept with the client, `TokenStore.writeClient`).
+   */
+  issuer?: string;
 }
 
 /** The configured client of `settings`, if one is configured. */
@@ -79,7 +85,11 @@ export function configuredClient(settings: ClientSettings): OAuthClient | undefi
   };
 }
 
-/** A registered client kept for a server, with the authorization server that registered it. */
+/**
+ * A registered client kept for a server, with the authorization server that registered it; or,
+ * for a configured client with a secret or key (`via: "configured"`, its id only), the
+ * authorization server they were first used with, the only one they go to after.
+ */
 export interface KeptClient {
   issuer: string;
   client: OAuthClient;
@@ -100,6 +110,19 @@ export function reusable(
   if (kept.client.secretExpiresAt !== undefined && kept.client.secretExpiresAt <= now) return false;
   if (redirectUri === undefined) return true;
   return (kept.client.redirectUris ?? []).some((uri) => sameRedirect(uri, redirectUri));
+}
+
+/**
+ * Whether two issuer identifiers name the same authorization server: equal as URLs (so
+ * `https://as.example` and `https://as.example/` are one), otherwise compared as text.
+ */
+export function sameIssuer(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return false;
+  }
 }
 
 /** Redirect URIs that match: equal, or loopback URIs that differ only in their port (RFC 8252 §7.3). */

@@ -19,6 +19,10 @@
  *                                  "idToken": "${SSO_ID_TOKEN}" } }
  * ```
  *
+ * A configured secret or key goes to one authorization server only: `"issuer"` names it
+ * (`"issuer": "https://auth.example.com"`), else it is the first one they were used with. An MCP
+ * server that names another is refused (`McpAuthError` "wrong-issuer") with nothing sent there.
+ *
  * Every field is optional: with none, a server that asks for authorization gets dynamic client
  * registration and the code flow. `"oauth": false` turns authorization off for the server (a
  * 401 is then an HTTP error like any other). `${VAR}` in `clientSecret`, `privateKey` and the
@@ -27,6 +31,7 @@
  * server that publishes no metadata.
  */
 import type { ClientAuthMethod, ClientSettings } from "./client-identity.js";
+import { isSecureUrl } from "./secure-url.js";
 
 /** The identity provider of an entry's cross-app access (text only: the ID token comes from `${VAR}`). */
 export interface IdentityProviderEntry {
@@ -61,6 +66,7 @@ const FIELDS = [
   "tokenEndpointAuthMethod",
   "identityProvider",
   "protocolVersion",
+  "issuer",
 ];
 const AUTH_METHODS: ClientAuthMethod[] = ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"];
 
@@ -84,6 +90,7 @@ export function readOAuthSettings(value: unknown, expand: (text: string) => stri
     "keyId",
     "signingAlgorithm",
     "protocolVersion",
+    "issuer",
   ] as const) {
     const text = o[field];
     if (text === undefined) continue;
@@ -105,6 +112,16 @@ export function readOAuthSettings(value: unknown, expand: (text: string) => stri
     out.tokenEndpointAuthMethod = method as ClientAuthMethod;
   }
   if (o.identityProvider !== undefined) out.identityProvider = readIdentityProvider(o.identityProvider, expand);
+  if (out.issuer !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(out.issuer);
+    } catch {}
+    if (url === undefined || !isSecureUrl(url))
+      throw new Error(
+        `"oauth.issuer" must be the https URL of the authorization server the client belongs to (its metadata's "issuer"), got ${JSON.stringify(out.issuer)}`,
+      );
+  }
   if (out.clientMetadataUrl !== undefined) {
     let url: URL;
     try {

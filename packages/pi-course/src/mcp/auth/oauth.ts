@@ -30,10 +30,17 @@
  * server (`serverUrl`).
  */
 import { errorText } from "../../base/errors.js";
+import { boundedDuration } from "../../base/timer.js";
 import { McpAuthError } from "./auth-error.js";
 import { AUTH_REQUEST_TIMEOUT_MS, type AuthFetch, authFetch } from "./auth-fetch.js";
-import { type ClientSettings, configuredClient, type OAuthClient, obtainClient } from "./client-identity.js";
-import { type Discovered, discover, requirePkce } from "./discovery.js";
+import {
+  type ClientSettings,
+  configuredClient,
+  type OAuthClient,
+  obtainClient,
+  sameIssuer,
+} from "./client-identity.js";
+import { type AuthorizationServerMetadata, type Discovered, discover, requirePkce } from "./discovery.js";
 import type { HttpAuth } from "./http-auth.js";
 import { startLoopback } from "./loopback.js";
 import { createPkce, randomState } from "./pkce.js";
@@ -95,7 +102,10 @@ export interface McpOAuthOptions<Store extends TokenStore = TokenStore> extends 
    * runs the login at once, sending them to this URL. Absent: those fail with what to do.
    */
   openUrl?: (url: string) => void | Promise<void>;
-  /** How long a login waits for the browser (default `DEFAULT_LOGIN_TIMEOUT_MS`). */
+  /**
+   * How long a login waits for the browser (default `DEFAULT_LOGIN_TIMEOUT_MS`); at most
+   * `MAX_TIMER_MS` (about 24.8 days), else the constructor throws a RangeError.
+   */
   loginTimeoutMs?: number;
   fetch?: typeof fetch;
   /** How long one request to the servers may take (default `AUTH_REQUEST_TIMEOUT_MS`). */
@@ -110,6 +120,10 @@ export interface LoginOptions {
   openUrl?: (url: string) => void | Promise<void>;
   /** Scopes to ask for besides the usual ones (a step-up). */
   scopes?: string[];
+  /**
+   * How long the login waits for the browser (default: the options' `loginTimeoutMs`). At most
+   * `MAX_TIMER_MS` (about 24.8 days): a longer one is refused with a RangeError.
+   */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -143,7 +157,10 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
   /** Code flows waiting for their redirect, by `state`. */
   private readonly logins = new Map<string, PendingLogin>();
 
-  constructor(readonly options: McpOAuthOptions<Store>) {}
+  /** Throws a RangeError when `loginTimeoutMs` is no duration or past a timer's reach (`boundedDuration`). */
+  constructor(readonly options: McpOAuthOptions<Store>) {
+    if (options.loginTimeoutMs !== undefined) boundedDuration(options.loginTimeoutMs, "loginTimeoutMs");
+  }
 
   /** Whether tokens are kept for this server (a store that answers at once; else `isLoggedIn`). */
   get loggedIn(): boolean {
@@ -255,6 +272,8 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
    */
   async login(options: LoginOptions = {}): Promise<LoginResult> {
     return this.named(async () => {
+      // a wait that cannot be timed is refused before anything is asked of anyone
+      if (options.timeoutMs !== undefined) boundedDuration(options.timeoutMs, "the login's timeoutMs");
       const { challenge, asked } = await this.probe();
       const stored = await this.stored();
       const scopes = union(options.scopes ?? [], stored?.wantedScope?.split(" ").filter((s) => s !== "") ?? []);
@@ -325,7 +344,12 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
     });
   }
 
-  /** Forgets the kept tokens (the registered client stays, for the next login); true when there were some. */
+  /**
+   * Forgets the kept tokens; resolves with true when there were some. A promise, since a store
+   * may answer later (a keychain, a database): await it before relying on the tokens being gone.
+   * The registered client stays, for the next login, and so does the issuer a configured
+   * client's secret is pinned to.
+   */
   async logout(): Promise<boolean> {
     return this.options.store.remove(this.options.serverUrl);
   }
@@ -410,7 +434,10 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
           action: this.hint(),
         },
       );
-    const timeoutMs = options.timeoutMs ?? this.options.loginTimeoutMs ?? DEFAULT_LOGIN_TIMEOUT_MS;
+    const timeoutMs = boundedDuration(
+      options.timeoutMs ?? this.options.loginTimeoutMs ?? DEFAULT_LOGIN_TIMEOUT_MS,
+      "the login's timeoutMs",
+    );
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.oneCodeFlow(challenge, extraScopes, openUrl, timeoutMs, options.signal);
@@ -418,7 +445,8 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
         const forgotten = error instanceof McpAuthError && error.oauthError === "invalid_client";
         if (!forgotten || attempt === 2) throw error;
         const kept = await this.options.store.readClient(this.options.serverUrl);
-        if (kept === undefined) throw error; // it was not a kept registration: registering anew would not help
+        // not a kept registration (none, or a configured client's issuer): registering anew would not help
+        if (kept?.client.via !== "registered") throw error;
         await this.options.store.writeClient(this.options.serverUrl, undefined);
       }
     }
@@ -472,6 +500,7 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
     );
     if (client.via === "registered" && client !== kept?.client)
       await this.options.store.writeClient(this.options.serverUrl, { issuer: server.issuer, client });
+    await this.credentialsMayGo(client, server);
     const pkce = createPkce();
     const state = randomState();
     const scope = this.scopeFor(found, challenge, extraScopes);
@@ -528,6 +557,7 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
       );
     }
     const found = await discover(this.options.serverUrl, challenge, this.http, this.options.protocolVersion);
+    await this.credentialsMayGo(client, found.authorizationServer);
     const scope = this.scopeFor(found, challenge, extraScopes);
     const grantOf: Grant =
       grant === "cross_app_access"
@@ -593,6 +623,7 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
     // a configured client's secret and key are not kept with the tokens: they come from the configuration
     const client =
       stored.client.via === "configured" ? (configuredClient(this.options) ?? stored.client) : stored.client;
+    await this.credentialsMayGo(client, stored.authorizationServer);
     const tokens = await requestToken(
       stored.authorizationServer,
       client,
@@ -625,6 +656,42 @@ export class McpOAuth<Store extends TokenStore = TokenStore> implements HttpAuth
     }
     await this.options.store.write(stored);
     return stored;
+  }
+
+  /**
+   * The issuer pin: a configured client's secret or key goes only to the authorization server
+   * it belongs to, `issuer` of the settings, else the first one it was used with (recorded then,
+   * with the client's id, in the store's client slot). Another one named by the MCP server is
+   * refused before anything is sent to it, the person's browser included. A client without a
+   * secret or key (registered, a metadata document, a public id) goes to any.
+   */
+  private async credentialsMayGo(client: OAuthClient, server: AuthorizationServerMetadata): Promise<void> {
+    if (client.via !== "configured" || (client.clientSecret === undefined && client.privateKey === undefined)) return;
+    const serverUrl = this.options.serverUrl;
+    const configured = this.options.issuer;
+    let expected = configured;
+    if (expected === undefined) {
+      const kept = await this.options.store.readClient(serverUrl);
+      if (kept?.client.via === "configured" && kept.client.clientId === client.clientId) expected = kept.issuer;
+      else {
+        await this.options.store.writeClient(serverUrl, {
+          issuer: server.issuer,
+          client: { clientId: client.clientId, via: "configured" },
+        });
+        return;
+      }
+    }
+    if (sameIssuer(expected, server.issuer)) return;
+    const credential = client.privateKey !== undefined ? "private key" : "secret";
+    const action = `if the client "${client.clientId}" really belongs to ${server.issuer} now, set "oauth.issuer" (McpOAuthOptions.issuer) to it`;
+    throw new McpAuthError(
+      "wrong-issuer",
+      `the MCP server ${serverUrl} sent this client to the authorization server ${server.issuer}, but the ` +
+        `client "${client.clientId}" and its ${credential} belong to ${expected} ` +
+        `(${configured !== undefined ? '"oauth.issuer"' : "where they were first used"}); nothing was sent to ${server.issuer}. ` +
+        `${action[0]!.toUpperCase()}${action.slice(1)}.`,
+      { action },
+    );
   }
 
   /** The scopes to ask for (space separated), or undefined for none. */

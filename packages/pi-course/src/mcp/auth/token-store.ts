@@ -49,9 +49,12 @@ export interface TokenStore {
   write(value: StoredAuthorization): void | Promise<void>;
   /** Forgets `serverUrl`'s tokens; true when there were some. */
   remove(serverUrl: string): boolean | Promise<boolean>;
-  /** The client registered for `serverUrl` (dynamic registration), or undefined. */
+  /**
+   * The client registered for `serverUrl` (dynamic registration), or the issuer a configured
+   * client's secret or key is pinned to (`via: "configured"`, its id only), or undefined.
+   */
   readClient(serverUrl: string): KeptClient | undefined | Promise<KeptClient | undefined>;
-  /** Keeps the client registered for `serverUrl`; undefined forgets it (the server refused it). */
+  /** Keeps the client of `serverUrl` (as `readClient` gives it); undefined forgets it (the server refused it). */
   writeClient(serverUrl: string, client: KeptClient | undefined): void | Promise<void>;
 }
 
