@@ -23,7 +23,7 @@ export default defineChapter({
       "以及 `mcp.json` 配置（`config.ts`）和并行启动、互不拖累的服务器组（`servers.ts`）。命令行用 `--mcp-config FILE` 加载服务器，" +
       "`/mcp` 显示每个服务器的状态。测试直接对着没人在这里写过的真实参考服务器跑：`@modelcontextprotocol/server-everything` 与 `server-filesystem`，" +
       "故障则来自一个用官方 SDK 的 `McpServer` 故意写坏的服务器。" +
-      "给定的部分里还有两件用户会遇到的事：服务器在后台启动（对话不等它们，`--print` 最多等 10 秒，每个服务器有自己的 `startupTimeoutMs`），" +
+      '给定的部分里还有两件用户会遇到的事：服务器在后台启动（对话不等它们；`--print` 只等条目写明 `"exposure": "direct"` 的服务器，最多 10 秒；还在启动的服务器，工具就绪后从模型的下一次请求起加入，`tool_search` 或对它的工具的调用会等它；每个服务器有自己的 `startupTimeoutMs`），' +
       "以及 Streamable HTTP 的断流续传——服务器在回答前关掉响应流时，客户端在它给的 `retry` 之后带着 `Last-Event-ID` 用 GET 接着读；GET 流断了会重新打开。" +
       "服务器还可以在工具调用进行中向人提问（`elicitation/create`）：CLI 在终端里逐项询问表单、按请求的 schema 校验每个回答（`mcp/elicitation-form.ts`），" +
       "需要打开的网页只显示完整地址、绝不替人打开；打印模式则拒绝并说明。" +
@@ -36,12 +36,14 @@ export default defineChapter({
       "line framing and Streamable HTTP, the initialize lifecycle, MCP tools as AgentTools named mcp__<server>__<tool>, the " +
       "mcp.json configuration and a group of servers started in parallel. The tests run against the real reference servers " +
       "and a server written with the SDK's McpServer that misbehaves on purpose. Given: servers start in the background " +
-      "(startupTimeoutMs), and a closed stream is resumed with Last-Event-ID after the server's retry. A server may ask the " +
+      '(startupTimeoutMs; --print waits only for servers of "exposure": "direct", and tool_search or a call waits for one still starting), ' +
+      "and a closed stream is resumed with Last-Event-ID after the server's retry. A server may ask the " +
       "person for input mid-call (elicitation/create): the CLI asks a form field by field, checked against its schema. Also given: OAuth for " +
       "remote servers (src/mcp/auth/: discovery, PKCE, a loopback login with `pi-course mcp login NAME`, tokens kept 0600, never in a log or an error).",
   },
   files: [
     "src/cli/features/mcp.ts",
+    "src/cli/waiting-tool-search.ts",
     "src/cli/elicitation.ts",
     "src/cli/mcp-command.ts",
     "src/mcp/json-rpc.ts",

@@ -1271,7 +1271,10 @@ describe("configuration: mcpServers as users already write it", () => {
     await writeFile(
       file,
       JSON.stringify({
-        mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), project] } },
+        // "direct": a --print run waits for its start (up to 10 s), so its state is in the banner
+        mcpServers: {
+          fs: { command: process.execPath, args: [serverEntry("server-filesystem"), project], exposure: "direct" },
+        },
       }),
     );
     const model = createServer((request, response) => {
@@ -1373,7 +1376,10 @@ describe("configuration: mcpServers as users already write it", () => {
     await writeFile(
       config,
       JSON.stringify({
-        mcpServers: { fs: { command: process.execPath, args: [serverEntry("server-filesystem"), workspace] } },
+        // "direct": a --print run waits for its start (up to 10 s), so its tools are in the first request
+        mcpServers: {
+          fs: { command: process.execPath, args: [serverEntry("server-filesystem"), workspace], exposure: "direct" },
+        },
       }),
     );
     // an OpenAI-compatible model on 127.0.0.1: first a call of the MCP tool, then an answer that quotes its result

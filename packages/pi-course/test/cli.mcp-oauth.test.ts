@@ -104,9 +104,10 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
   const project = path.join(dir, "project");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });
   mkdirSync(project);
+  // "direct": a print run waits for its start, so the first request has its tools (or it failed)
   writeFileSync(
     path.join(home, ".pi-course", "mcp.json"),
-    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl } } }),
+    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl, exposure: "direct" } } }),
   );
   const outputs: string[] = [];
 
@@ -201,6 +202,7 @@ it("a machine: an entry with the client credentials grant needs no login; a prin
         web: {
           url: servers.mcpUrl,
           oauth: { grant: "client_credentials", clientId: "ci-runner", clientSecret: "${CI_SECRET}" },
+          exposure: "direct", // a print run waits for its start: the first request has its tools
         },
       },
     }),
