@@ -30,13 +30,22 @@ export default defineChapter({
         en: "push and next: buffer, or hand to the waiting reader",
       },
       hint: {
-        zh:
-          "push：已关闭就忽略；终止事件兑现结果，但它本身仍要交给读者；有读者在等就直接交给它（在任何定时器之前兑现它的 next()，`buffered` 仍是 0），否则放进队列。" +
-          "next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者；同一时刻只允许一个读者、一个未完成的 next()：第二个 next() 要立即拒绝（返回一个已拒绝的 promise），不能让它也挂着等。" +
-          "读者 break 时（迭代器的 `return()`）停止缓冲，并按迭代器协议回答 `{ value: undefined, done: true }`。",
-        en:
-          "push: ignore after the end; a terminal event settles the result and is still delivered; hand to a waiting reader (its next() settles before any timer, `buffered` stays 0), else enqueue. " +
-          "next: drain with a moving head (no shift()), else wait; one reader, one pending next() (a second one is rejected at once, never left waiting); a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
+        zh: [
+          "1. push：已关闭就忽略",
+          "2. 终止事件兑现结果，但它本身仍要交给读者",
+          "3. 有读者在等就直接交给它（在任何定时器之前兑现它的 next()，`buffered` 仍是 0），否则放进队列。",
+          "4. next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者",
+          "5. 同一时刻只允许一个读者、一个未完成的 next()：第二个 next() 要立即拒绝（返回一个已拒绝的 promise），不能让它也挂着等。",
+          "6. 读者 break 时（迭代器的 `return()`）停止缓冲，并按迭代器协议回答 `{ value: undefined, done: true }`。",
+        ].join("\n"),
+        en: [
+          "1. push: ignore after the end",
+          "2. a terminal event settles the result and is still delivered",
+          "3. hand to a waiting reader (its next() settles before any timer, `buffered` stays 0), else enqueue.",
+          "4. next: drain with a moving head (no shift()), else wait",
+          "5. one reader, one pending next() (a second one is rejected at once, never left waiting)",
+          "6. a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
+        ].join("\n"),
       },
     },
     {

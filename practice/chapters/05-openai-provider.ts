@@ -110,13 +110,22 @@ export default defineChapter({
       id: "5.1",
       title: { zh: "SSE 读取器：任意切分都正确", en: "SSE reader, correct under any chunking" },
       hint: {
-        zh:
-          "UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码；行可能在 `\\r` 与 `\\n` 之间被切开；" +
-          "未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。空行结束一帧；`:` 开头是注释。" +
-          "`id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
-        en:
-          "Decode with TextDecoder({stream: true}); a CRLF may be split between reads; keep an unfinished line as pieces and join " +
-          "once when it ends. A blank line ends a frame; lines starting with ':' are comments; id: and retry: (digits only) go on the frame.",
+        zh: [
+          "1. UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码",
+          "2. 行可能在 `\\r` 与 `\\n` 之间被切开",
+          "3. 未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。",
+          "4. 空行结束一帧",
+          "5. `:` 开头是注释。",
+          "6. `id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
+        ].join("\n"),
+        en: [
+          "1. Decode with TextDecoder({stream: true})",
+          "2. a CRLF may be split between reads",
+          "3. keep an unfinished line as pieces and join once when it ends.",
+          "4. A blank line ends a frame",
+          "5. lines starting with ':' are comments",
+          "6. id: and retry: (digits only) go on the frame.",
+        ].join("\n"),
       },
     },
     {
@@ -149,15 +158,24 @@ export default defineChapter({
       ],
       title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
       hint: {
-        zh:
-          "纯函数，不改动输入、不与输入共享可变对象。系统提示放在最前；工具调用参数用 `JSON.stringify(arguments)`；" +
-          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。" +
-          "图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），" +
-          "再变成带 `data:` URL 的 `image_url`；tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
-        en:
-          "Pure and non-mutating. System prompt first; tool-call arguments as JSON.stringify(arguments); error/aborted and " +
-          "thinking-only assistant messages are left out; ask for usage with stream_options. Images pass checkImage, then go " +
-          "out as image_url data URLs; a tool message carries text only, so a result's images follow the run of tool messages.",
+        zh: [
+          "1. 纯函数，不改动输入、不与输入共享可变对象。",
+          "2. 系统提示放在最前",
+          "3. 工具调用参数用 `JSON.stringify(arguments)`",
+          "4. error/aborted 的助手消息和只有 thinking 的消息不发送",
+          "5. `stream_options.include_usage` 让服务器在末尾报告 usage。",
+          "6. 图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），再变成带 `data:` URL 的 `image_url`",
+          "7. tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
+        ].join("\n"),
+        en: [
+          "1. Pure and non-mutating.",
+          "2. System prompt first",
+          "3. tool-call arguments as JSON.stringify(arguments)",
+          "4. error/aborted and thinking-only assistant messages are left out",
+          "5. ask for usage with stream_options.",
+          "6. Images pass checkImage, then go out as image_url data URLs",
+          "7. a tool message carries text only, so a result's images follow the run of tool messages.",
+        ].join("\n"),
       },
     },
     {
@@ -169,17 +187,22 @@ export default defineChapter({
       ],
       title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
       hint: {
-        zh:
-          "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
-          '后来的 `"id": ""` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。' +
-          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
-          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。" +
-          "chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
-        en:
-          "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
-          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end. " +
-          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping. " +
-          "A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
+        zh: [
+          "1. 工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置",
+          '2. 后来的 `"id": ""` 不能覆盖真正的 id。',
+          "3. `finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。",
+          "4. `length` 时保留 `rawArguments`、不发 `toolcall_end`。",
+          "5. 发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。",
+          "6. chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
+        ].join("\n"),
+        en: [
+          "1. Keep tool-call fragments apart by wire index, placed at first appearance",
+          "2. an empty id never overwrites a real one.",
+          "3. Remember finish_reason and end at [DONE] or end of body",
+          "4. with length, keep rawArguments and emit no toolcall_end.",
+          "5. The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping.",
+          "6. A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
+        ].join("\n"),
       },
     },
     {
@@ -255,21 +278,26 @@ export default defineChapter({
         en: "A second provider: Anthropic Messages (extension lab)",
       },
       hint: {
-        zh:
-          "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +
-          "工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替；" +
-          "error/aborted 的助手消息不发送；图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
-          "`message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，" +
-          "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
-          "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
-          "`createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。" +
-          "和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。" +
-          "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
-        en:
-          "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
-          "message, failed turns left out, images as base64 image blocks (in tool_result content too). Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
-          "(tool_use, max_tokens → length, refusal → error). Events are reused like chunks: keep strings, not objects. An extension " +
-          "lab: the SSE reader, parser and transport are reused.",
+        zh: [
+          "同一个 `Model` 契约，换一种线路格式。",
+          "1. 出站（`toAnthropicMessages`）：系统提示不在消息里",
+          "2. Anthropic 没有 tool 角色，工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替",
+          "3. error/aborted 的助手消息不发送",
+          "4. 图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。",
+          "5. 入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好）",
+          "6. `message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断",
+          "7. `finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 `toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。",
+          "8. `createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。",
+          "9. 和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。",
+          "10. 为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
+        ].join("\n"),
+        en: [
+          "Same Model contract, another wire.",
+          "1. Outbound: no system message, tool results as tool_result blocks in one merged user message, failed turns left out, images as base64 image blocks (in tool_result content too).",
+          "2. Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end (tool_use, max_tokens → length, refusal → error).",
+          "3. Events are reused like chunks: keep strings, not objects.",
+          "4. An extension lab: the SSE reader, parser and transport are reused.",
+        ].join("\n"),
       },
     },
   ],

@@ -102,31 +102,24 @@ export default defineChapter({
       ],
       title: { zh: "读回与恢复（LineScan.push、line、end）", en: "reading and recovery" },
       hint: {
-        zh:
-          "`push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），" +
-          "工作量必须和字节数成线性：没结束的行只把新来的那一块存起来，换行到了再拼一次；每来一块就把已收到的半行重新拼成一个缓冲区是平方级的" +
-          "（测试把一行 16 MiB 按 512 字节一块推进来，10 秒内必须推完；平方级的做法要拷贝 256 GiB）。" +
-          '要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行' +
-          '（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，' +
-          "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
-          "以及 `forward`（父节点不在前面的条目）的报错。" +
-          "恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；" +
-          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。" +
-          "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。" +
-          "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
-          "用你的 `open` 读回文件；练习文件夹里约 8 秒（最多 200 次、至少 24 次）。",
-        en:
-          "push: split bytes at 0x0a, lines may span chunks, track byte offsets. Work linear in the bytes: keep each new piece " +
-          "of an unfinished line and join once at its newline; joining the line so far at every piece is quadratic (the test " +
-          "pushes a 16 MiB line in 512-byte pieces within 10 s). line: line 1 is the header; a torn mark " +
-          "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
-          "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
-          "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
-          "file, followed by nothing but part of a torn mark, becomes the tail (anything else after it is damage); a " +
-          "mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the " +
-          "library wrote must open. The slowest test is the crash test: it " +
-          "compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back " +
-          "with your open (in a practice folder about 8 s: up to 200 kills, at least 24).",
+        zh: [
+          "1. `push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），工作量必须和字节数成线性：没结束的行只把新来的那一块存起来，换行到了再拼一次；每来一块就把已收到的半行重新拼成一个缓冲区是平方级的（测试把一行 16 MiB 按 512 字节一块推进来，10 秒内必须推完；平方级的做法要拷贝 256 GiB）。",
+          "2. 要记住每行在文件里的字节偏移。",
+          '3. `line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，因为下一行可能就是它的 torn 标记。',
+          "4. `end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，以及 `forward`（父节点不在前面的条目）的报错。",
+          "5. 恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。",
+          "6. 同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。",
+          "7. 这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、用你的 `open` 读回文件；练习文件夹里约 8 秒（最多 200 次、至少 24 次）。",
+        ].join("\n"),
+        en: [
+          "1. push: split bytes at 0x0a, lines may span chunks, track byte offsets.",
+          "2. Work linear in the bytes: keep each new piece of an unfinished line and join once at its newline; joining the line so far at every piece is quadratic (the test pushes a 16 MiB line in 512-byte pieces within 10 s).",
+          "3. line: line 1 is the header; a torn mark must name the held line exactly; other lines are held until the next one is seen.",
+          "4. end: bytes after the last newline are the tail; flush the held line; report a forward parent.",
+          "5. Recovery can be cut too: a complete line that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the file, followed by nothing but part of a torn mark, becomes the tail (anything else after it is damage)",
+          "6. a mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the library wrote must open.",
+          "7. The slowest test is the crash test: it compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back with your open (in a practice folder about 8 s: up to 200 kills, at least 24).",
+        ].join("\n"),
       },
       // The crash test's child appends with lab 10.1's code.
       uses: ["10.1"],

@@ -87,18 +87,27 @@ export default defineChapter({
         en: "framing: one JSON-RPC message per line",
       },
       hint: {
-        zh:
-          '`readMessage`：先排除非对象与数组（数组返回 `"a batch (array); MCP sends one message per line"`），再要求 `jsonrpc` 为 `"2.0"`（否则 `\'no "jsonrpc": "2.0"\'`）。' +
-          '`id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`（括号里是 `JSON.stringify(id)`：`(null)`、`(true)`、`({"a":1})`），唯一的例外是错误响应里的 `id: null`。' +
-          '有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`\'a response needs exactly one of "result" and "error"\'`），' +
-          '`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）；`result` 必须是对象（`\'a "result" that is not an object\'`）；请求或通知的 `params` 若出现必须是对象（`"params that are not an object"`）；既没有 `method` 也没有 `id` 的返回 `\'neither a "method" nor an "id"\'`；不是对象的值返回 `"not a JSON object"`。键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。' +
-          "`LineDecoder.push`：在每个块里找 `\\n`；一行没结束就把块存起来，结束时才用 `Buffer.concat` 拼一次（这样无论怎么切块都是线性的，多字节 UTF-8 字符被切开也没关系，因为按字节拼完才解码）；" +
-          "去掉行尾的 `\\r`；正在读的行一旦超过 `maxLineBytes` 就抛 `LineTooLongError`，消息是 " +
-          "`the server sent a line longer than 8 bytes without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)`（数字按上限写成 `8 bytes`、`1 MiB`）。",
-        en:
-          "readMessage: refuse non-objects and batches, require jsonrpc 2.0, ids are numbers or strings (0 is an id; null only in an error), " +
-          "a method means request/notification (params, if any, an object), a response has exactly one of result and error (an error with a numeric code and a string message, a result that is an object). LineDecoder.push: keep the pieces of an " +
-          "unfinished line and join them once when its newline arrives; drop a trailing CR; throw LineTooLongError past the cap.",
+        zh: [
+          '1. `readMessage`：先排除非对象与数组（数组返回 `"a batch (array); MCP sends one message per line"`），再要求 `jsonrpc` 为 `"2.0"`（否则 `\'no "jsonrpc": "2.0"\'`）。',
+          '2. `id` 只能是数字或字符串（`0` 也是合法 id！），否则返回 `an id that is neither a number nor a string (…)`（括号里是 `JSON.stringify(id)`：`(null)`、`(true)`、`({"a":1})`），唯一的例外是错误响应里的 `id: null`。',
+          '3. 有字符串 `method` 的是请求或通知；否则是响应，必须恰好有 `result` 与 `error` 之一（`\'a response needs exactly one of "result" and "error"\'`），`error` 要有数字 `code` 和字符串 `message`（`\'an "error" without a numeric code and a message\'`）',
+          '4. `result` 必须是对象（`\'a "result" that is not an object\'`）；请求或通知的 `params` 若出现必须是对象（`"params that are not an object"`）',
+          '5. 既没有 `method` 也没有 `id` 的返回 `\'neither a "method" nor an "id"\'`；不是对象的值返回 `"not a JSON object"`。',
+          '6. 键的顺序无关紧要：服务器写的是 `{"result":…,"jsonrpc":"2.0","id":0}`。',
+          "7. `LineDecoder.push`：在每个块里找 `\\n`；一行没结束就把块存起来，结束时才用 `Buffer.concat` 拼一次（这样无论怎么切块都是线性的，多字节 UTF-8 字符被切开也没关系，因为按字节拼完才解码）",
+          "8. 去掉行尾的 `\\r`",
+          "9. 正在读的行一旦超过 `maxLineBytes` 就抛 `LineTooLongError`，消息是 `the server sent a line longer than 8 bytes without a newline; the stream cannot be read any further (raise maxLineBytes if the server really sends messages that big)`（数字按上限写成 `8 bytes`、`1 MiB`）。",
+        ].join("\n"),
+        en: [
+          "1. readMessage: refuse non-objects and batches",
+          "2. require jsonrpc 2.0",
+          "3. ids are numbers or strings (0 is an id; null only in an error)",
+          "4. a method means request/notification (params, if any, an object)",
+          "5. a response has exactly one of result and error (an error with a numeric code and a string message, a result that is an object).",
+          "6. LineDecoder.push: keep the pieces of an unfinished line and join them once when its newline arrives",
+          "7. drop a trailing CR",
+          "8. throw LineTooLongError past the cap.",
+        ].join("\n"),
       },
     },
     {
@@ -155,20 +164,28 @@ export default defineChapter({
         en: "lifecycle and the stdio transport",
       },
       hint: {
-        zh:
-          '`connect`：启动连接，发 `initialize {protocolVersion: "2025-11-25", capabilities, clientInfo}`（给了 roots 就声明 `roots: {listChanged: true}`），' +
-          "服务器回的版本必须在 `SUPPORTED_PROTOCOL_VERSIONS` 里，否则关掉连接并抛出 " +
-          '`the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`' +
-          "——服务器不会替你拒绝，它只会回它最新的版本。然后记下版本、发 `notifications/initialized`（只有 `method`，没有 `params`）。" +
-          "`StdioTransport.start`：用已给出的 `spawnServer` 启动子进程（环境只继承 `INHERITED_ENV` 再加配置的 env；服务器自己启动的进程会随它结束），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`；" +
-          "不是 JSON（或不是 JSON-RPC 消息）的行已经替你处理好了（`line`，不是实验）：跳过它并记一条诊断，和官方 SDK、pi 一样——一行横幅不该毁掉整个服务器；" +
-          "stderr 一定要读（管道满了服务器会卡住），留下最后几行；进程退出时以 `the server process exited with code 3 (last stderr line: …)` 结束；" +
-          '程序不存在（ENOENT）时是 `cannot start "x": no such program (is it installed and on PATH?)`。' +
-          "`close`：先关 stdin，等 `graceMs`，再 SIGTERM，再等，最后 SIGKILL——有的服务器永远不会自己退出。",
-        en:
-          "connect: initialize offering 2025-11-25, refuse an unsupported answer (the server will not), then notifications/initialized. " +
-          "start: spawnServer (given; what the server starts ends with it), lines from stdout through LineDecoder and readMessage, a non-JSON line is skipped with a diagnostic (given), stderr drained " +
-          "and kept, the exit ends it with the code. close: stdin end, wait, SIGTERM, wait, SIGKILL.",
+        zh: [
+          '1. `connect`：启动连接，发 `initialize {protocolVersion: "2025-11-25", capabilities, clientInfo}`（给了 roots 就声明 `roots: {listChanged: true}`）',
+          '2. 服务器回的版本必须在 `SUPPORTED_PROTOCOL_VERSIONS` 里，否则关掉连接并抛出 `the server answered initialize with protocol version "2099-01-01", which this client does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07); upgrade the server or the client`——服务器不会替你拒绝，它只会回它最新的版本。',
+          "3. 然后记下版本、发 `notifications/initialized`（只有 `method`，没有 `params`）。",
+          "4. `StdioTransport.start`：用已给出的 `spawnServer` 启动子进程（环境只继承 `INHERITED_ENV` 再加配置的 env；服务器自己启动的进程会随它结束），stdout 交给 `LineDecoder`，空行跳过，每行 `JSON.parse` + `readMessage`",
+          "5. 不是 JSON（或不是 JSON-RPC 消息）的行已经替你处理好了（`line`，不是实验）：跳过它并记一条诊断，和官方 SDK、pi 一样——一行横幅不该毁掉整个服务器",
+          "6. stderr 一定要读（管道满了服务器会卡住），留下最后几行",
+          "7. 进程退出时以 `the server process exited with code 3 (last stderr line: …)` 结束",
+          '8. 程序不存在（ENOENT）时是 `cannot start "x": no such program (is it installed and on PATH?)`。',
+          "9. `close`：先关 stdin，等 `graceMs`，再 SIGTERM，再等，最后 SIGKILL——有的服务器永远不会自己退出。",
+        ].join("\n"),
+        en: [
+          "1. connect: initialize offering 2025-11-25",
+          "2. refuse an unsupported answer (the server will not)",
+          "3. then notifications/initialized.",
+          "4. start: spawnServer (given; what the server starts ends with it)",
+          "5. lines from stdout through LineDecoder and readMessage",
+          "6. a non-JSON line is skipped with a diagnostic (given)",
+          "7. stderr drained and kept",
+          "8. the exit ends it with the code.",
+          "9. close: stdin end, wait, SIGTERM, wait, SIGKILL.",
+        ].join("\n"),
       },
     },
     {
@@ -180,17 +197,28 @@ export default defineChapter({
       ],
       title: { zh: "MCP 工具变成智能体工具（mcpToolName、mapCallResult）", en: "MCP tools as agent tools" },
       hint: {
-        zh:
-          "`mcpToolName`：`mcp__<服务器>__<工具>`，`[A-Za-z0-9_-]` 以外的字符换成 `_`；超过 64 个字符或名字已被占用时，截到 57 个字符再加 `_` 和 6 位十六进制哈希（服务器名与工具名的 sha256），" +
-          "这样名字在两次运行之间不变。`mapCallResult`：`text` → 文本；`image` → `ImageContent`；`resource` → `Resource <uri> (<mime>):\\n<text>`" +
-          "（二进制的是 `Resource <uri> (<mime>), N bytes of binary data`）；`resource_link` → `Resource link: <name>: <uri> (<mime>) — <description>`；" +
-          "`structuredContent` 放进 `details`（和 `server`、`tool` 一起）；`isError: true` 变成 `isError: true` 的结果，让模型读到原因。" +
-          "`content` 为空时也给模型一段文本：出错时是 `The tool failed and said nothing.`，否则是 `(no content)`；没有 `structuredContent` 时 `details` 里也没有这个键。" +
-          "注意：未知工具和参数错误在 MCP 里是 `isError` 的结果，不是 JSON-RPC 错误。",
-        en:
-          "mcpToolName: mcp__server__tool, other characters to _, at most 64 (cut and a 6-hex hash on length or collision). " +
-          "mapCallResult: text, image, resource and resource_link as text naming the URI, structuredContent in details, isError kept; " +
-          "empty content becomes one text, The tool failed and said nothing. (isError) or (no content).",
+        zh: [
+          "1. `mcpToolName`：`mcp__<服务器>__<工具>`，`[A-Za-z0-9_-]` 以外的字符换成 `_`",
+          "2. 超过 64 个字符或名字已被占用时，截到 57 个字符再加 `_` 和 6 位十六进制哈希（服务器名与工具名的 sha256），这样名字在两次运行之间不变。",
+          "3. `mapCallResult`：`text` → 文本",
+          "4. `image` → `ImageContent`",
+          "5. `resource` → `Resource <uri> (<mime>):\\n<text>`（二进制的是 `Resource <uri> (<mime>), N bytes of binary data`）",
+          "6. `resource_link` → `Resource link: <name>: <uri> (<mime>) — <description>`",
+          "7. `structuredContent` 放进 `details`（和 `server`、`tool` 一起）",
+          "8. `isError: true` 变成 `isError: true` 的结果，让模型读到原因。",
+          "9. `content` 为空时也给模型一段文本：出错时是 `The tool failed and said nothing.`，否则是 `(no content)`",
+          "10. 没有 `structuredContent` 时 `details` 里也没有这个键。",
+          "11. 注意：未知工具和参数错误在 MCP 里是 `isError` 的结果，不是 JSON-RPC 错误。",
+        ].join("\n"),
+        en: [
+          "1. mcpToolName: mcp__server__tool",
+          "2. other characters to _",
+          "3. at most 64 (cut and a 6-hex hash on length or collision).",
+          "4. mapCallResult: text, image, resource and resource_link as text naming the URI",
+          "5. structuredContent in details",
+          "6. isError kept",
+          "7. empty content becomes one text, The tool failed and said nothing. (isError) or (no content).",
+        ].join("\n"),
       },
       // Its agent tests connect to the real server first (17.3).
       uses: ["17.3"],
@@ -205,20 +233,22 @@ export default defineChapter({
         en: "configuration: mcpServers as users write it",
       },
       hint: {
-        zh:
-          "`expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。" +
-          '这样 key 留在环境里，不进文件。`parseMcpConfig`：用 `parseJson(text, McpFileSchema, mcpPlace(file))`（`src/base/read-json.ts`）读，文件不是 JSON 时抛 `McpConfigError`（`<file> is not JSON (…); fix it or remove it`）；不是 `{"mcpServers": {…}}` 时抛 ' +
-          '`<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。' +
-          '每个服务器交给给定的 `serverEntry`，它返回 `{ transport, startupTimeoutMs? }`（`"disabled": true` 时是 undefined，不放进结果），把它展开进 `{ name, source, … }`。它做的事：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）；`"disabled": true` 跳过；' +
-          "`env` 与 `headers` 的值要展开变量。单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 " +
-          '`server "broken" in <file>: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`、' +
-          '`server "secret" in <file>: "headers.Authorization": ${MISSING} is not set in the environment`、' +
-          '`server "old" in <file>: the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint`——它单独失败，其他服务器照常启动。' +
-          "项目里的 `.pi-course/mcp.json` 只在受信任的文件夹里读取（第 12 章的规则）：打开一个克隆下来的仓库不应该就此启动程序。",
-        en:
-          "expandVariables: ${VAR} and ${VAR:-default} from the environment, a missing one named. parseMcpConfig: parseJson with " +
-          "McpFileSchema, so a file of the wrong shape throws McpConfigError in read-json's wording; a wrong server entry is " +
-          "returned with its problem, so it fails alone.",
+        zh: [
+          "1. `expandVariables`：把 `${VAR}` 和 `${VAR:-默认值}` 换成环境变量的值（空字符串也算设置了）；没有设置也没有默认值时抛出 `${NOPE} is not set in the environment`。这样 key 留在环境里，不进文件。",
+          "2. `parseMcpConfig`：用 `parseJson(text, McpFileSchema, mcpPlace(file))`（`src/base/read-json.ts`）读，文件不是 JSON 时抛 `McpConfigError`（`<file> is not JSON (…); fix it or remove it`）",
+          '3. 不是 `{"mcpServers": {…}}` 时抛 `<file> must be a JSON object with an "mcpServers" object: {"mcpServers": {"NAME": {"command": …} | {"url": …}}}`。',
+          '4. 每个服务器交给给定的 `serverEntry`，它返回 `{ transport, startupTimeoutMs? }`（`"disabled": true` 时是 undefined，不放进结果），把它展开进 `{ name, source, … }`。',
+          "5. 它做的事：有 `command` 是 stdio（`args`、`env`，相对的 `cwd` 按文件所在目录解析），有 `url` 是 Streamable HTTP（`headers`）",
+          '6. `"disabled": true` 跳过',
+          "7. `env` 与 `headers` 的值要展开变量。",
+          '8. 单个服务器写错了不抛异常，而是带着 `problem` 返回，例如 `server "broken" in <file>: needs "command" (a program to start) or "url" (a Streamable HTTP endpoint)`、`server "secret" in <file>: "headers.Authorization": ${MISSING} is not set in the environment`、`server "old" in <file>: the old HTTP+SSE transport ("type": "sse") is not supported; use the server\'s Streamable HTTP endpoint`——它单独失败，其他服务器照常启动。',
+          "9. 项目里的 `.pi-course/mcp.json` 只在受信任的文件夹里读取（第 12 章的规则）：打开一个克隆下来的仓库不应该就此启动程序。",
+        ].join("\n"),
+        en: [
+          "1. expandVariables: ${VAR} and ${VAR:-default} from the environment, a missing one named.",
+          "2. parseMcpConfig: parseJson with McpFileSchema, so a file of the wrong shape throws McpConfigError in read-json's wording",
+          "3. a wrong server entry is returned with its problem, so it fails alone.",
+        ].join("\n"),
       },
     },
     {
