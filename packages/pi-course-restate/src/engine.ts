@@ -67,7 +67,7 @@ export interface Engine extends EngineConnection {
   server(): RestateServer;
   /** Replaces the workers' URLs (a rollout onto other ports or hosts). */
   setWorkers(urls: readonly string[]): void;
-  /** Resolves when the engine gave up (the Restate server would not stay up), with what to do. */
+  /** Resolves when the engine gave up (the Restate server would not stay up, or its folder was swapped), with what to do; by then its gate, proxy and server are stopped. */
   failed: Promise<Error>;
   /** Stops the version watcher, the gate, the proxy and the server. */
   stop(): Promise<void>;
@@ -145,10 +145,18 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
 
   // the server kept running
   let stopping = false;
-  let giveUp!: (error: Error) => void;
+  let failedWith!: (error: Error) => void;
   const failed = new Promise<Error>((resolve) => {
-    giveUp = resolve;
+    failedWith = resolve;
   });
+  let givingUp = false;
+  /** Stops everything, then says why through `failed` (once): when `failed` resolves, nothing of the engine runs. */
+  const giveUp = async (error: Error) => {
+    if (givingUp) return;
+    givingUp = true;
+    await stopAll().catch(() => {});
+    failedWith(error);
+  };
   const restarts: number[] = [];
   const supervise = (current: RestateServer) => {
     void current.exited.then(async ({ code, signal }) => {
@@ -158,7 +166,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       while (restarts.length > 0 && restarts[0]! < now - 60_000) restarts.shift();
       const why = `the Restate server exited (${signal ?? `code ${code}`})`;
       if (restarts.length > (options.maxRestarts ?? 5)) {
-        giveUp(
+        await giveUp(
           new Error(
             `${why} ${restarts.length} times within a minute: ${current.stderr().trim() || "(it said nothing)"}\n` +
               `Its data is in ${path.join(dir, "data")}; fix what it says above (disk space, permissions), ` +
@@ -175,7 +183,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
         supervise(server);
       } catch (error) {
         if (stopping) return;
-        giveUp(
+        await giveUp(
           new Error(
             `${why} and does not start again: ${(error as Error).message}\n` +
               `Its data is in ${path.join(dir, "data")}; fix what it says, then start \`pi-course-restate engine --dir ${dir}\` again.`,
@@ -261,8 +269,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   folderTimer = setInterval(() => {
     folder.check().catch(async (error: unknown) => {
       if (stopping) return;
-      giveUp(error as Error);
-      await stopAll();
+      await giveUp(error as Error);
     });
   }, options.watchMs ?? 1000);
   watching = watch().catch((error: unknown) =>
