@@ -173,7 +173,17 @@ function rebuildLearning(chapter: Chapter, labs: LabRegion[], view: View): strin
   out.push("## 实验 · Labs", "");
   laid.forEach((lab, i) => {
     out.push(`${i + 1}. **Lab ${lab.id} · ${lab.title.zh}** (*${lab.title.en}*) — ${where(lab)}`);
-    if (lab.hint) out.push(`   - 提示：${lab.hint.zh} *(${lab.hint.en})*`);
+    if (lab.hint) {
+      // A hint of many requirements is written as lines ("1. …"): each becomes an item of a list
+      // under the hint, the Chinese list then the English one.
+      const nested = (text: string) => text.replaceAll("\n", "\n     ");
+      if (lab.hint.zh.includes("\n") || lab.hint.en.includes("\n"))
+        out.push(
+          `   - 提示：${nested(lab.hint.zh)}`,
+          `   - *Hint: ${nested(lab.hint.en).replaceAll("\n     ", "*\n     *")}*`,
+        );
+      else out.push(`   - 提示：${lab.hint.zh} *(${lab.hint.en})*`);
+    }
     const spec = chapter.labs.find((l) => l.id === lab.id);
     if (spec?.says && spec.says.length > 0) {
       out.push("   - 测试逐字检查的文字 (exact texts the tests check):");

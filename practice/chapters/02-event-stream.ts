@@ -30,13 +30,22 @@ export default defineChapter({
         en: "push and next: buffer, or hand to the waiting reader",
       },
       hint: {
-        zh:
-          "push：已关闭就忽略；终止事件兑现结果，但它本身仍要交给读者；有读者在等就直接交给它，否则放进队列。" +
-          "next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者；同一时刻只允许一个读者、一个未完成的 next()：第二个 next() 要立即拒绝（返回一个已拒绝的 promise），不能让它也挂着等。" +
-          "读者 break 时（迭代器的 `return()`）停止缓冲，并按迭代器协议回答 `{ value: undefined, done: true }`。",
-        en:
-          "push: ignore after the end; a terminal event settles the result and is still delivered; hand to a waiting reader, else enqueue. " +
-          "next: drain with a moving head (no shift()), else wait; one reader, one pending next() (a second one is rejected at once, never left waiting); a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
+        zh: [
+          "1. push：已关闭就忽略",
+          "2. 终止事件兑现结果，但它本身仍要交给读者",
+          "3. 有读者在等就直接交给它（在任何定时器之前兑现它的 next()，`buffered` 仍是 0），否则放进队列。",
+          "4. next：先取缓冲（用移动的队头下标代替 shift()，每次 O(1)），没有就登记为等待者",
+          "5. 同一时刻只允许一个读者、一个未完成的 next()：第二个 next() 要立即拒绝（返回一个已拒绝的 promise），不能让它也挂着等。",
+          "6. 读者 break 时（迭代器的 `return()`）停止缓冲，并按迭代器协议回答 `{ value: undefined, done: true }`。",
+        ].join("\n"),
+        en: [
+          "1. push: ignore after the end",
+          "2. a terminal event settles the result and is still delivered",
+          "3. hand to a waiting reader (its next() settles before any timer, `buffered` stays 0), else enqueue.",
+          "4. next: drain with a moving head (no shift()), else wait",
+          "5. one reader, one pending next() (a second one is rejected at once, never left waiting)",
+          "6. a reader that breaks (return()) stops the buffering and answers { value: undefined, done: true }.",
+        ].join("\n"),
       },
     },
     {
@@ -44,14 +53,36 @@ export default defineChapter({
       says: ["EventStream ended without a result: end() was called with no argument before any …"],
       title: { zh: "end：没有终止事件时结束流", en: "end: finishing without a terminal event" },
       hint: {
-        zh: "缓冲的事件照常交付；end() 不带参数时 result() 必须拒绝（显式的 undefined 也算结果），并立即（同步地，不等任何定时器）唤醒正在等待的读者。",
-        en: "Buffered events are still delivered; end() with no argument rejects result() (an explicit undefined is a result) and wakes a waiting reader at once (synchronously, before any timer).",
+        zh: "缓冲的事件照常交付；end() 不带参数时 result() 必须立即拒绝（在任何定时器之前；显式的 undefined 也算结果），并立即（同步地，不等任何定时器）唤醒正在等待的读者。",
+        en: "Buffered events are still delivered; end() with no argument rejects result() before any timer (an explicit undefined is a result) and wakes a waiting reader at once (synchronously, before any timer).",
       },
       // Its tests push and read first: in practice(02) they meet lab 2.1's site before this one.
       uses: ["2.1"],
     },
   ],
   wrong: [
+    {
+      lab: "2.1",
+      what: "break it, step 1: push always enqueues, even with a reader waiting",
+      file: "src/event-stream.ts",
+      find: "    const waiter = this.waiter;\n    if (waiter !== undefined) {\n      this.waiter = undefined;\n      waiter({ value: event, done: false });\n      return;\n    }\n    this.queue.push(event);",
+      replace: "    this.queue.push(event);",
+      failsWith: "the reader is still waiting after pus",
+    },
+    {
+      lab: "2.2",
+      what: "break it, step 2: end() with no result never rejects result()",
+      file: "src/event-stream.ts",
+      find:
+        "      this.rejectResult(\n" +
+        "        new Error(\n" +
+        '          "EventStream ended without a result: end() was called with no argument before any " +\n' +
+        '            "terminal event. Push a terminal event or call end(result).",\n' +
+        "        ),\n" +
+        "      );\n",
+      replace: "      // the rejection dropped: result() never settles\n",
+      failsWith: "result() is still pending after end()",
+    },
     {
       lab: "2.1",
       what: "a second reader only warned about: two for-await loops split the events between them",
@@ -119,10 +150,11 @@ export default defineChapter({
   ],
   breakIt: {
     zh:
-      "在 `push` 里把“先交给等待的读者”改成“总是放进队列”，再运行 `npm test`：哪个测试会挂起到超时？为什么超时比断言失败更难调试？" +
-      "再试试把 `end()` 无结果时的 reject 删掉：哪个测试能抓住“永远挂起的 promise”？",
+      '在 `push` 里把“先交给等待的读者”改成“总是放进队列”，再运行 `npx vitest run test/02- -t "Lab 2\\.1\\b"`：哪个测试用断言抓住了它？它为什么拿一个 0 毫秒的定时器和 next() 赛跑，而不是一直等到超时？' +
+      "再试试把 `end()` 无结果时的 reject 删掉：哪个测试抓住了“永远挂起的 promise”，它的失败信息说了什么？",
     en:
-      "Make push always enqueue, even with a reader waiting: which test hangs until its timeout? Then drop the rejection in end(): " +
-      "which test catches the promise that never settles?",
+      "Make push always enqueue, even with a reader waiting: which test catches it with an assertion, and why does it race next() " +
+      "against a 0 ms timer instead of waiting for its timeout? Then drop the rejection in end(): which test catches the promise " +
+      "that never settles, and what does its failure say?",
   },
 });

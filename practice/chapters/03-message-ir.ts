@@ -29,16 +29,22 @@ export default defineChapter({
       id: "3.1",
       title: { zh: "消息构造器", en: "message constructors" },
       hint: {
-        zh:
-          "构造器在创建消息时打上时间戳（可用 `timestamp` 显式传入），并复制输入，消息绝不与调用者共享任何对象：" +
-          "文本块和图片块（`data`、`mimeType`）是新的对象（不只是新数组），助手消息的内容要深拷贝（工具调用的 `arguments` 也是新对象），" +
-          '`usage` 也是一份新的拷贝（默认值来自冻结的 `EMPTY_USAGE`，同样要拷贝）。默认值：provider 和 model 为 `"unknown"`，' +
-          "`isError` 为 false；`errorMessage`、`details` 只在给了的时候才出现。",
-        en:
-          "Constructors stamp the time (overridable with timestamp) and copy their input, sharing no object with the caller: new " +
-          "text and image blocks (not just a new array), assistant content deep-copied (tool-call arguments too), a fresh usage (also when it " +
-          'defaults to the frozen EMPTY_USAGE). Defaults: provider and model "unknown", isError false; errorMessage and details ' +
-          "only when given.",
+        zh: [
+          "1. 构造器在创建消息时打上时间戳（可用 `timestamp` 显式传入），并复制输入，消息绝不与调用者共享任何对象：",
+          "2. 文本块和图片块（`data`、`mimeType`）是新的对象（不只是新数组）",
+          "3. 助手消息的内容要深拷贝（工具调用的 `arguments` 也是新对象）",
+          "4. `usage` 也是一份新的拷贝（默认值来自冻结的 `EMPTY_USAGE`，同样要拷贝）。",
+          '5. 默认值：provider 和 model 为 `"unknown"`，`isError` 为 false',
+          "6. `errorMessage`、`details` 只在给了的时候才出现。",
+        ].join("\n"),
+        en: [
+          "1. Constructors stamp the time (overridable with timestamp) and copy their input, sharing no object with the caller:",
+          "2. new text and image blocks (not just a new array)",
+          "3. assistant content deep-copied (tool-call arguments too)",
+          "4. a fresh usage (also when it defaults to the frozen EMPTY_USAGE).",
+          '5. Defaults: provider and model "unknown", isError false',
+          "6. errorMessage and details only when given.",
+        ].join("\n"),
       },
     },
     {

@@ -110,13 +110,22 @@ export default defineChapter({
       id: "5.1",
       title: { zh: "SSE 读取器：任意切分都正确", en: "SSE reader, correct under any chunking" },
       hint: {
-        zh:
-          "UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码；行可能在 `\\r` 与 `\\n` 之间被切开；" +
-          "未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。空行结束一帧；`:` 开头是注释。" +
-          "`id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
-        en:
-          "Decode with TextDecoder({stream: true}); a CRLF may be split between reads; keep an unfinished line as pieces and join " +
-          "once when it ends. A blank line ends a frame; lines starting with ':' are comments; id: and retry: (digits only) go on the frame.",
+        zh: [
+          "1. UTF-8 用 `TextDecoder` 的 `{ stream: true }` 解码，跨块的多字节字符才不会变成乱码",
+          "2. 行可能在 `\\r` 与 `\\n` 之间被切开",
+          "3. 未结束的行先存成片段，行结束时再拼一次（每次都把缓冲区整个拼起来会变成平方级）。",
+          "4. 空行结束一帧",
+          "5. `:` 开头是注释。",
+          "6. `id:` 和 `retry:`（只认一串数字，毫秒）记到这一帧的 `id`、`retry` 上（第 17 章的 MCP 客户端靠它们续上断开的流）。",
+        ].join("\n"),
+        en: [
+          "1. Decode with TextDecoder({stream: true})",
+          "2. a CRLF may be split between reads",
+          "3. keep an unfinished line as pieces and join once when it ends.",
+          "4. A blank line ends a frame",
+          "5. lines starting with ':' are comments",
+          "6. id: and retry: (digits only) go on the frame.",
+        ].join("\n"),
       },
     },
     {
@@ -149,15 +158,24 @@ export default defineChapter({
       ],
       title: { zh: "出站翻译：Context → 请求体", en: "Outbound: Context → request body" },
       hint: {
-        zh:
-          "纯函数，不改动输入、不与输入共享可变对象。系统提示放在最前；工具调用参数用 `JSON.stringify(arguments)`；" +
-          "error/aborted 的助手消息和只有 thinking 的消息不发送；`stream_options.include_usage` 让服务器在末尾报告 usage。" +
-          "图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），" +
-          "再变成带 `data:` URL 的 `image_url`；tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
-        en:
-          "Pure and non-mutating. System prompt first; tool-call arguments as JSON.stringify(arguments); error/aborted and " +
-          "thinking-only assistant messages are left out; ask for usage with stream_options. Images pass checkImage, then go " +
-          "out as image_url data URLs; a tool message carries text only, so a result's images follow the run of tool messages.",
+        zh: [
+          "1. 纯函数，不改动输入、不与输入共享可变对象。",
+          "2. 系统提示放在最前",
+          "3. 工具调用参数用 `JSON.stringify(arguments)`",
+          "4. error/aborted 的助手消息和只有 thinking 的消息不发送",
+          "5. `stream_options.include_usage` 让服务器在末尾报告 usage。",
+          "6. 图片先过 `checkImage`（模型不收图片、mimeType 不对、data 不是 base64 都直接抛出，请求根本不会发出），再变成带 `data:` URL 的 `image_url`",
+          "7. tool 消息只能带文本，所以工具结果里的图片放进紧跟在这一串 tool 消息之后的一条 user 消息。",
+        ].join("\n"),
+        en: [
+          "1. Pure and non-mutating.",
+          "2. System prompt first",
+          "3. tool-call arguments as JSON.stringify(arguments)",
+          "4. error/aborted and thinking-only assistant messages are left out",
+          "5. ask for usage with stream_options.",
+          "6. Images pass checkImage, then go out as image_url data URLs",
+          "7. a tool message carries text only, so a result's images follow the run of tool messages.",
+        ].join("\n"),
       },
     },
     {
@@ -169,17 +187,22 @@ export default defineChapter({
       ],
       title: { zh: "入站翻译：chunk → 模型事件", en: "Inbound: chunks → model events" },
       hint: {
-        zh:
-          "工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置；" +
-          '后来的 `"id": ""` 不能覆盖真正的 id。`finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。' +
-          "`length` 时保留 `rawArguments`、不发 `toolcall_end`。" +
-          "发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。" +
-          "chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
-        en:
-          "Keep tool-call fragments apart by wire index, placed at first appearance; an empty id never overwrites a real one. " +
-          "Remember finish_reason and end at [DONE] or end of body; with length, keep rawArguments and emit no toolcall_end. " +
-          "The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping. " +
-          "A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
+        zh: [
+          "1. 工具调用片段按 wire `index` 分开（index 可能交错、可能从 1 开始），第一次出现时决定它在 content 里的位置",
+          '2. 后来的 `"id": ""` 不能覆盖真正的 id。',
+          "3. `finish_reason` 先记下来，等到 `[DONE]` 或流结束再收尾（usage 和错误可能在它之后到达）。",
+          "4. `length` 时保留 `rawArguments`、不发 `toolcall_end`。",
+          "5. 发事件的部分是现成的（`ProviderTurn`：`pushText`、`pushThinking`、`pushArguments`、`endToolCall`、`fail`、`done`），你只写映射。",
+          "6. chunk 对象会被下一帧重用（见 5.5 的 `turn.frames.parse`）：只从里面取字符串和数字，不要保留或修改其中的对象。",
+        ].join("\n"),
+        en: [
+          "1. Keep tool-call fragments apart by wire index, placed at first appearance",
+          "2. an empty id never overwrites a real one.",
+          "3. Remember finish_reason and end at [DONE] or end of body",
+          "4. with length, keep rawArguments and emit no toolcall_end.",
+          "5. The events themselves are given (ProviderTurn: pushText, pushArguments, endToolCall…); you write the mapping.",
+          "6. A chunk object is reused for the next frame: take strings and numbers from it, never keep or change its objects.",
+        ].join("\n"),
       },
     },
     {
@@ -188,7 +211,7 @@ export default defineChapter({
         'HTTP 401 Unauthorized: Incorrect API key provided: [redacted]. (code invalid_api_key)   (an OpenAI error body: its message, then " (code …)")',
         "HTTP 404 Not Found: (empty body)",
         "idleTimeoutMs must be a number ≥ 1 (or Infinity), got 0 / maxRetries must be a number ≥ 0, got -1 / timeoutMs must be a number ≥ 1, got NaN / maxResponseBytes must be a number ≥ 1, got Infinity",
-        "The request timed out: timeoutMs (1000 ms) ran out mid-stream.",
+        "The request timed out: timeoutMs (2500 ms) ran out mid-stream.",
         'HTTP ${status} ${statusText}: ${body}   (statusText is Node\'s: 400 Bad Request, 401 Unauthorized, 404 Not Found, 429 Too Many Requests, 500 Internal Server Error, 503 Service Unavailable; an empty body is "(empty body)"; an OpenAI error body gives "${error.message} (code ${error.code})"; secrets become [redacted])',
         "${message} (gave up after ${attempts} attempts)   (the last retryable failure, once the retries are spent)",
         "Request to ${baseUrl}/chat/completions failed: ${cause}   (openEventStream, given: a refused connection's cause names ECONNREFUSED)",
@@ -204,33 +227,33 @@ export default defineChapter({
       ],
       title: { zh: "基于 fetch 的 Model：失败都是事件", en: "The Model over fetch: failures are events" },
       hint: {
-        zh:
-          "`stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）" +
-          "是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。" +
-          "任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，" +
-          "否则横跨截断点的 key 会露出一半。发送、重试、超时交给 `openEventStream`（传给它的是区域上方已算好的 `transport`：这次请求的重试预算）；你负责读帧：一批帧里有带内容的帧（`turn.progressMark` 变了）" +
-          "才调用一次 `progress()`（保活帧不算进度）；一批读完后若读者还没取走这批事件（`stream.buffered > 0`，服务器比读者快），" +
-          "先 `await setImmediate()`（`node:timers/promises`）让读者赶上再读下一批，否则整段回答都会堆在流里；每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。" +
-          "这个循环写在 `ProviderModel.run` 里，所有适配器共用；`OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、" +
-          "`[DONE]`、或者 JSON chunk：交给 `this.readJsonFrame(turn, frame, CHUNKS)`（现成的，Anthropic 适配器也用它；" +
-          "解析失败、读不懂、服务商报错都由它变成失败），`CHUNKS` 用 `ChatCompletionsTurn.chunk` 应用每个 chunk。" +
-          "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，" +
-          "返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。" +
-          "每条消息都说出这一轮发了几次 HTTP 请求：建 turn 时把 `http.attempts` 放进 meta（`{ ...this.meta(), attempts: http.attempts }`），" +
-          "消息就带上 `attempts`（第一次就成功是 1，重试 n-1 次后是 n），失败时 `errorDetails.attempts` 是同一个数；" +
-          "`openEventStream` 返回的失败自己带着 `attempts`（请求前就中止、请求体建不出来是 0）。",
-        en:
-          "stream() returns at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial " +
-          "content kept). Redact the API key first, then clip. openEventStream sends and retries (give it the `transport` computed above the region: this request's retry budget); you read frames: progress() " +
-          "once per batch whose frames carried content (turn.progressMark changed); after a batch the reader has not taken yet " +
-          "(stream.buffered > 0: a server faster than its reader), await setImmediate() (node:timers/promises) before reading on, " +
-          "or the whole answer piles up in the stream; TurnLimits after each chunk, failure(error) to tell abort, timeout, stall, limit and reset apart. The " +
-          "loop is ProviderModel.run, shared by every adapter; OpenAICompatibleModel.readFrame reads one frame (a JSON chunk goes " +
-          "to this.readJsonFrame(turn, frame, CHUNKS), given, shared with the Anthropic adapter; CHUNKS parses it with " +
-          "turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks). Every message says " +
-          "how many HTTP requests its turn took: make the turn with { ...this.meta(), attempts: http.attempts } and the message " +
-          "carries attempts (1 when the first request was answered, n after n-1 retries), errorDetails.attempts the same on a " +
-          "failure; a failure from openEventStream carries its own (0 when nothing was sent).",
+        zh: [
+          "这个循环写在 `ProviderModel.run` 里，所有适配器共用。要做到：",
+          "1. `stream()` 立即返回；所有工作在一个 async 函数里完成，每条失败路径都推送 error 事件：中止（请求前、等响应头时、流中途）是 `aborted`，其余是 `error`，并保留已收到的内容。HTTP 错误要读出响应体里服务商的错误信息。",
+          "2. 任何错误文本离开适配器之前都要把 API key 替换掉——连 `fetch` 自己的错误信息都可能引用请求头；先替换再截断，否则横跨截断点的 key 会露出一半。",
+          "3. 发送、重试、超时交给 `openEventStream`（传给它的是区域上方已算好的 `transport`：这次请求的重试预算）。",
+          "4. 建好 turn 就设 `turn.beforeEnd = () => http.close()`：终止事件（done 或 error）推送之前先关掉 deadline（计时器和调用方 signal 上的监听），读者看到终止事件时什么都不剩。只在 `finally` 里关不够：`for await` 里的 `return` 要等读者跑过之后才到 `finally`。",
+          "5. 你负责读帧：一批帧里有带内容的帧（`turn.progressMark` 变了）才调用一次 `progress()`（保活帧不算进度）。",
+          "6. 一批读完后若读者还没取走这批事件（`stream.buffered > 0`，服务器比读者快），先 `await setImmediate()`（`node:timers/promises`）让读者赶上再读下一批，否则整段回答都会堆在流里。",
+          "7. 每个 chunk 之后检查 `TurnLimits`，读流出错时用 `failure(error)` 区分中止、超时、卡住、超限和断线。",
+          "8. `OpenAICompatibleModel.readFrame` 只读一帧：`event: error`、`[DONE]`、或者 JSON chunk：交给 `this.readJsonFrame(turn, frame, CHUNKS)`（现成的，Anthropic 适配器也用它；解析失败、读不懂、服务商报错都由它变成失败），`CHUNKS` 用 `ChatCompletionsTurn.chunk` 应用每个 chunk。" +
+            "解析 chunk 用 `turn.frames.parse`：结果与 `JSON.parse` 完全相同，但重复的 delta chunk 不再整段解析，返回的对象会在下一帧被重用（`models/http/frame-template.ts`，现成的）。",
+          "9. 每条消息都说出这一轮发了几次 HTTP 请求：建 turn 时把 `http.attempts` 放进 meta（`{ ...this.meta(), attempts: http.attempts }`），" +
+            "消息就带上 `attempts`（第一次就成功是 1，重试 n-1 次后是 n），失败时 `errorDetails.attempts` 是同一个数；" +
+            "`openEventStream` 返回的失败自己带着 `attempts`（请求前就中止、请求体建不出来是 0）。",
+        ].join("\n"),
+        en: [
+          "The loop is ProviderModel.run, shared by every adapter. It must:",
+          "1. return from stream() at once; every failure path pushes an error event (only the caller's abort is 'aborted'; partial content kept); an HTTP error reads the provider's message from the body.",
+          "2. redact the API key from every error text first, then clip.",
+          "3. send and retry through openEventStream (give it the `transport` computed above the region: this request's retry budget).",
+          "4. set turn.beforeEnd = () => http.close() once the turn is made: the deadline (timers, the listener on the caller's signal) is closed before the terminal event is pushed; a `finally` alone is too late, since a `return` inside `for await` reaches it after the reader has run.",
+          "5. call progress() once per batch whose frames carried content (turn.progressMark changed).",
+          "6. after a batch the reader has not taken yet (stream.buffered > 0: a server faster than its reader), await setImmediate() (node:timers/promises) before reading on, or the whole answer piles up in the stream.",
+          "7. check TurnLimits after each chunk; failure(error) tells abort, timeout, stall, limit and reset apart.",
+          "8. OpenAICompatibleModel.readFrame reads one frame (a JSON chunk goes to this.readJsonFrame(turn, frame, CHUNKS), given, shared with the Anthropic adapter; CHUNKS parses it with turn.frames.parse: what JSON.parse gives, without re-parsing the repeated delta chunks).",
+          "9. make the turn with { ...this.meta(), attempts: http.attempts }: the message carries attempts (1 when the first request was answered, n after n-1 retries), errorDetails.attempts the same on a failure; a failure from openEventStream carries its own (0 when nothing was sent).",
+        ].join("\n"),
       },
     },
     {
@@ -255,21 +278,26 @@ export default defineChapter({
         en: "A second provider: Anthropic Messages (extension lab)",
       },
       hint: {
-        zh:
-          "同一个 `Model` 契约，换一种线路格式。出站（`toAnthropicMessages`）：系统提示不在消息里；Anthropic 没有 tool 角色，" +
-          "工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替；" +
-          "error/aborted 的助手消息不发送；图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好），" +
-          "`message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，" +
-          "`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断；`finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 " +
-          "`toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。" +
-          "`createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。" +
-          "和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。" +
-          "为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
-        en:
-          "Same Model contract, another wire. Outbound: no system message, tool results as tool_result blocks in one merged user " +
-          "message, failed turns left out, images as base64 image blocks (in tool_result content too). Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end " +
-          "(tool_use, max_tokens → length, refusal → error). Events are reused like chunks: keep strings, not objects. An extension " +
-          "lab: the SSE reader, parser and transport are reused.",
+        zh: [
+          "同一个 `Model` 契约，换一种线路格式。",
+          "1. 出站（`toAnthropicMessages`）：系统提示不在消息里",
+          "2. Anthropic 没有 tool 角色，工具结果是 user 消息里的 `tool_result` 块，连续的结果和紧随其后的用户消息合并成一条 user 消息（结果在前），角色才会交替",
+          "3. error/aborted 的助手消息不发送",
+          "4. 图片（同样先过 `checkImage`）是 base64 来源的 `image` 块，user 消息和 `tool_result` 里都可以有。",
+          "5. 入站（`AnthropicTurn.event`/`finish`）：按 wire `index` 跟踪块（`open`、`delta` 已经写好）",
+          "6. `message_start` 和 `message_delta` 带来 usage（后者是累计值，只覆盖出现的字段），`message_delta` 带来 stop_reason，`error` 事件返回服务商的错误信息，`ping` 忽略，未知事件记一条诊断",
+          "7. `finish` 按 stop_reason 收尾：`tool_use` → 每个调用严格解析一次并发 `toolcall_end`，`max_tokens` → `length`（不发 `toolcall_end`），`refusal` → error，没有 stop_reason → error。",
+          "8. `createAnthropicModel` 先检查参数（`maxTokens` 必填），再交给已经写好的 `AnthropicModel`。",
+          "9. 和 chunk 一样，事件对象会被下一帧重用：只取字符串和数字。",
+          "10. 为什么是第 05 章的扩展实验而不是新的一章：SSE 读取器、增量 JSON 解析器和传输层都可以原样复用，只有线路格式不同。",
+        ].join("\n"),
+        en: [
+          "Same Model contract, another wire.",
+          "1. Outbound: no system message, tool results as tool_result blocks in one merged user message, failed turns left out, images as base64 image blocks (in tool_result content too).",
+          "2. Inbound: blocks by wire index, cumulative usage, stop_reason mapped at the end (tool_use, max_tokens → length, refusal → error).",
+          "3. Events are reused like chunks: keep strings, not objects.",
+          "4. An extension lab: the SSE reader, parser and transport are reused.",
+        ].join("\n"),
       },
     },
   ],
@@ -399,6 +427,14 @@ export default defineChapter({
       find: "    const opened = await openEventStream(request, transport);",
       replace: "    const opened = await openEventStream(request, this.transport);",
       failsWith: "must replace the model's 2",
+    },
+    {
+      lab: "5.5",
+      what: "the deadline closed in the finally only: a turn that fails inside the for await is seen by its reader before the timers and the listener go",
+      file: "src/models/http/provider-model.ts",
+      find: "    turn.beforeEnd = () => http.close();\n",
+      replace: "",
+      failsWith: "listeners on the caller's signal when the reader sees the terminal event",
     },
     {
       lab: "5.5",

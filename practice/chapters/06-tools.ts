@@ -45,20 +45,30 @@ export default defineChapter({
       id: "6.1",
       title: { zh: "纠正与校验（coerceValue、validateToolArguments）", en: "coercion and validation" },
       hint: {
-        zh:
-          "先 `structuredClone` 一份参数（调用本身不许改动），再沿着 schema 往下走：只有当值的类型不符合 schema 要的类型时，" +
-          "才查纠正表；对象逐个属性、数组逐个元素递归；`anyOf` 先看值是否已经符合某个分支，再逐个分支试纠正；`allOf` 依次按每一部分纠正；" +
-          '`type` 是列表（`["string", "number"]`）时值已符合其中之一就不动，否则按列表顺序取第一个能纠正的；' +
-          "只有 `const` / `enum`、没有 `type` 的 schema（MCP 服务器常这样写）也按成员纠正；什么类型都没要求的 schema（`{}`）不动。" +
-          "纠正不成的字符串（想要数组或对象、却不是那种 JSON）原样留给校验去拒绝。" +
-          "最后用编译好的校验器（`Compile(schema)`，每个 schema 只编译一次，放进 WeakMap）检查。" +
-          "错误信息里每个出错字段单独一行，缺失的必填字段报在它自己的路径上（`/path: is required`）。",
-        en:
-          "Clone first; walk the schema and consult the table only where the value's type is wrong; recurse into properties " +
-          "and items; for anyOf keep a fitting value, else try each branch; allOf applies each part; a type list keeps a value that " +
-          "fits one, else takes the first that converts; const/enum without a type coerce to a member; {} asks for nothing. " +
-          "Check with a compiled validator cached per schema. " +
-          "One line per failing field; a missing required field at its own path.",
+        zh: [
+          "1. 先 `structuredClone` 一份参数（调用本身不许改动），再沿着 schema 往下走：只有当值的类型不符合 schema 要的类型时，才查纠正表",
+          "2. 对象逐个属性、数组逐个元素递归",
+          "3. `anyOf` 先看值是否已经符合某个分支，再逐个分支试纠正",
+          "4. `allOf` 依次按每一部分纠正",
+          '5. `type` 是列表（`["string", "number"]`）时值已符合其中之一就不动，否则按列表顺序取第一个能纠正的',
+          "6. 只有 `const` / `enum`、没有 `type` 的 schema（MCP 服务器常这样写）也按成员纠正",
+          "7. 什么类型都没要求的 schema（`{}`）不动。",
+          "8. 纠正不成的字符串（想要数组或对象、却不是那种 JSON）原样留给校验去拒绝。",
+          "9. 最后用编译好的校验器（`Compile(schema)`，每个 schema 只编译一次，放进 WeakMap）检查。",
+          "10. 错误信息里每个出错字段单独一行，缺失的必填字段报在它自己的路径上（`/path: is required`）。",
+        ].join("\n"),
+        en: [
+          "1. Clone first",
+          "2. walk the schema and consult the table only where the value's type is wrong",
+          "3. recurse into properties and items",
+          "4. for anyOf keep a fitting value, else try each branch",
+          "5. allOf applies each part",
+          "6. a type list keeps a value that fits one, else takes the first that converts",
+          "7. const/enum without a type coerce to a member",
+          "8. {} asks for nothing.",
+          "9. Check with a compiled validator cached per schema.",
+          "10. One line per failing field; a missing required field at its own path.",
+        ].join("\n"),
       },
     },
     {

@@ -64,24 +64,27 @@ export default defineChapter({
       says: ["convertToLlm failed: ${message}", "transformContext failed: ${message}"],
       title: { zh: "一个回合（streamAssistantMessage）", en: "one turn: streamAssistantMessage" },
       hint: {
-        zh:
-          "这个实验的测试单独跑一个回合：测试文件自带一个最小的循环（`oneTurn`），只调用你的 `streamAssistantMessage`，" +
-          "所以写完这一个函数就能变绿，不必先写 `runLoop`。" +
-          "先 `await run.modelContext()`（它调用 transformContext、convertToLlm；抛出的错误已经写成 `convertToLlm failed: …` 这样的文字）：" +
-          "抛错就返回一条错误助手消息，错误文字就是抛出的消息；此时若已中止，改为 aborted 消息 `ABORTED_BEFORE_MODEL`。" +
-          "调用模型前再看一次 signal。读模型流：第一个事件（不论类型）之前发 `message_start`（消息就是事件的 partial），" +
-          "之后每个非 start 事件发一个 `message_update`，`done`/`error` 交给 `reportFinal`（它发 `message_end` 并记录消息）。" +
-          "模型流用已给出的守卫 `openModelStream(model, context, signal)` 打开：它的 `next()` 和 `result()` 与 signal 赛跑，" +
-          "中止之后不再等一个不理会 signal 的模型，返回 undefined（并已停止读流），回合以 `ABORTED_WHILE_ANSWERING` 结束；" +
-          "第一个事件的 partial 先交给 `checkedPartial()`。`stream()` 或读流时抛错，调用 `stream.stop()`，收尾成 `The model failed: <消息>`；" +
-          "流没有终结事件就结束，用 `stream.result()` 的结果，它也失败就同样收尾；`reportFailure` 会保留已经流出的内容。",
-        en:
-          "Its tests run one turn alone (the test file's own minimal loop, `oneTurn`, calls only your function), so it goes green " +
-          "before runLoop exists. modelContext() (a throw becomes an error message with the thrown text; aborted if the signal is), " +
-          "check the signal before the call, message_start before the first event, one message_update per other event, " +
-          "done/error to reportFinal; a throwing or torn stream becomes `The model failed: …` keeping the partial. Open the stream " +
-          "with the guard openModelStream(): its next() and result() give undefined once the signal is aborted; check the " +
-          "first partial with checkedPartial().",
+        zh: [
+          "这个实验的测试单独跑一个回合：测试文件自带一个最小的循环（`oneTurn`），只调用你的 `streamAssistantMessage`，所以写完这一个函数就能变绿，不必先写 `runLoop`。",
+          "1. 先 `await run.modelContext()`（它调用 transformContext、convertToLlm；抛出的错误已经写成 `convertToLlm failed: …` 这样的文字）：抛错就返回一条错误助手消息，错误文字就是抛出的消息；此时若已中止，改为 aborted 消息 `ABORTED_BEFORE_MODEL`。",
+          "2. 调用模型前再看一次 signal。",
+          "3. 读模型流：第一个事件（不论类型）之前发 `message_start`（消息就是事件的 partial），之后每个非 start 事件发一个 `message_update`，`done`/`error` 交给 `reportFinal`（它发 `message_end` 并记录消息）。",
+          "4. 模型流用已给出的守卫 `openModelStream(model, context, signal)` 打开：它的 `next()` 和 `result()` 与 signal 赛跑，中止之后不再等一个不理会 signal 的模型，返回 undefined（并已停止读流），回合以 `ABORTED_WHILE_ANSWERING` 结束；第一个事件的 partial 先交给 `checkedPartial()`。",
+          "5. `stream()` 或读流时抛错，调用 `stream.stop()`，收尾成 `The model failed: <消息>`",
+          "6. 流没有终结事件就结束，用 `stream.result()` 的结果，它也失败就同样收尾",
+          "7. `reportFailure` 会保留已经流出的内容。",
+        ].join("\n"),
+        en: [
+          "Its tests run one turn alone (the test file's own minimal loop, `oneTurn`, calls only your function), so it goes green before runLoop exists.",
+          "1. modelContext() (a throw becomes an error message with the thrown text; aborted if the signal is)",
+          "2. check the signal before the call",
+          "3. message_start before the first event",
+          "4. one message_update per other event",
+          "5. done/error to reportFinal",
+          "6. a throwing or torn stream becomes `The model failed: …` keeping the partial.",
+          "7. Open the stream with the guard openModelStream(): its next() and result() give undefined once the signal is aborted",
+          "8. check the first partial with checkedPartial().",
+        ].join("\n"),
       },
     },
     {
@@ -93,25 +96,30 @@ export default defineChapter({
       ],
       title: { zh: "循环控制（runLoop）", en: "loop control: runLoop" },
       hint: {
-        zh:
-          "`runLoop` 自己发 `agent_start`（只发一次），然后一个回合接一个回合：`turn_start`，用 `run.add()` 注入待发消息；" +
-          '已中止就用 `run.failure("aborted", ABORTED_BEFORE_MODEL)` 加 `run.add()` 代替模型调用，否则先 `run.turns++` 再调用 ' +
-          "`streamAssistantMessage`（`run.turns` 只数真正的模型调用）。回合之后按这个顺序决定：" +
-          "(1) 助手消息是 error/aborted：`run.endTurn(message, [])`，结束运行，不执行其中的工具调用；" +
-          "(2) 有工具调用：`length` 回合交给 `refuseTruncatedCalls`，否则交给 `executeToolBatch`（实验 7.3），结果用 `run.recordResults()` 记下；" +
-          "然后 `run.endTurn(message, results)`；(3) 批次报告了 hookFailure：`run.fail(hookFailure)`；" +
-          "(4) 已中止，或全部结果都说 terminate：结束；(5) `run.turns >= maxTurns`（默认 `DEFAULT_MAX_TURNS`）：这就是最后一个回合，" +
-          "不再取任何队列；有工具调用时把 `turnLimitReached(...)` 交给 `run.finish()`，它会出现在 `agent_end.errorMessage` 上，没有就直接结束——" +
-          '不为上限另开一个回合；(6) `poll(run, "getSteeringMessages")`：返回 undefined 说明运行已经以错误结束，直接 return；有消息就带着它们进入下一回合' +
-          "（即使刚刚中止：取出来就是出队了，不能丢）；(7) 已中止：结束；(8) 有工具结果：继续；(9) 取 follow-up：有就继续，没有就结束。" +
-          "结束用 `run.finish()`。`poll`、`turnLimitReached`、`ABORTED_BEFORE_MODEL` 都已给出。`runLoop` 抛出的异常由已给出的 `LoopRun` 收尾成 `The agent loop failed: …`。",
-        en:
-          "runLoop sends agent_start itself and counts run.turns (model calls only). Each turn: turn_start, inject pending messages " +
-          "with run.add(), an aborted message instead of the model after an abort, else run.turns++ and streamAssistantMessage. Then, " +
-          "in order: error/aborted → end; calls → refuseTruncatedCalls (length) or executeToolBatch (Lab 7.3), recordResults, endTurn; " +
-          "hookFailure → run.fail; aborted or unanimous terminate → end; at maxTurns → end, polling nothing, with " +
-          "turnLimitReached(...) on agent_end when there were calls (no extra turn); steering → next turn; aborted → end; tool " +
-          "results → next turn; follow-ups → next turn, else end.",
+        zh: [
+          '`runLoop` 自己发 `agent_start`（只发一次），然后一个回合接一个回合：`turn_start`，用 `run.add()` 注入待发消息；已中止就用 `run.failure("aborted", ABORTED_BEFORE_MODEL)` 加 `run.add()` 代替模型调用，否则先 `run.turns++` 再调用 `streamAssistantMessage`（`run.turns` 只数真正的模型调用）。结束用 `run.finish()`。`poll`、`turnLimitReached`、`ABORTED_BEFORE_MODEL` 都已给出。`runLoop` 抛出的异常由已给出的 `LoopRun` 收尾成 `The agent loop failed: …`。回合之后按这个顺序决定：',
+          "1. 助手消息是 error/aborted：`run.endTurn(message, [])`，结束运行，不执行其中的工具调用；",
+          "2. 有工具调用：`length` 回合交给 `refuseTruncatedCalls`，否则交给 `executeToolBatch`（实验 7.3），结果用 `run.recordResults()` 记下；然后 `run.endTurn(message, results)`；",
+          "3. 批次报告了 hookFailure：`run.fail(hookFailure)`；",
+          "4. 已中止，或全部结果都说 terminate：结束；",
+          "5. `run.turns >= maxTurns`（默认 `DEFAULT_MAX_TURNS`）：这就是最后一个回合，不再取任何队列；有工具调用时把 `turnLimitReached(...)` 交给 `run.finish()`，它会出现在 `agent_end.errorMessage` 上，没有就直接结束——不为上限另开一个回合；",
+          '6. `poll(run, "getSteeringMessages")`：返回 undefined 说明运行已经以错误结束，直接 return；有消息就带着它们进入下一回合（即使刚刚中止：取出来就是出队了，不能丢）；',
+          "7. 已中止：结束；",
+          "8. 有工具结果：继续；",
+          "9. 取 follow-up：有就继续，没有就结束。",
+        ].join("\n"),
+        en: [
+          "runLoop sends agent_start itself and counts run.turns (model calls only). Each turn: turn_start, inject pending messages with run.add(), an aborted message instead of the model after an abort, else run.turns++ and streamAssistantMessage. Then, in order:",
+          "1. error/aborted → end;",
+          "2. calls → refuseTruncatedCalls (length) or executeToolBatch (Lab 7.3), recordResults, endTurn;",
+          "3. hookFailure → run.fail;",
+          "4. aborted or unanimous terminate → end;",
+          "5. at maxTurns → end, polling nothing, with turnLimitReached(...) on agent_end when there were calls (no extra turn);",
+          "6. steering → next turn;",
+          "7. aborted → end;",
+          "8. tool results → next turn;",
+          "9. follow-ups → next turn, else end.",
+        ].join("\n"),
       },
     },
     {
@@ -121,26 +129,25 @@ export default defineChapter({
         en: "tool batches",
       },
       hint: {
-        zh:
-          '事件顺序见测试 “a "read main.ts" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、' +
-          "助手消息的 start/update/update/end、tool_execution_start/end、结果消息两个、turn_end、第二回合的 turn_start 与助手消息四个事件、turn_end、agent_end）。" +
-          "并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，" +
-          "每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。" +
-          '准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call "<名字>" was not executed: the run is ending (<hookFailure>).`；' +
-          '`run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call "<名字>" was not executed: its id "<原 id>" was already used by an earlier call ' +
-          'in the same message, so it was renamed "<新 id>". Every call needs its own id; re-issue this call if it is still needed.`；' +
-          '找不到工具回答 `Tool "<名字>" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），' +
-          "最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。" +
-          '执行交给已给出的守卫 `runGuardedTool()`：同步抛错、异步 reject、读不出来的结果（`Tool "<名字>" <原因>`）都是 `failed` 及其文字，' +
-          "中止（不等不守规矩的工具）是 `aborted`，否则是只读一次、成了纯数据的结果 `done`；然后交给 `applyAfterToolCall`（没有钩子时原样返回）。" +
-          "`onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。结果里的 `isError: false`、`terminate: false` 写不写都可以。",
-        en:
-          "Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the " +
-          "result messages in source order. Sequential: one call at a time. The exact texts for a call not run (run ending, " +
-          "repeated id, unknown tool) are in the Chinese hint. askBeforeToolCall and applyAfterToolCall return at once when no " +
-          "hook is set, so call them for every call. Run execute through the guard runGuardedTool() (failed, aborted, or the " +
-          "result read once as plain data); onUpdate " +
-          "goes dead at the call's end.",
+        zh: [
+          '1. 事件顺序见测试 “a "read main.ts" run”：一次工具调用再一次回答，恰好 19 个事件（agent_start、turn_start、用户消息两个、助手消息的 start/update/update/end、tool_execution_start/end、结果消息两个、turn_end、第二回合的 turn_start 与助手消息四个事件、turn_end、agent_end）。',
+          "2. 并行批次：逐个 `tool_execution_start` + 准备（准备失败的调用立刻 `tool_execution_end`），然后用 `Promise.all` 一起执行，每个完成时发 `tool_execution_end`，最后按源顺序发结果消息。",
+          "3. 顺序批次：每个调用准备、执行、结束、发结果之后才轮到下一个。",
+          '4. 准备：中止了就 `abortedCall`；批次已有 hookFailure 就回答 `Tool call "<名字>" was not executed: the run is ending (<hookFailure>).`',
+          '5. `run.repeatedCalls` 里的调用（id 重复、已被改名）不执行，回答 `Tool call "<名字>" was not executed: its id "<原 id>" was already used by an earlier call in the same message, so it was renamed "<新 id>". Every call needs its own id; re-issue this call if it is still needed.`',
+          '6. 找不到工具回答 `Tool "<名字>" not found. Available tools: <逗号分隔的名字，没有就是 (none)>.`；再 `prepareToolArguments`（第 06 章），最后 `askBeforeToolCall`——没有设置钩子时它直接返回 undefined，所以每个调用都可以调用它（实验 7.4 才写钩子本身）。',
+          '7. 执行交给已给出的守卫 `runGuardedTool()`：同步抛错、异步 reject、读不出来的结果（`Tool "<名字>" <原因>`）都是 `failed` 及其文字，中止（不等不守规矩的工具）是 `aborted`，否则是只读一次、成了纯数据的结果 `done`；然后交给 `applyAfterToolCall`（没有钩子时原样返回）。',
+          "8. `onUpdate` 在这个调用的 `tool_execution_end` 之后必须失效。",
+          "9. 结果里的 `isError: false`、`terminate: false` 写不写都可以。",
+        ].join("\n"),
+        en: [
+          "1. Parallel: start and prepare each call in order, run the ready ones together, end each as it finishes, then the result messages in source order.",
+          "2. Sequential: one call at a time.",
+          "3. The exact texts for a call not run (run ending, repeated id, unknown tool) are in the Chinese hint.",
+          "4. askBeforeToolCall and applyAfterToolCall return at once when no hook is set, so call them for every call.",
+          "5. Run execute through the guard runGuardedTool() (failed, aborted, or the result read once as plain data)",
+          "6. onUpdate goes dead at the call's end.",
+        ].join("\n"),
       },
       // Every run goes through the loop first.
       uses: ["7.2"],
@@ -152,27 +159,26 @@ export default defineChapter({
         en: "hooks and their guard: beforeToolCall and afterToolCall",
       },
       hint: {
-        zh:
-          '`beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call "<名字>" was blocked.`）。' +
-          "本章的防御都是 `src/agent/guards.ts` 里的具名守卫，前几个实验直接用；这个实验自己写一个：`guardToolHooks` 把两个钩子包成 " +
-          "`run.hooks.before` / `run.hooks.after`，回答只有三种——`value`（已读成纯数据）、`aborted`、`failed`（附运行结束时用的文字）。" +
-          "守卫里用 `settle(() => hook(ctx, signal), signal, hookTimeoutMs)` 调用钩子，只在 try 里读一次它的回答（`block`、`reason`；" +
-          "`afterToolCall` 的回答交给已给出的 `readOverride`），失败的文字用已给出的 `failed()` 写。" +
-          "然后在 tool-execution.ts 里只按这三种回答处理：" +
-          '钩子抛错是应用的 bug：`failed` 带着该调用的错误结果文字（`beforeToolCall failed for "<名字>": <消息>`），' +
-          "并用 `hookThrew()` 记在批次上：同一批次里在它之后才准备的调用不再执行，回答 `…the run is ending (…)`；" +
-          "已经准备好的调用（并行批次里排在它前面、等着一起执行的）照常执行。" +
-          "本回合结束后整个运行以同样文字的错误消息收尾。" +
-          "`beforeToolCall` 执行期间中止了，调用就算中止；`afterToolCall` 执行期间中止，工具已经跑完，保留它自己的结果。`afterToolCall` 逐字段覆盖：没给的字段保留工具自己的值（`content`、`details`、`isError`、`terminate`）。" +
-          "钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，守卫都按钩子抛错处理，同样是 `failed`。" +
-          "本实验最后一个测试是性质测试：两千次带随机故障的运行；失败时它打印 `{ seed, path }`，按测试文件开头的说明可以只重放那一个例子。",
-        en:
-          "The chapter's defences are named guards in src/agent/guards.ts, used as given by the other labs; this lab writes one: " +
-          "guardToolHooks wraps both hooks as run.hooks.before/after (settle with the signal and hookTimeoutMs, the answer read " +
-          "once in a try, readOverride and failed() given), answering value (read as plain data), aborted or failed. Then the " +
-          "batch handles only those answers. beforeToolCall sees the validated arguments; a block's reason becomes the error result; a throw " +
-          "(an app bug) is failed, with the call's error text, recorded with hookThrew(): calls of the batch prepared after it are answered without running (calls already prepared still run), and the run ends with the same text; an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran). afterToolCall overrides field by field. " +
-          "An answer that cannot be read, or no answer within hookTimeoutMs, is failed too. The property test comes last; its file says how to replay a failing seed and path.",
+        zh: [
+          '1. `beforeToolCall` 看到校验后的参数；`{ block: true, reason }` 把 reason 变成错误结果（没有 reason 时是 `Tool call "<名字>" was blocked.`）。',
+          "2. 本章的防御都是 `src/agent/guards.ts` 里的具名守卫，前几个实验直接用；这个实验自己写一个：`guardToolHooks` 把两个钩子包成 `run.hooks.before` / `run.hooks.after`，回答只有三种——`value`（已读成纯数据）、`aborted`、`failed`（附运行结束时用的文字）。",
+          "3. 守卫里用 `settle(() => hook(ctx, signal), signal, hookTimeoutMs)` 调用钩子，只在 try 里读一次它的回答（`block`、`reason`；`afterToolCall` 的回答交给已给出的 `readOverride`），失败的文字用已给出的 `failed()` 写。",
+          '4. 然后在 tool-execution.ts 里只按这三种回答处理：钩子抛错是应用的 bug：`failed` 带着该调用的错误结果文字（`beforeToolCall failed for "<名字>": <消息>`），并用 `hookThrew()` 记在批次上：同一批次里在它之后才准备的调用不再执行，回答 `…the run is ending (…)`；已经准备好的调用（并行批次里排在它前面、等着一起执行的）照常执行。本回合结束后整个运行以同样文字的错误消息收尾。',
+          "5. `beforeToolCall` 执行期间中止了，调用就算中止；`afterToolCall` 执行期间中止，工具已经跑完，保留它自己的结果。",
+          "6. `afterToolCall` 逐字段覆盖：没给的字段保留工具自己的值（`content`、`details`、`isError`、`terminate`）。",
+          "7. 钩子的返回值读不出来（getter 抛错、Proxy），或者超过 `hookTimeoutMs` 还没落定，守卫都按钩子抛错处理，同样是 `failed`。",
+          "8. 本实验最后一个测试是性质测试：两千次带随机故障的运行；失败时它打印 `{ seed, path }`，按测试文件开头的说明可以只重放那一个例子。",
+        ].join("\n"),
+        en: [
+          "1. The chapter's defences are named guards in src/agent/guards.ts, used as given by the other labs; this lab writes one: guardToolHooks wraps both hooks as run.hooks.before/after (settle with the signal and hookTimeoutMs, the answer read once in a try, readOverride and failed() given), answering value (read as plain data), aborted or failed.",
+          "2. Then the batch handles only those answers.",
+          "3. beforeToolCall sees the validated arguments; a block's reason becomes the error result",
+          "4. a throw (an app bug) is failed, with the call's error text, recorded with hookThrew(): calls of the batch prepared after it are answered without running (calls already prepared still run), and the run ends with the same text",
+          "5. an abort during beforeToolCall answers the call as aborted, one during afterToolCall keeps the tool's own result (it already ran).",
+          "6. afterToolCall overrides field by field.",
+          "7. An answer that cannot be read, or no answer within hookTimeoutMs, is failed too.",
+          "8. The property test comes last; its file says how to replay a failing seed and path.",
+        ].join("\n"),
       },
       uses: ["7.2"],
     },

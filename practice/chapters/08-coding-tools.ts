@@ -43,25 +43,25 @@ export default defineChapter({
     "src/coding-tools/processes.ts",
     "src/coding-tools/index.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "8.1",
       title: { zh: "把路径关在工作区里（resolve 与 verifyOpened）", en: "containment: resolve and verifyOpened" },
       hint: {
-        zh:
-          "先做字面检查（已给出 `lexicalRelative`），再从目标往上找最近的已存在祖先，对它 realpath，结果必须仍在 `this.root` 之内；" +
-          "目标不存在的部分原样接回去。悬空的符号链接（lstat 能看到、realpath 失败）直接拒绝。" +
-          "realpath 的错误里只有 ENOENT 和 ENOTDIR（路径上有一段是文件）表示“还不存在”，其他错误（例如名字太长的 ENAMETOOLONG）原样抛出。" +
-          "空路径（或不是字符串）和含 NUL 的路径先用普通 Error 拒绝。" +
-          "`verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径；读不到时（其他平台）对 `expected` 做 realpath 再 lstat，" +
-          "inode 和 dev 都与描述符相同才算同一个文件。路径不在根目录里、或者对不上，都抛 WorkspaceEscapeError。",
-        en:
-          "Lexical check first (lexicalRelative is given), then realpath the nearest existing ancestor and require it inside " +
-          "the root; refuse dangling links. Only ENOENT and ENOTDIR mean not there yet; rethrow any other error " +
-          "(ENAMETOOLONG). An empty path and a NUL are plain Errors. verifyOpened: /proc/self/fd/<fd> on Linux; when that " +
-          "cannot be read, realpath then lstat expected and require the same inode and dev as the descriptor.",
+        zh: [
+          "1. 先做字面检查（已给出 `lexicalRelative`），再从目标往上找最近的已存在祖先，对它 realpath，结果必须仍在 `this.root` 之内；目标不存在的部分原样接回去。",
+          "2. 悬空的符号链接（lstat 能看到、realpath 失败）直接拒绝。",
+          "3. realpath 的错误里只有 ENOENT 和 ENOTDIR（路径上有一段是文件）表示“还不存在”，其他错误（例如名字太长的 ENAMETOOLONG）原样抛出。",
+          "4. 空路径（或不是字符串）和含 NUL 的路径先用普通 Error 拒绝。",
+          "5. `verifyOpened`：Linux 上读 `/proc/self/fd/<fd>` 得到描述符的真实路径；读不到时（其他平台）对 `expected` 做 realpath 再 lstat，inode 和 dev 都与描述符相同才算同一个文件。",
+          "6. 路径不在根目录里、或者对不上，都抛 WorkspaceEscapeError。",
+        ].join("\n"),
+        en: [
+          "1. Lexical check first (lexicalRelative is given), then realpath the nearest existing ancestor and require it inside the root; refuse dangling links.",
+          "2. Only ENOENT and ENOTDIR mean not there yet; rethrow any other error (ENAMETOOLONG).",
+          "3. An empty path and a NUL are plain Errors.",
+          "4. verifyOpened: /proc/self/fd/<fd> on Linux; when that cannot be read, realpath then lstat expected and require the same inode and dev as the descriptor.",
+        ].join("\n"),
       },
       says: [
         "The path is empty. Give a path relative to the workspace root.   (also for a path that is not a string)",
@@ -79,18 +79,20 @@ export default defineChapter({
         en: "atomic writes and per-path serialisation",
       },
       hint: {
-        zh:
-          "临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；" +
-          "任何失败都删掉临时文件。工具传进来的 target 可能是 `/proc/self/fd/N/名字`（持有的目录里的名字），直接用 path.dirname(target) 拼临时文件名，" +
-          "不要先 realpath，否则又回到了按路径走。权限：没给 mode 时沿用旧文件的权限，新文件用 0o644（umask 之前）。" +
-          "临时文件的描述符无论成败都要关掉。" +
-          "PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉——" +
-          "只有 Map 里的队尾仍是这一个时才删，否则后来排队的任务会和正在跑的并行。",
-        en:
-          "Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure. The target may be " +
-          "/proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it. Mode: the " +
-          "old file's, or 0o644 for a new one. Close the descriptor on success and failure. PathLocks chains tasks per key, " +
-          "survives failures, and forgets an idle key only while its tail is still the one it set.",
+        zh: [
+          "1. 临时文件要和目标在同一个目录（rename 只在同一文件系统内是原子的），用 O_CREAT|O_EXCL|O_NOFOLLOW 打开，写完 sync 再 rename；任何失败都删掉临时文件。",
+          "2. 工具传进来的 target 可能是 `/proc/self/fd/N/名字`（持有的目录里的名字），直接用 path.dirname(target) 拼临时文件名，不要先 realpath，否则又回到了按路径走。",
+          "3. 权限：没给 mode 时沿用旧文件的权限，新文件用 0o644（umask 之前）。",
+          "4. 临时文件的描述符无论成败都要关掉。",
+          "5. PathLocks：每个 key 记住队尾的 promise，新任务接在它后面；失败的任务不能卡住后面的任务，空闲的 key 要从 Map 里删掉——只有 Map 里的队尾仍是这一个时才删，否则后来排队的任务会和正在跑的并行。",
+        ].join("\n"),
+        en: [
+          "1. Temp file in the same folder, O_CREAT|O_EXCL|O_NOFOLLOW, sync, rename; remove it on failure.",
+          "2. The target may be /proc/self/fd/N/name (a name in a held folder): join the temp name to path.dirname(target), never realpath it.",
+          "3. Mode: the old file's, or 0o644 for a new one.",
+          "4. Close the descriptor on success and failure.",
+          "5. PathLocks chains tasks per key, survives failures, and forgets an idle key only while its tail is still the one it set.",
+        ].join("\n"),
       },
       // The write and edit tool tests resolve their path first.
       uses: ["8.1"],
@@ -99,17 +101,24 @@ export default defineChapter({
       id: "8.3",
       title: { zh: "read 的窗口：行号、上限与继续提示（formatReadOutput）", en: "the read window" },
       hint: {
-        zh:
-          "行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。调用者给的 `limit` 也不能超过 `maxLines`。行数上限和字节上限谁先到就停在谁那里，并在末尾写明 " +
-          "`Use offset=N to continue.`；单独一行就超过字节上限时，截断这一行而不是什么都不显示。" +
-          "每行按 UTF-8 字节计入上限：编号、制表符、内容再加一个换行；正好用满上限的一行仍然放得下。" +
-          "截断按字节切，切在一个字符中间时，解码出的末尾 U+FFFD（半个字符）要去掉。" +
-          "提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
-        en:
-          "1-based numbers padded to the widest shown, a tab, the line. A caller's limit never exceeds maxLines. Stop at whichever cap comes first and say how to " +
-          "continue; cut a single oversized line rather than show nothing. A line costs its UTF-8 bytes plus a newline; " +
-          "one that fills the cap exactly fits. Cut by bytes and drop the trailing U+FFFD of a split character. " +
-          "Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
+        zh: [
+          "1. 行号从 1 开始，右对齐到窗口里最大行号的宽度，后接制表符。",
+          "2. 调用者给的 `limit` 也不能超过 `maxLines`。",
+          "3. 行数上限和字节上限谁先到就停在谁那里，并在末尾写明 `Use offset=N to continue.`",
+          "4. 单独一行就超过字节上限时，截断这一行而不是什么都不显示。",
+          "5. 每行按 UTF-8 字节计入上限：编号、制表符、内容再加一个换行；正好用满上限的一行仍然放得下。",
+          "6. 截断按字节切，切在一个字符中间时，解码出的末尾 U+FFFD（半个字符）要去掉。",
+          "7. 提示里的上限用 `formatSize(maxBytes)` 写（`1 KB`、`100 bytes`）。",
+        ].join("\n"),
+        en: [
+          "1. 1-based numbers padded to the widest shown, a tab, the line.",
+          "2. A caller's limit never exceeds maxLines.",
+          "3. Stop at whichever cap comes first and say how to continue",
+          "4. cut a single oversized line rather than show nothing.",
+          "5. A line costs its UTF-8 bytes plus a newline; one that fills the cap exactly fits.",
+          "6. Cut by bytes and drop the trailing U+FFFD of a split character.",
+          "7. Write the cap with formatSize(maxBytes) (1 KB, 100 bytes).",
+        ].join("\n"),
       },
       uses: ["8.1"],
     },
@@ -136,28 +145,34 @@ export default defineChapter({
       id: "8.5",
       title: { zh: "有界的 bash（runCommand）", en: "bounded bash" },
       hint: {
-        zh:
-          '`spawn(shell, ["-c", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。' +
-          "超时或中止：先 SIGTERM，宽限期后 SIGKILL。stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
-          "shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。" +
-          "spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。" +
-          "有的进程会离开进程组甚至会话（`setsid`、两次 fork），`kill(-pid)` 够不着：给每次调用一个 `newCallMarker()`，" +
-          "放进命令的环境变量 `CALL_MARKER_VARIABLE`，shell 退出时用 `killLeftovers(pid, marker)` 连它们一起杀掉。" +
-          "时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。" +
-          "stdin 用 `ignore`（读到的是 /dev/null），否则读标准输入的命令会一直等到超时。" +
-          "shell 启动失败（`error` 事件，例如找不到 shell）也要 resolve：exitCode 127，output 是 Node 的错误信息加一个换行。" +
-          "shell 退出后等 `close`（管道读完）再结束；够不着的进程仍占着管道时，200 毫秒后销毁管道照样结束。结束时移除 abort 监听器。" +
-          "`truncated` 表示有字节被丢掉（totalBytes > cap），留下的块可能正好凑满 cap；从头部截断可能切开 UTF-8 字符，只在截断时去掉开头的 U+FFFD。",
-        en:
-          "detached spawn gives the command its own process group; kill(-pid) reaches all of it. SIGTERM, then SIGKILL after " +
-          "the grace period. One shared tail buffer, total bytes counted. Kill leftovers on exit so the pipes close. " +
-          "trackProcessGroup(pid, marker) after the spawn, untrackProcessGroup(pid) at the end. Processes that leave the group " +
-          "(setsid, double fork) carry the call's marker variable: killLeftovers(pid, marker) reaches them. checkTimeBound " +
-          "the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms). stdin is ignore (/dev/null), or a command " +
-          "reading it waits for the timeout. A shell that cannot start (the error event) resolves with exit code 127 and " +
-          "Node's message plus a newline. After the exit wait for close; if a process out of reach holds the pipes, destroy " +
-          "them after 200 ms and finish. Remove the abort listener at the end. truncated means bytes were dropped " +
-          "(totalBytes > cap; the kept chunks may fill the cap exactly); when cut, drop the leading U+FFFD of a split character.",
+        zh: [
+          "`runCommand`：",
+          '1. `spawn(shell, ["-c", command], { detached: true })` 让命令自成一个进程组，`process.kill(-pid, sig)` 就能杀掉它启动的所有进程。',
+          "2. 超时或中止：先 SIGTERM，宽限期后 SIGKILL。",
+          "3. stdout 和 stderr 写进同一个缓冲区，只保留最后 cap 个字节，但要数清总字节数。" +
+            "`truncated` 表示有字节被丢掉（totalBytes > cap），留下的块可能正好凑满 cap；从头部截断可能切开 UTF-8 字符，只在截断时去掉开头的 U+FFFD。",
+          "4. shell 退出后也要杀掉留在后台的进程，否则它们占着管道，调用永远不返回。",
+          "5. spawn 之后调用 `trackProcessGroup(pid, marker)`，结束时调用 `untrackProcessGroup(pid)`：本进程退出时还活着的进程组会收到 SIGKILL。",
+          "6. 有的进程会离开进程组甚至会话（`setsid`、两次 fork），`kill(-pid)` 够不着：给每次调用一个 `newCallMarker()`，" +
+            "放进命令的环境变量 `CALL_MARKER_VARIABLE`，shell 退出时用 `killLeftovers(pid, marker)` 连它们一起杀掉。",
+          "7. 时间上限先过 `checkTimeBound`：Node 的定时器超过 2³¹−1 毫秒会在 1 毫秒后就触发。",
+          "8. stdin 用 `ignore`（读到的是 /dev/null），否则读标准输入的命令会一直等到超时。",
+          "9. shell 启动失败（`error` 事件，例如找不到 shell）也要 resolve：exitCode 127，output 是 Node 的错误信息加一个换行。",
+          "10. shell 退出后等 `close`（管道读完）再结束；够不着的进程仍占着管道时，200 毫秒后销毁管道照样结束。结束时移除 abort 监听器。",
+        ].join("\n"),
+        en: [
+          "runCommand:",
+          "1. a detached spawn gives the command its own process group; kill(-pid) reaches all of it.",
+          "2. on a timeout or an abort: SIGTERM, then SIGKILL after the grace period.",
+          "3. one shared tail buffer, total bytes counted; truncated means bytes were dropped (totalBytes > cap; the kept chunks may fill the cap exactly); when cut, drop the leading U+FFFD of a split character.",
+          "4. kill leftovers on exit so the pipes close.",
+          "5. trackProcessGroup(pid, marker) after the spawn, untrackProcessGroup(pid) at the end.",
+          "6. processes that leave the group (setsid, double fork) carry the call's marker variable: killLeftovers(pid, marker) reaches them.",
+          "7. checkTimeBound the timeouts first (a Node timer above 2^31-1 ms fires after 1 ms).",
+          "8. stdin is ignore (/dev/null), or a command reading it waits for the timeout.",
+          "9. a shell that cannot start (the error event) resolves with exit code 127 and Node's message plus a newline.",
+          "10. after the exit wait for close; if a process out of reach holds the pipes, destroy them after 200 ms and finish; remove the abort listener at the end.",
+        ].join("\n"),
       },
       says: [
         "${error.message}\\n   (the output when the shell cannot start, with exit code 127: spawn /no/such/shell ENOENT)",
@@ -231,6 +246,20 @@ export default defineChapter({
       find: "      if (this.tails.get(key) === tail) this.tails.delete(key);\n",
       replace: "",
       failsWith: "expected 2 to be +0",
+    },
+    {
+      lab: "8.2",
+      what: "a failed task breaks the chain: the next task of the key gets its rejection",
+      file: "src/coding-tools/workspace.ts",
+      find:
+        "    const tail = result.then(\n      () => undefined,\n      () => undefined,\n    );\n    this.tails.set(key, tail);\n" +
+        "    void tail.then(() => {\n      if (this.tails.get(key) === tail) this.tails.delete(key);\n    });",
+      // The bookkeeping handles both outcomes (so nothing escapes unhandled); the chain does not.
+      replace:
+        "    const tail = result;\n    this.tails.set(key, tail);\n" +
+        "    const forget = () => {\n      if (this.tails.get(key) === tail) this.tails.delete(key);\n    };\n" +
+        "    void tail.then(forget, forget);",
+      failsWith: "a2 was rejected with a1",
     },
     {
       lab: "8.2",

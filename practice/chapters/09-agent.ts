@@ -50,16 +50,24 @@ export default defineChapter({
         'The turn ended with stopReason "${stopReason}".   (the errorMessage of a failed turn whose message carries none)',
       ],
       hint: {
-        zh:
-          "`message_start`（只对助手消息）和 `message_update` 设置 `streamingMessage`；`message_end` 清掉它并把消息追加进 `messages`；" +
-          "`tool_execution_start`/`end` 增删 `pendingToolCalls` 里的 id——每次都换一个新的 Set，旧快照手里的那个不能变；" +
-          '失败回合（`error`/`aborted`）的 `turn_end` 记下 `errorMessage`（消息没带 errorMessage 时写 `The turn ended with stopReason "aborted".` 这样的一句）；`agent_end` 清掉 `streamingMessage`，它若带着 `errorMessage`（例如到了回合上限）也记下，不带就保留原来的。' +
-          "不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。不在运行中的调用的 `tool_execution_end` 照常返回 true，`pendingToolCalls` 保持原来那个 Set。",
-        en:
-          "message_start (assistant) and message_update set streamingMessage; message_end clears it and appends the message; " +
-          "tool starts/ends add/remove ids in a NEW set each time; a failed turn_end sets errorMessage (without one on the message: " +
-          'The turn ended with stopReason "<reason>".); agent_end clears the ' +
-          "streaming message and, when it carries an errorMessage (the turn limit), sets errorMessage (else keeps it). An update for a call that is not running returns false. An end for a call that is not running returns true and keeps the same set.",
+        zh: [
+          "1. `message_start`（只对助手消息）和 `message_update` 设置 `streamingMessage`",
+          "2. `message_end` 清掉它并把消息追加进 `messages`",
+          "3. `tool_execution_start`/`end` 增删 `pendingToolCalls` 里的 id——每次都换一个新的 Set，旧快照手里的那个不能变",
+          '4. 失败回合（`error`/`aborted`）的 `turn_end` 记下 `errorMessage`（消息没带 errorMessage 时写 `The turn ended with stopReason "aborted".` 这样的一句）',
+          "5. `agent_end` 清掉 `streamingMessage`，它若带着 `errorMessage`（例如到了回合上限）也记下，不带就保留原来的。",
+          "6. 不在运行中的调用发来的 `tool_execution_update` 返回 false：它既不进状态，也不交给监听器。",
+          "7. 不在运行中的调用的 `tool_execution_end` 照常返回 true，`pendingToolCalls` 保持原来那个 Set。",
+        ].join("\n"),
+        en: [
+          "1. message_start (assistant) and message_update set streamingMessage",
+          "2. message_end clears it and appends the message",
+          "3. tool starts/ends add/remove ids in a NEW set each time",
+          '4. a failed turn_end sets errorMessage (without one on the message: The turn ended with stopReason "<reason>".)',
+          "5. agent_end clears the streaming message and, when it carries an errorMessage (the turn limit), sets errorMessage (else keeps it).",
+          "6. An update for a call that is not running returns false.",
+          "7. An end for a call that is not running returns true and keeps the same set.",
+        ].join("\n"),
       },
     },
     {
@@ -84,20 +92,26 @@ export default defineChapter({
       ],
       title: { zh: "一次 run 的生命周期（AgentRun.execute、AgentRun.deliver）", en: "the run lifecycle" },
       hint: {
-        zh:
-          "`execute`：设 `isStreaming`、清掉上次的 `errorMessage`，每次改了 draft 都调用 `this.host.changed(…)`（`agent.state` 是缓存的快照，不调用它就看不到变化；参数表示对话本身是否变了：只有 `message_end` 传 true，`agent.state.messages` 才换成新数组，运行的开始和结束都传 false），用对话的副本启动循环，事件接收端用已经写好的 `inOrder`，写成 `(event) => this.inOrder(event)`" +
-          "（直接传 `this.inOrder` 也能通过类型检查，但 `this` 丢了，每个 9.3 测试都会栈溢出；它按顺序调用 `deliver`：中止之后循环不再等待接收端，事件就排在仍在进行的投递后面），循环结束后再 `await this.delivered`，" +
-          "等最后的投递（包括 `agent_end`）送完；" +
-          "无论循环怎么结束，`finally` 里都要回到空闲（`isStreaming` 置 false、`host.finished(this)`、兑现 `idle`），" +
-          "然后，如果有监听器抛过错，就用 `AgentListenerError` 让 `prompt()` reject，并把它写进 `errorMessage`。" +
-          "`deliver`：先交给 reducer（返回 false 就到此为止），再按顺序调用每个监听器；同步返回的就接着下一个，" +
-          "返回 promise 的就转到 `deliverRest` 逐个 await。监听器抛错时记下来、像 `abort()` 一样停掉 run，但后面的监听器照样收到这个事件。",
-        en:
-          "execute: mark streaming and call this.host.changed(…) after each change of the draft (agent.state is a cached snapshot; its argument says whether the transcript changed: true only at message_end, so state.messages is a new array only then), start the loop on a copy of the transcript with the given inOrder as its sink, bound: (event) => this.inOrder(event) (passing this.inOrder typechecks but loses this) (deliver, one " +
-          "event after the other, also once the loop stops waiting after an abort), then await this.delivered; whatever happens " +
-          "return to idle in finally; then reject with an AgentListenerError if a listener threw. deliver: reduce first, then " +
-          "each listener in order (await those that return a promise); a throw is recorded and aborts the run, and the later " +
-          "listeners still get the event.",
+        zh: [
+          "1. `execute`：设 `isStreaming`、清掉上次的 `errorMessage`",
+          "2. 每次改了 draft 都调用 `this.host.changed(…)`（`agent.state` 是缓存的快照，不调用它就看不到变化；参数表示对话本身是否变了：只有 `message_end` 传 true，`agent.state.messages` 才换成新数组，运行的开始和结束都传 false）",
+          "3. 用对话的副本启动循环，事件接收端用已经写好的 `inOrder`，写成 `(event) => this.inOrder(event)`（直接传 `this.inOrder` 也能通过类型检查，但 `this` 丢了，每个 9.3 测试都会栈溢出；它按顺序调用 `deliver`：中止之后循环不再等待接收端，事件就排在仍在进行的投递后面）",
+          "4. 循环结束后再 `await this.delivered`，等最后的投递（包括 `agent_end`）送完",
+          "5. 无论循环怎么结束，`finally` 里都要回到空闲（`isStreaming` 置 false、`host.finished(this)`、兑现 `idle`）",
+          "6. 然后，如果有监听器抛过错，就用 `AgentListenerError` 让 `prompt()` reject，并把它写进 `errorMessage`。",
+          "7. `deliver`：先交给 reducer（返回 false 就到此为止），再按顺序调用每个监听器",
+          "8. 同步返回的就接着下一个，返回 promise 的就转到 `deliverRest` 逐个 await。",
+          "9. 监听器抛错时记下来、像 `abort()` 一样停掉 run，但后面的监听器照样收到这个事件。",
+        ].join("\n"),
+        en: [
+          "1. execute: mark streaming and call this.host.changed(…) after each change of the draft (agent.state is a cached snapshot; its argument says whether the transcript changed: true only at message_end, so state.messages is a new array only then)",
+          "2. start the loop on a copy of the transcript with the given inOrder as its sink, bound: (event) => this.inOrder(event) (passing this.inOrder typechecks but loses this) (deliver, one event after the other, also once the loop stops waiting after an abort)",
+          "3. then await this.delivered",
+          "4. whatever happens return to idle in finally",
+          "5. then reject with an AgentListenerError if a listener threw.",
+          "6. deliver: reduce first, then each listener in order (await those that return a promise)",
+          "7. a throw is recorded and aborts the run, and the later listeners still get the event.",
+        ].join("\n"),
       },
     },
   ],

@@ -60,20 +60,26 @@ export default defineChapter({
       ],
       title: { zh: "追加与 id（SessionFile.append、write、newId）", en: "append and ids" },
       hint: {
-        zh:
-          "`append`：先拒绝误用（会话已关闭、只读或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），" +
-          "再生成 id，拼出 `{type, id, parentId, timestamp, …}`；嵌套超过 `MAX_NESTING` 层（`nestedDeeperThan`）" +
-          "或 `JSON.stringify` 失败的条目也拒绝（读者会拒绝这样的行，所以绝不写出）。把这一整行挂到写队列 `this.queue` 的尾巴上——" +
-          "队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。" +
-          "`write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`；" +
-          "出错就记下 `broken`，排在它后面的写一个都不再写（即使磁盘又好了）。写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。" +
-          "`newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复；试 100 次都撞上，就返回一个完整的 `randomUUID()`。",
-        en:
-          "append: refuse misuse (closed, read-only, broken, unknown parent, label target or type), make the id, build one " +
-          "whole line (refuse it nested deeper than MAX_NESTING or not JSON-serialisable), chain the write on this.queue " +
-          "(swallow failures in the chain itself). write: a torn mark first if this.torn.tail is set, then one write of " +
-          "the line, sync when durable; on failure remember it, and no write queued behind it runs. Index the parsed " +
-          "line. newId: 8 hex chars unused so far (written or queued); after 100 colliding tries a full randomUUID().",
+        zh: [
+          "`append`、`write`、`newId`：",
+          "1. `append` 先拒绝误用（会话已关闭、只读或已坏、parentId 不是已写入的条目、label 指向未知条目、未知类型），再生成 id，拼出 `{type, id, parentId, timestamp, …}`。",
+          "2. 嵌套超过 `MAX_NESTING` 层（`nestedDeeperThan`）或 `JSON.stringify` 失败的条目也拒绝（读者会拒绝这样的行，所以绝不写出）。",
+          "3. 把这一整行挂到写队列 `this.queue` 的尾巴上——队列本身要吞掉失败（`.catch`），否则一次失败会让后面所有追加带着别人的错误失败。",
+          "4. `write`：若 `this.torn.tail` 不为空，先写 `\\n` 加一条 torn 标记；再一次写完整行，`durable` 时 `sync()`。",
+          "5. 出错就记下 `broken`，这次和排在它后面的追加都以 `a write failed (…)` 拒绝，一个都不再写（即使磁盘又好了）。",
+          "6. 写成功后把这一行 `JSON.parse` 回来放进内存——内存里的就是文件里的。",
+          "7. `newId`：`randomUUID()` 的前 8 位，和已写入、正在排队的 id 都不能重复；试 100 次都撞上，就返回一个完整的 `randomUUID()`。",
+        ].join("\n"),
+        en: [
+          "append, write, newId:",
+          "1. append: refuse misuse (closed, read-only, broken, unknown parent, label target or type), make the id, build one whole line.",
+          "2. refuse an entry nested deeper than MAX_NESTING or not JSON-serialisable.",
+          "3. chain the write on this.queue (swallow failures in the chain itself).",
+          "4. write: a torn mark first if this.torn.tail is set, then one write of the line, sync when durable.",
+          "5. on failure remember it (broken): this append and every one queued behind it reject with a write failed (…), and none of them is written.",
+          "6. index the parsed line: memory holds what the file holds.",
+          "7. newId: 8 hex chars unused so far (written or queued); after 100 colliding tries a full randomUUID().",
+        ].join("\n"),
       },
     },
     {
@@ -96,27 +102,24 @@ export default defineChapter({
       ],
       title: { zh: "读回与恢复（LineScan.push、line、end）", en: "reading and recovery" },
       hint: {
-        zh:
-          "`push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），" +
-          '要记住每行在文件里的字节偏移。`line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行' +
-          '（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，' +
-          "因为下一行可能就是它的 torn 标记。`end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，" +
-          "以及 `forward`（父节点不在前面的条目）的报错。" +
-          "恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；" +
-          "文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。" +
-          "同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。" +
-          "这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、" +
-          "用你的 `open` 读回文件；练习文件夹里约 8 秒（最多 200 次、至少 24 次）。",
-        en:
-          "push: split bytes at 0x0a, lines may span chunks, track byte offsets. line: line 1 is the header; a torn mark " +
-          "must name the held line exactly; other lines are held until the next one is seen. end: bytes after the last " +
-          "newline are the tail; flush the held line; report a forward parent. Recovery can be cut too: a complete line " +
-          "that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the " +
-          "file, followed by nothing but part of a torn mark, becomes the tail (anything else after it is damage); a " +
-          "mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the " +
-          "library wrote must open. The slowest test is the crash test: it " +
-          "compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back " +
-          "with your open (in a practice folder about 8 s: up to 200 kills, at least 24).",
+        zh: [
+          "1. `push` 收到的是任意大小的字节块：按 `\\n`（0x0a）切行，一行可能跨越几个块（`partial` 里存副本，读者会复用缓冲区），工作量必须和字节数成线性：没结束的行只把新来的那一块存起来，换行到了再拼一次；每来一块就把已收到的半行重新拼成一个缓冲区是平方级的（测试把一行 16 MiB 按 512 字节一块推进来，10 秒内必须推完；平方级的做法要拷贝 256 GiB）。",
+          "2. 要记住每行在文件里的字节偏移。",
+          '3. `line`：第 1 行是 header；以 `{"type":"torn"` 开头的行是标记，它必须正好指向上一行（偏移和长度都对），那一行就算保留的残行；其他行先"扣住"（`held`），等看到下一行再交给 `entry()`，因为下一行可能就是它的 torn 标记。',
+          "4. `end`：最后一个换行之后的字节是残行 `tail`，别忘了处理还扣着的那一行，以及 `forward`（父节点不在前面的条目）的报错。",
+          "5. 恢复本身也可能被截断：不是 JSON 的完整行开启一段“残行”，直到一条 torn 标记点名整段为止；文件末尾的这种残行段（后面只跟着 torn 标记的片段）整段算作 `tail`，下次追加整段标记；后面跟着别的字节就是坏行，报错。",
+          "6. 同一残行被标记两次（空行加重复标记），或被截断的标记后又写了一条覆盖它的标记，都要接受：库自己写出的文件的每个前缀都必须能打开。",
+          "7. 这个实验里最慢的测试是崩溃测试：它先把一个追加子进程编译成 JS，然后反复启动它、在随机时刻 SIGKILL、用你的 `open` 读回文件；练习文件夹里约 8 秒（最多 200 次、至少 24 次）。",
+        ].join("\n"),
+        en: [
+          "1. push: split bytes at 0x0a, lines may span chunks, track byte offsets.",
+          "2. Work linear in the bytes: keep each new piece of an unfinished line and join once at its newline; joining the line so far at every piece is quadratic (the test pushes a 16 MiB line in 512-byte pieces within 10 s).",
+          "3. line: line 1 is the header; a torn mark must name the held line exactly; other lines are held until the next one is seen.",
+          "4. end: bytes after the last newline are the tail; flush the held line; report a forward parent.",
+          "5. Recovery can be cut too: a complete line that is not JSON starts a torn run that only a mark naming the whole run ends; such a run at the end of the file, followed by nothing but part of a torn mark, becomes the tail (anything else after it is damage)",
+          "6. a mark repeated after an empty line, or a wider mark after a cut one, is accepted: every prefix of a file the library wrote must open.",
+          "7. The slowest test is the crash test: it compiles an appending child, starts it again and again, SIGKILLs it at a random moment and reads the file back with your open (in a practice folder about 8 s: up to 200 kills, at least 24).",
+        ].join("\n"),
       },
       // The crash test's child appends with lab 10.1's code.
       uses: ["10.1"],
@@ -164,6 +167,23 @@ export default defineChapter({
       find: "      if (!this.byId.has(id) && !this.pending.has(id)) return id;",
       replace: "      if (!this.byId.has(id)) return id;",
       failsWith: "id",
+    },
+    {
+      lab: "10.1",
+      what: "a failed write does not close the session for writing",
+      file: "src/session/session.ts",
+      find: "      this.broken = error as Error;\n      throw this.brokenError();",
+      replace: "      throw error;",
+      failsWith: "a write failed",
+    },
+    {
+      lab: "10.2",
+      what: "quadratic: the unfinished line joined into one buffer at every piece, so a long line is copied again with each",
+      file: "src/session/session-reader.ts",
+      find: "    if (start < chunk.length) this.partial.push(Buffer.from(chunk.subarray(start)));",
+      replace:
+        "    if (start < chunk.length) this.partial = [Buffer.concat([...this.partial, chunk.subarray(start)])];",
+      failsWith: "a reader whose work per piece grows with the unfinished line falls behind",
     },
     {
       lab: "10.2",

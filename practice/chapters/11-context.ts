@@ -61,16 +61,20 @@ export default defineChapter({
         en: "interactions: calls paired with results",
       },
       hint: {
-        zh:
-          "`openSpans`：先扫一遍，记下每个调用（只算不是 error/aborted 的助手消息里的）在哪条消息，每个结果按 `toolCallId` 找它的调用；" +
-          "找不到、重复（同一个 id 的第二个结果：一个已经回答过的 id 被后面的调用重用，也不重新打开——供应商拒绝共用一个 id 的结果）、" +
-          "或者回答的是失败回合（`error` 或 `aborted`）的调用，就抛 `TypeError` 并写明是第几条消息。再扫一遍，记住「已开始的调用里最远的结果在哪」，" +
-          "在它之前的位置都不能切。`groupInteractions`：在不能切的位置之外，每条用户消息开始一段新交互。",
-        en:
-          "openSpans: index every call (of non-failed assistant messages), pair each result by id, refuse orphans, duplicates " +
-          "(a second result for an id, even when a later call reuses an answered id: providers refuse results sharing an id) " +
-          "and answers to failed (error/aborted) turns; then mark every index before the farthest pending result. groupInteractions: a user " +
-          "message at a cuttable index starts an interaction.",
+        zh: [
+          "1. `openSpans`：先扫一遍，记下每个调用（只算不是 error/aborted 的助手消息里的）在哪条消息",
+          "2. 每个结果按 `toolCallId` 找它的调用",
+          "3. 找不到、重复（同一个 id 的第二个结果：一个已经回答过的 id 被后面的调用重用，也不重新打开——供应商拒绝共用一个 id 的结果）、或者回答的是失败回合（`error` 或 `aborted`）的调用，就抛 `TypeError` 并写明是第几条消息。",
+          "4. 再扫一遍，记住「已开始的调用里最远的结果在哪」，在它之前的位置都不能切。",
+          "5. `groupInteractions`：在不能切的位置之外，每条用户消息开始一段新交互。",
+        ].join("\n"),
+        en: [
+          "1. openSpans: index every call (of non-failed assistant messages)",
+          "2. pair each result by id",
+          "3. refuse orphans, duplicates (a second result for an id, even when a later call reuses an answered id: providers refuse results sharing an id) and answers to failed (error/aborted) turns",
+          "4. then mark every index before the farthest pending result.",
+          "5. groupInteractions: a user message at a cuttable index starts an interaction.",
+        ].join("\n"),
       },
     },
     {
@@ -83,12 +87,21 @@ export default defineChapter({
       ],
       title: { zh: "投影到预算（projectMessages）", en: "projection to a budget" },
       hint: {
-        zh:
-          "先分组，再让估算器给出每条消息的 token 数。从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——" +
-          "停，不是跳过（跳过就会留下中间有洞的上下文）。结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。总数超过预算时填好 `overflow`。",
-        en:
-          "Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first " +
-          "older one that would not fit. The context carries the systemPrompt and tools when given. Fill `overflow` when the total is over budget.",
+        zh: [
+          "1. 先分组，再让估算器给出每条消息的 token 数。",
+          "2. 从最新的交互往回累加：最新的一段无论如何都保留，更旧的一段加上去超了预算就停——停，不是跳过（跳过就会留下中间有洞的上下文）。",
+          "3. 最新的一段即使单独放不下也要保留（这时填 `overflow`）。",
+          "4. 工作量要和消息数成线性：每往回走一段，只把这一段的计数加到累计值上；不要对每一段重新求从它开头到末尾的和，也不要每段再调一次估算器（测试数读取次数：每多一条消息，对消息和计数的读取最多多 20 次）。",
+          "5. 结果是从某段交互开头开始的后缀，`context` 里带上给了的 `systemPrompt` 和 `tools`。",
+          "6. 总数超过预算时填好 `overflow`。",
+        ].join("\n"),
+        en: [
+          "1. Group, count, then walk from the newest interaction back: the newest is always kept; stop (don't skip) at the first older one that would not fit.",
+          "2. The newest is kept even when it alone does not fit (then fill `overflow`).",
+          "3. Linear work: add each interaction's own counts to a running total; never sum from its start to the end again, nor call the estimator per interaction (the test counts reads: at most 20 more per message added).",
+          "4. The context carries the systemPrompt and tools when given.",
+          "5. Fill `overflow` when the total is over budget.",
+        ].join("\n"),
       },
     },
     {
@@ -129,17 +142,21 @@ export default defineChapter({
       ],
       title: { zh: "压缩（findCut、compact）", en: "compaction" },
       hint: {
-        zh:
-          "`findCut`：从最新的消息往回累加 token，直到够 `keepRecentTokens`，然后往后找第一个能切的位置（不在调用与结果之间、不是工具结果），" +
-          "找不到再往前找。`compact`：叶子已经是压缩条目、会话为空、没什么可切的，都返回 `nothing_to_compact`；" +
-          "摘要器抛错、返回的不是文本或只有空白，或者摘要消息超过 `maxSummaryTokens`，返回 `summary_failed`（摘要器拿到运行的 `signal`，好停下它的模型调用）；写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`；`append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。" +
-          "成功时摘要（去掉首尾空白）后面附上从工具调用里算出的文件清单，`tokensBefore`/`tokensAfter` 用同一个估算器算（两次计数都以 `compact` 的名字检查估算器）；" +
-          "摘要消息的 token 数超过（>）`maxSummaryTokens` 才算放不下，正好相等可以。",
-        en:
-          "findCut: walk back to keepRecentTokens, then the first valid cut point at or after it (else before it). compact: " +
-          "nothing_to_compact / summary_failed / leaf_moved / append_failed append nothing; on success append one entry with the trimmed " +
-          "summary, the files section and tokens before/after from the same estimator (both counts checked as compact's). A summary " +
-          "message of exactly maxSummaryTokens fits; only more is refused.",
+        zh: [
+          "1. `findCut`：从最新的消息往回累加 token，直到够 `keepRecentTokens`，然后往后找第一个能切的位置（不在调用与结果之间、不是工具结果），找不到再往前找。",
+          "2. `compact`：叶子已经是压缩条目、会话为空、没什么可切的，都返回 `nothing_to_compact`",
+          "3. 摘要器抛错、返回的不是文本或只有空白，或者摘要消息超过 `maxSummaryTokens`，返回 `summary_failed`（摘要器拿到运行的 `signal`，好停下它的模型调用）",
+          "4. 写摘要期间会话又往前走了（叶子变了）返回 `leaf_moved`",
+          "5. `append` 拒绝返回 `append_failed`——这些情况都不能追加任何东西。",
+          "6. 成功时摘要（去掉首尾空白）后面附上从工具调用里算出的文件清单，`tokensBefore`/`tokensAfter` 用同一个估算器算（两次计数都以 `compact` 的名字检查估算器）",
+          "7. 摘要消息的 token 数超过（>）`maxSummaryTokens` 才算放不下，正好相等可以。",
+        ].join("\n"),
+        en: [
+          "1. findCut: walk back to keepRecentTokens, then the first valid cut point at or after it (else before it).",
+          "2. compact: nothing_to_compact / summary_failed / leaf_moved / append_failed append nothing",
+          "3. on success append one entry with the trimmed summary, the files section and tokens before/after from the same estimator (both counts checked as compact's).",
+          "4. A summary message of exactly maxSummaryTokens fits; only more is refused.",
+        ].join("\n"),
       },
       // The property test builds sessions and reads them back through transcriptOf.
       uses: ["11.3"],
@@ -154,28 +171,21 @@ export default defineChapter({
       ],
       title: { zh: "把会话和预算接进 Agent（SessionKeeper）", en: "the Agent with a session and a budget" },
       hint: {
-        zh:
-          "`attach`：先读（`transcriptOf(store.pathToLeaf(位置))`，位置默认是会话的 leaf），读成功了再改状态——读失败不能留下半接上的会话；" +
-          "可信 usage 从 `transcript.usageFrom` 开始（压缩之前那些消息的 usage 是旧上下文的，不能信）；" +
-          "传 `undefined` 是断开，对话记录原样保留。`record`：每条 `message_end` 的消息以上一条条目为父追加，等它写完再返回，" +
-          "这样后面的监听器在磁盘上就能看到它；写失败时消息留在内存里，记下 `SessionWriteError`（之后的消息记进 `unsaved`），并中止这次运行。" +
-          "`projector`：先跑用户自己的 `transformContext`（返回的不是数组就抛 `TypeError`），再 `projectMessages` 投影到预算（用预算的估算器），结果交给 `onProjection`；" +
-          "回答被裁剪过的上下文的那条助手消息，它的 usage 只代表裁剪后的上下文，之后不能再拿来估算整段记录（把 `usageFrom` 挪到它后面）——" +
-          "一次运行的最后一条回答也一样，下一次运行开始时的压缩检查不能信它。" +
-          "`compactIfDue`：在运行开始、第一次调用模型之前检查，估算值到了（>=）`compactAt × budget` 就 `compact()`，" +
-          "把预算的 `estimator`、`summarize`、这次运行的系统提示、`keepRecentTokens`（默认 `Math.floor(budget / 4)`）、" +
-          "`maxSummaryTokens = Math.max(1, budget - keepRecentTokens)`（摘要要和保留的消息一起放得下）和运行的 `signal` 交给它；" +
-          "`compact()` 自己 reject 也算失败（见 says）。成功就从新摘要重建对话记录（别忘了这次运行的 `context.messages`，" +
-          "`onCompaction` 被调用时 `agent.state.messages` 已经是新的），失败只报告，运行照常靠投影继续。`onCompaction` 可以不给。",
-        en:
-          "attach: read the path first, then change state; undefined detaches and keeps the transcript. record: append each " +
-          "message_end after the previous entry and await it; on failure keep the message, record a SessionWriteError and abort " +
-          "the run; trust usage from transcript.usageFrom on. projector: the user's transformContext (no array: TypeError), then " +
-          "projectMessages with the budget's estimator; stop trusting usage answered to a trimmed context, the run's last answer " +
-          "included. compactIfDue: at the start of a run, compact once the count reaches (>=) compactAt × budget, passing the " +
-          "budget's estimator and summarize, the run's system prompt, keepRecentTokens (default Math.floor(budget / 4)), " +
-          "maxSummaryTokens = Math.max(1, budget - keepRecentTokens) and the signal; a rejecting compact() is a failure too. On " +
-          "success restart the transcript from the summary before calling onCompaction (optional); on failure report and go on.",
+        zh: [
+          "1. `attach`：先读（`transcriptOf(store.pathToLeaf(位置))`，位置默认是会话的 leaf），读成功了再改状态——读失败不能留下半接上的会话；可信 usage 从 `transcript.usageFrom` 开始（压缩之前那些消息的 usage 是旧上下文的，不能信）；传 `undefined` 是断开，对话记录原样保留。",
+          "2. `record`：每条 `message_end` 的消息以上一条条目为父追加，等它写完再返回，这样后面的监听器在磁盘上就能看到它；写失败时消息留在内存里，记下 `SessionWriteError`（之后的消息记进 `unsaved`），并中止这次运行。",
+          "3. `projector`：先跑用户自己的 `transformContext`（返回的不是数组就抛 `TypeError`），再 `projectMessages` 投影到预算（用预算的估算器），结果交给 `onProjection`；回答被裁剪过的上下文的那条助手消息，它的 usage 只代表裁剪后的上下文，之后不能再拿来估算整段记录（把 `usageFrom` 挪到它后面）——一次运行的最后一条回答也一样，下一次运行开始时的压缩检查不能信它。",
+          "4. `compactIfDue`：在运行开始、第一次调用模型之前检查，估算值到了（>=）`compactAt × budget` 就 `compact()`，把预算的 `estimator`、`summarize`、这次运行的系统提示、`keepRecentTokens`（默认 `Math.floor(budget / 4)`）、`maxSummaryTokens = Math.max(1, budget - keepRecentTokens)`（摘要要和保留的消息一起放得下）和运行的 `signal` 交给它；`compact()` 自己 reject 也算失败（见 says）。",
+          "5. 成功就从新摘要重建对话记录（别忘了这次运行的 `context.messages`，`onCompaction` 被调用时 `agent.state.messages` 已经是新的），失败只报告，运行照常靠投影继续。",
+          "6. `onCompaction` 可以不给。",
+        ].join("\n"),
+        en: [
+          "1. attach: read the path first, then change state; undefined detaches and keeps the transcript.",
+          "2. record: append each message_end after the previous entry and await it; on failure keep the message, record a SessionWriteError and abort the run; trust usage from transcript.usageFrom on.",
+          "3. projector: the user's transformContext (no array: TypeError), then projectMessages with the budget's estimator; stop trusting usage answered to a trimmed context, the run's last answer included.",
+          "4. compactIfDue: at the start of a run, compact once the count reaches (>=) compactAt × budget, passing the budget's estimator and summarize, the run's system prompt, keepRecentTokens (default Math.floor(budget / 4)), maxSummaryTokens = Math.max(1, budget - keepRecentTokens) and the signal; a rejecting compact() is a failure too.",
+          "5. On success restart the transcript from the summary before calling onCompaction (optional); on failure report and go on.",
+        ].join("\n"),
       },
     },
   ],
@@ -211,6 +221,27 @@ export default defineChapter({
       find: "      lastResultAt[at] = i;",
       replace: "      if (lastResultAt[at]! < 0) lastResultAt[at] = i;",
       failsWith: "to deeply equal",
+    },
+    {
+      lab: "11.2",
+      what: "the newest interaction dropped when it cannot fit",
+      file: "src/session/context.ts",
+      find: "    if (!isNewest && tokens + cost > budget) break;",
+      replace: "    if (tokens + cost > budget) break;",
+      // The property test of the lab may fail first: its report names the same problem.
+      failsWith: "the newest interaction was dropped",
+    },
+    {
+      lab: "11.2",
+      what: "quadratic: each interaction's fit tested by summing every message from its start to the end again",
+      file: "src/session/context.ts",
+      find:
+        "    let cost = 0;\n    for (let i = groups[g]!.start; i < groups[g]!.end; i++) cost += counts.messages[i]!;\n" +
+        "    const isNewest = g === groups.length - 1;\n    if (!isNewest && tokens + cost > budget) break;\n    tokens += cost;",
+      replace:
+        "    let suffix = counts.systemPrompt;\n    for (let i = groups[g]!.start; i < messages.length; i++) suffix += counts.messages[i]!;\n" +
+        "    const isNewest = g === groups.length - 1;\n    if (!isNewest && suffix > budget) break;\n    tokens = suffix;",
+      failsWith: "reads per message added",
     },
     {
       lab: "11.2",

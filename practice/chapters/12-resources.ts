@@ -60,21 +60,29 @@ export default defineChapter({
     "src/resources/trust.ts",
     "src/resources/resources.ts",
   ],
-  proseToldWaiver:
-    "issue 56: sentences in expected values (an error field, diagnostics, a constant) that the told rule did not read before; tell each in the guide or at the construction site",
   labs: [
     {
       id: "12.1",
       title: { zh: "上下文文件：从根目录往下走（findContextFiles）", en: "context files: the walk from the root down" },
       hint: {
-        zh:
-          "先放 `piHome` 里的（scope `user`），再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。" +
-          "用 `realpathSync` 去重：两个路径到达同一个文件只读一次，保留先到达的那个路径（从根往下走时先遇到的；不要换成真实路径）；真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）；" +
-          "读不了的文件变成警告 `cannot read it (错误码); it is left out`；被截断的文件也给一条警告：" +
-          "`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。永远不抛异常。",
-        en:
-          "The piHome file first (user), then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder " +
-          "(project); dedupe by realpath (a file reached twice keeps the path it was first reached by); a file whose real path is outside its folder is left out with the warning linksOutside(real, folder); read with readCapped; warn on unreadable files and on cut ones with the exact texts above.",
+        zh: [
+          "1. 先放 `piHome` 里的（scope `user`）",
+          "2. 再用 `foldersFromRoot(cwd)` 从根目录往下，每个文件夹取 `CONTEXT_FILE_NAMES` 里第一个是普通文件的（scope `project`）。",
+          "3. 用 `realpathSync` 去重：两个路径到达同一个文件只读一次，保留先到达的那个路径（从根往下走时先遇到的；不要换成真实路径）",
+          "4. 真实路径不在它所在文件夹之内的（指向外面的符号链接）不读，给警告 `linksOutside(real, folder)` 的文本（判断用 `outside`）。",
+          "5. 用 `readCapped` 读（最多读 `maxBytes` 字节，在完整的 UTF-8 字符处截断，末尾接上 `truncationNote`）",
+          "6. 读不了的文件变成警告 `cannot read it (错误码); it is left out`",
+          "7. 被截断的文件也给一条警告：`it is <bytes> bytes, over the cap of <maxBytes>: the model sees the first <maxBytes> bytes`。",
+          "8. 永远不抛异常。",
+        ].join("\n"),
+        en: [
+          "1. The piHome file first (user)",
+          "2. then foldersFromRoot(cwd), the first regular file of CONTEXT_FILE_NAMES per folder (project)",
+          "3. dedupe by realpath (a file reached twice keeps the path it was first reached by)",
+          "4. a file whose real path is outside its folder is left out with the warning linksOutside(real, folder)",
+          "5. read with readCapped",
+          "6. warn on unreadable files and on cut ones with the exact texts above.",
+        ].join("\n"),
       },
     },
     {
@@ -87,26 +95,30 @@ export default defineChapter({
         en: "skills: lenient validation, discovery by precedence",
       },
       hint: {
-        zh:
-          "`readSkill`：`parseFrontmatter` 失败 → 警告 `skipped: <原因>` 并返回 undefined；没有（或空的）`description` → " +
-          "`skipped: it has no \\`description\\` in its frontmatter (the model needs it to know when to use the skill)`。" +
-          '名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；' +
-          '没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；' +
-          "描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。" +
-          "`name` 和 `description` 先 trim，空白的就算没有；正好 1024（`compatibility` 正好 500）不警告，超过才警告：`its compatibility is N characters long (the specification allows 500)`。" +
-          "这些只是警告，技能照常加载。`metadata` 只留字符串值，`allowed-tools` 按空白切开（不留空词）。" +
-          "可选字段类型不对就忽略它并警告：`\\`license\\` should be a string; it is ignored`、`\\`compatibility\\` should be a string; it is ignored`、" +
-          "`\\`metadata\\` should be a mapping of keys to strings; it is ignored`（字符串、null、列表都算）、`\\`metadata.KEY\\` should be a string; it is ignored`、" +
-          "`\\`allowed-tools\\` should be a space-separated string; it is ignored`、`\\`disable-model-invocation\\` should be true or false; the model may invoke it`（按这个顺序）。" +
-          "`discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`），" +
-          '同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。' +
-          "root 自己直接放着 `SKILL.md` 时它不是技能（技能是 root 下面的文件夹）；同一个 `SKILL.md`（同一个位置）被两个 root 找到（比如在家目录里运行，项目的文件夹就是用户的）只算一次、不警告；不存在的 root 或空字符串的 root 什么都没有，也不警告。",
-        en:
-          "readSkill: skip (with the reason) only on a frontmatter error or a missing description; warn on a bad name, a name " +
-          "unlike its folder, a missing name (use the folder's), a long description, unknown fields. Name and description are " +
-          "trimmed (blank is missing); the limits themselves are fine; an optional field of the wrong type is ignored with the " +
-          "warnings above. discoverSkills: roots in order, first name wins, later ones warned about; a root is never a skill " +
-          "itself; the same SKILL.md reached through two roots is one skill, no warning.",
+        zh: [
+          "1. `readSkill`：`parseFrontmatter` 失败 → 警告 `skipped: <原因>` 并返回 undefined；没有（或空的）`description` → `skipped: it has no \\`description\\` in its frontmatter (the model needs it to know when to use the skill)`。",
+          '2. 名字不合规（`skillNameProblem`）→ `the name "X" breaks the specification: <问题>`；和文件夹名不一致 → `the name "X" should match its folder\'s name "Y"`；没有名字 → 用文件夹名，并警告 `it has no \\`name\\` in its frontmatter; it is named after its folder, "Y"`；描述超过 1024 → `its description is N characters long (the specification allows 1024)`；未知字段 → `unknown field \\`K\\` is ignored`。',
+          "3. `name` 和 `description` 先 trim，空白的就算没有；正好 1024（`compatibility` 正好 500）不警告，超过才警告：`its compatibility is N characters long (the specification allows 500)`。",
+          "4. 这些只是警告，技能照常加载。",
+          "5. `metadata` 只留字符串值，`allowed-tools` 按空白切开（不留空词）。",
+          "6. 可选字段类型不对就忽略它并警告：`\\`license\\` should be a string; it is ignored`、`\\`compatibility\\` should be a string; it is ignored`、`\\`metadata\\` should be a mapping of keys to strings; it is ignored`（字符串、null、列表都算）、`\\`metadata.KEY\\` should be a string; it is ignored`、`\\`allowed-tools\\` should be a space-separated string; it is ignored`、`\\`disable-model-invocation\\` should be true or false; the model may invoke it`（按这个顺序）。",
+          "7. `discoverSkills`：按 roots 的顺序，用 `skillFolders` 找技能文件夹（带 `SKILL.md` 的文件夹就是一个技能，不再往里找；跳过点开头的文件夹和 `node_modules`）",
+          '8. 同名的后来者警告 `skipped: the skill "N" of <先来者的位置> comes first and wins the name`。',
+          "9. root 自己直接放着 `SKILL.md` 时它不是技能（技能是 root 下面的文件夹）",
+          "10. 同一个 `SKILL.md`（同一个位置）被两个 root 找到（比如在家目录里运行，项目的文件夹就是用户的）只算一次、不警告",
+          "11. 不存在的 root 或空字符串的 root 什么都没有，也不警告。",
+        ].join("\n"),
+        en: [
+          "1. readSkill: skip (with the reason) only on a frontmatter error or a missing description",
+          "2. warn on a bad name, a name unlike its folder, a missing name (use the folder's), a long description, unknown fields.",
+          "3. Name and description are trimmed (blank is missing)",
+          "4. the limits themselves are fine",
+          "5. an optional field of the wrong type is ignored with the warnings above.",
+          "6. discoverSkills: roots in order",
+          "7. first name wins, later ones warned about",
+          "8. a root is never a skill itself",
+          "9. the same SKILL.md reached through two roots is one skill, no warning.",
+        ].join("\n"),
       },
     },
     {
@@ -116,14 +128,29 @@ export default defineChapter({
         en: "templates: shell-like words, one-pass expansion",
       },
       hint: {
-        zh:
-          '`splitArguments`：空白（空格、制表符、`\\n`、`\\r`）分词；单引号里原样保留；双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用；引号外反斜杠转义下一个字符（结尾落单的反斜杠没有可转义的，原样保留）；`""` 是一个空词；没闭合的引号（单引号或双引号）一直到结尾。' +
-          "`expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。" +
-          "`${N:-默认}` 在第 N 个参数缺失或为空时用默认值；`${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接；`$@` 和 `$ARGUMENTS` 是全部参数用空格连接；缺的参数是空字符串。",
-        en:
-          "splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays). expandTemplate: one replace() over PLACEHOLDER, so " +
-          "substituted text is never expanded again; missing arguments are empty; defaults when missing or empty.",
+        zh: [
+          "1. `splitArguments`：空白（空格、制表符、`\\n`、`\\r`）分词",
+          "2. 单引号里原样保留",
+          '3. 双引号里只有 `\\"`、`\\\\`、`\\$`、`` \\` `` 的反斜杠起转义作用',
+          "4. 引号外反斜杠转义下一个字符（结尾落单的反斜杠没有可转义的，原样保留）",
+          '5. `""` 是一个空词',
+          "6. 没闭合的引号（单引号或双引号）一直到结尾。",
+          "7. `expandTemplate`：用一个正则 `PLACEHOLDER` 做一次 `replace`——这样替换进去的文字不会再被扫描（参数里的 `$2` 还是 `$2`）。",
+          "8. `${N:-默认}` 在第 N 个参数缺失或为空时用默认值",
+          "9. `${@:N}`、`${@:N:L}` 是从第 N 个起（L 个）用空格连接",
+          "10. `$@` 和 `$ARGUMENTS` 是全部参数用空格连接",
+          "11. 缺的参数是空字符串。",
+        ].join("\n"),
+        en: [
+          "1. splitArguments as a POSIX shell splits words (no expansion; line breaks are blanks, a lone trailing backslash stays).",
+          "2. expandTemplate: one replace() over PLACEHOLDER, so substituted text is never expanded again",
+          "3. missing arguments are empty",
+          "4. defaults when missing or empty.",
+        ].join("\n"),
       },
+      says: [
+        "例 (worked example)：`Review $1 for ${2:-bugs}. All: $@. Again: $ARGUMENTS. Rest: ${@:2}. One: ${@:2:1}. Tenth: ${10}. Missing: [$3]` with main.ts speed x → `Review main.ts for speed. All: main.ts speed x. Again: main.ts speed x. Rest: speed x. One: speed. Tenth: . Missing: [x]`",
+      ],
     },
     {
       id: "12.4",
@@ -135,6 +162,8 @@ export default defineChapter({
         "beforeToolCall needs a function   /   afterToolCall needs a function   /   addSystemPrompt needs a string",
         "a hook's timeoutMs must be a positive number of milliseconds, got ${ms}   (finite and > 0; e.g. got 0, got NaN)",
         "the run was aborted before the call's checks finished   (beforeToolCall's block reason when the signal fires while a check runs)",
+        'its afterToolCall hook did not answer within ${timeoutMs} ms for "${name}"; the result is kept as it was   /   its afterToolCall hook failed (${message}) for "${name}"; …   (given code, afterToolCall: a diagnostic whose path is the extension, shown as `policy: its afterToolCall hook …`)',
+
         "the tool call was not run: a check of the extension ${extension} gave an answer that cannot be read (${message}) (extension checks fail closed).   (reading the answer threw, e.g. a getter; an answer that is not an object: (a ${typeof answer}, not an object); a block that is neither true nor false: (its block is a ${typeof block}, not true or false))",
       ],
       title: {
@@ -142,24 +171,25 @@ export default defineChapter({
         en: "the extension host: stage then commit, fail closed",
       },
       hint: {
-        zh:
-          "`loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → " +
-          "`not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。" +
-          "工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension's factory runs, not later`），再提交（提交后把这个扩展记进 `host.extensions`：`{ path, scope, tools, commands, flags, beforeHooks, afterHooks, promptSections }`（`LoadedExtension`），列出真正登记上的名字）：" +
-          '名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。' +
-          "`registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）；" +
-          "`getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。" +
-          '`beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，' +
-          "超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）；" +
-          '只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；答案不是对象（比如字符串）、或 `block` 既不是 true 也不是 false（比如 `"yes"`）也读不懂，同样拦截，消息是 `(a string, not an object)` / `(its block is a string, not true or false)`；信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。绝不抛给智能体循环。' +
-          "注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；" +
-          "命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。占用的名字包括前面扩展登记的工具。",
-        en:
-          "loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the " +
-          "API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time); taken names are left out with a warning. beforeToolCall: every hook in order; a throw, a timeout or a block " +
-          "blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty " +
-          "reason is no reason; an unreadable answer, an answer that is not an object, a block that is neither true nor false, and an abort block too); never throw into the loop. Registrations are checked " +
-          "as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
+        zh: [
+          "1. `loadFactory`：给工厂一个只往暂存区写的 API，用第 07 章的 `settle` 等它（带 `factoryTimeoutMs`）；抛错、拒绝或超时 → `not loaded (nothing of it is registered): its factory threw: <消息>` 或 `…: its factory did not finish within N ms`，什么都不提交。",
+          '2. 工厂结束后关掉 API（之后的注册抛 `<方法>: register while the extension\'s factory runs, not later`），再提交（提交后把这个扩展记进 `host.extensions`：`{ path, scope, tools, commands, flags, beforeHooks, afterHooks, promptSections }`（`LoadedExtension`），列出真正登记上的名字）：名字被占用的工具/命令留下警告 `its tool "X" is left out: another tool has that name` / `its command /X is left out: another command has that name`，其余照常。',
+          "3. `registerFlag`（命令行选项 `--NAME`）：用给定的 `checkedFlag(名字, flag, 扩展名)` 检查后暂存，提交时交给 `this.flags.commit(暂存的, this.warnings)`，它返回登记上的名字（记进 `LoadedExtension.flags`；被占用 → `its flag --X is left out: another option has that name`）",
+          "4. `getFlag(名字)` 不受关闭影响，随时读 `this.flags.get(名字)`（提交前为 undefined）。",
+          '5. `beforeToolCall`：按加载顺序跑每个钩子（各自的 `timeoutMs`）；抛错 → `{ block: true, reason: "the tool call was not run: a check of the extension E failed (消息) (extension checks fail closed)." }`，超时 → `… did not answer within N ms (extension checks fail closed).`，`{ block: true }` → `blocked by the extension E: <理由或 no reason given>`（空字符串的理由也算没有）',
+          '6. 只有 `block === true` 才拦截：`undefined`、`null`、`{ block: false }` 都放行；读答案时抛错（比如 getter）→ `… gave an answer that cannot be read (消息) …` 拦截；答案不是对象（比如字符串）、或 `block` 既不是 true 也不是 false（比如 `"yes"`）也读不懂，同样拦截，消息是 `(a string, not an object)` / `(its block is a string, not true or false)`',
+          '7. 信号在检查中途触发 → `{ block: true, reason: "the run was aborted before the call\'s checks finished" }`。',
+          "8. 绝不抛给智能体循环。",
+          "9. 注册时就检查（抛 TypeError，工厂因此失败，上面 says 里的文字）：工具要是对象、有 execute 函数、description 字符串、合规的名字和非 null 的 parameters，没有 label 的用 name 作 label；命令要合规的名字和 run 函数；钩子要函数，`timeoutMs`（默认 `DEFAULT_HOOK_TIMEOUT_MS`）要是有限的正数；addSystemPrompt 要字符串。",
+          "10. 占用的名字包括前面扩展登记的工具。",
+        ].join("\n"),
+        en: [
+          "1. loadFactory: stage through the API, settle the factory with a time limit, commit only on success (and record the extension in host.extensions with the names that were registered), then close the API (registerFlag: checkedFlag, then this.flags.commit; getFlag reads this.flags.get at any time)",
+          "2. taken names are left out with a warning.",
+          "3. beforeToolCall: every hook in order; a throw, a timeout or a block blocks the call with the exact reasons above (only block === true blocks; null and { block: false } let it through; an empty reason is no reason; an unreadable answer, an answer that is not an object, a block that is neither true nor false, and an abort block too)",
+          "4. never throw into the loop.",
+          "5. Registrations are checked as they are made (the says texts; a tool without a label is labelled by its name; an earlier extension's tool name is taken).",
+        ].join("\n"),
       },
     },
     {
@@ -169,14 +199,17 @@ export default defineChapter({
         en: "the trust gate: closest decision wins, asked once",
       },
       hint: {
-        zh:
-          "`lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，" +
-          "不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个（和决定保存的先后无关）。" +
-          '`decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存；有保存的决定 → `source: "saved"`；' +
-          '能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）；否则也是 `{ trusted: false, source: "default" }`。',
-        en:
-          "lookup: canonical folder, the longest saved folder that covers it, whatever the order saved (path.relative, not a string prefix). decideTrust: " +
-          'flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
+        zh: [
+          "1. `lookup`：把文件夹 `canonicalFolder`（解析符号链接），在所有决定里找覆盖它的（它自己或它的祖先——用 `path.relative`，不要用字符串前缀：`/a/code` 不是 `/a/codex` 的父目录），取路径最长的那个（和决定保存的先后无关）。",
+          '2. `decideTrust`：有 `override` → `{ trusted: override, source: "flag" }`，什么都不保存',
+          '3. 有保存的决定 → `source: "saved"`',
+          '4. 能问（`ask`）→ 问，答案保存（`store.remember`），`source: "asked"`，答 `undefined`（取消）就这次不信任、什么都不保存，结果是 `{ trusted: false, source: "default" }`（不是 `"asked"`：没有得到回答）',
+          '5. 否则也是 `{ trusted: false, source: "default" }`。',
+        ].join("\n"),
+        en: [
+          "1. lookup: canonical folder, the longest saved folder that covers it, whatever the order saved (path.relative, not a string prefix).",
+          '2. decideTrust: flag (nothing saved), else saved, else ask (saved; a dismissal saves nothing and is source "default", not "asked"), else untrusted by default.',
+        ].join("\n"),
       },
       // The loader's test reads the context files (12.1) before it decides trust.
       uses: ["12.1"],
@@ -312,6 +345,14 @@ export default defineChapter({
       find: '      if (outcome.kind === "threw") return failed(`failed (${firstLine(outcome.error)})`);',
       replace: '      if (outcome.kind === "threw") continue;',
       failsWith: "fail closed",
+    },
+    {
+      lab: "12.5",
+      what: "the first saved decision that covers the folder wins, not the closest",
+      file: "src/resources/trust.ts",
+      find: "(best === undefined || decision.folder.length > best.folder.length)",
+      replace: "best === undefined",
+      failsWith: "the decision of the closest folder wins",
     },
     {
       lab: "12.5",

@@ -94,20 +94,23 @@ export default defineChapter({
       ],
       title: { zh: "设置从哪里来（resolveSettings、readConfigFile）", en: "where each setting comes from" },
       hint: {
-        zh:
-          "`resolveSettings`：对 `SETTINGS` 里的每个设置，按顺序看：参数、环境变量（空字符串算没设）、配置文件、默认值，取第一个有值的，" +
-          "并记下来源（`flag` / `env` / `config` / `default`）——出错时 `parseArgs` 要靠来源告诉用户“这个值是从哪儿来的”。" +
-          "`readConfigFile`：读文件已经写好（`readTextFile`，缺文件、读不了的措辞由 `src/base/read-json.ts` 统一给出）。你来写检查：先 `parseJson(text, Type.Unknown(), place)`，" +
-          "像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里；" +
-          "其余交给 `checkJson(value, SettingsSchema, place)`：必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串，消息统一为 " +
-          "`<文件>: <键> must be <期望>, got <实际>.`。每条错误都带上文件路径。" +
-          "类型不对的值绝不原样回显（它可能就是密钥）：`place` 设了 `hideValues: true`，只说类型和长度，例如 `got a number.`。",
-        en:
-          "resolveSettings: for each setting take the first of flag, environment (an empty variable is unset), config file, " +
-          "default, and record its source: error messages name it. readConfigFile: parseJson, then a key such as apiKey is " +
-          "refused with a pointer to apiKeyEnv, then checkJson with SettingsSchema (one JSON object, known keys, non-empty " +
-          "string values) in read-json's wording; every error names the file. A wrong value is never echoed (it may be a " +
-          "key): hideValues gives its type and size, e.g. `got a number.`",
+        zh: [
+          "1. `resolveSettings`：对 `SETTINGS` 里的每个设置，按顺序看：参数、环境变量（空字符串算没设）、配置文件、默认值，取第一个有值的，并记下来源（`flag` / `env` / `config` / `default`）——出错时 `parseArgs` 要靠来源告诉用户“这个值是从哪儿来的”。",
+          "2. `readConfigFile`：读文件已经写好（`readTextFile`，缺文件、读不了的措辞由 `src/base/read-json.ts` 统一给出）。",
+          "3. 你来写检查：先 `parseJson(text, Type.Unknown(), place)`",
+          "4. 像 `apiKey` 这样以 key 结尾的未知键要特别拒绝，并告诉用户改用 `apiKeyEnv`——key 不该躺在文件里",
+          "5. 其余交给 `checkJson(value, SettingsSchema, place)`：必须是一个 JSON 对象，键只能是 `SETTINGS` 里的那些，值是非空字符串，消息统一为 `<文件>: <键> must be <期望>, got <实际>.`。",
+          "6. 每条错误都带上文件路径。",
+          "7. 类型不对的值绝不原样回显（它可能就是密钥）：`place` 设了 `hideValues: true`，只说类型和长度，例如 `got a number.`。",
+        ].join("\n"),
+        en: [
+          "1. resolveSettings: for each setting take the first of flag, environment (an empty variable is unset), config file, default, and record its source: error messages name it.",
+          "2. readConfigFile: parseJson",
+          "3. then a key such as apiKey is refused with a pointer to apiKeyEnv",
+          "4. then checkJson with SettingsSchema (one JSON object, known keys, non-empty string values) in read-json's wording",
+          "5. every error names the file.",
+          "6. A wrong value is never echoed (it may be a key): hideValues gives its type and size, e.g. `got a number.`",
+        ].join("\n"),
       },
     },
     {
@@ -120,16 +123,22 @@ export default defineChapter({
       ],
       title: { zh: "会话目录（SessionFolder.list、SessionFolder.find）", en: "the sessions folder" },
       hint: {
-        zh:
-          "`list()`：目录不存在（ENOENT）就是空列表，别的读取错误（比如那个路径是个文件）照样抛出；只有 `.jsonl` 才是会话（打开着的会话旁边还有它的 `.lock` 文件），" +
-          "每个用 `describe()` 读成摘要（读不了的文件也列出来，带上 `problem`，绝不删除），" +
-          "按最后写入时间从新到旧排，写入时间相同的按创建时间（`created`）从新到旧。`find(id)`：先找完全相同的 id（哪怕它也是别的更长 id 的开头），再找以它开头的；空 id 什么也不匹配。一个都没有、有好几个、或者文件读不了，" +
-          "都抛出一条说清楚下一步怎么做的错误。",
-        en:
-          "list(): a missing folder (ENOENT) is empty, any other error (the path is a file) is thrown; describe each .jsonl " +
-          "and nothing else (an open session has its .lock beside it; an unreadable one is listed with its problem, never " +
-          "deleted), newest write first, a tie newest created first. find(id): an exact id (even one that starts a longer " +
-          "id), else a unique prefix; an empty id matches none; none, several or unreadable is an error that says what to do.",
+        zh: [
+          "1. `list()`：目录不存在（ENOENT）就是空列表，别的读取错误（比如那个路径是个文件）照样抛出",
+          "2. 只有 `.jsonl` 才是会话（打开着的会话旁边还有它的 `.lock` 文件），每个用 `describe()` 读成摘要（读不了的文件也列出来，带上 `problem`，绝不删除）",
+          "3. 按最后写入时间从新到旧排，写入时间相同的按创建时间（`created`）从新到旧。",
+          "4. `find(id)`：先找完全相同的 id（哪怕它也是别的更长 id 的开头），再找以它开头的",
+          "5. 空 id 什么也不匹配。",
+          "6. 一个都没有、有好几个、或者文件读不了，都抛出一条说清楚下一步怎么做的错误。",
+        ].join("\n"),
+        en: [
+          "1. list(): a missing folder (ENOENT) is empty, any other error (the path is a file) is thrown",
+          "2. describe each .jsonl and nothing else (an open session has its .lock beside it; an unreadable one is listed with its problem, never deleted)",
+          "3. newest write first, a tie newest created first.",
+          "4. find(id): an exact id (even one that starts a longer id), else a unique prefix",
+          "5. an empty id matches none",
+          "6. none, several or unreadable is an error that says what to do.",
+        ].join("\n"),
       },
     },
     {

@@ -81,16 +81,23 @@ export default defineChapter({
         en: "the protocol checks",
       },
       hint: {
-        zh:
-          "三个函数都返回“问题列表”，空列表即通过。`checkToolPairing`：按顺序读消息，记下每个工具调用的 id，数它的结果；" +
-          "重复的 id、没有对应调用的结果、没有结果或多于一个结果的调用，各是一条问题。`checkSessionReplay`：用 `SessionFile.open(file, { readOnly: true })` 重新打开文件" +
-          "（只读：检查者不是写者，不拿写锁；打不开就只报这一条），有撕裂的行要报，再把 `messagesOf(pathToLeaf(leaf))` 与运行的消息逐条深比较（`isDeepStrictEqual`），" +
-          "报第一处不同，或条数不同（文件里还没有条目时 `leaf` 是 undefined，路径上就是 0 条消息）；最后记得 `close()`。`diffSnapshots`：比较前后两份快照，新建、改变、删除的路径各一条。" +
-          "各条消息的原文都在对应函数的文档注释里。",
-        en:
-          "Each returns a list of problems (empty passes). Pairing: count results per call id, in order. Replay: reopen the " +
-          "file read-only (a checker is no writer: no lock), report torn lines, compare its path's messages deeply with the run's (no leaf yet: no messages), close it. Snapshots: created, changed, " +
-          "removed. Exact messages in each doc comment.",
+        zh: [
+          "三个函数都返回“问题列表”，空列表即通过。",
+          "1. `checkToolPairing`：按顺序读消息，记下每个工具调用的 id，数它的结果；重复的 id、没有对应调用的结果、没有结果或多于一个结果的调用，各是一条问题。",
+          "2. `checkSessionReplay`：用 `SessionFile.open(file, { readOnly: true })` 重新打开文件（只读：检查者不是写者，不拿写锁；打不开就只报这一条）",
+          "3. 有撕裂的行要报",
+          "4. 再把 `messagesOf(pathToLeaf(leaf))` 与运行的消息逐条深比较（`isDeepStrictEqual`），报第一处不同，或条数不同（文件里还没有条目时 `leaf` 是 undefined，路径上就是 0 条消息）",
+          "5. 最后记得 `close()`。",
+          "6. `diffSnapshots`：比较前后两份快照，新建、改变、删除的路径各一条。",
+          "7. 各条消息的原文都在对应函数的文档注释里。",
+        ].join("\n"),
+        en: [
+          "Each returns a list of problems (empty passes).",
+          "1. Pairing: count results per call id, in order.",
+          "2. Replay: reopen the file read-only (a checker is no writer: no lock), report torn lines, compare its path's messages deeply with the run's (no leaf yet: no messages), close it.",
+          "3. Snapshots: created, changed, removed.",
+          "4. Exact messages in each doc comment.",
+        ].join("\n"),
       },
     },
     {
@@ -115,13 +122,21 @@ export default defineChapter({
       id: "14.4",
       title: { zh: "报告：通过率、结论与退出码（buildSuiteReport、suiteExitCode）", en: "the report" },
       hint: {
-        zh:
-          "每个用例：它的运行按 `repeat` 排序，按状态计数（五种状态都要有，包括 0），通过率 = 通过数 / 被评判的运行数" +
-          "（被中断的不算评判；一个都没有时为 null）。结论：没有被评判的运行是 `incomplete`；通过率 ≥ `minPassRate` 且没有协议失败是 `passed`；否则 `failed`。" +
-          "`totals` 数用例、通过的用例、运行以及各状态的运行。`suiteExitCode`：被 Ctrl-C 停下是 130（即使有用例失败），每个用例都通过是 0，否则 1。",
-        en:
-          "Runs sorted by repeat, counts of all five statuses, pass rate over judged (not interrupted) runs or null, verdict " +
-          "incomplete / passed (rate ≥ minPassRate and no protocol failure) / failed; exit code 130 after Ctrl-C (even with a failed case), 0 all passed, else 1.",
+        zh: [
+          "1. 每个用例：它的运行按 `repeat` 排序",
+          "2. 按状态计数（五种状态都要有，包括 0）",
+          "3. 通过率 = 通过数 / 被评判的运行数（被中断的不算评判；一个都没有时为 null）。",
+          "4. 结论：没有被评判的运行是 `incomplete`；通过率 ≥ `minPassRate` 且没有协议失败是 `passed`；否则 `failed`。",
+          "5. `totals` 数用例、通过的用例、运行以及各状态的运行。",
+          "6. `suiteExitCode`：被 Ctrl-C 停下是 130（即使有用例失败），每个用例都通过是 0，否则 1。",
+        ].join("\n"),
+        en: [
+          "1. Runs sorted by repeat",
+          "2. counts of all five statuses",
+          "3. pass rate over judged (not interrupted) runs or null",
+          "4. verdict incomplete / passed (rate ≥ minPassRate and no protocol failure) / failed",
+          "5. exit code 130 after Ctrl-C (even with a failed case), 0 all passed, else 1.",
+        ].join("\n"),
       },
     },
   ],

@@ -110,16 +110,26 @@ export default defineChapter({
       ],
       title: { zh: "把 JSON Schema 写成 TypeScript（toTypeScript）", en: "JSON Schema as TypeScript" },
       hint: {
-        zh:
-          "`const` → `JSON.stringify` 的值（写不成 JSON 的是 `unknown`）；`enum` → 用 ` | ` 连起来的字面量；`anyOf`/`oneOf` → 各部分用 ` | ` 连起来（空的 `enum`、`anyOf`、`oneOf` 是 `never`）；" +
-          "`type` 是数组时同理（每个类型带着 schema 的其他字段）。不是对象的 schema（`null`、`true`）是 `unknown`。" +
-          "`string`、`number`/`integer` → `number`、`boolean`、`null`；`array` → `T[]`，元素类型里有空格时写 `Array<T>`；" +
-          "`object` → `{ a: T; b?: U }`（不在 `required` 里的加 `?`，不是标识符的键用 JSON 字符串写），没有属性时是 `Record<string, unknown>`" +
-          "（`additionalProperties: false` 时是 `{}`）；其他一律 `unknown`，嵌套超过 6 层也是 `unknown`。",
-        en:
-          "const, enum, anyOf/oneOf and type arrays as unions; primitives; T[] or Array<T>; objects with optional fields marked ?; " +
-          "an object without properties is Record<string, unknown> ({} with additionalProperties: false); an empty enum or " +
-          "union is never; anything else, and anything nested deeper than 6 levels (a schema that contains itself), unknown.",
+        zh: [
+          "1. `const` → `JSON.stringify` 的值（写不成 JSON 的是 `unknown`）",
+          "2. `enum` → 用 ` | ` 连起来的字面量",
+          "3. `anyOf`/`oneOf` → 各部分用 ` | ` 连起来（空的 `enum`、`anyOf`、`oneOf` 是 `never`）",
+          "4. `type` 是数组时同理（每个类型带着 schema 的其他字段）。",
+          "5. 不是对象的 schema（`null`、`true`）是 `unknown`。",
+          "6. `string`、`number`/`integer` → `number`、`boolean`、`null`",
+          "7. `array` → `T[]`，元素类型里有空格时写 `Array<T>`",
+          "8. `object` → `{ a: T; b?: U }`（不在 `required` 里的加 `?`，不是标识符的键用 JSON 字符串写），没有属性时是 `Record<string, unknown>`（`additionalProperties: false` 时是 `{}`）",
+          "9. 其他一律 `unknown`，嵌套超过 6 层也是 `unknown`。",
+        ].join("\n"),
+        en: [
+          "1. const, enum, anyOf/oneOf and type arrays as unions",
+          "2. primitives",
+          "3. T[] or Array<T>",
+          "4. objects with optional fields marked ?",
+          "5. an object without properties is Record<string, unknown> ({} with additionalProperties: false)",
+          "6. an empty enum or union is never",
+          "7. anything else, and anything nested deeper than 6 levels (a schema that contains itself), unknown.",
+        ].join("\n"),
       },
     },
     {

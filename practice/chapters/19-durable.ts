@@ -60,19 +60,23 @@ export default defineChapter({
       title: { zh: "只读地定下恢复计划（planRecovery）", en: "plan the recovery, reading only" },
       says: ["the process stopped while this answer streamed; this is what had arrived"],
       hint: {
-        zh:
-          "从 `store.leaf` 出发。流日志里有一份回答且它的 `parentId` 等于叶子的 id（没有叶子时等于 null），它就是被切断的回答：" +
-          '`partial` 为这条消息，但 `stopReason: "aborted"`、`errorMessage` 为 `CUT_ANSWER`' +
-          '（`"the process stopped while this answer streamed; this is what had arrived"`）；`parentId` 对不上的是过时的副本，忽略（没有被切断的回答时，`partial` 不写或写成 `undefined` 都行：测试用 `toEqual` 比较，两者相同）。' +
-          "然后取叶子路径的对话（`transcriptOf(store.pathToLeaf(leaf.id)).messages`），用第 10 章的 `answerInterruptedCalls` 找出**末尾**（`atEnd`）没有结果的调用，" +
-          "按它们在最后一条助手消息里的顺序逐个决定：在这条助手消息条目**之下**（条目的路径经过它）提交过 `tool_outcome` 的 → `recorded`（带上 `outcome`）；" +
-          '没有 `tool_intent` 的 → `run`；有意图、工具 `replay === "safe"` 的 → `replay`；其余 → `interrupted`。' +
-          "`unfinished` 在有 `partial`、有调用、或对话以用户消息或工具结果结尾时为 true。什么都不写。",
-        en:
-          "A stream journal copy whose parentId is the leaf's id is the cut answer (aborted, errorMessage CUT_ANSWER). The " +
-          "unanswered calls at the end of the leaf's transcript are decided by what was committed below their assistant " +
-          'message: outcome → recorded; no intent → run; intent and replay: "safe" → replay; else interrupted. unfinished: a ' +
-          "partial, any call, or a transcript ending in a user message or a tool result.",
+        zh: [
+          "从 `store.leaf` 出发。",
+          '1. 流日志里有一份回答且它的 `parentId` 等于叶子的 id（没有叶子时等于 null），它就是被切断的回答：`partial` 为这条消息，但 `stopReason: "aborted"`、`errorMessage` 为 `CUT_ANSWER`（`"the process stopped while this answer streamed; this is what had arrived"`）',
+          "2. `parentId` 对不上的是过时的副本，忽略（没有被切断的回答时，`partial` 不写或写成 `undefined` 都行：测试用 `toEqual` 比较，两者相同）。",
+          "3. 然后取叶子路径的对话（`transcriptOf(store.pathToLeaf(leaf.id)).messages`），用第 10 章的 `answerInterruptedCalls` 找出**末尾**（`atEnd`）没有结果的调用，按它们在最后一条助手消息里的顺序逐个决定：",
+          "4. 在这条助手消息条目**之下**（条目的路径经过它）提交过 `tool_outcome` 的 → `recorded`（带上 `outcome`）",
+          "5. 没有 `tool_intent` 的 → `run`",
+          '6. 有意图、工具 `replay === "safe"` 的 → `replay`',
+          "7. 其余 → `interrupted`。",
+          "8. `unfinished` 在有 `partial`、有调用、或对话以用户消息或工具结果结尾时为 true。",
+          "9. 什么都不写。",
+        ].join("\n"),
+        en: [
+          "1. A stream journal copy whose parentId is the leaf's id is the cut answer (aborted, errorMessage CUT_ANSWER).",
+          '2. The unanswered calls at the end of the leaf\'s transcript are decided by what was committed below their assistant message: outcome → recorded; no intent → run; intent and replay: "safe" → replay; else interrupted.',
+          "3. unfinished: a partial, any call, or a transcript ending in a user message or a tool result.",
+        ].join("\n"),
       },
     },
     {
@@ -85,17 +89,22 @@ export default defineChapter({
         "applyRecovery: the session changed since the plan was made; make a new plan with planRecovery",
       ],
       hint: {
-        zh:
-          "从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），提交之后才清掉流日志（顺序反了，恢复在两步之间停下就丢了这段回答），再按顺序给每个调用追加一条 `toolResult` 消息：" +
-          "`recorded` 用提交过的 `content` 和 `isError`；`interrupted` 是错误结果 `uncertainText(name, settled.get(call.id))`" +
-          "（`settled` 已经在你的代码之前算好：开始了却没结束的调用，先问它的工具 `settleInterrupted` 收拾残局——比如停掉还在跑的命令——它说的那句话接在后面，告诉模型后来怎样了）；`run` 与 `replay` 用 `runCall` 真的执行一次（它经过和循环一样的 `prepareToolArguments`）。" +
-          "`run: false`（用户拒绝）时什么都不执行：`replay` 也得到 `uncertainText`，从没开始的 `run` 得到 `notRunText(name)`。" +
-          "返回 `{ plan, appended }`，`appended` 是按顺序追加的消息。传给它的工具应当是被 `RunJournal` 包装过的：恢复时再跑的调用同样先提交意图，所以恢复本身被杀死也能再恢复。",
-        en:
-          "Append after the plan's leaf, chaining each entry: the partial (clear the stream journal only once it is committed), then one toolResult per call (recorded: the " +
-          "outcome; interrupted: uncertainText(name, settled.get(call.id)), the sentence its tool's settleInterrupted said; run/replay: " +
-          "run the call once through runCall). With run: false nothing runs " +
-          "(replay → uncertainText, run → notRunText). Return { plan, appended }.",
+        zh: [
+          "1. 从计划的叶子开始，每追加一条就以它为下一条的父条目：先是 `partial`（若有），提交之后才清掉流日志（顺序反了，恢复在两步之间停下就丢了这段回答）",
+          "2. 再按顺序给每个调用追加一条 `toolResult` 消息：",
+          "3. `recorded` 用提交过的 `content` 和 `isError`",
+          "4. `interrupted` 是错误结果 `uncertainText(name, settled.get(call.id))`（`settled` 已经在你的代码之前算好：开始了却没结束的调用，先问它的工具 `settleInterrupted` 收拾残局——比如停掉还在跑的命令——它说的那句话接在后面，告诉模型后来怎样了）",
+          "5. `run` 与 `replay` 用 `runCall` 真的执行一次（它经过和循环一样的 `prepareToolArguments`）。",
+          "6. `run: false`（用户拒绝）时什么都不执行：`replay` 也得到 `uncertainText`，从没开始的 `run` 得到 `notRunText(name)`。",
+          "7. 返回 `{ plan, appended }`，`appended` 是按顺序追加的消息。",
+          "8. 传给它的工具应当是被 `RunJournal` 包装过的：恢复时再跑的调用同样先提交意图，所以恢复本身被杀死也能再恢复。",
+        ].join("\n"),
+        en: [
+          "1. Append after the plan's leaf, chaining each entry: the partial (clear the stream journal only once it is committed)",
+          "2. then one toolResult per call (recorded: the outcome; interrupted: uncertainText(name, settled.get(call.id)), the sentence its tool's settleInterrupted said; run/replay: run the call once through runCall).",
+          "3. With run: false nothing runs (replay → uncertainText, run → notRunText).",
+          "4. Return { plan, appended }.",
+        ].join("\n"),
       },
     },
   ],

@@ -91,7 +91,11 @@ describe("chapter 02 · EventStream", () => {
       await settle();
       expect(woke).toBe(false);
       stream.push(item(7));
-      expect(await pending).toEqual({ value: item(7), done: false });
+      // push() hands the event to the waiting reader itself: it is answered before any timer,
+      // and nothing stays in the buffer.
+      const still = new Promise((resolve) => setTimeout(() => resolve("the reader is still waiting after push()"), 0));
+      expect(await Promise.race([pending, still])).toEqual({ value: item(7), done: false });
+      expect(stream.buffered).toBe(0);
     },
     HANG_MS,
   );
@@ -206,7 +210,13 @@ describe("chapter 02 · EventStream", () => {
     async () => {
       const stream = numberStream();
       stream.end();
-      await expect(stream.result()).rejects.toThrow(/ended without a result/);
+      // result() rejects at once (before any timer), so a caller awaiting it is never left waiting.
+      const outcome = stream.result().then(
+        (value) => `result() resolved with ${value}`,
+        (error: Error) => error.message,
+      );
+      const still = new Promise((resolve) => setTimeout(() => resolve("result() is still pending after end()"), 0));
+      expect(await Promise.race([outcome, still])).toMatch(/ended without a result/);
       expect(await collect(stream)).toEqual([]);
     },
     HANG_MS,

@@ -734,8 +734,9 @@ describe("chapter 05 · the Anthropic Messages adapter over HTTP", () => {
     expect(torn.message.errorMessage).toBe("The stream ended before the model finished (no stop_reason was sent).");
     expect(torn.message.content).toEqual([{ type: "text", text: "Hel" }]);
 
+    // Keep-alives for 2 s, then the end: the stall comes first. 800 ms leaves the headers room on a loaded machine.
     server.reply(dripReply(HEAD, (i) => (i < 100 ? ": keep-alive\n\n" : undefined), 20));
-    const stalled = await runTurn(modelAt(server.baseUrl, { idleTimeoutMs: 150 }));
+    const stalled = await runTurn(modelAt(server.baseUrl, { idleTimeoutMs: 800 }));
     expect(stalled.signature).toEqual(["start", "text_delta@0", "error:error"]);
     expect(stalled.message.errorDetails?.kind).toBe("stall");
     expect(stalled.message.content).toEqual([{ type: "text", text: "Hel" }]);

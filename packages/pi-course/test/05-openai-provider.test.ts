@@ -48,7 +48,6 @@ import {
   writePieces,
 } from "./support/sse-server.js";
 import { AssistantMessageEventStream } from "../src/event-stream.js";
-import { FrameTemplate, type FrameSlot } from "../src/models/http/frame-template.js";
 import {
   RecordingStream,
   expectedMessage,
@@ -1691,223 +1690,9 @@ describe("chapter 05 · the OpenAI-compatible adapter over HTTP", () => {
     expect(broken.message.errorMessage).toMatch(/^The server sent a malformed chunk: /);
     expect(broken.message.content).toEqual([text("HelHel")]);
 
-    // The template alone (frame-template.ts): exactly what JSON.parse gives, for any envelope and any edit.
-    /** The same value with the same keys in the same order (`expect` only on a difference: these run by the thousand). */
-    const same = (read: unknown, data: string) => {
-      const expected = JSON.parse(data) as unknown;
-      if (JSON.stringify(read) !== JSON.stringify(expected))
-        expect(JSON.stringify(read), data).toBe(JSON.stringify(expected));
-    };
-    const contentSlot = (value: unknown): FrameSlot | undefined => {
-      const delta = (value as { choices?: { delta?: Record<string, unknown> }[] } | null)?.choices?.[0]?.delta;
-      return delta !== null && typeof delta === "object" && typeof delta.content === "string"
-        ? { holder: delta, key: "content" }
-        : undefined;
-    };
-    const strings = fc.oneof(
-      fc.string({
-        unit: fc.constantFrom("a", "é", "😀", '"', "\\", "\n", "\u0000", "\u001f", "\u2028", "/", "}", " ", ",", ":"),
-      }),
-      fc.string({ unit: "binary" }),
-    );
-    // Fields around the delta, before and after it, of any JSON value (strings with escapes, keys like "content").
-    const fields = fc.dictionary(
-      fc.oneof(fc.string(), fc.constantFrom("content", 'x"content', "id")),
-      fc.jsonValue({ maxDepth: 2 }),
-      { maxKeys: 3 },
-    );
-    const frameOf = (before: Record<string, unknown>, after: Record<string, unknown>) => (content: string) =>
-      JSON.stringify({ ...before, choices: [{ index: 0, delta: { content }, finish_reason: null }], ...after });
-    fc.assert(
-      fc.property(fields, fields, fc.array(strings, { minLength: 2, maxLength: 6 }), (before, after, deltas) => {
-        fc.pre(!("choices" in before) && !("choices" in after));
-        const frame = frameOf(before, after);
-        const bare = frame("");
-        // Learned when the first "content":" of the frame is the delta's (not a key ending in it).
-        const learnable =
-          bare.indexOf('"content":"') === bare.indexOf('"choices":[{"index":0,"delta":{"content":"') + 31;
-        const template = new FrameTemplate(contentSlot);
-        let previous: unknown;
-        deltas.forEach((delta, k) => {
-          const data = frame(delta);
-          const read = template.parse(data);
-          same(read, data);
-          if (k > 0 && (read === previous) !== learnable) expect(read === previous, data).toBe(learnable); // a hit returns the learned object
-          previous = read;
-        });
-      }),
-      { numRuns: 1500 },
-    );
-    // The adapter's own slots, through its turn: every delta kind, around envelopes as servers write them.
-    const envelopes = fc.dictionary(
-      fc.constantFrom("id", "object", "created", "model", "system_fingerprint", "usage"),
-      fc.jsonValue({ maxDepth: 2 }),
-      { maxKeys: 4 },
-    );
-    const chatDelta = fc.constantFrom(
-      (s: string) => ({ content: s }),
-      (s: string) => ({ reasoning_content: s, content: null }),
-      (s: string) => ({ reasoning: s, channel: "analysis" }),
-      (s: string) => ({ refusal: s }),
-      (s: string) => ({ tool_calls: [{ index: 1, function: { arguments: s } }] }),
-    );
-    const nonEmpty = fc.array(
-      strings.filter((s) => s !== ""),
-      { minLength: 2, maxLength: 5 },
-    );
-    const expectHits = (template: { parse(data: string): unknown }, frames: string[]) => {
-      const learned = template.parse(frames[0]!);
-      same(learned, frames[0]!);
-      for (const data of frames.slice(1)) {
-        const read = template.parse(data);
-        same(read, data);
-        if (read !== learned) expect(read, data).toBe(learned);
-      }
-    };
-    fc.assert(
-      fc.property(envelopes, envelopes, chatDelta, nonEmpty, (before, after, delta, deltas) => {
-        fc.pre(!("choices" in before) && !("choices" in after));
-        const frame = (s: string) =>
-          JSON.stringify({
-            ...before,
-            choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }],
-            ...after,
-          });
-        expectHits(new ChatCompletionsTurn(new RecordingStream(), META).frames, deltas.map(frame));
-      }),
-      { numRuns: 500 },
-    );
-    // A run of whitespace between tokens may change its length from frame to frame (servers pad or
-    // indent): still the template, still JSON.parse's value.
-    const indent = fc.constantFrom(1, 2, "\t", " \r\n");
-    fc.assert(
-      fc.property(
-        envelopes,
-        chatDelta,
-        fc.array(
-          fc.tuple(
-            strings.filter((s) => s !== ""),
-            indent,
-          ),
-          { minLength: 2, maxLength: 5 },
-        ),
-        (before, delta, frames) => {
-          fc.pre(!("choices" in before));
-          const frame = ([s, space]: [string, string | number]) =>
-            JSON.stringify(
-              { ...before, choices: [{ index: 0, delta: delta(s), logprobs: null, finish_reason: null }] },
-              null,
-              space,
-            );
-          expectHits(new ChatCompletionsTurn(new RecordingStream(), META).frames, frames.map(frame));
-        },
-      ),
-      { numRuns: 300 },
-    );
-    // A run of a million spaces, in a frame that fits and in one that does not, after a compact and
-    // after an indented frame: read at once (the expression does not backtrack over the run).
-    const run = " ".repeat(1_000_000);
-    const fits = frameOf({ id: "a" }, {})("b").replace("{", `{${run}`);
-    for (const space of [0, 1]) {
-      const spaced = new FrameTemplate(contentSlot);
-      spaced.parse(JSON.stringify(JSON.parse(frameOf({ id: "a" }, {})("learned")), null, space));
-      expect(spaced.parse(fits)).toEqual(JSON.parse(fits));
-      expect(() => spaced.parse(`${fits.slice(0, -1)}${run}x}`)).toThrow(SyntaxError);
-    }
-    // After learning a frame, any edited frame: the same value as JSON.parse, or the same refusal.
-    const edit = fc.record({
-      at: fc.nat(),
-      cut: fc.nat({ max: 3 }),
-      insert: fc.string({
-        unit: fc.constantFrom('"', "\\", "}", "0", "e", "u", "n", " ", ",", ":", "\n", "c"),
-        maxLength: 4,
-      }),
-    });
-    fc.assert(
-      fc.property(fields, fields, strings, strings, edit, (before, after, first, second, { at, cut, insert }) => {
-        fc.pre(!("choices" in before) && !("choices" in after));
-        const frame = frameOf(before, after);
-        const template = new FrameTemplate(contentSlot);
-        template.parse(frame(first));
-        const base = frame(second);
-        const position = at % (base.length + 1);
-        const data = base.slice(0, position) + insert + base.slice(position + cut);
-        try {
-          JSON.parse(data);
-        } catch {
-          expect(() => template.parse(data), data).toThrow(SyntaxError);
-          return;
-        }
-        same(template.parse(data), data);
-      }),
-      { numRuns: 6000 },
-    );
-    // Near misses, after learning from a plain frame: each is read by JSON.parse, to its own value.
-    const plain = frameOf({ id: "a" }, {});
-    for (const data of [
-      plain("x").replace('"content":"x"', '"content" : "x"'),
-      plain("x").replace('{"id":"a"', '{"id":"b"'),
-      plain("x").replace("null}]}", 'null}],"content":"y"}'),
-      plain("x").replace('"id":"a"', '"x\\"content":"x"'),
-      plain("x").replace('"content":"x"', '"content":"x","content":"y"'),
-      plain("x") + " ",
-      '{"choices":[]}',
-      "[]",
-    ]) {
-      const template = new FrameTemplate(contentSlot);
-      template.parse(plain("learned"));
-      same(template.parse(data), data);
-    }
-    // A key that ends in "content" before the delta's: its value is not the delta, and is read as it changes.
-    const fake = (value: string, content: string) => frameOf({ 'x"content': value }, {})(content);
-    const tricked = new FrameTemplate(contentSlot);
-    for (const data of [fake("a", "a"), fake("b", "a"), fake("c", "a"), fake("c", "d")])
-      same(tricked.parse(data), data);
-    // A slot whose key text also ends another string (here a value ":"): no template, no error.
-    const colon = new FrameTemplate((value) =>
-      typeof (value as Record<string, unknown>)[":"] === "string"
-        ? { holder: value as Record<string, unknown>, key: ":" }
-        : undefined,
-    );
-    for (const data of ['{"k":":",":":"z"}', '{"k":":",":":"y"}']) same(colon.parse(data), data);
-    // Sizes: an envelope of 40,000 characters (past what a regular expression may hold) and a
-    // delta of 9 million characters (past what a backtracking loop per character survives).
-    const wide = frameOf({ pad: "r".repeat(40_000) }, {});
-    const huge = "a".repeat(9_000_000);
-    for (const frames of [
-      [wide("a"), wide("b"), '{"choices":[]}', wide("c")],
-      [plain(huge), plain("b"), plain(huge), plain("c\\n" + huge)],
-    ]) {
-      const template = new FrameTemplate(contentSlot);
-      for (const data of frames) expect(template.parse(data)).toEqual(JSON.parse(data));
-    }
-    // Block after block of ten frames (a new envelope each time): each block's template pays, and learning goes on.
-    const blocks = new FrameTemplate(contentSlot);
-    for (let block = 0; block < 20; block++) {
-      const frame = frameOf({ id: `chatcmpl-${block}` }, {});
-      const learned = blocks.parse(frame("a"));
-      for (let k = 1; k < 10; k++) expect(blocks.parse(frame(String(k)))).toBe(learned);
-    }
-    // Streams where templates do not pay: frames that all differ around the delta (OpenAI's
-    // obfuscation padding), two envelopes taking turns in pairs, a "content" before the delta's
-    // (no template can be learned), that one after a long block that paid. Every frame is read;
-    // the slot is asked for a bounded number of times (a handful of tries), not once per frame.
-    const decoy = (k: number) => frameOf({ meta: { content: "fixed" } }, {})(String(k));
-    const streams: ((k: number) => string)[] = [
-      (k) => frameOf({}, { obfuscation: "x".repeat(k) })(String(k)),
-      (k) => frameOf({}, { id: (k >> 1) % 2 })(String(k)),
-      decoy,
-      (k) => (k < 20 ? plain(String(k)) : decoy(k)),
-    ];
-    for (const stream of streams) {
-      let asked = 0;
-      const template = new FrameTemplate((value) => (asked++, contentSlot(value)));
-      for (let k = 0; k < 200; k++) {
-        const data = stream(k);
-        same(template.parse(data), data);
-      }
-      expect(asked).toBeLessThan(20);
-    }
+    // The template itself (frame-template.ts, given code) is proven against JSON.parse for any
+    // envelope and any edit in test/frame-template.property.test.ts: thousands of generated frames,
+    // which made this lab's focused run take 8 s of CPU for code the learner does not write.
   }, 60_000);
 
   it("Lab 5.5 · HTTP errors become error events with the status and the provider's message, key redacted", async () => {
@@ -2388,19 +2173,25 @@ describe("chapter 05 · a failing or hostile server", () => {
           },
         ]);
 
+        // 2.5 s: the headers come at once, with room for a loaded machine; the stream never ends.
         server.reply(dripReply(textChunk("Hel"), (i) => textChunk(String(i % 10)), 20));
-        const streaming = await runTurn(model({ timeoutMs: 1_000 }));
+        const streaming = await runTurn(model({ timeoutMs: 2_500 }));
         expect(streaming.message.stopReason).toBe("error");
-        expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (1000 ms) ran out mid-stream.");
+        expect(streaming.message.errorMessage).toBe("The request timed out: timeoutMs (2500 ms) ran out mid-stream.");
         expect(streaming.message.errorDetails).toEqual({ kind: "timeout", retryable: false, attempts: 1 });
         expect((streaming.message.content[0] as TextContent).text).toMatch(/^Hel\d+$/);
       }),
     10_000,
   );
 
-  it.concurrent(
-    "Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall",
-    () =>
+  it.concurrent("Lab 5.5 · idleTimeoutMs: slow headers, a stalled stream, keep-alive comments only, a slowloris frame: each an error naming the stall", async () => {
+    // The headers come at once below; the bound leaves them room on a loaded machine.
+    const stall = { idleTimeoutMs: 800 };
+    const midStream =
+      "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
+    const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
+    // Each case on a server of its own, all at once: the stalls wait side by side, not one after another.
+    await Promise.all([
       ownServer(async (server, model) => {
         server.reply(stallReply);
         const slowHeaders = await runTurn(model({ idleTimeoutMs: 150 }));
@@ -2408,11 +2199,9 @@ describe("chapter 05 · a failing or hostile server", () => {
         expect(slowHeaders.message.errorMessage).toBe(
           "The server stalled: no response headers arrived for 150 ms (idleTimeoutMs).",
         );
-
-        // The headers come at once below; the bound leaves them room on a loaded machine.
-        const stall = { idleTimeoutMs: 800 };
         expect(slowHeaders.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
-
+      }),
+      ownServer(async (server, model) => {
         server.reply((res) => {
           res.writeHead(500, { "content-type": "application/json" });
           res.write('{"error": {"message": "half an err');
@@ -2422,9 +2211,8 @@ describe("chapter 05 · a failing or hostile server", () => {
           "The server stalled: the error response stopped arriving for 800 ms (idleTimeoutMs).",
         );
         expect(slowError.message.errorDetails).toEqual({ kind: "stall", retryable: true, attempts: 1 });
-
-        const midStream =
-          "The server stalled: no data arrived (keep-alive comments and unfinished frames do not count) for 800 ms (idleTimeoutMs).";
+      }),
+      ownServer(async (server, model) => {
         server.reply(sseReply(textChunk("partial"), { then: "stall" }));
         const stalled = await runTurn(model(stall));
         expect(stalled.message).toEqual(
@@ -2434,28 +2222,30 @@ describe("chapter 05 · a failing or hostile server", () => {
             attempts: 1,
           }),
         );
-
-        // Keep-alives for 1.5 s at most, then the body ends: a watchdog that counts them as progress
-        // shows as "the stream ended" instead of the stall, an assertion rather than a hang.
+      }),
+      // Keep-alives for 1.5 s at most, then the body ends: a watchdog that counts them as progress
+      // shows as "the stream ended" instead of the stall, an assertion rather than a hang.
+      ownServer(async (server, model) => {
         server.reply(dripReply("", (i) => (i < 150 ? ": keep-alive\n\n" : undefined), 10));
         const comments = await runTurn(model(stall));
         expect(comments.signature).toEqual(["start", "error:error"]);
         expect(comments.message.errorMessage).toBe(midStream);
-
-        // Chunks with empty deltas carry nothing: they are keep-alives too.
+      }),
+      // Chunks with empty deltas carry nothing: they are keep-alives too.
+      ownServer(async (server, model) => {
         server.reply(dripReply("", (i) => (i < 150 ? textChunk("") : undefined), 10));
         const empty = await runTurn(model(stall));
         expect(empty.signature).toEqual(["start", "error:error"]);
         expect(empty.message.errorMessage).toBe(midStream);
-
-        const frame = textChunk(`one frame, one byte at a time${".".repeat(400)}`);
+      }),
+      ownServer(async (server, model) => {
         server.reply(dripReply("", (i) => frame.charAt(i) || undefined, 10));
         const slowloris = await runTurn(model(stall));
         expect(slowloris.signature).toEqual(["start", "error:error"]);
         expect(slowloris.message.errorMessage).toBe(midStream);
       }),
-    20_000,
-  );
+    ]);
+  }, 20_000);
 
   it.concurrent(
     "Lab 5.5 · the idle watchdog counts data frames, not the whole turn: a slow but live stream finishes",
@@ -2472,20 +2262,30 @@ describe("chapter 05 · a failing or hostile server", () => {
     10_000,
   );
 
-  it("Lab 5.5 · a turn that ends leaves nothing on the caller's signal: one signal serves many turns", async () => {
+  it("Lab 5.5 · a turn that ends leaves nothing on the caller's signal, before the reader sees its terminal event: one signal serves many turns", async () => {
     const caller = new AbortController();
     const listening = () => getEventListeners(caller.signal, "abort").length;
-    server.reply(sseReply(OK_BODY));
-    const answered = await runTurn(model({ timeoutMs: 60_000 }), { messages: [] }, caller.signal);
-    expect(answered.signature).toEqual(["start", "text_delta@0", "done:stop"]);
-    expect(listening()).toBe(0);
-    // A failed turn lets go of the signal too (once the body is cancelled, just after its error event).
-    for (const body of [`${textChunk("Hel")}data: {"choices": [{"delta": \n\n`, textChunk("Hel")]) {
+    /** Reads one turn; how many abort listeners the caller's signal had when the reader saw the terminal event. */
+    const atTerminal = async (body: string) => {
       server.reply(sseReply(body));
-      const failed = await runTurn(model({ timeoutMs: 60_000 }), { messages: [] }, caller.signal);
-      expect(failed.signature).toEqual(["start", "text_delta@0", "error:error"]);
-      await until(() => listening() === 0);
-    }
+      const seen: string[] = [];
+      let listeners = -1;
+      for await (const event of model({ timeoutMs: 60_000 }).stream({ messages: [] }, { signal: caller.signal })) {
+        seen.push(event.type);
+        if (event.type === "done" || event.type === "error") listeners = listening();
+        if (event.type === "error") surfaceInternalError(event.error);
+      }
+      return { last: seen.at(-1), listeners };
+    };
+    const closed = (last: string) => ({ last, listeners: 0 });
+    // The deadline (its timers and its listener on the caller's signal) is closed BEFORE the terminal
+    // event is pushed: the reader that sees done or error finds nothing left behind, on every path.
+    const why = "listeners on the caller's signal when the reader sees the terminal event";
+    expect(await atTerminal(OK_BODY), why).toEqual(closed("done"));
+    // a malformed chunk, and a body that ends without a finish reason
+    for (const body of [`${textChunk("Hel")}data: {"choices": [{"delta": \n\n`, textChunk("Hel")])
+      expect(await atTerminal(body), why).toEqual(closed("error"));
+    expect(listening()).toBe(0);
   }, 10_000);
 
   it("Lab 5.5 · maxResponseBytes: an endless stream of small deltas ends in a limit error, partial content kept, connection closed", async () => {

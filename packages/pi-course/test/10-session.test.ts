@@ -265,6 +265,8 @@ describe("appending entries", () => {
     await (Reflect.get(session, "handle") as { close(): Promise<void> }).close();
     const failed = session.append(message(a, "b"));
     const queued = session.append(message(a, "c"));
+    // awaited below; an earlier failed assertion must not leave the other one unhandled
+    for (const append of [failed, queued]) append.catch(() => {});
     await expect(failed).rejects.toThrow(/a write failed .*open the file again/);
     await expect(queued).rejects.toThrow(/a write failed/);
     await expect(session.append(message(a, "d"))).rejects.toThrow(/a write failed/);
@@ -288,6 +290,7 @@ describe("appending entries", () => {
     try {
       const failing = flaky.append(message(root, "the failing one"));
       const behind = flaky.append(message(root, "queued behind it"));
+      for (const append of [failing, behind]) append.catch(() => {});
       await expect(failing).rejects.toThrow(/a write failed \(disk full\)/);
       await expect(behind).rejects.toThrow(/a write failed \(disk full\)/);
     } finally {
@@ -330,6 +333,31 @@ describe("reading and recovery", () => {
     expect(session.recovery).toEqual({ tail: null, kept: [] });
     await expect(reopen(join(dir, "missing.jsonl"))).rejects.toThrow(/ENOENT/);
   }, 10_000);
+
+  it("Lab 10.2 · a 16 MiB line in 512-byte pieces is read in linear time: the unfinished line is not copied again with every piece", () => {
+    // One entry whose text is 16 MiB, pushed in 32 768 pieces. Keeping the pieces and joining
+    // them once the newline comes copies each byte a fixed number of times (well under a second,
+    // even on a loaded machine); joining what came so far into one buffer at every piece copies
+    // the line again each time: 256 GiB in all, minutes. The pieces are pushed until a bound of
+    // seconds: a quadratic reader is stopped there and fails by this assertion, never by a hang.
+    const text = "x".repeat(16 << 20);
+    const bytes = Buffer.from(`${HEADER}\n${line("big00001", null, text)}\n`);
+    const PIECE = 512;
+    const BOUND_MS = 10_000;
+    const scan = new LineScan(file);
+    const started = performance.now();
+    let read = 0;
+    while (read < bytes.length && performance.now() - started < BOUND_MS) {
+      scan.push(bytes.subarray(read, read + PIECE));
+      read = Math.min(read + PIECE, bytes.length);
+    }
+    expect(
+      `${read} of ${bytes.length} bytes`,
+      `bytes pushed within ${BOUND_MS / 1000} s: a reader whose work per piece grows with the unfinished line falls behind`,
+    ).toBe(`${bytes.length} of ${bytes.length} bytes`);
+    const { entries } = scan.end();
+    expect(entries).toMatchObject([{ id: "big00001", message: user(text) }]);
+  });
 
   it("Lab 10.2 · a torn last line is reported with its offset and kept; the next append marks it and starts on a fresh line", async () => {
     const intact = [line("aa", null), line("bb", "aa")];

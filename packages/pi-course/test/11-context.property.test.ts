@@ -33,6 +33,8 @@ function problemsOf(
 ): string[] {
   const problems: string[] = [];
   const kept = projection.context.messages;
+  // the newest interaction is always kept, even when it alone does not fit
+  if (transcript.length > 0 && kept.length === 0) problems.push("the newest interaction was dropped: nothing is kept");
   // a suffix of the transcript that starts an interaction
   const starts = groupInteractions(transcript).map((g) => g.start);
   if (transcript.length > 0 && !starts.includes(projection.firstKept))

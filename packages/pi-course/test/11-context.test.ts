@@ -138,7 +138,10 @@ describe("chapter 11 · projection to a budget", () => {
 
   it("Lab 11.2 · when the newest interaction cannot fit, the projection says so and keeps it whole", () => {
     const projection = projectMessages(three, { budget: 30, systemPrompt: chars(20) });
-    expect(projection.context.messages).toEqual(three.slice(8));
+    expect(
+      projection.context.messages,
+      "the newest interaction was dropped: it is kept whole even when it alone does not fit",
+    ).toEqual(three.slice(8));
     expect(projection.tokens).toBe(39);
     expect(projection.overflow).toEqual({
       systemPromptTokens: 5,
@@ -207,6 +210,44 @@ describe("chapter 11 · projection to a budget", () => {
     expect(() => projectMessages(messages, { budget: 10, estimator: short })).toThrow(/one count per message \(3\)/);
     for (const budget of [-1, Number.NaN, Infinity, "10" as unknown as number]) {
       expect(() => projectMessages(messages, { budget })).toThrow(/budget must be a finite number of tokens >= 0/);
+    }
+  });
+
+  it("Lab 11.2 · linear work: each message and each count is read a fixed number of times, however long the transcript", () => {
+    /** `n` interactions of 5 messages: a prompt, two parallel calls, their results out of order, an answer. */
+    const transcript = (n: number): AgentMessage[] =>
+      Array.from({ length: n }, (_, k) => [
+        user(`question ${k} `.repeat(20)),
+        assistant([call(`c${k}_0`, "read", { k: 0 }), call(`c${k}_1`, "read", { k: 1 })]),
+        result(`c${k}_1`, chars(400)),
+        result(`c${k}_0`, chars(400)),
+        assistant(`answer ${k}`),
+      ]).flat();
+    /** How many times one projection reads an element of the transcript or of the counts the estimator gave. */
+    const reads = (n: number, budget: number): number => {
+      let count = 0;
+      const counted = <T extends object>(array: T): T =>
+        new Proxy(array, {
+          get(target, key, receiver) {
+            if (typeof key === "string" && /^\d+$/.test(key)) count++;
+            return Reflect.get(target, key, receiver);
+          },
+        });
+      const estimator: TokenEstimator = (input) => {
+        const counts = estimateTokens(input);
+        return { ...counts, messages: counted(counts.messages) };
+      };
+      projectMessages(counted(transcript(n)), { budget, systemPrompt: "You are a coding agent.", estimator });
+      return count;
+    };
+    for (const budget of [2_000, 1e12]) {
+      const [r1, r2, r4] = [reads(100, budget), reads(200, budget), reads(400, budget)];
+      // 200 interactions more are 1 000 messages more: linear work adds the same reads for each.
+      expect(
+        (r4 - r2) / 1_000,
+        `reads per message added (budget ${budget}): summing every suffix again, or counting it again, grows with the transcript`,
+      ).toBeLessThanOrEqual(20);
+      expect(r4 - r2, "reads(n) = a·n + b: doubling the transcript twice adds twice the reads").toBe(2 * (r2 - r1));
     }
   });
 

@@ -393,8 +393,9 @@ describe("skills", { timeout: 60_000 }, () => {
   });
 
   it("Lab 12.2 · progressive disclosure: the prompt lists name, description and location; the body and files come on activation", async () => {
+    const description = "Fills PDF forms.";
     const root = tree(path.join(base, "skills"), {
-      "pdf/SKILL.md": skillFile("name: pdf\ndescription: Fills PDF forms.", "# PDF\nRun scripts/fill.sh.\n"),
+      "pdf/SKILL.md": skillFile(`name: pdf\ndescription: ${description}`, "# PDF\nRun scripts/fill.sh.\n"),
       "pdf/scripts/fill.sh": "#!/bin/sh\necho fill\n",
       "pdf/references/forms.md": "Forms guide.",
       "pdf/assets/logo.bin": "\u0000\u0001binary",
@@ -409,7 +410,7 @@ describe("skills", { timeout: 60_000 }, () => {
     const { skills } = discoverSkills([{ folder: root, scope: "user" }]);
     const section = skillsSection(skills);
     expect(section).toContain(
-      `  <skill>\n    <name>pdf</name>\n    <description>Fills PDF forms.</description>\n    <location>${path.join(root, "pdf", "SKILL.md")}</location>\n  </skill>`,
+      `  <skill>\n    <name>pdf</name>\n    <description>${description}</description>\n    <location>${path.join(root, "pdf", "SKILL.md")}</location>\n  </skill>`,
     );
     expect(section).not.toContain("Run scripts/fill.sh");
     expect(section).not.toContain("secret-tool");
@@ -443,7 +444,7 @@ describe("skills", { timeout: 60_000 }, () => {
       isError: true,
     });
     expect((await call({ name: "pdf", path: "assets/logo.bin" })).text).toMatch(
-      /^"assets\/logo.bin" is not a text file/,
+      /^"assets\/logo\.bin" is not a text file/,
     );
     expect(await call({ name: "secret-tool" })).toEqual({
       text: 'the skill "secret-tool" can be activated only by the user (/skill:secret-tool); it sets disable-model-invocation',
@@ -506,19 +507,19 @@ describe("prompt templates", { timeout: 60_000 }, () => {
   it("Lab 12.3 · templates from the project's and the user's prompts folders; the project's wins a name", () => {
     const cwd = path.join(base, "work");
     const locations = locationsIn(cwd);
+    const explain = "Explain this code in plain words, step by step, for a newcomer to the codebase: $@";
     tree(base, {
       "work/.pi-course/prompts/review.md":
         "---\ndescription: Review a file\nargument-hint: <file> [focus]\n---\nReview $1 for ${2:-bugs}.\n",
       "work/.pi-course/prompts/bad name.md": "skipped",
       "home/.pi-course/prompts/review.md": "The user's review.",
-      "home/.pi-course/prompts/explain.md":
-        "\n\nExplain this code in plain words, step by step, for a newcomer to the codebase: $@\n",
+      "home/.pi-course/prompts/explain.md": `\n\n${explain}\n`,
       "home/.pi-course/prompts/broken.md": "---\ndescription: [unclosed\n---\nbody",
     });
     const { templates, warnings } = loadPromptTemplates(templateFolders(locations, true));
     expect(templates.map((t) => [t.name, t.scope, t.description, t.argumentHint])).toEqual([
       ["review", "project", "Review a file", "<file> [focus]"],
-      ["explain", "user", "Explain this code in plain words, step by step, for a newco…", undefined],
+      ["explain", "user", `${explain.slice(0, 59)}…`, undefined], // the first line, cut to 60 characters
     ]);
     expect(templates[0]!.body).toBe("Review $1 for ${2:-bugs}.\n");
     expect(expandTemplate(templates[0]!.body, splitArguments("src/a.ts"))).toBe("Review src/a.ts for bugs.\n");
@@ -971,14 +972,15 @@ describe("trust gate", { timeout: 60_000 }, () => {
     store.remember(path.join(parent, "x"), false, new Date(0));
     expect(isTrusted(parent, piHome)).toBe(true);
     expect(isTrusted(path.join(parent, "sibling"), piHome)).toBe(true);
-    expect(isTrusted(path.join(parent, "x"), piHome)).toBe(false);
-    expect(isTrusted(path.join(parent, "x", "y", "z"), piHome)).toBe(false);
+    const closest = "the decision of the closest folder wins, not the first saved one that covers it";
+    expect(isTrusted(path.join(parent, "x"), piHome), closest).toBe(false);
+    expect(isTrusted(path.join(parent, "x", "y", "z"), piHome), closest).toBe(false);
     expect(isTrusted(path.join(base, "codex"), piHome)).toBeUndefined(); // a prefix is not a parent
     // the closest wins whatever the order the decisions were saved in (here the child first)
     const otherHome = path.join(base, "other-home");
     TrustStore.inHome(otherHome).remember(path.join(parent, "x"), false, new Date(0));
     TrustStore.inHome(otherHome).remember(parent, true, new Date(0));
-    expect(isTrusted(path.join(parent, "x", "y"), otherHome)).toBe(false);
+    expect(isTrusted(path.join(parent, "x", "y"), otherHome), closest).toBe(false);
     expect(isTrusted(path.join(parent, "sibling"), otherHome)).toBe(true);
     // a symlinked path means the same folder
     symlinkSync(path.join(parent, "x"), path.join(base, "link"));

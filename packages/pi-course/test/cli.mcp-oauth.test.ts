@@ -104,9 +104,10 @@ it("mcp login NAME prints the URL, opens $BROWSER, waits for the redirect and ke
   const project = path.join(dir, "project");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });
   mkdirSync(project);
+  // "direct": a print run waits for its start, so the first request has its tools (or it failed)
   writeFileSync(
     path.join(home, ".pi-course", "mcp.json"),
-    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl } } }),
+    JSON.stringify({ mcpServers: { web: { url: servers.mcpUrl, exposure: "direct" } } }),
   );
   const outputs: string[] = [];
 
@@ -201,6 +202,7 @@ it("a machine: an entry with the client credentials grant needs no login; a prin
         web: {
           url: servers.mcpUrl,
           oauth: { grant: "client_credentials", clientId: "ci-runner", clientSecret: "${CI_SECRET}" },
+          exposure: "direct", // a print run waits for its start: the first request has its tools
         },
       },
     }),
@@ -406,6 +408,12 @@ it("mcp login --timeout 2147483 (the most a timer holds) waits for the browser; 
       `error: --timeout takes a number of seconds above 0, got ${wrong}.`,
     ]);
   }
+  const tiny = await mcpProcess(home, project, ["login", "web", "--no-browser", "--timeout", "0.0001"]);
+  expect([tiny.code, tiny.stderr.split("\n")[0], tiny.stdout]).toEqual([
+    2,
+    "error: --timeout must be at least 0.001 seconds (a wait of less ends before anyone can answer), got 0.0001.",
+    "",
+  ]);
   const tokens = servers.log.length;
   const tooLong = await mcpProcess(home, project, ["login", "web", "--no-browser", "--timeout", "99999999999"]);
   expect([tooLong.code, tooLong.stderr.split("\n")[0], tooLong.stdout]).toEqual([

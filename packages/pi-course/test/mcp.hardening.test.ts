@@ -2,7 +2,8 @@
  * Issue 41: hostile MCP servers. A server's bad tool list fails that server alone (at start and
  * in a re-list after `list_changed`), and a list is bounded over all its pages.
  */
-import { readFile, rm } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import type { AddressInfo } from "node:net";
@@ -72,16 +73,19 @@ it("a tool list past its budget over all pages ends in a protocol error, not gig
 }, 30_000);
 
 it("progress restarts a call's timeout, but not past its total time (maxTotalMs)", async () => {
-  const client = new McpClient(new StdioTransport({ command: process.execPath, args: [FAULT_SERVER], graceMs: 500 }));
+  // "slow" answers after 60 × 50 ms = 3 s with progress every 50 ms: each progress restarts the 1 s
+  // timeout, so only a call whose timeout progress restarts gets the answer. A whole second between
+  // two progress messages is what a hang looks like, not a loaded machine.
+  const args = [FAULT_SERVER, "--slow-steps=60"];
+  const client = new McpClient(new StdioTransport({ command: process.execPath, args, graceMs: 500 }));
   opened.push(client);
   await client.connect({ timeoutMs: 20_000 });
-  // "slow" answers after 300 ms with progress every 50 ms: each progress restarts the 150 ms timeout.
-  const progressed = await client.callTool("slow", {}, { timeoutMs: 150, onProgress: () => {} });
+  const progressed = await client.callTool("slow", {}, { timeoutMs: 1_000, onProgress: () => {} });
   expect(progressed.content).toEqual([{ type: "text", text: "slow done" }]);
   const capped = await client
-    .callTool("slow", {}, { timeoutMs: 150, maxTotalMs: 120, onProgress: () => {} })
+    .callTool("slow", {}, { timeoutMs: 1_000, maxTotalMs: 1_500, onProgress: () => {} })
     .catch((e: Error) => e.message);
-  expect(capped).toBe("tools/call timed out: no answer within 120 ms in all, though progress kept coming");
+  expect(capped).toBe("tools/call timed out: no answer within 1500 ms in all, though progress kept coming");
 }, 30_000);
 
 /** A Streamable HTTP server whose GET event stream sends `flood` for ever (until the client goes). */
@@ -236,6 +240,59 @@ it("close() ends what the server started too: its whole process group", async ()
   await rm(pidFile, { force: true });
   expect(alive).toBe(false);
 }, 60_000);
+
+it("attack: a child that scrubs the marker from its environment still ends with its server (close, and the agent's exit)", async () => {
+  // In the agent's session the server's process group is the agent's: without the marker only
+  // parentage finds the child (the old design's process group of its own caught it).
+  const pidFile = path.join(tmpdir(), `pi-course-scrubbed-${process.pid}-${Date.now()}`);
+  const server = path.join(path.dirname(HOSTILE), "spawning-server.mjs");
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const until = async (done: () => boolean) => {
+    for (const deadline = Date.now() + 20_000; !done() && Date.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 20));
+  };
+  // close(): the server exits at stdin's end and leaves the child behind
+  const client = new McpClient(
+    new StdioTransport({ command: process.execPath, args: [server, pidFile, "scrubbed"], graceMs: 500 }),
+  );
+  await client.connect({ timeoutMs: 20_000 });
+  const child = Number(await readFile(pidFile, "utf8"));
+  await rm(pidFile, { force: true });
+  if (process.platform === "linux")
+    expect(await readFile(`/proc/${child}/environ`, "utf8")).not.toContain("PI_COURSE_CALL=");
+  expect(alive(child)).toBe(true);
+  await client.close();
+  await until(() => !alive(child));
+  expect(alive(child)).toBe(false);
+  // the agent's exit (its exit handler), with the server still running
+  const source = (file: string) => JSON.stringify(fileURLToPath(new URL(`../src/mcp/${file}`, import.meta.url)));
+  const script = `${pidFile}.mts`;
+  await writeFile(
+    script,
+    `import { McpClient } from ${source("client.ts")};
+     import { StdioTransport } from ${source("stdio-transport.ts")};
+     const client = new McpClient(new StdioTransport({ command: process.execPath, args: ${JSON.stringify([server, pidFile, "scrubbed"])} }));
+     await client.connect({ timeoutMs: 20000 });
+     process.exit(0);`,
+  );
+  const agent = spawn(process.execPath, ["--import", "tsx", script], {
+    cwd: fileURLToPath(new URL("..", import.meta.url)),
+    stdio: "ignore",
+  });
+  expect(await new Promise((resolve) => agent.once("close", resolve))).toBe(0);
+  await rm(script, { force: true });
+  const orphan = Number(await readFile(pidFile, "utf8"));
+  await rm(pidFile, { force: true });
+  await until(() => !alive(orphan));
+  expect(alive(orphan)).toBe(false);
+}, 90_000);
 
 it("a stdio server shares the agent's session on Linux (no scheduling group of its own between a message and its answer), elsewhere leads its own process group", async () => {
   const pidFile = path.join(tmpdir(), `pi-course-session-${process.pid}-${Date.now()}`);

@@ -280,7 +280,7 @@ it("a token file that cannot be renamed into place leaves no temporary file behi
   expect(readdirSync(s.folder).filter((name) => name.endsWith(".tmp"))).toEqual([]);
 });
 
-it("attack: a login's timeoutMs or loginTimeoutMs past a timer's reach is refused before any request (no timer that fires at once); the longest a timer holds waits", async () => {
+it("attack: a login's timeoutMs or loginTimeoutMs past a timer's reach, under 1 ms or no number is refused before any request (no timer that fires at once); the longest a timer holds waits", async () => {
   const serverUrl = `${base}/mcp`;
   const tooLong = 99_999_999_999_000; // `mcp login --timeout 99999999999`, in ms: a Node timer would fire after 1 ms
   const most =
@@ -292,6 +292,20 @@ it("attack: a login's timeoutMs or loginTimeoutMs past a timer's reach is refuse
   const auth = new McpOAuth({ serverUrl, store: store(), openUrl: (url) => void opened.push(url) });
   const refused = await failure(auth.login({ timeoutMs: tooLong }));
   expect(refused).toEqual(new RangeError(`the login's timeoutMs ${most}`));
+  // no time at all (0, or less than a timer's 1 ms): the login would open the browser and fail at once
+  const least = "must be at least 1 millisecond (a wait of less ends before anyone can answer), got";
+  for (const none of [0, 0.5]) {
+    expect(() => new McpOAuth({ serverUrl, store: store(), loginTimeoutMs: none })).toThrow(
+      new RangeError(`loginTimeoutMs ${least} ${none}`),
+    );
+    expect(await failure(auth.login({ timeoutMs: none }))).toEqual(
+      new RangeError(`the login's timeoutMs ${least} ${none}`),
+    );
+  }
+  for (const wrong of [Number.NaN, -1, Number.POSITIVE_INFINITY])
+    expect(await failure(auth.login({ timeoutMs: wrong }))).toEqual(
+      new RangeError(`the login's timeoutMs must be a finite number of milliseconds ≥ 0, got ${wrong}`),
+    );
   expect([seen, opened]).toEqual([[], []]);
 
   // the longest a timer holds: the login waits for the browser until it is cancelled

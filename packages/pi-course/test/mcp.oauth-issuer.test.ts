@@ -49,7 +49,7 @@ async function listen(handler: (request: IncomingMessage, body: string, response
 }
 
 /** The second authorization server: answers like one (metadata, registration, tokens) and records every request whole. */
-async function recordingAuthorizationServer() {
+async function recordingAuthorizationServer(claims?: () => string) {
   const seen: { method: string; url: string; headers: string; body: string }[] = [];
   const origin = await listen((request, body, response) => {
     seen.push({
@@ -62,7 +62,7 @@ async function recordingAuthorizationServer() {
       response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
     if (request.url === "/.well-known/oauth-authorization-server")
       return json(200, {
-        issuer: `${origin}/`,
+        issuer: claims?.() ?? `${origin}/`,
         authorization_endpoint: `${origin}/authorize`,
         token_endpoint: `${origin}/token`,
         registration_endpoint: `${origin}/register`,
@@ -223,3 +223,38 @@ it('"oauth.issuer" is read from mcp.json (and reaches the server\'s McpOAuth): a
         : `"oauth.issuer" must be the https URL of the authorization server the client belongs to (its metadata's "issuer"), got ${JSON.stringify(wrong)}`,
     );
 });
+
+it("attack: a second authorization server that claims the pinned issuer in its metadata is refused at discovery; the pin takes the issuer's spellings of one server, no other origin", async () => {
+  let claimed = "";
+  const second = await recordingAuthorizationServer(() => claimed);
+  const hostile = await hostileMcpServer(() => second.issuer);
+  const pinned = { issuer: real.issuer };
+  // its metadata names the real issuer (with and without the slash): not the issuer it was fetched for
+  for (const claim of [real.issuer, real.issuer.replace(/\/$/, "")]) {
+    claimed = claim;
+    const spoofed = await refusal(oauth(hostile, new MemoryTokenStore(), pinned).login());
+    expect(spoofed.failure).toBe("discovery");
+    expect(spoofed.message).toContain("RFC 8414 §3.3 requires the issuer in the metadata to be identical");
+  }
+  expect(second.gotSecret()).toBe(false);
+  expect(second.seen.map((r) => r.url)).toEqual(
+    Array(2).fill("/.well-known/oauth-authorization-server"), // the metadata only, once per try
+  );
+
+  // the pin spelled with or without the slash, the default port or an upper-case scheme is the same server
+  const honest = await hostileMcpServer(() => real.issuer);
+  const url = new URL(real.issuer);
+  for (const spelling of [real.issuer.replace(/\/$/, ""), `HTTP://${url.host}/`])
+    await expect(oauth(honest, new MemoryTokenStore(), { issuer: spelling }).login()).resolves.toMatchObject({
+      issuer: real.issuer,
+    });
+  // another port, host name or path of the same machine is another issuer
+  for (const other of [
+    `http://localhost:${url.port}/`,
+    `http://127.0.0.1:${Number(url.port) + 1}/`,
+    `${real.issuer}x`,
+  ]) {
+    const refused = await refusal(oauth(honest, new MemoryTokenStore(), { issuer: other }).login());
+    expect(refused.failure).toBe("wrong-issuer");
+  }
+}, 30_000);

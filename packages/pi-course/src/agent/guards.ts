@@ -60,6 +60,11 @@ export function checkLoopConfig(config: AgentLoopConfig): void {
   if (max !== undefined && !(max === Infinity || (Number.isInteger(max) && max >= 1))) {
     throw new TypeError(`agentLoop: maxTurns must be a positive integer or Infinity, got ${max}.`);
   }
+  if (config.currentTools !== undefined && typeof config.currentTools !== "function") {
+    throw new TypeError(
+      `agentLoop: currentTools must be a function that returns the run's tools, got ${typeof config.currentTools}.`,
+    );
+  }
   const timeout = config.hookTimeoutMs;
   if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= MAX_TIMER_MS)) {
     throw new TypeError(

@@ -45,7 +45,7 @@ export class LoopRun implements ToolBatchRun {
   /** This turn's calls whose id repeated an earlier call's (fresh id → repeated id); see `ToolBatchRun`. */
   repeatedCalls: ReadonlyMap<string, string> | undefined;
   /** The hooks the built-in features add to this run's tool batches (`BUILT_IN_MIDDLEWARE`). */
-  readonly middleware: readonly ToolMiddleware[];
+  middleware: readonly ToolMiddleware[];
   /** The config's tool hooks, guarded. */
   readonly hooks: GuardedToolHooks;
   /** The queue getters, guarded: the messages they give, or the text the run ends with. */
@@ -82,6 +82,30 @@ export class LoopRun implements ToolBatchRun {
       this.middleware.every((m) => m.declares?.(tool) !== false),
     );
     return tools.length > 0 ? tools.map(toToolDefinition) : undefined;
+  }
+
+  /**
+   * Takes the tools `config.currentTools` gives when they are another array than the run's (tools
+   * joined or left; before each request, after each answer, before each result): the middleware
+   * is made again from the context, so the declared set is worked
+   * out from the transcript so far. Throws `currentTools failed: …` when the hook throws or gives
+   * no array (the run's tools stay).
+   */
+  syncTools(): void {
+    const read = this.config.currentTools;
+    if (read === undefined) return;
+    let tools: unknown;
+    try {
+      tools = read();
+    } catch (error) {
+      throw new Error(`currentTools failed: ${messageOf(error)}`);
+    }
+    if (!Array.isArray(tools))
+      throw new Error(`currentTools failed: it returned ${typeof tools}, not an array of tools`);
+    if (tools === this.context.tools) return;
+    this.context.tools = tools;
+    this.middleware = BUILT_IN_MIDDLEWARE.map((make) => make(this.context));
+    this.tools = this.declaredTools();
   }
 
   /** Records a batch's results, already reported by the batch, and lets the middleware see them. */
@@ -150,10 +174,18 @@ export class LoopRun implements ToolBatchRun {
     return message;
   }
 
-  /** Records a finished assistant message (its events already emitted). */
+  /**
+   * Records a finished assistant message (its events already emitted), and takes the tools as
+   * they are now (`syncTools`), so its calls find a tool that joined while it was delivered.
+   */
   record(message: AssistantMessage): void {
     this.transcript.push(message);
     this.added.push(message);
+    try {
+      this.syncTools();
+    } catch {
+      // the run keeps its tools; the next request reports the hook's failure
+    }
   }
 
   endTurn(message: AssistantMessage, toolResults: ToolResultMessage[]): void | Promise<void> {
@@ -184,11 +216,13 @@ export class LoopRun implements ToolBatchRun {
   }
 
   /**
-   * The model's view of the transcript for one turn: `transformContext`, then `convertToLlm`
-   * (guarded: see `guardContextHooks`). Throws `<hook> failed: …` when a hook failed, or was
+   * The model's view of the transcript for one turn: the tools as they are now (`syncTools`),
+   * `transformContext`, then `convertToLlm` (guarded: see `guardContextHooks`). Throws
+   * `<hook> failed: …` when a hook failed, or was
    * not waited for after an abort (the caller checks the signal).
    */
   async modelContext(): Promise<Context> {
+    this.syncTools();
     const context: Context = { messages: await this.modelMessages(this.transcript) };
     if (this.context.systemPrompt !== undefined) context.systemPrompt = this.context.systemPrompt;
     if (this.tools !== undefined) context.tools = this.tools;

@@ -57,6 +57,8 @@ export interface ToolBatchRun {
   readonly repeatedCalls?: ReadonlyMap<string, string>;
   /** The hooks the run's features add to each call (see `ToolMiddleware`). */
   readonly middleware: readonly ToolMiddleware[];
+  /** Takes the tools `config.currentTools` gives now, if they changed (see `LoopRun.syncTools`); may throw. */
+  syncTools?(): void;
 }
 
 /** The results of one batch, in source order, and whether every one of them said `terminate`. */
@@ -394,6 +396,12 @@ function emitResult(run: ToolBatchRun, done: FinishedCall): ToolResultMessage | 
     timestamp: Date.now(),
   };
   if (done.result.details !== undefined) message.details = done.result.details;
+  // a tool that waited for others to join (a search for a server's tools) declares them: take them first
+  try {
+    run.syncTools?.();
+  } catch {
+    // the run keeps its tools; the next request reports the hook's failure
+  }
   for (const middleware of run.middleware) middleware.result?.(message, done);
   const started = run.emit({ type: "message_start", message });
   if (started !== undefined) return started.then(() => run.emit({ type: "message_end", message })).then(() => message);

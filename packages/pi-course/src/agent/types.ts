@@ -175,6 +175,17 @@ export interface AgentLoopConfig {
    */
   getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
   /**
+   * Contract: the run's tools as they are now, for tools that join or leave while a run goes on
+   * (an MCP server that became ready). Read before each model request, once the model's message
+   * is delivered (`message_end`: a listener that awaits can let a tool join before the calls
+   * run), and before each call's result is recorded; when it gives another array than the run has, the run takes it from
+   * then on (the declared set is worked out again from the transcript, as a resumed run does).
+   * Must return an array, and should return the same array while nothing changed. May throw:
+   * before a request, the run then ends cleanly; elsewhere the run keeps its tools until then.
+   * Absent (the default): `context.tools` for the whole run.
+   */
+  currentTools?: () => readonly AgentTool<any, any>[];
+  /**
    * The most model turns one run may take (default 50). The turn that makes the last allowed
    * model call is the run's last turn: no queue is polled after it (queued messages stay queued),
    * and if its model asked for tools, their results are recorded and `agent_end.errorMessage`
@@ -264,6 +275,7 @@ export interface AgentOptions {
   beforeToolCall?: AgentLoopConfig["beforeToolCall"];
   afterToolCall?: AgentLoopConfig["afterToolCall"];
   toolExecution?: ToolExecutionMode;
+  currentTools?: AgentLoopConfig["currentTools"];
   /** The most model turns one run may take (default 50). */
   maxTurns?: number;
   /** How many steering messages one poll injects. Default `one-at-a-time`. */

@@ -29,10 +29,15 @@ export function userDuration(value: unknown, setting: string, unit: "ms" | "s" =
 /**
  * `value` (in `unit`s) as milliseconds for a wait that must end (a login waiting for a browser):
  * read by `userDuration`, and a value past `MAX_TIMER_MS` is refused too, with a RangeError
- * naming `setting` and the most it takes, since "no limit" would wait for ever.
+ * naming `setting` and the most it takes, since "no limit" would wait for ever; so is one under
+ * 1 ms (0 included), which a timer ends at once, before anyone could answer.
  */
 export function boundedDuration(value: unknown, setting: string, unit: "ms" | "s" = "ms"): number {
   const ms = userDuration(value, setting, unit);
+  if (ms !== undefined && ms < 1)
+    throw new RangeError(
+      `${setting} must be at least ${unit === "s" ? "0.001 seconds" : "1 millisecond"} (a wait of less ends before anyone can answer), got ${String(value)}`,
+    );
   if (ms !== undefined) return ms;
   const most = unit === "s" ? `${Math.floor(MAX_TIMER_MS / 1000)} seconds` : `${MAX_TIMER_MS} milliseconds`;
   throw new RangeError(

@@ -146,6 +146,8 @@ export class Runtime {
   private readonly ownTools: AgentTool<any, any>[];
   /** Tools a feature adds (the MCP servers'), after the own ones. */
   private addedTools: AgentTool<any, any>[] = [];
+  /** The tool list as the agent runs it now (`toolList`): a run takes it at its next request (`currentTools`). */
+  private tools: readonly AgentTool<any, any>[];
   /** What each feature set up on this runtime, by the feature's name. */
   private readonly parts = new Map<string, RuntimePart>();
   private noticeSink: ((text: string) => void) | undefined;
@@ -207,7 +209,10 @@ export class Runtime {
     const base =
       resources === undefined ? SYSTEM_PROMPT(workspace) : composeSystemPrompt(SYSTEM_PROMPT(workspace), resources);
     const sections = (wiring.features ?? []).flatMap((feature) => feature.promptSection?.(options) ?? []);
+    this.tools = this.ownTools;
     this.agent = new Agent({
+      // tools that join while a run goes on (an MCP server that became ready) are the model's from its next request
+      currentTools: () => this.tools,
       initialState: {
         systemPrompt: [base, ...sections].join("\n\n"),
         model: withPairingCheck(model),
@@ -233,7 +238,8 @@ export class Runtime {
       const part = await feature.setUp?.(this, wiring);
       if (part !== undefined) this.parts.set(feature.name, part);
     }
-    this.agent.setTools(this.toolList());
+    this.tools = this.toolList();
+    this.agent.setTools(this.tools);
   }
 
   /** Calls `hook` of every part, in order. */
@@ -258,10 +264,14 @@ export class Runtime {
     await this.each((part) => part.ready?.());
   }
 
-  /** Replaces the tools a feature adds (an MCP server's list changed); the agent has them from its next turn. */
+  /**
+   * Replaces the tools a feature adds (an MCP server's list changed): the agent has them from its
+   * next model request, also in a run already going (`currentTools`).
+   */
   setAddedTools(tools: AgentTool<any, any>[]): void {
     this.addedTools = tools;
-    this.agent.setTools(this.toolList());
+    this.tools = this.toolList();
+    this.agent.setTools(this.tools);
   }
 
   /**

@@ -120,8 +120,15 @@ export function killLeftovers(pid: number, marker: string | undefined): number {
   return marker === undefined ? 0 : killMarkedProcesses([marker]);
 }
 
-/** Sends SIGKILL to every tracked process group and marked process; runs on process `exit`. */
+/**
+ * Sends SIGKILL to every tracked process group and marked process, and to what each tracked
+ * process has started that still descends from it (one that left the group and scrubbed the
+ * marker, see `descendantsOf`); runs on process `exit`.
+ */
 export function killLiveProcessGroups(): void {
+  // only a process that still carries its marker is the one tracked (its pid may be another's now)
+  for (const [pid, marker] of liveGroups)
+    if (marker !== undefined && carriesMarker(pid, marker)) killStillRunning(descendantsOf(pid));
   for (const pid of liveGroups.keys()) killGroup(pid);
   killMarkedProcesses([...liveGroups.values()].filter((marker): marker is string => marker !== undefined));
   liveGroups.clear();
@@ -196,6 +203,75 @@ function isNodeProcess(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A process as it was seen: its pid and its start time (clock ticks after boot), which tell it from a later one with the pid. */
+export interface ProcessStamp {
+  pid: number;
+  start: string;
+}
+
+/**
+ * The processes that descend from `pid` now (its children, theirs, …), by the parent links in
+ * `/proc`. It finds a process that left the group and the marker for as long as its ancestors
+ * run; once one of them ends, its descendants are adopted by init and found no more. Empty off
+ * Linux. Synchronous, so it also runs in a process `exit` handler.
+ */
+export function descendantsOf(pid: number): ProcessStamp[] {
+  if (process.platform !== "linux") return [];
+  const children = new Map<number, ProcessStamp[]>();
+  for (const name of readdirSafe("/proc")) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // state ppid pgrp … starttime (20th)
+    const ppid = Number(fields[1]);
+    const list = children.get(ppid) ?? [];
+    list.push({ pid: Number(name), start: fields[19] ?? "" });
+    children.set(ppid, list);
+  }
+  const found: ProcessStamp[] = [];
+  for (let queue = [pid]; queue.length > 0; ) {
+    for (const child of children.get(queue.pop()!) ?? []) {
+      found.push(child);
+      queue.push(child.pid);
+    }
+  }
+  return found;
+}
+
+/** Whether the process `pid` was started with `PI_COURSE_CALL=<marker>` in its environment. */
+function carriesMarker(pid: number, marker: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`).includes(Buffer.from(`${CALL_MARKER_VARIABLE}=${marker}\0`));
+  } catch {
+    return false; // gone, or another user's
+  }
+}
+
+/** SIGKILL to each of `processes` that still runs as the same process (same start time); returns how many. */
+export function killStillRunning(processes: Iterable<ProcessStamp>): number {
+  let killed = 0;
+  for (const { pid, start } of processes) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // gone
+    }
+    if (stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] !== start) continue; // its pid was taken again
+    try {
+      process.kill(pid, "SIGKILL");
+      killed++;
+    } catch {
+      // ESRCH: it ended meanwhile.
+    }
+  }
+  return killed;
 }
 
 function readdirSafe(folder: string): string[] {

@@ -90,6 +90,8 @@ interface Running {
   restarts: number;
   /** The start in progress after it exited, shared by the calls that wait for it. */
   restarting?: Promise<void>;
+  /** Its latest start (the first, or one after it exited or a reconnect): settles when it is ready or failed. */
+  settling: Promise<void>;
 }
 
 /** The servers of one agent. `start` returns at once; `ready()` waits for every start to settle. */
@@ -97,13 +99,23 @@ export class McpServers {
   private readonly running: Running[];
   private readonly starting: Promise<void>;
   private toolList: AgentTool<TSchema, McpToolDetails>[] = [];
+  private namesByServer = new Map<string, string[]>();
 
   private constructor(
     configs: readonly McpServerConfig[],
     private readonly options: McpServersOptions,
   ) {
-    this.running = configs.map((config) => ({ config, state: { status: "starting" }, tools: [], restarts: 0 }));
-    this.starting = Promise.all(this.running.map((server) => this.startOne(server))).then(() => {});
+    this.running = configs.map((config) => {
+      const server: Running = {
+        config,
+        state: { status: "starting" },
+        tools: [],
+        restarts: 0,
+        settling: Promise.resolve(),
+      };
+      return server;
+    });
+    this.starting = Promise.all(this.running.map((server) => (server.settling = this.startOne(server)))).then(() => {});
   }
 
   /** Starts every server in parallel (a server with a `problem` fails at once). */
@@ -116,9 +128,30 @@ export class McpServers {
     return this.starting;
   }
 
+  /**
+   * Resolves once each server named in `names` (every server when absent) is no longer starting:
+   * ready, exited, failed or closed. Each start is bounded by the server's start-up timeout, so
+   * this settles within the longest of theirs (never rejects; an unknown name is skipped).
+   */
+  async settled(names?: readonly string[]): Promise<void> {
+    for (const server of this.running) {
+      if (names !== undefined && !names.includes(server.config.name)) continue;
+      // a reconnect may start it again meanwhile: wait for the start in progress, once each
+      for (let seen: Promise<void> | undefined; server.state.status === "starting" && seen !== server.settling; ) {
+        seen = server.settling;
+        await seen;
+      }
+    }
+  }
+
   /** The agent tools of every ready server, in configuration order. */
   get tools(): AgentTool<TSchema, McpToolDetails>[] {
     return this.toolList;
+  }
+
+  /** The names of the agent tools of the server named `name` (none while it is not ready). */
+  toolNames(name: string): string[] {
+    return this.namesByServer.get(name) ?? [];
   }
 
   /** Every server with its state, stderr tail and diagnostics. */
@@ -259,13 +292,16 @@ export class McpServers {
   }
 
   /** Closes `server`'s connection, if any, and starts it again (the state says how it went). */
-  private async startAgain(server: Running): Promise<void> {
+  private startAgain(server: Running): Promise<void> {
     const old = server.client;
     server.client = undefined;
     this.setState(server, { status: "starting" });
     this.rebuild();
-    await old?.close().catch(() => {});
-    await this.startOne(server);
+    server.settling = (async () => {
+      await old?.close().catch(() => {});
+      await this.startOne(server);
+    })();
+    return server.settling;
   }
 
   /** The folders offered to `config`'s server on `roots/list`: its own `roots`, else the workspace; undefined: none. */
@@ -309,6 +345,7 @@ export class McpServers {
   private rebuild(): void {
     const taken = new Set(this.options.reservedNames ?? []);
     const all: AgentTool<TSchema, McpToolDetails>[] = [];
+    const names = new Map<string, string[]>();
     for (const server of this.running) {
       const { state, client } = server;
       if ((state.status !== "ready" && state.status !== "exited") || client === undefined) continue;
@@ -331,8 +368,13 @@ export class McpServers {
       state.hidden = hidden;
       for (const note of notes) if (!client.diagnostics.includes(note)) client.diagnostics.push(note);
       all.push(...tools);
+      names.set(
+        server.config.name,
+        tools.map((tool) => tool.name),
+      );
     }
     this.toolList = all;
+    this.namesByServer = names;
     this.options.onToolsChanged?.(all);
   }
 }

@@ -14,12 +14,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import {
   CALL_MARKER_VARIABLE,
+  descendantsOf,
   killGroup,
+  killStillRunning,
   killMarkedProcesses,
   newCallMarker,
   trackProcessGroup,
   untrackProcessGroup,
 } from "../coding-tools/processes.js";
+import type { ProcessStamp } from "../coding-tools/processes.js";
 import { readMessage, type JsonRpcMessage } from "./json-rpc.js";
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from "./line-decoder.js";
 import type { McpTransport, TransportHandlers } from "./transport.js";
@@ -217,6 +220,8 @@ export class StdioTransport implements McpTransport {
   private fail(error: Error, kill: boolean): void {
     if (this.ended) return;
     this.ended = true;
+    // every way to end the server passes here before its stdin ends or a signal is sent
+    if (this.child !== undefined) noteFamily(this.child);
     if (kill) void this.stop();
     this.handlers?.onClose(error);
   }
@@ -246,14 +251,30 @@ export class StdioTransport implements McpTransport {
  */
 const OWN_SESSION = process.platform !== "linux";
 
-/** The marker of each server spawned in the agent's session. */
-const markers = new WeakMap<ChildProcess, string>();
+/**
+ * Each server spawned in the agent's session: its marker, and the processes seen descending from
+ * it (`noteFamily`) before it was asked to end.
+ */
+const marked = new WeakMap<ChildProcess, { marker: string; family: Map<number, ProcessStamp> }>();
+
+/**
+ * Notes what the server has started, by parentage: a process that scrubbed its environment has
+ * no marker, and in the agent's session its process group is the agent's, so that is how it is
+ * found. Runs before each step that may end the server (`fail`, before stdin's end; a signal), while the links hold.
+ */
+function noteFamily(child: ChildProcess): void {
+  const entry = marked.get(child);
+  if (entry === undefined || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  for (const found of descendantsOf(child.pid)) entry.family.set(found.pid, found);
+}
 
 /**
  * Starts a server so that whatever it starts ends with it: at its exit (what it left behind gets
- * SIGKILL), at `signalGroup`, and when this process exits (`trackProcessGroup`). A process that
- * leaves both its group and the marker (a new session and a scrubbed environment) escapes, as a
- * `bash` command's does.
+ * SIGKILL), at `signalGroup`, and when this process exits (`trackProcessGroup`). In the agent's
+ * session a process is found by its marker or, with a scrubbed environment, as a descendant the
+ * server still had when it was asked to end (`noteFamily`). One that scrubs the marker and whose
+ * parent ended before that (a daemon's double fork) escapes; elsewhere one that leaves the group
+ * (a new session) and the marker escapes, as a `bash` command's does.
  */
 function spawnServer(
   command: string,
@@ -270,13 +291,17 @@ function spawnServer(
   });
   const pid = child.pid;
   if (pid === undefined) return child; // it did not start: the error event says why
-  if (marker !== undefined) markers.set(child, marker);
+  const family = new Map<number, ProcessStamp>();
+  if (marker !== undefined) marked.set(child, { marker, family });
   trackProcessGroup(pid, marker);
   // Before the transport's own listener: what it left is gone when `exited` resolves. (Not
   // `kill(-pid)` for a marked server: its pid is free now, and may lead someone else's group.)
   child.once("close", () => {
     if (marker === undefined) killGroup(pid);
-    else killMarkedProcesses([marker]);
+    else {
+      killMarkedProcesses([marker]);
+      killStillRunning(family.values());
+    }
     untrackProcessGroup(pid);
   });
   return child;
@@ -285,11 +310,12 @@ function spawnServer(
 /** `signal` to the server and what it started (its process group, or the processes carrying its marker). */
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;
-  const marker = markers.get(child);
-  if (marker === undefined) killGroup(child.pid, signal);
+  const entry = marked.get(child);
+  if (entry === undefined) killGroup(child.pid, signal);
   else {
+    noteFamily(child);
     child.kill(signal);
-    killMarkedProcesses([marker], signal);
+    killMarkedProcesses([entry.marker], signal);
   }
 }
 

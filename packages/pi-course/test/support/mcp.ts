@@ -66,3 +66,6 @@ export function wire(messages: readonly JsonRpcMessage[]): unknown[] {
 
 /** An MCP server with 25 tools (`city_weather` and 24 fillers), for the CLI's deferral of many MCP tools. */
 export const MANY_TOOLS_SERVER = path.join(here, "..", "fixtures", "mcp", "many-tools-server.mjs");
+
+/** An MCP server that answers only once the file its one argument names exists (`city_weather`), for servers that arrive mid-run. */
+export const GATED_SERVER = path.join(here, "..", "fixtures", "mcp", "gated-server.mjs");

@@ -5,11 +5,15 @@
  * failed within its start-up timeout (`"startupTimeoutMs"` of its entry, else
  * `--mcp-startup-timeout`, else 30 s). The conversation does not wait for them: each server's
  * state is said as it changes, and its tools join when it is ready (the model has them from its
- * next request). The trace, print and JSON modes wait for the servers whose tools the first
- * request declares (`exposure` direct, codemode, or unset), each until it settles within its own
- * start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a note; never for a
- * server whose tools are found with `tool_search` (`"exposure": "search"`), which starts in the
- * background. Their tools join the CLI's own (deferred behind `tool_search` above
+ * next request, also in a run already going: the runtime gives the agent `currentTools`). The
+ * trace, print and JSON modes wait only for the servers whose tools the first request declares
+ * (`"exposure": "direct"`, as pi waits for its direct servers; or reached through the code tool,
+ * whose description lists them), each until it
+ * settles within its own start-up timeout and at most `MCP_RUN_WAIT_MS` in all, then go on with a
+ * note. Any other server still starting is noted, never waited for (issue 53: one that never
+ * answers must not hold the first answer back): a `tool_search` that waits for it is in the run's
+ * tools (waiting-tool-search.ts), and a call of one of its tools waits for it before the loop looks
+ * the tool up. Their tools join the CLI's own (deferred behind `tool_search` above
  * `DEFER_MCP_TOOLS_ABOVE`) and follow later changes of a server's tool list; they stop at close.
  */
 import { existsSync } from "node:fs";
@@ -21,6 +25,9 @@ import { mcpAuthFolder } from "../mcp-login.js";
 import { homeFolder } from "../settings.js";
 import type { Runtime, RuntimePart } from "../runtime.js";
 import { deferMcpTools } from "../tool-declaration.js";
+import { type StartingServers, waitingToolSearch } from "../waiting-tool-search.js";
+import { createToolSearchTool } from "../../tool-search/tool-search.js";
+import type { AgentTool } from "../../types.js";
 import { untrustedText } from "../terminal-text.js";
 import { CliUsageError } from "../usage-error.js";
 import type { CliFeature } from "./feature.js";
@@ -44,8 +51,11 @@ declare module "../run-options.js" {
   }
 }
 
-/** How long the trace, print and JSON modes wait for MCP servers still starting before the run goes on: 10 s. */
+/** How long the trace, print and JSON modes wait for servers of `"exposure": "direct"` still starting: 10 s (as pi). */
 export const MCP_RUN_WAIT_MS = 10_000;
+
+/** The name of the search tool (`createToolSearchTool`'s). */
+const TOOL_SEARCH = "tool_search";
 
 export const mcp: CliFeature = {
   name: "mcp",
@@ -70,9 +80,11 @@ tool_search, and each is declared once found`,
       section: "options",
       help: `how long an MCP server has to start (default 30000; an entry's own
 "startupTimeoutMs" wins). Servers start in the background: the
-conversation never waits; --print, --json and the trace wait at most
-${MCP_RUN_WAIT_MS / 1000} s, then go on (a server's tools join when it is ready);
-they never wait for a server whose "exposure" is "search"`,
+conversation never waits; --print, --json and the trace wait only for
+servers whose tools the first request declares ("exposure": "direct"
+or "codemode"), at most ${MCP_RUN_WAIT_MS / 1000} s; the tools of a server still
+starting join the model's next request once it is ready, and
+tool_search, or a call of one of its tools, waits for it`,
     },
   ],
   usage: `  npm start -- mcp add | list | get | remove …
@@ -213,6 +225,7 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   for (const notice of mcpNotices) notes(notice);
   if (mcpServers.length === 0) return;
   const { McpServers } = await import("../../mcp/servers.js");
+  const { mcpToolName } = await import("../../mcp/mcp-tools.js");
   const { McpTokenStore } = await import("../../mcp/auth/token-store.js");
   const { oauthForServer } = await import("../../mcp/auth/server-auth.js");
   const { loginHint } = await import("../mcp-login.js");
@@ -220,9 +233,64 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
   let toolNote: string | undefined;
   let questions: Promise<unknown> = Promise.resolve();
   let banner = true; // until start returns, what settles goes to the banner's notes
-  /** Servers a run does not wait for: their tools are found with tool_search, never declared up front. */
-  const searched = new Set(mcpServers.filter((server) => server.exposure === "search").map((server) => server.name));
+  const runs = mode !== "interactive";
+  const codemode = runtime.options.codemode === true;
+  /**
+   * Servers a run waits for: their tools are declared in its first request, directly (their entry
+   * says `"exposure": "direct"`) or in the code tool's description (`"codemode"`, or `--codemode`).
+   */
+  const declared = new Set(
+    mcpServers
+      .filter(
+        (server) =>
+          server.exposure === "direct" || server.exposure === "codemode" || (codemode && server.exposure === undefined),
+      )
+      .map((server) => server.name),
+  );
+  /** Servers whose tools the model may search for (not reached through the code tool only). */
+  const searchable = new Set(
+    mcpServers
+      .filter(
+        (server) =>
+          server.exposure === "direct" || server.exposure === "search" || (!codemode && server.exposure === undefined),
+      )
+      .map((server) => server.name),
+  );
   let settledOne = (): void => {};
+  /** In a run: the servers still starting that the waiting tool_search waits for. */
+  const starting: StartingServers = {
+    starting: () =>
+      servers.entries().flatMap((e) => (searchable.has(e.name) && e.state.status === "starting" ? [e.name] : [])),
+    settled: (names) => servers.settled(names),
+    problem: (name) => {
+      const state = servers.entries().find((entry) => entry.name === name)?.state;
+      if (state === undefined || state.status === "ready" || state.status === "exited") return undefined;
+      return state.status === "failed" ? shown(state.reason) : state.status;
+    },
+    directTools: (name) => {
+      const names = new Set(servers.toolNames(name));
+      return exposed
+        .filter((tool) => names.has(tool.name) && (tool.exposure ?? "direct") === "direct")
+        .map((t) => t.name);
+    },
+    search: () => (exposed[0]?.name === TOOL_SEARCH ? exposed[0] : undefined),
+  };
+  /** The MCP tools as the run declares them (`deferMcpTools`), before the waiting search is put first. */
+  let exposed: AgentTool<any, any>[] = [];
+  /** Gives the runtime the MCP tools as they are now (the agent has them from its next request). */
+  const publish = (tools: readonly AgentTool<any, any>[]): void => {
+    const added = deferMcpTools(tools, { codemode, servers: mcpServers.map((server) => server.name) });
+    if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
+    toolNote = added.note;
+    exposed = added.tools;
+    const waitFor = runs ? starting.starting() : [];
+    if (waitFor.length === 0) return runtime.setAddedTools(exposed);
+    const search = starting.search();
+    const deferred = exposed.filter((tool) => tool.exposure === "deferred").length;
+    const rest = search === undefined ? exposed : exposed.slice(1);
+    const waiting = waitingToolSearch(search ?? createToolSearchTool([]), starting, deferred);
+    runtime.setAddedTools([waiting, ...rest]);
+  };
   const servers = McpServers.start(mcpServers, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
@@ -252,17 +320,11 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
           loginHint: (name) => `${loginHint(name)}${mode === "interactive" ? `, then /mcp reconnect ${name}` : ""}`,
         }),
     }),
-    onToolsChanged: (tools) => {
-      const added = deferMcpTools(tools, {
-        codemode: runtime.options.codemode === true,
-        servers: mcpServers.map((server) => server.name),
-      });
-      if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
-      toolNote = added.note;
-      runtime.setAddedTools(added.tools);
-    },
+    onToolsChanged: publish,
     onStateChange: (name) => {
       settledOne();
+      // the waiting search goes once no server it waits for is starting
+      if (runs && part.servers !== undefined) publish(servers.tools);
       if (banner) return;
       const entry = servers.entries().find((candidate) => candidate.name === name);
       const text = entry === undefined ? undefined : stateNote(entry);
@@ -270,35 +332,59 @@ async function startServers(runtime: Runtime, part: McpPart, notes: (text: strin
     },
   });
   part.servers = servers;
-  if (mode !== "interactive") {
+  if (runs) {
+    // the first request already has the waiting search while servers start
+    publish(servers.tools);
+    // a call of a tool of a server still starting waits for it (its start-up timeout bounds it),
+    // before the loop looks the tool up: the tools that joined meanwhile are the run's (currentTools)
+    runtime.agent.subscribe(async (event, signal) => {
+      if (event.type !== "message_end" || event.message.role !== "assistant") return;
+      const called = event.message.content.flatMap((block) => (block.type === "toolCall" ? [block.name] : []));
+      const names = starting.starting().filter((name) => called.some((tool) => tool.startsWith(mcpToolName(name, ""))));
+      if (names.length === 0) return;
+      const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      await Promise.race([servers.settled(names), aborted]);
+    });
+  }
+  if (runs && declared.size > 0) {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
     // each server that is waited for settles within its own start-up timeout
-    const declared = new Promise<void>((resolve) => {
+    const settled = new Promise<void>((resolve) => {
       settledOne = () => {
-        const starting = servers.entries().filter((e) => !searched.has(e.name) && e.state.status === "starting");
-        if (starting.length === 0) resolve();
+        if (!servers.entries().some((e) => declared.has(e.name) && e.state.status === "starting")) resolve();
       };
       settledOne();
     });
-    await Promise.race([declared, waited]);
+    await Promise.race([settled, waited]);
     clearTimeout(timer);
   }
   banner = false;
   for (const entry of servers.entries()) {
     const text = stateNote(entry);
     if (text !== undefined) notes(text);
-    else if (entry.state.status === "starting") {
-      notes(
-        mode === "interactive"
-          ? `MCP server ${shown(entry.name)}: starting (its tools join when it is ready; /mcp shows it)`
-          : searched.has(entry.name)
-            ? `MCP server ${shown(entry.name)}: starting; the run goes on without waiting for it ("exposure": "search": its tools join the runs after it is ready)`
-            : `MCP server ${shown(entry.name)}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (its tools join if it becomes ready)`,
-      );
-    }
+    else if (entry.state.status === "starting") notes(startingNote(entry.name, mode, declared, searchable));
   }
   if (toolNote !== undefined) notes(toolNote);
+}
+
+/**
+ * What a person is told of a server still starting when the run goes on: a conversation never
+ * waits; a run waited for a server whose tools its first request declares (`declared`) up to `MCP_RUN_WAIT_MS`,
+ * and for no other (a `searchable` one is found with tool_search, which waits for it).
+ */
+function startingNote(
+  name: string,
+  mode: string,
+  declared: ReadonlySet<string>,
+  searchable: ReadonlySet<string>,
+): string {
+  const server = `MCP server ${shown(name)}`;
+  if (mode === "interactive") return `${server}: starting (its tools join when it is ready; /mcp shows it)`;
+  const joins = `its tools join the model's next request once it is ready${searchable.has(name) ? "; tool_search waits for it" : ""}`;
+  if (declared.has(name))
+    return `${server}: still starting after ${MCP_RUN_WAIT_MS / 1000} s; the run goes on without it (${joins})`;
+  return `${server}: starting; the run goes on without waiting for it (${joins})`;
 }
 
 /** What a person is told of a server that is ready, exited or failed (undefined while it starts). */

@@ -112,10 +112,10 @@ export interface OpenStream {
   /** What an error while reading the body (or a fired `signal`) means. */
   failure(error: unknown): RequestFailure;
   /**
-   * Stops the timers (deadline and idle watchdog). Call it as soon as the last frame is read and
-   * BEFORE the terminal event is pushed (ProviderModel.run closes it in a `finally`, then
-   * `turn.finish()`): a reader that sees `done` or `error` must find no timer left that keeps the
-   * process alive or fires later.
+   * Stops the timers (deadline and idle watchdog) and lets go of the caller's signal; idempotent.
+   * Call it BEFORE the terminal event is pushed (ProviderModel.run sets it as the turn's
+   * `beforeEnd`, and calls it again in a `finally`): a reader that sees `done` or `error` must find
+   * no timer left that keeps the process alive or fires later, and no listener on its signal.
    */
   close(): void;
 }

@@ -165,6 +165,9 @@ export abstract class ProviderModel<Turn extends ProviderTurn> implements Model 
     if (!opened.ok) return this.failEarly(stream, opened.failure);
     const http = opened.stream;
     const turn = this.newTurn(stream, { ...this.meta(), attempts: http.attempts });
+    // The deadline closes before the terminal event is pushed, on every path (a `return` inside
+    // the `for await` below reaches the `finally` only after the reader has run).
+    turn.beforeEnd = () => http.close();
     const limits = new TurnLimits(this.transport);
     const fail = (cause: RequestFailure) =>
       turn.fail(cause.kind === "aborted" ? "aborted" : "error", redact(cause.message, this.secrets), detailsOf(cause));

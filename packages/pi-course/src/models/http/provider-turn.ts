@@ -74,6 +74,14 @@ export abstract class ProviderTurn {
     this.stream.push(event);
   }
 
+  /**
+   * Called once, just before the terminal event (`done` or `error`) is pushed, wherever the turn
+   * ends (a failure, the wire's own end such as Anthropic's `message_stop`, or `finish`): the
+   * adapter closes its request's deadline here, so a reader that sees the terminal event finds no
+   * timer and no listener on its signal left behind.
+   */
+  beforeEnd: (() => void) | undefined = undefined;
+
   /** True once `done` or `error` was pushed. */
   get isEnded(): boolean {
     return this.ended;
@@ -94,6 +102,7 @@ export abstract class ProviderTurn {
   fail(reason: "error" | "aborted", errorMessage: string, details?: ErrorDetails): void {
     if (this.ended) return;
     this.ended = true;
+    this.beforeEnd?.();
     this.partial.stopReason = reason;
     this.partial.errorMessage = errorMessage;
     const given = details ?? { kind: reason === "aborted" ? "aborted" : "protocol", retryable: false };
@@ -104,6 +113,7 @@ export abstract class ProviderTurn {
 
   protected done(reason: "stop" | "length" | "toolUse"): void {
     this.ended = true;
+    this.beforeEnd?.();
     this.partial.stopReason = reason;
     this.emit({ type: "done", reason, message: this.partial });
   }
