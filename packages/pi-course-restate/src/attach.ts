@@ -8,9 +8,13 @@
  * `maxWaitMs` in all (then it rejects saying so) or `signal` aborts.
  *
  * An engine that does not answer at all (restarting, say) is asked again for `reconnectMs`
- * (default 120 s); then it rejects with an error that names the address and what to do.
+ * (default 120 s); then it rejects with an error that names the address and what to do. The
+ * token goes only to a gate that proved itself on the connection: a listener at the address
+ * that is not the engine (another user's, on a stopped engine's port) gets nothing, and attach
+ * rejects at once with `GateUnproven`.
  */
 import { EngineUnreachable } from "./engine-client.js";
+import { GateUnproven, provenFetch } from "./gate-proof.js";
 
 export interface AttachOptions {
   /** Stops waiting (the caller's own timeout). */
@@ -19,8 +23,8 @@ export interface AttachOptions {
   attemptMs?: number;
   /** How long to wait in all (default 24 hours). */
   maxWaitMs?: number;
-  /** Sent with each attempt (the engine's credential). */
-  headers?: Record<string, string>;
+  /** The engine's token: sent with each attempt, only on a connection the gate proved itself on (`gate-proof.ts`). */
+  token?: string;
   /** How long an engine that does not answer at all is asked again (default 120 s). */
   reconnectMs?: number;
 }
@@ -46,13 +50,15 @@ export async function attach(url: string, options: AttachOptions = {}): Promise<
     const attempt = AbortSignal.timeout(Math.min(attemptMs, left));
     const signal = options.signal ? AbortSignal.any([options.signal, attempt]) : attempt;
     try {
-      const response = await fetch(url, { signal, ...(options.headers && { headers: options.headers }) });
+      const response =
+        options.token === undefined ? await fetch(url, { signal }) : await provenFetch(url, options.token, { signal });
       const text = await response.text();
       // 503: the engine's gate is up, its Restate server is being restarted
       if (response.status !== 503) return { ok: response.ok, status: response.status, text };
       throw new Error(`${response.status}: ${text.trim()}`);
     } catch (error) {
-      if (options.signal?.aborted) throw error;
+      // a listener that is not the engine: said at once, it got nothing
+      if (options.signal?.aborted || error instanceof GateUnproven) throw error;
       if (attempt.aborted || headersTimedOut(error)) {
         unreachableSince = undefined; // it answered the connection: waiting on the run
         continue;

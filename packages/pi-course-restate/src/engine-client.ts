@@ -9,6 +9,7 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
+import { type GateRequestInit, GateUnproven, provenFetch } from "./gate-proof.js";
 
 /** An engine's address and credential. */
 export interface EngineConnection {
@@ -64,26 +65,23 @@ export async function readConnection(where = process.env[ENGINE_ENV]): Promise<E
 
 /**
  * `fetch` of `route` (`/AgentRun/…` for the ingress, `/admin/…` for the admin API) on the engine,
- * with its credential. Network failures and a refused credential become errors that name the
- * address and the next step.
+ * with its credential, sent only once the gate proved itself on the connection (`gate-proof.ts`;
+ * `GateUnproven` otherwise: another engine there, or not an engine). Network failures become errors
+ * that name the address and the next step.
  */
-export async function engineFetch(engine: EngineConnection, route: string, init: RequestInit = {}): Promise<Response> {
+export async function engineFetch(
+  engine: EngineConnection,
+  route: string,
+  init: GateRequestInit = {},
+): Promise<Response> {
   const url = `${engine.url}${route}`;
   let response: Response;
   try {
-    const headers = new Headers(init.headers);
-    headers.set("authorization", `Bearer ${engine.token}`);
-    response = await fetch(url, { ...init, headers });
+    response = await provenFetch(url, engine.token, init);
   } catch (error) {
-    if ((error as Error).name === "AbortError" || (error as Error).name === "TimeoutError") throw error;
+    const name = (error as Error).name;
+    if (name === "AbortError" || name === "TimeoutError" || error instanceof GateUnproven) throw error;
     throw new EngineUnreachable(engine.url, error);
-  }
-  if (response.status === 401) {
-    await response.arrayBuffer();
-    throw new Error(
-      `the engine at ${engine.url} refused the credential: use the ${CLIENT_FILE} of the engine running there ` +
-        "(a new engine folder makes a new one).",
-    );
   }
   return response;
 }
@@ -94,7 +92,10 @@ export class EngineUnreachable extends Error {
     readonly url: string,
     cause: unknown,
   ) {
-    const code = (cause as { cause?: { code?: string; message?: string } })?.cause;
+    // fetch's error carries the connection's as its cause; a connection's own error is itself
+    const code =
+      (cause as { cause?: { code?: string; message?: string } })?.cause ??
+      (cause as { code?: string; message?: string });
     super(
       `cannot reach the engine at ${url} (${code?.code ?? code?.message ?? (cause as Error)?.message}): ` +
         "is `pi-course-restate engine` running with that folder? If it is restarting, try again in a moment.",

@@ -83,7 +83,7 @@ export async function evalOnEngine(options: EngineEvalOptions): Promise<EngineEv
       await sent.arrayBuffer();
       // a queued case can wait longer than fetch waits for headers: attach retries
       const done = await attach(`${options.engine.url}/restate/workflow/${EVAL_RUN}/${key}/attach`, {
-        headers: { authorization: `Bearer ${options.engine.token}` },
+        token: options.engine.token,
       });
       const text = done.text;
       if (!done.ok) throw new Error(`${evalCase.name} #${index} failed on the engine (${done.status}): ${text}`);

@@ -8,12 +8,17 @@
  * `authorization` header is taken off before forwarding: Restate keeps an ingress request's
  * headers in the run's journal and hands them to the workers, and the token must be in neither.
  *
+ * The one request answered without the token is `GET GATE_PROOF_PATH`: the gate proves it holds
+ * the token to a client that has not sent it yet (`gate-proof.ts`).
+ *
  * No other check is made here: whoever holds the token is the owner (runs, results, cancel,
  * deployments). Workers do not trust the gate either: they verify the engine's signature.
  */
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
+import { GATE_PROOF_PATH, gateProof } from "./gate-proof.js";
 import { type ListenOptions, listen } from "./listener.js";
+import { CHALLENGE_HEADER, endpoint, isChallenge } from "./worker-proof.js";
 
 export interface Gate {
   url: string;
@@ -50,6 +55,14 @@ export async function startGate(options: GateOptions): Promise<Gate> {
   };
   const server = http.createServer((down, reply) => {
     listening.started(down.socket);
+    const challenge = down.headers[CHALLENGE_HEADER];
+    if (down.url === GATE_PROOF_PATH && down.method === "GET" && isChallenge(challenge)) {
+      // the one answer without the token: proves to a client, before it sends its token, that this is the engine
+      const proof = gateProof(options.token, challenge, endpoint(down.socket.localAddress, down.socket.localPort));
+      reply.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(proof) });
+      reply.end(proof);
+      return;
+    }
     if (!allowed(down.headers.authorization)) {
       // hung up at once: a peer without the token gets no read of the body it announced (the
       // gate has no request timeout, for runs waited on for hours)

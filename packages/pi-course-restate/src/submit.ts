@@ -59,8 +59,7 @@ async function startedWith(engine: EngineConnection, runId: string): Promise<str
 /** Waits for run `runId` to end and resolves with its transcript; rejects with the run's terminal error. */
 export async function runResult(engine: EngineConnection, runId: string, signal?: AbortSignal): Promise<RunOutput> {
   const url = `${engine.url}/restate/workflow/${AGENT_RUN}/${encodeURIComponent(runId)}/attach`;
-  const headers = { authorization: `Bearer ${engine.token}` };
-  const { ok, status, text } = await attach(url, { headers, ...(signal && { signal }) });
+  const { ok, status, text } = await attach(url, { token: engine.token, ...(signal && { signal }) });
   if (status === 404) {
     throw new Error(
       `no run ${runId} on the engine at ${engine.url}: check the id (\`pi-course-restate list\` shows the runs there)`,

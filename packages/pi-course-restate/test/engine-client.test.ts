@@ -18,10 +18,13 @@ import { submitRun } from "../src/submit.js";
 let dir: string;
 let refusing: http.Server;
 let refusingUrl: string;
+/** The authorization headers the refusing server got. */
+const sent: (string | undefined)[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "pi-restate-client-"));
-  refusing = http.createServer((_, response) => {
+  refusing = http.createServer((request, response) => {
+    sent.push(request.headers.authorization);
     response.writeHead(401).end();
   });
   await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", resolve));
@@ -45,10 +48,15 @@ it("says which engine does not answer and what to do, never a bare `fetch failed
   );
 });
 
-it("says a refused credential is one", async () => {
+it("sends the credential to no listener that does not prove it holds it, and says so", async () => {
+  // an engine of another folder (its own token), or any other listener on the port
   await expect(submitRun({ url: refusingUrl, token: "old" }, "r1", { setup: "demo", prompt: "hi" })).rejects.toThrow(
-    `the engine at ${refusingUrl} refused the credential: use the client.json of the engine running there (a new engine folder makes a new one).`,
+    `the listener at ${refusingUrl} did not prove it is the engine of this client.json ` +
+      '(it answered the proof question with "HTTP/1.1 401 Unauthorized"); the credential was not sent to it. ' +
+      "Either another engine runs there (a new engine folder makes a new credential: use its client.json), " +
+      "or another program holds the port of an engine that is not running: start `pi-course-restate engine` with its folder again.",
   );
+  expect(sent).toEqual([undefined]);
 });
 
 it("reads an engine's client.json from its folder, and refuses one other users can read", async () => {

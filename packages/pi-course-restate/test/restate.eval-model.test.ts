@@ -85,7 +85,7 @@ it("refuses a run whose input carries a key", async () => {
   });
   expect(sent.status).toBe(202);
   const done = await attach(`${engine.url}/restate/workflow/${EVAL_RUN}/${key}/attach`, {
-    headers: { authorization: `Bearer ${engine.token}` },
+    token: engine.token,
   });
   expect(done.ok).toBe(false);
   const refusal =

@@ -218,7 +218,7 @@ it("runs an eval case only from inside its suite folders, by real path, whoever 
     });
     expect(sent.status, await sent.text()).toBeLessThan(300);
     return attach(`${engine!.url}/restate/workflow/EvalRun/${key}/attach`, {
-      headers: { authorization: `Bearer ${engine!.token}` },
+      token: engine!.token,
       signal: AbortSignal.timeout(30_000),
     });
   };
