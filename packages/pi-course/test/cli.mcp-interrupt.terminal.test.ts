@@ -25,13 +25,22 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A project whose trusted mcp.json starts server-everything as `everything`; its environment. */
+/**
+ * A project whose trusted mcp.json starts server-everything as `everything`, `"exposure": "direct"`
+ * (so a print run waits for it and its tools are in the first request); its environment.
+ */
 function setUpProject(): { project: string; env: NodeJS.ProcessEnv } {
   const project = path.join(dir, "project");
   const home = path.join(dir, "home");
   mkdirSync(path.join(project, ".pi-course"), { recursive: true });
   mkdirSync(home);
-  const everything = { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] };
+  const everything = {
+    command: process.execPath,
+    args: [serverEntry("server-everything"), "stdio"],
+    exposure: "direct",
+    // what tells this test's server from the server-everything of test files running beside it
+    env: { PI_COURSE_TEST_SERVER: project },
+  };
   writeFileSync(path.join(project, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: { everything } }));
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TERM: "xterm-256color", INIT_CWD: project };
   for (const name of ["NO_COLOR", "PI_COURSE_CONFIG", "PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_PROVIDER"])
@@ -42,11 +51,13 @@ function setUpProject(): { project: string; env: NodeJS.ProcessEnv } {
 /** The pids of the processes whose command line names server-everything (Linux). */
 function serverProcesses(): number[] {
   const entry = serverEntry("server-everything");
+  const mark = `PI_COURSE_TEST_SERVER=${path.join(dir, "project")}`;
   const found: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^[0-9]+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(entry)) found.push(Number(name));
+      if (!readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(entry)) continue;
+      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(mark)) found.push(Number(name));
     } catch {}
   }
   return found;

@@ -336,7 +336,8 @@ it("a variable an MCP config names reaches its server but never the agent's comm
 it("the system prompt names the servers one line each; a server behind codemode brings the code tool and is declared only in it", async () => {
   const everything = { command: process.execPath, args: [serverEntry("server-everything"), "stdio"] };
   const { project, env } = setUpProject({
-    plain: { ...everything, includeTools: ["echo"] },
+    // direct: a print run waits for it (as for the codemode server), so its tool is in the first request
+    plain: { ...everything, includeTools: ["echo"], exposure: "direct" },
     scripted: { ...everything, exposure: "codemode" },
   });
   const chat = await scriptedChatServer([answerTurn(() => "Done.")]);
@@ -347,7 +348,7 @@ it("the system prompt names the servers one line each; a server behind codemode 
     expect([code, run.output().stdout]).toEqual([0, "Done.\n"]);
     const body = chat.bodies[0];
     expect(body.messages[0].content).toContain(
-      "MCP servers (their tools join as each server starts):\n- plain: tools named mcp__plain__*\n- scripted: tools named mcp__scripted__* (call them from the code tool)",
+      "MCP servers (their tools join as each server starts):\n- plain: tools named mcp__plain__* (declared to you)\n- scripted: tools named mcp__scripted__* (call them from the code tool)",
     );
     const names: string[] = body.tools.map((tool: { function: { name: string } }) => tool.function.name);
     expect(names[0]).toBe("code");

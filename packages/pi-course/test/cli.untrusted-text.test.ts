@@ -39,13 +39,16 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A home whose mcp.json starts the hostile server twice: failing (as `failing`) and as `w`. */
+/**
+ * A home whose mcp.json starts the hostile server twice: failing (as `failing`) and as `w`, both
+ * `"exposure": "direct"`, so a print run waits for them and says how each start ended.
+ */
 function homeWithHostileServers(failing: string): string {
   const home = path.join(dir, "home");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });
   const servers = {
-    [failing]: { command: process.execPath, args: [HOSTILE, "fail"] },
-    w: { command: process.execPath, args: [HOSTILE] },
+    [failing]: { command: process.execPath, args: [HOSTILE, "fail"], exposure: "direct" },
+    w: { command: process.execPath, args: [HOSTILE], exposure: "direct" },
   };
   writeFileSync(path.join(home, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers: servers }));
   return home;
@@ -194,13 +197,16 @@ async function refusingAuthorizationServer(): Promise<{ url: string; close: () =
   };
 }
 
-/** A home whose mcp.json has `web` (client credentials) and `person` (the code flow) at `url`. */
+/**
+ * A home whose mcp.json has `web` (client credentials) and `person` (the code flow) at `url`, both
+ * `"exposure": "direct"`, so a print run waits for them and says how each start ended.
+ */
 function homeWithRemoteServers(url: string): string {
   const home = path.join(dir, "home-remote");
   mkdirSync(path.join(home, ".pi-course"), { recursive: true });
   const mcpServers = {
-    web: { url, oauth: { grant: "client_credentials", clientId: "svc", clientSecret: "s" } },
-    person: { url },
+    web: { url, oauth: { grant: "client_credentials", clientId: "svc", clientSecret: "s" }, exposure: "direct" },
+    person: { url, exposure: "direct" },
   };
   writeFileSync(path.join(home, ".pi-course", "mcp.json"), JSON.stringify({ mcpServers }));
   return home;
