@@ -11,11 +11,14 @@
  * default retry policy never gives up (`max-attempts = "unlimited"`): a run whose workers are all
  * gone waits for one, however long, with the capped backoff its workflow advertises.
  *
- * A server left running by an engine that was SIGKILLed (its pid is in `<dir>/restate.pid`) is
- * ended before a new one starts on the same data.
+ * On Linux the server dies with the process that started it: it is started through util-linux's
+ * `setpriv --pdeathsig SIGTERM` (the kernel sends SIGTERM when the engine is gone, even by
+ * SIGKILL), so a SIGKILLed engine leaves no server sending runs to a proxy port that anyone may
+ * take meanwhile. Where `setpriv` is missing, a server left running by an engine that was SIGKILLed
+ * (its pid is in `<dir>/restate.pid`) is ended before a new one starts on the same data.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { createRequire } from "node:module";
@@ -60,6 +63,10 @@ export function restateServerBinary(): string {
     );
   }
 }
+
+/** util-linux's `setpriv`, which starts a program that dies with its parent (Linux only). */
+const PDEATHSIG =
+  process.platform === "linux" ? ["/usr/bin/setpriv", "/bin/setpriv"].find((file) => existsSync(file)) : undefined;
 
 /** The longest path a Unix socket may have on Linux (sun_path, 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
@@ -110,7 +117,10 @@ export async function startRestateServer(options: {
     { mode: 0o600 },
   );
   await endLeftover(dir, config);
-  const child = spawn(restateServerBinary(), ["--config-file", config, "--listen-mode", "unix", "--no-logo"], {
+  const command = [restateServerBinary(), "--config-file", config, "--listen-mode", "unix", "--no-logo"];
+  // setpriv sets the signal, then execs the server: the same pid, the same command line
+  const withParent = PDEATHSIG === undefined ? command : [PDEATHSIG, "--pdeathsig", "SIGTERM", "--", ...command];
+  const child = spawn(withParent[0]!, withParent.slice(1), {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, DO_NOT_TRACK: "1" },
   });
