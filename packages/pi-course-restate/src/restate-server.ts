@@ -247,15 +247,43 @@ async function healthy(socketPath: string, route: string): Promise<boolean> {
   }
 }
 
-/** A port that was free a moment ago on `host` (default 127.0.0.1). */
-export function freePort(host = "127.0.0.1"): Promise<number> {
+/**
+ * A port that is free now on `host` (default 127.0.0.1), for a listener started a moment later.
+ * It is chosen at random below the system's ephemeral range (Linux: `ip_local_port_range`, from
+ * 32768): a port from that range (what `listen(0)` gives) can be taken in between as the local
+ * port of any outgoing connection, which a busy machine makes all the time.
+ */
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  const lowest = 10_000;
+  const below = ephemeralStart();
+  if (below - lowest >= 1_000) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = lowest + Math.floor(Math.random() * (below - lowest));
+      if ((await listenOnce(port, host).catch(() => undefined)) !== undefined) return port;
+    }
+  }
+  return listenOnce(0, host);
+}
+
+/** The first port of the system's ephemeral range (32768, Linux's default, when it cannot be read). */
+function ephemeralStart(): number {
+  try {
+    const first = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 0 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Listens on `port` of `host` and closes again: the port it had (rejects when it is taken). */
+function listenOnce(port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once("error", reject);
-    server.listen(0, host, () => {
+    server.listen(port, host, () => {
       const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
+      const got = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(got));
     });
   });
 }
