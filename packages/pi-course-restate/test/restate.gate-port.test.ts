@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +19,7 @@ import type { Engine } from "../src/engine.js";
 import { freePort } from "../src/restate-server.js";
 import { runResult, submitRun } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { requireAnotherUser } from "./support/another-user.js";
+import { folderForAnotherUser, requireAnotherUser } from "./support/another-user.js";
 import { engineWithFleet, Fleet, testBundle } from "./support/fleet.js";
 import { markersFor } from "./support/markers.js";
 
@@ -36,10 +36,7 @@ const fleet = new Fleet((port, credential) => spawnWorker({ bundle: bundle!.file
 beforeAll(async () => {
   requireAnotherUser("restate.gate-port.test.ts listens on a stopped engine's gate port");
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-gate-port-"));
-  attackDir = await mkdtemp(path.join(tmpdir(), "pi-restate-gate-impostor-"));
-  await chmod(attackDir, 0o777);
-  await copyFile(path.join(here, "support", "gate-impostor.mjs"), path.join(attackDir, "gate-impostor.mjs"));
-  await chmod(path.join(attackDir, "gate-impostor.mjs"), 0o644);
+  attackDir = await folderForAnotherUser("pi-restate-gate-impostor-", path.join(here, "support", "gate-impostor.mjs"));
   bundle = await testBundle(SETUPS);
   engine = await engineWithFleet(fleet, path.join(root, "engine"), [await freePort()]);
 }, 120_000);

@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,7 +21,7 @@ import type { Engine } from "../src/engine.js";
 import { freePort } from "../src/restate-server.js";
 import { runDurably } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
-import { requireAnotherUser } from "./support/another-user.js";
+import { folderForAnotherUser, requireAnotherUser } from "./support/another-user.js";
 import { engineWithFleet, Fleet, testBundle } from "./support/fleet.js";
 import { DONE } from "./support/kill-script.js";
 
@@ -39,10 +39,7 @@ const fleet = new Fleet((port, credential) => spawnWorker({ bundle: bundle!.file
 beforeAll(async () => {
   requireAnotherUser("restate.takeover.test.ts listens on a dead worker's port");
   root = await mkdtemp(path.join(tmpdir(), "pi-restate-takeover-"));
-  attackDir = await mkdtemp(path.join(tmpdir(), "pi-restate-impostor-"));
-  await chmod(attackDir, 0o777);
-  await copyFile(path.join(here, "support", "impostor.mjs"), path.join(attackDir, "impostor.mjs"));
-  await chmod(path.join(attackDir, "impostor.mjs"), 0o644);
+  attackDir = await folderForAnotherUser("pi-restate-impostor-", path.join(here, "support", "impostor.mjs"));
   bundle = await testBundle(SETUPS);
   engine = await engineWithFleet(fleet, path.join(root, "engine"), [await freePort(), await freePort()], {
     log: (line) => lines.push(line),
