@@ -6,7 +6,8 @@
  * this module (`./typebox-compile.cjs`, in `cli/`). Until then the module costs nothing.
  *
  * - a function (or a class) stands in as a function that loads the module on its first call and
- *   calls, or constructs, the module's own;
+ *   calls, or constructs, the module's own (`new Worker(…)` gives a real `Worker`; a class the
+ *   sources would extend, or test with `instanceof`, cannot stand in);
  * - an object (e.g. `crypto.constants`, TypeBox's `Type`) as a read-only view that loads the
  *   module on the first read it cannot answer from what it was given at once (`eager`).
  *
