@@ -5,9 +5,9 @@
  *
  * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, renameSync, symlinkSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, realpath, rm, symlink } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -17,6 +17,8 @@ import { readConnection } from "../src/engine-client.js";
 import { startEngine } from "../src/engine.js";
 import { guardFolder } from "../src/folder-guard.js";
 import { startGate } from "../src/gate.js";
+import { engineIdentity } from "../src/identity.js";
+import { startRestateServer } from "../src/restate-server.js";
 import { secretField } from "../src/journal-guard.js";
 
 let root: string;
@@ -221,5 +223,46 @@ it("stops the engine, writing nothing more, when its folder is swapped for anoth
     expect(readdirSync(theirs)).toEqual([]);
   } finally {
     await engine.stop();
+  }
+}, 120_000);
+
+it("ends a Restate server an engine left without a pid file, and takes no other user's process for one", async () => {
+  const dir = path.join(root, "left-behind");
+  await (await startEngine({ dir, workers: [], log: () => undefined })).stop();
+  // a server the last engine started but never named in restate.pid (it was SIGKILLed in between,
+  // or before setpriv set the parent-death signal): it holds the folder's sockets
+  const left = await startRestateServer({ dir, identityKeyFile: (await engineIdentity(dir)).privateKeyFile });
+  // and a process of another user whose command line names the same config (a shell waiting on a
+  // line), its pid in the pid file
+  const config = path.join(dir, "restate.toml");
+  const pidFile = path.join(root, "their.pid");
+  const theirs = spawn(
+    "runuser",
+    ["-u", "nobody", "--", "sh", "-c", `echo $$ > ${pidFile}; read line`, "--config-file", config],
+    { stdio: ["pipe", "ignore", "ignore"] },
+  );
+  let theirPid = 0;
+  try {
+    const lines: string[] = [];
+    while (!(theirPid > 0)) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      theirPid = Number(await readFile(pidFile, "utf8").catch(() => "0"));
+    }
+    await writeFile(path.join(dir, "restate.pid"), `${theirPid}\n`);
+    const engine = await startEngine({ dir, workers: [], log: (line) => lines.push(line) });
+    try {
+      // the leftover was ended before the engine's own server started (a hang bound, not a speed)
+      const ended = await Promise.race([left.exited, new Promise((resolve) => setTimeout(resolve, 30_000, "running"))]);
+      expect(ended).toEqual({ code: null, signal: "SIGKILL" });
+      // the engine's server is its own and stays up; the other user's process was left alone
+      await engine.stop();
+      expect(lines.filter((line) => line.includes("exited"))).toEqual([]);
+      expect(spawnSync("kill", ["-0", String(theirPid)]).status).toBe(0);
+    } finally {
+      await engine.stop();
+    }
+  } finally {
+    await left.stop(0);
+    theirs.stdin?.end(); // its `read` ends, and with it the process
   }
 }, 120_000);
