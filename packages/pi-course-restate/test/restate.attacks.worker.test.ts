@@ -1,0 +1,94 @@
+/**
+ * Attacks on a worker's own surroundings: the TMPDIR it is told to use (`--tmpdir`), planted by
+ * another local user (`runuser -u nobody`) or open to them, and the credential it is handed in
+ * its environment, which every process it starts (a tool, a case's check) would inherit.
+ *
+ * Needs root (to act as another user) and `runuser`; it fails, saying so, without them.
+ */
+import { spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { runDurably } from "../src/submit.js";
+import { spawnWorker } from "../src/worker-process.js";
+import { requireAnotherUser } from "./support/another-user.js";
+import { type EngineAndWorker, engineAndWorker, testBundle } from "./support/fleet.js";
+import { someCredential } from "./support/keys.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+let root: string;
+let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
+let started: EngineAndWorker | undefined;
+
+beforeAll(async () => {
+  requireAnotherUser("restate.attacks.worker.test.ts plants a worker's TMPDIR");
+  root = await mkdtemp(path.join(tmpdir(), "pi-restate-worker-attacks-"));
+  await chmod(root, 0o1777); // like /tmp: anyone may make a folder here
+  bundle = await testBundle();
+}, 120_000);
+
+afterAll(async () => {
+  await started?.stop();
+  await bundle?.remove();
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+});
+
+function asNobody(...command: string[]): void {
+  const done = spawnSync("runuser", ["-u", "nobody", "--", ...command], { encoding: "utf8" });
+  if (done.status !== 0) throw new Error(`runuser -u nobody ${command.join(" ")} failed: ${done.stderr}`);
+}
+
+/** What a worker started with `--tmpdir dir` says when it does not start. */
+async function refusal(dir: string): Promise<string> {
+  const error = await spawnWorker({ bundle: bundle!.file, port: 0, tmpdir: dir, ...someCredential() }).then(
+    async (worker) => {
+      await worker.stop(0);
+      return new Error("the worker started");
+    },
+    (error: Error) => error,
+  );
+  return error.message;
+}
+
+it("refuses a --tmpdir another user made or may write, and makes a missing one 0700", async () => {
+  // made ahead of the worker, at a path it is known to use, by another user
+  const planted = path.join(root, "planted");
+  asNobody("mkdir", "-m", "0777", planted);
+  expect(await refusal(planted)).toContain(
+    `worker: the worker's TMPDIR ${planted} belongs to another user (uid 65534); whoever owns it can read or replace ` +
+      "the workspace of every case and the temporary files of every tool the worker runs. " +
+      "Give --tmpdir a folder of your own (it is made 0700 when missing).",
+  );
+  // the worker's own, but open to everyone
+  const open = path.join(root, "open");
+  await mkdir(open);
+  await chmod(open, 0o777);
+  expect(await refusal(open)).toContain(
+    `worker: the worker's TMPDIR ${open} can be written by other users (mode 777); ` +
+      "a link planted in it would send the worker's writes elsewhere. Give --tmpdir a new folder (it is made 0700).",
+  );
+  // the worker's own under a folder others may rename it in
+  const under = path.join(root, "open", "tmp");
+  expect(await refusal(under)).toContain(
+    `the folder ${open} above the worker's TMPDIR ${under} can be written by other users (mode 777)`,
+  );
+  // nothing of the worker was written in the other user's folder, nor in the open one (but the folder it was to make)
+  expect([readdirSync(planted), readdirSync(open), readdirSync(under)]).toEqual([[], ["tmp"], []]);
+  // a missing one is made for the worker alone
+  const fresh = path.join(root, "fresh", "tmp");
+  const worker = await spawnWorker({ bundle: bundle!.file, port: 0, tmpdir: fresh, ...someCredential() });
+  await worker.stop(0);
+  expect((statSync(fresh).mode & 0o777).toString(8)).toBe("700");
+}, 120_000);
+
+it("hands its credential to no process it starts (a tool, a case's check)", async () => {
+  started = await engineAndWorker(path.join(root, "engine"), { setups: path.join(here, "support", "env-setups.ts") });
+  const { workerSecret } = started.engine.workerCredential;
+  const output = await runDurably(started.engine, "child-env", { setup: "child-env", prompt: "print it" });
+  const text = JSON.stringify(output.messages);
+  expect(text).not.toContain(workerSecret);
+  expect(text).toContain("a child sees: unset");
+}, 120_000);
