@@ -20,6 +20,7 @@ import { startGate } from "../src/gate.js";
 import { engineIdentity } from "../src/identity.js";
 import { startRestateServer } from "../src/restate-server.js";
 import { secretField } from "../src/journal-guard.js";
+import { newChallenge } from "../src/worker-proof.js";
 
 let root: string;
 
@@ -266,3 +267,47 @@ it("ends a Restate server an engine left without a pid file, and takes no other 
     theirs.stdin?.end(); // its `read` ends, and with it the process
   }
 }, 120_000);
+
+it("keeps connections that only asked the gate's proof question under its guard, whatever body they promise", async () => {
+  // the one question the gate answers without the token, then a body without end, a byte a second:
+  // such a connection must count as waiting for its request (time limit, cap), or any local user
+  // holds as many open as they like
+  const gate = await startGate({
+    token: "t".repeat(43),
+    ingressSocket: path.join(root, "none.sock"),
+    adminSocket: path.join(root, "none.sock"),
+    maxPending: 8,
+    pendingMs: 1000,
+  });
+  const sockets: net.Socket[] = [];
+  try {
+    const answered: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const socket = net.connect(gate.port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      socket.once("data", (chunk: Buffer) => answered.push(chunk.toString("latin1").split("\r\n")[0]!));
+      socket.write(
+        `GET /pi-course-restate/gate HTTP/1.1\r\nhost: x\r\nx-pi-restate-challenge: ${newChallenge()}\r\n` +
+          "content-length: 1000000000\r\n\r\n",
+      );
+      sockets.push(socket);
+    }
+    const trickle = setInterval(() => {
+      for (const socket of sockets) if (!socket.destroyed) socket.write(".");
+    }, 200);
+    // every one is cut: the 12 beyond the cap as they come, the others after their second (a hang bound, not a speed)
+    const closed = await Promise.race([
+      Promise.all(sockets.map((socket) => new Promise((resolve) => socket.once("close", resolve)))).then(() => "all"),
+      new Promise((resolve) => setTimeout(resolve, 20_000, "some still open after 20 s")),
+    ]);
+    clearInterval(trickle);
+    expect(closed).toBe("all");
+    expect(gate.cut()).toBe(20);
+    // they were answered first (the proof question, not a refusal), those not crowded out before
+    expect(answered.length).toBeGreaterThan(0);
+    expect(new Set(answered)).toEqual(new Set(["HTTP/1.1 200 OK"]));
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await gate.close();
+  }
+}, 60_000);
