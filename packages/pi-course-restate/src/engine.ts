@@ -29,7 +29,7 @@ import { guardFolder } from "./folder-guard.js";
 import { type Gate, startGate } from "./gate.js";
 import { engineIdentity, type WorkerCredential } from "./identity.js";
 import { type Proxy, startProxy } from "./proxy.js";
-import { type RestateServer, restateSockets, startRestateServer } from "./restate-server.js";
+import { type RestateServer, restateSockets, startRestateServer, unboundServerWarning } from "./restate-server.js";
 
 export interface EngineOptions {
   /** The engine's folder (made 0700). */
@@ -147,6 +147,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       throw error;
     },
   );
+  const unbound = unboundServerWarning();
+  if (unbound !== undefined) log(unbound);
   await writeFile(stateFile, `${JSON.stringify({ port: gate.port, proxyPort: proxy.port })}\n`, { mode: 0o600 });
   await writeFile(connectionFile, `${JSON.stringify({ url: gate.url, token }, null, 2)}\n`, { mode: 0o600 });
   await chmod(connectionFile, 0o600);

@@ -69,6 +69,22 @@ export function restateServerBinary(): string {
 const PDEATHSIG =
   process.platform === "linux" ? ["/usr/bin/setpriv", "/bin/setpriv"].find((file) => existsSync(file)) : undefined;
 
+/**
+ * What to know when the server cannot be tied to its engine here (no `setpriv`, or not Linux):
+ * a line for the engine's log, or undefined when it is tied.
+ */
+export function unboundServerWarning(): string | undefined {
+  if (PDEATHSIG !== undefined) return undefined;
+  return (
+    "the Restate server cannot be made to die with this engine here (" +
+    (process.platform === "linux"
+      ? "util-linux's setpriv is not installed: apt-get install util-linux, apk add setpriv, or dnf install util-linux"
+      : `no parent-death signal on ${process.platform}`) +
+    "); if the engine is SIGKILLed, its server keeps running, and retrying runs in flight at the proxy's port, " +
+    "which any local user may take meanwhile, until the engine starts again. Stop the engine with Ctrl-C or SIGTERM."
+  );
+}
+
 /** The longest path a Unix socket may have on Linux (sun_path, 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
 
