@@ -1,11 +1,13 @@
 /**
  * Attacks on a worker's own surroundings: the TMPDIR it is told to use (`--tmpdir`), planted by
- * another local user (`runuser -u nobody`) or open to them, and the credential it is handed in
- * its environment, which every process it starts (a tool, a case's check) would inherit.
+ * another local user (`runuser -u nobody`) or open to them, the credential it is handed in its
+ * environment, which every process it starts (a tool, a case's check) would inherit, and
+ * connections that each send one request that proves nothing, then stay.
  *
  * Needs root (to act as another user) and `runuser`; it fails, saying so, without them.
  */
 import { spawnSync } from "node:child_process";
+import http2 from "node:http2";
 import { readdirSync, statSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,7 +15,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { runDurably } from "../src/submit.js";
+import { startWorker } from "../src/worker.js";
 import { spawnWorker } from "../src/worker-process.js";
+import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, VERSION_PATH } from "../src/worker-proof.js";
 import { requireAnotherUser } from "./support/another-user.js";
 import { type EngineAndWorker, engineAndWorker, testBundle } from "./support/fleet.js";
 import { someCredential } from "./support/keys.js";
@@ -92,3 +96,67 @@ it("hands its credential to no process it starts (a tool, a case's check)", asyn
   expect(text).not.toContain(workerSecret);
   expect(text).toContain("a child sees: unset");
 }, 120_000);
+
+/** One HTTP/2 request on `session`; resolves with its status and body. */
+function ask(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<[number, string]> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request(headers);
+    let body = "";
+    let status = 0;
+    stream.setEncoding("utf8");
+    stream.on("response", (head) => {
+      status = Number(head[":status"]);
+    });
+    stream.on("data", (chunk: string) => {
+      body += chunk;
+    });
+    stream.on("end", () => resolve([status, body]));
+    stream.on("error", reject);
+    stream.end();
+  });
+}
+
+it("holds at most 128 connections that sent only unsigned requests or version questions, and still proves itself", async () => {
+  const credential = someCredential();
+  const worker = await startWorker({ ...credential });
+  const sessions: http2.ClientHttp2Session[] = [];
+  try {
+    // 300 connections of a local program, each one request that proves nothing, then idle
+    const answers: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const session = http2.connect(worker.url);
+      session.on("error", () => undefined);
+      sessions.push(session);
+      const headers: http2.OutgoingHttpHeaders =
+        i % 2 === 0
+          ? {
+              ":method": "POST",
+              ":path": "/invoke/AgentRun/run",
+              "content-type": "application/vnd.restate.invocation.v6",
+            }
+          : { ":method": "GET", ":path": VERSION_PATH, [CHALLENGE_HEADER]: newChallenge() };
+      answers.push((await ask(session, headers).catch(() => [0, ""] as [number, string]))[0]);
+    }
+    // each was answered (401, or the version), and all but the 128 newest are cut
+    expect(answers.slice(-2)).toEqual([401, 200]);
+    const open = () => sessions.filter((session) => !session.closed && !session.destroyed).length;
+    for (const deadline = Date.now() + 20_000; open() > 128 && Date.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(open()).toBe(128);
+    // the proxy's question on a new connection is still answered, with a proof that holds
+    const proxy = http2.connect(worker.url);
+    sessions.push(proxy);
+    await new Promise((resolve) => proxy.once("connect", resolve));
+    const challenge = newChallenge();
+    const [status, body] = await ask(proxy, { ":method": "GET", ":path": VERSION_PATH, [CHALLENGE_HEADER]: challenge });
+    const answer = JSON.parse(body) as { version: string; proof: string };
+    const where = endpoint(proxy.socket.remoteAddress, proxy.socket.remotePort);
+    expect([status, proofHolds(credential.workerSecret, challenge, where, answer.version, answer.proof)]).toEqual([
+      200,
+      true,
+    ]);
+  } finally {
+    for (const session of sessions) session.destroy();
+    await worker.close(0);
+  }
+}, 60_000);
