@@ -311,3 +311,35 @@ it("keeps connections that only asked the gate's proof question under its guard,
     await gate.close();
   }
 }, 60_000);
+
+it("never takes another user's client.json swapped in while it reads ours (a folder others may rename in)", async () => {
+  const dir = path.join(root, "swapped-client");
+  await mkdir(dir);
+  await chmod(dir, 0o777); // a shared folder, not sticky: anyone may rename what is in it
+  const file = path.join(dir, "client.json");
+  await writeFile(file, JSON.stringify({ url: "http://127.0.0.1:1111", token: "ours" }), { mode: 0o600 });
+  // another user swaps their own client.json in and ours back, without end
+  const swap =
+    `cd ${dir} && umask 077 && printf '{"url":"http://127.0.0.1:6666","token":"theirs"}' > theirs && ` +
+    "while :; do mv client.json ours.bak; mv theirs client.json; mv client.json theirs; mv ours.bak client.json; done";
+  const swapper = spawn("runuser", ["-u", "nobody", "--", "sh", "-c", `echo $$ > ${dir}/swapper.pid; ${swap}`], {
+    stdio: "ignore",
+  });
+  try {
+    const got = { ours: 0, theirs: 0, refused: 0 };
+    // reads until 10,000 met the swap (refused: no file there, or theirs), a count, not a time;
+    // before, 2 to 95 reads in three such runs came back with their address and token
+    while (got.refused < 10_000) {
+      const connection = await readConnection(file).catch(() => undefined);
+      if (connection === undefined) got.refused++;
+      else if (connection.token === "theirs") got.theirs++;
+      else got.ours++;
+    }
+    expect(got.theirs).toBe(0);
+    expect(got.ours).toBeGreaterThan(0); // it read ours while the swaps went on
+  } finally {
+    const pid = Number(await readFile(path.join(dir, "swapper.pid"), "utf8").catch(() => "0"));
+    if (pid > 0) process.kill(pid, "SIGKILL");
+    swapper.kill("SIGKILL");
+  }
+}, 120_000);
