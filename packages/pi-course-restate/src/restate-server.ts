@@ -144,10 +144,18 @@ export async function startRestateServer(options: {
   const command = [restateServerBinary(), "--config-file", config, "--listen-mode", "unix", "--no-logo"];
   // setpriv sets the signal, then execs the server: the same pid, the same command line
   const withParent = PDEATHSIG === undefined ? command : [PDEATHSIG, "--pdeathsig", "SIGKILL", "--", ...command];
-  const child = spawn(withParent[0]!, withParent.slice(1), {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, DO_NOT_TRACK: "1" },
-  });
+  // its data and sockets the owner's alone whatever this process's umask (under umask 000 they were
+  // 0777, the folder's 0700 the one barrier): a child starts with the umask of the moment it forks
+  const umask = process.umask(0o077);
+  let child: ChildProcess;
+  try {
+    child = spawn(withParent[0]!, withParent.slice(1), {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, DO_NOT_TRACK: "1" },
+    });
+  } finally {
+    process.umask(umask);
+  }
   if (child.pid !== undefined) await writeFile(path.join(dir, "restate.pid"), `${child.pid}\n`, { mode: 0o600 });
   let stderr = "";
   child.stderr?.setEncoding("utf8");

@@ -6,7 +6,7 @@
  * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, renameSync, symlinkSync } from "node:fs";
+import { readdirSync, renameSync, statSync, symlinkSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -343,3 +343,27 @@ it("never takes another user's client.json swapped in while it reads ours (a fol
     swapper.kill("SIGKILL");
   }
 }, 120_000);
+
+it("keeps the Restate server's data and sockets its owner's whatever the umask, so the folder is not the one barrier", async () => {
+  const dir = path.join(root, "umask");
+  const umask = process.umask(0o000); // an engine started from a shell or service with umask 000
+  const engine = await startEngine({ dir, workers: [], log: () => undefined }).finally(() => process.umask(umask));
+  try {
+    const node = path.join(dir, "data", "engine");
+    const modes = ["", "admin.sock", "ingress.sock", "db"].map((name) => [
+      name,
+      (statSync(path.join(node, name)).mode & 0o777).toString(8),
+    ]);
+    expect(modes.filter(([, mode]) => !mode!.endsWith("00"))).toEqual([]);
+    // the owner opens the folder to others (to let them read a log, say): its admin API stays shut to them
+    await chmod(dir, 0o755);
+    await chmod(path.join(dir, "data"), 0o755);
+    const connect = `require("node:net").connect(${JSON.stringify(path.join(node, "admin.sock"))})
+      .on("connect", () => { console.log("connected"); process.exit(0); })
+      .on("error", (error) => { console.log(error.code); process.exit(0); });`;
+    const asked = spawnSync("runuser", ["-u", "nobody", "--", process.execPath, "-e", connect], { encoding: "utf8" });
+    expect(asked.stdout.trim()).toBe("EACCES");
+  } finally {
+    await engine.stop();
+  }
+}, 60_000);
