@@ -1,9 +1,11 @@
 /**
  * Attacks on the engine package that its own security test does not make (issue 55, items 2–4):
  * a folder another local user planted where the engine is told to live, or could swap later, credentials the journal
- * guard missed under other names, and a retry backoff that would not back off.
+ * guard missed under other names, a retry backoff that would not back off; and (a later round) a
+ * Restate server an engine left behind, connections that ask only the gate's proof question, a
+ * `client.json` swapped while it is read, and an engine started under umask 000.
  *
- * The folder attack needs root (to make a folder as `nobody`); it fails, saying so, without it.
+ * The attacks made as another user need root (`runuser -u nobody`); they fail, saying so, without it.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, renameSync, statSync, symlinkSync } from "node:fs";
@@ -21,6 +23,7 @@ import { engineIdentity } from "../src/identity.js";
 import { startRestateServer } from "../src/restate-server.js";
 import { secretField } from "../src/journal-guard.js";
 import { newChallenge } from "../src/worker-proof.js";
+import { asNobody } from "./support/another-user.js";
 
 let root: string;
 
@@ -32,16 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
-
-/** Runs `command` as `nobody`; fails (never skips) when this machine cannot. */
-function asNobody(...command: string[]): void {
-  if (process.getuid?.() !== 0)
-    throw new Error("this attack is made as another local user (runuser -u nobody): run it as root (CI does).");
-  const done = spawnSync("runuser", ["-u", "nobody", "--", ...command], { encoding: "utf8" });
-  if (done.error !== undefined || done.status !== 0) {
-    throw new Error(`runuser -u nobody ${command.join(" ")} failed (${done.error?.message ?? done.stderr})`);
-  }
-}
 
 it("refuses an engine folder another local user made (they would know its token, or swap its keys)", async () => {
   const dir = path.join(root, "planted");

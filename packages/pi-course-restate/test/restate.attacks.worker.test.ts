@@ -6,7 +6,6 @@
  *
  * Needs root (to act as another user) and `runuser`; it fails, saying so, without them.
  */
-import { spawnSync } from "node:child_process";
 import http2 from "node:http2";
 import { readdirSync, statSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -18,7 +17,7 @@ import { runDurably } from "../src/submit.js";
 import { startWorker } from "../src/worker.js";
 import { spawnWorker } from "../src/worker-process.js";
 import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, VERSION_PATH } from "../src/worker-proof.js";
-import { requireAnotherUser } from "./support/another-user.js";
+import { asNobody, requireAnotherUser } from "./support/another-user.js";
 import { type EngineAndWorker, engineAndWorker, testBundle } from "./support/fleet.js";
 import { someCredential } from "./support/keys.js";
 
@@ -39,11 +38,6 @@ afterAll(async () => {
   await bundle?.remove();
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
-
-function asNobody(...command: string[]): void {
-  const done = spawnSync("runuser", ["-u", "nobody", "--", ...command], { encoding: "utf8" });
-  if (done.status !== 0) throw new Error(`runuser -u nobody ${command.join(" ")} failed: ${done.stderr}`);
-}
 
 /** What a worker started with `--tmpdir dir` says when it does not start. */
 async function refusal(dir: string): Promise<string> {
