@@ -135,6 +135,14 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     version,
     suites: (values.suites ?? "").split(",").filter((dir) => dir !== ""),
     ...(retryMaxMs !== undefined && { retry: { maxIntervalMs: retryMaxMs } }),
+  }).catch((error: unknown) => {
+    if (ownTmp !== undefined) rmSync(ownTmp, { recursive: true, force: true });
+    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    throw new Error(
+      `the worker's port ${host}:${port} is taken by another program. If it is another worker, this one is not needed there; ` +
+        "if it is not, it gets no run (the engine's proxy sends runs only to listeners that prove they hold the workers' secret), " +
+        "but this worker cannot serve either: free the port, or give --port one the engine's --workers names.",
+    );
   });
   let stopping = false;
   const stop = () => {

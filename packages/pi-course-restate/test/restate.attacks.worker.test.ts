@@ -7,6 +7,7 @@
  * Needs root (to act as another user) and `runuser`; it fails, saying so, without them.
  */
 import http2 from "node:http2";
+import net from "node:net";
 import { readdirSync, statSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -152,5 +153,36 @@ it("holds at most 128 connections that sent only unsigned requests or version qu
   } finally {
     for (const session of sessions) session.destroy();
     await worker.close(0);
+  }
+}, 60_000);
+
+it("says whose port it is when another program took its port, and leaves no folder behind", async () => {
+  // a program (another user's, or a worker's impostor) listening on the port first
+  const squatter = net.createServer();
+  await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+  const port = (squatter.address() as net.AddressInfo).port;
+  const parent = path.join(root, "parent-tmp");
+  await mkdir(parent, { mode: 0o700 });
+  try {
+    const error = await spawnWorker({
+      bundle: bundle!.file,
+      port,
+      env: { TMPDIR: parent },
+      ...someCredential(),
+    }).then(
+      async (worker) => {
+        await worker.stop(0);
+        return new Error("the worker started");
+      },
+      (error: Error) => error,
+    );
+    expect(error.message).toContain(
+      `worker: the worker's port 127.0.0.1:${port} is taken by another program. If it is another worker, this one is not needed there; ` +
+        "if it is not, it gets no run (the engine's proxy sends runs only to listeners that prove they hold the workers' secret), " +
+        "but this worker cannot serve either: free the port, or give --port one the engine's --workers names.",
+    );
+    expect(readdirSync(parent)).toEqual([]); // its own TMPDIR, made under the parent's, removed again
+  } finally {
+    await new Promise((resolve) => squatter.close(resolve));
   }
 }, 60_000);
