@@ -226,38 +226,51 @@ it("ends a Restate server an engine left without a pid file, and takes no other 
   // a server the last engine started but never named in restate.pid (it was SIGKILLed in between,
   // or before setpriv set the parent-death signal): it holds the folder's sockets
   const left = await startRestateServer({ dir, identityKeyFile: (await engineIdentity(dir)).privateKeyFile });
-  // and a process of another user whose command line names the same config (a shell waiting on a
-  // line), its pid in the pid file
+  // and a process of another user whose command line names the same config (a shell waiting on
+  // its child), its pid in the pid file
   const config = path.join(dir, "restate.toml");
-  const pidFile = path.join(root, "their.pid");
+  const pids = path.join(root, "their-pids");
   const theirs = spawn(
     "runuser",
-    ["-u", "nobody", "--", "sh", "-c", `echo $$ > ${pidFile}; read line`, "--config-file", config],
-    { stdio: ["pipe", "ignore", "ignore"] },
+    [
+      "-u",
+      "nobody",
+      "--",
+      "sh",
+      "-c",
+      `sleep 600 & echo $$ $! > ${pids}.tmp; mv ${pids}.tmp ${pids}; wait`,
+      "--config-file",
+      config,
+    ],
+    { stdio: "ignore" },
   );
-  let theirPid = 0;
+  let theirPids: number[] = [];
+  const alive = (pid: number) => spawnSync("kill", ["-0", String(pid)]).status === 0;
   try {
     const lines: string[] = [];
-    while (!(theirPid > 0)) {
+    while (theirPids.length === 0) {
       await new Promise((resolve) => setTimeout(resolve, 20));
-      theirPid = Number(await readFile(pidFile, "utf8").catch(() => "0"));
+      theirPids = (await readFile(pids, "utf8").catch(() => "")).split(/\s+/).filter(Boolean).map(Number);
     }
+    const [theirPid] = theirPids;
     await writeFile(path.join(dir, "restate.pid"), `${theirPid}\n`);
     const engine = await startEngine({ dir, workers: [], log: (line) => lines.push(line) });
     try {
+      // the other user's process was left alone (looked at once the engine started: the moment a kill would have come)
+      expect(alive(theirPid!)).toBe(true);
       // the leftover was ended before the engine's own server started (a hang bound, not a speed)
       const ended = await Promise.race([left.exited, new Promise((resolve) => setTimeout(resolve, 30_000, "running"))]);
       expect(ended).toEqual({ code: null, signal: "SIGKILL" });
-      // the engine's server is its own and stays up; the other user's process was left alone
+      // the engine's server is its own and stays up
       await engine.stop();
       expect(lines.filter((line) => line.includes("exited"))).toEqual([]);
-      expect(spawnSync("kill", ["-0", String(theirPid)]).status).toBe(0);
     } finally {
       await engine.stop();
     }
   } finally {
     await left.stop(0);
-    theirs.stdin?.end(); // its `read` ends, and with it the process
+    for (const pid of theirPids) if (alive(pid)) process.kill(pid, "SIGKILL");
+    theirs.kill("SIGKILL");
   }
 }, 120_000);
 
