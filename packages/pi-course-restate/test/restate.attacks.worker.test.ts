@@ -9,11 +9,12 @@
 import http2 from "node:http2";
 import net from "node:net";
 import { readdirSync, statSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { newWorkerSecret, readWorkerCredential } from "../src/identity.js";
 import { runDurably } from "../src/submit.js";
 import { startWorker } from "../src/worker.js";
 import { spawnWorker } from "../src/worker-process.js";
@@ -186,3 +187,26 @@ it("says whose port it is when another program took its port, and leaves no fold
     await new Promise((resolve) => squatter.close(resolve));
   }
 }, 60_000);
+
+it("refuses an identity keys file others may read or another user owns: it holds the workers' secret", async () => {
+  const text = `${someCredential().identityKeys[0]}\n${newWorkerSecret()}\n`;
+  // copied with the usual umask: any local user reads the secret, and can pass for a worker on a dead worker's port
+  const open = path.join(root, "identity-keys-644");
+  await writeFile(open, text, { mode: 0o644 });
+  expect(() => readWorkerCredential(open)).toThrow(
+    `the identity keys file ${open} can be read by other users (mode 644); ` +
+      "it holds the workers' secret, with which anyone could pass for a worker and be sent runs. " +
+      `Run \`chmod 600 ${open}\`.`,
+  );
+  // one another user wrote (they know the secret in it)
+  const theirs = path.join(root, "identity-keys-theirs");
+  asNobody("sh", "-c", `umask 077; printf '%s' '${text.replaceAll("\n", " ")}' > ${theirs}`);
+  expect(() => readWorkerCredential(theirs)).toThrow(
+    `the identity keys file ${theirs} belongs to another user (uid 65534); it holds the workers' secret, ` +
+      "which must be this worker's user's alone. Copy the engine's identity-keys as your own (chmod 600).",
+  );
+  // the engine's own (0600) is read
+  const own = path.join(root, "identity-keys-own");
+  await writeFile(own, text, { mode: 0o600 });
+  expect(readWorkerCredential(own).identityKeys).toHaveLength(1);
+});
