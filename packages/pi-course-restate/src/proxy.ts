@@ -25,7 +25,7 @@
  */
 import http2 from "node:http2";
 import { type ListenOptions, listen } from "./listener.js";
-import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, SIGNED_PATH, VERSION_PATH } from "./worker-proof.js";
+import { CHALLENGE_HEADER, endpoint, newChallenge, isSignedPath, proofHolds, VERSION_PATH } from "./worker-proof.js";
 
 export interface Proxy {
   url: string;
@@ -204,7 +204,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
  * need not check the signature itself.
  */
 function proven(path: string, status: number): boolean {
-  return status >= 200 && status < 300 && SIGNED_PATH.test(path);
+  return status >= 200 && status < 300 && isSignedPath(path);
 }
 
 /** `/v/<version>/rest` → the version and `/rest`; any other path as it is. */

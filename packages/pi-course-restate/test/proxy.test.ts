@@ -13,7 +13,9 @@ import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { listen } from "../src/listener.js";
 import { type Proxy, startProxy } from "../src/proxy.js";
-import { CHALLENGE_HEADER, endpoint, VERSION_PATH, workerProof } from "../src/worker-proof.js";
+import { startWorker } from "../src/worker.js";
+import { CHALLENGE_HEADER, endpoint, isSignedPath, VERSION_PATH, workerProof } from "../src/worker-proof.js";
+import { someCredential } from "./support/keys.js";
 
 const SECRET = `workersecretv1_${randomBytes(32).toString("base64url")}`;
 const closers: (() => Promise<unknown>)[] = [];
@@ -208,4 +210,50 @@ describe("the proxy's connections under its listener's guard", () => {
     again.resume();
     expect(await new Promise((resolve) => again.once("response", (r) => resolve(r[":status"])))).toBe(200);
   }, 30_000);
+});
+
+describe("a request looks proven only where the worker's SDK demands the engine's signature", () => {
+  // the SDK routes by a path's last segments after resolving it as a URL: these reach its health
+  // check, answered 200 to anyone, though they start like an invocation or a discovery
+  const unsigned = [
+    "/invoke/health",
+    "/discover/health",
+    "/invoke/../health",
+    "/invoke/%2E%2E/health",
+    "/invoke\\..\\health",
+    "/invoke/a/b/health",
+    "/v/v1/invoke/health",
+  ];
+
+  it("a real worker answers these unsigned paths 200, and the proxy keeps their connections under its cap", async () => {
+    const credential = someCredential();
+    const worker = await startWorker({ ...credential, version: "v1" });
+    closers.push(() => worker.close(0));
+    const proxy = await startProxy({ workers: [worker.url], workerSecret: credential.workerSecret, maxPending: 4 });
+    closers.push(() => proxy.close());
+    const flood = [];
+    for (const path of unsigned) {
+      for (let i = 0; i < 3; i++)
+        flood.push({ path, ...(await oneRequest(proxy, { ":method": "GET", ":path": path })) });
+    }
+    expect(flood.map(({ path, status }) => [path, status])).toEqual(flood.map(({ path }) => [path, 200]));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the cut connections' resets arrive
+    expect(flood.filter((one) => !one.session.closed && !one.session.destroyed).length).toBeLessThanOrEqual(4);
+    expect(proxy.cut()).toBeGreaterThanOrEqual(flood.length - 4);
+  }, 30_000);
+
+  it("isSignedPath: exactly /discover and /invoke/<service>/<handler>, as the SDK resolves them", () => {
+    expect([...unsigned, "/invoke?/discover", "/invoke", "//invoke/a/b", "/discover/"].filter(isSignedPath)).toEqual(
+      [],
+    );
+    expect(
+      [
+        "/discover",
+        "/discover?x=1",
+        "/invoke/AgentRun/run",
+        "/invoke/AgentRun/run?x",
+        "/invoke/a/../AgentRun/run",
+      ].every(isSignedPath),
+    ).toBe(true);
+  });
 });
