@@ -257,3 +257,41 @@ describe("a request looks proven only where the worker's SDK demands the engine'
     ).toBe(true);
   });
 });
+
+describe("a worker's odd frames: the engine's stream ends whole only on a whole answer, else it is reset", () => {
+  it("a worker that says goodbye (GOAWAY) in the middle of its answer and is then cut: reset, not ended", async () => {
+    // what `Worker.close` does to a run in flight: a GOAWAY, then the cut after its grace
+    const worker = await dyingWorker((stream, cut) => {
+      stream.respond({ ":status": 200 });
+      stream.write("part of an answer", () => {
+        stream.session?.close();
+        setTimeout(cut, 100);
+      });
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ status: 200, body: "part of an answer", rstCode: http2.constants.NGHTTP2_INTERNAL_ERROR });
+  });
+
+  it("informational (1xx) headers before the answer and trailers after it: the answer passes whole", async () => {
+    const worker = await dyingWorker((stream) => {
+      stream.additionalHeaders({ ":status": 103, link: "</early>" });
+      stream.respond({ ":status": 200 }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "x-after": "1" }));
+      stream.end("the whole answer");
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ status: 200, body: "the whole answer", rstCode: 0 });
+  });
+
+  it("a header block past what the proxy takes: reset", async () => {
+    const worker = await dyingWorker((stream) => {
+      stream.on("error", () => undefined);
+      const headers: http2.OutgoingHttpHeaders = { ":status": 200 };
+      for (let i = 0; i < 200; i++) headers[`x-big-${i}`] = "y".repeat(1000);
+      stream.respond(headers);
+      stream.end("the whole answer");
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ body: "", rstCode: http2.constants.NGHTTP2_INTERNAL_ERROR });
+  });
+});
