@@ -24,7 +24,7 @@
  * does this job; this is the smallest one that does it here.
  */
 import http2 from "node:http2";
-import { type ListenOptions, listen } from "./listener.js";
+import { type ListenOptions, listen, type Peer } from "./listener.js";
 import { CHALLENGE_HEADER, endpoint, newChallenge, isSignedPath, proofHolds, VERSION_PATH } from "./worker-proof.js";
 
 export interface Proxy {
@@ -50,6 +50,14 @@ export interface ProxyOptions extends ListenOptions {
 
 /** How long a listener that did not prove itself is skipped before it is asked again. */
 export const REFUSED_MS = 2000;
+
+/**
+ * Streams open at once on a connection to the proxy before one of its requests was proven (the
+ * least RFC 9113 advises), and after (HTTP/2's most: the engine's own, not bounded here). Node's
+ * default is the most for every connection: one unproven connection held 2000 streams open.
+ */
+export const UNPROVEN_STREAMS = 100;
+const PROVEN_STREAMS = 2 ** 32 - 1;
 
 /** How long a worker's address may take to accept a connection (the version question has its own 5 s). */
 const CONNECT_MS = 5000;
@@ -113,7 +121,16 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
     return made;
   };
 
-  const server = http2.createServer();
+  // a connection not proven yet holds at most UNPROVEN_STREAMS streams at once (each one open on
+  // the proxy, and on a worker while it answers); the engine's, once proven, as many as it opens
+  const server = http2.createServer({ settings: { maxConcurrentStreams: UNPROVEN_STREAMS } });
+  const raised = new WeakSet<http2.Http2Session>();
+  const prove = (session: http2.Http2Session | undefined, peer: Peer) => {
+    listening.started(peer);
+    if (session === undefined || session.destroyed || raised.has(session)) return;
+    raised.add(session);
+    session.settings({ maxConcurrentStreams: PROVEN_STREAMS });
+  };
   const engines = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     engines.add(session);
@@ -139,7 +156,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       }
       up.on("error", () => undefined);
       up.on("response", (response) => {
-        if (peer !== undefined && proven(path, Number(response[":status"]))) listening.started(peer);
+        if (peer !== undefined && proven(path, Number(response[":status"]))) prove(down.session, peer);
         if (!down.destroyed && !down.headersSent) down.respond(forwarded(response, true));
       });
       // A worker's death must reach the engine as a failed stream (it retries only those): a cut
