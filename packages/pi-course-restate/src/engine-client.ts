@@ -7,7 +7,8 @@
  * request carries the token; an error always names the address and says what to do, never a
  * bare `fetch failed`.
  */
-import { readFile, stat } from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import { open, stat } from "node:fs/promises";
 import path from "node:path";
 import { type GateRequestInit, GateUnproven, provenFetch } from "./gate-proof.js";
 
@@ -39,22 +40,33 @@ export async function readConnection(where = process.env[ENGINE_ENV]): Promise<E
   let file = path.resolve(where);
   const info = await stat(file).catch(() => undefined);
   if (info?.isDirectory()) file = path.join(file, CLIENT_FILE);
-  const text = await readFile(file, "utf8").catch((error: Error) => {
+  // one open file, checked and read: a path looked at twice (read, then stat) can name two files
+  // when others may rename in its folder, and the check would pass on ours while the text is theirs
+  // (not blocking: a FIFO planted in its place would hold the open for ever)
+  const handle = await open(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK).catch((error: Error) => {
     throw new Error(`cannot read the engine's credential ${file}: ${error.message}. Is it the engine's --dir?`);
   });
-  const { mode, uid } = await stat(file);
-  const me = process.getuid?.();
-  if (me !== undefined && uid !== me) {
-    throw new Error(
-      `${file} belongs to another user (uid ${uid}): an engine's credential is its owner's alone. ` +
-        "Use the client.json of an engine you started, or a copy of it you made (chmod 600).",
-    );
-  }
-  if ((mode & 0o077) !== 0) {
-    throw new Error(
-      `${file} can be read by other users (mode ${(mode & 0o777).toString(8)}); it is the engine's only key. ` +
-        `Run \`chmod 600 ${file}\`.`,
-    );
+  let text: string;
+  try {
+    const info = await handle.stat();
+    const { mode, uid } = info;
+    if (!info.isFile()) throw new Error(`${file} is not a file: an engine's ${CLIENT_FILE} is one`);
+    const me = process.getuid?.();
+    if (me !== undefined && uid !== me) {
+      throw new Error(
+        `${file} belongs to another user (uid ${uid}): an engine's credential is its owner's alone. ` +
+          "Use the client.json of an engine you started, or a copy of it you made (chmod 600).",
+      );
+    }
+    if ((mode & 0o077) !== 0) {
+      throw new Error(
+        `${file} can be read by other users (mode ${(mode & 0o777).toString(8)}); it is the engine's only key. ` +
+          `Run \`chmod 600 ${file}\`.`,
+      );
+    }
+    text = await handle.readFile("utf8");
+  } finally {
+    await handle.close();
   }
   const parsed = JSON.parse(text) as Partial<EngineConnection>;
   if (typeof parsed.url !== "string" || typeof parsed.token !== "string") {

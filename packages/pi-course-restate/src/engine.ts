@@ -29,7 +29,7 @@ import { guardFolder } from "./folder-guard.js";
 import { type Gate, startGate } from "./gate.js";
 import { engineIdentity, type WorkerCredential } from "./identity.js";
 import { type Proxy, startProxy } from "./proxy.js";
-import { type RestateServer, startRestateServer } from "./restate-server.js";
+import { type RestateServer, restateSockets, startRestateServer, unboundServerWarning } from "./restate-server.js";
 
 export interface EngineOptions {
   /** The engine's folder (made 0700). */
@@ -97,18 +97,21 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     if (!told.has(line)) log(line);
     told.add(line);
   };
-  let server = await startRestateServer({ dir, identityKeyFile: identity.privateKeyFile });
+  // The proxy and the gate take their ports before the Restate server starts, and give them up
+  // only after it ended (`stopAll`): a server that runs while no proxy holds the proxy's port
+  // sends runs in flight (their journals, and a request identity any worker takes for 60 s) to
+  // whoever listens there. So a port someone else took stops the start before a server runs.
+  const sockets = restateSockets(dir);
   const listen = async <T>(what: string, port: number | undefined, start: (port: number) => Promise<T>) => {
     try {
       return await start(port ?? 0);
     } catch (error) {
-      await server.stop();
       const code = (error as { code?: string }).code;
       throw new Error(
         code === "EADDRINUSE"
           ? `the engine's ${what} port ${port} is taken by another program; it is the port this engine had ` +
               `(its deployments name it), so free it, or give --${what === "gate" ? "port" : "proxy-port"} to move ` +
-              "(then runs in flight on the old address are lost)."
+              "(then runs in flight on the old address are lost). No Restate server was started."
           : `the engine's ${what} did not start: ${(error as Error).message}`,
       );
     }
@@ -129,8 +132,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   const gate: Gate = await listen("gate", options.port ?? saved.port, (port) =>
     startGate({
       token,
-      ingressSocket: server.ingressSocket,
-      adminSocket: server.adminSocket,
+      ...sockets,
       port,
       ...(options.host !== undefined && { host: options.host }),
     }),
@@ -138,6 +140,15 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     await proxy.close();
     throw error;
   });
+  let server = await startRestateServer({ dir, identityKeyFile: identity.privateKeyFile }).catch(
+    async (error: unknown) => {
+      await gate.close();
+      await proxy.close();
+      throw error;
+    },
+  );
+  const unbound = unboundServerWarning();
+  if (unbound !== undefined) log(unbound);
   await writeFile(stateFile, `${JSON.stringify({ port: gate.port, proxyPort: proxy.port })}\n`, { mode: 0o600 });
   await writeFile(connectionFile, `${JSON.stringify({ url: gate.url, token }, null, 2)}\n`, { mode: 0o600 });
   await chmod(connectionFile, 0o600);
@@ -197,15 +208,16 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
   let timer: NodeJS.Timeout | undefined;
   let folderTimer: NodeJS.Timeout | undefined;
   let stopped: Promise<void> | undefined;
-  /** Stops the gate, the proxy and the server (once). */
+  /** Stops the gate, the server, then the proxy (once). */
   const stopAll = () => {
     stopping = true;
     clearInterval(timer);
     clearInterval(folderTimer);
+    // the proxy last: its port stays the engine's until no server can send a run there
     stopped ??= (async () => {
       await gate.close();
-      await proxy.close();
       await server.stop();
+      await proxy.close();
     })();
     return stopped;
   };

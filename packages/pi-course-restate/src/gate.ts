@@ -54,10 +54,11 @@ export async function startGate(options: GateOptions): Promise<Gate> {
     return given.length === expected.length && timingSafeEqual(given, expected);
   };
   const server = http.createServer((down, reply) => {
-    listening.started(down.socket);
     const challenge = down.headers[CHALLENGE_HEADER];
     if (down.url === GATE_PROOF_PATH && down.method === "GET" && isChallenge(challenge)) {
-      // the one answer without the token: proves to a client, before it sends its token, that this is the engine
+      // the one answer without the token: proves to a client, before it sends its token, that this is the engine.
+      // It does not count as the connection's request (`listener.ts`): a connection that asked only this (and
+      // then sends a body without end, or nothing) stays under the guard's time limit and cap, as any without the token
       const proof = gateProof(options.token, challenge, endpoint(down.socket.localAddress, down.socket.localPort));
       reply.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(proof) });
       reply.end(proof);
@@ -76,6 +77,7 @@ export async function startGate(options: GateOptions): Promise<Gate> {
       );
       return;
     }
+    listening.started(down.socket);
     const url = down.url ?? "/";
     const toAdmin = url === "/admin" || url.startsWith("/admin/");
     const headers: http.OutgoingHttpHeaders = {};

@@ -17,7 +17,7 @@
  * travels on a command line, where `ps` shows it to every user.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from "node:fs";
 import { chmod, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 
@@ -101,11 +101,7 @@ export function readWorkerCredential(file: string | undefined, env: NodeJS.Proce
   const where = file === undefined ? `$${IDENTITY_KEYS_ENV}` : file;
   let text: string;
   if (file !== undefined) {
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      throw new Error(`cannot read the identity keys file ${file}: ${(error as Error).message}`);
-    }
+    text = readSecretFile(file);
   } else {
     text = env[IDENTITY_KEYS_ENV] ?? "";
   }
@@ -134,6 +130,42 @@ export function readWorkerCredential(file: string | undefined, env: NodeJS.Proce
     );
   }
   return { identityKeys, workerSecret: secrets[0]! };
+}
+
+/**
+ * The text of the identity keys file `file`, refused unless it is this user's alone: it holds the
+ * workers' secret, with which anyone could pass for a worker on a dead worker's port and be sent
+ * runs. Judged on the open file it is read from (a path looked at, then read, can name two files),
+ * opened without blocking (a FIFO in its place would hold the start for ever).
+ */
+function readSecretFile(file: string): string {
+  let fd: number;
+  try {
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  } catch (error) {
+    throw new Error(`cannot read the identity keys file ${file}: ${(error as Error).message}`);
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw new Error(`the identity keys file ${file} is not a file`);
+    const me = process.getuid?.();
+    if (me !== undefined && info.uid !== me) {
+      throw new Error(
+        `the identity keys file ${file} belongs to another user (uid ${info.uid}); it holds the workers' secret, ` +
+          "which must be this worker's user's alone. Copy the engine's identity-keys as your own (chmod 600).",
+      );
+    }
+    if ((info.mode & 0o077) !== 0) {
+      throw new Error(
+        `the identity keys file ${file} can be read by other users (mode ${(info.mode & 0o777).toString(8)}); ` +
+          "it holds the workers' secret, with which anyone could pass for a worker and be sent runs. " +
+          `Run \`chmod 600 ${file}\`.`,
+      );
+    }
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The entries of an identity keys text: split on blanks and commas. */

@@ -51,12 +51,15 @@ export interface ProxyOptions extends ListenOptions {
 /** How long a listener that did not prove itself is skipped before it is asked again. */
 export const REFUSED_MS = 2000;
 
+/** How long a worker's address may take to accept a connection (the version question has its own 5 s). */
+const CONNECT_MS = 5000;
+
 interface Upstream {
   session: http2.ClientHttp2Session;
   version: string;
 }
 
-const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR } = http2.constants;
 
 /** Starts the proxy on `host` (default 127.0.0.1; `port` 0: any free port) in front of `workers`. */
 export async function startProxy(options: ProxyOptions): Promise<Proxy> {
@@ -74,7 +77,14 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       const forget = () => {
         if (sessions.get(url) === made) sessions.delete(url);
       };
+      // settled within CONNECT_MS whatever the peer does: a request of a run waits on this promise
+      const late = setTimeout(() => {
+        session.destroy();
+        reject(new Error(`${url} did not accept a connection within ${CONNECT_MS} ms`));
+      }, CONNECT_MS);
+      late.unref();
       session.once("connect", () => {
+        clearTimeout(late);
         askVersion(session, options.workerSecret).then(
           (version) => resolve({ session, version }),
           (error: unknown) => {
@@ -87,10 +97,15 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
         );
       });
       session.on("error", (error) => {
+        clearTimeout(late);
         forget();
         reject(error);
       });
-      session.once("close", forget);
+      session.once("close", () => {
+        clearTimeout(late);
+        forget();
+        reject(new Error(`${url} closed the connection before it was a worker's`)); // (no-op once resolved)
+      });
       session.once("goaway", forget);
     });
     made.catch(() => undefined);
@@ -113,6 +128,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       let up: http2.ClientHttp2Stream;
       try {
         const upstream = await connect(url);
+        if (down.closed || down.destroyed) return; // the engine gave up on this request while it waited
         if (version !== undefined && upstream.version !== version) continue; // other code
         up = upstream.session.request({ ...forwarded(headers), ":path": path }, { endStream: false });
       } catch {
@@ -122,13 +138,22 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       up.on("response", (response) => {
         if (!down.destroyed && !down.headersSent) down.respond(forwarded(response, true));
       });
+      // A worker's death must reach the engine as a failed stream (it retries only those): a cut
+      // connection ends the upstream too, so only an answer that came to its end is ended whole
+      let whole = false;
+      up.on("end", () => {
+        if (!down.headersSent || up.aborted || (up.rstCode ?? NGHTTP2_NO_ERROR) !== NGHTTP2_NO_ERROR) return;
+        whole = true;
+        down.end();
+      });
       up.on("close", () => {
-        if (!up.readableEnded && !down.closed) down.close(NGHTTP2_INTERNAL_ERROR);
+        // a reset (`close(code)` would send the end of the stream first once the engine has ended its side)
+        if (!whole && !down.destroyed) down.destroy(new Error("the worker's stream was cut"));
       });
       down.on("close", () => {
         if (!up.closed) up.close(NGHTTP2_CANCEL);
       });
-      up.pipe(down);
+      up.pipe(down, { end: false });
       down.pipe(up);
       return;
     }

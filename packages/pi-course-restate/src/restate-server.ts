@@ -12,14 +12,15 @@
  * gone waits for one, however long, with the capped backoff its workflow advertises.
  *
  * On Linux the server dies with the process that started it: it is started through util-linux's
- * `setpriv --pdeathsig SIGTERM` (the kernel sends SIGTERM when the engine is gone, even by
- * SIGKILL), so a SIGKILLed engine leaves no server sending runs to a proxy port that anyone may
- * take meanwhile. Where `setpriv` is missing, a server left running by an engine that was SIGKILLed
- * (its pid is in `<dir>/restate.pid`) is ended before a new one starts on the same data.
+ * `setpriv --pdeathsig SIGKILL` (the kernel kills it when the engine is gone, even by SIGKILL; not
+ * SIGTERM, as a server shutting down still retries the runs whose connections the engine's death
+ * cut, to a proxy port that anyone may take by then). Any server of the same folder still running
+ * when a new one starts (`setpriv` missing, or an engine SIGKILLed before the signal was set) is
+ * found by its command line and ended first.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { createRequire } from "node:module";
 import net from "node:net";
@@ -68,8 +69,39 @@ export function restateServerBinary(): string {
 const PDEATHSIG =
   process.platform === "linux" ? ["/usr/bin/setpriv", "/bin/setpriv"].find((file) => existsSync(file)) : undefined;
 
+/**
+ * What to know when the server cannot be tied to its engine here (no `setpriv`, or not Linux):
+ * a line for the engine's log, or undefined when it is tied.
+ */
+export function unboundServerWarning(): string | undefined {
+  if (PDEATHSIG !== undefined) return undefined;
+  return (
+    "the Restate server cannot be made to die with this engine here (" +
+    (process.platform === "linux"
+      ? "util-linux's setpriv is not installed: apt-get install util-linux, apk add setpriv, or dnf install util-linux"
+      : `no parent-death signal on ${process.platform}`) +
+    "); if the engine is SIGKILLed, its server keeps running, and retrying runs in flight at the proxy's port, " +
+    "which any local user may take meanwhile, until the engine starts again. Stop the engine with Ctrl-C or SIGTERM."
+  );
+}
+
 /** The longest path a Unix socket may have on Linux (sun_path, 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
+
+/**
+ * Where the server of `dir` listens (the same paths across restarts, so the gate is given them
+ * before the server starts). Throws when they would be too long for a Unix socket.
+ */
+export function restateSockets(dir: string): { ingressSocket: string; adminSocket: string } {
+  const node = path.join(path.resolve(dir), "data", "engine");
+  if (Buffer.byteLength(path.join(node, "fabric.sock")) > MAX_SOCKET_PATH) {
+    throw new Error(
+      `${dir} is too deep for the engine's Unix sockets (${node}/fabric.sock is over ${MAX_SOCKET_PATH} bytes); ` +
+        "give the engine a shorter --dir.",
+    );
+  }
+  return { ingressSocket: path.join(node, "ingress.sock"), adminSocket: path.join(node, "admin.sock") };
+}
 
 /**
  * Starts a Restate server with its data in `dir` (created 0700 if missing), signing requests to
@@ -83,15 +115,7 @@ export async function startRestateServer(options: {
   const dir = path.resolve(options.dir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
-  const node = path.join(dir, "data", "engine");
-  const ingressSocket = path.join(node, "ingress.sock");
-  const adminSocket = path.join(node, "admin.sock");
-  if (Buffer.byteLength(path.join(node, "fabric.sock")) > MAX_SOCKET_PATH) {
-    throw new Error(
-      `${dir} is too deep for the engine's Unix sockets (${node}/fabric.sock is over ${MAX_SOCKET_PATH} bytes); ` +
-        "give the engine a shorter --dir.",
-    );
-  }
+  const { ingressSocket, adminSocket } = restateSockets(dir);
   const config = path.join(dir, "restate.toml");
   await writeFile(
     config,
@@ -116,14 +140,22 @@ export async function startRestateServer(options: {
     ].join("\n"),
     { mode: 0o600 },
   );
-  await endLeftover(dir, config);
+  await endLeftover(config);
   const command = [restateServerBinary(), "--config-file", config, "--listen-mode", "unix", "--no-logo"];
   // setpriv sets the signal, then execs the server: the same pid, the same command line
-  const withParent = PDEATHSIG === undefined ? command : [PDEATHSIG, "--pdeathsig", "SIGTERM", "--", ...command];
-  const child = spawn(withParent[0]!, withParent.slice(1), {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, DO_NOT_TRACK: "1" },
-  });
+  const withParent = PDEATHSIG === undefined ? command : [PDEATHSIG, "--pdeathsig", "SIGKILL", "--", ...command];
+  // its data and sockets the owner's alone whatever this process's umask (under umask 000 they were
+  // 0777, the folder's 0700 the one barrier): a child starts with the umask of the moment it forks
+  const umask = process.umask(0o077);
+  let child: ChildProcess;
+  try {
+    child = spawn(withParent[0]!, withParent.slice(1), {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, DO_NOT_TRACK: "1" },
+    });
+  } finally {
+    process.umask(umask);
+  }
   if (child.pid !== undefined) await writeFile(path.join(dir, "restate.pid"), `${child.pid}\n`, { mode: 0o600 });
   let stderr = "";
   child.stderr?.setEncoding("utf8");
@@ -181,24 +213,40 @@ export async function startRestateServer(options: {
   };
 }
 
-/** Ends the server a SIGKILLed engine left running on `dir` (its pid file names it, its command line names `config`). */
-async function endLeftover(dir: string, config: string): Promise<void> {
-  let pid: number;
+/**
+ * Ends every server left running on `dir`: any process of this user whose command line says
+ * `--config-file <config>` (`/proc`), whether or not a pid file names it. An engine SIGKILLed
+ * between starting its server and writing `restate.pid`, or before `setpriv` set the
+ * parent-death signal (the signal then follows the new parent, which never dies), leaves one that
+ * no pid file names; it would hold the folder's sockets and answer for the new server. Another
+ * user's process is never taken for ours, whatever its command line says (a recycled pid).
+ */
+async function endLeftover(config: string): Promise<void> {
+  const left = serversOf(config);
+  for (const pid of left) process.kill(pid, "SIGKILL"); // its log is durable: the new server picks up where it was
+  while (left.some((pid) => serversOf(config).includes(pid))) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/** The pids of this user's processes started with `--config-file <config>` (none where there is no `/proc`). */
+function serversOf(config: string): number[] {
+  const uid = process.getuid?.();
+  let pids: string[];
   try {
-    pid = Number((await readFile(path.join(dir, "restate.pid"), "utf8")).trim());
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
   } catch {
-    return;
+    return [];
   }
-  const ours = () => {
+  return pids.map(Number).filter((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(config);
+      // its real user (`/proc/PID`'s owner is root for a process that is not dumpable)
+      const owner = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+      if (pid === process.pid || owner !== uid) return false;
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return args.some((arg, i) => arg === "--config-file" && args[i + 1] === config);
     } catch {
-      return false;
+      return false; // ended meanwhile
     }
-  };
-  if (!Number.isInteger(pid) || pid <= 0 || !ours()) return;
-  process.kill(pid, "SIGKILL"); // its log is durable: the new server picks up where it was
-  while (ours()) await new Promise((resolve) => setTimeout(resolve, 20));
+  });
 }
 
 /** One HTTP/1.1 request over a Unix socket; resolves with the status and the whole body. */

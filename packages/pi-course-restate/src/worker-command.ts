@@ -26,7 +26,8 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { RunSetups } from "./agent-run.js";
 import { checkBind } from "./bind.js";
-import { readWorkerCredential } from "./identity.js";
+import { guardFolder, WORKER_TMPDIR } from "./folder-guard.js";
+import { IDENTITY_KEYS_ENV, readWorkerCredential } from "./identity.js";
 import { startWorker } from "./worker.js";
 
 export const WORKER_HELP = `usage: pi-course-restate worker [--setups MODULE] [options]
@@ -103,6 +104,9 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
   const host = values.host ?? "127.0.0.1";
   checkBind("--host", host);
   const credential = readWorkerCredential(values["identity-keys-file"]);
+  // the credential leaves the environment: every case, check and tool this worker starts inherits
+  // it, and a tool's output (`env`) is journaled and lands in reports
+  delete process.env[IDENTITY_KEYS_ENV];
   let setups: RunSetups = builtIn?.setups ?? {};
   if (values.setups !== undefined) {
     const loaded = (await import(pathToFileURL(path.resolve(values.setups)).href)) as { setups?: RunSetups };
@@ -112,7 +116,12 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     setups = loaded.setups;
   }
   const ownTmp = values.tmpdir === undefined ? mkdtempSync(path.join(tmpdir(), "pi-course-worker-")) : undefined;
-  if (values.tmpdir !== undefined) mkdirSync(values.tmpdir, { recursive: true });
+  if (values.tmpdir !== undefined) {
+    // one the worker is alone in: another user's, or one others may write, would let them swap
+    // a case's workspace or plant links where tools write
+    mkdirSync(values.tmpdir, { recursive: true, mode: 0o700 });
+    await guardFolder(values.tmpdir, WORKER_TMPDIR);
+  }
   process.env.TMPDIR = ownTmp ?? path.resolve(values.tmpdir!);
   const version =
     values.version ??
@@ -126,6 +135,14 @@ export async function runWorkerCommand(args: string[], builtIn?: { setups: RunSe
     version,
     suites: (values.suites ?? "").split(",").filter((dir) => dir !== ""),
     ...(retryMaxMs !== undefined && { retry: { maxIntervalMs: retryMaxMs } }),
+  }).catch((error: unknown) => {
+    if (ownTmp !== undefined) rmSync(ownTmp, { recursive: true, force: true });
+    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    throw new Error(
+      `the worker's port ${host}:${port} is taken by another program. If it is another worker, this one is not needed there; ` +
+        "if it is not, it gets no run (the engine's proxy sends runs only to listeners that prove they hold the workers' secret), " +
+        "but this worker cannot serve either: free the port, or give --port one the engine's --workers names.",
+    );
   });
   let stopping = false;
   const stop = () => {

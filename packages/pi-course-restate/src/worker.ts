@@ -55,6 +55,9 @@ export interface Worker {
   close(graceMs?: number): Promise<void>;
 }
 
+/** The paths the SDK serves only to requests the engine signed. */
+const SIGNED_PATH = /^\/(invoke|discover)(\/|\?|$)/;
+
 /** Starts a worker and resolves once it listens. */
 export async function startWorker(options: WorkerOptions): Promise<Worker> {
   if (options.identityKeys.length === 0) {
@@ -76,8 +79,9 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   });
   const version = options.version ?? "unversioned";
   const server = http2.createServer((request, response) => {
-    listening.started(request.socket);
     if (request.url === VERSION_PATH && request.method === "GET") {
+      // answered to anyone: the connection stays under the listener's cap (the proxy's session waits here for runs)
+      listening.answered(request.socket);
       const challenge = request.headers[CHALLENGE_HEADER];
       if (!isChallenge(challenge)) {
         response.writeHead(400, { "content-type": "text/plain" });
@@ -90,6 +94,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       response.end(JSON.stringify({ version, proof: workerProof(options.workerSecret, challenge, where, version) }));
       return;
     }
+    // off the listener's guard only once a request got past the engine's signature (the SDK answers
+    // the head of a signed invocation or discovery 200; an unsigned one 401, /health 200 to anyone)
+    const signable = SIGNED_PATH.test(request.url ?? "");
+    const writeHead = response.writeHead.bind(response) as (status: number, ...rest: unknown[]) => typeof response;
+    response.writeHead = ((status: number, ...rest: unknown[]) => {
+      if (signable && status < 300) listening.started(request.socket);
+      else listening.answered(request.socket);
+      return writeHead(status, ...rest);
+    }) as typeof response.writeHead;
     handler(request, response);
   });
   const sessions = new Set<http2.ServerHttp2Session>();

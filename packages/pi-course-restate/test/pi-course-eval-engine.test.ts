@@ -4,35 +4,20 @@
  * names the worker's variable; this process does not have it), with the reports and exit code of
  * `pi-course eval`. A key given to the CLI with --engine is refused.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { runEval } from "../../pi-course/src/cli/eval-command.js";
-import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/test/support/chat-replay-server.js";
-import type { Engine } from "../src/engine.js";
-import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
-import { answer, writeGreetSuite } from "./support/greet-suite.js";
+import { type GreetOnEngine, greetOnEngine } from "./support/greet-suite.js";
 
 const KEY = "sk-only-the-worker-has-it-91c2";
-let root: string;
-let suite: string;
-let model: ChatReplayServer;
-let engine: Engine;
-let started: EngineAndWorker | undefined;
+let on: GreetOnEngine | undefined;
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(tmpdir(), "pi-course-eval-engine-"));
-  suite = await writeGreetSuite(root);
-  model = await startChatReplayServer([answer("hello")]);
-  started = await engineAndWorker(path.join(root, "restate"), { env: { WORKER_MODEL_KEY: KEY }, suites: [suite] });
-  ({ engine } = started);
+  on = await greetOnEngine("pi-course-eval-engine-", { WORKER_MODEL_KEY: KEY });
 });
 
 afterAll(async () => {
-  await started?.stop();
-  await model?.close();
-  if (root !== undefined) await rm(root, { recursive: true, force: true });
+  await on?.stop();
 });
 
 /** Runs `pi-course eval` with `argv`; its exit code and output. */
@@ -49,6 +34,7 @@ async function evalCli(argv: string[]) {
 }
 
 it("runs a suite through the engine on a model server, the key read by the worker from the variable --api-key-env names", async () => {
+  const { root, suite, engine, model } = on!;
   const out = path.join(root, "report");
   const { code, stdout, stderr } = await evalCli([
     suite,
@@ -71,6 +57,7 @@ it("runs a suite through the engine on a model server, the key read by the worke
 }, 180_000);
 
 it("refuses a key given to the CLI with --engine: the workers hold it", async () => {
+  const { root, suite, engine, model } = on!;
   const { code, stderr } = await evalCli([
     suite,
     "--engine",

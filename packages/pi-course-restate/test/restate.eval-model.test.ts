@@ -5,41 +5,27 @@
  * engine's journal and state hold it nowhere; an input that carries a key is refused.
  */
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type ChatReplayServer, startChatReplayServer } from "../../pi-course/test/support/chat-replay-server.js";
 import { attach } from "../src/attach.js";
 import { type EngineModelServer, EVAL_RUN } from "../src/eval-run.js";
 import { evalOnEngine } from "../src/eval-suite.js";
-import type { Engine } from "../src/engine.js";
 import { engineFetch } from "../src/engine-client.js";
-import { type EngineAndWorker, engineAndWorker } from "./support/fleet.js";
-import { answer, writeGreetSuite } from "./support/greet-suite.js";
+import { type GreetOnEngine, greetOnEngine } from "./support/greet-suite.js";
 
 const KEY = "sk-held-by-the-worker-7f3a";
-let root: string;
-let suite: string;
-let model: ChatReplayServer;
-let engine: Engine;
-let started: EngineAndWorker | undefined;
+let on: GreetOnEngine | undefined;
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(tmpdir(), "pi-restate-eval-model-"));
-  suite = await writeGreetSuite(root);
-  model = await startChatReplayServer([answer("hello")]);
-  started = await engineAndWorker(path.join(root, "restate"), { env: { OPENAI_API_KEY: KEY }, suites: [suite] });
-  ({ engine } = started);
+  on = await greetOnEngine("pi-restate-eval-model-", { OPENAI_API_KEY: KEY });
 });
 
 afterAll(async () => {
-  await started?.stop();
-  await model?.close();
-  if (root !== undefined) await rm(root, { recursive: true, force: true });
+  await on?.stop();
 });
 
 it("runs a suite on a model server with the key the worker holds; the engine never sees the key", async () => {
+  const { root, suite, engine, model } = on!;
   expect(process.env.OPENAI_API_KEY ?? "").not.toBe(KEY);
   const result = await evalOnEngine({
     suite,
@@ -73,6 +59,7 @@ it("runs a suite on a model server with the key the worker holds; the engine nev
 }, 180_000);
 
 it("refuses a run whose input carries a key", async () => {
+  const { root, suite, engine, model } = on!;
   const key = encodeURIComponent("keyed/greet/0");
   const sent = await engineFetch(engine, `/${EVAL_RUN}/${key}/run/send`, {
     method: "POST",

@@ -25,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunOutput } from "../src/agent-run.js";
 import type { Engine } from "../src/engine.js";
 import { freePort } from "../src/restate-server.js";
+import { runStatus } from "../src/runs.js";
 import { runResult, submitRun, writeSession } from "../src/submit.js";
 import { spawnWorker } from "../src/worker-process.js";
 import { Fleet, engineWithFleet, testBundle } from "./support/fleet.js";
@@ -39,6 +40,8 @@ let markers: string;
 let effects: string;
 let engine: Engine | undefined;
 
+/** What the engine said (its log), for the story of a run that did not end. */
+const engineLog: string[] = [];
 /** The kills made, in order. */
 const kills: { runId: string; point: string; pid: number }[] = [];
 /** Kill points still to kill at: `<run>.<point>`. */
@@ -49,7 +52,13 @@ const reached: { name: string; pid: number }[] = [];
 
 let bundle: Awaited<ReturnType<typeof testBundle>> | undefined;
 // a TMPDIR of the test's own: a worker keeps a folder for eval cases there
-const fleet = new Fleet((port, credential) => spawnWorker({ bundle: bundle!.file, port, tmpdir: root, ...credential }));
+const fleet = new Fleet(async (port, credential) => {
+  const worker = await spawnWorker({ bundle: bundle!.file, port, tmpdir: root, ...credential });
+  worker.child.stderr?.on("data", (chunk: string) => workerLog.push(`${worker.pid}: ${chunk.trimEnd()}`));
+  return worker;
+});
+/** What the workers wrote to stderr once they listened. */
+const workerLog: string[] = [];
 
 /** Each marker: kill its worker when the plan says so (and start a new one on its port), else say go. */
 async function judge(): Promise<void> {
@@ -79,7 +88,9 @@ beforeAll(async () => {
   await mkdir(markers);
   bundle = await testBundle(SETUPS);
   const ports = await Promise.all(Array.from({ length: WORKERS }, () => freePort()));
-  engine = await engineWithFleet(fleet, path.join(root, "restate"), ports);
+  engine = await engineWithFleet(fleet, path.join(root, "restate"), ports, {
+    log: (line) => engineLog.push(`${new Date().toISOString()} ${line}`),
+  });
   fleet.watch(judge);
 });
 
@@ -98,7 +109,27 @@ afterAll(async () => {
 async function run(runId: string, points: string[]): Promise<RunOutput> {
   for (const point of points) planned.add(`${runId}.${point}`);
   await submitRun(engine!, runId, { setup: "kill-script", prompt: "go", options: { markers, effects } });
-  return runResult(engine!, runId, AbortSignal.timeout(180_000));
+  try {
+    return await runResult(engine!, runId, AbortSignal.timeout(180_000));
+  } catch (error) {
+    throw new Error(`run ${runId} did not end: ${(error as Error).message}\n${await story(runId)}`, { cause: error });
+  }
+}
+
+/** What is known of run `runId` and of the fleet: what a hang's cause is found from. */
+async function story(runId: string): Promise<string> {
+  const status = await runStatus(engine!, runId).catch((error: unknown) => `(no status: ${(error as Error).message})`);
+  const waiting = (await readdir(markers)).filter((f) => f.startsWith(`${runId}.`));
+  return [
+    `status: ${JSON.stringify(status)}`,
+    `its markers: ${waiting.join(" ")}`,
+    `reached: ${reached.map((r) => `${r.name}@${r.pid}`).join(" ")}`,
+    `kills: ${kills.map((k) => `${k.runId}.${k.point}@${k.pid}`).join(" ")}; planned: ${[...planned].join(" ")}`,
+    `workers: ${fleet.workers.map((w) => `${w.pid}:${w.port}:${fleet.alive(w) ? "alive" : "gone"}`).join(" ")}`,
+    `engine log:\n${engineLog.join("\n")}`,
+    `workers' stderr:\n${workerLog.join("\n").slice(-8000)}`,
+    `restate stderr:\n${engine!.server().stderr()}`,
+  ].join("\n");
 }
 
 /** The transcript of the same script run locally, in one process, without an engine. */

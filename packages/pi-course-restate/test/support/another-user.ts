@@ -30,3 +30,13 @@ export async function folderForAnotherUser(prefix: string, script: string): Prom
   await chmod(copy, 0o644);
   return dir;
 }
+
+/** Runs `command` as `nobody` and waits for it; fails (never skips) when this machine cannot, or it fails. */
+export function asNobody(...command: string[]): void {
+  if (process.getuid?.() !== 0)
+    throw new Error("this attack is made as another local user (runuser -u nobody): run it as root (CI does).");
+  const done = spawnSync("runuser", ["-u", "nobody", "--", ...command], { encoding: "utf8" });
+  if (done.error !== undefined || done.status !== 0) {
+    throw new Error(`runuser -u nobody ${command.join(" ")} failed (${done.error?.message ?? done.stderr})`);
+  }
+}

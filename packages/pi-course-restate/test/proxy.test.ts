@@ -1,0 +1,167 @@
+/**
+ * The deployment proxy alone, between a client standing in for the Restate server and a worker
+ * that proves itself and then dies in the middle of a request (its connection cut, as a SIGKILL
+ * cuts it). The engine retries an invocation only when its stream fails; a stream that neither
+ * answers nor fails holds the run until the engine's inactivity timeout (an hour). So a worker's
+ * death must reach the engine as a reset stream, whether it came before the worker's answer or in
+ * the middle of it; a truncated answer must never look complete.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import http2 from "node:http2";
+import net from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { listen } from "../src/listener.js";
+import { type Proxy, startProxy } from "../src/proxy.js";
+import { CHALLENGE_HEADER, endpoint, VERSION_PATH, workerProof } from "../src/worker-proof.js";
+
+const SECRET = `workersecretv1_${randomBytes(32).toString("base64url")}`;
+const closers: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/**
+ * A worker that proves itself (version "v1") and answers every other request with `onRequest`.
+ * `cut()` cuts its connections the way a killed process's are cut: a TCP reset when data it did
+ * not read was waiting (`how: "reset"`), else a plain close (`"close"`).
+ */
+async function dyingWorker(
+  onRequest: (stream: http2.ServerHttp2Stream, cut: () => void) => void,
+  how: "reset" | "close" = "reset",
+) {
+  const server = http2.createServer();
+  const sockets = new Set<import("node:net").Socket>();
+  server.on("connection", (socket) => sockets.add(socket));
+  const cut = () => {
+    for (const socket of sockets) how === "reset" ? socket.resetAndDestroy() : socket.destroy();
+  };
+  server.on("stream", (stream, headers) => {
+    if (headers[":path"] === VERSION_PATH) {
+      const socket = stream.session!.socket;
+      const proof = workerProof(
+        SECRET,
+        String(headers[CHALLENGE_HEADER]),
+        endpoint(socket.localAddress, socket.localPort),
+        "v1",
+      );
+      stream.respond({ ":status": 200, "content-type": "application/json" });
+      stream.end(JSON.stringify({ version: "v1", proof }));
+      return;
+    }
+    onRequest(stream, cut);
+  });
+  const listening = await listen(server);
+  closers.push(async () => {
+    cut();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return listening.url;
+}
+
+async function proxyTo(...workers: string[]): Promise<Proxy> {
+  const proxy = await startProxy({ workers, workerSecret: SECRET });
+  closers.push(() => proxy.close());
+  return proxy;
+}
+
+/** What the engine's side of one request through `proxy` sees: the status (if any), the body, how the stream ended. */
+async function request(proxy: Proxy, boundMs = 8000): Promise<{ status?: number; body: string; rstCode: number }> {
+  const session = http2.connect(proxy.url);
+  closers.push(async () => session.destroy());
+  const stream = session.request({ ":method": "POST", ":path": "/invoke/AgentRun/run" }, { endStream: false });
+  stream.end("start");
+  let status: number | undefined;
+  let body = "";
+  stream.on("response", (headers) => {
+    status = Number(headers[":status"]);
+  });
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    body += chunk;
+  });
+  stream.on("error", () => undefined);
+  // a hang bound far above what the answer takes (milliseconds), far below the engine's hour
+  const closed = await Promise.race([
+    new Promise<boolean>((resolve) => stream.once("close", () => resolve(true))),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), boundMs)),
+  ]);
+  if (!closed) throw new Error(`the request through the proxy neither answered nor failed in ${boundMs} ms`);
+  return { ...(status !== undefined && { status }), body, rstCode: stream.rstCode ?? 0 };
+}
+
+describe("the proxy passes a worker's death on as a failed stream", () => {
+  for (const how of ["reset", "close"] as const) {
+    it(`a worker cut (${how}) before it answered: the engine's stream is reset, not left open`, async () => {
+      const worker = await dyingWorker((_stream, cut) => cut(), how);
+      const seen = await request(await proxyTo(worker));
+      expect(seen.status).toBeUndefined();
+      expect(seen.rstCode).toBe(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    });
+
+    it(`a worker cut (${how}) in the middle of its answer: the engine's stream is reset, the part is no whole answer`, async () => {
+      const worker = await dyingWorker((stream, cut) => {
+        stream.respond({ ":status": 200 });
+        stream.write("part of an answer", () => setTimeout(cut, 50));
+      }, how);
+      const seen = await request(await proxyTo(worker));
+      expect(seen.status).toBe(200);
+      expect(seen.body).toBe("part of an answer");
+      expect(seen.rstCode).toBe(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    });
+  }
+
+  it("a worker that answers whole: the engine's stream ends cleanly with all of it", async () => {
+    const worker = await dyingWorker((stream) => {
+      stream.respond({ ":status": 200 });
+      stream.end("the whole answer");
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ status: 200, body: "the whole answer", rstCode: 0 });
+  });
+});
+
+/**
+ * An address whose connections never complete, as a worker host that went down drops them: a
+ * process that listens with a backlog of 1 and never accepts (its thread blocked), its queue
+ * filled; the kernel then drops every further connection's first packet.
+ */
+async function unreachable(): Promise<string> {
+  const child = spawn(process.execPath, [
+    "-e",
+    "require('node:net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 1 }, function () {" +
+      " console.log(this.address().port); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0) })",
+  ]);
+  closers.push(async () => child.kill("SIGKILL"));
+  const port = await new Promise<number>((resolve) =>
+    child.stdout.once("data", (data) => resolve(Number(String(data)))),
+  );
+  // a queue of backlog + 1: two connections fill it, a third then waits
+  const fillers: net.Socket[] = [];
+  closers.push(async () => {
+    for (const socket of fillers) socket.destroy();
+  });
+  for (let i = 0; i < 2; i++) {
+    const socket = net.connect(port, "127.0.0.1").on("error", () => undefined);
+    fillers.push(socket);
+    await new Promise((resolve) => socket.once("connect", resolve));
+  }
+  const third = net.connect(port, "127.0.0.1").on("error", () => undefined);
+  fillers.push(third);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(third.connecting, "the queue is full: a new connection does not complete").toBe(true);
+  return `http://127.0.0.1:${port}`;
+}
+
+it("a worker address that never completes a connection is given up after a few seconds, and the next worker answers", async () => {
+  const good = await dyingWorker((stream) => {
+    stream.respond({ ":status": 200 });
+    stream.end("the whole answer");
+  });
+  // the unreachable address first: the round robin starts there (TCP alone would wait about two minutes)
+  const proxy = await proxyTo(await unreachable(), good);
+  const started = Date.now();
+  expect(await request(proxy, 20_000)).toEqual({ status: 200, body: "the whole answer", rstCode: 0 });
+  expect(Date.now() - started).toBeGreaterThanOrEqual(4_000); // it did wait on the unreachable one first
+}, 30_000);
