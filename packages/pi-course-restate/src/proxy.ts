@@ -25,7 +25,7 @@
  */
 import http2 from "node:http2";
 import { type ListenOptions, listen } from "./listener.js";
-import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, VERSION_PATH } from "./worker-proof.js";
+import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, SIGNED_PATH, VERSION_PATH } from "./worker-proof.js";
 
 export interface Proxy {
   url: string;
@@ -121,7 +121,10 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
   });
   server.on("stream", async (down, headers) => {
     down.on("error", () => undefined);
-    if (down.session !== undefined) listening.started(down.session.socket);
+    // anyone may send a request: the connection is idle under the listener's cap until one of its
+    // requests is answered by a worker as only a signed one is (`proven` below)
+    const peer = down.session?.socket;
+    if (peer !== undefined) listening.answered(peer);
     const { version, path } = versioned(String(headers[":path"] ?? "/"));
     for (let tried = 0; tried < workers.length; tried++) {
       const url = workers[next++ % workers.length]!;
@@ -136,6 +139,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       }
       up.on("error", () => undefined);
       up.on("response", (response) => {
+        if (peer !== undefined && proven(path, Number(response[":status"]))) listening.started(peer);
         if (!down.destroyed && !down.headersSent) down.respond(forwarded(response, true));
       });
       // A worker's death must reach the engine as a failed stream (it retries only those): a cut
@@ -192,6 +196,15 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Whether a worker's answer shows the request was the engine's: a worker answers a request to
+ * invoke or discover with a success only once its signature holds (`worker.ts`), so the proxy
+ * need not check the signature itself.
+ */
+function proven(path: string, status: number): boolean {
+  return status >= 200 && status < 300 && SIGNED_PATH.test(path);
 }
 
 /** `/v/<version>/rest` → the version and `/rest`; any other path as it is. */

@@ -20,6 +20,9 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 /** Where a worker says its version (plain JSON `{ "version": "…", "proof": "…" }`). */
 export const VERSION_PATH = "/pi-course-restate/version";
 
+/** The paths a worker serves only to requests the engine signed (an unsigned one is answered 401). */
+export const SIGNED_PATH = /^\/(invoke|discover)(\/|\?|$)/;
+
 /** The request header that carries the proxy's challenge (32 random bytes, base64url). */
 export const CHALLENGE_HEADER = "x-pi-restate-challenge";
 

@@ -19,7 +19,7 @@ import { agentRunWorkflow, type RetryOptions, type RunSetups } from "./agent-run
 import { evalRunWorkflow } from "./eval-run.js";
 import type { WorkerCredential } from "./identity.js";
 import { listen } from "./listener.js";
-import { CHALLENGE_HEADER, endpoint, isChallenge, VERSION_PATH, workerProof } from "./worker-proof.js";
+import { CHALLENGE_HEADER, endpoint, isChallenge, SIGNED_PATH, VERSION_PATH, workerProof } from "./worker-proof.js";
 
 /**
  * `identityKeys`: the engine's public keys (its `identity-keys` file): only requests signed with
@@ -54,9 +54,6 @@ export interface Worker {
    */
   close(graceMs?: number): Promise<void>;
 }
-
-/** The paths the SDK serves only to requests the engine signed. */
-const SIGNED_PATH = /^\/(invoke|discover)(\/|\?|$)/;
 
 /** Starts a worker and resolves once it listens. */
 export async function startWorker(options: WorkerOptions): Promise<Worker> {

@@ -28,7 +28,7 @@ afterEach(async () => {
  * not read was waiting (`how: "reset"`), else a plain close (`"close"`).
  */
 async function dyingWorker(
-  onRequest: (stream: http2.ServerHttp2Stream, cut: () => void) => void,
+  onRequest: (stream: http2.ServerHttp2Stream, cut: () => void, headers: http2.IncomingHttpHeaders) => void,
   how: "reset" | "close" = "reset",
 ) {
   const server = http2.createServer();
@@ -50,7 +50,7 @@ async function dyingWorker(
       stream.end(JSON.stringify({ version: "v1", proof }));
       return;
     }
-    onRequest(stream, cut);
+    onRequest(stream, cut, headers);
   });
   const listening = await listen(server);
   closers.push(async () => {
@@ -165,3 +165,47 @@ it("a worker address that never completes a connection is given up after a few s
   expect(await request(proxy, 20_000)).toEqual({ status: 200, body: "the whole answer", rstCode: 0 });
   expect(Date.now() - started).toBeGreaterThanOrEqual(4_000); // it did wait on the unreachable one first
 }, 30_000);
+
+/** Opens a session to `proxy` and sends one request of `headers`; resolves with the session and the status it got. */
+async function oneRequest(
+  proxy: Proxy,
+  headers: http2.OutgoingHttpHeaders,
+): Promise<{ session: http2.ClientHttp2Session; status: number }> {
+  const session = http2.connect(proxy.url);
+  session.on("error", () => undefined);
+  closers.push(async () => session.destroy());
+  const stream = session.request({ ":method": "POST", ...headers }, { endStream: true });
+  stream.on("error", () => undefined);
+  stream.resume();
+  const status = await new Promise<number>((resolve) =>
+    stream.once("response", (response) => resolve(Number(response[":status"]))),
+  );
+  return { session, status };
+}
+
+describe("the proxy's connections under its listener's guard", () => {
+  it("a program that sends one request per connection holds at most 128 open; the engine's proven connection stays", async () => {
+    // a worker answering as a real one does: 200 only to a signed request (here: one that says it is)
+    const answering = await dyingWorker((stream, _cut, headers) => {
+      stream.respond({ ":status": headers["x-signed"] === "yes" ? 200 : 401 });
+      stream.end();
+    });
+    const proxy = await proxyTo(answering);
+    const engine = await oneRequest(proxy, { ":path": "/invoke/AgentRun/run", "x-signed": "yes" });
+    expect(engine.status).toBe(200);
+    const flood = [];
+    for (let i = 0; i < 300; i++) flood.push(await oneRequest(proxy, { ":path": "/invoke/AgentRun/run" }));
+    expect(flood.every((one) => one.status === 401)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the cut connections' resets arrive
+    const open = flood.filter((one) => !one.session.closed && !one.session.destroyed).length;
+    expect(open).toBeLessThanOrEqual(128);
+    expect(proxy.cut()).toBeGreaterThanOrEqual(300 - 128);
+    expect(engine.session.closed || engine.session.destroyed, "the engine's connection was not cut").toBe(false);
+    // and the engine's next request on it goes through
+    const again = engine.session.request({ ":method": "POST", ":path": "/invoke/AgentRun/run", "x-signed": "yes" });
+    again.on("error", () => undefined);
+    again.end();
+    again.resume();
+    expect(await new Promise((resolve) => again.once("response", (r) => resolve(r[":status"])))).toBe(200);
+  }, 30_000);
+});

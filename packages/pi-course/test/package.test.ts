@@ -164,6 +164,81 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(JSON.parse(installed)).toEqual(source);
   }, 60_000);
 
+  it("Package · the root import loads neither TypeBox's compiler, nor TypeBox's Type beyond the builders the sources use, nor child_process, crypto, worker_threads or http; each loads on first use and works as the sources do", async () => {
+    // The bundle's stand-ins (scripts/bundle.ts): what they defer must still be there when used.
+    const app = join(work, "app");
+    const script = `
+import { createRequire } from "node:module";
+const before = new Set(process.moduleLoadList);
+const course = await import("@pi/course");
+const { Type } = await import("typebox");
+const heavy = () =>
+  process.moduleLoadList.filter((m) => !before.has(m) && /^NativeModule (child_process|crypto|worker_threads|http)$/.test(m));
+const bundled = () =>
+  Object.keys(createRequire(import.meta.url).cache).flatMap((file) => (file.endsWith(".cjs") ? [file.replace(/.*\\//, "")] : []));
+const atImport = { heavy: heavy(), bundled: bundled() };
+const tool = {
+  name: "add", label: "add", description: "Adds two numbers.",
+  parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
+  execute: async () => ({ content: [], details: undefined }),
+};
+let refusal;
+try {
+  course.validateToolArguments(tool, { type: "toolCall", id: "1", name: "add", arguments: { a: "one" } });
+} catch (error) {
+  refusal = [error.name, error.message];
+}
+const coerced = course.validateToolArguments(tool, { type: "toolCall", id: "2", name: "add", arguments: { a: "1", b: 2 } });
+const afterCheck = { heavy: heavy(), bundled: bundled() };
+const echoed = await course.runCommand("echo hi", { cwd: process.cwd() });
+const session = await course.SessionFile.create(process.cwd() + "/session.jsonl", { cwd: process.cwd() });
+// an extension's api.Type: a builder the sources use is there at once, any other member loads the whole Type
+const host = new course.ExtensionHost({ cwd: process.cwd() });
+let extension;
+await host.loadFactory((api) => {
+  const built = api.Type.Object({ x: api.Type.String() });
+  const before = bundled();
+  extension = { built, before, parsed: api.Type.Script("{ y: number }"), after: bundled(), members: Object.keys(api.Type).length };
+}, "inline", "user");
+console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, echoed: echoed.output, id: session.header.id.length, after: heavy().sort(), extension }));
+`;
+    writeFileSync(join(app, "first-use.mjs"), script);
+    const out = JSON.parse(execFileSync(process.execPath, ["first-use.mjs"], { cwd: app, encoding: "utf8" }));
+    const { Type } = await import("typebox");
+    const { validateToolArguments } = await import("../src/index.js");
+    let sources: unknown;
+    try {
+      validateToolArguments(
+        {
+          name: "add",
+          label: "add",
+          description: "Adds two numbers.",
+          parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
+          execute: async () => ({ content: [], details: undefined }),
+        },
+        { type: "toolCall", id: "1", name: "add", arguments: { a: "one" } },
+      );
+    } catch (error) {
+      sources = [(error as Error).name, (error as Error).message];
+    }
+    expect(out).toEqual({
+      atImport: { heavy: [], bundled: [] },
+      refusal: sources,
+      coerced: { a: 1, b: 2 },
+      afterCheck: { heavy: [], bundled: ["typebox-compile.cjs"] },
+      echoed: "hi\n",
+      id: 36,
+      after: ["NativeModule child_process", "NativeModule crypto"],
+      extension: {
+        built: Type.Object({ x: Type.String() }),
+        before: ["typebox-compile.cjs"],
+        parsed: Type.Script("{ y: number }"),
+        after: ["typebox-compile.cjs", "typebox-type.cjs"],
+        members: Object.keys(Type).length,
+      },
+    });
+  }, 60_000);
+
   it("Package · ships a README that says it is ESM-only and how to install it", () => {
     const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
     expect(files).toContain("README.md");

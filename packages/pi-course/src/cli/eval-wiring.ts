@@ -4,14 +4,21 @@
  * coding tools over the run's workspace, a session file, the pairing check; only the model
  * (a case's script offline), the workspace, the turn limit and the commands' environment are
  * the harness's.
+ *
+ * The runtime and the features are loaded when a run first needs them (both functions are
+ * async anyway), so a program that imports the package for something else does not load the CLI.
  */
 import type { EvalCase } from "../eval/case-format.js";
 import { createCaseModel, loadCaseScript } from "../eval/case-script.js";
 import type { Wire } from "../eval/run-case.js";
 import type { Model } from "../model.js";
-import { FEATURES } from "./options.js";
 import type { RunOptions } from "./run-options.js";
-import { Runtime, createModel } from "./runtime.js";
+
+/** The CLI's runtime and its features, loaded on first use. */
+async function cli() {
+  const [{ Runtime, createModel }, { FEATURES }] = await Promise.all([import("./runtime.js"), import("./options.js")]);
+  return { Runtime, createModel, FEATURES };
+}
 
 /** The server a suite runs against (`RunOptions["server"]` without its workspace), or none: offline. */
 export type EvalServer = Omit<NonNullable<RunOptions["server"]>, "workspace">;
@@ -36,6 +43,7 @@ function runOptions(server: EvalServer | undefined, workspace: string, sessionRo
 /** The `Wire` of the eval harness: one `Runtime` per run, with a session file under the run folder. */
 export function runtimeWire(server: EvalServer | undefined): Wire {
   return async (setup) => {
+    const { Runtime, FEATURES } = await cli();
     const runtime = await Runtime.start(runOptions(server, setup.workspace, setup.sessionRoot), () => {}, 0, {
       model: setup.model,
       workspace: setup.workspace,
@@ -59,6 +67,7 @@ export async function caseModel(
   repeat: number,
 ): Promise<Model | { unavailable: string }> {
   if (server !== undefined) {
+    const { createModel, FEATURES } = await cli();
     let model = createModel(runOptions(server, evalCase.dir), 0, evalCase.settings.model.id);
     // e.g. a model of the catalogue is priced: each run's cost, each case's and the suite's total
     for (const feature of FEATURES) model = feature.caseModel?.(model) ?? model;

@@ -19,7 +19,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { McpConfigError, loadMcpConfig, mcpVariables, type McpServerConfig } from "../../mcp/config.js";
-import type { McpServerEntry, McpServers } from "../../mcp/servers.js";
+import type { McpServerEntry, McpServers, McpServersOptions } from "../../mcp/servers.js";
 import { elicitOnTerminal } from "../elicitation.js";
 import { mcpAuthFolder } from "../mcp-login.js";
 import { homeFolder } from "../settings.js";
@@ -221,151 +221,239 @@ interface McpPart extends RuntimePart {
  * a failed start.
  */
 async function startServers(runtime: Runtime, part: McpPart, notes: (text: string) => void): Promise<void> {
-  const { mcpNotices = [], mcpServers = [], mcpStartupTimeoutMs, mode } = runtime.options;
+  const { mcpNotices = [], mcpServers = [] } = runtime.options;
   for (const notice of mcpNotices) notes(notice);
   if (mcpServers.length === 0) return;
+  const start = await prepareStart(runtime, part, mcpServers);
+  const starting = startingServers(start);
+  const servers = launchServers(start, starting);
+  start.servers = servers;
+  part.servers = servers;
+  if (start.runs) {
+    // the first request already has the waiting search while servers start
+    publishTools(start, starting, servers.tools);
+    waitForCalledServers(start, starting);
+  }
+  if (start.runs && start.declared.size > 0) await waitForDeclaredServers(start);
+  start.banner = false;
+  bannerNotes(start, notes);
+}
+
+/** What the steps of one `startServers` share. */
+interface ServerStart {
+  readonly runtime: Runtime;
+  readonly part: McpPart;
+  readonly configs: McpServerConfig[];
+  readonly mcp: McpModules;
+  /** A run (trace, print, JSON), which may wait for servers; not a conversation, which never does. */
+  readonly runs: boolean;
+  readonly codemode: boolean;
+  /**
+   * Servers a run waits for: their tools are declared in its first request, directly (their entry
+   * says `"exposure": "direct"`) or in the code tool's description (`"codemode"`, or `--codemode`).
+   */
+  readonly declared: ReadonlySet<string>;
+  /** Servers whose tools the model may search for (not reached through the code tool only). */
+  readonly searchable: ReadonlySet<string>;
+  /** The servers, once `launchServers` has started them. */
+  servers: McpServers | undefined;
+  /** Until `startServers` returns, what settles goes to the banner's notes, not to notices. */
+  banner: boolean;
+  /** The note on how the MCP tools are declared (deferred behind tool_search), as last said. */
+  toolNote: string | undefined;
+  /** The MCP tools as the run declares them (`deferMcpTools`), before the waiting search is put first. */
+  exposed: AgentTool<any, any>[];
+  /** Told each time a server settles (a run that waits for the declared servers listens). */
+  settledOne: () => void;
+  /** The servers' questions at the terminal, asked one at a time. */
+  questions: Promise<unknown>;
+}
+
+/** The MCP modules, loaded only when a server is configured. */
+async function loadMcpModules() {
   const { McpServers } = await import("../../mcp/servers.js");
   const { mcpToolName } = await import("../../mcp/mcp-tools.js");
   const { McpTokenStore } = await import("../../mcp/auth/token-store.js");
   const { oauthForServer } = await import("../../mcp/auth/server-auth.js");
   const { loginHint } = await import("../mcp-login.js");
-  const { mcpAuthFolder } = runtime.options;
-  let toolNote: string | undefined;
-  let questions: Promise<unknown> = Promise.resolve();
-  let banner = true; // until start returns, what settles goes to the banner's notes
-  const runs = mode !== "interactive";
+  return { McpServers, mcpToolName, McpTokenStore, oauthForServer, loginHint };
+}
+type McpModules = Awaited<ReturnType<typeof loadMcpModules>>;
+
+/** Loads the MCP modules and sorts the configured servers by what a run waits for. */
+async function prepareStart(runtime: Runtime, part: McpPart, configs: McpServerConfig[]): Promise<ServerStart> {
+  const mcp = await loadMcpModules();
   const codemode = runtime.options.codemode === true;
-  /**
-   * Servers a run waits for: their tools are declared in its first request, directly (their entry
-   * says `"exposure": "direct"`) or in the code tool's description (`"codemode"`, or `--codemode`).
-   */
-  const declared = new Set(
-    mcpServers
-      .filter(
-        (server) =>
-          server.exposure === "direct" || server.exposure === "codemode" || (codemode && server.exposure === undefined),
-      )
-      .map((server) => server.name),
-  );
-  /** Servers whose tools the model may search for (not reached through the code tool only). */
-  const searchable = new Set(
-    mcpServers
-      .filter(
-        (server) =>
-          server.exposure === "direct" || server.exposure === "search" || (!codemode && server.exposure === undefined),
-      )
-      .map((server) => server.name),
-  );
-  let settledOne = (): void => {};
-  /** In a run: the servers still starting that the waiting tool_search waits for. */
-  const starting: StartingServers = {
+  const names = (keep: (exposure: McpServerConfig["exposure"]) => boolean) =>
+    new Set(configs.filter((server) => keep(server.exposure)).map((server) => server.name));
+  return {
+    runtime,
+    part,
+    configs,
+    mcp,
+    runs: runtime.options.mode !== "interactive",
+    codemode,
+    declared: names(
+      (exposure) => exposure === "direct" || exposure === "codemode" || (codemode && exposure === undefined),
+    ),
+    searchable: names(
+      (exposure) => exposure === "direct" || exposure === "search" || (!codemode && exposure === undefined),
+    ),
+    servers: undefined,
+    banner: true,
+    toolNote: undefined,
+    exposed: [],
+    settledOne: () => {},
+    questions: Promise.resolve(),
+  };
+}
+
+/** In a run: the servers still starting that the waiting tool_search waits for. */
+function startingServers(start: ServerStart): StartingServers {
+  const servers = () => start.servers!;
+  return {
     starting: () =>
-      servers.entries().flatMap((e) => (searchable.has(e.name) && e.state.status === "starting" ? [e.name] : [])),
-    settled: (names) => servers.settled(names),
+      servers()
+        .entries()
+        .flatMap((e) => (start.searchable.has(e.name) && e.state.status === "starting" ? [e.name] : [])),
+    settled: (names) => servers().settled(names),
     problem: (name) => {
-      const state = servers.entries().find((entry) => entry.name === name)?.state;
+      const state = servers()
+        .entries()
+        .find((entry) => entry.name === name)?.state;
       if (state === undefined || state.status === "ready" || state.status === "exited") return undefined;
       return state.status === "failed" ? shown(state.reason) : state.status;
     },
     directTools: (name) => {
-      const names = new Set(servers.toolNames(name));
-      return exposed
+      const names = new Set(servers().toolNames(name));
+      return start.exposed
         .filter((tool) => names.has(tool.name) && (tool.exposure ?? "direct") === "direct")
         .map((t) => t.name);
     },
-    search: () => (exposed[0]?.name === TOOL_SEARCH ? exposed[0] : undefined),
+    search: () => (start.exposed[0]?.name === TOOL_SEARCH ? start.exposed[0] : undefined),
   };
-  /** The MCP tools as the run declares them (`deferMcpTools`), before the waiting search is put first. */
-  let exposed: AgentTool<any, any>[] = [];
-  /** Gives the runtime the MCP tools as they are now (the agent has them from its next request). */
-  const publish = (tools: readonly AgentTool<any, any>[]): void => {
-    const added = deferMcpTools(tools, { codemode, servers: mcpServers.map((server) => server.name) });
-    if (added.note !== undefined && added.note !== toolNote && !banner) runtime.onNotice(added.note);
-    toolNote = added.note;
-    exposed = added.tools;
-    const waitFor = runs ? starting.starting() : [];
-    if (waitFor.length === 0) return runtime.setAddedTools(exposed);
-    const search = starting.search();
-    const deferred = exposed.filter((tool) => tool.exposure === "deferred").length;
-    const rest = search === undefined ? exposed : exposed.slice(1);
-    const waiting = waitingToolSearch(search ?? createToolSearchTool([]), starting, deferred);
-    runtime.setAddedTools([waiting, ...rest]);
-  };
-  const servers = McpServers.start(mcpServers, {
+}
+
+/** Gives the runtime the MCP tools as they are now (the agent has them from its next request). */
+function publishTools(start: ServerStart, starting: StartingServers, tools: readonly AgentTool<any, any>[]): void {
+  const { runtime } = start;
+  const added = deferMcpTools(tools, { codemode: start.codemode, servers: start.configs.map((server) => server.name) });
+  if (added.note !== undefined && added.note !== start.toolNote && !start.banner) runtime.onNotice(added.note);
+  start.toolNote = added.note;
+  start.exposed = added.tools;
+  const waitFor = start.runs ? starting.starting() : [];
+  if (waitFor.length === 0) return runtime.setAddedTools(start.exposed);
+  const search = starting.search();
+  const deferred = start.exposed.filter((tool) => tool.exposure === "deferred").length;
+  const rest = search === undefined ? start.exposed : start.exposed.slice(1);
+  const waiting = waitingToolSearch(search ?? createToolSearchTool([]), starting, deferred);
+  runtime.setAddedTools([waiting, ...rest]);
+}
+
+/** Starts every configured server in the background, wired to the runtime's terminal, notices and tools. */
+function launchServers(start: ServerStart, starting: StartingServers): McpServers {
+  const { runtime, part, mcp } = start;
+  const { mcpStartupTimeoutMs } = runtime.options;
+  const servers: McpServers = mcp.McpServers.start(start.configs, {
     root: runtime.workspace,
     reservedNames: runtime.agent.state.tools.map((tool) => tool.name),
     clientInfo: { name: "pi-course", version: "0.1.0" },
-    // a server's question is asked at the terminal, one at a time; where nobody can answer it is declined
-    onElicitation: (name, params, signal) => {
-      const person = runtime.questioner;
-      if (person === undefined) {
-        const asked = typeof params.message === "string" ? untrustedText(params.message, { max: 300 }) : "(no message)";
-        runtime.onNotice(
-          `MCP server ${shown(name)} asked for input ("${asked}"): declined (nobody can answer in this mode)`,
-        );
-        return Promise.resolve({ action: "decline" });
-      }
-      const answer = questions.then(() => elicitOnTerminal(person, name, params, signal));
-      questions = answer.catch(() => undefined);
-      return answer;
-    },
+    onElicitation: (name, params, signal) => askAtTerminal(start, name, params, signal),
     elicitationModes: ["form", "url"],
     ...(mcpStartupTimeoutMs !== undefined && { startupTimeoutMs: mcpStartupTimeoutMs }),
-    // a remote server that asks for OAuth uses the tokens `mcp login` kept; without them it fails saying to log in
-    ...(mcpAuthFolder !== undefined && {
-      auth: (config) =>
-        oauthForServer(config, {
-          store: new McpTokenStore(mcpAuthFolder),
-          // in a conversation the server is started again once the person has logged in
-          loginHint: (name) => `${loginHint(name)}${mode === "interactive" ? `, then /mcp reconnect ${name}` : ""}`,
-        }),
-    }),
-    onToolsChanged: publish,
+    ...serverAuth(start),
+    onToolsChanged: (tools) => publishTools(start, starting, tools),
     onStateChange: (name) => {
-      settledOne();
+      start.settledOne();
       // the waiting search goes once no server it waits for is starting
-      if (runs && part.servers !== undefined) publish(servers.tools);
-      if (banner) return;
+      if (start.runs && part.servers !== undefined) publishTools(start, starting, servers.tools);
+      if (start.banner) return;
       const entry = servers.entries().find((candidate) => candidate.name === name);
       const text = entry === undefined ? undefined : stateNote(entry);
       if (text !== undefined) runtime.onNotice(text);
     },
   });
-  part.servers = servers;
-  if (runs) {
-    // the first request already has the waiting search while servers start
-    publish(servers.tools);
-    // a call of a tool of a server still starting waits for it (its start-up timeout bounds it),
-    // before the loop looks the tool up: the tools that joined meanwhile are the run's (currentTools)
-    runtime.agent.subscribe(async (event, signal) => {
-      if (event.type !== "message_end" || event.message.role !== "assistant") return;
-      const called = event.message.content.flatMap((block) => (block.type === "toolCall" ? [block.name] : []));
-      const names = starting.starting().filter((name) => called.some((tool) => tool.startsWith(mcpToolName(name, ""))));
-      if (names.length === 0) return;
-      const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
-      await Promise.race([servers.settled(names), aborted]);
-    });
+  return servers;
+}
+
+/** A server's question, asked at the terminal, one at a time; where nobody can answer it, it is declined. */
+function askAtTerminal(
+  start: ServerStart,
+  name: string,
+  params: Parameters<NonNullable<McpServersOptions["onElicitation"]>>[1],
+  signal: AbortSignal,
+): ReturnType<NonNullable<McpServersOptions["onElicitation"]>> {
+  const { runtime } = start;
+  const person = runtime.questioner;
+  if (person === undefined) {
+    const asked = typeof params.message === "string" ? untrustedText(params.message, { max: 300 }) : "(no message)";
+    runtime.onNotice(
+      `MCP server ${shown(name)} asked for input ("${asked}"): declined (nobody can answer in this mode)`,
+    );
+    return Promise.resolve({ action: "decline" });
   }
-  if (runs && declared.size > 0) {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
-    // each server that is waited for settles within its own start-up timeout
-    const settled = new Promise<void>((resolve) => {
-      settledOne = () => {
-        if (!servers.entries().some((e) => declared.has(e.name) && e.state.status === "starting")) resolve();
-      };
-      settledOne();
-    });
-    await Promise.race([settled, waited]);
-    clearTimeout(timer);
-  }
-  banner = false;
-  for (const entry of servers.entries()) {
+  const answer = start.questions.then(() => elicitOnTerminal(person, name, params, signal));
+  start.questions = answer.catch(() => undefined);
+  return answer;
+}
+
+/** A remote server that asks for OAuth uses the tokens `mcp login` kept; without them it fails saying to log in. */
+function serverAuth(start: ServerStart): Pick<McpServersOptions, "auth"> {
+  const { mcpAuthFolder, mode } = start.runtime.options;
+  const { mcp } = start;
+  if (mcpAuthFolder === undefined) return {};
+  return {
+    auth: (config) =>
+      mcp.oauthForServer(config, {
+        store: new mcp.McpTokenStore(mcpAuthFolder),
+        // in a conversation the server is started again once the person has logged in
+        loginHint: (name) => `${mcp.loginHint(name)}${mode === "interactive" ? `, then /mcp reconnect ${name}` : ""}`,
+      }),
+  };
+}
+
+/**
+ * In a run, a call of a tool of a server still starting waits for it (its start-up timeout bounds
+ * it), before the loop looks the tool up: the tools that joined meanwhile are the run's (currentTools).
+ */
+function waitForCalledServers(start: ServerStart, starting: StartingServers): void {
+  const { mcp } = start;
+  start.runtime.agent.subscribe(async (event, signal) => {
+    if (event.type !== "message_end" || event.message.role !== "assistant") return;
+    const called = event.message.content.flatMap((block) => (block.type === "toolCall" ? [block.name] : []));
+    const names = starting
+      .starting()
+      .filter((name) => called.some((tool) => tool.startsWith(mcp.mcpToolName(name, ""))));
+    if (names.length === 0) return;
+    const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    await Promise.race([start.servers!.settled(names), aborted]);
+  });
+}
+
+/** Waits until each server whose tools the first request declares has settled (each within its own start-up timeout), at most `MCP_RUN_WAIT_MS`. */
+async function waitForDeclaredServers(start: ServerStart): Promise<void> {
+  const servers = start.servers!;
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, MCP_RUN_WAIT_MS)));
+  const settled = new Promise<void>((resolve) => {
+    start.settledOne = () => {
+      if (!servers.entries().some((e) => start.declared.has(e.name) && e.state.status === "starting")) resolve();
+    };
+    start.settledOne();
+  });
+  await Promise.race([settled, waited]);
+  clearTimeout(timer);
+}
+
+/** What the banner says of each server once start-up returns, and how the MCP tools are declared. */
+function bannerNotes(start: ServerStart, notes: (text: string) => void): void {
+  const { mode } = start.runtime.options;
+  for (const entry of start.servers!.entries()) {
     const text = stateNote(entry);
     if (text !== undefined) notes(text);
-    else if (entry.state.status === "starting") notes(startingNote(entry.name, mode, declared, searchable));
+    else if (entry.state.status === "starting") notes(startingNote(entry.name, mode, start.declared, start.searchable));
   }
-  if (toolNote !== undefined) notes(toolNote);
+  if (start.toolNote !== undefined) notes(start.toolNote);
 }
 
 /**
