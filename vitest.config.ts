@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { LongestFirst } from "./vitest.sequencer.js";
 
 /** The course proof: every chapter's snapshot and practice folder, and the proof's own tests (`npm run proof`). */
 const PROOF = ["practice/test/chapters.test.ts", "practice/test/proof-catches.test.ts"];
@@ -28,6 +29,8 @@ export default defineConfig({
     // more workers than cores keep both cores busy (vitest's default, one fewer than the cores, runs
     // one file at a time on 2 cores).
     maxWorkers: Math.max(4, availableParallelism() + 2),
+    // The longest files first, on a fresh clone too (see vitest.sequencer.ts).
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,

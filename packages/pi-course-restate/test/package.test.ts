@@ -19,9 +19,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { freePort } from "../src/restate-server.js";
 import { withPackLock } from "../../pi-course/test/support/pack-lock.js";
+import { packedCourse } from "../../pi-course/test/support/packed-course.js";
 
 const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
-const COURSE = path.join(PACKAGE, "..", "pi-course");
 const README = readFileSync(path.join(PACKAGE, "README.md"), "utf8");
 const COMMANDS = ["engine", "worker", "bundle", "submit", "status", "result", "cancel", "list", "eval"];
 
@@ -44,7 +44,9 @@ beforeAll(() => {
     const [info] = JSON.parse(out.slice(out.indexOf("["))) as { filename: string; files: { path: string }[] }[];
     return { tarball: path.join(work, info!.filename), files: info!.files.map((f) => f.path) };
   };
-  const course = pack(COURSE); // first: its build is what this package's build compiles against
+  // First: its build (dist/) is what this package's build compiles against. Made once per state
+  // of @pi/course: its own package test installs the same tarball.
+  const course = packedCourse();
   const restate = pack(PACKAGE);
   files = restate.files;
   app = path.join(work, "app");

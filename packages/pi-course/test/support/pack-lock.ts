@@ -1,7 +1,7 @@
 /**
  * `npm pack` of @pi/course rebuilds `packages/pi-course/dist` (prepack). Both packages' package
- * tests pack it, and vitest runs test files side by side: one pack must not read the declarations
- * the other is rewriting. `withPackLock` runs `pack` while holding a lock folder that every pack
+ * tests need that tarball (packed-course.ts packs it once), and vitest runs test files side by
+ * side: one pack must not read the declarations the other is rewriting. `withPackLock` runs `pack` while holding a lock folder that every pack
  * of the repository takes (synchronously, as the packs themselves run).
  */
 import { mkdirSync, rmSync, statSync } from "node:fs";
