@@ -161,10 +161,10 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       });
       // A worker's death must reach the engine as a failed stream (it retries only those): a cut
       // connection ends the upstream too, so only an answer that came to its end is ended whole
-      const finished = endOfAnswer(up);
       let whole = false;
       up.on("end", () => {
-        if (!down.headersSent || !finished() || up.aborted) return;
+        // (a stream its session's end ended is no answer's end, though Node ends it the same way)
+        if (!down.headersSent || up.aborted || up.session === undefined || up.session.destroyed) return;
         if ((up.rstCode ?? NGHTTP2_NO_ERROR) !== NGHTTP2_NO_ERROR) return;
         whole = true;
         down.end();
@@ -224,23 +224,6 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
  */
 function proven(path: string, status: number): boolean {
   return status >= 200 && status < 300 && isSignedPath(path);
-}
-
-/**
- * Whether the worker's answer on `stream` reached its end (END_STREAM), as a function to ask once
- * it ended. Node ends a stream's readable side there, but also when the stream closes with
- * NO_ERROR before it (a RST_STREAM(NO_ERROR), a GOAWAY that drops it, its session closed),
- * without an error, `aborted` or `rstCode` to tell the two apart once the engine ended its side:
- * only the order does (the stream is closed already when a close ended it).
- */
-function endOfAnswer(stream: http2.ClientHttp2Stream): () => boolean {
-  let reached = false;
-  const push = stream.push.bind(stream);
-  stream.push = (chunk: unknown, encoding?: BufferEncoding) => {
-    if (chunk === null && !stream.closed) reached = true;
-    return push(chunk, encoding);
-  };
-  return () => reached;
 }
 
 /** `/v/<version>/rest` → the version and `/rest`; any other path as it is. */
