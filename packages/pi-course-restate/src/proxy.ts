@@ -24,8 +24,8 @@
  * does this job; this is the smallest one that does it here.
  */
 import http2 from "node:http2";
-import { type ListenOptions, listen } from "./listener.js";
-import { CHALLENGE_HEADER, endpoint, newChallenge, proofHolds, SIGNED_PATH, VERSION_PATH } from "./worker-proof.js";
+import { type ListenOptions, listen, type Peer } from "./listener.js";
+import { CHALLENGE_HEADER, endpoint, newChallenge, isSignedPath, proofHolds, VERSION_PATH } from "./worker-proof.js";
 
 export interface Proxy {
   url: string;
@@ -50,6 +50,14 @@ export interface ProxyOptions extends ListenOptions {
 
 /** How long a listener that did not prove itself is skipped before it is asked again. */
 export const REFUSED_MS = 2000;
+
+/**
+ * Streams open at once on a connection to the proxy before one of its requests was proven (the
+ * least RFC 9113 advises), and after (HTTP/2's most: the engine's own, not bounded here). Node's
+ * default is the most for every connection: one unproven connection held 2000 streams open.
+ */
+export const UNPROVEN_STREAMS = 100;
+const PROVEN_STREAMS = 2 ** 32 - 1;
 
 /** How long a worker's address may take to accept a connection (the version question has its own 5 s). */
 const CONNECT_MS = 5000;
@@ -113,7 +121,16 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
     return made;
   };
 
-  const server = http2.createServer();
+  // a connection not proven yet holds at most UNPROVEN_STREAMS streams at once (each one open on
+  // the proxy, and on a worker while it answers); the engine's, once proven, as many as it opens
+  const server = http2.createServer({ settings: { maxConcurrentStreams: UNPROVEN_STREAMS } });
+  const raised = new WeakSet<http2.Http2Session>();
+  const prove = (session: http2.Http2Session | undefined, peer: Peer) => {
+    listening.started(peer);
+    if (session === undefined || session.destroyed || raised.has(session)) return;
+    raised.add(session);
+    session.settings({ maxConcurrentStreams: PROVEN_STREAMS });
+  };
   const engines = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     engines.add(session);
@@ -139,14 +156,16 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       }
       up.on("error", () => undefined);
       up.on("response", (response) => {
-        if (peer !== undefined && proven(path, Number(response[":status"]))) listening.started(peer);
+        if (peer !== undefined && proven(path, Number(response[":status"]))) prove(down.session, peer);
         if (!down.destroyed && !down.headersSent) down.respond(forwarded(response, true));
       });
       // A worker's death must reach the engine as a failed stream (it retries only those): a cut
       // connection ends the upstream too, so only an answer that came to its end is ended whole
       let whole = false;
       up.on("end", () => {
-        if (!down.headersSent || up.aborted || (up.rstCode ?? NGHTTP2_NO_ERROR) !== NGHTTP2_NO_ERROR) return;
+        // (a stream its session's end ended is no answer's end, though Node ends it the same way)
+        if (!down.headersSent || up.aborted || up.session === undefined || up.session.destroyed) return;
+        if ((up.rstCode ?? NGHTTP2_NO_ERROR) !== NGHTTP2_NO_ERROR) return;
         whole = true;
         down.end();
       });
@@ -204,7 +223,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
  * need not check the signature itself.
  */
 function proven(path: string, status: number): boolean {
-  return status >= 200 && status < 300 && SIGNED_PATH.test(path);
+  return status >= 200 && status < 300 && isSignedPath(path);
 }
 
 /** `/v/<version>/rest` → the version and `/rest`; any other path as it is. */

@@ -20,8 +20,22 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 /** Where a worker says its version (plain JSON `{ "version": "…", "proof": "…" }`). */
 export const VERSION_PATH = "/pi-course-restate/version";
 
-/** The paths a worker serves only to requests the engine signed (an unsigned one is answered 401). */
-export const SIGNED_PATH = /^\/(invoke|discover)(\/|\?|$)/;
+/**
+ * Whether a request to `path` is one a worker answers with a success only when the engine signed it:
+ * exactly `/discover` or `/invoke/<service>/<handler>`, judged on the path as the worker's SDK reads
+ * it (resolved like a URL: `..`, `\\` and the query undone). The SDK routes by the last segments, so
+ * a path that only starts like these (`/invoke/health`, `/invoke/../health`, `/discover/health`) is
+ * its health check, answered 200 to anyone: such an answer proves nothing.
+ */
+export function isSignedPath(path: string): boolean {
+  let resolved: string;
+  try {
+    resolved = new URL(path, "https://worker.invalid").pathname;
+  } catch {
+    return false;
+  }
+  return /^\/(discover|invoke\/[^/]+\/[^/]+)$/.test(resolved);
+}
 
 /** The request header that carries the proxy's challenge (32 random bytes, base64url). */
 export const CHALLENGE_HEADER = "x-pi-restate-challenge";

@@ -19,7 +19,7 @@ import { agentRunWorkflow, type RetryOptions, type RunSetups } from "./agent-run
 import { evalRunWorkflow } from "./eval-run.js";
 import type { WorkerCredential } from "./identity.js";
 import { listen } from "./listener.js";
-import { CHALLENGE_HEADER, endpoint, isChallenge, SIGNED_PATH, VERSION_PATH, workerProof } from "./worker-proof.js";
+import { CHALLENGE_HEADER, endpoint, isChallenge, isSignedPath, VERSION_PATH, workerProof } from "./worker-proof.js";
 
 /**
  * `identityKeys`: the engine's public keys (its `identity-keys` file): only requests signed with
@@ -93,7 +93,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     }
     // off the listener's guard only once a request got past the engine's signature (the SDK answers
     // the head of a signed invocation or discovery 200; an unsigned one 401, /health 200 to anyone)
-    const signable = SIGNED_PATH.test(request.url ?? "");
+    const signable = isSignedPath(request.url ?? "");
     const writeHead = response.writeHead.bind(response) as (status: number, ...rest: unknown[]) => typeof response;
     response.writeHead = ((status: number, ...rest: unknown[]) => {
       if (signable && status < 300) listening.started(request.socket);

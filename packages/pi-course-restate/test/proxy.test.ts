@@ -12,8 +12,10 @@ import http2 from "node:http2";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { listen } from "../src/listener.js";
-import { type Proxy, startProxy } from "../src/proxy.js";
-import { CHALLENGE_HEADER, endpoint, VERSION_PATH, workerProof } from "../src/worker-proof.js";
+import { type Proxy, startProxy, UNPROVEN_STREAMS } from "../src/proxy.js";
+import { startWorker } from "../src/worker.js";
+import { CHALLENGE_HEADER, endpoint, isSignedPath, VERSION_PATH, workerProof } from "../src/worker-proof.js";
+import { someCredential } from "./support/keys.js";
 
 const SECRET = `workersecretv1_${randomBytes(32).toString("base64url")}`;
 const closers: (() => Promise<unknown>)[] = [];
@@ -207,5 +209,206 @@ describe("the proxy's connections under its listener's guard", () => {
     again.end();
     again.resume();
     expect(await new Promise((resolve) => again.once("response", (r) => resolve(r[":status"])))).toBe(200);
+  }, 30_000);
+});
+
+describe("a request looks proven only where the worker's SDK demands the engine's signature", () => {
+  // the SDK routes by a path's last segments after resolving it as a URL: these reach its health
+  // check, answered 200 to anyone, though they start like an invocation or a discovery
+  const unsigned = [
+    "/invoke/health",
+    "/discover/health",
+    "/invoke/../health",
+    "/invoke/%2E%2E/health",
+    "/invoke\\..\\health",
+    "/invoke/a/b/health",
+    "/v/v1/invoke/health",
+  ];
+
+  it("a real worker answers these unsigned paths 200, and the proxy keeps their connections under its cap", async () => {
+    const credential = someCredential();
+    const worker = await startWorker({ ...credential, version: "v1" });
+    closers.push(() => worker.close(0));
+    const proxy = await startProxy({ workers: [worker.url], workerSecret: credential.workerSecret, maxPending: 4 });
+    closers.push(() => proxy.close());
+    const flood = [];
+    for (const path of unsigned) {
+      for (let i = 0; i < 3; i++)
+        flood.push({ path, ...(await oneRequest(proxy, { ":method": "GET", ":path": path })) });
+    }
+    expect(flood.map(({ path, status }) => [path, status])).toEqual(flood.map(({ path }) => [path, 200]));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the cut connections' resets arrive
+    expect(flood.filter((one) => !one.session.closed && !one.session.destroyed).length).toBeLessThanOrEqual(4);
+    expect(proxy.cut()).toBeGreaterThanOrEqual(flood.length - 4);
+  }, 30_000);
+
+  it("isSignedPath: exactly /discover and /invoke/<service>/<handler>, as the SDK resolves them", () => {
+    expect([...unsigned, "/invoke?/discover", "/invoke", "//invoke/a/b", "/discover/"].filter(isSignedPath)).toEqual(
+      [],
+    );
+    expect(
+      [
+        "/discover",
+        "/discover?x=1",
+        "/invoke/AgentRun/run",
+        "/invoke/AgentRun/run?x",
+        "/invoke/a/../AgentRun/run",
+      ].every(isSignedPath),
+    ).toBe(true);
+  });
+});
+
+describe("a worker's odd frames: the engine's stream ends whole only on a whole answer, else it is reset", () => {
+  it("a worker that says goodbye (GOAWAY) in the middle of its answer and is then cut: reset, not ended", async () => {
+    // what `Worker.close` does to a run in flight: a GOAWAY, then the cut after its grace
+    const worker = await dyingWorker((stream, cut) => {
+      stream.respond({ ":status": 200 });
+      stream.write("part of an answer", () => {
+        stream.session?.close();
+        setTimeout(cut, 100);
+      });
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ status: 200, body: "part of an answer", rstCode: http2.constants.NGHTTP2_INTERNAL_ERROR });
+  });
+
+  it("informational (1xx) headers before the answer and trailers after it: the answer passes whole", async () => {
+    const worker = await dyingWorker((stream) => {
+      stream.additionalHeaders({ ":status": 103, link: "</early>" });
+      stream.respond({ ":status": 200 }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "x-after": "1" }));
+      stream.end("the whole answer");
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ status: 200, body: "the whole answer", rstCode: 0 });
+  });
+
+  it("a header block past what the proxy takes: reset", async () => {
+    const worker = await dyingWorker((stream) => {
+      stream.on("error", () => undefined);
+      const headers: http2.OutgoingHttpHeaders = { ":status": 200 };
+      for (let i = 0; i < 200; i++) headers[`x-big-${i}`] = "y".repeat(1000);
+      stream.respond(headers);
+      stream.end("the whole answer");
+    });
+    const seen = await request(await proxyTo(worker));
+    expect(seen).toEqual({ body: "", rstCode: http2.constants.NGHTTP2_INTERNAL_ERROR });
+  });
+});
+
+/** Opens `count` streams on `session` whose request bodies never end; resolves with how many got an answer and how many were refused. */
+async function openStreams(session: http2.ClientHttp2Session, count: number, headers: http2.OutgoingHttpHeaders) {
+  const outcomes = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<"answered" | "refused">((resolve) => {
+          const stream = session.request({ ":method": "POST", ...headers }, { endStream: false });
+          stream.on("error", () => undefined);
+          stream.once("response", () => resolve("answered"));
+          stream.once("close", () =>
+            resolve(stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM ? "refused" : "answered"),
+          );
+          stream.resume();
+          stream.write("a body that never ends");
+        }),
+    ),
+  );
+  return {
+    answered: outcomes.filter((one) => one === "answered").length,
+    refused: outcomes.filter((one) => one === "refused").length,
+  };
+}
+
+/**
+ * A client that ignores the server's SETTINGS_MAX_CONCURRENT_STREAMS (Node's own client queues the
+ * streams past it): raw HTTP/2 frames, `count` requests whose bodies never end, sent once the
+ * server's settings are acknowledged; resolves with the streams that got an answer, that were reset,
+ * and whether the server ended the connection (a GOAWAY).
+ */
+async function rawFlood(port: number, count: number): Promise<{ answered: number[]; reset: number; ended: boolean }> {
+  const socket = net.connect(port, "127.0.0.1");
+  socket.on("error", () => undefined);
+  closers.push(async () => socket.destroy());
+  const frame = (type: number, flags: number, id: number, payload: Buffer) => {
+    const head = Buffer.alloc(9);
+    head.writeUIntBE(payload.length, 0, 3);
+    head[3] = type;
+    head[4] = flags;
+    head.writeUInt32BE(id, 5);
+    return Buffer.concat([head, payload]);
+  };
+  const literal = (index: number, value: string) =>
+    Buffer.concat([Buffer.from([index, value.length]), Buffer.from(value)]);
+  // HPACK: :method POST (static 3), :scheme http (static 6), :path and :authority as literals
+  const block = Buffer.concat([Buffer.from([0x83, 0x86]), literal(4, "/invoke/AgentRun/run"), literal(1, "127.0.0.1")]);
+  socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0, Buffer.alloc(0))]));
+  const answered: number[] = [];
+  let ended = false;
+  const reset = new Set<number>();
+  let buffered = Buffer.alloc(0);
+  let sent = false;
+  return new Promise((resolve) => {
+    const settle = () => resolve({ answered, reset: reset.size, ended });
+    socket.on("data", (data: Buffer) => {
+      buffered = Buffer.concat([buffered, data]);
+      while (buffered.length >= 9 && buffered.length >= 9 + buffered.readUIntBE(0, 3)) {
+        const length = buffered.readUIntBE(0, 3);
+        const [type, flags] = [buffered[3]!, buffered[4]!];
+        const id = buffered.readUInt32BE(5) & 0x7fffffff;
+        buffered = buffered.subarray(9 + length);
+        if (type === 4 && (flags & 1) === 0) {
+          socket.write(frame(4, 1, 0, Buffer.alloc(0))); // ack theirs
+          if (!sent) {
+            sent = true;
+            const streams = Array.from({ length: count }, (_, i) => 2 * i + 1);
+            socket.write(
+              Buffer.concat(streams.flatMap((id) => [frame(1, 4, id, block), frame(0, 0, id, Buffer.from("x"))])),
+            );
+          }
+        }
+        if (type === 1) answered.push(id);
+        if (type === 3) reset.add(id);
+        if (type === 7) ended = true;
+        if (answered.length + reset.size >= count) settle();
+      }
+    });
+    socket.once("close", settle);
+  });
+}
+
+describe("streams at once on one connection to the proxy", () => {
+  it(`an unproven connection holds at most ${UNPROVEN_STREAMS} streams whose bodies never end; the engine's proven one holds more`, async () => {
+    // answers at once (a real worker answers 401 to an unsigned request before its body), 200 and held open to a signed one
+    const worker = await dyingWorker((stream, _cut, headers) => {
+      stream.on("error", () => undefined);
+      if (headers["x-signed"] === "yes") stream.respond({ ":status": 200 });
+      else {
+        stream.respond({ ":status": 401 });
+        stream.end();
+      }
+    });
+    const proxy = await proxyTo(worker);
+    // past the cap Node refuses the streams, and ends a connection that keeps opening them (its
+    // maxSessionRejectedStreams); whether the first ones were answered before that is a race
+    const flood = await rawFlood(proxy.port, 300);
+    expect(flood.answered.filter((id) => id > 2 * UNPROVEN_STREAMS - 1)).toEqual([]);
+    expect(flood.ended || flood.reset >= 300 - UNPROVEN_STREAMS).toBe(true);
+
+    const engine = http2.connect(proxy.url);
+    engine.on("error", () => undefined);
+    closers.push(async () => engine.destroy());
+    const raised = new Promise((resolve) =>
+      engine.on("remoteSettings", (settings) => settings.maxConcurrentStreams! > UNPROVEN_STREAMS && resolve(true)),
+    );
+    expect(await openStreams(engine, 1, { ":path": "/invoke/AgentRun/run", "x-signed": "yes" })).toEqual({
+      answered: 1,
+      refused: 0,
+    });
+    await raised;
+    expect(await openStreams(engine, 300, { ":path": "/invoke/AgentRun/run", "x-signed": "yes" })).toEqual({
+      answered: 300,
+      refused: 0,
+    });
   }, 30_000);
 });
