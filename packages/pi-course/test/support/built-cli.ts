@@ -23,7 +23,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildSync } from "esbuild";
+import { type BuildOptions, buildSync } from "esbuild";
 
 const PACKAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const SOURCES = path.join(PACKAGE, "src");
@@ -31,6 +31,19 @@ const BUILDS = path.join(PACKAGE, ".test-build");
 /** The package's dependencies: loaded by name at run time, not bundled (as in `dist/`). */
 const DEPENDENCIES: Readonly<Record<string, string>> =
   JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")).dependencies ?? {};
+/**
+ * How the tests bundle what they start (the CLI here, scripts in bundled-script.ts): ESM for
+ * node 20, the package's dependencies loaded by name, as `dist/` has them.
+ */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external: Object.keys(DEPENDENCIES),
+  logLevel: "error",
+} as const satisfies BuildOptions;
+
 /** A build older than this, of other sources, is removed when a new one is made. */
 const STALE_MS = 60 * 60 * 1000;
 
@@ -63,16 +76,11 @@ function build(): string {
   const staging = path.join(BUILDS, `.staging-${process.pid}-${Math.random().toString(36).slice(2)}`);
   buildSync({
     entryPoints: ["index", "cli/start", "cli/eval-worker"].map((entry) => path.join(SOURCES, `${entry}.ts`)),
+    ...BUNDLE_OPTIONS,
     outbase: SOURCES,
     outdir: staging,
-    bundle: true,
     splitting: true,
     chunkNames: "cli/chunk-[name]-[hash]",
-    format: "esm",
-    platform: "node",
-    target: "node20",
-    external: Object.keys(DEPENDENCIES),
-    logLevel: "error",
   });
   writeFileSync(path.join(staging, "package.json"), '{ "type": "module" }\n');
   try {
