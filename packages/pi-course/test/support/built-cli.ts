@@ -75,6 +75,7 @@ function build(): string {
   if (exists(target)) return target;
   const staging = path.join(BUILDS, `.staging-${process.pid}-${Math.random().toString(36).slice(2)}`);
   buildSync({
+    // scripts/bundle.ts's ENTRY_POINTS (a practice folder has no scripts/ to import them from)
     entryPoints: ["index", "cli/start", "cli/eval-worker"].map((entry) => path.join(SOURCES, `${entry}.ts`)),
     ...BUNDLE_OPTIONS,
     outbase: SOURCES,
@@ -104,7 +105,8 @@ function exists(folder: string): boolean {
 
 function removeStale(current: string): void {
   for (const entry of readdirSync(BUILDS)) {
-    if (entry === current) continue;
+    // builds and their staging folders only: packs/ and scripts/ keep their own
+    if (entry === current || !/^([0-9a-f]{16}|\.staging-.*)$/.test(entry)) continue;
     const full = path.join(BUILDS, entry);
     try {
       if (Date.now() - statSync(full).mtimeMs > STALE_MS) rmSync(full, { recursive: true, force: true });
