@@ -16,14 +16,17 @@ import { builtStart } from "./support/built-cli.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 
 let workspace = "";
+let home = "";
 let server: SseServer;
 beforeEach(async () => {
   workspace = await mkdtemp(path.join(tmpdir(), "pi-launch-middle-"));
+  home = await mkdtemp(path.join(tmpdir(), "pi-launch-middle-home-"));
   server = await SseServer.start();
 });
 afterEach(async () => {
   await server.close();
   await rm(workspace, { recursive: true, force: true });
+  await rm(home, { recursive: true, force: true });
 });
 
 const answer =
@@ -41,7 +44,8 @@ async function launch(
   await writeFile(file, preload);
   const child = spawn(process.execPath, [`--require=${file}`, builtStart(), ...args], {
     cwd: workspace,
-    env: { ...process.env, OPENAI_API_KEY: undefined },
+    // a home of its own: the run's session file is written under it
+    env: { ...process.env, OPENAI_API_KEY: undefined, HOME: home },
     stdio: ["pipe", "pipe", "pipe"],
   });
   child.stdin.end(input ?? "");
