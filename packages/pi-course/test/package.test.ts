@@ -267,11 +267,13 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, mcpRefusal,
     });
   }, 60_000);
 
-  it("Package · the chunks the root import reads carry neither TypeBox's type engine nor its compiler: those are in the .cjs files loaded on first use", () => {
-    // What a fresh process compiles for `import "@pi/course"`: dist/index.js and the chunks it
-    // imports statically (a dynamic import() is a chunk of its own, read when it runs). Each
-    // chunk's source map names the modules bundled into it.
-    const dist = join(work, "app", "node_modules", "@pi", "course", "dist");
+  /**
+   * What a fresh process compiles when it loads `entry` of the installed package: the file and the
+   * chunks it imports statically (a dynamic import() is a chunk of its own, read when it runs), as
+   * the modules bundled into them (each chunk's source map names them): `src/…` for the sources,
+   * `typebox/…` for TypeBox's (under its build/ folder).
+   */
+  const bundledSources = (...entries: string[]): { files: number; sources: string[] } => {
     const read = new Set<string>();
     const visit = (file: string) => {
       if (read.has(file)) return;
@@ -279,14 +281,20 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, mcpRefusal,
       for (const [, spec] of readFileSync(file, "utf8").matchAll(/^(?:import|export)\b[^;]*?["'](\.[^"']+)["'];/gm))
         visit(join(dirname(file), spec!));
     };
-    visit(join(dist, "index.js"));
-    const typebox = [...read].flatMap((file) =>
-      (JSON.parse(readFileSync(`${file}.map`, "utf8")).sources as string[]).flatMap((source) => {
-        const inside = /node_modules\/typebox\/build\/(.*)$/.exec(source)?.[1];
-        return inside === undefined ? [] : [inside];
-      }),
+    for (const entry of entries) visit(entry);
+    const sources = [...read].flatMap((file) =>
+      (JSON.parse(readFileSync(`${file}.map`, "utf8")).sources as string[]).map((source) =>
+        source.replace(/^.*?node_modules\/typebox\/build\//, "typebox/").replace(/^.*?\/src\//, "src/"),
+      ),
     );
-    expect(read.size).toBeGreaterThan(10);
+    return { files: read.size, sources };
+  };
+
+  it("Package · the chunks the root import reads carry neither TypeBox's type engine nor its compiler: those are in the .cjs files loaded on first use", () => {
+    const dist = join(work, "app", "node_modules", "@pi", "course", "dist");
+    const root = bundledSources(join(dist, "index.js"));
+    const typebox = root.sources.flatMap((source) => (source.startsWith("typebox/") ? [source.slice(8)] : []));
+    expect(root.files).toBeGreaterThan(10);
     // the builders are there (Type.Object, a record's own small part, …), and neither the engine
     // (instantiate.mjs and what only it reaches) nor the compiler
     expect(typebox).toContain("type/types/object.mjs");
@@ -298,6 +306,30 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, mcpRefusal,
     const cjs = readdirSync(join(dist, "cli")).filter((file) => file.endsWith(".cjs"));
     expect(cjs.sort()).toEqual(["typebox-compile.cjs", "typebox-type.cjs"]);
     expect(readFileSync(join(dist, "cli", "typebox-type.cjs"), "utf8")).toContain("function RecordInstantiate(");
+  });
+
+  it("Package · the CLI's launcher and its agent load neither the MCP login (OAuth flows, the browser opener) nor TypeBox's type engine until a command needs them", () => {
+    const cli = join(work, "app", "node_modules", "@pi", "course", "dist", "cli");
+    const start = join(cli, "start.js");
+    // the agent: the launcher's modules and main's chunk, which start.js imports once it is the agent
+    const main = /import\("\.\/(chunk-main-[A-Z0-9]+\.js)"\)/.exec(readFileSync(start, "utf8"))?.[1];
+    expect(main).toBeDefined();
+    const launcher = bundledSources(start);
+    const agent = bundledSources(start, join(cli, main!));
+    expect(agent.files).toBeGreaterThan(launcher.files);
+    for (const { sources } of [launcher, agent]) {
+      expect(sources).toContain("src/cli/launch.ts");
+      expect(sources).toContain("src/cli/features/mcp.ts");
+      expect(
+        sources.filter((source) =>
+          /^(src\/mcp\/auth\/(oauth|discovery|loopback|token-request)\.ts|src\/cli\/(mcp-login|open-browser)\.ts|typebox\/type\/engine\/instantiate\.mjs)$/.test(
+            source,
+          ),
+        ),
+      ).toEqual([]);
+    }
+    expect(agent.sources).toContain("src/cli/main.ts");
+    expect(agent.sources).toContain("src/agent/agent.ts");
   });
 
   it("Package · ships a README that says it is ESM-only and how to install it", () => {
