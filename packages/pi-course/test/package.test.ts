@@ -308,7 +308,7 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, mcpRefusal,
     expect(readFileSync(join(dist, "cli", "typebox-type.cjs"), "utf8")).toContain("function RecordInstantiate(");
   });
 
-  it("Package · the CLI's launcher and its agent load neither the MCP login (OAuth flows, the browser opener) nor TypeBox's type engine until a command needs them", () => {
+  it("Package · the CLI's launcher and its agent load neither the MCP login (OAuth flows, the browser opener), nor the session page, nor TypeBox's type engine until a command needs them", () => {
     const cli = join(work, "app", "node_modules", "@pi", "course", "dist", "cli");
     const start = join(cli, "start.js");
     // the agent: the launcher's modules and main's chunk, which start.js imports once it is the agent
@@ -322,7 +322,7 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, mcpRefusal,
       expect(sources).toContain("src/cli/features/mcp.ts");
       expect(
         sources.filter((source) =>
-          /^(src\/mcp\/auth\/(oauth|discovery|loopback|token-request)\.ts|src\/cli\/(mcp-login|open-browser)\.ts|typebox\/type\/engine\/instantiate\.mjs)$/.test(
+          /^(src\/mcp\/auth\/(oauth|discovery|loopback|token-request)\.ts|src\/cli\/(mcp-login|open-browser|export)\.ts|src\/session-page\/page\.ts|typebox\/type\/engine\/instantiate\.mjs)$/.test(
             source,
           ),
         ),
