@@ -262,9 +262,9 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
  * The middle process, a POSIX shell (a second Node process cost the start as much as the agent's
  * own boot): starts the agent (its arguments) with this process's stdio, stdin too (through
  * descriptor 4: a background command's stdin is /dev/null before its redirections), and its
- * descriptor 3 (the token pipe); ignores SIGINT and SIGHUP
- * (Node restores the defaults in the agent); leaves on SIGTERM (sent once the agent has
- * connected), or with the agent's exit code if it ends before (1 for an agent a signal ended).
+ * descriptor 3 (the token pipe); ignores SIGINT and SIGHUP (Node restores the defaults in the
+ * agent); leaves on SIGTERM (sent once the agent has connected), or with the agent's exit code
+ * if it ends before (1 for an agent a signal ended).
  */
 const MIDDLE = `trap '' INT HUP
 trap 'exit 0' TERM
