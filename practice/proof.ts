@@ -27,10 +27,14 @@
  * chapter's own test files: an earlier test in snapshot(N) would prove nothing practice(N) does
  * not, the two views holding the same code but N's lab bodies.
  *
+ * Where they run: a chapter's views one after the other in one folder and one vitest instance
+ * (folder-runs.ts: each view written over the one before, the changed files invalidated), so
+ * vitest starts and transforms the library once per chapter, not once per view.
+ *
  * Problems are collected, not thrown, so one run reports everything that is wrong.
  */
-import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +51,7 @@ import {
   type View,
   type ViewKind,
 } from "./generate.js";
+import { ChapterFolder, type RunReport } from "./folder-runs.js";
 import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
 import { testsReaching } from "./reach.js";
@@ -109,11 +114,6 @@ export class Pool {
  */
 export const POOL = new Pool(3);
 
-interface Run {
-  code: number;
-  output: string;
-}
-
 function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
@@ -122,59 +122,6 @@ function childEnv(): NodeJS.ProcessEnv {
   env.FORCE_COLOR = "0";
   env.NO_COLOR = "1";
   return env;
-}
-
-function run(
-  folder: string,
-  bin: string,
-  args: string[],
-  timeoutMs: number,
-  env: Record<string, string> = {},
-): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      join(folder, "node_modules", ".bin", bin),
-      args,
-      { cwd: folder, env: { ...childEnv(), ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-        const killed = error && "killed" in error && error.killed ? `\n(killed after ${timeoutMs} ms)` : "";
-        resolve({ code, output: `${stdout}${stderr}${killed}` });
-      },
-    );
-  });
-}
-
-/**
- * A vitest reporter (written beside the generated folder, never into it) that saves each test's
- * outcome with its errors' message, stack and diff: a construction site's error may show only in
- * the diff (e.g. inside an error event a test compared with toEqual).
- */
-const REPORTER = `import { writeFileSync } from "node:fs";
-export default class ProofReporter {
-  onTestRunEnd(modules, unhandledErrors) {
-    const text = (e) => [e.message, e.stack, e.diff].filter(Boolean).join("\\n");
-    const files = modules.map((m) => ({
-      name: m.moduleId,
-      errors: m.errors().map(text),
-      tests: [...m.children.allTests()].map((t) => {
-        const r = t.result();
-        return { title: t.name, fullName: t.fullName, state: r.state, errors: (r.errors ?? []).map(text) };
-      }),
-    }));
-    writeFileSync(process.env.PI_PROOF_REPORT, JSON.stringify({ files, unhandled: unhandledErrors.map(text) }));
-  }
-}
-`;
-
-/** What the reporter saves. */
-interface RunReport {
-  files: {
-    name: string;
-    errors: string[];
-    tests: { title: string; fullName: string; state: string; errors: string[] }[];
-  }[];
-  unhandled: string[];
 }
 
 interface TestOutcome {
@@ -191,7 +138,11 @@ interface TestOutcome {
 
 const LAB_TITLE_RE = /^Lab (\d{1,2}\.\d{1,2})\b/;
 
-function outcomes(report: RunReport, problems: string[], label: string): TestOutcome[] {
+function outcomes(
+  report: { files: RunReport["files"]; unhandled: string[] },
+  problems: string[],
+  label: string,
+): TestOutcome[] {
   const out: TestOutcome[] = [];
   for (const file of report.files) {
     const name = file.name.replace(/\\/g, "/").split("/").pop()!;
@@ -525,13 +476,13 @@ function practiceTestFiles(view: View, scan: SourceScan): string[] {
 }
 
 /**
- * vitest arguments for a progress view: the chapter's own test files, the lab just written and
- * `next`. The labs before the one just written were proven in the view that followed each of
+ * What a progress view runs: the chapter's own test files, with a `-t` pattern for the lab just
+ * written and `next`. The labs before the one just written were proven in the view that followed each of
  * them (and every lab in the snapshot): writing one more lab body does not change what an
  * earlier lab's tests run, so running them again in every later view proved nothing new and was
  * a third of the proof's test time.
  */
-function progressFilter(view: View, next: string, scan: SourceScan): string[] {
+function progressFilter(view: View, next: string, scan: SourceScan): { files: string[]; pattern: string } {
   const ids = view.chapter.labs.map((l) => l.id);
   const k = ids.indexOf(next);
   const checked = ids.slice(Math.max(0, k - 1), k + 1);
@@ -542,7 +493,7 @@ function progressFilter(view: View, next: string, scan: SourceScan): string[] {
   const own = ownTestFiles(view, scan);
   const files = own.filter((file) => named.test(String(view.files.get(file) ?? "")));
   // None names them: all of them, so that the check says no test of the lab ran.
-  return ["-t", pattern, ...(files.length > 0 ? files : own)];
+  return { files: files.length > 0 ? files : own, pattern };
 }
 
 /**
@@ -909,59 +860,64 @@ interface Prepared {
   wrongs?: WrongImplementation[];
 }
 
-async function testView(prepared: Prepared, scan: SourceScan, _options: ProofOptions): Promise<void> {
-  const { view, report, root, folder, label } = prepared;
+/**
+ * Runs the tests of a chapter's views in one folder and one vitest instance (folder-runs.ts), one
+ * view after the other in the order given (practice(N), its progress views in lab order,
+ * snapshot(N): each differs from the one before by a lab's bodies), and checks each run.
+ */
+async function testChapter(views: Prepared[], root: string, scan: SourceScan, options: ProofOptions): Promise<void> {
+  const report = views[0]!.report;
   await POOL.run(async () => {
-    if (prepared.wrongs !== undefined) return runWrongs(prepared, prepared.wrongs, scan);
+    const folder = new ChapterFolder(join(root, "folder"), options.nodeModules ?? join(REPO_ROOT, "node_modules"), {
+      ...childEnv(),
+      PI_COURSE_PROOF: "1",
+    });
     try {
-      const started = Date.now();
-      const json = join(root, "outcomes.json");
-      const reporter = join(root, "proof-reporter.mjs");
-      writeFileSync(reporter, REPORTER);
-      const args = ["run", "--no-cache", `--reporter=${reporter}`];
-      if (prepared.next !== undefined) args.push(...progressFilter(view, prepared.next, scan));
-      else if (view.kind === "practice" && view.chapter.mode === "rebuild") args.push(...practiceTestFiles(view, scan));
-      else args.push(...ownTestFiles(view, scan));
-      const vitest = await run(folder, "vitest", args, RUN_LIMIT_MS, {
-        PI_PROOF_REPORT: json,
-        PI_COURSE_PROOF: "1",
-      });
-      const step = prepared.next !== undefined ? "progress vitest" : `${view.kind} vitest`;
-      report.timings[step] = (report.timings[step] ?? 0) + Date.now() - started;
-      let parsed: RunReport;
-      try {
-        parsed = JSON.parse(readFileSync(json, "utf8")) as RunReport;
-      } catch {
-        report.problems.push(
-          `${label}: vitest produced no report (exit ${vitest.code}):\n${vitest.output.trim().slice(-1500)}`,
-        );
-        return;
+      for (const prepared of views) {
+        const { view, label } = prepared;
+        try {
+          const started = Date.now();
+          let files: string[];
+          let pattern: string | undefined;
+          if (prepared.next !== undefined) ({ files, pattern } = progressFilter(view, prepared.next, scan));
+          else if (view.kind === "practice" && view.chapter.mode === "rebuild") files = practiceTestFiles(view, scan);
+          else files = ownTestFiles(view, scan);
+          const outcome = await folder.run(view, files, pattern, RUN_LIMIT_MS);
+          const step = prepared.next !== undefined ? "progress vitest" : `${view.kind} vitest`;
+          report.timings[step] = (report.timings[step] ?? 0) + Date.now() - started;
+          if ("failed" in outcome) report.problems.push(`${label}: ${outcome.failed}`);
+          else report.problems.push(...runProblems(prepared, outcome.report, scan));
+        } catch (error) {
+          report.problems.push(`${label}: the tests could not be run: ${messageOf(error)}`);
+        }
       }
-      const found: string[] = [];
-      const tests = outcomes(parsed, found, label);
-      if (prepared.next !== undefined) {
-        report.problems.push(...found, ...progressProblems(view, prepared.next, tests, label, scan));
-        return;
-      }
-      found.push(...testProblems(view, scan, tests, label));
-      if (view.kind === "practice" && view.chapter.mode === "rebuild")
-        found.push(...firstRedProblems(view, scan, tests, label));
-      const mustBeClean = view.kind === "snapshot" || view.chapter.mode === "observe";
-      for (const error of parsed.unhandled) {
-        if (mustBeClean) found.push(`${label}: unhandled error: ${firstLine(error)}`);
-      }
-      if (mustBeClean && vitest.code !== 0 && found.length === 0) {
-        found.push(`${label}: vitest exited with ${vitest.code}:\n${vitest.output.trim().slice(-1500)}`);
-      }
-      report.problems.push(...found);
-    } catch (error) {
-      report.problems.push(`${label}: the tests could not be run: ${messageOf(error)}`);
+    } finally {
+      const cpu = await folder.close();
+      if (cpu !== undefined) report.timings["test runs cpu"] = cpu;
     }
   });
 }
 
+/** What one view's run shows against what the chapter promises. */
+function runProblems(prepared: Prepared, parsed: RunReport, scan: SourceScan): string[] {
+  const { view, label } = prepared;
+  const found: string[] = [];
+  const tests = outcomes(parsed, found, label);
+  if (prepared.next !== undefined) return [...found, ...progressProblems(view, prepared.next, tests, label, scan)];
+  found.push(...testProblems(view, scan, tests, label));
+  if (view.kind === "practice" && view.chapter.mode === "rebuild")
+    found.push(...firstRedProblems(view, scan, tests, label));
+  const mustBeClean = view.kind === "snapshot" || view.chapter.mode === "observe";
+  for (const error of parsed.unhandled) {
+    if (mustBeClean) found.push(`${label}: unhandled error: ${firstLine(error)}`);
+  }
+  if (mustBeClean && parsed.state !== "passed" && found.length === 0)
+    found.push(`${label}: vitest's run ${parsed.state}`);
+  return found;
+}
+
 /**
- * A guess at how long a folder's `vitest run` takes, to start the long ones first: the size of
+ * A guess at how long a view's test run takes (a chapter's job is the sum of its views'), to start the long ones first: the size of
  * the test files it runs (a practice folder runs the earlier tests that reach its labs too). An observe
  * chapter's tests run the whole program as commands, the longest run of all (~40 s).
  */
@@ -975,11 +931,19 @@ function testCost(prepared: Prepared, scan: SourceScan): number {
   return prepared.wrongs === undefined ? size : (size * prepared.wrongs.length) / 3;
 }
 
+/** A chapter's views run practice(N) first, then its progress views in lab order, then snapshot(N): each a lab away from the one before. */
+function runOrder(prepared: Prepared): number {
+  const { view, next } = prepared;
+  if (next !== undefined) return 1 + view.chapter.labs.findIndex((l) => l.id === next);
+  return view.kind === "practice" ? 0 : Number.MAX_SAFE_INTEGER;
+}
+
 /**
  * Proves several chapters: builds and checks every view statically, writes them all, typechecks
  * them in a few compiler programs of several chapters each (in one child that keeps the
  * libraries' declarations parsed, so work such as TypeBox's type machinery is not redone per
- * folder), then runs each folder's tests, three folders at a time, the longest first.
+ * folder), then runs each chapter's tests (its views in turn, see testChapter), three jobs at a
+ * time with the typecheck and the wrong versions, the longest first.
  * Never throws for a broken course: each chapter's report lists its problems.
  */
 export function proveChapters(
@@ -993,6 +957,8 @@ export function proveChapters(
   const reports = chapters.map(
     (chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, counts: {}, folders: [] }),
   );
+  /** Each chapter's folder for its test runs (see testChapter). */
+  const runRoots = new Map<ProofReport, string>();
   const phase = (async (): Promise<
     | {
         scan: SourceScan;
@@ -1118,10 +1084,31 @@ export function proveChapters(
         }
       }
     });
-    // The longest runs first, so the pool's last minutes are not one big folder alone.
+    // A chapter's views run in one folder of their own and one vitest (testChapter); its wrong
+    // versions in another (runWrongs). The longest jobs first, so the pool's last minutes are not
+    // one big job alone.
+    const jobs: { cost: number; members: Prepared[]; start: () => Promise<void> }[] = [];
+    for (const p of prepared) {
+      if (p.wrongs !== undefined)
+        jobs.push({
+          cost: testCost(p, scan),
+          members: [p],
+          start: () => POOL.run(() => runWrongs(p, p.wrongs!, scan)),
+        });
+    }
+    for (const [report, views] of byChapter) {
+      const ordered = [...views].sort((a, b) => runOrder(a) - runOrder(b));
+      const root = mkdtempSync(join(tmpdir(), `pi-proof-${report.chapter}-runs-`));
+      report.folders.push(join(root, "folder"));
+      runRoots.set(report, root);
+      const cost = views.reduce((sum, p) => sum + testCost(p, scan), 0);
+      jobs.push({ cost, members: views, start: () => testChapter(ordered, root, scan, options) });
+    }
     const tested = new Map<Prepared, Promise<void>>();
-    for (const p of [...prepared].sort((a, b) => testCost(b, scan) - testCost(a, scan)))
-      tested.set(p, testView(p, scan, options));
+    for (const job of jobs.sort((a, b) => b.cost - a.cost)) {
+      const done = job.start();
+      for (const p of job.members) tested.set(p, done);
+    }
     return { scan, prepared, typecheck, tested };
   })();
   chapters.forEach((chapter, index) => {
@@ -1133,7 +1120,11 @@ export function proveChapters(
         try {
           await Promise.all([ready.typecheck?.get(report), ...mine.map((p) => ready.tested.get(p))]);
         } finally {
-          if (!options.keep) for (const p of mine) rmSync(p.root, { recursive: true, force: true });
+          if (!options.keep) {
+            for (const p of mine) rmSync(p.root, { recursive: true, force: true });
+            const runs = runRoots.get(report);
+            if (runs !== undefined) rmSync(runs, { recursive: true, force: true });
+          }
         }
       }
       report.timings.total = Date.now() - started;
