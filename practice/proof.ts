@@ -56,7 +56,7 @@ import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
 import { testsReaching } from "./reach.js";
 import { normalise, requiredTexts, untoldParts } from "./told.js";
-import type { WrongJob, WrongResult } from "./wrong-runner.js";
+import type { WrongJob, WrongResult, WrongSpent } from "./wrong-runner.js";
 
 export interface ProofOptions {
   sources?: Sources;
@@ -81,8 +81,10 @@ export interface ProofOptions {
 export interface ProofReport {
   chapter: string;
   problems: string[];
-  /** Milliseconds per step, e.g. `practice tsc`. */
+  /** Milliseconds per step, e.g. `practice tsc`; `wrong cpu` is the CPU time the wrong versions' runner used. */
   timings: Record<string, number>;
+  /** Numbers that are not times, e.g. `wrong versions` (how many ran) and `wrong workers` (processes they needed). */
+  counts: Record<string, number>;
   folders: string[];
 }
 
@@ -641,7 +643,17 @@ async function runWrongs(prepared: Prepared, wrongs: WrongImplementation[], scan
     let results: WrongResult[];
     let output: string;
     try {
-      ({ results, output } = await runWrongRunner(folder, input, (jobs.length - at) * (WRONG_RUN_LIMIT_MS + 30_000)));
+      let spent: WrongSpent | undefined;
+      ({ results, output, spent } = await runWrongRunner(
+        folder,
+        input,
+        (jobs.length - at) * (WRONG_RUN_LIMIT_MS + 30_000),
+      ));
+      if (spent !== undefined) {
+        report.timings["wrong cpu"] = (report.timings["wrong cpu"] ?? 0) + spent.cpuMs;
+        const started = spent.workers.reduce((sum, w) => sum + w.started, 0);
+        report.counts["wrong workers"] = (report.counts["wrong workers"] ?? 0) + started;
+      }
     } catch (error) {
       report.problems.push(`wrong(${chapter.id}): the wrong implementations could not be run: ${messageOf(error)}`);
       return;
@@ -676,7 +688,7 @@ async function runWrongs(prepared: Prepared, wrongs: WrongImplementation[], scan
     }
   }
   report.timings["wrong vitest"] = Date.now() - started;
-  report.timings["wrong versions"] = wrongs.length;
+  report.counts["wrong versions"] = wrongs.length;
 }
 
 /** Runs practice/wrong-runner.ts in `folder`; its results in order, and what else it printed. */
@@ -684,7 +696,7 @@ function runWrongRunner(
   folder: string,
   input: string,
   limitMs: number,
-): Promise<{ results: WrongResult[]; output: string }> {
+): Promise<{ results: WrongResult[]; output: string; spent?: WrongSpent }> {
   return new Promise((resolve, reject) => {
     const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
     const script = join(REPO_ROOT, "practice", "wrong-runner.ts");
@@ -694,6 +706,7 @@ function runWrongRunner(
       stdio: ["ignore", "pipe", "pipe"],
     });
     const results: WrongResult[] = [];
+    let spent: WrongSpent | undefined;
     let rest = "";
     let output = "";
     const timer = setTimeout(() => child.kill("SIGKILL"), limitMs);
@@ -703,6 +716,7 @@ function runWrongRunner(
         const line = rest.slice(0, end);
         rest = rest.slice(end + 1);
         if (line.startsWith("@@wrong ")) results.push(JSON.parse(line.slice("@@wrong ".length)) as WrongResult);
+        else if (line.startsWith("@@spent ")) spent = JSON.parse(line.slice("@@spent ".length)) as WrongSpent;
         else output = (output + line + "\n").slice(-5000);
       }
     });
@@ -713,7 +727,7 @@ function runWrongRunner(
     });
     child.on("close", () => {
       clearTimeout(timer);
-      resolve({ results, output });
+      resolve({ results, output, spent });
     });
   });
 }
@@ -941,7 +955,7 @@ export function proveChapters(
   const sources = options.sources ?? REPO_SOURCES;
   const started = Date.now();
   const reports = chapters.map(
-    (chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, folders: [] }),
+    (chapter): ProofReport => ({ chapter: chapter.id, problems: [], timings: {}, counts: {}, folders: [] }),
   );
   /** Each chapter's folder for its test runs (see testChapter). */
   const runRoots = new Map<ProofReport, string>();

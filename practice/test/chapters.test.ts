@@ -33,9 +33,10 @@ describe("the course: every chapter's snapshot and practice folder", () => {
     "%s: snapshot green, practice red for the right reason, no answer leaked",
     async (_name, chapter) => {
       const report = await proofs.get(chapter.id)!;
-      const steps = Object.entries(report.timings)
-        .map(([step, ms]) => `${step} ${(ms / 1000).toFixed(1)}s`)
-        .join(", ");
+      const steps = [
+        ...Object.entries(report.timings).map(([step, ms]) => `${step} ${(ms / 1000).toFixed(1)}s`),
+        ...Object.entries(report.counts).map(([what, count]) => `${what} ${count}`),
+      ].join(", ");
       console.log(`proof of chapter ${chapter.id}: ${steps}`);
       expect(report.problems).toEqual([]);
     },

@@ -326,7 +326,7 @@ describe("the proof catches a broken course", () => {
       "wrong(01: throws later): an error escapes the tests of lab 1.1, unhandled, on a wrong implementation (throws later); " +
         "in a full run it fails whatever test runs next: late boom",
     ]);
-    expect(report.timings["wrong versions"]).toBe(4);
+    expect(report.counts["wrong versions"]).toBe(4);
   }, 300_000);
 });
 

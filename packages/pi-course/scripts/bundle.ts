@@ -25,6 +25,9 @@
  *   `src/`); any other member (an extension's `api.Type.Script`, say) loads the whole `Type`,
  *   bundled as `cli/typebox-type.cjs`. The rest of `Type` (its TypeScript-syntax parser, the
  *   type-level actions: `Omit`, `Mapped`, …) is some 65 KB that only such members need.
+ *   `Type.Record` comes from `LIGHT_BUILDERS` (scripts/typebox-record.ts): TypeBox's own builds a
+ *   record through its type engine, 125 KB, where a record keyed by a string (every one of the
+ *   sources', built while they load) needs two of its small parts; another key loads the whole `Type`.
  * - `LAZY_BUILTINS`, Node modules that cost a fresh process 2 to 5 ms each and serve few paths (a
  *   bash command, a hash, a codemode worker, a login's callback server).
  * TypeBox keeps no state that its copies would need to share (a schema is a plain object). A
@@ -61,6 +64,14 @@ export const TYPEBOX_FILES = {
   "typebox-compile.cjs": 'export { Compile } from "typebox/compile";',
   "typebox-type.cjs": 'export { Type } from "typebox";',
 } as const;
+
+/**
+ * Builders of TypeBox's `Type` that the bundle has from a smaller import path than TypeBox's own
+ * (the module named; see its header): `Type.Record` alone brings in TypeBox's type engine, 125 KB.
+ */
+const LIGHT_BUILDERS: Readonly<Record<string, string>> = {
+  Record: path.join(PACKAGE, "scripts", "typebox-record.ts"),
+};
 
 /** The module every stand-in is made with; the chunk that holds it loads `TYPEBOX_FILES` beside itself. */
 const ON_FIRST_USE = path.join(PACKAGE, "scripts", "on-first-use.ts");
@@ -115,7 +126,14 @@ function onFirstUse(members: ReadonlySet<string>): Plugin {
     typebox: () =>
       `${importStandIns}\nimport * as eager from "typebox-builders-used";\n` +
       'export const Type = objectOnFirstUse("./typebox-type.cjs", "Type", eager);',
-    "typebox-builders-used": () => `export { ${buildersUsed(members).join(", ")} } from "typebox";`,
+    "typebox-builders-used": () => {
+      const used = buildersUsed(members);
+      const light = used.filter((name) => name in LIGHT_BUILDERS);
+      return (
+        `export { ${used.filter((name) => !(name in LIGHT_BUILDERS)).join(", ")} } from "typebox";\n` +
+        light.map((name) => `export { ${name} } from ${JSON.stringify(LIGHT_BUILDERS[name])};`).join("\n")
+      );
+    },
   };
   return {
     name: "on-first-use",

@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { syncBuiltinESMExports } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   PathLocks,
   Workspace,
@@ -83,6 +83,12 @@ function killLeftovers(): void {
 afterEach(async () => {
   killLeftovers();
   await rm(base, { recursive: true, force: true });
+});
+
+// The variable goes with the file: a worker that runs another file next (the course proof keeps
+// its worker from one run to the next) is left as it was found.
+afterAll(() => {
+  delete process.env.PI_COURSE_TEST_08;
 });
 
 function run<T>(tool: AgentTool<any, T>, params: unknown, signal?: AbortSignal): Promise<AgentToolResult<T>> {

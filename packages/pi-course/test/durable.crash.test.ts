@@ -68,7 +68,7 @@ function agentPid(lane: string): number | undefined {
       const environ = readFileSync(`/proc/${name}/environ`, "latin1").split("\0");
       if (!environ.includes(`PI_DURABLE_LANE=${lane}`)) continue;
       if (!environ.some((v) => v.startsWith("PI_COURSE_AGENT_SOCKET="))) continue;
-      if (readFileSync(`/proc/${name}/cmdline`, "latin1").split("\0").includes("-e")) continue; // the middle
+      if (readFileSync(`/proc/${name}/cmdline`, "latin1").split("\0")[1] === "-c") continue; // the middle (sh -c)
       return Number(name);
     } catch {
       // gone, or not ours

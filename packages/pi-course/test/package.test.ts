@@ -164,7 +164,7 @@ describe("package · @pi/course as an installed dependency", () => {
     expect(JSON.parse(installed)).toEqual(source);
   }, 60_000);
 
-  it("Package · the root import loads neither TypeBox's compiler, nor TypeBox's Type beyond the builders the sources use, nor child_process, crypto, worker_threads or http; each loads on first use and works as the sources do", async () => {
+  it("Package · the root import loads neither TypeBox's compiler, nor TypeBox's Type beyond the builders the sources use (its type engine: a record keyed by a string is built without it), nor child_process, crypto, worker_threads or http; each loads on first use and works as the sources do", async () => {
     // The bundle's stand-ins (scripts/bundle.ts): what they defer must still be there when used.
     const app = join(work, "app");
     const script = `
@@ -190,6 +190,14 @@ try {
 }
 const coerced = course.validateToolArguments(tool, { type: "toolCall", id: "2", name: "add", arguments: { a: "1", b: 2 } });
 const afterCheck = { heavy: heavy(), bundled: bundled() };
+// a record schema of the sources (mcp.json's), built at import without TypeBox's type engine, checks as TypeBox's
+let mcpRefusal;
+try {
+  course.parseMcpConfig('{"mcpServers": {"a": 1}, "x": 2}', "mcp.json", {});
+  course.parseMcpConfig('{"mcpServers": []}', "mcp.json", {});
+} catch (error) {
+  mcpRefusal = [error.name, error.message];
+}
 const echoed = await course.runCommand("echo hi", { cwd: process.cwd() });
 const session = await course.SessionFile.create(process.cwd() + "/session.jsonl", { cwd: process.cwd() });
 // an extension's api.Type: a builder the sources use is there at once, any other member loads the whole Type
@@ -197,15 +205,28 @@ const host = new course.ExtensionHost({ cwd: process.cwd() });
 let extension;
 await host.loadFactory((api) => {
   const built = api.Type.Object({ x: api.Type.String() });
+  const record = api.Type.Record(api.Type.String(), api.Type.Number(), { description: "by name" });
   const before = bundled();
-  extension = { built, before, parsed: api.Type.Script("{ y: number }"), after: bundled(), members: Object.keys(api.Type).length };
+  // a record of any other key is TypeBox's own, with its engine
+  const numbered = api.Type.Record(api.Type.Integer(), api.Type.String());
+  const after = bundled();
+  const kinds = [record, numbered].map((schema) => [schema["~kind"], api.Type.IsRecord(schema)]);
+  extension = { built, record, numbered, kinds, before, parsed: api.Type.Script("{ y: number }"), after, members: Object.keys(api.Type).length };
 }, "inline", "user");
-console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, echoed: echoed.output, id: session.header.id.length, after: heavy().sort(), extension }));
+console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, mcpRefusal, echoed: echoed.output, id: session.header.id.length, after: heavy().sort(), extension }));
 `;
     writeFileSync(join(app, "first-use.mjs"), script);
     const out = JSON.parse(execFileSync(process.execPath, ["first-use.mjs"], { cwd: app, encoding: "utf8" }));
     const { Type } = await import("typebox");
-    const { validateToolArguments } = await import("../src/index.js");
+    const { parseMcpConfig, validateToolArguments } = await import("../src/index.js");
+    let mcpSources: unknown;
+    try {
+      parseMcpConfig('{"mcpServers": {"a": 1}, "x": 2}', "mcp.json", {});
+      parseMcpConfig('{"mcpServers": []}', "mcp.json", {});
+    } catch (error) {
+      mcpSources = [(error as Error).name, (error as Error).message];
+    }
+    expect(mcpSources).toEqual(["McpConfigError", expect.stringContaining("mcp.json")]);
     let sources: unknown;
     try {
       validateToolArguments(
@@ -226,11 +247,18 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, echoed: ech
       refusal: sources,
       coerced: { a: 1, b: 2 },
       afterCheck: { heavy: [], bundled: ["typebox-compile.cjs"] },
+      mcpRefusal: mcpSources,
       echoed: "hi\n",
       id: 36,
       after: ["NativeModule child_process", "NativeModule crypto"],
       extension: {
         built: Type.Object({ x: Type.String() }),
+        record: Type.Record(Type.String(), Type.Number(), { description: "by name" }),
+        numbered: Type.Record(Type.Integer(), Type.String()),
+        kinds: [
+          ["Record", true],
+          ["Record", true],
+        ],
         before: ["typebox-compile.cjs"],
         parsed: Type.Script("{ y: number }"),
         after: ["typebox-compile.cjs", "typebox-type.cjs"],
@@ -238,6 +266,71 @@ console.log(JSON.stringify({ atImport, refusal, coerced, afterCheck, echoed: ech
       },
     });
   }, 60_000);
+
+  /**
+   * What a fresh process compiles when it loads `entry` of the installed package: the file and the
+   * chunks it imports statically (a dynamic import() is a chunk of its own, read when it runs), as
+   * the modules bundled into them (each chunk's source map names them): `src/…` for the sources,
+   * `typebox/…` for TypeBox's (under its build/ folder).
+   */
+  const bundledSources = (...entries: string[]): { files: number; sources: string[] } => {
+    const read = new Set<string>();
+    const visit = (file: string) => {
+      if (read.has(file)) return;
+      read.add(file);
+      for (const [, spec] of readFileSync(file, "utf8").matchAll(/^(?:import|export)\b[^;]*?["'](\.[^"']+)["'];/gm))
+        visit(join(dirname(file), spec!));
+    };
+    for (const entry of entries) visit(entry);
+    const sources = [...read].flatMap((file) =>
+      (JSON.parse(readFileSync(`${file}.map`, "utf8")).sources as string[]).map((source) =>
+        source.replace(/^.*?node_modules\/typebox\/build\//, "typebox/").replace(/^.*?\/src\//, "src/"),
+      ),
+    );
+    return { files: read.size, sources };
+  };
+
+  it("Package · the chunks the root import reads carry neither TypeBox's type engine nor its compiler: those are in the .cjs files loaded on first use", () => {
+    const dist = join(work, "app", "node_modules", "@pi", "course", "dist");
+    const root = bundledSources(join(dist, "index.js"));
+    const typebox = root.sources.flatMap((source) => (source.startsWith("typebox/") ? [source.slice(8)] : []));
+    expect(root.files).toBeGreaterThan(10);
+    // the builders are there (Type.Object, a record's own small part, …), and neither the engine
+    // (instantiate.mjs and what only it reaches) nor the compiler
+    expect(typebox).toContain("type/types/object.mjs");
+    expect(typebox).toContain("type/engine/record/record_create.mjs");
+    expect(
+      typebox.filter((source) => /^(type\/engine\/(instantiate|record\/instantiate)|compile\/)/.test(source)),
+    ).toEqual([]);
+    expect(typebox.filter((source) => source.startsWith("type/engine/")).length).toBeLessThan(10);
+    const cjs = readdirSync(join(dist, "cli")).filter((file) => file.endsWith(".cjs"));
+    expect(cjs.sort()).toEqual(["typebox-compile.cjs", "typebox-type.cjs"]);
+    expect(readFileSync(join(dist, "cli", "typebox-type.cjs"), "utf8")).toContain("function RecordInstantiate(");
+  });
+
+  it("Package · the CLI's launcher and its agent load neither the MCP login (OAuth flows, the browser opener), nor the session page, nor TypeBox's type engine until a command needs them", () => {
+    const cli = join(work, "app", "node_modules", "@pi", "course", "dist", "cli");
+    const start = join(cli, "start.js");
+    // the agent: the launcher's modules and main's chunk, which start.js imports once it is the agent
+    const main = /import\("\.\/(chunk-main-[A-Z0-9]+\.js)"\)/.exec(readFileSync(start, "utf8"))?.[1];
+    expect(main).toBeDefined();
+    const launcher = bundledSources(start);
+    const agent = bundledSources(start, join(cli, main!));
+    expect(agent.files).toBeGreaterThan(launcher.files);
+    for (const { sources } of [launcher, agent]) {
+      expect(sources).toContain("src/cli/launch.ts");
+      expect(sources).toContain("src/cli/features/mcp.ts");
+      expect(
+        sources.filter((source) =>
+          /^(src\/mcp\/auth\/(oauth|discovery|loopback|token-request)\.ts|src\/cli\/(mcp-login|open-browser|export)\.ts|src\/session-page\/page\.ts|typebox\/type\/engine\/instantiate\.mjs)$/.test(
+            source,
+          ),
+        ),
+      ).toEqual([]);
+    }
+    expect(agent.sources).toContain("src/cli/main.ts");
+    expect(agent.sources).toContain("src/agent/agent.ts");
+  });
 
   it("Package · ships a README that says it is ESM-only and how to install it", () => {
     const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];

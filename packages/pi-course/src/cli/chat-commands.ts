@@ -10,7 +10,6 @@ import { compact } from "../session/compaction.js";
 import type { Resources } from "../resources/resources.js";
 import { parseSlashCommand } from "../resources/prompt-templates.js";
 import type { AgentMessage } from "../types.js";
-import { writeSessionPage } from "./export.js";
 import type { ChatPrinter } from "./render.js";
 import { resourceHelp } from "./project-resources.js";
 import type { Runtime } from "./runtime.js";
@@ -128,6 +127,8 @@ export const CORE_COMMANDS: readonly SlashCommand[] = [
     needsSession: NOT_KEPT,
     run: async ({ printer }, arg, session) => {
       const page = { header: session.header, entries: session.entries() };
+      // the page's modules load when a page is written (the `export` command loads them the same way)
+      const { writeSessionPage } = await import("./export.js");
       const result = await writeSessionPage(page, session.path, arg === "" ? undefined : arg);
       printer.line(
         `wrote ${neutralize(result.out)} (${result.messages} messages, ${result.branches} branch${result.branches === 1 ? "" : "es"})`,

@@ -211,12 +211,20 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
   // Everything handed over travels on the socket only (an MCP config's ${DATABASE_URL} too,
   // whatever its name looks like): the agent's environment, which its commands inherit, has none.
   for (const name of Object.keys(handover)) delete env[name];
-  const agentArgs = [...process.execArgv, path.resolve(process.argv[1]!), ...argv];
-  const middle = spawn(process.execPath, ["-e", MIDDLE, "--", ...agentArgs], {
+  const agentArgs = [process.execPath, ...process.execArgv, path.resolve(process.argv[1]!), ...argv];
+  const middle = spawn("/bin/sh", ["-c", MIDDLE, "pi-course-middle", ...agentArgs], {
     env,
     stdio: ["inherit", "inherit", "inherit", "pipe"],
   });
-  (middle.stdio[TOKEN_FD] as Writable).end(`${token.toString("hex")}\n`);
+  const tokenPipe = middle.stdio[TOKEN_FD] as Writable;
+  // An agent that ends before it reads the token resets the pipe: its exit (below) says what happened.
+  tokenPipe.on("error", () => {});
+  tokenPipe.end(`${token.toString("hex")}\n`);
+  middle.on("error", (error) => {
+    rmSync(folder, { recursive: true, force: true });
+    process.stderr.write(`error: cannot start the agent: ${error.message}\n`);
+    process.exit(1);
+  });
   middle.on("exit", (code) => {
     if (agent !== undefined) return;
     // The agent ended (or never started) before it connected: its code is the middle's.
@@ -251,18 +259,21 @@ export async function launchAgent(argv: readonly string[]): Promise<never> {
 }
 
 /**
- * The middle process: starts the agent with this process's stdio and its descriptor 3 (the token
- * pipe); leaves on SIGTERM (sent once
- * the agent has connected), or with the agent's exit code if it ends before.
+ * The middle process, a POSIX shell (a second Node process cost the start as much as the agent's
+ * own boot): starts the agent (its arguments) with this process's stdio, stdin too (through
+ * descriptor 4: a background command's stdin is /dev/null before its redirections), and its
+ * descriptor 3 (the token pipe); ignores SIGINT and SIGHUP (Node restores the defaults in the
+ * agent); leaves on SIGTERM (sent once the agent has connected), or with the agent's exit code
+ * if it ends before (1 for an agent a signal ended).
  */
-const MIDDLE = `
-const { spawn } = require("node:child_process");
-const child = spawn(process.execPath, process.argv.slice(1), { stdio: ["inherit", "inherit", "inherit", 3] });
-process.on("SIGTERM", () => process.exit(0));
-for (const signal of ["SIGINT", "SIGHUP"]) process.on(signal, () => {});
-child.on("exit", (code, signal) => process.exit(code ?? 1));
-child.on("error", (error) => { process.stderr.write("error: cannot start the agent: " + error.message + "\\n"); process.exit(1); });
-`;
+const MIDDLE = `trap '' INT HUP
+trap 'exit 0' TERM
+exec 4<&0
+"$@" <&4 4<&- &
+wait $!
+code=$?
+if [ "$code" -gt 128 ]; then exit 1; fi
+exit "$code"`;
 
 /**
  * Calls `onLoss` once when a process above this one in its process group ends (polled every

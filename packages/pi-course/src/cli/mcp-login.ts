@@ -8,20 +8,14 @@
  * authorization server or the configuration chose (the server's name, the URL to open, the
  * issuer, the scope, an error's words) is shown through the terminal guard (terminal-text.ts).
  */
-import path from "node:path";
 import { errorText } from "../base/errors.js";
 import { McpTokenStore } from "../mcp/auth/token-store.js";
 import { oauthForServer } from "../mcp/auth/server-auth.js";
 import type { McpServerConfig } from "../mcp/config.js";
 import type { CliIO } from "./io.js";
 import { openBrowser } from "./open-browser.js";
-import { homeFolder } from "./settings.js";
+import { mcpAuthFolder } from "./settings.js";
 import { untrustedText, untrustedUrl } from "./terminal-text.js";
-
-/** The folder of the CLI's MCP tokens: `~/.pi-course/mcp-auth`. */
-export function mcpAuthFolder(env: NodeJS.ProcessEnv): string {
-  return path.join(homeFolder(env), "mcp-auth");
-}
 
 /** What a person is told when the server `name` needs a login. */
 export function loginHint(name: string): string {

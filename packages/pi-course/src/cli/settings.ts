@@ -76,6 +76,13 @@ export function homeFolder(env: NodeJS.ProcessEnv): string {
   return path.join(env.HOME || homedir(), ".pi-course");
 }
 
+// #region ch17
+/** The folder of the CLI's MCP tokens: `~/.pi-course/mcp-auth` (`mcp login` writes them; `McpTokenStore`). */
+export function mcpAuthFolder(env: NodeJS.ProcessEnv): string {
+  return path.join(homeFolder(env), "mcp-auth");
+}
+// #endregion
+
 /** A config file that cannot be used: the message says which file and what to do. */
 export class ConfigError extends PiCourseError {
   override name = "ConfigError";

@@ -14,9 +14,11 @@ const socketPath = process.env[AGENT_SOCKET_VARIABLE];
 // `export SESSION_FILE` reads one file and writes one: no agent, no key, nothing to launch apart.
 const exporting = process.argv[2] === "export";
 if (socketPath === undefined && canLaunchApart && !exporting) await launchAgent(process.argv.slice(2));
-// Only the agent loads the agent (the launcher stays small).
-const { killLiveProcessGroups } = await import("../coding-tools/processes.js");
-const { runMain } = await import("./main.js");
+// Only the agent loads the agent (the launcher stays small). It loads while it connects to the
+// launcher below: the two wait on different things (files, the launcher and the middle process).
+const loading = Promise.all([import("../coding-tools/processes.js"), import("./main.js")]);
+// Until the agent's code has loaded no command runs, so there is none to kill.
+let killLiveProcessGroups = (): void => {};
 
 const controller = new AbortController();
 let channel: AgentChannel | undefined;
@@ -59,6 +61,8 @@ if (socketPath !== undefined) {
   });
   env = { ...process.env, ...channel.handover };
 }
+const [processes, { runMain }] = await loading;
+killLiveProcessGroups = processes.killLiveProcessGroups;
 const stdin = process.stdin.isTTY === true ? process.stdin : undefined;
 const code = await runMain(
   process.argv.slice(2),

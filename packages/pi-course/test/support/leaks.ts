@@ -16,7 +16,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, expect } from "vitest";
+import { afterAll, afterEach, beforeEach, expect } from "vitest";
 
 interface Leak {
   reason: unknown;
@@ -39,12 +39,18 @@ export function checkRejectionsPerTest(testFileUrl: string, settle: () => Promis
     if (at >= 0) leaks.splice(at, 1);
   };
   beforeEach(() => {
-    // installed once, for the whole file, by the first test (vitest has no module-level teardown
-    // that runs after the last test's afterEach, so they are never removed: the file's worker ends)
+    // installed once, for the whole file, by the first test
     if (!process.listeners("unhandledRejection").includes(onUnhandled)) {
       process.on("unhandledRejection", onUnhandled);
       process.on("rejectionHandled", onHandled);
     }
+  });
+  // ...and removed after the last test's afterEach: a process that runs another file next (the
+  // proof's runner keeps its worker from one run to the next) must not hide that file's
+  // rejections from vitest behind a listener of this one.
+  afterAll(() => {
+    process.off("unhandledRejection", onUnhandled);
+    process.off("rejectionHandled", onHandled);
   });
   afterEach(async (context) => {
     await settle();
