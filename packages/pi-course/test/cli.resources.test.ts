@@ -1,6 +1,6 @@
 /**
  * The project around the agent through the command line, as a user meets it: the BUILT bin
- * (`dist/cli/start.js`, compiled here once, outside `src`) loads a TypeScript and a JavaScript
+ * (the sources bundled as `dist/cli/start.js` is, support/built-cli.ts) loads a TypeScript and a JavaScript
  * extension with no tsx anywhere, against a replay server on 127.0.0.1 whose recorded requests
  * show what the model saw; an untrusted project's extension is never imported (a side-effect
  * file proves it); and, in a real pseudo-terminal, the trust question is answered, a skill is
@@ -10,17 +10,11 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CliUsageError, parseArgs } from "../src/cli/args.js";
+import { builtStart } from "./support/built-cli.js";
 import { SseServer, sseReply } from "./support/sse-server.js";
 import { KEY, openTerminal, type PseudoTerminal } from "./support/terminal.js";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const packageDir = path.resolve(here, "..");
-/** The build goes beside `src` (so the bin finds the package's node_modules), under a name of its own; emitted without a typecheck (`--noCheck`: npm test typechecks the repository first), a third of the time. */
-const built = path.join(packageDir, `.dist-resources-test-${process.pid}`);
-const bin = path.join(built, "cli", "start.js");
 
 let base: string;
 let home: string;
@@ -29,29 +23,10 @@ let sideEffect: string;
 const servers: SseServer[] = [];
 const terminals: PseudoTerminal[] = [];
 
+let bin: string;
 beforeAll(() => {
-  execFileSync(
-    process.execPath,
-    [
-      path.join(packageDir, "..", "..", "node_modules", "typescript", "bin", "tsc"),
-      "-p",
-      "tsconfig.build.json",
-      "--outDir",
-      built,
-      "--declaration",
-      "false",
-      "--declarationMap",
-      "false",
-      "--sourceMap",
-      "false",
-      "--noCheck",
-    ],
-    { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] },
-  );
+  bin = builtStart();
 }, 240_000);
-afterAll(() => {
-  rmSync(built, { recursive: true, force: true });
-});
 
 beforeAllProject();
 afterEach(async () => {

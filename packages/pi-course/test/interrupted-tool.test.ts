@@ -71,7 +71,7 @@ async function bashRun(id: string, command: string, pidFile: string) {
   return { server: replay, args, env, sessions, workspace, first };
 }
 
-/** `node script args` from the package folder, under tsx for a .ts script. */
+/** `node script args` from the package folder, a .ts script bundled first (support/processes.ts). */
 const start = (script: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
   startProcess(script, args, { cwd: packageDir, started: children, env });
 

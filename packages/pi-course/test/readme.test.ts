@@ -4,11 +4,11 @@
  */
 import { spawn } from "node:child_process";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { bundledScript } from "./support/bundled-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "..", "..", "..");
@@ -149,9 +149,8 @@ async function runExample(index: number): Promise<string> {
   const source = path.join(repoRoot, "packages", "pi-course", "src", "index.ts");
   await writeFile(file, code!.replace('from "@pi/course"', `from ${JSON.stringify(source)}`));
   try {
-    const tsx = createRequire(import.meta.url).resolve("tsx/cli");
     const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [tsx, file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [bundledScript(file)], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

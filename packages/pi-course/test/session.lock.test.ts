@@ -11,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockPathOf } from "../src/session/session-lock.js";
+import { bundledScript } from "./support/bundled-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const TAKERS = 6;
@@ -34,9 +35,7 @@ async function race(folder: string): Promise<number[]> {
       const child = spawn(
         process.execPath,
         [
-          "--import",
-          "tsx",
-          path.join(here, "support", "lock-taker.ts"),
+          bundledScript(path.join(here, "support", "lock-taker.ts")),
           folder,
           String(ROUNDS),
           String(t0),

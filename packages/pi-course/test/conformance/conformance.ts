@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { bundledScript } from "../support/bundled-script.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -53,7 +54,7 @@ export async function listScenarios(): Promise<string[]> {
 export async function runScenario(scenario: string): Promise<ScenarioResult> {
   const out = mkdtempSync(path.join(tmpdir(), "pi-conformance-"));
   try {
-    const command = `${process.execPath} --import tsx ${path.join(here, "client.ts")}`;
+    const command = `${process.execPath} ${bundledScript(path.join(here, "client.ts"))}`;
     const { stdout, stderr } = await run(["client", "--command", command, "--scenario", scenario, "-o", out]);
     const checks = readChecks(out);
     const failures = checks

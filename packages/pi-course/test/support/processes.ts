@@ -1,9 +1,10 @@
 /**
- * Real child processes for the crash tests: start one (a `.ts` script under tsx), poll until
+ * Real child processes for the crash tests: start one (a `.ts` script bundled), poll until
  * something holds, read a file that may not exist yet, kill a process that may be gone.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { bundledScript } from "./bundled-script.js";
 
 /** A started process: its exit (code and signal), and what it has written so far. */
 export interface StartedProcess {
@@ -13,7 +14,7 @@ export interface StartedProcess {
 }
 
 /**
- * `node script args` in `cwd` (under tsx for a `.ts` script: one process, so a SIGKILL kills it
+ * `node script args` in `cwd` (a `.ts` script bundled first, bundled-script.ts: one process, so a SIGKILL kills it
  * all), with `env` over this process's environment. The child is added to `started`, for the
  * test file's cleanup.
  */
@@ -22,7 +23,7 @@ export function startProcess(
   args: readonly string[],
   options: { cwd: string; started: ChildProcess[]; env?: NodeJS.ProcessEnv },
 ): StartedProcess {
-  const child = spawn(process.execPath, [...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script, ...args], {
+  const child = spawn(process.execPath, [script.endsWith(".ts") ? bundledScript(script) : script, ...args], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
