@@ -51,6 +51,7 @@ import {
   type View,
   type ViewKind,
 } from "./generate.js";
+import { compiledWrongRunner } from "./compiled-wrong-runner.js";
 import { ChapterFolder, type RunReport } from "./folder-runs.js";
 import { firstRed, labPattern } from "./learning.js";
 import { notImplementedMessage, pad } from "./markers.js";
@@ -698,9 +699,7 @@ function runWrongRunner(
   limitMs: number,
 ): Promise<{ results: WrongResult[]; output: string; spent?: WrongSpent }> {
   return new Promise((resolve, reject) => {
-    const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
-    const script = join(REPO_ROOT, "practice", "wrong-runner.ts");
-    const child = spawn(tsx, [script, input], {
+    const child = spawn(process.execPath, [compiledWrongRunner(), input], {
       cwd: folder,
       env: { ...childEnv(), PI_COURSE_PROOF: "1" },
       stdio: ["ignore", "pipe", "pipe"],

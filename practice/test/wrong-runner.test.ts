@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { REPO_ROOT } from "../catalogue.js";
+import { compiledWrongRunner } from "../compiled-wrong-runner.js";
 import type { WrongJob, WrongResult } from "../wrong-runner.js";
 
 const B = "export const b = (): number => 1;\n";
@@ -71,11 +72,10 @@ function runRunner(dir: string, jobs: WrongJob[]): Promise<Ran> {
   const input = join(dir, "..", "jobs.json");
   writeFileSync(input, JSON.stringify(jobs));
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      join(REPO_ROOT, "node_modules", ".bin", "tsx"),
-      [join(REPO_ROOT, "practice", "wrong-runner.ts"), input],
-      { cwd: dir, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const child = spawn(process.execPath, [compiledWrongRunner(), input], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.setEncoding("utf8").on("data", (text: string) => (output += text));
     child.stderr.setEncoding("utf8").on("data", (text: string) => (output += text));
