@@ -1,6 +1,6 @@
 /**
  * practice/wrong-runner.ts as JavaScript, so the proof starts it with plain `node` (tsx cost about
- * 1 s of CPU per start, paid by every chapter's runner and by each second, non-bailing one).
+ * 1 s of CPU per start: one runner per chapter, and one more after a version that hung).
  * The runner and what it loads by path (kept-forks.ts; kept-fork-entry.mjs and
  * kept-fork-warm-up.ts beside it) are transpiled or copied into
  * `node_modules/.cache/pi-course-wrong-runner/<hash of their texts>/`, under the repository, so
